@@ -1,0 +1,53 @@
+//===- FlexPipe.h - FlexPipe dialect ----------------------------*- C++ -*-===//
+//
+// Part of the FlexPipe project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// The one header that declares the `flexpipe` dialect: its enums, attributes,
+// types, interfaces and operations.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLEXPIPE_DIALECT_FLEXPIPE_IR_FLEXPIPE_H
+#define FLEXPIPE_DIALECT_FLEXPIPE_IR_FLEXPIPE_H
+
+#include "flexpipe/Scheduling/Placement.h"
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/Attributes.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/RegionKindInterface.h"
+#include "mlir/IR/SymbolTable.h"
+
+#include <optional>
+
+#include "flexpipe/Dialect/FlexPipe/IR/FlexPipeOpsDialect.h.inc"
+
+#include "flexpipe/Dialect/FlexPipe/IR/FlexPipeEnums.h.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "flexpipe/Dialect/FlexPipe/IR/FlexPipeAttrs.h.inc"
+
+#define GET_TYPEDEF_CLASSES
+#include "flexpipe/Dialect/FlexPipe/IR/FlexPipeOpsTypes.h.inc"
+
+#include "flexpipe/Dialect/FlexPipe/IR/FlexPipeInterfaces.h.inc"
+
+#define GET_OP_CLASSES
+#include "flexpipe/Dialect/FlexPipe/IR/FlexPipeOps.h.inc"
+
+namespace flexpipe {
+
+/// The built-in instruction type names that dependency endpoints may use and
+/// that registered instructions may not take.
+bool isBuiltinInstructionName(llvm::StringRef name);
+
+} // namespace flexpipe
+
+#endif // FLEXPIPE_DIALECT_FLEXPIPE_IR_FLEXPIPE_H

@@ -1,0 +1,189 @@
+//===- FlexPipeAttrs.td - FlexPipe enums, attributes, types -*- tablegen -*-===//
+//
+// Part of the FlexPipe project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLEXPIPE_ATTRS
+#define FLEXPIPE_ATTRS
+
+include "flexpipe/Dialect/FlexPipe/IR/FlexPipeDialect.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+
+//===----------------------------------------------------------------------===//
+// Enums
+//===----------------------------------------------------------------------===//
+
+def FlexPipe_PlacementKind : I32EnumAttr<"PlacementKind",
+    "how a module's stages sit on its actors", [
+  // Stage i on actor i: one stage per actor (GPipe, 1F1B).
+  I32EnumAttrCase<"OneToOne", 0, "one_to_one">,
+  // Stage i on actor i mod n, `chunks` rounds (interleaved 1F1B, looped BFS).
+  I32EnumAttrCase<"Circular", 1, "circular">,
+  // Chunks alternate direction: down, back up, ... (V-shape, waves).
+  I32EnumAttrCase<"VShape", 2, "vshape">,
+  // A user-given stage -> actor map (`map [...]`).
+  I32EnumAttrCase<"Explicit", 3, "explicit">,
+]> {
+  let cppNamespace = "::flexpipe";
+  let genSpecializedAttr = 0;
+}
+def FlexPipe_PlacementKindAttr
+    : EnumAttr<FlexPipe_Dialect, FlexPipe_PlacementKind, "placement_kind"> {
+  let assemblyFormat = "$value";
+}
+
+def FlexPipe_CttpKind : I32EnumAttr<"CttpKind",
+    "computation-type traversal priority", [
+  // Backward reorder queue first, forward when it is empty (1F1B family).
+  I32EnumAttrCase<"BwdFirst", 0, "bwd_first">,
+  // Forward reorder queue first, backward when it is empty (GPipe family).
+  I32EnumAttrCase<"FwdFirst", 1, "fwd_first">,
+  // Alternate: `fwd_unit` forwards, then `bwd_unit` backwards, and so on.
+  I32EnumAttrCase<"Interleaved", 2, "interleaved">,
+]> {
+  let cppNamespace = "::flexpipe";
+  let genSpecializedAttr = 0;
+}
+def FlexPipe_CttpKindAttr
+    : EnumAttr<FlexPipe_Dialect, FlexPipe_CttpKind, "cttp_kind"> {
+  let assemblyFormat = "$value";
+}
+
+def FlexPipe_StageOrder : I32EnumAttr<"StageOrder",
+    "stage traversal direction", [
+  // Earlier stages (front layers) first.
+  I32EnumAttrCase<"BreadthFirst", 0, "breadth_first">,
+  // Later stages (back layers) first.
+  I32EnumAttrCase<"DepthFirst", 1, "depth_first">,
+]> {
+  let cppNamespace = "::flexpipe";
+  let genSpecializedAttr = 0;
+}
+def FlexPipe_StageOrderAttr
+    : EnumAttr<FlexPipe_Dialect, FlexPipe_StageOrder, "stage_order"> {
+  let assemblyFormat = "$value";
+}
+
+def FlexPipe_InflightScope : I32EnumAttr<"InflightScope",
+    "what an in-flight limit counts", [
+  // Micro-batches between their first forward and their last backward.
+  I32EnumAttrCase<"Global", 0, "global">,
+  // Per stage: forwards of that stage not yet matched by their backward.
+  I32EnumAttrCase<"PerStage", 1, "per_stage">,
+  // Per actor: forwards on that actor not yet matched by their backward.
+  I32EnumAttrCase<"PerActor", 2, "per_actor">,
+]> {
+  let cppNamespace = "::flexpipe";
+  let genSpecializedAttr = 0;
+}
+def FlexPipe_InflightScopeAttr
+    : EnumAttr<FlexPipe_Dialect, FlexPipe_InflightScope, "inflight_scope"> {
+  let assemblyFormat = "$value";
+}
+
+def FlexPipe_RegisteredKind : I32EnumAttr<"RegisteredKind",
+    "what a registered instruction does at run time", [
+  // A computation bound to a user operation.
+  I32EnumAttrCase<"Compute", 0, "compute">,
+  // An all-gather among the actors of its stage (SyncWithAllGather).
+  I32EnumAttrCase<"AllGather", 1, "all_gather">,
+  // A gather to the first actor of its stage (SyncWithGather).
+  I32EnumAttrCase<"Gather", 2, "gather">,
+]> {
+  let cppNamespace = "::flexpipe";
+  let genSpecializedAttr = 0;
+}
+def FlexPipe_RegisteredKindAttr
+    : EnumAttr<FlexPipe_Dialect, FlexPipe_RegisteredKind, "registered_kind"> {
+  let assemblyFormat = "$value";
+}
+
+//===----------------------------------------------------------------------===//
+// Attributes
+//===----------------------------------------------------------------------===//
+
+class FlexPipe_Attr<string name, string attrMnemonic, list<Trait> traits = []>
+    : AttrDef<FlexPipe_Dialect, name, traits> {
+  let mnemonic = attrMnemonic;
+}
+
+def FlexPipe_ModelConfigAttr : FlexPipe_Attr<"ModelConfig", "model"> {
+  let summary = "transformer configuration of a module";
+  let description = [{
+    The size of one module's transformer layers, used by the cost model and by
+    the runtime's built-in GPT-style model. `hidden` must be a multiple of
+    `heads`.
+
+    ```mlir
+    flexpipe.module @gpt layers(32) placement(one_to_one)
+        model<hidden = 4096, heads = 32, seq = 2048, vocab = 1048576>
+    ```
+  }];
+  let parameters = (ins "int64_t":$hidden, "int64_t":$heads, "int64_t":$seq,
+                        "int64_t":$vocab);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def FlexPipe_CttpAttr : FlexPipe_Attr<"Cttp", "cttp"> {
+  let summary = "computation-type traversal priority with scheduling units";
+  let description = [{
+    Which reorder queue an actor reads first: `bwd_first`, `fwd_first` or
+    `interleaved`, with the scheduling units `fwd_unit` and `bwd_unit` (how
+    many forward / backward items are taken at a time; 1 when omitted).
+
+    ```mlir
+    flexpipe.priority cttp<bwd_first>
+    flexpipe.priority cttp<interleaved, 2, 1>
+    ```
+  }];
+  let parameters = (ins EnumParameter<FlexPipe_CttpKind>:$kind,
+                        DefaultValuedParameter<"int64_t", "1">:$fwdUnit,
+                        DefaultValuedParameter<"int64_t", "1">:$bwdUnit);
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+}
+
+def FlexPipe_StpAttr : FlexPipe_Attr<"Stp", "stp"> {
+  let summary = "stage traversal priority with an optional interval";
+  let description = [{
+    In which direction an actor walks a reorder queue that holds items of
+    several stages: `breadth_first` (front stages first) or `depth_first` (back
+    stages first). With an `interval` k, items of the current stage are taken k
+    times in a row before the walk moves on to the next stage; without one the
+    first schedulable item in the direction is taken.
+
+    ```mlir
+    flexpipe.priority fstp<breadth_first, 4> bstp<depth_first>
+    ```
+  }];
+  let parameters = (ins EnumParameter<FlexPipe_StageOrder>:$order,
+                        OptionalParameter<"std::optional<int64_t>">:$interval);
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Types
+//===----------------------------------------------------------------------===//
+
+def FlexPipe_TokenType : TypeDef<FlexPipe_Dialect, "Token"> {
+  let mnemonic = "token";
+  let summary = "handle of an asynchronous communication";
+  let description = [{
+    Returned by a communication instruction that runs asynchronously; a
+    `flexpipe.wait` on it completes the transfer. Every token is waited exactly
+    once, in the same actor.
+
+    ```mlir
+    %t = flexpipe.recv_act stage 1 mb 0 from 0 : !flexpipe.token
+    flexpipe.wait %t
+    ```
+  }];
+}
+
+#endif // FLEXPIPE_ATTRS

@@ -1,0 +1,578 @@
+//===- FlexPipeOps.td - FlexPipe operations ----------------*- tablegen -*-===//
+//
+// Part of the FlexPipe project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLEXPIPE_OPS
+#define FLEXPIPE_OPS
+
+include "flexpipe/Dialect/FlexPipe/IR/FlexPipeDialect.td"
+include "flexpipe/Dialect/FlexPipe/IR/FlexPipeAttrs.td"
+include "flexpipe/Dialect/FlexPipe/IR/FlexPipeInterfaces.td"
+include "mlir/IR/CommonAttrConstraints.td"
+include "mlir/IR/OpAsmInterface.td"
+include "mlir/IR/RegionKindInterface.td"
+include "mlir/IR/SymbolInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// Spec level
+//===----------------------------------------------------------------------===//
+
+def FlexPipe_PipelineOp : FlexPipe_Op<"pipeline", [
+    Symbol, SymbolTable, IsolatedFromAbove, NoTerminator, SingleBlock,
+    NoRegionArguments]> {
+  let summary = "a pipeline-parallel schedule as a person states it";
+  let description = [{
+    The spec level's root: an actor mesh of `actors` devices, the number of
+    micro-batches per iteration, and a body that says how the model is cut
+    and placed and which priorities order the work. The body holds only
+    spec-level ops (`flexpipe.module`, `share`, `stage`, `instruction`,
+    `dependency`, `priority`, `inflight`).
+
+    Every actor must hold at least one stage. Stages get global ids in
+    declaration order: each module's stages (all directions), then each
+    registered `flexpipe.stage`.
+
+    ```mlir
+    // GPipe: all forwards, then all backwards.
+    flexpipe.pipeline @gpipe actors(4) microbatches(8) {
+      flexpipe.module @gpt layers(8) placement(one_to_one)
+      flexpipe.priority cttp<fwd_first> fstp<breadth_first> bstp<breadth_first>
+    }
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, I64Attr:$actors,
+                       I64Attr:$microbatches);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    $sym_name `actors` `(` $actors `)` `microbatches` `(` $microbatches `)`
+    attr-dict-with-keyword $body
+  }];
+  let hasVerifier = 1;
+  let hasRegionVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Total number of stages: every module's stages, then registered stages.
+    /// Modules whose placement is invalid count as zero.
+    int64_t getNumStages();
+  }];
+}
+
+def FlexPipe_ModalityOp : FlexPipe_Op<"module", [
+    Symbol, HasParent<"PipelineOp">]> {
+  let summary = "a model tower: its layers, partition and placement";
+  let description = [{
+    One module (modality) of the model: `layers` transformer layers cut into
+    stages and placed on actors.
+
+    - `placement(...)`: `one_to_one` (stage i on actor i), `circular` (stage i
+      on actor i mod n, `chunks` rounds), `vshape` (chunks alternate
+      direction: down, back up, ...) or `explicit` (with `map [...]`, the actor
+      of each stage).
+    - `bidirectional`: adds a mirrored pipeline over the same actors running
+      the other way with replicated weights (Chimera); micro-batches are split
+      between the two. Combines with every placement.
+    - `chunks(v)`: stages per actor per direction for circular and vshape
+      (2 when omitted).
+    - `actors [...]`: the module's actors in pipeline order (all of the mesh
+      when omitted); modules may use disjoint groups.
+    - `partition [...]`: layers per stage (one entry per stage of one
+      direction, summing to `layers`); an even split when omitted.
+    - `model<...>`: transformer sizes for the cost model and runtime.
+
+    The number of stages per direction is `chunks` times the number of actors,
+    or the length of `map`.
+
+    ```mlir
+    flexpipe.module @gpt layers(16) placement(vshape) chunks(2)
+    flexpipe.module @image layers(24) placement(circular) chunks(2)
+        actors [0, 1, 2, 3] partition [3, 3, 3, 3, 3, 3, 3, 3]
+    flexpipe.module @text layers(6) placement(explicit) map [4, 5, 5]
+        actors [4, 5]
+        model<hidden = 512, heads = 8, seq = 77, vocab = 49408>
+    ```
+  }];
+  let arguments = (ins
+    SymbolNameAttr:$sym_name,
+    I64Attr:$layers,
+    FlexPipe_PlacementKindAttr:$placement,
+    UnitAttr:$bidirectional,
+    OptionalAttr<I64Attr>:$chunks,
+    OptionalAttr<DenseI64ArrayAttr>:$stage_map,
+    OptionalAttr<DenseI64ArrayAttr>:$actor_group,
+    OptionalAttr<DenseI64ArrayAttr>:$partition,
+    OptionalAttr<FlexPipe_ModelConfigAttr>:$model
+  );
+  let assemblyFormat = [{
+    $sym_name `layers` `(` $layers `)` `placement` `(` custom<EnumKeyword>($placement) `)`
+    (`bidirectional` $bidirectional^)?
+    (`chunks` `(` $chunks^ `)`)?
+    (`map` $stage_map^)?
+    (`actors` $actor_group^)?
+    (`partition` $partition^)?
+    (`model` `` $model^)?
+    attr-dict
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The module's actors in pipeline order (the whole mesh by default).
+    llvm::SmallVector<int64_t> getActorIds();
+    /// The placement parameters as the scheduling library takes them.
+    flexpipe::sched::PlacementSpec getPlacementSpec();
+    /// Where each stage sits, or the reason the placement is invalid.
+    llvm::Expected<flexpipe::sched::ModulePlacement> computePlacement();
+    /// Layers of each stage of one direction (explicit or even split).
+    llvm::SmallVector<int64_t> getLayersPerStage(int64_t stagesPerDirection);
+  }];
+}
+
+def FlexPipe_ShareOp : FlexPipe_Op<"share", [HasParent<"PipelineOp">]> {
+  let summary = "label a module stage as shared among several actors";
+  let description = [{
+    Stage `stage` of module `@module` (a module-local index; negative counts
+    from the end, -1 being the last stage of the first direction) is shared:
+    each listed actor runs its own part of it (for example the embedding and
+    LM head split along the vocabulary). The actors must belong to the module
+    and include the actor the placement gives the stage.
+
+    ```mlir
+    flexpipe.share @gpt stage 0 actors [0, 1, 2, 3]
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$module, I64Attr:$stage,
+                       DenseI64ArrayAttr:$actor_ids);
+  let assemblyFormat = [{
+    $module `stage` $stage `actors` $actor_ids attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
+def FlexPipe_StageOp : FlexPipe_Op<"stage", [
+    Symbol, HasParent<"PipelineOp">]> {
+  let summary = "register a stage that holds no model layers";
+  let description = [{
+    A stage that registered instructions attach to (the paper's
+    `register_new_stage`), for example the synchronisation point of two
+    towers. It lives on the listed actors.
+
+    ```mlir
+    flexpipe.stage @sync actors [3, 7]
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, DenseI64ArrayAttr:$actor_ids);
+  let assemblyFormat = "$sym_name `actors` $actor_ids attr-dict";
+  let hasVerifier = 1;
+}
+
+def FlexPipe_InstructionOp : FlexPipe_Op<"instruction", [
+    Symbol, HasParent<"PipelineOp">]> {
+  let summary = "register a new instruction type";
+  let description = [{
+    A new instruction type (the paper's `register_new_inst`) attached to a
+    stage: a registered `flexpipe.stage` (`on(@sync)`) or a module stage
+    (`on(@gpt[-1])`). The scheduler gives it its own reorder queue.
+
+    Scheduling attributes (all at least 1, default 1):
+    - `prev(k)`: instance i may run once the prior dependent items of
+      micro-batches `[0, (i + 1) * k)` have been scheduled;
+    - `next(k)`: a dependent item of micro-batch j may run once instance
+      `j / k` has been scheduled;
+    - `unit(u)`: how many instances are scheduled at a time.
+
+    `attrs {...}` are passed unchanged to the runtime operation (for example
+    the ranks of a communication group). `kind` says what the runtime does.
+    The names `fwd`, `bwd`, `igrad` and `wgrad` are reserved.
+
+    ```mlir
+    flexpipe.instruction @sync_gather kind(all_gather) on(@sync) prev(2) next(2)
+    ```
+  }];
+  let arguments = (ins
+    SymbolNameAttr:$sym_name,
+    FlexPipe_RegisteredKindAttr:$kind,
+    FlatSymbolRefAttr:$stage,
+    OptionalAttr<I64Attr>:$stage_index,
+    DefaultValuedAttr<I64Attr, "1">:$prev,
+    DefaultValuedAttr<I64Attr, "1">:$next,
+    DefaultValuedAttr<I64Attr, "1">:$unit,
+    OptionalAttr<DictionaryAttr>:$runtime_attrs
+  );
+  let assemblyFormat = [{
+    $sym_name `kind` `(` custom<EnumKeyword>($kind) `)`
+    `on` `(` custom<StageRef>($stage, $stage_index) `)`
+    (`prev` `(` $prev^ `)`)?
+    (`next` `(` $next^ `)`)?
+    (`unit` `(` $unit^ `)`)?
+    (`attrs` $runtime_attrs^)?
+    attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
+def FlexPipe_DependencyOp : FlexPipe_Op<"dependency", [
+    HasParent<"PipelineOp">]> {
+  let summary = "an extra dependency between (instruction, stage) pairs";
+  let description = [{
+    `A -> B`: for every micro-batch, instruction A on stage A is scheduled
+    before instruction B on stage B (the paper's `set_cssr_deps`). An
+    endpoint is an instruction type (`fwd`, `bwd`, `igrad`, `wgrad`, or a
+    registered `@instruction`) followed by a stage: `@module[i]` (module-local
+    index, negative from the end) or a registered `@stage`. A registered
+    instruction must be named with the stage it is attached to. Extra
+    dependencies must not form a cycle.
+
+    ```mlir
+    flexpipe.dependency fwd @image[-1] -> @sync_gather @sync
+    flexpipe.dependency @sync_gather @sync -> bwd @image[-1]
+    ```
+  }];
+  let arguments = (ins
+    StrAttr:$src_inst, FlatSymbolRefAttr:$src_stage,
+    OptionalAttr<I64Attr>:$src_index,
+    StrAttr:$dst_inst, FlatSymbolRefAttr:$dst_stage,
+    OptionalAttr<I64Attr>:$dst_index
+  );
+  let assemblyFormat = [{
+    custom<InstRef>($src_inst) custom<StageRef>($src_stage, $src_index) `->`
+    custom<InstRef>($dst_inst) custom<StageRef>($dst_stage, $dst_index)
+    attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
+def FlexPipe_PriorityOp : FlexPipe_Op<"priority", [HasParent<"PipelineOp">]> {
+  let summary = "the two scheduling priorities";
+  let description = [{
+    Sets the computation-type traversal priority (`cttp`) and the stage
+    traversal priorities for forward (`fstp`) and backward (`bstp`) reorder
+    queues. Without a module it applies to the whole pipeline; with `@module`
+    to that module's actors (the paper's `set_priority`); with `actors [...]`
+    it overrides the listed actors only (`set_cttp_for_actor`,
+    `set_stp_for_actor`). At least one of the three must be given, and no two
+    priority ops may set the same field for the same scope.
+
+    ```mlir
+    flexpipe.priority cttp<bwd_first> fstp<breadth_first> bstp<breadth_first>
+    flexpipe.priority @image cttp<interleaved> fstp<breadth_first, 4>
+        bstp<depth_first, 4>
+    flexpipe.priority actors [3] cttp<fwd_first>
+    ```
+  }];
+  let arguments = (ins
+    OptionalAttr<FlatSymbolRefAttr>:$module,
+    OptionalAttr<DenseI64ArrayAttr>:$actor_ids,
+    OptionalAttr<FlexPipe_CttpAttr>:$cttp,
+    OptionalAttr<FlexPipe_StpAttr>:$fstp,
+    OptionalAttr<FlexPipe_StpAttr>:$bstp
+  );
+  let assemblyFormat = [{
+    ($module^)? (`actors` $actor_ids^)?
+    (`cttp` `` $cttp^)? (`fstp` `` $fstp^)? (`bstp` `` $bstp^)? attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
+def FlexPipe_InflightOp : FlexPipe_Op<"inflight", [HasParent<"PipelineOp">]> {
+  let summary = "a limit on in-flight micro-batches";
+  let description = [{
+    Bounds how many micro-batches may be in flight (forward done, backward not
+    yet done), which bounds activation memory and shapes the warm-up phase:
+    - `global N`: in the whole pipeline (or module);
+    - `per_stage [...]`: one limit per stage;
+    - `per_actor [...]`: one limit per actor.
+
+    A limit is an integer, a list (one entry per stage / actor of the scope),
+    or an affine map evaluated for each index: `(i)[pp, s, m] -> (...)` where
+    `i` is the stage index or the actor's position in the scope, `pp` the
+    number of actors, `s` the number of stages and `m` the number of
+    micro-batches of the scope (a `global` map has no dimension). Every limit
+    must be at least 1. With `@module` the scope is that module.
+
+    ```mlir
+    // 1F1B's warm-up: actor a holds at most pp - a micro-batches.
+    flexpipe.inflight per_actor affine_map<(a)[pp, s, m] -> (pp - a)>
+    flexpipe.inflight @image per_stage [4, 3, 2, 1]
+    flexpipe.inflight global 8
+    ```
+  }];
+  let arguments = (ins
+    OptionalAttr<FlatSymbolRefAttr>:$module,
+    FlexPipe_InflightScopeAttr:$scope,
+    AnyAttrOf<[I64Attr, DenseI64ArrayAttr, AffineMapAttr]>:$limit
+  );
+  let assemblyFormat = [{
+    ($module^)? custom<EnumKeyword>($scope) custom<InflightLimit>($limit)
+    attr-dict
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The limit for each index of the scope (one entry for `global`), given
+    /// the scope's sizes. Returns failure (with a diagnostic at the op) when
+    /// the limit does not fit the scope or some limit is below 1.
+    llvm::FailureOr<llvm::SmallVector<int64_t>>
+    evaluate(int64_t numActors, int64_t numStages, int64_t numMicrobatches);
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Schedule level
+//===----------------------------------------------------------------------===//
+
+def FlexPipe_ScheduleOp : FlexPipe_Op<"schedule", [
+    Symbol, IsolatedFromAbove, NoTerminator, SingleBlock, NoRegionArguments]> {
+  let summary = "per-actor instruction programs";
+  let description = [{
+    The schedule level's root: `actors` devices, `stages` global stages and
+    `microbatches` micro-batches, and one `flexpipe.actor` region for every
+    actor (ids 0 to actors - 1, each once) holding that actor's program in
+    execution order.
+
+    `edges [a -> b, ...]` is the stage DAG (forward direction); without it the
+    stages form the chain 0 -> 1 -> ... -> stages - 1. `shared [...]` lists
+    stages that run on several actors (each its own part).
+
+    The verifier checks what can be checked per op and per schedule: ids in
+    range, each (instruction, stage, micro-batch) at most once (per actor for
+    shared stages), a non-shared stage's computations on one actor only, `bwd`
+    not mixed with `igrad`/`wgrad` for the same stage and micro-batch, peers
+    in range, collectives naming their own actor, every token waited once.
+    Dependency order and deadlock freedom are checked by
+    `-flexpipe-verify-schedule`.
+
+    ```mlir
+    flexpipe.schedule @tiny actors(1) stages(1) microbatches(2) {
+      flexpipe.actor 0 {
+        flexpipe.fwd stage 0 mb 0
+        flexpipe.fwd stage 0 mb 1
+        flexpipe.bwd stage 0 mb 0
+        flexpipe.bwd stage 0 mb 1
+      }
+    }
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, I64Attr:$actors,
+                       I64Attr:$stages, I64Attr:$microbatches,
+                       OptionalAttr<DenseI64ArrayAttr>:$edges,
+                       OptionalAttr<DenseI64ArrayAttr>:$shared);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    $sym_name `actors` `(` $actors `)` `stages` `(` $stages `)`
+    `microbatches` `(` $microbatches `)`
+    (`edges` custom<Edges>($edges)^)? (`shared` $shared^)?
+    attr-dict-with-keyword $body
+  }];
+  let hasVerifier = 1;
+  let hasRegionVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The stage DAG's edges as (from, to) pairs (the default chain when the
+    /// `edges` attribute is absent).
+    llvm::SmallVector<std::pair<int64_t, int64_t>> getEdgeList();
+  }];
+}
+
+def FlexPipe_ActorOp : FlexPipe_Op<"actor", [
+    HasParent<"ScheduleOp">, NoTerminator, SingleBlock, NoRegionArguments]> {
+  let summary = "one actor's program";
+  let description = [{
+    The ordered instructions actor `id` executes in one iteration.
+
+    ```mlir
+    flexpipe.actor 0 {
+      flexpipe.fwd stage 0 mb 0
+      flexpipe.bwd stage 0 mb 0
+    }
+    ```
+  }];
+  let arguments = (ins I64Attr:$id);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "$id attr-dict-with-keyword $body";
+}
+
+class FlexPipe_InstOp<string mnemonic, list<Trait> traits = []>
+    : FlexPipe_Op<mnemonic, !listconcat(traits, [HasParent<"ActorOp">])>;
+
+class FlexPipe_ComputeOp<string mnemonic, string what>
+    : FlexPipe_InstOp<mnemonic, [DeclareOpInterfaceMethods<
+        FlexPipe_InstructionOpInterface, ["isCompute"]>]> {
+  let summary = what # " of one micro-batch on one stage";
+  let arguments = (ins I64Attr:$stage, I64Attr:$mb);
+  let assemblyFormat = "`stage` $stage `mb` $mb attr-dict";
+}
+
+def FlexPipe_FwdOp : FlexPipe_ComputeOp<"fwd", "forward pass"> {
+  let description = [{
+    Forward pass (FwdPass) of micro-batch `mb` through stage `stage`; keeps
+    the activations the backward needs.
+
+    ```mlir
+    flexpipe.fwd stage 0 mb 3
+    ```
+  }];
+}
+def FlexPipe_BwdOp : FlexPipe_ComputeOp<"bwd", "full backward pass"> {
+  let description = [{
+    Backward pass (BwdPass): input and weight gradients together; frees the
+    micro-batch's activations of this stage.
+
+    ```mlir
+    flexpipe.bwd stage 0 mb 3
+    ```
+  }];
+}
+def FlexPipe_IgradOp : FlexPipe_ComputeOp<"igrad", "input-gradient pass"> {
+  let description = [{
+    Backward for inputs only (CompInputGrad): produces the gradient sent to
+    the previous stage; the activations the weight gradient needs stay alive.
+
+    ```mlir
+    flexpipe.igrad stage 0 mb 3
+    ```
+  }];
+}
+def FlexPipe_WgradOp : FlexPipe_ComputeOp<"wgrad", "weight-gradient pass"> {
+  let description = [{
+    Backward for weights only (CompWeightGrad): accumulates this stage's
+    weight gradients and frees the micro-batch's activations. Runs after the
+    matching `igrad`.
+
+    ```mlir
+    flexpipe.wgrad stage 0 mb 3
+    ```
+  }];
+}
+
+class FlexPipe_P2POp<string mnemonic, string dir>
+    : FlexPipe_InstOp<mnemonic, [DeclareOpInterfaceMethods<
+        FlexPipe_InstructionOpInterface, ["getPeerActor"]>]> {
+  let arguments = (ins I64Attr:$stage, I64Attr:$mb, I64Attr:$peer);
+  let results = (outs Optional<FlexPipe_TokenType>:$token);
+  let assemblyFormat = "`stage` $stage `mb` $mb `" # dir #
+                       "` $peer attr-dict (`:` type($token)^)?";
+  let hasVerifier = 1;
+}
+
+def FlexPipe_SendActOp : FlexPipe_P2POp<"send_act", "to"> {
+  let summary = "send an activation to another actor";
+  let description = [{
+    Sends the output of stage `stage` (on this actor) for micro-batch `mb` to
+    actor `peer`. Blocking without a result; asynchronous with a
+    `!flexpipe.token` result that a `flexpipe.wait` completes.
+
+    ```mlir
+    flexpipe.send_act stage 0 mb 3 to 1
+    %t = flexpipe.send_act stage 0 mb 4 to 1 : !flexpipe.token
+    ```
+  }];
+}
+def FlexPipe_RecvActOp : FlexPipe_P2POp<"recv_act", "from"> {
+  let summary = "receive an activation from another actor";
+  let description = [{
+    Receives the input of stage `stage` (on this actor) for micro-batch `mb`
+    from actor `peer`.
+
+    ```mlir
+    flexpipe.recv_act stage 1 mb 3 from 0
+    ```
+  }];
+}
+def FlexPipe_SendGradOp : FlexPipe_P2POp<"send_grad", "to"> {
+  let summary = "send an input gradient to another actor";
+  let description = [{
+    Sends the gradient with respect to the input of stage `stage` (on this
+    actor) for micro-batch `mb` to actor `peer`.
+
+    ```mlir
+    flexpipe.send_grad stage 1 mb 3 to 0
+    ```
+  }];
+}
+def FlexPipe_RecvGradOp : FlexPipe_P2POp<"recv_grad", "from"> {
+  let summary = "receive an output gradient from another actor";
+  let description = [{
+    Receives the gradient with respect to the output of stage `stage` (on
+    this actor) for micro-batch `mb` from actor `peer`.
+
+    ```mlir
+    flexpipe.recv_grad stage 0 mb 3 from 1
+    ```
+  }];
+}
+
+class FlexPipe_CollectiveOp<string mnemonic, dag extraArgs, string extraFormat>
+    : FlexPipe_InstOp<mnemonic, [DeclareOpInterfaceMethods<
+        FlexPipe_InstructionOpInterface>]> {
+  let arguments = !con((ins I64Attr:$stage, I64Attr:$mb,
+                            DenseI64ArrayAttr:$group), extraArgs);
+  let results = (outs Optional<FlexPipe_TokenType>:$token);
+  let assemblyFormat = "`stage` $stage `mb` $mb `group` $group " #
+                       extraFormat # " attr-dict (`:` type($token)^)?";
+  let hasVerifier = 1;
+}
+
+def FlexPipe_AllGatherOp
+    : FlexPipe_CollectiveOp<"all_gather", (ins), ""> {
+  let summary = "all-gather synchronisation (SyncWithAllGather)";
+  let description = [{
+    Every actor of `group` contributes the state of stage `stage` for
+    micro-batch `mb` and receives everyone's (for example the output states
+    of two towers before a contrastive loss). The group lists at least two
+    distinct actors, this one included.
+
+    ```mlir
+    flexpipe.all_gather stage 8 mb 0 group [3, 7]
+    ```
+  }];
+}
+def FlexPipe_GatherOp
+    : FlexPipe_CollectiveOp<"gather", (ins I64Attr:$root), "`root` $root"> {
+  let summary = "gather synchronisation (SyncWithGather)";
+  let description = [{
+    Like `all_gather`, but only `root` (a member of the group) receives.
+
+    ```mlir
+    flexpipe.gather stage 8 mb 0 group [3, 7] root 3
+    ```
+  }];
+}
+
+def FlexPipe_ExecOp : FlexPipe_InstOp<"exec", [DeclareOpInterfaceMethods<
+    FlexPipe_InstructionOpInterface>]> {
+  let summary = "run a registered instruction";
+  let description = [{
+    One instance of the registered instruction `@instruction` on stage
+    `stage`; `mb` is the instance index (a micro-batch id unless the
+    instruction groups several). Optionally asynchronous.
+
+    ```mlir
+    flexpipe.exec @sync_gather stage 8 mb 0
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$instruction, I64Attr:$stage,
+                       I64Attr:$mb);
+  let results = (outs Optional<FlexPipe_TokenType>:$token);
+  let assemblyFormat = [{
+    $instruction `stage` $stage `mb` $mb attr-dict (`:` type($token)^)?
+  }];
+  let hasVerifier = 1;
+}
+
+def FlexPipe_WaitOp : FlexPipe_InstOp<"wait"> {
+  let summary = "complete an asynchronous communication";
+  let description = [{
+    Blocks until the transfer that produced `token` is complete. A receive's
+    data may be used only after its wait; a send's buffer may be reused only
+    after its wait.
+
+    ```mlir
+    %t = flexpipe.recv_act stage 1 mb 0 from 0 : !flexpipe.token
+    flexpipe.wait %t
+    flexpipe.fwd stage 1 mb 0
+    ```
+  }];
+  let arguments = (ins FlexPipe_TokenType:$token);
+  let assemblyFormat = "$token attr-dict";
+}
+
+#endif // FLEXPIPE_OPS

@@ -1,0 +1,1141 @@
+//===- FlexPipeOps.cpp - FlexPipe operations ------------------------------===//
+//
+// Part of the FlexPipe project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// Custom assembly directives and verifiers of the spec and schedule levels.
+// Diagnostics say what is wrong and what would be right.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flexpipe/Dialect/FlexPipe/IR/FlexPipe.h"
+
+#include "mlir/IR/AffineExpr.h"
+#include "mlir/IR/AffineMap.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/BitVector.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/Sequence.h"
+
+#include <tuple>
+
+using namespace mlir;
+using namespace flexpipe;
+
+#include "flexpipe/Dialect/FlexPipe/IR/FlexPipeInterfaces.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// Custom directives
+//===----------------------------------------------------------------------===//
+
+/// An enum attribute written as its bare keyword (`one_to_one`), with an
+/// error that lists the valid keywords.
+template <typename EnumAttrT>
+static ParseResult parseEnumKeyword(OpAsmParser &parser, EnumAttrT &attr) {
+  using EnumT = decltype(std::declval<EnumAttrT>().getValue());
+  llvm::SMLoc loc = parser.getCurrentLocation();
+  StringRef keyword;
+  if (parser.parseKeyword(&keyword))
+    return failure();
+  if (std::optional<EnumT> value = symbolizeEnum<EnumT>(keyword)) {
+    attr = EnumAttrT::get(parser.getContext(), *value);
+    return success();
+  }
+  InFlightDiagnostic diag = parser.emitError(loc)
+                            << "unknown keyword '" << keyword
+                            << "'; expected one of:";
+  for (unsigned i = 0;; ++i) {
+    StringRef name = stringifyEnum(static_cast<EnumT>(i));
+    if (name.empty())
+      break;
+    diag << (i ? ", " : " ") << name;
+  }
+  return diag;
+}
+
+template <typename EnumAttrT>
+static void printEnumKeyword(OpAsmPrinter &printer, Operation *,
+                             EnumAttrT attr) {
+  printer << stringifyEnum(attr.getValue());
+}
+
+/// `@stage` or `@module[index]`.
+static ParseResult parseStageRef(OpAsmParser &parser, FlatSymbolRefAttr &stage,
+                                 IntegerAttr &index) {
+  StringAttr name;
+  if (parser.parseSymbolName(name))
+    return failure();
+  stage = FlatSymbolRefAttr::get(name);
+  if (succeeded(parser.parseOptionalLSquare())) {
+    int64_t value;
+    if (parser.parseInteger(value) || parser.parseRSquare())
+      return failure();
+    index = parser.getBuilder().getI64IntegerAttr(value);
+  }
+  return success();
+}
+
+static void printStageRef(OpAsmPrinter &printer, Operation *,
+                          FlatSymbolRefAttr stage, IntegerAttr index) {
+  printer.printSymbolName(stage.getValue());
+  if (index)
+    printer << '[' << index.getInt() << ']';
+}
+
+/// A built-in instruction type keyword or a registered `@instruction`.
+static ParseResult parseInstRef(OpAsmParser &parser, StringAttr &inst) {
+  if (succeeded(parser.parseOptionalSymbolName(inst)))
+    return success();
+  llvm::SMLoc loc = parser.getCurrentLocation();
+  StringRef keyword;
+  if (parser.parseKeyword(&keyword))
+    return failure();
+  if (!isBuiltinInstructionName(keyword))
+    return parser.emitError(loc)
+           << "unknown instruction type '" << keyword
+           << "'; expected fwd, bwd, igrad, wgrad or a registered @instruction";
+  inst = parser.getBuilder().getStringAttr(keyword);
+  return success();
+}
+
+static void printInstRef(OpAsmPrinter &printer, Operation *, StringAttr inst) {
+  if (isBuiltinInstructionName(inst.getValue()))
+    printer << inst.getValue();
+  else
+    printer.printSymbolName(inst.getValue());
+}
+
+/// An integer, a list `[a, b, ...]`, or an `affine_map<...>`.
+static ParseResult parseInflightLimit(OpAsmParser &parser, Attribute &limit) {
+  Builder &builder = parser.getBuilder();
+  int64_t value;
+  OptionalParseResult integer = parser.parseOptionalInteger(value);
+  if (integer.has_value()) {
+    if (failed(*integer))
+      return failure();
+    limit = builder.getI64IntegerAttr(value);
+    return success();
+  }
+  if (succeeded(parser.parseOptionalLSquare())) {
+    SmallVector<int64_t> values;
+    if (failed(parser.parseOptionalRSquare())) {
+      if (parser.parseCommaSeparatedList(
+              [&] { return parser.parseInteger(values.emplace_back()); }) ||
+          parser.parseRSquare())
+        return failure();
+    }
+    limit = builder.getDenseI64ArrayAttr(values);
+    return success();
+  }
+  llvm::SMLoc loc = parser.getCurrentLocation();
+  Attribute attr;
+  if (parser.parseAttribute(attr))
+    return failure();
+  if (!isa<AffineMapAttr>(attr))
+    return parser.emitError(loc)
+           << "expected an in-flight limit: an integer, a list [a, b, ...] "
+              "or an affine_map<...>";
+  limit = attr;
+  return success();
+}
+
+static void printInflightLimit(OpAsmPrinter &printer, Operation *,
+                               Attribute limit) {
+  if (auto value = dyn_cast<IntegerAttr>(limit)) {
+    printer << value.getInt();
+  } else if (auto list = dyn_cast<DenseI64ArrayAttr>(limit)) {
+    printer << '[';
+    llvm::interleaveComma(list.asArrayRef(), printer);
+    printer << ']';
+  } else {
+    // Inline rather than as a `#map` alias: the map is the point of the op.
+    printer << "affine_map<";
+    cast<AffineMapAttr>(limit).getValue().print(printer.getStream());
+    printer << '>';
+  }
+}
+
+/// `[a -> b, c -> d, ...]`, stored flat as [a, b, c, d].
+static ParseResult parseEdges(OpAsmParser &parser, DenseI64ArrayAttr &edges) {
+  SmallVector<int64_t> flat;
+  if (parser.parseLSquare())
+    return failure();
+  if (failed(parser.parseOptionalRSquare())) {
+    if (parser.parseCommaSeparatedList([&] {
+          return failure(parser.parseInteger(flat.emplace_back()) ||
+                         parser.parseArrow() ||
+                         parser.parseInteger(flat.emplace_back()));
+        }) ||
+        parser.parseRSquare())
+      return failure();
+  }
+  edges = parser.getBuilder().getDenseI64ArrayAttr(flat);
+  return success();
+}
+
+static void printEdges(OpAsmPrinter &printer, Operation *,
+                       DenseI64ArrayAttr edges) {
+  ArrayRef<int64_t> flat = edges.asArrayRef();
+  printer << '[';
+  for (size_t i = 0; i + 1 < flat.size(); i += 2)
+    printer << (i ? ", " : "") << flat[i] << " -> " << flat[i + 1];
+  printer << ']';
+}
+
+//===----------------------------------------------------------------------===//
+// Shared verification helpers
+//===----------------------------------------------------------------------===//
+
+/// Checks a list of actor ids: at least `minSize` entries, each in
+/// [0, numActors), none twice.
+static LogicalResult verifyActorList(Operation *op, StringRef what,
+                                     ArrayRef<int64_t> ids, int64_t numActors,
+                                     size_t minSize) {
+  if (ids.size() < minSize)
+    return op->emitOpError() << what << " must list at least " << minSize
+                             << " actors, but lists " << ids.size();
+  llvm::SmallDenseSet<int64_t> seen;
+  for (int64_t id : ids) {
+    if (id < 0 || id >= numActors)
+      return op->emitOpError()
+             << what << " names actor " << id << ", but the mesh has actors 0 to "
+             << numActors - 1;
+    if (!seen.insert(id).second)
+      return op->emitOpError() << what << " lists actor " << id << " twice";
+  }
+  return success();
+}
+
+/// Module-local stage index `index` (negative counts back from the end of the
+/// first direction) as an index in [0, total), or std::nullopt if out of
+/// range.
+static std::optional<int64_t> normalizeStageIndex(int64_t index,
+                                                  int64_t perDirection,
+                                                  int64_t total) {
+  if (index < 0)
+    index += perDirection;
+  if (index < 0 || index >= total)
+    return std::nullopt;
+  return index;
+}
+
+static ModalityOp lookupModule(Operation *from, FlatSymbolRefAttr symbol) {
+  return SymbolTable::lookupNearestSymbolFrom<ModalityOp>(from, symbol);
+}
+
+static int64_t asSigned(uint64_t value) { return static_cast<int64_t>(value); }
+
+/// A resolved stage reference: the symbol and the normalized module-local
+/// index (-1 for a registered stage).
+using StageKey = std::pair<StringAttr, int64_t>;
+
+/// Resolves `@stage` / `@module[i]` named by `op`. `role` starts the
+/// diagnostic ("the source", ...).
+static FailureOr<StageKey> resolveStageRef(Operation *op, StringRef role,
+                                           FlatSymbolRefAttr symbol,
+                                           std::optional<uint64_t> rawIndex) {
+  Operation *target = SymbolTable::lookupNearestSymbolFrom(op, symbol);
+  std::optional<int64_t> index;
+  if (rawIndex)
+    index = asSigned(*rawIndex);
+  if (isa_and_nonnull<StageOp>(target)) {
+    if (index)
+      return op->emitOpError()
+             << role << " stage " << symbol
+             << " is a registered flexpipe.stage; drop the index [" << *index
+             << "]";
+    return StageKey{symbol.getAttr(), -1};
+  }
+  if (auto module = dyn_cast_or_null<ModalityOp>(target)) {
+    if (!index)
+      return op->emitOpError() << role << " stage " << symbol
+                               << " is a module; name one of its stages as "
+                               << symbol << "[i]";
+    llvm::Expected<sched::ModulePlacement> placed = module.computePlacement();
+    if (!placed) {
+      llvm::consumeError(placed.takeError());
+      return op->emitOpError() << role << " stage refers to module " << symbol
+                               << ", whose placement is invalid";
+    }
+    std::optional<int64_t> normalized = normalizeStageIndex(
+        *index, placed->stagesPerDirection, placed->numStages());
+    if (!normalized)
+      return op->emitOpError()
+             << role << " stage " << symbol << "[" << *index
+             << "] is out of range: the module has " << placed->numStages()
+             << " stages (indices " << -placed->stagesPerDirection << " to "
+             << placed->numStages() - 1 << ")";
+    return StageKey{symbol.getAttr(), *normalized};
+  }
+  return op->emitOpError() << role << " stage " << symbol
+                           << " names no flexpipe.module or flexpipe.stage of "
+                              "this pipeline";
+}
+
+/// An asynchronous transfer's token is waited exactly once.
+static LogicalResult verifyToken(Operation *op, Value token) {
+  if (!token)
+    return success();
+  size_t uses = std::distance(token.use_begin(), token.use_end());
+  if (uses == 1)
+    return success();
+  if (uses == 0)
+    return op->emitOpError()
+           << "returns a token that is never waited; add a flexpipe.wait on "
+              "it before the data is used (or drop the result to make the "
+              "transfer blocking)";
+  return op->emitOpError() << "returns a token that is waited " << uses
+                           << " times; wait on it exactly once";
+}
+
+//===----------------------------------------------------------------------===//
+// PipelineOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult PipelineOp::verify() {
+  if (asSigned(getActors()) < 1)
+    return emitOpError() << "needs at least one actor, got "
+                         << asSigned(getActors());
+  if (asSigned(getMicrobatches()) < 1)
+    return emitOpError() << "needs at least one micro-batch, got "
+                         << asSigned(getMicrobatches());
+  return success();
+}
+
+int64_t PipelineOp::getNumStages() {
+  int64_t total = 0;
+  for (Operation &op : getBody().front()) {
+    if (auto module = dyn_cast<ModalityOp>(op)) {
+      llvm::Expected<sched::ModulePlacement> placed = module.computePlacement();
+      if (placed)
+        total += placed->numStages();
+      else
+        llvm::consumeError(placed.takeError());
+    } else if (isa<StageOp>(op)) {
+      ++total;
+    }
+  }
+  return total;
+}
+
+/// Extra dependencies must not form a cycle. Reports one error with a note at
+/// each dependency of the first cycle found.
+static LogicalResult verifyAcyclicDependencies(PipelineOp pipeline) {
+  using Node = std::tuple<StringAttr, StringAttr, int64_t>;
+  llvm::DenseMap<Node, unsigned> ids;
+  SmallVector<SmallVector<std::pair<unsigned, DependencyOp>>> successors;
+  auto nodeOf = [&](StringAttr inst, FlatSymbolRefAttr stage,
+                    std::optional<uint64_t> index) -> FailureOr<unsigned> {
+    FailureOr<StageKey> key = resolveStageRef(pipeline, "a", stage, index);
+    if (failed(key))
+      return failure();
+    auto [it, inserted] =
+        ids.try_emplace(Node{inst, key->first, key->second}, ids.size());
+    if (inserted)
+      successors.emplace_back();
+    return it->second;
+  };
+  for (auto dep : pipeline.getBody().getOps<DependencyOp>()) {
+    FailureOr<unsigned> from =
+        nodeOf(dep.getSrcInstAttr(), dep.getSrcStageAttr(), dep.getSrcIndex());
+    FailureOr<unsigned> to =
+        nodeOf(dep.getDstInstAttr(), dep.getDstStageAttr(), dep.getDstIndex());
+    if (failed(from) || failed(to))
+      return failure();
+    successors[*from].push_back({*to, dep});
+  }
+
+  // Iterative depth-first search; `path` holds the edges into the nodes on
+  // the current branch.
+  enum Color : uint8_t { White, Gray, Black };
+  SmallVector<Color> color(successors.size(), White);
+  for (unsigned root = 0; root < successors.size(); ++root) {
+    if (color[root] != White)
+      continue;
+    SmallVector<std::pair<unsigned, unsigned>> stack{{root, 0}};
+    SmallVector<DependencyOp> path;
+    color[root] = Gray;
+    while (!stack.empty()) {
+      auto &[node, next] = stack.back();
+      if (next == successors[node].size()) {
+        color[node] = Black;
+        stack.pop_back();
+        if (!path.empty())
+          path.pop_back();
+        continue;
+      }
+      auto [succ, dep] = successors[node][next++];
+      if (color[succ] == Gray) {
+        // The cycle is the part of the path from `succ` on, plus `dep`.
+        size_t start = 0;
+        for (size_t i = 0; i < stack.size(); ++i)
+          if (stack[i].first == succ)
+            start = i;
+        InFlightDiagnostic diag =
+            dep.emitOpError()
+            << "closes a cycle of extra dependencies, so none of its "
+               "instructions can ever be scheduled; remove one of them";
+        for (size_t i = start; i < path.size(); ++i)
+          diag.attachNote(path[i].getLoc()) << "part of the cycle";
+        return diag;
+      }
+      if (color[succ] == White) {
+        color[succ] = Gray;
+        path.push_back(dep);
+        stack.push_back({succ, 0});
+      }
+    }
+  }
+  return success();
+}
+
+LogicalResult PipelineOp::verifyRegions() {
+  bool hasModule = false;
+  for (Operation &op : getBody().front()) {
+    if (!isa<ModalityOp, ShareOp, StageOp, InstructionOp, DependencyOp,
+             PriorityOp, InflightOp>(op))
+      return op.emitOpError()
+             << "cannot appear in a flexpipe.pipeline, which holds only "
+                "spec-level ops (module, share, stage, instruction, "
+                "dependency, priority, inflight)";
+    hasModule |= isa<ModalityOp>(op);
+  }
+  if (!hasModule)
+    return emitOpError() << "declares no flexpipe.module; a pipeline needs at "
+                            "least one module to place on its actors";
+
+  // Every actor holds at least one stage.
+  const int64_t numActors = asSigned(getActors());
+  llvm::BitVector used(numActors);
+  for (Operation &op : getBody().front()) {
+    if (auto module = dyn_cast<ModalityOp>(op)) {
+      llvm::Expected<sched::ModulePlacement> placed = module.computePlacement();
+      if (!placed) {
+        llvm::consumeError(placed.takeError());
+        return failure(); // The module reported it.
+      }
+      for (int64_t actor : placed->actorOf)
+        if (actor >= 0 && actor < numActors)
+          used.set(actor);
+    } else if (auto stage = dyn_cast<StageOp>(op)) {
+      for (int64_t actor : stage.getActorIds())
+        if (actor >= 0 && actor < numActors)
+          used.set(actor);
+    }
+  }
+  if (int firstIdle = used.find_first_unset(); firstIdle >= 0)
+    return emitOpError()
+           << "leaves actor " << firstIdle
+           << " without any stage; every actor of the mesh must hold at least "
+              "one (check the modules' actor groups, chunks and maps, or "
+              "lower actors())";
+
+  // No two priority ops set the same field for the same scope.
+  using PriorityKey = std::tuple<StringAttr, int64_t, unsigned>;
+  llvm::DenseMap<PriorityKey, PriorityOp> prioritySeen;
+  for (auto priority : getBody().getOps<PriorityOp>()) {
+    StringAttr module =
+        priority.getModuleAttr() ? priority.getModuleAttr().getAttr() : nullptr;
+    SmallVector<int64_t> actors{-1};
+    if (auto ids = priority.getActorIds())
+      actors.assign(ids->begin(), ids->end());
+    const char *fields[] = {"cttp", "fstp", "bstp"};
+    bool present[] = {static_cast<bool>(priority.getCttpAttr()),
+                      static_cast<bool>(priority.getFstpAttr()),
+                      static_cast<bool>(priority.getBstpAttr())};
+    for (int64_t actor : actors) {
+      for (unsigned field = 0; field < 3; ++field) {
+        if (!present[field])
+          continue;
+        auto [it, inserted] =
+            prioritySeen.try_emplace(PriorityKey{module, actor, field},
+                                     priority);
+        if (inserted)
+          continue;
+        InFlightDiagnostic diag = priority.emitOpError()
+                                  << "sets " << fields[field] << " again for ";
+        if (actor >= 0)
+          diag << "actor " << actor;
+        else if (module)
+          diag << "module @" << module.getValue();
+        else
+          diag << "the whole pipeline";
+        diag << "; set each priority once per scope (use `actors [...]` to "
+                "override single actors)";
+        diag.attachNote(it->second.getLoc()) << "first set here";
+        return diag;
+      }
+    }
+  }
+
+  // One in-flight limit per (module, scope).
+  llvm::DenseMap<std::pair<StringAttr, unsigned>, InflightOp> inflightSeen;
+  for (auto inflight : getBody().getOps<InflightOp>()) {
+    StringAttr module =
+        inflight.getModuleAttr() ? inflight.getModuleAttr().getAttr() : nullptr;
+    auto [it, inserted] = inflightSeen.try_emplace(
+        {module, static_cast<unsigned>(inflight.getScope())}, inflight);
+    if (inserted)
+      continue;
+    InFlightDiagnostic diag =
+        inflight.emitOpError()
+        << "repeats a " << stringifyInflightScope(inflight.getScope())
+        << " limit for the same scope; keep one of the two";
+    diag.attachNote(it->second.getLoc()) << "first limit here";
+    return diag;
+  }
+
+  return verifyAcyclicDependencies(*this);
+}
+
+//===----------------------------------------------------------------------===//
+// ModalityOp
+//===----------------------------------------------------------------------===//
+
+SmallVector<int64_t> ModalityOp::getActorIds() {
+  if (std::optional<ArrayRef<int64_t>> group = getActorGroup())
+    return SmallVector<int64_t>(group->begin(), group->end());
+  auto pipeline = (*this)->getParentOfType<PipelineOp>();
+  int64_t numActors = pipeline ? std::max<int64_t>(0, pipeline.getActors()) : 0;
+  return llvm::to_vector(llvm::seq<int64_t>(0, numActors));
+}
+
+sched::PlacementSpec ModalityOp::getPlacementSpec() {
+  sched::PlacementSpec spec;
+  int64_t defaultChunks = 1;
+  switch (getPlacement()) {
+  case PlacementKind::OneToOne:
+    spec.kind = sched::PlacementKind::OneToOne;
+    break;
+  case PlacementKind::Circular:
+    spec.kind = sched::PlacementKind::Circular;
+    defaultChunks = 2;
+    break;
+  case PlacementKind::VShape:
+    spec.kind = sched::PlacementKind::VShape;
+    defaultChunks = 2;
+    break;
+  case PlacementKind::Explicit:
+    spec.kind = sched::PlacementKind::Explicit;
+    break;
+  }
+  spec.chunks = getChunks() ? asSigned(*getChunks()) : defaultChunks;
+  spec.bidirectional = getBidirectional();
+  SmallVector<int64_t> actors = getActorIds();
+  spec.actors.assign(actors.begin(), actors.end());
+  if (std::optional<ArrayRef<int64_t>> map = getStageMap())
+    spec.stageMap.assign(map->begin(), map->end());
+  return spec;
+}
+
+llvm::Expected<sched::ModulePlacement> ModalityOp::computePlacement() {
+  return sched::place(getPlacementSpec());
+}
+
+SmallVector<int64_t> ModalityOp::getLayersPerStage(int64_t stagesPerDirection) {
+  if (std::optional<ArrayRef<int64_t>> partition = getPartition())
+    return SmallVector<int64_t>(partition->begin(), partition->end());
+  std::vector<int64_t> even =
+      sched::evenPartition(asSigned(getLayers()), stagesPerDirection);
+  return SmallVector<int64_t>(even.begin(), even.end());
+}
+
+LogicalResult ModalityOp::verify() {
+  auto pipeline = (*this)->getParentOfType<PipelineOp>();
+  const int64_t layers = asSigned(getLayers());
+  if (layers < 1)
+    return emitOpError() << "needs at least one layer, got " << layers;
+  if (std::optional<ArrayRef<int64_t>> group = getActorGroup())
+    if (failed(verifyActorList(*this, "the actor group", *group,
+                               asSigned(pipeline.getActors()), 1)))
+      return failure();
+  const bool isExplicit = getPlacement() == PlacementKind::Explicit;
+  if (isExplicit && !getStageMap())
+    return emitOpError() << "placement(explicit) needs `map [...]` giving the "
+                            "actor of each stage";
+  if (!isExplicit && getStageMap())
+    return emitOpError() << "`map` is only valid with placement(explicit), not "
+                            "placement("
+                         << stringifyPlacementKind(getPlacement()) << ")";
+  if (getChunks() && asSigned(*getChunks()) < 1)
+    return emitOpError() << "chunks must be at least 1, got "
+                         << asSigned(*getChunks());
+
+  llvm::Expected<sched::ModulePlacement> placed = computePlacement();
+  if (!placed)
+    return emitOpError() << llvm::toString(placed.takeError());
+  const int64_t perDirection = placed->stagesPerDirection;
+
+  if (std::optional<ArrayRef<int64_t>> partition = getPartition()) {
+    if (static_cast<int64_t>(partition->size()) != perDirection)
+      return emitOpError() << "partition lists " << partition->size()
+                           << " stages, but the placement makes "
+                           << perDirection
+                           << " stages per direction; give one layer count "
+                              "per stage";
+    int64_t sum = 0;
+    for (auto [stage, count] : llvm::enumerate(*partition)) {
+      if (count < 0)
+        return emitOpError() << "partition gives stage " << stage
+                             << " a negative layer count (" << count << ")";
+      sum += count;
+    }
+    if (sum != layers)
+      return emitOpError() << "partition sums to " << sum
+                           << " layers, but the module has " << layers;
+  } else if (layers < perDirection) {
+    return emitOpError() << "cannot split " << layers << " layers over "
+                         << perDirection
+                         << " stages with at least one layer each; add "
+                            "layers, use fewer stages, or give `partition "
+                            "[...]`";
+  }
+  if (getBidirectional() && asSigned(pipeline.getMicrobatches()) < 2)
+    return emitOpError()
+           << "is bidirectional, which splits micro-batches between two "
+              "directions and needs at least 2, but the pipeline has "
+           << asSigned(pipeline.getMicrobatches());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ShareOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ShareOp::verify() {
+  ModalityOp module = lookupModule(*this, getModuleAttr());
+  if (!module)
+    return emitOpError() << "refers to " << getModuleAttr()
+                         << ", which is not a flexpipe.module of this pipeline";
+  llvm::Expected<sched::ModulePlacement> placed = module.computePlacement();
+  if (!placed) {
+    llvm::consumeError(placed.takeError());
+    return emitOpError() << "refers to module " << getModuleAttr()
+                         << ", whose placement is invalid";
+  }
+  std::optional<int64_t> stage = normalizeStageIndex(
+      asSigned(getStage()), placed->stagesPerDirection, placed->numStages());
+  if (!stage)
+    return emitOpError() << "names stage " << asSigned(getStage())
+                         << ", but module " << getModuleAttr() << " has "
+                         << placed->numStages() << " stages";
+  auto pipeline = (*this)->getParentOfType<PipelineOp>();
+  if (failed(verifyActorList(*this, "a shared stage", getActorIds(),
+                             asSigned(pipeline.getActors()), 2)))
+    return failure();
+  SmallVector<int64_t> group = module.getActorIds();
+  for (int64_t actor : getActorIds())
+    if (!llvm::is_contained(group, actor))
+      return emitOpError() << "shares the stage with actor " << actor
+                           << ", which is not one of module " << getModuleAttr()
+                           << "'s actors";
+  int64_t home = placed->actorOf[*stage];
+  if (!llvm::is_contained(getActorIds(), home))
+    return emitOpError() << "must include actor " << home
+                         << ", where the placement puts stage " << *stage;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// StageOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult StageOp::verify() {
+  auto pipeline = (*this)->getParentOfType<PipelineOp>();
+  return verifyActorList(*this, "a registered stage", getActorIds(),
+                         asSigned(pipeline.getActors()), 1);
+}
+
+//===----------------------------------------------------------------------===//
+// InstructionOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult InstructionOp::verify() {
+  if (isBuiltinInstructionName(getSymName()))
+    return emitOpError() << "cannot take the name @" << getSymName()
+                         << ", which is reserved for the built-in instruction; "
+                            "choose another name";
+  for (auto [name, value] : {std::pair<const char *, int64_t>{
+                                 "prev", asSigned(getPrev())},
+                             {"next", asSigned(getNext())},
+                             {"unit", asSigned(getUnit())}})
+    if (value < 1)
+      return emitOpError() << name << " must be at least 1, got " << value;
+  FailureOr<StageKey> stage =
+      resolveStageRef(*this, "its", getStageAttr(), getStageIndex());
+  if (failed(stage))
+    return failure();
+  if (getKind() != RegisteredKind::Compute) {
+    auto registered =
+        SymbolTable::lookupNearestSymbolFrom<StageOp>(*this, getStageAttr());
+    if (!registered || registered.getActorIds().size() < 2)
+      return emitOpError()
+             << "is a kind(" << stringifyRegisteredKind(getKind())
+             << ") instruction, which synchronises several actors; attach it "
+                "to a registered flexpipe.stage that lists at least two";
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// DependencyOp
+//===----------------------------------------------------------------------===//
+
+/// Checks one endpoint: the instruction exists and, when registered, is named
+/// with the stage it is attached to.
+static FailureOr<StageKey> verifyEndpoint(DependencyOp op, StringRef role,
+                                          StringAttr inst,
+                                          FlatSymbolRefAttr stage,
+                                          std::optional<uint64_t> index) {
+  FailureOr<StageKey> key = resolveStageRef(op, role, stage, index);
+  if (failed(key) || isBuiltinInstructionName(inst.getValue()))
+    return key;
+  auto registered = SymbolTable::lookupNearestSymbolFrom<InstructionOp>(
+      op, FlatSymbolRefAttr::get(inst));
+  if (!registered)
+    return op.emitOpError() << role << " instruction @" << inst.getValue()
+                            << " is neither a built-in type (fwd, bwd, igrad, "
+                               "wgrad) nor a registered flexpipe.instruction";
+  FailureOr<StageKey> attached = resolveStageRef(
+      registered, "its", registered.getStageAttr(), registered.getStageIndex());
+  if (failed(attached))
+    return failure();
+  if (*attached != *key)
+    return op.emitOpError() << role << " instruction @" << inst.getValue()
+                            << " is attached to stage "
+                            << registered.getStageAttr()
+                            << (attached->second >= 0
+                                    ? "[" + std::to_string(attached->second) +
+                                          "]"
+                                    : std::string())
+                            << "; name that stage here";
+  return key;
+}
+
+LogicalResult DependencyOp::verify() {
+  FailureOr<StageKey> src = verifyEndpoint(
+      *this, "the source", getSrcInstAttr(), getSrcStageAttr(), getSrcIndex());
+  if (failed(src))
+    return failure();
+  FailureOr<StageKey> dst =
+      verifyEndpoint(*this, "the destination", getDstInstAttr(),
+                     getDstStageAttr(), getDstIndex());
+  if (failed(dst))
+    return failure();
+  if (*src == *dst && getSrcInst() == getDstInst())
+    return emitOpError() << "makes an instruction depend on itself, which can "
+                            "never be satisfied";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// PriorityOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult PriorityOp::verify() {
+  if (!getCttpAttr() && !getFstpAttr() && !getBstpAttr())
+    return emitOpError() << "sets no priority; give at least one of cttp<...>, "
+                            "fstp<...> or bstp<...>";
+  ModalityOp module;
+  if (getModuleAttr()) {
+    module = lookupModule(*this, getModuleAttr());
+    if (!module)
+      return emitOpError() << "refers to " << getModuleAttr()
+                           << ", which is not a flexpipe.module of this "
+                              "pipeline";
+  }
+  if (std::optional<ArrayRef<int64_t>> ids = getActorIds()) {
+    auto pipeline = (*this)->getParentOfType<PipelineOp>();
+    if (failed(verifyActorList(*this, "a per-actor priority", *ids,
+                               asSigned(pipeline.getActors()), 1)))
+      return failure();
+    if (module) {
+      SmallVector<int64_t> group = module.getActorIds();
+      for (int64_t actor : *ids)
+        if (!llvm::is_contained(group, actor))
+          return emitOpError() << "overrides actor " << actor
+                               << ", which is not one of module "
+                               << getModuleAttr() << "'s actors";
+    }
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// InflightOp
+//===----------------------------------------------------------------------===//
+
+FailureOr<SmallVector<int64_t>>
+InflightOp::evaluate(int64_t numActors, int64_t numStages,
+                     int64_t numMicrobatches) {
+  const InflightScope scope = getScope();
+  const bool isGlobal = scope == InflightScope::Global;
+  const char *unit = scope == InflightScope::PerStage ? "stage" : "actor";
+  const int64_t count = isGlobal                            ? 1
+                        : scope == InflightScope::PerStage ? numStages
+                                                            : numActors;
+  SmallVector<int64_t> limits;
+  Attribute limit = getLimit();
+  if (auto value = dyn_cast<IntegerAttr>(limit)) {
+    limits.assign(count, value.getInt());
+  } else if (auto list = dyn_cast<DenseI64ArrayAttr>(limit)) {
+    if (isGlobal)
+      return emitOpError() << "gives a global limit as a list; a global limit "
+                              "is one number (or an affine map without "
+                              "dimensions)";
+    if (list.size() != count)
+      return emitOpError() << "lists " << list.size()
+                           << " limits, but the scope has " << count << " "
+                           << unit << "s; give one per " << unit;
+    limits.assign(list.asArrayRef().begin(), list.asArrayRef().end());
+  } else {
+    AffineMap map = cast<AffineMapAttr>(limit).getValue();
+    const unsigned dims = isGlobal ? 0 : 1;
+    if (map.getNumDims() != dims || map.getNumSymbols() != 3 ||
+        map.getNumResults() != 1)
+      return emitOpError()
+             << "expects an affine map of the form "
+             << (isGlobal ? "()[pp, s, m] -> (limit)"
+                          : "(i)[pp, s, m] -> (limit)")
+             << " (" << dims << " dimension, 3 symbols, 1 result), got "
+             << AffineMapAttr::get(map);
+    MLIRContext *ctx = getContext();
+    SmallVector<AffineExpr> symbols{getAffineConstantExpr(numActors, ctx),
+                                    getAffineConstantExpr(numStages, ctx),
+                                    getAffineConstantExpr(numMicrobatches, ctx)};
+    for (int64_t index = 0; index < count; ++index) {
+      SmallVector<AffineExpr> dimValues;
+      if (!isGlobal)
+        dimValues.push_back(getAffineConstantExpr(index, ctx));
+      AffineExpr value =
+          map.getResult(0).replaceDimsAndSymbols(dimValues, symbols);
+      auto constant = dyn_cast<AffineConstantExpr>(value);
+      if (!constant)
+        return emitOpError() << "cannot evaluate " << AffineMapAttr::get(map)
+                             << " for " << unit
+                             << " " << index;
+      limits.push_back(constant.getValue());
+    }
+  }
+  for (auto [index, value] : llvm::enumerate(limits)) {
+    if (value >= 1)
+      continue;
+    InFlightDiagnostic diag = emitOpError() << "gives ";
+    if (isGlobal)
+      diag << "the scope";
+    else
+      diag << unit << " " << index;
+    return diag << " an in-flight limit of " << value
+                << "; every limit must be at least 1 (1 runs one micro-batch "
+                   "at a time)";
+  }
+  return limits;
+}
+
+LogicalResult InflightOp::verify() {
+  auto pipeline = (*this)->getParentOfType<PipelineOp>();
+  int64_t numActors = asSigned(pipeline.getActors());
+  int64_t numStages = 0;
+  if (getModuleAttr()) {
+    ModalityOp module = lookupModule(*this, getModuleAttr());
+    if (!module)
+      return emitOpError() << "refers to " << getModuleAttr()
+                           << ", which is not a flexpipe.module of this "
+                              "pipeline";
+    llvm::Expected<sched::ModulePlacement> placed = module.computePlacement();
+    if (!placed) {
+      llvm::consumeError(placed.takeError());
+      return emitOpError() << "refers to module " << getModuleAttr()
+                           << ", whose placement is invalid";
+    }
+    numActors = static_cast<int64_t>(module.getActorIds().size());
+    numStages = placed->numStages();
+  } else {
+    numStages = pipeline.getNumStages();
+  }
+  return evaluate(numActors, numStages, asSigned(pipeline.getMicrobatches()));
+}
+
+//===----------------------------------------------------------------------===//
+// ScheduleOp
+//===----------------------------------------------------------------------===//
+
+SmallVector<std::pair<int64_t, int64_t>> ScheduleOp::getEdgeList() {
+  SmallVector<std::pair<int64_t, int64_t>> edges;
+  if (std::optional<ArrayRef<int64_t>> flat = getEdges()) {
+    for (size_t i = 0; i + 1 < flat->size(); i += 2)
+      edges.push_back({(*flat)[i], (*flat)[i + 1]});
+    return edges;
+  }
+  for (int64_t stage = 0; stage + 1 < asSigned(getStages()); ++stage)
+    edges.push_back({stage, stage + 1});
+  return edges;
+}
+
+LogicalResult ScheduleOp::verify() {
+  const int64_t numStages = asSigned(getStages());
+  for (auto [name, value] :
+       {std::pair<const char *, int64_t>{"actor", asSigned(getActors())},
+        {"stage", numStages},
+        {"micro-batch", asSigned(getMicrobatches())}})
+    if (value < 1)
+      return emitOpError() << "needs at least one " << name << ", got "
+                           << value;
+  if (std::optional<ArrayRef<int64_t>> flat = getEdges()) {
+    if (flat->size() % 2 != 0)
+      return emitOpError() << "has an odd number of edge endpoints; edges are "
+                              "(from, to) pairs";
+    SmallVector<SmallVector<int64_t>> succ(numStages);
+    SmallVector<int64_t> indegree(numStages, 0);
+    for (auto [from, to] : getEdgeList()) {
+      if (from < 0 || from >= numStages || to < 0 || to >= numStages)
+        return emitOpError() << "has an edge " << from << " -> " << to
+                             << " outside the stages 0 to " << numStages - 1;
+      if (from == to)
+        return emitOpError() << "has an edge from stage " << from
+                             << " to itself";
+      succ[from].push_back(to);
+      ++indegree[to];
+    }
+    // Kahn's algorithm: every stage must be reached.
+    SmallVector<int64_t> ready;
+    for (int64_t stage = 0; stage < numStages; ++stage)
+      if (indegree[stage] == 0)
+        ready.push_back(stage);
+    int64_t visited = 0;
+    while (!ready.empty()) {
+      int64_t stage = ready.pop_back_val();
+      ++visited;
+      for (int64_t next : succ[stage])
+        if (--indegree[next] == 0)
+          ready.push_back(next);
+    }
+    if (visited != numStages)
+      return emitOpError() << "has a cycle in its stage edges; the stage graph "
+                              "must be a DAG";
+  }
+  if (std::optional<ArrayRef<int64_t>> shared = getShared()) {
+    llvm::SmallDenseSet<int64_t> seen;
+    for (int64_t stage : *shared) {
+      if (stage < 0 || stage >= numStages)
+        return emitOpError() << "marks stage " << stage
+                             << " shared, but the schedule has stages 0 to "
+                             << numStages - 1;
+      if (!seen.insert(stage).second)
+        return emitOpError() << "marks stage " << stage << " shared twice";
+    }
+  }
+  return success();
+}
+
+LogicalResult ScheduleOp::verifyRegions() {
+  const int64_t numActors = asSigned(getActors());
+  const int64_t numStages = asSigned(getStages());
+  const int64_t numMicrobatches = asSigned(getMicrobatches());
+
+  SmallVector<ActorOp> byId(numActors);
+  for (Operation &op : getBody().front()) {
+    auto actor = dyn_cast<ActorOp>(op);
+    if (!actor)
+      return op.emitOpError() << "cannot appear directly in a "
+                                 "flexpipe.schedule, which holds only "
+                                 "flexpipe.actor regions";
+    int64_t id = asSigned(actor.getId());
+    if (id < 0 || id >= numActors)
+      return actor.emitOpError() << "has id " << id
+                                 << ", but the schedule has actors 0 to "
+                                 << numActors - 1;
+    if (byId[id]) {
+      InFlightDiagnostic diag = actor.emitOpError()
+                                << "repeats actor " << id
+                                << "; each actor has one program";
+      diag.attachNote(byId[id].getLoc()) << "first program of actor " << id;
+      return diag;
+    }
+    byId[id] = actor;
+  }
+  for (int64_t id = 0; id < numActors; ++id)
+    if (!byId[id])
+      return emitOpError() << "has no program for actor " << id
+                           << "; give every actor a flexpipe.actor region (an "
+                              "idle actor's may be empty)";
+
+  llvm::SmallDenseSet<int64_t> shared;
+  if (std::optional<ArrayRef<int64_t>> list = getShared())
+    shared.insert(list->begin(), list->end());
+
+  // (op name, registered instruction, stage, micro-batch, actor, peer) ->
+  // first occurrence. The actor is -1 for computations of non-shared stages,
+  // which run once per schedule.
+  using Key = std::tuple<const void *, const void *, int64_t, int64_t, int64_t,
+                         int64_t>;
+  llvm::DenseMap<Key, Operation *> seen;
+  llvm::DenseMap<int64_t, std::pair<int64_t, Operation *>> computeHome;
+  llvm::DenseMap<std::pair<int64_t, int64_t>, Operation *> fullBackward;
+  llvm::DenseMap<std::pair<int64_t, int64_t>, std::pair<Operation *, Operation *>>
+      splitBackward; // (igrad, wgrad)
+
+  for (ActorOp actor : byId) {
+    const int64_t actorId = asSigned(actor.getId());
+    for (Operation &op : actor.getBody().front()) {
+      if (isa<WaitOp>(op))
+        continue;
+      auto inst = dyn_cast<InstructionOpInterface>(op);
+      if (!inst)
+        return op.emitOpError() << "cannot appear in a flexpipe.actor, which "
+                                   "holds only flexpipe instructions";
+      const int64_t stage = inst.getStageId(), mb = inst.getMicrobatchId();
+      if (stage < 0 || stage >= numStages)
+        return op.emitOpError() << "works on stage " << stage
+                                << ", but the schedule has stages 0 to "
+                                << numStages - 1;
+      if (mb < 0 || mb >= numMicrobatches)
+        return op.emitOpError() << "works on micro-batch " << mb
+                                << ", but the schedule has micro-batches 0 to "
+                                << numMicrobatches - 1;
+
+      const bool onceGlobally = inst.isCompute() && !shared.contains(stage);
+      const void *registered = nullptr;
+      if (auto exec = dyn_cast<ExecOp>(op))
+        registered = exec.getInstructionAttr().getAttr().getAsOpaquePointer();
+      Key key{op.getName().getAsOpaquePointer(), registered, stage, mb,
+              onceGlobally ? -1 : actorId, inst.getPeerActor()};
+      auto [it, inserted] = seen.try_emplace(key, &op);
+      if (!inserted) {
+        InFlightDiagnostic diag =
+            op.emitOpError() << "repeats stage " << stage << " micro-batch "
+                             << mb
+                             << (onceGlobally ? "; each instruction runs once "
+                                                "per stage and micro-batch"
+                                              : " on the same actor and peer");
+        diag.attachNote(it->second->getLoc()) << "first occurrence";
+        return diag;
+      }
+
+      if (!onceGlobally)
+        continue;
+      auto [home, isNew] = computeHome.try_emplace(stage, actorId, &op);
+      if (!isNew && home->second.first != actorId) {
+        InFlightDiagnostic diag =
+            op.emitOpError()
+            << "runs stage " << stage << " on actor " << actorId
+            << ", but actor " << home->second.first
+            << " already runs it; a stage lives on one actor unless the "
+               "schedule lists it in `shared [...]`";
+        diag.attachNote(home->second.second->getLoc()) << "stage " << stage
+                                                        << " runs here";
+        return diag;
+      }
+      std::pair<int64_t, int64_t> item{stage, mb};
+      if (isa<BwdOp>(op))
+        fullBackward[item] = &op;
+      else if (isa<IgradOp>(op))
+        splitBackward[item].first = &op;
+      else if (isa<WgradOp>(op))
+        splitBackward[item].second = &op;
+    }
+  }
+
+  for (auto &[item, split] : splitBackward) {
+    auto [igrad, wgrad] = split;
+    Operation *some = igrad ? igrad : wgrad;
+    if (Operation *bwd = fullBackward.lookup(item)) {
+      InFlightDiagnostic diag =
+          some->emitOpError()
+          << "splits the backward of stage " << item.first << " micro-batch "
+          << item.second
+          << ", which also runs as a full flexpipe.bwd; use either bwd or "
+             "igrad + wgrad";
+      diag.attachNote(bwd->getLoc()) << "full backward here";
+      return diag;
+    }
+    if (!igrad || !wgrad)
+      return some->emitOpError()
+             << "has no matching " << (igrad ? "flexpipe.wgrad" : "flexpipe.igrad")
+             << " for stage " << item.first << " micro-batch " << item.second
+             << "; a split backward needs both halves";
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Instructions
+//===----------------------------------------------------------------------===//
+
+bool FwdOp::isCompute() { return true; }
+bool BwdOp::isCompute() { return true; }
+bool IgradOp::isCompute() { return true; }
+bool WgradOp::isCompute() { return true; }
+
+int64_t SendActOp::getPeerActor() { return asSigned(getPeer()); }
+int64_t RecvActOp::getPeerActor() { return asSigned(getPeer()); }
+int64_t SendGradOp::getPeerActor() { return asSigned(getPeer()); }
+int64_t RecvGradOp::getPeerActor() { return asSigned(getPeer()); }
+
+/// The enclosing actor's id and the schedule's actor count.
+static std::pair<int64_t, int64_t> actorContext(Operation *op) {
+  auto actor = op->getParentOfType<ActorOp>();
+  auto schedule = actor ? actor->getParentOfType<ScheduleOp>() : ScheduleOp();
+  return {actor ? asSigned(actor.getId()) : -1,
+          schedule ? asSigned(schedule.getActors()) : 0};
+}
+
+static LogicalResult verifyP2P(Operation *op, int64_t peer, Value token) {
+  auto [self, numActors] = actorContext(op);
+  if (peer < 0 || peer >= numActors)
+    return op->emitOpError() << "names peer actor " << peer
+                             << ", but the schedule has actors 0 to "
+                             << numActors - 1;
+  if (peer == self)
+    return op->emitOpError()
+           << "names its own actor " << self
+           << " as the peer; same-actor edges need no communication";
+  return verifyToken(op, token);
+}
+
+LogicalResult SendActOp::verify() {
+  return verifyP2P(*this, getPeerActor(), getToken());
+}
+LogicalResult RecvActOp::verify() {
+  return verifyP2P(*this, getPeerActor(), getToken());
+}
+LogicalResult SendGradOp::verify() {
+  return verifyP2P(*this, getPeerActor(), getToken());
+}
+LogicalResult RecvGradOp::verify() {
+  return verifyP2P(*this, getPeerActor(), getToken());
+}
+
+static LogicalResult verifyCollective(Operation *op, ArrayRef<int64_t> group,
+                                      Value token) {
+  auto [self, numActors] = actorContext(op);
+  if (failed(verifyActorList(op, "the group", group, numActors, 2)))
+    return failure();
+  if (!llvm::is_contained(group, self))
+    return op->emitOpError() << "runs on actor " << self
+                             << ", which is not in its group; list it";
+  return verifyToken(op, token);
+}
+
+LogicalResult AllGatherOp::verify() {
+  return verifyCollective(*this, getGroup(), getToken());
+}
+
+LogicalResult GatherOp::verify() {
+  if (failed(verifyCollective(*this, getGroup(), getToken())))
+    return failure();
+  if (!llvm::is_contained(getGroup(), asSigned(getRoot())))
+    return emitOpError() << "gathers to root " << asSigned(getRoot())
+                         << ", which is not in its group";
+  return success();
+}
+
+LogicalResult ExecOp::verify() { return verifyToken(*this, getToken()); }
+
+#define GET_OP_CLASSES
+#include "flexpipe/Dialect/FlexPipe/IR/FlexPipeOps.cpp.inc"
