@@ -14,6 +14,7 @@ config.test_exec_root = os.path.join(config.flexpipe_obj_root, "test")
 config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "unit"]
 
 config.substitutions.append(("%schedules", os.path.join(config.flexpipe_src_root, "schedules")))
+config.substitutions.append(("%examples", os.path.join(config.flexpipe_src_root, "examples")))
 
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

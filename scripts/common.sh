@@ -1,0 +1,57 @@
+# Shared by the FlexPipe scripts: package list, dependency install, build.
+# Sourced, not run. Honours BUILD_DIR (default: <repo>/build) and JOBS.
+
+FLEXPIPE_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD_DIR="${BUILD_DIR:-$FLEXPIPE_ROOT/build}"
+# About 1 GB per compile job; two jobs fit every machine we target.
+JOBS="${JOBS:-2}"
+
+# Debian 12 packages the build and tests need (see ../shared/MLIR-RECIPE.md).
+FLEXPIPE_PACKAGES=(
+  libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools
+  cmake ninja-build g++ python3
+  libyaml-cpp-dev libcli11-dev catch2
+  libopenmpi-dev openmpi-bin libopenblas-dev
+)
+
+if [ -t 1 ]; then
+  log() { printf '\033[1m==> %s\033[0m\n' "$*"; }
+else
+  log() { printf '==> %s\n' "$*"; }
+fi
+die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+# Installs whichever of FLEXPIPE_PACKAGES are missing, without prompting.
+ensure_packages() {
+  local missing=()
+  for pkg in "${FLEXPIPE_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" \
+      || missing+=("$pkg")
+  done
+  if [ ${#missing[@]} -eq 0 ]; then
+    log "All ${#FLEXPIPE_PACKAGES[@]} Debian packages present"
+    return 0
+  fi
+  log "Installing missing Debian packages: ${missing[*]}"
+  local sudo=()
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null || die "need root (or sudo) to install: ${missing[*]}"
+    sudo=(sudo)
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo[@]}" apt-get update -qq || die "apt-get update failed"
+  "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" \
+    || die "apt-get install failed for: ${missing[*]}"
+}
+
+# Configures (once) and builds every target.
+build_all() {
+  if [ ! -f "$BUILD_DIR/build.ninja" ]; then
+    log "Configuring in $BUILD_DIR"
+    cmake -S "$FLEXPIPE_ROOT" -B "$BUILD_DIR" -G Ninja \
+      -DCMAKE_BUILD_TYPE=Release \
+      -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir || die "CMake configuration failed"
+  fi
+  log "Building (ninja -j$JOBS)"
+  ninja -C "$BUILD_DIR" -j "$JOBS" all flexpipe-doc || die "build failed"
+}

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Builds if needed, runs every FlexPipe test suite, prints a summary of each,
+# and exits non-zero if anything failed.
+#
+# Suites: lit (FileCheck and -verify-diagnostics tests), ctest (Catch2 unit
+# tests), the generated-reference freshness check, and the documentation
+# examples check.
+set -uo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+
+ensure_packages
+build_all
+
+declare -A PASSED FAILED
+SUITES=()
+record() { SUITES+=("$1"); PASSED[$1]=$2; FAILED[$1]=$3; }
+
+log "lit"
+lit_out=$(/usr/lib/llvm-22/bin/lit -sv "$BUILD_DIR/test" 2>&1); lit_rc=$?
+echo "$lit_out" | grep -vE '^(PASS|UNSUPPORTED|XFAIL):' | sed '/^$/d'
+lit_pass=$(echo "$lit_out" | sed -n 's/^ *Passed *: *\([0-9]*\).*/\1/p')
+lit_fail=$(echo "$lit_out" | sed -n 's/^ *Failed *: *\([0-9]*\).*/\1/p')
+lit_pass=${lit_pass:-0}; lit_fail=${lit_fail:-0}
+[ $lit_rc -ne 0 ] && [ "$lit_fail" -eq 0 ] && lit_fail=1
+record lit "$lit_pass" "$lit_fail"
+
+log "ctest"
+ctest_out=$(cd "$BUILD_DIR" && ctest --output-on-failure 2>&1); ctest_rc=$?
+echo "$ctest_out" | tail -n 25
+ctest_total=$(echo "$ctest_out" | sed -n 's/.*tests passed, \([0-9]*\) tests failed out of \([0-9]*\).*/\2/p')
+ctest_fail=$(echo "$ctest_out" | sed -n 's/.*tests passed, \([0-9]*\) tests failed out of.*/\1/p')
+ctest_total=${ctest_total:-0}; ctest_fail=${ctest_fail:-0}
+[ $ctest_rc -ne 0 ] && [ "$ctest_fail" -eq 0 ] && ctest_fail=1
+[ "$ctest_total" -eq 0 ] && ctest_fail=1   # a ctest that ran nothing is a failure
+record ctest $((ctest_total - ctest_fail)) "$ctest_fail"
+
+log "generated reference up to date"
+docs_fail=0
+for generated in "$BUILD_DIR"/docs/FlexPipe/*.md; do
+  committed="$FLEXPIPE_ROOT/docs/reference/$(basename "$generated")"
+  if ! diff -q "$generated" "$committed" >/dev/null 2>&1; then
+    echo "FAIL: $committed differs from the ODS; run: cp $generated $committed"
+    docs_fail=$((docs_fail + 1))
+  fi
+done
+record reference $(( $(ls "$BUILD_DIR"/docs/FlexPipe/*.md | wc -l) - docs_fail )) "$docs_fail"
+
+log "documentation examples"
+examples_out=$(python3 "$FLEXPIPE_ROOT/scripts/check-doc-examples.py" \
+  "$BUILD_DIR/bin/flexpipe-opt" "$FLEXPIPE_ROOT"/README.md "$FLEXPIPE_ROOT"/docs/*.md \
+  "$FLEXPIPE_ROOT"/docs/reference/*.md 2>&1); examples_rc=$?
+echo "$examples_out"
+ex_pass=$(echo "$examples_out" | sed -n 's/^examples: \([0-9]*\) passed, \([0-9]*\) failed$/\1/p')
+ex_fail=$(echo "$examples_out" | sed -n 's/^examples: \([0-9]*\) passed, \([0-9]*\) failed$/\2/p')
+ex_pass=${ex_pass:-0}; ex_fail=${ex_fail:-0}
+[ $examples_rc -ne 0 ] && [ "$ex_fail" -eq 0 ] && ex_fail=1
+record examples "$ex_pass" "$ex_fail"
+
+echo
+log "Summary"
+total_pass=0; total_fail=0
+for suite in "${SUITES[@]}"; do
+  printf '  %-10s %4d passed, %d failed\n' "$suite" "${PASSED[$suite]}" "${FAILED[$suite]}"
+  total_pass=$((total_pass + PASSED[$suite])); total_fail=$((total_fail + FAILED[$suite]))
+done
+echo "total: $total_pass passed, $total_fail failed"
+[ "$total_fail" -eq 0 ]

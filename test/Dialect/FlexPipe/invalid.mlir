@@ -1,0 +1,642 @@
+// RUN: flexpipe-opt %s -split-input-file -verify-diagnostics
+
+// Tests a pipeline without actors.
+// expected-error @+1 {{'flexpipe.pipeline' op needs at least one actor, got 0}}
+flexpipe.pipeline @p actors(0) microbatches(8) {
+  flexpipe.module @gpt layers(8) placement(one_to_one)
+}
+
+// -----
+
+// Tests a pipeline without micro-batches (m < 1).
+// expected-error @+1 {{'flexpipe.pipeline' op needs at least one micro-batch, got 0}}
+flexpipe.pipeline @p actors(4) microbatches(0) {
+  flexpipe.module @gpt layers(8) placement(one_to_one)
+}
+
+// -----
+
+// Tests a pipeline without modules.
+// expected-error @+1 {{'flexpipe.pipeline' op declares no flexpipe.module; a pipeline needs at least one module to place on its actors}}
+flexpipe.pipeline @p actors(4) microbatches(8) {
+  flexpipe.priority cttp<bwd_first>
+}
+
+// -----
+
+// Tests an actor left without stages.
+// expected-error @+1 {{'flexpipe.pipeline' op leaves actor 2 without any stage; every actor of the mesh must hold at least one (check the modules' actor groups, chunks and maps, or lower actors())}}
+flexpipe.pipeline @p actors(4) microbatches(8) {
+  flexpipe.module @gpt layers(8) placement(one_to_one) actors [0, 1, 3]
+}
+
+// -----
+
+// Tests a module without layers.
+flexpipe.pipeline @p actors(4) microbatches(8) {
+  // expected-error @+1 {{'flexpipe.module' op needs at least one layer, got 0}}
+  flexpipe.module @gpt layers(0) placement(one_to_one)
+}
+
+// -----
+
+// Tests an actor group naming an actor outside the mesh.
+flexpipe.pipeline @p actors(4) microbatches(8) {
+  // expected-error @+1 {{'flexpipe.module' op the actor group names actor 4, but the mesh has actors 0 to 3}}
+  flexpipe.module @gpt layers(8) placement(one_to_one) actors [0, 1, 2, 4]
+}
+
+// -----
+
+// Tests an actor group listing an actor twice.
+flexpipe.pipeline @p actors(4) microbatches(8) {
+  // expected-error @+1 {{'flexpipe.module' op the actor group lists actor 1 twice}}
+  flexpipe.module @gpt layers(8) placement(one_to_one) actors [0, 1, 1, 2]
+}
+
+// -----
+
+// Tests an explicit placement without a map.
+flexpipe.pipeline @p actors(4) microbatches(8) {
+  // expected-error @+1 {{'flexpipe.module' op placement(explicit) needs `map [...]` giving the actor of each stage}}
+  flexpipe.module @gpt layers(8) placement(explicit)
+}
+
+// -----
+
+// Tests a map with a built-in placement.
+flexpipe.pipeline @p actors(2) microbatches(8) {
+  // expected-error @+1 {{'flexpipe.module' op `map` is only valid with placement(explicit), not placement(circular)}}
+  flexpipe.module @gpt layers(8) placement(circular) map [0, 1]
+}
+
+// -----
+
+// Tests one_to_one with several chunks.
+flexpipe.pipeline @p actors(4) microbatches(8) {
+  // expected-error @+1 {{'flexpipe.module' op one_to_one places exactly one stage per actor but chunks is 2; use circular or vshape for several stages per actor}}
+  flexpipe.module @gpt layers(8) placement(one_to_one) chunks(2)
+}
+
+// -----
+
+// Tests zero chunks.
+flexpipe.pipeline @p actors(4) microbatches(8) {
+  // expected-error @+1 {{'flexpipe.module' op chunks must be at least 1, got 0}}
+  flexpipe.module @gpt layers(8) placement(circular) chunks(0)
+}
+
+// -----
+
+// Tests an explicit map that leaves the module's actor group.
+flexpipe.pipeline @p actors(4) microbatches(8) {
+  // expected-error @+1 {{'flexpipe.module' op the stage map puts stage 2 on actor 3, which is not in the module's actor group}}
+  flexpipe.module @gpt layers(8) placement(explicit) map [0, 1, 3] actors [0, 1, 2]
+}
+
+// -----
+
+// Tests a partition with the wrong number of stages.
+flexpipe.pipeline @p actors(4) microbatches(8) {
+  // expected-error @+1 {{'flexpipe.module' op partition lists 3 stages, but the placement makes 8 stages per direction; give one layer count per stage}}
+  flexpipe.module @gpt layers(8) placement(circular) partition [2, 3, 3]
+}
+
+// -----
+
+// Tests a partition that does not add up to the layers.
+flexpipe.pipeline @p actors(2) microbatches(8) {
+  // expected-error @+1 {{'flexpipe.module' op partition sums to 7 layers, but the module has 8}}
+  flexpipe.module @gpt layers(8) placement(one_to_one) partition [3, 4]
+}
+
+// -----
+
+// Tests a negative layer count.
+flexpipe.pipeline @p actors(2) microbatches(8) {
+  // expected-error @+1 {{'flexpipe.module' op partition gives stage 0 a negative layer count (-1)}}
+  flexpipe.module @gpt layers(8) placement(one_to_one) partition [-1, 9]
+}
+
+// -----
+
+// Tests an even split with fewer layers than stages.
+flexpipe.pipeline @p actors(4) microbatches(8) {
+  // expected-error @+1 {{'flexpipe.module' op cannot split 6 layers over 8 stages with at least one layer each; add layers, use fewer stages, or give `partition [...]`}}
+  flexpipe.module @gpt layers(6) placement(vshape)
+}
+
+// -----
+
+// Tests a bidirectional pipeline with a single micro-batch.
+flexpipe.pipeline @p actors(4) microbatches(1) {
+  // expected-error @+1 {{'flexpipe.module' op is bidirectional, which splits micro-batches between two directions and needs at least 2, but the pipeline has 1}}
+  flexpipe.module @gpt layers(8) placement(one_to_one) bidirectional
+}
+
+// -----
+
+// Tests an unknown placement.
+flexpipe.pipeline @p actors(4) microbatches(8) {
+  // expected-error @+1 {{unknown keyword 'ring'; expected one of: one_to_one, circular, vshape, explicit}}
+  flexpipe.module @gpt layers(8) placement(ring)
+}
+
+// -----
+
+// Tests a model whose hidden size is not a multiple of its heads.
+flexpipe.pipeline @p actors(4) microbatches(8) {
+  // expected-error @+1 {{model hidden size 100 must be a multiple of the number of heads 3}}
+  flexpipe.module @gpt layers(8) placement(one_to_one) model<hidden = 100, heads = 3, seq = 16, vocab = 64>
+}
+
+// -----
+
+// Tests a model with a non-positive size.
+flexpipe.pipeline @p actors(4) microbatches(8) {
+  // expected-error @+1 {{model vocab must be positive, got 0}}
+  flexpipe.module @gpt layers(8) placement(one_to_one) model<hidden = 64, heads = 4, seq = 16, vocab = 0>
+}
+
+// -----
+
+// Tests an unknown computation-type traversal priority.
+flexpipe.pipeline @p actors(4) microbatches(8) {
+  flexpipe.module @gpt layers(8) placement(one_to_one)
+  // expected-error @+1 {{unknown computation-type traversal priority 'backward_first'; expected bwd_first, fwd_first or interleaved}}
+  flexpipe.priority cttp<backward_first>
+}
+
+// -----
+
+// Tests an unknown stage traversal priority.
+flexpipe.pipeline @p actors(4) microbatches(8) {
+  flexpipe.module @gpt layers(8) placement(one_to_one)
+  // expected-error @+1 {{unknown stage traversal priority 'bfs'; expected breadth_first or depth_first}}
+  flexpipe.priority fstp<bfs>
+}
+
+// -----
+
+// Tests a zero stage traversal interval.
+flexpipe.pipeline @p actors(4) microbatches(8) {
+  flexpipe.module @gpt layers(8) placement(circular)
+  // expected-error @+1 {{a stage traversal interval must be at least 1, got 0; omit it to take the first item}}
+  flexpipe.priority fstp<breadth_first, 0>
+}
+
+// -----
+
+// Tests a zero scheduling unit.
+flexpipe.pipeline @p actors(4) microbatches(8) {
+  flexpipe.module @gpt layers(8) placement(one_to_one)
+  // expected-error @+1 {{scheduling units must be at least 1, got 0 (forward) and 1 (backward)}}
+  flexpipe.priority cttp<interleaved, 0, 1>
+}
+
+// -----
+
+// Tests a priority op that sets nothing.
+flexpipe.pipeline @p actors(4) microbatches(8) {
+  flexpipe.module @gpt layers(8) placement(one_to_one)
+  // expected-error @+1 {{'flexpipe.priority' op sets no priority; give at least one of cttp<...>, fstp<...> or bstp<...>}}
+  flexpipe.priority @gpt
+}
+
+// -----
+
+// Tests a priority for an unknown module.
+flexpipe.pipeline @p actors(4) microbatches(8) {
+  flexpipe.module @gpt layers(8) placement(one_to_one)
+  // expected-error @+1 {{'flexpipe.priority' op refers to @vit, which is not a flexpipe.module of this pipeline}}
+  flexpipe.priority @vit cttp<bwd_first>
+}
+
+// -----
+
+// Tests a priority field set twice for the same scope.
+flexpipe.pipeline @p actors(4) microbatches(8) {
+  flexpipe.module @gpt layers(8) placement(one_to_one)
+  // expected-note @+1 {{first set here}}
+  flexpipe.priority actors [1, 2] cttp<bwd_first>
+  // expected-error @+1 {{'flexpipe.priority' op sets cttp again for actor 2; set each priority once per scope (use `actors [...]` to override single actors)}}
+  flexpipe.priority actors [2] cttp<fwd_first>
+}
+
+// -----
+
+// Tests a per-actor priority for an actor outside the module.
+flexpipe.pipeline @p actors(4) microbatches(8) {
+  flexpipe.module @a layers(8) placement(one_to_one) actors [0, 1]
+  flexpipe.module @b layers(8) placement(one_to_one) actors [2, 3]
+  // expected-error @+1 {{'flexpipe.priority' op overrides actor 2, which is not one of module @a's actors}}
+  flexpipe.priority @a actors [2] cttp<fwd_first>
+}
+
+// -----
+
+// Tests an in-flight limit of 0.
+flexpipe.pipeline @p actors(4) microbatches(8) {
+  flexpipe.module @gpt layers(8) placement(one_to_one)
+  // expected-error @+1 {{'flexpipe.inflight' op gives actor 0 an in-flight limit of 0; every limit must be at least 1 (1 runs one micro-batch at a time)}}
+  flexpipe.inflight per_actor 0
+}
+
+// -----
+
+// Tests an in-flight rule that starves the last actor.
+flexpipe.pipeline @p actors(4) microbatches(8) {
+  flexpipe.module @gpt layers(8) placement(one_to_one)
+  // expected-error @+1 {{'flexpipe.inflight' op gives actor 3 an in-flight limit of 0; every limit must be at least 1 (1 runs one micro-batch at a time)}}
+  flexpipe.inflight per_actor affine_map<(a)[pp, s, m] -> (pp - a - 1)>
+}
+
+// -----
+
+// Tests a per-stage list of the wrong length.
+flexpipe.pipeline @p actors(4) microbatches(8) {
+  flexpipe.module @gpt layers(8) placement(circular)
+  // expected-error @+1 {{'flexpipe.inflight' op lists 4 limits, but the scope has 8 stages; give one per stage}}
+  flexpipe.inflight per_stage [4, 3, 2, 1]
+}
+
+// -----
+
+// Tests a global limit given as a list.
+flexpipe.pipeline @p actors(4) microbatches(8) {
+  flexpipe.module @gpt layers(8) placement(one_to_one)
+  // expected-error @+1 {{'flexpipe.inflight' op gives a global limit as a list; a global limit is one number (or an affine map without dimensions)}}
+  flexpipe.inflight global [4, 3]
+}
+
+// -----
+
+// Tests an in-flight affine map of the wrong shape.
+flexpipe.pipeline @p actors(4) microbatches(8) {
+  flexpipe.module @gpt layers(8) placement(one_to_one)
+  // expected-error @+1 {{'flexpipe.inflight' op expects an affine map of the form (i)[pp, s, m] -> (limit) (1 dimension, 3 symbols, 1 result), got affine_map<(d0) -> (d0 + 1)>}}
+  flexpipe.inflight per_actor affine_map<(a) -> (a + 1)>
+}
+
+// -----
+
+// Tests two limits for the same scope.
+flexpipe.pipeline @p actors(4) microbatches(8) {
+  flexpipe.module @gpt layers(8) placement(one_to_one)
+  // expected-note @+1 {{first limit here}}
+  flexpipe.inflight per_stage 4
+  // expected-error @+1 {{'flexpipe.inflight' op repeats a per_stage limit for the same scope; keep one of the two}}
+  flexpipe.inflight per_stage [4, 3, 2, 1]
+}
+
+// -----
+
+// Tests a shared stage that leaves out its home actor.
+flexpipe.pipeline @p actors(4) microbatches(8) {
+  flexpipe.module @gpt layers(8) placement(one_to_one)
+  // expected-error @+1 {{'flexpipe.share' op must include actor 3, where the placement puts stage 3}}
+  flexpipe.share @gpt stage -1 actors [0, 1]
+}
+
+// -----
+
+// Tests a shared stage with a single actor.
+flexpipe.pipeline @p actors(4) microbatches(8) {
+  flexpipe.module @gpt layers(8) placement(one_to_one)
+  // expected-error @+1 {{'flexpipe.share' op a shared stage must list at least 2 actors, but lists 1}}
+  flexpipe.share @gpt stage 0 actors [0]
+}
+
+// -----
+
+// Tests a registered instruction with a reserved name.
+flexpipe.pipeline @p actors(2) microbatches(8) {
+  flexpipe.module @gpt layers(8) placement(one_to_one)
+  // expected-error @+1 {{'flexpipe.instruction' op cannot take the name @fwd, which is reserved for the built-in instruction; choose another name}}
+  flexpipe.instruction @fwd kind(compute) on(@gpt[0])
+}
+
+// -----
+
+// Tests a registered instruction with prev(0).
+flexpipe.pipeline @p actors(2) microbatches(8) {
+  flexpipe.module @gpt layers(8) placement(one_to_one)
+  // expected-error @+1 {{'flexpipe.instruction' op prev must be at least 1, got 0}}
+  flexpipe.instruction @scale kind(compute) on(@gpt[0]) prev(0)
+}
+
+// -----
+
+// Tests a collective attached to a module stage on one actor.
+flexpipe.pipeline @p actors(2) microbatches(8) {
+  flexpipe.module @gpt layers(8) placement(one_to_one)
+  // expected-error @+1 {{'flexpipe.instruction' op is a kind(gather) instruction, which synchronises several actors; attach it to a registered flexpipe.stage that lists at least two}}
+  flexpipe.instruction @g kind(gather) on(@gpt[1])
+}
+
+// -----
+
+// Tests a module stage named without an index.
+flexpipe.pipeline @p actors(2) microbatches(8) {
+  flexpipe.module @gpt layers(8) placement(one_to_one)
+  // expected-error @+1 {{'flexpipe.instruction' op its stage @gpt is a module; name one of its stages as @gpt[i]}}
+  flexpipe.instruction @scale kind(compute) on(@gpt)
+}
+
+// -----
+
+// Tests a dependency on a stage index out of range.
+flexpipe.pipeline @p actors(2) microbatches(8) {
+  flexpipe.module @gpt layers(8) placement(one_to_one)
+  // expected-error @+1 {{'flexpipe.dependency' op the destination stage @gpt[5] is out of range: the module has 2 stages (indices -2 to 1)}}
+  flexpipe.dependency fwd @gpt[0] -> bwd @gpt[5]
+}
+
+// -----
+
+// Tests a dependency on an unregistered instruction.
+flexpipe.pipeline @p actors(2) microbatches(8) {
+  flexpipe.module @gpt layers(8) placement(one_to_one)
+  // expected-error @+1 {{'flexpipe.dependency' op the source instruction @sync is neither a built-in type (fwd, bwd, igrad, wgrad) nor a registered flexpipe.instruction}}
+  flexpipe.dependency @sync @gpt[0] -> bwd @gpt[1]
+}
+
+// -----
+
+// Tests an unknown built-in instruction keyword.
+flexpipe.pipeline @p actors(2) microbatches(8) {
+  flexpipe.module @gpt layers(8) placement(one_to_one)
+  // expected-error @+1 {{unknown instruction type 'forward'; expected fwd, bwd, igrad, wgrad or a registered @instruction}}
+  flexpipe.dependency forward @gpt[0] -> bwd @gpt[1]
+}
+
+// -----
+
+// Tests a registered instruction named with the wrong stage.
+flexpipe.pipeline @p actors(2) microbatches(8) {
+  flexpipe.module @gpt layers(8) placement(one_to_one)
+  flexpipe.stage @sync actors [0, 1]
+  flexpipe.instruction @ag kind(all_gather) on(@sync)
+  // expected-error @+1 {{'flexpipe.dependency' op the destination instruction @ag is attached to stage @sync; name that stage here}}
+  flexpipe.dependency fwd @gpt[-1] -> @ag @gpt[0]
+}
+
+// -----
+
+// Tests a dependency of an instruction on itself.
+flexpipe.pipeline @p actors(2) microbatches(8) {
+  flexpipe.module @gpt layers(8) placement(one_to_one)
+  // expected-error @+1 {{'flexpipe.dependency' op makes an instruction depend on itself, which can never be satisfied}}
+  flexpipe.dependency fwd @gpt[1] -> fwd @gpt[-1]
+}
+
+// -----
+
+// Tests a cycle in extra dependencies.
+flexpipe.pipeline @p actors(2) microbatches(8) {
+  flexpipe.module @gpt layers(8) placement(one_to_one)
+  // expected-note @+1 {{part of the cycle}}
+  flexpipe.dependency fwd @gpt[0] -> wgrad @gpt[1]
+  // expected-note @+1 {{part of the cycle}}
+  flexpipe.dependency wgrad @gpt[1] -> igrad @gpt[0]
+  // expected-error @+1 {{'flexpipe.dependency' op closes a cycle of extra dependencies, so none of its instructions can ever be scheduled; remove one of them}}
+  flexpipe.dependency igrad @gpt[0] -> fwd @gpt[0]
+}
+
+// -----
+
+// Tests a schedule whose actor id is out of range.
+flexpipe.schedule @s actors(1) stages(1) microbatches(1) {
+  // expected-error @+1 {{'flexpipe.actor' op has id 1, but the schedule has actors 0 to 0}}
+  flexpipe.actor 1 {
+  }
+}
+
+// -----
+
+// Tests a schedule with two programs for one actor.
+flexpipe.schedule @s actors(2) stages(1) microbatches(1) {
+  // expected-note @+1 {{first program of actor 0}}
+  flexpipe.actor 0 {
+  }
+  // expected-error @+1 {{'flexpipe.actor' op repeats actor 0; each actor has one program}}
+  flexpipe.actor 0 {
+  }
+}
+
+// -----
+
+// Tests a schedule missing an actor's program.
+// expected-error @+1 {{'flexpipe.schedule' op has no program for actor 1; give every actor a flexpipe.actor region (an idle actor's may be empty)}}
+flexpipe.schedule @s actors(2) stages(1) microbatches(1) {
+  flexpipe.actor 0 {
+    flexpipe.fwd stage 0 mb 0
+  }
+}
+
+// -----
+
+// Tests an instruction on a stage out of range.
+flexpipe.schedule @s actors(1) stages(2) microbatches(1) {
+  flexpipe.actor 0 {
+    // expected-error @+1 {{'flexpipe.fwd' op works on stage 2, but the schedule has stages 0 to 1}}
+    flexpipe.fwd stage 2 mb 0
+  }
+}
+
+// -----
+
+// Tests an instruction on a micro-batch out of range.
+flexpipe.schedule @s actors(1) stages(1) microbatches(4) {
+  flexpipe.actor 0 {
+    // expected-error @+1 {{'flexpipe.bwd' op works on micro-batch 4, but the schedule has micro-batches 0 to 3}}
+    flexpipe.bwd stage 0 mb 4
+  }
+}
+
+// -----
+
+// Tests an instruction that runs twice.
+flexpipe.schedule @s actors(1) stages(1) microbatches(2) {
+  flexpipe.actor 0 {
+    // expected-note @+1 {{first occurrence}}
+    flexpipe.fwd stage 0 mb 1
+    // expected-error @+1 {{'flexpipe.fwd' op repeats stage 0 micro-batch 1; each instruction runs once per stage and micro-batch}}
+    flexpipe.fwd stage 0 mb 1
+  }
+}
+
+// -----
+
+// Tests a non-shared stage computed on two actors.
+flexpipe.schedule @s actors(2) stages(1) microbatches(2) {
+  flexpipe.actor 0 {
+    // expected-note @+1 {{stage 0 runs here}}
+    flexpipe.fwd stage 0 mb 0
+  }
+  flexpipe.actor 1 {
+    // expected-error @+1 {{'flexpipe.fwd' op runs stage 0 on actor 1, but actor 0 already runs it; a stage lives on one actor unless the schedule lists it in `shared [...]`}}
+    flexpipe.fwd stage 0 mb 1
+  }
+}
+
+// -----
+
+// Tests a backward that runs both whole and split.
+flexpipe.schedule @s actors(1) stages(1) microbatches(1) {
+  flexpipe.actor 0 {
+    flexpipe.fwd stage 0 mb 0
+    // expected-note @+1 {{full backward here}}
+    flexpipe.bwd stage 0 mb 0
+    // expected-error @+1 {{'flexpipe.igrad' op splits the backward of stage 0 micro-batch 0, which also runs as a full flexpipe.bwd; use either bwd or igrad + wgrad}}
+    flexpipe.igrad stage 0 mb 0
+    flexpipe.wgrad stage 0 mb 0
+  }
+}
+
+// -----
+
+// Tests an input gradient without its weight gradient.
+flexpipe.schedule @s actors(1) stages(1) microbatches(1) {
+  flexpipe.actor 0 {
+    flexpipe.fwd stage 0 mb 0
+    // expected-error @+1 {{'flexpipe.igrad' op has no matching flexpipe.wgrad for stage 0 micro-batch 0; a split backward needs both halves}}
+    flexpipe.igrad stage 0 mb 0
+  }
+}
+
+// -----
+
+// Tests a transfer to the sending actor itself.
+flexpipe.schedule @s actors(2) stages(2) microbatches(1) {
+  flexpipe.actor 0 {
+    // expected-error @+1 {{'flexpipe.send_act' op names its own actor 0 as the peer; same-actor edges need no communication}}
+    flexpipe.send_act stage 0 mb 0 to 0
+  }
+  flexpipe.actor 1 {
+  }
+}
+
+// -----
+
+// Tests a transfer to an actor outside the schedule.
+flexpipe.schedule @s actors(2) stages(2) microbatches(1) {
+  flexpipe.actor 0 {
+  }
+  flexpipe.actor 1 {
+    // expected-error @+1 {{'flexpipe.recv_grad' op names peer actor 7, but the schedule has actors 0 to 1}}
+    flexpipe.recv_grad stage 1 mb 0 from 7
+  }
+}
+
+// -----
+
+// Tests an asynchronous transfer that is never waited.
+flexpipe.schedule @s actors(2) stages(2) microbatches(1) {
+  flexpipe.actor 0 {
+    // expected-error @+1 {{'flexpipe.send_grad' op returns a token that is never waited; add a flexpipe.wait on it before the data is used (or drop the result to make the transfer blocking)}}
+    %t = flexpipe.send_grad stage 0 mb 0 to 1 : !flexpipe.token
+  }
+  flexpipe.actor 1 {
+  }
+}
+
+// -----
+
+// Tests an asynchronous transfer waited twice.
+flexpipe.schedule @s actors(2) stages(2) microbatches(1) {
+  flexpipe.actor 0 {
+  }
+  flexpipe.actor 1 {
+    // expected-error @+1 {{'flexpipe.recv_act' op returns a token that is waited 2 times; wait on it exactly once}}
+    %t = flexpipe.recv_act stage 1 mb 0 from 0 : !flexpipe.token
+    flexpipe.wait %t
+    flexpipe.wait %t
+  }
+}
+
+// -----
+
+// Tests a collective whose group leaves out its own actor.
+flexpipe.schedule @s actors(3) stages(3) microbatches(1) {
+  flexpipe.actor 0 {
+    // expected-error @+1 {{'flexpipe.all_gather' op runs on actor 0, which is not in its group; list it}}
+    flexpipe.all_gather stage 0 mb 0 group [1, 2]
+  }
+  flexpipe.actor 1 {
+  }
+  flexpipe.actor 2 {
+  }
+}
+
+// -----
+
+// Tests a gather whose root is not in the group.
+flexpipe.schedule @s actors(3) stages(3) microbatches(1) {
+  flexpipe.actor 0 {
+    // expected-error @+1 {{'flexpipe.gather' op gathers to root 2, which is not in its group}}
+    flexpipe.gather stage 0 mb 0 group [0, 1] root 2
+  }
+  flexpipe.actor 1 {
+  }
+  flexpipe.actor 2 {
+  }
+}
+
+// -----
+
+// Tests a cycle in the stage DAG.
+// expected-error @+1 {{'flexpipe.schedule' op has a cycle in its stage edges; the stage graph must be a DAG}}
+flexpipe.schedule @s actors(1) stages(3) microbatches(1) edges [0 -> 1, 1 -> 2, 2 -> 1] {
+  flexpipe.actor 0 {
+  }
+}
+
+// -----
+
+// Tests a stage edge outside the stages.
+// expected-error @+1 {{'flexpipe.schedule' op has an edge 0 -> 3 outside the stages 0 to 2}}
+flexpipe.schedule @s actors(1) stages(3) microbatches(1) edges [0 -> 3] {
+  flexpipe.actor 0 {
+  }
+}
+
+// -----
+
+// Tests an odd number of edge endpoints (only writable in generic form).
+// expected-error @+1 {{'flexpipe.schedule' op has an odd number of edge endpoints; edges are (from, to) pairs}}
+"flexpipe.schedule"() <{actors = 1 : i64, stages = 2 : i64, microbatches = 1 : i64, edges = array<i64: 0, 1, 1>, sym_name = "s"}> ({
+  "flexpipe.actor"() <{id = 0 : i64}> ({
+  }) : () -> ()
+}) : () -> ()
+
+// -----
+
+// Tests a shared stage id out of range.
+// expected-error @+1 {{'flexpipe.schedule' op marks stage 5 shared, but the schedule has stages 0 to 1}}
+flexpipe.schedule @s actors(1) stages(2) microbatches(1) shared [5] {
+  flexpipe.actor 0 {
+  }
+}
+
+// -----
+
+// Tests a foreign op inside an actor program.
+flexpipe.schedule @s actors(1) stages(1) microbatches(1) {
+  flexpipe.actor 0 {
+    // expected-error @+1 {{'emitc.verbatim' op cannot appear in a flexpipe.actor, which holds only flexpipe instructions}}
+    emitc.verbatim "x"
+  }
+}
+
+// -----
+
+// Tests an instruction outside any actor program.
+// expected-error @+1 {{'flexpipe.fwd' op expects parent op 'flexpipe.actor'}}
+flexpipe.fwd stage 0 mb 0
+
+// -----
+
+// Tests a spec op outside a pipeline.
+// expected-error @+1 {{'flexpipe.module' op expects parent op 'flexpipe.pipeline'}}
+flexpipe.module @gpt layers(8) placement(one_to_one)

@@ -1,0 +1,122 @@
+// RUN: flexpipe-opt %s | flexpipe-opt | FileCheck %s
+// RUN: flexpipe-opt %s --mlir-print-op-generic | flexpipe-opt | FileCheck %s
+
+// Round trip of every op and attribute of both levels, in the custom and in
+// the generic form.
+
+// CHECK-LABEL: flexpipe.pipeline @spec actors(8) microbatches(16) {
+flexpipe.pipeline @spec actors(8) microbatches(16) {
+  // CHECK-NEXT: flexpipe.module @image layers(24) placement(circular) chunks(2) actors [0, 1, 2, 3] model<hidden = 1024, heads = 16, seq = 256, vocab = 1000>
+  flexpipe.module @image layers(24) placement(circular) chunks(2) actors [0, 1, 2, 3]
+      model<hidden = 1024, heads = 16, seq = 256, vocab = 1000>
+  // CHECK-NEXT: flexpipe.module @text layers(6) placement(explicit) map [4, 5, 5] actors [4, 5] partition [1, 2, 3]
+  flexpipe.module @text layers(6) placement(explicit) map [4, 5, 5] actors [4, 5] partition [1, 2, 3]
+  // CHECK-NEXT: flexpipe.module @wave layers(8) placement(vshape) bidirectional actors [6, 7]
+  flexpipe.module @wave layers(8) placement(vshape) bidirectional actors [6, 7]
+  // CHECK-NEXT: flexpipe.share @image stage 0 actors [0, 1, 2, 3]
+  flexpipe.share @image stage 0 actors [0, 1, 2, 3]
+  // CHECK-NEXT: flexpipe.stage @sync actors [3, 5]
+  flexpipe.stage @sync actors [3, 5]
+  // CHECK-NEXT: flexpipe.instruction @sync_gather kind(all_gather) on(@sync) prev(2) next(2) attrs {ranks = [3, 5]}
+  flexpipe.instruction @sync_gather kind(all_gather) on(@sync) prev(2) next(2) unit(1) attrs {ranks = [3, 5]}
+  // CHECK-NEXT: flexpipe.instruction @gather_logits kind(gather) on(@sync) unit(2)
+  flexpipe.instruction @gather_logits kind(gather) on(@sync) unit(2)
+  // CHECK-NEXT: flexpipe.instruction @scale kind(compute) on(@text[-1])
+  flexpipe.instruction @scale kind(compute) on(@text[-1])
+  // CHECK-NEXT: flexpipe.dependency fwd @image[-1] -> @sync_gather @sync
+  flexpipe.dependency fwd @image[-1] -> @sync_gather @sync
+  // CHECK-NEXT: flexpipe.dependency @sync_gather @sync -> bwd @text[2]
+  flexpipe.dependency @sync_gather @sync -> bwd @text[2]
+  // CHECK-NEXT: flexpipe.dependency igrad @wave[3] -> wgrad @wave[0]
+  flexpipe.dependency igrad @wave[3] -> wgrad @wave[0]
+  // CHECK-NEXT: flexpipe.priority cttp<bwd_first> fstp<breadth_first> bstp<breadth_first>
+  flexpipe.priority cttp<bwd_first> fstp<breadth_first> bstp<breadth_first>
+  // CHECK-NEXT: flexpipe.priority @image cttp<interleaved> fstp<breadth_first, 4> bstp<depth_first, 4>
+  flexpipe.priority @image cttp<interleaved, 1, 1> fstp<breadth_first, 4> bstp<depth_first, 4>
+  // CHECK-NEXT: flexpipe.priority @text actors [5] cttp<fwd_first, 2, 1>
+  flexpipe.priority @text actors [5] cttp<fwd_first, 2, 1>
+  // CHECK-NEXT: flexpipe.inflight per_actor affine_map<(d0)[s0, s1, s2] -> (-d0 + s0)>
+  flexpipe.inflight per_actor affine_map<(a)[pp, s, m] -> (pp - a)>
+  // CHECK-NEXT: flexpipe.inflight @image per_stage [8, 7, 6, 5, 4, 3, 2, 1]
+  flexpipe.inflight @image per_stage [8, 7, 6, 5, 4, 3, 2, 1]
+  // CHECK-NEXT: flexpipe.inflight @text global affine_map<()[s0, s1, s2] -> (s2 floordiv 2)>
+  flexpipe.inflight @text global affine_map<()[pp, s, m] -> (m floordiv 2)>
+  // CHECK-NEXT: flexpipe.inflight global 12
+  flexpipe.inflight global 12
+  // CHECK-NEXT: }
+}
+
+// CHECK-LABEL: flexpipe.schedule @program actors(2) stages(3) microbatches(2) edges [0 -> 1, 0 -> 2] shared [2] {
+flexpipe.schedule @program actors(2) stages(3) microbatches(2) edges [0 -> 1, 0 -> 2] shared [2] {
+  // CHECK-NEXT: flexpipe.actor 0 {
+  flexpipe.actor 0 {
+    // CHECK-NEXT: flexpipe.fwd stage 0 mb 0
+    flexpipe.fwd stage 0 mb 0
+    // CHECK-NEXT: %[[S:.*]] = flexpipe.send_act stage 0 mb 0 to 1 : !flexpipe.token
+    %s = flexpipe.send_act stage 0 mb 0 to 1 : !flexpipe.token
+    // CHECK-NEXT: flexpipe.wait %[[S]]
+    flexpipe.wait %s
+    // CHECK-NEXT: flexpipe.fwd stage 2 mb 0
+    flexpipe.fwd stage 2 mb 0
+    // CHECK-NEXT: flexpipe.all_gather stage 2 mb 0 group [0, 1]
+    flexpipe.all_gather stage 2 mb 0 group [0, 1]
+    // CHECK-NEXT: %[[G:.*]] = flexpipe.gather stage 2 mb 0 group [0, 1] root 0 : !flexpipe.token
+    %g = flexpipe.gather stage 2 mb 0 group [0, 1] root 0 : !flexpipe.token
+    // CHECK-NEXT: flexpipe.wait %[[G]]
+    flexpipe.wait %g
+    // CHECK-NEXT: flexpipe.recv_grad stage 0 mb 0 from 1
+    flexpipe.recv_grad stage 0 mb 0 from 1
+    // CHECK-NEXT: flexpipe.igrad stage 0 mb 0
+    flexpipe.igrad stage 0 mb 0
+    // CHECK-NEXT: flexpipe.wgrad stage 0 mb 0
+    flexpipe.wgrad stage 0 mb 0
+    // CHECK-NEXT: flexpipe.bwd stage 2 mb 0
+    flexpipe.bwd stage 2 mb 0
+    // CHECK-NEXT: }
+  }
+  // CHECK-NEXT: flexpipe.actor 1 {
+  flexpipe.actor 1 {
+    // CHECK-NEXT: %[[R:.*]] = flexpipe.recv_act stage 1 mb 0 from 0 : !flexpipe.token
+    %r = flexpipe.recv_act stage 1 mb 0 from 0 : !flexpipe.token
+    // CHECK-NEXT: flexpipe.fwd stage 2 mb 0
+    flexpipe.fwd stage 2 mb 0
+    // CHECK-NEXT: flexpipe.all_gather stage 2 mb 0 group [0, 1]
+    flexpipe.all_gather stage 2 mb 0 group [0, 1]
+    // CHECK-NEXT: flexpipe.gather stage 2 mb 0 group [0, 1] root 0
+    flexpipe.gather stage 2 mb 0 group [0, 1] root 0
+    // CHECK-NEXT: flexpipe.wait %[[R]]
+    flexpipe.wait %r
+    // CHECK-NEXT: flexpipe.fwd stage 1 mb 0
+    flexpipe.fwd stage 1 mb 0
+    // CHECK-NEXT: flexpipe.exec @scale stage 1 mb 0
+    flexpipe.exec @scale stage 1 mb 0
+    // CHECK-NEXT: %[[E:.*]] = flexpipe.exec @sync_gather stage 1 mb 1 : !flexpipe.token
+    %e = flexpipe.exec @sync_gather stage 1 mb 1 : !flexpipe.token
+    // CHECK-NEXT: flexpipe.wait %[[E]]
+    flexpipe.wait %e
+    // CHECK-NEXT: flexpipe.bwd stage 1 mb 0
+    flexpipe.bwd stage 1 mb 0
+    // CHECK-NEXT: flexpipe.bwd stage 2 mb 0
+    flexpipe.bwd stage 2 mb 0
+    // CHECK-NEXT: flexpipe.send_grad stage 1 mb 0 to 0
+    flexpipe.send_grad stage 1 mb 0 to 0
+    // CHECK-NEXT: }
+  }
+}
+
+// An actor with nothing to do has an empty program.
+// CHECK-LABEL: flexpipe.schedule @idle actors(2) stages(1) microbatches(1) {
+// CHECK-NEXT: flexpipe.actor 0 {
+// CHECK-NEXT: flexpipe.fwd stage 0 mb 0
+// CHECK-NEXT: flexpipe.bwd stage 0 mb 0
+// CHECK-NEXT: }
+// CHECK-NEXT: flexpipe.actor 1 {
+// CHECK-NEXT: }
+flexpipe.schedule @idle actors(2) stages(1) microbatches(1) {
+  flexpipe.actor 0 {
+    flexpipe.fwd stage 0 mb 0
+    flexpipe.bwd stage 0 mb 0
+  }
+  flexpipe.actor 1 {
+  }
+}
