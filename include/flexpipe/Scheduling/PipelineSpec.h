@@ -1,0 +1,107 @@
+//===- PipelineSpec.h - The spec level as plain C++ -------------*- C++ -*-===//
+//
+// Part of the FlexPipe project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// What a `flexpipe.pipeline` says, without IR: the schedule pass fills one
+// from the dialect, the tuner builds them directly. buildProblem() resolves
+// partition, placement, stage numbering, the stage DAG, per-actor priorities
+// and in-flight limits into a scheduler Problem.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLEXPIPE_SCHEDULING_PIPELINESPEC_H
+#define FLEXPIPE_SCHEDULING_PIPELINESPEC_H
+
+#include "flexpipe/Scheduling/Placement.h"
+#include "flexpipe/Scheduling/Scheduler.h"
+
+#include "llvm/Support/Error.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace flexpipe::sched {
+
+struct ModuleSpec {
+  std::string name;
+  int64_t layers = 1;
+  PlacementSpec placement;
+  /// Layers per stage of one direction; empty for an even split.
+  std::vector<int64_t> partition;
+  /// Modules whose last stage feeds this module's first stage.
+  std::vector<int32_t> inputs;
+  /// Shared stages: module-local stage index -> the actors sharing it.
+  std::vector<std::pair<int64_t, std::vector<int64_t>>> shared;
+};
+
+/// One priority statement; unset fields leave the previous value.
+struct PrioritySpec {
+  int32_t module = -1;         ///< -1: the whole pipeline
+  std::vector<int64_t> actors; ///< empty: every actor of the scope
+  std::optional<Cttp> cttp;
+  int64_t fwdUnit = 1, bwdUnit = 1; ///< with cttp
+  std::optional<StagePriority> fwd, bwd;
+};
+
+enum class InflightScope { Global, PerStage, PerActor };
+
+/// One in-flight statement with its limits already evaluated: one entry for
+/// Global, one per stage / actor of the scope otherwise.
+struct InflightSpec {
+  int32_t module = -1; ///< -1: the whole pipeline
+  InflightScope scope = InflightScope::Global;
+  std::vector<int64_t> limits;
+};
+
+/// (srcKind, module stage) before (dstKind, module stage), per micro-batch.
+struct DependencySpec {
+  CompKind srcKind;
+  int32_t srcModule;
+  int64_t srcStage; ///< module-local, normalized
+  CompKind dstKind;
+  int32_t dstModule;
+  int64_t dstStage;
+};
+
+struct PipelineSpec {
+  int32_t actors = 1;
+  int32_t microbatches = 1;
+  std::vector<ModuleSpec> modules;
+  std::vector<PrioritySpec> priorities;
+  std::vector<InflightSpec> inflight;
+  std::vector<DependencySpec> dependencies;
+  bool splitBackward = false;
+  /// Cost-model durations per layer of a stage, per CompKind (fwd, bwd,
+  /// igrad, wgrad). Used by TimeModel::Cost until a cost model provides
+  /// real ones.
+  double costPerLayer[kNumCompKinds] = {1, 2, 1, 1};
+};
+
+/// Where a module's stages ended up.
+struct ModuleLayout {
+  int32_t firstStage = 0; ///< global id of its stage 0
+  ModulePlacement placement;
+  std::vector<int64_t> layersPerStage; ///< one direction
+};
+
+struct BuiltProblem {
+  Problem problem;
+  std::vector<ModuleLayout> modules;
+  int32_t numStages = 0;
+  /// The stage DAG in global stage ids (forward direction).
+  std::vector<std::pair<int32_t, int32_t>> stageEdges;
+  /// Global ids of stages that run on several actors.
+  std::vector<int32_t> sharedStages;
+};
+
+/// Resolves a spec into a scheduler problem. Errors name what is wrong.
+llvm::Expected<BuiltProblem> buildProblem(const PipelineSpec &spec);
+
+} // namespace flexpipe::sched
+
+#endif // FLEXPIPE_SCHEDULING_PIPELINESPEC_H

@@ -1,0 +1,109 @@
+//===- Program.h - Per-actor programs, communication, verification -*- C++ -*-=//
+//
+// Part of the FlexPipe project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// The schedule level as flat arrays: each actor's ordered instructions. The
+// insert-comm and verify-schedule passes convert IR to a Program, call these
+// functions and map results back; the tuner and benchmarks call them directly.
+//
+// Runtime semantics that insertion targets and the verifier replays:
+//  - a send never waits for its receive (eager/buffered; MPI_Isend);
+//  - a receive blocks until its message has arrived; an asynchronous one
+//    (with a token) is posted where it stands and blocks at its wait;
+//  - a message is identified by its sender, receiver, kind (activation or
+//    gradient) and sending stage; messages with the same identity travel in
+//    FIFO order, so receives must be posted in the order of the sends (an MPI
+//    tag per sending stage and kind implements this);
+//  - all_gather / gather block until every member of the group has reached
+//    the same (stage, micro-batch) instance.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLEXPIPE_SCHEDULING_PROGRAM_H
+#define FLEXPIPE_SCHEDULING_PROGRAM_H
+
+#include "flexpipe/Scheduling/Scheduler.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace flexpipe::sched {
+
+enum class OpKind : uint8_t {
+  Fwd,
+  Bwd,
+  Igrad,
+  Wgrad,
+  SendAct,
+  RecvAct,
+  SendGrad,
+  RecvGrad,
+  AllGather,
+  Gather,
+  Exec, ///< a registered instruction
+  Wait,
+};
+const char *opKindName(OpKind kind);
+inline bool isCompute(OpKind kind) { return kind <= OpKind::Wgrad; }
+OpKind toOpKind(CompKind kind);
+
+struct ProgOp {
+  OpKind kind;
+  int32_t stage = 0;
+  int32_t mb = 0;
+  /// Peer actor of a point-to-point transfer; root of a gather.
+  int32_t peer = -1;
+  /// Asynchronous transfers: the token id a later Wait names (-1: blocking).
+  /// Wait: the token it completes.
+  int32_t token = -1;
+  /// Collectives: index into Program::groups.
+  int32_t group = -1;
+};
+
+struct Program {
+  int32_t numActors = 0, numStages = 0, numMicrobatches = 0;
+  /// The stage DAG (forward direction), in stage ids.
+  std::vector<std::pair<int32_t, int32_t>> edges;
+  std::vector<int32_t> sharedStages;
+  std::vector<std::vector<ProgOp>> actors;
+  std::vector<std::vector<int32_t>> groups;
+};
+
+/// Builds the compute-only program of a schedule (stage ids from the parts).
+Program toProgram(const Problem &problem, const ScheduleResult &schedule,
+                  int32_t numStages,
+                  const std::vector<std::pair<int32_t, int32_t>> &stageEdges,
+                  const std::vector<int32_t> &sharedStages);
+
+/// Adds a send after every computation whose output another actor needs and
+/// a blocking receive right before the first computation that needs it.
+/// Same-actor edges get nothing. Existing transfers are kept; the program
+/// must not contain transfers for the edges it adds.
+void insertCommunication(Program &program);
+
+/// A verification failure: a message and the ops involved, the first being
+/// the primary location.
+struct VerifyFailure {
+  struct At {
+    int32_t actor, index;
+    std::string note;
+  };
+  std::string message;
+  std::vector<At> at;
+};
+
+/// Checks that every data dependency is satisfied in program order, that
+/// sends and receives match one to one and in the same order per channel,
+/// and, by replaying the programs under the semantics above, that they
+/// terminate. Returns the first failure.
+std::optional<VerifyFailure> verify(const Program &program);
+
+} // namespace flexpipe::sched
+
+#endif // FLEXPIPE_SCHEDULING_PROGRAM_H

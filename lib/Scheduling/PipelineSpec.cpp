@@ -1,0 +1,272 @@
+//===- PipelineSpec.cpp - Resolve a spec into a scheduler problem ---------===//
+//
+// Part of the FlexPipe project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+
+#include "flexpipe/Scheduling/PipelineSpec.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+#include <functional>
+#include <numeric>
+
+using namespace flexpipe::sched;
+
+static llvm::Error fail(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+llvm::Expected<BuiltProblem>
+flexpipe::sched::buildProblem(const PipelineSpec &spec) {
+  BuiltProblem built;
+  Problem &problem = built.problem;
+  problem.numActors = spec.actors;
+  problem.numMicrobatches = spec.microbatches;
+  problem.splitBackward = spec.splitBackward;
+  if (spec.actors < 1 || spec.microbatches < 1)
+    return fail("a pipeline needs at least one actor and one micro-batch");
+  if (spec.modules.empty())
+    return fail("a pipeline needs at least one module");
+
+  // --- Partition and placement; global stage ids in declaration order. ----
+  const int32_t numModules = static_cast<int32_t>(spec.modules.size());
+  int32_t nextStage = 0;
+  for (const ModuleSpec &module : spec.modules) {
+    llvm::Expected<ModulePlacement> placed = place(module.placement);
+    if (!placed)
+      return fail("module @" + module.name + ": " +
+                  llvm::toString(placed.takeError()));
+    ModuleLayout layout;
+    layout.firstStage = nextStage;
+    layout.placement = std::move(*placed);
+    const int64_t perDirection = layout.placement.stagesPerDirection;
+    layout.layersPerStage =
+        module.partition.empty() ? evenPartition(module.layers, perDirection)
+                                 : module.partition;
+    if (static_cast<int64_t>(layout.layersPerStage.size()) != perDirection)
+      return fail(llvm::formatv("module @{0}: the partition lists {1} stages "
+                                "but the placement makes {2}",
+                                module.name, layout.layersPerStage.size(),
+                                perDirection));
+    nextStage += static_cast<int32_t>(layout.placement.numStages());
+    built.modules.push_back(std::move(layout));
+  }
+  built.numStages = nextStage;
+
+  // Depth (layer order) of each module's first stage: after its inputs.
+  std::vector<int32_t> depthOffset(numModules, -1);
+  std::function<llvm::Error(int32_t, int)> resolveDepth =
+      [&](int32_t m, int guard) -> llvm::Error {
+    if (depthOffset[m] >= 0)
+      return llvm::Error::success();
+    if (guard > numModules)
+      return fail("module inputs form a cycle");
+    int32_t offset = 0;
+    for (int32_t input : spec.modules[m].inputs) {
+      if (input < 0 || input >= numModules || input == m)
+        return fail("module @" + spec.modules[m].name +
+                    " names an invalid input module");
+      if (llvm::Error error = resolveDepth(input, guard + 1))
+        return error;
+      offset = std::max<int32_t>(
+          offset, depthOffset[input] +
+                      built.modules[input].placement.stagesPerDirection);
+    }
+    depthOffset[m] = offset;
+    return llvm::Error::success();
+  };
+  for (int32_t m = 0; m < numModules; ++m)
+    if (llvm::Error error = resolveDepth(m, 0))
+      return std::move(error);
+
+  // --- Stage parts. ----------------------------------------------------------
+  // partsOfStage[global stage] = its part indices (several when shared).
+  std::vector<std::vector<int32_t>> partsOfStage(built.numStages);
+  const int32_t half = (spec.microbatches + 1) / 2;
+  for (int32_t m = 0; m < numModules; ++m) {
+    const ModuleSpec &module = spec.modules[m];
+    const ModuleLayout &layout = built.modules[m];
+    const int64_t perDirection = layout.placement.stagesPerDirection;
+    const bool bidirectional = layout.placement.directions == 2;
+    if (bidirectional && (!module.inputs.empty() ||
+                          std::any_of(spec.modules.begin(), spec.modules.end(),
+                                      [&](const ModuleSpec &other) {
+                                        return llvm::is_contained(other.inputs,
+                                                                  m);
+                                      })))
+      return fail("module @" + module.name +
+                  " is bidirectional and cannot be connected to other "
+                  "modules");
+    std::vector<std::vector<int64_t>> sharedActors(layout.placement.numStages());
+    for (const auto &[local, actors] : module.shared) {
+      if (local < 0 || local >= layout.placement.numStages())
+        return fail(llvm::formatv("module @{0}: shared stage {1} is out of "
+                                  "range",
+                                  module.name, local));
+      sharedActors[local] = actors;
+      built.sharedStages.push_back(layout.firstStage +
+                                   static_cast<int32_t>(local));
+    }
+    for (int64_t local = 0; local < layout.placement.numStages(); ++local) {
+      const int64_t direction = local / perDirection;
+      const int64_t index = local % perDirection;
+      StagePart part;
+      part.stage = layout.firstStage + static_cast<int32_t>(local);
+      part.depth = depthOffset[m] + static_cast<int32_t>(index);
+      part.mbBegin = bidirectional && direction == 1 ? half : 0;
+      part.mbEnd =
+          bidirectional && direction == 0 ? half : spec.microbatches;
+      const double layers =
+          static_cast<double>(std::max<int64_t>(1, layout.layersPerStage[index]));
+      for (int k = 0; k < kNumCompKinds; ++k)
+        part.cost[k] = spec.costPerLayer[k] * layers;
+      std::vector<int64_t> actors = sharedActors[local];
+      if (actors.empty())
+        actors.push_back(layout.placement.actorOf[local]);
+      for (int64_t actor : actors) {
+        if (actor < 0 || actor >= spec.actors)
+          return fail(llvm::formatv("module @{0}: stage {1} is placed on "
+                                    "actor {2}, outside the mesh",
+                                    module.name, local, actor));
+        part.actor = static_cast<int32_t>(actor);
+        partsOfStage[part.stage].push_back(
+            static_cast<int32_t>(problem.parts.size()));
+        problem.parts.push_back(part);
+      }
+    }
+  }
+
+  // --- The stage DAG. --------------------------------------------------------
+  auto connect = [&](int32_t from, int32_t to) {
+    built.stageEdges.push_back({from, to});
+    for (int32_t a : partsOfStage[from])
+      for (int32_t b : partsOfStage[to])
+        problem.edges.push_back({a, b});
+  };
+  for (int32_t m = 0; m < numModules; ++m) {
+    const ModuleLayout &layout = built.modules[m];
+    const int32_t perDirection =
+        static_cast<int32_t>(layout.placement.stagesPerDirection);
+    for (int32_t d = 0; d < layout.placement.directions; ++d)
+      for (int32_t i = 0; i + 1 < perDirection; ++i)
+        connect(layout.firstStage + d * perDirection + i,
+                layout.firstStage + d * perDirection + i + 1);
+    for (int32_t input : spec.modules[m].inputs) {
+      const ModuleLayout &in = built.modules[input];
+      connect(in.firstStage +
+                  static_cast<int32_t>(in.placement.stagesPerDirection) - 1,
+              layout.firstStage);
+    }
+  }
+
+  // --- Priorities: pipeline default, then module, then actor overrides. ----
+  problem.policies.assign(spec.actors, ActorPolicy{});
+  auto apply = [](ActorPolicy &policy, const PrioritySpec &p) {
+    if (p.cttp) {
+      policy.cttp = *p.cttp;
+      policy.fwdUnit = p.fwdUnit;
+      policy.bwdUnit = p.bwdUnit;
+    }
+    if (p.fwd)
+      policy.fwd = *p.fwd;
+    if (p.bwd)
+      policy.bwd = *p.bwd;
+  };
+  auto moduleActors = [&](int32_t m) {
+    return spec.modules[m].placement.actors;
+  };
+  for (int pass = 0; pass < 3; ++pass) {
+    for (const PrioritySpec &p : spec.priorities) {
+      const int level = !p.actors.empty() ? 2 : p.module >= 0 ? 1 : 0;
+      if (level != pass)
+        continue;
+      std::vector<int64_t> actors = p.actors;
+      if (actors.empty()) {
+        if (p.module >= 0) {
+          actors = moduleActors(p.module);
+        } else {
+          actors.resize(spec.actors);
+          std::iota(actors.begin(), actors.end(), 0);
+        }
+      }
+      for (int64_t actor : actors)
+        if (actor >= 0 && actor < spec.actors)
+          apply(problem.policies[actor], p);
+    }
+  }
+
+  // --- In-flight limits (the smallest applicable one wins). ------------------
+  problem.actorLimits.assign(spec.actors, kNoLimit);
+  for (const InflightSpec &in : spec.inflight) {
+    std::vector<int32_t> stages; // the scope's stages, global ids
+    std::vector<int64_t> actors; // the scope's actors
+    if (in.module >= 0) {
+      const ModuleLayout &layout = built.modules[in.module];
+      for (int64_t i = 0; i < layout.placement.numStages(); ++i)
+        stages.push_back(layout.firstStage + static_cast<int32_t>(i));
+      actors = moduleActors(in.module);
+    } else {
+      for (int32_t s = 0; s < built.numStages; ++s)
+        stages.push_back(s);
+      actors.resize(spec.actors);
+      std::iota(actors.begin(), actors.end(), 0);
+    }
+    switch (in.scope) {
+    case InflightScope::PerActor:
+      if (in.limits.size() != actors.size())
+        return fail("a per-actor in-flight limit needs one entry per actor");
+      for (size_t i = 0; i < actors.size(); ++i)
+        problem.actorLimits[actors[i]] =
+            std::min(problem.actorLimits[actors[i]], in.limits[i]);
+      break;
+    case InflightScope::PerStage:
+      if (in.limits.size() != stages.size())
+        return fail("a per-stage in-flight limit needs one entry per stage");
+      for (size_t i = 0; i < stages.size(); ++i)
+        for (int32_t part : partsOfStage[stages[i]])
+          problem.parts[part].inflightLimit =
+              std::min(problem.parts[part].inflightLimit, in.limits[i]);
+      break;
+    case InflightScope::Global: {
+      if (in.limits.size() != 1)
+        return fail("a global in-flight limit is one number");
+      GlobalLimit limit;
+      limit.limit = in.limits[0];
+      // Sources: the scope's stages without a predecessor.
+      std::vector<bool> hasPred(built.numStages, false);
+      for (auto [from, to] : built.stageEdges)
+        hasPred[to] = true;
+      for (int32_t s : stages)
+        if (!hasPred[s])
+          for (int32_t part : partsOfStage[s])
+            limit.sources.push_back(part);
+      problem.globalLimits.push_back(std::move(limit));
+      break;
+    }
+    }
+  }
+
+  // --- Extra dependencies. ---------------------------------------------------
+  for (const DependencySpec &dep : spec.dependencies) {
+    for (auto [m, local] : {std::pair{dep.srcModule, dep.srcStage},
+                            std::pair{dep.dstModule, dep.dstStage}})
+      if (m < 0 || m >= numModules || local < 0 ||
+          local >= built.modules[m].placement.numStages())
+        return fail("an extra dependency names a stage out of range");
+    const int32_t src =
+        built.modules[dep.srcModule].firstStage + static_cast<int32_t>(dep.srcStage);
+    const int32_t dst =
+        built.modules[dep.dstModule].firstStage + static_cast<int32_t>(dep.dstStage);
+    for (int32_t a : partsOfStage[src])
+      for (int32_t b : partsOfStage[dst])
+        problem.extraDependencies.push_back({dep.srcKind, a, dep.dstKind, b});
+  }
+
+  if (std::string error = validate(problem); !error.empty())
+    return fail(error);
+  return built;
+}

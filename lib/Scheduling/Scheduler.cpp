@@ -1,0 +1,613 @@
+//===- Scheduler.cpp - CSSR and the priority-driven scheduler -------------===//
+//
+// Part of the FlexPipe project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// One event loop serves both time models. Items (kind, part, micro-batch) live
+// in a flat pool; a dependency resolver counts unfinished predecessors and
+// moves an item into its actor's reorder queue (one min-heap of micro-batches
+// per part and kind) when the last one completes. Completion at `end` makes a
+// successor visible from `end` on, which is the paper's local buffer: nothing
+// scheduled in a step is visible to anyone in that same step. With unit
+// durations every decision happens at an integer time and the loop is the
+// paper's step-synchronous schedule.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flexpipe/Scheduling/Scheduler.h"
+
+#include <algorithm>
+#include <functional>
+#include <queue>
+#include <sstream>
+
+using namespace flexpipe::sched;
+
+const char *flexpipe::sched::compKindName(CompKind kind) {
+  switch (kind) {
+  case CompKind::Fwd:
+    return "fwd";
+  case CompKind::Bwd:
+    return "bwd";
+  case CompKind::Igrad:
+    return "igrad";
+  case CompKind::Wgrad:
+    return "wgrad";
+  }
+  return "?";
+}
+
+std::string flexpipe::sched::validate(const Problem &p) {
+  std::ostringstream os;
+  if (p.numActors < 1)
+    return "the problem has no actors";
+  if (p.numMicrobatches < 1)
+    return "the problem has no micro-batches";
+  if (static_cast<int32_t>(p.policies.size()) != p.numActors ||
+      static_cast<int32_t>(p.actorLimits.size()) != p.numActors)
+    return "the problem needs one policy and one in-flight limit per actor";
+  std::vector<bool> used(p.numActors, false);
+  for (size_t i = 0; i < p.parts.size(); ++i) {
+    const StagePart &part = p.parts[i];
+    if (part.actor < 0 || part.actor >= p.numActors) {
+      os << "stage part " << i << " sits on actor " << part.actor
+         << ", outside the mesh";
+      return os.str();
+    }
+    if (part.mbBegin < 0 || part.mbEnd > p.numMicrobatches ||
+        part.mbBegin >= part.mbEnd) {
+      os << "stage " << part.stage << " gets no micro-batches";
+      return os.str();
+    }
+    if (part.inflightLimit < 1) {
+      os << "stage " << part.stage << " has an in-flight limit below 1";
+      return os.str();
+    }
+    used[part.actor] = true;
+  }
+  for (int32_t a = 0; a < p.numActors; ++a) {
+    if (!used[a]) {
+      os << "actor " << a << " holds no stage";
+      return os.str();
+    }
+    const ActorPolicy &pol = p.policies[a];
+    if (pol.fwdUnit < 1 || pol.bwdUnit < 1 || pol.fwd.interval < 0 ||
+        pol.bwd.interval < 0) {
+      os << "actor " << a << " has a scheduling unit below 1 or a negative "
+         << "interval";
+      return os.str();
+    }
+    if (p.actorLimits[a] < 1) {
+      os << "actor " << a << " has an in-flight limit below 1";
+      return os.str();
+    }
+  }
+  const int32_t numParts = static_cast<int32_t>(p.parts.size());
+  for (auto [from, to] : p.edges)
+    if (from < 0 || from >= numParts || to < 0 || to >= numParts || from == to)
+      return "a stage edge names a stage part out of range or itself";
+  for (const GlobalLimit &g : p.globalLimits) {
+    if (g.limit < 1)
+      return "a global in-flight limit is below 1";
+    for (int32_t s : g.sources)
+      if (s < 0 || s >= numParts)
+        return "a global in-flight limit names a stage part out of range";
+  }
+  for (const ExtraDependency &d : p.extraDependencies)
+    if (d.srcPart < 0 || d.srcPart >= numParts || d.dstPart < 0 ||
+        d.dstPart >= numParts)
+      return "an extra dependency names a stage part out of range";
+  return {};
+}
+
+namespace {
+
+using Event = std::pair<double, int32_t>;
+using EventQueue =
+    std::priority_queue<Event, std::vector<Event>, std::greater<Event>>;
+
+class Engine {
+public:
+  Engine(const Problem &problem, TimeModel model)
+      : p(problem), model(model), numParts(problem.parts.size()),
+        numActors(problem.numActors) {}
+
+  ScheduleResult run();
+
+private:
+  // --- Item pool -----------------------------------------------------------
+  // An item is (slot, kind) with slot = partBase[part] + mb - mbBegin.
+  int32_t itemId(CompKind kind, int32_t part, int32_t mb) const {
+    return (partBase[part] + mb - p.parts[part].mbBegin) * kNumCompKinds +
+           static_cast<int32_t>(kind);
+  }
+  bool flowsThrough(int32_t part, int32_t mb) const {
+    return mb >= p.parts[part].mbBegin && mb < p.parts[part].mbEnd;
+  }
+  /// The kind that releases a forward's activations.
+  CompKind releaseKind() const {
+    return p.splitBackward ? CompKind::Wgrad : CompKind::Bwd;
+  }
+  /// The kind that carries gradients to the previous stage.
+  CompKind gradKind() const {
+    return p.splitBackward ? CompKind::Igrad : CompKind::Bwd;
+  }
+  /// Maps a user-named kind onto the kinds that exist in this problem: bwd
+  /// ends at wgrad (as a source) or starts at igrad (as a target) when split.
+  CompKind existing(CompKind kind, bool asSource) const {
+    if (p.splitBackward && kind == CompKind::Bwd)
+      return asSource ? CompKind::Wgrad : CompKind::Igrad;
+    if (!p.splitBackward && (kind == CompKind::Igrad || kind == CompKind::Wgrad))
+      return CompKind::Bwd;
+    return kind;
+  }
+
+  void build();
+  void addEdge(int32_t from, int32_t to) { edges.push_back({from, to}); }
+
+  // --- Scheduling ----------------------------------------------------------
+  bool admissible(CompKind kind, int32_t part) const;
+  int32_t fetch(int32_t actor, CompKind kind);
+  int32_t step(int32_t actor);
+  void start(int32_t item, double now);
+  void complete(int32_t item, double now);
+  void enqueue(int32_t item);
+  void diagnoseStuck(ScheduleResult &result, double now);
+
+  std::vector<int32_t> &queue(int32_t part, CompKind kind) {
+    return readyQueues[part * kNumCompKinds + static_cast<int32_t>(kind)];
+  }
+  int32_t &remainingIn(int32_t part, CompKind kind) {
+    return remainingInPart[part * kNumCompKinds + static_cast<int32_t>(kind)];
+  }
+
+  const Problem &p;
+  TimeModel model;
+  int32_t numParts, numActors;
+
+  std::vector<int32_t> partBase;
+  int32_t numSlots = 0;
+  std::vector<uint8_t> exists; // per item
+  std::vector<std::pair<int32_t, int32_t>> edges;
+  std::vector<int32_t> succStart, succList; // CSR successors
+  std::vector<int32_t> pending;             // unfinished predecessors
+  std::vector<uint8_t> finished, started;
+
+  std::vector<std::vector<int32_t>> readyQueues; // min-heaps of micro-batches
+  std::vector<int32_t> remainingInPart;
+  std::vector<int64_t> remainingOnActor; // per actor * kind
+
+  std::vector<std::vector<int32_t>> actorParts; // sorted by (depth, stage)
+  std::vector<std::vector<int32_t>> partGroups; // global limits per source
+  std::vector<int64_t> actorInflight, partInflight, groupInflight;
+
+  struct IntervalState {
+    int32_t pos = 0;
+    int64_t stepped = 0;
+  };
+  std::vector<IntervalState> intervals; // per actor * kind
+  struct UnitState {
+    CompKind kind = CompKind::Fwd;
+    int64_t left = 0;
+    bool preferFwd = true; // interleaved
+    int64_t count = 0;     // interleaved
+  };
+  std::vector<UnitState> units;
+  std::vector<double> freeAt;
+
+  EventQueue completions;
+  int64_t total = 0, scheduled = 0;
+  ScheduleResult result;
+};
+
+void Engine::build() {
+  partBase.assign(numParts + 1, 0);
+  for (int32_t i = 0; i < numParts; ++i)
+    partBase[i + 1] = partBase[i] + p.parts[i].mbEnd - p.parts[i].mbBegin;
+  numSlots = partBase[numParts];
+  const int32_t numItems = numSlots * kNumCompKinds;
+  exists.assign(numItems, 0);
+
+  std::vector<std::vector<int32_t>> in(numParts), out(numParts);
+  for (auto [from, to] : p.edges) {
+    out[from].push_back(to);
+    in[to].push_back(from);
+  }
+
+  const CompKind grad = gradKind();
+  for (int32_t part = 0; part < numParts; ++part) {
+    for (int32_t mb = p.parts[part].mbBegin; mb < p.parts[part].mbEnd; ++mb) {
+      const int32_t fwd = itemId(CompKind::Fwd, part, mb);
+      const int32_t back = itemId(grad, part, mb);
+      exists[fwd] = exists[back] = 1;
+      for (int32_t pred : in[part])
+        if (flowsThrough(pred, mb))
+          addEdge(itemId(CompKind::Fwd, pred, mb), fwd);
+      addEdge(fwd, back);
+      for (int32_t succ : out[part])
+        if (flowsThrough(succ, mb))
+          addEdge(itemId(grad, succ, mb), back);
+      if (p.splitBackward) {
+        const int32_t weight = itemId(CompKind::Wgrad, part, mb);
+        exists[weight] = 1;
+        addEdge(back, weight);
+      }
+    }
+  }
+  for (const ExtraDependency &dep : p.extraDependencies) {
+    CompKind src = existing(dep.srcKind, /*asSource=*/true);
+    CompKind dst = existing(dep.dstKind, /*asSource=*/false);
+    for (int32_t mb = p.parts[dep.srcPart].mbBegin;
+         mb < p.parts[dep.srcPart].mbEnd; ++mb)
+      if (flowsThrough(dep.dstPart, mb))
+        addEdge(itemId(src, dep.srcPart, mb), itemId(dst, dep.dstPart, mb));
+  }
+
+  // CSR successor lists and predecessor counts.
+  succStart.assign(numItems + 1, 0);
+  pending.assign(numItems, 0);
+  for (auto [from, to] : edges) {
+    ++succStart[from + 1];
+    ++pending[to];
+  }
+  for (int32_t i = 0; i < numItems; ++i)
+    succStart[i + 1] += succStart[i];
+  succList.resize(edges.size());
+  std::vector<int32_t> fill(succStart.begin(), succStart.end() - 1);
+  for (auto [from, to] : edges)
+    succList[fill[from]++] = to;
+
+  finished.assign(numItems, 0);
+  started.assign(numItems, 0);
+  readyQueues.assign(numParts * kNumCompKinds, {});
+  remainingInPart.assign(numParts * kNumCompKinds, 0);
+  remainingOnActor.assign(numActors * kNumCompKinds, 0);
+  for (int32_t part = 0; part < numParts; ++part)
+    for (int32_t mb = p.parts[part].mbBegin; mb < p.parts[part].mbEnd; ++mb)
+      for (int32_t k = 0; k < kNumCompKinds; ++k)
+        if (exists[itemId(static_cast<CompKind>(k), part, mb)]) {
+          ++remainingInPart[part * kNumCompKinds + k];
+          ++remainingOnActor[p.parts[part].actor * kNumCompKinds + k];
+          ++total;
+        }
+
+  actorParts.assign(numActors, {});
+  for (int32_t part = 0; part < numParts; ++part)
+    actorParts[p.parts[part].actor].push_back(part);
+  for (auto &parts : actorParts)
+    std::stable_sort(parts.begin(), parts.end(), [&](int32_t a, int32_t b) {
+      const StagePart &x = p.parts[a], &y = p.parts[b];
+      return std::tie(x.depth, x.stage) < std::tie(y.depth, y.stage);
+    });
+
+  partGroups.assign(numParts, {});
+  for (size_t g = 0; g < p.globalLimits.size(); ++g)
+    for (int32_t source : p.globalLimits[g].sources)
+      partGroups[source].push_back(static_cast<int32_t>(g));
+  actorInflight.assign(numActors, 0);
+  partInflight.assign(numParts, 0);
+  groupInflight.assign(p.globalLimits.size(), 0);
+  intervals.assign(numActors * kNumCompKinds, {});
+  units.assign(numActors, {});
+  freeAt.assign(numActors, 0);
+  result.actors.assign(numActors, {});
+}
+
+void Engine::enqueue(int32_t item) {
+  const int32_t slot = item / kNumCompKinds;
+  const CompKind kind = static_cast<CompKind>(item % kNumCompKinds);
+  // The part owning the slot: partBase is sorted, so binary search.
+  const int32_t part = static_cast<int32_t>(
+      std::upper_bound(partBase.begin(), partBase.end(), slot) -
+      partBase.begin() - 1);
+  const int32_t mb = slot - partBase[part] + p.parts[part].mbBegin;
+  std::vector<int32_t> &heap = queue(part, kind);
+  heap.push_back(mb);
+  std::push_heap(heap.begin(), heap.end(), std::greater<int32_t>());
+}
+
+bool Engine::admissible(CompKind kind, int32_t part) const {
+  if (kind != CompKind::Fwd)
+    return true;
+  const StagePart &sp = p.parts[part];
+  if (actorInflight[sp.actor] >= p.actorLimits[sp.actor] ||
+      partInflight[part] >= sp.inflightLimit)
+    return false;
+  for (int32_t g : partGroups[part])
+    if (groupInflight[g] >= p.globalLimits[g].limit)
+      return false;
+  return true;
+}
+
+/// fetch_inst of Algorithm 1: the next item of `kind` on `actor` under its
+/// stage traversal priority, or -1.
+int32_t Engine::fetch(int32_t actor, CompKind kind) {
+  const ActorPolicy &pol = p.policies[actor];
+  const StagePriority &sp = kind == CompKind::Fwd ? pol.fwd : pol.bwd;
+  const std::vector<int32_t> &parts = actorParts[actor];
+  const int32_t n = static_cast<int32_t>(parts.size());
+  const bool reverse = sp.order == StageOrder::DepthFirst;
+  auto partAt = [&](int32_t i) { return parts[reverse ? n - 1 - i : i]; };
+  auto take = [&](int32_t part) {
+    std::vector<int32_t> &heap = queue(part, kind);
+    std::pop_heap(heap.begin(), heap.end(), std::greater<int32_t>());
+    int32_t mb = heap.back();
+    heap.pop_back();
+    return itemId(kind, part, mb);
+  };
+
+  if (sp.interval == 0) {
+    // Without an interval: the first schedulable item in the direction.
+    for (int32_t i = 0; i < n; ++i) {
+      int32_t part = partAt(i);
+      if (!queue(part, kind).empty() && admissible(kind, part))
+        return take(part);
+    }
+    return -1;
+  }
+
+  // With an interval: once a run at a stage has started, stay on it for
+  // `interval` items, then move on in the direction (cyclically), skipping
+  // stages with nothing left.
+  IntervalState &st = intervals[actor * kNumCompKinds + static_cast<int>(kind)];
+  if (st.stepped >= sp.interval || remainingIn(partAt(st.pos), kind) == 0) {
+    for (int32_t step = 1; step <= n; ++step) {
+      int32_t next = (st.pos + step) % n;
+      if (remainingIn(partAt(next), kind) > 0) {
+        st.pos = next;
+        break;
+      }
+    }
+    st.stepped = 0;
+  }
+  int32_t part = partAt(st.pos);
+  if (!queue(part, kind).empty() && admissible(kind, part)) {
+    ++st.stepped;
+    return take(part);
+  }
+  // A run that has not started yet begins at the next stage in the direction
+  // with a schedulable item; a run in progress waits for its stage.
+  if (st.stepped == 0) {
+    for (int32_t step = 1; step < n; ++step) {
+      int32_t next = (st.pos + step) % n;
+      part = partAt(next);
+      if (!queue(part, kind).empty() && admissible(kind, part)) {
+        st.pos = next;
+        st.stepped = 1;
+        return take(part);
+      }
+    }
+  }
+  return -1;
+}
+
+/// Algorithm 1's StepFunction: the computation-type traversal priority
+/// decides which reorder queue is read first.
+int32_t Engine::step(int32_t actor) {
+  const ActorPolicy &pol = p.policies[actor];
+  UnitState &unit = units[actor];
+  const CompKind grad = gradKind();
+  auto remaining = [&](CompKind kind) {
+    return remainingOnActor[actor * kNumCompKinds + static_cast<int>(kind)] > 0;
+  };
+
+  // A scheduling unit in progress keeps its type while items are available.
+  if (unit.left > 0) {
+    if (int32_t item = fetch(actor, unit.kind); item >= 0) {
+      --unit.left;
+      return item;
+    }
+    unit.left = 0;
+  }
+
+  CompKind order[3];
+  const bool fwdFirst =
+      pol.cttp == Cttp::FwdFirst ||
+      (pol.cttp == Cttp::Interleaved && unit.preferFwd);
+  order[0] = fwdFirst ? CompKind::Fwd : grad;
+  order[1] = fwdFirst ? grad : CompKind::Fwd;
+  order[2] = CompKind::Wgrad; // weight gradients fill what is left
+  const int numKinds = p.splitBackward ? 3 : 2;
+
+  for (int i = 0; i < numKinds; ++i) {
+    const CompKind kind = order[i];
+    if (!remaining(kind))
+      continue;
+    int32_t item = fetch(actor, kind);
+    if (item < 0)
+      continue;
+    const int64_t size = kind == CompKind::Fwd ? pol.fwdUnit
+                         : kind == grad        ? pol.bwdUnit
+                                               : 1;
+    if (pol.cttp != Cttp::Interleaved) {
+      unit.kind = kind;
+      unit.left = size - 1;
+    } else if (kind != CompKind::Wgrad &&
+               (kind == CompKind::Fwd) == unit.preferFwd &&
+               ++unit.count >= size) {
+      unit.preferFwd = !unit.preferFwd;
+      unit.count = 0;
+    }
+    return item;
+  }
+  return -1;
+}
+
+void Engine::start(int32_t item, double now) {
+  const int32_t slot = item / kNumCompKinds;
+  const CompKind kind = static_cast<CompKind>(item % kNumCompKinds);
+  const int32_t part = static_cast<int32_t>(
+      std::upper_bound(partBase.begin(), partBase.end(), slot) -
+      partBase.begin() - 1);
+  const StagePart &sp = p.parts[part];
+  const int32_t mb = slot - partBase[part] + sp.mbBegin;
+  const double duration =
+      model == TimeModel::Step ? 1.0 : sp.cost[static_cast<int>(kind)];
+  const double end = now + duration;
+  result.actors[sp.actor].push_back({kind, part, mb, now, end});
+  freeAt[sp.actor] = end;
+  started[item] = 1;
+  --remainingIn(part, kind);
+  --remainingOnActor[sp.actor * kNumCompKinds + static_cast<int>(kind)];
+  ++scheduled;
+  if (kind == CompKind::Fwd) {
+    ++actorInflight[sp.actor];
+    ++partInflight[part];
+    for (int32_t g : partGroups[part])
+      ++groupInflight[g];
+  }
+  completions.push({end, item});
+}
+
+void Engine::complete(int32_t item, double) {
+  finished[item] = 1;
+  const CompKind kind = static_cast<CompKind>(item % kNumCompKinds);
+  if (kind == releaseKind()) {
+    const int32_t slot = item / kNumCompKinds;
+    const int32_t part = static_cast<int32_t>(
+        std::upper_bound(partBase.begin(), partBase.end(), slot) -
+        partBase.begin() - 1);
+    --actorInflight[p.parts[part].actor];
+    --partInflight[part];
+    for (int32_t g : partGroups[part])
+      --groupInflight[g];
+  }
+  for (int32_t i = succStart[item]; i < succStart[item + 1]; ++i)
+    if (--pending[succList[i]] == 0)
+      enqueue(succList[i]);
+}
+
+ScheduleResult Engine::run() {
+  if (std::string error = validate(p); !error.empty()) {
+    result.error = error;
+    return result;
+  }
+  build();
+  for (int32_t item = 0; item < numSlots * kNumCompKinds; ++item)
+    if (exists[item] && pending[item] == 0)
+      enqueue(item);
+
+  double now = 0;
+  while (scheduled < total) {
+    while (!completions.empty() && completions.top().first <= now) {
+      int32_t item = completions.top().second;
+      completions.pop();
+      complete(item, now);
+    }
+    for (int32_t actor = 0; actor < numActors; ++actor)
+      if (freeAt[actor] <= now)
+        if (int32_t item = step(actor); item >= 0)
+          start(item, now);
+    if (scheduled == total)
+      break;
+    if (completions.empty()) {
+      diagnoseStuck(result, now);
+      return result;
+    }
+    now = completions.top().first;
+  }
+  for (const auto &items : result.actors)
+    for (const ScheduledItem &item : items)
+      result.makespan = std::max(result.makespan, item.end);
+  result.ok = true;
+  return result;
+}
+
+void Engine::diagnoseStuck(ScheduleResult &res, double now) {
+  std::ostringstream summary;
+  summary << "no actor can make progress at "
+          << (model == TimeModel::Step ? "step " : "time ") << now << " with "
+          << scheduled << " of " << total
+          << " computations scheduled; the priorities and in-flight limits "
+             "admit no further step";
+  res.error = summary.str();
+  res.actors.clear();
+
+  auto describe = [&](CompKind kind, int32_t part, int32_t mb) {
+    std::ostringstream os;
+    os << compKindName(kind) << " stage " << p.parts[part].stage << " mb "
+       << mb << " (actor " << p.parts[part].actor << ")";
+    return os.str();
+  };
+  for (int32_t actor = 0; actor < numActors; ++actor) {
+    int64_t left = 0;
+    for (int k = 0; k < kNumCompKinds; ++k)
+      left += remainingOnActor[actor * kNumCompKinds + k];
+    if (left == 0)
+      continue;
+    std::ostringstream os;
+    os << "actor " << actor << " has " << left << " computations left: ";
+    // Ready forwards held back by an in-flight limit?
+    bool explained = false;
+    std::vector<int32_t> held;
+    for (int32_t part : actorParts[actor])
+      if (!queue(part, CompKind::Fwd).empty() &&
+          !admissible(CompKind::Fwd, part))
+        held.push_back(part);
+    if (!held.empty()) {
+      for (size_t i = 0; i < held.size(); ++i)
+        os << (i == 0 ? "" : i + 1 == held.size() ? " and " : ", ")
+           << describe(CompKind::Fwd, held[i],
+                       queue(held[i], CompKind::Fwd).front());
+      os << (held.size() == 1 ? " is" : " are") << " ready but ";
+      const StagePart &sp = p.parts[held.front()];
+      if (actorInflight[actor] >= p.actorLimits[actor])
+        os << "the actor's in-flight limit " << p.actorLimits[actor]
+           << " is reached";
+      else if (partInflight[held.front()] >= sp.inflightLimit)
+        os << "stage " << sp.stage << "'s in-flight limit "
+           << sp.inflightLimit << " is reached";
+      else
+        os << "a global in-flight limit is reached";
+      explained = true;
+    }
+    // Otherwise: the first unstarted item and one unfinished predecessor.
+    for (int32_t part : actorParts[actor]) {
+      if (explained)
+        break;
+      for (int32_t mb = p.parts[part].mbBegin;
+           mb < p.parts[part].mbEnd && !explained; ++mb)
+        for (int k = 0; k < kNumCompKinds && !explained; ++k) {
+          const int32_t item = itemId(static_cast<CompKind>(k), part, mb);
+          if (!exists[item] || started[item])
+            continue;
+          if (pending[item] == 0) {
+            os << describe(static_cast<CompKind>(k), part, mb)
+               << " is ready, but its stage traversal interval holds the "
+                  "actor on another stage";
+            explained = true;
+            break;
+          }
+          // Find an unfinished predecessor by scanning edges into `item`.
+          for (auto [from, to] : edges) {
+            if (to != item || finished[from])
+              continue;
+            const int32_t fromSlot = from / kNumCompKinds;
+            const int32_t fromPart = static_cast<int32_t>(
+                std::upper_bound(partBase.begin(), partBase.end(), fromSlot) -
+                partBase.begin() - 1);
+            const int32_t fromMb =
+                fromSlot - partBase[fromPart] + p.parts[fromPart].mbBegin;
+            os << describe(static_cast<CompKind>(k), part, mb) << " waits for "
+               << describe(static_cast<CompKind>(from % kNumCompKinds),
+                           fromPart, fromMb)
+               << ", which "
+               << (started[from] ? "has not finished" : "is not scheduled");
+            explained = true;
+            break;
+          }
+        }
+    }
+    res.waits.push_back(os.str());
+  }
+}
+
+} // namespace
+
+ScheduleResult flexpipe::sched::schedule(const Problem &problem,
+                                         TimeModel model) {
+  return Engine(problem, model).run();
+}

@@ -1,0 +1,405 @@
+//===- SchedulerTest.cpp - CSSR scheduler, comm insertion, verification ---===//
+//
+// Part of the FlexPipe project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+
+#include "flexpipe/Scheduling/PipelineSpec.h"
+#include "flexpipe/Scheduling/Program.h"
+
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <random>
+#include <regex>
+#include <sstream>
+
+using namespace flexpipe::sched;
+
+namespace {
+
+using Rows = std::vector<std::vector<std::string>>;
+
+/// A PyTorch compute_only CSV without idle cells and without actions other
+/// than F/B/I/W (REDUCE_GRAD, ...).
+Rows readReference(const std::string &name) {
+  std::ifstream in(std::string(FLEXPIPE_TEST_DATA_DIR) + "/peer-orders/" +
+                   name);
+  REQUIRE(in.good());
+  static const std::regex cell("^[0-9]+[FBIW][0-9]+$");
+  Rows rows;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r')
+      line.pop_back();
+    rows.emplace_back();
+    std::stringstream ss(line);
+    std::string item;
+    while (std::getline(ss, item, ','))
+      if (std::regex_match(item, cell))
+        rows.back().push_back(item);
+  }
+  return rows;
+}
+
+const char *letter(CompKind kind) {
+  switch (kind) {
+  case CompKind::Fwd:
+    return "F";
+  case CompKind::Bwd:
+    return "B";
+  case CompKind::Igrad:
+    return "I";
+  case CompKind::Wgrad:
+    return "W";
+  }
+  return "?";
+}
+
+Rows rowsOf(const Problem &problem, const ScheduleResult &result) {
+  Rows rows;
+  for (const auto &items : result.actors) {
+    rows.emplace_back();
+    for (const ScheduledItem &item : items)
+      rows.back().push_back(std::to_string(problem.parts[item.part].stage) +
+                            letter(item.kind) + std::to_string(item.mb));
+  }
+  return rows;
+}
+
+PipelineSpec makeSpec(int32_t pp, int32_t m, PlacementKind kind,
+                      int64_t chunks, Cttp cttp, StagePriority fwd,
+                      StagePriority bwd, std::vector<int64_t> actorLimits = {},
+                      bool bidirectional = false) {
+  PipelineSpec spec;
+  spec.actors = pp;
+  spec.microbatches = m;
+  ModuleSpec module;
+  module.name = "gpt";
+  module.placement.kind = kind;
+  module.placement.chunks = chunks;
+  module.placement.bidirectional = bidirectional;
+  for (int32_t a = 0; a < pp; ++a)
+    module.placement.actors.push_back(a);
+  module.layers = pp * chunks * 2;
+  spec.modules.push_back(module);
+  PrioritySpec priority;
+  priority.cttp = cttp;
+  priority.fwd = fwd;
+  priority.bwd = bwd;
+  spec.priorities.push_back(priority);
+  if (!actorLimits.empty()) {
+    InflightSpec inflight;
+    inflight.scope = InflightScope::PerActor;
+    inflight.limits = std::move(actorLimits);
+    spec.inflight.push_back(inflight);
+  }
+  return spec;
+}
+
+struct Run {
+  BuiltProblem built;
+  ScheduleResult result;
+};
+
+Run run(const PipelineSpec &spec, TimeModel model = TimeModel::Step) {
+  llvm::Expected<BuiltProblem> built = buildProblem(spec);
+  REQUIRE(static_cast<bool>(built));
+  ScheduleResult result = schedule(built->problem, model);
+  std::string why = result.error;
+  for (const std::string &wait : result.waits)
+    why += "\n  " + wait;
+  INFO(why);
+  REQUIRE(result.ok);
+  return {std::move(*built), std::move(result)};
+}
+
+/// Inserts communication and verifies; returns the number of transfers.
+size_t commAndVerify(const Run &r) {
+  Program program = toProgram(r.built.problem, r.result, r.built.numStages,
+                              r.built.stageEdges, r.built.sharedStages);
+  size_t computes = 0;
+  for (const auto &ops : program.actors)
+    computes += ops.size();
+  insertCommunication(program);
+  size_t all = 0;
+  for (const auto &ops : program.actors)
+    all += ops.size();
+  std::optional<VerifyFailure> failure = verify(program);
+  INFO((failure ? failure->message : std::string()));
+  CHECK(!failure);
+  return all - computes;
+}
+
+const StagePriority kBreadth{StageOrder::BreadthFirst, 0};
+const StagePriority kDepth{StageOrder::DepthFirst, 0};
+
+} // namespace
+
+TEST_CASE("1F1B equals PyTorch's Schedule1F1B", "[scheduler][reference]") {
+  Run r = run(makeSpec(4, 8, PlacementKind::OneToOne, 1, Cttp::BwdFirst,
+                       kBreadth, kBreadth, {4, 3, 2, 1}));
+  CHECK(rowsOf(r.built.problem, r.result) ==
+        readReference("pp4_mb8_1F1B.csv"));
+  // 3 inter-actor edges, 8 micro-batches, activation + gradient, send + recv.
+  CHECK(commAndVerify(r) == 3 * 8 * 2 * 2);
+}
+
+TEST_CASE("GPipe equals PyTorch's ScheduleGPipe", "[scheduler][reference]") {
+  Run r = run(makeSpec(4, 8, PlacementKind::OneToOne, 1, Cttp::FwdFirst,
+                       kBreadth, kBreadth));
+  CHECK(rowsOf(r.built.problem, r.result) ==
+        readReference("pp4_mb8_GPipe.csv"));
+  commAndVerify(r);
+}
+
+TEST_CASE("interleaved 1F1B equals PyTorch's ScheduleInterleaved1F1B",
+          "[scheduler][reference]") {
+  // Warm-up 2(pp - a - 1) + (v - 1) pp forwards, then one more in steady
+  // state: s + pp - 2a - 1 with s = 8 stages.
+  PipelineSpec spec = makeSpec(4, 8, PlacementKind::Circular, 2,
+                               Cttp::Interleaved, {StageOrder::BreadthFirst, 4},
+                               {StageOrder::DepthFirst, 4}, {11, 9, 7, 5});
+  // The reference's costs: F = 1 and B = 2 per rank, half per chunk.
+  Run r = run(spec, TimeModel::Cost);
+  CHECK(rowsOf(r.built.problem, r.result) ==
+        readReference("pp4_mb8_Interleaved1F1B_v2.csv"));
+  spec.costPerLayer[0] = 0.25;
+  spec.costPerLayer[1] = 0.5;
+  CHECK(run(spec, TimeModel::Cost).result.makespan == Approx(28.5));
+  commAndVerify(r);
+
+  // In the step model (F = B = 1) ranks 1-3 still match; rank 0 takes a
+  // ready backward while its next forward is not yet ready (Algorithm 1 falls
+  // through to the next reorder queue) where Megatron idles.
+  Run step = run(spec, TimeModel::Step);
+  Rows rows = rowsOf(step.built.problem, step.result);
+  Rows reference = readReference("pp4_mb8_Interleaved1F1B_v2.csv");
+  for (int rank = 1; rank < 4; ++rank)
+    CHECK(rows[rank] == reference[rank]);
+}
+
+TEST_CASE("looped BFS runs PyTorch's forward order", "[scheduler][reference]") {
+  Run r = run(makeSpec(4, 8, PlacementKind::Circular, 2, Cttp::FwdFirst,
+                       kBreadth, kDepth));
+  Rows rows = rowsOf(r.built.problem, r.result);
+  Rows reference = readReference("pp4_mb8_LoopedBFS_v2.csv");
+  for (int rank = 0; rank < 4; ++rank) {
+    // Forwards are identical.
+    CHECK(std::vector<std::string>(rows[rank].begin(), rows[rank].begin() + 16) ==
+          std::vector<std::string>(reference[rank].begin(),
+                                   reference[rank].begin() + 16));
+    // Backwards: the same stages in the same order; PyTorch walks each
+    // stage's micro-batches from the last one, CSSR from the first (the
+    // paper's default). Same makespan, checked below.
+    for (int i = 16; i < 32; i += 8) {
+      std::vector<std::string> ours(rows[rank].begin() + i,
+                                    rows[rank].begin() + i + 8);
+      std::vector<std::string> theirs(reference[rank].begin() + i,
+                                      reference[rank].begin() + i + 8);
+      std::reverse(theirs.begin(), theirs.end());
+      CHECK(ours == theirs);
+    }
+  }
+  PipelineSpec spec = makeSpec(4, 8, PlacementKind::Circular, 2,
+                               Cttp::FwdFirst, kBreadth, kDepth);
+  spec.costPerLayer[0] = 0.25;
+  spec.costPerLayer[1] = 0.5;
+  CHECK(run(spec, TimeModel::Cost).result.makespan == Approx(28.5));
+  commAndVerify(r);
+}
+
+TEST_CASE("unit costs make the cost model equal the step model",
+          "[scheduler][property]") {
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 60; ++trial) {
+    const int32_t pp = 1 + rng() % 6;
+    const int32_t m = 1 + rng() % 12;
+    const PlacementKind kinds[] = {PlacementKind::OneToOne,
+                                   PlacementKind::Circular,
+                                   PlacementKind::VShape};
+    const PlacementKind kind = kinds[rng() % 3];
+    const int64_t chunks = kind == PlacementKind::OneToOne ? 1 : 2;
+    const bool bidirectional = m >= 2 && rng() % 4 == 0;
+    const Cttp cttp = static_cast<Cttp>(rng() % 3);
+    StagePriority fwd{static_cast<StageOrder>(rng() % 2),
+                      static_cast<int64_t>(rng() % 3)};
+    StagePriority bwd{static_cast<StageOrder>(rng() % 2),
+                      static_cast<int64_t>(rng() % 3)};
+    // Limits that cannot starve an actor: 1F1B's pp - a when an actor holds
+    // one stage; room for every micro-batch of its shallower stages plus one
+    // otherwise (a tighter limit can fill up with shallow forwards, see the
+    // diagnostics test below).
+    const int64_t partsPerActor = chunks * (bidirectional ? 2 : 1);
+    std::vector<int64_t> limits;
+    if (rng() % 2)
+      for (int32_t a = 0; a < pp; ++a)
+        limits.push_back(partsPerActor == 1 ? pp - a
+                                            : m * (partsPerActor - 1) + 1);
+    PipelineSpec spec = makeSpec(pp, m, kind, chunks, cttp, fwd, bwd, limits,
+                                 bidirectional);
+    spec.splitBackward = rng() % 3 == 0;
+    for (double &cost : spec.costPerLayer)
+      cost = 1.0 / 2; // two layers per stage: every duration is 1
+    INFO("trial " << trial << " pp=" << pp << " m=" << m << " kind="
+                  << static_cast<int>(kind) << " bidir=" << bidirectional
+                  << " cttp=" << static_cast<int>(cttp) << " fwd="
+                  << static_cast<int>(fwd.order) << "/" << fwd.interval
+                  << " bwd=" << static_cast<int>(bwd.order) << "/"
+                  << bwd.interval << " limits=" << limits.size()
+                  << " split=" << spec.splitBackward);
+    Run step = run(spec, TimeModel::Step);
+    Run cost = run(spec, TimeModel::Cost);
+    CHECK(rowsOf(step.built.problem, step.result) ==
+          rowsOf(cost.built.problem, cost.result));
+    CHECK(step.result.makespan == cost.result.makespan);
+    commAndVerify(step);
+  }
+}
+
+TEST_CASE("every item is scheduled once and after its dependencies",
+          "[scheduler][property]") {
+  Run r = run(makeSpec(3, 5, PlacementKind::VShape, 2, Cttp::BwdFirst,
+                       kDepth, kDepth, {}, /*bidirectional=*/true));
+  size_t items = 0;
+  for (const auto &actor : r.result.actors)
+    items += actor.size();
+  // 6 stages per direction x 2 directions, micro-batches split 3 + 2.
+  CHECK(items == 6 * (3 + 2) * 2);
+  // The two directions hold disjoint micro-batches.
+  for (const auto &actor : r.result.actors)
+    for (const ScheduledItem &item : actor) {
+      const StagePart &part = r.built.problem.parts[item.part];
+      CHECK(item.mb >= part.mbBegin);
+      CHECK(item.mb < part.mbEnd);
+    }
+  commAndVerify(r);
+}
+
+TEST_CASE("in-flight limits bound the warm-up", "[scheduler]") {
+  Run r = run(makeSpec(4, 8, PlacementKind::OneToOne, 1, Cttp::BwdFirst,
+                       kBreadth, kBreadth, {2, 2, 2, 2}));
+  std::vector<int> peaks;
+  for (const auto &actor : r.result.actors) {
+    int inflight = 0, peak = 0;
+    for (const ScheduledItem &item : actor) {
+      inflight += item.kind == CompKind::Fwd ? 1 : -1;
+      peak = std::max(peak, inflight);
+    }
+    peaks.push_back(peak);
+  }
+  // The last actor runs each backward right after its forward.
+  CHECK(peaks == std::vector<int>{2, 2, 2, 1});
+}
+
+TEST_CASE("a configuration that cannot progress is diagnosed",
+          "[scheduler][diagnostics]") {
+  // An extra dependency that makes stage 0's forward wait for its own
+  // backward can never be satisfied.
+  PipelineSpec spec = makeSpec(2, 2, PlacementKind::OneToOne, 1,
+                               Cttp::BwdFirst, kBreadth, kBreadth);
+  spec.dependencies.push_back({CompKind::Bwd, 0, 1, CompKind::Fwd, 0, 0});
+  llvm::Expected<BuiltProblem> built = buildProblem(spec);
+  REQUIRE(static_cast<bool>(built));
+  ScheduleResult result = schedule(built->problem, TimeModel::Step);
+  CHECK(!result.ok);
+  CHECK(result.error ==
+        "no actor can make progress at step 0 with 0 of 8 computations "
+        "scheduled; the priorities and in-flight limits admit no further "
+        "step");
+  REQUIRE(result.waits.size() == 2);
+  CHECK(result.waits[0] == "actor 0 has 4 computations left: fwd stage 0 mb "
+                           "0 (actor 0) waits for bwd stage 1 mb 0 (actor 1), "
+                           "which is not scheduled");
+}
+
+TEST_CASE("an in-flight limit that starves a deeper stage is diagnosed",
+          "[scheduler][diagnostics]") {
+  // Actor 2 holds stages 2 and 5 with room for 4 micro-batches: it fills up
+  // with forwards of stage 2, and stage 5 can never start.
+  PipelineSpec spec = makeSpec(3, 6, PlacementKind::Circular, 2,
+                               Cttp::FwdFirst, kBreadth, kBreadth, {6, 5, 4});
+  llvm::Expected<BuiltProblem> built = buildProblem(spec);
+  REQUIRE(static_cast<bool>(built));
+  ScheduleResult result = schedule(built->problem, TimeModel::Step);
+  REQUIRE(!result.ok);
+  REQUIRE(result.waits.size() == 3);
+  CHECK(result.waits[2] ==
+        "actor 2 has 20 computations left: fwd stage 2 mb 4 (actor 2) and fwd "
+        "stage 5 mb 0 (actor 2) are ready but the actor's in-flight limit 4 "
+        "is reached");
+}
+
+TEST_CASE("the verifier finds deadlocks and mismatched channels",
+          "[verifier][diagnostics]") {
+  Program program;
+  program.numActors = 2;
+  program.numStages = 2;
+  program.numMicrobatches = 1;
+  program.edges = {{0, 1}};
+  // Actor 1 waits for the activation before actor 0 has sent it, and actor 0
+  // waits for the gradient first: a cycle.
+  program.actors = {
+      {{OpKind::Fwd, 0, 0},
+       {OpKind::RecvGrad, 0, 0, 1},
+       {OpKind::SendAct, 0, 0, 1},
+       {OpKind::Bwd, 0, 0}},
+      {{OpKind::RecvAct, 1, 0, 0},
+       {OpKind::Fwd, 1, 0},
+       {OpKind::Bwd, 1, 0},
+       {OpKind::SendGrad, 1, 0, 0}},
+  };
+  std::optional<VerifyFailure> failure = verify(program);
+  REQUIRE(failure);
+  CHECK(failure->message ==
+        "the programs deadlock: actors 0 1 wait for each other in a cycle");
+  REQUIRE(failure->at.size() == 2);
+  CHECK(failure->at[0].actor == 0);
+  CHECK(failure->at[0].index == 1);
+
+  // Two micro-batches received in the opposite order of their sends.
+  program.numMicrobatches = 2;
+  program.actors = {
+      {{OpKind::Fwd, 0, 0},
+       {OpKind::SendAct, 0, 0, 1},
+       {OpKind::Fwd, 0, 1},
+       {OpKind::SendAct, 0, 1, 1},
+       {OpKind::RecvGrad, 0, 1, 1},
+       {OpKind::Bwd, 0, 1},
+       {OpKind::RecvGrad, 0, 0, 1},
+       {OpKind::Bwd, 0, 0}},
+      {{OpKind::RecvAct, 1, 1, 0},
+       {OpKind::Fwd, 1, 1},
+       {OpKind::Bwd, 1, 1},
+       {OpKind::SendGrad, 1, 1, 0},
+       {OpKind::RecvAct, 1, 0, 0},
+       {OpKind::Fwd, 1, 0},
+       {OpKind::Bwd, 1, 0},
+       {OpKind::SendGrad, 1, 0, 0}},
+  };
+  failure = verify(program);
+  REQUIRE(failure);
+  CHECK(failure->message ==
+        "recv_act stage 1 mb 1 from 0 on actor 1 would receive the message of "
+        "send_act stage 0 mb 0 to 1 on actor 0: sends and receives between "
+        "two actors must match one to one and in the same order");
+
+  // A computation before its input arrives.
+  program.numMicrobatches = 1;
+  program.actors = {{{OpKind::Fwd, 0, 0}, {OpKind::Bwd, 0, 0}},
+                    {{OpKind::Fwd, 1, 0}, {OpKind::Bwd, 1, 0}}};
+  failure = verify(program);
+  REQUIRE(failure);
+  CHECK(failure->message ==
+        "bwd stage 0 mb 0 on actor 0 runs before the gradient from stage 1 mb "
+        "0 is computed or received here; every dependency must be satisfied "
+        "in program order");
+  program.actors[0] = {{OpKind::Fwd, 0, 0}};
+  failure = verify(program);
+  REQUIRE(failure);
+  CHECK(failure->message ==
+        "stage 0 micro-batch 0 runs a forward but never completes its "
+        "backward; every forward needs a bwd (or igrad and wgrad)");
+}
