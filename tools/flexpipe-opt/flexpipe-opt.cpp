@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "flexpipe/Dialect/FlexPipe/IR/FlexPipe.h"
+#include "flexpipe/Dialect/FlexPipe/Transforms/Passes.h"
 
 #include "mlir/Dialect/EmitC/IR/EmitC.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -18,6 +19,7 @@
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 
 int main(int argc, char **argv) {
+  flexpipe::registerFlexPipePassesAndPipelines();
   mlir::DialectRegistry registry;
   registry.insert<flexpipe::FlexPipeDialect, mlir::func::FuncDialect,
                   mlir::emitc::EmitCDialect>();

@@ -64,6 +64,9 @@ struct ProgOp {
   int32_t token = -1;
   /// Collectives: index into Program::groups.
   int32_t group = -1;
+  /// Position of the op this entry was read from (for mapping results back to
+  /// IR); -1 for entries a transformation added.
+  int32_t source = -1;
 };
 
 struct Program {

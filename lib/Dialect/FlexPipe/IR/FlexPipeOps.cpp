@@ -595,6 +595,22 @@ LogicalResult ModalityOp::verify() {
                             "layers, use fewer stages, or give `partition "
                             "[...]`";
   }
+  if (ArrayAttr inputs = getInputsAttr()) {
+    for (Attribute attr : inputs) {
+      auto symbol = cast<FlatSymbolRefAttr>(attr);
+      ModalityOp input = lookupModule(*this, symbol);
+      if (!input)
+        return emitOpError() << "takes input from " << symbol
+                             << ", which is not a flexpipe.module of this "
+                                "pipeline";
+      if (input == *this)
+        return emitOpError() << "cannot take its own output as input";
+      if (getBidirectional() || input.getBidirectional())
+        return emitOpError() << "connects to module " << symbol
+                             << ", but bidirectional modules cannot be "
+                                "connected to other modules";
+    }
+  }
   if (getBidirectional() && asSigned(pipeline.getMicrobatches()) < 2)
     return emitOpError()
            << "is bidirectional, which splits micro-batches between two "

@@ -80,6 +80,9 @@ def FlexPipe_ModalityOp : FlexPipe_Op<"module", [
       when omitted); modules may use disjoint groups.
     - `partition [...]`: layers per stage (one entry per stage of one
       direction, summing to `layers`); an even split when omitted.
+    - `inputs [@a, ...]`: modules whose last stage feeds this module's first
+      stage (a branching stage DAG, e.g. two towers into a joint head).
+      Modules connected this way cannot be bidirectional.
     - `model<...>`: transformer sizes for the cost model and runtime.
 
     The number of stages per direction is `chunks` times the number of actors,
@@ -103,6 +106,7 @@ def FlexPipe_ModalityOp : FlexPipe_Op<"module", [
     OptionalAttr<DenseI64ArrayAttr>:$stage_map,
     OptionalAttr<DenseI64ArrayAttr>:$actor_group,
     OptionalAttr<DenseI64ArrayAttr>:$partition,
+    OptionalAttr<FlatSymbolRefArrayAttr>:$inputs,
     OptionalAttr<FlexPipe_ModelConfigAttr>:$model
   );
   let assemblyFormat = [{
@@ -112,6 +116,7 @@ def FlexPipe_ModalityOp : FlexPipe_Op<"module", [
     (`map` $stage_map^)?
     (`actors` $actor_group^)?
     (`partition` $partition^)?
+    (`inputs` $inputs^)?
     (`model` `` $model^)?
     attr-dict
   }];

@@ -1,0 +1,46 @@
+//===- Passes.h - FlexPipe passes and pipelines -----------------*- C++ -*-===//
+//
+// Part of the FlexPipe project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLEXPIPE_DIALECT_FLEXPIPE_TRANSFORMS_PASSES_H
+#define FLEXPIPE_DIALECT_FLEXPIPE_TRANSFORMS_PASSES_H
+
+#include "flexpipe/Dialect/FlexPipe/IR/FlexPipe.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassOptions.h"
+
+namespace flexpipe {
+
+#define GEN_PASS_DECL
+#include "flexpipe/Dialect/FlexPipe/Transforms/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "flexpipe/Dialect/FlexPipe/Transforms/Passes.h.inc"
+
+/// Options of the spec-to-schedule pipeline.
+struct SpecToScheduleOptions
+    : public mlir::PassPipelineOptions<SpecToScheduleOptions> {
+  Option<std::string> timeModel{
+      *this, "time-model",
+      llvm::cl::desc("Scheduling time model: step or cost"),
+      llvm::cl::init("step")};
+};
+
+/// partition -> place -> schedule -> insert-comm -> verify-schedule: a spec
+/// becomes a verified schedule. Used by flexpipe-opt
+/// (`--flexpipe-spec-to-schedule`) and flexpipe-compile alike.
+void buildSpecToSchedulePipeline(mlir::OpPassManager &pm,
+                                 const SpecToScheduleOptions &options);
+
+/// Registers every FlexPipe pass and pipeline with the global registry.
+void registerFlexPipePassesAndPipelines();
+
+} // namespace flexpipe
+
+#endif // FLEXPIPE_DIALECT_FLEXPIPE_TRANSFORMS_PASSES_H

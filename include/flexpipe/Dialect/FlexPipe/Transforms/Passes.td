@@ -1,0 +1,140 @@
+//===- Passes.td - FlexPipe passes -------------------------*- tablegen -*-===//
+//
+// Part of the FlexPipe project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLEXPIPE_PASSES
+#define FLEXPIPE_PASSES
+
+include "mlir/Pass/PassBase.td"
+
+def PartitionPass : Pass<"flexpipe-partition", "mlir::ModuleOp"> {
+  let summary = "cut each module's layers into stages";
+  let description = [{
+    Gives every `flexpipe.module` without a `partition` an explicit one: the
+    layers split as evenly as possible over the stages its placement makes,
+    the first `layers mod stages` stages taking one layer more. Modules that
+    already state a partition are left alone.
+
+    ```mlir
+    // Before:
+    flexpipe.module @gpt layers(10) placement(one_to_one)
+    // After, on 4 actors:
+    flexpipe.module @gpt layers(10) placement(one_to_one) partition [3, 3, 2, 2]
+    ```
+  }];
+  let dependentDialects = ["flexpipe::FlexPipeDialect"];
+}
+
+def PlacePass : Pass<"flexpipe-place", "mlir::ModuleOp"> {
+  let summary = "resolve each module's placement into an explicit stage map";
+  let description = [{
+    Rewrites `one_to_one`, `circular` and `vshape` placements into
+    `placement(explicit) map [...]`, the actor of each stage of the first
+    direction; `bidirectional` is kept (its mirrored direction follows from
+    the map). After this pass every placement reads the same way, and the
+    stage numbering that the scheduler uses can be read off the IR.
+
+    ```mlir
+    // Before, on 4 actors:
+    flexpipe.module @gpt layers(16) placement(vshape) chunks(2)
+    // After:
+    flexpipe.module @gpt layers(16) placement(explicit) map [0, 1, 2, 3, 3, 2, 1, 0]
+    ```
+  }];
+  let dependentDialects = ["flexpipe::FlexPipeDialect"];
+}
+
+def SchedulePass : Pass<"flexpipe-schedule", "mlir::ModuleOp"> {
+  let summary = "run the priority-driven scheduler (CSSR + Algorithm 1)";
+  let description = [{
+    Replaces every `flexpipe.pipeline` by a `flexpipe.schedule` of the same
+    name holding each actor's computations in execution order, computed by the
+    paper's scheduler: an instruction pool, per-actor reorder queues per
+    instruction type, a dependency resolver over the stage DAG and extra
+    dependencies, and Algorithm 1's step function driven by the two
+    priorities and the in-flight limits.
+
+    A configuration that can make no progress is reported with one line per
+    waiting actor; the pass never loops.
+
+    ```mlir
+    // Before:
+    flexpipe.pipeline @p actors(2) microbatches(2) {
+      flexpipe.module @gpt layers(2) placement(one_to_one)
+      flexpipe.priority cttp<fwd_first>
+    }
+    // After:
+    flexpipe.schedule @p actors(2) stages(2) microbatches(2) {
+      flexpipe.actor 0 {
+        flexpipe.fwd stage 0 mb 0
+        flexpipe.fwd stage 0 mb 1
+        flexpipe.bwd stage 0 mb 0
+        flexpipe.bwd stage 0 mb 1
+      }
+      flexpipe.actor 1 {
+        flexpipe.fwd stage 1 mb 0
+        flexpipe.fwd stage 1 mb 1
+        flexpipe.bwd stage 1 mb 0
+        flexpipe.bwd stage 1 mb 1
+      }
+    }
+    ```
+  }];
+  let options = [
+    Option<"timeModel", "time-model", "std::string", "\"step\"",
+           "How long instructions take while scheduling: `step` (the paper's "
+           "model: every instruction takes one step) or `cost` (each actor "
+           "picks its next instruction when it becomes free; forward, "
+           "backward, input- and weight-gradient of a stage take 1, 2, 1 and "
+           "1 time units per layer)">,
+  ];
+  let dependentDialects = ["flexpipe::FlexPipeDialect"];
+}
+
+def InsertCommPass : Pass<"flexpipe-insert-comm", "mlir::ModuleOp"> {
+  let summary = "add send/recv pairs for every cross-actor edge";
+  let description = [{
+    For every stage edge whose two ends run on different actors, sends each
+    activation right after the forward that produces it and receives it right
+    before the first forward that needs it; gradients likewise in the other
+    direction. Same-actor edges get nothing. Schedules that already contain
+    transfers are left alone.
+
+    The programs target these runtime semantics, which
+    `-flexpipe-verify-schedule` replays: a send never waits for its receive; a
+    receive blocks until its message arrives; messages of one kind from one
+    sending stage to one actor arrive in the order they were sent. Under them
+    a schedule computed by `-flexpipe-schedule` cannot deadlock: every receive
+    waits for a send that the scheduler placed earlier in time.
+
+    ```mlir
+    flexpipe.actor 0 {
+      flexpipe.fwd stage 0 mb 0
+      flexpipe.send_act stage 0 mb 0 to 1
+      flexpipe.recv_grad stage 0 mb 0 from 1
+      flexpipe.bwd stage 0 mb 0
+    }
+    ```
+  }];
+  let dependentDialects = ["flexpipe::FlexPipeDialect"];
+}
+
+def VerifySchedulePass : Pass<"flexpipe-verify-schedule", "mlir::ModuleOp"> {
+  let summary = "prove that a schedule's programs are correct and terminate";
+  let description = [{
+    Replays every `flexpipe.schedule` under the runtime semantics described
+    at `-flexpipe-insert-comm` and checks that every computation's inputs are
+    computed or received on its actor before it runs, that every forward's
+    backward is completed, that sends and receives match one to one and in the
+    same order per channel, and that all programs run to their end. A deadlock
+    is reported as one error with a note at each op of the wait cycle. The IR
+    is not changed.
+  }];
+  let dependentDialects = ["flexpipe::FlexPipeDialect"];
+}
+
+#endif // FLEXPIPE_PASSES

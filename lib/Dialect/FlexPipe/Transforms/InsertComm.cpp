@@ -1,0 +1,57 @@
+//===- InsertComm.cpp - -flexpipe-insert-comm -----------------------------===//
+//
+// Part of the FlexPipe project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+
+#include "flexpipe/Dialect/FlexPipe/Transforms/Passes.h"
+#include "flexpipe/Dialect/FlexPipe/Transforms/Utils.h"
+
+#define DEBUG_TYPE "flexpipe-insert-comm"
+
+namespace flexpipe {
+#define GEN_PASS_DEF_INSERTCOMMPASS
+#include "flexpipe/Dialect/FlexPipe/Transforms/Passes.h.inc"
+} // namespace flexpipe
+
+using namespace mlir;
+using namespace flexpipe;
+
+namespace {
+struct InsertCommPass : flexpipe::impl::InsertCommPassBase<InsertCommPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    for (ScheduleOp schedule : getOperation().getOps<ScheduleOp>()) {
+      ScheduleProgram read = readSchedule(schedule);
+      sched::Program &program = read.program;
+      bool hasTransfers = false;
+      for (const auto &ops : program.actors)
+        for (const sched::ProgOp &op : ops)
+          hasTransfers |= op.kind >= sched::OpKind::SendAct &&
+                          op.kind <= sched::OpKind::RecvGrad;
+      if (hasTransfers)
+        continue;
+      sched::insertCommunication(program);
+
+      // Rebuild each actor's body in the new order: existing ops move, new
+      // transfers are created.
+      OpBuilder b(schedule.getContext());
+      for (auto actor : schedule.getBody().getOps<ActorOp>()) {
+        const int64_t id = static_cast<int64_t>(actor.getId());
+        Block &body = actor.getBody().front();
+        for (const sched::ProgOp &op : program.actors[id]) {
+          if (op.source >= 0) {
+            Operation *existing = read.ops[id][op.source];
+            existing->moveBefore(&body, body.end());
+            continue;
+          }
+          b.setInsertionPointToEnd(&body);
+          createInstruction(b, actor.getLoc(), op, program);
+        }
+      }
+    }
+  }
+};
+} // namespace

@@ -1,0 +1,34 @@
+//===- Pipelines.cpp - The spec-to-schedule pipeline ----------------------===//
+//
+// Part of the FlexPipe project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+
+#include "flexpipe/Dialect/FlexPipe/Transforms/Passes.h"
+
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+
+using namespace mlir;
+
+void flexpipe::buildSpecToSchedulePipeline(
+    OpPassManager &pm, const SpecToScheduleOptions &options) {
+  pm.addPass(createPartitionPass());
+  pm.addPass(createPlacePass());
+  SchedulePassOptions schedule;
+  schedule.timeModel = options.timeModel;
+  pm.addPass(createSchedulePass(schedule));
+  pm.addPass(createInsertCommPass());
+  pm.addPass(createVerifySchedulePass());
+}
+
+void flexpipe::registerFlexPipePassesAndPipelines() {
+  registerFlexPipePasses();
+  PassPipelineRegistration<SpecToScheduleOptions>(
+      "flexpipe-spec-to-schedule",
+      "Turn flexpipe.pipeline specs into verified flexpipe.schedule programs "
+      "(partition, place, schedule, insert-comm, verify-schedule)",
+      buildSpecToSchedulePipeline);
+}

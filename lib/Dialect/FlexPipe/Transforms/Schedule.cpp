@@ -1,0 +1,115 @@
+//===- Schedule.cpp - -flexpipe-schedule ----------------------------------===//
+//
+// Part of the FlexPipe project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// Loads each pipeline into the scheduling library, runs CSSR + Algorithm 1
+// (lib/Scheduling/Scheduler.cpp) and writes the per-actor programs back as a
+// flexpipe.schedule.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flexpipe/Dialect/FlexPipe/Transforms/Passes.h"
+#include "flexpipe/Dialect/FlexPipe/Transforms/Utils.h"
+
+#define DEBUG_TYPE "flexpipe-schedule"
+
+namespace flexpipe {
+#define GEN_PASS_DEF_SCHEDULEPASS
+#include "flexpipe/Dialect/FlexPipe/Transforms/Passes.h.inc"
+} // namespace flexpipe
+
+using namespace mlir;
+using namespace flexpipe;
+
+namespace {
+
+/// Writes the computations of `result` as a flexpipe.schedule in place of
+/// `pipeline`.
+void writeSchedule(PipelineOp pipeline, const sched::BuiltProblem &built,
+                   const sched::ScheduleResult &result) {
+  OpBuilder b(pipeline);
+  Location loc = pipeline.getLoc();
+  const sched::Problem &problem = built.problem;
+
+  // The edges attribute only when the DAG is not the default chain.
+  DenseI64ArrayAttr edges;
+  bool chain = static_cast<int32_t>(built.stageEdges.size()) ==
+               std::max(0, built.numStages - 1);
+  for (size_t i = 0; chain && i < built.stageEdges.size(); ++i)
+    chain = built.stageEdges[i] ==
+            std::pair<int32_t, int32_t>(static_cast<int32_t>(i),
+                                        static_cast<int32_t>(i + 1));
+  if (!chain) {
+    SmallVector<int64_t> flat;
+    for (auto [from, to] : built.stageEdges) {
+      flat.push_back(from);
+      flat.push_back(to);
+    }
+    edges = b.getDenseI64ArrayAttr(flat);
+  }
+  DenseI64ArrayAttr shared;
+  if (!built.sharedStages.empty())
+    shared = b.getDenseI64ArrayAttr(SmallVector<int64_t>(
+        built.sharedStages.begin(), built.sharedStages.end()));
+
+  auto schedule = ScheduleOp::create(
+      b, loc, pipeline.getSymNameAttr(),
+      b.getI64IntegerAttr(problem.numActors),
+      b.getI64IntegerAttr(built.numStages),
+      b.getI64IntegerAttr(problem.numMicrobatches), edges, shared);
+  Block &body = schedule.getBody().emplaceBlock();
+  for (int32_t a = 0; a < problem.numActors; ++a) {
+    b.setInsertionPointToEnd(&body);
+    auto actor = ActorOp::create(b, loc, b.getI64IntegerAttr(a));
+    b.setInsertionPointToEnd(&actor.getBody().emplaceBlock());
+    for (const sched::ScheduledItem &item : result.actors[a]) {
+      sched::ProgOp op{sched::toOpKind(item.kind),
+                       problem.parts[item.part].stage, item.mb};
+      createInstruction(b, loc, op, sched::Program());
+    }
+  }
+  pipeline.erase();
+}
+
+struct SchedulePass : flexpipe::impl::SchedulePassBase<SchedulePass> {
+  using Base::Base;
+  void runOnOperation() override {
+    sched::TimeModel model;
+    if (timeModel == "step")
+      model = sched::TimeModel::Step;
+    else if (timeModel == "cost")
+      model = sched::TimeModel::Cost;
+    else {
+      getOperation().emitError()
+          << "unknown time model '" << timeModel.getValue()
+          << "' for -flexpipe-schedule; expected step or cost";
+      return signalPassFailure();
+    }
+
+    for (PipelineOp pipeline :
+         llvm::make_early_inc_range(getOperation().getOps<PipelineOp>())) {
+      FailureOr<sched::PipelineSpec> spec = readPipelineSpec(pipeline);
+      if (failed(spec))
+        return signalPassFailure();
+      llvm::Expected<sched::BuiltProblem> built = sched::buildProblem(*spec);
+      if (!built) {
+        pipeline.emitOpError() << llvm::toString(built.takeError());
+        return signalPassFailure();
+      }
+      sched::ScheduleResult result = sched::schedule(built->problem, model);
+      if (!result.ok) {
+        InFlightDiagnostic diag = pipeline.emitOpError()
+                                  << "cannot be scheduled: " << result.error;
+        for (const std::string &wait : result.waits)
+          diag.attachNote(pipeline.getLoc()) << wait;
+        return signalPassFailure();
+      }
+      writeSchedule(pipeline, *built, result);
+    }
+  }
+};
+} // namespace
