@@ -20,7 +20,7 @@
 // BIDIRECTIONAL-LABEL: flexpipe.pipeline @bidirectional actors(4) microbatches(8) {
 // BIDIRECTIONAL-NEXT: flexpipe.module @gpt layers(8) placement(one_to_one) bidirectional
 // BIDIRECTIONAL-NEXT: flexpipe.priority cttp<bwd_first> fstp<breadth_first> bstp<breadth_first>
-// BIDIRECTIONAL-NEXT: flexpipe.inflight per_actor affine_map<(d0)[s0, s1, s2] -> (s0)>
+// BIDIRECTIONAL-NEXT: flexpipe.inflight per_stage affine_map<(d0)[s0, s1, s2] -> (-(d0 mod s0) + s0)>
 
 // GPIPE-LABEL: flexpipe.pipeline @gpipe actors(4) microbatches(8) {
 // GPIPE-NEXT: flexpipe.module @gpt layers(8) placement(one_to_one)
@@ -28,7 +28,7 @@
 
 // INTERLEAVED_1F1B-LABEL: flexpipe.pipeline @interleaved_1f1b actors(4) microbatches(8) {
 // INTERLEAVED_1F1B-NEXT: flexpipe.module @gpt layers(16) placement(circular) chunks(2)
-// INTERLEAVED_1F1B-NEXT: flexpipe.priority cttp<bwd_first> fstp<breadth_first, 4> bstp<depth_first, 4>
+// INTERLEAVED_1F1B-NEXT: flexpipe.priority cttp<interleaved> fstp<breadth_first, 4> bstp<depth_first, 4>
 // INTERLEAVED_1F1B-NEXT: flexpipe.inflight per_actor affine_map<(d0)[s0, s1, s2] -> (d0 * -2 + s0 + s1 - 1)>
 
 // LOOPED_BFS-LABEL: flexpipe.pipeline @looped_bfs actors(4) microbatches(8) {

@@ -520,10 +520,12 @@ def FlexPipe_AllGatherOp
     : FlexPipe_CollectiveOp<"all_gather", (ins), ""> {
   let summary = "all-gather synchronisation (SyncWithAllGather)";
   let description = [{
-    Every actor of `group` contributes the state of stage `stage` for
-    micro-batch `mb` and receives everyone's (for example the output states
-    of two towers before a contrastive loss). The group lists at least two
-    distinct actors, this one included.
+    Every actor of `group` contributes its state for the synchronisation
+    point (`stage`, `mb`) and receives everyone's (for example the output
+    states of two towers before a contrastive loss). All members name the same
+    stage and micro-batch, which identify the instance; the op blocks until
+    every member has reached it. The group lists at least two distinct actors,
+    this one included.
 
     ```mlir
     flexpipe.all_gather stage 8 mb 0 group [3, 7]

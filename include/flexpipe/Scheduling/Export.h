@@ -1,0 +1,47 @@
+//===- Export.h - Timelines, text grids and PyTorch CSV ---------*- C++ -*-===//
+//
+// Part of the FlexPipe project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLEXPIPE_SCHEDULING_EXPORT_H
+#define FLEXPIPE_SCHEDULING_EXPORT_H
+
+#include "flexpipe/Scheduling/Program.h"
+
+#include <string>
+#include <vector>
+
+namespace flexpipe::sched {
+
+/// Start and end time of every op of every actor.
+struct Timeline {
+  bool ok = false;
+  std::vector<std::vector<double>> start, end;
+  double makespan = 0;
+};
+
+/// Replays a verified program with every computation taking one step and
+/// communication taking none (the paper's step model). Fails (ok = false) on
+/// a program that does not terminate.
+Timeline unitTimeline(const Program &program);
+
+/// An ASCII grid like the paper's figures: one row per actor, one column per
+/// step, cells `<stage><F|B|I|W><micro-batch>`, `.` for an idle step.
+std::string formatTextGrid(const Program &program, const Timeline &timeline);
+
+/// PyTorch's compute_only CSV (what `_PipelineScheduleRuntime._load_csv`
+/// reads): one row per actor, computations in order, an empty cell for each
+/// idle step.
+std::string formatTorchCsv(const Program &program, const Timeline &timeline);
+
+/// PyTorch's compute_comms CSV: computations and SEND_F / RECV_F / SEND_B /
+/// RECV_B in program order (sends name the sender's stage, receives the
+/// receiver's).
+std::string formatTorchCsvComms(const Program &program);
+
+} // namespace flexpipe::sched
+
+#endif // FLEXPIPE_SCHEDULING_EXPORT_H

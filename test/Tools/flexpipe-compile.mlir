@@ -1,0 +1,49 @@
+// The driver: options, output forms and errors (always exit code 1).
+
+// RUN: flexpipe-compile --help | FileCheck %s --check-prefix=HELP
+// HELP: Usage: flexpipe-compile [OPTIONS] spec
+// HELP: --actors N
+// HELP: --microbatches M
+// HELP: --time-model TEXT:{step,cost}=step
+// HELP: --emit TEXT:{schedule,text,torch-csv,torch-csv-comms}=schedule
+// HELP: -o,--output TEXT=-
+
+// Sizes from the command line override the spec's.
+// RUN: flexpipe-compile %s --actors 2 --microbatches 3 --emit=text | FileCheck %s --check-prefix=GRID
+// GRID:      schedule @small: 2 actors, 2 stages, 3 micro-batches, 8 steps when every computation takes one step
+// GRID-NEXT: (cells: stage, F forward / B backward / I input gradient / W weight gradient, micro-batch; . idle)
+// GRID-NEXT: actor 0 | 0F0 0F1 0F2 .   .   0B0 0B1 0B2
+// GRID-NEXT: actor 1 | .   1F0 1F1 1F2 1B0 1B1 1B2 .
+
+// RUN: flexpipe-compile %s --actors 2 --microbatches 2 --emit=torch-csv-comms | FileCheck %s --check-prefix=COMMS
+// COMMS:      0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0RECV_B1,0B1
+// COMMS-NEXT: 1RECV_F0,1F0,1RECV_F1,1F1,1B0,1SEND_B0,1B1,1SEND_B1
+
+// RUN: flexpipe-compile %s --actors 2 --microbatches 2 --emit=torch-csv -o %t.csv
+// RUN: FileCheck %s --check-prefix=CSV < %t.csv
+// CSV:      0F0,0F1,,,0B0,0B1
+// CSV-NEXT: ,1F0,1F1,1B0,1B1
+
+// The default output is the verified schedule IR, which is valid input again.
+// RUN: flexpipe-compile %s -o %t.mlir
+// RUN: flexpipe-compile %t.mlir --emit=text | FileCheck %s --check-prefix=AGAIN
+// AGAIN: schedule @small: 4 actors, 4 stages, 4 micro-batches
+
+// Errors.
+// RUN: not flexpipe-compile %s --emit=svg 2>&1 | FileCheck %s --check-prefix=BADEMIT
+// BADEMIT: --emit: svg not in {schedule,text,torch-csv,torch-csv-comms}
+// RUN: not flexpipe-compile %s --microbatches 0 2>&1 | FileCheck %s --check-prefix=ZERO
+// ZERO: --microbatches: Value 0 not in range
+// RUN: not flexpipe-compile %t.missing.mlir 2>&1 | FileCheck %s --check-prefix=MISSING
+// MISSING: flexpipe-compile: cannot open input file
+// RUN: not flexpipe-compile %s --actors 9 2>&1 | FileCheck %s --check-prefix=TOOMANY
+// TOOMANY: error: 'flexpipe.module' op cannot split 8 layers over 9 stages with at least one layer each; add layers, use fewer stages, or give `partition [...]`
+// RUN: not flexpipe-compile %t.mlir --actors 2 2>&1 | FileCheck %s --check-prefix=FIXED
+// FIXED: error: --actors and --microbatches change specs; '{{.*}}' holds only schedules, whose sizes are fixed
+// RUN: not flexpipe-compile %s --time-model fast 2>&1 | FileCheck %s --check-prefix=MODEL
+// MODEL: --time-model: fast not in {step,cost}
+
+flexpipe.pipeline @small actors(4) microbatches(4) {
+  flexpipe.module @gpt layers(8) placement(one_to_one)
+  flexpipe.priority cttp<fwd_first>
+}

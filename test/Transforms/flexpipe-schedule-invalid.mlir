@@ -1,0 +1,36 @@
+// RUN: flexpipe-opt %s -split-input-file -flexpipe-schedule -verify-diagnostics
+
+// Tests priorities and limits that can make no progress: every actor's
+// in-flight budget fills with forwards of its first stage.
+// expected-error @+4 {{'flexpipe.pipeline' op cannot be scheduled: no actor can make progress at step 6 with 15 of 72 computations scheduled; the priorities and in-flight limits admit no further step}}
+// expected-note @+3 {{actor 0 has 18 computations left: fwd stage 3 mb 0 (actor 0) is ready but the actor's in-flight limit 6 is reached}}
+// expected-note @+2 {{actor 1 has 19 computations left: fwd stage 1 mb 5 (actor 1) is ready but the actor's in-flight limit 5 is reached}}
+// expected-note @+1 {{actor 2 has 20 computations left: fwd stage 2 mb 4 (actor 2) is ready but the actor's in-flight limit 4 is reached}}
+flexpipe.pipeline @starved actors(3) microbatches(6) {
+  flexpipe.module @gpt layers(6) placement(circular)
+  flexpipe.priority cttp<fwd_first>
+  flexpipe.inflight per_actor [6, 5, 4]
+}
+
+// -----
+
+// Tests an extra dependency that contradicts the stage DAG: stage 0's forward
+// waits for stage 1's backward, which needs stage 0's forward.
+// expected-error @+3 {{'flexpipe.pipeline' op cannot be scheduled: no actor can make progress at step 0 with 0 of 8 computations scheduled; the priorities and in-flight limits admit no further step}}
+// expected-note @+2 {{actor 0 has 4 computations left: fwd stage 0 mb 0 (actor 0) waits for bwd stage 1 mb 0 (actor 1), which is not scheduled}}
+// expected-note @+1 {{actor 1 has 4 computations left: fwd stage 1 mb 0 (actor 1) waits for fwd stage 0 mb 0 (actor 0), which is not scheduled}}
+flexpipe.pipeline @contradiction actors(2) microbatches(2) {
+  flexpipe.module @gpt layers(2) placement(one_to_one)
+  flexpipe.dependency bwd @gpt[1] -> fwd @gpt[0]
+}
+
+// -----
+
+// Tests a spec with registered instructions, which the scheduler does not
+// handle yet.
+flexpipe.pipeline @registered actors(2) microbatches(2) {
+  flexpipe.module @gpt layers(2) placement(one_to_one)
+  // expected-error @+1 {{'flexpipe.stage' op is not scheduled yet: the scheduler handles modules, shared stages, priorities, in-flight limits and dependencies between built-in instructions; registered stages and instructions come with plugin support}}
+  flexpipe.stage @sync actors [0, 1]
+  flexpipe.instruction @ag kind(all_gather) on(@sync)
+}

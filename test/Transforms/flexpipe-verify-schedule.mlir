@@ -1,0 +1,140 @@
+// RUN: flexpipe-opt %s -split-input-file -flexpipe-verify-schedule -verify-diagnostics
+
+// Tests a valid schedule with asynchronous receives and a collective (both
+// members name the same instance: stage 0, micro-batch 0).
+flexpipe.schedule @ok actors(2) stages(2) microbatches(1) {
+  flexpipe.actor 0 {
+    flexpipe.fwd stage 0 mb 0
+    flexpipe.send_act stage 0 mb 0 to 1
+    %g = flexpipe.recv_grad stage 0 mb 0 from 1 : !flexpipe.token
+    flexpipe.all_gather stage 0 mb 0 group [0, 1]
+    flexpipe.wait %g
+    flexpipe.bwd stage 0 mb 0
+  }
+  flexpipe.actor 1 {
+    %a = flexpipe.recv_act stage 1 mb 0 from 0 : !flexpipe.token
+    flexpipe.wait %a
+    flexpipe.fwd stage 1 mb 0
+    flexpipe.bwd stage 1 mb 0
+    flexpipe.send_grad stage 1 mb 0 to 0
+    flexpipe.all_gather stage 0 mb 0 group [0, 1]
+  }
+}
+
+// -----
+
+// Tests a deadlock: each actor receives before it sends.
+flexpipe.schedule @cycle actors(2) stages(2) microbatches(1) {
+  flexpipe.actor 0 {
+    flexpipe.fwd stage 0 mb 0
+    // expected-error @+2 {{the programs deadlock: actors 0 1 wait for each other in a cycle}}
+    // expected-note @+1 {{actor 0 waits here for actor 1}}
+    flexpipe.recv_grad stage 0 mb 0 from 1
+    flexpipe.send_act stage 0 mb 0 to 1
+    flexpipe.bwd stage 0 mb 0
+  }
+  flexpipe.actor 1 {
+    // expected-note @+1 {{actor 1 waits here for actor 0}}
+    flexpipe.recv_act stage 1 mb 0 from 0
+    flexpipe.fwd stage 1 mb 0
+    flexpipe.bwd stage 1 mb 0
+    flexpipe.send_grad stage 1 mb 0 to 0
+  }
+}
+
+// -----
+
+// Tests a collective that one member never joins.
+flexpipe.schedule @lonely actors(2) stages(2) microbatches(1) {
+  flexpipe.actor 0 {
+    flexpipe.fwd stage 0 mb 0
+    flexpipe.send_act stage 0 mb 0 to 1
+    // expected-error @+1 {{all_gather stage 0 mb 0 on actor 0 waits for actor 1, which finishes its program without providing it}}
+    flexpipe.all_gather stage 0 mb 0 group [0, 1]
+    flexpipe.recv_grad stage 0 mb 0 from 1
+    flexpipe.bwd stage 0 mb 0
+  }
+  flexpipe.actor 1 {
+    flexpipe.recv_act stage 1 mb 0 from 0
+    flexpipe.fwd stage 1 mb 0
+    flexpipe.bwd stage 1 mb 0
+    flexpipe.send_grad stage 1 mb 0 to 0
+  }
+}
+
+// -----
+
+// Tests receives posted in the opposite order of the sends.
+flexpipe.schedule @crossed actors(2) stages(2) microbatches(2) {
+  flexpipe.actor 0 {
+    flexpipe.fwd stage 0 mb 0
+    // expected-note @+1 {{the send it would match}}
+    flexpipe.send_act stage 0 mb 0 to 1
+    flexpipe.fwd stage 0 mb 1
+    flexpipe.send_act stage 0 mb 1 to 1
+    flexpipe.recv_grad stage 0 mb 0 from 1
+    flexpipe.bwd stage 0 mb 0
+    flexpipe.recv_grad stage 0 mb 1 from 1
+    flexpipe.bwd stage 0 mb 1
+  }
+  flexpipe.actor 1 {
+    // expected-error @+1 {{recv_act stage 1 mb 1 from 0 on actor 1 would receive the message of send_act stage 0 mb 0 to 1 on actor 0: sends and receives between two actors must match one to one and in the same order}}
+    flexpipe.recv_act stage 1 mb 1 from 0
+    flexpipe.recv_act stage 1 mb 0 from 0
+    flexpipe.fwd stage 1 mb 0
+    flexpipe.bwd stage 1 mb 0
+    flexpipe.send_grad stage 1 mb 0 to 0
+    flexpipe.fwd stage 1 mb 1
+    flexpipe.bwd stage 1 mb 1
+    flexpipe.send_grad stage 1 mb 1 to 0
+  }
+}
+
+// -----
+
+// Tests a computation that runs before its input is received.
+flexpipe.schedule @early actors(2) stages(2) microbatches(1) {
+  flexpipe.actor 0 {
+    flexpipe.fwd stage 0 mb 0
+    flexpipe.send_act stage 0 mb 0 to 1
+    flexpipe.recv_grad stage 0 mb 0 from 1
+    flexpipe.bwd stage 0 mb 0
+  }
+  flexpipe.actor 1 {
+    // expected-error @+1 {{fwd stage 1 mb 0 on actor 1 runs before the activation of stage 0 mb 0 is computed or received here; every dependency must be satisfied in program order}}
+    flexpipe.fwd stage 1 mb 0
+    flexpipe.recv_act stage 1 mb 0 from 0
+    flexpipe.bwd stage 1 mb 0
+    flexpipe.send_grad stage 1 mb 0 to 0
+  }
+}
+
+// -----
+
+// Tests a forward whose backward never runs.
+// expected-error @+1 {{stage 0 micro-batch 0 runs a forward but never completes its backward; every forward needs a bwd (or igrad and wgrad)}}
+flexpipe.schedule @half actors(1) stages(1) microbatches(1) {
+  flexpipe.actor 0 {
+    flexpipe.fwd stage 0 mb 0
+  }
+}
+
+// -----
+
+// Tests a receive from an actor that runs no neighbouring stage.
+flexpipe.schedule @stranger actors(3) stages(2) microbatches(1) {
+  flexpipe.actor 0 {
+    flexpipe.fwd stage 0 mb 0
+    flexpipe.send_act stage 0 mb 0 to 1
+    flexpipe.recv_grad stage 0 mb 0 from 1
+    flexpipe.bwd stage 0 mb 0
+  }
+  flexpipe.actor 1 {
+    // expected-error @+1 {{recv_act stage 1 mb 0 from 2 on actor 1 expects a message from actor 2, which runs no stage adjacent to stage 1}}
+    flexpipe.recv_act stage 1 mb 0 from 2
+    flexpipe.fwd stage 1 mb 0
+    flexpipe.bwd stage 1 mb 0
+  }
+  flexpipe.actor 2 {
+  }
+}

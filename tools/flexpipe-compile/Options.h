@@ -1,0 +1,37 @@
+//===- Options.h - flexpipe-compile command line ----------------*- C++ -*-===//
+//
+// Part of the FlexPipe project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// The command line as a plain struct. Options.cpp parses it with CLI11 (which
+// needs exceptions) so that the MLIR side never sees an exception.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLEXPIPE_TOOLS_FLEXPIPE_COMPILE_OPTIONS_H
+#define FLEXPIPE_TOOLS_FLEXPIPE_COMPILE_OPTIONS_H
+
+#include <cstdint>
+#include <string>
+
+namespace flexpipe {
+
+struct CompileOptions {
+  std::string input;
+  std::string output = "-";
+  int64_t actors = 0;       ///< 0: as the spec says
+  int64_t microbatches = 0; ///< 0: as the spec says
+  std::string timeModel = "step";
+  std::string emit = "schedule";
+};
+
+/// Parses the command line. Returns -1 to go on, otherwise the exit code
+/// (0 after --help, 1 after an error, which it has printed).
+int parseCompileOptions(int argc, char **argv, CompileOptions &options);
+
+} // namespace flexpipe
+
+#endif // FLEXPIPE_TOOLS_FLEXPIPE_COMPILE_OPTIONS_H
