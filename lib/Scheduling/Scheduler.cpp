@@ -185,6 +185,7 @@ private:
   std::vector<int64_t> actorInflight, partInflight, groupInflight;
 
   struct IntervalState {
+    bool started = false;
     int32_t pos = 0;
     int64_t stepped = 0;
   };
@@ -349,10 +350,24 @@ int32_t Engine::fetch(int32_t actor, CompKind kind) {
     return -1;
   }
 
-  // With an interval: once a run at a stage has started, stay on it for
-  // `interval` items, then move on in the direction (cyclically), skipping
-  // stages with nothing left.
+  // With an interval (Algorithm 1's fetch_inst1): take items of the current
+  // stage `interval` times in a row, then move on in the direction
+  // (cyclically, skipping stages with nothing left), waiting at the current
+  // stage while its next item is not schedulable. The traversal begins at the
+  // first stage in the direction that has a schedulable item.
   IntervalState &st = intervals[actor * kNumCompKinds + static_cast<int>(kind)];
+  if (!st.started) {
+    for (int32_t i = 0; i < n; ++i) {
+      const int32_t part = partAt(i);
+      if (!queue(part, kind).empty() && admissible(kind, part)) {
+        st.started = true;
+        st.pos = i;
+        st.stepped = 1;
+        return take(part);
+      }
+    }
+    return -1;
+  }
   if (st.stepped >= sp.interval || remainingIn(partAt(st.pos), kind) == 0) {
     for (int32_t step = 1; step <= n; ++step) {
       int32_t next = (st.pos + step) % n;
@@ -363,25 +378,11 @@ int32_t Engine::fetch(int32_t actor, CompKind kind) {
     }
     st.stepped = 0;
   }
-  int32_t part = partAt(st.pos);
-  if (!queue(part, kind).empty() && admissible(kind, part)) {
-    ++st.stepped;
-    return take(part);
-  }
-  // A run that has not started yet begins at the next stage in the direction
-  // with a schedulable item; a run in progress waits for its stage.
-  if (st.stepped == 0) {
-    for (int32_t step = 1; step < n; ++step) {
-      int32_t next = (st.pos + step) % n;
-      part = partAt(next);
-      if (!queue(part, kind).empty() && admissible(kind, part)) {
-        st.pos = next;
-        st.stepped = 1;
-        return take(part);
-      }
-    }
-  }
-  return -1;
+  const int32_t part = partAt(st.pos);
+  if (queue(part, kind).empty() || !admissible(kind, part))
+    return -1;
+  ++st.stepped;
+  return take(part);
 }
 
 /// Algorithm 1's StepFunction: the computation-type traversal priority
@@ -563,6 +564,37 @@ void Engine::diagnoseStuck(ScheduleResult &res, double now) {
       else
         os << "a global in-flight limit is reached";
       explained = true;
+    }
+    // A stage traversal interval holding the actor at a stage while another
+    // stage has schedulable work?
+    for (CompKind kind : {CompKind::Fwd, gradKind(), CompKind::Wgrad}) {
+      if (explained)
+        break;
+      const ActorPolicy &pol = p.policies[actor];
+      const StagePriority &sp = kind == CompKind::Fwd ? pol.fwd : pol.bwd;
+      const IntervalState &st =
+          intervals[actor * kNumCompKinds + static_cast<int>(kind)];
+      if (sp.interval == 0 || !st.started)
+        continue;
+      const std::vector<int32_t> &parts = actorParts[actor];
+      const int32_t n = static_cast<int32_t>(parts.size());
+      auto partAt = [&](int32_t i) {
+        return parts[sp.order == StageOrder::DepthFirst ? n - 1 - i : i];
+      };
+      const int32_t held = partAt(st.pos);
+      if (!queue(held, kind).empty())
+        continue;
+      for (int32_t other : parts) {
+        if (other == held || queue(other, kind).empty())
+          continue;
+        os << "its " << (kind == CompKind::Fwd ? "forward" : "backward")
+           << " traversal (interval " << sp.interval << ") waits at stage "
+           << p.parts[held].stage << " while "
+           << describe(kind, other, queue(other, kind).front())
+           << " is ready";
+        explained = true;
+        break;
+      }
     }
     // Otherwise: the first unstarted item and one unfinished predecessor.
     for (int32_t part : actorParts[actor]) {
