@@ -47,7 +47,31 @@ std::string cell(const ProgOp &op) {
 
 } // namespace
 
-Timeline flexpipe::sched::unitTimeline(const Program &p) {
+Timeline flexpipe::sched::unitTimeline(const Program &program) {
+  return replayTimeline(program, [](const ProgOp &op) {
+    return isCompute(op.kind) || op.kind == OpKind::Exec ? 1.0 : 0.0;
+  });
+}
+
+int64_t flexpipe::sched::peakInflight(const Program &program) {
+  int64_t peak = 0;
+  for (const auto &ops : program.actors) {
+    bool split = std::any_of(ops.begin(), ops.end(), [](const ProgOp &op) {
+      return op.kind == OpKind::Wgrad;
+    });
+    int64_t held = 0;
+    for (const ProgOp &op : ops) {
+      if (op.kind == OpKind::Fwd)
+        peak = std::max(peak, ++held);
+      else if (op.kind == (split ? OpKind::Wgrad : OpKind::Bwd))
+        --held;
+    }
+  }
+  return peak;
+}
+
+Timeline flexpipe::sched::replayTimeline(
+    const Program &p, const std::function<double(const ProgOp &)> &duration) {
   Timeline t;
   const int32_t n = p.numActors;
   t.start.resize(n);
@@ -83,8 +107,9 @@ Timeline flexpipe::sched::unitTimeline(const Program &p) {
         switch (op.kind) {
         case OpKind::SendAct:
         case OpKind::SendGrad:
+          // The message arrives `duration` after it is sent.
           sentAt[{a, op.peer, op.kind == OpKind::SendGrad, op.stage, op.mb}] =
-              clock[a];
+              clock[a] + duration(op);
           break;
         case OpKind::RecvAct:
         case OpKind::RecvGrad: {
@@ -130,8 +155,8 @@ Timeline flexpipe::sched::unitTimeline(const Program &p) {
             end = std::max(end, time);
           break;
         }
-        default: // computations and registered instructions: one step
-          end = start + 1;
+        default: // computations and registered instructions
+          end = start + duration(op);
           break;
         }
         if (blocked)

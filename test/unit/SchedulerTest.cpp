@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "flexpipe/Scheduling/Export.h"
 #include "flexpipe/Scheduling/PipelineSpec.h"
 #include "flexpipe/Scheduling/Program.h"
 
@@ -436,4 +437,106 @@ TEST_CASE("the verifier finds deadlocks and mismatched channels",
   CHECK(failure->message ==
         "stage 0 micro-batch 0 runs a forward but never completes its "
         "backward; every forward needs a bwd (or igrad and wgrad)");
+}
+
+namespace {
+
+/// A PyTorch order (compute cells only) as a compute program over a chain of
+/// stages.
+Program programOf(const Rows &rows, int32_t numMicrobatches) {
+  static const std::regex cell("^([0-9]+)([FBIW])([0-9]+)$");
+  Program program;
+  program.numActors = static_cast<int32_t>(rows.size());
+  program.numMicrobatches = numMicrobatches;
+  program.actors.resize(rows.size());
+  for (size_t a = 0; a < rows.size(); ++a)
+    for (const std::string &text : rows[a]) {
+      std::smatch m;
+      REQUIRE(std::regex_match(text, m, cell));
+      const OpKind kind = m[2] == "F"   ? OpKind::Fwd
+                          : m[2] == "B" ? OpKind::Bwd
+                          : m[2] == "I" ? OpKind::Igrad
+                                        : OpKind::Wgrad;
+      const int32_t stage = std::stoi(m[1]);
+      program.numStages = std::max(program.numStages, stage + 1);
+      program.actors[a].push_back({kind, stage, std::stoi(m[3])});
+    }
+  for (int32_t s = 0; s + 1 < program.numStages; ++s)
+    program.edges.push_back({s, s + 1});
+  return program;
+}
+
+struct Figures {
+  double makespan;
+  int64_t peak;
+};
+
+/// Makespan with free communication and per-rank costs F = 1, B = 2 (a rank
+/// holding v stages spends 1/v of that on each), and peak in-flight.
+Figures figures(Program program) {
+  const double v =
+      static_cast<double>(program.numStages) / program.numActors;
+  insertCommunication(program);
+  REQUIRE(!verify(program));
+  Timeline t = replayTimeline(program, [&](const ProgOp &op) {
+    switch (op.kind) {
+    case OpKind::Fwd:
+      return 1 / v;
+    case OpKind::Bwd:
+      return 2 / v;
+    case OpKind::Igrad:
+    case OpKind::Wgrad:
+      return 1 / v;
+    default:
+      return 0.0;
+    }
+  });
+  REQUIRE(t.ok);
+  return {t.makespan, peakInflight(program)};
+}
+
+} // namespace
+
+TEST_CASE("where the order differs from PyTorch's it is no worse",
+          "[scheduler][reference]") {
+  struct Case {
+    const char *file;
+    PipelineSpec spec;
+    TimeModel model;
+    double referenceMakespan; // from the reference README
+  };
+  std::vector<Case> cases = {
+      {"pp4_mb8_1F1B.csv",
+       makeSpec(4, 8, PlacementKind::OneToOne, 1, Cttp::BwdFirst, kBreadth,
+                kBreadth, {4, 3, 2, 1}),
+       TimeModel::Step, 33},
+      {"pp4_mb8_GPipe.csv",
+       makeSpec(4, 8, PlacementKind::OneToOne, 1, Cttp::FwdFirst, kBreadth,
+                kBreadth),
+       TimeModel::Step, 33},
+      {"pp4_mb8_Interleaved1F1B_v2.csv",
+       makeSpec(4, 8, PlacementKind::Circular, 2, Cttp::Interleaved,
+                {StageOrder::BreadthFirst, 4}, {StageOrder::DepthFirst, 4},
+                {11, 9, 7, 5}),
+       TimeModel::Step, 28.5},
+      {"pp4_mb8_LoopedBFS_v2.csv",
+       makeSpec(4, 8, PlacementKind::Circular, 2, Cttp::FwdFirst, kBreadth,
+                kDepth),
+       TimeModel::Step, 28.5},
+  };
+  for (const Case &c : cases) {
+    INFO(c.file);
+    Run r = run(c.spec, c.model);
+    Figures ours = figures(toProgram(r.built.problem, r.result,
+                                     r.built.numStages, r.built.stageEdges,
+                                     r.built.sharedStages));
+    Figures theirs = figures(programOf(readReference(c.file), 8));
+    CHECK(theirs.makespan == Approx(c.referenceMakespan));
+    CHECK(ours.makespan <= theirs.makespan + 1e-9);
+    CHECK(ours.peak <= theirs.peak);
+    // Printed for docs/Schedules.md.
+    WARN(c.file << ": makespan ours " << ours.makespan << " vs "
+                << theirs.makespan << ", peak in-flight ours " << ours.peak
+                << " vs " << theirs.peak);
+  }
 }

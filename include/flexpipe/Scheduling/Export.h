@@ -11,6 +11,7 @@
 
 #include "flexpipe/Scheduling/Program.h"
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -23,10 +24,20 @@ struct Timeline {
   double makespan = 0;
 };
 
-/// Replays a verified program with every computation taking one step and
-/// communication taking none (the paper's step model). Fails (ok = false) on
-/// a program that does not terminate.
+/// Replays a verified program with the given duration per op (communication
+/// is instantaneous unless its duration says otherwise). Fails (ok = false)
+/// on a program that does not terminate.
+Timeline replayTimeline(const Program &program,
+                        const std::function<double(const ProgOp &)> &duration);
+
+/// replayTimeline with every computation taking one step and communication
+/// none (the paper's step model).
 Timeline unitTimeline(const Program &program);
+
+/// The largest number of forwards not yet released by their backward (bwd,
+/// or wgrad after a split) that any actor holds at once: peak activation
+/// memory in stage-micro-batch units.
+int64_t peakInflight(const Program &program);
 
 /// An ASCII grid like the paper's figures: one row per actor, one column per
 /// step, cells `<stage><F|B|I|W><micro-batch>`, `.` for an idle step.

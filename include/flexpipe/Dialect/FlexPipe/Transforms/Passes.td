@@ -61,13 +61,18 @@ def SchedulePass : Pass<"flexpipe-schedule", "mlir::ModuleOp"> {
     A configuration that can make no progress is reported with one line per
     waiting actor; the pass never loops.
 
+    Before:
+
     ```mlir
-    // Before:
     flexpipe.pipeline @p actors(2) microbatches(2) {
       flexpipe.module @gpt layers(2) placement(one_to_one)
       flexpipe.priority cttp<fwd_first>
     }
-    // After:
+    ```
+
+    After:
+
+    ```mlir
     flexpipe.schedule @p actors(2) stages(2) microbatches(2) {
       flexpipe.actor 0 {
         flexpipe.fwd stage 0 mb 0
