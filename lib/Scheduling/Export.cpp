@@ -199,10 +199,12 @@ std::string flexpipe::sched::formatTextGrid(const Program &p,
   const std::string label = "actor " + std::to_string(p.numActors - 1);
   for (int32_t a = 0; a < p.numActors; ++a) {
     std::string name = "actor " + std::to_string(a);
-    os << name << std::string(label.size() - name.size(), ' ') << " |";
+    std::string row = name + std::string(label.size() - name.size(), ' ') +
+                      " |";
     for (const std::string &c : grid[a])
-      os << ' ' << c << std::string(width - c.size(), ' ');
-    os << '\n';
+      row += ' ' + c + std::string(width - c.size(), ' ');
+    row.erase(row.find_last_not_of(' ') + 1);
+    os << row << '\n';
   }
   return os.str();
 }
