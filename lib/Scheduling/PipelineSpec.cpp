@@ -124,6 +124,21 @@ flexpipe::sched::buildProblem(const PipelineSpec &spec) {
           static_cast<double>(std::max<int64_t>(1, layout.layersPerStage[index]));
       for (int k = 0; k < kNumCompKinds; ++k)
         part.cost[k] = spec.costPerLayer[k] * layers;
+      if (spec.model && spec.cluster) {
+        StageShape shape;
+        shape.module = spec.model->module(module.name);
+        if (!shape.module)
+          return fail("the model file has no module '" + module.name + "'");
+        shape.layers = layout.layersPerStage[index];
+        shape.first = index == 0;
+        shape.last = index == perDirection - 1;
+        const StageCost cost = stageCost(shape, *spec.model, *spec.cluster);
+        const double share = std::max<size_t>(1, sharedActors[local].size());
+        part.cost[0] = cost.fwd / share;
+        part.cost[1] = cost.bwd / share;
+        part.cost[2] = cost.igrad / share;
+        part.cost[3] = cost.wgrad / share;
+      }
       std::vector<int64_t> actors = sharedActors[local];
       if (actors.empty())
         actors.push_back(layout.placement.actorOf[local]);

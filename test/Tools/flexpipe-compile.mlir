@@ -5,7 +5,11 @@
 // HELP: --actors N
 // HELP: --microbatches M
 // HELP: --time-model TEXT:{step,cost}=step
-// HELP: --emit TEXT:{schedule,text,torch-csv,torch-csv-comms}=schedule
+// HELP: --emit TEXT:{schedule,text,torch-csv,torch-csv-comms,report,svg,trace}=schedule
+// HELP: --balance TEXT:{layers,cost}=layers
+// HELP: --model TEXT:FILE
+// HELP: --cluster TEXT:FILE
+// HELP: --profile TEXT:FILE
 // HELP: -o,--output TEXT=-
 
 // Sizes from the command line override the spec's.
@@ -30,8 +34,8 @@
 // AGAIN: schedule @small: 4 actors, 4 stages, 4 micro-batches
 
 // Errors.
-// RUN: not flexpipe-compile %s --emit=svg 2>&1 | FileCheck %s --check-prefix=BADEMIT
-// BADEMIT: --emit: svg not in {schedule,text,torch-csv,torch-csv-comms}
+// RUN: not flexpipe-compile %s --emit=png 2>&1 | FileCheck %s --check-prefix=BADEMIT
+// BADEMIT: --emit: png not in {schedule,text,torch-csv,torch-csv-comms,report,svg,trace}
 // RUN: not flexpipe-compile %s --microbatches 0 2>&1 | FileCheck %s --check-prefix=ZERO
 // ZERO: --microbatches: Value 0 not in range
 // RUN: not flexpipe-compile %t.missing.mlir 2>&1 | FileCheck %s --check-prefix=MISSING

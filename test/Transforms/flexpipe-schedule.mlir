@@ -2,7 +2,8 @@
 // RUN: flexpipe-opt %s -split-input-file -flexpipe-schedule=time-model=cost | FileCheck %s --check-prefix=COST
 
 // GPipe on 2 actors: forwards first.
-// CHECK-LABEL: flexpipe.schedule @gpipe actors(2) stages(2) microbatches(2) {
+// CHECK-LABEL: flexpipe.schedule @gpipe actors(2) stages(2) microbatches(2)
+// CHECK-SAME:    stage_info [#flexpipe.stage_info<"gpt", 1, first>, #flexpipe.stage_info<"gpt", 1, last>] {
 // CHECK-NEXT:    flexpipe.actor 0 {
 // CHECK-NEXT:      flexpipe.fwd stage 0 mb 0
 // CHECK-NEXT:      flexpipe.fwd stage 0 mb 1
@@ -25,7 +26,8 @@ flexpipe.pipeline @gpipe actors(2) microbatches(2) {
 
 // Two towers feeding a joint head: a branching stage DAG. The head waits for
 // both towers; its backward feeds both.
-// CHECK-LABEL: flexpipe.schedule @towers actors(3) stages(3) microbatches(1) edges [0 -> 2, 1 -> 2] {
+// CHECK-LABEL: flexpipe.schedule @towers actors(3) stages(3) microbatches(1) edges [0 -> 2, 1 -> 2]
+// CHECK-SAME:    stage_info [#flexpipe.stage_info<"image", 1, first, last>, #flexpipe.stage_info<"text", 1, first, last>, #flexpipe.stage_info<"head", 1, first, last>] {
 // CHECK-NEXT:    flexpipe.actor 0 {
 // CHECK-NEXT:      flexpipe.fwd stage 0 mb 0
 // CHECK-NEXT:      flexpipe.bwd stage 0 mb 0
@@ -76,7 +78,8 @@ flexpipe.pipeline @no_override actors(2) microbatches(3) {
 // -----
 
 // Shared stage: stage 0 runs on both actors (each its part).
-// CHECK-LABEL: flexpipe.schedule @shared actors(2) stages(2) microbatches(1) shared [0] {
+// CHECK-LABEL: flexpipe.schedule @shared actors(2) stages(2) microbatches(1) shared [0]
+// CHECK-SAME:    {
 // CHECK-NEXT:    flexpipe.actor 0 {
 // CHECK-NEXT:      flexpipe.fwd stage 0 mb 0
 // CHECK-NEXT:      flexpipe.bwd stage 0 mb 0

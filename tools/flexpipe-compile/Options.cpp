@@ -37,18 +37,43 @@ int flexpipe::parseCompileOptions(int argc, char **argv,
                  "paper's model, every instruction one step) or cost (actors "
                  "pick their next instruction when they become free; forward, "
                  "backward, input- and weight-gradient take 1, 2, 1, 1 units "
-                 "per layer)")
+                 "per layer, or the cost model's durations with --model and "
+                 "--cluster)")
       ->check(CLI::IsMember({"step", "cost"}))
       ->capture_default_str();
   app.add_option(
          "--emit", options.emit,
          "What to write: schedule (the verified flexpipe.schedule IR), text "
          "(an ASCII grid, one row per actor, one column per step), torch-csv "
-         "(PyTorch's compute_only CSV for _PipelineScheduleRuntime._load_csv) "
-         "or torch-csv-comms (the compute_comms variant with sends and "
-         "receives)")
-      ->check(CLI::IsMember({"schedule", "text", "torch-csv", "torch-csv-comms"}))
+         "(PyTorch's compute_only CSV for _PipelineScheduleRuntime._load_csv), "
+         "torch-csv-comms (the compute_comms variant with sends and "
+         "receives), report (simulated iteration time, bubbles and memory per "
+         "actor), svg (a timeline picture) or trace (Chrome trace JSON for "
+         "Perfetto)")
+      ->check(CLI::IsMember({"schedule", "text", "torch-csv", "torch-csv-comms",
+                             "report", "svg", "trace"}))
       ->capture_default_str();
+  app.add_option("--balance", options.balance,
+                 "How layers are split into stages where the spec gives no "
+                 "partition: layers (evenly) or cost (balancing the stages' "
+                 "FLOPs with the embedding on the first stage and the LM head "
+                 "on the last; needs model<...> sizes in the spec or --model)")
+      ->check(CLI::IsMember({"layers", "cost"}))
+      ->capture_default_str();
+  app.add_option("--model", options.model,
+                 "Model YAML (docs/CostModel.md): its modules' sizes replace "
+                 "the spec's layer counts, and with --cluster its costs drive "
+                 "the simulation and --time-model=cost")
+      ->check(CLI::ExistingFile);
+  app.add_option("--cluster", options.cluster,
+                 "Cluster YAML (docs/CostModel.md): device throughput, memory "
+                 "and links; needs --model")
+      ->check(CLI::ExistingFile);
+  app.add_option("--profile", options.profile,
+                 "Measured profile YAML (docs/CostModel.md): its durations "
+                 "replace the analytic ones; alone, it prices the stages it "
+                 "lists and every other computation takes 1")
+      ->check(CLI::ExistingFile);
   app.add_option("-o,--output", options.output,
                  "Output file (- for standard output)")
       ->capture_default_str();

@@ -26,6 +26,8 @@ struct CompileOptions {
   int64_t microbatches = 0; ///< 0: as the spec says
   std::string timeModel = "step";
   std::string emit = "schedule";
+  std::string balance = "layers";
+  std::string model, cluster, profile; ///< YAML files; empty: none
 };
 
 /// Parses the command line. Returns -1 to go on, otherwise the exit code

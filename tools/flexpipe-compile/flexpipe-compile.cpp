@@ -16,7 +16,9 @@
 #include "flexpipe/Dialect/FlexPipe/IR/FlexPipe.h"
 #include "flexpipe/Dialect/FlexPipe/Transforms/Passes.h"
 #include "flexpipe/Dialect/FlexPipe/Transforms/Utils.h"
+#include "flexpipe/Scheduling/CostModelYAML.h"
 #include "flexpipe/Scheduling/Export.h"
+#include "flexpipe/Scheduling/Simulator.h"
 
 #include "mlir/Dialect/EmitC/IR/EmitC.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -30,6 +32,8 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <numeric>
 
 using namespace mlir;
 using namespace flexpipe;
@@ -57,6 +61,35 @@ static int compile(const CompileOptions &options) {
   if (!module)
     return 1;
 
+  // Cost files.
+  if (!options.cluster.empty() && options.model.empty()) {
+    llvm::errs() << "flexpipe-compile: --cluster needs --model (the cluster "
+                    "prices a model)\n";
+    return 1;
+  }
+  if (!options.model.empty() && options.cluster.empty()) {
+    llvm::errs() << "flexpipe-compile: --model needs --cluster (device "
+                    "throughput, memory and links)\n";
+    return 1;
+  }
+  sched::ModelConfig model;
+  sched::ClusterConfig cluster;
+  sched::Profile profile;
+  if (!options.model.empty())
+    for (const std::string &problem :
+         {sched::loadModel(options.model, model),
+          sched::loadCluster(options.cluster, cluster)})
+      if (!problem.empty()) {
+        llvm::errs() << problem << "\n";
+        return 1;
+      }
+  if (!options.profile.empty())
+    if (std::string problem = sched::loadProfile(options.profile, profile);
+        !problem.empty()) {
+      llvm::errs() << problem << "\n";
+      return 1;
+    }
+
   size_t specs = 0, schedules = 0;
   for (Operation &op : module->getBody()->getOperations()) {
     if (auto pipeline = dyn_cast<PipelineOp>(op)) {
@@ -66,6 +99,18 @@ static int compile(const CompileOptions &options) {
         pipeline.setActorsAttr(b.getI64IntegerAttr(options.actors));
       if (options.microbatches > 0)
         pipeline.setMicrobatchesAttr(b.getI64IntegerAttr(options.microbatches));
+      // The model file's sizes replace the spec's layer counts.
+      if (!options.model.empty())
+        for (auto m : pipeline.getBody().getOps<ModalityOp>()) {
+          const sched::ModuleModel *sizes = model.module(m.getSymName().str());
+          if (!sizes) {
+            m.emitError() << "module @" << m.getSymName()
+                          << " is not in the model file '" << options.model
+                          << "'; name its modules after the spec's";
+            return 1;
+          }
+          m.setLayersAttr(b.getI64IntegerAttr(sizes->layers));
+        }
     } else if (isa<ScheduleOp>(op)) {
       ++schedules;
     }
@@ -91,6 +136,9 @@ static int compile(const CompileOptions &options) {
   PassManager pm(&context);
   SpecToScheduleOptions pipelineOptions;
   pipelineOptions.timeModel = options.timeModel;
+  pipelineOptions.modelFile = options.model;
+  pipelineOptions.balance = options.balance;
+  pipelineOptions.clusterFile = options.cluster;
   buildSpecToSchedulePipeline(pm, pipelineOptions);
   if (failed(pm.run(*module)))
     return 1;
@@ -109,7 +157,8 @@ static int compile(const CompileOptions &options) {
     return 0;
   }
   SmallVector<ScheduleOp> all(module->getOps<ScheduleOp>());
-  if (options.emit != "text" && all.size() != 1) {
+  const bool many = options.emit == "text" || options.emit == "report";
+  if (!many && all.size() != 1) {
     emitError(module->getLoc())
         << "--emit=" << options.emit << " writes one schedule, but '"
         << options.input << "' holds " << all.size()
@@ -118,6 +167,44 @@ static int compile(const CompileOptions &options) {
   }
   for (ScheduleOp schedule : all) {
     ScheduleProgram read = readSchedule(schedule);
+    if (options.emit == "report" || options.emit == "svg" ||
+        options.emit == "trace") {
+      sched::Simulator simulator;
+      if (!simulator.prepare(read.program, error)) {
+        schedule.emitError() << error;
+        return 1;
+      }
+      sched::SimCosts costs;
+      if (!options.model.empty()) {
+        std::vector<int64_t> devices(read.program.numActors);
+        std::iota(devices.begin(), devices.end(), 0);
+        error = sched::modelCosts(read.program, model, cluster,
+                                  options.profile.empty() ? nullptr : &profile,
+                                  devices, costs);
+      } else if (!options.profile.empty()) {
+        error = sched::profileCosts(read.program, profile, costs);
+      } else {
+        costs = sched::unitCosts(read.program);
+      }
+      if (!error.empty()) {
+        schedule.emitError() << error;
+        return 1;
+      }
+      sched::SimResult result = simulator.run(costs);
+      sched::ReportContext context;
+      context.name = schedule.getSymName().str();
+      if (!options.model.empty() && !model.modules.empty())
+        context.tokensPerIteration =
+            static_cast<double>(read.program.numMicrobatches) *
+            model.microBatchSize * model.modules.front().seq;
+      if (options.emit == "report")
+        os << sched::formatReport(read.program, result, costs, context);
+      else if (options.emit == "svg")
+        os << sched::formatSvg(read.program, result, costs, context);
+      else
+        os << sched::formatTrace(read.program, result, costs, context);
+      continue;
+    }
     sched::Timeline timeline = sched::unitTimeline(read.program);
     if (!timeline.ok) {
       schedule.emitError() << "cannot be replayed to a timeline";

@@ -53,6 +53,32 @@ std::string formatTorchCsv(const Program &program, const Timeline &timeline);
 /// receiver's).
 std::string formatTorchCsvComms(const Program &program);
 
+struct SimResult;
+struct SimCosts;
+
+/// What a report or picture is about.
+struct ReportContext {
+  std::string name;         ///< schedule name
+  double tokensPerIteration = 0; ///< 0: no throughput line
+};
+
+/// A table per actor (busy, idle, bubble %, peak activation, static and
+/// total memory, a flag when over the device memory), totals and the
+/// critical path.
+std::string formatReport(const Program &program, const SimResult &result,
+                         const SimCosts &costs, const ReportContext &context);
+
+/// A timeline like the paper's schedule figures: one row per actor, boxes
+/// coloured by instruction type and shaded by stage, labelled with the
+/// micro-batch, bubbles as gaps, a time axis and a legend.
+std::string formatSvg(const Program &program, const SimResult &result,
+                      const SimCosts &costs, const ReportContext &context);
+
+/// Chrome trace JSON (Perfetto, chrome://tracing): one track per actor, one
+/// event per instruction.
+std::string formatTrace(const Program &program, const SimResult &result,
+                        const SimCosts &costs, const ReportContext &context);
+
 } // namespace flexpipe::sched
 
 #endif // FLEXPIPE_SCHEDULING_EXPORT_H

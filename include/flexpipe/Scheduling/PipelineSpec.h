@@ -16,6 +16,7 @@
 #ifndef FLEXPIPE_SCHEDULING_PIPELINESPEC_H
 #define FLEXPIPE_SCHEDULING_PIPELINESPEC_H
 
+#include "flexpipe/Scheduling/CostModel.h"
 #include "flexpipe/Scheduling/Placement.h"
 #include "flexpipe/Scheduling/Scheduler.h"
 
@@ -80,6 +81,11 @@ struct PipelineSpec {
   /// igrad, wgrad). Used by TimeModel::Cost until a cost model provides
   /// real ones.
   double costPerLayer[kNumCompKinds] = {1, 2, 1, 1};
+  /// When both are set, TimeModel::Cost uses the cost model's durations per
+  /// stage (embedding and LM head included) instead of costPerLayer. The
+  /// model must have a module of each spec module's name.
+  const ModelConfig *model = nullptr;
+  const ClusterConfig *cluster = nullptr;
 };
 
 /// Where a module's stages ended up.

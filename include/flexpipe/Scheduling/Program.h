@@ -69,8 +69,21 @@ struct ProgOp {
   int32_t source = -1;
 };
 
+/// What a stage holds, for the cost model: `layers` transformer layers of
+/// module `module`, the module's first layers (embedding) and/or last
+/// (LM head and loss).
+struct StageMeta {
+  int32_t module = -1;
+  int64_t layers = 1;
+  bool first = false, last = false;
+};
+
 struct Program {
   int32_t numActors = 0, numStages = 0, numMicrobatches = 0;
+  /// Optional: per stage what it holds, and the module names StageMeta
+  /// refers to (empty when unknown, e.g. for a hand-written schedule).
+  std::vector<StageMeta> stageMeta;
+  std::vector<std::string> moduleNames;
   /// The stage DAG (forward direction), in stage ids.
   std::vector<std::pair<int32_t, int32_t>> edges;
   std::vector<int32_t> sharedStages;

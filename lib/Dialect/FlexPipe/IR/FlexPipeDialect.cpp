@@ -160,3 +160,53 @@ LogicalResult StpAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                        << *interval << "; omit it to take the first item";
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// StageInfoAttr: `<"module", layers[, first][, last]>`
+//===----------------------------------------------------------------------===//
+
+Attribute StageInfoAttr::parse(AsmParser &parser, Type) {
+  llvm::SMLoc loc = parser.getCurrentLocation();
+  std::string module;
+  int64_t layers;
+  if (parser.parseLess() || parser.parseString(&module) ||
+      parser.parseComma() || parser.parseInteger(layers))
+    return {};
+  bool first = false, last = false;
+  while (succeeded(parser.parseOptionalComma())) {
+    if (succeeded(parser.parseOptionalKeyword("first")))
+      first = true;
+    else if (succeeded(parser.parseOptionalKeyword("last")))
+      last = true;
+    else {
+      parser.emitError(parser.getCurrentLocation(),
+                       "expected 'first' or 'last'");
+      return {};
+    }
+  }
+  if (parser.parseGreater())
+    return {};
+  return getChecked([&] { return parser.emitError(loc); },
+                    parser.getContext(),
+                    StringAttr::get(parser.getContext(), module), layers, first,
+                    last);
+}
+
+void StageInfoAttr::print(AsmPrinter &printer) const {
+  printer << "<\"" << getModule().getValue() << "\", " << getLayers();
+  if (getFirst())
+    printer << ", first";
+  if (getLast())
+    printer << ", last";
+  printer << '>';
+}
+
+LogicalResult
+StageInfoAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                      StringAttr module, int64_t layers, bool, bool) {
+  if (!module || module.getValue().empty())
+    return emitError() << "a stage_info needs the module's name";
+  if (layers < 0)
+    return emitError() << "a stage cannot hold " << layers << " layers";
+  return success();
+}

@@ -935,6 +935,11 @@ LogicalResult ScheduleOp::verify() {
       return emitOpError() << "has a cycle in its stage edges; the stage graph "
                               "must be a DAG";
   }
+  if (ArrayAttr info = getStageInfoAttr();
+      info && static_cast<int64_t>(info.size()) != numStages)
+    return emitOpError() << "has " << info.size()
+                         << " stage_info entries for " << numStages
+                         << " stages; give one per stage";
   if (std::optional<ArrayRef<int64_t>> shared = getShared()) {
     llvm::SmallDenseSet<int64_t> seen;
     for (int64_t stage : *shared) {

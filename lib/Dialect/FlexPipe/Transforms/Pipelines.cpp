@@ -15,10 +15,15 @@ using namespace mlir;
 
 void flexpipe::buildSpecToSchedulePipeline(
     OpPassManager &pm, const SpecToScheduleOptions &options) {
-  pm.addPass(createPartitionPass());
+  PartitionPassOptions partition;
+  partition.balance = options.balance;
+  partition.modelFile = options.modelFile;
+  pm.addPass(createPartitionPass(partition));
   pm.addPass(createPlacePass());
   SchedulePassOptions schedule;
   schedule.timeModel = options.timeModel;
+  schedule.modelFile = options.modelFile;
+  schedule.clusterFile = options.clusterFile;
   pm.addPass(createSchedulePass(schedule));
   pm.addPass(createInsertCommPass());
   pm.addPass(createVerifySchedulePass());

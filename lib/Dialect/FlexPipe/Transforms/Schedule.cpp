@@ -14,6 +14,7 @@
 
 #include "flexpipe/Dialect/FlexPipe/Transforms/Passes.h"
 #include "flexpipe/Dialect/FlexPipe/Transforms/Utils.h"
+#include "flexpipe/Scheduling/CostModelYAML.h"
 
 #define DEBUG_TYPE "flexpipe-schedule"
 
@@ -56,11 +57,28 @@ void writeSchedule(PipelineOp pipeline, const sched::BuiltProblem &built,
     shared = b.getDenseI64ArrayAttr(SmallVector<int64_t>(
         built.sharedStages.begin(), built.sharedStages.end()));
 
+  // What each stage holds, for the cost model.
+  SmallVector<Attribute> info(built.numStages);
+  SmallVector<StringAttr> names;
+  for (auto module : pipeline.getBody().getOps<ModalityOp>())
+    names.push_back(module.getSymNameAttr());
+  for (size_t m = 0; m < built.modules.size(); ++m) {
+    const sched::ModuleLayout &layout = built.modules[m];
+    const int64_t perDirection = layout.placement.stagesPerDirection;
+    for (int64_t local = 0; local < layout.placement.numStages(); ++local) {
+      const int64_t index = local % perDirection;
+      info[layout.firstStage + local] = StageInfoAttr::get(
+          b.getContext(), names[m], layout.layersPerStage[index], index == 0,
+          index == perDirection - 1);
+    }
+  }
+
   auto schedule = ScheduleOp::create(
       b, loc, pipeline.getSymNameAttr(),
       b.getI64IntegerAttr(problem.numActors),
       b.getI64IntegerAttr(built.numStages),
-      b.getI64IntegerAttr(problem.numMicrobatches), edges, shared);
+      b.getI64IntegerAttr(problem.numMicrobatches), edges, shared,
+      b.getArrayAttr(info));
   Block &body = schedule.getBody().emplaceBlock();
   for (int32_t a = 0; a < problem.numActors; ++a) {
     b.setInsertionPointToEnd(&body);
@@ -90,11 +108,33 @@ struct SchedulePass : flexpipe::impl::SchedulePassBase<SchedulePass> {
       return signalPassFailure();
     }
 
+    sched::ModelConfig modelConfig;
+    sched::ClusterConfig cluster;
+    if (modelFile.empty() != clusterFile.empty()) {
+      getOperation().emitError()
+          << "-flexpipe-schedule needs both model and cluster files for the "
+             "cost model, or neither";
+      return signalPassFailure();
+    }
+    if (!modelFile.empty()) {
+      for (const std::string &error :
+           {sched::loadModel(modelFile, modelConfig),
+            sched::loadCluster(clusterFile, cluster)})
+        if (!error.empty()) {
+          getOperation().emitError() << error;
+          return signalPassFailure();
+        }
+    }
+
     for (PipelineOp pipeline :
          llvm::make_early_inc_range(getOperation().getOps<PipelineOp>())) {
       FailureOr<sched::PipelineSpec> spec = readPipelineSpec(pipeline);
       if (failed(spec))
         return signalPassFailure();
+      if (!modelFile.empty()) {
+        spec->model = &modelConfig;
+        spec->cluster = &cluster;
+      }
       llvm::Expected<sched::BuiltProblem> built = sched::buildProblem(*spec);
       if (!built) {
         pipeline.emitOpError() << llvm::toString(built.takeError());

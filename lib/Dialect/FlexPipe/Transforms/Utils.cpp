@@ -160,6 +160,20 @@ ScheduleProgram flexpipe::readSchedule(ScheduleOp schedule) {
     p.sharedStages.assign(shared->begin(), shared->end());
   p.actors.resize(p.numActors);
   result.ops.resize(p.numActors);
+  if (ArrayAttr info = schedule.getStageInfoAttr()) {
+    for (Attribute attr : info) {
+      auto stage = cast<StageInfoAttr>(attr);
+      sched::StageMeta meta;
+      auto it = llvm::find(p.moduleNames, stage.getModule().str());
+      meta.module = static_cast<int32_t>(it - p.moduleNames.begin());
+      if (it == p.moduleNames.end())
+        p.moduleNames.push_back(stage.getModule().str());
+      meta.layers = stage.getLayers();
+      meta.first = stage.getFirst();
+      meta.last = stage.getLast();
+      p.stageMeta.push_back(meta);
+    }
+  }
 
   llvm::DenseMap<Value, int32_t> tokens;
   std::map<std::vector<int32_t>, int32_t> groups;

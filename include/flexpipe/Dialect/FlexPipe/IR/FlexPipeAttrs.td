@@ -167,6 +167,25 @@ def FlexPipe_StpAttr : FlexPipe_Attr<"Stp", "stp"> {
   let genVerifyDecl = 1;
 }
 
+def FlexPipe_StageInfoAttr : FlexPipe_Attr<"StageInfo", "stage_info"> {
+  let summary = "what a stage of a schedule holds";
+  let description = [{
+    The module a stage belongs to, its number of transformer layers, and
+    whether it holds the module's first layers (`first`: with the token
+    embedding when the model has a vocabulary) and/or its last (`last`: the
+    final norm, LM head and loss). The cost model prices a stage from this;
+    `-flexpipe-schedule` writes one per stage.
+
+    ```mlir
+    #flexpipe.stage_info<"gpt", 16, first>
+    ```
+  }];
+  let parameters = (ins "::mlir::StringAttr":$module, "int64_t":$layers,
+                        "bool":$first, "bool":$last);
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Types
 //===----------------------------------------------------------------------===//

@@ -336,7 +336,9 @@ def FlexPipe_ScheduleOp : FlexPipe_Op<"schedule", [
 
     `edges [a -> b, ...]` is the stage DAG (forward direction); without it the
     stages form the chain 0 -> 1 -> ... -> stages - 1. `shared [...]` lists
-    stages that run on several actors (each its own part).
+    stages that run on several actors (each its own part). `stage_info [...]`
+    says what each stage holds (module, layers, first/last), for the cost
+    model; schedules from `-flexpipe-schedule` carry it.
 
     The verifier checks what can be checked per op and per schedule: ids in
     range, each (instruction, stage, micro-batch) at most once (per actor for
@@ -360,12 +362,15 @@ def FlexPipe_ScheduleOp : FlexPipe_Op<"schedule", [
   let arguments = (ins SymbolNameAttr:$sym_name, I64Attr:$actors,
                        I64Attr:$stages, I64Attr:$microbatches,
                        OptionalAttr<DenseI64ArrayAttr>:$edges,
-                       OptionalAttr<DenseI64ArrayAttr>:$shared);
+                       OptionalAttr<DenseI64ArrayAttr>:$shared,
+                       OptionalAttr<TypedArrayAttrBase<FlexPipe_StageInfoAttr,
+                           "one stage_info per stage">>:$stage_info);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{
     $sym_name `actors` `(` $actors `)` `stages` `(` $stages `)`
     `microbatches` `(` $microbatches `)`
     (`edges` custom<Edges>($edges)^)? (`shared` $shared^)?
+    (`stage_info` $stage_info^)?
     attr-dict-with-keyword $body
   }];
   let hasVerifier = 1;

@@ -30,6 +30,16 @@ struct SpecToScheduleOptions
       *this, "time-model",
       llvm::cl::desc("Scheduling time model: step or cost"),
       llvm::cl::init("step")};
+  Option<std::string> balance{
+      *this, "balance",
+      llvm::cl::desc("Partition: layers (even) or cost (balanced FLOPs)"),
+      llvm::cl::init("layers")};
+  Option<std::string> modelFile{
+      *this, "model", llvm::cl::desc("Model YAML for the cost time model"),
+      llvm::cl::init("")};
+  Option<std::string> clusterFile{
+      *this, "cluster", llvm::cl::desc("Cluster YAML for the cost time model"),
+      llvm::cl::init("")};
 };
 
 /// partition -> place -> schedule -> insert-comm -> verify-schedule: a spec

@@ -19,6 +19,12 @@ def PartitionPass : Pass<"flexpipe-partition", "mlir::ModuleOp"> {
     the first `layers mod stages` stages taking one layer more. Modules that
     already state a partition are left alone.
 
+    With `balance=cost` the split instead minimises the slowest stage's
+    forward + backward FLOPs, with the token embedding on the first stage and
+    the LM head and loss on the last (so a large vocabulary leaves fewer
+    layers there). The sizes come from the module's `model<...>` or, by
+    module name, from the `model` file.
+
     ```mlir
     // Before:
     flexpipe.module @gpt layers(10) placement(one_to_one)
@@ -26,6 +32,14 @@ def PartitionPass : Pass<"flexpipe-partition", "mlir::ModuleOp"> {
     flexpipe.module @gpt layers(10) placement(one_to_one) partition [3, 3, 2, 2]
     ```
   }];
+  let options = [
+    Option<"balance", "balance", "std::string", "\"layers\"",
+           "`layers` (an even split of the layers) or `cost` (balance the "
+           "stages' FLOPs, embedding and LM head included)">,
+    Option<"modelFile", "model", "std::string", "\"\"",
+           "Model YAML giving the sizes for `balance=cost` where a module "
+           "has no `model<...>`">,
+  ];
   let dependentDialects = ["flexpipe::FlexPipeDialect"];
 }
 
@@ -95,7 +109,12 @@ def SchedulePass : Pass<"flexpipe-schedule", "mlir::ModuleOp"> {
            "model: every instruction takes one step) or `cost` (each actor "
            "picks its next instruction when it becomes free; forward, "
            "backward, input- and weight-gradient of a stage take 1, 2, 1 and "
-           "1 time units per layer)">,
+           "1 time units per layer, or the cost model's durations when "
+           "`model` and `cluster` are given)">,
+    Option<"modelFile", "model", "std::string", "\"\"",
+           "Model YAML (docs/CostModel.md) for the cost time model">,
+    Option<"clusterFile", "cluster", "std::string", "\"\"",
+           "Cluster YAML (docs/CostModel.md) for the cost time model">,
   ];
   let dependentDialects = ["flexpipe::FlexPipeDialect"];
 }
@@ -139,6 +158,43 @@ def VerifySchedulePass : Pass<"flexpipe-verify-schedule", "mlir::ModuleOp"> {
     is reported as one error with a note at each op of the wait cycle. The IR
     is not changed.
   }];
+  let dependentDialects = ["flexpipe::FlexPipeDialect"];
+}
+
+def SimulatePass : Pass<"flexpipe-simulate", "mlir::ModuleOp"> {
+  let summary = "predict iteration time, bubbles and memory of each schedule";
+  let description = [{
+    Replays every `flexpipe.schedule` with a cost model and attaches the
+    prediction as a `flexpipe.simulation` dictionary: `iteration_time`,
+    `bubble_ratio` (idle share of all actors' time) and `unit` (`s`, or
+    `steps` for unit costs), and per actor `busy`, `bubble`,
+    `peak_activation` and `total_bytes`, plus `over_memory` (the actors that
+    do not fit a device) and `critical_path` (its number of computations).
+
+    Costs: without options every computation takes one step and messages
+    nothing; with `model` and `cluster` the analytic cost model
+    (docs/CostModel.md); with `profile` measured durations (alone or over the
+    model's).
+
+    ```mlir
+    flexpipe.schedule @s actors(1) stages(1) microbatches(1)
+        attributes {flexpipe.simulation = {bubble_ratio = 0.000000e+00 : f64,
+        iteration_time = 2.000000e+00 : f64, unit = "steps"}} {
+      flexpipe.actor 0 {
+        flexpipe.fwd stage 0 mb 0
+        flexpipe.bwd stage 0 mb 0
+      }
+    }
+    ```
+  }];
+  let options = [
+    Option<"modelFile", "model", "std::string", "\"\"",
+           "Model YAML (docs/CostModel.md); needs `cluster`">,
+    Option<"clusterFile", "cluster", "std::string", "\"\"",
+           "Cluster YAML (docs/CostModel.md); needs `model`">,
+    Option<"profileFile", "profile", "std::string", "\"\"",
+           "Measured profile YAML (docs/CostModel.md)">,
+  ];
   let dependentDialects = ["flexpipe::FlexPipeDialect"];
 }
 

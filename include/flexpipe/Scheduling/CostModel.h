@@ -1,0 +1,138 @@
+//===- CostModel.h - Durations and memory from model and cluster -*- C++ -*-=//
+//
+// Part of the FlexPipe project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// An analytic model of a GPT-style transformer on a cluster: how long each
+// stage's forward, backward, input-gradient and weight-gradient take for one
+// micro-batch, how many activation bytes a micro-batch keeps alive between
+// its forward and its backward, how much parameter, gradient and optimizer
+// memory a stage holds, and how long a message between two actors takes.
+// A measured profile can replace the analytic durations. Plain C++; the YAML
+// readers are in CostModelYAML.h.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLEXPIPE_SCHEDULING_COSTMODEL_H
+#define FLEXPIPE_SCHEDULING_COSTMODEL_H
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace flexpipe::sched {
+
+/// One module (modality) of the model.
+struct ModuleModel {
+  std::string name;
+  int64_t layers = 0;
+  int64_t hidden = 0;
+  int64_t heads = 0;
+  int64_t seq = 0;
+  /// Token vocabulary; 0 for a tower without token embedding and LM head
+  /// (an image or audio encoder).
+  int64_t vocab = 0;
+  /// Whether the last stage ends in an LM head over the vocabulary and a
+  /// cross-entropy loss (a GPT: yes; a CLIP text tower: no).
+  bool lmHead = false;
+};
+
+struct ModelConfig {
+  std::string name;
+  /// Bytes per element of weights, activations and messages (bf16: 2).
+  int64_t dtypeBytes = 2;
+  int64_t globalBatchSize = 1;
+  int64_t microBatchSize = 1;
+  std::vector<ModuleModel> modules;
+
+  const ModuleModel *module(const std::string &name) const;
+};
+
+struct Link {
+  double bandwidth = 0; ///< bytes per second
+  double latency = 0;   ///< seconds
+};
+
+struct ClusterConfig {
+  std::string name;
+  int64_t devices = 1;
+  int64_t devicesPerNode = 1;
+  double peakFlops = 0;     ///< per device, FLOP/s
+  double efficiency = 1;    ///< achievable fraction of peakFlops
+  double memoryBytes = 0;   ///< per device
+  Link intraNode, interNode;
+};
+
+/// The cost of one stage for one micro-batch.
+struct StageCost {
+  double fwd = 0, bwd = 0, igrad = 0, wgrad = 0; ///< seconds
+  /// Bytes a micro-batch keeps alive from its forward until its backward
+  /// (or weight gradient) on this stage.
+  double activationBytes = 0;
+  /// Parameters of the stage and the bytes they, their gradients and the
+  /// optimizer state take.
+  double parameters = 0;
+  double staticBytes = 0;
+  /// Bytes of the activation (or gradient) this stage sends per micro-batch.
+  double messageBytes = 0;
+};
+
+/// What a stage holds: `layers` transformer layers of `module`, plus the
+/// token embedding when it holds the module's first layers and the final
+/// norm, LM head and loss when it holds the last (modules with a vocabulary).
+struct StageShape {
+  const ModuleModel *module = nullptr;
+  int64_t layers = 0;
+  bool first = false, last = false;
+};
+
+/// FLOPs of one micro-batch through a stage: forward, input gradient, weight
+/// gradient (backward = input + weight gradient).
+struct StageFlops {
+  double fwd = 0, igrad = 0, wgrad = 0;
+};
+StageFlops stageFlops(const StageShape &shape, int64_t microBatch);
+
+/// Layers per stage (each at least one) that minimise the slowest stage's
+/// forward + backward FLOPs, counting the embedding on the first stage and
+/// the LM head and loss on the last. Requires layers >= stages >= 1.
+std::vector<int64_t> costBalancedPartition(const ModuleModel &module,
+                                           int64_t stages);
+
+/// Analytic cost of a stage on one device of `cluster`.
+StageCost stageCost(const StageShape &shape, const ModelConfig &model,
+                    const ClusterConfig &cluster);
+
+/// Seconds to move `bytes` from device `from` to device `to`.
+double transferTime(const ClusterConfig &cluster, int64_t from, int64_t to,
+                    double bytes);
+
+/// A measured profile: mean durations per stage and message timings, in the
+/// format the runtime writes.
+struct Profile {
+  struct Stage {
+    int64_t stage = 0;
+    double fwd = 0, bwd = 0, igrad = 0, wgrad = 0;
+    std::optional<double> activationBytes;
+  };
+  std::vector<Stage> stages;
+  /// Point-to-point message time between actors (seconds); pairs not listed
+  /// take `defaultMessageTime`.
+  struct Message {
+    int64_t from = 0, to = 0;
+    double seconds = 0;
+  };
+  std::vector<Message> messages;
+  double defaultMessageTime = 0;
+
+  const Stage *stage(int64_t id) const;
+  double messageTime(int64_t from, int64_t to) const;
+};
+
+} // namespace flexpipe::sched
+
+#endif // FLEXPIPE_SCHEDULING_COSTMODEL_H

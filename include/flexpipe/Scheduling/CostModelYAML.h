@@ -1,0 +1,35 @@
+//===- CostModelYAML.h - Model, cluster and profile files -------*- C++ -*-===//
+//
+// Part of the FlexPipe project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// Readers for the YAML files of docs/CostModel.md. Every problem (a missing or
+// unknown key, a wrong type, a value out of range, bad YAML) is reported as
+// "FILE:LINE:COLUMN: error: ..." naming the key; nothing throws past these
+// functions (yaml-cpp's exceptions stay inside their translation unit).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLEXPIPE_SCHEDULING_COSTMODELYAML_H
+#define FLEXPIPE_SCHEDULING_COSTMODELYAML_H
+
+#include "flexpipe/Scheduling/CostModel.h"
+
+#include <string>
+
+namespace flexpipe::sched {
+
+/// Each returns an empty string on success, else the error message.
+std::string loadModel(const std::string &path, ModelConfig &model);
+std::string loadCluster(const std::string &path, ClusterConfig &cluster);
+std::string loadProfile(const std::string &path, Profile &profile);
+
+/// Writes a profile in the format loadProfile reads.
+std::string formatProfile(const Profile &profile);
+
+} // namespace flexpipe::sched
+
+#endif // FLEXPIPE_SCHEDULING_COSTMODELYAML_H

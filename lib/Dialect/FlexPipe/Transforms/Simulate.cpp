@@ -1,0 +1,103 @@
+//===- Simulate.cpp - -flexpipe-simulate ----------------------------------===//
+//
+// Part of the FlexPipe project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+
+#include "flexpipe/Dialect/FlexPipe/Transforms/Passes.h"
+#include "flexpipe/Dialect/FlexPipe/Transforms/Utils.h"
+#include "flexpipe/Scheduling/CostModelYAML.h"
+#include "flexpipe/Scheduling/Simulator.h"
+
+#include "mlir/IR/Builders.h"
+
+#include <numeric>
+
+#define DEBUG_TYPE "flexpipe-simulate"
+
+namespace flexpipe {
+#define GEN_PASS_DEF_SIMULATEPASS
+#include "flexpipe/Dialect/FlexPipe/Transforms/Passes.h.inc"
+} // namespace flexpipe
+
+using namespace mlir;
+using namespace flexpipe;
+
+namespace {
+struct SimulatePass : flexpipe::impl::SimulatePassBase<SimulatePass> {
+  using Base::Base;
+  void runOnOperation() override {
+    ModuleOp root = getOperation();
+    if (modelFile.empty() != clusterFile.empty()) {
+      root.emitError() << "-flexpipe-simulate needs both model and cluster "
+                          "files, or neither";
+      return signalPassFailure();
+    }
+    sched::ModelConfig modelConfig;
+    sched::ClusterConfig cluster;
+    sched::Profile profile;
+    std::vector<std::string> problems;
+    if (!modelFile.empty()) {
+      problems.push_back(sched::loadModel(modelFile, modelConfig));
+      problems.push_back(sched::loadCluster(clusterFile, cluster));
+    }
+    if (!profileFile.empty())
+      problems.push_back(sched::loadProfile(profileFile, profile));
+    for (const std::string &problem : problems)
+      if (!problem.empty()) {
+        root.emitError() << problem;
+        return signalPassFailure();
+      }
+
+    Builder b(&getContext());
+    for (ScheduleOp schedule : root.getOps<ScheduleOp>()) {
+      ScheduleProgram read = readSchedule(schedule);
+      sched::Simulator simulator;
+      std::string error;
+      if (!simulator.prepare(read.program, error)) {
+        schedule.emitError() << error;
+        return signalPassFailure();
+      }
+      sched::SimCosts costs;
+      if (!modelFile.empty()) {
+        std::vector<int64_t> devices(read.program.numActors);
+        std::iota(devices.begin(), devices.end(), 0);
+        error = sched::modelCosts(read.program, modelConfig, cluster,
+                                  profileFile.empty() ? nullptr : &profile,
+                                  devices, costs);
+      } else if (!profileFile.empty()) {
+        error = sched::profileCosts(read.program, profile, costs);
+      } else {
+        costs = sched::unitCosts(read.program);
+      }
+      if (!error.empty()) {
+        schedule.emitError() << error;
+        return signalPassFailure();
+      }
+      sched::SimResult r = simulator.run(costs);
+      SmallVector<int64_t> over;
+      for (int32_t a = 0; a < read.program.numActors; ++a)
+        if (r.overMemory[a])
+          over.push_back(a);
+      int64_t computations = 0;
+      for (auto [actor, index] : r.criticalPath)
+        computations += sched::isCompute(read.program.actors[actor][index].kind);
+      NamedAttrList fields;
+      fields.append("iteration_time", b.getF64FloatAttr(r.iterationTime));
+      fields.append("bubble_ratio", b.getF64FloatAttr(r.bubbleRatio()));
+      fields.append("unit", b.getStringAttr(costs.unit));
+      fields.append("busy", b.getDenseF64ArrayAttr(r.busy));
+      fields.append("bubble", b.getDenseF64ArrayAttr(r.bubble));
+      fields.append("peak_activation",
+                    b.getDenseF64ArrayAttr(r.peakActivation));
+      fields.append("total_bytes", b.getDenseF64ArrayAttr(r.totalBytes));
+      fields.append("over_memory", b.getDenseI64ArrayAttr(over));
+      fields.append("critical_path", b.getI64IntegerAttr(computations));
+      schedule->setAttr("flexpipe.simulation",
+                        fields.getDictionary(&getContext()));
+    }
+  }
+};
+} // namespace

@@ -1,0 +1,165 @@
+//===- CostModel.cpp - Durations and memory from model and cluster --------===//
+//
+// Part of the FlexPipe project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// Per transformer layer and micro-batch of b sequences of s tokens, hidden h,
+// a heads (the usual Megatron accounting):
+//   matmuls with weights   M = 24 b s h^2      (QKV, projection, 2 MLP)
+//   attention scores       A = 4 b s^2 h       (QK^T and softmax . V)
+//   forward F = M + A; input gradient I = M + 2A; weight gradient W = M;
+//   backward B = I + W = 2F.
+// The LM head multiplies b s tokens by an h x V matrix: 2 b s h V for the
+// forward, the input gradient and the weight gradient each; the softmax and
+// cross-entropy add about 5 b s V. The token embedding is a lookup.
+// Activations kept per layer (Korthikanti et al., no recomputation):
+// s b h (34 + 5 a s / h) bytes at 2-byte precision; the LM head keeps its
+// logits and their fp32 softmax, b s V (dtype + 4) bytes.
+// Static memory: parameters x (2 x dtype for weights and gradients + 12 for
+// fp32 master weights and Adam's two moments).
+//
+//===----------------------------------------------------------------------===//
+
+#include "flexpipe/Scheduling/CostModel.h"
+
+#include <algorithm>
+#include <limits>
+
+using namespace flexpipe::sched;
+
+const ModuleModel *ModelConfig::module(const std::string &name) const {
+  for (const ModuleModel &m : modules)
+    if (m.name == name)
+      return &m;
+  return nullptr;
+}
+
+StageFlops flexpipe::sched::stageFlops(const StageShape &shape,
+                                       int64_t microBatch) {
+  StageFlops f;
+  if (!shape.module)
+    return f;
+  const ModuleModel &m = *shape.module;
+  const double b = static_cast<double>(microBatch);
+  const double s = static_cast<double>(m.seq);
+  const double h = static_cast<double>(m.hidden);
+  const double layers = static_cast<double>(shape.layers);
+  const double matmul = 24 * b * s * h * h, attention = 4 * b * s * s * h;
+  f.fwd = layers * (matmul + attention);
+  f.igrad = layers * (matmul + 2 * attention);
+  f.wgrad = layers * matmul;
+  if (shape.last && m.lmHead && m.vocab > 0) {
+    const double v = static_cast<double>(m.vocab);
+    const double head = 2 * b * s * h * v, loss = 5 * b * s * v;
+    f.fwd += head + loss;
+    f.igrad += head + loss;
+    f.wgrad += head;
+  }
+  return f;
+}
+
+StageCost flexpipe::sched::stageCost(const StageShape &shape,
+                                     const ModelConfig &model,
+                                     const ClusterConfig &cluster) {
+  StageCost c;
+  if (!shape.module)
+    return c;
+  const ModuleModel &m = *shape.module;
+  const StageFlops f = stageFlops(shape, model.microBatchSize);
+  const double rate = std::max(1.0, cluster.peakFlops * cluster.efficiency);
+  c.fwd = f.fwd / rate;
+  c.igrad = f.igrad / rate;
+  c.wgrad = f.wgrad / rate;
+  c.bwd = c.igrad + c.wgrad;
+
+  const double b = static_cast<double>(model.microBatchSize);
+  const double s = static_cast<double>(m.seq);
+  const double h = static_cast<double>(m.hidden);
+  const double a = static_cast<double>(m.heads);
+  const double v = static_cast<double>(m.vocab);
+  const double d = static_cast<double>(model.dtypeBytes);
+  const double layers = static_cast<double>(shape.layers);
+  c.activationBytes = layers * s * b * h * (34 + 5 * a * s / h) * d / 2;
+  c.parameters = layers * (12 * h * h + 13 * h);
+  if (shape.first && m.vocab > 0) {
+    c.activationBytes += s * b * h * d; // embedding output
+    c.parameters += v * h + s * h;      // token and position embeddings
+  }
+  if (shape.last && m.lmHead && m.vocab > 0) {
+    c.activationBytes += b * s * v * (d + 4); // logits + fp32 softmax
+    c.parameters += v * h + 2 * h;            // LM head and final norm
+  }
+  c.staticBytes = c.parameters * (2 * d + 12);
+  c.messageBytes = b * s * h * d;
+  return c;
+}
+
+double flexpipe::sched::transferTime(const ClusterConfig &cluster,
+                                     int64_t from, int64_t to, double bytes) {
+  const int64_t perNode = std::max<int64_t>(1, cluster.devicesPerNode);
+  const Link &link =
+      from / perNode == to / perNode ? cluster.intraNode : cluster.interNode;
+  if (link.bandwidth <= 0)
+    return link.latency;
+  return link.latency + bytes / link.bandwidth;
+}
+
+const Profile::Stage *Profile::stage(int64_t id) const {
+  for (const Stage &s : stages)
+    if (s.stage == id)
+      return &s;
+  return nullptr;
+}
+
+double Profile::messageTime(int64_t from, int64_t to) const {
+  for (const Message &m : messages)
+    if (m.from == from && m.to == to)
+      return m.seconds;
+  return defaultMessageTime;
+}
+
+std::vector<int64_t>
+flexpipe::sched::costBalancedPartition(const ModuleModel &module,
+                                       int64_t stages) {
+  const int64_t layers = module.layers;
+  if (stages < 1 || layers < stages)
+    return {};
+  auto cost = [&](int64_t count, int64_t position) {
+    StageShape shape;
+    shape.module = &module;
+    shape.layers = count;
+    shape.first = position == 0;
+    shape.last = position == stages - 1;
+    const StageFlops f = stageFlops(shape, 1);
+    return f.fwd + f.igrad + f.wgrad;
+  };
+  // best[k][j]: the smallest possible slowest-stage cost when the first k + 1
+  // stages hold the first j layers; cut[k][j] the layers before stage k.
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<std::vector<double>> best(stages,
+                                        std::vector<double>(layers + 1, inf));
+  std::vector<std::vector<int64_t>> cut(stages,
+                                        std::vector<int64_t>(layers + 1, 0));
+  for (int64_t j = 1; j <= layers; ++j)
+    best[0][j] = cost(j, 0);
+  for (int64_t k = 1; k < stages; ++k)
+    for (int64_t j = k + 1; j <= layers; ++j)
+      for (int64_t i = k; i < j; ++i) {
+        const double value = std::max(best[k - 1][i], cost(j - i, k));
+        if (value < best[k][j]) {
+          best[k][j] = value;
+          cut[k][j] = i;
+        }
+      }
+  std::vector<int64_t> result(stages);
+  int64_t j = layers;
+  for (int64_t k = stages - 1; k > 0; --k) {
+    result[k] = j - cut[k][j];
+    j = cut[k][j];
+  }
+  result[0] = j;
+  return result;
+}

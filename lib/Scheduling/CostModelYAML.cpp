@@ -1,0 +1,328 @@
+//===- CostModelYAML.cpp - Model, cluster and profile files ---------------===//
+//
+// Part of the FlexPipe project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// Built with -fexceptions (yaml-cpp throws); every exception is caught here.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flexpipe/Scheduling/CostModelYAML.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <initializer_list>
+#include <set>
+#include <sstream>
+
+using namespace flexpipe::sched;
+
+namespace {
+
+/// Thrown inside this file only, with the formatted message.
+struct Problem {
+  std::string message;
+};
+
+class Reader {
+public:
+  explicit Reader(std::string path) : path(std::move(path)) {}
+
+  [[noreturn]] void fail(const YAML::Mark &mark, const std::string &what) const {
+    std::ostringstream os;
+    os << path << ':' << mark.line + 1 << ':' << mark.column + 1
+       << ": error: " << what;
+    throw Problem{os.str()};
+  }
+
+  /// A mapping whose keys are all in `allowed`.
+  void expectMap(const YAML::Node &node, const std::string &what,
+                 std::initializer_list<const char *> allowed) const {
+    if (!node.IsMap())
+      fail(node.Mark(), what + " must be a mapping of keys to values");
+    std::set<std::string> keys(allowed.begin(), allowed.end());
+    for (const auto &entry : node) {
+      const std::string key = entry.first.as<std::string>();
+      if (keys.count(key))
+        continue;
+      std::string list;
+      for (const char *k : allowed)
+        list += std::string(list.empty() ? "" : ", ") + k;
+      fail(entry.first.Mark(),
+           "unknown key '" + key + "' in " + what + "; expected one of: " + list);
+    }
+  }
+
+  YAML::Node required(const YAML::Node &map, const char *key,
+                      const std::string &what) const {
+    YAML::Node node = map[key];
+    if (!node)
+      fail(map.Mark(), "missing key '" + std::string(key) + "' in " + what);
+    return node;
+  }
+
+  int64_t integer(const YAML::Node &node, const char *key, int64_t min) const {
+    int64_t value;
+    try {
+      value = node.as<int64_t>();
+    } catch (const YAML::Exception &) {
+      fail(node.Mark(), "key '" + std::string(key) +
+                            "' must be an integer, got '" + scalar(node) + "'");
+    }
+    if (value < min)
+      fail(node.Mark(), "key '" + std::string(key) + "' must be at least " +
+                            std::to_string(min) + ", got " +
+                            std::to_string(value));
+    return value;
+  }
+
+  double number(const YAML::Node &node, const char *key, double min,
+                bool strict) const {
+    double value;
+    try {
+      value = node.as<double>();
+    } catch (const YAML::Exception &) {
+      fail(node.Mark(), "key '" + std::string(key) +
+                            "' must be a number, got '" + scalar(node) + "'");
+    }
+    if (strict ? !(value > min) : !(value >= min)) {
+      std::ostringstream os;
+      os << "key '" << key << "' must be " << (strict ? "greater than " : "at least ")
+         << min << ", got " << value;
+      fail(node.Mark(), os.str());
+    }
+    return value;
+  }
+
+  std::string string(const YAML::Node &node, const char *key) const {
+    if (!node.IsScalar())
+      fail(node.Mark(), "key '" + std::string(key) + "' must be a string");
+    return node.as<std::string>();
+  }
+
+  static std::string scalar(const YAML::Node &node) {
+    if (node.IsScalar())
+      return node.Scalar();
+    return node.IsSequence() ? "a list" : node.IsMap() ? "a mapping" : "null";
+  }
+
+  YAML::Node load() const {
+    try {
+      return YAML::LoadFile(path);
+    } catch (const YAML::BadFile &) {
+      throw Problem{path + ": error: cannot open the file"};
+    } catch (const YAML::ParserException &e) {
+      fail(e.mark, "invalid YAML: " + e.msg);
+    }
+  }
+
+  const std::string path;
+};
+
+template <typename Fn> std::string guarded(const std::string &path, Fn fn) {
+  try {
+    fn();
+  } catch (const Problem &problem) {
+    return problem.message;
+  } catch (const YAML::Exception &e) {
+    std::ostringstream os;
+    os << path << ':' << e.mark.line + 1 << ':' << e.mark.column + 1
+       << ": error: " << e.msg;
+    return os.str();
+  }
+  return {};
+}
+
+Link readLink(const Reader &r, const YAML::Node &node, const char *what) {
+  r.expectMap(node, what, {"bandwidth_bytes_per_s", "latency_s"});
+  Link link;
+  link.bandwidth = r.number(r.required(node, "bandwidth_bytes_per_s", what),
+                            "bandwidth_bytes_per_s", 0, true);
+  link.latency = r.number(r.required(node, "latency_s", what), "latency_s", 0,
+                          false);
+  return link;
+}
+
+} // namespace
+
+std::string flexpipe::sched::loadModel(const std::string &path,
+                                       ModelConfig &model) {
+  return guarded(path, [&] {
+    Reader r(path);
+    YAML::Node root = r.load();
+    const std::string what = "the model file";
+    r.expectMap(root, what,
+                {"name", "dtype", "global_batch_size", "micro_batch_size",
+                 "modules"});
+    if (root["name"])
+      model.name = r.string(root["name"], "name");
+    if (YAML::Node dtype = root["dtype"]) {
+      const std::string d = r.string(dtype, "dtype");
+      if (d == "bf16" || d == "fp16")
+        model.dtypeBytes = 2;
+      else if (d == "fp32")
+        model.dtypeBytes = 4;
+      else
+        r.fail(dtype.Mark(),
+               "key 'dtype' must be bf16, fp16 or fp32, got '" + d + "'");
+    }
+    YAML::Node gbs = r.required(root, "global_batch_size", what);
+    model.globalBatchSize = r.integer(gbs, "global_batch_size", 1);
+    YAML::Node mbs = r.required(root, "micro_batch_size", what);
+    model.microBatchSize = r.integer(mbs, "micro_batch_size", 1);
+    if (model.globalBatchSize % model.microBatchSize != 0)
+      r.fail(gbs.Mark(), "global_batch_size " +
+                             std::to_string(model.globalBatchSize) +
+                             " is not a multiple of micro_batch_size " +
+                             std::to_string(model.microBatchSize));
+    YAML::Node modules = r.required(root, "modules", what);
+    if (!modules.IsSequence() || modules.size() == 0)
+      r.fail(modules.Mark(), "key 'modules' must be a non-empty list");
+    model.modules.clear();
+    for (const YAML::Node &node : modules) {
+      const std::string mwhat = "a module";
+      r.expectMap(node, mwhat,
+                  {"name", "layers", "hidden", "heads", "seq", "vocab",
+                   "lm_head"});
+      ModuleModel m;
+      m.name = r.string(r.required(node, "name", mwhat), "name");
+      m.layers = r.integer(r.required(node, "layers", mwhat), "layers", 1);
+      YAML::Node hidden = r.required(node, "hidden", mwhat);
+      m.hidden = r.integer(hidden, "hidden", 1);
+      m.heads = r.integer(r.required(node, "heads", mwhat), "heads", 1);
+      m.seq = r.integer(r.required(node, "seq", mwhat), "seq", 1);
+      if (node["vocab"])
+        m.vocab = r.integer(node["vocab"], "vocab", 0);
+      m.lmHead = m.vocab > 0;
+      if (YAML::Node head = node["lm_head"]) {
+        try {
+          m.lmHead = head.as<bool>();
+        } catch (const YAML::Exception &) {
+          r.fail(head.Mark(), "key 'lm_head' must be true or false, got '" +
+                                  Reader::scalar(head) + "'");
+        }
+        if (m.lmHead && m.vocab == 0)
+          r.fail(head.Mark(), "module '" + m.name +
+                                  "' has an LM head but no vocab");
+      }
+      if (m.hidden % m.heads != 0)
+        r.fail(hidden.Mark(), "module '" + m.name + "': hidden " +
+                                  std::to_string(m.hidden) +
+                                  " is not a multiple of heads " +
+                                  std::to_string(m.heads));
+      if (model.module(m.name))
+        r.fail(node.Mark(), "module '" + m.name + "' is defined twice");
+      model.modules.push_back(m);
+    }
+  });
+}
+
+std::string flexpipe::sched::loadCluster(const std::string &path,
+                                         ClusterConfig &cluster) {
+  return guarded(path, [&] {
+    Reader r(path);
+    YAML::Node root = r.load();
+    const std::string what = "the cluster file";
+    r.expectMap(root, what,
+                {"name", "devices", "devices_per_node", "peak_flops",
+                 "efficiency", "memory_bytes", "intra_node", "inter_node"});
+    if (root["name"])
+      cluster.name = r.string(root["name"], "name");
+    cluster.devices =
+        r.integer(r.required(root, "devices", what), "devices", 1);
+    cluster.devicesPerNode = r.integer(r.required(root, "devices_per_node", what),
+                                       "devices_per_node", 1);
+    cluster.peakFlops = r.number(r.required(root, "peak_flops", what),
+                                 "peak_flops", 0, true);
+    YAML::Node efficiency = r.required(root, "efficiency", what);
+    cluster.efficiency = r.number(efficiency, "efficiency", 0, true);
+    if (cluster.efficiency > 1)
+      r.fail(efficiency.Mark(), "key 'efficiency' is a fraction of the peak "
+                                "and must be at most 1");
+    cluster.memoryBytes = r.number(r.required(root, "memory_bytes", what),
+                                   "memory_bytes", 0, true);
+    cluster.intraNode =
+        readLink(r, r.required(root, "intra_node", what), "intra_node");
+    cluster.interNode =
+        readLink(r, r.required(root, "inter_node", what), "inter_node");
+  });
+}
+
+std::string flexpipe::sched::loadProfile(const std::string &path,
+                                         Profile &profile) {
+  return guarded(path, [&] {
+    Reader r(path);
+    YAML::Node root = r.load();
+    const std::string what = "the profile file";
+    r.expectMap(root, what, {"stages", "messages", "default_message_s"});
+    YAML::Node stages = r.required(root, "stages", what);
+    if (!stages.IsSequence())
+      r.fail(stages.Mark(), "key 'stages' must be a list");
+    profile.stages.clear();
+    for (const YAML::Node &node : stages) {
+      const std::string swhat = "a profiled stage";
+      r.expectMap(node, swhat,
+                  {"stage", "fwd_s", "bwd_s", "igrad_s", "wgrad_s",
+                   "activation_bytes"});
+      Profile::Stage s;
+      s.stage = r.integer(r.required(node, "stage", swhat), "stage", 0);
+      s.fwd = r.number(r.required(node, "fwd_s", swhat), "fwd_s", 0, false);
+      s.bwd = r.number(r.required(node, "bwd_s", swhat), "bwd_s", 0, false);
+      // Without a measured split, the backward divides evenly.
+      s.igrad = node["igrad_s"] ? r.number(node["igrad_s"], "igrad_s", 0, false)
+                                : s.bwd / 2;
+      s.wgrad = node["wgrad_s"] ? r.number(node["wgrad_s"], "wgrad_s", 0, false)
+                                : s.bwd - s.igrad;
+      if (node["activation_bytes"])
+        s.activationBytes =
+            r.number(node["activation_bytes"], "activation_bytes", 0, false);
+      if (profile.stage(s.stage))
+        r.fail(node.Mark(), "stage " + std::to_string(s.stage) +
+                                " is profiled twice");
+      profile.stages.push_back(s);
+    }
+    if (YAML::Node messages = root["messages"]) {
+      if (!messages.IsSequence())
+        r.fail(messages.Mark(), "key 'messages' must be a list");
+      for (const YAML::Node &node : messages) {
+        const std::string mwhat = "a profiled message";
+        r.expectMap(node, mwhat, {"from", "to", "seconds"});
+        Profile::Message m;
+        m.from = r.integer(r.required(node, "from", mwhat), "from", 0);
+        m.to = r.integer(r.required(node, "to", mwhat), "to", 0);
+        m.seconds =
+            r.number(r.required(node, "seconds", mwhat), "seconds", 0, false);
+        profile.messages.push_back(m);
+      }
+    }
+    if (YAML::Node d = root["default_message_s"])
+      profile.defaultMessageTime = r.number(d, "default_message_s", 0, false);
+  });
+}
+
+std::string flexpipe::sched::formatProfile(const Profile &profile) {
+  std::ostringstream os;
+  os.precision(9);
+  os << "# FlexPipe profile: mean seconds per stage and instruction type for "
+        "one micro-batch\n";
+  os << "stages:\n";
+  for (const Profile::Stage &s : profile.stages) {
+    os << "  - {stage: " << s.stage << ", fwd_s: " << s.fwd
+       << ", bwd_s: " << s.bwd << ", igrad_s: " << s.igrad
+       << ", wgrad_s: " << s.wgrad;
+    if (s.activationBytes)
+      os << ", activation_bytes: " << *s.activationBytes;
+    os << "}\n";
+  }
+  if (!profile.messages.empty()) {
+    os << "messages:\n";
+    for (const Profile::Message &m : profile.messages)
+      os << "  - {from: " << m.from << ", to: " << m.to
+         << ", seconds: " << m.seconds << "}\n";
+  }
+  os << "default_message_s: " << profile.defaultMessageTime << "\n";
+  return os.str();
+}

@@ -1,0 +1,301 @@
+//===- Render.cpp - Reports, SVG timelines and Chrome traces --------------===//
+//
+// Part of the FlexPipe project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+
+#include "flexpipe/Scheduling/Export.h"
+#include "flexpipe/Scheduling/Simulator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+using namespace flexpipe::sched;
+
+namespace {
+
+std::string fixed(double value, int digits) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof(buffer), "%.*f", digits, value);
+  return buffer;
+}
+
+/// A time in the costs' unit, readable.
+std::string time(double value, const SimCosts &costs) {
+  if (costs.unit != "s")
+    return fixed(value, std::floor(value) == value ? 0 : 2) + " " + costs.unit;
+  if (value >= 1)
+    return fixed(value, 3) + " s";
+  return fixed(value * 1e3, 3) + " ms";
+}
+
+/// Memory: bytes with a model, stage-micro-batches without.
+std::string memory(double value, const SimCosts &costs) {
+  if (costs.unit != "s")
+    return fixed(value, 0) + " mb";
+  return fixed(value / (1024.0 * 1024 * 1024), 2) + " GiB";
+}
+
+std::string pad(const std::string &text, size_t width) {
+  return text.size() >= width ? text : text + std::string(width - text.size(), ' ');
+}
+
+const char *letter(OpKind kind) {
+  switch (kind) {
+  case OpKind::Fwd:
+    return "F";
+  case OpKind::Bwd:
+    return "B";
+  case OpKind::Igrad:
+    return "I";
+  case OpKind::Wgrad:
+    return "W";
+  default:
+    return opKindName(kind);
+  }
+}
+
+std::string label(const ProgOp &op) {
+  return std::to_string(op.stage) + letter(op.kind) + std::to_string(op.mb);
+}
+
+std::string escape(const std::string &text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+    case '&':
+      out += "&amp;";
+      break;
+    case '<':
+      out += "&lt;";
+      break;
+    case '>':
+      out += "&gt;";
+      break;
+    case '"':
+      out += "&quot;";
+      break;
+    default:
+      out += c;
+    }
+  }
+  return out;
+}
+
+} // namespace
+
+std::string flexpipe::sched::formatReport(const Program &p,
+                                          const SimResult &r,
+                                          const SimCosts &costs,
+                                          const ReportContext &context) {
+  std::ostringstream os;
+  os << "schedule @" << context.name << ": " << p.numActors << " actors, "
+     << p.numStages << " stages, " << p.numMicrobatches << " micro-batches\n";
+  os << "iteration time " << time(r.iterationTime, costs) << ", bubble ratio "
+     << fixed(100 * r.bubbleRatio(), 1) << "% (idle share of all actors' time)";
+  if (context.tokensPerIteration > 0 && costs.unit == "s" &&
+      r.iterationTime > 0)
+    os << ", " << fixed(context.tokensPerIteration / r.iterationTime, 0)
+       << " tokens/s per pipeline";
+  os << "\n\n";
+  const bool bytes = costs.unit == "s";
+  os << pad("actor", 7) << pad("busy", 14) << pad("idle", 14)
+     << pad("bubble", 9) << pad(bytes ? "peak act." : "peak act.", 13)
+     << (bytes ? pad("static", 12) + pad("total", 12) : std::string()) << "\n";
+  for (int32_t a = 0; a < p.numActors; ++a) {
+    os << pad(std::to_string(a), 7) << pad(time(r.busy[a], costs), 14)
+       << pad(time(r.idle[a], costs), 14)
+       << pad(fixed(100 * r.bubble[a], 1) + "%", 9)
+       << pad(memory(r.peakActivation[a], costs), 13);
+    if (bytes)
+      os << pad(memory(r.staticBytes[a], costs), 12)
+         << pad(memory(r.totalBytes[a], costs), 12)
+         << (r.overMemory[a] ? "OVER DEVICE MEMORY" : "");
+    os << "\n";
+  }
+  double peak = 0, total = 0;
+  for (int32_t a = 0; a < p.numActors; ++a) {
+    peak = std::max(peak, r.peakActivation[a]);
+    total = std::max(total, r.totalBytes[a]);
+  }
+  os << pad("max", 7) << pad("", 14) << pad("", 14) << pad("", 9)
+     << pad(memory(peak, costs), 13)
+     << (bytes ? pad("", 12) + pad(memory(total, costs), 12) : std::string())
+     << "\n";
+  for (int32_t a = 0; a < p.numActors; ++a)
+    if (r.overMemory[a])
+      os << "warning: actor " << a << " needs " << memory(r.totalBytes[a], costs)
+         << " but a device has " << memory(costs.memoryLimit, costs) << "\n";
+
+  // The computations on the critical path.
+  std::vector<std::string> path;
+  for (auto [actor, index] : r.criticalPath) {
+    const ProgOp &op = p.actors[actor][index];
+    if (isCompute(op.kind))
+      path.push_back(label(op));
+  }
+  os << "\ncritical path (" << path.size() << " computations): ";
+  const size_t shown = 24;
+  for (size_t i = 0; i < path.size(); ++i) {
+    if (path.size() > shown && i == shown / 2) {
+      os << "... -> ";
+      i = path.size() - shown / 2;
+    }
+    os << path[i] << (i + 1 < path.size() ? " -> " : "\n");
+  }
+  if (path.empty())
+    os << "\n";
+  return os.str();
+}
+
+std::string flexpipe::sched::formatSvg(const Program &p, const SimResult &r,
+                                       const SimCosts &costs,
+                                       const ReportContext &context) {
+  const double width = 1200, left = 80, right = 20, top = 70;
+  const double rowHeight = p.numActors <= 8 ? 30 : p.numActors <= 16 ? 20 : 14;
+  const double rowGap = 4;
+  const double plotWidth = width - left - right;
+  const double height =
+      top + p.numActors * (rowHeight + rowGap) + 50;
+  const double span = r.iterationTime > 0 ? r.iterationTime : 1;
+  auto x = [&](double t) { return left + plotWidth * t / span; };
+
+  // Base colours per type; stages shade them from dark (first) to light.
+  struct Colour {
+    const char *name;
+    int rgb[3];
+  };
+  const Colour colours[] = {{"forward", {0x4e, 0x79, 0xa7}},
+                            {"backward", {0x59, 0xa1, 0x4f}},
+                            {"input gradient", {0xf2, 0x8e, 0x2b}},
+                            {"weight gradient", {0xb0, 0x7a, 0xa1}}};
+  auto fill = [&](OpKind kind, int32_t stage) {
+    const Colour &c = colours[static_cast<int>(kind)];
+    const double t = p.numStages > 1
+                         ? 0.45 * static_cast<double>(stage) / (p.numStages - 1)
+                         : 0;
+    char buffer[16];
+    std::snprintf(buffer, sizeof(buffer), "#%02x%02x%02x",
+                  static_cast<int>(c.rgb[0] + (255 - c.rgb[0]) * t),
+                  static_cast<int>(c.rgb[1] + (255 - c.rgb[1]) * t),
+                  static_cast<int>(c.rgb[2] + (255 - c.rgb[2]) * t));
+    return std::string(buffer);
+  };
+
+  std::ostringstream os;
+  os << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width
+     << "\" height=\"" << height << "\" viewBox=\"0 0 " << width << ' '
+     << height << "\" font-family=\"Helvetica, Arial, sans-serif\">\n";
+  os << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+  os << "<text x=\"" << left << "\" y=\"22\" font-size=\"15\" "
+        "font-weight=\"bold\">"
+     << escape("@" + context.name + ": " + std::to_string(p.numActors) +
+               " actors, " + std::to_string(p.numStages) + " stages, " +
+               std::to_string(p.numMicrobatches) + " micro-batches; iteration " +
+               time(r.iterationTime, costs) + ", bubble " +
+               fixed(100 * r.bubbleRatio(), 1) + "%")
+     << "</text>\n";
+  // Legend.
+  double lx = left;
+  for (int k = 0; k < 4; ++k) {
+    os << "<rect x=\"" << lx << "\" y=\"34\" width=\"14\" height=\"14\" fill=\""
+       << fill(static_cast<OpKind>(k), 0) << "\"/>";
+    os << "<text x=\"" << lx + 18 << "\" y=\"46\" font-size=\"12\">"
+       << colours[k].name << "</text>\n";
+    lx += 140;
+  }
+  os << "<text x=\"" << lx << "\" y=\"46\" font-size=\"12\" fill=\"#555\">"
+        "darker: earlier stage; label: micro-batch; gaps: bubbles</text>\n";
+
+  // Rows.
+  for (int32_t a = 0; a < p.numActors; ++a) {
+    const double y = top + a * (rowHeight + rowGap);
+    os << "<text x=\"" << left - 8 << "\" y=\"" << y + rowHeight * 0.68
+       << "\" font-size=\"" << std::min(12.0, rowHeight * 0.6)
+       << "\" text-anchor=\"end\">actor " << a << "</text>\n";
+    os << "<rect x=\"" << left << "\" y=\"" << y << "\" width=\"" << plotWidth
+       << "\" height=\"" << rowHeight << "\" fill=\"#f2f2f2\"/>\n";
+    for (size_t i = 0; i < p.actors[a].size(); ++i) {
+      const ProgOp &op = p.actors[a][i];
+      if (!isCompute(op.kind))
+        continue;
+      const double x0 = x(r.start[a][i]), x1 = x(r.end[a][i]);
+      const double w = std::max(0.5, x1 - x0);
+      os << "<rect x=\"" << fixed(x0, 2) << "\" y=\"" << y << "\" width=\""
+         << fixed(w, 2) << "\" height=\"" << rowHeight << "\" fill=\""
+         << fill(op.kind, op.stage)
+         << "\" stroke=\"white\" stroke-width=\"0.5\"><title>"
+         << escape(std::string(opKindName(op.kind)) + " stage " +
+                   std::to_string(op.stage) + " micro-batch " +
+                   std::to_string(op.mb) + ", " + time(r.start[a][i], costs) +
+                   " to " + time(r.end[a][i], costs))
+         << "</title></rect>";
+      const std::string text = std::to_string(op.mb);
+      if (w >= 7.0 * text.size() && rowHeight >= 12)
+        os << "<text x=\"" << fixed(x0 + w / 2, 2) << "\" y=\""
+           << y + rowHeight * 0.68 << "\" font-size=\""
+           << std::min(11.0, rowHeight * 0.55)
+           << "\" text-anchor=\"middle\" fill=\"white\">" << text << "</text>";
+      os << "\n";
+    }
+  }
+
+  // Time axis with about ten ticks.
+  const double axisY = top + p.numActors * (rowHeight + rowGap) + 6;
+  os << "<line x1=\"" << left << "\" y1=\"" << axisY << "\" x2=\""
+     << left + plotWidth << "\" y2=\"" << axisY
+     << "\" stroke=\"black\" stroke-width=\"1\"/>\n";
+  const double raw = span / 10;
+  const double magnitude = std::pow(10, std::floor(std::log10(raw)));
+  double step = magnitude;
+  for (double candidate : {1.0, 2.0, 5.0, 10.0})
+    if (candidate * magnitude >= raw) {
+      step = candidate * magnitude;
+      break;
+    }
+  for (double t = 0; t <= span + 1e-9; t += step) {
+    os << "<line x1=\"" << fixed(x(t), 2) << "\" y1=\"" << axisY << "\" x2=\""
+       << fixed(x(t), 2) << "\" y2=\"" << axisY + 5
+       << "\" stroke=\"black\"/><text x=\"" << fixed(x(t), 2) << "\" y=\""
+       << axisY + 18 << "\" font-size=\"11\" text-anchor=\"middle\">"
+       << escape(time(t, costs)) << "</text>\n";
+  }
+  os << "</svg>\n";
+  return os.str();
+}
+
+std::string flexpipe::sched::formatTrace(const Program &p, const SimResult &r,
+                                         const SimCosts &costs,
+                                         const ReportContext &context) {
+  // Trace timestamps are microseconds; a step is shown as one millisecond.
+  const double scale = costs.unit == "s" ? 1e6 : 1e3;
+  std::ostringstream os;
+  os.precision(12);
+  os << "{\"displayTimeUnit\": \"ms\", \"otherData\": {\"schedule\": \""
+     << context.name << "\", \"time_unit\": \"" << costs.unit
+     << "\"}, \"traceEvents\": [\n";
+  os << "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 0, \"args\": "
+        "{\"name\": \"@"
+     << context.name << "\"}}";
+  for (int32_t a = 0; a < p.numActors; ++a)
+    os << ",\n{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": 0, \"tid\": "
+       << a << ", \"args\": {\"name\": \"actor " << a << "\"}}";
+  for (int32_t a = 0; a < p.numActors; ++a)
+    for (size_t i = 0; i < p.actors[a].size(); ++i) {
+      const ProgOp &op = p.actors[a][i];
+      os << ",\n{\"name\": \"" << label(op) << "\", \"cat\": \""
+         << opKindName(op.kind) << "\", \"ph\": \"X\", \"pid\": 0, \"tid\": "
+         << a << ", \"ts\": " << r.start[a][i] * scale
+         << ", \"dur\": " << (r.end[a][i] - r.start[a][i]) * scale
+         << ", \"args\": {\"stage\": " << op.stage << ", \"mb\": " << op.mb;
+      if (op.peer >= 0)
+        os << ", \"peer\": " << op.peer;
+      os << "}}";
+    }
+  os << "\n]}\n";
+  return os.str();
+}

@@ -1,0 +1,464 @@
+//===- Simulator.cpp - Time, bubbles and memory of a program --------------===//
+//
+// Part of the FlexPipe project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+
+#include "flexpipe/Scheduling/Simulator.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <numeric>
+#include <unordered_map>
+
+using namespace flexpipe::sched;
+
+double SimCosts::messageTime(int32_t numActors, int32_t from, int32_t to,
+                             int32_t stage) const {
+  const size_t pair = static_cast<size_t>(from) * numActors + to;
+  const double bw = pair < bandwidth.size() ? bandwidth[pair] : 0;
+  const double lat = pair < latency.size() ? latency[pair] : 0;
+  const double bytes = stage >= 0 && static_cast<size_t>(stage) <
+                                         messageBytes.size()
+                           ? messageBytes[stage]
+                           : 0;
+  return bw > 0 ? lat + bytes / bw : lat;
+}
+
+SimCosts flexpipe::sched::unitCosts(const Program &program) {
+  SimCosts c;
+  c.duration.assign(program.numStages, {1, 1, 1, 1});
+  c.activationBytes.assign(program.numStages, 1);
+  c.staticBytes.assign(program.numStages, 0);
+  c.messageBytes.assign(program.numStages, 0);
+  c.execTime = 1;
+  c.unit = "steps";
+  return c;
+}
+
+/// How many actors run each stage (a shared stage splits its work).
+static std::vector<int32_t> actorsPerStage(const Program &program) {
+  std::vector<std::vector<int32_t>> actors(program.numStages);
+  for (int32_t a = 0; a < program.numActors; ++a)
+    for (const ProgOp &op : program.actors[a])
+      if (isCompute(op.kind) && op.stage >= 0 && op.stage < program.numStages &&
+          (actors[op.stage].empty() || actors[op.stage].back() != a))
+        actors[op.stage].push_back(a);
+  std::vector<int32_t> count(program.numStages, 1);
+  for (int32_t s = 0; s < program.numStages; ++s) {
+    std::sort(actors[s].begin(), actors[s].end());
+    count[s] = std::max<int32_t>(
+        1, static_cast<int32_t>(std::unique(actors[s].begin(), actors[s].end()) -
+                                actors[s].begin()));
+  }
+  return count;
+}
+
+std::string flexpipe::sched::modelCosts(const Program &program,
+                                        const ModelConfig &model,
+                                        const ClusterConfig &cluster,
+                                        const Profile *profile,
+                                        const std::vector<int64_t> &devices,
+                                        SimCosts &c) {
+  if (static_cast<int32_t>(program.stageMeta.size()) != program.numStages)
+    return "the schedule does not say what its stages hold (no stage_info); "
+           "schedule it from a spec to use a model file";
+  const std::vector<int32_t> sharing = actorsPerStage(program);
+  c = SimCosts();
+  c.unit = "s";
+  c.memoryLimit = cluster.memoryBytes;
+  c.duration.resize(program.numStages);
+  c.activationBytes.resize(program.numStages);
+  c.staticBytes.resize(program.numStages);
+  c.messageBytes.resize(program.numStages);
+  for (int32_t s = 0; s < program.numStages; ++s) {
+    const StageMeta &meta = program.stageMeta[s];
+    const std::string &name =
+        meta.module >= 0 && meta.module < static_cast<int32_t>(program.moduleNames.size())
+            ? program.moduleNames[meta.module]
+            : std::string();
+    StageShape shape;
+    shape.module = model.module(name);
+    if (!shape.module) {
+      std::string known;
+      for (const ModuleModel &m : model.modules)
+        known += (known.empty() ? "'" : ", '") + m.name + "'";
+      return "the model file has no module '" + name +
+             "' (stage " + std::to_string(s) + " belongs to it); it defines " +
+             known;
+    }
+    shape.layers = meta.layers;
+    shape.first = meta.first;
+    shape.last = meta.last;
+    StageCost cost = stageCost(shape, model, cluster);
+    const double k = sharing[s];
+    c.duration[s] = {cost.fwd / k, cost.bwd / k, cost.igrad / k, cost.wgrad / k};
+    c.activationBytes[s] = cost.activationBytes / k;
+    c.staticBytes[s] = cost.staticBytes / k;
+    c.messageBytes[s] = cost.messageBytes;
+    if (profile)
+      if (const Profile::Stage *measured = profile->stage(s)) {
+        c.duration[s] = {measured->fwd, measured->bwd, measured->igrad,
+                         measured->wgrad};
+        if (measured->activationBytes)
+          c.activationBytes[s] = *measured->activationBytes;
+      }
+  }
+  const int32_t n = program.numActors;
+  c.latency.assign(static_cast<size_t>(n) * n, 0);
+  c.bandwidth.assign(static_cast<size_t>(n) * n, 0);
+  for (int32_t a = 0; a < n; ++a)
+    for (int32_t b = 0; b < n; ++b) {
+      const size_t pair = static_cast<size_t>(a) * n + b;
+      if (profile && (!profile->messages.empty() ||
+                      profile->defaultMessageTime > 0)) {
+        c.latency[pair] = profile->messageTime(a, b);
+        continue;
+      }
+      const int64_t da = a < static_cast<int32_t>(devices.size()) ? devices[a] : a;
+      const int64_t db = b < static_cast<int32_t>(devices.size()) ? devices[b] : b;
+      const int64_t perNode = std::max<int64_t>(1, cluster.devicesPerNode);
+      const Link &link =
+          da / perNode == db / perNode ? cluster.intraNode : cluster.interNode;
+      c.latency[pair] = link.latency;
+      c.bandwidth[pair] = link.bandwidth;
+    }
+  return {};
+}
+
+std::string flexpipe::sched::profileCosts(const Program &program,
+                                          const Profile &profile,
+                                          SimCosts &c) {
+  c = unitCosts(program);
+  c.unit = "s";
+  for (int32_t s = 0; s < program.numStages; ++s)
+    if (const Profile::Stage *measured = profile.stage(s)) {
+      c.duration[s] = {measured->fwd, measured->bwd, measured->igrad,
+                       measured->wgrad};
+      c.activationBytes[s] = measured->activationBytes.value_or(1);
+    }
+  const int32_t n = program.numActors;
+  c.latency.assign(static_cast<size_t>(n) * n, 0);
+  c.bandwidth.assign(static_cast<size_t>(n) * n, 0);
+  for (int32_t a = 0; a < n; ++a)
+    for (int32_t b = 0; b < n; ++b)
+      c.latency[static_cast<size_t>(a) * n + b] = profile.messageTime(a, b);
+  return {};
+}
+
+double SimResult::busyTotal() const {
+  return std::accumulate(busy.begin(), busy.end(), 0.0);
+}
+
+double SimResult::bubbleRatio() const {
+  const double total = iterationTime * static_cast<double>(busy.size());
+  return total > 0 ? 1 - busyTotal() / total : 0;
+}
+
+bool Simulator::prepare(const Program &program, std::string &error) {
+  numActors = program.numActors;
+  numStages = program.numStages;
+  ops.clear();
+  actorBegin.assign(numActors + 1, 0);
+  splitActor.assign(numActors, 0);
+  for (int32_t a = 0; a < numActors; ++a) {
+    actorBegin[a + 1] = actorBegin[a] + static_cast<int32_t>(program.actors[a].size());
+    for (const ProgOp &p : program.actors[a]) {
+      Op op{p.kind, a, p.stage, p.mb, p.peer};
+      op.asyncRecv = p.token >= 0 && (p.kind == OpKind::RecvAct ||
+                                       p.kind == OpKind::RecvGrad);
+      splitActor[a] |= p.kind == OpKind::Wgrad;
+      ops.push_back(op);
+    }
+  }
+
+  // Neighbouring stages of each stage and the actors running each stage.
+  std::vector<std::vector<int32_t>> preds(numStages), succs(numStages);
+  for (auto [from, to] : program.edges)
+    if (from >= 0 && to >= 0 && from < numStages && to < numStages) {
+      succs[from].push_back(to);
+      preds[to].push_back(from);
+    }
+  std::vector<std::vector<int32_t>> actorsOf(numStages);
+  for (const Op &op : ops)
+    if (isCompute(op.kind) && op.stage >= 0 && op.stage < numStages &&
+        (actorsOf[op.stage].empty() || actorsOf[op.stage].back() != op.actor))
+      actorsOf[op.stage].push_back(op.actor);
+
+  // Sends per channel (sender, receiver, kind, sending stage) in order.
+  auto channelKey = [&](int32_t src, int32_t dst, bool grad, int32_t stage) {
+    return ((static_cast<uint64_t>(src) * numActors + dst) * 2 + grad) << 32 |
+           static_cast<uint32_t>(stage);
+  };
+  std::unordered_map<uint64_t, std::vector<int32_t>> sends;
+  std::unordered_map<uint64_t, size_t> consumed;
+  for (int32_t id = 0; id < static_cast<int32_t>(ops.size()); ++id) {
+    const Op &op = ops[id];
+    if (op.kind == OpKind::SendAct || op.kind == OpKind::SendGrad)
+      sends[channelKey(op.actor, op.peer, op.kind == OpKind::SendGrad,
+                       op.stage)]
+          .push_back(id);
+  }
+  // Receives take the next send of their channel; tokens map to receives.
+  std::unordered_map<int32_t, int32_t> tokenRecv;
+  for (int32_t a = 0; a < numActors; ++a)
+    for (int32_t i = 0; i < static_cast<int32_t>(program.actors[a].size());
+         ++i) {
+      const int32_t id = actorBegin[a] + i;
+      Op &op = ops[id];
+      const ProgOp &p = program.actors[a][i];
+      if (op.kind == OpKind::RecvAct || op.kind == OpKind::RecvGrad) {
+        const bool grad = op.kind == OpKind::RecvGrad;
+        int32_t match = -1;
+        uint64_t matchKey = 0;
+        for (int32_t sender : grad ? succs[op.stage] : preds[op.stage]) {
+          const auto &peers = actorsOf[sender];
+          if (std::find(peers.begin(), peers.end(), op.peer) == peers.end())
+            continue;
+          const uint64_t k = channelKey(op.peer, a, grad, sender);
+          auto it = sends.find(k);
+          if (it == sends.end())
+            continue;
+          const size_t next = consumed[k];
+          if (next < it->second.size() &&
+              (match < 0 || ops[it->second[next]].mb == op.mb)) {
+            match = it->second[next];
+            matchKey = k;
+            if (ops[match].mb == op.mb)
+              break;
+          }
+        }
+        if (match < 0 || ops[match].mb != op.mb) {
+          error = std::string(opKindName(op.kind)) + " stage " +
+                  std::to_string(op.stage) + " mb " + std::to_string(op.mb) +
+                  " on actor " + std::to_string(a) +
+                  " has no matching send; run -flexpipe-verify-schedule";
+          return false;
+        }
+        ++consumed[matchKey];
+        if (op.asyncRecv)
+          tokenRecv[p.token] = match;
+        else
+          op.dependsOn = match;
+      } else if (op.kind == OpKind::Wait) {
+        auto it = tokenRecv.find(p.token);
+        op.dependsOn = it == tokenRecv.end() ? -1 : it->second;
+      }
+    }
+
+  // Collectives: members of one instance are chained through groupNext.
+  std::map<std::tuple<int, int32_t, int32_t>, std::vector<int32_t>> instances;
+  for (int32_t id = 0; id < static_cast<int32_t>(ops.size()); ++id)
+    if (ops[id].kind == OpKind::AllGather || ops[id].kind == OpKind::Gather)
+      instances[{static_cast<int>(ops[id].kind), ops[id].stage, ops[id].mb}]
+          .push_back(id);
+  for (auto &[key, members] : instances)
+    for (size_t i = 0; i < members.size(); ++i) {
+      ops[members[i]].groupFirst = members[0];
+      ops[members[i]].groupNext = i + 1 < members.size() ? members[i + 1] : -1;
+    }
+
+  // A dependency-respecting order: replay the actors.
+  std::vector<int32_t> pc(numActors);
+  for (int32_t a = 0; a < numActors; ++a)
+    pc[a] = actorBegin[a];
+  std::vector<uint8_t> done(ops.size(), 0);
+  std::map<int32_t, int32_t> arrived; // collective instance -> members reached
+  std::set<int32_t> released;
+  std::vector<uint8_t> counted(ops.size(), 0);
+  order.clear();
+  order.reserve(ops.size());
+  bool progress = true;
+  while (progress) {
+    progress = false;
+    for (int32_t a = 0; a < numActors; ++a) {
+      while (pc[a] < actorBegin[a + 1]) {
+        const int32_t id = pc[a];
+        Op &op = ops[id];
+        if (op.dependsOn >= 0 && !done[op.dependsOn])
+          break;
+        if (op.groupFirst >= 0) {
+          if (!counted[id]) {
+            counted[id] = 1;
+            ++arrived[op.groupFirst];
+          }
+          int32_t size = 0;
+          for (int32_t m = op.groupFirst; m >= 0; m = ops[m].groupNext)
+            ++size;
+          if (arrived[op.groupFirst] < size)
+            break;
+          // The member whose arrival completes the instance releases it; it
+          // comes first in the order, the members already waiting after it.
+          if (released.insert(op.groupFirst).second)
+            op.lastOfGroup = true;
+        }
+        done[id] = 1;
+        order.push_back(id);
+        ++pc[a];
+        progress = true;
+      }
+    }
+  }
+  for (int32_t a = 0; a < numActors; ++a)
+    if (pc[a] < actorBegin[a + 1]) {
+      const Op &op = ops[pc[a]];
+      error = std::string("actor ") + std::to_string(a) + " cannot run " +
+              opKindName(op.kind) + " stage " + std::to_string(op.stage) +
+              " mb " + std::to_string(op.mb) +
+              ": the programs do not terminate; run -flexpipe-verify-schedule";
+      return false;
+    }
+  return true;
+}
+
+SimResult Simulator::run(const SimCosts &costs) const {
+  SimResult r;
+  const int32_t n = numActors;
+  r.busy.assign(n, 0);
+  r.idle.assign(n, 0);
+  r.bubble.assign(n, 0);
+  r.peakActivation.assign(n, 0);
+  r.staticBytes.assign(n, 0);
+  r.totalBytes.assign(n, 0);
+  r.overMemory.assign(n, false);
+  r.start.resize(n);
+  r.end.resize(n);
+  for (int32_t a = 0; a < n; ++a) {
+    r.start[a].assign(actorBegin[a + 1] - actorBegin[a], 0);
+    r.end[a].assign(actorBegin[a + 1] - actorBegin[a], 0);
+  }
+  std::vector<double> start(ops.size(), 0), end(ops.size(), 0);
+  std::vector<int32_t> cause(ops.size(), -1); // what decided the start
+  std::vector<double> arrival(ops.size(), 0), finish(ops.size(), 0);
+  std::vector<double> clock(n, 0), held(n, 0);
+  std::vector<int32_t> lastOp(n, -1);
+  auto stageDuration = [&](const Op &op) {
+    if (op.stage < 0 || op.stage >= static_cast<int32_t>(costs.duration.size()))
+      return 1.0;
+    return costs.duration[op.stage][static_cast<int>(op.kind)];
+  };
+  auto activation = [&](const Op &op) {
+    return op.stage >= 0 &&
+                   op.stage < static_cast<int32_t>(costs.activationBytes.size())
+               ? costs.activationBytes[op.stage]
+               : 0.0;
+  };
+
+  for (int32_t id : order) {
+    const Op &op = ops[id];
+    const int32_t a = op.actor;
+    double s = clock[a], e = s;
+    int32_t why = lastOp[a];
+    switch (op.kind) {
+    case OpKind::Fwd:
+      held[a] += activation(op);
+      r.peakActivation[a] = std::max(r.peakActivation[a], held[a]);
+      [[fallthrough]];
+    case OpKind::Bwd:
+    case OpKind::Igrad:
+    case OpKind::Wgrad: {
+      const double d = stageDuration(op);
+      e = s + d;
+      r.busy[a] += d;
+      if (op.kind == (splitActor[a] ? OpKind::Wgrad : OpKind::Bwd))
+        held[a] -= activation(op);
+      break;
+    }
+    case OpKind::SendAct:
+    case OpKind::SendGrad:
+      // Free for the sender; the message arrives later (end[id] below is
+      // the arrival time, used by the receiver).
+      break;
+    case OpKind::RecvAct:
+    case OpKind::RecvGrad:
+    case OpKind::Wait:
+      if (op.dependsOn >= 0) {
+        const Op &send = ops[op.dependsOn];
+        const double arrival =
+            start[op.dependsOn] +
+            costs.messageTime(n, send.actor, send.peer, send.stage);
+        if (arrival > s) {
+          e = arrival;
+          why = op.dependsOn;
+        }
+      }
+      break;
+    case OpKind::AllGather:
+    case OpKind::Gather:
+      if (op.lastOfGroup) {
+        // Every other member is already waiting at its actor's clock; all
+        // leave when the last one has arrived.
+        double latest = s;
+        for (int32_t m = op.groupFirst; m >= 0; m = ops[m].groupNext) {
+          if (m == id)
+            continue;
+          arrival[m] = clock[ops[m].actor];
+          if (arrival[m] > latest) {
+            latest = arrival[m];
+            why = lastOp[ops[m].actor];
+          }
+        }
+        finish[op.groupFirst] = latest + costs.collectiveTime;
+        e = finish[op.groupFirst];
+      } else {
+        s = arrival[id];
+        e = finish[op.groupFirst];
+      }
+      break;
+    case OpKind::Exec:
+      e = s + costs.execTime;
+      r.busy[a] += costs.execTime;
+      break;
+    }
+    start[id] = s;
+    end[id] = e;
+    cause[id] = why;
+    clock[a] = std::max(clock[a], e);
+    lastOp[a] = id;
+    r.start[a][id - actorBegin[a]] = s;
+    r.end[a][id - actorBegin[a]] = e;
+  }
+
+  for (int32_t a = 0; a < n; ++a)
+    r.iterationTime = std::max(r.iterationTime, clock[a]);
+  for (int32_t a = 0; a < n; ++a) {
+    r.idle[a] = r.iterationTime - r.busy[a];
+    r.bubble[a] = r.iterationTime > 0 ? r.idle[a] / r.iterationTime : 0;
+  }
+
+  // Static memory: every stage an actor computes, once.
+  for (int32_t a = 0; a < n; ++a) {
+    std::vector<int32_t> stages;
+    for (int32_t id = actorBegin[a]; id < actorBegin[a + 1]; ++id)
+      if (isCompute(ops[id].kind))
+        stages.push_back(ops[id].stage);
+    std::sort(stages.begin(), stages.end());
+    stages.erase(std::unique(stages.begin(), stages.end()), stages.end());
+    for (int32_t s : stages)
+      if (s >= 0 && s < static_cast<int32_t>(costs.staticBytes.size()))
+        r.staticBytes[a] += costs.staticBytes[s];
+    r.totalBytes[a] = r.staticBytes[a] + r.peakActivation[a];
+    r.overMemory[a] = costs.memoryLimit > 0 && r.totalBytes[a] > costs.memoryLimit;
+  }
+
+  // Critical path: from the op that ends last, follow what decided each
+  // start.
+  int32_t last = -1;
+  for (int32_t id = 0; id < static_cast<int32_t>(ops.size()); ++id)
+    if (last < 0 || end[id] > end[last])
+      last = id;
+  for (int32_t id = last; id >= 0; id = cause[id]) {
+    const Op &op = ops[id];
+    if (isCompute(op.kind) || op.kind == OpKind::SendAct ||
+        op.kind == OpKind::SendGrad || op.kind == OpKind::Exec ||
+        op.kind == OpKind::AllGather || op.kind == OpKind::Gather)
+      r.criticalPath.push_back({op.actor, id - actorBegin[op.actor]});
+    if (r.criticalPath.size() > ops.size())
+      break;
+  }
+  std::reverse(r.criticalPath.begin(), r.criticalPath.end());
+  return r;
+}
