@@ -19,3 +19,4 @@ flexpipe.pipeline @chunks actors(2) microbatches(8) {
 flexpipe.pipeline @given actors(2) microbatches(8) {
   flexpipe.module @gpt layers(8) placement(one_to_one) partition [1, 7]
 }
+

@@ -1,0 +1,52 @@
+// Predictions: report, SVG and Chrome trace, with unit costs and with the
+// cost model.
+
+// Unit costs: 1F1B on 4 actors and 8 micro-batches has the closed-form
+// bubble (p - 1) / (m + p - 1) = 3/11.
+// RUN: flexpipe-compile %schedules/1f1b.mlir --emit=report | FileCheck %s --check-prefix=UNIT
+// UNIT:      schedule @one_f_one_b: 4 actors, 4 stages, 8 micro-batches
+// UNIT-NEXT: iteration time 22 steps, bubble ratio 27.3% (idle share of all actors' time)
+// UNIT:      actor  busy          idle          bubble   peak act.
+// UNIT-NEXT: 0      16 steps      6 steps       27.3%    4 mb
+// UNIT-NEXT: 1      16 steps      6 steps       27.3%    3 mb
+// UNIT-NEXT: 2      16 steps      6 steps       27.3%    2 mb
+// UNIT-NEXT: 3      16 steps      6 steps       27.3%    1 mb
+// UNIT:      critical path (22 computations): 0F0 -> 1F0 -> 2F0 -> 3F0 -> 3B0 -> 3F1
+
+// The GPT 5B model with a 1M vocabulary on A800s: the last stage carries the
+// LM head (about 31 layers' worth of FLOPs) and the first the embedding.
+// RUN: flexpipe-compile %schedules/1f1b.mlir --model %S/../../configs/models/gpt-5b-1m.yaml --cluster %S/../../configs/clusters/a800.yaml --microbatches 32 --emit=report | FileCheck %s --check-prefix=GPT
+// GPT:      schedule @one_f_one_b: 4 actors, 4 stages, 32 micro-batches
+// GPT-NEXT: iteration time 2.511 s, bubble ratio 51.3% (idle share of all actors' time), 6526 tokens/s per pipeline
+// GPT:      actor  busy          idle          bubble   peak act.    static      total
+// GPT-NEXT: 0      819.348 ms    1.691 s       67.4%    7.67 GiB     56.92 GiB   64.59 GiB
+// GPT:      3      2.434 s       76.922 ms     3.1%     4.78 GiB     56.90 GiB   61.68 GiB
+
+// Balancing the stages' FLOPs moves layers off the LM head's stage: a
+// 21-21-21-1 split instead of 16 each cuts the slowest stage from 47.5 to
+// 32.5 layers' worth of FLOPs.
+// RUN: flexpipe-compile %schedules/1f1b.mlir --model %S/../../configs/models/gpt-5b-1m.yaml --cluster %S/../../configs/clusters/a800.yaml --microbatches 32 --balance cost --emit=report | FileCheck %s --check-prefix=BAL
+// BAL: iteration time 1.766 s, bubble ratio 30.8%
+
+// Memory over the device is flagged (16.1B with 1.2M vocabulary on 2 GPUs).
+// RUN: flexpipe-compile %schedules/1f1b.mlir --actors 2 --model %S/../../configs/models/gpt-16b-1.2m.yaml --cluster %S/../../configs/clusters/a800.yaml --emit=report | FileCheck %s --check-prefix=OOM
+// OOM: OVER DEVICE MEMORY
+// OOM: warning: actor 0 needs {{.*}} GiB but a device has 80.00 GiB
+
+// The SVG is well-formed XML with one box per computation.
+// RUN: flexpipe-compile %schedules/interleaved-1f1b.mlir --emit=svg -o %t.svg
+// RUN: python3 -c "import sys, xml.dom.minidom as m; d = m.parse(sys.argv[1]); print(len([r for r in d.getElementsByTagName('rect') if r.getElementsByTagName('title')]))" %t.svg | FileCheck %s --check-prefix=SVG
+// SVG: 128
+
+// The trace is valid JSON with one complete event per instruction (64
+// computations, 96 transfers) and a named track per actor.
+// RUN: flexpipe-compile %schedules/1f1b.mlir --emit=trace -o %t.json
+// RUN: python3 -c "import json, sys; d = json.load(open(sys.argv[1]))['traceEvents']; print(sum(e['ph'] == 'X' for e in d), sorted({e['args']['name'] for e in d if e['name'] == 'thread_name'}))" %t.json | FileCheck %s --check-prefix=TRACE
+// TRACE: 160 ['actor 0', 'actor 1', 'actor 2', 'actor 3']
+
+// A profile replaces durations: stage 3 twice as slow makes actor 3 the
+// bottleneck.
+// RUN: printf 'stages:\n  - {stage: 3, fwd_s: 2, bwd_s: 2}\n' > %t.profile.yaml
+// RUN: flexpipe-compile %schedules/1f1b.mlir --profile %t.profile.yaml --emit=report | FileCheck %s --check-prefix=PROFILE
+// PROFILE: iteration time 38.000 s
+// PROFILE: 3      32.000 s      6.000 s       15.8%

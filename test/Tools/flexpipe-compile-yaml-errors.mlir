@@ -1,0 +1,126 @@
+// Bad model, cluster and profile files: a message naming the file, the line
+// and the key, and exit code 1.
+
+// RUN: split-file %s %t
+// RUN: not flexpipe-compile %t/spec.mlir --model %t/missing.yaml --cluster %t/good-cluster.yaml 2>&1 | FileCheck %s --check-prefix=MISSING
+// RUN: not flexpipe-compile %t/spec.mlir --model %t/negative.yaml --cluster %t/good-cluster.yaml 2>&1 | FileCheck %s --check-prefix=NEGATIVE
+// RUN: not flexpipe-compile %t/spec.mlir --model %t/unknown.yaml --cluster %t/good-cluster.yaml 2>&1 | FileCheck %s --check-prefix=UNKNOWN
+// RUN: not flexpipe-compile %t/spec.mlir --model %t/type.yaml --cluster %t/good-cluster.yaml 2>&1 | FileCheck %s --check-prefix=TYPE
+// RUN: not flexpipe-compile %t/spec.mlir --model %t/syntax.yaml --cluster %t/good-cluster.yaml 2>&1 | FileCheck %s --check-prefix=SYNTAX
+// RUN: not flexpipe-compile %t/spec.mlir --model %t/heads.yaml --cluster %t/good-cluster.yaml 2>&1 | FileCheck %s --check-prefix=HEADS
+// RUN: not flexpipe-compile %t/spec.mlir --model %t/other.yaml --cluster %t/good-cluster.yaml 2>&1 | FileCheck %s --check-prefix=OTHER
+// RUN: not flexpipe-compile %t/spec.mlir --model %t/good-model.yaml --cluster %t/efficiency.yaml 2>&1 | FileCheck %s --check-prefix=EFFICIENCY
+// RUN: not flexpipe-compile %t/spec.mlir --model %t/good-model.yaml --cluster %t/link.yaml 2>&1 | FileCheck %s --check-prefix=LINK
+// RUN: not flexpipe-compile %t/spec.mlir --profile %t/profile.yaml --emit=report 2>&1 | FileCheck %s --check-prefix=PROFILE
+// RUN: not flexpipe-compile %t/spec.mlir --model %t/good-model.yaml 2>&1 | FileCheck %s --check-prefix=NOCLUSTER
+// RUN: flexpipe-compile %t/spec.mlir --model %t/good-model.yaml --cluster %t/good-cluster.yaml --emit=report | FileCheck %s --check-prefix=GOOD
+
+// MISSING: missing.yaml:2:1: error: missing key 'micro_batch_size' in the model file
+// NEGATIVE: negative.yaml:8:13: error: key 'layers' must be at least 1, got -4
+// UNKNOWN: unknown.yaml:9:5: error: unknown key 'hiden' in a module; expected one of: name, layers, hidden, heads, seq, vocab, lm_head
+// TYPE: type.yaml:10:12: error: key 'heads' must be an integer, got 'many'
+// SYNTAX: syntax.yaml:5:1: error: invalid YAML: end of map flow not found
+// HEADS: heads.yaml:9:13: error: module 'gpt': hidden 100 is not a multiple of heads 3
+// OTHER: spec.mlir:2:3: error: module @gpt is not in the model file '{{.*}}other.yaml'; name its modules after the spec's
+// EFFICIENCY: efficiency.yaml:4:13: error: key 'efficiency' is a fraction of the peak and must be at most 1
+// LINK: link.yaml:8:3: error: missing key 'latency_s' in inter_node
+// PROFILE: profile.yaml:2:23: error: key 'fwd_s' must be a number, got 'fast'
+// NOCLUSTER: flexpipe-compile: --model needs --cluster (device throughput, memory and links)
+// GOOD: iteration time
+
+//--- spec.mlir
+flexpipe.pipeline @p actors(2) microbatches(4) {
+  flexpipe.module @gpt layers(4) placement(one_to_one)
+}
+//--- good-model.yaml
+global_batch_size: 8
+micro_batch_size: 1
+modules:
+  - {name: gpt, layers: 4, hidden: 64, heads: 4, seq: 32, vocab: 256}
+//--- good-cluster.yaml
+devices: 2
+devices_per_node: 2
+peak_flops: 1e12
+efficiency: 0.5
+memory_bytes: 1e9
+intra_node: {bandwidth_bytes_per_s: 1e9, latency_s: 1e-6}
+inter_node: {bandwidth_bytes_per_s: 1e8, latency_s: 1e-5}
+//--- missing.yaml
+# no micro-batch size
+global_batch_size: 8
+modules:
+  - {name: gpt, layers: 4, hidden: 64, heads: 4, seq: 32}
+//--- negative.yaml
+name: negative
+dtype: bf16
+global_batch_size: 8
+micro_batch_size: 1
+modules:
+  - name: gpt
+    hidden: 64
+    layers: -4
+    heads: 4
+    seq: 32
+//--- unknown.yaml
+name: unknown
+dtype: bf16
+global_batch_size: 8
+micro_batch_size: 1
+modules:
+  - name: gpt
+    layers: 4
+    heads: 4
+    hiden: 64
+    seq: 32
+//--- type.yaml
+name: type
+dtype: bf16
+global_batch_size: 8
+micro_batch_size: 1
+modules:
+  - name: gpt
+    layers: 4
+    hidden: 64
+    seq: 32
+    heads: many
+//--- syntax.yaml
+global_batch_size: 8
+micro_batch_size: 1
+modules:
+  - {name: gpt, layers: 4
+//--- heads.yaml
+name: heads
+dtype: bf16
+global_batch_size: 8
+micro_batch_size: 1
+modules:
+  - name: gpt
+    layers: 4
+    heads: 3
+    hidden: 100
+    seq: 32
+//--- other.yaml
+global_batch_size: 8
+micro_batch_size: 1
+modules:
+  - {name: bert, layers: 4, hidden: 64, heads: 4, seq: 32}
+//--- efficiency.yaml
+devices: 2
+devices_per_node: 2
+peak_flops: 1e12
+efficiency: 1.5
+memory_bytes: 1e9
+intra_node: {bandwidth_bytes_per_s: 1e9, latency_s: 1e-6}
+inter_node: {bandwidth_bytes_per_s: 1e8, latency_s: 1e-5}
+//--- link.yaml
+devices: 2
+devices_per_node: 2
+peak_flops: 1e12
+efficiency: 0.5
+memory_bytes: 1e9
+intra_node: {bandwidth_bytes_per_s: 1e9, latency_s: 1e-6}
+inter_node:
+  bandwidth_bytes_per_s: 1e8
+//--- profile.yaml
+stages:
+  - {stage: 0, fwd_s: fast, bwd_s: 2}

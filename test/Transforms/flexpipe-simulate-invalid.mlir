@@ -1,0 +1,15 @@
+// RUN: flexpipe-opt %s -flexpipe-simulate="model=%S/../../configs/models/tiny.yaml cluster=%S/../../configs/clusters/cpu.yaml" -verify-diagnostics
+// RUN: not flexpipe-opt %s -flexpipe-simulate=model=%S/../../configs/models/tiny.yaml 2>&1 | FileCheck %s
+
+// Tests a model file on a hand-written schedule that does not say what its
+// stages hold.
+// expected-error @+1 {{the schedule does not say what its stages hold (no stage_info); schedule it from a spec to use a model file}}
+flexpipe.schedule @hand actors(1) stages(1) microbatches(1) {
+  flexpipe.actor 0 {
+    flexpipe.fwd stage 0 mb 0
+    flexpipe.bwd stage 0 mb 0
+  }
+}
+
+// Tests a model file without a cluster file.
+// CHECK: error: -flexpipe-simulate needs both model and cluster files, or neither
