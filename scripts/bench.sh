@@ -5,3 +5,5 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 build_all
 "$BUILD_DIR/bin/flexpipe-bench-scheduler" "${1:-1}"
+echo
+"$BUILD_DIR/bin/flexpipe-bench-simulator" "${1:-1}"

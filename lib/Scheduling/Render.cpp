@@ -33,6 +33,16 @@ std::string time(double value, const SimCosts &costs) {
   return fixed(value * 1e3, 3) + " ms";
 }
 
+/// An axis label: as few digits as the tick spacing needs.
+std::string tick(double value, double step, const SimCosts &costs) {
+  const bool seconds = costs.unit == "s";
+  const bool ms = seconds && step < 1;
+  const double shown = ms ? value * 1e3 : value;
+  const double spacing = ms ? step * 1e3 : step;
+  const int digits = spacing >= 1 ? 0 : static_cast<int>(std::ceil(-std::log10(spacing)));
+  return fixed(shown, digits) + " " + (ms ? "ms" : seconds ? "s" : costs.unit);
+}
+
 /// Memory: bytes with a model, stage-micro-batches without.
 std::string memory(double value, const SimCosts &costs) {
   if (costs.unit != "s")
@@ -262,7 +272,7 @@ std::string flexpipe::sched::formatSvg(const Program &p, const SimResult &r,
        << fixed(x(t), 2) << "\" y2=\"" << axisY + 5
        << "\" stroke=\"black\"/><text x=\"" << fixed(x(t), 2) << "\" y=\""
        << axisY + 18 << "\" font-size=\"11\" text-anchor=\"middle\">"
-       << escape(time(t, costs)) << "</text>\n";
+       << escape(tick(t, step, costs)) << "</text>\n";
   }
   os << "</svg>\n";
   return os.str();
