@@ -18,31 +18,8 @@ using namespace flexpipe::sched;
 
 namespace {
 
-const char *letter(OpKind kind) {
-  switch (kind) {
-  case OpKind::Fwd:
-    return "F";
-  case OpKind::Bwd:
-    return "B";
-  case OpKind::Igrad:
-    return "I";
-  case OpKind::Wgrad:
-    return "W";
-  case OpKind::SendAct:
-    return "SEND_F";
-  case OpKind::RecvAct:
-    return "RECV_F";
-  case OpKind::SendGrad:
-    return "SEND_B";
-  case OpKind::RecvGrad:
-    return "RECV_B";
-  default:
-    return nullptr;
-  }
-}
-
 std::string cell(const ProgOp &op) {
-  return std::to_string(op.stage) + letter(op.kind) + std::to_string(op.mb);
+  return std::to_string(op.stage) + opLetter(op.kind) + std::to_string(op.mb);
 }
 
 } // namespace
@@ -238,7 +215,7 @@ std::string flexpipe::sched::formatTorchCsvComms(const Program &p) {
   for (int32_t a = 0; a < p.numActors; ++a) {
     bool first = true;
     for (const ProgOp &op : p.actors[a]) {
-      if (!letter(op.kind))
+      if (!opLetter(op.kind))
         continue;
       os << (first ? "" : ",") << cell(op);
       first = false;

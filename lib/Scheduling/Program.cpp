@@ -47,6 +47,29 @@ const char *flexpipe::sched::opKindName(OpKind kind) {
   return "?";
 }
 
+const char *flexpipe::sched::opLetter(OpKind kind) {
+  switch (kind) {
+  case OpKind::Fwd:
+    return "F";
+  case OpKind::Bwd:
+    return "B";
+  case OpKind::Igrad:
+    return "I";
+  case OpKind::Wgrad:
+    return "W";
+  case OpKind::SendAct:
+    return "SEND_F";
+  case OpKind::RecvAct:
+    return "RECV_F";
+  case OpKind::SendGrad:
+    return "SEND_B";
+  case OpKind::RecvGrad:
+    return "RECV_B";
+  default:
+    return nullptr;
+  }
+}
+
 OpKind flexpipe::sched::toOpKind(CompKind kind) {
   switch (kind) {
   case CompKind::Fwd:

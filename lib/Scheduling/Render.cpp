@@ -54,23 +54,10 @@ std::string pad(const std::string &text, size_t width) {
   return text.size() >= width ? text : text + std::string(width - text.size(), ' ');
 }
 
-const char *letter(OpKind kind) {
-  switch (kind) {
-  case OpKind::Fwd:
-    return "F";
-  case OpKind::Bwd:
-    return "B";
-  case OpKind::Igrad:
-    return "I";
-  case OpKind::Wgrad:
-    return "W";
-  default:
-    return opKindName(kind);
-  }
-}
-
 std::string label(const ProgOp &op) {
-  return std::to_string(op.stage) + letter(op.kind) + std::to_string(op.mb);
+  const char *letter = opLetter(op.kind);
+  return std::to_string(op.stage) + (letter ? letter : opKindName(op.kind)) +
+         std::to_string(op.mb);
 }
 
 std::string escape(const std::string &text) {

@@ -10,6 +10,8 @@
 #include "flexpipe/Scheduling/PipelineSpec.h"
 #include "flexpipe/Scheduling/Program.h"
 
+#include "TestSpecs.h"
+
 #include <catch2/catch.hpp>
 
 #include <fstream>
@@ -18,6 +20,7 @@
 #include <sstream>
 
 using namespace flexpipe::sched;
+using flexpipe::sched::test::makeSpec;
 
 namespace {
 
@@ -68,36 +71,6 @@ Rows rowsOf(const Problem &problem, const ScheduleResult &result) {
                             letter(item.kind) + std::to_string(item.mb));
   }
   return rows;
-}
-
-PipelineSpec makeSpec(int32_t pp, int32_t m, PlacementKind kind,
-                      int64_t chunks, Cttp cttp, StagePriority fwd,
-                      StagePriority bwd, std::vector<int64_t> actorLimits = {},
-                      bool bidirectional = false) {
-  PipelineSpec spec;
-  spec.actors = pp;
-  spec.microbatches = m;
-  ModuleSpec module;
-  module.name = "gpt";
-  module.placement.kind = kind;
-  module.placement.chunks = chunks;
-  module.placement.bidirectional = bidirectional;
-  for (int32_t a = 0; a < pp; ++a)
-    module.placement.actors.push_back(a);
-  module.layers = pp * chunks * 2;
-  spec.modules.push_back(module);
-  PrioritySpec priority;
-  priority.cttp = cttp;
-  priority.fwd = fwd;
-  priority.bwd = bwd;
-  spec.priorities.push_back(priority);
-  if (!actorLimits.empty()) {
-    InflightSpec inflight;
-    inflight.scope = InflightScope::PerActor;
-    inflight.limits = std::move(actorLimits);
-    spec.inflight.push_back(inflight);
-  }
-  return spec;
 }
 
 struct Run {

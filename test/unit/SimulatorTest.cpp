@@ -10,6 +10,8 @@
 #include "flexpipe/Scheduling/PipelineSpec.h"
 #include "flexpipe/Scheduling/Simulator.h"
 
+#include "TestSpecs.h"
+
 #include <catch2/catch.hpp>
 
 using namespace flexpipe::sched;
@@ -19,36 +21,12 @@ namespace {
 /// A scheduled, communicating program for a single-module spec.
 Program programFor(int32_t pp, int32_t m, PlacementKind kind, int64_t chunks,
                    Cttp cttp, StagePriority fwd, StagePriority bwd,
-                   std::vector<int64_t> limits,
-                   TimeModel model = TimeModel::Step,
-                   double costPerLayer = 1) {
-  PipelineSpec spec;
-  spec.actors = pp;
-  spec.microbatches = m;
-  ModuleSpec module;
-  module.name = "gpt";
-  module.layers = pp * chunks;
-  module.placement.kind = kind;
-  module.placement.chunks = chunks;
-  for (int32_t a = 0; a < pp; ++a)
-    module.placement.actors.push_back(a);
-  spec.modules.push_back(module);
-  PrioritySpec priority;
-  priority.cttp = cttp;
-  priority.fwd = fwd;
-  priority.bwd = bwd;
-  spec.priorities.push_back(priority);
-  if (!limits.empty()) {
-    InflightSpec inflight;
-    inflight.scope = InflightScope::PerActor;
-    inflight.limits = std::move(limits);
-    spec.inflight.push_back(inflight);
-  }
-  for (double &cost : spec.costPerLayer)
-    cost = costPerLayer;
+                   std::vector<int64_t> limits) {
+  PipelineSpec spec = flexpipe::sched::test::makeSpec(
+      pp, m, kind, chunks, cttp, fwd, bwd, std::move(limits));
   llvm::Expected<BuiltProblem> built = buildProblem(spec);
   REQUIRE(static_cast<bool>(built));
-  ScheduleResult result = schedule(built->problem, model);
+  ScheduleResult result = schedule(built->problem, TimeModel::Step);
   REQUIRE(result.ok);
   Program program = toProgram(built->problem, result, built->numStages,
                               built->stageEdges, built->sharedStages);

@@ -50,6 +50,9 @@ enum class OpKind : uint8_t {
   Wait,
 };
 const char *opKindName(OpKind kind);
+/// The letter PyTorch's CSV uses: F, B, I, W, SEND_F, RECV_F, SEND_B, RECV_B;
+/// nullptr for kinds it has no letter for.
+const char *opLetter(OpKind kind);
 inline bool isCompute(OpKind kind) { return kind <= OpKind::Wgrad; }
 OpKind toOpKind(CompKind kind);
 

@@ -1,0 +1,50 @@
+//===- TestSpecs.h - Pipeline specs for the unit tests ----------*- C++ -*-===//
+//
+// Part of the FlexPipe project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLEXPIPE_TEST_UNIT_TESTSPECS_H
+#define FLEXPIPE_TEST_UNIT_TESTSPECS_H
+
+#include "flexpipe/Scheduling/PipelineSpec.h"
+
+namespace flexpipe::sched::test {
+
+/// One module over actors 0..pp-1 with the given placement, one pipeline-wide
+/// priority and, when given, per-actor in-flight limits.
+inline PipelineSpec makeSpec(int32_t pp, int32_t m, PlacementKind kind,
+                      int64_t chunks, Cttp cttp, StagePriority fwd,
+                      StagePriority bwd, std::vector<int64_t> actorLimits = {},
+                      bool bidirectional = false) {
+  PipelineSpec spec;
+  spec.actors = pp;
+  spec.microbatches = m;
+  ModuleSpec module;
+  module.name = "gpt";
+  module.placement.kind = kind;
+  module.placement.chunks = chunks;
+  module.placement.bidirectional = bidirectional;
+  for (int32_t a = 0; a < pp; ++a)
+    module.placement.actors.push_back(a);
+  module.layers = pp * chunks * 2;
+  spec.modules.push_back(module);
+  PrioritySpec priority;
+  priority.cttp = cttp;
+  priority.fwd = fwd;
+  priority.bwd = bwd;
+  spec.priorities.push_back(priority);
+  if (!actorLimits.empty()) {
+    InflightSpec inflight;
+    inflight.scope = InflightScope::PerActor;
+    inflight.limits = std::move(actorLimits);
+    spec.inflight.push_back(inflight);
+  }
+  return spec;
+}
+
+} // namespace flexpipe::sched::test
+
+#endif // FLEXPIPE_TEST_UNIT_TESTSPECS_H
