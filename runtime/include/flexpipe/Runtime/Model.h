@@ -1,0 +1,118 @@
+//===- Model.h - The built-in GPT model, layer by layer ---------*- C++ -*-===//
+//
+// Part of the FlexPipe project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// A GPT-style decoder in fp32 on the CPU: token + position embedding, pre-LN
+// transformer blocks (causal multi-head self-attention, GELU MLP), final
+// LayerNorm, LM head and cross-entropy. Every layer computes its forward,
+// its input gradient and its weight gradient separately, so that the
+// runtime's B, I and W instructions all do real work: inputGrad keeps what
+// weightGrad needs, weightGrad frees the micro-batch's state.
+//
+// Parameters are initialised from a seed and their names alone, so every
+// rank builds exactly the weights a single-process run builds. Matrix
+// products go through OpenBLAS's sgemm.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLEXPIPE_RUNTIME_MODEL_H
+#define FLEXPIPE_RUNTIME_MODEL_H
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace flexpipe::rt {
+
+using Tensor = std::vector<float>;
+
+struct GptConfig {
+  int64_t vocab = 256, seq = 32, hidden = 64, heads = 4, layers = 8;
+  int64_t microBatch = 1;
+  uint64_t seed = 1234;
+  int64_t tokens() const { return microBatch * seq; }
+};
+
+/// A named parameter with its gradient accumulator.
+struct Parameter {
+  std::string name;
+  Tensor value, grad;
+};
+
+/// Deterministic synthetic data with learnable structure: sequence n of
+/// iteration i starts at a pseudo-random token, and every next token is a
+/// fixed random permutation of the previous one (a bigram the model learns).
+struct Batch {
+  std::vector<int32_t> tokens, targets;
+};
+Batch makeBatch(const GptConfig &config, int64_t iteration,
+                int64_t microbatch);
+
+/// One piece of a stage. Inputs and outputs are [tokens x hidden] row-major,
+/// except the embedding's input (token ids) and the head's output (a loss).
+class Layer {
+public:
+  virtual ~Layer() = default;
+  /// Computes the output for micro-batch `mb` and keeps what the gradients
+  /// need. Returns the loss for the head, 0 otherwise.
+  virtual float forward(int64_t mb, const Batch &batch, const Tensor &in,
+                        Tensor &out) = 0;
+  /// Gradient with respect to the input from the gradient of the output (the
+  /// head ignores `dout`: its output is the loss, scaled by `lossScale`).
+  virtual void inputGrad(int64_t mb, const Tensor &dout, Tensor &din,
+                         float lossScale) = 0;
+  /// Accumulates the weight gradients of micro-batch `mb` and frees its
+  /// state. Requires inputGrad first.
+  virtual void weightGrad(int64_t mb) = 0;
+  virtual std::vector<Parameter *> parameters() = 0;
+  /// Bytes held for micro-batches between forward and weightGrad.
+  virtual size_t cachedBytes() const = 0;
+};
+
+std::unique_ptr<Layer> makeEmbedding(const GptConfig &config);
+std::unique_ptr<Layer> makeBlock(const GptConfig &config, int64_t index);
+std::unique_ptr<Layer> makeHead(const GptConfig &config);
+
+/// A pipeline stage: [embedding] blocks [first, first + count) [head].
+class Stage {
+public:
+  Stage(const GptConfig &config, int64_t firstBlock, int64_t numBlocks,
+        bool embedding, bool head);
+  /// `in` is ignored on the first stage; `out` is ignored on the last, which
+  /// returns the micro-batch's mean cross-entropy.
+  float forward(int64_t mb, const Batch &batch, const Tensor &in, Tensor &out);
+  /// `dout` is ignored on the last stage; `din` is left empty on the first.
+  void inputGrad(int64_t mb, const Tensor &dout, Tensor &din, float lossScale);
+  void weightGrad(int64_t mb);
+  void backward(int64_t mb, const Tensor &dout, Tensor &din, float lossScale) {
+    inputGrad(mb, dout, din, lossScale);
+    weightGrad(mb);
+  }
+  std::vector<Parameter *> parameters();
+  size_t cachedBytes() const;
+  bool hasEmbedding() const { return embedding; }
+  bool hasHead() const { return head; }
+
+private:
+  bool embedding, head;
+  std::vector<std::unique_ptr<Layer>> layers;
+};
+
+/// Adam with the usual defaults; one step over the accumulated gradients,
+/// which it then clears.
+struct Adam {
+  float lr = 1e-3f, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;
+  int64_t step = 0;
+  std::map<std::string, std::pair<Tensor, Tensor>> moments;
+  void apply(const std::vector<Parameter *> &parameters);
+};
+
+} // namespace flexpipe::rt
+
+#endif // FLEXPIPE_RUNTIME_MODEL_H

@@ -1,0 +1,600 @@
+//===- Model.cpp - The built-in GPT model, layer by layer -----------------===//
+//
+// Part of the FlexPipe project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+
+#include "flexpipe/Runtime/Model.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <numeric>
+
+using namespace flexpipe::rt;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Deterministic random numbers
+//===----------------------------------------------------------------------===//
+
+uint64_t splitmix(uint64_t &state) {
+  uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+uint64_t hashName(const std::string &name) {
+  uint64_t h = 1469598103934665603ULL; // FNV-1a
+  for (char c : name)
+    h = (h ^ static_cast<uint8_t>(c)) * 1099511628211ULL;
+  return h;
+}
+
+/// N(0, std^2) values from a seed and a parameter name (Box-Muller).
+void initNormal(Tensor &t, uint64_t seed, const std::string &name, float std) {
+  uint64_t state = seed ^ hashName(name);
+  for (size_t i = 0; i < t.size(); i += 2) {
+    const double u1 = (static_cast<double>(splitmix(state) >> 11) + 1) / 9007199254740993.0;
+    const double u2 = static_cast<double>(splitmix(state) >> 11) / 9007199254740992.0;
+    const double r = std::sqrt(-2 * std::log(u1));
+    t[i] = static_cast<float>(std * r * std::cos(2 * M_PI * u2));
+    if (i + 1 < t.size())
+      t[i + 1] = static_cast<float>(std * r * std::sin(2 * M_PI * u2));
+  }
+}
+
+Parameter makeParameter(const std::string &name, size_t size) {
+  return Parameter{name, Tensor(size, 0.0f), Tensor(size, 0.0f)};
+}
+
+//===----------------------------------------------------------------------===//
+// Kernels
+//===----------------------------------------------------------------------===//
+
+/// C[m x n] = alpha * op(A) op(B) + beta * C, row-major.
+void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+          const float *a, const float *b, float beta, float *c) {
+  cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
+              transB ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, a,
+              transA ? m : k, b, transB ? k : n, beta, c, n);
+}
+
+/// y[t x out] = x[t x in] W[in x out] + b.
+void linearForward(const Tensor &x, const Parameter &w, const Parameter &b,
+                   int64_t t, int64_t in, int64_t out, Tensor &y) {
+  y.resize(t * out);
+  for (int64_t r = 0; r < t; ++r)
+    std::copy(b.value.begin(), b.value.end(), y.begin() + r * out);
+  gemm(false, false, t, out, in, x.data(), w.value.data(), 1.0f, y.data());
+}
+
+/// dx[t x in] (+)= dy[t x out] W^T.
+void linearInputGrad(const Tensor &dy, const Parameter &w, int64_t t,
+                     int64_t in, int64_t out, Tensor &dx, bool accumulate) {
+  if (!accumulate)
+    dx.assign(t * in, 0.0f);
+  gemm(false, true, t, in, out, dy.data(), w.value.data(), 1.0f, dx.data());
+}
+
+/// dW += x^T dy, db += column sums of dy.
+void linearWeightGrad(const Tensor &x, const Tensor &dy, Parameter &w,
+                      Parameter *b, int64_t t, int64_t in, int64_t out) {
+  gemm(true, false, in, out, t, x.data(), dy.data(), 1.0f, w.grad.data());
+  if (b)
+    for (int64_t r = 0; r < t; ++r)
+      for (int64_t c = 0; c < out; ++c)
+        b->grad[c] += dy[r * out + c];
+}
+
+constexpr float kLayerNormEps = 1e-5f;
+
+/// Row-wise LayerNorm; keeps mean and 1/std per row.
+void layerNormForward(const Tensor &x, const Parameter &g, const Parameter &b,
+                      int64_t t, int64_t h, Tensor &y, Tensor &mean,
+                      Tensor &rstd) {
+  y.resize(t * h);
+  mean.resize(t);
+  rstd.resize(t);
+  for (int64_t r = 0; r < t; ++r) {
+    const float *row = x.data() + r * h;
+    double m = 0, v = 0;
+    for (int64_t c = 0; c < h; ++c)
+      m += row[c];
+    m /= h;
+    for (int64_t c = 0; c < h; ++c)
+      v += (row[c] - m) * (row[c] - m);
+    v /= h;
+    mean[r] = static_cast<float>(m);
+    rstd[r] = static_cast<float>(1.0 / std::sqrt(v + kLayerNormEps));
+    for (int64_t c = 0; c < h; ++c)
+      y[r * h + c] = (row[c] - mean[r]) * rstd[r] * g.value[c] + b.value[c];
+  }
+}
+
+/// dx (+)= LayerNorm's input gradient for output gradient dy.
+void layerNormInputGrad(const Tensor &x, const Tensor &dy, const Parameter &g,
+                        const Tensor &mean, const Tensor &rstd, int64_t t,
+                        int64_t h, Tensor &dx) {
+  for (int64_t r = 0; r < t; ++r) {
+    double meanD = 0, meanDX = 0;
+    for (int64_t c = 0; c < h; ++c) {
+      const double xhat = (x[r * h + c] - mean[r]) * rstd[r];
+      const double d = dy[r * h + c] * g.value[c];
+      meanD += d;
+      meanDX += d * xhat;
+    }
+    meanD /= h;
+    meanDX /= h;
+    for (int64_t c = 0; c < h; ++c) {
+      const double xhat = (x[r * h + c] - mean[r]) * rstd[r];
+      const double d = dy[r * h + c] * g.value[c];
+      dx[r * h + c] += static_cast<float>(rstd[r] * (d - meanD - xhat * meanDX));
+    }
+  }
+}
+
+void layerNormWeightGrad(const Tensor &x, const Tensor &dy, Parameter &g,
+                         Parameter &b, const Tensor &mean, const Tensor &rstd,
+                         int64_t t, int64_t h) {
+  for (int64_t r = 0; r < t; ++r)
+    for (int64_t c = 0; c < h; ++c) {
+      const float xhat = (x[r * h + c] - mean[r]) * rstd[r];
+      g.grad[c] += dy[r * h + c] * xhat;
+      b.grad[c] += dy[r * h + c];
+    }
+}
+
+constexpr float kGeluC = 0.7978845608028654f; // sqrt(2 / pi)
+
+float gelu(float x) {
+  return 0.5f * x * (1 + std::tanh(kGeluC * (x + 0.044715f * x * x * x)));
+}
+
+float geluGrad(float x) {
+  const float t = std::tanh(kGeluC * (x + 0.044715f * x * x * x));
+  return 0.5f * (1 + t) +
+         0.5f * x * (1 - t * t) * kGeluC * (1 + 3 * 0.044715f * x * x);
+}
+
+//===----------------------------------------------------------------------===//
+// Layers
+//===----------------------------------------------------------------------===//
+
+class Embedding final : public Layer {
+public:
+  explicit Embedding(const GptConfig &c)
+      : config(c), token(makeParameter("embedding.token", c.vocab * c.hidden)),
+        position(makeParameter("embedding.position", c.seq * c.hidden)) {
+    initNormal(token.value, c.seed, token.name, 0.02f);
+    initNormal(position.value, c.seed, position.name, 0.02f);
+  }
+  float forward(int64_t mb, const Batch &batch, const Tensor &,
+                Tensor &out) override {
+    const int64_t t = config.tokens(), h = config.hidden;
+    out.resize(t * h);
+    for (int64_t r = 0; r < t; ++r)
+      for (int64_t c = 0; c < h; ++c)
+        out[r * h + c] = token.value[batch.tokens[r] * h + c] +
+                         position.value[(r % config.seq) * h + c];
+    tokens[mb] = batch.tokens;
+    return 0;
+  }
+  void inputGrad(int64_t mb, const Tensor &dout, Tensor &din, float) override {
+    din.clear(); // token ids have no gradient
+    grads[mb] = dout;
+  }
+  void weightGrad(int64_t mb) override {
+    const int64_t t = config.tokens(), h = config.hidden;
+    const Tensor &d = grads.at(mb);
+    const std::vector<int32_t> &ids = tokens.at(mb);
+    for (int64_t r = 0; r < t; ++r)
+      for (int64_t c = 0; c < h; ++c) {
+        token.grad[ids[r] * h + c] += d[r * h + c];
+        position.grad[(r % config.seq) * h + c] += d[r * h + c];
+      }
+    tokens.erase(mb);
+    grads.erase(mb);
+  }
+  std::vector<Parameter *> parameters() override { return {&token, &position}; }
+  size_t cachedBytes() const override {
+    size_t bytes = 0;
+    for (const auto &[mb, g] : grads)
+      bytes += g.size() * sizeof(float);
+    for (const auto &[mb, ids] : tokens)
+      bytes += ids.size() * sizeof(int32_t);
+    return bytes;
+  }
+
+private:
+  GptConfig config;
+  Parameter token, position;
+  std::map<int64_t, std::vector<int32_t>> tokens;
+  std::map<int64_t, Tensor> grads;
+};
+
+/// x -> x + Attn(LN1(x)) -> x2 + MLP(LN2(x2)).
+class Block final : public Layer {
+public:
+  Block(const GptConfig &c, int64_t index) : config(c) {
+    const int64_t h = c.hidden;
+    const std::string p = "block" + std::to_string(index) + ".";
+    ln1g = makeParameter(p + "ln1.gain", h);
+    ln1b = makeParameter(p + "ln1.bias", h);
+    wqkv = makeParameter(p + "attn.qkv.weight", h * 3 * h);
+    bqkv = makeParameter(p + "attn.qkv.bias", 3 * h);
+    wo = makeParameter(p + "attn.out.weight", h * h);
+    bo = makeParameter(p + "attn.out.bias", h);
+    ln2g = makeParameter(p + "ln2.gain", h);
+    ln2b = makeParameter(p + "ln2.bias", h);
+    w1 = makeParameter(p + "mlp.fc1.weight", h * 4 * h);
+    b1 = makeParameter(p + "mlp.fc1.bias", 4 * h);
+    w2 = makeParameter(p + "mlp.fc2.weight", 4 * h * h);
+    b2 = makeParameter(p + "mlp.fc2.bias", h);
+    std::fill(ln1g.value.begin(), ln1g.value.end(), 1.0f);
+    std::fill(ln2g.value.begin(), ln2g.value.end(), 1.0f);
+    for (Parameter *w : {&wqkv, &wo, &w1, &w2})
+      initNormal(w->value, c.seed, w->name, 0.02f);
+  }
+
+  float forward(int64_t mb, const Batch &, const Tensor &in,
+                Tensor &out) override {
+    const int64_t t = config.tokens(), h = config.hidden;
+    State &s = states[mb];
+    s.x = in;
+    layerNormForward(s.x, ln1g, ln1b, t, h, s.h1, s.mean1, s.rstd1);
+    linearForward(s.h1, wqkv, bqkv, t, h, 3 * h, s.qkv);
+    attentionForward(s);
+    Tensor o;
+    linearForward(s.a, wo, bo, t, h, h, o);
+    s.x2.resize(t * h);
+    for (int64_t i = 0; i < t * h; ++i)
+      s.x2[i] = s.x[i] + o[i];
+    layerNormForward(s.x2, ln2g, ln2b, t, h, s.h2, s.mean2, s.rstd2);
+    linearForward(s.h2, w1, b1, t, h, 4 * h, s.pre);
+    s.f.resize(s.pre.size());
+    for (size_t i = 0; i < s.pre.size(); ++i)
+      s.f[i] = gelu(s.pre[i]);
+    Tensor m;
+    linearForward(s.f, w2, b2, t, 4 * h, h, m);
+    out.resize(t * h);
+    for (int64_t i = 0; i < t * h; ++i)
+      out[i] = s.x2[i] + m[i];
+    return 0;
+  }
+
+  void inputGrad(int64_t mb, const Tensor &dy, Tensor &dx, float) override {
+    const int64_t t = config.tokens(), h = config.hidden;
+    State &s = states.at(mb);
+    // MLP branch; the residual carries dy to x2.
+    s.dm = dy;
+    Tensor df;
+    linearInputGrad(s.dm, w2, t, 4 * h, h, df, false);
+    s.dpre.resize(df.size());
+    for (size_t i = 0; i < df.size(); ++i)
+      s.dpre[i] = df[i] * geluGrad(s.pre[i]);
+    linearInputGrad(s.dpre, w1, t, h, 4 * h, s.dh2, false);
+    Tensor dx2 = dy;
+    layerNormInputGrad(s.x2, s.dh2, ln2g, s.mean2, s.rstd2, t, h, dx2);
+    // Attention branch; the residual carries dx2 to x.
+    s.dout = dx2;
+    Tensor da;
+    linearInputGrad(s.dout, wo, t, h, h, da, false);
+    attentionInputGrad(s, da);
+    linearInputGrad(s.dqkv, wqkv, t, h, 3 * h, s.dh1, false);
+    dx = dx2;
+    layerNormInputGrad(s.x, s.dh1, ln1g, s.mean1, s.rstd1, t, h, dx);
+  }
+
+  void weightGrad(int64_t mb) override {
+    const int64_t t = config.tokens(), h = config.hidden;
+    State &s = states.at(mb);
+    linearWeightGrad(s.f, s.dm, w2, &b2, t, 4 * h, h);
+    linearWeightGrad(s.h2, s.dpre, w1, &b1, t, h, 4 * h);
+    layerNormWeightGrad(s.x2, s.dh2, ln2g, ln2b, s.mean2, s.rstd2, t, h);
+    linearWeightGrad(s.a, s.dout, wo, &bo, t, h, h);
+    linearWeightGrad(s.h1, s.dqkv, wqkv, &bqkv, t, h, 3 * h);
+    layerNormWeightGrad(s.x, s.dh1, ln1g, ln1b, s.mean1, s.rstd1, t, h);
+    states.erase(mb);
+  }
+
+  std::vector<Parameter *> parameters() override {
+    return {&ln1g, &ln1b, &wqkv, &bqkv, &wo, &bo,
+            &ln2g, &ln2b, &w1,   &b1,   &w2, &b2};
+  }
+  size_t cachedBytes() const override {
+    size_t floats = 0;
+    for (const auto &[mb, s] : states)
+      for (const Tensor *t : {&s.x, &s.h1, &s.qkv, &s.probs, &s.a, &s.x2,
+                              &s.h2, &s.pre, &s.f, &s.dm, &s.dpre, &s.dh2,
+                              &s.dout, &s.dqkv, &s.dh1, &s.mean1, &s.rstd1,
+                              &s.mean2, &s.rstd2})
+        floats += t->size();
+    return floats * sizeof(float);
+  }
+
+private:
+  struct State {
+    Tensor x, h1, qkv, probs, a, x2, h2, pre, f;      // forward
+    Tensor mean1, rstd1, mean2, rstd2;                // LayerNorm statistics
+    Tensor dm, dpre, dh2, dout, dqkv, dh1;            // kept for weightGrad
+  };
+
+  /// Causal multi-head attention from s.qkv into s.a, keeping probabilities.
+  void attentionForward(State &s) {
+    const int64_t seq = config.seq, h = config.hidden, heads = config.heads;
+    const int64_t d = h / heads;
+    const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+    s.a.assign(config.tokens() * h, 0.0f);
+    s.probs.assign(config.microBatch * heads * seq * seq, 0.0f);
+    for (int64_t b = 0; b < config.microBatch; ++b)
+      for (int64_t hd = 0; hd < heads; ++hd) {
+        float *p = s.probs.data() + ((b * heads + hd) * seq) * seq;
+        for (int64_t i = 0; i < seq; ++i) {
+          const float *q = s.qkv.data() + (b * seq + i) * 3 * h + hd * d;
+          float maxScore = -1e30f;
+          for (int64_t j = 0; j <= i; ++j) {
+            const float *k = s.qkv.data() + (b * seq + j) * 3 * h + h + hd * d;
+            float score = 0;
+            for (int64_t c = 0; c < d; ++c)
+              score += q[c] * k[c];
+            p[i * seq + j] = score * scale;
+            maxScore = std::max(maxScore, p[i * seq + j]);
+          }
+          float sum = 0;
+          for (int64_t j = 0; j <= i; ++j) {
+            p[i * seq + j] = std::exp(p[i * seq + j] - maxScore);
+            sum += p[i * seq + j];
+          }
+          float *out = s.a.data() + (b * seq + i) * h + hd * d;
+          for (int64_t j = 0; j <= i; ++j) {
+            p[i * seq + j] /= sum;
+            const float *v =
+                s.qkv.data() + (b * seq + j) * 3 * h + 2 * h + hd * d;
+            for (int64_t c = 0; c < d; ++c)
+              out[c] += p[i * seq + j] * v[c];
+          }
+        }
+      }
+  }
+
+  /// Gradient of the attention with respect to s.qkv, from da.
+  void attentionInputGrad(State &s, const Tensor &da) {
+    const int64_t seq = config.seq, h = config.hidden, heads = config.heads;
+    const int64_t d = h / heads;
+    const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+    s.dqkv.assign(config.tokens() * 3 * h, 0.0f);
+    std::vector<float> dp(seq);
+    for (int64_t b = 0; b < config.microBatch; ++b)
+      for (int64_t hd = 0; hd < heads; ++hd) {
+        const float *p = s.probs.data() + ((b * heads + hd) * seq) * seq;
+        for (int64_t i = 0; i < seq; ++i) {
+          const float *dout = da.data() + (b * seq + i) * h + hd * d;
+          float dot = 0;
+          for (int64_t j = 0; j <= i; ++j) {
+            const int64_t vj = (b * seq + j) * 3 * h + 2 * h + hd * d;
+            dp[j] = 0;
+            for (int64_t c = 0; c < d; ++c) {
+              dp[j] += dout[c] * s.qkv[vj + c];
+              s.dqkv[vj + c] += p[i * seq + j] * dout[c];
+            }
+            dot += p[i * seq + j] * dp[j];
+          }
+          const int64_t qi = (b * seq + i) * 3 * h + hd * d;
+          for (int64_t j = 0; j <= i; ++j) {
+            const float ds = p[i * seq + j] * (dp[j] - dot) * scale;
+            const int64_t kj = (b * seq + j) * 3 * h + h + hd * d;
+            for (int64_t c = 0; c < d; ++c) {
+              s.dqkv[qi + c] += ds * s.qkv[kj + c];
+              s.dqkv[kj + c] += ds * s.qkv[qi + c];
+            }
+          }
+        }
+      }
+  }
+
+  GptConfig config;
+  Parameter ln1g, ln1b, wqkv, bqkv, wo, bo, ln2g, ln2b, w1, b1, w2, b2;
+  std::map<int64_t, State> states;
+};
+
+/// Final LayerNorm, LM head (no bias) and mean cross-entropy.
+class Head final : public Layer {
+public:
+  explicit Head(const GptConfig &c)
+      : config(c), gain(makeParameter("head.ln.gain", c.hidden)),
+        bias(makeParameter("head.ln.bias", c.hidden)),
+        weight(makeParameter("head.weight", c.hidden * c.vocab)) {
+    std::fill(gain.value.begin(), gain.value.end(), 1.0f);
+    initNormal(weight.value, c.seed, weight.name, 0.02f);
+  }
+  float forward(int64_t mb, const Batch &batch, const Tensor &in,
+                Tensor &) override {
+    const int64_t t = config.tokens(), h = config.hidden, v = config.vocab;
+    State &s = states[mb];
+    s.x = in;
+    s.targets = batch.targets;
+    layerNormForward(s.x, gain, bias, t, h, s.hf, s.mean, s.rstd);
+    s.probs.resize(t * v);
+    gemm(false, false, t, v, h, s.hf.data(), weight.value.data(), 0.0f,
+         s.probs.data());
+    double loss = 0;
+    for (int64_t r = 0; r < t; ++r) {
+      float *row = s.probs.data() + r * v;
+      const float maxLogit = *std::max_element(row, row + v);
+      double sum = 0;
+      for (int64_t c = 0; c < v; ++c)
+        sum += std::exp(static_cast<double>(row[c] - maxLogit));
+      loss += std::log(sum) + maxLogit - row[s.targets[r]];
+      for (int64_t c = 0; c < v; ++c)
+        row[c] = static_cast<float>(std::exp(row[c] - maxLogit) / sum);
+    }
+    return static_cast<float>(loss / t);
+  }
+  void inputGrad(int64_t mb, const Tensor &, Tensor &din,
+                 float lossScale) override {
+    const int64_t t = config.tokens(), h = config.hidden, v = config.vocab;
+    State &s = states.at(mb);
+    s.dlogits = s.probs;
+    for (int64_t r = 0; r < t; ++r)
+      s.dlogits[r * v + s.targets[r]] -= 1.0f;
+    const float scale = lossScale / static_cast<float>(t);
+    for (float &g : s.dlogits)
+      g *= scale;
+    s.dhf.assign(t * h, 0.0f);
+    gemm(false, true, t, h, v, s.dlogits.data(), weight.value.data(), 0.0f,
+         s.dhf.data());
+    din.assign(t * h, 0.0f);
+    layerNormInputGrad(s.x, s.dhf, gain, s.mean, s.rstd, t, h, din);
+  }
+  void weightGrad(int64_t mb) override {
+    const int64_t t = config.tokens(), h = config.hidden, v = config.vocab;
+    State &s = states.at(mb);
+    gemm(true, false, h, v, t, s.hf.data(), s.dlogits.data(), 1.0f,
+         weight.grad.data());
+    layerNormWeightGrad(s.x, s.dhf, gain, bias, s.mean, s.rstd, t, h);
+    states.erase(mb);
+  }
+  std::vector<Parameter *> parameters() override {
+    return {&gain, &bias, &weight};
+  }
+  size_t cachedBytes() const override {
+    size_t floats = 0;
+    for (const auto &[mb, s] : states)
+      floats += s.x.size() + s.hf.size() + s.probs.size() + s.mean.size() +
+                s.rstd.size() + s.dlogits.size() + s.dhf.size() +
+                s.targets.size();
+    return floats * sizeof(float);
+  }
+
+private:
+  struct State {
+    Tensor x, hf, probs, mean, rstd, dlogits, dhf;
+    std::vector<int32_t> targets;
+  };
+  GptConfig config;
+  Parameter gain, bias, weight;
+  std::map<int64_t, State> states;
+};
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Public API
+//===----------------------------------------------------------------------===//
+
+Batch flexpipe::rt::makeBatch(const GptConfig &config, int64_t iteration,
+                              int64_t microbatch) {
+  // The bigram to learn: a fixed permutation of the vocabulary.
+  std::vector<int32_t> next(config.vocab);
+  std::iota(next.begin(), next.end(), 0);
+  uint64_t state = config.seed ^ 0x5eedULL;
+  for (int64_t i = config.vocab - 1; i > 0; --i)
+    std::swap(next[i], next[splitmix(state) % (i + 1)]);
+
+  Batch batch;
+  batch.tokens.resize(config.tokens());
+  batch.targets.resize(config.tokens());
+  for (int64_t b = 0; b < config.microBatch; ++b) {
+    uint64_t s = config.seed ^ (static_cast<uint64_t>(iteration) << 40) ^
+                 (static_cast<uint64_t>(microbatch) << 20) ^
+                 static_cast<uint64_t>(b);
+    int32_t token = static_cast<int32_t>(splitmix(s) % config.vocab);
+    for (int64_t i = 0; i < config.seq; ++i) {
+      batch.tokens[b * config.seq + i] = token;
+      token = next[token];
+      batch.targets[b * config.seq + i] = token;
+    }
+  }
+  return batch;
+}
+
+std::unique_ptr<Layer> flexpipe::rt::makeEmbedding(const GptConfig &config) {
+  return std::make_unique<Embedding>(config);
+}
+std::unique_ptr<Layer> flexpipe::rt::makeBlock(const GptConfig &config,
+                                               int64_t index) {
+  return std::make_unique<Block>(config, index);
+}
+std::unique_ptr<Layer> flexpipe::rt::makeHead(const GptConfig &config) {
+  return std::make_unique<Head>(config);
+}
+
+Stage::Stage(const GptConfig &config, int64_t firstBlock, int64_t numBlocks,
+             bool embedding, bool head)
+    : embedding(embedding), head(head) {
+  if (embedding)
+    layers.push_back(makeEmbedding(config));
+  for (int64_t i = 0; i < numBlocks; ++i)
+    layers.push_back(makeBlock(config, firstBlock + i));
+  if (head)
+    layers.push_back(makeHead(config));
+}
+
+float Stage::forward(int64_t mb, const Batch &batch, const Tensor &in,
+                     Tensor &out) {
+  Tensor current = in, next;
+  float loss = 0;
+  for (auto &layer : layers) {
+    loss = layer->forward(mb, batch, current, next);
+    std::swap(current, next);
+  }
+  out = std::move(current);
+  return loss;
+}
+
+void Stage::inputGrad(int64_t mb, const Tensor &dout, Tensor &din,
+                      float lossScale) {
+  Tensor current = dout, next;
+  for (auto it = layers.rbegin(); it != layers.rend(); ++it) {
+    (*it)->inputGrad(mb, current, next, lossScale);
+    std::swap(current, next);
+  }
+  din = std::move(current);
+}
+
+void Stage::weightGrad(int64_t mb) {
+  for (auto &layer : layers)
+    layer->weightGrad(mb);
+}
+
+std::vector<Parameter *> Stage::parameters() {
+  std::vector<Parameter *> all;
+  for (auto &layer : layers)
+    for (Parameter *p : layer->parameters())
+      all.push_back(p);
+  return all;
+}
+
+size_t Stage::cachedBytes() const {
+  size_t bytes = 0;
+  for (const auto &layer : layers)
+    bytes += layer->cachedBytes();
+  return bytes;
+}
+
+void Adam::apply(const std::vector<Parameter *> &parameters) {
+  ++step;
+  const float c1 = 1 - std::pow(beta1, static_cast<float>(step));
+  const float c2 = 1 - std::pow(beta2, static_cast<float>(step));
+  for (Parameter *p : parameters) {
+    auto &[m, v] = moments[p->name];
+    if (m.empty()) {
+      m.assign(p->value.size(), 0.0f);
+      v.assign(p->value.size(), 0.0f);
+    }
+    for (size_t i = 0; i < p->value.size(); ++i) {
+      const float g = p->grad[i];
+      m[i] = beta1 * m[i] + (1 - beta1) * g;
+      v[i] = beta2 * v[i] + (1 - beta2) * g * g;
+      p->value[i] -= lr * (m[i] / c1) / (std::sqrt(v[i] / c2) + eps);
+      p->grad[i] = 0.0f;
+    }
+  }
+}
