@@ -5,8 +5,10 @@
 // HELP: --actors N
 // HELP: --microbatches M
 // HELP: --time-model TEXT:{step,cost}=step
-// HELP: --emit TEXT:{schedule,text,torch-csv,torch-csv-comms,report,svg,trace}=schedule
+// HELP: --emit TEXT:{schedule,text,torch-csv,torch-csv-comms,report,svg,trace,cpp,exe}=schedule
 // HELP: --balance TEXT:{layers,cost}=layers
+// HELP: --backend TEXT:{cpu}=cpu
+// HELP: --dp INT:POSITIVE=1
 // HELP: --model TEXT:FILE
 // HELP: --cluster TEXT:FILE
 // HELP: --profile TEXT:FILE
@@ -35,7 +37,7 @@
 
 // Errors.
 // RUN: not flexpipe-compile %s --emit=png 2>&1 | FileCheck %s --check-prefix=BADEMIT
-// BADEMIT: --emit: png not in {schedule,text,torch-csv,torch-csv-comms,report,svg,trace}
+// BADEMIT: --emit: png not in {schedule,text,torch-csv,torch-csv-comms,report,svg,trace,cpp,exe}
 // RUN: not flexpipe-compile %s --microbatches 0 2>&1 | FileCheck %s --check-prefix=ZERO
 // ZERO: --microbatches: Value 0 not in range
 // RUN: not flexpipe-compile %t.missing.mlir 2>&1 | FileCheck %s --check-prefix=MISSING

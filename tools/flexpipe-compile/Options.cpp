@@ -48,10 +48,11 @@ int flexpipe::parseCompileOptions(int argc, char **argv,
          "(PyTorch's compute_only CSV for _PipelineScheduleRuntime._load_csv), "
          "torch-csv-comms (the compute_comms variant with sends and "
          "receives), report (simulated iteration time, bubbles and memory per "
-         "actor), svg (a timeline picture) or trace (Chrome trace JSON for "
-         "Perfetto)")
+         "actor), svg (a timeline picture), trace (Chrome trace JSON for "
+         "Perfetto), cpp (one C++ source per rank in the directory -o) or exe "
+         "(those sources built into rank executables with launchers)")
       ->check(CLI::IsMember({"schedule", "text", "torch-csv", "torch-csv-comms",
-                             "report", "svg", "trace"}))
+                             "report", "svg", "trace", "cpp", "exe"}))
       ->capture_default_str();
   app.add_option("--balance", options.balance,
                  "How layers are split into stages where the spec gives no "
@@ -59,6 +60,15 @@ int flexpipe::parseCompileOptions(int argc, char **argv,
                  "FLOPs with the embedding on the first stage and the LM head "
                  "on the last; needs model<...> sizes in the spec or --model)")
       ->check(CLI::IsMember({"layers", "cost"}))
+      ->capture_default_str();
+  app.add_option("--backend", options.backend,
+                 "Runtime backend of --emit=cpp|exe: cpu (OpenBLAS and MPI)")
+      ->check(CLI::IsMember({"cpu"}))
+      ->capture_default_str();
+  app.add_option("--dp", options.dp,
+                 "Data-parallel replicas of the pipeline for --emit=cpp|exe "
+                 "(world size = actors x dp)")
+      ->check(CLI::PositiveNumber)
       ->capture_default_str();
   app.add_option("--model", options.model,
                  "Model YAML (docs/CostModel.md): its modules' sizes replace "

@@ -27,6 +27,8 @@ struct CompileOptions {
   std::string timeModel = "step";
   std::string emit = "schedule";
   std::string balance = "layers";
+  std::string backend = "cpu";
+  int64_t dp = 1;
   std::string model, cluster, profile; ///< YAML files; empty: none
 };
 

@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "flexpipe/Conversion/FlexPipeToEmitC/FlexPipeToEmitC.h"
 #include "flexpipe/Dialect/FlexPipe/IR/FlexPipe.h"
 #include "flexpipe/Dialect/FlexPipe/Transforms/Passes.h"
 
@@ -20,6 +21,7 @@
 
 int main(int argc, char **argv) {
   flexpipe::registerFlexPipePassesAndPipelines();
+  flexpipe::registerFlexPipeConversionPasses();
   mlir::DialectRegistry registry;
   registry.insert<flexpipe::FlexPipeDialect, mlir::func::FuncDialect,
                   mlir::emitc::EmitCDialect>();

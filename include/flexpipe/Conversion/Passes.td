@@ -1,0 +1,73 @@
+//===- Passes.td - FlexPipe conversion passes --------------*- tablegen -*-===//
+//
+// Part of the FlexPipe project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLEXPIPE_CONVERSION_PASSES
+#define FLEXPIPE_CONVERSION_PASSES
+
+include "mlir/Pass/PassBase.td"
+
+def ConvertToEmitCPass : Pass<"flexpipe-convert-to-emitc", "mlir::ModuleOp"> {
+  let summary = "lower each actor's program to EmitC calls into the runtime";
+  let description = [{
+    Replaces every verified `flexpipe.schedule` by one `builtin.module` per
+    actor (`@NAME_rankA`, attribute `flexpipe.actor = A`) holding an
+    `emitc.func @flexpipe_program` with one `emitc.call_opaque` into the
+    runtime (runtime/include/flexpipe/Runtime/Runtime.h) per instruction, and
+    an `emitc.func @main` that hands it to `flexpipe_rt_main` with the
+    schedule's description (docs/Runtime.md; also attached to the module as
+    `flexpipe.description`). MLIR's C++ emitter (`translateToCpp`) prints
+    each module as one rank's source.
+
+    ```mlir
+    flexpipe.actor 1 {
+      %t = flexpipe.recv_act stage 1 mb 0 from 0 : !flexpipe.token
+      flexpipe.wait %t
+      flexpipe.fwd stage 1 mb 0
+    }
+    ```
+
+    becomes, in the module of actor 1,
+
+    ```mlir
+    emitc.func @flexpipe_program(%rt: !emitc.ptr<!emitc.opaque<"flexpipe_rt">>) {
+      %t = emitc.call_opaque "flexpipe_rt_recv_act_async"(%rt) {args = [0 : index, 1 : i64, 0 : i64, 0 : i64]} : (!emitc.ptr<!emitc.opaque<"flexpipe_rt">>) -> i64
+      emitc.call_opaque "flexpipe_rt_wait"(%rt, %t) : (!emitc.ptr<!emitc.opaque<"flexpipe_rt">>, i64) -> ()
+      emitc.call_opaque "flexpipe_rt_fwd"(%rt) {args = [0 : index, 1 : i64, 0 : i64]} : (!emitc.ptr<!emitc.opaque<"flexpipe_rt">>) -> ()
+      emitc.return
+    }
+    ```
+
+    which prints as
+
+    ```c++
+    void flexpipe_program(flexpipe_rt* v1) {
+      int64_t v2 = flexpipe_rt_recv_act_async(v1, 1, 0, 0);
+      flexpipe_rt_wait(v1, v2);
+      flexpipe_rt_fwd(v1, 1, 0);
+      return;
+    }
+    ```
+
+    The model's sizes come from the `model` file (its single module must be
+    a GPT with a vocabulary) or default to the tiny model of
+    configs/models/tiny.yaml. Schedules the runtime cannot run yet are
+    rejected with a diagnostic: bidirectional replicas, shared stages,
+    collectives and registered instructions.
+  }];
+  let options = [
+    Option<"modelFile", "model", "std::string", "\"\"",
+           "Model YAML (docs/CostModel.md) giving the GPT's sizes">,
+    Option<"dataParallel", "dp", "int64_t", "1",
+           "Data-parallel replicas of the pipeline (world = actors x dp)">,
+    Option<"seed", "seed", "int64_t", "1234",
+           "Seed of the weights and the synthetic data">,
+  ];
+  let dependentDialects = ["mlir::emitc::EmitCDialect"];
+}
+
+#endif // FLEXPIPE_CONVERSION_PASSES

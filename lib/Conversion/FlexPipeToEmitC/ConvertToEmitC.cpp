@@ -1,0 +1,274 @@
+//===- ConvertToEmitC.cpp - -flexpipe-convert-to-emitc --------------------===//
+//
+// Part of the FlexPipe project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+
+#include "flexpipe/Conversion/FlexPipeToEmitC/FlexPipeToEmitC.h"
+
+#include "flexpipe/Dialect/FlexPipe/IR/FlexPipe.h"
+#include "flexpipe/Scheduling/CostModelYAML.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <sstream>
+
+#define DEBUG_TYPE "flexpipe-convert-to-emitc"
+
+namespace flexpipe {
+#define GEN_PASS_DEF_CONVERTTOEMITCPASS
+#include "flexpipe/Conversion/Passes.h.inc"
+} // namespace flexpipe
+
+using namespace mlir;
+using namespace flexpipe;
+
+namespace {
+
+uint64_t fnv1a(StringRef text, uint64_t h = 1469598103934665603ULL) {
+  for (char c : text)
+    h = (h ^ static_cast<uint8_t>(c)) * 1099511628211ULL;
+  return h;
+}
+
+/// The text of docs/Runtime.md for `schedule`, or a diagnostic.
+FailureOr<std::string> describe(ScheduleOp schedule,
+                                const sched::ModelConfig *model, int64_t dp,
+                                int64_t seed) {
+  const int64_t numStages = static_cast<int64_t>(schedule.getStages());
+  ArrayAttr info = schedule.getStageInfoAttr();
+  if (!info)
+    return schedule.emitOpError()
+           << "does not say what its stages hold (no stage_info); compile "
+              "it from a spec";
+  if (schedule.getShared())
+    return schedule.emitOpError()
+           << "has shared stages, which the runtime does not run yet";
+  // One module, each stage holding the next layers: the runtime's GPT.
+  StringAttr module;
+  int64_t firsts = 0, layers = 0;
+  for (Attribute attr : info) {
+    auto stage = cast<StageInfoAttr>(attr);
+    if (module && stage.getModule() != module)
+      return schedule.emitOpError()
+             << "has several modules, which the runtime's built-in model "
+                "does not have yet";
+    module = stage.getModule();
+    firsts += stage.getFirst();
+    layers += stage.getLayers();
+  }
+  if (firsts > 1)
+    return schedule.emitOpError()
+           << "is bidirectional: its replicated stages need their gradients "
+              "synchronised, which the runtime does not do yet";
+
+  std::vector<int64_t> actorOf(numStages, -1);
+  for (auto actor : schedule.getBody().getOps<ActorOp>())
+    for (Operation &op : actor.getBody().front()) {
+      if (isa<AllGatherOp, GatherOp, ExecOp>(op))
+        return op.emitOpError()
+               << "cannot be lowered yet: the runtime runs computations and "
+                  "point-to-point transfers";
+      if (auto inst = dyn_cast<InstructionOpInterface>(op))
+        if (inst.isCompute())
+          actorOf[inst.getStageId()] = static_cast<int64_t>(actor.getId());
+    }
+
+  sched::ModuleModel sizes{module.str(), layers, 64, 4, 32, 256, true};
+  int64_t microBatch = 1;
+  if (model) {
+    const sched::ModuleModel *m = model->module(module.str());
+    if (!m || model->modules.size() != 1 || m->vocab <= 0 || !m->lmHead)
+      return schedule.emitOpError()
+             << "needs a model file with one GPT module named '"
+             << module.getValue() << "' (with a vocabulary and an LM head)";
+    sizes = *m;
+    microBatch = model->microBatchSize;
+    if (sizes.layers != layers)
+      return schedule.emitOpError()
+             << "holds " << layers << " layers but the model file's '"
+             << module.getValue() << "' has " << sizes.layers;
+  }
+
+  std::ostringstream body;
+  body << "name " << schedule.getSymName().str() << "\n"
+       << "actors " << schedule.getActors() << "\n"
+       << "stages " << numStages << "\n"
+       << "microbatches " << schedule.getMicrobatches() << "\n"
+       << "dp " << dp << "\n"
+       << "model vocab=" << sizes.vocab << " seq=" << sizes.seq
+       << " hidden=" << sizes.hidden << " heads=" << sizes.heads
+       << " layers=" << layers << " microbatch=" << microBatch
+       << " seed=" << seed << "\n";
+  int64_t firstBlock = 0;
+  for (int64_t s = 0; s < numStages; ++s) {
+    auto stage = cast<StageInfoAttr>(info[s]);
+    body << "stage " << s << " actor " << actorOf[s] << " blocks "
+         << firstBlock << " " << stage.getLayers() << " first_last "
+         << stage.getFirst() << " " << stage.getLast() << "\n";
+    firstBlock += stage.getLayers();
+  }
+  for (auto [from, to] : schedule.getEdgeList())
+    body << "edge " << from << " " << to << "\n";
+
+  // The hash covers the description and every actor's program.
+  std::string printed;
+  llvm::raw_string_ostream os(printed);
+  schedule->print(os, OpPrintingFlags().printGenericOpForm());
+  const uint64_t hash = fnv1a(printed, fnv1a(body.str())) >> 1;
+  return "flexpipe-schedule 1\nhash " + std::to_string(hash) + "\n" +
+         body.str();
+}
+
+/// A C string literal.
+std::string quote(StringRef text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '\n')
+      out += "\\n";
+    else if (c == '"' || c == '\\')
+      out += std::string("\\") + c;
+    else
+      out += c;
+  }
+  return out + "\"";
+}
+
+LogicalResult lowerActor(OpBuilder &b, ScheduleOp schedule, ActorOp actor,
+                         StringRef description) {
+  MLIRContext *ctx = b.getContext();
+  Location loc = actor.getLoc();
+  const int64_t id = static_cast<int64_t>(actor.getId());
+  auto module = ModuleOp::create(b, loc,
+                                 (schedule.getSymName() + "_rank" +
+                                  std::to_string(id))
+                                     .str());
+  module->setAttr("flexpipe.actor", b.getI64IntegerAttr(id));
+  module->setAttr("flexpipe.description", b.getStringAttr(description));
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToEnd(module.getBody());
+  emitc::IncludeOp::create(b, loc, "flexpipe/Runtime/Runtime.h", false);
+
+  Type rtType = emitc::PointerType::get(emitc::OpaqueType::get(ctx, "flexpipe_rt"));
+  auto program = emitc::FuncOp::create(b, loc, "flexpipe_program",
+                                       b.getFunctionType({rtType}, {}));
+  Block *entry = program.addEntryBlock();
+  b.setInsertionPointToEnd(entry);
+  Value rt = entry->getArgument(0);
+  llvm::DenseMap<Value, Value> tokens;
+  Type i64 = b.getI64Type();
+  auto call = [&](StringRef callee, ArrayRef<int64_t> ints, Type result = {}) {
+    SmallVector<Attribute> args{b.getIndexAttr(0)};
+    for (int64_t v : ints)
+      args.push_back(b.getI64IntegerAttr(v));
+    return emitc::CallOpaqueOp::create(
+        b, loc, result ? TypeRange{result} : TypeRange{}, callee,
+        ValueRange{rt}, b.getArrayAttr(args));
+  };
+  for (Operation &op : actor.getBody().front()) {
+    auto inst = dyn_cast<InstructionOpInterface>(op);
+    const int64_t s = inst ? inst.getStageId() : 0;
+    const int64_t mb = inst ? inst.getMicrobatchId() : 0;
+    auto transfer = [&](StringRef name, int64_t peer, Value token) {
+      if (!token) {
+        call(name, {s, mb, peer});
+        return;
+      }
+      tokens[token] = call((name + "_async").str(), {s, mb, peer}, i64)
+                          .getResult(0);
+    };
+    LogicalResult result =
+        llvm::TypeSwitch<Operation *, LogicalResult>(&op)
+            .Case([&](FwdOp) { return call("flexpipe_rt_fwd", {s, mb}), success(); })
+            .Case([&](BwdOp) { return call("flexpipe_rt_bwd", {s, mb}), success(); })
+            .Case([&](IgradOp) { return call("flexpipe_rt_igrad", {s, mb}), success(); })
+            .Case([&](WgradOp) { return call("flexpipe_rt_wgrad", {s, mb}), success(); })
+            .Case([&](SendActOp o) {
+              transfer("flexpipe_rt_send_act", o.getPeerActor(), o.getToken());
+              return success();
+            })
+            .Case([&](RecvActOp o) {
+              transfer("flexpipe_rt_recv_act", o.getPeerActor(), o.getToken());
+              return success();
+            })
+            .Case([&](SendGradOp o) {
+              transfer("flexpipe_rt_send_grad", o.getPeerActor(), o.getToken());
+              return success();
+            })
+            .Case([&](RecvGradOp o) {
+              transfer("flexpipe_rt_recv_grad", o.getPeerActor(), o.getToken());
+              return success();
+            })
+            .Case([&](WaitOp o) {
+              emitc::CallOpaqueOp::create(b, loc, TypeRange{},
+                                          "flexpipe_rt_wait",
+                                          ValueRange{rt, tokens.lookup(o.getToken())});
+              return success();
+            })
+            .Default([&](Operation *other) {
+              return other->emitOpError()
+                     << "cannot be lowered to the runtime yet";
+            });
+    if (failed(result))
+      return failure();
+  }
+  emitc::ReturnOp::create(b, loc, Value());
+
+  // int main(int argc, char **argv) { return flexpipe_rt_main(...); }
+  b.setInsertionPointToEnd(module.getBody());
+  Type argvType = emitc::PointerType::get(
+      emitc::PointerType::get(emitc::OpaqueType::get(ctx, "char")));
+  auto main = emitc::FuncOp::create(
+      b, loc, "main",
+      b.getFunctionType({b.getI32Type(), argvType}, {b.getI32Type()}));
+  Block *mainEntry = main.addEntryBlock();
+  b.setInsertionPointToEnd(mainEntry);
+  auto runMain = emitc::CallOpaqueOp::create(
+      b, loc, TypeRange{b.getI32Type()}, "flexpipe_rt_main",
+      ValueRange{mainEntry->getArgument(0), mainEntry->getArgument(1)},
+      b.getArrayAttr({b.getIndexAttr(0), b.getIndexAttr(1),
+                      emitc::OpaqueAttr::get(ctx, quote(description)),
+                      emitc::OpaqueAttr::get(ctx, "flexpipe_program")}));
+  emitc::ReturnOp::create(b, loc, runMain.getResult(0));
+  return success();
+}
+
+struct ConvertToEmitCPass
+    : flexpipe::impl::ConvertToEmitCPassBase<ConvertToEmitCPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    ModuleOp root = getOperation();
+    if (dataParallel < 1) {
+      root.emitError() << "-flexpipe-convert-to-emitc needs dp >= 1, got "
+                       << dataParallel.getValue();
+      return signalPassFailure();
+    }
+    sched::ModelConfig model;
+    if (!modelFile.empty())
+      if (std::string error = sched::loadModel(modelFile, model);
+          !error.empty()) {
+        root.emitError() << error;
+        return signalPassFailure();
+      }
+    for (ScheduleOp schedule :
+         llvm::make_early_inc_range(root.getOps<ScheduleOp>())) {
+      FailureOr<std::string> description =
+          describe(schedule, modelFile.empty() ? nullptr : &model,
+                   dataParallel, seed);
+      if (failed(description))
+        return signalPassFailure();
+      OpBuilder b(schedule);
+      for (auto actor : schedule.getBody().getOps<ActorOp>())
+        if (failed(lowerActor(b, schedule, actor, *description)))
+          return signalPassFailure();
+      schedule.erase();
+    }
+  }
+};
+
+} // namespace

@@ -1,0 +1,114 @@
+//===- MpiComm.cpp - The CPU backend's communication over MPI -------------===//
+//
+// Part of the FlexPipe project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+
+#include "flexpipe/Runtime/Comm.h"
+
+#include <mpi.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+using namespace flexpipe::rt;
+
+/// Every MPI call is checked; a failure names the call, file and line.
+#define MPICHECK(call)                                                         \
+  do {                                                                         \
+    int status_ = (call);                                                      \
+    if (status_ != MPI_SUCCESS) {                                              \
+      char text_[MPI_MAX_ERROR_STRING];                                        \
+      int length_ = 0;                                                         \
+      MPI_Error_string(status_, text_, &length_);                              \
+      std::fprintf(stderr, "flexpipe: %s failed at %s:%d: %s\n", #call,        \
+                   __FILE__, __LINE__, text_);                                 \
+      MPI_Abort(MPI_COMM_WORLD, 1);                                            \
+    }                                                                          \
+  } while (0)
+
+namespace {
+
+class MpiComm final : public Comm {
+public:
+  MpiComm(int *argc, char ***argv) {
+    MPICHECK(MPI_Init(argc, argv));
+    // Errors return codes (checked above) instead of aborting silently.
+    MPICHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    MPICHECK(MPI_Comm_rank(MPI_COMM_WORLD, &me));
+    MPICHECK(MPI_Comm_size(MPI_COMM_WORLD, &count));
+  }
+  int rank() const override { return me; }
+  int size() const override { return count; }
+
+  int64_t isend(const float *data, size_t n, int peer, int tag) override {
+    requests.emplace_back();
+    MPICHECK(MPI_Isend(data, static_cast<int>(n), MPI_FLOAT, peer, tag,
+                       MPI_COMM_WORLD, &requests.back()));
+    return static_cast<int64_t>(requests.size() - 1);
+  }
+  int64_t irecv(float *data, size_t n, int peer, int tag) override {
+    requests.emplace_back();
+    MPICHECK(MPI_Irecv(data, static_cast<int>(n), MPI_FLOAT, peer, tag,
+                       MPI_COMM_WORLD, &requests.back()));
+    return static_cast<int64_t>(requests.size() - 1);
+  }
+  void wait(int64_t handle) override {
+    MPICHECK(MPI_Wait(&requests[handle], MPI_STATUS_IGNORE));
+  }
+  void waitAll() override {
+    if (!requests.empty())
+      MPICHECK(MPI_Waitall(static_cast<int>(requests.size()), requests.data(),
+                           MPI_STATUSES_IGNORE));
+    requests.clear();
+  }
+  void setReplicaGroup(int colour) override {
+    MPICHECK(MPI_Comm_split(MPI_COMM_WORLD, colour, me, &replicas));
+    MPICHECK(MPI_Comm_size(replicas, &replicaCount));
+  }
+  void allreduceReplicas(float *data, size_t n) override {
+    if (replicaCount <= 1)
+      return;
+    MPICHECK(MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(n), MPI_FLOAT,
+                           MPI_SUM, replicas));
+  }
+  void allreduceSum(double *data, size_t n) override {
+    MPICHECK(MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(n), MPI_DOUBLE,
+                           MPI_SUM, MPI_COMM_WORLD));
+  }
+  void minMax(uint64_t value, uint64_t &min, uint64_t &max) override {
+    unsigned long long v = value, lo = 0, hi = 0;
+    MPICHECK(MPI_Allreduce(&v, &lo, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN,
+                           MPI_COMM_WORLD));
+    MPICHECK(MPI_Allreduce(&v, &hi, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX,
+                           MPI_COMM_WORLD));
+    min = lo;
+    max = hi;
+  }
+  [[noreturn]] void abort(const std::string &message, int code) override {
+    std::fprintf(stderr, "flexpipe: rank %d: %s\n", me, message.c_str());
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, code);
+    std::exit(code);
+  }
+  void finalize() override {
+    if (replicas != MPI_COMM_NULL)
+      MPI_Comm_free(&replicas);
+    MPICHECK(MPI_Finalize());
+  }
+
+private:
+  int me = 0, count = 1;
+  std::vector<MPI_Request> requests;
+  MPI_Comm replicas = MPI_COMM_NULL;
+  int replicaCount = 1;
+};
+
+} // namespace
+
+std::unique_ptr<Comm> flexpipe::rt::makeMpiComm(int *argc, char ***argv) {
+  return std::make_unique<MpiComm>(argc, argv);
+}

@@ -1,0 +1,57 @@
+//===- Comm.h - What a runtime backend provides -----------------*- C++ -*-===//
+//
+// Part of the FlexPipe project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// The executor is backend-neutral; a backend moves floats between ranks. One
+// implementation per folder under runtime/backends (cpu: MPI).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLEXPIPE_RUNTIME_COMM_H
+#define FLEXPIPE_RUNTIME_COMM_H
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace flexpipe::rt {
+
+class Comm {
+public:
+  virtual ~Comm() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  /// Posts a transfer and returns a handle for wait(). A send's buffer must
+  /// stay alive until its wait; messages with the same (peer, tag) arrive in
+  /// the order they were sent.
+  virtual int64_t isend(const float *data, size_t count, int peer,
+                        int tag) = 0;
+  virtual int64_t irecv(float *data, size_t count, int peer, int tag) = 0;
+  virtual void wait(int64_t handle) = 0;
+  /// Waits for every transfer still outstanding and forgets all handles.
+  virtual void waitAll() = 0;
+  /// Collective over all ranks, once: ranks passing the same `colour` form
+  /// this rank's replica group (the data-parallel copies of its actor).
+  virtual void setReplicaGroup(int colour) = 0;
+  /// Sums `data` over the replica group.
+  virtual void allreduceReplicas(float *data, size_t count) = 0;
+  virtual void allreduceSum(double *data, size_t count) = 0;
+  /// The smallest and largest value over all ranks.
+  virtual void minMax(uint64_t value, uint64_t &min, uint64_t &max) = 0;
+  /// Stops every rank with `code` after printing `message`.
+  [[noreturn]] virtual void abort(const std::string &message, int code) = 0;
+  virtual void finalize() = 0;
+};
+
+/// The CPU backend: MPI point-to-point and collectives. Initialises MPI.
+std::unique_ptr<Comm> makeMpiComm(int *argc, char ***argv);
+
+} // namespace flexpipe::rt
+
+#endif // FLEXPIPE_RUNTIME_COMM_H

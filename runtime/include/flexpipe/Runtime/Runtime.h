@@ -1,0 +1,72 @@
+/*===- Runtime.h - The interface generated rank programs call -----*- C -*-===*\
+|*                                                                            *|
+|* Part of the FlexPipe project, under the Apache License v2.0 with LLVM      *|
+|* Exceptions. See LICENSE for license information.                           *|
+|* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception                    *|
+|*                                                                            *|
+|*===----------------------------------------------------------------------===*|
+|*                                                                            *|
+|* A small, stable C interface: `flexpipe-compile --emit=cpp` lowers each     *|
+|* actor's program to one function of calls into it, and a `main` that hands  *|
+|* that function to flexpipe_rt_main. docs/Runtime.md describes the           *|
+|* semantics; the backends (CPU + MPI, CUDA + NCCL) implement it.             *|
+|*                                                                            *|
+\*===----------------------------------------------------------------------===*/
+
+#ifndef FLEXPIPE_RUNTIME_RUNTIME_H
+#define FLEXPIPE_RUNTIME_RUNTIME_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One rank's runtime state. */
+typedef struct flexpipe_rt flexpipe_rt;
+
+/* One iteration of this rank's program. */
+typedef void (*flexpipe_rt_program)(flexpipe_rt *rt);
+
+/* Parses the command line (--iterations N, --profile FILE, --trace FILE,
+ * --losses FILE, --weights FILE, --lr X), starts the backend, checks that
+ * every rank was compiled from the same schedule (`schedule` is its
+ * description, docs/Runtime.md), builds this rank's stages and runs the
+ * iterations: the program, then the data-parallel gradient all-reduce and
+ * the optimizer step. Returns the process exit code. */
+int flexpipe_rt_main(int argc, char **argv, const char *schedule,
+                     flexpipe_rt_program program);
+
+/* Computations of stage `stage` for micro-batch `mb`. */
+void flexpipe_rt_fwd(flexpipe_rt *rt, int64_t stage, int64_t mb);
+void flexpipe_rt_bwd(flexpipe_rt *rt, int64_t stage, int64_t mb);
+void flexpipe_rt_igrad(flexpipe_rt *rt, int64_t stage, int64_t mb);
+void flexpipe_rt_wgrad(flexpipe_rt *rt, int64_t stage, int64_t mb);
+
+/* Point-to-point transfers. Sends name the sending stage, receives the
+ * receiving stage; `peer` is an actor. A send never waits for its receive; a
+ * blocking receive returns when the data is here. The _async variants post
+ * the transfer and return a token for flexpipe_rt_wait. */
+void flexpipe_rt_send_act(flexpipe_rt *rt, int64_t stage, int64_t mb,
+                          int64_t peer);
+void flexpipe_rt_recv_act(flexpipe_rt *rt, int64_t stage, int64_t mb,
+                          int64_t peer);
+void flexpipe_rt_send_grad(flexpipe_rt *rt, int64_t stage, int64_t mb,
+                           int64_t peer);
+void flexpipe_rt_recv_grad(flexpipe_rt *rt, int64_t stage, int64_t mb,
+                           int64_t peer);
+int64_t flexpipe_rt_send_act_async(flexpipe_rt *rt, int64_t stage, int64_t mb,
+                                   int64_t peer);
+int64_t flexpipe_rt_recv_act_async(flexpipe_rt *rt, int64_t stage, int64_t mb,
+                                   int64_t peer);
+int64_t flexpipe_rt_send_grad_async(flexpipe_rt *rt, int64_t stage,
+                                    int64_t mb, int64_t peer);
+int64_t flexpipe_rt_recv_grad_async(flexpipe_rt *rt, int64_t stage,
+                                    int64_t mb, int64_t peer);
+void flexpipe_rt_wait(flexpipe_rt *rt, int64_t token);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FLEXPIPE_RUNTIME_RUNTIME_H */

@@ -1,0 +1,41 @@
+//===- Schedule.h - The schedule description rank programs embed -*- C++ -*-=//
+//
+// Part of the FlexPipe project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLEXPIPE_RUNTIME_SCHEDULE_H
+#define FLEXPIPE_RUNTIME_SCHEDULE_H
+
+#include "flexpipe/Runtime/Model.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace flexpipe::rt {
+
+/// What every rank knows about the schedule (docs/Runtime.md has the text
+/// format): sizes, the model, where each stage runs and what it holds.
+struct ScheduleDesc {
+  std::string name;
+  uint64_t hash = 0;
+  int actors = 1, stages = 1, microbatches = 1, dp = 1;
+  GptConfig model;
+  struct Stage {
+    int actor = 0;
+    int firstBlock = 0, blocks = 0;
+    bool first = false, last = false;
+  };
+  std::vector<Stage> stage;
+  std::vector<std::pair<int, int>> edges;
+};
+
+/// Parses the text; returns an empty string or what is wrong (with the line).
+std::string parseSchedule(const std::string &text, ScheduleDesc &desc);
+
+} // namespace flexpipe::rt
+
+#endif // FLEXPIPE_RUNTIME_SCHEDULE_H

@@ -1,0 +1,435 @@
+//===- Executor.cpp - The runtime behind Runtime.h ------------------------===//
+//
+// Part of the FlexPipe project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// Runs one rank: its stages of the built-in model, the activations and
+// gradients in flight per (stage, micro-batch), transfers through a Comm
+// backend, the iteration loop with the data-parallel all-reduce and Adam.
+// An activation is freed when the last instruction that needs it has run.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flexpipe/Runtime/Runtime.h"
+
+#include "flexpipe/Runtime/Comm.h"
+#include "flexpipe/Runtime/Model.h"
+#include "flexpipe/Runtime/Schedule.h"
+
+#include <cblas.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+
+using namespace flexpipe::rt;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+/// Message tags: one FIFO channel per (kind, sending stage).
+int tag(bool gradient, int senderStage) { return senderStage * 2 + gradient; }
+
+struct Options {
+  int64_t iterations = 10;
+  float lr = 1e-3f;
+  std::string losses, weights, profile;
+};
+
+/// Parses the runtime's options; returns an error message or "".
+std::string parseOptions(int argc, char **argv, Options &o) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto value = [&]() -> const char * {
+      return i + 1 < argc ? argv[++i] : nullptr;
+    };
+    const char *v = nullptr;
+    if (arg == "--iterations" && (v = value()))
+      o.iterations = std::atoll(v);
+    else if (arg == "--lr" && (v = value()))
+      o.lr = static_cast<float>(std::atof(v));
+    else if (arg == "--losses" && (v = value()))
+      o.losses = v;
+    else if (arg == "--weights" && (v = value()))
+      o.weights = v;
+    else if (arg == "--profile" && (v = value()))
+      o.profile = v;
+    else if (arg == "--help")
+      return "usage: RANK_PROGRAM [--iterations N] [--lr X] [--losses FILE] "
+             "[--weights FILE] [--profile FILE]";
+    else
+      return "unknown or incomplete option '" + arg + "'";
+  }
+  if (o.iterations < 1)
+    return "--iterations must be at least 1";
+  return {};
+}
+
+} // namespace
+
+/// One rank's state.
+struct flexpipe_rt {
+  ScheduleDesc desc;
+  std::unique_ptr<Comm> comm;
+  Options options;
+  int actor = 0, replica = 0;
+  int64_t iteration = 0;
+  float lossScale = 1;
+  std::map<int, std::unique_ptr<Stage>> stages;
+  std::vector<std::vector<int>> preds, succs;
+
+  // In flight, per (stage, micro-batch): the input activation, the output to
+  // send, the gradient of the output, the input gradient to send.
+  using Key = std::pair<int, int>;
+  std::map<Key, Tensor> input, output, outputGrad, inputGrad;
+  std::vector<Tensor> sending; // kept alive until the iteration's waitAll
+  std::map<int64_t, int64_t> tokens; // token -> backend handle
+  int64_t nextToken = 0;
+  double lossSum = 0;
+
+  // Profile: per stage and kind (fwd, bwd, igrad, wgrad) total seconds and
+  // count, over iterations after the first.
+  std::vector<double> busy, calls;
+
+  Stage &stage(int64_t s) {
+    auto it = stages.find(static_cast<int>(s));
+    if (it == stages.end())
+      comm->abort("stage " + std::to_string(s) + " does not run on actor " +
+                      std::to_string(actor),
+                  1);
+    return *it->second;
+  }
+  size_t messageSize() const {
+    return static_cast<size_t>(desc.model.tokens() * desc.model.hidden);
+  }
+  int senderStage(int stage, int peer, bool gradient) {
+    for (int s : gradient ? succs[stage] : preds[stage])
+      if (desc.stage[s].actor == peer)
+        return s;
+    comm->abort("stage " + std::to_string(stage) + " has no " +
+                    (gradient ? "successor" : "predecessor") + " on actor " +
+                    std::to_string(peer),
+                1);
+  }
+  /// The rank of actor `peer` in this rank's replica of the pipeline.
+  int rankOf(int64_t peer) const {
+    return replica * desc.actors + static_cast<int>(peer);
+  }
+  Batch batch(int64_t mb) const {
+    // Replica r trains on micro-batches [r m, (r + 1) m) of the iteration.
+    return makeBatch(desc.model, iteration,
+                     static_cast<int64_t>(replica) * desc.microbatches + mb);
+  }
+  /// Off while a full backward times its two halves as one instruction.
+  bool recording = true;
+  template <typename Fn> void timed(int64_t s, int kind, Fn fn) {
+    const Clock::time_point start = Clock::now();
+    fn();
+    if (recording && iteration > 0) {
+      busy[s * 4 + kind] +=
+          std::chrono::duration<double>(Clock::now() - start).count();
+      calls[s * 4 + kind] += 1;
+    }
+  }
+};
+
+namespace {
+
+int run(int argc, char **argv, const char *description,
+        flexpipe_rt_program program) {
+  flexpipe_rt rt;
+  rt.comm = makeMpiComm(&argc, &argv);
+  Comm &comm = *rt.comm;
+  if (std::string error = parseSchedule(description, rt.desc); !error.empty())
+    comm.abort(error, 1);
+  if (std::string error = parseOptions(argc, argv, rt.options);
+      !error.empty()) {
+    if (comm.rank() == 0)
+      std::fprintf(stderr, "%s\n", error.c_str());
+    comm.finalize();
+    return error.rfind("usage", 0) == 0 ? 0 : 1;
+  }
+  const ScheduleDesc &d = rt.desc;
+  if (comm.size() != d.actors * d.dp)
+    comm.abort("the schedule needs " + std::to_string(d.actors * d.dp) +
+                   " ranks (" + std::to_string(d.actors) + " actors x dp " +
+                   std::to_string(d.dp) + "), but " +
+                   std::to_string(comm.size()) + " were started",
+               1);
+  // Every rank must run the same schedule.
+  uint64_t lo, hi;
+  comm.minMax(d.hash, lo, hi);
+  if (lo != hi)
+    comm.abort("the ranks were compiled from different schedules (hashes " +
+                   std::to_string(lo) + " and " + std::to_string(hi) +
+                   "); compile all ranks from one spec",
+               1);
+  openblas_set_num_threads(1);
+  rt.actor = comm.rank() % d.actors;
+  rt.replica = comm.rank() / d.actors;
+  comm.setReplicaGroup(rt.actor);
+  rt.preds.assign(d.stages, {});
+  rt.succs.assign(d.stages, {});
+  for (auto [from, to] : d.edges) {
+    rt.succs[from].push_back(to);
+    rt.preds[to].push_back(from);
+  }
+  for (int s = 0; s < d.stages; ++s)
+    if (d.stage[s].actor == rt.actor)
+      rt.stages[s] = std::make_unique<Stage>(d.model, d.stage[s].firstBlock,
+                                             d.stage[s].blocks,
+                                             d.stage[s].first, d.stage[s].last);
+  rt.lossScale = 1.0f / static_cast<float>(d.microbatches * d.dp);
+  rt.busy.assign(d.stages * 4, 0);
+  rt.calls.assign(d.stages * 4, 0);
+
+  std::vector<Parameter *> parameters;
+  for (auto &[s, stage] : rt.stages)
+    for (Parameter *p : stage->parameters())
+      parameters.push_back(p);
+  Adam adam;
+  adam.lr = rt.options.lr;
+  std::vector<double> losses;
+  double totalSeconds = 0;
+
+  for (int64_t it = 0; it < rt.options.iterations; ++it) {
+    rt.iteration = it;
+    rt.lossSum = 0;
+    const Clock::time_point start = Clock::now();
+    program(&rt);
+    comm.waitAll();
+    rt.sending.clear();
+    for (Parameter *p : parameters)
+      comm.allreduceReplicas(p->grad.data(), p->grad.size());
+    adam.apply(parameters);
+    double loss = rt.lossSum;
+    comm.allreduceSum(&loss, 1);
+    loss *= rt.lossScale;
+    const double seconds =
+        std::chrono::duration<double>(Clock::now() - start).count();
+    if (it > 0)
+      totalSeconds += seconds;
+    losses.push_back(loss);
+    if (comm.rank() == 0)
+      std::printf("iteration %lld: loss %.6f (%.3f ms)\n",
+                  static_cast<long long>(it), loss, seconds * 1e3);
+  }
+  if (comm.rank() == 0 && rt.options.iterations > 1)
+    std::printf("mean iteration time %.3f ms (iterations after the first)\n",
+                totalSeconds * 1e3 / (rt.options.iterations - 1));
+  std::fflush(stdout);
+
+  if (comm.rank() == 0 && !rt.options.losses.empty()) {
+    FILE *f = std::fopen(rt.options.losses.c_str(), "w");
+    if (!f)
+      comm.abort("cannot write " + rt.options.losses, 1);
+    for (double l : losses)
+      std::fprintf(f, "%.9g\n", l);
+    std::fclose(f);
+  }
+  // Weights: replica 0 of each actor writes its stages' parameters.
+  if (rt.replica == 0 && !rt.options.weights.empty()) {
+    const std::string path =
+        rt.options.weights + ".actor" + std::to_string(rt.actor);
+    FILE *f = std::fopen(path.c_str(), "w");
+    if (!f)
+      comm.abort("cannot write " + path, 1);
+    for (Parameter *p : parameters) {
+      std::fprintf(f, "%s %zu", p->name.c_str(), p->value.size());
+      for (float x : p->value)
+        std::fprintf(f, " %.9g", x);
+      std::fprintf(f, "\n");
+    }
+    std::fclose(f);
+  }
+  // Profile: mean seconds per stage and kind over all ranks.
+  std::vector<double> profile = rt.busy;
+  profile.insert(profile.end(), rt.calls.begin(), rt.calls.end());
+  comm.allreduceSum(profile.data(), profile.size());
+  if (comm.rank() == 0 && !rt.options.profile.empty()) {
+    FILE *f = std::fopen(rt.options.profile.c_str(), "w");
+    if (!f)
+      comm.abort("cannot write " + rt.options.profile, 1);
+    std::fprintf(f, "# FlexPipe profile measured by the runtime: mean seconds "
+                    "per stage and instruction type for one micro-batch\n"
+                    "stages:\n");
+    const size_t half = rt.busy.size();
+    for (int s = 0; s < d.stages; ++s) {
+      auto mean = [&](int kind) {
+        const double n = profile[half + s * 4 + kind];
+        return n > 0 ? profile[s * 4 + kind] / n : 0.0;
+      };
+      double fwd = mean(0), bwd = mean(1), igrad = mean(2), wgrad = mean(3);
+      if (bwd == 0)
+        bwd = igrad + wgrad;
+      if (igrad == 0 && wgrad == 0) {
+        igrad = bwd / 2;
+        wgrad = bwd - igrad;
+      }
+      std::fprintf(f,
+                   "  - {stage: %d, fwd_s: %.9g, bwd_s: %.9g, igrad_s: %.9g, "
+                   "wgrad_s: %.9g}\n",
+                   s, fwd, bwd, igrad, wgrad);
+    }
+    std::fprintf(f, "default_message_s: 0\n");
+    std::fclose(f);
+  }
+  comm.finalize();
+  return 0;
+}
+
+} // namespace
+
+extern "C" {
+
+int flexpipe_rt_main(int argc, char **argv, const char *schedule,
+                     flexpipe_rt_program program) {
+  return run(argc, argv, schedule, program);
+}
+
+void flexpipe_rt_fwd(flexpipe_rt *rt, int64_t s, int64_t mb) {
+  const flexpipe_rt::Key key{static_cast<int>(s), static_cast<int>(mb)};
+  Tensor in, out;
+  if (!rt->preds[s].empty()) {
+    auto it = rt->input.find(key);
+    if (it == rt->input.end())
+      rt->comm->abort("fwd stage " + std::to_string(s) + " mb " +
+                          std::to_string(mb) + " has no input activation",
+                      1);
+    in = std::move(it->second);
+    rt->input.erase(it);
+  }
+  float loss = 0;
+  rt->timed(s, 0, [&] { loss = rt->stage(s).forward(mb, rt->batch(mb), in, out); });
+  if (rt->desc.stage[s].last && rt->succs[s].empty())
+    rt->lossSum += loss;
+  bool remote = false;
+  for (int q : rt->succs[s]) {
+    if (rt->desc.stage[q].actor == rt->actor)
+      rt->input[{q, static_cast<int>(mb)}] = out;
+    else
+      remote = true;
+  }
+  if (remote)
+    rt->output[key] = std::move(out);
+}
+
+void flexpipe_rt_igrad(flexpipe_rt *rt, int64_t s, int64_t mb) {
+  const flexpipe_rt::Key key{static_cast<int>(s), static_cast<int>(mb)};
+  Tensor dout, din;
+  if (!rt->succs[s].empty()) {
+    auto it = rt->outputGrad.find(key);
+    if (it == rt->outputGrad.end())
+      rt->comm->abort("backward of stage " + std::to_string(s) + " mb " +
+                          std::to_string(mb) + " has no output gradient",
+                      1);
+    dout = std::move(it->second);
+    rt->outputGrad.erase(it);
+  }
+  rt->timed(s, 2, [&] {
+    rt->stage(s).inputGrad(mb, dout, din, rt->lossScale);
+  });
+  bool remote = false;
+  for (int p : rt->preds[s]) {
+    if (rt->desc.stage[p].actor == rt->actor)
+      rt->outputGrad[{p, static_cast<int>(mb)}] = din;
+    else
+      remote = true;
+  }
+  if (remote)
+    rt->inputGrad[key] = std::move(din);
+}
+
+void flexpipe_rt_wgrad(flexpipe_rt *rt, int64_t s, int64_t mb) {
+  rt->timed(s, 3, [&] { rt->stage(s).weightGrad(mb); });
+}
+
+void flexpipe_rt_bwd(flexpipe_rt *rt, int64_t s, int64_t mb) {
+  const Clock::time_point start = Clock::now();
+  rt->recording = false;
+  flexpipe_rt_igrad(rt, s, mb);
+  flexpipe_rt_wgrad(rt, s, mb);
+  rt->recording = true;
+  if (rt->iteration > 0) {
+    rt->busy[s * 4 + 1] +=
+        std::chrono::duration<double>(Clock::now() - start).count();
+    rt->calls[s * 4 + 1] += 1;
+  }
+}
+
+static int64_t postSend(flexpipe_rt *rt, std::map<flexpipe_rt::Key, Tensor> &from,
+                        bool gradient, int64_t s, int64_t mb, int64_t peer) {
+  auto it = from.find({static_cast<int>(s), static_cast<int>(mb)});
+  if (it == from.end())
+    rt->comm->abort(std::string(gradient ? "send_grad" : "send_act") +
+                        " stage " + std::to_string(s) + " mb " +
+                        std::to_string(mb) + " has nothing to send",
+                    1);
+  rt->sending.push_back(std::move(it->second));
+  from.erase(it);
+  const Tensor &buffer = rt->sending.back();
+  return rt->comm->isend(buffer.data(), buffer.size(), rt->rankOf(peer),
+                         tag(gradient, static_cast<int>(s)));
+}
+
+static int64_t postRecv(flexpipe_rt *rt, std::map<flexpipe_rt::Key, Tensor> &into,
+                        bool gradient, int64_t s, int64_t mb, int64_t peer) {
+  const int sender =
+      rt->senderStage(static_cast<int>(s), static_cast<int>(peer), gradient);
+  Tensor &buffer = into[{static_cast<int>(s), static_cast<int>(mb)}];
+  buffer.assign(rt->messageSize(), 0.0f);
+  return rt->comm->irecv(buffer.data(), buffer.size(), rt->rankOf(peer),
+                         tag(gradient, sender));
+}
+
+void flexpipe_rt_send_act(flexpipe_rt *rt, int64_t s, int64_t mb,
+                          int64_t peer) {
+  postSend(rt, rt->output, false, s, mb, peer);
+}
+void flexpipe_rt_send_grad(flexpipe_rt *rt, int64_t s, int64_t mb,
+                           int64_t peer) {
+  postSend(rt, rt->inputGrad, true, s, mb, peer);
+}
+void flexpipe_rt_recv_act(flexpipe_rt *rt, int64_t s, int64_t mb,
+                          int64_t peer) {
+  rt->comm->wait(postRecv(rt, rt->input, false, s, mb, peer));
+}
+void flexpipe_rt_recv_grad(flexpipe_rt *rt, int64_t s, int64_t mb,
+                           int64_t peer) {
+  rt->comm->wait(postRecv(rt, rt->outputGrad, true, s, mb, peer));
+}
+
+static int64_t remember(flexpipe_rt *rt, int64_t handle) {
+  rt->tokens[rt->nextToken] = handle;
+  return rt->nextToken++;
+}
+int64_t flexpipe_rt_send_act_async(flexpipe_rt *rt, int64_t s, int64_t mb,
+                                   int64_t peer) {
+  return remember(rt, postSend(rt, rt->output, false, s, mb, peer));
+}
+int64_t flexpipe_rt_send_grad_async(flexpipe_rt *rt, int64_t s, int64_t mb,
+                                    int64_t peer) {
+  return remember(rt, postSend(rt, rt->inputGrad, true, s, mb, peer));
+}
+int64_t flexpipe_rt_recv_act_async(flexpipe_rt *rt, int64_t s, int64_t mb,
+                                   int64_t peer) {
+  return remember(rt, postRecv(rt, rt->input, false, s, mb, peer));
+}
+int64_t flexpipe_rt_recv_grad_async(flexpipe_rt *rt, int64_t s, int64_t mb,
+                                    int64_t peer) {
+  return remember(rt, postRecv(rt, rt->outputGrad, true, s, mb, peer));
+}
+void flexpipe_rt_wait(flexpipe_rt *rt, int64_t token) {
+  auto it = rt->tokens.find(token);
+  if (it == rt->tokens.end())
+    rt->comm->abort("wait on unknown token " + std::to_string(token), 1);
+  rt->comm->wait(it->second);
+  rt->tokens.erase(it);
+}
+
+} // extern "C"

@@ -1,0 +1,76 @@
+#!/usr/bin/env python3
+"""Compares a pipelined training run with the single-process reference.
+
+Losses (one per line) must agree within 1e-5 relative per iteration; final
+weights (files of 'NAME COUNT VALUES...' lines; the run's are split over
+WEIGHTS.actorN files) within 1e-4 (absolute, or relative for large values);
+and the loss must fall. Prints a summary line; exits 1 on any difference.
+
+Usage: compare-training.py RUN_LOSSES REF_LOSSES RUN_WEIGHTS_PREFIX REF_WEIGHTS
+"""
+
+import glob
+import sys
+
+
+def losses(path):
+    with open(path) as f:
+        return [float(line) for line in f if line.strip()]
+
+
+def weights(paths):
+    table = {}
+    for path in paths:
+        with open(path) as f:
+            for line in f:
+                parts = line.split()
+                name, count = parts[0], int(parts[1])
+                values = [float(x) for x in parts[2:]]
+                if len(values) != count:
+                    sys.exit(f"{path}: {name} has {len(values)} values, "
+                             f"expected {count}")
+                table[name] = values
+    return table
+
+
+def main():
+    if len(sys.argv) != 5:
+        print(__doc__.strip(), file=sys.stderr)
+        return 2
+    run_losses, ref_losses = losses(sys.argv[1]), losses(sys.argv[2])
+    failures = []
+    if len(run_losses) != len(ref_losses):
+        failures.append(f"{len(run_losses)} iterations, the reference has "
+                        f"{len(ref_losses)}")
+    worst_loss = 0.0
+    for i, (a, b) in enumerate(zip(run_losses, ref_losses)):
+        rel = abs(a - b) / max(abs(b), 1e-12)
+        worst_loss = max(worst_loss, rel)
+        if rel > 1e-5:
+            failures.append(f"iteration {i}: loss {a:.9g}, reference {b:.9g}")
+    if len(run_losses) > 1 and not run_losses[-1] < run_losses[0]:
+        failures.append(f"the loss did not fall ({run_losses[0]:.6f} -> "
+                        f"{run_losses[-1]:.6f})")
+    run_weights = weights(sorted(glob.glob(sys.argv[3] + ".actor*")))
+    ref_weights = weights([sys.argv[4]])
+    if set(run_weights) != set(ref_weights):
+        missing = sorted(set(ref_weights) - set(run_weights))
+        failures.append(f"parameters differ; missing in the run: {missing[:5]}")
+    worst_weight = 0.0
+    for name in sorted(set(run_weights) & set(ref_weights)):
+        for a, b in zip(run_weights[name], ref_weights[name]):
+            diff = abs(a - b) / max(1.0, abs(b))
+            worst_weight = max(worst_weight, diff)
+    if worst_weight > 1e-4:
+        failures.append(f"weights differ by up to {worst_weight:.3g}")
+    for failure in failures:
+        print("FAIL:", failure)
+    print(f"training: {len(run_losses)} iterations, loss {run_losses[0]:.6f} "
+          f"-> {run_losses[-1]:.6f}, worst loss difference {worst_loss:.2e}, "
+          f"worst weight difference {worst_weight:.2e}, "
+          f"{len(run_weights)} parameters")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

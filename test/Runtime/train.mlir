@@ -1,0 +1,27 @@
+// Every schedule the runtime runs, compiled to rank executables, launched with
+// mpirun on the CPU and compared with a single-process run of the same model
+// and data: losses within 1e-5 relative, final weights within 1e-4, and the
+// loss falls.
+// REQUIRES: mpi
+
+// RUN: rm -rf %t && mkdir -p %t
+// RUN: %train 1f1b %schedules/1f1b.mlir --microbatches 8 | FileCheck %s
+// RUN: %train gpipe %schedules/gpipe.mlir --actors 2 --microbatches 4 | FileCheck %s
+// RUN: %train interleaved %schedules/interleaved-1f1b.mlir --microbatches 8 | FileCheck %s
+// RUN: %train interleaved-cost %schedules/interleaved-1f1b.mlir --microbatches 8 --time-model=cost | FileCheck %s
+// RUN: %train looped-bfs %schedules/looped-bfs.mlir --actors 2 --microbatches 4 | FileCheck %s
+// RUN: %train vshape %schedules/vshape.mlir --actors 2 --microbatches 4 | FileCheck %s
+// RUN: %train dp2 %schedules/1f1b.mlir --actors 2 --dp 2 --microbatches 4 | FileCheck %s
+// CHECK: training: 4 iterations, loss {{.*}}, worst loss difference {{.*}}, worst weight difference {{.*}}, {{[0-9]+}} parameters
+
+// Ranks compiled from different schedules refuse to start.
+// RUN: flexpipe-compile %schedules/1f1b.mlir --actors 2 --microbatches 4 --emit=exe -o %t/a
+// RUN: flexpipe-compile %schedules/gpipe.mlir --actors 2 --microbatches 4 --emit=exe -o %t/b
+// RUN: cp %t/b/rank1 %t/a/rank1
+// RUN: not %t/a/run-mpi.sh 2>&1 | FileCheck %s --check-prefix=HASH
+// HASH: the ranks were compiled from different schedules
+
+// A rank that dies stops every other rank with a non-zero exit.
+// RUN: flexpipe-compile %schedules/1f1b.mlir --actors 2 --microbatches 4 --emit=exe -o %t/a-good
+// RUN: python3 %S/kill_rank.py %t/a-good 1 2>&1 | FileCheck %s --check-prefix=KILL
+// KILL: exit code {{[1-9][0-9]*}} after
