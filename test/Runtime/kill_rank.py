@@ -22,7 +22,7 @@ def main():
     deadline = time.time() + 20
     while victim is None and time.time() < deadline:
         time.sleep(0.5)
-        found = subprocess.run(["pgrep", "-f", f"^./rank{actor} "],
+        found = subprocess.run(["pgrep", "-f", f"^[^ ]*/rank{actor} --iterations"],
                                capture_output=True, text=True).stdout.split()
         victim = int(found[0]) if found else None
     if victim is None:

@@ -162,15 +162,15 @@ static int writeRanks(MLIRContext &context, ModuleOp module,
               "# r mod " << numActors << "). Extra arguments go to every rank "
               "(--iterations N, --losses F, ...).\n"
               "# FLEXPIPE_MPIRUN_FLAGS replaces the default --oversubscribe.\n"
-              "cd \"$(dirname \"$0\")\" || exit 1\n"
+              "dir=$(cd \"$(dirname \"$0\")\" && pwd) || exit 1\n"
               "if [ \"$(id -u)\" = 0 ]; then\n"
               "  export OMPI_ALLOW_RUN_AS_ROOT=1 "
               "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1\n"
               "fi\n"
               "exec mpirun ${FLEXPIPE_MPIRUN_FLAGS:---oversubscribe}";
         for (int64_t r = 0; r < numActors * options.dp; ++r)
-          os << (r ? " :" : "") << " -np 1 ./rank" << r % numActors
-             << " \"$@\"";
+          os << (r ? " :" : "") << " -np 1 \"$dir/rank" << r % numActors
+             << "\" \"$@\"";
         os << "\n";
         return success();
       }))
