@@ -25,6 +25,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
 #include <map>
 
 using namespace flexpipe::rt;
@@ -32,8 +33,11 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-/// Message tags: one FIFO channel per (kind, sending stage).
+/// Message tags: one FIFO channel per (kind, sending stage). MPI guarantees
+/// tags up to 32767; the gradient exchange of bidirectional copies uses the
+/// last one.
 int tag(bool gradient, int senderStage) { return senderStage * 2 + gradient; }
+constexpr int kExchangeTag = 32767;
 
 struct Options {
   int64_t iterations = 10;
@@ -155,6 +159,10 @@ int run(int argc, char **argv, const char *description,
     return error.rfind("usage", 0) == 0 ? 0 : 1;
   }
   const ScheduleDesc &d = rt.desc;
+  if (2 * d.stages + 1 >= kExchangeTag)
+    comm.abort("the schedule has " + std::to_string(d.stages) +
+                   " stages; the CPU backend's message tags allow 16383",
+               1);
   if (comm.size() != d.actors * d.dp)
     comm.abort("the schedule needs " + std::to_string(d.actors * d.dp) +
                    " ranks (" + std::to_string(d.actors) + " actors x dp " +
@@ -188,6 +196,21 @@ int run(int argc, char **argv, const char *description,
   rt.busy.assign(d.stages * 4, 0);
   rt.calls.assign(d.stages * 4, 0);
 
+  // Copies of this actor's stages on other actors (bidirectional), ordered
+  // by their blocks so that both actors of a pair exchange in one order.
+  std::vector<std::pair<int, int>> copies; // (mine, theirs)
+  for (auto &[s, stage] : rt.stages)
+    for (int other = 0; other < d.stages; ++other) {
+      const ScheduleDesc::Stage &a = d.stage[s], &b = d.stage[other];
+      if (other != s && b.actor != rt.actor && a.firstBlock == b.firstBlock &&
+          a.blocks == b.blocks && a.first == b.first && a.last == b.last)
+        copies.push_back({s, other});
+    }
+  std::sort(copies.begin(), copies.end(), [&](auto x, auto y) {
+    return std::make_pair(d.stage[x.first].firstBlock, d.stage[x.first].last) <
+           std::make_pair(d.stage[y.first].firstBlock, d.stage[y.first].last);
+  });
+
   std::vector<Parameter *> parameters;
   for (auto &[s, stage] : rt.stages)
     for (Parameter *p : stage->parameters())
@@ -204,6 +227,12 @@ int run(int argc, char **argv, const char *description,
     program(&rt);
     comm.waitAll();
     rt.sending.clear();
+    // A bidirectional pipeline holds each stage twice, on two actors: sum the
+    // copies' gradients (in block order, the same on both sides).
+    for (auto &[s, other] : copies)
+      for (Parameter *p : rt.stages[s]->parameters())
+        comm.exchangeAdd(p->grad.data(), p->grad.size(),
+                         rt.rankOf(d.stage[other].actor), kExchangeTag);
     for (Parameter *p : parameters)
       comm.allreduceReplicas(p->grad.data(), p->grad.size());
     adam.apply(parameters);

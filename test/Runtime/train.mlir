@@ -11,6 +11,7 @@
 // RUN: %train interleaved-cost %schedules/interleaved-1f1b.mlir --microbatches 8 --time-model=cost | FileCheck %s
 // RUN: %train looped-bfs %schedules/looped-bfs.mlir --actors 2 --microbatches 4 | FileCheck %s
 // RUN: %train vshape %schedules/vshape.mlir --actors 2 --microbatches 4 | FileCheck %s
+// RUN: %train bidirectional %schedules/bidirectional.mlir --microbatches 8 | FileCheck %s
 // RUN: %train dp2 %schedules/1f1b.mlir --actors 2 --dp 2 --microbatches 4 | FileCheck %s
 // CHECK: training: 4 iterations, loss {{.*}}, worst loss difference {{.*}}, worst weight difference {{.*}}, {{[0-9]+}} parameters
 

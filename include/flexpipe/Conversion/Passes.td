@@ -55,8 +55,9 @@ def ConvertToEmitCPass : Pass<"flexpipe-convert-to-emitc", "mlir::ModuleOp"> {
 
     The model's sizes come from the `model` file (its single module must be
     a GPT with a vocabulary) or default to the tiny model of
-    configs/models/tiny.yaml. Schedules the runtime cannot run yet are
-    rejected with a diagnostic: bidirectional replicas, shared stages,
+    configs/models/tiny.yaml. The stages of a bidirectional pipeline's second
+    direction hold the same blocks (and weights) as the first's. Schedules the
+    runtime cannot run yet are rejected with a diagnostic: shared stages,
     collectives and registered instructions.
   }];
   let options = [

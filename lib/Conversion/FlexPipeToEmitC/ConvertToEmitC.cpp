@@ -49,9 +49,11 @@ FailureOr<std::string> describe(ScheduleOp schedule,
   if (schedule.getShared())
     return schedule.emitOpError()
            << "has shared stages, which the runtime does not run yet";
-  // One module, each stage holding the next layers: the runtime's GPT.
+  // One module: the runtime's GPT. Each direction of a bidirectional
+  // pipeline starts again at the first layer (its stages are copies of the
+  // other direction's, with the same weights).
   StringAttr module;
-  int64_t firsts = 0, layers = 0;
+  int64_t layers = 0, directionLayers = 0;
   for (Attribute attr : info) {
     auto stage = cast<StageInfoAttr>(attr);
     if (module && stage.getModule() != module)
@@ -59,13 +61,11 @@ FailureOr<std::string> describe(ScheduleOp schedule,
              << "has several modules, which the runtime's built-in model "
                 "does not have yet";
     module = stage.getModule();
-    firsts += stage.getFirst();
-    layers += stage.getLayers();
+    if (stage.getFirst())
+      directionLayers = 0;
+    directionLayers += stage.getLayers();
+    layers = std::max(layers, directionLayers);
   }
-  if (firsts > 1)
-    return schedule.emitOpError()
-           << "is bidirectional: its replicated stages need their gradients "
-              "synchronised, which the runtime does not do yet";
 
   std::vector<int64_t> actorOf(numStages, -1);
   for (auto actor : schedule.getBody().getOps<ActorOp>())
@@ -108,6 +108,8 @@ FailureOr<std::string> describe(ScheduleOp schedule,
   int64_t firstBlock = 0;
   for (int64_t s = 0; s < numStages; ++s) {
     auto stage = cast<StageInfoAttr>(info[s]);
+    if (stage.getFirst())
+      firstBlock = 0;
     body << "stage " << s << " actor " << actorOf[s] << " blocks "
          << firstBlock << " " << stage.getLayers() << " first_last "
          << stage.getFirst() << " " << stage.getLast() << "\n";

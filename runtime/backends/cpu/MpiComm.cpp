@@ -75,6 +75,14 @@ public:
     MPICHECK(MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(n), MPI_FLOAT,
                            MPI_SUM, replicas));
   }
+  void exchangeAdd(float *data, size_t n, int peer, int tag) override {
+    std::vector<float> theirs(n);
+    MPICHECK(MPI_Sendrecv(data, static_cast<int>(n), MPI_FLOAT, peer, tag,
+                          theirs.data(), static_cast<int>(n), MPI_FLOAT, peer,
+                          tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+    for (size_t i = 0; i < n; ++i)
+      data[i] += theirs[i];
+  }
   void allreduceSum(double *data, size_t n) override {
     MPICHECK(MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(n), MPI_DOUBLE,
                            MPI_SUM, MPI_COMM_WORLD));

@@ -41,6 +41,8 @@ public:
   virtual void setReplicaGroup(int colour) = 0;
   /// Sums `data` over the replica group.
   virtual void allreduceReplicas(float *data, size_t count) = 0;
+  /// Adds `peer`'s copy of `data` to this rank's, exchanging both ways.
+  virtual void exchangeAdd(float *data, size_t count, int peer, int tag) = 0;
   virtual void allreduceSum(double *data, size_t count) = 0;
   /// The smallest and largest value over all ranks.
   virtual void minMax(uint64_t value, uint64_t &min, uint64_t &max) = 0;
