@@ -42,7 +42,14 @@ constexpr int kExchangeTag = 32767;
 struct Options {
   int64_t iterations = 10;
   float lr = 1e-3f;
-  std::string losses, weights, profile;
+  std::string losses, weights, profile, trace;
+};
+
+/// One instruction as it ran, for --trace.
+struct Event {
+  const char *kind;
+  int stage, mb, peer;
+  double start, end; // seconds since the run started
 };
 
 /// Parses the runtime's options; returns an error message or "".
@@ -63,9 +70,11 @@ std::string parseOptions(int argc, char **argv, Options &o) {
       o.weights = v;
     else if (arg == "--profile" && (v = value()))
       o.profile = v;
+    else if (arg == "--trace" && (v = value()))
+      o.trace = v;
     else if (arg == "--help")
       return "usage: RANK_PROGRAM [--iterations N] [--lr X] [--losses FILE] "
-             "[--weights FILE] [--profile FILE]";
+             "[--weights FILE] [--profile FILE] [--trace FILE]";
     else
       return "unknown or incomplete option '" + arg + "'";
   }
@@ -99,6 +108,24 @@ struct flexpipe_rt {
   // Profile: per stage and kind (fwd, bwd, igrad, wgrad) total seconds and
   // count, over iterations after the first.
   std::vector<double> busy, calls;
+
+  // Trace: every instruction of every iteration, when --trace is given.
+  bool tracing = false;
+  Clock::time_point epoch = Clock::now();
+  std::vector<Event> events;
+  /// Records `fn` as one instruction in the trace.
+  template <typename Fn>
+  void traced(const char *kind, int64_t s, int64_t mb, int64_t peer, Fn fn) {
+    if (!tracing)
+      return fn();
+    const double start =
+        std::chrono::duration<double>(Clock::now() - epoch).count();
+    fn();
+    const double end =
+        std::chrono::duration<double>(Clock::now() - epoch).count();
+    events.push_back({kind, static_cast<int>(s), static_cast<int>(mb),
+                      static_cast<int>(peer), start, end});
+  }
 
   Stage &stage(int64_t s) {
     auto it = stages.find(static_cast<int>(s));
@@ -143,6 +170,57 @@ struct flexpipe_rt {
 };
 
 namespace {
+
+/// Every rank writes its events next to FILE; rank 0 merges them into one
+/// Chrome trace (one process per replica, one track per actor).
+void writeTrace(flexpipe_rt &rt) {
+  Comm &comm = *rt.comm;
+  const std::string part = rt.options.trace + ".rank" + std::to_string(comm.rank());
+  if (FILE *f = std::fopen(part.c_str(), "w")) {
+    for (const Event &e : rt.events) {
+      std::fprintf(f,
+                   ",\n{\"name\": \"%s%s%s\", \"cat\": \"%s\", \"ph\": \"X\", "
+                   "\"pid\": %d, \"tid\": %d, \"ts\": %.3f, \"dur\": %.3f, "
+                   "\"args\": {\"stage\": %d, \"mb\": %d, \"peer\": %d}}",
+                   e.stage >= 0 ? std::to_string(e.stage).c_str() : "", e.kind,
+                   e.mb >= 0 ? std::to_string(e.mb).c_str() : "", e.kind,
+                   rt.replica, rt.actor, e.start * 1e6, (e.end - e.start) * 1e6,
+                   e.stage, e.mb, e.peer);
+    }
+    std::fclose(f);
+  } else {
+    comm.abort("cannot write " + part, 1);
+  }
+  double done = 1;
+  comm.allreduceSum(&done, 1); // every part is written
+  if (comm.rank() != 0)
+    return;
+  FILE *out = std::fopen(rt.options.trace.c_str(), "w");
+  if (!out)
+    comm.abort("cannot write " + rt.options.trace, 1);
+  std::fprintf(out, "{\"displayTimeUnit\": \"ms\", \"otherData\": "
+                    "{\"schedule\": \"%s\"}, \"traceEvents\": [\n"
+                    "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 0, "
+                    "\"args\": {\"name\": \"replica 0\"}}",
+               rt.desc.name.c_str());
+  for (int r = 0; r < comm.size(); ++r) {
+    std::fprintf(out,
+                 ",\n{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": %d, "
+                 "\"tid\": %d, \"args\": {\"name\": \"actor %d\"}}",
+                 r / rt.desc.actors, r % rt.desc.actors, r % rt.desc.actors);
+    const std::string path = rt.options.trace + ".rank" + std::to_string(r);
+    if (FILE *in = std::fopen(path.c_str(), "r")) {
+      char buffer[1 << 16];
+      size_t n;
+      while ((n = std::fread(buffer, 1, sizeof(buffer), in)) > 0)
+        std::fwrite(buffer, 1, n, out);
+      std::fclose(in);
+      std::remove(path.c_str());
+    }
+  }
+  std::fprintf(out, "\n]}\n");
+  std::fclose(out);
+}
 
 int run(int argc, char **argv, const char *description,
         flexpipe_rt_program program) {
@@ -193,6 +271,8 @@ int run(int argc, char **argv, const char *description,
                                              d.stage[s].blocks,
                                              d.stage[s].first, d.stage[s].last);
   rt.lossScale = 1.0f / static_cast<float>(d.microbatches * d.dp);
+  rt.tracing = !rt.options.trace.empty();
+  rt.epoch = Clock::now(); // after the start-up collectives: close on all ranks
   rt.busy.assign(d.stages * 4, 0);
   rt.calls.assign(d.stages * 4, 0);
 
@@ -308,6 +388,8 @@ int run(int argc, char **argv, const char *description,
     std::fprintf(f, "default_message_s: 0\n");
     std::fclose(f);
   }
+  if (rt.tracing)
+    writeTrace(rt);
   comm.finalize();
   return 0;
 }
@@ -321,7 +403,7 @@ int flexpipe_rt_main(int argc, char **argv, const char *schedule,
   return run(argc, argv, schedule, program);
 }
 
-void flexpipe_rt_fwd(flexpipe_rt *rt, int64_t s, int64_t mb) {
+static void forward(flexpipe_rt *rt, int64_t s, int64_t mb) {
   const flexpipe_rt::Key key{static_cast<int>(s), static_cast<int>(mb)};
   Tensor in, out;
   if (!rt->preds[s].empty()) {
@@ -348,7 +430,7 @@ void flexpipe_rt_fwd(flexpipe_rt *rt, int64_t s, int64_t mb) {
     rt->output[key] = std::move(out);
 }
 
-void flexpipe_rt_igrad(flexpipe_rt *rt, int64_t s, int64_t mb) {
+static void inputGradient(flexpipe_rt *rt, int64_t s, int64_t mb) {
   const flexpipe_rt::Key key{static_cast<int>(s), static_cast<int>(mb)};
   Tensor dout, din;
   if (!rt->succs[s].empty()) {
@@ -374,21 +456,33 @@ void flexpipe_rt_igrad(flexpipe_rt *rt, int64_t s, int64_t mb) {
     rt->inputGrad[key] = std::move(din);
 }
 
-void flexpipe_rt_wgrad(flexpipe_rt *rt, int64_t s, int64_t mb) {
+static void weightGradient(flexpipe_rt *rt, int64_t s, int64_t mb) {
   rt->timed(s, 3, [&] { rt->stage(s).weightGrad(mb); });
 }
 
+void flexpipe_rt_fwd(flexpipe_rt *rt, int64_t s, int64_t mb) {
+  rt->traced("F", s, mb, -1, [&] { forward(rt, s, mb); });
+}
+void flexpipe_rt_igrad(flexpipe_rt *rt, int64_t s, int64_t mb) {
+  rt->traced("I", s, mb, -1, [&] { inputGradient(rt, s, mb); });
+}
+void flexpipe_rt_wgrad(flexpipe_rt *rt, int64_t s, int64_t mb) {
+  rt->traced("W", s, mb, -1, [&] { weightGradient(rt, s, mb); });
+}
+
 void flexpipe_rt_bwd(flexpipe_rt *rt, int64_t s, int64_t mb) {
+  rt->traced("B", s, mb, -1, [&] {
   const Clock::time_point start = Clock::now();
   rt->recording = false;
-  flexpipe_rt_igrad(rt, s, mb);
-  flexpipe_rt_wgrad(rt, s, mb);
+  inputGradient(rt, s, mb);
+  weightGradient(rt, s, mb);
   rt->recording = true;
   if (rt->iteration > 0) {
     rt->busy[s * 4 + 1] +=
         std::chrono::duration<double>(Clock::now() - start).count();
     rt->calls[s * 4 + 1] += 1;
   }
+  });
 }
 
 static int64_t postSend(flexpipe_rt *rt, std::map<flexpipe_rt::Key, Tensor> &from,
@@ -418,19 +512,25 @@ static int64_t postRecv(flexpipe_rt *rt, std::map<flexpipe_rt::Key, Tensor> &int
 
 void flexpipe_rt_send_act(flexpipe_rt *rt, int64_t s, int64_t mb,
                           int64_t peer) {
-  postSend(rt, rt->output, false, s, mb, peer);
+  rt->traced("SEND_F", s, mb, peer,
+             [&] { postSend(rt, rt->output, false, s, mb, peer); });
 }
 void flexpipe_rt_send_grad(flexpipe_rt *rt, int64_t s, int64_t mb,
                            int64_t peer) {
-  postSend(rt, rt->inputGrad, true, s, mb, peer);
+  rt->traced("SEND_B", s, mb, peer,
+             [&] { postSend(rt, rt->inputGrad, true, s, mb, peer); });
 }
 void flexpipe_rt_recv_act(flexpipe_rt *rt, int64_t s, int64_t mb,
                           int64_t peer) {
-  rt->comm->wait(postRecv(rt, rt->input, false, s, mb, peer));
+  rt->traced("RECV_F", s, mb, peer, [&] {
+    rt->comm->wait(postRecv(rt, rt->input, false, s, mb, peer));
+  });
 }
 void flexpipe_rt_recv_grad(flexpipe_rt *rt, int64_t s, int64_t mb,
                            int64_t peer) {
-  rt->comm->wait(postRecv(rt, rt->outputGrad, true, s, mb, peer));
+  rt->traced("RECV_B", s, mb, peer, [&] {
+    rt->comm->wait(postRecv(rt, rt->outputGrad, true, s, mb, peer));
+  });
 }
 
 static int64_t remember(flexpipe_rt *rt, int64_t handle) {
@@ -457,7 +557,7 @@ void flexpipe_rt_wait(flexpipe_rt *rt, int64_t token) {
   auto it = rt->tokens.find(token);
   if (it == rt->tokens.end())
     rt->comm->abort("wait on unknown token " + std::to_string(token), 1);
-  rt->comm->wait(it->second);
+  rt->traced("WAIT", -1, -1, -1, [&] { rt->comm->wait(it->second); });
   rt->tokens.erase(it);
 }
 

@@ -5,7 +5,7 @@
 // HELP: --actors N
 // HELP: --microbatches M
 // HELP: --time-model TEXT:{step,cost}=step
-// HELP: --emit TEXT:{schedule,text,torch-csv,torch-csv-comms,report,svg,trace,cpp,exe}=schedule
+// HELP: --emit TEXT:{schedule,text,torch-csv,torch-csv-comms,report,svg,trace,cpp,exe}=exe
 // HELP: --balance TEXT:{layers,cost}=layers
 // HELP: --backend TEXT:{cpu}=cpu
 // HELP: --dp INT:POSITIVE=1
@@ -30,8 +30,8 @@
 // CSV:      0F0,0F1,,,0B0,0B1
 // CSV-NEXT: ,1F0,1F1,1B0,1B1
 
-// The default output is the verified schedule IR, which is valid input again.
-// RUN: flexpipe-compile %s -o %t.mlir
+// The verified schedule IR is valid input again.
+// RUN: flexpipe-compile %s --emit=schedule -o %t.mlir
 // RUN: flexpipe-compile %t.mlir --emit=text | FileCheck %s --check-prefix=AGAIN
 // AGAIN: schedule @small: 4 actors, 4 stages, 4 micro-batches
 
@@ -44,7 +44,7 @@
 // MISSING: flexpipe-compile: cannot open input file
 // RUN: not flexpipe-compile %s --actors 9 2>&1 | FileCheck %s --check-prefix=TOOMANY
 // TOOMANY: error: 'flexpipe.module' op cannot split 8 layers over 9 stages with at least one layer each; add layers, use fewer stages, or give `partition [...]`
-// RUN: not flexpipe-compile %t.mlir --actors 2 2>&1 | FileCheck %s --check-prefix=FIXED
+// RUN: not flexpipe-compile %t.mlir --actors 2 --emit=text 2>&1 | FileCheck %s --check-prefix=FIXED
 // FIXED: error: --actors and --microbatches change specs; '{{.*}}' holds only schedules, whose sizes are fixed
 // RUN: not flexpipe-compile %s --time-model fast 2>&1 | FileCheck %s --check-prefix=MODEL
 // MODEL: --time-model: fast not in {step,cost}
@@ -53,3 +53,15 @@ flexpipe.pipeline @small actors(4) microbatches(4) {
   flexpipe.module @gpt layers(8) placement(one_to_one)
   flexpipe.priority cttp<fwd_first>
 }
+
+// The default: rank executables in SPEC_STEM.ranks/.
+// RUN: rm -rf %t.dir && mkdir -p %t.dir && cd %t.dir && flexpipe-compile %s --actors 2 --microbatches 2 | FileCheck %s --check-prefix=EXE
+// EXE: flexpipe-compile: wrote 2 rank executables and launchers to flexpipe-compile.ranks/ (run flexpipe-compile.ranks/run-mpi.sh)
+// RUN: ls %t.dir/flexpipe-compile.ranks | FileCheck %s --check-prefix=FILES
+// FILES: rank0
+// FILES: rank0.cpp
+// FILES: rank1
+// FILES: rank1.cpp
+// FILES: run-mpi.sh
+// FILES: schedule.txt
+// FILES: slurm.conf

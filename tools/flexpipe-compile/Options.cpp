@@ -85,7 +85,8 @@ int flexpipe::parseCompileOptions(int argc, char **argv,
                  "lists and every other computation takes 1")
       ->check(CLI::ExistingFile);
   app.add_option("-o,--output", options.output,
-                 "Output file (- for standard output)")
+                 "Output file (- for standard output); for cpp and exe a "
+                 "directory, SPEC_STEM.ranks when not given")
       ->capture_default_str();
   try {
     app.parse(argc, argv);

@@ -25,7 +25,7 @@ struct CompileOptions {
   int64_t actors = 0;       ///< 0: as the spec says
   int64_t microbatches = 0; ///< 0: as the spec says
   std::string timeModel = "step";
-  std::string emit = "schedule";
+  std::string emit = "exe";
   std::string balance = "layers";
   std::string backend = "cpu";
   int64_t dp = 1;

@@ -67,10 +67,14 @@ static std::string environmentOr(const char *name, const char *fallback) {
 /// for exe the rank executables and launchers, in the directory -o.
 static int writeRanks(MLIRContext &context, ModuleOp module,
                       const CompileOptions &options) {
-  if (options.output == "-") {
-    llvm::errs() << "flexpipe-compile: --emit=" << options.emit
-                 << " writes a directory; give it with -o DIR\n";
-    return 1;
+  std::string directory = options.output;
+  if (directory == "-") {
+    if (options.input == "-") {
+      llvm::errs() << "flexpipe-compile: --emit=" << options.emit
+                   << " writes a directory; give it with -o DIR\n";
+      return 1;
+    }
+    directory = llvm::sys::path::stem(options.input).str() + ".ranks";
   }
   PassManager pm(&context);
   ConvertToEmitCPassOptions lowering;
@@ -87,13 +91,13 @@ static int writeRanks(MLIRContext &context, ModuleOp module,
     emitError(module.getLoc()) << "holds no schedule to lower";
     return 1;
   }
-  if (std::error_code ec = llvm::sys::fs::create_directories(options.output)) {
-    llvm::errs() << "flexpipe-compile: cannot create '" << options.output
+  if (std::error_code ec = llvm::sys::fs::create_directories(directory)) {
+    llvm::errs() << "flexpipe-compile: cannot create '" << directory
                  << "': " << ec.message() << "\n";
     return 1;
   }
   auto path = [&](const Twine &name) {
-    SmallString<256> p(options.output);
+    SmallString<256> p(directory);
     llvm::sys::path::append(p, name);
     return std::string(p);
   };
@@ -186,6 +190,10 @@ static int writeRanks(MLIRContext &context, ModuleOp module,
         return success();
       }))
     return 1;
+  if (options.output == "-")
+    llvm::outs() << "flexpipe-compile: wrote " << numActors
+                 << " rank executables and launchers to " << directory
+                 << "/ (run " << directory << "/run-mpi.sh)\n";
   return 0;
 }
 
