@@ -291,6 +291,43 @@ int run(int argc, char **argv, const char *description,
            std::make_pair(d.stage[y.first].firstBlock, d.stage[y.first].last);
   });
 
+  // With --profile: time one message each way between every pair of actors
+  // that talk (half a ping-pong round trip, mean of 10), pairs in one global
+  // order so that no two ranks wait for each other.
+  std::map<std::pair<int, int>, double> messageSeconds;
+  if (!rt.options.profile.empty()) {
+    std::vector<std::pair<int, int>> pairs;
+    for (auto [from, to] : d.edges) {
+      int a = d.stage[from].actor, b = d.stage[to].actor;
+      if (a != b)
+        pairs.push_back({std::min(a, b), std::max(a, b)});
+    }
+    std::sort(pairs.begin(), pairs.end());
+    pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
+    Tensor buffer(rt.messageSize(), 0.0f);
+    constexpr int kRounds = 10;
+    for (auto [a, b] : pairs) {
+      if (rt.actor != a && rt.actor != b)
+        continue;
+      const int peer = rt.rankOf(rt.actor == a ? b : a);
+      const Clock::time_point start = Clock::now();
+      for (int round = 0; round < kRounds; ++round) {
+        if (rt.actor == a) {
+          comm.wait(comm.isend(buffer.data(), buffer.size(), peer, kExchangeTag));
+          comm.wait(comm.irecv(buffer.data(), buffer.size(), peer, kExchangeTag));
+        } else {
+          comm.wait(comm.irecv(buffer.data(), buffer.size(), peer, kExchangeTag));
+          comm.wait(comm.isend(buffer.data(), buffer.size(), peer, kExchangeTag));
+        }
+      }
+      const double oneWay =
+          std::chrono::duration<double>(Clock::now() - start).count() /
+          (2 * kRounds);
+      messageSeconds[{a, b}] = messageSeconds[{b, a}] = oneWay;
+    }
+    comm.waitAll();
+  }
+
   std::vector<Parameter *> parameters;
   for (auto &[s, stage] : rt.stages)
     for (Parameter *p : stage->parameters())
@@ -359,6 +396,16 @@ int run(int argc, char **argv, const char *description,
   // Profile: mean seconds per stage and kind over all ranks.
   std::vector<double> profile = rt.busy;
   profile.insert(profile.end(), rt.calls.begin(), rt.calls.end());
+  // Message times measured by both ends (of replica 0): an actors x actors
+  // table, averaged.
+  const size_t pairsAt = profile.size();
+  profile.resize(pairsAt + 2 * static_cast<size_t>(d.actors) * d.actors, 0.0);
+  if (rt.replica == 0)
+    for (auto [pair, seconds] : messageSeconds) {
+      profile[pairsAt + pair.first * d.actors + pair.second] += seconds;
+      profile[pairsAt + d.actors * d.actors + pair.first * d.actors +
+              pair.second] += 1;
+    }
   comm.allreduceSum(profile.data(), profile.size());
   if (comm.rank() == 0 && !rt.options.profile.empty()) {
     FILE *f = std::fopen(rt.options.profile.c_str(), "w");
@@ -385,6 +432,18 @@ int run(int argc, char **argv, const char *description,
                    "wgrad_s: %.9g}\n",
                    s, fwd, bwd, igrad, wgrad);
     }
+    bool header = false;
+    for (int a = 0; a < d.actors; ++a)
+      for (int b = 0; b < d.actors; ++b) {
+        const double n = profile[pairsAt + d.actors * d.actors + a * d.actors + b];
+        if (n == 0)
+          continue;
+        if (!header)
+          std::fprintf(f, "messages:\n");
+        header = true;
+        std::fprintf(f, "  - {from: %d, to: %d, seconds: %.9g}\n", a, b,
+                     profile[pairsAt + a * d.actors + b] / n);
+      }
     std::fprintf(f, "default_message_s: 0\n");
     std::fclose(f);
   }
