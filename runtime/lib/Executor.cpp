@@ -109,6 +109,21 @@ struct flexpipe_rt {
   // count, over iterations after the first.
   std::vector<double> busy, calls;
 
+  /// Peak bytes of activations and gradients alive on this rank: what the
+  /// layers keep between forward and backward plus what is in flight.
+  double peakBytes = 0;
+  void measureMemory() {
+    double bytes = 0;
+    for (const auto &[s, stage] : stages)
+      bytes += static_cast<double>(stage->cachedBytes());
+    for (const auto *map : {&input, &output, &outputGrad, &inputGrad})
+      for (const auto &[key, tensor] : *map)
+        bytes += tensor.size() * sizeof(float);
+    for (const Tensor &t : sending)
+      bytes += t.size() * sizeof(float);
+    peakBytes = std::max(peakBytes, bytes);
+  }
+
   // Trace: every instruction of every iteration, when --trace is given.
   bool tracing = false;
   Clock::time_point epoch = Clock::now();
@@ -368,6 +383,16 @@ int run(int argc, char **argv, const char *description,
   if (comm.rank() == 0 && rt.options.iterations > 1)
     std::printf("mean iteration time %.3f ms (iterations after the first)\n",
                 totalSeconds * 1e3 / (rt.options.iterations - 1));
+  // Peak activation memory of every rank, printed by rank 0.
+  std::vector<double> peaks(comm.size(), 0.0);
+  peaks[comm.rank()] = rt.peakBytes;
+  comm.allreduceSum(peaks.data(), peaks.size());
+  if (comm.rank() == 0) {
+    std::printf("peak activation memory per rank:");
+    for (double bytes : peaks)
+      std::printf(" %.1f KiB", bytes / 1024);
+    std::printf("\n");
+  }
   std::fflush(stdout);
 
   if (comm.rank() == 0 && !rt.options.losses.empty()) {
@@ -521,9 +546,11 @@ static void weightGradient(flexpipe_rt *rt, int64_t s, int64_t mb) {
 
 void flexpipe_rt_fwd(flexpipe_rt *rt, int64_t s, int64_t mb) {
   rt->traced("F", s, mb, -1, [&] { forward(rt, s, mb); });
+  rt->measureMemory();
 }
 void flexpipe_rt_igrad(flexpipe_rt *rt, int64_t s, int64_t mb) {
   rt->traced("I", s, mb, -1, [&] { inputGradient(rt, s, mb); });
+  rt->measureMemory();
 }
 void flexpipe_rt_wgrad(flexpipe_rt *rt, int64_t s, int64_t mb) {
   rt->traced("W", s, mb, -1, [&] { weightGradient(rt, s, mb); });
