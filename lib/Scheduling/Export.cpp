@@ -7,12 +7,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "flexpipe/Scheduling/Export.h"
+#include "flexpipe/Scheduling/Simulator.h"
 
 #include <algorithm>
 #include <cmath>
-#include <map>
 #include <sstream>
-#include <tuple>
 
 using namespace flexpipe::sched;
 
@@ -25,9 +24,17 @@ std::string cell(const ProgOp &op) {
 } // namespace
 
 Timeline flexpipe::sched::unitTimeline(const Program &program) {
-  return replayTimeline(program, [](const ProgOp &op) {
-    return isCompute(op.kind) || op.kind == OpKind::Exec ? 1.0 : 0.0;
-  });
+  Timeline t;
+  Simulator simulator;
+  std::string error;
+  if (!simulator.prepare(program, error))
+    return t;
+  SimResult r = simulator.run(unitCosts(program));
+  t.ok = true;
+  t.start = std::move(r.start);
+  t.end = std::move(r.end);
+  t.makespan = r.iterationTime;
+  return t;
 }
 
 int64_t flexpipe::sched::peakInflight(const Program &program) {
@@ -45,114 +52,6 @@ int64_t flexpipe::sched::peakInflight(const Program &program) {
     }
   }
   return peak;
-}
-
-Timeline flexpipe::sched::replayTimeline(
-    const Program &p, const std::function<double(const ProgOp &)> &duration) {
-  Timeline t;
-  const int32_t n = p.numActors;
-  t.start.resize(n);
-  t.end.resize(n);
-  for (int32_t a = 0; a < n; ++a) {
-    t.start[a].assign(p.actors[a].size(), 0);
-    t.end[a].assign(p.actors[a].size(), 0);
-  }
-  // Messages: (sender, receiver, grad, sending stage, mb) -> send time. The
-  // verifier has established matching, so a receive looks its message up by
-  // the neighbouring stage on the peer.
-  std::map<std::tuple<int32_t, int32_t, bool, int32_t, int32_t>, double> sentAt;
-  std::vector<std::vector<int32_t>> preds(p.numStages), succs(p.numStages);
-  for (auto [from, to] : p.edges) {
-    succs[from].push_back(to);
-    preds[to].push_back(from);
-  }
-  std::map<std::tuple<int, int32_t, int32_t>,
-           std::vector<std::pair<int32_t, double>>>
-      collective;
-  std::vector<int32_t> pc(n, 0);
-  std::vector<double> clock(n, 0);
-  std::vector<double> tokenReady; // async receives: arrival time
-  bool progress = true;
-  while (progress) {
-    progress = false;
-    for (int32_t a = 0; a < n; ++a) {
-      while (pc[a] < static_cast<int32_t>(p.actors[a].size())) {
-        const int32_t i = pc[a];
-        const ProgOp &op = p.actors[a][i];
-        double start = clock[a], end = clock[a];
-        bool blocked = false;
-        switch (op.kind) {
-        case OpKind::SendAct:
-        case OpKind::SendGrad:
-          // The message arrives `duration` after it is sent.
-          sentAt[{a, op.peer, op.kind == OpKind::SendGrad, op.stage, op.mb}] =
-              clock[a] + duration(op);
-          break;
-        case OpKind::RecvAct:
-        case OpKind::RecvGrad: {
-          const bool grad = op.kind == OpKind::RecvGrad;
-          double arrival = -1;
-          for (int32_t s : grad ? succs[op.stage] : preds[op.stage]) {
-            auto it = sentAt.find({op.peer, a, grad, s, op.mb});
-            if (it != sentAt.end()) {
-              arrival = it->second;
-              break;
-            }
-          }
-          if (arrival < 0) {
-            blocked = true;
-            break;
-          }
-          if (op.token >= 0) {
-            if (op.token >= static_cast<int32_t>(tokenReady.size()))
-              tokenReady.resize(op.token + 1, 0);
-            tokenReady[op.token] = arrival;
-          } else {
-            end = std::max(clock[a], arrival);
-          }
-          break;
-        }
-        case OpKind::Wait:
-          if (op.token >= 0 && op.token < static_cast<int32_t>(tokenReady.size()))
-            end = std::max(clock[a], tokenReady[op.token]);
-          break;
-        case OpKind::AllGather:
-        case OpKind::Gather: {
-          // Everyone leaves when the last member arrives.
-          auto &arrived =
-              collective[{static_cast<int>(op.kind), op.stage, op.mb}];
-          if (std::none_of(arrived.begin(), arrived.end(),
-                           [&](const auto &x) { return x.first == a; }))
-            arrived.push_back({a, clock[a]});
-          if (arrived.size() < p.groups[op.group].size()) {
-            blocked = true;
-            break;
-          }
-          for (const auto &[member, time] : arrived)
-            end = std::max(end, time);
-          break;
-        }
-        default: // computations and registered instructions
-          end = start + duration(op);
-          break;
-        }
-        if (blocked)
-          break;
-        t.start[a][i] = start;
-        t.end[a][i] = end;
-        clock[a] = end;
-        ++pc[a];
-        progress = true;
-      }
-    }
-  }
-  for (int32_t a = 0; a < n; ++a)
-    if (pc[a] < static_cast<int32_t>(p.actors[a].size()))
-      return t;
-  for (int32_t a = 0; a < n; ++a)
-    t.makespan = std::max(t.makespan, clock[a]);
-  t.ok = true;
-  return t;
 }
 
 std::string flexpipe::sched::formatTextGrid(const Program &p,

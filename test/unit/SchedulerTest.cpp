@@ -9,6 +9,7 @@
 #include "flexpipe/Scheduling/Export.h"
 #include "flexpipe/Scheduling/PipelineSpec.h"
 #include "flexpipe/Scheduling/Program.h"
+#include "flexpipe/Scheduling/Simulator.h"
 
 #include "TestSpecs.h"
 
@@ -451,21 +452,14 @@ Figures figures(Program program) {
       static_cast<double>(program.numStages) / program.numActors;
   insertCommunication(program);
   REQUIRE(!verify(program));
-  Timeline t = replayTimeline(program, [&](const ProgOp &op) {
-    switch (op.kind) {
-    case OpKind::Fwd:
-      return 1 / v;
-    case OpKind::Bwd:
-      return 2 / v;
-    case OpKind::Igrad:
-    case OpKind::Wgrad:
-      return 1 / v;
-    default:
-      return 0.0;
-    }
-  });
-  REQUIRE(t.ok);
-  return {t.makespan, peakInflight(program)};
+  Simulator simulator;
+  std::string error;
+  REQUIRE(simulator.prepare(program, error));
+  SimCosts costs = unitCosts(program);
+  for (auto &d : costs.duration)
+    d = {1 / v, 2 / v, 1 / v, 1 / v};
+  SimResult r = simulator.run(costs);
+  return {r.iterationTime, peakInflight(program)};
 }
 
 } // namespace

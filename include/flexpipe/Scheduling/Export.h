@@ -11,7 +11,6 @@
 
 #include "flexpipe/Scheduling/Program.h"
 
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -24,14 +23,9 @@ struct Timeline {
   double makespan = 0;
 };
 
-/// Replays a verified program with the given duration per op (communication
-/// is instantaneous unless its duration says otherwise). Fails (ok = false)
-/// on a program that does not terminate.
-Timeline replayTimeline(const Program &program,
-                        const std::function<double(const ProgOp &)> &duration);
-
-/// replayTimeline with every computation taking one step and communication
-/// none (the paper's step model).
+/// The simulator's timeline with every computation taking one step and
+/// communication none (the paper's step model). Fails (ok = false) on a
+/// program that does not terminate.
 Timeline unitTimeline(const Program &program);
 
 /// The largest number of forwards not yet released by their backward (bwd,
