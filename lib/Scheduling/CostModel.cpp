@@ -26,6 +26,7 @@
 #include "flexpipe/Scheduling/CostModel.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 using namespace flexpipe::sched;
@@ -136,30 +137,46 @@ flexpipe::sched::costBalancedPartition(const ModuleModel &module,
     const StageFlops f = stageFlops(shape, 1);
     return f.fwd + f.igrad + f.wgrad;
   };
-  // best[k][j]: the smallest possible slowest-stage cost when the first k + 1
-  // stages hold the first j layers; cut[k][j] the layers before stage k.
-  const double inf = std::numeric_limits<double>::infinity();
-  std::vector<std::vector<double>> best(stages,
-                                        std::vector<double>(layers + 1, inf));
-  std::vector<std::vector<int64_t>> cut(stages,
-                                        std::vector<int64_t>(layers + 1, 0));
-  for (int64_t j = 1; j <= layers; ++j)
-    best[0][j] = cost(j, 0);
-  for (int64_t k = 1; k < stages; ++k)
-    for (int64_t j = k + 1; j <= layers; ++j)
-      for (int64_t i = k; i < j; ++i) {
-        const double value = std::max(best[k - 1][i], cost(j - i, k));
-        if (value < best[k][j]) {
-          best[k][j] = value;
-          cut[k][j] = i;
-        }
-      }
-  std::vector<int64_t> result(stages);
-  int64_t j = layers;
-  for (int64_t k = stages - 1; k > 0; --k) {
-    result[k] = j - cut[k][j];
-    j = cut[k][j];
+  // Every layer costs the same; a stage adds a fixed extra (embedding, LM
+  // head). The smallest feasible slowest-stage cost T gives stage k
+  // floor((T - extra_k) / layer) layers; bisect on T, then trim the surplus
+  // from the costliest stages.
+  const double layer = cost(2, stages) - cost(1, stages); // no extras
+  std::vector<double> extra(stages);
+  double lo = 0, hi = 0;
+  for (int64_t k = 0; k < stages; ++k) {
+    extra[k] = cost(1, k) - layer;
+    lo = std::max(lo, layer + extra[k]);
+    hi = std::max(hi, layers * layer + extra[k]);
   }
-  result[0] = j;
+  auto fits = [&](double t, int64_t k) {
+    return std::clamp<int64_t>(
+        static_cast<int64_t>(std::floor((t - extra[k]) / layer + 1e-9)), 1,
+        layers);
+  };
+  auto total = [&](double t) {
+    int64_t sum = 0;
+    for (int64_t k = 0; k < stages; ++k)
+      sum += fits(t, k);
+    return sum;
+  };
+  for (int i = 0; i < 200 && hi - lo > 1e-9 * hi; ++i) {
+    const double mid = (lo + hi) / 2;
+    (total(mid) >= layers ? hi : lo) = mid;
+  }
+  std::vector<int64_t> result(stages);
+  int64_t sum = 0;
+  for (int64_t k = 0; k < stages; ++k)
+    sum += result[k] = fits(hi, k);
+  while (sum > layers) {
+    int64_t worst = -1;
+    for (int64_t k = 0; k < stages; ++k)
+      if (result[k] > 1 &&
+          (worst < 0 || result[k] * layer + extra[k] >
+                            result[worst] * layer + extra[worst]))
+        worst = k;
+    --result[worst];
+    --sum;
+  }
   return result;
 }

@@ -155,6 +155,18 @@ flexpipe::sched::buildProblem(const PipelineSpec &spec) {
     }
   }
 
+  // The pool holds two or three items per stage part and micro-batch.
+  int64_t items = 0;
+  for (const StagePart &part : problem.parts)
+    items += static_cast<int64_t>(part.mbEnd - part.mbBegin) *
+             (spec.splitBackward ? 3 : 2);
+  constexpr int64_t kMaxItems = int64_t{1} << 27;
+  if (items > kMaxItems)
+    return fail(llvm::formatv("the schedule would hold {0} computations; the "
+                              "scheduler handles at most {1} (fewer "
+                              "micro-batches or stages)",
+                              items, kMaxItems));
+
   // --- The stage DAG. --------------------------------------------------------
   auto connect = [&](int32_t from, int32_t to) {
     built.stageEdges.push_back({from, to});

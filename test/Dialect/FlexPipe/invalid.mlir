@@ -16,6 +16,29 @@ flexpipe.pipeline @p actors(4) microbatches(0) {
 
 // -----
 
+// Tests a pipeline with more micro-batches than the tools handle.
+// expected-error @+1 {{'flexpipe.pipeline' op has 9999999999 micro-batches; FlexPipe handles at most 1048576}}
+flexpipe.pipeline @p actors(4) microbatches(9999999999) {
+  flexpipe.module @gpt layers(8) placement(one_to_one)
+}
+
+// -----
+
+// Tests a module with more chunks than the tools handle.
+flexpipe.pipeline @p actors(2) microbatches(8) {
+  // expected-error @+1 {{'flexpipe.module' op has 100000 chunks; FlexPipe handles at most 4096}}
+  flexpipe.module @gpt layers(8) placement(circular) chunks(100000)
+}
+
+// -----
+
+// Tests a schedule with more actors than the tools handle.
+// expected-error @+1 {{'flexpipe.schedule' op has 100000 actors; FlexPipe handles at most 65536}}
+flexpipe.schedule @s actors(100000) stages(1) microbatches(1) {
+}
+
+// -----
+
 // Tests a pipeline without modules.
 // expected-error @+1 {{'flexpipe.pipeline' op declares no flexpipe.module; a pipeline needs at least one module to place on its actors}}
 flexpipe.pipeline @p actors(4) microbatches(8) {

@@ -230,6 +230,20 @@ static ModalityOp lookupModule(Operation *from, FlatSymbolRefAttr symbol) {
 
 static int64_t asSigned(uint64_t value) { return static_cast<int64_t>(value); }
 
+/// Sizes the tools handle (ids are 32-bit; the scheduler's pool is bounded).
+constexpr int64_t kMaxActors = 65536;
+constexpr int64_t kMaxCount = 1 << 20; // micro-batches, layers, stages
+constexpr int64_t kMaxChunks = 4096;
+
+/// `value` of `what` is at most `max`.
+static LogicalResult verifyAtMost(Operation *op, const char *what,
+                                  int64_t value, int64_t max) {
+  if (value <= max)
+    return success();
+  return op->emitOpError() << "has " << value << " " << what
+                           << "; FlexPipe handles at most " << max;
+}
+
 /// A resolved stage reference: the symbol and the normalized module-local
 /// index (-1 for a registered stage).
 using StageKey = std::pair<StringAttr, int64_t>;
@@ -304,7 +318,10 @@ LogicalResult PipelineOp::verify() {
   if (asSigned(getMicrobatches()) < 1)
     return emitOpError() << "needs at least one micro-batch, got "
                          << asSigned(getMicrobatches());
-  return success();
+  return failure(
+      failed(verifyAtMost(*this, "actors", asSigned(getActors()), kMaxActors)) ||
+      failed(verifyAtMost(*this, "micro-batches", asSigned(getMicrobatches()),
+                          kMaxCount)));
 }
 
 int64_t PipelineOp::getNumStages() {
@@ -550,6 +567,10 @@ LogicalResult ModalityOp::verify() {
   const int64_t layers = asSigned(getLayers());
   if (layers < 1)
     return emitOpError() << "needs at least one layer, got " << layers;
+  if (failed(verifyAtMost(*this, "layers", layers, kMaxCount)) ||
+      (getChunks() && failed(verifyAtMost(*this, "chunks",
+                                          asSigned(*getChunks()), kMaxChunks))))
+    return failure();
   if (std::optional<ArrayRef<int64_t>> group = getActorGroup())
     if (failed(verifyActorList(*this, "the actor group", *group,
                                asSigned(pipeline.getActors()), 1)))
@@ -902,6 +923,11 @@ LogicalResult ScheduleOp::verify() {
     if (value < 1)
       return emitOpError() << "needs at least one " << name << ", got "
                            << value;
+  if (failed(verifyAtMost(*this, "actors", asSigned(getActors()), kMaxActors)) ||
+      failed(verifyAtMost(*this, "stages", numStages, kMaxCount)) ||
+      failed(verifyAtMost(*this, "micro-batches", asSigned(getMicrobatches()),
+                          kMaxCount)))
+    return failure();
   if (std::optional<ArrayRef<int64_t>> flat = getEdges()) {
     if (flat->size() % 2 != 0)
       return emitOpError() << "has an odd number of edge endpoints; edges are "
