@@ -7,3 +7,12 @@ build_all
 "$BUILD_DIR/bin/flexpipe-bench-scheduler" "${1:-1}"
 echo
 "$BUILD_DIR/bin/flexpipe-bench-simulator" "${1:-1}"
+echo
+echo "Stage imbalance of GPT 5B under 1F1B (the paper's Figure 3):"
+python3 "$FLEXPIPE_ROOT/bench/imbalance.py" "$BUILD_DIR"
+echo
+if command -v mpirun >/dev/null && [ -f "$BUILD_DIR/lib/libflexpipe_rt_cpu.a" ]; then
+  "$FLEXPIPE_ROOT/bench/runtime-overhead.sh" "$BUILD_DIR" 30
+else
+  echo "runtime overhead: skipped (no MPI runtime built)"
+fi
