@@ -123,3 +123,49 @@ std::string flexpipe::sched::formatTorchCsvComms(const Program &p) {
   }
   return os.str();
 }
+
+std::string flexpipe::sched::parseTorchCsv(const std::string &text,
+                                           Program &program) {
+  program = Program();
+  std::istringstream in(text);
+  std::string line;
+  int32_t row = 0;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r')
+      line.pop_back();
+    if (line.find_first_not_of(", \t") == std::string::npos)
+      continue;
+    ++row;
+    std::vector<ProgOp> ops;
+    std::istringstream cells(line);
+    std::string c;
+    while (std::getline(cells, c, ',')) {
+      if (c.empty())
+        continue; // an idle slot of the lock-step grid
+      size_t letter = c.find_first_not_of("0123456789");
+      if (letter == 0 || letter == std::string::npos ||
+          letter + 1 >= c.size() || std::string("FBIW").find(c[letter]) ==
+                                        std::string::npos ||
+          c.find_first_not_of("0123456789", letter + 1) != std::string::npos ||
+          letter > 7 || c.size() - letter - 1 > 7)
+        continue; // not a computation (REDUCE_GRAD, SEND_F, ...)
+      ProgOp op;
+      op.kind = c[letter] == 'F'   ? OpKind::Fwd
+                : c[letter] == 'B' ? OpKind::Bwd
+                : c[letter] == 'I' ? OpKind::Igrad
+                                   : OpKind::Wgrad;
+      op.stage = std::stoi(c.substr(0, letter));
+      op.mb = std::stoi(c.substr(letter + 1));
+      program.numStages = std::max(program.numStages, op.stage + 1);
+      program.numMicrobatches = std::max(program.numMicrobatches, op.mb + 1);
+      ops.push_back(op);
+    }
+    program.actors.push_back(std::move(ops));
+  }
+  program.numActors = static_cast<int32_t>(program.actors.size());
+  if (program.numActors == 0 || program.numStages == 0)
+    return "no computations found (expected cells like 0F1, 3I0, 2W5)";
+  for (int32_t s = 0; s + 1 < program.numStages; ++s)
+    program.edges.push_back({s, s + 1});
+  return {};
+}

@@ -39,6 +39,32 @@ SimCosts flexpipe::sched::unitCosts(const Program &program) {
   return c;
 }
 
+SimCosts flexpipe::sched::layerCosts(const Program &program) {
+  SimCosts c = unitCosts(program);
+  c.unit = "units";
+  std::vector<double> layers(program.numStages, 1), forwards(program.numStages, 0);
+  for (int32_t s = 0; s < program.numStages; ++s)
+    if (s < static_cast<int32_t>(program.stageMeta.size()))
+      layers[s] = static_cast<double>(std::max<int64_t>(1, program.stageMeta[s].layers));
+  for (const auto &ops : program.actors)
+    for (const ProgOp &op : ops)
+      if (op.kind == OpKind::Fwd && op.stage >= 0 && op.stage < program.numStages)
+        forwards[op.stage] += 1;
+  double work = 0;
+  for (int32_t s = 0; s < program.numStages; ++s)
+    work += layers[s] * forwards[s];
+  const double perActor =
+      work > 0 && program.numActors > 0 && program.numMicrobatches > 0
+          ? work / (static_cast<double>(program.numActors) * program.numMicrobatches)
+          : 1;
+  for (int32_t s = 0; s < program.numStages; ++s) {
+    const double w = layers[s] / perActor;
+    c.duration[s] = {w, 2 * w, w, w};
+    c.activationBytes[s] = w;
+  }
+  return c;
+}
+
 /// How many actors run each stage (a shared stage splits its work).
 static std::vector<int32_t> actorsPerStage(const Program &program) {
   std::vector<std::vector<int32_t>> actors(program.numStages);

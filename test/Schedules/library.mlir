@@ -2,7 +2,7 @@
 // canonical form. The count lines fail when a file is added without a
 // check here.
 
-// RUN: ls %schedules | count 6
+// RUN: ls %schedules | count 8
 // RUN: ls %examples | count 1
 // RUN: flexpipe-opt %schedules/1f1b.mlir | FileCheck %s --check-prefix=ONE_F_ONE_B
 // RUN: flexpipe-opt %schedules/bidirectional.mlir | FileCheck %s --check-prefix=BIDIRECTIONAL
@@ -10,6 +10,8 @@
 // RUN: flexpipe-opt %schedules/interleaved-1f1b.mlir | FileCheck %s --check-prefix=INTERLEAVED_1F1B
 // RUN: flexpipe-opt %schedules/looped-bfs.mlir | FileCheck %s --check-prefix=LOOPED_BFS
 // RUN: flexpipe-opt %schedules/vshape.mlir | FileCheck %s --check-prefix=VSHAPE
+// RUN: flexpipe-opt %schedules/zb-h1.mlir | FileCheck %s --check-prefix=ZB_H1
+// RUN: flexpipe-opt %schedules/zb-v.mlir | FileCheck %s --check-prefix=ZB_V
 // RUN: flexpipe-opt %examples/clip-mixed.mlir | FileCheck %s --check-prefix=CLIP
 
 // ONE_F_ONE_B-LABEL: flexpipe.pipeline @one_f_one_b actors(4) microbatches(8) {
@@ -51,3 +53,12 @@
 // CLIP-NEXT: flexpipe.dependency @sync_states @sync -> bwd @text[-1]
 // CLIP-NEXT: flexpipe.priority @image cttp<bwd_first> fstp<breadth_first, 4> bstp<depth_first, 4>
 // CLIP-NEXT: flexpipe.priority @text cttp<bwd_first> fstp<breadth_first> bstp<breadth_first>
+
+// ZB_H1-LABEL: flexpipe.pipeline @zb_h1 actors(4) microbatches(8) {
+// ZB_H1: flexpipe.optimize gradient_separation
+
+// ZB_V-LABEL: flexpipe.pipeline @zb_v actors(4) microbatches(8) {
+// ZB_V-NEXT: flexpipe.module @gpt layers(16) placement(vshape) chunks(2)
+// ZB_V-NEXT: flexpipe.priority cttp<fwd_first> fstp<depth_first> bstp<breadth_first>
+// ZB_V-NEXT: flexpipe.inflight per_actor affine_map<(d0)[s0, s1, s2] -> (s1)>
+// ZB_V-NEXT: flexpipe.optimize gradient_separation

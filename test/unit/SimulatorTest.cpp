@@ -22,14 +22,9 @@ namespace {
 Program programFor(int32_t pp, int32_t m, PlacementKind kind, int64_t chunks,
                    Cttp cttp, StagePriority fwd, StagePriority bwd,
                    std::vector<int64_t> limits) {
-  PipelineSpec spec = flexpipe::sched::test::makeSpec(
-      pp, m, kind, chunks, cttp, fwd, bwd, std::move(limits));
-  llvm::Expected<BuiltProblem> built = buildProblem(spec);
-  REQUIRE(static_cast<bool>(built));
-  ScheduleResult result = schedule(built->problem, TimeModel::Step);
-  REQUIRE(result.ok);
-  Program program = toProgram(built->problem, result, built->numStages,
-                              built->stageEdges, built->sharedStages);
+  Program program = flexpipe::sched::test::computeProgram(
+      flexpipe::sched::test::makeSpec(pp, m, kind, chunks, cttp, fwd, bwd,
+                                      std::move(limits)));
   insertCommunication(program);
   return program;
 }
@@ -41,12 +36,7 @@ SimResult simulate(const Program &program, const SimCosts &costs) {
   return simulator.run(costs);
 }
 
-std::vector<int64_t> oneF1BLimits(int32_t pp) {
-  std::vector<int64_t> limits;
-  for (int32_t a = 0; a < pp; ++a)
-    limits.push_back(pp - a);
-  return limits;
-}
+using flexpipe::sched::test::oneF1BLimits;
 
 const StagePriority kBreadth{StageOrder::BreadthFirst, 0};
 

@@ -10,6 +10,9 @@
 #define FLEXPIPE_TEST_UNIT_TESTSPECS_H
 
 #include "flexpipe/Scheduling/PipelineSpec.h"
+#include "flexpipe/Scheduling/Program.h"
+
+#include <catch2/catch.hpp>
 
 namespace flexpipe::sched::test {
 
@@ -43,6 +46,25 @@ inline PipelineSpec makeSpec(int32_t pp, int32_t m, PlacementKind kind,
     spec.inflight.push_back(inflight);
   }
   return spec;
+}
+
+/// The compute-only program the scheduler makes for a spec.
+inline Program computeProgram(const PipelineSpec &spec,
+                              TimeModel model = TimeModel::Step) {
+  llvm::Expected<BuiltProblem> built = buildProblem(spec);
+  REQUIRE(static_cast<bool>(built));
+  ScheduleResult result = schedule(built->problem, model);
+  REQUIRE(result.ok);
+  return toProgram(built->problem, result, built->numStages, built->stageEdges,
+                   built->sharedStages);
+}
+
+/// Per-actor limits pp - a (1F1B).
+inline std::vector<int64_t> oneF1BLimits(int32_t pp) {
+  std::vector<int64_t> limits;
+  for (int32_t a = 0; a < pp; ++a)
+    limits.push_back(pp - a);
+  return limits;
 }
 
 } // namespace flexpipe::sched::test

@@ -47,6 +47,12 @@ std::string formatTorchCsv(const Program &program, const Timeline &timeline);
 /// receiver's).
 std::string formatTorchCsvComms(const Program &program);
 
+/// Reads a compute_only CSV (row r = rank r, cells `<stage><F|B|I|W><mb>` in
+/// execution order, empty cells ignored) into a compute-only program whose
+/// stages form one chain 0 -> 1 -> ... in stage order. Returns an error or
+/// "".
+std::string parseTorchCsv(const std::string &text, Program &program);
+
 struct SimResult;
 struct SimCosts;
 

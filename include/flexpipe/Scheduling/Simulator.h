@@ -58,6 +58,15 @@ struct SimCosts {
 /// Every computation takes 1, messages nothing: the step model.
 SimCosts unitCosts(const Program &program);
 
+/// The balanced unit costs of the zero-bubble literature: forward, backward,
+/// input and weight gradient take 1, 2, 1 and 1 per micro-batch on an actor
+/// holding an average share of the layers. A stage of `layers` layers costs
+/// layers / (average layers one micro-batch meets per actor) of each, and
+/// keeps as much activation memory per micro-batch (so two stages of half the
+/// layers on one actor cost 1/2 each). Stages without metadata count as one
+/// layer. Messages are free.
+SimCosts layerCosts(const Program &program);
+
 /// Costs from the analytic model (and a profile where it has entries).
 /// `devices[a]` is the device of actor a (for intra/inter-node links).
 /// Returns an empty string or an error naming what does not fit.

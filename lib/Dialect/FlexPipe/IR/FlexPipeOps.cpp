@@ -22,6 +22,7 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/Sequence.h"
 
+#include <cmath>
 #include <tuple>
 
 using namespace mlir;
@@ -415,12 +416,15 @@ LogicalResult PipelineOp::verifyRegions() {
   bool hasModule = false;
   for (Operation &op : getBody().front()) {
     if (!isa<ModalityOp, ShareOp, StageOp, InstructionOp, DependencyOp,
-             PriorityOp, InflightOp>(op))
+             PriorityOp, InflightOp, OptimizeOp>(op))
       return op.emitOpError()
              << "cannot appear in a flexpipe.pipeline, which holds only "
                 "spec-level ops (module, share, stage, instruction, "
-                "dependency, priority, inflight)";
+                "dependency, priority, inflight, optimize)";
     hasModule |= isa<ModalityOp>(op);
+    if (isa<OptimizeOp>(op) && &op != *getBody().getOps<OptimizeOp>().begin())
+      return op.emitOpError()
+             << "repeats flexpipe.optimize; a pipeline has at most one";
   }
   if (!hasModule)
     return emitOpError() << "declares no flexpipe.module; a pipeline needs at "
@@ -1186,3 +1190,23 @@ LogicalResult ExecOp::verify() { return verifyToken(*this, getToken()); }
 
 #define GET_OP_CLASSES
 #include "flexpipe/Dialect/FlexPipe/IR/FlexPipeOps.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// OptimizeOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult OptimizeOp::verify() {
+  if (!getSplitBackward() && !getGradientSeparation() && !getAsyncComm())
+    return emitOpError() << "names no optimization; expected split_backward, "
+                            "gradient_separation or async_comm";
+  if (FloatAttr attr = getMemoryBoundAttr()) {
+    const double bound = attr.getValueAsDouble();
+    if (!getGradientSeparation())
+      return emitOpError() << "has a memory_bound but no gradient_separation, "
+                              "the only optimization it bounds";
+    if (!(bound > 0) || !std::isfinite(bound))
+      return emitOpError() << "memory_bound must be a positive number, not "
+                           << bound;
+  }
+  return success();
+}

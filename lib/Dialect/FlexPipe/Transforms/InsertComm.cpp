@@ -34,23 +34,7 @@ struct InsertCommPass : flexpipe::impl::InsertCommPassBase<InsertCommPass> {
       if (hasTransfers)
         continue;
       sched::insertCommunication(program);
-
-      // Rebuild each actor's body in the new order: existing ops move, new
-      // transfers are created.
-      OpBuilder b(schedule.getContext());
-      for (auto actor : schedule.getBody().getOps<ActorOp>()) {
-        const int64_t id = static_cast<int64_t>(actor.getId());
-        Block &body = actor.getBody().front();
-        for (const sched::ProgOp &op : program.actors[id]) {
-          if (op.source >= 0) {
-            Operation *existing = read.ops[id][op.source];
-            existing->moveBefore(&body, body.end());
-            continue;
-          }
-          b.setInsertionPointToEnd(&body);
-          createInstruction(b, actor.getLoc(), op, program);
-        }
-      }
+      rewriteSchedule(schedule, read, program);
     }
   }
 };

@@ -25,7 +25,20 @@ void flexpipe::buildSpecToSchedulePipeline(
   schedule.modelFile = options.modelFile;
   schedule.clusterFile = options.clusterFile;
   pm.addPass(createSchedulePass(schedule));
+  // Bubble optimizations the specs ask for with flexpipe.optimize.
+  SplitBackwardPassOptions split;
+  split.requestedOnly = true;
+  pm.addPass(createSplitBackwardPass(split));
+  GradientSeparationPassOptions separation;
+  separation.requestedOnly = true;
+  separation.timeModel = options.timeModel;
+  separation.modelFile = options.modelFile;
+  separation.clusterFile = options.clusterFile;
+  pm.addPass(createGradientSeparationPass(separation));
   pm.addPass(createInsertCommPass());
+  AsyncCommPassOptions async;
+  async.requestedOnly = true;
+  pm.addPass(createAsyncCommPass(async));
   pm.addPass(createVerifySchedulePass());
 }
 
@@ -34,6 +47,7 @@ void flexpipe::registerFlexPipePassesAndPipelines() {
   PassPipelineRegistration<SpecToScheduleOptions>(
       "flexpipe-spec-to-schedule",
       "Turn flexpipe.pipeline specs into verified flexpipe.schedule programs "
-      "(partition, place, schedule, insert-comm, verify-schedule)",
+      "(partition, place, schedule, the bubble optimizations each spec asks "
+      "for with flexpipe.optimize, insert-comm, verify-schedule)",
       buildSpecToSchedulePipeline);
 }

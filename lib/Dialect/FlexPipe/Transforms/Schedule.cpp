@@ -79,6 +79,8 @@ void writeSchedule(PipelineOp pipeline, const sched::BuiltProblem &built,
       b.getI64IntegerAttr(built.numStages),
       b.getI64IntegerAttr(problem.numMicrobatches), edges, shared,
       b.getArrayAttr(info));
+  for (auto optimize : pipeline.getBody().getOps<OptimizeOp>())
+    schedule->setAttr("flexpipe.optimize", optimize->getAttrDictionary());
   Block &body = schedule.getBody().emplaceBlock();
   for (int32_t a = 0; a < problem.numActors; ++a) {
     b.setInsertionPointToEnd(&body);

@@ -30,27 +30,6 @@ struct SimulatePass : flexpipe::impl::SimulatePassBase<SimulatePass> {
   using Base::Base;
   void runOnOperation() override {
     ModuleOp root = getOperation();
-    if (modelFile.empty() != clusterFile.empty()) {
-      root.emitError() << "-flexpipe-simulate needs both model and cluster "
-                          "files, or neither";
-      return signalPassFailure();
-    }
-    sched::ModelConfig modelConfig;
-    sched::ClusterConfig cluster;
-    sched::Profile profile;
-    std::vector<std::string> problems;
-    if (!modelFile.empty()) {
-      problems.push_back(sched::loadModel(modelFile, modelConfig));
-      problems.push_back(sched::loadCluster(clusterFile, cluster));
-    }
-    if (!profileFile.empty())
-      problems.push_back(sched::loadProfile(profileFile, profile));
-    for (const std::string &problem : problems)
-      if (!problem.empty()) {
-        root.emitError() << problem;
-        return signalPassFailure();
-      }
-
     Builder b(&getContext());
     for (ScheduleOp schedule : root.getOps<ScheduleOp>()) {
       ScheduleProgram read = readSchedule(schedule);
@@ -60,23 +39,12 @@ struct SimulatePass : flexpipe::impl::SimulatePassBase<SimulatePass> {
         schedule.emitError() << error;
         return signalPassFailure();
       }
-      sched::SimCosts costs;
-      if (!modelFile.empty()) {
-        std::vector<int64_t> devices(read.program.numActors);
-        std::iota(devices.begin(), devices.end(), 0);
-        error = sched::modelCosts(read.program, modelConfig, cluster,
-                                  profileFile.empty() ? nullptr : &profile,
-                                  devices, costs);
-      } else if (!profileFile.empty()) {
-        error = sched::profileCosts(read.program, profile, costs);
-      } else {
-        costs = sched::unitCosts(read.program);
-      }
-      if (!error.empty()) {
-        schedule.emitError() << error;
+      FailureOr<sched::SimCosts> costs =
+          resolveCosts(schedule, read.program, "flexpipe-simulate", timeModel,
+                       modelFile, clusterFile, profileFile);
+      if (failed(costs))
         return signalPassFailure();
-      }
-      sched::SimResult r = simulator.run(costs);
+      sched::SimResult r = simulator.run(*costs);
       SmallVector<int64_t> over;
       for (int32_t a = 0; a < read.program.numActors; ++a)
         if (r.overMemory[a])
@@ -87,7 +55,7 @@ struct SimulatePass : flexpipe::impl::SimulatePassBase<SimulatePass> {
       NamedAttrList fields;
       fields.append("iteration_time", b.getF64FloatAttr(r.iterationTime));
       fields.append("bubble_ratio", b.getF64FloatAttr(r.bubbleRatio()));
-      fields.append("unit", b.getStringAttr(costs.unit));
+      fields.append("unit", b.getStringAttr(costs->unit));
       fields.append("busy", b.getDenseF64ArrayAttr(r.busy));
       fields.append("bubble", b.getDenseF64ArrayAttr(r.bubble));
       fields.append("peak_activation",

@@ -8,8 +8,13 @@
 
 #include "flexpipe/Dialect/FlexPipe/Transforms/Utils.h"
 
+#include "flexpipe/Scheduling/CostModelYAML.h"
+
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/TypeSwitch.h"
+
+#include <numeric>
 
 using namespace mlir;
 using namespace flexpipe;
@@ -290,4 +295,92 @@ Operation *flexpipe::createInstruction(OpBuilder &b, Location loc,
     break;
   }
   return nullptr;
+}
+
+void flexpipe::rewriteSchedule(ScheduleOp schedule, const ScheduleProgram &read,
+                               const sched::Program &program) {
+  OpBuilder b(schedule.getContext());
+  for (auto actor : schedule.getBody().getOps<ActorOp>()) {
+    const int64_t id = static_cast<int64_t>(actor.getId());
+    if (id < 0 || id >= program.numActors)
+      continue;
+    Block &body = actor.getBody().front();
+    llvm::SmallPtrSet<Operation *, 32> kept;
+    for (const sched::ProgOp &op : program.actors[id]) {
+      if (op.source >= 0 &&
+          op.source < static_cast<int32_t>(read.ops[id].size()) &&
+          read.program.actors[id][op.source].kind == op.kind &&
+          !kept.contains(read.ops[id][op.source])) {
+        Operation *existing = read.ops[id][op.source];
+        existing->moveBefore(&body, body.end());
+        kept.insert(existing);
+        continue;
+      }
+      b.setInsertionPointToEnd(&body);
+      kept.insert(createInstruction(b, actor.getLoc(), op, program));
+    }
+    for (Operation *old : read.ops[id])
+      if (!kept.contains(old))
+        old->erase();
+  }
+}
+
+bool flexpipe::shouldOptimize(ScheduleOp schedule, StringRef optimization,
+                              bool requestedOnly) {
+  if (!requestedOnly)
+    return true;
+  auto requested =
+      schedule->getAttrOfType<DictionaryAttr>("flexpipe.optimize");
+  return requested && requested.contains(optimization);
+}
+
+FailureOr<sched::SimCosts>
+flexpipe::resolveCosts(Operation *at, const sched::Program &program,
+                       StringRef passName, StringRef timeModel,
+                       StringRef modelFile, StringRef clusterFile,
+                       StringRef profileFile) {
+  if (timeModel != "step" && timeModel != "cost") {
+    at->emitError() << "unknown time model '" << timeModel << "' for -"
+                    << passName << "; expected step or cost";
+    return failure();
+  }
+  if (modelFile.empty() != clusterFile.empty()) {
+    at->emitError() << "-" << passName
+                    << " needs both model and cluster files, or neither";
+    return failure();
+  }
+  sched::ModelConfig model;
+  sched::ClusterConfig cluster;
+  sched::Profile profile;
+  std::vector<std::string> problems;
+  if (!modelFile.empty()) {
+    problems.push_back(sched::loadModel(modelFile.str(), model));
+    problems.push_back(sched::loadCluster(clusterFile.str(), cluster));
+  }
+  if (!profileFile.empty())
+    problems.push_back(sched::loadProfile(profileFile.str(), profile));
+  for (const std::string &problem : problems)
+    if (!problem.empty()) {
+      at->emitError() << problem;
+      return failure();
+    }
+  sched::SimCosts costs;
+  std::string error;
+  if (!modelFile.empty()) {
+    std::vector<int64_t> devices(program.numActors);
+    std::iota(devices.begin(), devices.end(), 0);
+    error = sched::modelCosts(program, model, cluster,
+                              profileFile.empty() ? nullptr : &profile,
+                              devices, costs);
+  } else if (!profileFile.empty()) {
+    error = sched::profileCosts(program, profile, costs);
+  } else {
+    costs = timeModel == "cost" ? sched::layerCosts(program)
+                                : sched::unitCosts(program);
+  }
+  if (!error.empty()) {
+    at->emitError() << error;
+    return failure();
+  }
+  return costs;
 }

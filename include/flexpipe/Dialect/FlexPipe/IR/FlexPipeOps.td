@@ -321,6 +321,46 @@ def FlexPipe_InflightOp : FlexPipe_Op<"inflight", [HasParent<"PipelineOp">]> {
   }];
 }
 
+def FlexPipe_OptimizeOp : FlexPipe_Op<"optimize", [HasParent<"PipelineOp">]> {
+  let summary = "the bubble optimizations to apply to this pipeline's schedule";
+  let description = [{
+    Asks `-flexpipe-spec-to-schedule` (and `flexpipe-compile`) to run bubble
+    optimizations on the schedule computed from this spec:
+    - `split_backward`: every backward becomes an input gradient (`igrad`)
+      and a weight gradient (`wgrad`) right after it
+      (`-flexpipe-split-backward`);
+    - `gradient_separation`: additionally moves weight gradients into later
+      bubbles with the stash-and-insert algorithm, never exceeding
+      `memory_bound` (peak activation memory per actor in the simulator's
+      units; the schedule's own peak without separation when omitted)
+      (`-flexpipe-gradient-separation`, which implies `split_backward`);
+    - `async_comm`: receives are posted early and waited on right before
+      use (`-flexpipe-async-comm`).
+    At most one per pipeline.
+
+    ```mlir
+    // ZB-H1: 1F1B whose weight gradients fill the bubbles.
+    flexpipe.pipeline @zb_h1 actors(4) microbatches(8) {
+      flexpipe.module @gpt layers(8) placement(one_to_one)
+      flexpipe.priority cttp<bwd_first> fstp<breadth_first> bstp<breadth_first>
+      flexpipe.inflight per_actor affine_map<(a)[pp, s, m] -> (pp - a)>
+      flexpipe.optimize gradient_separation
+    }
+    ```
+  }];
+  let arguments = (ins UnitAttr:$split_backward,
+                       UnitAttr:$gradient_separation,
+                       UnitAttr:$async_comm,
+                       OptionalAttr<F64Attr>:$memory_bound);
+  let assemblyFormat = [{
+    (`split_backward` $split_backward^)?
+    (`gradient_separation` $gradient_separation^)?
+    (`async_comm` $async_comm^)?
+    (`memory_bound` `(` $memory_bound^ `)`)? attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Schedule level
 //===----------------------------------------------------------------------===//

@@ -42,8 +42,10 @@ struct SpecToScheduleOptions
       llvm::cl::init("")};
 };
 
-/// partition -> place -> schedule -> insert-comm -> verify-schedule: a spec
-/// becomes a verified schedule. Used by flexpipe-opt
+/// partition -> place -> schedule -> [split-backward -> gradient-separation]
+/// -> insert-comm -> [async-comm] -> verify-schedule: a spec becomes a
+/// verified schedule; the bracketed passes act on the schedules whose spec
+/// asks for them with flexpipe.optimize. Used by flexpipe-opt
 /// (`--flexpipe-spec-to-schedule`) and flexpipe-compile alike.
 void buildSpecToSchedulePipeline(mlir::OpPassManager &pm,
                                  const SpecToScheduleOptions &options);

@@ -119,6 +119,119 @@ def SchedulePass : Pass<"flexpipe-schedule", "mlir::ModuleOp"> {
   let dependentDialects = ["flexpipe::FlexPipeDialect"];
 }
 
+def SplitBackwardPass : Pass<"flexpipe-split-backward", "mlir::ModuleOp"> {
+  let summary = "split every backward into input and weight gradient";
+  let description = [{
+    Replaces each `flexpipe.bwd` by `flexpipe.igrad` and `flexpipe.wgrad` of
+    the same stage and micro-batch, in place. The input gradient is what the
+    previous stage waits for, so it can be sent before the weight gradient is
+    computed; the runtime executes both for real.
+    ```mlir
+    // Before:
+    flexpipe.bwd stage 1 mb 0
+    // After:
+    flexpipe.igrad stage 1 mb 0
+    flexpipe.wgrad stage 1 mb 0
+    ```
+  }];
+  let options = [
+    Option<"requestedOnly", "requested-only", "bool", "false",
+           "Only transform schedules whose spec asked for it with "
+           "`flexpipe.optimize` (set by -flexpipe-spec-to-schedule)">,
+  ];
+  let dependentDialects = ["flexpipe::FlexPipeDialect"];
+}
+
+def GradientSeparationPass
+    : Pass<"flexpipe-gradient-separation", "mlir::ModuleOp"> {
+  let summary = "move weight gradients into bubbles (stash and insert)";
+  let description = [{
+    The paper's bubble optimizer, on compute-only schedules (run it before
+    `-flexpipe-insert-comm`). Backwards are split first where needed. Each
+    actor keeps its order of forwards and input gradients; weight gradients
+    move later:
+
+    1. start with every weight gradient right after its input gradient and
+       time the programs with the costs below;
+    2. take the earliest bubble (an actor idle while its next forward or
+       input gradient waits for an input), follow the blocked item's chain of
+       inputs back across actors, and stash the weight gradients that ran on
+       that chain after its items were ready, so that their input gradients
+       run earlier and release the blocked item;
+    3. stashed weight gradients run in the next bubble of their actor they
+       fit in, or earlier when a forward would otherwise exceed the memory
+       bound (a stashed weight gradient keeps its activations alive);
+    4. keep a change when the iteration gets shorter (or equally long with
+       the actors' forwards and input gradients done sooner); repeat.
+
+    The result is compared with stashing every weight gradient, and the
+    better one is kept; it is never slower than the schedule without
+    separation and never exceeds the memory bound. Works for every placement
+    (one-to-one, circular, V-shape, bidirectional and combinations) and both
+    time models. A memory bound below what the schedule needs with every
+    weight gradient right after its input gradient is an error.
+    Collectives and registered instructions are not supported yet.
+
+    The outcome is recorded as a `flexpipe.separation` dictionary on the
+    schedule: time and peak memory before and after, the bound, the number of
+    stashed weight gradients and the strategy that won.
+  }];
+  let options = [
+    Option<"requestedOnly", "requested-only", "bool", "false",
+           "Only transform schedules whose spec asked for it with "
+           "`flexpipe.optimize` (set by -flexpipe-spec-to-schedule)">,
+    Option<"timeModel", "time-model", "std::string", "\"step\"",
+           "How long instructions take: `step` (one step each) or `cost` "
+           "(1, 2, 1, 1 for forward, backward, input and weight gradient per "
+           "actor's share of the layers, or the cost model's durations with "
+           "`model` and `cluster`)">,
+    Option<"modelFile", "model", "std::string", "\"\"",
+           "Model YAML (docs/CostModel.md)">,
+    Option<"clusterFile", "cluster", "std::string", "\"\"",
+           "Cluster YAML (docs/CostModel.md)">,
+    Option<"memoryBound", "memory-bound", "double", "0",
+           "Peak activation memory allowed per actor, in the costs' units "
+           "(bytes with a model); 0: the schedule's peak without separation. "
+           "A spec's `flexpipe.optimize memory_bound(...)` takes precedence">,
+    Option<"maxRounds", "max-rounds", "int64_t", "2000",
+           "Most stash-and-insert attempts per schedule">,
+  ];
+  let dependentDialects = ["flexpipe::FlexPipeDialect"];
+}
+
+def AsyncCommPass : Pass<"flexpipe-async-comm", "mlir::ModuleOp"> {
+  let summary = "post receives early and wait right before use";
+  let description = [{
+    Turns every blocking `recv_act` / `recv_grad` into an asynchronous one
+    that returns a `!flexpipe.token`, posted `lookahead` computations before
+    its first use, and a `flexpipe.wait` where the blocking receive stood. The
+    transfer then overlaps the computations in between: with rendezvous
+    transfers (NCCL, large MPI messages) data moves only once both sides are
+    posted, which the simulator models. Sends are already asynchronous (a
+    send never waits for its receive). Receives keep their relative order, so
+    every channel stays FIFO; posting early never creates a deadlock.
+    ```mlir
+    // Before:
+    flexpipe.fwd stage 0 mb 1
+    flexpipe.recv_grad stage 0 mb 0 from 1
+    flexpipe.bwd stage 0 mb 0
+    // After (lookahead 1):
+    %t = flexpipe.recv_grad stage 0 mb 0 from 1 : !flexpipe.token
+    flexpipe.fwd stage 0 mb 1
+    flexpipe.wait %t
+    flexpipe.bwd stage 0 mb 0
+    ```
+  }];
+  let options = [
+    Option<"requestedOnly", "requested-only", "bool", "false",
+           "Only transform schedules whose spec asked for it with "
+           "`flexpipe.optimize` (set by -flexpipe-spec-to-schedule)">,
+    Option<"lookahead", "lookahead", "int64_t", "1",
+           "Computations between a receive's post and its wait (at least 1)">,
+  ];
+  let dependentDialects = ["flexpipe::FlexPipeDialect"];
+}
+
 def InsertCommPass : Pass<"flexpipe-insert-comm", "mlir::ModuleOp"> {
   let summary = "add send/recv pairs for every cross-actor edge";
   let description = [{
@@ -188,6 +301,11 @@ def SimulatePass : Pass<"flexpipe-simulate", "mlir::ModuleOp"> {
     ```
   }];
   let options = [
+    Option<"timeModel", "time-model", "std::string", "\"step\"",
+           "Costs without a model or profile: `step` (every instruction one "
+           "step, one unit of activation memory per stage) or `cost` "
+           "(forward, backward, input and weight gradient 1, 2, 1, 1 per "
+           "actor's share of the layers, memory likewise)">,
     Option<"modelFile", "model", "std::string", "\"\"",
            "Model YAML (docs/CostModel.md); needs `cluster`">,
     Option<"clusterFile", "cluster", "std::string", "\"\"",

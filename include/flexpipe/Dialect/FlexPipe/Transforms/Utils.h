@@ -18,6 +18,7 @@
 #include "flexpipe/Dialect/FlexPipe/IR/FlexPipe.h"
 #include "flexpipe/Scheduling/PipelineSpec.h"
 #include "flexpipe/Scheduling/Program.h"
+#include "flexpipe/Scheduling/Simulator.h"
 
 #include "mlir/IR/Builders.h"
 
@@ -42,6 +43,30 @@ mlir::Operation *createInstruction(mlir::OpBuilder &builder,
                                    mlir::Location loc,
                                    const sched::ProgOp &op,
                                    const sched::Program &program);
+
+/// Rebuilds each actor's body in the order of `program`: entries read from
+/// an op of the same kind move that op, others are created; ops no entry
+/// refers to any more are erased.
+void rewriteSchedule(ScheduleOp schedule, const ScheduleProgram &read,
+                     const sched::Program &program);
+
+/// Whether a pass should transform `schedule`: always, unless
+/// `requestedOnly`, in which case only when the spec's `flexpipe.optimize`
+/// (kept on the schedule as the `flexpipe.optimize` attribute) names
+/// `optimization`.
+bool shouldOptimize(ScheduleOp schedule, llvm::StringRef optimization,
+                    bool requestedOnly);
+
+/// The costs a pass times a schedule with: the cost model's when `modelFile`
+/// and `clusterFile` are given (with a measured `profileFile` on top), else
+/// the profile's, else unit costs: `step` (every instruction one step, one
+/// unit of activation memory per stage) or `cost` (sched::layerCosts).
+/// Emits an error at `at` and fails on bad files or options.
+mlir::FailureOr<sched::SimCosts>
+resolveCosts(mlir::Operation *at, const sched::Program &program,
+             llvm::StringRef passName, llvm::StringRef timeModel,
+             llvm::StringRef modelFile, llvm::StringRef clusterFile,
+             llvm::StringRef profileFile = "");
 
 } // namespace flexpipe
 

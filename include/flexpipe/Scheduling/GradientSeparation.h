@@ -1,0 +1,79 @@
+//===- GradientSeparation.h - Split backward, stash and insert W -*- C++ -*-===//
+//
+// Part of the FlexPipe project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// The paper's bubble optimizer on compute-only programs. splitBackward turns
+// every backward into an input gradient (I) followed by a weight gradient
+// (W). separateGradients keeps each actor's order of forwards and input
+// gradients and decides where the weight gradients go: a W is either fused
+// (it runs right after its I) or stashed (it waits for the next bubble on its
+// actor, and runs early only when a forward would otherwise exceed the memory
+// bound, because a stashed W keeps its micro-batch's activations alive).
+//
+// Stash and insert: starting from every W fused, find the earliest bubble
+// (an actor idle while its next forward or input gradient is not ready),
+// follow the blocked item's dependency chain back across actors, and stash
+// the fused weight gradients that ran on that chain while its items were
+// ready, so that the chain's input gradients run earlier and release the
+// blocked item. A change is kept when it shortens the iteration (or leaves it
+// equal and finishes the actors' forwards and input gradients sooner). The
+// result is also compared with stashing every W, and the better of the two is
+// returned; it is never slower than the fused program.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLEXPIPE_SCHEDULING_GRADIENTSEPARATION_H
+#define FLEXPIPE_SCHEDULING_GRADIENTSEPARATION_H
+
+#include "flexpipe/Scheduling/Program.h"
+#include "flexpipe/Scheduling/Simulator.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace flexpipe::sched {
+
+/// Replaces every Bwd by Igrad + Wgrad in place (the Igrad keeps the Bwd's
+/// `source`). Returns the number of backwards split.
+int64_t splitBackward(Program &program);
+
+struct SeparationOptions {
+  /// Peak activation memory allowed on every actor, in the units of
+  /// SimCosts::activationBytes; 0: the peak of the program with every weight
+  /// gradient fused (the schedule without separation).
+  double memoryBound = 0;
+  /// Most stash-and-insert attempts (each one re-times the programs).
+  int64_t maxRounds = 2000;
+};
+
+struct SeparationResult {
+  bool ok = false;
+  std::string error;
+  Program program;
+  /// Iteration time and largest per-actor peak activation memory, fused
+  /// (before) and separated (after), in the costs' units.
+  double fusedTime = 0, time = 0;
+  double fusedPeak = 0, peak = 0, memoryBound = 0;
+  /// Weight gradients stashed, and which strategy won: "stash-and-insert",
+  /// "stash-all" or "fused" (nothing helped).
+  int64_t stashed = 0;
+  int64_t rounds = 0;
+  std::string strategy;
+};
+
+/// Re-orders the weight gradients of a compute-only, split program (no
+/// transfers, collectives or registered instructions; run before
+/// insertCommunication). Durations, activation sizes and message times come
+/// from `costs`.
+SeparationResult separateGradients(const Program &program,
+                                   const SimCosts &costs,
+                                   const SeparationOptions &options);
+
+} // namespace flexpipe::sched
+
+#endif // FLEXPIPE_SCHEDULING_GRADIENTSEPARATION_H

@@ -1,0 +1,79 @@
+//===- GradientSeparation.cpp - -flexpipe-gradient-separation -------------===//
+//
+// Part of the FlexPipe project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// A thin wrapper: read the schedule, call sched::separateGradients, write the
+// new order back and record the outcome.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flexpipe/Dialect/FlexPipe/Transforms/Passes.h"
+#include "flexpipe/Dialect/FlexPipe/Transforms/Utils.h"
+#include "flexpipe/Scheduling/GradientSeparation.h"
+
+#include "mlir/IR/Builders.h"
+
+namespace flexpipe {
+#define GEN_PASS_DEF_GRADIENTSEPARATIONPASS
+#include "flexpipe/Dialect/FlexPipe/Transforms/Passes.h.inc"
+} // namespace flexpipe
+
+using namespace mlir;
+using namespace flexpipe;
+
+namespace {
+struct GradientSeparationPass
+    : flexpipe::impl::GradientSeparationPassBase<GradientSeparationPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    if (maxRounds < 0 || !(memoryBound >= 0)) {
+      getOperation().emitError()
+          << "-flexpipe-gradient-separation needs max-rounds >= 0 and "
+             "memory-bound >= 0 (0: the schedule's own peak)";
+      return signalPassFailure();
+    }
+    Builder b(&getContext());
+    for (ScheduleOp schedule : getOperation().getOps<ScheduleOp>()) {
+      if (!shouldOptimize(schedule, "gradient_separation", requestedOnly))
+        continue;
+      ScheduleProgram read = readSchedule(schedule);
+      sched::Program program = read.program;
+      sched::splitBackward(program);
+      FailureOr<sched::SimCosts> costs =
+          resolveCosts(schedule, program, "flexpipe-gradient-separation",
+                       timeModel, modelFile, clusterFile);
+      if (failed(costs))
+        return signalPassFailure();
+      sched::SeparationOptions options;
+      options.memoryBound = memoryBound;
+      options.maxRounds = maxRounds;
+      if (auto requested =
+              schedule->getAttrOfType<DictionaryAttr>("flexpipe.optimize"))
+        if (auto bound = requested.getAs<FloatAttr>("memory_bound"))
+          options.memoryBound = bound.getValueAsDouble();
+      sched::SeparationResult result =
+          sched::separateGradients(program, *costs, options);
+      if (!result.ok) {
+        schedule.emitError() << "gradient separation failed: " << result.error;
+        return signalPassFailure();
+      }
+      rewriteSchedule(schedule, read, result.program);
+      NamedAttrList fields;
+      fields.append("time_before", b.getF64FloatAttr(result.fusedTime));
+      fields.append("time", b.getF64FloatAttr(result.time));
+      fields.append("peak_before", b.getF64FloatAttr(result.fusedPeak));
+      fields.append("peak", b.getF64FloatAttr(result.peak));
+      fields.append("memory_bound", b.getF64FloatAttr(result.memoryBound));
+      fields.append("stashed", b.getI64IntegerAttr(result.stashed));
+      fields.append("strategy", b.getStringAttr(result.strategy));
+      fields.append("unit", b.getStringAttr(costs->unit));
+      schedule->setAttr("flexpipe.separation",
+                        fields.getDictionary(&getContext()));
+    }
+  }
+};
+} // namespace

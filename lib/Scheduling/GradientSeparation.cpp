@@ -1,0 +1,559 @@
+//===- GradientSeparation.cpp - Split backward, stash and insert W --------===//
+//
+// Part of the FlexPipe project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// The re-timer is a list scheduler over fixed per-actor sequences of forwards
+// and input gradients: actors act in order of their clocks; an actor runs its
+// next item when its inputs have arrived, a stashed weight gradient when that
+// item is not ready (a bubble) and the W fits before it, and the oldest
+// stashed W first when a forward would exceed the memory bound. Arrival of a
+// cross-actor input is its producer's end plus the message time, as in the
+// simulator, so the re-timed iteration time is the simulated one.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flexpipe/Scheduling/GradientSeparation.h"
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <functional>
+#include <limits>
+#include <queue>
+#include <set>
+#include <sstream>
+#include <tuple>
+
+using namespace flexpipe::sched;
+
+int64_t flexpipe::sched::splitBackward(Program &program) {
+  int64_t split = 0;
+  for (auto &ops : program.actors) {
+    std::vector<ProgOp> out;
+    out.reserve(ops.size());
+    for (const ProgOp &op : ops) {
+      if (op.kind != OpKind::Bwd) {
+        out.push_back(op);
+        continue;
+      }
+      ProgOp input = op, weight = op;
+      input.kind = OpKind::Igrad;
+      weight.kind = OpKind::Wgrad;
+      weight.source = -1;
+      weight.token = -1;
+      out.push_back(input);
+      out.push_back(weight);
+      ++split;
+    }
+    ops = std::move(out);
+  }
+  return split;
+}
+
+namespace {
+
+constexpr double kEps = 1e-9;
+
+/// One computation of the program.
+struct Item {
+  OpKind kind;
+  int32_t actor, stage, mb;
+  int32_t index;       ///< position in the actor's input program
+  int32_t weight = -1; ///< Igrad: its Wgrad item
+  double duration = 0, activation = 0;
+};
+
+/// One re-timing: where every item ran, in which order per actor.
+struct Timing {
+  bool ok = false;
+  std::string error;
+  std::vector<double> start, end;
+  std::vector<std::vector<int32_t>> order; ///< per actor, item ids
+  std::vector<double> peak;                ///< per actor
+  double makespan = 0;
+  double finishSum = 0; ///< sum over actors of their last F / I end
+  double maxPeak() const {
+    return peak.empty() ? 0 : *std::max_element(peak.begin(), peak.end());
+  }
+};
+
+class Separator {
+public:
+  Separator(const Program &program, const SimCosts &costs)
+      : program(program), costs(costs) {}
+
+  /// Builds items and dependencies; returns an error or "".
+  std::string build();
+  /// Re-times with the weight gradients in `stashed` (by Wgrad item id)
+  /// deferred to bubbles and every other one fused.
+  Timing retime(const std::vector<uint8_t> &stashed, double bound) const;
+  /// Weight gradients (fused in `stashed`) that delayed the chain of items
+  /// leading to `blocked`.
+  std::vector<int32_t> chainWeights(const Timing &timing, int32_t blocked,
+                                    const std::vector<uint8_t> &stashed) const;
+  Program emit(const Timing &timing) const;
+
+  std::vector<Item> items;
+  std::vector<int32_t> weights; ///< every Wgrad item
+
+private:
+  double arrival(const Timing &t, int32_t dep, int32_t item) const {
+    const Item &d = items[dep], &i = items[item];
+    return t.end[dep] + (d.actor == i.actor
+                             ? 0
+                             : costs.messageTime(program.numActors, d.actor,
+                                                 i.actor, d.stage));
+  }
+
+  const Program &program;
+  const SimCosts &costs;
+  std::vector<std::vector<int32_t>> sequence; ///< per actor: F, I, B items
+  std::vector<int32_t> depStart, depList;     ///< CSR predecessors
+};
+
+std::string Separator::build() {
+  const int32_t numStages = program.numStages, numMbs = program.numMicrobatches;
+  auto key = [&](OpKind kind, int32_t stage, int32_t mb) {
+    return (static_cast<int64_t>(stage) * numMbs + mb) * 4 +
+           static_cast<int64_t>(kind);
+  };
+  std::vector<int32_t> lookup(static_cast<size_t>(numStages) * numMbs * 4, -1);
+  sequence.assign(program.numActors, {});
+  for (int32_t a = 0; a < program.numActors; ++a) {
+    const auto &ops = program.actors[a];
+    for (int32_t i = 0; i < static_cast<int32_t>(ops.size()); ++i) {
+      const ProgOp &op = ops[i];
+      if (!isCompute(op.kind)) {
+        std::ostringstream os;
+        os << "actor " << a << " has a " << opKindName(op.kind)
+           << "; gradient separation works on compute-only programs (run it "
+              "before communication is inserted; collectives and registered "
+              "instructions are not supported yet)";
+        return os.str();
+      }
+      if (op.stage < 0 || op.stage >= numStages || op.mb < 0 ||
+          op.mb >= numMbs)
+        return "an instruction names a stage or micro-batch out of range";
+      int32_t &slot = lookup[key(op.kind, op.stage, op.mb)];
+      if (slot >= 0) {
+        std::ostringstream os;
+        os << opKindName(op.kind) << " stage " << op.stage << " mb " << op.mb
+           << " appears twice";
+        return os.str();
+      }
+      Item item{op.kind, a, op.stage, op.mb, i};
+      item.duration = op.stage < static_cast<int32_t>(costs.duration.size())
+                          ? costs.duration[op.stage][static_cast<int>(op.kind)]
+                          : 1.0;
+      item.activation =
+          op.stage < static_cast<int32_t>(costs.activationBytes.size())
+              ? costs.activationBytes[op.stage]
+              : 1.0;
+      slot = static_cast<int32_t>(items.size());
+      items.push_back(item);
+      if (op.kind == OpKind::Wgrad)
+        weights.push_back(slot);
+      else
+        sequence[a].push_back(slot);
+    }
+  }
+  auto find = [&](OpKind kind, int32_t stage, int32_t mb) {
+    return lookup[key(kind, stage, mb)];
+  };
+  // The gradient a stage receives from its successor: Igrad, or Bwd when the
+  // successor was not split.
+  auto gradientOf = [&](int32_t stage, int32_t mb) {
+    int32_t g = find(OpKind::Igrad, stage, mb);
+    return g >= 0 ? g : find(OpKind::Bwd, stage, mb);
+  };
+  std::vector<std::vector<int32_t>> preds(program.numStages),
+      succs(program.numStages);
+  for (auto [from, to] : program.edges)
+    if (from >= 0 && from < numStages && to >= 0 && to < numStages) {
+      succs[from].push_back(to);
+      preds[to].push_back(from);
+    }
+  std::vector<std::vector<int32_t>> deps(items.size());
+  for (int32_t id = 0; id < static_cast<int32_t>(items.size()); ++id) {
+    Item &item = items[id];
+    auto need = [&](int32_t dep, const char *what) -> std::string {
+      if (dep >= 0) {
+        deps[id].push_back(dep);
+        return {};
+      }
+      std::ostringstream os;
+      os << opKindName(item.kind) << " stage " << item.stage << " mb "
+         << item.mb << " has no " << what;
+      return os.str();
+    };
+    std::string error;
+    switch (item.kind) {
+    case OpKind::Fwd:
+      for (int32_t p : preds[item.stage])
+        if (int32_t f = find(OpKind::Fwd, p, item.mb); f >= 0)
+          deps[id].push_back(f);
+      break;
+    case OpKind::Igrad:
+    case OpKind::Bwd:
+      error = need(find(OpKind::Fwd, item.stage, item.mb), "forward");
+      for (int32_t s : succs[item.stage])
+        if (int32_t g = gradientOf(s, item.mb); g >= 0)
+          deps[id].push_back(g);
+      if (item.kind == OpKind::Igrad && error.empty()) {
+        item.weight = find(OpKind::Wgrad, item.stage, item.mb);
+        if (item.weight < 0)
+          error = need(-1, "weight gradient");
+      }
+      break;
+    case OpKind::Wgrad:
+      error = need(find(OpKind::Igrad, item.stage, item.mb), "input gradient");
+      if (error.empty() && items[deps[id][0]].actor != item.actor)
+        error = "a weight gradient runs on another actor than its input "
+                "gradient";
+      break;
+    default:
+      break;
+    }
+    if (!error.empty())
+      return error;
+  }
+  depStart.assign(items.size() + 1, 0);
+  for (size_t i = 0; i < items.size(); ++i)
+    depStart[i + 1] = depStart[i] + static_cast<int32_t>(deps[i].size());
+  depList.clear();
+  for (const auto &d : deps)
+    depList.insert(depList.end(), d.begin(), d.end());
+  return {};
+}
+
+Timing Separator::retime(const std::vector<uint8_t> &stashed,
+                         double bound) const {
+  const int32_t numActors = program.numActors;
+  Timing t;
+  t.start.assign(items.size(), -1);
+  t.end.assign(items.size(), -1);
+  t.order.assign(numActors, {});
+  t.peak.assign(numActors, 0);
+
+  std::vector<double> clock(numActors, 0), held(numActors, 0);
+  std::vector<size_t> next(numActors, 0);
+  std::vector<int32_t> fused(numActors, -1);
+  std::vector<std::deque<int32_t>> stash(numActors);
+  // Actors by clock, ties in the order they were queued (lower actor first
+  // at the start); future ends, for actors that wait.
+  struct Entry {
+    double time;
+    int64_t seq;
+    int32_t actor;
+    bool operator>(const Entry &o) const {
+      return std::tie(time, seq) > std::tie(o.time, o.seq);
+    }
+  };
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> queue;
+  int64_t pushed = 0;
+  struct {
+    decltype(queue) &q;
+    int64_t &n;
+    void push(std::pair<double, int32_t> e) { q.push({e.first, n++, e.second}); }
+    bool empty() const { return q.empty(); }
+    size_t size() const { return q.size(); }
+    std::pair<double, int32_t> top() const { return {q.top().time, q.top().actor}; }
+    void pop() { q.pop(); }
+  } ready{queue, pushed};
+  std::priority_queue<double, std::vector<double>, std::greater<double>> ends;
+  for (int32_t a = 0; a < numActors; ++a)
+    ready.push({0.0, a});
+  int64_t stalled = 0;
+
+  auto run = [&](int32_t a, int32_t id, double now) {
+    const Item &item = items[id];
+    if (item.kind == OpKind::Fwd) {
+      held[a] += item.activation;
+      t.peak[a] = std::max(t.peak[a], held[a]);
+    } else if (item.kind == OpKind::Wgrad || item.kind == OpKind::Bwd) {
+      held[a] -= item.activation;
+    }
+    t.start[id] = now;
+    t.end[id] = now + item.duration;
+    t.order[a].push_back(id);
+    clock[a] = t.end[id];
+    ends.push(t.end[id]);
+    if (item.kind == OpKind::Igrad) {
+      if (stashed[item.weight])
+        stash[a].push_back(item.weight);
+      else
+        fused[a] = item.weight;
+    }
+    stalled = 0;
+  };
+
+  while (!ready.empty()) {
+    auto [now, a] = ready.top();
+    ready.pop();
+    while (!ends.empty() && ends.top() <= now + kEps)
+      ends.pop();
+    if (fused[a] >= 0) {
+      const int32_t w = fused[a];
+      fused[a] = -1;
+      run(a, w, now);
+      ready.push({clock[a], a});
+      continue;
+    }
+    if (next[a] == sequence[a].size()) {
+      if (!stash[a].empty()) {
+        run(a, stash[a].front(), now);
+        stash[a].pop_front();
+        ready.push({clock[a], a});
+      }
+      continue; // done
+    }
+    const int32_t x = sequence[a][next[a]];
+    const Item &item = items[x];
+    bool known = true;
+    double at = 0;
+    for (int32_t i = depStart[x]; i < depStart[x + 1]; ++i) {
+      const int32_t d = depList[i];
+      if (t.end[d] < 0) {
+        known = false;
+        break;
+      }
+      at = std::max(at, arrival(t, d, x));
+    }
+    if (item.kind == OpKind::Fwd &&
+        held[a] + item.activation > bound + kEps * (1 + bound)) {
+      if (stash[a].empty()) {
+        std::ostringstream os;
+        os << "actor " << a << " needs more than the memory bound " << bound
+           << " for fwd stage " << item.stage << " mb " << item.mb;
+        t.error = os.str();
+        return t;
+      }
+      run(a, stash[a].front(), now);
+      stash[a].pop_front();
+      ready.push({clock[a], a});
+      continue;
+    }
+    if (known && at <= now + kEps) {
+      run(a, x, now);
+      ++next[a];
+      ready.push({clock[a], a});
+      continue;
+    }
+    // A bubble: insert a stashed weight gradient if it fits before the item.
+    if (!stash[a].empty() &&
+        (!known || now + items[stash[a].front()].duration <= at + kEps)) {
+      run(a, stash[a].front(), now);
+      stash[a].pop_front();
+      ready.push({clock[a], a});
+      continue;
+    }
+    if (known) {
+      clock[a] = at;
+      ready.push({at, a});
+      continue;
+    }
+    // Wait for the next end anywhere; with none ahead, the others at this
+    // time may still act. If nobody can, the programs deadlock.
+    double wake = std::numeric_limits<double>::infinity();
+    if (!ends.empty())
+      wake = ends.top();
+    if (!ready.empty() && ready.top().first > now + kEps)
+      wake = std::min(wake, ready.top().first);
+    if (wake < std::numeric_limits<double>::infinity()) {
+      clock[a] = wake;
+      ready.push({wake, a});
+      continue;
+    }
+    if (++stalled > static_cast<int64_t>(ready.size()) + 1) {
+      std::ostringstream os;
+      os << "actor " << a << " waits forever before " << opKindName(item.kind)
+         << " stage " << item.stage << " mb " << item.mb
+         << ": its inputs are never computed in this program order";
+      t.error = os.str();
+      return t;
+    }
+    ready.push({now, a});
+  }
+
+  for (int32_t a = 0; a < numActors; ++a) {
+    double lastFi = 0;
+    for (int32_t id : t.order[a]) {
+      t.makespan = std::max(t.makespan, t.end[id]);
+      if (items[id].kind != OpKind::Wgrad)
+        lastFi = std::max(lastFi, t.end[id]);
+    }
+    t.finishSum += lastFi;
+    if (t.order[a].size() != sequence[a].size() +
+                                 std::count_if(weights.begin(), weights.end(),
+                                               [&](int32_t w) {
+                                                 return items[w].actor == a;
+                                               })) {
+      t.error = "actor " + std::to_string(a) + " did not finish its program";
+      return t;
+    }
+  }
+  t.ok = true;
+  return t;
+}
+
+std::vector<int32_t>
+Separator::chainWeights(const Timing &t, int32_t blocked,
+                        const std::vector<uint8_t> &stashed) const {
+  std::vector<int32_t> found;
+  std::vector<uint8_t> seen(items.size(), 0);
+  int32_t cur = blocked;
+  for (size_t guard = 0; guard < items.size() && cur >= 0; ++guard) {
+    // The input that arrived last decided when `cur` could start.
+    int32_t critical = -1;
+    double latest = -1;
+    for (int32_t i = depStart[cur]; i < depStart[cur + 1]; ++i) {
+      const int32_t d = depList[i];
+      if (double at = arrival(t, d, cur); at > latest) {
+        latest = at;
+        critical = d;
+      }
+    }
+    if (critical < 0 || seen[critical])
+      break;
+    seen[critical] = 1;
+    // Fused weight gradients that ran on the critical input's actor after
+    // that input was ready and before it started held it back.
+    double readyAt = 0;
+    for (int32_t i = depStart[critical]; i < depStart[critical + 1]; ++i)
+      readyAt = std::max(readyAt, arrival(t, depList[i], critical));
+    const auto &order = t.order[items[critical].actor];
+    for (int32_t id : order) {
+      if (t.start[id] >= t.start[critical] - kEps)
+        break;
+      if (items[id].kind == OpKind::Wgrad && !stashed[id] &&
+          t.end[id] > readyAt + kEps)
+        found.push_back(id);
+    }
+    cur = critical;
+  }
+  return found;
+}
+
+Program Separator::emit(const Timing &t) const {
+  Program out = program;
+  for (int32_t a = 0; a < program.numActors; ++a) {
+    out.actors[a].clear();
+    for (int32_t id : t.order[a])
+      out.actors[a].push_back(program.actors[a][items[id].index]);
+  }
+  return out;
+}
+
+/// Whether `a` is a better timing than `b`.
+bool better(const Timing &a, const Timing &b) {
+  if (a.makespan < b.makespan - kEps * (1 + b.makespan))
+    return true;
+  if (a.makespan > b.makespan + kEps * (1 + b.makespan))
+    return false;
+  return a.finishSum < b.finishSum - kEps * (1 + b.finishSum);
+}
+
+} // namespace
+
+SeparationResult
+flexpipe::sched::separateGradients(const Program &program,
+                                   const SimCosts &costs,
+                                   const SeparationOptions &options) {
+  SeparationResult result;
+  Separator sep(program, costs);
+  if (std::string error = sep.build(); !error.empty()) {
+    result.error = error;
+    return result;
+  }
+  std::vector<uint8_t> stashed(sep.items.size(), 0);
+  const double unbounded = std::numeric_limits<double>::infinity();
+  Timing fused = sep.retime(stashed, unbounded);
+  if (!fused.ok) {
+    result.error = fused.error;
+    return result;
+  }
+  result.fusedTime = fused.makespan;
+  result.fusedPeak = fused.maxPeak();
+  const double bound =
+      options.memoryBound > 0 ? options.memoryBound : result.fusedPeak;
+  result.memoryBound = bound;
+  for (int32_t a = 0; a < program.numActors; ++a)
+    if (fused.peak[a] > bound + kEps * (1 + bound)) {
+      std::ostringstream os;
+      os << "the memory bound " << bound << " is below the " << fused.peak[a]
+         << " that actor " << a
+         << " needs even with every weight gradient right after its input "
+            "gradient";
+      result.error = os.str();
+      return result;
+    }
+
+  // Stash and insert, from the earliest bubble on.
+  Timing best = fused;
+  std::set<std::pair<int32_t, int32_t>> tried; // (actor, blocked item)
+  bool changed = true;
+  while (changed && result.rounds < options.maxRounds) {
+    changed = false;
+    // Bubbles: an actor idle before one of its forwards / input gradients.
+    std::vector<std::pair<double, int32_t>> bubbles; // (idle from, blocked)
+    for (int32_t a = 0; a < program.numActors; ++a) {
+      double free = 0;
+      for (int32_t id : best.order[a]) {
+        if (best.start[id] > free + kEps && sep.items[id].kind != OpKind::Wgrad)
+          bubbles.push_back({free, id});
+        free = best.end[id];
+      }
+    }
+    std::sort(bubbles.begin(), bubbles.end());
+    for (auto [from, blocked] : bubbles) {
+      if (result.rounds >= options.maxRounds)
+        break;
+      if (!tried.insert({sep.items[blocked].actor, blocked}).second)
+        continue;
+      std::vector<int32_t> weights = sep.chainWeights(best, blocked, stashed);
+      if (weights.empty())
+        continue;
+      std::vector<uint8_t> candidate = stashed;
+      for (int32_t w : weights)
+        candidate[w] = 1;
+      ++result.rounds;
+      Timing t = sep.retime(candidate, bound);
+      if (t.ok && better(t, best)) {
+        best = std::move(t);
+        stashed = std::move(candidate);
+        tried.clear();
+        changed = true;
+        break;
+      }
+    }
+  }
+  result.strategy = "stash-and-insert";
+  result.stashed = std::count(stashed.begin(), stashed.end(), 1);
+
+  // Stashing every weight gradient: W only in bubbles or when memory forces.
+  std::vector<uint8_t> all(sep.items.size(), 0);
+  for (int32_t w : sep.weights)
+    all[w] = 1;
+  Timing greedy = sep.retime(all, bound);
+  if (greedy.ok &&
+      (better(greedy, best) ||
+       (!better(best, greedy) && greedy.maxPeak() < best.maxPeak() - kEps))) {
+    best = std::move(greedy);
+    result.strategy = "stash-all";
+    result.stashed = static_cast<int64_t>(sep.weights.size());
+  }
+  if (!better(best, fused)) {
+    best = fused;
+    result.strategy = "fused";
+    result.stashed = 0;
+  }
+  result.time = best.makespan;
+  result.peak = best.maxPeak();
+  result.program = sep.emit(best);
+  result.ok = true;
+  return result;
+}
