@@ -229,7 +229,7 @@ bool Simulator::prepare(const Program &program, std::string &error) {
           .push_back(id);
   }
   // Receives take the next send of their channel; tokens map to receives.
-  std::unordered_map<int32_t, int32_t> tokenRecv;
+  std::unordered_map<int32_t, int32_t> tokenRecv, tokenPost;
   for (int32_t a = 0; a < numActors; ++a)
     for (int32_t i = 0; i < static_cast<int32_t>(program.actors[a].size());
          ++i) {
@@ -265,13 +265,18 @@ bool Simulator::prepare(const Program &program, std::string &error) {
           return false;
         }
         ++consumed[matchKey];
-        if (op.asyncRecv)
+        if (op.asyncRecv) {
           tokenRecv[p.token] = match;
-        else
+          tokenPost[p.token] = id;
+        } else {
           op.dependsOn = match;
+          op.postedBy = id;
+        }
       } else if (op.kind == OpKind::Wait) {
         auto it = tokenRecv.find(p.token);
         op.dependsOn = it == tokenRecv.end() ? -1 : it->second;
+        auto post = tokenPost.find(p.token);
+        op.postedBy = post == tokenPost.end() ? -1 : post->second;
       }
     }
 
@@ -403,9 +408,12 @@ SimResult Simulator::run(const SimCosts &costs) const {
     case OpKind::Wait:
       if (op.dependsOn >= 0) {
         const Op &send = ops[op.dependsOn];
+        double departure = start[op.dependsOn];
+        if (costs.rendezvous && op.postedBy >= 0)
+          departure = std::max(departure,
+                               op.postedBy == id ? s : start[op.postedBy]);
         const double arrival =
-            start[op.dependsOn] +
-            costs.messageTime(n, send.actor, send.peer, send.stage);
+            departure + costs.messageTime(n, send.actor, send.peer, send.stage);
         if (arrival > s) {
           e = arrival;
           why = op.dependsOn;

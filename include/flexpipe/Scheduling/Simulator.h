@@ -48,6 +48,12 @@ struct SimCosts {
   double collectiveTime = 0, execTime = 0;
   /// Device memory (bytes, 0 for no limit).
   double memoryLimit = 0;
+  /// Rendezvous transfers (NCCL, large MPI messages): data moves once both
+  /// the send and the receive are posted, so a receive posted early
+  /// (-flexpipe-async-comm) overlaps the transfer with computation. When
+  /// false (the default, as MPI's eager protocol for the CPU runtime's
+  /// message sizes), messages travel as soon as they are sent.
+  bool rendezvous = false;
   /// Unit of time for reports ("s" or "steps").
   std::string unit = "steps";
 
@@ -109,6 +115,9 @@ private:
     /// The op whose completion this op waits for (a send, for receives and
     /// waits), or -1.
     int32_t dependsOn = -1;
+    /// Receives and waits: the op that posted the receive (itself for a
+    /// blocking one).
+    int32_t postedBy = -1;
     /// Collectives: first member op id of the instance and whether this op is
     /// the last member to arrive (in the prepared order).
     int32_t groupFirst = -1, groupNext = -1;

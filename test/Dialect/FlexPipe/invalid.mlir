@@ -663,3 +663,36 @@ flexpipe.fwd stage 0 mb 0
 // Tests a spec op outside a pipeline.
 // expected-error @+1 {{'flexpipe.module' op expects parent op 'flexpipe.pipeline'}}
 flexpipe.module @gpt layers(8) placement(one_to_one)
+
+// -----
+
+flexpipe.pipeline @p actors(2) microbatches(2) {
+  flexpipe.module @gpt layers(2) placement(one_to_one)
+  // expected-error @+1 {{'flexpipe.optimize' op names no optimization; expected split_backward, gradient_separation or async_comm}}
+  flexpipe.optimize
+}
+
+// -----
+
+flexpipe.pipeline @p actors(2) microbatches(2) {
+  flexpipe.module @gpt layers(2) placement(one_to_one)
+  // expected-error @+1 {{'flexpipe.optimize' op has a memory_bound but no gradient_separation, the only optimization it bounds}}
+  flexpipe.optimize split_backward memory_bound(4.0)
+}
+
+// -----
+
+flexpipe.pipeline @p actors(2) microbatches(2) {
+  flexpipe.module @gpt layers(2) placement(one_to_one)
+  // expected-error @+1 {{'flexpipe.optimize' op memory_bound must be a positive number, not -1}}
+  flexpipe.optimize gradient_separation memory_bound(-1.0)
+}
+
+// -----
+
+flexpipe.pipeline @p actors(2) microbatches(2) {
+  flexpipe.module @gpt layers(2) placement(one_to_one)
+  flexpipe.optimize split_backward
+  // expected-error @+1 {{'flexpipe.optimize' op repeats flexpipe.optimize; a pipeline has at most one}}
+  flexpipe.optimize async_comm
+}

@@ -120,3 +120,10 @@ flexpipe.schedule @idle actors(2) stages(1) microbatches(1) {
   flexpipe.actor 1 {
   }
 }
+
+// CHECK-LABEL: flexpipe.pipeline @zero_bubble
+// CHECK:         flexpipe.optimize gradient_separation async_comm memory_bound(4.500000e+00)
+flexpipe.pipeline @zero_bubble actors(4) microbatches(8) {
+  flexpipe.module @gpt layers(8) placement(one_to_one)
+  flexpipe.optimize gradient_separation async_comm memory_bound(4.5)
+}

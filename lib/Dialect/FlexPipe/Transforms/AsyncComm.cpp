@@ -25,7 +25,8 @@ struct AsyncCommPass : flexpipe::impl::AsyncCommPassBase<AsyncCommPass> {
   void runOnOperation() override {
     if (lookahead < 1) {
       getOperation().emitError()
-          << "-flexpipe-async-comm needs lookahead >= 1, not " << lookahead;
+          << "-flexpipe-async-comm needs lookahead >= 1, not "
+          << static_cast<int64_t>(lookahead);
       return signalPassFailure();
     }
     OpBuilder b(&getContext());

@@ -44,6 +44,7 @@ struct SimulatePass : flexpipe::impl::SimulatePassBase<SimulatePass> {
                        modelFile, clusterFile, profileFile);
       if (failed(costs))
         return signalPassFailure();
+      costs->rendezvous = rendezvous;
       sched::SimResult r = simulator.run(*costs);
       SmallVector<int64_t> over;
       for (int32_t a = 0; a < read.program.numActors; ++a)

@@ -301,6 +301,11 @@ def SimulatePass : Pass<"flexpipe-simulate", "mlir::ModuleOp"> {
     ```
   }];
   let options = [
+    Option<"rendezvous", "rendezvous", "bool", "false",
+           "Model rendezvous transfers (NCCL, large MPI messages): a message "
+           "leaves when both its send and its receive are posted, so early "
+           "receives from -flexpipe-async-comm overlap it with computation; "
+           "by default messages leave when sent">,
     Option<"timeModel", "time-model", "std::string", "\"step\"",
            "Costs without a model or profile: `step` (every instruction one "
            "step, one unit of activation memory per stage) or `cost` "
