@@ -343,6 +343,14 @@ Timing Separator::retime(const std::vector<uint8_t> &stashed,
       ready.push({clock[a], a});
       continue;
     }
+    // Its input may still be produced now by an actor that has not acted at
+    // this time yet: let those go first.
+    if (!known && !ready.empty() && ready.top().first <= now + kEps &&
+        stalled <= static_cast<int64_t>(ready.size())) {
+      ++stalled;
+      ready.push({now, a});
+      continue;
+    }
     // A bubble: insert a stashed weight gradient if it fits before the item.
     if (!stash[a].empty() &&
         (!known || now + items[stash[a].front()].duration <= at + kEps)) {
@@ -356,8 +364,8 @@ Timing Separator::retime(const std::vector<uint8_t> &stashed,
       ready.push({at, a});
       continue;
     }
-    // Wait for the next end anywhere; with none ahead, the others at this
-    // time may still act. If nobody can, the programs deadlock.
+    // Wait for the next end anywhere or the next actor's clock; with neither
+    // ahead, nobody can act: the programs deadlock.
     double wake = std::numeric_limits<double>::infinity();
     if (!ends.empty())
       wake = ends.top();
@@ -368,7 +376,13 @@ Timing Separator::retime(const std::vector<uint8_t> &stashed,
       ready.push({wake, a});
       continue;
     }
-    if (++stalled > static_cast<int64_t>(ready.size()) + 1) {
+    if (!ready.empty() &&
+        stalled <= 2 * static_cast<int64_t>(ready.size()) + 2) {
+      ++stalled; // others at this time may still make progress
+      ready.push({now, a});
+      continue;
+    }
+    {
       std::ostringstream os;
       os << "actor " << a << " waits forever before " << opKindName(item.kind)
          << " stage " << item.stage << " mb " << item.mb
@@ -376,7 +390,6 @@ Timing Separator::retime(const std::vector<uint8_t> &stashed,
       t.error = os.str();
       return t;
     }
-    ready.push({now, a});
   }
 
   for (int32_t a = 0; a < numActors; ++a) {
