@@ -10,16 +10,17 @@
 // gradients in flight per (stage, micro-batch), transfers through a Comm
 // backend, the iteration loop with the data-parallel all-reduce and Adam.
 // An activation is freed when the last instruction that needs it has run.
+// Backend-neutral: tensors, stages and the optimizer belong to a Device
+// (Device.h), so the CPU and the CUDA backend share this file.
 //
 //===----------------------------------------------------------------------===//
 
 #include "flexpipe/Runtime/Runtime.h"
 
 #include "flexpipe/Runtime/Comm.h"
+#include "flexpipe/Runtime/Device.h"
 #include "flexpipe/Runtime/Model.h"
 #include "flexpipe/Runtime/Schedule.h"
-
-#include <cblas.h>
 
 #include <chrono>
 #include <cstdio>
@@ -51,6 +52,42 @@ struct Event {
   int stage, mb, peer;
   double start, end; // seconds since the run started
 };
+
+/// Stages `a` and `b` are the two copies of one stage of a bidirectional
+/// pipeline.
+bool areCopies(const ScheduleDesc::Stage &a, const ScheduleDesc::Stage &b) {
+  return a.actor != b.actor && a.firstBlock == b.firstBlock &&
+         a.blocks == b.blocks && a.first == b.first && a.last == b.last;
+}
+
+/// Every message channel of the run, the same list on every rank: one per
+/// (sender, receiver, tag) of the pipelines' edges and one exchange channel
+/// per pair of actors that talk or hold stage copies, in every replica.
+std::vector<Comm::Channel> channelsOf(const ScheduleDesc &d) {
+  std::vector<Comm::Channel> channels;
+  for (int r = 0; r < d.dp; ++r) {
+    auto rank = [&](int actor) { return r * d.actors + actor; };
+    auto exchange = [&](int a, int b) {
+      channels.push_back(
+          {rank(std::min(a, b)), rank(std::max(a, b)), kExchangeTag, true});
+    };
+    for (auto [from, to] : d.edges) {
+      const int a = d.stage[from].actor, b = d.stage[to].actor;
+      if (a == b)
+        continue;
+      channels.push_back({rank(a), rank(b), tag(false, from)});
+      channels.push_back({rank(b), rank(a), tag(true, to)});
+      exchange(a, b);
+    }
+    for (int s = 0; s < d.stages; ++s)
+      for (int other = s + 1; other < d.stages; ++other)
+        if (areCopies(d.stage[s], d.stage[other]))
+          exchange(d.stage[s].actor, d.stage[other].actor);
+  }
+  std::sort(channels.begin(), channels.end());
+  channels.erase(std::unique(channels.begin(), channels.end()), channels.end());
+  return channels;
+}
 
 /// Parses the runtime's options; returns an error message or "".
 std::string parseOptions(int argc, char **argv, Options &o) {
@@ -88,22 +125,23 @@ std::string parseOptions(int argc, char **argv, Options &o) {
 /// One rank's state.
 struct flexpipe_rt {
   ScheduleDesc desc;
+  // Declared before everything that holds its buffers, so destroyed after.
   std::unique_ptr<Comm> comm;
+  std::unique_ptr<Device> device;
   Options options;
   int actor = 0, replica = 0;
   int64_t iteration = 0;
   float lossScale = 1;
-  std::map<int, std::unique_ptr<Stage>> stages;
+  std::map<int, std::unique_ptr<DeviceStage>> stages;
   std::vector<std::vector<int>> preds, succs;
 
   // In flight, per (stage, micro-batch): the input activation, the output to
   // send, the gradient of the output, the input gradient to send.
   using Key = std::pair<int, int>;
-  std::map<Key, Tensor> input, output, outputGrad, inputGrad;
-  std::vector<Tensor> sending; // kept alive until the iteration's waitAll
+  std::map<Key, BufferPtr> input, output, outputGrad, inputGrad;
+  std::vector<BufferPtr> sending;    // kept alive until the iteration's waitAll
   std::map<int64_t, int64_t> tokens; // token -> backend handle
   int64_t nextToken = 0;
-  double lossSum = 0;
 
   // Profile: per stage and kind (fwd, bwd, igrad, wgrad) total seconds and
   // count, over iterations after the first.
@@ -117,15 +155,18 @@ struct flexpipe_rt {
     for (const auto &[s, stage] : stages)
       bytes += static_cast<double>(stage->cachedBytes());
     for (const auto *map : {&input, &output, &outputGrad, &inputGrad})
-      for (const auto &[key, tensor] : *map)
-        bytes += tensor.size() * sizeof(float);
-    for (const Tensor &t : sending)
-      bytes += t.size() * sizeof(float);
+      for (const auto &[key, buffer] : *map)
+        bytes += buffer->size() * sizeof(float);
+    for (const BufferPtr &buffer : sending)
+      bytes += buffer->size() * sizeof(float);
     peakBytes = std::max(peakBytes, bytes);
   }
 
   // Trace: every instruction of every iteration, when --trace is given.
   bool tracing = false;
+  /// An asynchronous device finishes each instruction before it is timed
+  /// (with --profile or --trace).
+  bool syncTimings = false;
   Clock::time_point epoch = Clock::now();
   std::vector<Event> events;
   /// Records `fn` as one instruction in the trace.
@@ -136,13 +177,15 @@ struct flexpipe_rt {
     const double start =
         std::chrono::duration<double>(Clock::now() - epoch).count();
     fn();
+    if (syncTimings)
+      device->synchronize();
     const double end =
         std::chrono::duration<double>(Clock::now() - epoch).count();
     events.push_back({kind, static_cast<int>(s), static_cast<int>(mb),
                       static_cast<int>(peer), start, end});
   }
 
-  Stage &stage(int64_t s) {
+  DeviceStage &stage(int64_t s) {
     auto it = stages.find(static_cast<int>(s));
     if (it == stages.end())
       comm->abort("stage " + std::to_string(s) + " does not run on actor " +
@@ -176,6 +219,8 @@ struct flexpipe_rt {
   template <typename Fn> void timed(int64_t s, int kind, Fn fn) {
     const Clock::time_point start = Clock::now();
     fn();
+    if (syncTimings)
+      device->synchronize();
     if (recording && iteration > 0) {
       busy[s * 4 + kind] +=
           std::chrono::duration<double>(Clock::now() - start).count();
@@ -237,10 +282,20 @@ void writeTrace(flexpipe_rt &rt) {
   std::fclose(out);
 }
 
-int run(int argc, char **argv, const char *description,
-        flexpipe_rt_program program) {
+} // namespace
+
+int flexpipe::rt::runRank(int argc, char **argv, const char *description,
+                          flexpipe_rt_program program, Backend &backend) {
+  if (backend.helpBeforeStart()) {
+    Options options;
+    const std::string error = parseOptions(argc, argv, options);
+    if (error.rfind("usage", 0) == 0) {
+      std::fprintf(stderr, "%s\n", error.c_str());
+      return 0;
+    }
+  }
   flexpipe_rt rt;
-  rt.comm = makeMpiComm(&argc, &argv);
+  rt.comm = backend.start(&argc, &argv);
   Comm &comm = *rt.comm;
   if (std::string error = parseSchedule(description, rt.desc); !error.empty())
     comm.abort(error, 1);
@@ -270,10 +325,12 @@ int run(int argc, char **argv, const char *description,
                    std::to_string(lo) + " and " + std::to_string(hi) +
                    "); compile all ranks from one spec",
                1);
-  openblas_set_num_threads(1);
   rt.actor = comm.rank() % d.actors;
   rt.replica = comm.rank() / d.actors;
   comm.setReplicaGroup(rt.actor);
+  comm.openChannels(channelsOf(d));
+  rt.device = backend.makeDevice(d);
+  Device &device = *rt.device;
   rt.preds.assign(d.stages, {});
   rt.succs.assign(d.stages, {});
   for (auto [from, to] : d.edges) {
@@ -282,11 +339,11 @@ int run(int argc, char **argv, const char *description,
   }
   for (int s = 0; s < d.stages; ++s)
     if (d.stage[s].actor == rt.actor)
-      rt.stages[s] = std::make_unique<Stage>(d.model, d.stage[s].firstBlock,
-                                             d.stage[s].blocks,
-                                             d.stage[s].first, d.stage[s].last);
+      rt.stages[s] = device.makeStage(d.stage[s]);
   rt.lossScale = 1.0f / static_cast<float>(d.microbatches * d.dp);
   rt.tracing = !rt.options.trace.empty();
+  rt.syncTimings =
+      device.asynchronous() && (rt.tracing || !rt.options.profile.empty());
   rt.epoch = Clock::now(); // after the start-up collectives: close on all ranks
   rt.busy.assign(d.stages * 4, 0);
   rt.calls.assign(d.stages * 4, 0);
@@ -295,12 +352,9 @@ int run(int argc, char **argv, const char *description,
   // by their blocks so that both actors of a pair exchange in one order.
   std::vector<std::pair<int, int>> copies; // (mine, theirs)
   for (auto &[s, stage] : rt.stages)
-    for (int other = 0; other < d.stages; ++other) {
-      const ScheduleDesc::Stage &a = d.stage[s], &b = d.stage[other];
-      if (other != s && b.actor != rt.actor && a.firstBlock == b.firstBlock &&
-          a.blocks == b.blocks && a.first == b.first && a.last == b.last)
+    for (int other = 0; other < d.stages; ++other)
+      if (other != s && areCopies(d.stage[s], d.stage[other]))
         copies.push_back({s, other});
-    }
   std::sort(copies.begin(), copies.end(), [&](auto x, auto y) {
     return std::make_pair(d.stage[x.first].firstBlock, d.stage[x.first].last) <
            std::make_pair(d.stage[y.first].firstBlock, d.stage[y.first].last);
@@ -319,7 +373,8 @@ int run(int argc, char **argv, const char *description,
     }
     std::sort(pairs.begin(), pairs.end());
     pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
-    Tensor buffer(rt.messageSize(), 0.0f);
+    BufferPtr message = device.allocate(rt.messageSize());
+    Buffer &buffer = *message;
     constexpr int kRounds = 10;
     for (auto [a, b] : pairs) {
       if (rt.actor != a && rt.actor != b)
@@ -335,6 +390,7 @@ int run(int argc, char **argv, const char *description,
           comm.wait(comm.isend(buffer.data(), buffer.size(), peer, kExchangeTag));
         }
       }
+      device.synchronize();
       const double oneWay =
           std::chrono::duration<double>(Clock::now() - start).count() /
           (2 * kRounds);
@@ -343,18 +399,15 @@ int run(int argc, char **argv, const char *description,
     comm.waitAll();
   }
 
-  std::vector<Parameter *> parameters;
+  std::vector<GradientRef> gradients;
   for (auto &[s, stage] : rt.stages)
-    for (Parameter *p : stage->parameters())
-      parameters.push_back(p);
-  Adam adam;
-  adam.lr = rt.options.lr;
+    for (GradientRef g : stage->gradients())
+      gradients.push_back(g);
   std::vector<double> losses;
   double totalSeconds = 0;
 
   for (int64_t it = 0; it < rt.options.iterations; ++it) {
     rt.iteration = it;
-    rt.lossSum = 0;
     const Clock::time_point start = Clock::now();
     program(&rt);
     comm.waitAll();
@@ -362,13 +415,13 @@ int run(int argc, char **argv, const char *description,
     // A bidirectional pipeline holds each stage twice, on two actors: sum the
     // copies' gradients (in block order, the same on both sides).
     for (auto &[s, other] : copies)
-      for (Parameter *p : rt.stages[s]->parameters())
-        comm.exchangeAdd(p->grad.data(), p->grad.size(),
-                         rt.rankOf(d.stage[other].actor), kExchangeTag);
-    for (Parameter *p : parameters)
-      comm.allreduceReplicas(p->grad.data(), p->grad.size());
-    adam.apply(parameters);
-    double loss = rt.lossSum;
+      for (GradientRef g : rt.stages[s]->gradients())
+        comm.exchangeAdd(g.data, g.size, rt.rankOf(d.stage[other].actor),
+                         kExchangeTag);
+    for (GradientRef g : gradients)
+      comm.allreduceReplicas(g.data, g.size);
+    device.step(rt.options.lr);
+    double loss = device.takeLossSum();
     comm.allreduceSum(&loss, 1);
     loss *= rt.lossScale;
     const double seconds =
@@ -410,9 +463,9 @@ int run(int argc, char **argv, const char *description,
     FILE *f = std::fopen(path.c_str(), "w");
     if (!f)
       comm.abort("cannot write " + path, 1);
-    for (Parameter *p : parameters) {
-      std::fprintf(f, "%s %zu", p->name.c_str(), p->value.size());
-      for (float x : p->value)
+    for (const auto &[name, values] : device.weights()) {
+      std::fprintf(f, "%s %zu", name.c_str(), values.size());
+      for (float x : values)
         std::fprintf(f, " %.9g", x);
       std::fprintf(f, "\n");
     }
@@ -478,18 +531,38 @@ int run(int argc, char **argv, const char *description,
   return 0;
 }
 
-} // namespace
-
 extern "C" {
 
-int flexpipe_rt_main(int argc, char **argv, const char *schedule,
-                     flexpipe_rt_program program) {
-  return run(argc, argv, schedule, program);
+/// Hands `result` of stage `s` for micro-batch `mb` to the stages that take
+/// it: a copy into `local` for each neighbour on this actor, the buffer
+/// itself into `remote` when one is on another actor.
+static void deliver(flexpipe_rt *rt, const std::vector<int> &neighbours,
+                    int64_t s, int64_t mb, BufferPtr result,
+                    std::map<flexpipe_rt::Key, BufferPtr> &local,
+                    std::map<flexpipe_rt::Key, BufferPtr> &remote) {
+  std::vector<int> here;
+  bool elsewhere = false;
+  for (int q : neighbours) {
+    if (rt->desc.stage[q].actor == rt->actor)
+      here.push_back(q);
+    else
+      elsewhere = true;
+  }
+  if (!result && (elsewhere || !here.empty()))
+    rt->comm->abort("stage " + std::to_string(s) + " mb " + std::to_string(mb) +
+                        " produced nothing to pass on",
+                    1);
+  for (size_t i = 0; i < here.size(); ++i)
+    local[{here[i], static_cast<int>(mb)}] = i + 1 == here.size() && !elsewhere
+                                                 ? std::move(result)
+                                                 : rt->device->copy(*result);
+  if (elsewhere)
+    remote[{static_cast<int>(s), static_cast<int>(mb)}] = std::move(result);
 }
 
 static void forward(flexpipe_rt *rt, int64_t s, int64_t mb) {
   const flexpipe_rt::Key key{static_cast<int>(s), static_cast<int>(mb)};
-  Tensor in, out;
+  BufferPtr in, out;
   if (!rt->preds[s].empty()) {
     auto it = rt->input.find(key);
     if (it == rt->input.end())
@@ -499,24 +572,16 @@ static void forward(flexpipe_rt *rt, int64_t s, int64_t mb) {
     in = std::move(it->second);
     rt->input.erase(it);
   }
-  float loss = 0;
-  rt->timed(s, 0, [&] { loss = rt->stage(s).forward(mb, rt->batch(mb), in, out); });
-  if (rt->desc.stage[s].last && rt->succs[s].empty())
-    rt->lossSum += loss;
-  bool remote = false;
-  for (int q : rt->succs[s]) {
-    if (rt->desc.stage[q].actor == rt->actor)
-      rt->input[{q, static_cast<int>(mb)}] = out;
-    else
-      remote = true;
-  }
-  if (remote)
-    rt->output[key] = std::move(out);
+  const bool countLoss = rt->desc.stage[s].last && rt->succs[s].empty();
+  rt->timed(s, 0, [&] {
+    rt->stage(s).forward(mb, rt->batch(mb), std::move(in), out, countLoss);
+  });
+  deliver(rt, rt->succs[s], s, mb, std::move(out), rt->input, rt->output);
 }
 
 static void inputGradient(flexpipe_rt *rt, int64_t s, int64_t mb) {
   const flexpipe_rt::Key key{static_cast<int>(s), static_cast<int>(mb)};
-  Tensor dout, din;
+  BufferPtr dout, din;
   if (!rt->succs[s].empty()) {
     auto it = rt->outputGrad.find(key);
     if (it == rt->outputGrad.end())
@@ -527,17 +592,10 @@ static void inputGradient(flexpipe_rt *rt, int64_t s, int64_t mb) {
     rt->outputGrad.erase(it);
   }
   rt->timed(s, 2, [&] {
-    rt->stage(s).inputGrad(mb, dout, din, rt->lossScale);
+    rt->stage(s).inputGrad(mb, std::move(dout), din, rt->lossScale);
   });
-  bool remote = false;
-  for (int p : rt->preds[s]) {
-    if (rt->desc.stage[p].actor == rt->actor)
-      rt->outputGrad[{p, static_cast<int>(mb)}] = din;
-    else
-      remote = true;
-  }
-  if (remote)
-    rt->inputGrad[key] = std::move(din);
+  deliver(rt, rt->preds[s], s, mb, std::move(din), rt->outputGrad,
+          rt->inputGrad);
 }
 
 static void weightGradient(flexpipe_rt *rt, int64_t s, int64_t mb) {
@@ -571,7 +629,8 @@ void flexpipe_rt_bwd(flexpipe_rt *rt, int64_t s, int64_t mb) {
   });
 }
 
-static int64_t postSend(flexpipe_rt *rt, std::map<flexpipe_rt::Key, Tensor> &from,
+static int64_t postSend(flexpipe_rt *rt,
+                        std::map<flexpipe_rt::Key, BufferPtr> &from,
                         bool gradient, int64_t s, int64_t mb, int64_t peer) {
   auto it = from.find({static_cast<int>(s), static_cast<int>(mb)});
   if (it == from.end())
@@ -581,18 +640,19 @@ static int64_t postSend(flexpipe_rt *rt, std::map<flexpipe_rt::Key, Tensor> &fro
                     1);
   rt->sending.push_back(std::move(it->second));
   from.erase(it);
-  const Tensor &buffer = rt->sending.back();
+  Buffer &buffer = *rt->sending.back();
   return rt->comm->isend(buffer.data(), buffer.size(), rt->rankOf(peer),
                          tag(gradient, static_cast<int>(s)));
 }
 
-static int64_t postRecv(flexpipe_rt *rt, std::map<flexpipe_rt::Key, Tensor> &into,
+static int64_t postRecv(flexpipe_rt *rt,
+                        std::map<flexpipe_rt::Key, BufferPtr> &into,
                         bool gradient, int64_t s, int64_t mb, int64_t peer) {
   const int sender =
       rt->senderStage(static_cast<int>(s), static_cast<int>(peer), gradient);
-  Tensor &buffer = into[{static_cast<int>(s), static_cast<int>(mb)}];
-  buffer.assign(rt->messageSize(), 0.0f);
-  return rt->comm->irecv(buffer.data(), buffer.size(), rt->rankOf(peer),
+  BufferPtr &buffer = into[{static_cast<int>(s), static_cast<int>(mb)}];
+  buffer = rt->device->allocate(rt->messageSize());
+  return rt->comm->irecv(buffer->data(), buffer->size(), rt->rankOf(peer),
                          tag(gradient, sender));
 }
 

@@ -8,7 +8,7 @@
 
 #include "flexpipe/Runtime/Comm.h"
 
-#include <mpi.h>
+#include "../MpiCheck.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -16,19 +16,19 @@
 
 using namespace flexpipe::rt;
 
-/// Every MPI call is checked; a failure names the call, file and line.
-#define MPICHECK(call)                                                         \
-  do {                                                                         \
-    int status_ = (call);                                                      \
-    if (status_ != MPI_SUCCESS) {                                              \
-      char text_[MPI_MAX_ERROR_STRING];                                        \
-      int length_ = 0;                                                         \
-      MPI_Error_string(status_, text_, &length_);                              \
-      std::fprintf(stderr, "flexpipe: %s failed at %s:%d: %s\n", #call,        \
-                   __FILE__, __LINE__, text_);                                 \
-      MPI_Abort(MPI_COMM_WORLD, 1);                                            \
-    }                                                                          \
-  } while (0)
+namespace {
+
+/// A failed MPI call stops every rank.
+void mpiFailed(const char *call, const char *file, int line,
+               const std::string &text) {
+  std::fprintf(stderr, "flexpipe: %s failed at %s:%d: %s\n", call, file, line,
+               text.c_str());
+  MPI_Abort(MPI_COMM_WORLD, 1);
+}
+
+} // namespace
+
+#define MPICHECK(call) FLEXPIPE_MPI_CHECK(call, mpiFailed)
 
 namespace {
 

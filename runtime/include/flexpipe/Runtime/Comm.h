@@ -7,7 +7,8 @@
 //===----------------------------------------------------------------------===//
 //
 // The executor is backend-neutral; a backend moves floats between ranks. One
-// implementation per folder under runtime/backends (cpu: MPI).
+// implementation per folder under runtime/backends (cpu: MPI on host memory,
+// cuda: NCCL on device memory, Device.h's buffers).
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,6 +19,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace flexpipe::rt {
@@ -39,6 +41,24 @@ public:
   /// Collective over all ranks, once: ranks passing the same `colour` form
   /// this rank's replica group (the data-parallel copies of its actor).
   virtual void setReplicaGroup(int colour) = 0;
+  /// One FIFO channel of messages: every (sender, receiver, tag) that isend
+  /// and irecv will use, and for exchangeAdd and ping-pongs one entry per
+  /// pair of ranks (from < to) used both ways (`both`).
+  struct Channel {
+    int from, to, tag;
+    bool both = false;
+    bool operator<(const Channel &o) const {
+      return std::tie(from, to, tag, both) <
+             std::tie(o.from, o.to, o.tag, o.both);
+    }
+    bool operator==(const Channel &o) const {
+      return from == o.from && to == o.to && tag == o.tag && both == o.both;
+    }
+  };
+  /// Collective over all ranks, once, after setReplicaGroup, with the same
+  /// list everywhere. Backends without tags (NCCL) open one channel for each;
+  /// MPI needs nothing.
+  virtual void openChannels(const std::vector<Channel> &channels) {}
   /// Sums `data` over the replica group.
   virtual void allreduceReplicas(float *data, size_t count) = 0;
   /// Adds `peer`'s copy of `data` to this rank's, exchanging both ways.

@@ -1,0 +1,115 @@
+//===- Device.h - Where a backend keeps tensors and runs stages -*- C++ -*-===//
+//
+// Part of the FlexPipe project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// The seam between the backend-neutral executor (runtime/lib/Executor.cpp)
+// and a backend. A backend starts communication (Comm.h) and provides a
+// Device: buffers for the activations and gradients in flight, the model's
+// stages, the optimizer step and the iteration's loss. The CPU backend wraps
+// Model.h; the CUDA backend keeps everything in GPU memory. Buffers hold
+// floats in the device's address space, and Comm moves them as they are.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLEXPIPE_RUNTIME_DEVICE_H
+#define FLEXPIPE_RUNTIME_DEVICE_H
+
+#include "flexpipe/Runtime/Comm.h"
+#include "flexpipe/Runtime/Model.h"
+#include "flexpipe/Runtime/Runtime.h"
+#include "flexpipe/Runtime/Schedule.h"
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace flexpipe::rt {
+
+/// Floats in a device's memory: an activation or a gradient in flight.
+class Buffer {
+public:
+  virtual ~Buffer() = default;
+  /// The floats in the device's address space (what Comm moves).
+  virtual float *data() = 0;
+  virtual size_t size() const = 0;
+};
+using BufferPtr = std::unique_ptr<Buffer>;
+
+/// A parameter's gradient where the device keeps it: what the data-parallel
+/// all-reduce and the exchange between stage copies add to.
+struct GradientRef {
+  float *data;
+  size_t size;
+};
+
+/// One pipeline stage of the built-in model on a device, with the same three
+/// computations as Model.h's Stage.
+class DeviceStage {
+public:
+  virtual ~DeviceStage() = default;
+  /// `in` is null on the first stage. On the last stage `out` may stay null;
+  /// when `countLoss`, the device adds the micro-batch's mean cross-entropy
+  /// to the iteration's loss (Device::takeLossSum).
+  virtual void forward(int64_t mb, const Batch &batch, BufferPtr in,
+                       BufferPtr &out, bool countLoss) = 0;
+  /// `dout` is null on the last stage; `din` may stay null on the first.
+  virtual void inputGrad(int64_t mb, BufferPtr dout, BufferPtr &din,
+                         float lossScale) = 0;
+  virtual void weightGrad(int64_t mb) = 0;
+  /// Every parameter's gradient, in Model.h's parameter order.
+  virtual std::vector<GradientRef> gradients() = 0;
+  /// Bytes held for micro-batches between forward and weightGrad.
+  virtual size_t cachedBytes() const = 0;
+};
+
+/// One rank's compute device.
+class Device {
+public:
+  virtual ~Device() = default;
+  /// A buffer of `count` zeros.
+  virtual BufferPtr allocate(size_t count) = 0;
+  virtual BufferPtr copy(Buffer &buffer) = 0;
+  /// Stage `stage` of the schedule, with the weights a single-process run
+  /// starts from (Model.h's deterministic initialisation).
+  virtual std::unique_ptr<DeviceStage>
+  makeStage(const ScheduleDesc::Stage &stage) = 0;
+  /// One Adam step over the parameters of every stage made so far, in the
+  /// order they were made; clears the gradients.
+  virtual void step(float lr) = 0;
+  /// The sum of the losses counted since the last call.
+  virtual double takeLossSum() = 0;
+  /// Whether work runs behind the host's back (then timings synchronise).
+  virtual bool asynchronous() const = 0;
+  /// Returns when the work issued so far has finished.
+  virtual void synchronize() = 0;
+  /// Every parameter of every stage, by name, copied to the host.
+  virtual std::vector<std::pair<std::string, std::vector<float>>> weights() = 0;
+};
+
+/// What a rank program's flexpipe_rt_main hands to the executor.
+class Backend {
+public:
+  virtual ~Backend() = default;
+  /// Whether `--help` is answered before start() (the CUDA backend answers
+  /// it on machines without a GPU; the CPU backend after MPI_Init, by rank 0).
+  virtual bool helpBeforeStart() const = 0;
+  /// Starts communication between the ranks (MPI; NCCL after picking this
+  /// rank's GPU).
+  virtual std::unique_ptr<Comm> start(int *argc, char ***argv) = 0;
+  /// This rank's device, once the schedule is parsed and checked.
+  virtual std::unique_ptr<Device> makeDevice(const ScheduleDesc &desc) = 0;
+};
+
+/// Runs one rank (runtime/lib/Executor.cpp); returns the exit code.
+int runRank(int argc, char **argv, const char *schedule,
+            flexpipe_rt_program program, Backend &backend);
+
+} // namespace flexpipe::rt
+
+#endif // FLEXPIPE_RUNTIME_DEVICE_H
