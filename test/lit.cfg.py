@@ -11,7 +11,7 @@ config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.flexpipe_obj_root, "test")
-config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "unit", "train.sh", "kill_rank.py"]
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "unit", "train.sh", "kill_rank.py", "BootstrapTest.cpp"]
 
 config.substitutions.append(("%schedules", os.path.join(config.flexpipe_src_root, "schedules")))
 config.substitutions.append(("%peer_orders", os.path.join(config.flexpipe_src_root, "test", "unit", "data", "peer-orders")))
@@ -29,4 +29,17 @@ import shutil
 if shutil.which("mpirun") and shutil.which("mpicxx"):
     config.available_features.add("mpi")
 config.substitutions.append(("%train", "bash " + os.path.join(config.flexpipe_src_root, "test", "Runtime", "train.sh") + " %t"))
+
+# The CUDA backend: `cuda` when this build has it (compile and link tests run
+# without a GPU); `cuda-device` when a GPU is visible (run tests).
+config_h = os.path.join(config.flexpipe_obj_root, "include", "flexpipe", "Config.h")
+if os.path.exists(config_h) and "#define FLEXPIPE_ENABLE_CUDA 1" in open(config_h).read():
+    config.available_features.add("cuda")
+    import subprocess
+    try:
+        gpus = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30)
+        if gpus.returncode == 0 and "GPU" in gpus.stdout:
+            config.available_features.add("cuda-device")
+    except (OSError, subprocess.SubprocessError):
+        pass
 llvm_config.add_tool_substitutions(["flexpipe-reference"], [config.flexpipe_tools_dir])

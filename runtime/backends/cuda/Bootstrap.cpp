@@ -1,0 +1,375 @@
+//===- Bootstrap.cpp - Starting ranks: environment, rendezvous, watchdog --===//
+//
+// Part of the FlexPipe project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+
+#include "Bootstrap.h"
+
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include <unistd.h>
+
+using namespace flexpipe::rt;
+
+namespace {
+
+double now() {
+  return std::chrono::duration<double>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+/// A non-negative decimal integer, or -1.
+long long parseCount(const char *text) {
+  if (!text || !*text)
+    return -1;
+  long long value = 0;
+  for (const char *c = text; *c; ++c) {
+    if (*c < '0' || *c > '9' || value > (1LL << 40))
+      return -1;
+    value = value * 10 + (*c - '0');
+  }
+  return value;
+}
+
+std::string readFile(const std::string &path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+uint64_t fnv1a(const std::string &text) {
+  uint64_t h = 1469598103934665603ULL;
+  for (char c : text)
+    h = (h ^ static_cast<uint8_t>(c)) * 1099511628211ULL;
+  return h;
+}
+
+/// The state letter and start time (field 22) of /proc/PID/stat.
+bool readStat(uint64_t pid, char &state, uint64_t &start) {
+  const std::string text = readFile("/proc/" + std::to_string(pid) + "/stat");
+  // The command name (field 2) is in parentheses and may hold anything.
+  const size_t close = text.rfind(')');
+  if (close == std::string::npos)
+    return false;
+  std::istringstream fields(text.substr(close + 1));
+  std::string field;
+  // Fields 3 (state) to 22 (starttime).
+  for (int index = 3; index <= 22; ++index) {
+    if (!(fields >> field))
+      return false;
+    if (index == 3)
+      state = field.empty() ? '?' : field[0];
+  }
+  start = std::strtoull(field.c_str(), nullptr, 10);
+  return true;
+}
+
+} // namespace
+
+bool flexpipe::rt::startedByMpi(const Getenv &getenv) {
+  for (const char *name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK",
+                           "PMI_RANK", "MV2_COMM_WORLD_SIZE"})
+    if (const char *value = getenv(name); value && *value)
+      return true;
+  return false;
+}
+
+std::string flexpipe::rt::parseSeconds(const char *name, const char *text,
+                                       double &seconds) {
+  char *end = nullptr;
+  errno = 0;
+  const double value = text ? std::strtod(text, &end) : 0;
+  if (!text || end == text || *end != '\0' || errno != 0 ||
+      !std::isfinite(value) || value <= 0)
+    return std::string(name) + " must be a positive number of seconds, not '" +
+           (text ? text : "") + "'";
+  seconds = value;
+  return {};
+}
+
+std::string flexpipe::rt::readLaunchEnv(const Getenv &getenv, bool withMpi,
+                                        LaunchEnv &env) {
+  auto value = [&](const char *name) -> const char * {
+    const char *v = getenv(name);
+    return v && *v ? v : nullptr;
+  };
+  if (const char *timeout = value("FLEXPIPE_TIMEOUT"))
+    if (std::string error =
+            parseSeconds("FLEXPIPE_TIMEOUT", timeout, env.timeout);
+        !error.empty())
+      return error;
+  const char *bootstrap = value("FLEXPIPE_BOOTSTRAP");
+  const std::string mode = bootstrap ? bootstrap : "";
+  if (!mode.empty() && mode != "mpi" && mode != "env")
+    return "FLEXPIPE_BOOTSTRAP must be 'mpi' or 'env', not '" + mode + "'";
+  const bool byMpi = startedByMpi(getenv);
+  if (mode == "mpi" || (mode.empty() && byMpi && withMpi)) {
+    if (!withMpi)
+      return "FLEXPIPE_BOOTSTRAP is 'mpi', but this runtime was built "
+             "without MPI; start the ranks with run-env.sh";
+    env.mpi = true;
+    return {};
+  }
+  const char *rank = value("RANK"), *world = value("WORLD_SIZE");
+  if (!rank && !world) {
+    if (byMpi && mode.empty())
+      return "an MPI launcher started this rank, but this runtime was built "
+             "without MPI; start the ranks with run-env.sh (RANK, "
+             "WORLD_SIZE) instead";
+    env.rank = 0;
+    env.world = 1;
+    env.localRank = 0;
+    return {};
+  }
+  if (!rank || !world)
+    return std::string("set both RANK and WORLD_SIZE (only ") +
+           (rank ? "RANK" : "WORLD_SIZE") + " is set)";
+  const long long r = parseCount(rank), w = parseCount(world);
+  if (w < 1 || w > 1 << 20)
+    return "WORLD_SIZE must be a positive integer, not '" + std::string(world) +
+           "'";
+  if (r < 0 || r >= w)
+    return "RANK must be an integer from 0 to WORLD_SIZE - 1 = " +
+           std::to_string(w - 1) + ", not '" + std::string(rank) + "'";
+  env.rank = static_cast<int>(r);
+  env.world = static_cast<int>(w);
+  env.localRank = env.rank;
+  if (const char *local = value("LOCAL_RANK")) {
+    const long long l = parseCount(local);
+    if (l < 0 || l > 1 << 20)
+      return "LOCAL_RANK must be a non-negative integer, not '" +
+             std::string(local) + "'";
+    env.localRank = static_cast<int>(l);
+  }
+  if (const char *file = value("FLEXPIPE_NCCL_ID_FILE"))
+    env.idFile = file;
+  if (const char *run = value("FLEXPIPE_RUN_ID"))
+    env.runId = run;
+  if (env.world > 1 && env.idFile.empty())
+    return "WORLD_SIZE is " + std::to_string(env.world) +
+           ": set FLEXPIPE_NCCL_ID_FILE to a file name every rank can reach "
+           "(rank 0 writes the NCCL id there; run-env.sh sets it)";
+  for (char c : env.runId)
+    if (c == ' ' || c == '\n' || c == '\t')
+      return "FLEXPIPE_RUN_ID must not contain white space";
+  return {};
+}
+
+std::string flexpipe::rt::formatIdFile(const std::string &runId, int world,
+                                       const std::vector<uint8_t> &id) {
+  static const char digits[] = "0123456789abcdef";
+  std::string hex;
+  for (uint8_t byte : id) {
+    hex += digits[byte >> 4];
+    hex += digits[byte & 15];
+  }
+  return "flexpipe-nccl-id 1\nrun " + (runId.empty() ? "-" : runId) +
+         "\nworld " + std::to_string(world) + "\nid " + hex + "\n";
+}
+
+std::string flexpipe::rt::parseIdFile(const std::string &text,
+                                      const std::string &runId, int world,
+                                      size_t bytes, std::vector<uint8_t> &id) {
+  std::istringstream in(text);
+  std::string header, version, runKey, run, worldKey, idKey, hex, end;
+  int fileWorld = 0;
+  in >> header >> version >> runKey >> run >> worldKey >> fileWorld >> idKey >>
+      hex;
+  if (!in || header != "flexpipe-nccl-id" || version != "1" ||
+      runKey != "run" || worldKey != "world" || idKey != "id" || text.empty() ||
+      text.back() != '\n')
+    return "incomplete or not a FlexPipe NCCL id file";
+  if (in >> end)
+    return "unexpected text after the id";
+  if (run != (runId.empty() ? "-" : runId))
+    return "written by another run ('" + run + "', this run is '" +
+           (runId.empty() ? "-" : runId) + "')";
+  if (fileWorld != world)
+    return "written for " + std::to_string(fileWorld) +
+           " ranks, this run has " + std::to_string(world);
+  if (hex.size() != 2 * bytes)
+    return "the id has " + std::to_string(hex.size() / 2) +
+           " bytes, expected " + std::to_string(bytes);
+  std::vector<uint8_t> decoded(bytes);
+  for (size_t i = 0; i < bytes; ++i) {
+    auto nibble = [](char c) -> int {
+      if (c >= '0' && c <= '9')
+        return c - '0';
+      if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+      return -1;
+    };
+    const int hi = nibble(hex[2 * i]), lo = nibble(hex[2 * i + 1]);
+    if (hi < 0 || lo < 0)
+      return "the id is not lower-case hex";
+    decoded[i] = static_cast<uint8_t>(hi * 16 + lo);
+  }
+  id = std::move(decoded);
+  return {};
+}
+
+std::string flexpipe::rt::publishId(const std::string &path,
+                                    const std::string &runId, int world,
+                                    const std::vector<uint8_t> &id) {
+  const std::string temporary =
+      path + ".tmp." + std::to_string(static_cast<long>(::getpid()));
+  FILE *f = std::fopen(temporary.c_str(), "w");
+  if (!f)
+    return "cannot write '" + temporary + "': " + std::strerror(errno);
+  const std::string text = formatIdFile(runId, world, id);
+  const bool written =
+      std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  const bool flushed = std::fflush(f) == 0 && ::fsync(::fileno(f)) == 0;
+  const bool closed = std::fclose(f) == 0;
+  if (!written || !flushed || !closed) {
+    std::remove(temporary.c_str());
+    return "cannot write '" + temporary + "': " + std::strerror(errno);
+  }
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+    const std::string error = std::strerror(errno);
+    std::remove(temporary.c_str());
+    return "cannot rename '" + temporary + "' to '" + path + "': " + error;
+  }
+  return {};
+}
+
+std::string flexpipe::rt::awaitId(const std::string &path,
+                                  const std::string &runId, int world,
+                                  size_t bytes, double timeout,
+                                  std::vector<uint8_t> &id) {
+  const double deadline = now() + timeout;
+  std::string problem = "it does not exist";
+  while (true) {
+    std::ifstream in(path);
+    if (in) {
+      std::stringstream text;
+      text << in.rdbuf();
+      problem = parseIdFile(text.str(), runId, world, bytes, id);
+      if (problem.empty())
+        return {};
+    }
+    if (now() > deadline)
+      break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  char seconds[32];
+  std::snprintf(seconds, sizeof(seconds), "%g", timeout);
+  return "waited " + std::string(seconds) +
+         " s (FLEXPIPE_TIMEOUT) for rank 0 to write the NCCL id to '" + path +
+         "' (FLEXPIPE_NCCL_ID_FILE), but " + problem +
+         "; is rank 0 running, and do all ranks see the same file?";
+}
+
+ProcessId flexpipe::rt::thisProcess() {
+  char name[256] = {};
+  ::gethostname(name, sizeof(name) - 1);
+  char ns[256] = {};
+  const ssize_t n = ::readlink("/proc/self/ns/pid", ns, sizeof(ns) - 1);
+  if (n > 0)
+    ns[n] = '\0';
+  std::string boot = readFile("/proc/sys/kernel/random/boot_id");
+  ProcessId self;
+  self.host = fnv1a(std::string(name) + "|" + ns + "|" + boot);
+  self.pid = static_cast<uint64_t>(::getpid());
+  char state = '?';
+  readStat(self.pid, state, self.start);
+  return self;
+}
+
+bool flexpipe::rt::processRunning(const ProcessId &p) {
+  char state = '?';
+  uint64_t start = 0;
+  if (!readStat(p.pid, state, start))
+    return false;
+  return state != 'Z' && state != 'X' && start == p.start;
+}
+
+//===----------------------------------------------------------------------===//
+// Watchdog
+//===----------------------------------------------------------------------===//
+
+Watchdog::Watchdog(Check check, Fail fail, double interval, double grace)
+    : check(std::move(check)), fail(std::move(fail)), interval(interval),
+      grace(grace) {
+  thread = std::thread([this] { loop(); });
+}
+
+Watchdog::~Watchdog() {
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    stopping = true;
+  }
+  wake.notify_all();
+  thread.join();
+}
+
+Watchdog::Scope::Scope(Watchdog *watchdog, const char *what, double limit)
+    : watchdog(watchdog) {
+  if (!watchdog)
+    return;
+  previousWhat = watchdog->what.load();
+  previousSince = watchdog->since.load();
+  previousLimit = watchdog->limit.load();
+  watchdog->limit = limit;
+  watchdog->since = now();
+  watchdog->what = what;
+}
+
+Watchdog::Scope::~Scope() {
+  if (!watchdog)
+    return;
+  // The watchdog reads what, since, limit: it never pairs one scope's name
+  // with another's times.
+  watchdog->what = nullptr;
+  watchdog->limit = previousLimit;
+  watchdog->since = previousSince;
+  watchdog->what = previousWhat;
+}
+
+void Watchdog::loop() {
+  double failingSince = -1;
+  std::unique_lock<std::mutex> lock(mutex);
+  while (!stopping) {
+    wake.wait_for(lock, std::chrono::duration<double>(interval));
+    if (stopping)
+      break;
+    lock.unlock();
+    std::string failure;
+    if (!quieted && check) {
+      std::string problem = check();
+      if (problem.empty()) {
+        failingSince = -1;
+      } else if (failingSince < 0) {
+        failingSince = now();
+      } else if (now() - failingSince >= grace && !quieted) {
+        failure = problem;
+      }
+    }
+    const char *blockedIn = what.load();
+    const double blockedFor = now() - since.load();
+    if (failure.empty() && blockedIn && blockedFor > limit.load()) {
+      char seconds[32];
+      std::snprintf(seconds, sizeof(seconds), "%.0f", blockedFor);
+      failure = "no progress for " + std::string(seconds) + " s while " +
+                blockedIn +
+                " (FLEXPIPE_TIMEOUT); a peer rank may have died or hung";
+    }
+    if (!failure.empty()) {
+      fail(failure);
+      return;
+    }
+    lock.lock();
+  }
+}

@@ -1,0 +1,139 @@
+//===- Bootstrap.h - Rank start-up and failure watch ------------*- C++ -*-===//
+//
+// Part of the FlexPipe project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// The host-side half of the CUDA backend's start-up and failure handling,
+// in plain C++ so that it is tested on machines without a GPU
+// (test/Runtime/BootstrapTest.cpp):
+//
+// - which rank this process is: from MPI when an MPI launcher started it,
+//   otherwise from RANK / WORLD_SIZE / LOCAL_RANK as torchrun sets them;
+// - the rendezvous file through which rank 0 hands the NCCL unique id to the
+//   others when there is no MPI (FLEXPIPE_NCCL_ID_FILE);
+// - whether a rank on the same machine still runs (its pid and start time);
+// - a watchdog thread that stops the process when a check fails or the main
+//   thread is stuck in one call for longer than a limit.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLEXPIPE_RUNTIME_BACKENDS_CUDA_BOOTSTRAP_H
+#define FLEXPIPE_RUNTIME_BACKENDS_CUDA_BOOTSTRAP_H
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace flexpipe::rt {
+
+/// Looks up an environment variable (std::getenv, or a table in tests).
+using Getenv = std::function<const char *(const char *)>;
+
+/// How this process was started and which rank it is.
+struct LaunchEnv {
+  /// Started by an MPI launcher and the runtime has MPI: rank, world and
+  /// local rank come from MPI, the NCCL id from MPI_Bcast.
+  bool mpi = false;
+  int rank = 0, world = 1, localRank = 0;
+  std::string idFile;   ///< FLEXPIPE_NCCL_ID_FILE
+  std::string runId;    ///< FLEXPIPE_RUN_ID: tells this run's id file apart
+  double timeout = 300; ///< FLEXPIPE_TIMEOUT, seconds
+};
+
+/// Whether an MPI launcher (Open MPI, PMI, PMIx, MVAPICH) started this
+/// process.
+bool startedByMpi(const Getenv &getenv);
+
+/// Reads FLEXPIPE_BOOTSTRAP (mpi, env or unset: mpi when an MPI launcher
+/// started the process and `withMpi`), RANK, WORLD_SIZE, LOCAL_RANK,
+/// FLEXPIPE_NCCL_ID_FILE, FLEXPIPE_RUN_ID and FLEXPIPE_TIMEOUT. Returns ""
+/// or what is wrong.
+std::string readLaunchEnv(const Getenv &getenv, bool withMpi, LaunchEnv &env);
+
+/// Parses a positive number of seconds from variable `name`'s `text`.
+std::string parseSeconds(const char *name, const char *text, double &seconds);
+
+/// The rendezvous file: a header, the run id, the world size and the id in
+/// hex, so that a file left by another run is never taken for this one.
+std::string formatIdFile(const std::string &runId, int world,
+                         const std::vector<uint8_t> &id);
+/// Returns "" when `text` is a complete file for `runId` and `world` holding
+/// `bytes` bytes (then in `id`), otherwise why not.
+std::string parseIdFile(const std::string &text, const std::string &runId,
+                        int world, size_t bytes, std::vector<uint8_t> &id);
+/// Rank 0: writes the file atomically (a temporary file, then rename).
+std::string publishId(const std::string &path, const std::string &runId,
+                      int world, const std::vector<uint8_t> &id);
+/// The other ranks: wait up to `timeout` seconds for the file.
+std::string awaitId(const std::string &path, const std::string &runId,
+                    int world, size_t bytes, double timeout,
+                    std::vector<uint8_t> &id);
+
+/// A process as the other ranks on the same machine see it.
+struct ProcessId {
+  uint64_t host = 0; ///< machine, boot and pid namespace
+  uint64_t pid = 0;
+  uint64_t start = 0; ///< start time in clock ticks after boot
+};
+ProcessId thisProcess();
+/// Whether `p`, on this machine, still runs: false once it has exited (a
+/// zombie counts as exited) or its pid belongs to another process.
+bool processRunning(const ProcessId &p);
+
+/// A thread that stops the process when something goes wrong while the main
+/// thread may be blocked: `check` (run every `interval` seconds) returns a
+/// failure, still there `grace` seconds later, or the main thread has been
+/// inside one Scope for longer than its limit. Then it calls `fail` once
+/// with the message (which normally exits) and stops.
+class Watchdog {
+public:
+  using Check = std::function<std::string()>;
+  using Fail = std::function<void(const std::string &)>;
+  Watchdog(Check check, Fail fail, double interval = 0.25, double grace = 2);
+  ~Watchdog();
+  Watchdog(const Watchdog &) = delete;
+  Watchdog &operator=(const Watchdog &) = delete;
+
+  /// The main thread is in `what` (a string literal) until destroyed.
+  class Scope {
+  public:
+    Scope(Watchdog *watchdog, const char *what, double limit);
+    ~Scope();
+    Scope(const Scope &) = delete;
+    Scope &operator=(const Scope &) = delete;
+
+  private:
+    Watchdog *watchdog;
+    const char *previousWhat;
+    double previousSince, previousLimit;
+  };
+
+  /// Stops running `check` (peers may now exit normally); scopes are still
+  /// timed.
+  void quiet() { quieted = true; }
+
+private:
+  void loop();
+  Check check;
+  Fail fail;
+  double interval, grace;
+  std::atomic<const char *> what{nullptr};
+  std::atomic<double> since{0}, limit{0};
+  std::atomic<bool> quieted{false};
+  std::mutex mutex;
+  std::condition_variable wake;
+  bool stopping = false;
+  std::thread thread;
+};
+
+} // namespace flexpipe::rt
+
+#endif // FLEXPIPE_RUNTIME_BACKENDS_CUDA_BOOTSTRAP_H

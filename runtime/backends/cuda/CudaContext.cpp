@@ -1,0 +1,157 @@
+//===- CudaContext.cpp - One rank's GPU: checks, stream, memory -----------===//
+//
+// Part of the FlexPipe project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaContext.h"
+
+#include "Bootstrap.h"
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <thread>
+
+using namespace flexpipe::rt;
+using namespace flexpipe::rt::cuda;
+
+namespace {
+
+std::mutex fatalMutex;
+std::function<void(const std::string &)> fatalHandler;
+int fatalRank = -1;
+
+/// cuBLAS's workspace: 32 MiB, what NVIDIA recommends for Hopper. Set once
+/// so that cuBLAS never allocates while transfers are in flight.
+constexpr size_t kBlasWorkspaceBytes = 32u << 20;
+
+} // namespace
+
+void flexpipe::rt::cuda::setFatalHandler(
+    std::function<void(const std::string &)> handler) {
+  std::lock_guard<std::mutex> lock(fatalMutex);
+  fatalHandler = std::move(handler);
+}
+
+void flexpipe::rt::cuda::setFatalRank(int rank) { fatalRank = rank; }
+
+void flexpipe::rt::cuda::fatal(const std::string &message) {
+  std::function<void(const std::string &)> handler;
+  {
+    std::lock_guard<std::mutex> lock(fatalMutex);
+    handler = fatalHandler;
+  }
+  if (handler)
+    handler(message);
+  std::fflush(stdout);
+  if (fatalRank >= 0)
+    std::fprintf(stderr, "flexpipe: rank %d: %s\n", fatalRank, message.c_str());
+  else
+    std::fprintf(stderr, "flexpipe: %s\n", message.c_str());
+  std::fflush(stderr);
+  std::_Exit(1);
+}
+
+void flexpipe::rt::cuda::failedCall(const char *call, const char *file,
+                                    int line, const std::string &why) {
+  fatal(std::string(call) + " failed at " + file + ":" + std::to_string(line) +
+        ": " + why);
+}
+
+void flexpipe::rt::cuda::checkLaunch(const char *kernel, const char *file,
+                                     int line) {
+  const cudaError_t status = cudaGetLastError();
+  // A poll of an event that had not completed is no launch error.
+  if (status != cudaSuccess && status != cudaErrorNotReady)
+    failedCall((std::string("launching ") + kernel).c_str(), file, line,
+               std::string(cudaGetErrorName(status)) + ": " +
+                   cudaGetErrorString(status));
+}
+
+CudaContext::CudaContext(int device, double timeout)
+    : deviceIndex(device), timeoutSeconds(timeout) {
+  CUDACHECK(cudaSetDevice(device));
+  // Stream-ordered allocation (cudaMallocAsync) lets arrays be freed while
+  // transfers are in flight without a device-wide synchronisation.
+  int pools = 0;
+  CUDACHECK(
+      cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, device));
+  if (!pools)
+    fatal("CUDA device " + std::to_string(device) +
+          " does not support stream-ordered memory pools (cudaMallocAsync), "
+          "which the CUDA backend needs");
+  cudaMemPool_t pool;
+  CUDACHECK(cudaDeviceGetDefaultMemPool(&pool, device));
+  // Keep freed memory in the pool instead of returning it at every
+  // synchronisation.
+  uint64_t threshold = UINT64_MAX;
+  CUDACHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold,
+                                    &threshold));
+  CUDACHECK(cudaStreamCreateWithFlags(&computeStream, cudaStreamNonBlocking));
+  CUBLASCHECK(cublasCreate(&handle));
+  CUBLASCHECK(cublasSetStream(handle, computeStream));
+  // Full fp32 products: the default math mode uses no TF32 tensor cores for
+  // sgemm (the CPU reference has none); said here so that it stays so.
+  CUBLASCHECK(cublasSetMathMode(handle, CUBLAS_DEFAULT_MATH));
+  CUDACHECK(cudaMalloc(&workspace, kBlasWorkspaceBytes));
+  CUBLASCHECK(cublasSetWorkspace(handle, workspace, kBlasWorkspaceBytes));
+  syncEvent = makeEvent();
+}
+
+CudaContext::~CudaContext() {
+  // Everything was synchronised by the executor's last collective; these
+  // calls only release what is left.
+  if (syncEvent)
+    cudaEventDestroy(syncEvent);
+  if (handle)
+    cublasDestroy(handle);
+  if (workspace)
+    cudaFree(workspace);
+  if (computeStream)
+    cudaStreamDestroy(computeStream);
+}
+
+cudaEvent_t CudaContext::makeEvent() {
+  cudaEvent_t event = nullptr;
+  CUDACHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+  return event;
+}
+
+void CudaContext::waitFor(cudaEvent_t event, const std::string &what) {
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point start = Clock::now();
+  for (int polls = 0;; ++polls) {
+    const cudaError_t status = cudaEventQuery(event);
+    if (status == cudaSuccess)
+      return;
+    if (status != cudaErrorNotReady)
+      failedCall("cudaEventQuery", __FILE__, __LINE__,
+                 "while waiting for " + what + ": " + cudaGetErrorName(status) +
+                     ": " + cudaGetErrorString(status));
+    const double waited =
+        std::chrono::duration<double>(Clock::now() - start).count();
+    if (waited > timeoutSeconds) {
+      std::string message =
+          "no progress for " + std::to_string(static_cast<long>(waited)) +
+          " s while waiting for " + what + " (FLEXPIPE_TIMEOUT)";
+      if (describePending)
+        message += "; " + describePending();
+      fatal(message);
+    }
+    // Spin briefly for short waits, then sleep to leave the CPU to others.
+    if (polls < 2000)
+      std::this_thread::yield();
+    else
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
+
+void CudaContext::synchronize(const std::string &what) {
+  CUDACHECK(cudaEventRecord(syncEvent, computeStream));
+  waitFor(syncEvent, what);
+}

@@ -1,0 +1,218 @@
+//===- CudaContext.h - One rank's GPU: checks, stream, memory ---*- C++ -*-===//
+//
+// Part of the FlexPipe project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// What every part of the CUDA backend shares: check macros that name the
+// call, file and line of every failed CUDA, cuBLAS and NCCL call (as
+// nccl-tests' CUDACHECK/NCCLCHECK), the compute stream with its cuBLAS
+// handle, device arrays from the stream-ordered allocator, and host waits
+// that poll so that they can time out instead of hanging.
+//
+// Memory discipline: arrays are allocated and freed on the compute stream
+// (cudaMallocAsync / cudaFreeAsync). Another stream may use one only after
+// waiting for an event recorded on the compute stream after the allocation,
+// and the compute stream waits for that use before the array is freed
+// (NcclComm does both), so no array is reused while a transfer touches it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLEXPIPE_RUNTIME_BACKENDS_CUDA_CUDACONTEXT_H
+#define FLEXPIPE_RUNTIME_BACKENDS_CUDA_CUDACONTEXT_H
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <utility>
+
+namespace flexpipe::rt {
+class Watchdog;
+} // namespace flexpipe::rt
+
+namespace flexpipe::rt::cuda {
+
+/// Stops the rank: prints "flexpipe: rank R: MESSAGE" and runs the fatal
+/// handler (NcclComm's abort once communication is up; exit(1) before).
+[[noreturn]] void fatal(const std::string &message);
+/// `handler` must not return. An empty one restores the default.
+void setFatalHandler(std::function<void(const std::string &)> handler);
+/// The rank fatal() names (-1: not known yet).
+void setFatalRank(int rank);
+
+[[noreturn]] void failedCall(const char *call, const char *file, int line,
+                             const std::string &why);
+
+} // namespace flexpipe::rt::cuda
+
+/// Every CUDA runtime call is checked; a failure names call, file and line.
+#define CUDACHECK(call)                                                        \
+  do {                                                                         \
+    cudaError_t status_ = (call);                                              \
+    if (status_ != cudaSuccess)                                                \
+      ::flexpipe::rt::cuda::failedCall(                                        \
+          #call, __FILE__, __LINE__,                                           \
+          std::string(cudaGetErrorName(status_)) + ": " +                      \
+              cudaGetErrorString(status_));                                    \
+  } while (0)
+
+#define CUBLASCHECK(call)                                                      \
+  do {                                                                         \
+    cublasStatus_t status_ = (call);                                           \
+    if (status_ != CUBLAS_STATUS_SUCCESS)                                      \
+      ::flexpipe::rt::cuda::failedCall(                                        \
+          #call, __FILE__, __LINE__,                                           \
+          std::string(cublasGetStatusName(status_)) + ": " +                   \
+              cublasGetStatusString(status_));                                 \
+  } while (0)
+
+/// After a kernel launch: a bad configuration or a missing kernel image.
+#define CUDALAUNCHCHECK(kernel)                                                \
+  ::flexpipe::rt::cuda::checkLaunch(kernel, __FILE__, __LINE__)
+
+namespace flexpipe::rt::cuda {
+
+void checkLaunch(const char *kernel, const char *file, int line);
+
+/// The GPU of this rank: the compute stream every computation, copy and
+/// collective of the executor runs on, and the cuBLAS handle bound to it.
+class CudaContext {
+public:
+  /// Selects `device`, creates the stream and the cuBLAS handle. Host waits
+  /// give up after `timeout` seconds.
+  CudaContext(int device, double timeout);
+  ~CudaContext();
+  CudaContext(const CudaContext &) = delete;
+  CudaContext &operator=(const CudaContext &) = delete;
+
+  int device() const { return deviceIndex; }
+  cudaStream_t stream() const { return computeStream; }
+  cublasHandle_t blas() const { return handle; }
+  double timeout() const { return timeoutSeconds; }
+
+  /// A fresh event without timing (cudaEventDisableTiming).
+  cudaEvent_t makeEvent();
+  /// Returns when `event` has completed. Polls: after the timeout it stops
+  /// the rank with `what` and the pending transfers (setDescribePending).
+  void waitFor(cudaEvent_t event, const std::string &what);
+  /// Returns when all work on the compute stream so far has finished.
+  void synchronize(const std::string &what);
+  /// Reports transfers that have not completed, for timeout messages.
+  void setDescribePending(std::function<std::string()> describe) {
+    describePending = std::move(describe);
+  }
+  /// The watchdog times host calls that may block (Bootstrap.h).
+  void setWatchdog(Watchdog *w) { watchdog = w; }
+  Watchdog *getWatchdog() const { return watchdog; }
+
+private:
+  int deviceIndex;
+  double timeoutSeconds;
+  cudaStream_t computeStream = nullptr;
+  cublasHandle_t handle = nullptr;
+  void *workspace = nullptr;
+  cudaEvent_t syncEvent = nullptr;
+  std::function<std::string()> describePending;
+  Watchdog *watchdog = nullptr;
+};
+
+/// `count` values of T in device memory, allocated and freed in order on
+/// the context's compute stream. Move-only.
+template <typename T> class DeviceArray {
+public:
+  DeviceArray() = default;
+  DeviceArray(CudaContext &context, size_t count, bool zero = false)
+      : context(&context), count(count) {
+    if (count == 0)
+      return;
+    void *memory = nullptr;
+    CUDACHECK(cudaMallocAsync(&memory, bytes(), context.stream()));
+    pointer = static_cast<T *>(memory);
+    if (zero)
+      CUDACHECK(cudaMemsetAsync(pointer, 0, bytes(), context.stream()));
+  }
+  ~DeviceArray() { reset(); }
+  DeviceArray(DeviceArray &&other) noexcept { *this = std::move(other); }
+  DeviceArray &operator=(DeviceArray &&other) noexcept {
+    if (this != &other) {
+      reset();
+      context = other.context;
+      pointer = std::exchange(other.pointer, nullptr);
+      count = std::exchange(other.count, 0);
+    }
+    return *this;
+  }
+  DeviceArray(const DeviceArray &) = delete;
+  DeviceArray &operator=(const DeviceArray &) = delete;
+
+  T *get() const { return pointer; }
+  size_t size() const { return count; }
+  size_t bytes() const { return count * sizeof(T); }
+  explicit operator bool() const { return pointer != nullptr; }
+  void reset() {
+    if (pointer)
+      CUDACHECK(cudaFreeAsync(pointer, context->stream()));
+    pointer = nullptr;
+    count = 0;
+  }
+  /// A copy, made on the compute stream.
+  DeviceArray clone() const {
+    DeviceArray copy(*context, count);
+    if (count)
+      CUDACHECK(cudaMemcpyAsync(copy.pointer, pointer, bytes(),
+                                cudaMemcpyDeviceToDevice, context->stream()));
+    return copy;
+  }
+
+private:
+  CudaContext *context = nullptr;
+  T *pointer = nullptr;
+  size_t count = 0;
+};
+
+/// `count` values of T in page-locked host memory (for asynchronous
+/// copies). Allocate only while no transfer is in flight: cudaMallocHost
+/// and cudaFreeHost may synchronise the device.
+template <typename T> class PinnedArray {
+public:
+  PinnedArray() = default;
+  explicit PinnedArray(size_t count) : count(count) {
+    if (count == 0)
+      return;
+    void *memory = nullptr;
+    CUDACHECK(cudaMallocHost(&memory, count * sizeof(T)));
+    pointer = static_cast<T *>(memory);
+  }
+  ~PinnedArray() {
+    if (pointer)
+      CUDACHECK(cudaFreeHost(pointer));
+  }
+  PinnedArray(PinnedArray &&other) noexcept { *this = std::move(other); }
+  PinnedArray &operator=(PinnedArray &&other) noexcept {
+    if (this != &other) {
+      if (pointer)
+        CUDACHECK(cudaFreeHost(pointer));
+      pointer = std::exchange(other.pointer, nullptr);
+      count = std::exchange(other.count, 0);
+    }
+    return *this;
+  }
+  PinnedArray(const PinnedArray &) = delete;
+  PinnedArray &operator=(const PinnedArray &) = delete;
+
+  T *get() const { return pointer; }
+  size_t size() const { return count; }
+
+private:
+  T *pointer = nullptr;
+  size_t count = 0;
+};
+
+} // namespace flexpipe::rt::cuda
+
+#endif // FLEXPIPE_RUNTIME_BACKENDS_CUDA_CUDACONTEXT_H

@@ -1,0 +1,594 @@
+//===- CudaModel.cpp - The built-in GPT model on a GPU --------------------===//
+//
+// Part of the FlexPipe project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// Model.cpp's layers, layer by layer, with the same split into forward,
+// input gradient and weight gradient and the same state kept between them,
+// on the compute stream: matrix products in cuBLAS (fp32, no TF32), the rest
+// in Kernels.cu. Initial weights are Model.cpp's: each layer is built once
+// on the host with Model.h's factories and its parameters are copied to the
+// GPU, so a CUDA run starts from exactly the weights of flexpipe-reference.
+// Nothing here waits for the GPU except takeLossSum, synchronize and
+// weights.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaBackend.h"
+#include "Kernels.h"
+
+#include <climits>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <set>
+
+using namespace flexpipe::rt;
+using namespace flexpipe::rt::cuda;
+
+namespace {
+
+using Floats = DeviceArray<float>;
+
+/// A parameter on the GPU with its gradient and Adam's moments.
+struct DeviceParameter {
+  std::string name;
+  Floats value, grad, m, v;
+};
+
+/// The parameters of `layer` (built on the host) copied to the GPU.
+std::vector<DeviceParameter> upload(CudaContext &context, Layer &layer) {
+  std::vector<DeviceParameter> all;
+  for (Parameter *p : layer.parameters()) {
+    DeviceParameter d{p->name, Floats(context, p->value.size()),
+                      Floats(context, p->value.size(), true),
+                      Floats(context, p->value.size(), true),
+                      Floats(context, p->value.size(), true)};
+    CUDACHECK(cudaMemcpyAsync(d.value.get(), p->value.data(), d.value.bytes(),
+                              cudaMemcpyHostToDevice, context.stream()));
+    all.push_back(std::move(d));
+  }
+  // The host copies are freed when `layer` goes: wait for the copies.
+  context.synchronize("copying the initial weights to the GPU");
+  return all;
+}
+
+int asInt(int64_t value, const char *what) {
+  if (value < 0 || value > INT_MAX)
+    fatal(std::string(what) + " " + std::to_string(value) +
+          " does not fit cuBLAS's int sizes");
+  return static_cast<int>(value);
+}
+
+/// C[m x n] = op(A) op(B) + beta C, row-major (Model.cpp's gemm). cuBLAS is
+/// column-major: it computes C^T = op(B)^T op(A)^T on the same memory.
+void gemm(CudaContext &context, bool transA, bool transB, int64_t m, int64_t n,
+          int64_t k, const float *a, const float *b, float beta, float *c) {
+  const float alpha = 1.0f;
+  CUBLASCHECK(cublasSgemm(
+      context.blas(), transB ? CUBLAS_OP_T : CUBLAS_OP_N,
+      transA ? CUBLAS_OP_T : CUBLAS_OP_N, asInt(n, "n"), asInt(m, "m"),
+      asInt(k, "k"), &alpha, b, asInt(transB ? k : n, "ldb"), a,
+      asInt(transA ? m : k, "lda"), &beta, c, asInt(n, "ldc")));
+}
+
+/// y[t x out] = x[t x in] W[in x out] + b.
+Floats linearForward(CudaContext &context, const Floats &x,
+                     const DeviceParameter &w, const DeviceParameter &b,
+                     int64_t t, int64_t in, int64_t out) {
+  Floats y(context, t * out);
+  broadcastRows(context.stream(), b.value.get(), y.get(), t, out);
+  gemm(context, false, false, t, out, in, x.get(), w.value.get(), 1.0f,
+       y.get());
+  return y;
+}
+
+/// dx[t x in] = dy[t x out] W^T.
+Floats linearInputGrad(CudaContext &context, const Floats &dy,
+                       const DeviceParameter &w, int64_t t, int64_t in,
+                       int64_t out) {
+  Floats dx(context, t * in);
+  gemm(context, false, true, t, in, out, dy.get(), w.value.get(), 0.0f,
+       dx.get());
+  return dx;
+}
+
+/// dW += x^T dy, db += column sums of dy.
+void linearWeightGrad(CudaContext &context, const Floats &x, const Floats &dy,
+                      DeviceParameter &w, DeviceParameter *b, int64_t t,
+                      int64_t in, int64_t out) {
+  gemm(context, true, false, in, out, t, x.get(), dy.get(), 1.0f, w.grad.get());
+  if (b)
+    addColumnSums(context.stream(), dy.get(), b->grad.get(), t, out);
+}
+
+/// LayerNorm's output and statistics.
+struct Normalized {
+  Floats y, mean, rstd;
+};
+Normalized layerNorm(CudaContext &context, const Floats &x,
+                     const DeviceParameter &g, const DeviceParameter &b,
+                     int64_t t, int64_t h) {
+  Normalized n{Floats(context, t * h), Floats(context, t), Floats(context, t)};
+  layerNormForward(context.stream(), x.get(), g.value.get(), b.value.get(),
+                   n.y.get(), n.mean.get(), n.rstd.get(), t, h);
+  return n;
+}
+
+/// Per micro-batch token ids (tokens or targets): copied from the host
+/// through page-locked memory, one slot per micro-batch. A slot is rewritten
+/// in the next iteration only, after the executor's end-of-iteration wait.
+class TokenSlots {
+public:
+  TokenSlots(CudaContext &context, int64_t slots, int64_t perSlot)
+      : context(context), perSlot(perSlot), host(slots * perSlot),
+        device(context, slots * perSlot) {}
+  const int32_t *upload(int64_t mb, const std::vector<int32_t> &ids,
+                        int64_t vocab) {
+    if (mb < 0 || (mb + 1) * perSlot > static_cast<int64_t>(host.size()) ||
+        static_cast<int64_t>(ids.size()) != perSlot)
+      fatal("micro-batch " + std::to_string(mb) +
+            " is outside the schedule's micro-batches");
+    for (int32_t id : ids)
+      if (id < 0 || id >= vocab)
+        fatal("token " + std::to_string(id) + " is outside the vocabulary");
+    std::memcpy(host.get() + mb * perSlot, ids.data(),
+                perSlot * sizeof(int32_t));
+    CUDACHECK(cudaMemcpyAsync(
+        device.get() + mb * perSlot, host.get() + mb * perSlot,
+        perSlot * sizeof(int32_t), cudaMemcpyHostToDevice, context.stream()));
+    return at(mb);
+  }
+  const int32_t *at(int64_t mb) const { return device.get() + mb * perSlot; }
+
+private:
+  CudaContext &context;
+  int64_t perSlot;
+  PinnedArray<int32_t> host;
+  DeviceArray<int32_t> device;
+};
+
+/// What a layer keeps for micro-batch `mb`; stops the rank when `what`
+/// comes before the computation that makes it.
+template <typename T>
+T &stateOf(std::map<int64_t, T> &states, int64_t mb, const std::string &what) {
+  auto it = states.find(mb);
+  if (it == states.end())
+    fatal(what + " of mb " + std::to_string(mb) + " ran out of order");
+  return it->second;
+}
+
+size_t floatBytes(std::initializer_list<const Floats *> arrays) {
+  size_t bytes = 0;
+  for (const Floats *a : arrays)
+    bytes += a->bytes();
+  return bytes;
+}
+
+//===----------------------------------------------------------------------===//
+// Layers
+//===----------------------------------------------------------------------===//
+
+/// Model.h's Layer on the GPU; arrays move in and out.
+class GpuLayer {
+public:
+  virtual ~GpuLayer() = default;
+  virtual void forward(int64_t mb, const Batch &batch, Floats in, Floats &out,
+                       bool countLoss) = 0;
+  virtual void inputGrad(int64_t mb, Floats dout, Floats &din,
+                         float lossScale) = 0;
+  virtual void weightGrad(int64_t mb) = 0;
+  virtual std::vector<DeviceParameter *> parameters() = 0;
+  virtual size_t cachedBytes() const = 0;
+};
+
+class GpuEmbedding final : public GpuLayer {
+public:
+  GpuEmbedding(CudaContext &context, const GptConfig &config,
+               int64_t microbatches)
+      : context(context), config(config),
+        ids(context, microbatches, config.tokens()) {
+    params = upload(context, *makeEmbedding(config));
+  }
+  void forward(int64_t mb, const Batch &batch, Floats, Floats &out,
+               bool) override {
+    const int64_t t = config.tokens(), h = config.hidden;
+    const int32_t *tokens = ids.upload(mb, batch.tokens, config.vocab);
+    out = Floats(context, t * h);
+    embeddingForward(context.stream(), tokens, params[0].value.get(),
+                     params[1].value.get(), out.get(), t, h, config.seq);
+    live.insert(mb);
+  }
+  void inputGrad(int64_t mb, Floats dout, Floats &din, float) override {
+    din = Floats(); // token ids have no gradient
+    grads[mb] = std::move(dout);
+  }
+  void weightGrad(int64_t mb) override {
+    const Floats &d = stateOf(grads, mb, "the embedding's weight gradient");
+    embeddingWeightGrad(context.stream(), ids.at(mb), d.get(),
+                        params[0].grad.get(), params[1].grad.get(),
+                        config.tokens(), config.hidden, config.seq);
+    grads.erase(mb);
+    live.erase(mb);
+  }
+  std::vector<DeviceParameter *> parameters() override {
+    return {&params[0], &params[1]};
+  }
+  size_t cachedBytes() const override {
+    size_t bytes = live.size() * config.tokens() * sizeof(int32_t);
+    for (const auto &[mb, g] : grads)
+      bytes += g.bytes();
+    return bytes;
+  }
+
+private:
+  CudaContext &context;
+  GptConfig config;
+  std::vector<DeviceParameter> params; // token, position
+  TokenSlots ids;
+  std::set<int64_t> live;
+  std::map<int64_t, Floats> grads;
+};
+
+/// x -> x + Attn(LN1(x)) -> x2 + MLP(LN2(x2)).
+class GpuBlock final : public GpuLayer {
+public:
+  GpuBlock(CudaContext &context, const GptConfig &config, int64_t index)
+      : context(context), config(config) {
+    params = upload(context, *makeBlock(config, index));
+  }
+
+  void forward(int64_t mb, const Batch &, Floats in, Floats &out,
+               bool) override {
+    const int64_t t = config.tokens(), h = config.hidden;
+    cudaStream_t stream = context.stream();
+    State &s = states[mb];
+    s.x = std::move(in);
+    Normalized n1 = layerNorm(context, s.x, ln1g(), ln1b(), t, h);
+    s.h1 = std::move(n1.y);
+    s.mean1 = std::move(n1.mean);
+    s.rstd1 = std::move(n1.rstd);
+    s.qkv = linearForward(context, s.h1, wqkv(), bqkv(), t, h, 3 * h);
+    s.probs = Floats(context, config.microBatch * config.heads * config.seq *
+                                  config.seq);
+    s.a = Floats(context, t * h);
+    attentionForward(stream, s.qkv.get(), s.probs.get(), s.a.get(),
+                     config.microBatch, config.heads, config.seq, h);
+    Floats o = linearForward(context, s.a, wo(), bo(), t, h, h);
+    s.x2 = Floats(context, t * h);
+    add(stream, s.x.get(), o.get(), s.x2.get(), t * h);
+    Normalized n2 = layerNorm(context, s.x2, ln2g(), ln2b(), t, h);
+    s.h2 = std::move(n2.y);
+    s.mean2 = std::move(n2.mean);
+    s.rstd2 = std::move(n2.rstd);
+    s.pre = linearForward(context, s.h2, w1(), b1(), t, h, 4 * h);
+    s.f = Floats(context, s.pre.size());
+    geluForward(stream, s.pre.get(), s.f.get(), s.pre.size());
+    Floats m = linearForward(context, s.f, w2(), b2(), t, 4 * h, h);
+    out = Floats(context, t * h);
+    add(stream, s.x2.get(), m.get(), out.get(), t * h);
+  }
+
+  void inputGrad(int64_t mb, Floats dy, Floats &dx, float) override {
+    const int64_t t = config.tokens(), h = config.hidden;
+    cudaStream_t stream = context.stream();
+    State &s = stateOf(states, mb, "a block's input gradient");
+    // MLP branch; the residual carries dy to x2.
+    s.dm = std::move(dy);
+    Floats df = linearInputGrad(context, s.dm, w2(), t, 4 * h, h);
+    s.dpre = Floats(context, df.size());
+    geluBackward(stream, df.get(), s.pre.get(), s.dpre.get(), df.size());
+    s.dh2 = linearInputGrad(context, s.dpre, w1(), t, h, 4 * h);
+    Floats dx2 = s.dm.clone();
+    layerNormInputGrad(stream, s.x2.get(), s.dh2.get(), ln2g().value.get(),
+                       s.mean2.get(), s.rstd2.get(), dx2.get(), t, h, true);
+    // Attention branch; the residual carries dx2 to x.
+    s.dout = dx2.clone();
+    Floats da = linearInputGrad(context, s.dout, wo(), t, h, h);
+    Floats scores(context, s.probs.size());
+    s.dqkv = Floats(context, t * 3 * h);
+    attentionBackward(stream, s.qkv.get(), s.probs.get(), da.get(),
+                      scores.get(), s.dqkv.get(), config.microBatch,
+                      config.heads, config.seq, h);
+    s.dh1 = linearInputGrad(context, s.dqkv, wqkv(), t, h, 3 * h);
+    dx = std::move(dx2);
+    layerNormInputGrad(stream, s.x.get(), s.dh1.get(), ln1g().value.get(),
+                       s.mean1.get(), s.rstd1.get(), dx.get(), t, h, true);
+  }
+
+  void weightGrad(int64_t mb) override {
+    const int64_t t = config.tokens(), h = config.hidden;
+    cudaStream_t stream = context.stream();
+    State &s = stateOf(states, mb, "a block's weight gradient");
+    linearWeightGrad(context, s.f, s.dm, w2(), &b2(), t, 4 * h, h);
+    linearWeightGrad(context, s.h2, s.dpre, w1(), &b1(), t, h, 4 * h);
+    layerNormWeightGrad(stream, s.x2.get(), s.dh2.get(), s.mean2.get(),
+                        s.rstd2.get(), ln2g().grad.get(), ln2b().grad.get(), t,
+                        h);
+    linearWeightGrad(context, s.a, s.dout, wo(), &bo(), t, h, h);
+    linearWeightGrad(context, s.h1, s.dqkv, wqkv(), &bqkv(), t, h, 3 * h);
+    layerNormWeightGrad(stream, s.x.get(), s.dh1.get(), s.mean1.get(),
+                        s.rstd1.get(), ln1g().grad.get(), ln1b().grad.get(), t,
+                        h);
+    states.erase(mb);
+  }
+
+  std::vector<DeviceParameter *> parameters() override {
+    std::vector<DeviceParameter *> all;
+    for (DeviceParameter &p : params)
+      all.push_back(&p);
+    return all;
+  }
+  size_t cachedBytes() const override {
+    size_t bytes = 0;
+    for (const auto &[mb, s] : states)
+      bytes +=
+          floatBytes({&s.x, &s.h1, &s.qkv, &s.probs, &s.a, &s.x2, &s.h2, &s.pre,
+                      &s.f, &s.dm, &s.dpre, &s.dh2, &s.dout, &s.dqkv, &s.dh1,
+                      &s.mean1, &s.rstd1, &s.mean2, &s.rstd2});
+    return bytes;
+  }
+
+private:
+  struct State {
+    Floats x, h1, qkv, probs, a, x2, h2, pre, f; // forward
+    Floats mean1, rstd1, mean2, rstd2;           // LayerNorm statistics
+    Floats dm, dpre, dh2, dout, dqkv, dh1;       // kept for weightGrad
+  };
+  // Model.cpp's parameter order.
+  DeviceParameter &ln1g() { return params[0]; }
+  DeviceParameter &ln1b() { return params[1]; }
+  DeviceParameter &wqkv() { return params[2]; }
+  DeviceParameter &bqkv() { return params[3]; }
+  DeviceParameter &wo() { return params[4]; }
+  DeviceParameter &bo() { return params[5]; }
+  DeviceParameter &ln2g() { return params[6]; }
+  DeviceParameter &ln2b() { return params[7]; }
+  DeviceParameter &w1() { return params[8]; }
+  DeviceParameter &b1() { return params[9]; }
+  DeviceParameter &w2() { return params[10]; }
+  DeviceParameter &b2() { return params[11]; }
+
+  CudaContext &context;
+  GptConfig config;
+  std::vector<DeviceParameter> params;
+  std::map<int64_t, State> states;
+};
+
+/// Final LayerNorm, LM head (no bias) and mean cross-entropy.
+class GpuHead final : public GpuLayer {
+public:
+  GpuHead(CudaContext &context, const GptConfig &config, int64_t microbatches,
+          double *lossSum)
+      : context(context), config(config),
+        targets(context, microbatches, config.tokens()), lossSum(lossSum) {
+    params = upload(context, *makeHead(config));
+  }
+  void forward(int64_t mb, const Batch &batch, Floats in, Floats &,
+               bool countLoss) override {
+    const int64_t t = config.tokens(), h = config.hidden, v = config.vocab;
+    cudaStream_t stream = context.stream();
+    State &s = states[mb];
+    s.x = std::move(in);
+    const int32_t *target = targets.upload(mb, batch.targets, v);
+    Normalized n = layerNorm(context, s.x, gain(), bias(), t, h);
+    s.hf = std::move(n.y);
+    s.mean = std::move(n.mean);
+    s.rstd = std::move(n.rstd);
+    s.probs = Floats(context, t * v);
+    gemm(context, false, false, t, v, h, s.hf.get(), weight().value.get(), 0.0f,
+         s.probs.get());
+    DeviceArray<double> rowLoss(context, t);
+    softmaxCrossEntropy(stream, s.probs.get(), target, rowLoss.get(), t, v);
+    if (countLoss)
+      addMeanLoss(stream, rowLoss.get(), t, lossSum);
+  }
+  void inputGrad(int64_t mb, Floats, Floats &din, float lossScale) override {
+    const int64_t t = config.tokens(), h = config.hidden, v = config.vocab;
+    cudaStream_t stream = context.stream();
+    State &s = stateOf(states, mb, "the head's input gradient");
+    s.dlogits = Floats(context, t * v);
+    crossEntropyGrad(stream, s.probs.get(), targets.at(mb), s.dlogits.get(), t,
+                     v, lossScale / static_cast<float>(t));
+    s.dhf = Floats(context, t * h);
+    gemm(context, false, true, t, h, v, s.dlogits.get(), weight().value.get(),
+         0.0f, s.dhf.get());
+    din = Floats(context, t * h);
+    layerNormInputGrad(stream, s.x.get(), s.dhf.get(), gain().value.get(),
+                       s.mean.get(), s.rstd.get(), din.get(), t, h, false);
+  }
+  void weightGrad(int64_t mb) override {
+    const int64_t t = config.tokens(), h = config.hidden, v = config.vocab;
+    State &s = stateOf(states, mb, "the head's weight gradient");
+    gemm(context, true, false, h, v, t, s.hf.get(), s.dlogits.get(), 1.0f,
+         weight().grad.get());
+    layerNormWeightGrad(context.stream(), s.x.get(), s.dhf.get(), s.mean.get(),
+                        s.rstd.get(), gain().grad.get(), bias().grad.get(), t,
+                        h);
+    states.erase(mb);
+  }
+  std::vector<DeviceParameter *> parameters() override {
+    return {&gain(), &bias(), &weight()};
+  }
+  size_t cachedBytes() const override {
+    size_t bytes = 0;
+    for (const auto &[mb, s] : states)
+      bytes += floatBytes({&s.x, &s.hf, &s.probs, &s.mean, &s.rstd, &s.dlogits,
+                           &s.dhf}) +
+               config.tokens() * sizeof(int32_t);
+    return bytes;
+  }
+
+private:
+  struct State {
+    Floats x, hf, probs, mean, rstd, dlogits, dhf;
+  };
+  DeviceParameter &gain() { return params[0]; }
+  DeviceParameter &bias() { return params[1]; }
+  DeviceParameter &weight() { return params[2]; }
+
+  CudaContext &context;
+  GptConfig config;
+  std::vector<DeviceParameter> params;
+  TokenSlots targets;
+  double *lossSum;
+  std::map<int64_t, State> states;
+};
+
+//===----------------------------------------------------------------------===//
+// Stage and device
+//===----------------------------------------------------------------------===//
+
+class CudaBuffer final : public Buffer {
+public:
+  explicit CudaBuffer(Floats array) : array(std::move(array)) {}
+  float *data() override { return array.get(); }
+  size_t size() const override { return array.size(); }
+  Floats array;
+};
+
+Floats unwrap(BufferPtr buffer) {
+  return buffer ? std::move(static_cast<CudaBuffer &>(*buffer).array)
+                : Floats();
+}
+BufferPtr wrap(Floats array) {
+  return array ? std::make_unique<CudaBuffer>(std::move(array)) : nullptr;
+}
+
+class CudaStage final : public DeviceStage {
+public:
+  CudaStage(CudaContext &context, const GptConfig &config,
+            const ScheduleDesc::Stage &s, int64_t microbatches,
+            double *lossSum) {
+    if (s.first)
+      layers.push_back(
+          std::make_unique<GpuEmbedding>(context, config, microbatches));
+    for (int64_t i = 0; i < s.blocks; ++i)
+      layers.push_back(
+          std::make_unique<GpuBlock>(context, config, s.firstBlock + i));
+    if (s.last)
+      layers.push_back(
+          std::make_unique<GpuHead>(context, config, microbatches, lossSum));
+  }
+  void forward(int64_t mb, const Batch &batch, BufferPtr in, BufferPtr &out,
+               bool countLoss) override {
+    Floats current = unwrap(std::move(in));
+    for (auto &layer : layers) {
+      Floats next;
+      layer->forward(mb, batch, std::move(current), next, countLoss);
+      current = std::move(next);
+    }
+    out = wrap(std::move(current));
+  }
+  void inputGrad(int64_t mb, BufferPtr dout, BufferPtr &din,
+                 float lossScale) override {
+    Floats current = unwrap(std::move(dout));
+    for (auto it = layers.rbegin(); it != layers.rend(); ++it) {
+      Floats next;
+      (*it)->inputGrad(mb, std::move(current), next, lossScale);
+      current = std::move(next);
+    }
+    din = wrap(std::move(current));
+  }
+  void weightGrad(int64_t mb) override {
+    for (auto &layer : layers)
+      layer->weightGrad(mb);
+  }
+  std::vector<DeviceParameter *> parameters() {
+    std::vector<DeviceParameter *> all;
+    for (auto &layer : layers)
+      for (DeviceParameter *p : layer->parameters())
+        all.push_back(p);
+    return all;
+  }
+  std::vector<GradientRef> gradients() override {
+    std::vector<GradientRef> all;
+    for (DeviceParameter *p : parameters())
+      all.push_back({p->grad.get(), p->grad.size()});
+    return all;
+  }
+  size_t cachedBytes() const override {
+    size_t bytes = 0;
+    for (const auto &layer : layers)
+      bytes += layer->cachedBytes();
+    return bytes;
+  }
+
+private:
+  std::vector<std::unique_ptr<GpuLayer>> layers;
+};
+
+class CudaDevice final : public Device {
+public:
+  CudaDevice(std::shared_ptr<CudaContext> context, const ScheduleDesc &desc)
+      : context(std::move(context)), desc(desc),
+        lossSum(*this->context, 1, true), lossHost(1) {}
+  BufferPtr allocate(size_t count) override {
+    return std::make_unique<CudaBuffer>(Floats(*context, count, true));
+  }
+  BufferPtr copy(Buffer &buffer) override {
+    return std::make_unique<CudaBuffer>(
+        static_cast<CudaBuffer &>(buffer).array.clone());
+  }
+  std::unique_ptr<DeviceStage>
+  makeStage(const ScheduleDesc::Stage &s) override {
+    auto stage = std::make_unique<CudaStage>(*context, desc.model, s,
+                                             desc.microbatches, lossSum.get());
+    for (DeviceParameter *p : stage->parameters())
+      parameters.push_back(p);
+    return stage;
+  }
+  void step(float lr) override {
+    // Model.cpp's Adam::apply, bias corrections computed alike on the host.
+    ++adam.step;
+    const float c1 = 1 - std::pow(adam.beta1, static_cast<float>(adam.step));
+    const float c2 = 1 - std::pow(adam.beta2, static_cast<float>(adam.step));
+    for (DeviceParameter *p : parameters)
+      adamStep(context->stream(), p->value.get(), p->grad.get(), p->m.get(),
+               p->v.get(), p->value.size(), lr, adam.beta1, adam.beta2,
+               adam.eps, c1, c2);
+  }
+  double takeLossSum() override {
+    CUDACHECK(cudaMemcpyAsync(lossHost.get(), lossSum.get(), sizeof(double),
+                              cudaMemcpyDeviceToHost, context->stream()));
+    CUDACHECK(
+        cudaMemsetAsync(lossSum.get(), 0, sizeof(double), context->stream()));
+    context->synchronize("the end of the iteration");
+    return *lossHost.get();
+  }
+  bool asynchronous() const override { return true; }
+  void synchronize() override {
+    context->synchronize("the instruction before a timing");
+  }
+  std::vector<std::pair<std::string, std::vector<float>>> weights() override {
+    context->synchronize("the last iteration");
+    std::vector<std::pair<std::string, std::vector<float>>> all;
+    for (DeviceParameter *p : parameters) {
+      std::vector<float> values(p->value.size());
+      CUDACHECK(cudaMemcpyAsync(values.data(), p->value.get(), p->value.bytes(),
+                                cudaMemcpyDeviceToHost, context->stream()));
+      all.push_back({p->name, std::move(values)});
+    }
+    context->synchronize("copying the weights to the host");
+    return all;
+  }
+
+private:
+  std::shared_ptr<CudaContext> context;
+  ScheduleDesc desc;
+  DeviceArray<double> lossSum;
+  PinnedArray<double> lossHost;
+  std::vector<DeviceParameter *> parameters;
+  Adam adam; // hyper-parameters and the step count; moments live on the GPU
+};
+
+} // namespace
+
+std::unique_ptr<Device>
+flexpipe::rt::cuda::makeCudaDevice(std::shared_ptr<CudaContext> context,
+                                   const ScheduleDesc &desc) {
+  return std::make_unique<CudaDevice>(std::move(context), desc);
+}

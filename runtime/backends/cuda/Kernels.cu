@@ -1,0 +1,552 @@
+//===- Kernels.cu - The CUDA backend's kernels ----------------------------===//
+//
+// Part of the FlexPipe project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// Three shapes of kernel: elementwise (grid-stride loops), one warp per row
+// (sums within a row are warp tree reductions, in double where Model.cpp
+// sums in double), and one thread per column (sums over rows run in row
+// order, as in Model.cpp, so gradients that add up rows need no atomics and
+// are deterministic).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Kernels.h"
+
+#include "CudaContext.h"
+
+#include <algorithm>
+
+using namespace flexpipe::rt::cuda;
+
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kWarpsPerBlock = 4;
+constexpr unsigned kFullMask = 0xffffffffu;
+/// Model.cpp's constants.
+constexpr float kLayerNormEps = 1e-5f;
+constexpr float kGeluC = 0.7978845608028654f; // sqrt(2 / pi)
+
+/// Blocks for `work` items at `perBlock` per block; grid-stride loops cover
+/// the rest.
+unsigned blocksFor(int64_t work, int64_t perBlock) {
+  return static_cast<unsigned>(
+      std::min<int64_t>((work + perBlock - 1) / perBlock, 1 << 16));
+}
+
+//===----------------------------------------------------------------------===//
+// Device helpers
+//===----------------------------------------------------------------------===//
+
+/// Index helpers for grid-stride loops.
+__device__ int64_t globalThread() {
+  return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+__device__ int64_t globalThreads() {
+  return static_cast<int64_t>(gridDim.x) * blockDim.x;
+}
+__device__ int64_t firstRow() {
+  return static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
+}
+__device__ int64_t rowStride() {
+  return static_cast<int64_t>(gridDim.x) * kWarpsPerBlock;
+}
+
+/// Sums over the warp; every lane gets the result.
+template <typename T> __device__ T warpSum(T value) {
+  for (int offset = 16; offset > 0; offset /= 2)
+    value += __shfl_down_sync(kFullMask, value, offset);
+  return __shfl_sync(kFullMask, value, 0);
+}
+__device__ float warpMax(float value) {
+  for (int offset = 16; offset > 0; offset /= 2)
+    value = fmaxf(value, __shfl_down_sync(kFullMask, value, offset));
+  return __shfl_sync(kFullMask, value, 0);
+}
+
+__device__ float gelu(float x) {
+  return 0.5f * x * (1 + tanhf(kGeluC * (x + 0.044715f * x * x * x)));
+}
+__device__ float geluGrad(float x) {
+  const float t = tanhf(kGeluC * (x + 0.044715f * x * x * x));
+  return 0.5f * (1 + t) +
+         0.5f * x * (1 - t * t) * kGeluC * (1 + 3 * 0.044715f * x * x);
+}
+
+//===----------------------------------------------------------------------===//
+// Kernels
+//===----------------------------------------------------------------------===//
+
+__global__ void embeddingForwardKernel(const int32_t *ids, const float *token,
+                                       const float *position, float *out,
+                                       int64_t tokens, int64_t hidden,
+                                       int64_t seq) {
+  for (int64_t i = globalThread(); i < tokens * hidden; i += globalThreads()) {
+    const int64_t r = i / hidden, c = i % hidden;
+    out[i] = token[ids[r] * hidden + c] + position[(r % seq) * hidden + c];
+  }
+}
+
+__global__ void embeddingWeightGradKernel(const int32_t *ids, const float *dout,
+                                          float *tokenGrad, float *positionGrad,
+                                          int64_t tokens, int64_t hidden,
+                                          int64_t seq) {
+  for (int64_t c = globalThread(); c < hidden; c += globalThreads())
+    for (int64_t r = 0; r < tokens; ++r) {
+      tokenGrad[ids[r] * hidden + c] += dout[r * hidden + c];
+      positionGrad[(r % seq) * hidden + c] += dout[r * hidden + c];
+    }
+}
+
+__global__ void broadcastRowsKernel(const float *row, float *out, int64_t rows,
+                                    int64_t cols) {
+  for (int64_t i = globalThread(); i < rows * cols; i += globalThreads())
+    out[i] = row[i % cols];
+}
+
+__global__ void addColumnSumsKernel(const float *x, float *sums, int64_t rows,
+                                    int64_t cols) {
+  for (int64_t c = globalThread(); c < cols; c += globalThreads()) {
+    float sum = sums[c];
+    for (int64_t r = 0; r < rows; ++r)
+      sum += x[r * cols + c];
+    sums[c] = sum;
+  }
+}
+
+__global__ void addKernel(const float *a, const float *b, float *out,
+                          int64_t n) {
+  for (int64_t i = globalThread(); i < n; i += globalThreads())
+    out[i] = a[i] + b[i];
+}
+
+__global__ void layerNormForwardKernel(const float *x, const float *gain,
+                                       const float *bias, float *y, float *mean,
+                                       float *rstd, int64_t rows,
+                                       int64_t hidden) {
+  const int lane = threadIdx.x % 32;
+  for (int64_t r = firstRow(); r < rows; r += rowStride()) {
+    const float *row = x + r * hidden;
+    double m = 0;
+    for (int64_t c = lane; c < hidden; c += 32)
+      m += row[c];
+    m = warpSum(m) / hidden;
+    double v = 0;
+    for (int64_t c = lane; c < hidden; c += 32)
+      v += (row[c] - m) * (row[c] - m);
+    v = warpSum(v) / hidden;
+    const float mu = static_cast<float>(m);
+    const float inv = static_cast<float>(1.0 / sqrt(v + kLayerNormEps));
+    if (lane == 0) {
+      mean[r] = mu;
+      rstd[r] = inv;
+    }
+    for (int64_t c = lane; c < hidden; c += 32)
+      y[r * hidden + c] = (row[c] - mu) * inv * gain[c] + bias[c];
+  }
+}
+
+__global__ void layerNormInputGradKernel(const float *x, const float *dy,
+                                         const float *gain, const float *mean,
+                                         const float *rstd, float *dx,
+                                         int64_t rows, int64_t hidden,
+                                         bool accumulate) {
+  const int lane = threadIdx.x % 32;
+  for (int64_t r = firstRow(); r < rows; r += rowStride()) {
+    const float mu = mean[r], inv = rstd[r];
+    double meanD = 0, meanDX = 0;
+    for (int64_t c = lane; c < hidden; c += 32) {
+      const double xhat = (x[r * hidden + c] - mu) * inv;
+      const double d = dy[r * hidden + c] * gain[c];
+      meanD += d;
+      meanDX += d * xhat;
+    }
+    meanD = warpSum(meanD) / hidden;
+    meanDX = warpSum(meanDX) / hidden;
+    for (int64_t c = lane; c < hidden; c += 32) {
+      const double xhat = (x[r * hidden + c] - mu) * inv;
+      const double d = dy[r * hidden + c] * gain[c];
+      const float value = static_cast<float>(inv * (d - meanD - xhat * meanDX));
+      dx[r * hidden + c] = accumulate ? dx[r * hidden + c] + value : value;
+    }
+  }
+}
+
+__global__ void layerNormWeightGradKernel(const float *x, const float *dy,
+                                          const float *mean, const float *rstd,
+                                          float *gainGrad, float *biasGrad,
+                                          int64_t rows, int64_t hidden) {
+  for (int64_t c = globalThread(); c < hidden; c += globalThreads()) {
+    float g = gainGrad[c], b = biasGrad[c];
+    for (int64_t r = 0; r < rows; ++r) {
+      const float xhat = (x[r * hidden + c] - mean[r]) * rstd[r];
+      g += dy[r * hidden + c] * xhat;
+      b += dy[r * hidden + c];
+    }
+    gainGrad[c] = g;
+    biasGrad[c] = b;
+  }
+}
+
+__global__ void geluForwardKernel(const float *x, float *y, int64_t n) {
+  for (int64_t i = globalThread(); i < n; i += globalThreads())
+    y[i] = gelu(x[i]);
+}
+
+__global__ void geluBackwardKernel(const float *dy, const float *x, float *dx,
+                                   int64_t n) {
+  for (int64_t i = globalThread(); i < n; i += globalThreads())
+    dx[i] = dy[i] * geluGrad(x[i]);
+}
+
+/// The offsets of one (batch, head) in qkv: row `token` of q, k or v.
+struct Heads {
+  int64_t batch, heads, seq, hidden, dim;
+  __device__ int64_t q(int64_t b, int64_t hd, int64_t i) const {
+    return (b * seq + i) * 3 * hidden + hd * dim;
+  }
+  __device__ int64_t k(int64_t b, int64_t hd, int64_t j) const {
+    return q(b, hd, j) + hidden;
+  }
+  __device__ int64_t v(int64_t b, int64_t hd, int64_t j) const {
+    return q(b, hd, j) + 2 * hidden;
+  }
+  /// Row i of the probabilities of (b, hd).
+  __device__ int64_t p(int64_t bh, int64_t i) const {
+    return (bh * seq + i) * seq;
+  }
+  /// Row i of head hd in a [batch*seq x hidden] tensor.
+  __device__ int64_t o(int64_t b, int64_t hd, int64_t i) const {
+    return (b * seq + i) * hidden + hd * dim;
+  }
+  /// Warp row `row` (of batch x heads x seq) as token i of head hd of
+  /// sequence b; bh = b * heads + hd.
+  struct Row {
+    int64_t i, bh, hd, b;
+  };
+  __device__ Row row(int64_t row) const {
+    const int64_t bh = row / seq;
+    return {row % seq, bh, bh % heads, bh / heads};
+  }
+};
+
+__device__ float dot(const float *a, const float *b, int64_t n) {
+  float sum = 0;
+  for (int64_t c = 0; c < n; ++c)
+    sum += a[c] * b[c];
+  return sum;
+}
+
+/// dst[c] = sum over j < count of w[j] * rows[j * stride + c], j in order,
+/// for the warp's lanes' columns c < dim.
+__device__ void mixRows(const float *w, int64_t count, const float *rows,
+                        int64_t stride, int64_t dim, float *dst) {
+  for (int64_t c = threadIdx.x % 32; c < dim; c += 32) {
+    float value = 0;
+    for (int64_t j = 0; j < count; ++j)
+      value += w[j] * rows[j * stride + c];
+    dst[c] = value;
+  }
+}
+
+/// One warp per query row i of one (batch, head).
+__global__ void attentionForwardKernel(Heads s, const float *qkv, float *probs,
+                                       float *out) {
+  const int lane = threadIdx.x % 32;
+  const float scale = 1.0f / sqrtf(static_cast<float>(s.dim));
+  for (int64_t r = firstRow(); r < s.batch * s.heads * s.seq;
+       r += rowStride()) {
+    const auto [i, bh, hd, b] = s.row(r);
+    const float *q = qkv + s.q(b, hd, i);
+    float *p = probs + s.p(bh, i);
+    float localMax = -1e30f;
+    for (int64_t j = lane; j < s.seq; j += 32) {
+      p[j] = j > i ? 0 : dot(q, qkv + s.k(b, hd, j), s.dim) * scale;
+      if (j <= i)
+        localMax = fmaxf(localMax, p[j]);
+    }
+    const float maxScore = warpMax(localMax);
+    __syncwarp();
+    float localSum = 0;
+    for (int64_t j = lane; j <= i; j += 32) {
+      p[j] = expf(p[j] - maxScore);
+      localSum += p[j];
+    }
+    const float sum = warpSum(localSum);
+    __syncwarp();
+    for (int64_t j = lane; j <= i; j += 32)
+      p[j] /= sum;
+    __syncwarp();
+    mixRows(p, i + 1, qkv + s.v(b, hd, 0), 3 * s.hidden, s.dim,
+            out + s.o(b, hd, i));
+  }
+}
+
+/// One warp per query row i: the score gradients ds[i][j] (kept in
+/// `scores`) and dq_i = sum over j of ds[i][j] k_j.
+__global__ void attentionScoresGradKernel(Heads s, const float *qkv,
+                                          const float *probs, const float *dout,
+                                          float *scores, float *dqkv) {
+  const int lane = threadIdx.x % 32;
+  const float scale = 1.0f / sqrtf(static_cast<float>(s.dim));
+  for (int64_t r = firstRow(); r < s.batch * s.heads * s.seq;
+       r += rowStride()) {
+    const auto [i, bh, hd, b] = s.row(r);
+    const float *p = probs + s.p(bh, i);
+    const float *d = dout + s.o(b, hd, i);
+    float *ds = scores + s.p(bh, i);
+    float localDot = 0;
+    for (int64_t j = lane; j < s.seq; j += 32) {
+      ds[j] = j > i ? 0 : dot(d, qkv + s.v(b, hd, j), s.dim);
+      localDot += p[j] * ds[j]; // p is 0 above the diagonal
+    }
+    const float dot = warpSum(localDot);
+    __syncwarp();
+    for (int64_t j = lane; j <= i; j += 32)
+      ds[j] = p[j] * (ds[j] - dot) * scale;
+    __syncwarp();
+    mixRows(ds, i + 1, qkv + s.k(b, hd, 0), 3 * s.hidden, s.dim,
+            dqkv + s.q(b, hd, i));
+  }
+}
+
+/// One warp per key row j: dk_j = sum over i >= j of ds[i][j] q_i and
+/// dv_j = sum over i >= j of p[i][j] dout_i, i in order.
+__global__ void attentionKeyValueGradKernel(Heads s, const float *qkv,
+                                            const float *probs,
+                                            const float *dout,
+                                            const float *scores, float *dqkv) {
+  const int lane = threadIdx.x % 32;
+  for (int64_t r = firstRow(); r < s.batch * s.heads * s.seq;
+       r += rowStride()) {
+    const auto [j, bh, hd, b] = s.row(r);
+    for (int64_t c = lane; c < s.dim; c += 32) {
+      float dk = 0, dv = 0;
+      for (int64_t i = j; i < s.seq; ++i) {
+        dv += probs[s.p(bh, i) + j] * dout[s.o(b, hd, i) + c];
+        dk += scores[s.p(bh, i) + j] * qkv[s.q(b, hd, i) + c];
+      }
+      dqkv[s.k(b, hd, j) + c] = dk;
+      dqkv[s.v(b, hd, j) + c] = dv;
+    }
+  }
+}
+
+__global__ void softmaxCrossEntropyKernel(float *logits, const int32_t *targets,
+                                          double *rowLoss, int64_t rows,
+                                          int64_t vocab) {
+  const int lane = threadIdx.x % 32;
+  for (int64_t r = firstRow(); r < rows; r += rowStride()) {
+    float *row = logits + r * vocab;
+    const float target = row[targets[r]];
+    float localMax = -INFINITY;
+    for (int64_t c = lane; c < vocab; c += 32)
+      localMax = fmaxf(localMax, row[c]);
+    const float maxLogit = warpMax(localMax);
+    double sum = 0;
+    for (int64_t c = lane; c < vocab; c += 32)
+      sum += exp(static_cast<double>(row[c] - maxLogit));
+    sum = warpSum(sum);
+    if (lane == 0)
+      rowLoss[r] = log(sum) + maxLogit - target;
+    // Every lane has read row[target] above before any lane writes.
+    __syncwarp();
+    for (int64_t c = lane; c < vocab; c += 32)
+      row[c] = static_cast<float>(expf(row[c] - maxLogit) / sum);
+  }
+}
+
+__global__ void addMeanLossKernel(const double *rowLoss, int64_t rows,
+                                  double *sum) {
+  if (globalThread() != 0)
+    return;
+  double loss = 0;
+  for (int64_t r = 0; r < rows; ++r)
+    loss += rowLoss[r];
+  *sum += static_cast<float>(loss / rows);
+}
+
+__global__ void crossEntropyGradKernel(const float *probs,
+                                       const int32_t *targets, float *dlogits,
+                                       int64_t rows, int64_t vocab,
+                                       float scale) {
+  for (int64_t i = globalThread(); i < rows * vocab; i += globalThreads()) {
+    float g = probs[i];
+    if (i % vocab == targets[i / vocab])
+      g -= 1.0f;
+    dlogits[i] = g * scale;
+  }
+}
+
+__global__ void adamKernel(float *value, float *grad, float *m, float *v,
+                           int64_t n, float lr, float beta1, float beta2,
+                           float eps, float c1, float c2) {
+  for (int64_t i = globalThread(); i < n; i += globalThreads()) {
+    const float g = grad[i];
+    m[i] = beta1 * m[i] + (1 - beta1) * g;
+    v[i] = beta2 * v[i] + (1 - beta2) * g * g;
+    value[i] -= lr * (m[i] / c1) / (sqrtf(v[i] / c2) + eps);
+    grad[i] = 0.0f;
+  }
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Launchers
+//===----------------------------------------------------------------------===//
+
+#ifdef FLEXPIPE_KERNELS_ON_HOST
+// test/Runtime/CudaEmulation compiles this file as C++ and runs each launch
+// on the CPU, one warp of fibers at a time, to check the kernels against
+// Model.cpp on machines without a GPU.
+#define KERNEL_CALL(kernel, blocks, threads, stream, ...)                      \
+  ::flexpipe::rt::cuda::emulation::launch(kernel, blocks, threads, __VA_ARGS__)
+#else
+#define KERNEL_CALL(kernel, blocks, threads, stream, ...)                      \
+  kernel<<<blocks, threads, 0, stream>>>(__VA_ARGS__)
+#endif
+
+/// Launches `kernel` with `blocks` x `threads` on `stream` when there is
+/// work, and checks the launch.
+#define LAUNCH(kernel, work, perBlock, threads, stream, ...)                   \
+  do {                                                                         \
+    if ((work) > 0) {                                                          \
+      KERNEL_CALL(kernel, blocksFor((work), (perBlock)), (threads), (stream),  \
+                  __VA_ARGS__);                                                \
+      CUDALAUNCHCHECK(#kernel);                                                \
+    }                                                                          \
+  } while (0)
+#define LAUNCH_ELEMENTS(kernel, n, stream, ...)                                \
+  LAUNCH(kernel, n, kThreads, kThreads, stream, __VA_ARGS__)
+#define LAUNCH_ROWS(kernel, rows, stream, ...)                                 \
+  LAUNCH(kernel, rows, kWarpsPerBlock, kWarpsPerBlock * 32, stream, __VA_ARGS__)
+
+void flexpipe::rt::cuda::embeddingForward(cudaStream_t stream,
+                                          const int32_t *ids,
+                                          const float *token,
+                                          const float *position, float *out,
+                                          int64_t tokens, int64_t hidden,
+                                          int64_t seq) {
+  LAUNCH_ELEMENTS(embeddingForwardKernel, tokens * hidden, stream, ids, token,
+                  position, out, tokens, hidden, seq);
+}
+
+void flexpipe::rt::cuda::embeddingWeightGrad(
+    cudaStream_t stream, const int32_t *ids, const float *dout,
+    float *tokenGrad, float *positionGrad, int64_t tokens, int64_t hidden,
+    int64_t seq) {
+  LAUNCH_ELEMENTS(embeddingWeightGradKernel, hidden, stream, ids, dout,
+                  tokenGrad, positionGrad, tokens, hidden, seq);
+}
+
+void flexpipe::rt::cuda::broadcastRows(cudaStream_t stream, const float *row,
+                                       float *out, int64_t rows, int64_t cols) {
+  LAUNCH_ELEMENTS(broadcastRowsKernel, rows * cols, stream, row, out, rows,
+                  cols);
+}
+
+void flexpipe::rt::cuda::addColumnSums(cudaStream_t stream, const float *x,
+                                       float *sums, int64_t rows,
+                                       int64_t cols) {
+  LAUNCH_ELEMENTS(addColumnSumsKernel, cols, stream, x, sums, rows, cols);
+}
+
+void flexpipe::rt::cuda::add(cudaStream_t stream, const float *a,
+                             const float *b, float *out, int64_t n) {
+  LAUNCH_ELEMENTS(addKernel, n, stream, a, b, out, n);
+}
+
+void flexpipe::rt::cuda::layerNormForward(cudaStream_t stream, const float *x,
+                                          const float *gain, const float *bias,
+                                          float *y, float *mean, float *rstd,
+                                          int64_t rows, int64_t hidden) {
+  LAUNCH_ROWS(layerNormForwardKernel, rows, stream, x, gain, bias, y, mean,
+              rstd, rows, hidden);
+}
+
+void flexpipe::rt::cuda::layerNormInputGrad(cudaStream_t stream, const float *x,
+                                            const float *dy, const float *gain,
+                                            const float *mean,
+                                            const float *rstd, float *dx,
+                                            int64_t rows, int64_t hidden,
+                                            bool accumulate) {
+  LAUNCH_ROWS(layerNormInputGradKernel, rows, stream, x, dy, gain, mean, rstd,
+              dx, rows, hidden, accumulate);
+}
+
+void flexpipe::rt::cuda::layerNormWeightGrad(cudaStream_t stream,
+                                             const float *x, const float *dy,
+                                             const float *mean,
+                                             const float *rstd, float *gainGrad,
+                                             float *biasGrad, int64_t rows,
+                                             int64_t hidden) {
+  LAUNCH_ELEMENTS(layerNormWeightGradKernel, hidden, stream, x, dy, mean, rstd,
+                  gainGrad, biasGrad, rows, hidden);
+}
+
+void flexpipe::rt::cuda::geluForward(cudaStream_t stream, const float *x,
+                                     float *y, int64_t n) {
+  LAUNCH_ELEMENTS(geluForwardKernel, n, stream, x, y, n);
+}
+
+void flexpipe::rt::cuda::geluBackward(cudaStream_t stream, const float *dy,
+                                      const float *x, float *dx, int64_t n) {
+  LAUNCH_ELEMENTS(geluBackwardKernel, n, stream, dy, x, dx, n);
+}
+
+void flexpipe::rt::cuda::attentionForward(cudaStream_t stream, const float *qkv,
+                                          float *probs, float *out,
+                                          int64_t batch, int64_t heads,
+                                          int64_t seq, int64_t hidden) {
+  const Heads shape{batch, heads, seq, hidden, hidden / heads};
+  LAUNCH_ROWS(attentionForwardKernel, batch * heads * seq, stream, shape, qkv,
+              probs, out);
+}
+
+void flexpipe::rt::cuda::attentionBackward(cudaStream_t stream,
+                                           const float *qkv, const float *probs,
+                                           const float *dout, float *scores,
+                                           float *dqkv, int64_t batch,
+                                           int64_t heads, int64_t seq,
+                                           int64_t hidden) {
+  const Heads shape{batch, heads, seq, hidden, hidden / heads};
+  LAUNCH_ROWS(attentionScoresGradKernel, batch * heads * seq, stream, shape,
+              qkv, probs, dout, scores, dqkv);
+  LAUNCH_ROWS(attentionKeyValueGradKernel, batch * heads * seq, stream, shape,
+              qkv, probs, dout, scores, dqkv);
+}
+
+void flexpipe::rt::cuda::softmaxCrossEntropy(cudaStream_t stream, float *logits,
+                                             const int32_t *targets,
+                                             double *rowLoss, int64_t rows,
+                                             int64_t vocab) {
+  LAUNCH_ROWS(softmaxCrossEntropyKernel, rows, stream, logits, targets, rowLoss,
+              rows, vocab);
+}
+
+void flexpipe::rt::cuda::addMeanLoss(cudaStream_t stream, const double *rowLoss,
+                                     int64_t rows, double *sum) {
+  LAUNCH(addMeanLossKernel, rows, rows, 1, stream, rowLoss, rows, sum);
+}
+
+void flexpipe::rt::cuda::crossEntropyGrad(cudaStream_t stream,
+                                          const float *probs,
+                                          const int32_t *targets,
+                                          float *dlogits, int64_t rows,
+                                          int64_t vocab, float scale) {
+  LAUNCH_ELEMENTS(crossEntropyGradKernel, rows * vocab, stream, probs, targets,
+                  dlogits, rows, vocab, scale);
+}
+
+void flexpipe::rt::cuda::adamStep(cudaStream_t stream, float *value,
+                                  float *grad, float *m, float *v, int64_t n,
+                                  float lr, float beta1, float beta2, float eps,
+                                  float c1, float c2) {
+  LAUNCH_ELEMENTS(adamKernel, n, stream, value, grad, m, v, n, lr, beta1, beta2,
+                  eps, c1, c2);
+}

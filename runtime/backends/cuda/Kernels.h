@@ -1,0 +1,99 @@
+//===- Kernels.h - The CUDA backend's kernels ------------------*- C++ -*-===//
+//
+// Part of the FlexPipe project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// Launchers for everything of the built-in model that is not a matrix
+// product (those go to cuBLAS). Each computes what the function of the same
+// name in runtime/lib/Model.cpp computes, in the same float / double
+// precision; sums that Model.cpp runs over rows keep its order, sums within
+// a row are tree reductions. Every launcher enqueues on `stream` and checks
+// the launch. Matrices are row-major; sizes are element counts.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLEXPIPE_RUNTIME_BACKENDS_CUDA_KERNELS_H
+#define FLEXPIPE_RUNTIME_BACKENDS_CUDA_KERNELS_H
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace flexpipe::rt::cuda {
+
+/// out[r][c] = token[ids[r]][c] + position[r % seq][c].
+void embeddingForward(cudaStream_t stream, const int32_t *ids,
+                      const float *token, const float *position, float *out,
+                      int64_t tokens, int64_t hidden, int64_t seq);
+/// token.grad[ids[r]] += dout[r], position.grad[r % seq] += dout[r], rows in
+/// order (no atomics: repeated tokens add up deterministically).
+void embeddingWeightGrad(cudaStream_t stream, const int32_t *ids,
+                         const float *dout, float *tokenGrad,
+                         float *positionGrad, int64_t tokens, int64_t hidden,
+                         int64_t seq);
+
+/// out[r][c] = row[c] (a bias broadcast before a product adds to it).
+void broadcastRows(cudaStream_t stream, const float *row, float *out,
+                   int64_t rows, int64_t cols);
+/// sums[c] += x[0][c] + x[1][c] + ... (bias gradients).
+void addColumnSums(cudaStream_t stream, const float *x, float *sums,
+                   int64_t rows, int64_t cols);
+/// out = a + b (out may be a or b).
+void add(cudaStream_t stream, const float *a, const float *b, float *out,
+         int64_t n);
+
+/// Row-wise LayerNorm with mean and 1/std per row kept.
+void layerNormForward(cudaStream_t stream, const float *x, const float *gain,
+                      const float *bias, float *y, float *mean, float *rstd,
+                      int64_t rows, int64_t hidden);
+/// dx (+)= LayerNorm's input gradient (= when !accumulate).
+void layerNormInputGrad(cudaStream_t stream, const float *x, const float *dy,
+                        const float *gain, const float *mean, const float *rstd,
+                        float *dx, int64_t rows, int64_t hidden,
+                        bool accumulate);
+/// gainGrad += sum over rows of dy * xhat, biasGrad += sum of dy.
+void layerNormWeightGrad(cudaStream_t stream, const float *x, const float *dy,
+                         const float *mean, const float *rstd, float *gainGrad,
+                         float *biasGrad, int64_t rows, int64_t hidden);
+
+/// y = GELU(x) (tanh approximation).
+void geluForward(cudaStream_t stream, const float *x, float *y, int64_t n);
+/// dx = dy * GELU'(x).
+void geluBackward(cudaStream_t stream, const float *dy, const float *x,
+                  float *dx, int64_t n);
+
+/// Causal multi-head attention: qkv [batch*seq x 3*hidden] (q | k | v) into
+/// out [batch*seq x hidden], keeping probs [batch x heads x seq x seq].
+void attentionForward(cudaStream_t stream, const float *qkv, float *probs,
+                      float *out, int64_t batch, int64_t heads, int64_t seq,
+                      int64_t hidden);
+/// dqkv from dout; `scores` is scratch of probs' size.
+void attentionBackward(cudaStream_t stream, const float *qkv,
+                       const float *probs, const float *dout, float *scores,
+                       float *dqkv, int64_t batch, int64_t heads, int64_t seq,
+                       int64_t hidden);
+
+/// Turns logits into softmax probabilities in place and writes each row's
+/// cross-entropy log(sum exp) + max - logit[target] to rowLoss.
+void softmaxCrossEntropy(cudaStream_t stream, float *logits,
+                         const int32_t *targets, double *rowLoss, int64_t rows,
+                         int64_t vocab);
+/// *sum += float(mean of rowLoss), the rows added in order.
+void addMeanLoss(cudaStream_t stream, const double *rowLoss, int64_t rows,
+                 double *sum);
+/// dlogits = (probs - onehot(target)) * scale.
+void crossEntropyGrad(cudaStream_t stream, const float *probs,
+                      const int32_t *targets, float *dlogits, int64_t rows,
+                      int64_t vocab, float scale);
+
+/// One Adam step (Model.cpp's Adam::apply) for n values; clears grad.
+void adamStep(cudaStream_t stream, float *value, float *grad, float *m,
+              float *v, int64_t n, float lr, float beta1, float beta2,
+              float eps, float c1, float c2);
+
+} // namespace flexpipe::rt::cuda
+
+#endif // FLEXPIPE_RUNTIME_BACKENDS_CUDA_KERNELS_H

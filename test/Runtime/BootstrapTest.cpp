@@ -1,0 +1,297 @@
+//===- BootstrapTest.cpp - The CUDA backend's host-side start-up ----------===//
+//
+// Part of the FlexPipe project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// Catch2 tests of runtime/backends/cuda/Bootstrap.cpp, which needs no GPU:
+// launch environment, rendezvous file, process liveness and the watchdog.
+// Run by test/Runtime/bootstrap.test.
+//
+//===----------------------------------------------------------------------===//
+
+#define CATCH_CONFIG_MAIN
+#include <catch2/catch.hpp>
+
+#include "Bootstrap.h"
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+using namespace flexpipe::rt;
+
+namespace {
+
+/// An environment from a table.
+Getenv table(std::map<std::string, std::string> values) {
+  return [values = std::move(values)](const char *name) -> const char * {
+    auto it = values.find(name);
+    return it == values.end() ? nullptr : it->second.c_str();
+  };
+}
+
+std::string launch(std::map<std::string, std::string> values, LaunchEnv &env,
+                   bool withMpi = true) {
+  env = LaunchEnv();
+  return readLaunchEnv(table(std::move(values)), withMpi, env);
+}
+
+std::string temporaryPath(const std::string &name) {
+  const char *dir = std::getenv("TMPDIR");
+  return std::string(dir && *dir ? dir : "/tmp") + "/flexpipe-bootstrap-" +
+         std::to_string(::getpid()) + "-" + name;
+}
+
+std::vector<uint8_t> sampleId() {
+  std::vector<uint8_t> id(128);
+  for (size_t i = 0; i < id.size(); ++i)
+    id[i] = static_cast<uint8_t>(i * 37 + 11);
+  return id;
+}
+
+} // namespace
+
+TEST_CASE("launch environment: torchrun variables", "[bootstrap]") {
+  LaunchEnv env;
+  CHECK(launch({{"RANK", "3"},
+                {"WORLD_SIZE", "4"},
+                {"LOCAL_RANK", "1"},
+                {"FLEXPIPE_NCCL_ID_FILE", "/shared/id"},
+                {"FLEXPIPE_RUN_ID", "job42"},
+                {"FLEXPIPE_TIMEOUT", "12.5"}},
+               env) == "");
+  CHECK_FALSE(env.mpi);
+  CHECK(env.rank == 3);
+  CHECK(env.world == 4);
+  CHECK(env.localRank == 1);
+  CHECK(env.idFile == "/shared/id");
+  CHECK(env.runId == "job42");
+  CHECK(env.timeout == 12.5);
+}
+
+TEST_CASE("launch environment: defaults and errors", "[bootstrap]") {
+  LaunchEnv env;
+  // Nothing set: one rank.
+  CHECK(launch({}, env) == "");
+  CHECK(env.rank == 0);
+  CHECK(env.world == 1);
+  CHECK(env.timeout == 300);
+  // LOCAL_RANK defaults to RANK; one rank needs no id file.
+  CHECK(launch({{"RANK", "0"}, {"WORLD_SIZE", "1"}}, env) == "");
+  CHECK(
+      launch(
+          {{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"FLEXPIPE_NCCL_ID_FILE", "f"}},
+          env) == "");
+  CHECK(env.localRank == 1);
+
+  CHECK(launch({{"RANK", "1"}, {"WORLD_SIZE", "2"}}, env) ==
+        "WORLD_SIZE is 2: set FLEXPIPE_NCCL_ID_FILE to a file name every rank "
+        "can reach (rank 0 writes the NCCL id there; run-env.sh sets it)");
+  CHECK(launch({{"RANK", "2"}, {"WORLD_SIZE", "2"}}, env) ==
+        "RANK must be an integer from 0 to WORLD_SIZE - 1 = 1, not '2'");
+  CHECK(launch({{"RANK", "-1"}, {"WORLD_SIZE", "2"}}, env) ==
+        "RANK must be an integer from 0 to WORLD_SIZE - 1 = 1, not '-1'");
+  CHECK(launch({{"RANK", "0"}, {"WORLD_SIZE", "two"}}, env) ==
+        "WORLD_SIZE must be a positive integer, not 'two'");
+  CHECK(launch({{"RANK", "0"}}, env) ==
+        "set both RANK and WORLD_SIZE (only RANK is set)");
+  CHECK(launch({{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"LOCAL_RANK", "x"}},
+               env) == "LOCAL_RANK must be a non-negative integer, not 'x'");
+  CHECK(launch({{"FLEXPIPE_TIMEOUT", "0"}}, env) ==
+        "FLEXPIPE_TIMEOUT must be a positive number of seconds, not '0'");
+  CHECK(launch({{"FLEXPIPE_TIMEOUT", "5s"}}, env) ==
+        "FLEXPIPE_TIMEOUT must be a positive number of seconds, not '5s'");
+  CHECK(launch({{"FLEXPIPE_BOOTSTRAP", "pmi"}}, env) ==
+        "FLEXPIPE_BOOTSTRAP must be 'mpi' or 'env', not 'pmi'");
+}
+
+TEST_CASE("launch environment: MPI launchers", "[bootstrap]") {
+  LaunchEnv env;
+  CHECK(startedByMpi(table({{"OMPI_COMM_WORLD_SIZE", "4"}})));
+  CHECK(startedByMpi(table({{"PMI_SIZE", "2"}})));
+  CHECK(startedByMpi(table({{"PMIX_RANK", "0"}})));
+  CHECK_FALSE(startedByMpi(table({{"RANK", "0"}})));
+
+  CHECK(launch({{"OMPI_COMM_WORLD_SIZE", "4"}}, env) == "");
+  CHECK(env.mpi);
+  // The environment wins when asked for, even under mpirun.
+  CHECK(launch({{"OMPI_COMM_WORLD_SIZE", "4"}, {"FLEXPIPE_BOOTSTRAP", "env"}},
+               env) == "");
+  CHECK_FALSE(env.mpi);
+  // Without MPI in the runtime.
+  CHECK(launch({{"OMPI_COMM_WORLD_SIZE", "4"}}, env, false) ==
+        "an MPI launcher started this rank, but this runtime was built "
+        "without MPI; start the ranks with run-env.sh (RANK, WORLD_SIZE) "
+        "instead");
+  CHECK(launch({{"OMPI_COMM_WORLD_SIZE", "2"},
+                {"RANK", "1"},
+                {"WORLD_SIZE", "2"},
+                {"FLEXPIPE_NCCL_ID_FILE", "f"}},
+               env, false) == "");
+  CHECK(env.rank == 1);
+  CHECK(launch({{"FLEXPIPE_BOOTSTRAP", "mpi"}}, env, false) ==
+        "FLEXPIPE_BOOTSTRAP is 'mpi', but this runtime was built without MPI; "
+        "start the ranks with run-env.sh");
+}
+
+TEST_CASE("rendezvous file: format and parse", "[bootstrap]") {
+  const std::vector<uint8_t> id = sampleId();
+  const std::string text = formatIdFile("run7", 4, id);
+  CHECK(text.rfind("flexpipe-nccl-id 1\nrun run7\nworld 4\nid 0b30", 0) == 0);
+  std::vector<uint8_t> read;
+  CHECK(parseIdFile(text, "run7", 4, id.size(), read) == "");
+  CHECK(read == id);
+  CHECK(parseIdFile(formatIdFile("", 2, id), "", 2, id.size(), read) == "");
+
+  CHECK(parseIdFile(text, "run8", 4, id.size(), read) ==
+        "written by another run ('run7', this run is 'run8')");
+  CHECK(parseIdFile(text, "run7", 2, id.size(), read) ==
+        "written for 4 ranks, this run has 2");
+  CHECK(parseIdFile(text, "run7", 4, 64, read) ==
+        "the id has 128 bytes, expected 64");
+  // A file still being written (no rename seen yet) is not taken.
+  CHECK(parseIdFile(text.substr(0, text.size() - 10), "run7", 4, id.size(),
+                    read) == "incomplete or not a FlexPipe NCCL id file");
+  CHECK(parseIdFile("", "run7", 4, id.size(), read) ==
+        "incomplete or not a FlexPipe NCCL id file");
+}
+
+TEST_CASE("rendezvous file: publish and await", "[bootstrap]") {
+  const std::string path = temporaryPath("id");
+  std::remove(path.c_str());
+  const std::vector<uint8_t> id = sampleId();
+  std::vector<uint8_t> read;
+
+  // Nobody writes: a clear error after the timeout.
+  const std::string error = awaitId(path, "r", 2, id.size(), 0.2, read);
+  CHECK(error.find("waited 0.2 s (FLEXPIPE_TIMEOUT) for rank 0 to write the "
+                   "NCCL id to '" +
+                   path + "' (FLEXPIPE_NCCL_ID_FILE), but it does not exist") ==
+        0);
+
+  // A stale file of another run is ignored until this run's file replaces it.
+  REQUIRE(publishId(path, "old", 2, std::vector<uint8_t>(id.size(), 1)) == "");
+  std::thread writer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    CHECK(publishId(path, "new", 2, id) == "");
+  });
+  CHECK(awaitId(path, "new", 2, id.size(), 10, read) == "");
+  writer.join();
+  CHECK(read == id);
+  std::remove(path.c_str());
+
+  CHECK(publishId("/nonexistent-dir/id", "r", 2, id)
+            .find("cannot write '/nonexistent-dir/id.tmp.") == 0);
+}
+
+TEST_CASE("process liveness", "[bootstrap]") {
+  const ProcessId self = thisProcess();
+  CHECK(self.pid == static_cast<uint64_t>(::getpid()));
+  CHECK(self.start > 0);
+  CHECK(processRunning(self));
+  CHECK(thisProcess().host == self.host);
+  // Another start time: the pid was reused by another process.
+  ProcessId other = self;
+  other.start += 1;
+  CHECK_FALSE(processRunning(other));
+
+  // A child that has exited counts as exited, reaped or not (a zombie).
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    std::_Exit(0);
+  }
+  ProcessId peer;
+  for (int tries = 0; tries < 100 && peer.start == 0; ++tries) {
+    // The child's start time, as the child would report it.
+    std::ifstream stat("/proc/" + std::to_string(child) + "/stat");
+    std::string text((std::istreambuf_iterator<char>(stat)),
+                     std::istreambuf_iterator<char>());
+    const size_t close = text.rfind(')');
+    if (close == std::string::npos)
+      continue;
+    std::istringstream fields(text.substr(close + 1));
+    std::string field;
+    for (int index = 3; index <= 22 && fields >> field; ++index)
+      ;
+    peer = {self.host, static_cast<uint64_t>(child), std::stoull(field)};
+  }
+  CHECK(processRunning(peer));
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  CHECK_FALSE(processRunning(peer)); // a zombie until reaped
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  CHECK_FALSE(processRunning(peer));
+}
+
+TEST_CASE("watchdog", "[bootstrap]") {
+  using namespace std::chrono_literals;
+  std::mutex mutex;
+  std::vector<std::string> failures;
+  auto record = [&](const std::string &failure) {
+    std::lock_guard<std::mutex> lock(mutex);
+    failures.push_back(failure);
+  };
+  auto failed = [&] {
+    std::lock_guard<std::mutex> lock(mutex);
+    return failures;
+  };
+
+  SECTION("a failing check, still failing after the grace period") {
+    std::atomic<int> calls{0};
+    Watchdog watchdog([&] { return ++calls > 2 ? "rank 1 has exited" : ""; },
+                      record, 0.02, 0.1);
+    for (int i = 0; i < 200 && failed().empty(); ++i)
+      std::this_thread::sleep_for(10ms);
+    REQUIRE(failed().size() == 1);
+    CHECK(failed()[0] == "rank 1 has exited");
+  }
+  SECTION("a check that recovers within the grace period") {
+    std::atomic<int> calls{0};
+    Watchdog watchdog([&] { return ++calls == 3 ? "blip" : ""; }, record, 0.02,
+                      0.2);
+    std::this_thread::sleep_for(400ms);
+    CHECK(failed().empty());
+  }
+  SECTION("quiet stops the checks") {
+    Watchdog watchdog([] { return "rank 1 has exited"; }, record, 0.02, 0.1);
+    watchdog.quiet();
+    std::this_thread::sleep_for(300ms);
+    CHECK(failed().empty());
+  }
+  SECTION("a scope longer than its limit") {
+    Watchdog watchdog([] { return ""; }, record, 0.02);
+    {
+      Watchdog::Scope scope(&watchdog, "initialising NCCL", 0.1);
+      for (int i = 0; i < 200 && failed().empty(); ++i)
+        std::this_thread::sleep_for(10ms);
+    }
+    REQUIRE(failed().size() == 1);
+    CHECK(failed()[0].find(" s while initialising NCCL (FLEXPIPE_TIMEOUT); a "
+                           "peer rank may have died or hung") !=
+          std::string::npos);
+  }
+  SECTION("scopes within their limit, and no scope at all") {
+    Watchdog watchdog([] { return ""; }, record, 0.02);
+    for (int i = 0; i < 5; ++i) {
+      Watchdog::Scope scope(&watchdog, "a quick call", 0.2);
+      std::this_thread::sleep_for(50ms);
+    }
+    std::this_thread::sleep_for(300ms);
+    CHECK(failed().empty());
+    Watchdog::Scope none(nullptr, "nothing", 0); // no watchdog: no effect
+  }
+}

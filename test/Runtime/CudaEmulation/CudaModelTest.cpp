@@ -1,0 +1,225 @@
+//===- CudaModelTest.cpp - The CUDA model against Model.cpp, emulated -----===//
+//
+// Part of the FlexPipe project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// Trains the CUDA backend's model (runtime/backends/cuda/CudaModel.cpp and
+// the very kernels of Kernels.cu, compiled for the CPU with the emulation of
+// this folder) and Model.cpp's CPU model side by side, and requires the same
+// losses and weights. What this covers: the kernels' indexing and math, the
+// row-major mapping onto cuBLAS's column-major sgemm, the layers' wiring and
+// kept state, stage splits, Adam and the loss sum, every output element
+// written (new memory is NaN), no overruns, no leaks. What it cannot cover:
+// real GPU concurrency, streams and events, cuBLAS itself and NCCL.
+//
+//===----------------------------------------------------------------------===//
+
+#define CATCH_CONFIG_MAIN
+#include <catch2/catch.hpp>
+
+#include "CudaBackend.h"
+#include "Emulation.h"
+
+#include <cmath>
+#include <map>
+
+using namespace flexpipe::rt;
+using namespace flexpipe::rt::cuda;
+
+namespace {
+
+struct Trained {
+  std::vector<double> losses;
+  std::map<std::string, std::vector<float>> weights;
+  /// Every parameter's gradient after the first iteration's backward, in
+  /// Model.h's order: the sharp check (Adam's first steps barely depend on
+  /// a gradient's size).
+  std::vector<std::vector<float>> gradients;
+};
+
+/// The order every run here follows in an iteration: all forwards, then per
+/// micro-batch the input gradient and the weight gradient.
+constexpr int kIterations = 3;
+constexpr float kLr = 1e-3f;
+
+Trained trainOnCpu(const GptConfig &config, int microbatches) {
+  Stage model(config, 0, config.layers, true, true);
+  Adam adam;
+  adam.lr = kLr;
+  Trained result;
+  const float scale = 1.0f / static_cast<float>(microbatches);
+  for (int it = 0; it < kIterations; ++it) {
+    double loss = 0;
+    for (int mb = 0; mb < microbatches; ++mb) {
+      Tensor out;
+      loss += model.forward(mb, makeBatch(config, it, mb), {}, out);
+    }
+    for (int mb = 0; mb < microbatches; ++mb) {
+      Tensor din;
+      model.inputGrad(mb, {}, din, scale);
+      model.weightGrad(mb);
+    }
+    if (it == 0)
+      for (Parameter *p : model.parameters())
+        result.gradients.push_back(p->grad);
+    adam.apply(model.parameters());
+    result.losses.push_back(loss * scale);
+  }
+  for (Parameter *p : model.parameters())
+    result.weights[p->name] = p->value;
+  return result;
+}
+
+/// `split` blocks on the first stage (with the embedding), the rest on the
+/// second (with the head); split = layers: one stage holds everything.
+Trained trainOnEmulatedGpu(const GptConfig &config, int microbatches,
+                           int split) {
+  Trained result;
+  {
+    auto context = std::make_shared<CudaContext>(0, 30.0);
+    ScheduleDesc desc;
+    desc.model = config;
+    desc.microbatches = microbatches;
+    std::unique_ptr<Device> device = makeCudaDevice(context, desc);
+    const bool one = split == config.layers;
+    std::vector<std::unique_ptr<DeviceStage>> stages;
+    ScheduleDesc::Stage first{0, 0, split, true, one};
+    stages.push_back(device->makeStage(first));
+    if (!one) {
+      ScheduleDesc::Stage second{
+          0, split, static_cast<int>(config.layers) - split, false, true};
+      stages.push_back(device->makeStage(second));
+    }
+    const float scale = 1.0f / static_cast<float>(microbatches);
+    for (int it = 0; it < kIterations; ++it) {
+      for (int mb = 0; mb < microbatches; ++mb) {
+        BufferPtr current;
+        for (auto &stage : stages) {
+          BufferPtr next;
+          stage->forward(mb, makeBatch(config, it, mb), std::move(current),
+                         next, &stage == &stages.back());
+          current = std::move(next);
+        }
+        CHECK(current == nullptr); // the head passes nothing on
+      }
+      size_t cached = 0;
+      for (auto &stage : stages)
+        cached += stage->cachedBytes();
+      CHECK(cached > 0);
+      for (int mb = 0; mb < microbatches; ++mb) {
+        BufferPtr current;
+        for (auto it = stages.rbegin(); it != stages.rend(); ++it) {
+          BufferPtr next;
+          (*it)->inputGrad(mb, std::move(current), next, scale);
+          current = std::move(next);
+        }
+        CHECK(current == nullptr); // token ids have no gradient
+        for (auto &stage : stages)
+          stage->weightGrad(mb);
+      }
+      for (auto &stage : stages)
+        CHECK(stage->cachedBytes() == 0);
+      if (it == 0)
+        for (auto &stage : stages)
+          for (GradientRef g : stage->gradients()) {
+            std::vector<float> values(g.size);
+            REQUIRE(cudaMemcpyAsync(
+                        values.data(), g.data, g.size * sizeof(float),
+                        cudaMemcpyDeviceToHost, nullptr) == cudaSuccess);
+            result.gradients.push_back(std::move(values));
+          }
+      device->step(kLr);
+      result.losses.push_back(device->takeLossSum() * scale);
+    }
+    for (auto &[name, values] : device->weights())
+      result.weights[name] = values;
+    // Buffers: zeros of the asked size; copies are copies.
+    BufferPtr zeros = device->allocate(5);
+    REQUIRE(zeros->size() == 5);
+    std::vector<float> host(5, 1.0f);
+    REQUIRE(cudaMemcpyAsync(host.data(), zeros->data(), 5 * sizeof(float),
+                            cudaMemcpyDeviceToHost, nullptr) == cudaSuccess);
+    CHECK(host == std::vector<float>(5, 0.0f));
+    BufferPtr copy = device->copy(*zeros);
+    CHECK(copy->size() == 5);
+    CHECK(copy->data() != zeros->data());
+  }
+  // Everything the device and the context allocated is freed.
+  CHECK(emulation::liveDeviceAllocations() == 0);
+  return result;
+}
+
+void compare(const Trained &gpu, const Trained &cpu) {
+  // Gradients: within 1e-5 of the largest magnitude of each parameter's.
+  REQUIRE(gpu.gradients.size() == cpu.gradients.size());
+  double worstGradient = 0;
+  for (size_t p = 0; p < cpu.gradients.size(); ++p) {
+    const std::vector<float> &a = gpu.gradients[p], &b = cpu.gradients[p];
+    REQUIRE(a.size() == b.size());
+    double largest = 0, diff = 0;
+    for (size_t i = 0; i < b.size(); ++i) {
+      REQUIRE(std::isfinite(a[i]));
+      largest = std::max(largest, std::abs(double(b[i])));
+      diff = std::max(diff, std::abs(double(a[i]) - b[i]));
+    }
+    INFO("gradient " << p << ": largest " << largest << ", difference "
+                     << diff);
+    CHECK(diff <= 1e-5 * largest);
+    worstGradient = std::max(worstGradient, largest > 0 ? diff / largest : 0);
+  }
+  WARN("worst relative gradient difference " << worstGradient);
+  REQUIRE(gpu.losses.size() == cpu.losses.size());
+  for (size_t i = 0; i < cpu.losses.size(); ++i) {
+    INFO("iteration " << i << ": emulated GPU " << gpu.losses[i] << ", CPU "
+                      << cpu.losses[i]);
+    CHECK(std::isfinite(gpu.losses[i]));
+    CHECK(std::abs(gpu.losses[i] - cpu.losses[i]) <=
+          1e-5 * std::abs(cpu.losses[i]));
+  }
+  CHECK(cpu.losses.back() < cpu.losses.front());
+  REQUIRE(gpu.weights.size() == cpu.weights.size());
+  double worst = 0;
+  std::string where;
+  for (const auto &[name, values] : cpu.weights) {
+    auto it = gpu.weights.find(name);
+    REQUIRE(it != gpu.weights.end());
+    REQUIRE(it->second.size() == values.size());
+    for (size_t i = 0; i < values.size(); ++i) {
+      REQUIRE(std::isfinite(it->second[i]));
+      const double diff = std::abs(it->second[i] - values[i]) /
+                          std::max(1.0, std::abs(double(values[i])));
+      if (diff > worst) {
+        worst = diff;
+        where = name + "[" + std::to_string(i) + "]";
+      }
+    }
+  }
+  INFO("worst weight difference " << worst << " at " << where);
+  CHECK(worst <= 1e-4);
+}
+
+} // namespace
+
+TEST_CASE("two stages; sequences longer than a warp; 2 sequences per "
+          "micro-batch",
+          "[cuda-emulation]") {
+  // vocab, seq, hidden, heads (32 dimensions each), layers, sequences
+  const GptConfig config{64, 40, 64, 2, 2, 2};
+  compare(trainOnEmulatedGpu(config, 2, 1), trainOnCpu(config, 2));
+}
+
+TEST_CASE("one stage with embedding and head; narrow heads; a wide MLP",
+          "[cuda-emulation]") {
+  const GptConfig config{96, 8, 48, 3, 1, 3}; // 16 dimensions per head
+  compare(trainOnEmulatedGpu(config, 3, 1), trainOnCpu(config, 3));
+}
+
+TEST_CASE("the default model, 2 layers, on three micro-batches",
+          "[cuda-emulation]") {
+  GptConfig config; // vocab 256, seq 32, hidden 64, heads 4
+  config.layers = 2;
+  compare(trainOnEmulatedGpu(config, 3, 1), trainOnCpu(config, 3));
+}

@@ -1,0 +1,21 @@
+//===- Emulation.h - What the test asks of the emulator ---------*- C++ -*-===//
+//
+// Part of the FlexPipe project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLEXPIPE_TEST_CUDA_EMULATION_EMULATION_H
+#define FLEXPIPE_TEST_CUDA_EMULATION_EMULATION_H
+
+#include <cstddef>
+
+namespace flexpipe::rt::cuda::emulation {
+
+/// Device allocations not freed yet.
+size_t liveDeviceAllocations();
+
+} // namespace flexpipe::rt::cuda::emulation
+
+#endif // FLEXPIPE_TEST_CUDA_EMULATION_EMULATION_H
