@@ -62,8 +62,12 @@ int flexpipe::parseCompileOptions(int argc, char **argv,
       ->check(CLI::IsMember({"layers", "cost"}))
       ->capture_default_str();
   app.add_option("--backend", options.backend,
-                 "Runtime backend of --emit=cpp|exe: cpu (OpenBLAS and MPI)")
-      ->check(CLI::IsMember({"cpu"}))
+                 "Runtime backend the rank executables of --emit=exe link: "
+                 "cpu (OpenBLAS and MPI; launch with run-mpi.sh) or cuda "
+                 "(one GPU per rank: cuBLAS, own kernels, NCCL; built with "
+                 "nvcc, launched with run-env.sh, or run-mpi.sh when the "
+                 "runtime has MPI; needs a build with FLEXPIPE_ENABLE_CUDA)")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
   app.add_option("--dp", options.dp,
                  "Data-parallel replicas of the pipeline for --emit=cpp|exe "

@@ -13,6 +13,7 @@
 
 #include "Options.h"
 
+#include "flexpipe/Config.h"
 #include "flexpipe/Conversion/FlexPipeToEmitC/FlexPipeToEmitC.h"
 #include "flexpipe/Dialect/FlexPipe/IR/FlexPipe.h"
 #include "flexpipe/Dialect/FlexPipe/Transforms/Passes.h"
@@ -39,6 +40,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <numeric>
+#include <optional>
 
 using namespace mlir;
 using namespace flexpipe;
@@ -61,6 +63,167 @@ static bool execute(ArrayRef<std::string> command) {
 static std::string environmentOr(const char *name, const char *fallback) {
   const char *value = std::getenv(name);
   return value && *value ? value : fallback;
+}
+
+/// How to build one rank: `before` SOURCE -o OUTPUT `after`.
+struct Toolchain {
+  std::vector<std::string> before, after;
+};
+
+/// The cpu backend: the MPI compiler wrapper against the runtime.
+static std::optional<Toolchain> cpuToolchain(const std::string &include,
+                                             const std::string &libs) {
+  llvm::ErrorOr<std::string> compiler =
+      llvm::sys::findProgramByName(environmentOr("FLEXPIPE_CXX", "mpicxx"));
+  if (!compiler) {
+    llvm::errs() << "flexpipe-compile: cannot find the MPI C++ compiler "
+                    "'mpicxx' (install openmpi-bin or set FLEXPIPE_CXX)\n";
+    return std::nullopt;
+  }
+  return Toolchain{{*compiler, "-std=c++17", "-O2", "-I" + include},
+                   {libs + "/libflexpipe_rt_cpu.a",
+                    libs + "/libFlexPipeRuntime.a", "-lopenblas"}};
+}
+
+/// The cuda backend: nvcc drives the host compiler (mpicxx when the runtime
+/// has MPI) and links cudart; cuBLAS and NCCL are found at run time through
+/// an rpath to the directories the build found them in.
+static std::optional<Toolchain> cudaToolchain(const std::string &include,
+                                              const std::string &libs) {
+  if (!FLEXPIPE_ENABLE_CUDA) {
+    llvm::errs() << "flexpipe-compile: --backend=cuda needs the CUDA "
+                    "runtime backend, which this build does not have "
+                    "(FLEXPIPE_ENABLE_CUDA is 0 in flexpipe/Config.h: CMake "
+                    "found no nvcc or NCCL); reconfigure on a machine with "
+                    "the CUDA toolkit and NCCL, or use --backend=cpu\n";
+    return std::nullopt;
+  }
+  llvm::ErrorOr<std::string> nvcc = llvm::sys::findProgramByName(
+      environmentOr("FLEXPIPE_NVCC", FLEXPIPE_CUDA_NVCC));
+  if (!nvcc) {
+    llvm::errs() << "flexpipe-compile: cannot find nvcc '"
+                 << environmentOr("FLEXPIPE_NVCC", FLEXPIPE_CUDA_NVCC)
+                 << "' (set FLEXPIPE_NVCC)\n";
+    return std::nullopt;
+  }
+  const char *hostDefault = FLEXPIPE_ENABLE_MPI ? "mpicxx" : "c++";
+  llvm::ErrorOr<std::string> host =
+      llvm::sys::findProgramByName(environmentOr("FLEXPIPE_CXX", hostDefault));
+  if (!host) {
+    llvm::errs() << "flexpipe-compile: cannot find the host C++ compiler '"
+                 << environmentOr("FLEXPIPE_CXX", hostDefault)
+                 << "' (set FLEXPIPE_CXX)\n";
+    return std::nullopt;
+  }
+  const std::string library = libs + "/libflexpipe_rt_cuda.a";
+  if (!llvm::sys::fs::exists(library)) {
+    llvm::errs() << "flexpipe-compile: cannot find " << library
+                 << " (build the flexpipe_rt_cuda target, or set "
+                    "FLEXPIPE_RUNTIME_LIB)\n";
+    return std::nullopt;
+  }
+  Toolchain toolchain{
+      {*nvcc, "-ccbin", *host, "-std=c++17", "-O2", "-I" + include},
+      {library, libs + "/libFlexPipeRuntime.a"}};
+  SmallVector<StringRef> directories;
+  StringRef(FLEXPIPE_CUDA_LIBRARY_DIRS).split(directories, ':', -1, false);
+  for (StringRef directory : directories) {
+    toolchain.after.push_back(("-L" + directory).str());
+    toolchain.after.push_back(("-Xlinker=-rpath=" + directory).str());
+  }
+  for (const char *lib : {"-lcublas", "-lnccl", "-lopenblas"})
+    toolchain.after.push_back(lib);
+  return toolchain;
+}
+
+/// run-env.sh: the ranks of this machine as processes with torchrun's
+/// variables; stops them all when one fails.
+static const char *const kEnvLauncher = R"sh(#!/usr/bin/env bash
+# Starts the @WORLD@ ranks of this schedule (rank r runs actor r mod @ACTORS@)
+# on this machine with RANK, WORLD_SIZE, LOCAL_RANK and LOCAL_WORLD_SIZE set
+# as torchrun sets them; rank 0 hands the NCCL id to the others through the
+# file FLEXPIPE_NCCL_ID_FILE (a fresh temporary file unless set). Each rank
+# uses GPU LOCAL_RANK mod the number of visible GPUs. Extra arguments go to
+# every rank (--iterations N, --losses F, ...). When a rank fails, the others
+# are stopped and this script exits with the failed rank's code.
+#
+# Several machines: on machine n of N run this script with FLEXPIPE_NNODES=N,
+# FLEXPIPE_NODE_RANK=n, FLEXPIPE_RUN_ID=<one id for all machines> and
+# FLEXPIPE_NCCL_ID_FILE=<a path on a file system all machines share>; machine
+# n starts ranks n*W/N to (n+1)*W/N - 1 of the W ranks.
+# Several ranks on one GPU: FLEXPIPE_HOSTID_PER_RANK=1 gives each rank its own
+# NCCL_HOSTID, so NCCL treats them as separate hosts (untested lead).
+set -u
+dir=$(cd "$(dirname "$0")" && pwd) || exit 1
+actors=@ACTORS@ world=@WORLD@
+nodes=${FLEXPIPE_NNODES:-1} node=${FLEXPIPE_NODE_RANK:-0}
+if ! [ "$nodes" -ge 1 ] 2>/dev/null || [ $((world % nodes)) -ne 0 ] ||
+   ! [ "$node" -ge 0 ] 2>/dev/null || [ "$node" -ge "$nodes" ]; then
+  echo "run-env.sh: FLEXPIPE_NNODES ($nodes) must divide $world ranks and FLEXPIPE_NODE_RANK ($node) be below it" >&2
+  exit 2
+fi
+if [ "$nodes" -gt 1 ] && { [ -z "${FLEXPIPE_NCCL_ID_FILE:-}" ] || [ -z "${FLEXPIPE_RUN_ID:-}" ]; }; then
+  echo "run-env.sh: on several machines set FLEXPIPE_NCCL_ID_FILE (on a shared file system) and FLEXPIPE_RUN_ID (the same on every machine)" >&2
+  exit 2
+fi
+per=$((world / nodes)) first=$((node * world / nodes))
+scratch=
+if [ -z "${FLEXPIPE_NCCL_ID_FILE:-}" ]; then
+  scratch=$(mktemp -d "${TMPDIR:-/tmp}/flexpipe-run.XXXXXX") || exit 1
+  export FLEXPIPE_NCCL_ID_FILE=$scratch/nccl-id
+fi
+export FLEXPIPE_NCCL_ID_FILE FLEXPIPE_RUN_ID=${FLEXPIPE_RUN_ID:-run-$$-$(date +%s%N)}
+pids=() ranks=()
+stop() { # stop the ranks still running: TERM, then KILL after 10 s
+  local p deadline=$((SECONDS + 10))
+  for p in "${pids[@]}"; do [ -n "$p" ] && kill -TERM "$p" 2>/dev/null; done
+  for p in "${pids[@]}"; do
+    while [ -n "$p" ] && kill -0 "$p" 2>/dev/null; do
+      if [ "$SECONDS" -ge "$deadline" ]; then kill -KILL "$p" 2>/dev/null; break; fi
+      sleep 0.1
+    done
+  done
+}
+trap 'stop; [ -n "$scratch" ] && rm -rf "$scratch"; exit 130' INT TERM
+for ((i = 0; i < per; ++i)); do
+  r=$((first + i))
+  (
+    export RANK=$r WORLD_SIZE=$world LOCAL_RANK=$i LOCAL_WORLD_SIZE=$per
+    if [ "${FLEXPIPE_HOSTID_PER_RANK:-0}" = 1 ]; then
+      export NCCL_HOSTID="flexpipe-$(hostname)-rank$r"
+    fi
+    exec "$dir/rank$((r % actors))" "$@"
+  ) &
+  pids+=($!) ranks+=($r)
+done
+status=0 left=$per
+while [ "$left" -gt 0 ]; do
+  for i in "${!pids[@]}"; do
+    p=${pids[$i]}
+    if [ -z "$p" ] || kill -0 "$p" 2>/dev/null; then continue; fi
+    wait "$p"; code=$?
+    pids[$i]= left=$((left - 1))
+    if [ "$code" -ne 0 ] && [ "$status" -eq 0 ]; then
+      status=$code
+      echo "run-env.sh: rank ${ranks[$i]} (pid $p) exited with code $code; stopping the other ranks" >&2
+      stop
+    fi
+  done
+  [ "$left" -gt 0 ] && sleep 0.2
+done
+[ -n "$scratch" ] && rm -rf "$scratch"
+exit $status
+)sh";
+
+/// Writes `text` with every @KEY@ replaced.
+static std::string
+substitute(std::string text,
+           ArrayRef<std::pair<std::string, std::string>> values) {
+  for (const auto &[key, value] : values)
+    for (size_t at = text.find(key); at != std::string::npos;
+         at = text.find(key, at + value.size()))
+      text.replace(at, key.size(), value);
+  return text;
 }
 
 /// --emit=cpp|exe: one C++ source per rank, the schedule description, and
@@ -135,31 +298,47 @@ static int writeRanks(MLIRContext &context, ModuleOp module,
   if (options.emit == "cpp")
     return 0;
 
-  // Build every rank with the MPI compiler wrapper against the runtime.
-  std::string error;
-  llvm::ErrorOr<std::string> compiler = llvm::sys::findProgramByName(
-      environmentOr("FLEXPIPE_CXX", "mpicxx"));
-  if (!compiler) {
-    llvm::errs() << "flexpipe-compile: cannot find the MPI C++ compiler "
-                    "'mpicxx' (install openmpi-bin or set FLEXPIPE_CXX)\n";
-    return 1;
-  }
+  // Build every rank against the backend's runtime.
+  const bool cuda = options.backend == "cuda";
   const std::string include =
       environmentOr("FLEXPIPE_RUNTIME_INCLUDE", FLEXPIPE_RUNTIME_INCLUDE_DIR);
   const std::string libs =
       environmentOr("FLEXPIPE_RUNTIME_LIB", FLEXPIPE_RUNTIME_LIB_DIR);
+  std::optional<Toolchain> toolchain =
+      cuda ? cudaToolchain(include, libs) : cpuToolchain(include, libs);
+  if (!toolchain)
+    return 1;
   for (int64_t actor : actors) {
     const std::string name = "rank" + std::to_string(actor);
-    if (!execute({*compiler, "-std=c++17", "-O2", "-I" + include,
-                  path(name + ".cpp"), "-o", path(name),
-                  libs + "/libflexpipe_rt_cpu.a",
-                  libs + "/libFlexPipeRuntime.a", "-lopenblas"}))
+    std::vector<std::string> command = toolchain->before;
+    command.insert(command.end(), {path(name + ".cpp"), "-o", path(name)});
+    command.insert(command.end(), toolchain->after.begin(),
+                   toolchain->after.end());
+    if (!execute(command))
       return 1;
   }
 
   // Launchers: ranks are numbered replica * actors + actor.
   const int64_t numActors = static_cast<int64_t>(actors.size());
-  if (!write(path("run-mpi.sh"), [&](raw_ostream &os) {
+  auto executable = [&](const std::string &file) {
+    llvm::sys::fs::setPermissions(path(file), llvm::sys::fs::all_read |
+                                                  llvm::sys::fs::all_exe |
+                                                  llvm::sys::fs::owner_write);
+  };
+  if (cuda) {
+    if (!write(path("run-env.sh"), [&](raw_ostream &os) {
+          os << substitute(
+              kEnvLauncher,
+              {{"@ACTORS@", std::to_string(numActors)},
+               {"@WORLD@", std::to_string(numActors * options.dp)}});
+          return success();
+        }))
+      return 1;
+    executable("run-env.sh");
+  }
+  // mpirun starts CUDA ranks too when their runtime has MPI.
+  if ((!cuda || FLEXPIPE_ENABLE_MPI) &&
+      !write(path("run-mpi.sh"), [&](raw_ostream &os) {
         os << "#!/bin/sh\n"
               "# Launches the " << numActors * options.dp
            << " ranks of this schedule with mpirun (MPMD: rank r runs actor\n"
@@ -179,10 +358,8 @@ static int writeRanks(MLIRContext &context, ModuleOp module,
         return success();
       }))
     return 1;
-  llvm::sys::fs::setPermissions(path("run-mpi.sh"),
-                                llvm::sys::fs::all_read |
-                                    llvm::sys::fs::all_exe |
-                                    llvm::sys::fs::owner_write);
+  if (!cuda || FLEXPIPE_ENABLE_MPI)
+    executable("run-mpi.sh");
   if (!write(path("slurm.conf"), [&](raw_ostream &os) {
         os << "# srun --multi-prog slurm.conf (one task per line)\n";
         for (int64_t r = 0; r < numActors * options.dp; ++r)
@@ -193,7 +370,8 @@ static int writeRanks(MLIRContext &context, ModuleOp module,
   if (options.output == "-")
     llvm::outs() << "flexpipe-compile: wrote " << numActors
                  << " rank executables and launchers to " << directory
-                 << "/ (run " << directory << "/run-mpi.sh)\n";
+                 << "/ (run " << directory
+                 << (cuda ? "/run-env.sh)\n" : "/run-mpi.sh)\n");
   return 0;
 }
 
