@@ -4,9 +4,12 @@
 Losses (one per line) must agree within 1e-5 relative per iteration; final
 weights (files of 'NAME COUNT VALUES...' lines; the run's are split over
 WEIGHTS.actorN files) within 1e-4 (absolute, or relative for large values);
-and the loss must fall. Prints a summary line; exits 1 on any difference.
+and the loss must fall. --loss-tol and --weight-tol change the two bounds
+(GPU runs: scripts/gpu-test.sh). Prints a summary line; exits 1 on any
+difference.
 
 Usage: compare-training.py RUN_LOSSES REF_LOSSES RUN_WEIGHTS_PREFIX REF_WEIGHTS
+                           [--loss-tol X] [--weight-tol Y]
 """
 
 import glob
@@ -34,10 +37,24 @@ def weights(paths):
 
 
 def main():
-    if len(sys.argv) != 5:
+    args, loss_tol, weight_tol = [], 1e-5, 1e-4
+    argv = iter(sys.argv[1:])
+    for arg in argv:
+        if arg in ("--loss-tol", "--weight-tol"):
+            value = float(next(argv, "nan"))
+            if not value > 0:
+                print(f"{arg} needs a positive number", file=sys.stderr)
+                return 2
+            if arg == "--loss-tol":
+                loss_tol = value
+            else:
+                weight_tol = value
+        else:
+            args.append(arg)
+    if len(args) != 4:
         print(__doc__.strip(), file=sys.stderr)
         return 2
-    run_losses, ref_losses = losses(sys.argv[1]), losses(sys.argv[2])
+    run_losses, ref_losses = losses(args[0]), losses(args[1])
     failures = []
     if len(run_losses) != len(ref_losses):
         failures.append(f"{len(run_losses)} iterations, the reference has "
@@ -46,13 +63,13 @@ def main():
     for i, (a, b) in enumerate(zip(run_losses, ref_losses)):
         rel = abs(a - b) / max(abs(b), 1e-12)
         worst_loss = max(worst_loss, rel)
-        if rel > 1e-5:
+        if rel > loss_tol:
             failures.append(f"iteration {i}: loss {a:.9g}, reference {b:.9g}")
     if len(run_losses) > 1 and not run_losses[-1] < run_losses[0]:
         failures.append(f"the loss did not fall ({run_losses[0]:.6f} -> "
                         f"{run_losses[-1]:.6f})")
-    run_weights = weights(sorted(glob.glob(sys.argv[3] + ".actor*")))
-    ref_weights = weights([sys.argv[4]])
+    run_weights = weights(sorted(glob.glob(args[2] + ".actor*")))
+    ref_weights = weights([args[3]])
     if set(run_weights) != set(ref_weights):
         missing = sorted(set(ref_weights) - set(run_weights))
         failures.append(f"parameters differ; missing in the run: {missing[:5]}")
@@ -61,7 +78,7 @@ def main():
         for a, b in zip(run_weights[name], ref_weights[name]):
             diff = abs(a - b) / max(1.0, abs(b))
             worst_weight = max(worst_weight, diff)
-    if worst_weight > 1e-4:
+    if worst_weight > weight_tol:
         failures.append(f"weights differ by up to {worst_weight:.3g}")
     for failure in failures:
         print("FAIL:", failure)
