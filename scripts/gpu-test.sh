@@ -10,6 +10,8 @@
 #   1f1b         4 actors, 8 micro-batches
 #   interleaved  interleaved 1F1B, 4 actors, 8 stages, 8 micro-batches
 #   dp2xpp2      1F1B on 2 actors, 2 data-parallel replicas, 4 micro-batches
+#   zb-h1        zero bubble H1: separate input and weight gradients (I, W)
+#   zb-v-async   zero bubble V with asynchronous receives and waits
 #
 # Tolerances, looser than the CPU runs' 1e-5 / 1e-4 because the GPU sums in
 # other orders (warp reductions, cuBLAS's blocking, fused multiply-adds):
@@ -74,8 +76,7 @@ run() {
   shift 2
   local dir="$WORK/$name"
   log "$name: compiling"
-  if ! "$COMPILE" "$spec" --model "$MODEL" --cluster "$CLUSTER" --backend=cuda \
-      --emit=exe -o "$dir" "$@"; then
+  if ! "$COMPILE" "$spec" --backend=cuda --emit=exe -o "$dir" "$@"; then
     summary+=("$(printf '%-12s FAIL: flexpipe-compile failed' "$name")")
     failures=$((failures + 1))
     return
@@ -114,9 +115,19 @@ run() {
   [ $ok -eq 0 ] || failures=$((failures + 1))
 }
 
-run 1f1b "$FLEXPIPE_ROOT/schedules/1f1b.mlir" --microbatches 8
-run interleaved "$FLEXPIPE_ROOT/schedules/interleaved-1f1b.mlir" --microbatches 8
-run dp2xpp2 "$FLEXPIPE_ROOT/schedules/1f1b.mlir" --actors 2 --dp 2 --microbatches 4
+tiny=(--model "$MODEL" --cluster "$CLUSTER")
+run 1f1b "$FLEXPIPE_ROOT/schedules/1f1b.mlir" "${tiny[@]}" --microbatches 8
+run interleaved "$FLEXPIPE_ROOT/schedules/interleaved-1f1b.mlir" "${tiny[@]}" \
+  --microbatches 8
+run dp2xpp2 "$FLEXPIPE_ROOT/schedules/1f1b.mlir" "${tiny[@]}" --actors 2 --dp 2 \
+  --microbatches 4
+# The zero-bubble schedules without --model: the built-in model's default
+# sizes are the tiny model's (and gradient separation rejects zb-h1 with the
+# A800 costs, a scheduler matter).
+run zb-h1 "$FLEXPIPE_ROOT/schedules/zb-h1.mlir" --microbatches 8 --time-model=cost
+sed 's/optimize gradient_separation/optimize gradient_separation async_comm/' \
+  "$FLEXPIPE_ROOT/schedules/zb-v.mlir" > "$WORK/zb-v-async.mlir"
+run zb-v-async "$WORK/zb-v-async.mlir" --microbatches 8 --time-model=cost
 
 echo
 log "Summary (tolerances: losses 1e-4 relative, weights 1e-3)"
