@@ -27,9 +27,6 @@ NOTES = """
   pp=8: their in-flight limit (one micro-batch per stage) stalls the
   scheduler, which reports the waiting actors instead of looping. They are
   listed rather than hidden.
-- Under a cost model, the time gradient separation computes for its
-  decisions can differ slightly from the simulator's (0.5 % seen for zb-h1
-  under GPT 5B costs); with unit costs they agree exactly (unit tests).
 """
 SETTINGS = [
     ("pp=4, m=8, F=I=W=1 per actor", 4, 8, None),

@@ -56,7 +56,7 @@ int64_t flexpipe::sched::splitBackward(Program &program) {
 
 namespace {
 
-constexpr double kEps = 1e-9;
+
 
 /// One computation of the program.
 struct Item {
@@ -99,6 +99,9 @@ public:
 
   std::vector<Item> items;
   std::vector<int32_t> weights; ///< every Wgrad item
+  /// Times closer than this are equal: a billionth of the shortest
+  /// duration, so that microsecond costs and unit steps both work.
+  double tol = 1e-9;
 
 private:
   double arrival(const Timing &t, int32_t dep, int32_t item) const {
@@ -161,6 +164,11 @@ std::string Separator::build() {
         sequence[a].push_back(slot);
     }
   }
+  double shortest = 0;
+  for (const Item &item : items)
+    if (item.duration > 0 && (shortest == 0 || item.duration < shortest))
+      shortest = item.duration;
+  tol = 1e-9 * (shortest > 0 ? shortest : 1);
   auto find = [&](OpKind kind, int32_t stage, int32_t mb) {
     return lookup[key(kind, stage, mb)];
   };
@@ -243,6 +251,7 @@ Timing Separator::retime(const std::vector<uint8_t> &stashed,
   std::vector<size_t> next(numActors, 0);
   std::vector<int32_t> fused(numActors, -1);
   std::vector<std::deque<int32_t>> stash(numActors);
+  std::vector<uint8_t> finished(numActors, 0);
   // Actors by clock, ties in the order they were queued (lower actor first
   // at the start); future ends, for actors that wait.
   struct Entry {
@@ -291,10 +300,24 @@ Timing Separator::retime(const std::vector<uint8_t> &stashed,
     stalled = 0;
   };
 
+  // Requeues `a` behind the next actor in line. That actor's clock may
+  // exceed `now` by rounding only, so `a` takes it to make sure it comes
+  // second.
+  auto defer = [&](int32_t a, double now) {
+    const double later = ready.empty() ? now : std::max(now, ready.top().first);
+    clock[a] = later;
+    ready.push({later, a});
+  };
+
+  double stallAt = 0; // `stalled` counts actors that made no move at it
   while (!ready.empty()) {
     auto [now, a] = ready.top();
     ready.pop();
-    while (!ends.empty() && ends.top() <= now + kEps)
+    if (now > stallAt + tol) {
+      stalled = 0;
+      stallAt = now;
+    }
+    while (!ends.empty() && ends.top() <= now + tol)
       ends.pop();
     if (fused[a] >= 0) {
       const int32_t w = fused[a];
@@ -308,8 +331,10 @@ Timing Separator::retime(const std::vector<uint8_t> &stashed,
         run(a, stash[a].front(), now);
         stash[a].pop_front();
         ready.push({clock[a], a});
+      } else {
+        finished[a] = 1;
       }
-      continue; // done
+      continue;
     }
     const int32_t x = sequence[a][next[a]];
     const Item &item = items[x];
@@ -324,7 +349,7 @@ Timing Separator::retime(const std::vector<uint8_t> &stashed,
       at = std::max(at, arrival(t, d, x));
     }
     if (item.kind == OpKind::Fwd &&
-        held[a] + item.activation > bound + kEps * (1 + bound)) {
+        held[a] + item.activation > bound * (1 + 1e-9)) {
       if (stash[a].empty()) {
         std::ostringstream os;
         os << "actor " << a << " needs more than the memory bound " << bound
@@ -337,7 +362,7 @@ Timing Separator::retime(const std::vector<uint8_t> &stashed,
       ready.push({clock[a], a});
       continue;
     }
-    if (known && at <= now + kEps) {
+    if (known && at <= now + tol) {
       run(a, x, now);
       ++next[a];
       ready.push({clock[a], a});
@@ -345,15 +370,15 @@ Timing Separator::retime(const std::vector<uint8_t> &stashed,
     }
     // Its input may still be produced now by an actor that has not acted at
     // this time yet: let those go first.
-    if (!known && !ready.empty() && ready.top().first <= now + kEps &&
+    if (!known && !ready.empty() && ready.top().first <= now + tol &&
         stalled <= static_cast<int64_t>(ready.size())) {
       ++stalled;
-      ready.push({now, a});
+      defer(a, now);
       continue;
     }
     // A bubble: insert a stashed weight gradient if it fits before the item.
     if (!stash[a].empty() &&
-        (!known || now + items[stash[a].front()].duration <= at + kEps)) {
+        (!known || now + items[stash[a].front()].duration <= at + tol)) {
       run(a, stash[a].front(), now);
       stash[a].pop_front();
       ready.push({clock[a], a});
@@ -369,8 +394,9 @@ Timing Separator::retime(const std::vector<uint8_t> &stashed,
     double wake = std::numeric_limits<double>::infinity();
     if (!ends.empty())
       wake = ends.top();
-    if (!ready.empty() && ready.top().first > now + kEps)
-      wake = std::min(wake, ready.top().first);
+    for (int32_t b = 0; b < numActors; ++b)
+      if (!finished[b] && clock[b] > now + tol)
+        wake = std::min(wake, clock[b]);
     if (wake < std::numeric_limits<double>::infinity()) {
       clock[a] = wake;
       ready.push({wake, a});
@@ -379,7 +405,7 @@ Timing Separator::retime(const std::vector<uint8_t> &stashed,
     if (!ready.empty() &&
         stalled <= 2 * static_cast<int64_t>(ready.size()) + 2) {
       ++stalled; // others at this time may still make progress
-      ready.push({now, a});
+      defer(a, now);
       continue;
     }
     {
@@ -440,10 +466,10 @@ Separator::chainWeights(const Timing &t, int32_t blocked,
       readyAt = std::max(readyAt, arrival(t, depList[i], critical));
     const auto &order = t.order[items[critical].actor];
     for (int32_t id : order) {
-      if (t.start[id] >= t.start[critical] - kEps)
+      if (t.start[id] >= t.start[critical] - tol)
         break;
       if (items[id].kind == OpKind::Wgrad && !stashed[id] &&
-          t.end[id] > readyAt + kEps)
+          t.end[id] > readyAt + tol)
         found.push_back(id);
     }
     cur = critical;
@@ -462,12 +488,12 @@ Program Separator::emit(const Timing &t) const {
 }
 
 /// Whether `a` is a better timing than `b`.
-bool better(const Timing &a, const Timing &b) {
-  if (a.makespan < b.makespan - kEps * (1 + b.makespan))
+bool better(const Timing &a, const Timing &b, double tol) {
+  if (a.makespan < b.makespan - tol * 1e3)
     return true;
-  if (a.makespan > b.makespan + kEps * (1 + b.makespan))
+  if (a.makespan > b.makespan + tol * 1e3)
     return false;
-  return a.finishSum < b.finishSum - kEps * (1 + b.finishSum);
+  return a.finishSum < b.finishSum - tol * 1e3;
 }
 
 } // namespace
@@ -495,7 +521,7 @@ flexpipe::sched::separateGradients(const Program &program,
       options.memoryBound > 0 ? options.memoryBound : result.fusedPeak;
   result.memoryBound = bound;
   for (int32_t a = 0; a < program.numActors; ++a)
-    if (fused.peak[a] > bound + kEps * (1 + bound)) {
+    if (fused.peak[a] > bound * (1 + 1e-9)) {
       std::ostringstream os;
       os << "the memory bound " << bound << " is below the " << fused.peak[a]
          << " that actor " << a
@@ -516,7 +542,7 @@ flexpipe::sched::separateGradients(const Program &program,
     for (int32_t a = 0; a < program.numActors; ++a) {
       double free = 0;
       for (int32_t id : best.order[a]) {
-        if (best.start[id] > free + kEps && sep.items[id].kind != OpKind::Wgrad)
+        if (best.start[id] > free + sep.tol && sep.items[id].kind != OpKind::Wgrad)
           bubbles.push_back({free, id});
         free = best.end[id];
       }
@@ -535,7 +561,7 @@ flexpipe::sched::separateGradients(const Program &program,
         candidate[w] = 1;
       ++result.rounds;
       Timing t = sep.retime(candidate, bound);
-      if (t.ok && better(t, best)) {
+      if (t.ok && better(t, best, sep.tol)) {
         best = std::move(t);
         stashed = std::move(candidate);
         tried.clear();
@@ -553,13 +579,13 @@ flexpipe::sched::separateGradients(const Program &program,
     all[w] = 1;
   Timing greedy = sep.retime(all, bound);
   if (greedy.ok &&
-      (better(greedy, best) ||
-       (!better(best, greedy) && greedy.maxPeak() < best.maxPeak() - kEps))) {
+      (better(greedy, best, sep.tol) ||
+       (!better(best, greedy, sep.tol) && greedy.maxPeak() < best.maxPeak() * (1 - 1e-9)))) {
     best = std::move(greedy);
     result.strategy = "stash-all";
     result.stashed = static_cast<int64_t>(sep.weights.size());
   }
-  if (!better(best, fused)) {
+  if (!better(best, fused, sep.tol)) {
     best = fused;
     result.strategy = "fused";
     result.stashed = 0;

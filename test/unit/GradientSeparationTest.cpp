@@ -218,3 +218,31 @@ TEST_CASE("gradient separation keeps its promises on random configurations",
   }
   CHECK(checked > 150);
 }
+
+TEST_CASE("tiny durations and slow messages: no false deadlock, the simulator "
+          "agrees",
+          "[separation]") {
+  // Microsecond-scale costs where a message takes 100 computations: actors
+  // wait at many distinct instants, some a rounding error apart.
+  Program program = computeProgram(
+      makeSpec(4, 8, PlacementKind::VShape, 2, Cttp::FwdFirst, kDepth,
+               kBreadth, {8, 8, 8, 8}),
+      TimeModel::Cost);
+  splitBackward(program);
+  SimCosts costs = layerCosts(program);
+  for (auto &d : costs.duration)
+    for (double &x : d)
+      x *= 1.7e-8;
+  costs.latency.assign(16, 1.3e-6);
+  costs.bandwidth.assign(16, 0);
+  SeparationResult r = separateGradients(program, costs, {});
+  INFO(r.error);
+  REQUIRE(r.ok);
+  CHECK(r.time <= r.fusedTime);
+  Program withComm = r.program;
+  insertCommunication(withComm);
+  Simulator sim;
+  std::string error;
+  REQUIRE(sim.prepare(withComm, error));
+  CHECK(sim.run(costs).iterationTime == Approx(r.time).epsilon(1e-9));
+}
