@@ -35,13 +35,10 @@ SETTINGS = [
 ]
 
 
-def variant(text, pp, m, separation, layers_scale):
+def variant(text, pp, m, separation):
     text = re.sub(r"actors\(\d+\) microbatches\(\d+\)",
                   f"actors({pp}) microbatches({m})", text)
     text = re.sub(r"\n *flexpipe\.optimize[^\n]*", "", text)
-    if layers_scale:
-        text = re.sub(r"layers\((\d+)\)",
-                      lambda g: f"layers({max(int(g.group(1)) * layers_scale, 1)})", text)
     if separation:
         text = text.rstrip().rstrip("}") + "  flexpipe.optimize gradient_separation\n}\n"
     return text
@@ -74,10 +71,6 @@ def figures(opt, spec_text, model):
     return time, bubble, peak
 
 
-def raw_hex(value):
-    return value
-
-
 def main():
     build = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build")
     opt = os.path.join(build, "bin", "flexpipe-opt")
@@ -105,12 +98,10 @@ def main():
                   "|---|---:|---:|---:|---:|---:|---:|"]
         for name in names:
             text = open(os.path.join(ROOT, "schedules", name + ".mlir")).read()
-            scale = 4 if model else 0  # 64 layers from the specs' 16 per pp=4
             row = []
             for sep in (False, True):
-                spec = variant(text, pp, m, sep, 0)
-                if model:
-                    layers = int(re.search(r"layers\((\d+)\)", spec).group(1))
+                spec = variant(text, pp, m, sep)
+                if model:  # the model file's 64 layers
                     spec = re.sub(r"layers\(\d+\)", "layers(64)", spec)
                 row.append(figures(opt, spec, model))
             if None in row:

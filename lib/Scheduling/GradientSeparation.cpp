@@ -115,6 +115,7 @@ private:
   const Program &program;
   const SimCosts &costs;
   std::vector<std::vector<int32_t>> sequence; ///< per actor: F, I, B items
+  std::vector<size_t> weightsOn;              ///< per actor: W items
   std::vector<int32_t> depStart, depList;     ///< CSR predecessors
 };
 
@@ -126,6 +127,7 @@ std::string Separator::build() {
   };
   std::vector<int32_t> lookup(static_cast<size_t>(numStages) * numMbs * 4, -1);
   sequence.assign(program.numActors, {});
+  weightsOn.assign(program.numActors, 0);
   for (int32_t a = 0; a < program.numActors; ++a) {
     const auto &ops = program.actors[a];
     for (int32_t i = 0; i < static_cast<int32_t>(ops.size()); ++i) {
@@ -158,8 +160,10 @@ std::string Separator::build() {
               : 1.0;
       slot = static_cast<int32_t>(items.size());
       items.push_back(item);
-      if (op.kind == OpKind::Wgrad)
+      if (op.kind == OpKind::Wgrad) {
         weights.push_back(slot);
+        ++weightsOn[a];
+      }
       else
         sequence[a].push_back(slot);
     }
@@ -262,20 +266,14 @@ Timing Separator::retime(const std::vector<uint8_t> &stashed,
       return std::tie(time, seq) > std::tie(o.time, o.seq);
     }
   };
-  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> queue;
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> ready;
   int64_t pushed = 0;
-  struct {
-    decltype(queue) &q;
-    int64_t &n;
-    void push(std::pair<double, int32_t> e) { q.push({e.first, n++, e.second}); }
-    bool empty() const { return q.empty(); }
-    size_t size() const { return q.size(); }
-    std::pair<double, int32_t> top() const { return {q.top().time, q.top().actor}; }
-    void pop() { q.pop(); }
-  } ready{queue, pushed};
+  auto enqueue = [&](double time, int32_t actor) {
+    ready.push({time, pushed++, actor});
+  };
   std::priority_queue<double, std::vector<double>, std::greater<double>> ends;
   for (int32_t a = 0; a < numActors; ++a)
-    ready.push({0.0, a});
+    enqueue(0.0, a);
   int64_t stalled = 0;
 
   auto run = [&](int32_t a, int32_t id, double now) {
@@ -304,14 +302,15 @@ Timing Separator::retime(const std::vector<uint8_t> &stashed,
   // exceed `now` by rounding only, so `a` takes it to make sure it comes
   // second.
   auto defer = [&](int32_t a, double now) {
-    const double later = ready.empty() ? now : std::max(now, ready.top().first);
+    const double later = ready.empty() ? now : std::max(now, ready.top().time);
     clock[a] = later;
-    ready.push({later, a});
+    enqueue(later, a);
   };
 
   double stallAt = 0; // `stalled` counts actors that made no move at it
   while (!ready.empty()) {
-    auto [now, a] = ready.top();
+    const double now = ready.top().time;
+    const int32_t a = ready.top().actor;
     ready.pop();
     if (now > stallAt + tol) {
       stalled = 0;
@@ -323,14 +322,14 @@ Timing Separator::retime(const std::vector<uint8_t> &stashed,
       const int32_t w = fused[a];
       fused[a] = -1;
       run(a, w, now);
-      ready.push({clock[a], a});
+      enqueue(clock[a], a);
       continue;
     }
     if (next[a] == sequence[a].size()) {
       if (!stash[a].empty()) {
         run(a, stash[a].front(), now);
         stash[a].pop_front();
-        ready.push({clock[a], a});
+        enqueue(clock[a], a);
       } else {
         finished[a] = 1;
       }
@@ -359,18 +358,18 @@ Timing Separator::retime(const std::vector<uint8_t> &stashed,
       }
       run(a, stash[a].front(), now);
       stash[a].pop_front();
-      ready.push({clock[a], a});
+      enqueue(clock[a], a);
       continue;
     }
     if (known && at <= now + tol) {
       run(a, x, now);
       ++next[a];
-      ready.push({clock[a], a});
+      enqueue(clock[a], a);
       continue;
     }
     // Its input may still be produced now by an actor that has not acted at
     // this time yet: let those go first.
-    if (!known && !ready.empty() && ready.top().first <= now + tol &&
+    if (!known && !ready.empty() && ready.top().time <= now + tol &&
         stalled <= static_cast<int64_t>(ready.size())) {
       ++stalled;
       defer(a, now);
@@ -381,12 +380,12 @@ Timing Separator::retime(const std::vector<uint8_t> &stashed,
         (!known || now + items[stash[a].front()].duration <= at + tol)) {
       run(a, stash[a].front(), now);
       stash[a].pop_front();
-      ready.push({clock[a], a});
+      enqueue(clock[a], a);
       continue;
     }
     if (known) {
       clock[a] = at;
-      ready.push({at, a});
+      enqueue(at, a);
       continue;
     }
     // Wait for the next end anywhere or the next actor's clock; with neither
@@ -399,7 +398,7 @@ Timing Separator::retime(const std::vector<uint8_t> &stashed,
         wake = std::min(wake, clock[b]);
     if (wake < std::numeric_limits<double>::infinity()) {
       clock[a] = wake;
-      ready.push({wake, a});
+      enqueue(wake, a);
       continue;
     }
     if (!ready.empty() &&
@@ -426,11 +425,7 @@ Timing Separator::retime(const std::vector<uint8_t> &stashed,
         lastFi = std::max(lastFi, t.end[id]);
     }
     t.finishSum += lastFi;
-    if (t.order[a].size() != sequence[a].size() +
-                                 std::count_if(weights.begin(), weights.end(),
-                                               [&](int32_t w) {
-                                                 return items[w].actor == a;
-                                               })) {
+    if (t.order[a].size() != sequence[a].size() + weightsOn[a]) {
       t.error = "actor " + std::to_string(a) + " did not finish its program";
       return t;
     }
