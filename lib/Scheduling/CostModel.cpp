@@ -108,6 +108,26 @@ double flexpipe::sched::transferTime(const ClusterConfig &cluster,
   return link.latency + bytes / link.bandwidth;
 }
 
+double flexpipe::sched::allReduceTime(const ClusterConfig &cluster,
+                                      const std::vector<int64_t> &devices,
+                                      double bytes) {
+  const size_t n = devices.size();
+  if (n < 2)
+    return 0;
+  double slowest = 0;
+  for (size_t i = 0; i < n; ++i)
+    slowest = std::max(slowest, transferTime(cluster, devices[i],
+                                             devices[(i + 1) % n],
+                                             bytes / static_cast<double>(n)));
+  return 2 * static_cast<double>(n - 1) * slowest;
+}
+
+double flexpipe::sched::vocabStatsBytes(const ModuleModel &module,
+                                        int64_t microBatch) {
+  return 3.0 * 4.0 * static_cast<double>(module.seq) *
+         static_cast<double>(microBatch);
+}
+
 const Profile::Stage *Profile::stage(int64_t id) const {
   for (const Stage &s : stages)
     if (s.stage == id)

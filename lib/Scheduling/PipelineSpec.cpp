@@ -53,9 +53,34 @@ flexpipe::sched::buildProblem(const PipelineSpec &spec) {
                                 module.name, layout.layersPerStage.size(),
                                 perDirection));
     nextStage += static_cast<int32_t>(layout.placement.numStages());
+    if (module.vocabParallel) {
+      for (int64_t d = 0; d < layout.placement.directions; ++d) {
+        layout.embeddingStages.push_back(nextStage++);
+        layout.headStages.push_back(nextStage++);
+      }
+    }
     built.modules.push_back(std::move(layout));
   }
   built.numStages = nextStage;
+
+  // What each stage holds.
+  built.stageMeta.assign(built.numStages, StageMeta());
+  for (int32_t m = 0; m < numModules; ++m) {
+    const ModuleLayout &layout = built.modules[m];
+    const bool vp = spec.modules[m].vocabParallel;
+    const int64_t perDirection = layout.placement.stagesPerDirection;
+    built.moduleNames.push_back(spec.modules[m].name);
+    for (int64_t local = 0; local < layout.placement.numStages(); ++local) {
+      const int64_t index = local % perDirection;
+      built.stageMeta[layout.firstStage + local] = {
+          m, layout.layersPerStage[index], !vp && index == 0,
+          !vp && index == perDirection - 1};
+    }
+    for (int32_t s : layout.embeddingStages)
+      built.stageMeta[s] = {m, 0, true, false};
+    for (int32_t s : layout.headStages)
+      built.stageMeta[s] = {m, 0, false, true};
+  }
 
   // Depth (layer order) of each module's first stage: after its inputs.
   std::vector<int32_t> depthOffset(numModules, -1);
@@ -92,15 +117,16 @@ flexpipe::sched::buildProblem(const PipelineSpec &spec) {
     const ModuleLayout &layout = built.modules[m];
     const int64_t perDirection = layout.placement.stagesPerDirection;
     const bool bidirectional = layout.placement.directions == 2;
-    if (bidirectional && (!module.inputs.empty() ||
-                          std::any_of(spec.modules.begin(), spec.modules.end(),
-                                      [&](const ModuleSpec &other) {
-                                        return llvm::is_contained(other.inputs,
-                                                                  m);
-                                      })))
-      return fail("module @" + module.name +
-                  " is bidirectional and cannot be connected to other "
-                  "modules");
+    const bool connected =
+        !module.inputs.empty() ||
+        std::any_of(spec.modules.begin(), spec.modules.end(),
+                    [&](const ModuleSpec &other) {
+                      return llvm::is_contained(other.inputs, m);
+                    });
+    if ((bidirectional || module.vocabParallel) && connected)
+      return fail("module @" + module.name + " is " +
+                  (bidirectional ? "bidirectional" : "vocabulary-parallel") +
+                  " and cannot be connected to other modules");
     std::vector<std::vector<int64_t>> sharedActors(layout.placement.numStages());
     for (const auto &[local, actors] : module.shared) {
       if (local < 0 || local >= layout.placement.numStages())
@@ -111,12 +137,15 @@ flexpipe::sched::buildProblem(const PipelineSpec &spec) {
       built.sharedStages.push_back(layout.firstStage +
                                    static_cast<int32_t>(local));
     }
+    // Vocabulary parallelism puts the embedding before the module's stages
+    // and the head after them, in depth as in the stage DAG.
+    const int32_t vp = module.vocabParallel ? 1 : 0;
     for (int64_t local = 0; local < layout.placement.numStages(); ++local) {
       const int64_t direction = local / perDirection;
       const int64_t index = local % perDirection;
       StagePart part;
       part.stage = layout.firstStage + static_cast<int32_t>(local);
-      part.depth = depthOffset[m] + static_cast<int32_t>(index);
+      part.depth = depthOffset[m] + vp + static_cast<int32_t>(index);
       part.mbBegin = bidirectional && direction == 1 ? half : 0;
       part.mbEnd =
           bidirectional && direction == 0 ? half : spec.microbatches;
@@ -130,8 +159,8 @@ flexpipe::sched::buildProblem(const PipelineSpec &spec) {
         if (!shape.module)
           return fail("the model file has no module '" + module.name + "'");
         shape.layers = layout.layersPerStage[index];
-        shape.first = index == 0;
-        shape.last = index == perDirection - 1;
+        shape.first = !vp && index == 0;
+        shape.last = !vp && index == perDirection - 1;
         const StageCost cost = stageCost(shape, *spec.model, *spec.cluster);
         const double share = std::max<size_t>(1, sharedActors[local].size());
         part.cost[0] = cost.fwd / share;
@@ -153,7 +182,63 @@ flexpipe::sched::buildProblem(const PipelineSpec &spec) {
         problem.parts.push_back(part);
       }
     }
+
+    // The vocabulary-parallel embedding and head: one part on every actor
+    // of the module, a 1/n slice of the vocabulary each.
+    if (!vp)
+      continue;
+    std::vector<int64_t> group(layout.placement.actorOf);
+    std::sort(group.begin(), group.end());
+    group.erase(std::unique(group.begin(), group.end()), group.end());
+    const double share = static_cast<double>(group.size());
+    for (int64_t d = 0; d < layout.placement.directions; ++d) {
+      SyncGroup sync;
+      for (bool head : {false, true}) {
+        StagePart part;
+        part.stage = head ? layout.headStages[d] : layout.embeddingStages[d];
+        part.depth = depthOffset[m] +
+                     (head ? static_cast<int32_t>(perDirection) + 1 : 0);
+        part.mbBegin = bidirectional && d == 1 ? half : 0;
+        part.mbEnd = bidirectional && d == 0 ? half : spec.microbatches;
+        part.countsInflight = false;
+        for (int k = 0; k < kNumCompKinds; ++k)
+          part.cost[k] = spec.costPerLayer[k] / share;
+        if (spec.model && spec.cluster) {
+          StageShape shape;
+          shape.module = spec.model->module(module.name);
+          if (!shape.module)
+            return fail("the model file has no module '" + module.name + "'");
+          if (shape.module->vocab <= 0 || !shape.module->lmHead)
+            return fail("module @" + module.name +
+                        " is vocabulary-parallel but the model file gives "
+                        "it no vocabulary and LM head");
+          shape.layers = 0;
+          shape.first = !head;
+          shape.last = head;
+          const StageCost cost = stageCost(shape, *spec.model, *spec.cluster);
+          part.cost[0] = cost.fwd / share;
+          part.cost[1] = cost.bwd / share;
+          part.cost[2] = cost.igrad / share;
+          part.cost[3] = cost.wgrad / share;
+          if (head)
+            sync.duration = allReduceTime(
+                *spec.cluster, group,
+                vocabStatsBytes(*shape.module, spec.model->microBatchSize));
+        }
+        built.sharedStages.push_back(part.stage);
+        for (int64_t actor : group) {
+          part.actor = static_cast<int32_t>(actor);
+          if (head)
+            sync.parts.push_back(static_cast<int32_t>(problem.parts.size()));
+          partsOfStage[part.stage].push_back(
+              static_cast<int32_t>(problem.parts.size()));
+          problem.parts.push_back(part);
+        }
+      }
+      problem.syncs.push_back(std::move(sync));
+    }
   }
+  std::sort(built.sharedStages.begin(), built.sharedStages.end());
 
   // The pool holds two or three items per stage part and micro-batch.
   int64_t items = 0;
@@ -182,6 +267,13 @@ flexpipe::sched::buildProblem(const PipelineSpec &spec) {
       for (int32_t i = 0; i + 1 < perDirection; ++i)
         connect(layout.firstStage + d * perDirection + i,
                 layout.firstStage + d * perDirection + i + 1);
+    for (size_t d = 0; d < layout.embeddingStages.size(); ++d) {
+      connect(layout.embeddingStages[d],
+              layout.firstStage + static_cast<int32_t>(d) * perDirection);
+      connect(layout.firstStage + (static_cast<int32_t>(d) + 1) * perDirection -
+                  1,
+              layout.headStages[d]);
+    }
     for (int32_t input : spec.modules[m].inputs) {
       const ModuleLayout &in = built.modules[input];
       connect(in.firstStage +
@@ -237,8 +329,11 @@ flexpipe::sched::buildProblem(const PipelineSpec &spec) {
         stages.push_back(layout.firstStage + static_cast<int32_t>(i));
       actors = moduleActors(in.module);
     } else {
-      for (int32_t s = 0; s < built.numStages; ++s)
-        stages.push_back(s);
+      // The modules' own stages: in-flight rules count them, not the
+      // vocabulary-parallel slices.
+      for (const ModuleLayout &layout : built.modules)
+        for (int64_t i = 0; i < layout.placement.numStages(); ++i)
+          stages.push_back(layout.firstStage + static_cast<int32_t>(i));
       actors.resize(spec.actors);
       std::iota(actors.begin(), actors.end(), 0);
     }
@@ -263,14 +358,17 @@ flexpipe::sched::buildProblem(const PipelineSpec &spec) {
         return fail("a global in-flight limit is one number");
       GlobalLimit limit;
       limit.limit = in.limits[0];
-      // Sources: the scope's stages without a predecessor.
+      // Sources: the scope's stages without a predecessor other than a
+      // vocabulary-parallel embedding (which does not count in flight).
       std::vector<bool> hasPred(built.numStages, false);
       for (auto [from, to] : built.stageEdges)
-        hasPred[to] = true;
+        if (!(built.stageMeta[from].layers == 0 && built.stageMeta[from].first))
+          hasPred[to] = true;
       for (int32_t s : stages)
         if (!hasPred[s])
           for (int32_t part : partsOfStage[s])
-            limit.sources.push_back(part);
+            if (problem.parts[part].countsInflight)
+              limit.sources.push_back(part);
       problem.globalLimits.push_back(std::move(limit));
       break;
     }

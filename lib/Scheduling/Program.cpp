@@ -95,11 +95,24 @@ Program flexpipe::sched::toProgram(
   program.edges = stageEdges;
   program.sharedStages = sharedStages;
   program.actors.resize(problem.numActors);
+  // One group per collective: its member actors, ascending.
+  for (const SyncGroup &sync : problem.syncs) {
+    std::vector<int32_t> members;
+    for (int32_t part : sync.parts)
+      members.push_back(problem.parts[part].actor);
+    std::sort(members.begin(), members.end());
+    program.groups.push_back(std::move(members));
+  }
   for (int32_t a = 0; a < problem.numActors; ++a) {
     program.actors[a].reserve(schedule.actors[a].size());
-    for (const ScheduledItem &item : schedule.actors[a])
-      program.actors[a].push_back(
-          {toOpKind(item.kind), problem.parts[item.part].stage, item.mb});
+    for (const ScheduledItem &item : schedule.actors[a]) {
+      ProgOp op{toOpKind(item.kind), problem.parts[item.part].stage, item.mb};
+      if (item.isSync()) {
+        op.kind = OpKind::AllGather;
+        op.group = item.sync;
+      }
+      program.actors[a].push_back(op);
+    }
   }
   return program;
 }

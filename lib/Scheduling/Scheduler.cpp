@@ -100,6 +100,26 @@ std::string flexpipe::sched::validate(const Problem &p) {
     if (d.srcPart < 0 || d.srcPart >= numParts || d.dstPart < 0 ||
         d.dstPart >= numParts)
       return "an extra dependency names a stage part out of range";
+  std::vector<bool> inSync(numParts, false);
+  for (const SyncGroup &g : p.syncs) {
+    if (g.parts.empty() || g.duration < 0)
+      return "a collective needs members and a non-negative duration";
+    std::vector<bool> actorUsed(p.numActors, false);
+    for (int32_t part : g.parts) {
+      if (part < 0 || part >= numParts)
+        return "a collective names a stage part out of range";
+      if (inSync[part])
+        return "a stage part belongs to two collectives";
+      inSync[part] = true;
+      const StagePart &sp = p.parts[part];
+      if (actorUsed[sp.actor])
+        return "a collective has two members on one actor";
+      actorUsed[sp.actor] = true;
+      const StagePart &first = p.parts[g.parts.front()];
+      if (sp.mbBegin != first.mbBegin || sp.mbEnd != first.mbEnd)
+        return "the members of a collective see different micro-batches";
+    }
+  }
   return {};
 }
 
@@ -155,6 +175,8 @@ private:
   void start(int32_t item, double now);
   void complete(int32_t item, double now);
   void enqueue(int32_t item);
+  void joinSync(int32_t actor, double now);
+  void completeSync(int32_t instance);
   void diagnoseStuck(ScheduleResult &result, double now);
 
   std::vector<int32_t> &queue(int32_t part, CompKind kind) {
@@ -198,6 +220,14 @@ private:
   };
   std::vector<UnitState> units;
   std::vector<double> freeAt;
+
+  // Collectives (Problem::syncs). Instance = sync * numMicrobatches + mb.
+  std::vector<int32_t> partSync;          // per part: its SyncGroup or -1
+  std::vector<int32_t> syncWaitingFwd;    // per instance: forwards to finish
+  std::vector<int32_t> syncJoined;        // per instance: members waiting
+  std::vector<std::vector<int32_t>> syncReady; // per actor: FIFO of instances
+  std::vector<size_t> syncReadyHead;           // per actor
+  std::vector<int32_t> blockedIn;              // per actor: instance or -1
 
   EventQueue completions;
   int64_t total = 0, scheduled = 0;
@@ -295,6 +325,60 @@ void Engine::build() {
   units.assign(numActors, {});
   freeAt.assign(numActors, 0);
   result.actors.assign(numActors, {});
+
+  // Collectives: each instance waits for its members' forwards; the members'
+  // gradient items wait for the instance (an extra pending count released
+  // by completeSync).
+  partSync.assign(numParts, -1);
+  const int32_t numSyncs = static_cast<int32_t>(p.syncs.size());
+  syncWaitingFwd.assign(static_cast<size_t>(numSyncs) * p.numMicrobatches, 0);
+  syncJoined.assign(syncWaitingFwd.size(), 0);
+  syncReady.assign(numActors, {});
+  syncReadyHead.assign(numActors, 0);
+  blockedIn.assign(numActors, -1);
+  for (int32_t g = 0; g < numSyncs; ++g)
+    for (int32_t part : p.syncs[g].parts) {
+      partSync[part] = g;
+      for (int32_t mb = p.parts[part].mbBegin; mb < p.parts[part].mbEnd;
+           ++mb) {
+        ++syncWaitingFwd[static_cast<size_t>(g) * p.numMicrobatches + mb];
+        ++pending[itemId(grad, part, mb)];
+        ++total;
+      }
+    }
+}
+
+/// The actor joins the oldest collective instance ready for it. The last
+/// member to join starts it on every member.
+void Engine::joinSync(int32_t actor, double now) {
+  const int32_t instance = syncReady[actor][syncReadyHead[actor]++];
+  const int32_t g = instance / p.numMicrobatches;
+  const int32_t mb = instance % p.numMicrobatches;
+  const SyncGroup &sync = p.syncs[g];
+  blockedIn[actor] = instance;
+  freeAt[actor] = std::numeric_limits<double>::infinity();
+  if (++syncJoined[instance] < static_cast<int32_t>(sync.parts.size()))
+    return;
+  const double end = now + (model == TimeModel::Step ? 1.0 : sync.duration);
+  for (int32_t part : sync.parts) {
+    const int32_t member = p.parts[part].actor;
+    result.actors[member].push_back({CompKind::Fwd, part, mb, now, end, g});
+    freeAt[member] = end;
+    blockedIn[member] = -1;
+    ++scheduled;
+  }
+  completions.push({end, -1 - instance});
+}
+
+/// A collective instance finished: its members' gradient items may run.
+void Engine::completeSync(int32_t instance) {
+  const int32_t g = instance / p.numMicrobatches;
+  const int32_t mb = instance % p.numMicrobatches;
+  for (int32_t part : p.syncs[g].parts) {
+    const int32_t item = itemId(gradKind(), part, mb);
+    if (--pending[item] == 0)
+      enqueue(item);
+  }
 }
 
 void Engine::enqueue(int32_t item) {
@@ -314,8 +398,11 @@ bool Engine::admissible(CompKind kind, int32_t part) const {
   if (kind != CompKind::Fwd)
     return true;
   const StagePart &sp = p.parts[part];
-  if (actorInflight[sp.actor] >= p.actorLimits[sp.actor] ||
-      partInflight[part] >= sp.inflightLimit)
+  if (partInflight[part] >= sp.inflightLimit)
+    return false;
+  if (!sp.countsInflight)
+    return true;
+  if (actorInflight[sp.actor] >= p.actorLimits[sp.actor])
     return false;
   for (int32_t g : partGroups[part])
     if (groupInflight[g] >= p.globalLimits[g].limit)
@@ -455,10 +542,12 @@ void Engine::start(int32_t item, double now) {
   --remainingOnActor[sp.actor * kNumCompKinds + static_cast<int>(kind)];
   ++scheduled;
   if (kind == CompKind::Fwd) {
-    ++actorInflight[sp.actor];
     ++partInflight[part];
-    for (int32_t g : partGroups[part])
-      ++groupInflight[g];
+    if (sp.countsInflight) {
+      ++actorInflight[sp.actor];
+      for (int32_t g : partGroups[part])
+        ++groupInflight[g];
+    }
   }
   completions.push({end, item});
 }
@@ -466,15 +555,24 @@ void Engine::start(int32_t item, double now) {
 void Engine::complete(int32_t item, double) {
   finished[item] = 1;
   const CompKind kind = static_cast<CompKind>(item % kNumCompKinds);
+  const int32_t slot = item / kNumCompKinds;
+  const int32_t part = static_cast<int32_t>(
+      std::upper_bound(partBase.begin(), partBase.end(), slot) -
+      partBase.begin() - 1);
   if (kind == releaseKind()) {
-    const int32_t slot = item / kNumCompKinds;
-    const int32_t part = static_cast<int32_t>(
-        std::upper_bound(partBase.begin(), partBase.end(), slot) -
-        partBase.begin() - 1);
-    --actorInflight[p.parts[part].actor];
     --partInflight[part];
-    for (int32_t g : partGroups[part])
-      --groupInflight[g];
+    if (p.parts[part].countsInflight) {
+      --actorInflight[p.parts[part].actor];
+      for (int32_t g : partGroups[part])
+        --groupInflight[g];
+    }
+  }
+  if (kind == CompKind::Fwd && partSync[part] >= 0) {
+    const int32_t mb = slot - partBase[part] + p.parts[part].mbBegin;
+    const int32_t instance = partSync[part] * p.numMicrobatches + mb;
+    if (--syncWaitingFwd[instance] == 0)
+      for (int32_t member : p.syncs[partSync[part]].parts)
+        syncReady[p.parts[member].actor].push_back(instance);
   }
   for (int32_t i = succStart[item]; i < succStart[item + 1]; ++i)
     if (--pending[succList[i]] == 0)
@@ -496,12 +594,19 @@ ScheduleResult Engine::run() {
     while (!completions.empty() && completions.top().first <= now) {
       int32_t item = completions.top().second;
       completions.pop();
-      complete(item, now);
+      if (item < 0)
+        completeSync(-1 - item);
+      else
+        complete(item, now);
     }
-    for (int32_t actor = 0; actor < numActors; ++actor)
-      if (freeAt[actor] <= now)
-        if (int32_t item = step(actor); item >= 0)
-          start(item, now);
+    for (int32_t actor = 0; actor < numActors; ++actor) {
+      if (freeAt[actor] > now)
+        continue;
+      if (syncReadyHead[actor] < syncReady[actor].size())
+        joinSync(actor, now);
+      else if (int32_t item = step(actor); item >= 0)
+        start(item, now);
+    }
     if (scheduled == total)
       break;
     if (completions.empty()) {
@@ -541,6 +646,15 @@ void Engine::diagnoseStuck(ScheduleResult &res, double now) {
       continue;
     std::ostringstream os;
     os << "actor " << actor << " has " << left << " computations left: ";
+    if (blockedIn[actor] >= 0) {
+      const int32_t g = blockedIn[actor] / p.numMicrobatches;
+      os << "it waits in the collective of stage "
+         << p.parts[p.syncs[g].parts.front()].stage << " mb "
+         << blockedIn[actor] % p.numMicrobatches
+         << " for members that do not arrive";
+      res.waits.push_back(os.str());
+      continue;
+    }
     // Ready forwards held back by an in-flight limit?
     bool explained = false;
     std::vector<int32_t> held;

@@ -111,6 +111,17 @@ StageCost stageCost(const StageShape &shape, const ModelConfig &model,
 double transferTime(const ClusterConfig &cluster, int64_t from, int64_t to,
                     double bytes);
 
+/// Seconds for a ring all-reduce of `bytes` (held by each member) over
+/// `devices`: 2 (n - 1) steps, each moving bytes / n over the slowest link
+/// between ring neighbours. 0 for fewer than two devices.
+double allReduceTime(const ClusterConfig &cluster,
+                     const std::vector<int64_t> &devices, double bytes);
+
+/// Bytes each member of a vocabulary-parallel head contributes per
+/// micro-batch to the exchange its softmax cross-entropy needs: the local
+/// maximum, sum of exponentials and target logit of every token, in fp32.
+double vocabStatsBytes(const ModuleModel &module, int64_t microBatch);
+
 /// A measured profile: mean durations per stage and message timings, in the
 /// format the runtime writes.
 struct Profile {

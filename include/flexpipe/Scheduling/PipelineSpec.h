@@ -18,6 +18,7 @@
 
 #include "flexpipe/Scheduling/CostModel.h"
 #include "flexpipe/Scheduling/Placement.h"
+#include "flexpipe/Scheduling/Program.h"
 #include "flexpipe/Scheduling/Scheduler.h"
 
 #include "llvm/Support/Error.h"
@@ -38,6 +39,12 @@ struct ModuleSpec {
   std::vector<int32_t> inputs;
   /// Shared stages: module-local stage index -> the actors sharing it.
   std::vector<std::pair<int64_t, std::vector<int64_t>>> shared;
+  /// The paper's MLLM placement: the token embedding and the LM head with
+  /// the loss become two extra stages per direction, each shared by all of
+  /// the module's actors and split along the vocabulary; the head's parts
+  /// exchange loss statistics in a collective after each forward. The
+  /// module's own stages then hold transformer layers only.
+  bool vocabParallel = false;
 };
 
 /// One priority statement; unset fields leave the previous value.
@@ -93,6 +100,9 @@ struct ModuleLayout {
   int32_t firstStage = 0; ///< global id of its stage 0
   ModulePlacement placement;
   std::vector<int64_t> layersPerStage; ///< one direction
+  /// Vocabulary parallelism: per direction, the global ids of the embedding
+  /// and head stages (they follow the module's own stages); empty otherwise.
+  std::vector<int32_t> embeddingStages, headStages;
 };
 
 struct BuiltProblem {
@@ -103,6 +113,10 @@ struct BuiltProblem {
   std::vector<std::pair<int32_t, int32_t>> stageEdges;
   /// Global ids of stages that run on several actors.
   std::vector<int32_t> sharedStages;
+  /// What each stage holds (module index into the spec's modules, layers,
+  /// embedding / head), and the module names.
+  std::vector<StageMeta> stageMeta;
+  std::vector<std::string> moduleNames;
 };
 
 /// Resolves a spec into a scheduler problem. Errors name what is wrong.

@@ -77,6 +77,11 @@ struct StagePart {
   double cost[kNumCompKinds] = {1, 2, 1, 1};
   /// In-flight limit of this stage (forwards not yet released).
   int64_t inflightLimit = kNoLimit;
+  /// Whether this part's forwards count against the actor's and the global
+  /// in-flight limits. False for the slices of a vocabulary-parallel
+  /// embedding or head, which every actor of the pipeline runs for every
+  /// micro-batch beside its own stages.
+  bool countsInflight = true;
 };
 
 /// A limit on micro-batches in flight in a group of pipelines: counted from a
@@ -95,6 +100,20 @@ struct ExtraDependency {
   int32_t dstPart;
 };
 
+/// A collective that follows the forwards of a group of parts, one per actor
+/// (the loss statistics of a vocabulary-parallel head, the paper's
+/// SyncWithAllGather). For each micro-batch it becomes ready on every member
+/// actor when all members' forwards of that micro-batch are done; a member
+/// joins it as soon as it is free (before any other item) and waits there
+/// until the last member joins; then it runs for `duration` on all of them
+/// (one step in the step model). The members' backwards (or input gradients)
+/// of that micro-batch wait for it. Every member thus meets the instances in
+/// the same order, so the programs cannot deadlock on it.
+struct SyncGroup {
+  std::vector<int32_t> parts;
+  double duration = 0;
+};
+
 struct Problem {
   int32_t numActors = 0;
   int32_t numMicrobatches = 0;
@@ -107,6 +126,7 @@ struct Problem {
   std::vector<int64_t> actorLimits;   ///< one per actor (kNoLimit: none)
   std::vector<GlobalLimit> globalLimits;
   std::vector<ExtraDependency> extraDependencies;
+  std::vector<SyncGroup> syncs;
 };
 
 enum class TimeModel {
@@ -118,12 +138,16 @@ enum class TimeModel {
   Cost,
 };
 
-/// One scheduled computation.
+/// One scheduled computation, or one member's share of a collective.
 struct ScheduledItem {
   CompKind kind;
   int32_t part;
   int32_t mb;
   double start, end;
+  /// The SyncGroup this item is an instance of (`part` is then the member
+  /// part on this actor and `kind` Fwd), or -1 for a computation.
+  int32_t sync = -1;
+  bool isSync() const { return sync >= 0; }
 };
 
 struct ScheduleResult {

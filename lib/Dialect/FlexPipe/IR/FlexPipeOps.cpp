@@ -634,6 +634,11 @@ LogicalResult ModalityOp::verify() {
         return emitOpError() << "connects to module " << symbol
                              << ", but bidirectional modules cannot be "
                                 "connected to other modules";
+      if (getVocabParallel() || input.getVocabParallel())
+        return emitOpError() << "connects to module " << symbol
+                             << ", but a vocab_parallel module (token "
+                                "embedding in, loss out) cannot be "
+                                "connected to other modules";
     }
   }
   if (getBidirectional() && asSigned(pipeline.getMicrobatches()) < 2)

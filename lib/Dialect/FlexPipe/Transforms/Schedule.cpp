@@ -57,21 +57,14 @@ void writeSchedule(PipelineOp pipeline, const sched::BuiltProblem &built,
     shared = b.getDenseI64ArrayAttr(SmallVector<int64_t>(
         built.sharedStages.begin(), built.sharedStages.end()));
 
-  // What each stage holds, for the cost model.
-  SmallVector<Attribute> info(built.numStages);
+  // What each stage holds, for the cost model and the runtime.
   SmallVector<StringAttr> names;
   for (auto module : pipeline.getBody().getOps<ModalityOp>())
     names.push_back(module.getSymNameAttr());
-  for (size_t m = 0; m < built.modules.size(); ++m) {
-    const sched::ModuleLayout &layout = built.modules[m];
-    const int64_t perDirection = layout.placement.stagesPerDirection;
-    for (int64_t local = 0; local < layout.placement.numStages(); ++local) {
-      const int64_t index = local % perDirection;
-      info[layout.firstStage + local] = StageInfoAttr::get(
-          b.getContext(), names[m], layout.layersPerStage[index], index == 0,
-          index == perDirection - 1);
-    }
-  }
+  SmallVector<Attribute> info;
+  for (const sched::StageMeta &meta : built.stageMeta)
+    info.push_back(StageInfoAttr::get(b.getContext(), names[meta.module],
+                                      meta.layers, meta.first, meta.last));
 
   auto schedule = ScheduleOp::create(
       b, loc, pipeline.getSymNameAttr(),
@@ -81,16 +74,15 @@ void writeSchedule(PipelineOp pipeline, const sched::BuiltProblem &built,
       b.getArrayAttr(info));
   for (auto optimize : pipeline.getBody().getOps<OptimizeOp>())
     schedule->setAttr("flexpipe.optimize", optimize->getAttrDictionary());
+  const sched::Program program = sched::toProgram(
+      problem, result, built.numStages, built.stageEdges, built.sharedStages);
   Block &body = schedule.getBody().emplaceBlock();
   for (int32_t a = 0; a < problem.numActors; ++a) {
     b.setInsertionPointToEnd(&body);
     auto actor = ActorOp::create(b, loc, b.getI64IntegerAttr(a));
     b.setInsertionPointToEnd(&actor.getBody().emplaceBlock());
-    for (const sched::ScheduledItem &item : result.actors[a]) {
-      sched::ProgOp op{sched::toOpKind(item.kind),
-                       problem.parts[item.part].stage, item.mb};
-      createInstruction(b, loc, op, sched::Program());
-    }
+    for (const sched::ProgOp &op : program.actors[a])
+      createInstruction(b, loc, op, program);
   }
   pipeline.erase();
 }

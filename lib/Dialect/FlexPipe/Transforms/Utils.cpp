@@ -57,6 +57,7 @@ FailureOr<sched::PipelineSpec> flexpipe::readPipelineSpec(PipelineOp pipeline) {
     m.name = module.getSymName().str();
     m.layers = static_cast<int64_t>(module.getLayers());
     m.placement = module.getPlacementSpec();
+    m.vocabParallel = module.getVocabParallel();
     if (std::optional<ArrayRef<int64_t>> partition = module.getPartition())
       m.partition.assign(partition->begin(), partition->end());
     if (ArrayAttr inputs = module.getInputsAttr())

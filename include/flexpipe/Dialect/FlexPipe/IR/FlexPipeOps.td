@@ -84,6 +84,15 @@ def FlexPipe_ModalityOp : FlexPipe_Op<"module", [
       stage (a branching stage DAG, e.g. two towers into a joint head).
       Modules connected this way cannot be bidirectional.
     - `model<...>`: transformer sizes for the cost model and runtime.
+    - `vocab_parallel`: the paper's MLLM placement. The token embedding and
+      the LM head with the loss leave the first and last stages and become
+      two extra stages per direction (numbered after the module's own),
+      each shared by all of the module's actors and split along the
+      vocabulary. Every actor runs its slice for every micro-batch; the
+      head's slices exchange the loss statistics in an `all_gather` that
+      the scheduler places after each head forward (all members join it
+      together). These slices do not count against in-flight limits. A
+      vocabulary-parallel module cannot be connected to other modules.
 
     The number of stages per direction is `chunks` times the number of actors,
     or the length of `map`.
@@ -95,6 +104,7 @@ def FlexPipe_ModalityOp : FlexPipe_Op<"module", [
     flexpipe.module @text layers(6) placement(explicit) map [4, 5, 5]
         actors [4, 5]
         model<hidden = 512, heads = 8, seq = 77, vocab = 49408>
+    flexpipe.module @gpt layers(64) placement(one_to_one) vocab_parallel
     ```
   }];
   let arguments = (ins
@@ -107,7 +117,8 @@ def FlexPipe_ModalityOp : FlexPipe_Op<"module", [
     OptionalAttr<DenseI64ArrayAttr>:$actor_group,
     OptionalAttr<DenseI64ArrayAttr>:$partition,
     OptionalAttr<FlatSymbolRefArrayAttr>:$inputs,
-    OptionalAttr<FlexPipe_ModelConfigAttr>:$model
+    OptionalAttr<FlexPipe_ModelConfigAttr>:$model,
+    UnitAttr:$vocab_parallel
   );
   let assemblyFormat = [{
     $sym_name `layers` `(` $layers `)` `placement` `(` custom<EnumKeyword>($placement) `)`
@@ -118,6 +129,7 @@ def FlexPipe_ModalityOp : FlexPipe_Op<"module", [
     (`partition` $partition^)?
     (`inputs` $inputs^)?
     (`model` `` $model^)?
+    (`vocab_parallel` $vocab_parallel^)?
     attr-dict
   }];
   let hasVerifier = 1;
