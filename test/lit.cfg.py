@@ -11,7 +11,7 @@ config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.flexpipe_obj_root, "test")
-config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "unit", "train.sh", "kill_rank.py", "BootstrapTest.cpp"]
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "unit", "train.sh", "kill_rank.py", "BootstrapTest.cpp", "check-prediction.py"]
 
 config.substitutions.append(("%schedules", os.path.join(config.flexpipe_src_root, "schedules")))
 config.substitutions.append(("%peer_orders", os.path.join(config.flexpipe_src_root, "test", "unit", "data", "peer-orders")))
@@ -21,7 +21,7 @@ config.substitutions.append(("%examples", os.path.join(config.flexpipe_src_root,
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.flexpipe_tools_dir, append_path=True)
-llvm_config.add_tool_substitutions(["flexpipe-opt", "flexpipe-compile"], [config.flexpipe_tools_dir])
+llvm_config.add_tool_substitutions(["flexpipe-opt", "flexpipe-compile", "flexpipe-tune"], [config.flexpipe_tools_dir])
 
 # End-to-end training runs: compile, launch with mpirun, compare with the
 # single-process reference (scripts/compare-training.py).

@@ -158,7 +158,9 @@ std::string flexpipe::sched::formatSvg(const Program &p, const SimResult &r,
   const double plotWidth = width - left - right;
   const double height =
       top + p.numActors * (rowHeight + rowGap) + 50;
-  const double span = r.iterationTime > 0 ? r.iterationTime : 1;
+  const double span = context.timeSpan > 0    ? context.timeSpan
+                      : r.iterationTime > 0 ? r.iterationTime
+                                            : 1;
   auto x = [&](double t) { return left + plotWidth * t / span; };
 
   // Base colours per type; stages shade them from dark (first) to light.

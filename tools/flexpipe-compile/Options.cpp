@@ -71,7 +71,9 @@ int flexpipe::parseCompileOptions(int argc, char **argv,
       ->capture_default_str();
   app.add_option("--dp", options.dp,
                  "Data-parallel replicas of the pipeline for --emit=cpp|exe "
-                 "(world size = actors x dp)")
+                 "(world size = actors x dp); for report, svg and trace, the "
+                 "simulated devices: actor a of replica 0 is device a x dp "
+                 "(Megatron-LM's order, as flexpipe-tune assumes)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   app.add_option("--model", options.model,

@@ -516,8 +516,11 @@ static int compile(const CompileOptions &options) {
       }
       sched::SimCosts costs;
       if (!options.model.empty()) {
+        // Replica r's actor a sits on device a * dp + r (Megatron-LM's
+        // order, as flexpipe-tune assumes): replica 0's actors are dp apart.
         std::vector<int64_t> devices(read.program.numActors);
-        std::iota(devices.begin(), devices.end(), 0);
+        for (size_t a = 0; a < devices.size(); ++a)
+          devices[a] = static_cast<int64_t>(a) * options.dp;
         error = sched::modelCosts(read.program, model, cluster,
                                   options.profile.empty() ? nullptr : &profile,
                                   devices, costs);

@@ -60,6 +60,9 @@ struct SimCosts;
 struct ReportContext {
   std::string name;         ///< schedule name
   double tokensPerIteration = 0; ///< 0: no throughput line
+  /// SVG: the time the plot's width stands for (0: this iteration's), so
+  /// that several timelines can share one scale.
+  double timeSpan = 0;
 };
 
 /// A table per actor (busy, idle, bubble %, peak activation, static and

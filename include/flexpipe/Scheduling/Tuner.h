@@ -1,0 +1,199 @@
+//===- Tuner.h - Grid search over pipeline configurations -------*- C++ -*-===//
+//
+// Part of the FlexPipe project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// The paper's auto-tuner (its section 6) in plain C++: enumerate
+// (pp, dp, micro-batch size, placement, priorities, vocabulary parallelism,
+// gradient separation) for a GPT-style model on a cluster, schedule every
+// candidate with the cost-aware scheduler, simulate it with the analytic cost
+// model, add the data-parallel gradient all-reduce, drop what does not fit in
+// device memory and rank the rest by iteration time. No IR: flexpipe-tune
+// writes the winners as spec text for flexpipe-compile.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLEXPIPE_SCHEDULING_TUNER_H
+#define FLEXPIPE_SCHEDULING_TUNER_H
+
+#include "flexpipe/Scheduling/CostModel.h"
+#include "flexpipe/Scheduling/PipelineSpec.h"
+#include "flexpipe/Scheduling/Program.h"
+#include "flexpipe/Scheduling/Simulator.h"
+
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace flexpipe::sched {
+
+/// The placements the tuner tries (the paper's Table 2 and its V-shape +
+/// bidirectional combination).
+enum class TunePlacement : uint8_t {
+  OneToOne,
+  Circular,
+  VShape,
+  Bidirectional,
+  VShapeBidirectional,
+};
+constexpr int kNumTunePlacements = 5;
+/// "one_to_one", "circular", "vshape", "bidirectional",
+/// "vshape_bidirectional".
+const char *tunePlacementName(TunePlacement placement);
+
+/// One point of the search space.
+struct Candidate {
+  int64_t pp = 1, dp = 1, mbs = 1, microbatches = 1;
+  TunePlacement placement = TunePlacement::OneToOne;
+  /// Stages per actor per direction (circular: 2 or 4; V-shape: 2).
+  int64_t chunks = 1;
+  bool vocabParallel = false;
+  Cttp cttp = Cttp::BwdFirst;
+  StagePriority fwd, bwd;
+  bool separation = false;
+
+  /// Stages per direction and in all directions.
+  int64_t stagesPerDirection() const { return pp * chunks; }
+  int64_t directions() const {
+    return placement == TunePlacement::Bidirectional ||
+                   placement == TunePlacement::VShapeBidirectional
+               ? 2
+               : 1;
+  }
+};
+
+/// The Megatron-LM baseline at (pp, dp, mbs): one stage per device, 1F1B
+/// (backward first, pp - a micro-batches in flight on actor a), embedding on
+/// the first stage and LM head on the last. With `vocabParallel`, the
+/// paper's T-1F1B: the same schedule with the MLLM placement.
+Candidate oneFOneB(int64_t pp, int64_t dp, int64_t mbs, int64_t microbatches,
+                   bool vocabParallel);
+
+/// What simulating a candidate gives.
+struct Evaluation {
+  Candidate candidate;
+  /// Empty when the candidate was scheduled and simulated; otherwise why not.
+  std::string error;
+  /// Iteration time: the pipeline's simulated time plus the data-parallel
+  /// gradient all-reduce after it (not overlapped), in seconds.
+  double iterationTime = 0, pipelineTime = 0, gradSyncTime = 0;
+  double tokensPerSecond = 0;
+  /// Idle share of all actors' time in the pipeline.
+  double bubbleRatio = 0;
+  /// Largest per-device memory (static + peak activations), bytes.
+  double peakBytes = 0;
+  /// Largest per-actor compute time: no schedule of this work is faster.
+  double busiest = 0;
+  bool fitsMemory = true;
+
+  bool ok() const { return error.empty(); }
+};
+
+/// The program, costs and simulation behind an evaluation, for pictures.
+struct EvaluationDetail {
+  Program program;
+  SimCosts costs;
+  SimResult sim;
+};
+
+struct TuneOptions {
+  /// Devices to use; 0: the cluster's.
+  int64_t gpus = 0;
+  /// Sequences per iteration; 0: the model file's.
+  int64_t globalBatch = 0;
+  /// Device memory in bytes; 0: the cluster's.
+  double memoryLimit = 0;
+  /// Values to try; empty: every power of two that fits.
+  std::vector<int64_t> pp, mbs;
+  /// Placements to try; empty: all.
+  std::vector<TunePlacement> placements;
+  /// Chunks tried with the circular placement.
+  std::vector<int64_t> circularChunks = {2, 4};
+  enum class Choice : uint8_t { Both, On, Off };
+  /// The MLLM placement (vocabulary-parallel embedding and head).
+  Choice vocabParallel = Choice::Both;
+  /// Gradient separation (split backward, weight gradients into bubbles).
+  Choice separation = Choice::Both;
+  /// Also try the forward-first computation-type priority (the paper tries
+  /// it only when the user asks).
+  bool allowFwdFirst = false;
+  /// Worker threads (at least 1).
+  int threads = 1;
+  /// Measured durations that replace the analytic ones.
+  const Profile *profile = nullptr;
+  /// Called from the calling thread as candidates finish.
+  std::function<void(size_t done, size_t total)> progress;
+};
+
+/// The options with defaults filled in from the model and cluster, or an
+/// error saying what to change.
+llvm::Expected<TuneOptions> resolveOptions(const ModelConfig &model,
+                                           const ClusterConfig &cluster,
+                                           TuneOptions options);
+
+/// Every candidate of the space the resolved options describe (separation
+/// variants included), or an error when the space is empty.
+llvm::Expected<std::vector<Candidate>>
+enumerateCandidates(const ModelConfig &model, const TuneOptions &options);
+
+/// Schedules and simulates one candidate. `options` must be resolved.
+Evaluation evaluate(const Candidate &candidate, const ModelConfig &model,
+                    const ClusterConfig &cluster, const TuneOptions &options,
+                    EvaluationDetail *detail = nullptr);
+
+struct TuneResult {
+  /// Schedulable candidates that fit in memory, fastest first.
+  std::vector<Evaluation> ranked;
+  /// The others: unschedulable or over the memory limit.
+  std::vector<Evaluation> rejected;
+  /// Candidates in the space, simulated, and skipped because their busiest
+  /// actor alone was slower than the best found (separation variants).
+  size_t candidates = 0, simulated = 0, pruned = 0;
+};
+
+/// The whole search. Separation variants are simulated only where they can
+/// still win. Fails with advice when nothing fits.
+llvm::Expected<TuneResult> tune(const ModelConfig &model,
+                                const ClusterConfig &cluster,
+                                const TuneOptions &options);
+
+/// The best baseline over the resolved options' (pp, dp, mbs) that fits in
+/// memory: Megatron-LM's 1F1B (`vocabParallel` false: embedding on the first
+/// stage, LM head on the last) or the paper's T-1F1B (true: 1F1B with the
+/// MLLM placement, its stage priorities as FlexPipe arranges them best).
+/// Nothing when no configuration fits.
+std::optional<Evaluation> bestBaseline(const ModelConfig &model,
+                                       const ClusterConfig &cluster,
+                                       const TuneOptions &options,
+                                       bool vocabParallel);
+
+/// The candidate as a scheduler spec (one module, the model's).
+PipelineSpec pipelineSpec(const Candidate &candidate, const ModelConfig &model);
+
+/// The candidate as `flexpipe.pipeline` text for flexpipe-compile.
+std::string specText(const Candidate &candidate, const ModelConfig &model,
+                     const std::string &name);
+
+/// A short human-readable description: placement, computation-type priority,
+/// forward/backward stage priority (bf or df, :interval), e.g. "circular v2
+/// +vocab, interleaved bf:8/df:8, separation".
+std::string describe(const Candidate &candidate);
+
+/// Bytes in the largest binary unit that keeps the number at least 1:
+/// "512.0 MiB", "19.1 GiB".
+std::string formatBytes(double bytes);
+
+/// The model with another micro-batch size and global batch.
+ModelConfig withBatch(const ModelConfig &model, int64_t mbs,
+                      int64_t globalBatch);
+
+} // namespace flexpipe::sched
+
+#endif // FLEXPIPE_SCHEDULING_TUNER_H

@@ -1,0 +1,736 @@
+//===- Tuner.cpp - Grid search over pipeline configurations ---------------===//
+//
+// Part of the FlexPipe project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// Two phases. Phase one schedules and simulates every candidate without
+// gradient separation, on all threads. Phase two takes the separation
+// variants, whose cost is dominated by the separation pass, in the order of
+// their fused twin's lower bound (the busiest actor's compute plus the
+// gradient all-reduce: moving weight gradients into bubbles cannot beat it)
+// and skips every one whose bound is no better than the best time found so
+// far. Separation keeps each actor's peak memory at or below the fused
+// schedule's, so a variant fits whenever its twin does.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flexpipe/Scheduling/Tuner.h"
+
+#include "flexpipe/Scheduling/GradientSeparation.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+using namespace flexpipe::sched;
+
+std::string flexpipe::sched::formatBytes(double bytes) {
+  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int unit = 0;
+  while (bytes >= 1024 && unit < 4) {
+    bytes /= 1024;
+    ++unit;
+  }
+  return llvm::formatv("{0:F1} {1}", bytes, units[unit]).str();
+}
+
+static llvm::Error fail(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+const char *flexpipe::sched::tunePlacementName(TunePlacement placement) {
+  switch (placement) {
+  case TunePlacement::OneToOne:
+    return "one_to_one";
+  case TunePlacement::Circular:
+    return "circular";
+  case TunePlacement::VShape:
+    return "vshape";
+  case TunePlacement::Bidirectional:
+    return "bidirectional";
+  case TunePlacement::VShapeBidirectional:
+    return "vshape_bidirectional";
+  }
+  return "?";
+}
+
+Candidate flexpipe::sched::oneFOneB(int64_t pp, int64_t dp, int64_t mbs,
+                                   int64_t microbatches, bool vocabParallel) {
+  Candidate c;
+  c.pp = pp;
+  c.dp = dp;
+  c.mbs = mbs;
+  c.microbatches = microbatches;
+  c.vocabParallel = vocabParallel;
+  return c;
+}
+
+ModelConfig flexpipe::sched::withBatch(const ModelConfig &model, int64_t mbs,
+                                       int64_t globalBatch) {
+  ModelConfig copy = model;
+  copy.microBatchSize = mbs;
+  copy.globalBatchSize = globalBatch;
+  return copy;
+}
+
+
+llvm::Expected<TuneOptions>
+flexpipe::sched::resolveOptions(const ModelConfig &model,
+                                const ClusterConfig &cluster,
+                                TuneOptions o) {
+  if (model.modules.size() != 1)
+    return fail(llvm::formatv(
+        "model '{0}' has {1} modules; flexpipe-tune searches single-module "
+        "(GPT-style) models",
+        model.name, model.modules.size()));
+  const ModuleModel &m = model.modules.front();
+  if (m.layers < 1)
+    return fail("module '" + m.name + "' has no layers");
+  if (o.gpus == 0)
+    o.gpus = cluster.devices;
+  if (o.gpus < 1)
+    return fail("the number of GPUs must be at least 1");
+  if (o.gpus > cluster.devices)
+    return fail(llvm::formatv("{0} GPUs asked for, but cluster '{1}' has {2}; "
+                              "use --gpus {2} or less, or a larger cluster "
+                              "file",
+                              o.gpus, cluster.name, cluster.devices));
+  if (o.globalBatch == 0)
+    o.globalBatch = model.globalBatchSize;
+  if (o.globalBatch < 1)
+    return fail("the global batch must be at least 1 sequence");
+  if (o.memoryLimit == 0)
+    o.memoryLimit = cluster.memoryBytes;
+  if (o.memoryLimit < 0)
+    return fail("the memory limit must be positive");
+  if (o.threads < 1)
+    o.threads = 1;
+
+  if (o.pp.empty()) {
+    for (int64_t pp = 1; pp <= o.gpus && pp <= m.layers; pp *= 2)
+      if (o.gpus % pp == 0)
+        o.pp.push_back(pp);
+  } else {
+    for (int64_t pp : o.pp) {
+      if (pp < 1 || o.gpus % pp != 0)
+        return fail(llvm::formatv("pp = {0} does not divide the {1} GPUs; "
+                                  "pp x dp must equal the number of GPUs",
+                                  pp, o.gpus));
+      if (pp > m.layers)
+        return fail(llvm::formatv("pp = {0} exceeds the model's {1} layers",
+                                  pp, m.layers));
+    }
+  }
+  if (o.mbs.empty()) {
+    for (int64_t mbs = 1; mbs <= o.globalBatch; mbs *= 2)
+      o.mbs.push_back(mbs);
+  } else {
+    for (int64_t mbs : o.mbs)
+      if (mbs < 1)
+        return fail("micro-batch sizes must be at least 1");
+  }
+  if (o.placements.empty())
+    for (int p = 0; p < kNumTunePlacements; ++p)
+      o.placements.push_back(static_cast<TunePlacement>(p));
+  for (int64_t v : o.circularChunks)
+    if (v < 2)
+      return fail("circular placements need at least 2 chunks per actor");
+  if (o.vocabParallel == TuneOptions::Choice::On &&
+      (m.vocab <= 0 || !m.lmHead))
+    return fail("module '" + m.name +
+                "' has no vocabulary and LM head to split; drop "
+                "--vocab-parallel=on");
+  return o;
+}
+
+llvm::Expected<std::vector<Candidate>>
+flexpipe::sched::enumerateCandidates(const ModelConfig &model,
+                                     const TuneOptions &o) {
+  const ModuleModel &m = model.modules.front();
+  std::vector<Candidate> out;
+  std::vector<bool> vocabChoices;
+  if (o.vocabParallel != TuneOptions::Choice::On)
+    vocabChoices.push_back(false);
+  if (o.vocabParallel != TuneOptions::Choice::Off && m.vocab > 0 && m.lmHead)
+    vocabChoices.push_back(true);
+  std::vector<Cttp> cttps = {Cttp::BwdFirst, Cttp::Interleaved};
+  if (o.allowFwdFirst)
+    cttps.push_back(Cttp::FwdFirst);
+
+  std::vector<std::string> whyNot; // for an empty space
+  for (int64_t pp : o.pp) {
+    const int64_t dp = o.gpus / pp;
+    for (int64_t mbs : o.mbs) {
+      if (o.globalBatch % (dp * mbs) != 0) {
+        whyNot.push_back(llvm::formatv("pp {0} x dp {1} with micro-batch size "
+                                       "{2}: dp x mbs = {3} does not divide "
+                                       "the global batch {4}",
+                                       pp, dp, mbs, dp * mbs, o.globalBatch));
+        continue;
+      }
+      const int64_t micro = o.globalBatch / (dp * mbs);
+      for (TunePlacement placement : o.placements) {
+        std::vector<int64_t> chunkChoices = {1};
+        if (placement == TunePlacement::Circular)
+          chunkChoices = o.circularChunks;
+        else if (placement == TunePlacement::VShape ||
+                 placement == TunePlacement::VShapeBidirectional)
+          chunkChoices = {2};
+        const bool bidirectional =
+            placement == TunePlacement::Bidirectional ||
+            placement == TunePlacement::VShapeBidirectional;
+        // One actor: every placement is the same single stage.
+        if (pp == 1 && placement != TunePlacement::OneToOne)
+          continue;
+        if (bidirectional && micro < 2)
+          continue;
+        for (int64_t v : chunkChoices) {
+          if (m.layers < pp * v)
+            continue;
+          std::vector<StagePriority> stps = {
+              {StageOrder::BreadthFirst, 0}, {StageOrder::DepthFirst, 0}};
+          if (placement == TunePlacement::Circular) {
+            stps.push_back({StageOrder::BreadthFirst, pp});
+            stps.push_back({StageOrder::DepthFirst, pp});
+          }
+          for (bool vp : vocabChoices)
+            for (Cttp cttp : cttps)
+              for (const StagePriority &fwd : stps)
+                for (const StagePriority &bwd : stps)
+                  for (bool sep : {false, true}) {
+                    // Separation does not handle the head's collectives yet.
+                    if (sep && (vp || o.separation == TuneOptions::Choice::Off))
+                      continue;
+                    if (!sep && o.separation == TuneOptions::Choice::On && !vp)
+                      continue;
+                    Candidate c;
+                    c.pp = pp;
+                    c.dp = dp;
+                    c.mbs = mbs;
+                    c.microbatches = micro;
+                    c.placement = placement;
+                    c.chunks = v;
+                    c.vocabParallel = vp;
+                    c.cttp = cttp;
+                    c.fwd = fwd;
+                    c.bwd = bwd;
+                    c.separation = sep;
+                    out.push_back(c);
+                  }
+        }
+      }
+    }
+  }
+  if (out.empty()) {
+    std::string message = llvm::formatv(
+        "the search space is empty for {0} GPUs and a global batch of {1} "
+        "(pp tried: ",
+        o.gpus, o.globalBatch);
+    for (size_t i = 0; i < o.pp.size(); ++i)
+      message += (i ? ", " : "") + std::to_string(o.pp[i]);
+    message += ")";
+    if (o.pp.empty())
+      message += llvm::formatv("; pp must be a power of two that divides the "
+                               "GPU count and is at most the {0} layers",
+                               m.layers)
+                     .str();
+    else if (!whyNot.empty())
+      message += "; " + whyNot.front() +
+                 "; use a global batch divisible by dp x mbs or a GPU count "
+                 "that is a power of two";
+    else
+      message += "; no placement fits the layer count";
+    return fail(message);
+  }
+  return out;
+}
+
+PipelineSpec flexpipe::sched::pipelineSpec(const Candidate &c,
+                                           const ModelConfig &model) {
+  const ModuleModel &m = model.modules.front();
+  PipelineSpec spec;
+  spec.actors = static_cast<int32_t>(c.pp);
+  spec.microbatches = static_cast<int32_t>(c.microbatches);
+  ModuleSpec module;
+  module.name = m.name;
+  module.layers = m.layers;
+  module.vocabParallel = c.vocabParallel;
+  PlacementSpec &placement = module.placement;
+  placement.chunks = c.chunks;
+  placement.bidirectional = c.directions() == 2;
+  switch (c.placement) {
+  case TunePlacement::OneToOne:
+  case TunePlacement::Bidirectional:
+    placement.kind = PlacementKind::OneToOne;
+    break;
+  case TunePlacement::Circular:
+    placement.kind = PlacementKind::Circular;
+    break;
+  case TunePlacement::VShape:
+  case TunePlacement::VShapeBidirectional:
+    placement.kind = PlacementKind::VShape;
+    break;
+  }
+  for (int64_t a = 0; a < c.pp; ++a)
+    placement.actors.push_back(a);
+  spec.modules.push_back(module);
+
+  PrioritySpec priority;
+  priority.cttp = c.cttp;
+  priority.fwd = c.fwd;
+  priority.bwd = c.bwd;
+  spec.priorities.push_back(priority);
+
+  // The placement's usual in-flight rule (see specText for the formulas).
+  InflightSpec in;
+  const int64_t pp = c.pp, s = c.stagesPerDirection();
+  switch (c.placement) {
+  case TunePlacement::OneToOne:
+    in.scope = InflightScope::PerActor;
+    for (int64_t a = 0; a < pp; ++a)
+      in.limits.push_back(pp - a);
+    break;
+  case TunePlacement::Circular:
+    in.scope = InflightScope::PerActor;
+    for (int64_t a = 0; a < pp; ++a)
+      in.limits.push_back(s + pp - 2 * a - 1);
+    break;
+  case TunePlacement::VShape:
+  case TunePlacement::VShapeBidirectional:
+    in.scope = InflightScope::PerActor;
+    in.limits.assign(pp, s);
+    break;
+  case TunePlacement::Bidirectional:
+    in.scope = InflightScope::PerStage;
+    for (int64_t i = 0; i < 2 * s; ++i)
+      in.limits.push_back(pp - i % pp);
+    break;
+  }
+  spec.inflight.push_back(std::move(in));
+  return spec;
+}
+
+static const char *cttpName(Cttp cttp) {
+  switch (cttp) {
+  case Cttp::BwdFirst:
+    return "bwd_first";
+  case Cttp::FwdFirst:
+    return "fwd_first";
+  case Cttp::Interleaved:
+    return "interleaved";
+  }
+  return "?";
+}
+
+static std::string stpText(const StagePriority &p) {
+  std::string text =
+      p.order == StageOrder::BreadthFirst ? "breadth_first" : "depth_first";
+  if (p.interval > 0)
+    text += ", " + std::to_string(p.interval);
+  return text;
+}
+
+std::string flexpipe::sched::specText(const Candidate &c,
+                                      const ModelConfig &model,
+                                      const std::string &name) {
+  const ModuleModel &m = model.modules.front();
+  std::ostringstream os;
+  os << "flexpipe.pipeline @" << name << " actors(" << c.pp
+     << ") microbatches(" << c.microbatches << ") {\n";
+  os << "  flexpipe.module @" << m.name << " layers(" << m.layers
+     << ") placement(";
+  switch (c.placement) {
+  case TunePlacement::OneToOne:
+  case TunePlacement::Bidirectional:
+    os << "one_to_one)";
+    break;
+  case TunePlacement::Circular:
+    os << "circular) chunks(" << c.chunks << ")";
+    break;
+  case TunePlacement::VShape:
+  case TunePlacement::VShapeBidirectional:
+    os << "vshape) chunks(" << c.chunks << ")";
+    break;
+  }
+  if (c.directions() == 2)
+    os << " bidirectional";
+  if (c.vocabParallel)
+    os << " vocab_parallel";
+  os << "\n  flexpipe.priority cttp<" << cttpName(c.cttp) << "> fstp<"
+     << stpText(c.fwd) << "> bstp<" << stpText(c.bwd) << ">\n";
+  switch (c.placement) {
+  case TunePlacement::OneToOne:
+    os << "  flexpipe.inflight per_actor affine_map<(a)[pp, s, m] -> (pp - "
+          "a)>\n";
+    break;
+  case TunePlacement::Circular:
+    os << "  flexpipe.inflight per_actor affine_map<(a)[pp, s, m] -> (s + pp "
+          "- a * 2 - 1)>\n";
+    break;
+  case TunePlacement::VShape:
+    os << "  flexpipe.inflight per_actor affine_map<(a)[pp, s, m] -> (s)>\n";
+    break;
+  case TunePlacement::VShapeBidirectional:
+    // s counts both directions' stages in the spec; the limit is one
+    // direction's.
+    os << "  flexpipe.inflight per_actor affine_map<(a)[pp, s, m] -> (s "
+          "floordiv 2)>\n";
+    break;
+  case TunePlacement::Bidirectional:
+    os << "  flexpipe.inflight per_stage affine_map<(i)[pp, s, m] -> (pp - i "
+          "mod pp)>\n";
+    break;
+  }
+  if (c.separation)
+    os << "  flexpipe.optimize gradient_separation\n";
+  os << "}\n";
+  return os.str();
+}
+
+std::string flexpipe::sched::describe(const Candidate &c) {
+  std::ostringstream os;
+  os << tunePlacementName(c.placement);
+  if (c.placement == TunePlacement::Circular)
+    os << " v" << c.chunks;
+  if (c.vocabParallel)
+    os << " +vocab";
+  auto stp = [](const StagePriority &p) {
+    std::string text = p.order == StageOrder::BreadthFirst ? "bf" : "df";
+    if (p.interval > 0)
+      text += ":" + std::to_string(p.interval);
+    return text;
+  };
+  os << ", " << cttpName(c.cttp) << " " << stp(c.fwd) << "/" << stp(c.bwd);
+  if (c.separation)
+    os << ", separation";
+  return os.str();
+}
+
+Evaluation flexpipe::sched::evaluate(const Candidate &c,
+                                     const ModelConfig &model,
+                                     const ClusterConfig &cluster,
+                                     const TuneOptions &options,
+                                     EvaluationDetail *detail) {
+  Evaluation e;
+  e.candidate = c;
+  const ModelConfig sized = withBatch(model, c.mbs, options.globalBatch);
+  PipelineSpec spec = pipelineSpec(c, sized);
+  spec.model = &sized;
+  spec.cluster = &cluster;
+  llvm::Expected<BuiltProblem> built = buildProblem(spec);
+  if (!built) {
+    e.error = llvm::toString(built.takeError());
+    return e;
+  }
+  const ScheduleResult schedule = sched::schedule(built->problem, TimeModel::Cost);
+  if (!schedule.ok) {
+    e.error = "cannot be scheduled: " + schedule.error;
+    return e;
+  }
+  Program program =
+      toProgram(built->problem, schedule, built->numStages, built->stageEdges,
+                built->sharedStages);
+  program.stageMeta = built->stageMeta;
+  program.moduleNames = built->moduleNames;
+
+  // Replica r's actor a is device a * dp + r, Megatron-LM's order: the
+  // data-parallel groups (the largest messages) are neighbours, inside a
+  // node when dp allows, and pipeline hops cross nodes first.
+  // flexpipe-compile --dp simulates the same layout.
+  std::vector<int64_t> devices(c.pp);
+  for (int64_t a = 0; a < c.pp; ++a)
+    devices[a] = a * c.dp;
+  SimCosts costs;
+  if (std::string error = modelCosts(program, sized, cluster, options.profile,
+                                     devices, costs);
+      !error.empty()) {
+    e.error = error;
+    return e;
+  }
+  if (c.separation) {
+    splitBackward(program);
+    SeparationResult separated = separateGradients(program, costs, {});
+    if (!separated.ok) {
+      e.error = "gradient separation failed: " + separated.error;
+      return e;
+    }
+    program = std::move(separated.program);
+  }
+  insertCommunication(program);
+  Simulator simulator;
+  std::string error;
+  if (!simulator.prepare(program, error)) {
+    e.error = error;
+    return e;
+  }
+  SimResult sim = simulator.run(costs);
+
+  e.pipelineTime = sim.iterationTime;
+  e.bubbleRatio = sim.bubbleRatio();
+  for (double bytes : sim.totalBytes)
+    e.peakBytes = std::max(e.peakBytes, bytes);
+  for (double busy : sim.busy)
+    e.busiest = std::max(e.busiest, busy);
+
+  // Data-parallel gradient all-reduce: each actor's parameters (its share of
+  // shared stages) in the model's dtype, over its dp peers.
+  if (c.dp > 1) {
+    std::vector<double> gradBytes(c.pp, 0);
+    std::vector<int32_t> sharing(built->numStages, 0);
+    for (const StagePart &part : built->problem.parts)
+      ++sharing[part.stage];
+    for (const StagePart &part : built->problem.parts) {
+      const StageMeta &meta = built->stageMeta[part.stage];
+      StageShape shape;
+      shape.module = &sized.modules.front();
+      shape.layers = meta.layers;
+      shape.first = meta.first;
+      shape.last = meta.last;
+      gradBytes[part.actor] += stageCost(shape, sized, cluster).parameters *
+                               static_cast<double>(sized.dtypeBytes) /
+                               sharing[part.stage];
+    }
+    for (int64_t a = 0; a < c.pp; ++a) {
+      std::vector<int64_t> group(c.dp);
+      for (int64_t r = 0; r < c.dp; ++r)
+        group[r] = a * c.dp + r;
+      e.gradSyncTime =
+          std::max(e.gradSyncTime, allReduceTime(cluster, group, gradBytes[a]));
+    }
+  }
+  e.iterationTime = e.pipelineTime + e.gradSyncTime;
+  e.tokensPerSecond =
+      e.iterationTime > 0
+          ? static_cast<double>(options.globalBatch * sized.modules.front().seq) /
+                e.iterationTime
+          : 0;
+  e.fitsMemory = options.memoryLimit <= 0 || e.peakBytes <= options.memoryLimit;
+  if (detail) {
+    detail->program = std::move(program);
+    detail->costs = std::move(costs);
+    detail->sim = std::move(sim);
+  }
+  return e;
+}
+
+namespace {
+
+/// Runs `work(i)` for i in [0, n) on `threads` threads (the caller's
+/// included), reporting progress from the calling thread.
+void parallelFor(size_t n, int threads,
+                 const std::function<void(size_t)> &work,
+                 const std::function<void(size_t)> &progress) {
+  std::atomic<size_t> next{0}, done{0};
+  auto worker = [&](bool report) {
+    for (size_t i = next++; i < n; i = next++) {
+      work(i);
+      ++done;
+      if (report && progress)
+        progress(done.load());
+    }
+  };
+  std::vector<std::thread> pool;
+  const int extra = std::max(0, std::min<int>(threads, static_cast<int>(n)) - 1);
+  for (int t = 0; t < extra; ++t)
+    pool.emplace_back(worker, false);
+  worker(true);
+  for (std::thread &t : pool)
+    t.join();
+  if (progress)
+    progress(done.load());
+}
+
+} // namespace
+
+llvm::Expected<TuneResult> flexpipe::sched::tune(const ModelConfig &model,
+                                                 const ClusterConfig &cluster,
+                                                 const TuneOptions &options) {
+  llvm::Expected<std::vector<Candidate>> space =
+      enumerateCandidates(model, options);
+  if (!space)
+    return space.takeError();
+  TuneResult result;
+  result.candidates = space->size();
+
+  // Phase one: every fused candidate, and the fused twin of every separation
+  // variant (needed for its bound) even when only variants were asked for.
+  std::vector<Candidate> fused;
+  std::map<std::tuple<int64_t, int64_t, int, int64_t, bool, int, int, int64_t,
+                      int, int64_t>,
+           size_t>
+      twinOf;
+  auto key = [](const Candidate &c) {
+    return std::make_tuple(c.pp, c.mbs, static_cast<int>(c.placement), c.chunks,
+                           c.vocabParallel, static_cast<int>(c.cttp),
+                           static_cast<int>(c.fwd.order), c.fwd.interval,
+                           static_cast<int>(c.bwd.order), c.bwd.interval);
+  };
+  std::vector<Candidate> variants;
+  for (const Candidate &c : *space) {
+    Candidate base = c;
+    base.separation = false;
+    if (twinOf.emplace(key(base), fused.size()).second)
+      fused.push_back(base);
+    if (c.separation)
+      variants.push_back(c);
+  }
+  const size_t total = fused.size() + variants.size();
+  auto report = [&](size_t offset) {
+    return [&, offset](size_t done) {
+      if (options.progress)
+        options.progress(offset + done, total);
+    };
+  };
+  std::vector<Evaluation> fusedEval(fused.size());
+  parallelFor(
+      fused.size(), options.threads,
+      [&](size_t i) {
+        fusedEval[i] = evaluate(fused[i], model, cluster, options);
+      },
+      report(0));
+  result.simulated = fused.size();
+
+  double best = std::numeric_limits<double>::infinity();
+  for (const Evaluation &e : fusedEval)
+    if (e.ok() && e.fitsMemory)
+      best = std::min(best, e.iterationTime);
+
+  // Phase two: separation variants, most promising first, pruned by bound.
+  struct Pending {
+    size_t variant, twin;
+    double bound;
+  };
+  std::vector<Pending> pending;
+  std::vector<Evaluation> variantEval(variants.size());
+  std::vector<uint8_t> ran(variants.size(), 0);
+  for (size_t v = 0; v < variants.size(); ++v) {
+    Candidate base = variants[v];
+    base.separation = false;
+    const size_t twin = twinOf.at(key(base));
+    const Evaluation &t = fusedEval[twin];
+    if (!t.ok() || !t.fitsMemory) {
+      variantEval[v] = t;
+      variantEval[v].candidate = variants[v];
+      ran[v] = 1;
+      continue;
+    }
+    pending.push_back({v, twin, t.busiest + t.gradSyncTime});
+  }
+  std::sort(pending.begin(), pending.end(),
+            [](const Pending &a, const Pending &b) { return a.bound < b.bound; });
+  std::mutex bestMutex;
+  std::atomic<size_t> pruned{0}, simulated{0};
+  parallelFor(
+      pending.size(), options.threads,
+      [&](size_t i) {
+        const Pending &p = pending[i];
+        {
+          std::lock_guard<std::mutex> lock(bestMutex);
+          if (p.bound >= best * (1 - 1e-12)) {
+            ++pruned;
+            return;
+          }
+        }
+        Evaluation e = evaluate(variants[p.variant], model, cluster, options);
+        ++simulated;
+        if (e.ok() && e.fitsMemory) {
+          std::lock_guard<std::mutex> lock(bestMutex);
+          best = std::min(best, e.iterationTime);
+        }
+        variantEval[p.variant] = std::move(e);
+        ran[p.variant] = 1;
+      },
+      report(fused.size()));
+  result.simulated += simulated;
+  result.pruned = pruned;
+
+  auto keep = [&](const Evaluation &e) {
+    if (e.ok() && e.fitsMemory)
+      result.ranked.push_back(e);
+    else
+      result.rejected.push_back(e);
+  };
+  for (const Evaluation &e : fusedEval)
+    if (options.separation != TuneOptions::Choice::On ||
+        e.candidate.vocabParallel)
+      keep(e);
+  for (size_t v = 0; v < variants.size(); ++v)
+    if (ran[v])
+      keep(variantEval[v]);
+  std::stable_sort(result.ranked.begin(), result.ranked.end(),
+                   [](const Evaluation &a, const Evaluation &b) {
+                     if (a.iterationTime != b.iterationTime)
+                       return a.iterationTime < b.iterationTime;
+                     return a.peakBytes < b.peakBytes;
+                   });
+
+  if (result.ranked.empty()) {
+    const Evaluation *smallest = nullptr;
+    const Evaluation *anyError = nullptr;
+    for (const Evaluation &e : result.rejected) {
+      if (!e.ok()) {
+        anyError = anyError ? anyError : &e;
+        continue;
+      }
+      if (!smallest || e.peakBytes < smallest->peakBytes)
+        smallest = &e;
+    }
+    if (smallest)
+      return fail(llvm::formatv(
+          "no candidate fits in {0} per device: the smallest needs {1} (pp "
+          "{2} x dp {3}, micro-batch size {4}, {5}); use more GPUs, a smaller "
+          "global batch or model, or raise --memory-limit",
+          formatBytes(options.memoryLimit), formatBytes(smallest->peakBytes),
+          smallest->candidate.pp, smallest->candidate.dp,
+          smallest->candidate.mbs, describe(smallest->candidate)));
+    return fail("no candidate could be scheduled" +
+                (anyError ? "; e.g. " + describe(anyError->candidate) + ": " +
+                                anyError->error
+                          : std::string()));
+  }
+  return result;
+}
+
+std::optional<Evaluation>
+flexpipe::sched::bestBaseline(const ModelConfig &model,
+                              const ClusterConfig &cluster,
+                              const TuneOptions &options, bool vocabParallel) {
+  const ModuleModel &m = model.modules.front();
+  if (vocabParallel && (m.vocab <= 0 || !m.lmHead))
+    return std::nullopt;
+  // One stage per actor: without vocabulary parallelism every stage order
+  // is the same; with it the head and embedding slices make the order of
+  // an actor's two or three stages matter.
+  std::vector<StagePriority> orders = {{StageOrder::BreadthFirst, 0}};
+  if (vocabParallel)
+    orders.push_back({StageOrder::DepthFirst, 0});
+  std::optional<Evaluation> best;
+  for (int64_t pp : options.pp)
+    for (int64_t mbs : options.mbs) {
+      const int64_t dp = options.gpus / pp;
+      if (options.globalBatch % (dp * mbs) != 0 || m.layers < pp)
+        continue;
+      for (const StagePriority &fwd : orders)
+        for (const StagePriority &bwd : orders) {
+          Candidate c = oneFOneB(pp, dp, mbs, options.globalBatch / (dp * mbs),
+                                 vocabParallel);
+          c.fwd = fwd;
+          c.bwd = bwd;
+          Evaluation e = evaluate(c, model, cluster, options);
+          if (e.ok() && e.fitsMemory &&
+              (!best || e.iterationTime < best->iterationTime))
+            best = std::move(e);
+        }
+    }
+  return best;
+}

@@ -1,0 +1,238 @@
+//===- TunerTest.cpp - Collectives, vocabulary parallelism, the tuner -----===//
+//
+// Part of the FlexPipe project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+
+#include "TestSpecs.h"
+
+#include "flexpipe/Scheduling/Tuner.h"
+
+#include <catch2/catch.hpp>
+
+#include <limits>
+
+using namespace flexpipe::sched;
+
+namespace {
+
+ModelConfig gptModel(int64_t layers, int64_t vocab) {
+  ModelConfig model;
+  model.name = "gpt-test";
+  model.globalBatchSize = 16;
+  ModuleModel m;
+  m.name = "gpt";
+  m.layers = layers;
+  m.hidden = 1024;
+  m.heads = 16;
+  m.seq = 512;
+  m.vocab = vocab;
+  m.lmHead = true;
+  model.modules.push_back(m);
+  return model;
+}
+
+ClusterConfig cluster(int64_t devices) {
+  ClusterConfig c;
+  c.name = "test";
+  c.devices = devices;
+  c.devicesPerNode = 4;
+  c.peakFlops = 100e12;
+  c.efficiency = 0.5;
+  c.memoryBytes = 40e9;
+  c.intraNode = {100e9, 5e-6};
+  c.interNode = {10e9, 10e-6};
+  return c;
+}
+
+} // namespace
+
+TEST_CASE("a collective starts on all members at once and gates their "
+          "backwards",
+          "[scheduler][sync]") {
+  // Stage 0 on actor 0, stage 1 on actor 1, stage 2 shared by both (a head
+  // with a collective after its forward).
+  Problem p;
+  p.numActors = 2;
+  p.numMicrobatches = 3;
+  for (auto [stage, actor, depth] :
+       {std::tuple{0, 0, 0}, {1, 1, 1}, {2, 0, 2}, {2, 1, 2}}) {
+    StagePart part;
+    part.stage = stage;
+    part.actor = actor;
+    part.depth = depth;
+    part.mbEnd = 3;
+    part.countsInflight = stage != 2;
+    p.parts.push_back(part);
+  }
+  p.edges = {{0, 1}, {1, 2}, {1, 3}};
+  p.policies.assign(2, ActorPolicy{});
+  p.actorLimits = {2, 1};
+  p.syncs.push_back({{2, 3}, 0.5});
+  const ScheduleResult r = schedule(p, TimeModel::Cost);
+  REQUIRE(r.ok);
+
+  for (int32_t mb = 0; mb < 3; ++mb) {
+    double start[2] = {-1, -1}, headFwdEnd[2] = {-1, -1},
+           headBwdStart[2] = {-1, -1};
+    for (int32_t a = 0; a < 2; ++a)
+      for (const ScheduledItem &item : r.actors[a]) {
+        if (item.mb != mb || p.parts[item.part].stage != 2)
+          continue;
+        if (item.isSync()) {
+          start[a] = item.start;
+          CHECK(item.end - item.start == Approx(0.5));
+        } else if (item.kind == CompKind::Fwd) {
+          headFwdEnd[a] = item.end;
+        } else {
+          headBwdStart[a] = item.start;
+        }
+      }
+    REQUIRE(start[0] >= 0);
+    CHECK(start[0] == start[1]);
+    for (int a = 0; a < 2; ++a) {
+      CHECK(start[a] >= std::max(headFwdEnd[0], headFwdEnd[1]));
+      CHECK(headBwdStart[a] >= start[a] + 0.5);
+    }
+  }
+
+  // The program with its all_gathers verifies (no deadlock) and simulates.
+  Program program = toProgram(p, r, 3, {{0, 1}, {1, 2}}, {2});
+  insertCommunication(program);
+  REQUIRE(program.groups.size() == 1);
+  CHECK(program.groups[0] == std::vector<int32_t>{0, 1});
+  CHECK_FALSE(verify(program).has_value());
+}
+
+TEST_CASE("the vocabulary-parallel placement adds a shared embedding and "
+          "head",
+          "[spec][vocab]") {
+  PipelineSpec spec = test::makeSpec(4, 8, PlacementKind::OneToOne, 1,
+                                     Cttp::BwdFirst, {}, {}, {4, 3, 2, 1});
+  spec.modules[0].vocabParallel = true;
+  llvm::Expected<BuiltProblem> built = buildProblem(spec);
+  REQUIRE(static_cast<bool>(built));
+  CHECK(built->numStages == 6);
+  CHECK(built->sharedStages == std::vector<int32_t>{4, 5});
+  CHECK(built->modules[0].embeddingStages == std::vector<int32_t>{4});
+  CHECK(built->modules[0].headStages == std::vector<int32_t>{5});
+  CHECK(built->stageMeta[0].first == false);
+  CHECK(built->stageMeta[3].last == false);
+  CHECK((built->stageMeta[4].layers == 0 && built->stageMeta[4].first));
+  CHECK((built->stageMeta[5].layers == 0 && built->stageMeta[5].last));
+  REQUIRE(built->problem.syncs.size() == 1);
+  CHECK(built->problem.syncs[0].parts.size() == 4);
+  const std::vector<std::pair<int32_t, int32_t>> edges = {
+      {0, 1}, {1, 2}, {2, 3}, {4, 0}, {3, 5}};
+  CHECK(built->stageEdges == edges);
+
+  // The 1F1B limits still hold for the transformer stages: actor 3 never has
+  // two of its own forwards in flight, whatever its head slices do.
+  const ScheduleResult r = schedule(built->problem, TimeModel::Step);
+  REQUIRE(r.ok);
+  int inflight = 0, peak = 0;
+  for (const ScheduledItem &item : r.actors[3]) {
+    if (item.isSync() || built->problem.parts[item.part].stage != 3)
+      continue;
+    inflight += item.kind == CompKind::Fwd ? 1 : -1;
+    peak = std::max(peak, inflight);
+  }
+  CHECK(peak == 1);
+}
+
+TEST_CASE("the tuner's options are resolved or refused with advice",
+          "[tuner]") {
+  const ModelConfig model = gptModel(8, 32000);
+  const ClusterConfig c = cluster(8);
+  TuneOptions o;
+  llvm::Expected<TuneOptions> r = resolveOptions(model, c, o);
+  REQUIRE(static_cast<bool>(r));
+  CHECK(r->gpus == 8);
+  CHECK(r->globalBatch == 16);
+  CHECK(r->pp == std::vector<int64_t>{1, 2, 4, 8});
+  CHECK(r->mbs == std::vector<int64_t>{1, 2, 4, 8, 16});
+
+  o.pp = {3};
+  llvm::Expected<TuneOptions> bad = resolveOptions(model, c, o);
+  REQUIRE_FALSE(static_cast<bool>(bad));
+  CHECK(llvm::toString(bad.takeError()) ==
+        "pp = 3 does not divide the 8 GPUs; pp x dp must equal the number of "
+        "GPUs");
+
+  o.pp.clear();
+  o.gpus = 6;
+  o.globalBatch = 16;
+  llvm::Expected<TuneOptions> six = resolveOptions(model, c, o);
+  REQUIRE(static_cast<bool>(six));
+  CHECK(six->pp == std::vector<int64_t>{1, 2});
+  llvm::Expected<std::vector<Candidate>> none = enumerateCandidates(model, *six);
+  REQUIRE_FALSE(static_cast<bool>(none));
+  CHECK(llvm::StringRef(llvm::toString(none.takeError()))
+            .starts_with("the search space is empty for 6 GPUs"));
+}
+
+TEST_CASE("pruning by bound never loses the best candidate", "[tuner]") {
+  const ModelConfig model = gptModel(8, 64000);
+  const ClusterConfig c = cluster(4);
+  TuneOptions o;
+  o.gpus = 4;
+  o.threads = 2;
+  o.mbs = {1, 2};
+  llvm::Expected<TuneOptions> r = resolveOptions(model, c, o);
+  REQUIRE(static_cast<bool>(r));
+  llvm::Expected<TuneResult> tuned = tune(model, c, *r);
+  REQUIRE(static_cast<bool>(tuned));
+  REQUIRE_FALSE(tuned->ranked.empty());
+  for (size_t i = 1; i < tuned->ranked.size(); ++i)
+    CHECK(tuned->ranked[i - 1].iterationTime <= tuned->ranked[i].iterationTime);
+
+  // Exhaustively: every candidate of the space, none skipped.
+  llvm::Expected<std::vector<Candidate>> space = enumerateCandidates(model, *r);
+  REQUIRE(static_cast<bool>(space));
+  CHECK(space->size() == tuned->candidates);
+  double best = std::numeric_limits<double>::infinity();
+  for (const Candidate &candidate : *space) {
+    const Evaluation e = evaluate(candidate, model, c, *r);
+    if (e.ok() && e.fitsMemory)
+      best = std::min(best, e.iterationTime);
+  }
+  CHECK(tuned->ranked.front().iterationTime == Approx(best).epsilon(1e-12));
+
+  // The baselines are in the space, so the best is at least as fast.
+  for (bool vp : {false, true}) {
+    std::optional<Evaluation> base = bestBaseline(model, c, *r, vp);
+    REQUIRE(base.has_value());
+    CHECK(tuned->ranked.front().iterationTime <= base->iterationTime);
+  }
+}
+
+TEST_CASE("a candidate's spec text names what its PipelineSpec holds",
+          "[tuner]") {
+  const ModelConfig model = gptModel(16, 32000);
+  Candidate c;
+  c.pp = 4;
+  c.dp = 2;
+  c.microbatches = 8;
+  c.placement = TunePlacement::Circular;
+  c.chunks = 2;
+  c.vocabParallel = true;
+  c.cttp = Cttp::Interleaved;
+  c.fwd = {StageOrder::BreadthFirst, 4};
+  c.bwd = {StageOrder::DepthFirst, 4};
+  CHECK(specText(c, model, "best") ==
+        "flexpipe.pipeline @best actors(4) microbatches(8) {\n"
+        "  flexpipe.module @gpt layers(16) placement(circular) chunks(2) "
+        "vocab_parallel\n"
+        "  flexpipe.priority cttp<interleaved> fstp<breadth_first, 4> "
+        "bstp<depth_first, 4>\n"
+        "  flexpipe.inflight per_actor affine_map<(a)[pp, s, m] -> (s + pp - "
+        "a * 2 - 1)>\n"
+        "}\n");
+  const PipelineSpec spec = pipelineSpec(c, model);
+  REQUIRE(spec.inflight.size() == 1);
+  // s = 8 stages: 8 + 4 - 2a - 1.
+  CHECK(spec.inflight[0].limits == std::vector<int64_t>{11, 9, 7, 5});
+  CHECK(describe(c) == "circular v2 +vocab, interleaved bf:4/df:4");
+}

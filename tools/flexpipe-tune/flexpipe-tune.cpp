@@ -1,0 +1,509 @@
+//===- flexpipe-tune.cpp - Search the schedule space ----------------------===//
+//
+// Part of the FlexPipe project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// The auto-tuner's command line: read a model and a cluster, search
+// (pp, dp, micro-batch size, placement, priorities, vocabulary parallelism,
+// gradient separation) with lib/Scheduling/Tuner, print a ranked table, and
+// write the results (CSV and JSON), the top K as specs for flexpipe-compile
+// (each with a model file of its batch sizes) and a timeline of the best next
+// to the Megatron-style 1F1B baseline. Plain C++ (no IR), so this one file is
+// built with exceptions for CLI11.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flexpipe/Scheduling/CostModelYAML.h"
+#include "flexpipe/Scheduling/Export.h"
+#include "flexpipe/Scheduling/Tuner.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <CLI/CLI.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <optional>
+#include <sstream>
+#include <thread>
+#include <unistd.h>
+
+using namespace flexpipe::sched;
+
+namespace {
+
+struct Options {
+  std::string model, cluster, profile, output = "flexpipe-tune.out";
+  int64_t gpus = 0, globalBatch = 0;
+  std::string memoryLimit;
+  int top = 5;
+  int threads = 0;
+  std::vector<int64_t> pp, mbs;
+  std::vector<std::string> placements;
+  std::string vocabParallel = "auto", separation = "auto";
+  bool allowFwdFirst = false;
+  std::string progress = "auto";
+};
+
+/// "80GiB", "75e9", "512 MiB", "1.5TB" -> bytes.
+std::optional<double> parseBytes(std::string text) {
+  text.erase(std::remove(text.begin(), text.end(), ' '), text.end());
+  size_t pos = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &pos);
+  } catch (...) {
+    return std::nullopt;
+  }
+  std::string unit = text.substr(pos);
+  std::transform(unit.begin(), unit.end(), unit.begin(), ::tolower);
+  const std::pair<const char *, double> units[] = {
+      {"", 1},          {"b", 1},          {"kb", 1e3},
+      {"mb", 1e6},      {"gb", 1e9},       {"tb", 1e12},
+      {"kib", 1024.0},  {"mib", 1048576.0}, {"gib", 1073741824.0},
+      {"tib", 1099511627776.0}};
+  for (auto [name, scale] : units)
+    if (unit == name && value > 0)
+      return value * scale;
+  return std::nullopt;
+}
+
+std::string seconds(double s) {
+  if (s >= 1)
+    return llvm::formatv("{0:F3} s", s).str();
+  return llvm::formatv("{0:F3} ms", s * 1e3).str();
+}
+
+std::string stpName(const StagePriority &p) {
+  std::string text =
+      p.order == StageOrder::BreadthFirst ? "breadth_first" : "depth_first";
+  if (p.interval > 0)
+    text += ":" + std::to_string(p.interval);
+  return text;
+}
+
+const char *cttpName(Cttp c) {
+  return c == Cttp::BwdFirst ? "bwd_first"
+         : c == Cttp::FwdFirst ? "fwd_first"
+                               : "interleaved";
+}
+
+std::string jsonEscape(const std::string &s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\')
+      out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+/// One CSV / JSON row per evaluation.
+void writeResults(const std::string &dir, const TuneResult &result) {
+  std::error_code ec;
+  llvm::raw_fd_ostream csv(dir + "/results.csv", ec);
+  llvm::raw_fd_ostream json(dir + "/results.json", ec);
+  csv << "rank,status,iteration_s,pipeline_s,grad_sync_s,tokens_per_s,"
+         "bubble_ratio,peak_bytes,pp,dp,mbs,microbatches,placement,chunks,"
+         "vocab_parallel,cttp,fstp,bstp,separation,error\n";
+  json << "[\n";
+  bool first = true;
+  auto row = [&](const Evaluation &e, int rank) {
+    const Candidate &c = e.candidate;
+    const char *status = !e.ok()           ? "unschedulable"
+                         : !e.fitsMemory ? "over_memory"
+                                         : "ok";
+    std::string error = e.error;
+    std::replace(error.begin(), error.end(), '"', '\'');
+    std::replace(error.begin(), error.end(), '\n', ' ');
+    csv << (rank > 0 ? std::to_string(rank) : "") << ',' << status << ','
+        << llvm::formatv("{0:e6},{1:e6},{2:e6},{3:F1},{4:F6},{5:F0}",
+                         e.iterationTime, e.pipelineTime, e.gradSyncTime,
+                         e.tokensPerSecond, e.bubbleRatio, e.peakBytes)
+        << ',' << c.pp << ',' << c.dp << ',' << c.mbs << ',' << c.microbatches
+        << ',' << tunePlacementName(c.placement) << ',' << c.chunks << ','
+        << (c.vocabParallel ? 1 : 0) << ',' << cttpName(c.cttp) << ','
+        << stpName(c.fwd) << ',' << stpName(c.bwd) << ','
+        << (c.separation ? 1 : 0) << ",\"" << error << "\"\n";
+    json << (first ? "" : ",\n") << "  {\"rank\": "
+         << (rank > 0 ? std::to_string(rank) : "null") << ", \"status\": \""
+         << status << "\", \"iteration_s\": "
+         << llvm::formatv("{0:e6}", e.iterationTime)
+         << ", \"pipeline_s\": " << llvm::formatv("{0:e6}", e.pipelineTime)
+         << ", \"grad_sync_s\": " << llvm::formatv("{0:e6}", e.gradSyncTime)
+         << ", \"tokens_per_s\": " << llvm::formatv("{0:F1}", e.tokensPerSecond)
+         << ", \"bubble_ratio\": " << llvm::formatv("{0:F6}", e.bubbleRatio)
+         << ", \"peak_bytes\": " << llvm::formatv("{0:F0}", e.peakBytes)
+         << ", \"pp\": " << c.pp << ", \"dp\": " << c.dp
+         << ", \"mbs\": " << c.mbs << ", \"microbatches\": " << c.microbatches
+         << ", \"placement\": \"" << tunePlacementName(c.placement)
+         << "\", \"chunks\": " << c.chunks << ", \"vocab_parallel\": "
+         << (c.vocabParallel ? "true" : "false") << ", \"cttp\": \""
+         << cttpName(c.cttp) << "\", \"fstp\": \"" << stpName(c.fwd)
+         << "\", \"bstp\": \"" << stpName(c.bwd) << "\", \"separation\": "
+         << (c.separation ? "true" : "false") << ", \"error\": \""
+         << jsonEscape(e.error) << "\"}";
+    first = false;
+  };
+  int rank = 0;
+  for (const Evaluation &e : result.ranked)
+    row(e, ++rank);
+  for (const Evaluation &e : result.rejected)
+    row(e, 0);
+  json << "\n]\n";
+}
+
+/// A model file with the candidate's batch sizes, for flexpipe-compile.
+std::string modelYaml(const ModelConfig &model, int64_t mbs,
+                      int64_t globalBatch) {
+  std::ostringstream os;
+  const ModuleModel &m = model.modules.front();
+  os << "# " << model.name << " with the batch sizes flexpipe-tune chose\n"
+     << "name: " << model.name << "\n"
+     << "dtype: " << (model.dtypeBytes == 4 ? "fp32" : "bf16") << "\n"
+     << "global_batch_size: " << globalBatch << "\n"
+     << "micro_batch_size: " << mbs << "\n"
+     << "modules:\n"
+     << "  - name: " << m.name << "\n"
+     << "    layers: " << m.layers << "\n"
+     << "    hidden: " << m.hidden << "\n"
+     << "    heads: " << m.heads << "\n"
+     << "    seq: " << m.seq << "\n"
+     << "    vocab: " << m.vocab << "\n";
+  if (!m.lmHead)
+    os << "    lm_head: false\n";
+  return os.str();
+}
+
+bool writeFile(const std::string &path, const std::string &text) {
+  std::error_code ec;
+  llvm::raw_fd_ostream out(path, ec);
+  if (ec) {
+    llvm::errs() << "flexpipe-tune: cannot write " << path << ": "
+                 << ec.message() << "\n";
+    return false;
+  }
+  out << text;
+  return true;
+}
+
+/// Two timelines on one time scale, stacked.
+std::string stackSvgs(const std::string &top, const std::string &bottom) {
+  auto height = [](const std::string &svg) {
+    size_t at = svg.find("height=\"");
+    return at == std::string::npos ? 0.0 : std::stod(svg.substr(at + 8));
+  };
+  const double h1 = height(top), h2 = height(bottom);
+  std::ostringstream os;
+  os << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"1200\" height=\""
+     << h1 + h2 << "\" viewBox=\"0 0 1200 " << h1 + h2 << "\">\n"
+     << top.substr(0, 4) << " y=\"0\"" << top.substr(4) << bottom.substr(0, 4)
+     << " y=\"" << h1 << "\"" << bottom.substr(4) << "</svg>\n";
+  return os.str();
+}
+
+class Progress {
+public:
+  explicit Progress(bool enabled) : enabled(enabled) {}
+  void operator()(size_t done, size_t total) {
+    if (!enabled || total == 0)
+      return;
+    const int percent = static_cast<int>(100 * done / total);
+    if (percent == last && done != total)
+      return;
+    last = percent;
+    const int width = 40, filled = width * percent / 100;
+    std::string bar(filled, '#');
+    bar.resize(width, '.');
+    llvm::errs() << "\r[" << bar << "] " << percent << "% " << done << "/"
+                 << total << (done == total ? "\n" : "");
+    llvm::errs().flush();
+  }
+
+private:
+  bool enabled;
+  int last = -1;
+};
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Options o;
+  CLI::App app{
+      "flexpipe-tune: search pipeline configurations for a model on a "
+      "cluster and rank them by simulated iteration time.\n"
+      "The space (the paper's section 6): pp x dp = GPUs with pp a power of "
+      "two, micro-batch sizes that divide the global batch, placements "
+      "one_to_one, circular (v = 2, 4), vshape, bidirectional and "
+      "vshape_bidirectional, each with and without the vocabulary-parallel "
+      "embedding and LM head, computation-type priorities bwd_first and "
+      "interleaved (fwd_first with --allow-fwd-first), stage priorities "
+      "breadth_first and depth_first (with interval pp for circular), "
+      "gradient separation on and off. Every candidate is scheduled with "
+      "the cost model's durations and simulated; the data-parallel gradient "
+      "all-reduce is added; candidates over the memory limit are dropped.",
+      "flexpipe-tune"};
+  app.add_option("--model", o.model, "Model YAML (docs/CostModel.md)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  app.add_option("--cluster", o.cluster, "Cluster YAML (docs/CostModel.md)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  app.add_option("--gpus", o.gpus,
+                 "GPUs to use (default: the cluster's devices)")
+      ->check(CLI::PositiveNumber)
+      ->type_name("N");
+  app.add_option("--global-batch", o.globalBatch,
+                 "Sequences per iteration (default: the model file's)")
+      ->check(CLI::PositiveNumber)
+      ->type_name("B");
+  app.add_option("--profile", o.profile,
+                 "Measured profile YAML whose durations replace the analytic "
+                 "ones")
+      ->check(CLI::ExistingFile);
+  app.add_option("--memory-limit", o.memoryLimit,
+                 "Device memory, e.g. 80GiB or 75e9 (default: the cluster's)")
+      ->type_name("BYTES");
+  app.add_option("--top", o.top,
+                 "How many of the best to write as specs and print")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--threads", o.threads,
+                 "Worker threads (default: all hardware threads)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--pp", o.pp, "Only these pipeline sizes (comma-separated)")
+      ->delimiter(',')
+      ->type_name("LIST");
+  app.add_option("--mbs", o.mbs,
+                 "Only these micro-batch sizes (comma-separated)")
+      ->delimiter(',')
+      ->type_name("LIST");
+  app.add_option("--placements", o.placements,
+                 "Only these placements (comma-separated: one_to_one, "
+                 "circular, vshape, bidirectional, vshape_bidirectional)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"one_to_one", "circular", "vshape",
+                             "bidirectional", "vshape_bidirectional"}))
+      ->type_name("LIST");
+  app.add_option("--vocab-parallel", o.vocabParallel,
+                 "The MLLM placement (embedding and LM head split along the "
+                 "vocabulary over the pipeline): auto tries both")
+      ->check(CLI::IsMember({"auto", "on", "off"}))
+      ->capture_default_str();
+  app.add_option("--separation", o.separation,
+                 "Gradient separation: auto tries both (not with "
+                 "vocab_parallel, whose collectives it does not handle yet)")
+      ->check(CLI::IsMember({"auto", "on", "off"}))
+      ->capture_default_str();
+  app.add_flag("--allow-fwd-first", o.allowFwdFirst,
+               "Also try the forward-first computation-type priority");
+  app.add_option("--progress", o.progress,
+                 "Progress bar on standard error: auto (when it is a "
+                 "terminal), on or off")
+      ->check(CLI::IsMember({"auto", "on", "off"}))
+      ->capture_default_str();
+  app.add_option("-o,--output", o.output, "Directory for the results")
+      ->capture_default_str();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError &error) {
+    return app.exit(error) == 0 ? 0 : 1;
+  }
+
+  ModelConfig model;
+  ClusterConfig cluster;
+  Profile profile;
+  for (const std::string &error :
+       {loadModel(o.model, model), loadCluster(o.cluster, cluster),
+        o.profile.empty() ? std::string() : loadProfile(o.profile, profile)})
+    if (!error.empty()) {
+      llvm::errs() << "flexpipe-tune: " << error << "\n";
+      return 1;
+    }
+
+  TuneOptions options;
+  options.gpus = o.gpus;
+  options.globalBatch = o.globalBatch;
+  if (!o.memoryLimit.empty()) {
+    std::optional<double> bytes = parseBytes(o.memoryLimit);
+    if (!bytes) {
+      llvm::errs() << "flexpipe-tune: --memory-limit '" << o.memoryLimit
+                   << "' is not a positive size (e.g. 80GiB, 75e9, 512MiB)\n";
+      return 1;
+    }
+    options.memoryLimit = *bytes;
+  }
+  options.pp = o.pp;
+  options.mbs = o.mbs;
+  for (const std::string &name : o.placements)
+    for (int p = 0; p < kNumTunePlacements; ++p)
+      if (name == tunePlacementName(static_cast<TunePlacement>(p)))
+        options.placements.push_back(static_cast<TunePlacement>(p));
+  auto choice = [](const std::string &value) {
+    return value == "on"    ? TuneOptions::Choice::On
+           : value == "off" ? TuneOptions::Choice::Off
+                            : TuneOptions::Choice::Both;
+  };
+  options.vocabParallel = choice(o.vocabParallel);
+  options.separation = choice(o.separation);
+  options.allowFwdFirst = o.allowFwdFirst;
+  options.threads = o.threads > 0
+                        ? o.threads
+                        : std::max(1u, std::thread::hardware_concurrency());
+  options.profile = o.profile.empty() ? nullptr : &profile;
+  const bool showProgress =
+      o.progress == "on" || (o.progress == "auto" && isatty(STDERR_FILENO));
+  Progress progress(showProgress);
+  options.progress = [&](size_t done, size_t total) { progress(done, total); };
+
+  llvm::Expected<TuneOptions> resolved =
+      resolveOptions(model, cluster, options);
+  if (!resolved) {
+    llvm::errs() << "flexpipe-tune: " << llvm::toString(resolved.takeError())
+                 << "\n";
+    return 1;
+  }
+  if (std::error_code ec = llvm::sys::fs::create_directories(o.output)) {
+    llvm::errs() << "flexpipe-tune: cannot create " << o.output << ": "
+                 << ec.message() << "\n";
+    return 1;
+  }
+
+  const auto started = std::chrono::steady_clock::now();
+  llvm::Expected<TuneResult> tuned = tune(model, cluster, *resolved);
+  const double elapsed = std::chrono::duration<double>(
+                             std::chrono::steady_clock::now() - started)
+                             .count();
+  if (!tuned) {
+    llvm::errs() << "flexpipe-tune: " << llvm::toString(tuned.takeError())
+                 << "\n";
+    return 1;
+  }
+  const TuneResult &result = *tuned;
+  size_t overMemory = 0, unschedulable = 0;
+  for (const Evaluation &e : result.rejected)
+    (e.ok() ? overMemory : unschedulable)++;
+
+  // The baselines at their best (pp, dp, mbs): Megatron's 1F1B and T-1F1B.
+  std::optional<Evaluation> baseline[2] = {
+      bestBaseline(model, cluster, *resolved, false),
+      bestBaseline(model, cluster, *resolved, true)};
+
+  const ModuleModel &module = model.modules.front();
+  llvm::outs() << llvm::formatv(
+      "flexpipe-tune: {0} on {1}, {2} GPUs, global batch {3}, memory limit "
+      "{4}\n{5} candidates: {6} simulated, {7} pruned by bound, {8} over "
+      "memory, {9} unschedulable; {10:F2} s on {11} thread(s)\n\n",
+      model.name, cluster.name, resolved->gpus, resolved->globalBatch,
+      resolved->memoryLimit > 0 ? formatBytes(resolved->memoryLimit) : "none",
+      result.candidates, result.simulated, result.pruned, overMemory,
+      unschedulable, elapsed, resolved->threads);
+  llvm::outs() << llvm::formatv("{0,-5} {1,-11} {2,-11} {3,-7} {4,-10} "
+                                "{5,-4} {6,-4} {7,-4} {8,-4} {9}\n",
+                                "rank", "iteration", "tokens/s", "bubble",
+                                "peak mem", "pp", "dp", "mbs", "m",
+                                "schedule");
+  auto line = [&](const std::string &label, const Evaluation &e) {
+    const Candidate &c = e.candidate;
+    llvm::outs() << llvm::formatv(
+        "{0,-5} {1,-11} {2,-11} {3,-7} {4,-10} {5,-4} {6,-4} {7,-4} {8,-4} "
+        "{9}\n",
+        label, seconds(e.iterationTime),
+        llvm::formatv("{0:F0}", e.tokensPerSecond).str(),
+        llvm::formatv("{0:F1}%", 100 * e.bubbleRatio).str(), formatBytes(e.peakBytes),
+        c.pp, c.dp, c.mbs, c.microbatches, describe(c));
+  };
+  const size_t top = std::min<size_t>(o.top, result.ranked.size());
+  for (size_t i = 0; i < top; ++i)
+    line(std::to_string(i + 1), result.ranked[i]);
+  const Evaluation &best = result.ranked.front();
+  llvm::outs() << "\n";
+  const char *names[2] = {"Megatron-LM 1F1B", "T-1F1B (1F1B, vocab-parallel)"};
+  for (int vp = 0; vp < 2; ++vp) {
+    if (!baseline[vp]) {
+      llvm::outs() << names[vp] << ": no configuration fits\n";
+      continue;
+    }
+    line(vp ? "T1F1B" : "1F1B", *baseline[vp]);
+    llvm::outs() << llvm::formatv("      best is {0:F2}x faster than {1} at "
+                                  "its best (pp, dp, mbs)\n",
+                                  baseline[vp]->iterationTime /
+                                      best.iterationTime,
+                                  names[vp]);
+  }
+
+  // Files.
+  writeResults(o.output, result);
+  for (size_t i = 0; i < top; ++i) {
+    const Evaluation &e = result.ranked[i];
+    const Candidate &c = e.candidate;
+    const std::string stem =
+        o.output + "/rank-" + std::to_string(i + 1);
+    std::ostringstream spec;
+    spec << "// flexpipe-tune rank " << i + 1 << " for " << model.name
+         << " on " << cluster.name << ", " << resolved->gpus
+         << " GPUs: pp " << c.pp << " x dp " << c.dp
+         << ", micro-batch size " << c.mbs << ", " << c.microbatches
+         << " micro-batches\n"
+         << "// " << describe(c) << "\n"
+         << "// predicted: iteration " << seconds(e.iterationTime)
+         << " (pipeline " << seconds(e.pipelineTime)
+         << ", data-parallel gradient all-reduce "
+         << seconds(e.gradSyncTime) << "), "
+         << llvm::formatv("{0:F0}", e.tokensPerSecond).str()
+         << " tokens/s, bubble "
+         << llvm::formatv("{0:F1}", 100 * e.bubbleRatio).str()
+         << "%, peak " << formatBytes(e.peakBytes) << " per device\n"
+         << "// flexpipe-compile rank-" << i + 1 << ".mlir --time-model=cost"
+         << " --model rank-" << i + 1 << ".model.yaml --cluster "
+         << llvm::sys::path::filename(o.cluster).str() << " --dp " << c.dp
+         << " --emit=report\n"
+         << specText(c, model, "rank" + std::to_string(i + 1));
+    if (!writeFile(stem + ".mlir", spec.str()) ||
+        !writeFile(stem + ".model.yaml",
+                   modelYaml(model, c.mbs, resolved->globalBatch)))
+      return 1;
+  }
+
+  // The best next to the Megatron baseline, on one time scale.
+  EvaluationDetail bestDetail, baseDetail;
+  evaluate(best.candidate, model, cluster, *resolved, &bestDetail);
+  ReportContext context;
+  context.name = "best: " + describe(best.candidate);
+  context.tokensPerIteration =
+      static_cast<double>(resolved->globalBatch * module.seq);
+  std::string svg;
+  if (baseline[0]) {
+    evaluate(baseline[0]->candidate, model, cluster, *resolved, &baseDetail);
+    context.timeSpan = std::max(bestDetail.sim.iterationTime,
+                                baseDetail.sim.iterationTime);
+    ReportContext baseContext = context;
+    baseContext.name = llvm::formatv("Megatron 1F1B, pp {0} x dp {1}, mbs {2}",
+                                     baseline[0]->candidate.pp,
+                                     baseline[0]->candidate.dp,
+                                     baseline[0]->candidate.mbs);
+    svg = stackSvgs(
+        formatSvg(bestDetail.program, bestDetail.sim, bestDetail.costs, context),
+        formatSvg(baseDetail.program, baseDetail.sim, baseDetail.costs,
+                  baseContext));
+  } else {
+    svg = formatSvg(bestDetail.program, bestDetail.sim, bestDetail.costs,
+                    context);
+  }
+  if (!writeFile(o.output + "/best-vs-1f1b.svg", svg))
+    return 1;
+  llvm::outs() << "\nwrote " << o.output << "/results.csv, results.json, "
+               << "rank-1.mlir .. rank-" << top << ".mlir (with .model.yaml), "
+               << "best-vs-1f1b.svg\n";
+  return 0;
+}
