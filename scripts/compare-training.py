@@ -4,7 +4,10 @@
 Losses (one per line) must agree within 1e-5 relative per iteration; final
 weights (files of 'NAME COUNT VALUES...' lines; the run's are split over
 WEIGHTS.actorN files) within 1e-4 (absolute, or relative for large values);
-and the loss must fall. --loss-tol and --weight-tol change the two bounds
+and the loss must fall. A slice of a parameter (vocabulary parallelism) is
+written as 'NAME[r0:r1,c0:c1]/ROWSxCOLS COUNT VALUES' (the block's values row
+by row); the slices of NAME are joined into the whole ROWS x COLS parameter,
+which must be covered. --loss-tol and --weight-tol change the two bounds
 (GPU runs: scripts/gpu-test.sh). Prints a summary line; exits 1 on any
 difference.
 
@@ -13,7 +16,10 @@ Usage: compare-training.py RUN_LOSSES REF_LOSSES RUN_WEIGHTS_PREFIX REF_WEIGHTS
 """
 
 import glob
+import re
 import sys
+
+SLICE = re.compile(r"^(.+)\[(\d+):(\d+),(\d+):(\d+)\]/(\d+)x(\d+)$")
 
 
 def losses(path):
@@ -21,8 +27,24 @@ def losses(path):
         return [float(line) for line in f if line.strip()]
 
 
+def join_slices(table, slices, path):
+    """Assembles each sliced parameter of `slices` into `table`."""
+    for name, (rows, cols, blocks) in slices.items():
+        if name in table:
+            sys.exit(f"{path}: {name} is written both whole and in slices")
+        whole = [None] * (rows * cols)
+        for (r0, r1, c0, c1), values in blocks.items():
+            width = c1 - c0
+            for r in range(r0, r1):
+                whole[r * cols + c0:r * cols + c1] = \
+                    values[(r - r0) * width:(r - r0 + 1) * width]
+        if any(v is None for v in whole):
+            sys.exit(f"{path}: the slices of {name} do not cover it")
+        table[name] = whole
+
+
 def weights(paths):
-    table = {}
+    table, slices = {}, {}
     for path in paths:
         with open(path) as f:
             for line in f:
@@ -32,7 +54,19 @@ def weights(paths):
                 if len(values) != count:
                     sys.exit(f"{path}: {name} has {len(values)} values, "
                              f"expected {count}")
-                table[name] = values
+                part = SLICE.match(name)
+                if not part:
+                    table[name] = values
+                    continue
+                base = part.group(1)
+                r0, r1, c0, c1, rows, cols = map(int, part.groups()[1:])
+                if (r1 - r0) * (c1 - c0) != count or r1 > rows or c1 > cols:
+                    sys.exit(f"{path}: {name} does not fit its shape")
+                shape = slices.setdefault(base, (rows, cols, {}))
+                if shape[:2] != (rows, cols):
+                    sys.exit(f"{path}: {base} has slices of different shapes")
+                shape[2][(r0, r1, c0, c1)] = values
+    join_slices(table, slices, " ".join(paths))
     return table
 
 

@@ -22,12 +22,14 @@
 #include "flexpipe/Runtime/Model.h"
 #include "flexpipe/Runtime/Schedule.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <algorithm>
+#include <functional>
 #include <map>
+#include <set>
 
 using namespace flexpipe::rt;
 using Clock = std::chrono::steady_clock;
@@ -54,10 +56,23 @@ struct Event {
 };
 
 /// Stages `a` and `b` are the two copies of one stage of a bidirectional
-/// pipeline.
+/// pipeline on two actors. (The two directions' vocabulary-parallel stages
+/// put their copies on the same actors; the device sums those.)
 bool areCopies(const ScheduleDesc::Stage &a, const ScheduleDesc::Stage &b) {
-  return a.actor != b.actor && a.firstBlock == b.firstBlock &&
-         a.blocks == b.blocks && a.first == b.first && a.last == b.last;
+  return !a.shared() && !b.shared() && a.actor != b.actor &&
+         a.firstBlock == b.firstBlock && a.blocks == b.blocks &&
+         a.first == b.first && a.last == b.last && a.finalNorm == b.finalNorm;
+}
+
+/// Every pair of different actors (a, b) with a running `from` and b `to`.
+std::vector<std::pair<int, int>> actorPairs(const ScheduleDesc &d, int from,
+                                            int to) {
+  std::vector<std::pair<int, int>> pairs;
+  for (int a : d.stage[from].actors)
+    for (int b : d.stage[to].actors)
+      if (a != b)
+        pairs.push_back({a, b});
+  return pairs;
 }
 
 /// Every message channel of the run, the same list on every rank: one per
@@ -71,14 +86,12 @@ std::vector<Comm::Channel> channelsOf(const ScheduleDesc &d) {
       channels.push_back(
           {rank(std::min(a, b)), rank(std::max(a, b)), kExchangeTag, true});
     };
-    for (auto [from, to] : d.edges) {
-      const int a = d.stage[from].actor, b = d.stage[to].actor;
-      if (a == b)
-        continue;
-      channels.push_back({rank(a), rank(b), tag(false, from)});
-      channels.push_back({rank(b), rank(a), tag(true, to)});
-      exchange(a, b);
-    }
+    for (auto [from, to] : d.edges)
+      for (auto [a, b] : actorPairs(d, from, to)) {
+        channels.push_back({rank(a), rank(b), tag(false, from)});
+        channels.push_back({rank(b), rank(a), tag(true, to)});
+        exchange(a, b);
+      }
     for (int s = 0; s < d.stages; ++s)
       for (int other = s + 1; other < d.stages; ++other)
         if (areCopies(d.stage[s], d.stage[other]))
@@ -135,13 +148,27 @@ struct flexpipe_rt {
   std::map<int, std::unique_ptr<DeviceStage>> stages;
   std::vector<std::vector<int>> preds, succs;
 
-  // In flight, per (stage, micro-batch): the input activation, the output to
-  // send, the gradient of the output, the input gradient to send.
+  // In flight, per (stage, micro-batch): the input activation and the
+  // gradient of the output, one part per actor that sent or handed one over
+  // (a stage after a vocabulary-parallel embedding, or before a
+  // vocabulary-parallel head, sums several); the output and the input
+  // gradient to send, with the number of sends still to come (one per other
+  // actor of the neighbour stages).
   using Key = std::pair<int, int>;
-  std::map<Key, BufferPtr> input, output, outputGrad, inputGrad;
-  std::vector<BufferPtr> sending;    // kept alive until the iteration's waitAll
-  std::map<int64_t, int64_t> tokens; // token -> backend handle
+  using Parts = std::vector<std::pair<int, BufferPtr>>; // (actor, part)
+  struct Outgoing {
+    BufferPtr buffer;
+    int sends = 0;
+  };
+  std::map<Key, Parts> input, outputGrad;
+  std::map<Key, Outgoing> output, inputGrad;
+  std::vector<BufferPtr> sending; // kept alive until the iteration's waitAll
+  /// token -> what completes it (the transfer's wait; an all-gather's waits
+  /// and its use).
+  std::map<int64_t, std::function<void()>> tokens;
   int64_t nextToken = 0;
+  /// Per vocabulary-parallel head on this actor: its group (Comm::openGroups).
+  std::map<int, int> groupOf;
 
   // Profile: per stage and kind (fwd, bwd, igrad, wgrad) total seconds and
   // count, over iterations after the first.
@@ -154,9 +181,13 @@ struct flexpipe_rt {
     double bytes = 0;
     for (const auto &[s, stage] : stages)
       bytes += static_cast<double>(stage->cachedBytes());
-    for (const auto *map : {&input, &output, &outputGrad, &inputGrad})
-      for (const auto &[key, buffer] : *map)
-        bytes += buffer->size() * sizeof(float);
+    for (const auto *map : {&input, &outputGrad})
+      for (const auto &[key, parts] : *map)
+        for (const auto &[actor, buffer] : parts)
+          bytes += buffer->size() * sizeof(float);
+    for (const auto *map : {&output, &inputGrad})
+      for (const auto &[key, outgoing] : *map)
+        bytes += outgoing.buffer->size() * sizeof(float);
     for (const BufferPtr &buffer : sending)
       bytes += buffer->size() * sizeof(float);
     peakBytes = std::max(peakBytes, bytes);
@@ -185,6 +216,7 @@ struct flexpipe_rt {
                       static_cast<int>(peer), start, end});
   }
 
+  bool runs(int s) const { return desc.stage[s].part(actor) >= 0; }
   DeviceStage &stage(int64_t s) {
     auto it = stages.find(static_cast<int>(s));
     if (it == stages.end())
@@ -198,7 +230,7 @@ struct flexpipe_rt {
   }
   int senderStage(int stage, int peer, bool gradient) {
     for (int s : gradient ? succs[stage] : preds[stage])
-      if (desc.stage[s].actor == peer)
+      if (desc.stage[s].part(peer) >= 0)
         return s;
     comm->abort("stage " + std::to_string(stage) + " has no " +
                     (gradient ? "successor" : "predecessor") + " on actor " +
@@ -331,15 +363,63 @@ int flexpipe::rt::runRank(int argc, char **argv, const char *description,
   comm.openChannels(channelsOf(d));
   rt.device = backend.makeDevice(d);
   Device &device = *rt.device;
+  const bool vocabParallel =
+      std::any_of(d.stage.begin(), d.stage.end(), [](const auto &stage) {
+        return stage.vocabEmbedding() || stage.vocabHead();
+      });
+  if (vocabParallel && !device.vocabParallel())
+    comm.abort("this backend does not run vocabulary-parallel stages (a "
+               "shared token embedding or LM head); use the CPU backend",
+               1);
+  // All-gathers are matched by micro-batch (the tag) within their group.
+  if (vocabParallel && d.microbatches > kExchangeTag)
+    comm.abort("vocabulary parallelism allows at most " +
+                   std::to_string(kExchangeTag) + " micro-batches",
+               1);
+  for (int s = 0; s < d.stages; ++s) {
+    const ScheduleDesc::Stage &stage = d.stage[s];
+    if (stage.shared() && !stage.vocabEmbedding() && !stage.vocabHead())
+      comm.abort("stage " + std::to_string(s) +
+                     " is shared but is not a vocabulary-parallel embedding "
+                     "or head",
+                 1);
+    if (stage.shared() &&
+        d.model.vocab < static_cast<int64_t>(stage.actors.size()))
+      comm.abort("stage " + std::to_string(s) + " splits a vocabulary of " +
+                     std::to_string(d.model.vocab) + " over " +
+                     std::to_string(stage.actors.size()) + " actors",
+                 1);
+  }
+  // One group per vocabulary-parallel head and replica, opened by every rank
+  // in stage order.
+  for (int s = 0; s < d.stages; ++s) {
+    if (!d.stage[s].vocabHead())
+      continue;
+    std::vector<std::vector<int>> groups(d.dp);
+    for (int r = 0; r < d.dp; ++r)
+      for (int a : d.stage[s].actors)
+        groups[r].push_back(r * d.actors + a);
+    if (const int group = comm.openGroups(groups); group >= 0)
+      rt.groupOf[s] = group;
+  }
   rt.preds.assign(d.stages, {});
   rt.succs.assign(d.stages, {});
   for (auto [from, to] : d.edges) {
     rt.succs[from].push_back(to);
     rt.preds[to].push_back(from);
   }
-  for (int s = 0; s < d.stages; ++s)
-    if (d.stage[s].actor == rt.actor)
-      rt.stages[s] = device.makeStage(d.stage[s]);
+  for (int s = 0; s < d.stages; ++s) {
+    const ScheduleDesc::Stage &stage = d.stage[s];
+    if (!rt.runs(s))
+      continue;
+    if (!stage.shared()) {
+      rt.stages[s] = device.makeStage(stage);
+      continue;
+    }
+    rt.stages[s] = device.makeVocabStage(
+        stage, vocabSlice(d.model.vocab, stage.part(rt.actor),
+                          static_cast<int>(stage.actors.size())));
+  }
   rt.lossScale = 1.0f / static_cast<float>(d.microbatches * d.dp);
   rt.tracing = !rt.options.trace.empty();
   rt.syncTimings =
@@ -366,11 +446,9 @@ int flexpipe::rt::runRank(int argc, char **argv, const char *description,
   std::map<std::pair<int, int>, double> messageSeconds;
   if (!rt.options.profile.empty()) {
     std::vector<std::pair<int, int>> pairs;
-    for (auto [from, to] : d.edges) {
-      int a = d.stage[from].actor, b = d.stage[to].actor;
-      if (a != b)
+    for (auto [from, to] : d.edges)
+      for (auto [a, b] : actorPairs(d, from, to))
         pairs.push_back({std::min(a, b), std::max(a, b)});
-    }
     std::sort(pairs.begin(), pairs.end());
     pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
     BufferPtr message = device.allocate(rt.messageSize());
@@ -534,45 +612,70 @@ int flexpipe::rt::runRank(int argc, char **argv, const char *description,
 extern "C" {
 
 /// Hands `result` of stage `s` for micro-batch `mb` to the stages that take
-/// it: a copy into `local` for each neighbour on this actor, the buffer
-/// itself into `remote` when one is on another actor.
+/// it: a part in `local` for each neighbour on this actor (a copy but for the
+/// last), the buffer itself into `remote` when some run on other actors, to
+/// be sent once to each of those actors.
 static void deliver(flexpipe_rt *rt, const std::vector<int> &neighbours,
                     int64_t s, int64_t mb, BufferPtr result,
-                    std::map<flexpipe_rt::Key, BufferPtr> &local,
-                    std::map<flexpipe_rt::Key, BufferPtr> &remote) {
+                    std::map<flexpipe_rt::Key, flexpipe_rt::Parts> &local,
+                    std::map<flexpipe_rt::Key, flexpipe_rt::Outgoing> &remote) {
   std::vector<int> here;
-  bool elsewhere = false;
-  for (int q : neighbours) {
-    if (rt->desc.stage[q].actor == rt->actor)
-      here.push_back(q);
-    else
-      elsewhere = true;
-  }
-  if (!result && (elsewhere || !here.empty()))
+  std::set<int> elsewhere;
+  for (int q : neighbours)
+    for (int a : rt->desc.stage[q].actors) {
+      if (a == rt->actor)
+        here.push_back(q);
+      else
+        elsewhere.insert(a);
+    }
+  if (!result && (!elsewhere.empty() || !here.empty()))
     rt->comm->abort("stage " + std::to_string(s) + " mb " + std::to_string(mb) +
                         " produced nothing to pass on",
                     1);
   for (size_t i = 0; i < here.size(); ++i)
-    local[{here[i], static_cast<int>(mb)}] = i + 1 == here.size() && !elsewhere
-                                                 ? std::move(result)
-                                                 : rt->device->copy(*result);
-  if (elsewhere)
-    remote[{static_cast<int>(s), static_cast<int>(mb)}] = std::move(result);
+    local[{here[i], static_cast<int>(mb)}].push_back(
+        {rt->actor, i + 1 == here.size() && elsewhere.empty()
+                        ? std::move(result)
+                        : rt->device->copy(*result)});
+  if (!elsewhere.empty())
+    remote[{static_cast<int>(s), static_cast<int>(mb)}] = {
+        std::move(result), static_cast<int>(elsewhere.size())};
+}
+
+/// The input activation (or output gradient) of stage `s` for micro-batch
+/// `mb`: one part from each actor of `neighbours`, summed in actor order.
+static BufferPtr takeParts(flexpipe_rt *rt,
+                           std::map<flexpipe_rt::Key, flexpipe_rt::Parts> &from,
+                           const std::vector<int> &neighbours, int64_t s,
+                           int64_t mb, const char *what) {
+  size_t expected = 0;
+  for (int q : neighbours)
+    expected += rt->desc.stage[q].actors.size();
+  auto it = from.find({static_cast<int>(s), static_cast<int>(mb)});
+  const size_t have = it == from.end() ? 0 : it->second.size();
+  if (have != expected)
+    rt->comm->abort(std::string(what) + " stage " + std::to_string(s) + " mb " +
+                        std::to_string(mb) + " has " + std::to_string(have) +
+                        " of its " + std::to_string(expected) + " input parts",
+                    1);
+  flexpipe_rt::Parts parts = std::move(it->second);
+  from.erase(it);
+  std::stable_sort(
+      parts.begin(), parts.end(),
+      [](const auto &x, const auto &y) { return x.first < y.first; });
+  BufferPtr sum = std::move(parts.front().second);
+  for (size_t i = 1; i < parts.size(); ++i)
+    rt->device->accumulate(*sum, *parts[i].second);
+  return sum;
 }
 
 static void forward(flexpipe_rt *rt, int64_t s, int64_t mb) {
-  const flexpipe_rt::Key key{static_cast<int>(s), static_cast<int>(mb)};
   BufferPtr in, out;
-  if (!rt->preds[s].empty()) {
-    auto it = rt->input.find(key);
-    if (it == rt->input.end())
-      rt->comm->abort("fwd stage " + std::to_string(s) + " mb " +
-                          std::to_string(mb) + " has no input activation",
-                      1);
-    in = std::move(it->second);
-    rt->input.erase(it);
-  }
-  const bool countLoss = rt->desc.stage[s].last && rt->succs[s].empty();
+  if (!rt->preds[s].empty())
+    in = takeParts(rt, rt->input, rt->preds[s], s, mb, "fwd");
+  // A vocabulary-parallel head counts its loss after its all-gather.
+  const ScheduleDesc::Stage &stage = rt->desc.stage[s];
+  const bool countLoss = stage.last && !stage.shared() && rt->succs[s].empty();
   rt->timed(s, 0, [&] {
     rt->stage(s).forward(mb, rt->batch(mb), std::move(in), out, countLoss);
   });
@@ -580,17 +683,9 @@ static void forward(flexpipe_rt *rt, int64_t s, int64_t mb) {
 }
 
 static void inputGradient(flexpipe_rt *rt, int64_t s, int64_t mb) {
-  const flexpipe_rt::Key key{static_cast<int>(s), static_cast<int>(mb)};
   BufferPtr dout, din;
-  if (!rt->succs[s].empty()) {
-    auto it = rt->outputGrad.find(key);
-    if (it == rt->outputGrad.end())
-      rt->comm->abort("backward of stage " + std::to_string(s) + " mb " +
-                          std::to_string(mb) + " has no output gradient",
-                      1);
-    dout = std::move(it->second);
-    rt->outputGrad.erase(it);
-  }
+  if (!rt->succs[s].empty())
+    dout = takeParts(rt, rt->outputGrad, rt->succs[s], s, mb, "backward of");
   rt->timed(s, 2, [&] {
     rt->stage(s).inputGrad(mb, std::move(dout), din, rt->lossScale);
   });
@@ -630,7 +725,7 @@ void flexpipe_rt_bwd(flexpipe_rt *rt, int64_t s, int64_t mb) {
 }
 
 static int64_t postSend(flexpipe_rt *rt,
-                        std::map<flexpipe_rt::Key, BufferPtr> &from,
+                        std::map<flexpipe_rt::Key, flexpipe_rt::Outgoing> &from,
                         bool gradient, int64_t s, int64_t mb, int64_t peer) {
   auto it = from.find({static_cast<int>(s), static_cast<int>(mb)});
   if (it == from.end())
@@ -638,22 +733,62 @@ static int64_t postSend(flexpipe_rt *rt,
                         " stage " + std::to_string(s) + " mb " +
                         std::to_string(mb) + " has nothing to send",
                     1);
-  rt->sending.push_back(std::move(it->second));
-  from.erase(it);
-  Buffer &buffer = *rt->sending.back();
-  return rt->comm->isend(buffer.data(), buffer.size(), rt->rankOf(peer),
-                         tag(gradient, static_cast<int>(s)));
+  Buffer &buffer = *it->second.buffer;
+  const int64_t handle =
+      rt->comm->isend(buffer.data(), buffer.size(), rt->rankOf(peer),
+                      tag(gradient, static_cast<int>(s)));
+  // The last send keeps the buffer alive until the iteration's waitAll.
+  if (--it->second.sends == 0) {
+    rt->sending.push_back(std::move(it->second.buffer));
+    from.erase(it);
+  }
+  return handle;
 }
 
 static int64_t postRecv(flexpipe_rt *rt,
-                        std::map<flexpipe_rt::Key, BufferPtr> &into,
+                        std::map<flexpipe_rt::Key, flexpipe_rt::Parts> &into,
                         bool gradient, int64_t s, int64_t mb, int64_t peer) {
   const int sender =
       rt->senderStage(static_cast<int>(s), static_cast<int>(peer), gradient);
-  BufferPtr &buffer = into[{static_cast<int>(s), static_cast<int>(mb)}];
-  buffer = rt->device->allocate(rt->messageSize());
-  return rt->comm->irecv(buffer->data(), buffer->size(), rt->rankOf(peer),
+  flexpipe_rt::Parts &parts = into[{static_cast<int>(s), static_cast<int>(mb)}];
+  parts.push_back(
+      {static_cast<int>(peer), rt->device->allocate(rt->messageSize())});
+  Buffer &buffer = *parts.back().second;
+  return rt->comm->irecv(buffer.data(), buffer.size(), rt->rankOf(peer),
                          tag(gradient, sender));
+}
+
+/// Posts the all-gather of vocabulary-parallel head `s`'s statistics for
+/// micro-batch `mb` in its group; returns what completes it: the waits, then
+/// the loss and the softmax from every slice's statistics.
+static std::function<void()> postAllGather(flexpipe_rt *rt, int64_t s,
+                                           int64_t mb) {
+  auto group = rt->groupOf.find(static_cast<int>(s));
+  if (group == rt->groupOf.end())
+    rt->comm->abort("all_gather stage " + std::to_string(s) +
+                        ": the stage is not a vocabulary-parallel head on "
+                        "actor " +
+                        std::to_string(rt->actor),
+                    1);
+  DeviceStage &stage = rt->stage(s);
+  auto mine = std::make_shared<std::vector<double>>(stage.statistics(mb));
+  if (mine->empty())
+    rt->comm->abort("all_gather stage " + std::to_string(s) + " mb " +
+                        std::to_string(mb) + " comes before its fwd",
+                    1);
+  const ScheduleDesc::Stage &desc = rt->desc.stage[s];
+  auto all =
+      std::make_shared<std::vector<double>>(mine->size() * desc.actors.size());
+  std::vector<int64_t> handles =
+      rt->comm->iallGather(group->second, mine->data(), mine->size(),
+                           all->data(), static_cast<int>(mb));
+  // The first slice's actor counts the loss, once per replica.
+  const bool countLoss = desc.part(rt->actor) == 0;
+  return [rt, s, mb, mine, all, handles, countLoss] {
+    for (int64_t handle : handles)
+      rt->comm->wait(handle);
+    rt->stage(s).combine(mb, *all, countLoss);
+  };
 }
 
 void flexpipe_rt_send_act(flexpipe_rt *rt, int64_t s, int64_t mb,
@@ -680,7 +815,7 @@ void flexpipe_rt_recv_grad(flexpipe_rt *rt, int64_t s, int64_t mb,
 }
 
 static int64_t remember(flexpipe_rt *rt, int64_t handle) {
-  rt->tokens[rt->nextToken] = handle;
+  rt->tokens[rt->nextToken] = [rt, handle] { rt->comm->wait(handle); };
   return rt->nextToken++;
 }
 int64_t flexpipe_rt_send_act_async(flexpipe_rt *rt, int64_t s, int64_t mb,
@@ -703,8 +838,17 @@ void flexpipe_rt_wait(flexpipe_rt *rt, int64_t token) {
   auto it = rt->tokens.find(token);
   if (it == rt->tokens.end())
     rt->comm->abort("wait on unknown token " + std::to_string(token), 1);
-  rt->traced("WAIT", -1, -1, -1, [&] { rt->comm->wait(it->second); });
+  std::function<void()> complete = std::move(it->second);
   rt->tokens.erase(it);
+  rt->traced("WAIT", -1, -1, -1, complete);
+}
+
+void flexpipe_rt_all_gather(flexpipe_rt *rt, int64_t s, int64_t mb) {
+  rt->traced("ALL_GATHER", s, mb, -1, [&] { postAllGather(rt, s, mb)(); });
+}
+int64_t flexpipe_rt_all_gather_async(flexpipe_rt *rt, int64_t s, int64_t mb) {
+  rt->tokens[rt->nextToken] = postAllGather(rt, s, mb);
+  return rt->nextToken++;
 }
 
 } // extern "C"

@@ -167,22 +167,41 @@ float geluGrad(float x) {
 // Layers
 //===----------------------------------------------------------------------===//
 
+/// Token (+ position) embedding of the vocabulary rows in `slice`.
 class Embedding final : public Layer {
 public:
-  explicit Embedding(const GptConfig &c)
-      : config(c), token(makeParameter("embedding.token", c.vocab * c.hidden)),
-        position(makeParameter("embedding.position", c.seq * c.hidden)) {
-    initNormal(token.value, c.seed, token.name, 0.02f);
-    initNormal(position.value, c.seed, position.name, 0.02f);
+  Embedding(const GptConfig &c, VocabSlice slice)
+      : config(c), slice(slice), withPosition(slice.part == 0) {
+    // The slice's rows of the whole table, drawn as the whole is drawn.
+    Tensor whole(c.vocab * c.hidden);
+    initNormal(whole, c.seed, "embedding.token", 0.02f);
+    token =
+        makeParameter(slice.whole(c.vocab)
+                          ? "embedding.token"
+                          : sliceName("embedding.token", slice.begin, slice.end,
+                                      0, c.hidden, c.vocab, c.hidden),
+                      slice.size() * c.hidden);
+    std::copy(whole.begin() + slice.begin * c.hidden,
+              whole.begin() + slice.end * c.hidden, token.value.begin());
+    if (withPosition) {
+      position = makeParameter("embedding.position", c.seq * c.hidden);
+      initNormal(position.value, c.seed, position.name, 0.02f);
+    }
   }
   float forward(int64_t mb, const Batch &batch, const Tensor &,
                 Tensor &out) override {
     const int64_t t = config.tokens(), h = config.hidden;
-    out.resize(t * h);
-    for (int64_t r = 0; r < t; ++r)
-      for (int64_t c = 0; c < h; ++c)
-        out[r * h + c] = token.value[batch.tokens[r] * h + c] +
-                         position.value[(r % config.seq) * h + c];
+    out.assign(t * h, 0.0f);
+    for (int64_t r = 0; r < t; ++r) {
+      float *row = out.data() + r * h;
+      if (const int64_t id = batch.tokens[r];
+          id >= slice.begin && id < slice.end)
+        std::copy_n(token.value.data() + (id - slice.begin) * h, h, row);
+      // token + position, in the whole's order; 0 + position elsewhere.
+      if (withPosition)
+        for (int64_t c = 0; c < h; ++c)
+          row[c] += position.value[(r % config.seq) * h + c];
+    }
     tokens[mb] = batch.tokens;
     return 0;
   }
@@ -194,15 +213,23 @@ public:
     const int64_t t = config.tokens(), h = config.hidden;
     const Tensor &d = grads.at(mb);
     const std::vector<int32_t> &ids = tokens.at(mb);
-    for (int64_t r = 0; r < t; ++r)
-      for (int64_t c = 0; c < h; ++c) {
-        token.grad[ids[r] * h + c] += d[r * h + c];
-        position.grad[(r % config.seq) * h + c] += d[r * h + c];
-      }
+    for (int64_t r = 0; r < t; ++r) {
+      // The scatter-add into this slice's rows.
+      if (ids[r] >= slice.begin && ids[r] < slice.end)
+        for (int64_t c = 0; c < h; ++c)
+          token.grad[(ids[r] - slice.begin) * h + c] += d[r * h + c];
+      if (withPosition)
+        for (int64_t c = 0; c < h; ++c)
+          position.grad[(r % config.seq) * h + c] += d[r * h + c];
+    }
     tokens.erase(mb);
     grads.erase(mb);
   }
-  std::vector<Parameter *> parameters() override { return {&token, &position}; }
+  std::vector<Parameter *> parameters() override {
+    if (withPosition)
+      return {&token, &position};
+    return {&token};
+  }
   size_t cachedBytes() const override {
     size_t bytes = 0;
     for (const auto &[mb, g] : grads)
@@ -214,6 +241,8 @@ public:
 
 private:
   GptConfig config;
+  VocabSlice slice;
+  bool withPosition;
   Parameter token, position;
   std::map<int64_t, std::vector<int32_t>> tokens;
   std::map<int64_t, Tensor> grads;
@@ -404,83 +433,87 @@ private:
   std::map<int64_t, State> states;
 };
 
-/// Final LayerNorm, LM head (no bias) and mean cross-entropy.
-class Head final : public Layer {
+/// The final LayerNorm.
+class FinalNorm final : public Layer {
 public:
-  explicit Head(const GptConfig &c)
+  explicit FinalNorm(const GptConfig &c)
       : config(c), gain(makeParameter("head.ln.gain", c.hidden)),
-        bias(makeParameter("head.ln.bias", c.hidden)),
-        weight(makeParameter("head.weight", c.hidden * c.vocab)) {
+        bias(makeParameter("head.ln.bias", c.hidden)) {
     std::fill(gain.value.begin(), gain.value.end(), 1.0f);
-    initNormal(weight.value, c.seed, weight.name, 0.02f);
   }
-  float forward(int64_t mb, const Batch &batch, const Tensor &in,
-                Tensor &) override {
-    const int64_t t = config.tokens(), h = config.hidden, v = config.vocab;
+  float forward(int64_t mb, const Batch &, const Tensor &in,
+                Tensor &out) override {
     State &s = states[mb];
     s.x = in;
-    s.targets = batch.targets;
-    layerNormForward(s.x, gain, bias, t, h, s.hf, s.mean, s.rstd);
-    s.probs.resize(t * v);
-    gemm(false, false, t, v, h, s.hf.data(), weight.value.data(), 0.0f,
-         s.probs.data());
-    double loss = 0;
-    for (int64_t r = 0; r < t; ++r) {
-      float *row = s.probs.data() + r * v;
-      const float maxLogit = *std::max_element(row, row + v);
-      double sum = 0;
-      for (int64_t c = 0; c < v; ++c)
-        sum += std::exp(static_cast<double>(row[c] - maxLogit));
-      loss += std::log(sum) + maxLogit - row[s.targets[r]];
-      for (int64_t c = 0; c < v; ++c)
-        row[c] = static_cast<float>(std::exp(row[c] - maxLogit) / sum);
-    }
-    return static_cast<float>(loss / t);
+    layerNormForward(s.x, gain, bias, config.tokens(), config.hidden, out,
+                     s.mean, s.rstd);
+    return 0;
   }
-  void inputGrad(int64_t mb, const Tensor &, Tensor &din,
-                 float lossScale) override {
-    const int64_t t = config.tokens(), h = config.hidden, v = config.vocab;
+  void inputGrad(int64_t mb, const Tensor &dout, Tensor &din, float) override {
+    const int64_t t = config.tokens(), h = config.hidden;
     State &s = states.at(mb);
-    s.dlogits = s.probs;
-    for (int64_t r = 0; r < t; ++r)
-      s.dlogits[r * v + s.targets[r]] -= 1.0f;
-    const float scale = lossScale / static_cast<float>(t);
-    for (float &g : s.dlogits)
-      g *= scale;
-    s.dhf.assign(t * h, 0.0f);
-    gemm(false, true, t, h, v, s.dlogits.data(), weight.value.data(), 0.0f,
-         s.dhf.data());
+    s.dy = dout;
     din.assign(t * h, 0.0f);
-    layerNormInputGrad(s.x, s.dhf, gain, s.mean, s.rstd, t, h, din);
+    layerNormInputGrad(s.x, s.dy, gain, s.mean, s.rstd, t, h, din);
   }
   void weightGrad(int64_t mb) override {
-    const int64_t t = config.tokens(), h = config.hidden, v = config.vocab;
     State &s = states.at(mb);
-    gemm(true, false, h, v, t, s.hf.data(), s.dlogits.data(), 1.0f,
-         weight.grad.data());
-    layerNormWeightGrad(s.x, s.dhf, gain, bias, s.mean, s.rstd, t, h);
+    layerNormWeightGrad(s.x, s.dy, gain, bias, s.mean, s.rstd, config.tokens(),
+                        config.hidden);
     states.erase(mb);
   }
-  std::vector<Parameter *> parameters() override {
-    return {&gain, &bias, &weight};
-  }
+  std::vector<Parameter *> parameters() override { return {&gain, &bias}; }
   size_t cachedBytes() const override {
     size_t floats = 0;
     for (const auto &[mb, s] : states)
-      floats += s.x.size() + s.hf.size() + s.probs.size() + s.mean.size() +
-                s.rstd.size() + s.dlogits.size() + s.dhf.size() +
-                s.targets.size();
+      floats += s.x.size() + s.mean.size() + s.rstd.size() + s.dy.size();
     return floats * sizeof(float);
   }
 
 private:
   struct State {
-    Tensor x, hf, probs, mean, rstd, dlogits, dhf;
-    std::vector<int32_t> targets;
+    Tensor x, mean, rstd, dy;
   };
   GptConfig config;
-  Parameter gain, bias, weight;
+  Parameter gain, bias;
   std::map<int64_t, State> states;
+};
+
+/// Final LayerNorm, LM head (no bias) and mean cross-entropy: the head of
+/// the whole vocabulary, which needs no exchange.
+class Head final : public Layer {
+public:
+  explicit Head(const GptConfig &c)
+      : config(c), norm(c), head(c, vocabSlice(c.vocab, 0, 1)) {}
+  float forward(int64_t mb, const Batch &batch, const Tensor &in,
+                Tensor &) override {
+    Tensor hidden;
+    norm.forward(mb, batch, in, hidden);
+    return head.combine(mb, head.forward(mb, batch, hidden));
+  }
+  void inputGrad(int64_t mb, const Tensor &, Tensor &din,
+                 float lossScale) override {
+    Tensor dhidden;
+    head.inputGrad(mb, dhidden, lossScale);
+    norm.inputGrad(mb, dhidden, din, lossScale);
+  }
+  void weightGrad(int64_t mb) override {
+    head.weightGrad(mb);
+    norm.weightGrad(mb);
+  }
+  std::vector<Parameter *> parameters() override {
+    std::vector<Parameter *> all = norm.parameters();
+    all.push_back(&head.parameter());
+    return all;
+  }
+  size_t cachedBytes() const override {
+    return norm.cachedBytes() + head.cachedBytes();
+  }
+
+private:
+  GptConfig config;
+  FinalNorm norm;
+  VocabHead head;
 };
 
 } // namespace
@@ -515,24 +548,148 @@ Batch flexpipe::rt::makeBatch(const GptConfig &config, int64_t iteration,
   return batch;
 }
 
-std::unique_ptr<Layer> flexpipe::rt::makeEmbedding(const GptConfig &config) {
-  return std::make_unique<Embedding>(config);
+VocabSlice flexpipe::rt::vocabSlice(int64_t vocab, int part, int parts) {
+  const int64_t base = vocab / parts, extra = vocab % parts;
+  VocabSlice slice;
+  slice.begin = part * base + std::min<int64_t>(part, extra);
+  slice.end = slice.begin + base + (part < extra ? 1 : 0);
+  slice.part = part;
+  slice.parts = parts;
+  return slice;
+}
+
+std::string flexpipe::rt::sliceName(const std::string &name, int64_t r0,
+                                    int64_t r1, int64_t c0, int64_t c1,
+                                    int64_t rows, int64_t cols) {
+  return name + "[" + std::to_string(r0) + ":" + std::to_string(r1) + "," +
+         std::to_string(c0) + ":" + std::to_string(c1) + "]/" +
+         std::to_string(rows) + "x" + std::to_string(cols);
+}
+
+std::unique_ptr<Layer> flexpipe::rt::makeEmbedding(const GptConfig &config,
+                                                   VocabSlice slice) {
+  return std::make_unique<Embedding>(config, slice);
 }
 std::unique_ptr<Layer> flexpipe::rt::makeBlock(const GptConfig &config,
                                                int64_t index) {
   return std::make_unique<Block>(config, index);
 }
+std::unique_ptr<Layer> flexpipe::rt::makeFinalNorm(const GptConfig &config) {
+  return std::make_unique<FinalNorm>(config);
+}
 std::unique_ptr<Layer> flexpipe::rt::makeHead(const GptConfig &config) {
   return std::make_unique<Head>(config);
 }
 
+VocabHead::VocabHead(const GptConfig &c, VocabSlice slice)
+    : config(c), slice(slice) {
+  // The slice's columns of the whole hidden x vocab matrix.
+  Tensor whole(c.hidden * c.vocab);
+  initNormal(whole, c.seed, "head.weight", 0.02f);
+  weight = makeParameter(
+      slice.whole(c.vocab) ? "head.weight"
+                           : sliceName("head.weight", 0, c.hidden, slice.begin,
+                                       slice.end, c.hidden, c.vocab),
+      c.hidden * slice.size());
+  for (int64_t r = 0; r < c.hidden; ++r)
+    std::copy_n(whole.data() + r * c.vocab + slice.begin, slice.size(),
+                weight.value.data() + r * slice.size());
+}
+
+std::vector<double> VocabHead::forward(int64_t mb, const Batch &batch,
+                                       const Tensor &hidden) {
+  const int64_t t = config.tokens(), h = config.hidden, v = slice.size();
+  State &s = states[mb];
+  s.hidden = hidden;
+  s.targets = batch.targets;
+  s.probs.resize(t * v);
+  gemm(false, false, t, v, h, s.hidden.data(), weight.value.data(), 0.0f,
+       s.probs.data());
+  std::vector<double> stats(t * kStatistics);
+  for (int64_t r = 0; r < t; ++r) {
+    const float *row = s.probs.data() + r * v;
+    const float maxLogit = *std::max_element(row, row + v);
+    double sum = 0;
+    for (int64_t c = 0; c < v; ++c)
+      sum += std::exp(static_cast<double>(row[c] - maxLogit));
+    const int64_t target = s.targets[r];
+    stats[r * kStatistics] = maxLogit;
+    stats[r * kStatistics + 1] = sum;
+    stats[r * kStatistics + 2] = target >= slice.begin && target < slice.end
+                                     ? row[target - slice.begin]
+                                     : 0.0;
+  }
+  return stats;
+}
+
+float VocabHead::combine(int64_t mb, const std::vector<double> &all) {
+  const int64_t t = config.tokens(), v = slice.size();
+  const size_t perPart = static_cast<size_t>(t * kStatistics);
+  assert(all.size() == perPart * slice.parts && "one block per slice");
+  State &s = states.at(mb);
+  double loss = 0;
+  for (int64_t r = 0; r < t; ++r) {
+    auto stat = [&](int part, int k) {
+      return all[part * perPart + r * kStatistics + k];
+    };
+    double maxLogit = stat(0, 0);
+    for (int p = 1; p < slice.parts; ++p)
+      maxLogit = std::max(maxLogit, stat(p, 0));
+    // Each slice's sum rescaled to the common maximum; the whole
+    // vocabulary's (one slice) is its own sum times exp(0) = 1, exactly.
+    double sum = 0, target = 0;
+    for (int p = 0; p < slice.parts; ++p) {
+      sum += stat(p, 1) * std::exp(stat(p, 0) - maxLogit);
+      target += stat(p, 2);
+    }
+    loss += std::log(sum) + maxLogit - target;
+    const float m = static_cast<float>(maxLogit);
+    float *row = s.probs.data() + r * v;
+    for (int64_t c = 0; c < v; ++c)
+      row[c] = static_cast<float>(std::exp(row[c] - m) / sum);
+  }
+  return static_cast<float>(loss / t);
+}
+
+void VocabHead::inputGrad(int64_t mb, Tensor &dhidden, float lossScale) {
+  const int64_t t = config.tokens(), h = config.hidden, v = slice.size();
+  State &s = states.at(mb);
+  s.dlogits = s.probs;
+  for (int64_t r = 0; r < t; ++r)
+    if (s.targets[r] >= slice.begin && s.targets[r] < slice.end)
+      s.dlogits[r * v + s.targets[r] - slice.begin] -= 1.0f;
+  const float scale = lossScale / static_cast<float>(t);
+  for (float &g : s.dlogits)
+    g *= scale;
+  dhidden.assign(t * h, 0.0f);
+  gemm(false, true, t, h, v, s.dlogits.data(), weight.value.data(), 0.0f,
+       dhidden.data());
+}
+
+void VocabHead::weightGrad(int64_t mb) {
+  const int64_t t = config.tokens(), h = config.hidden, v = slice.size();
+  State &s = states.at(mb);
+  gemm(true, false, h, v, t, s.hidden.data(), s.dlogits.data(), 1.0f,
+       weight.grad.data());
+  states.erase(mb);
+}
+
+size_t VocabHead::cachedBytes() const {
+  size_t floats = 0;
+  for (const auto &[mb, s] : states)
+    floats +=
+        s.hidden.size() + s.probs.size() + s.dlogits.size() + s.targets.size();
+  return floats * sizeof(float);
+}
+
 Stage::Stage(const GptConfig &config, int64_t firstBlock, int64_t numBlocks,
-             bool embedding, bool head)
-    : embedding(embedding), head(head) {
+             bool embedding, bool head, bool finalNorm) {
   if (embedding)
     layers.push_back(makeEmbedding(config));
   for (int64_t i = 0; i < numBlocks; ++i)
     layers.push_back(makeBlock(config, firstBlock + i));
+  if (finalNorm)
+    layers.push_back(makeFinalNorm(config));
   if (head)
     layers.push_back(makeHead(config));
 }

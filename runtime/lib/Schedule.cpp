@@ -8,6 +8,7 @@
 
 #include "flexpipe/Runtime/Schedule.h"
 
+#include <algorithm>
 #include <map>
 #include <sstream>
 
@@ -83,11 +84,28 @@ std::string flexpipe::rt::parseSchedule(const std::string &text,
       if (!words || actorWord != "actor" || blocksWord != "blocks" ||
           flagsWord != "first_last")
         return fail("expected 'stage ID actor A blocks FIRST COUNT first_last "
-                    "F L'");
+                    "F L [shared A0 A1 ...]'");
       if (id < 0 || id >= static_cast<int>(desc.stage.size()))
         return fail("stage " + std::to_string(id) + " out of range");
       s.first = first;
       s.last = last;
+      std::string sharedWord;
+      if (words >> sharedWord) {
+        if (sharedWord != "shared")
+          return fail("expected 'shared' after the flags, got '" + sharedWord +
+                      "'");
+        for (int a; words >> a;)
+          s.actors.push_back(a);
+        if (!words.eof() || s.actors.size() < 2 ||
+            !std::is_sorted(s.actors.begin(), s.actors.end()) ||
+            s.actors.front() != s.actor)
+          return fail("a shared stage lists at least two actors, sorted, the "
+                      "first its 'actor'");
+        words.clear();
+      } else {
+        s.actors = {s.actor};
+        words.clear(std::ios::eofbit);
+      }
       desc.stage[id] = s;
     } else if (key == "edge") {
       int from, to;
@@ -103,5 +121,16 @@ std::string flexpipe::rt::parseSchedule(const std::string &text,
   }
   if (!header)
     return "the schedule description is empty";
+  // The final LayerNorm is not part of a vocabulary-parallel head: the stage
+  // that feeds the head holds it.
+  for (auto [from, to] : desc.edges)
+    if (from >= 0 && from < desc.stages && to >= 0 && to < desc.stages &&
+        desc.stage[to].vocabHead())
+      desc.stage[from].finalNorm = true;
   return {};
+}
+
+int ScheduleDesc::Stage::part(int a) const {
+  auto it = std::find(actors.begin(), actors.end(), a);
+  return it == actors.end() ? -1 : static_cast<int>(it - actors.begin());
 }

@@ -207,6 +207,128 @@ TEST_CASE("input and weight gradients split equal a full backward",
   CHECK(split.cachedBytes() == 0);
 }
 
+TEST_CASE("vocabulary slices split the rows evenly", "[model][vocab]") {
+  // 11 rows over 3 parts: 4, 4, 3, contiguous.
+  std::vector<std::pair<int64_t, int64_t>> rows;
+  for (int part = 0; part < 3; ++part) {
+    VocabSlice slice = vocabSlice(11, part, 3);
+    rows.push_back({slice.begin, slice.end});
+  }
+  CHECK(rows ==
+        std::vector<std::pair<int64_t, int64_t>>{{0, 4}, {4, 8}, {8, 11}});
+  CHECK(vocabSlice(11, 0, 1).whole(11));
+  CHECK(sliceName("head.weight", 0, 8, 4, 8, 8, 11) ==
+        "head.weight[0:8,4:8]/8x11");
+}
+
+TEST_CASE("a vocabulary-split embedding sums to the whole", "[model][vocab]") {
+  const GptConfig c = small();
+  const int64_t h = c.hidden;
+  Batch batch = makeBatch(c, 2, 1);
+  Tensor r = randomTensor(c.tokens() * h, 7);
+  std::unique_ptr<Layer> whole = makeEmbedding(c);
+  Tensor expected, unused;
+  whole->forward(0, batch, {}, expected);
+  whole->inputGrad(0, r, unused, 1.0f);
+  whole->weightGrad(0);
+  const Parameter &token = *whole->parameters()[0];
+  const Parameter &position = *whole->parameters()[1];
+
+  constexpr int kParts = 3;
+  Tensor sum(expected.size(), 0.0f);
+  for (int part = 0; part < kParts; ++part) {
+    const VocabSlice slice = vocabSlice(c.vocab, part, kParts);
+    std::unique_ptr<Layer> piece = makeEmbedding(c, slice);
+    Tensor out;
+    piece->forward(0, batch, {}, out);
+    for (size_t i = 0; i < out.size(); ++i)
+      sum[i] += out[i];
+    piece->inputGrad(0, r, unused, 1.0f);
+    CHECK(unused.empty());
+    piece->weightGrad(0);
+    // Its rows of the table and of the gradient, exactly; the position
+    // embedding on the first part only.
+    std::vector<Parameter *> ours = piece->parameters();
+    REQUIRE(ours.size() == (part == 0 ? 2u : 1u));
+    const int64_t r0 = slice.begin * h, r1 = slice.end * h;
+    CHECK(ours[0]->name == sliceName("embedding.token", slice.begin, slice.end,
+                                     0, h, c.vocab, h));
+    CHECK(ours[0]->value ==
+          Tensor(token.value.begin() + r0, token.value.begin() + r1));
+    CHECK(ours[0]->grad ==
+          Tensor(token.grad.begin() + r0, token.grad.begin() + r1));
+    if (part == 0) {
+      CHECK(ours[1]->value == position.value);
+      CHECK(ours[1]->grad == position.grad);
+    }
+  }
+  // Each token's row comes from one part: the sum is exactly the whole's.
+  CHECK(sum == expected);
+}
+
+TEST_CASE("a vocabulary-split head equals the whole head", "[model][vocab]") {
+  const GptConfig c = small();
+  const int64_t h = c.hidden, t = c.tokens();
+  Batch batch = makeBatch(c, 1, 3);
+  Tensor x = randomTensor(t * h, 8);
+  std::unique_ptr<Layer> whole = makeHead(c);
+  Tensor unused, dxWhole;
+  const float lossWhole = whole->forward(0, batch, x, unused);
+  whole->inputGrad(0, {}, dxWhole, 0.5f);
+  whole->weightGrad(0);
+  const Parameter &weightWhole = *whole->parameters()[2];
+
+  // The final norm once (the last transformer stage), the head in slices
+  // that exchange their statistics, as the actors of a group do.
+  constexpr int kParts = 3;
+  std::unique_ptr<Layer> norm = makeFinalNorm(c);
+  Tensor hidden;
+  norm->forward(0, batch, x, hidden);
+  std::vector<std::unique_ptr<VocabHead>> heads;
+  std::vector<double> all;
+  for (int part = 0; part < kParts; ++part) {
+    heads.push_back(
+        std::make_unique<VocabHead>(c, vocabSlice(c.vocab, part, kParts)));
+    std::vector<double> stats = heads.back()->forward(0, batch, hidden);
+    REQUIRE(stats.size() == static_cast<size_t>(t * VocabHead::kStatistics));
+    all.insert(all.end(), stats.begin(), stats.end());
+  }
+  Tensor dhidden(t * h, 0.0f);
+  for (int part = 0; part < kParts; ++part) {
+    CHECK(heads[part]->combine(0, all) == Approx(lossWhole).epsilon(1e-6));
+    Tensor partial;
+    heads[part]->inputGrad(0, partial, 0.5f);
+    for (size_t i = 0; i < partial.size(); ++i)
+      dhidden[i] += partial[i];
+    heads[part]->weightGrad(0);
+    CHECK(heads[part]->cachedBytes() == 0);
+    // The slice's columns of head.weight and of its gradient.
+    const VocabSlice slice = vocabSlice(c.vocab, part, kParts);
+    const Parameter &w = heads[part]->parameter();
+    CHECK(w.name ==
+          sliceName("head.weight", 0, h, slice.begin, slice.end, h, c.vocab));
+    for (int64_t row = 0; row < h; ++row)
+      for (int64_t col = slice.begin; col < slice.end; ++col) {
+        const size_t ours = row * slice.size() + col - slice.begin;
+        REQUIRE(w.value[ours] == weightWhole.value[row * c.vocab + col]);
+        REQUIRE(w.grad[ours] ==
+                Approx(weightWhole.grad[row * c.vocab + col]).margin(1e-6));
+      }
+  }
+  Tensor dx;
+  norm->inputGrad(0, dhidden, dx, 0.5f);
+  norm->weightGrad(0);
+  for (size_t i = 0; i < dx.size(); ++i)
+    REQUIRE(dx[i] == Approx(dxWhole[i]).margin(1e-6));
+  for (size_t p = 0; p < 2; ++p) {
+    const Parameter &ours = *norm->parameters()[p];
+    const Parameter &theirs = *whole->parameters()[p];
+    CHECK(ours.name == theirs.name);
+    for (size_t i = 0; i < ours.grad.size(); ++i)
+      REQUIRE(ours.grad[i] == Approx(theirs.grad[i]).margin(1e-6));
+  }
+}
+
 TEST_CASE("data is deterministic and learnable", "[model]") {
   const GptConfig c = small();
   Batch a = makeBatch(c, 4, 2), b = makeBatch(c, 4, 2), d = makeBatch(c, 4, 3);

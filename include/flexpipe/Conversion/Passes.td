@@ -56,9 +56,13 @@ def ConvertToEmitCPass : Pass<"flexpipe-convert-to-emitc", "mlir::ModuleOp"> {
     The model's sizes come from the `model` file (its single module must be
     a GPT with a vocabulary) or default to the tiny model of
     configs/models/tiny.yaml. The stages of a bidirectional pipeline's second
-    direction hold the same blocks (and weights) as the first's. Schedules the
-    runtime cannot run yet are rejected with a diagnostic: shared stages,
-    collectives and registered instructions.
+    direction hold the same blocks (and weights) as the first's. Shared
+    stages become the vocabulary-parallel token embedding (0 layers, `first`)
+    and LM head + loss (0 layers, `last`), split over the actors that run
+    them, and a head's `flexpipe.all_gather` becomes
+    `flexpipe_rt_all_gather(rt, stage, mb)` (docs/Runtime.md). Schedules the
+    runtime cannot run yet are rejected with a diagnostic: other shared
+    stages, other all-gathers, gathers and registered instructions.
   }];
   let options = [
     Option<"modelFile", "model", "std::string", "\"\"",

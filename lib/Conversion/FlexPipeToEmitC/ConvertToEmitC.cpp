@@ -13,9 +13,12 @@
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <set>
 #include <sstream>
 
 #define DEBUG_TYPE "flexpipe-convert-to-emitc"
@@ -46,9 +49,41 @@ FailureOr<std::string> describe(ScheduleOp schedule,
     return schedule.emitOpError()
            << "does not say what its stages hold (no stage_info); compile "
               "it from a spec";
-  if (schedule.getShared())
-    return schedule.emitOpError()
-           << "has shared stages, which the runtime does not run yet";
+  // Shared stages: the runtime runs the vocabulary-parallel token embedding
+  // (0 layers, first) and LM head + loss (0 layers, last), split over the
+  // vocabulary between the actors that run them.
+  llvm::SmallDenseSet<int64_t> shared;
+  if (std::optional<ArrayRef<int64_t>> list = schedule.getShared())
+    shared.insert(list->begin(), list->end());
+  auto isVocabHead = [&](int64_t s) {
+    auto stage = cast<StageInfoAttr>(info[s]);
+    return shared.contains(s) && stage.getLayers() == 0 && stage.getLast() &&
+           !stage.getFirst();
+  };
+  for (int64_t s : shared) {
+    auto stage = cast<StageInfoAttr>(info[s]);
+    if (stage.getLayers() != 0 || stage.getFirst() == stage.getLast())
+      return schedule.emitOpError()
+             << "shares stage " << s << " (" << stage.getLayers() << " layers"
+             << (stage.getFirst() ? ", first" : "")
+             << (stage.getLast() ? ", last" : "")
+             << ") between actors; the runtime runs only a vocabulary-parallel "
+                "token embedding (0 layers, first) or LM head (0 layers, last) "
+                "as a shared stage";
+  }
+  for (auto [from, to] : schedule.getEdgeList()) {
+    if (!shared.contains(from) && !shared.contains(to))
+      continue;
+    if (shared.contains(from) && shared.contains(to))
+      return schedule.emitOpError()
+             << "connects shared stages " << from << " and " << to
+             << "; a vocabulary-parallel embedding and head need a "
+                "transformer stage between them";
+    if (isVocabHead(to) && cast<StageInfoAttr>(info[from]).getLast())
+      return schedule.emitOpError()
+             << "feeds vocabulary-parallel head " << to << " from stage "
+             << from << ", which is marked last and so holds a head itself";
+  }
   // One module: the runtime's GPT. Each direction of a bidirectional
   // pipeline starts again at the first layer (its stages are copies of the
   // other direction's, with the same weights).
@@ -67,16 +102,41 @@ FailureOr<std::string> describe(ScheduleOp schedule,
     layers = std::max(layers, directionLayers);
   }
 
-  std::vector<int64_t> actorOf(numStages, -1);
+  // The actors that run each stage's computations, in ascending order.
+  std::vector<std::set<int64_t>> actorsOf(numStages);
   for (auto actor : schedule.getBody().getOps<ActorOp>())
     for (Operation &op : actor.getBody().front()) {
-      if (isa<AllGatherOp, GatherOp, ExecOp>(op))
+      if (isa<GatherOp, ExecOp>(op))
         return op.emitOpError()
-               << "cannot be lowered yet: the runtime runs computations and "
-                  "point-to-point transfers";
+               << "cannot be lowered yet: the runtime runs computations, "
+                  "point-to-point transfers and the all-gathers of "
+                  "vocabulary-parallel heads";
       if (auto inst = dyn_cast<InstructionOpInterface>(op))
         if (inst.isCompute())
-          actorOf[inst.getStageId()] = static_cast<int64_t>(actor.getId());
+          actorsOf[inst.getStageId()].insert(
+              static_cast<int64_t>(actor.getId()));
+    }
+  for (int64_t s : shared)
+    if (actorsOf[s].size() < 2)
+      return schedule.emitOpError()
+             << "shares stage " << s << ", but "
+             << (actorsOf[s].empty() ? "no actor runs" : "only one actor runs")
+             << " its computations; a vocabulary-parallel stage needs at "
+                "least two";
+  // An all-gather belongs to a vocabulary-parallel head, among exactly the
+  // actors that run it.
+  for (auto actor : schedule.getBody().getOps<ActorOp>())
+    for (auto gather : actor.getBody().getOps<AllGatherOp>()) {
+      const auto s = static_cast<int64_t>(gather.getStage());
+      if (!isVocabHead(s))
+        return gather.emitOpError()
+               << "cannot be lowered: stage " << s
+               << " is not a vocabulary-parallel LM head (a shared stage with "
+                  "0 layers and last), the only all-gather the runtime runs";
+      if (!llvm::equal(gather.getGroup(), actorsOf[s]))
+        return gather.emitOpError()
+               << "gathers in a group other than the actors that run stage "
+               << s << "; list exactly them, in ascending order";
     }
 
   sched::ModuleModel sizes{module.str(), layers, 64, 4, 32, 256, true};
@@ -95,6 +155,12 @@ FailureOr<std::string> describe(ScheduleOp schedule,
              << module.getValue() << "' has " << sizes.layers;
   }
 
+  for (int64_t s : shared)
+    if (sizes.vocab < static_cast<int64_t>(actorsOf[s].size()))
+      return schedule.emitOpError()
+             << "splits a vocabulary of " << sizes.vocab << " over "
+             << actorsOf[s].size() << " actors in stage " << s;
+
   std::ostringstream body;
   body << "name " << schedule.getSymName().str() << "\n"
        << "actors " << schedule.getActors() << "\n"
@@ -110,9 +176,17 @@ FailureOr<std::string> describe(ScheduleOp schedule,
     auto stage = cast<StageInfoAttr>(info[s]);
     if (stage.getFirst())
       firstBlock = 0;
-    body << "stage " << s << " actor " << actorOf[s] << " blocks "
-         << firstBlock << " " << stage.getLayers() << " first_last "
-         << stage.getFirst() << " " << stage.getLast() << "\n";
+    const std::set<int64_t> &actors = actorsOf[s];
+    body << "stage " << s << " actor "
+         << (actors.empty() ? -1 : *actors.begin()) << " blocks " << firstBlock
+         << " " << stage.getLayers() << " first_last " << stage.getFirst()
+         << " " << stage.getLast();
+    if (shared.contains(s)) {
+      body << " shared";
+      for (int64_t a : actors)
+        body << " " << a;
+    }
+    body << "\n";
     firstBlock += stage.getLayers();
   }
   for (auto [from, to] : schedule.getEdgeList())
@@ -204,6 +278,17 @@ LogicalResult lowerActor(OpBuilder &b, ScheduleOp schedule, ActorOp actor,
             })
             .Case([&](RecvGradOp o) {
               transfer("flexpipe_rt_recv_grad", o.getPeerActor(), o.getToken());
+              return success();
+            })
+            .Case([&](AllGatherOp o) {
+              // describe() checked that it belongs to a vocabulary-parallel
+              // head; the runtime knows the group from the description.
+              if (Value token = o.getToken())
+                tokens[token] =
+                    call("flexpipe_rt_all_gather_async", {s, mb}, i64)
+                        .getResult(0);
+              else
+                call("flexpipe_rt_all_gather", {s, mb});
               return success();
             })
             .Case([&](WaitOp o) {

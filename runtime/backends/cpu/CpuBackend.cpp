@@ -17,6 +17,8 @@
 
 #include <cblas.h>
 
+#include <map>
+
 using namespace flexpipe::rt;
 
 namespace {
@@ -37,10 +39,8 @@ const Tensor &tensorOf(const BufferPtr &buffer) {
 
 class CpuStage final : public DeviceStage {
 public:
-  CpuStage(const GptConfig &config, const ScheduleDesc::Stage &s,
-           double &lossSum)
-      : stage(config, s.firstBlock, s.blocks, s.first, s.last),
-        lossSum(lossSum) {}
+  CpuStage(Stage stage, double &lossSum)
+      : stage(std::move(stage)), lossSum(lossSum) {}
   void forward(int64_t mb, const Batch &batch, BufferPtr in, BufferPtr &out,
                bool countLoss) override {
     Tensor result;
@@ -69,6 +69,48 @@ private:
   double &lossSum;
 };
 
+/// A slice of a vocabulary-parallel LM head + loss (Model.h's VocabHead).
+class CpuVocabHead final : public DeviceStage {
+public:
+  CpuVocabHead(const GptConfig &config, VocabSlice slice, double &lossSum)
+      : head(config, slice), lossSum(lossSum) {}
+  void forward(int64_t mb, const Batch &batch, BufferPtr in, BufferPtr &,
+               bool) override {
+    pending[mb] = head.forward(mb, batch, tensorOf(in));
+  }
+  std::vector<double> statistics(int64_t mb) override {
+    auto it = pending.find(mb);
+    if (it == pending.end())
+      return {};
+    std::vector<double> stats = std::move(it->second);
+    pending.erase(it);
+    return stats;
+  }
+  void combine(int64_t mb, const std::vector<double> &all,
+               bool countLoss) override {
+    const float loss = head.combine(mb, all);
+    if (countLoss)
+      lossSum += loss;
+  }
+  void inputGrad(int64_t mb, BufferPtr, BufferPtr &din,
+                 float lossScale) override {
+    Tensor result;
+    head.inputGrad(mb, result, lossScale);
+    din = std::make_unique<HostBuffer>(std::move(result));
+  }
+  void weightGrad(int64_t mb) override { head.weightGrad(mb); }
+  std::vector<GradientRef> gradients() override {
+    Parameter &p = head.parameter();
+    return {{p.grad.data(), p.grad.size()}};
+  }
+  size_t cachedBytes() const override { return head.cachedBytes(); }
+  VocabHead head;
+
+private:
+  double &lossSum;
+  std::map<int64_t, std::vector<double>> pending; // statistics to exchange
+};
+
 class CpuDevice final : public Device {
 public:
   explicit CpuDevice(const ScheduleDesc &desc) : model(desc.model) {
@@ -83,14 +125,46 @@ public:
   }
   std::unique_ptr<DeviceStage>
   makeStage(const ScheduleDesc::Stage &s) override {
-    auto stage = std::make_unique<CpuStage>(model, s, lossSum);
-    for (Parameter *p : stage->stage.parameters())
-      parameters.push_back(p);
+    auto stage = std::make_unique<CpuStage>(
+        Stage(model, s.firstBlock, s.blocks, s.first, s.last, s.finalNorm),
+        lossSum);
+    add(stage->stage.parameters());
     return stage;
   }
+  bool vocabParallel() const override { return true; }
+  std::unique_ptr<DeviceStage> makeVocabStage(const ScheduleDesc::Stage &s,
+                                              VocabSlice slice) override {
+    if (s.vocabHead()) {
+      auto stage = std::make_unique<CpuVocabHead>(model, slice, lossSum);
+      add({&stage->head.parameter()});
+      return stage;
+    }
+    std::vector<std::unique_ptr<Layer>> layers;
+    layers.push_back(makeEmbedding(model, slice));
+    auto stage = std::make_unique<CpuStage>(Stage(std::move(layers)), lossSum);
+    add(stage->stage.parameters());
+    return stage;
+  }
+  void accumulate(Buffer &into, Buffer &from) override {
+    float *a = into.data();
+    const float *b = from.data();
+    for (size_t i = 0; i < into.size(); ++i)
+      a[i] += b[i];
+  }
   void step(float lr) override {
+    // A copy on this device of a parameter it already holds (the slices of
+    // the two directions' vocabulary-parallel stages of a bidirectional
+    // pipeline) adds its gradient to the first holder's, which Adam steps;
+    // then the copy takes the new value.
+    for (auto [first, copy] : copies)
+      for (size_t i = 0; i < first->grad.size(); ++i) {
+        first->grad[i] += copy->grad[i];
+        copy->grad[i] = 0.0f;
+      }
     adam.lr = lr;
     adam.apply(parameters);
+    for (auto [first, copy] : copies)
+      copy->value = first->value;
   }
   double takeLossSum() override {
     const double sum = lossSum;
@@ -107,8 +181,19 @@ public:
   }
 
 private:
+  void add(const std::vector<Parameter *> &stageParameters) {
+    for (Parameter *p : stageParameters) {
+      auto [it, isNew] = byName.try_emplace(p->name, p);
+      if (isNew)
+        parameters.push_back(p);
+      else
+        copies.push_back({it->second, p});
+    }
+  }
   GptConfig model;
-  std::vector<Parameter *> parameters;
+  std::vector<Parameter *> parameters; // what Adam steps, each name once
+  std::map<std::string, Parameter *> byName;
+  std::vector<std::pair<Parameter *, Parameter *>> copies; // (first, copy)
   Adam adam;
   double lossSum = 0;
 };

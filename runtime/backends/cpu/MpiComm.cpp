@@ -10,6 +10,7 @@
 
 #include "../MpiCheck.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
@@ -69,6 +70,48 @@ public:
     MPICHECK(MPI_Comm_split(MPI_COMM_WORLD, colour, me, &replicas));
     MPICHECK(MPI_Comm_size(replicas, &replicaCount));
   }
+  int openGroups(const std::vector<std::vector<int>> &list) override {
+    int colour = MPI_UNDEFINED, key = 0;
+    for (size_t g = 0; g < list.size(); ++g)
+      for (size_t i = 0; i < list[g].size(); ++i)
+        if (list[g][i] == me) {
+          colour = static_cast<int>(g);
+          key = static_cast<int>(i);
+        }
+    MPI_Comm comm = MPI_COMM_NULL;
+    MPICHECK(MPI_Comm_split(MPI_COMM_WORLD, colour, key, &comm));
+    if (comm == MPI_COMM_NULL)
+      return -1;
+    MPICHECK(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN));
+    groups.push_back(comm);
+    return static_cast<int>(groups.size() - 1);
+  }
+  std::vector<int64_t> iallGather(int group, const double *mine, size_t n,
+                                  double *all, int tag) override {
+    // Point-to-point within the group's communicator rather than
+    // MPI_Iallgather: collectives match in the order they are posted, and a
+    // schedule may post two asynchronous all-gathers of one group in
+    // different orders on different members.
+    MPI_Comm comm = groups[group];
+    int self = 0, members = 0;
+    MPICHECK(MPI_Comm_rank(comm, &self));
+    MPICHECK(MPI_Comm_size(comm, &members));
+    std::copy(mine, mine + n, all + self * n);
+    std::vector<int64_t> handles;
+    for (int m = 0; m < members; ++m) {
+      if (m == self)
+        continue;
+      requests.emplace_back();
+      MPICHECK(MPI_Irecv(all + m * n, static_cast<int>(n), MPI_DOUBLE, m, tag,
+                         comm, &requests.back()));
+      handles.push_back(static_cast<int64_t>(requests.size() - 1));
+      requests.emplace_back();
+      MPICHECK(MPI_Isend(mine, static_cast<int>(n), MPI_DOUBLE, m, tag, comm,
+                         &requests.back()));
+      handles.push_back(static_cast<int64_t>(requests.size() - 1));
+    }
+    return handles;
+  }
   void allreduceReplicas(float *data, size_t n) override {
     if (replicaCount <= 1)
       return;
@@ -105,6 +148,8 @@ public:
   void finalize() override {
     if (replicas != MPI_COMM_NULL)
       MPI_Comm_free(&replicas);
+    for (MPI_Comm &group : groups)
+      MPI_Comm_free(&group);
     MPICHECK(MPI_Finalize());
   }
 
@@ -113,6 +158,7 @@ private:
   std::vector<MPI_Request> requests;
   MPI_Comm replicas = MPI_COMM_NULL;
   int replicaCount = 1;
+  std::vector<MPI_Comm> groups; // openGroups, by handle
 };
 
 } // namespace

@@ -541,6 +541,12 @@ public:
       parameters.push_back(p);
     return stage;
   }
+  // Vocabulary-parallel stages (shared embedding and head) are not ported to
+  // the GPU: vocabParallel() stays false and the executor stops at start-up.
+  void accumulate(Buffer &into, Buffer &from) override {
+    add(context->stream(), into.data(), from.data(), into.data(),
+        static_cast<int64_t>(into.size()));
+  }
   void step(float lr) override {
     // Model.cpp's Adam::apply, bias corrections computed alike on the host.
     ++adam.step;

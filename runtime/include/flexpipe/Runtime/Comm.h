@@ -59,6 +59,24 @@ public:
   /// list everywhere. Backends without tags (NCCL) open one channel for each;
   /// MPI needs nothing.
   virtual void openChannels(const std::vector<Channel> &channels) {}
+  /// Collective over all ranks, once per call, in the same order everywhere:
+  /// opens a communicator for each of `groups` (disjoint lists of ranks;
+  /// member i of a group is the rank it lists at i). Returns the handle of
+  /// this rank's group for iallGather, or -1 when it is in none.
+  virtual int openGroups(const std::vector<std::vector<int>> &groups) {
+    abort("this backend has no group collectives", 1);
+    return -1;
+  }
+  /// Posts an all-gather in group `group`: `count` doubles from each member,
+  /// member i's in all[i * count, (i + 1) * count), this rank's own copied
+  /// there at once. Instances with different tags may be in flight together
+  /// and match by tag, not by order. `mine` and `all` must live until the
+  /// returned handles are waited for.
+  virtual std::vector<int64_t> iallGather(int group, const double *mine,
+                                          size_t count, double *all, int tag) {
+    abort("this backend has no group collectives", 1);
+    return {};
+  }
   /// Sums `data` over the replica group.
   virtual void allreduceReplicas(float *data, size_t count) = 0;
   /// Adds `peer`'s copy of `data` to this rank's, exchanging both ways.

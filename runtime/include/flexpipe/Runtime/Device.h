@@ -66,6 +66,16 @@ public:
   virtual std::vector<GradientRef> gradients() = 0;
   /// Bytes held for micro-batches between forward and weightGrad.
   virtual size_t cachedBytes() const = 0;
+
+  /// A vocabulary-parallel head only (the executor calls these for no other
+  /// stage): after forward, the per-token statistics of micro-batch `mb`
+  /// that the head's group exchanges (VocabHead::forward) ...
+  virtual std::vector<double> statistics(int64_t mb) { return {}; }
+  /// ... and every slice's, in vocabulary order, from which the stage
+  /// computes the loss (added to the iteration's when `countLoss`) and keeps
+  /// what its backward needs.
+  virtual void combine(int64_t mb, const std::vector<double> &all,
+                       bool countLoss) {}
 };
 
 /// One rank's compute device.
@@ -79,6 +89,17 @@ public:
   /// starts from (Model.h's deterministic initialisation).
   virtual std::unique_ptr<DeviceStage>
   makeStage(const ScheduleDesc::Stage &stage) = 0;
+  /// Whether the device runs vocabulary-parallel stages: makeVocabStage, and
+  /// the final LayerNorm in makeStage's stages that feed such a head.
+  virtual bool vocabParallel() const { return false; }
+  /// The slice `slice` of vocabulary-parallel embedding or head `stage`.
+  virtual std::unique_ptr<DeviceStage>
+  makeVocabStage(const ScheduleDesc::Stage &stage, VocabSlice slice) {
+    return nullptr;
+  }
+  /// into += from, element by element (the parts of a vocabulary-parallel
+  /// stage's output or input gradient).
+  virtual void accumulate(Buffer &into, Buffer &from) = 0;
   /// One Adam step over the parameters of every stage made so far, in the
   /// order they were made; clears the gradients.
   virtual void step(float lr) = 0;

@@ -75,15 +75,85 @@ public:
   virtual size_t cachedBytes() const = 0;
 };
 
-std::unique_ptr<Layer> makeEmbedding(const GptConfig &config);
+/// Part `part` of `parts` of a vocabulary split evenly along its rows for
+/// vocabulary parallelism: rows [begin, end), the first vocab % parts parts
+/// one row longer. The whole vocabulary is part 0 of 1.
+struct VocabSlice {
+  int64_t begin = 0, end = 0;
+  int part = 0, parts = 1;
+  int64_t size() const { return end - begin; }
+  bool whole(int64_t vocab) const { return begin == 0 && end == vocab; }
+};
+VocabSlice vocabSlice(int64_t vocab, int part, int parts);
+
+/// The name of rows [r0, r1) and columns [c0, c1) of the rows x cols
+/// parameter `name`, as parameters of a slice are named (and written by
+/// --weights, which scripts/compare-training.py reassembles):
+/// "NAME[r0:r1,c0:c1]/ROWSxCOLS".
+std::string sliceName(const std::string &name, int64_t r0, int64_t r1,
+                      int64_t c0, int64_t c1, int64_t rows, int64_t cols);
+
+/// The token embedding (plus the position embedding on part 0). A slice of
+/// the vocabulary outputs, per token, its row when the token is in the slice
+/// and zeros otherwise, so that the parts' outputs sum to the whole's.
+std::unique_ptr<Layer> makeEmbedding(const GptConfig &config, VocabSlice slice);
+inline std::unique_ptr<Layer> makeEmbedding(const GptConfig &config) {
+  return makeEmbedding(config, vocabSlice(config.vocab, 0, 1));
+}
 std::unique_ptr<Layer> makeBlock(const GptConfig &config, int64_t index);
+/// The final LayerNorm (head.ln.*), alone: with vocabulary parallelism it
+/// belongs to the last transformer stage, not to the split head.
+std::unique_ptr<Layer> makeFinalNorm(const GptConfig &config);
+/// Final LayerNorm, LM head and cross-entropy: makeFinalNorm and a
+/// VocabHead of the whole vocabulary.
 std::unique_ptr<Layer> makeHead(const GptConfig &config);
 
-/// A pipeline stage: [embedding] blocks [first, first + count) [head].
+/// The LM head (no bias) and the mean cross-entropy over a slice of the
+/// vocabulary (columns [begin, end) of the hidden x vocab head.weight). Not a
+/// Layer: the softmax needs every slice's logits, so the forward ends with
+/// per-token statistics that the slices exchange (the all-gather of
+/// vocabulary parallelism) before the loss and the gradients exist.
+class VocabHead {
+public:
+  /// Per token: the slice's largest logit, the sum of exp(logit - that
+  /// largest), and the target's logit when the target is in the slice (else
+  /// 0).
+  static constexpr int64_t kStatistics = 3;
+
+  VocabHead(const GptConfig &config, VocabSlice slice);
+  /// Logits of the slice for `hidden` (the final LayerNorm's output); returns
+  /// the statistics, tokens x kStatistics.
+  std::vector<double> forward(int64_t mb, const Batch &batch,
+                              const Tensor &hidden);
+  /// From every slice's statistics, slices in vocabulary order: the
+  /// micro-batch's mean cross-entropy, which every slice gets exactly.
+  float combine(int64_t mb, const std::vector<double> &all);
+  /// This slice's part of the gradient of the hidden input (the parts sum to
+  /// the whole's); the loss is scaled by `lossScale`.
+  void inputGrad(int64_t mb, Tensor &dhidden, float lossScale);
+  void weightGrad(int64_t mb);
+  Parameter &parameter() { return weight; }
+  size_t cachedBytes() const;
+
+private:
+  struct State {
+    Tensor hidden, probs, dlogits;
+    std::vector<int32_t> targets;
+  };
+  GptConfig config;
+  VocabSlice slice;
+  Parameter weight;
+  std::map<int64_t, State> states;
+};
+
+/// A pipeline stage: [embedding] blocks [first, first + count) [final norm]
+/// [head], or any list of layers.
 class Stage {
 public:
   Stage(const GptConfig &config, int64_t firstBlock, int64_t numBlocks,
-        bool embedding, bool head);
+        bool embedding, bool head, bool finalNorm = false);
+  explicit Stage(std::vector<std::unique_ptr<Layer>> layers)
+      : layers(std::move(layers)) {}
   /// `in` is ignored on the first stage; `out` is ignored on the last, which
   /// returns the micro-batch's mean cross-entropy.
   float forward(int64_t mb, const Batch &batch, const Tensor &in, Tensor &out);
@@ -96,11 +166,8 @@ public:
   }
   std::vector<Parameter *> parameters();
   size_t cachedBytes() const;
-  bool hasEmbedding() const { return embedding; }
-  bool hasHead() const { return head; }
 
 private:
-  bool embedding, head;
   std::vector<std::unique_ptr<Layer>> layers;
 };
 

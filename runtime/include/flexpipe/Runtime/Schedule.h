@@ -28,6 +28,21 @@ struct ScheduleDesc {
     int actor = 0;
     int firstBlock = 0, blocks = 0;
     bool first = false, last = false;
+    /// A shared stage runs on every actor of `actors` (sorted; `actor` is the
+    /// first); any other stage on `actor` alone.
+    std::vector<int> actors;
+    /// Holds the final LayerNorm without the head: the stage feeds a
+    /// vocabulary-parallel head (derived from the edges).
+    bool finalNorm = false;
+    bool shared() const { return actors.size() > 1; }
+    /// The vocabulary-parallel token embedding and LM head + loss: shared
+    /// stages without blocks, each actor holding a slice of the vocabulary.
+    bool vocabEmbedding() const {
+      return shared() && blocks == 0 && first && !last;
+    }
+    bool vocabHead() const { return shared() && blocks == 0 && last && !first; }
+    /// This actor's place among `actors`, or -1.
+    int part(int a) const;
   };
   std::vector<Stage> stage;
   std::vector<std::pair<int, int>> edges;

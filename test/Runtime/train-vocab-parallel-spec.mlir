@@ -1,0 +1,21 @@
+// Vocabulary parallelism end to end from a spec: the scheduler places the
+// embedding and head slices and gang-schedules the head's all_gathers; the
+// rank executables train with mpirun and match the single-process reference.
+// T-1F1B (1F1B with the MLLM placement) on 4 actors, then the kind of
+// schedule flexpipe-tune picks for large vocabularies: interleaved priorities
+// over a circular placement with 2 chunks per actor.
+// REQUIRES: mpi
+// RUN: rm -rf %t && mkdir -p %t
+// RUN: %train t1f1b %s | FileCheck %s
+// RUN: sed -e 's/layers(8) placement(one_to_one)/layers(8) placement(circular) chunks(2)/' \
+// RUN:     -e 's/cttp<bwd_first> fstp<breadth_first> bstp<depth_first>/cttp<interleaved> fstp<depth_first> bstp<depth_first>/' \
+// RUN:     -e 's/(pp - a)/(s + pp - a * 2 - 1)/' %s > %t/circular.mlir
+// RUN: %train circular %t/circular.mlir | FileCheck %s
+// RUN: grep -c flexpipe_rt_all_gather %t/circular/rank3.cpp | FileCheck %s --check-prefix=GATHERS
+// CHECK: training: 4 iterations, loss {{.*}}, worst loss difference {{.*}}, worst weight difference {{.*}}, 101 parameters
+// GATHERS: 8
+flexpipe.pipeline @t1f1b actors(4) microbatches(8) {
+  flexpipe.module @gpt layers(8) placement(one_to_one) vocab_parallel
+  flexpipe.priority cttp<bwd_first> fstp<breadth_first> bstp<depth_first>
+  flexpipe.inflight per_actor affine_map<(a)[pp, s, m] -> (pp - a)>
+}
