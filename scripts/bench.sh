@@ -16,3 +16,6 @@ if command -v mpirun >/dev/null && [ -f "$BUILD_DIR/lib/libflexpipe_rt_cpu.a" ];
 else
   echo "runtime overhead: skipped (no MPI runtime built)"
 fi
+echo
+echo "The paper's GPT large-vocabulary study and search cost (regenerates docs/PaperStudy.md):"
+python3 "$FLEXPIPE_ROOT/bench/paper-study.py" "$BUILD_DIR"

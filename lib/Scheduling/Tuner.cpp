@@ -416,6 +416,42 @@ std::string flexpipe::sched::describe(const Candidate &c) {
   return os.str();
 }
 
+namespace {
+
+/// What each actor holds regardless of the schedule: static bytes (weights,
+/// gradients, optimizer state) and gradient bytes, its share of shared
+/// stages included.
+struct ActorStatic {
+  std::vector<double> staticBytes, gradBytes;
+};
+
+ActorStatic actorStatic(const BuiltProblem &built, const ModelConfig &model,
+                        const ClusterConfig &cluster) {
+  const Problem &p = built.problem;
+  std::vector<int32_t> sharing(built.numStages, 0);
+  for (const StagePart &part : p.parts)
+    ++sharing[part.stage];
+  ActorStatic held;
+  held.staticBytes.assign(p.numActors, 0);
+  held.gradBytes.assign(p.numActors, 0);
+  for (const StagePart &part : p.parts) {
+    const StageMeta &meta = built.stageMeta[part.stage];
+    StageShape shape;
+    shape.module = &model.modules.front();
+    shape.layers = meta.layers;
+    shape.first = meta.first;
+    shape.last = meta.last;
+    const StageCost cost = stageCost(shape, model, cluster);
+    held.staticBytes[part.actor] += cost.staticBytes / sharing[part.stage];
+    held.gradBytes[part.actor] += cost.parameters *
+                                  static_cast<double>(model.dtypeBytes) /
+                                  sharing[part.stage];
+  }
+  return held;
+}
+
+} // namespace
+
 Evaluation flexpipe::sched::evaluate(const Candidate &c,
                                      const ModelConfig &model,
                                      const ClusterConfig &cluster,
@@ -431,6 +467,20 @@ Evaluation flexpipe::sched::evaluate(const Candidate &c,
   if (!built) {
     e.error = llvm::toString(built.takeError());
     return e;
+  }
+  // Parameters, gradients and optimizer state alone may not fit: then the
+  // candidate is rejected without scheduling it (peakBytes is then a lower
+  // bound, the static part).
+  const ActorStatic held = actorStatic(*built, sized, cluster);
+  if (options.memoryLimit > 0) {
+    const std::vector<double> &staticBytes = held.staticBytes;
+    for (double bytes : staticBytes)
+      e.peakBytes = std::max(e.peakBytes, bytes);
+    if (e.peakBytes > options.memoryLimit) {
+      e.fitsMemory = false;
+      return e;
+    }
+    e.peakBytes = 0;
   }
   const ScheduleResult schedule = sched::schedule(built->problem, TimeModel::Cost);
   if (!schedule.ok) {
@@ -485,21 +535,7 @@ Evaluation flexpipe::sched::evaluate(const Candidate &c,
   // Data-parallel gradient all-reduce: each actor's parameters (its share of
   // shared stages) in the model's dtype, over its dp peers.
   if (c.dp > 1) {
-    std::vector<double> gradBytes(c.pp, 0);
-    std::vector<int32_t> sharing(built->numStages, 0);
-    for (const StagePart &part : built->problem.parts)
-      ++sharing[part.stage];
-    for (const StagePart &part : built->problem.parts) {
-      const StageMeta &meta = built->stageMeta[part.stage];
-      StageShape shape;
-      shape.module = &sized.modules.front();
-      shape.layers = meta.layers;
-      shape.first = meta.first;
-      shape.last = meta.last;
-      gradBytes[part.actor] += stageCost(shape, sized, cluster).parameters *
-                               static_cast<double>(sized.dtypeBytes) /
-                               sharing[part.stage];
-    }
+    const std::vector<double> &gradBytes = held.gradBytes;
     for (int64_t a = 0; a < c.pp; ++a) {
       std::vector<int64_t> group(c.dp);
       for (int64_t r = 0; r < c.dp; ++r)

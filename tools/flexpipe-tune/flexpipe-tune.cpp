@@ -67,7 +67,7 @@ std::optional<double> parseBytes(std::string text) {
       {"", 1},          {"b", 1},          {"kb", 1e3},
       {"mb", 1e6},      {"gb", 1e9},       {"tb", 1e12},
       {"kib", 1024.0},  {"mib", 1048576.0}, {"gib", 1073741824.0},
-      {"tib", 1099511627776.0}};
+      {"tib", 1099511627776.0}, {"pib", 1125899906842624.0}};
   for (auto [name, scale] : units)
     if (unit == name && value > 0)
       return value * scale;
