@@ -133,6 +133,25 @@ std::string flexpipe::sched::modelCosts(const Program &program,
           c.activationBytes[s] = *measured->activationBytes;
       }
   }
+  // The loss statistics of a vocabulary-parallel head (a shared stage of no
+  // layers that holds the head): a ring all-reduce over its actors.
+  c.collectiveDuration.assign(program.numStages, 0);
+  for (int32_t s = 0; s < program.numStages; ++s) {
+    const StageMeta &meta = program.stageMeta[s];
+    if (meta.layers != 0 || !meta.last || sharing[s] < 2)
+      continue;
+    std::vector<int64_t> group;
+    for (int32_t a = 0; a < program.numActors; ++a)
+      for (const ProgOp &op : program.actors[a])
+        if (op.kind == OpKind::Fwd && op.stage == s) {
+          group.push_back(a < static_cast<int32_t>(devices.size()) ? devices[a]
+                                                                   : a);
+          break;
+        }
+    const ModuleModel *module = model.module(program.moduleNames[meta.module]);
+    c.collectiveDuration[s] = allReduceTime(
+        cluster, group, vocabStatsBytes(*module, model.microBatchSize));
+  }
   const int32_t n = program.numActors;
   c.latency.assign(static_cast<size_t>(n) * n, 0);
   c.bandwidth.assign(static_cast<size_t>(n) * n, 0);
@@ -435,7 +454,11 @@ SimResult Simulator::run(const SimCosts &costs) const {
             why = lastOp[ops[m].actor];
           }
         }
-        finish[op.groupFirst] = latest + costs.collectiveTime;
+        finish[op.groupFirst] =
+            latest + (op.stage < static_cast<int32_t>(
+                                     costs.collectiveDuration.size())
+                          ? costs.collectiveDuration[op.stage]
+                          : costs.collectiveTime);
         e = finish[op.groupFirst];
       } else {
         s = arrival[id];

@@ -46,6 +46,10 @@ struct SimCosts {
   std::vector<double> latency, bandwidth;
   /// Duration of a collective and of a registered instruction.
   double collectiveTime = 0, execTime = 0;
+  /// Per stage: duration of a collective on that stage (the loss statistics
+  /// of a vocabulary-parallel head); empty or missing entries take
+  /// collectiveTime.
+  std::vector<double> collectiveDuration;
   /// Device memory (bytes, 0 for no limit).
   double memoryLimit = 0;
   /// Rendezvous transfers (NCCL, large MPI messages): data moves once both
