@@ -686,7 +686,8 @@ llvm::Expected<TuneResult> flexpipe::sched::tune(const ModelConfig &model,
         variantEval[p.variant] = std::move(e);
         ran[p.variant] = 1;
       },
-      report(fused.size()));
+      // Variants decided by their twin count as done.
+      report(fused.size() + variants.size() - pending.size()));
   result.simulated += simulated;
   result.pruned = pruned;
 
