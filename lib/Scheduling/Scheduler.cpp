@@ -201,6 +201,7 @@ private:
   std::vector<std::vector<int32_t>> readyQueues; // min-heaps of micro-batches
   std::vector<int32_t> remainingInPart;
   std::vector<int64_t> remainingOnActor; // per actor * kind
+  std::vector<int32_t> readyOnActor;     // per actor: items in its queues
 
   std::vector<std::vector<int32_t>> actorParts; // sorted by (depth, stage)
   std::vector<std::vector<int32_t>> partGroups; // global limits per source
@@ -296,6 +297,7 @@ void Engine::build() {
   readyQueues.assign(numParts * kNumCompKinds, {});
   remainingInPart.assign(numParts * kNumCompKinds, 0);
   remainingOnActor.assign(numActors * kNumCompKinds, 0);
+  readyOnActor.assign(numActors, 0);
   for (int32_t part = 0; part < numParts; ++part)
     for (int32_t mb = p.parts[part].mbBegin; mb < p.parts[part].mbEnd; ++mb)
       for (int32_t k = 0; k < kNumCompKinds; ++k)
@@ -391,6 +393,7 @@ void Engine::enqueue(int32_t item) {
   const int32_t mb = slot - partBase[part] + p.parts[part].mbBegin;
   std::vector<int32_t> &heap = queue(part, kind);
   heap.push_back(mb);
+  ++readyOnActor[p.parts[part].actor];
   std::push_heap(heap.begin(), heap.end(), std::greater<int32_t>());
 }
 
@@ -424,6 +427,7 @@ int32_t Engine::fetch(int32_t actor, CompKind kind) {
     std::pop_heap(heap.begin(), heap.end(), std::greater<int32_t>());
     int32_t mb = heap.back();
     heap.pop_back();
+    --readyOnActor[actor];
     return itemId(kind, part, mb);
   };
 
@@ -604,6 +608,8 @@ ScheduleResult Engine::run() {
         continue;
       if (syncReadyHead[actor] < syncReady[actor].size())
         joinSync(actor, now);
+      else if (readyOnActor[actor] == 0)
+        continue; // nothing to fetch: step would find nothing either
       else if (int32_t item = step(actor); item >= 0)
         start(item, now);
     }

@@ -209,6 +209,10 @@ bool Simulator::prepare(const Program &program, std::string &error) {
   ops.clear();
   actorBegin.assign(numActors + 1, 0);
   splitActor.assign(numActors, 0);
+  size_t total = 0;
+  for (const auto &actor : program.actors)
+    total += actor.size();
+  ops.reserve(total);
   for (int32_t a = 0; a < numActors; ++a) {
     actorBegin[a + 1] = actorBegin[a] + static_cast<int32_t>(program.actors[a].size());
     for (const ProgOp &p : program.actors[a]) {
@@ -240,6 +244,8 @@ bool Simulator::prepare(const Program &program, std::string &error) {
   };
   std::unordered_map<uint64_t, std::vector<int32_t>> sends;
   std::unordered_map<uint64_t, size_t> consumed;
+  sends.reserve(4 * static_cast<size_t>(numStages) + 16);
+  consumed.reserve(4 * static_cast<size_t>(numStages) + 16);
   for (int32_t id = 0; id < static_cast<int32_t>(ops.size()); ++id) {
     const Op &op = ops[id];
     if (op.kind == OpKind::SendAct || op.kind == OpKind::SendGrad)

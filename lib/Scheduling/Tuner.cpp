@@ -64,6 +64,18 @@ const char *flexpipe::sched::tunePlacementName(TunePlacement placement) {
   return "?";
 }
 
+bool Candidate::operator==(const Candidate &o) const {
+  auto tie = [](const Candidate &c) {
+    return std::make_tuple(c.pp, c.dp, c.mbs, c.microbatches,
+                           static_cast<int>(c.placement), c.chunks,
+                           c.vocabParallel, static_cast<int>(c.cttp),
+                           static_cast<int>(c.fwd.order), c.fwd.interval,
+                           static_cast<int>(c.bwd.order), c.bwd.interval,
+                           c.separation);
+  };
+  return tie(*this) == tie(o);
+}
+
 Candidate flexpipe::sched::oneFOneB(int64_t pp, int64_t dp, int64_t mbs,
                                    int64_t microbatches, bool vocabParallel) {
   Candidate c;
@@ -741,7 +753,17 @@ llvm::Expected<TuneResult> flexpipe::sched::tune(const ModelConfig &model,
 std::optional<Evaluation>
 flexpipe::sched::bestBaseline(const ModelConfig &model,
                               const ClusterConfig &cluster,
-                              const TuneOptions &options, bool vocabParallel) {
+                              const TuneOptions &options, bool vocabParallel,
+                              const TuneResult *known) {
+  auto lookup = [&](const Candidate &c) -> std::optional<Evaluation> {
+    if (!known)
+      return std::nullopt;
+    for (const auto *list : {&known->ranked, &known->rejected})
+      for (const Evaluation &e : *list)
+        if (e.candidate == c)
+          return e;
+    return std::nullopt;
+  };
   const ModuleModel &m = model.modules.front();
   if (vocabParallel && (m.vocab <= 0 || !m.lmHead))
     return std::nullopt;
@@ -763,7 +785,9 @@ flexpipe::sched::bestBaseline(const ModelConfig &model,
                                  vocabParallel);
           c.fwd = fwd;
           c.bwd = bwd;
-          Evaluation e = evaluate(c, model, cluster, options);
+          std::optional<Evaluation> found = lookup(c);
+          Evaluation e =
+              found ? *found : evaluate(c, model, cluster, options);
           if (e.ok() && e.fitsMemory &&
               (!best || e.iterationTime < best->iterationTime))
             best = std::move(e);

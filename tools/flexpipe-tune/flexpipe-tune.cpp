@@ -396,8 +396,8 @@ int main(int argc, char **argv) {
 
   // The baselines at their best (pp, dp, mbs): Megatron's 1F1B and T-1F1B.
   std::optional<Evaluation> baseline[2] = {
-      bestBaseline(model, cluster, *resolved, false),
-      bestBaseline(model, cluster, *resolved, true)};
+      bestBaseline(model, cluster, *resolved, false, &result),
+      bestBaseline(model, cluster, *resolved, true, &result)};
 
   const ModuleModel &module = model.modules.front();
   llvm::outs() << llvm::formatv(

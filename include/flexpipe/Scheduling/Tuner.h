@@ -59,6 +59,8 @@ struct Candidate {
   StagePriority fwd, bwd;
   bool separation = false;
 
+  bool operator==(const Candidate &other) const;
+
   /// Stages per direction and in all directions.
   int64_t stagesPerDirection() const { return pp * chunks; }
   int64_t directions() const {
@@ -168,11 +170,13 @@ llvm::Expected<TuneResult> tune(const ModelConfig &model,
 /// memory: Megatron-LM's 1F1B (`vocabParallel` false: embedding on the first
 /// stage, LM head on the last) or the paper's T-1F1B (true: 1F1B with the
 /// MLLM placement, its stage priorities as FlexPipe arranges them best).
-/// Nothing when no configuration fits.
+/// Nothing when no configuration fits. Evaluations already in `known` (a
+/// search's results) are reused instead of simulated again.
 std::optional<Evaluation> bestBaseline(const ModelConfig &model,
                                        const ClusterConfig &cluster,
                                        const TuneOptions &options,
-                                       bool vocabParallel);
+                                       bool vocabParallel,
+                                       const TuneResult *known = nullptr);
 
 /// The candidate as a scheduler spec (one module, the model's).
 PipelineSpec pipelineSpec(const Candidate &candidate, const ModelConfig &model);
