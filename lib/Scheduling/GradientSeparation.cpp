@@ -106,10 +106,12 @@ public:
 private:
   double arrival(const Timing &t, int32_t dep, int32_t item) const {
     const Item &d = items[dep], &i = items[item];
-    return t.end[dep] + (d.actor == i.actor
-                             ? 0
-                             : costs.messageTime(program.numActors, d.actor,
-                                                 i.actor, d.stage));
+    // A collective waits for its members' forwards themselves; its own
+    // duration covers the exchange.
+    if (d.actor == i.actor || i.kind == OpKind::AllGather)
+      return t.end[dep];
+    return t.end[dep] +
+           costs.messageTime(program.numActors, d.actor, i.actor, d.stage);
   }
 
   const Program &program;
@@ -125,32 +127,51 @@ std::string Separator::build() {
     return (static_cast<int64_t>(stage) * numMbs + mb) * 4 +
            static_cast<int64_t>(kind);
   };
+  // Items of one (kind, stage, micro-batch) on every actor that runs it (a
+  // shared stage runs on several): the first in `lookup`, the others
+  // chained through `sameNext`. All-gathers have no slot: nothing depends on
+  // them across actors.
   std::vector<int32_t> lookup(static_cast<size_t>(numStages) * numMbs * 4, -1);
+  std::vector<int32_t> sameNext;
   sequence.assign(program.numActors, {});
   weightsOn.assign(program.numActors, 0);
   for (int32_t a = 0; a < program.numActors; ++a) {
     const auto &ops = program.actors[a];
     for (int32_t i = 0; i < static_cast<int32_t>(ops.size()); ++i) {
       const ProgOp &op = ops[i];
-      if (!isCompute(op.kind)) {
+      const bool gather = op.kind == OpKind::AllGather;
+      if (!isCompute(op.kind) && !gather) {
         std::ostringstream os;
         os << "actor " << a << " has a " << opKindName(op.kind)
-           << "; gradient separation works on compute-only programs (run it "
-              "before communication is inserted; collectives and registered "
-              "instructions are not supported yet)";
+           << "; gradient separation works on programs of computations and "
+              "all-gathers (run it before communication is inserted; gathers "
+              "and registered instructions are not supported yet)";
         return os.str();
       }
       if (op.stage < 0 || op.stage >= numStages || op.mb < 0 ||
           op.mb >= numMbs)
         return "an instruction names a stage or micro-batch out of range";
-      int32_t &slot = lookup[key(op.kind, op.stage, op.mb)];
-      if (slot >= 0) {
-        std::ostringstream os;
-        os << opKindName(op.kind) << " stage " << op.stage << " mb " << op.mb
-           << " appears twice";
-        return os.str();
-      }
       Item item{op.kind, a, op.stage, op.mb, i};
+      if (gather) {
+        item.duration =
+            op.stage < static_cast<int32_t>(costs.collectiveDuration.size())
+                ? costs.collectiveDuration[op.stage]
+                : costs.collectiveTime;
+        sequence[a].push_back(static_cast<int32_t>(items.size()));
+        items.push_back(item);
+        sameNext.push_back(-1);
+        continue;
+      }
+      int32_t *slot = &lookup[key(op.kind, op.stage, op.mb)];
+      while (*slot >= 0) {
+        if (items[*slot].actor == a) {
+          std::ostringstream os;
+          os << opKindName(op.kind) << " stage " << op.stage << " mb "
+             << op.mb << " appears twice on actor " << a;
+          return os.str();
+        }
+        slot = &sameNext[*slot];
+      }
       item.duration = op.stage < static_cast<int32_t>(costs.duration.size())
                           ? costs.duration[op.stage][static_cast<int>(op.kind)]
                           : 1.0;
@@ -158,14 +179,17 @@ std::string Separator::build() {
           op.stage < static_cast<int32_t>(costs.activationBytes.size())
               ? costs.activationBytes[op.stage]
               : 1.0;
-      slot = static_cast<int32_t>(items.size());
+      // `slot` may point into sameNext: write it before that grows.
+      const int32_t id = static_cast<int32_t>(items.size());
+      *slot = id;
       items.push_back(item);
+      sameNext.push_back(-1);
       if (op.kind == OpKind::Wgrad) {
-        weights.push_back(slot);
+        weights.push_back(id);
         ++weightsOn[a];
+      } else {
+        sequence[a].push_back(id);
       }
-      else
-        sequence[a].push_back(slot);
     }
   }
   double shortest = 0;
@@ -173,14 +197,24 @@ std::string Separator::build() {
     if (item.duration > 0 && (shortest == 0 || item.duration < shortest))
       shortest = item.duration;
   tol = 1e-9 * (shortest > 0 ? shortest : 1);
-  auto find = [&](OpKind kind, int32_t stage, int32_t mb) {
-    return lookup[key(kind, stage, mb)];
+  // Every actor's item of (kind, stage, mb), and the one on actor `a`.
+  auto all = [&](OpKind kind, int32_t stage, int32_t mb) {
+    std::vector<int32_t> found;
+    for (int32_t id = lookup[key(kind, stage, mb)]; id >= 0; id = sameNext[id])
+      found.push_back(id);
+    return found;
   };
-  // The gradient a stage receives from its successor: Igrad, or Bwd when the
-  // successor was not split.
-  auto gradientOf = [&](int32_t stage, int32_t mb) {
-    int32_t g = find(OpKind::Igrad, stage, mb);
-    return g >= 0 ? g : find(OpKind::Bwd, stage, mb);
+  auto find = [&](OpKind kind, int32_t stage, int32_t mb, int32_t a) {
+    for (int32_t id = lookup[key(kind, stage, mb)]; id >= 0; id = sameNext[id])
+      if (items[id].actor == a)
+        return id;
+    return -1;
+  };
+  // The gradients a stage receives from a successor, on every actor running
+  // it: Igrad, or Bwd when the successor was not split.
+  auto gradientsOf = [&](int32_t stage, int32_t mb) {
+    std::vector<int32_t> g = all(OpKind::Igrad, stage, mb);
+    return g.empty() ? all(OpKind::Bwd, stage, mb) : g;
   };
   std::vector<std::vector<int32_t>> preds(program.numStages),
       succs(program.numStages);
@@ -206,26 +240,32 @@ std::string Separator::build() {
     switch (item.kind) {
     case OpKind::Fwd:
       for (int32_t p : preds[item.stage])
-        if (int32_t f = find(OpKind::Fwd, p, item.mb); f >= 0)
+        for (int32_t f : all(OpKind::Fwd, p, item.mb))
           deps[id].push_back(f);
+      break;
+    case OpKind::AllGather:
+      // Dependencies only: it starts when every member's forward is done
+      // and this actor reaches it (the simulator also makes early members
+      // wait for late ones).
+      for (int32_t f : all(OpKind::Fwd, item.stage, item.mb))
+        deps[id].push_back(f);
       break;
     case OpKind::Igrad:
     case OpKind::Bwd:
-      error = need(find(OpKind::Fwd, item.stage, item.mb), "forward");
+      error =
+          need(find(OpKind::Fwd, item.stage, item.mb, item.actor), "forward");
       for (int32_t s : succs[item.stage])
-        if (int32_t g = gradientOf(s, item.mb); g >= 0)
+        for (int32_t g : gradientsOf(s, item.mb))
           deps[id].push_back(g);
       if (item.kind == OpKind::Igrad && error.empty()) {
-        item.weight = find(OpKind::Wgrad, item.stage, item.mb);
+        item.weight = find(OpKind::Wgrad, item.stage, item.mb, item.actor);
         if (item.weight < 0)
           error = need(-1, "weight gradient");
       }
       break;
     case OpKind::Wgrad:
-      error = need(find(OpKind::Igrad, item.stage, item.mb), "input gradient");
-      if (error.empty() && items[deps[id][0]].actor != item.actor)
-        error = "a weight gradient runs on another actor than its input "
-                "gradient";
+      error = need(find(OpKind::Igrad, item.stage, item.mb, item.actor),
+                   "input gradient on its actor");
       break;
     default:
       break;

@@ -3,7 +3,8 @@
 // rank executables train with mpirun and match the single-process reference.
 // T-1F1B (1F1B with the MLLM placement) on 4 actors, then the kind of
 // schedule flexpipe-tune picks for large vocabularies: interleaved priorities
-// over a circular placement with 2 chunks per actor.
+// over a circular placement with 2 chunks per actor; then T-1F1B with
+// gradient separation.
 // REQUIRES: mpi
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: %train t1f1b %s | FileCheck %s
@@ -12,6 +13,10 @@
 // RUN:     -e 's/(pp - a)/(s + pp - a * 2 - 1)/' %s > %t/circular.mlir
 // RUN: %train circular %t/circular.mlir | FileCheck %s
 // RUN: grep -c flexpipe_rt_all_gather %t/circular/rank3.cpp | FileCheck %s --check-prefix=GATHERS
+// With gradient separation (the slices' weight gradients move too):
+// RUN: sed -e 's/^}$/  flexpipe.optimize gradient_separation\n}/' %s > %t/separated.mlir
+// RUN: %train separated %t/separated.mlir --time-model=cost | FileCheck %s
+// RUN: grep -c 'flexpipe_rt_wgrad(v1, 5,' %t/separated/rank0.cpp | FileCheck %s --check-prefix=GATHERS
 // CHECK: training: 4 iterations, loss {{.*}}, worst loss difference {{.*}}, worst weight difference {{.*}}, 101 parameters
 // GATHERS: 8
 flexpipe.pipeline @t1f1b actors(4) microbatches(8) {

@@ -170,7 +170,12 @@ def GradientSeparationPass
     (one-to-one, circular, V-shape, bidirectional and combinations) and both
     time models. A memory bound below what the schedule needs with every
     weight gradient right after its input gradient is an error.
-    Collectives and registered instructions are not supported yet.
+    Shared stages (each actor's part is its own item) and all-gathers (the
+    loss exchange of a vocabulary-parallel head) are handled: an all-gather
+    keeps its place among the actor's forwards and input gradients and, in
+    the re-timing, starts once every member's forward is done (the simulator
+    then also makes early members wait for late ones). Gathers and
+    registered instructions are not supported yet.
 
     The outcome is recorded as a `flexpipe.separation` dictionary on the
     schedule: time and peak memory before and after, the bound, the number of
