@@ -220,10 +220,9 @@ flexpipe::sched::enumerateCandidates(const ModelConfig &model,
               for (const StagePriority &fwd : stps)
                 for (const StagePriority &bwd : stps)
                   for (bool sep : {false, true}) {
-                    // Separation does not handle the head's collectives yet.
-                    if (sep && (vp || o.separation == TuneOptions::Choice::Off))
+                    if (sep && o.separation == TuneOptions::Choice::Off)
                       continue;
-                    if (!sep && o.separation == TuneOptions::Choice::On && !vp)
+                    if (!sep && o.separation == TuneOptions::Choice::On)
                       continue;
                     Candidate c;
                     c.pp = pp;
@@ -354,7 +353,8 @@ static std::string stpText(const StagePriority &p) {
 
 std::string flexpipe::sched::specText(const Candidate &c,
                                       const ModelConfig &model,
-                                      const std::string &name) {
+                                      const std::string &name,
+                                      int64_t separationRounds) {
   const ModuleModel &m = model.modules.front();
   std::ostringstream os;
   os << "flexpipe.pipeline @" << name << " actors(" << c.pp
@@ -404,7 +404,8 @@ std::string flexpipe::sched::specText(const Candidate &c,
     break;
   }
   if (c.separation)
-    os << "  flexpipe.optimize gradient_separation\n";
+    os << "  flexpipe.optimize gradient_separation max_rounds("
+       << separationRounds << ")\n";
   os << "}\n";
   return os.str();
 }
@@ -521,7 +522,23 @@ Evaluation flexpipe::sched::evaluate(const Candidate &c,
   }
   if (c.separation) {
     splitBackward(program);
-    SeparationResult separated = separateGradients(program, costs, {});
+    // The pass in flexpipe-compile prices messages with actor a on device a;
+    // separate with the same costs so that the written spec reproduces this
+    // program exactly. The simulation below uses the real layout.
+    SimCosts passCosts;
+    std::vector<int64_t> identity(c.pp);
+    for (int64_t a = 0; a < c.pp; ++a)
+      identity[a] = a;
+    if (std::string error = modelCosts(program, sized, cluster, options.profile,
+                                       identity, passCosts);
+        !error.empty()) {
+      e.error = error;
+      return e;
+    }
+    SeparationOptions separation;
+    separation.maxRounds = options.separationRounds;
+    SeparationResult separated =
+        separateGradients(program, passCosts, separation);
     if (!separated.ok) {
       e.error = "gradient separation failed: " + separated.error;
       return e;
@@ -652,6 +669,8 @@ llvm::Expected<TuneResult> flexpipe::sched::tune(const ModelConfig &model,
   for (const Evaluation &e : fusedEval)
     if (e.ok() && e.fitsMemory)
       best = std::min(best, e.iterationTime);
+  const double bestFused = best;
+  size_t outsideWindow = 0;
 
   // Phase two: separation variants, most promising first, pruned by bound.
   struct Pending {
@@ -672,7 +691,22 @@ llvm::Expected<TuneResult> flexpipe::sched::tune(const ModelConfig &model,
       ran[v] = 1;
       continue;
     }
+    if (options.separationWindow > 0 &&
+        t.iterationTime > bestFused * options.separationWindow) {
+      ++outsideWindow;
+      continue;
+    }
     pending.push_back({v, twin, t.busiest + t.gradSyncTime});
+  }
+  // The heuristic limits: the fastest fused twins only, then by bound.
+  if (options.separationTop > 0 && pending.size() > options.separationTop) {
+    std::stable_sort(pending.begin(), pending.end(),
+                     [&](const Pending &a, const Pending &b) {
+                       return fusedEval[a.twin].iterationTime <
+                              fusedEval[b.twin].iterationTime;
+                     });
+    outsideWindow += pending.size() - options.separationTop;
+    pending.resize(options.separationTop);
   }
   std::sort(pending.begin(), pending.end(),
             [](const Pending &a, const Pending &b) { return a.bound < b.bound; });
@@ -701,7 +735,7 @@ llvm::Expected<TuneResult> flexpipe::sched::tune(const ModelConfig &model,
       // Variants decided by their twin count as done.
       report(fused.size() + variants.size() - pending.size()));
   result.simulated += simulated;
-  result.pruned = pruned;
+  result.pruned = pruned + outsideWindow;
 
   auto keep = [&](const Evaluation &e) {
     if (e.ok() && e.fitsMemory)
@@ -710,8 +744,7 @@ llvm::Expected<TuneResult> flexpipe::sched::tune(const ModelConfig &model,
       result.rejected.push_back(e);
   };
   for (const Evaluation &e : fusedEval)
-    if (options.separation != TuneOptions::Choice::On ||
-        e.candidate.vocabParallel)
+    if (options.separation != TuneOptions::Choice::On)
       keep(e);
   for (size_t v = 0; v < variants.size(); ++v)
     if (ran[v])

@@ -8,6 +8,7 @@
 
 #include "TestSpecs.h"
 
+#include "flexpipe/Scheduling/GradientSeparation.h"
 #include "flexpipe/Scheduling/Tuner.h"
 
 #include <catch2/catch.hpp>
@@ -180,6 +181,9 @@ TEST_CASE("pruning by bound never loses the best candidate", "[tuner]") {
   o.gpus = 4;
   o.threads = 2;
   o.mbs = {1, 2};
+  // Only the sound bound: no window, no top-k limit on separation variants.
+  o.separationWindow = 0;
+  o.separationTop = 0;
   llvm::Expected<TuneOptions> r = resolveOptions(model, c, o);
   REQUIRE(static_cast<bool>(r));
   llvm::Expected<TuneResult> tuned = tune(model, c, *r);
@@ -235,4 +239,46 @@ TEST_CASE("a candidate's spec text names what its PipelineSpec holds",
   // s = 8 stages: 8 + 4 - 2a - 1.
   CHECK(spec.inflight[0].limits == std::vector<int64_t>{11, 9, 7, 5});
   CHECK(describe(c) == "circular v2 +vocab, interleaved bf:4/df:4");
+}
+
+TEST_CASE("gradient separation handles the vocabulary-parallel slices and "
+          "their all-gathers",
+          "[separation][vocab]") {
+  PipelineSpec spec = test::makeSpec(4, 8, PlacementKind::OneToOne, 1,
+                                     Cttp::BwdFirst, {}, {StageOrder::DepthFirst, 0},
+                                     {4, 3, 2, 1});
+  spec.modules[0].vocabParallel = true;
+  llvm::Expected<BuiltProblem> built = buildProblem(spec);
+  REQUIRE(static_cast<bool>(built));
+  const ScheduleResult r = schedule(built->problem, TimeModel::Cost);
+  REQUIRE(r.ok);
+  Program program = toProgram(built->problem, r, built->numStages,
+                              built->stageEdges, built->sharedStages);
+  program.stageMeta = built->stageMeta;
+  program.moduleNames = built->moduleNames;
+  SimCosts costs = layerCosts(program);
+  costs.collectiveTime = 0.1;
+
+  Program fused = program;
+  insertCommunication(fused);
+  Simulator before;
+  std::string error;
+  REQUIRE(before.prepare(fused, error));
+
+  splitBackward(program);
+  const SeparationResult separated = separateGradients(program, costs, {});
+  REQUIRE(separated.ok);
+  Program out = separated.program;
+  // Every all-gather kept, each shared stage's parts still on every actor.
+  int gathers = 0;
+  for (const auto &ops : out.actors)
+    for (const ProgOp &op : ops)
+      gathers += op.kind == OpKind::AllGather;
+  CHECK(gathers == 4 * 8);
+  insertCommunication(out);
+  CHECK_FALSE(verify(out).has_value());
+  Simulator after;
+  REQUIRE(after.prepare(out, error));
+  CHECK(after.run(costs).iterationTime <=
+        before.run(costs).iterationTime * (1 + 1e-9));
 }

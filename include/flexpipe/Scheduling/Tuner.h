@@ -123,6 +123,16 @@ struct TuneOptions {
   Choice vocabParallel = Choice::Both;
   /// Gradient separation (split backward, weight gradients into bubbles).
   Choice separation = Choice::Both;
+  /// Separation variants are simulated only when their fused twin is within
+  /// this factor of the best fused time and among the separationTop fastest (a heuristic: moving weight
+  /// gradients into bubbles rarely saves a quarter of an iteration); 0 keeps
+  /// every variant the sound bound admits. And the most stash-and-insert
+  /// rounds per variant.
+  double separationWindow = 1.25;
+  int64_t separationRounds = 200;
+  /// At most this many separation variants are simulated, those of the
+  /// fastest fused twins (0: no limit).
+  size_t separationTop = 8;
   /// Also try the forward-first computation-type priority (the paper tries
   /// it only when the user asks).
   bool allowFwdFirst = false;
@@ -155,8 +165,9 @@ struct TuneResult {
   std::vector<Evaluation> ranked;
   /// The others: unschedulable or over the memory limit.
   std::vector<Evaluation> rejected;
-  /// Candidates in the space, simulated, and skipped because their busiest
-  /// actor alone was slower than the best found (separation variants).
+  /// Candidates in the space, simulated, and skipped: separation variants
+  /// whose busiest actor alone was slower than the best found, or outside
+  /// the window or the top of TuneOptions.
   size_t candidates = 0, simulated = 0, pruned = 0;
 };
 
@@ -181,9 +192,10 @@ std::optional<Evaluation> bestBaseline(const ModelConfig &model,
 /// The candidate as a scheduler spec (one module, the model's).
 PipelineSpec pipelineSpec(const Candidate &candidate, const ModelConfig &model);
 
-/// The candidate as `flexpipe.pipeline` text for flexpipe-compile.
+/// The candidate as `flexpipe.pipeline` text for flexpipe-compile; a
+/// separation variant names the rounds it was evaluated with.
 std::string specText(const Candidate &candidate, const ModelConfig &model,
-                     const std::string &name);
+                     const std::string &name, int64_t separationRounds = 200);
 
 /// A short human-readable description: placement, computation-type priority,
 /// forward/backward stage priority (bf or df, :interval), e.g. "circular v2

@@ -684,6 +684,22 @@ flexpipe.pipeline @p actors(2) microbatches(2) {
 
 flexpipe.pipeline @p actors(2) microbatches(2) {
   flexpipe.module @gpt layers(2) placement(one_to_one)
+  // expected-error @+1 {{'flexpipe.optimize' op has max_rounds but no gradient_separation, the only optimization that has rounds}}
+  flexpipe.optimize split_backward max_rounds(10)
+}
+
+// -----
+
+flexpipe.pipeline @p actors(2) microbatches(2) {
+  flexpipe.module @gpt layers(2) placement(one_to_one)
+  // expected-error @+1 {{'flexpipe.optimize' op max_rounds must not be negative, not -1}}
+  flexpipe.optimize gradient_separation max_rounds(-1)
+}
+
+// -----
+
+flexpipe.pipeline @p actors(2) microbatches(2) {
+  flexpipe.module @gpt layers(2) placement(one_to_one)
   // expected-error @+1 {{'flexpipe.optimize' op memory_bound must be a positive number, not -1}}
   flexpipe.optimize gradient_separation memory_bound(-1.0)
 }

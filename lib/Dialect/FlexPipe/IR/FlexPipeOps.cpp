@@ -1213,5 +1213,13 @@ LogicalResult OptimizeOp::verify() {
       return emitOpError() << "memory_bound must be a positive number, not "
                            << bound;
   }
+  if (std::optional<int64_t> rounds = getMaxRounds()) {
+    if (!getGradientSeparation())
+      return emitOpError() << "has max_rounds but no gradient_separation, "
+                              "the only optimization that has rounds";
+    if (*rounds < 0)
+      return emitOpError() << "max_rounds must not be negative, not "
+                           << *rounds;
+  }
   return success();
 }

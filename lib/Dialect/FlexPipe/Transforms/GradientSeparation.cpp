@@ -53,8 +53,12 @@ struct GradientSeparationPass
       options.maxRounds = maxRounds;
       if (auto requested =
               schedule->getAttrOfType<DictionaryAttr>("flexpipe.optimize"))
+      {
         if (auto bound = requested.getAs<FloatAttr>("memory_bound"))
           options.memoryBound = bound.getValueAsDouble();
+        if (auto rounds = requested.getAs<IntegerAttr>("max_rounds"))
+          options.maxRounds = rounds.getInt();
+      }
       sched::SeparationResult result =
           sched::separateGradients(program, *costs, options);
       if (!result.ok) {

@@ -344,7 +344,9 @@ def FlexPipe_OptimizeOp : FlexPipe_Op<"optimize", [HasParent<"PipelineOp">]> {
     - `gradient_separation`: additionally moves weight gradients into later
       bubbles with the stash-and-insert algorithm, never exceeding
       `memory_bound` (peak activation memory per actor in the simulator's
-      units; the schedule's own peak without separation when omitted)
+      units; the schedule's own peak without separation when omitted) and
+      trying at most `max_rounds` stash-and-insert rounds (the pass's
+      option, 2000 by default, when omitted)
       (`-flexpipe-gradient-separation`, which implies `split_backward`);
     - `async_comm`: receives are posted early and waited on right before
       use (`-flexpipe-async-comm`).
@@ -363,12 +365,14 @@ def FlexPipe_OptimizeOp : FlexPipe_Op<"optimize", [HasParent<"PipelineOp">]> {
   let arguments = (ins UnitAttr:$split_backward,
                        UnitAttr:$gradient_separation,
                        UnitAttr:$async_comm,
-                       OptionalAttr<F64Attr>:$memory_bound);
+                       OptionalAttr<F64Attr>:$memory_bound,
+                       OptionalAttr<I64Attr>:$max_rounds);
   let assemblyFormat = [{
     (`split_backward` $split_backward^)?
     (`gradient_separation` $gradient_separation^)?
     (`async_comm` $async_comm^)?
-    (`memory_bound` `(` $memory_bound^ `)`)? attr-dict
+    (`memory_bound` `(` $memory_bound^ `)`)?
+    (`max_rounds` `(` $max_rounds^ `)`)? attr-dict
   }];
   let hasVerifier = 1;
 }
