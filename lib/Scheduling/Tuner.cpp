@@ -64,18 +64,6 @@ const char *flexpipe::sched::tunePlacementName(TunePlacement placement) {
   return "?";
 }
 
-bool Candidate::operator==(const Candidate &o) const {
-  auto tie = [](const Candidate &c) {
-    return std::make_tuple(c.pp, c.dp, c.mbs, c.microbatches,
-                           static_cast<int>(c.placement), c.chunks,
-                           c.vocabParallel, static_cast<int>(c.cttp),
-                           static_cast<int>(c.fwd.order), c.fwd.interval,
-                           static_cast<int>(c.bwd.order), c.bwd.interval,
-                           c.separation);
-  };
-  return tie(*this) == tie(o);
-}
-
 Candidate flexpipe::sched::oneFOneB(int64_t pp, int64_t dp, int64_t mbs,
                                    int64_t microbatches, bool vocabParallel) {
   Candidate c;
@@ -331,7 +319,7 @@ PipelineSpec flexpipe::sched::pipelineSpec(const Candidate &c,
   return spec;
 }
 
-static const char *cttpName(Cttp cttp) {
+const char *flexpipe::sched::cttpKeyword(Cttp cttp) {
   switch (cttp) {
   case Cttp::BwdFirst:
     return "bwd_first";
@@ -343,7 +331,7 @@ static const char *cttpName(Cttp cttp) {
   return "?";
 }
 
-static std::string stpText(const StagePriority &p) {
+std::string flexpipe::sched::stpKeyword(const StagePriority &p) {
   std::string text =
       p.order == StageOrder::BreadthFirst ? "breadth_first" : "depth_first";
   if (p.interval > 0)
@@ -378,8 +366,8 @@ std::string flexpipe::sched::specText(const Candidate &c,
     os << " bidirectional";
   if (c.vocabParallel)
     os << " vocab_parallel";
-  os << "\n  flexpipe.priority cttp<" << cttpName(c.cttp) << "> fstp<"
-     << stpText(c.fwd) << "> bstp<" << stpText(c.bwd) << ">\n";
+  os << "\n  flexpipe.priority cttp<" << cttpKeyword(c.cttp) << "> fstp<"
+     << stpKeyword(c.fwd) << "> bstp<" << stpKeyword(c.bwd) << ">\n";
   switch (c.placement) {
   case TunePlacement::OneToOne:
     os << "  flexpipe.inflight per_actor affine_map<(a)[pp, s, m] -> (pp - "
@@ -423,7 +411,7 @@ std::string flexpipe::sched::describe(const Candidate &c) {
       text += ":" + std::to_string(p.interval);
     return text;
   };
-  os << ", " << cttpName(c.cttp) << " " << stp(c.fwd) << "/" << stp(c.bwd);
+  os << ", " << cttpKeyword(c.cttp) << " " << stp(c.fwd) << "/" << stp(c.bwd);
   if (c.separation)
     os << ", separation";
   return os.str();
@@ -524,21 +512,24 @@ Evaluation flexpipe::sched::evaluate(const Candidate &c,
     splitBackward(program);
     // The pass in flexpipe-compile prices messages with actor a on device a;
     // separate with the same costs so that the written spec reproduces this
-    // program exactly. The simulation below uses the real layout.
+    // program exactly. The simulation below uses the real layout; with one
+    // replica the two are the same.
     SimCosts passCosts;
-    std::vector<int64_t> identity(c.pp);
-    for (int64_t a = 0; a < c.pp; ++a)
-      identity[a] = a;
-    if (std::string error = modelCosts(program, sized, cluster, options.profile,
-                                       identity, passCosts);
-        !error.empty()) {
-      e.error = error;
-      return e;
+    if (c.dp > 1) {
+      std::vector<int64_t> identity(c.pp);
+      for (int64_t a = 0; a < c.pp; ++a)
+        identity[a] = a;
+      if (std::string error = modelCosts(program, sized, cluster,
+                                         options.profile, identity, passCosts);
+          !error.empty()) {
+        e.error = error;
+        return e;
+      }
     }
     SeparationOptions separation;
     separation.maxRounds = options.separationRounds;
-    SeparationResult separated =
-        separateGradients(program, passCosts, separation);
+    SeparationResult separated = separateGradients(
+        program, c.dp > 1 ? passCosts : costs, separation);
     if (!separated.ok) {
       e.error = "gradient separation failed: " + separated.error;
       return e;
@@ -630,16 +621,8 @@ llvm::Expected<TuneResult> flexpipe::sched::tune(const ModelConfig &model,
   // Phase one: every fused candidate, and the fused twin of every separation
   // variant (needed for its bound) even when only variants were asked for.
   std::vector<Candidate> fused;
-  std::map<std::tuple<int64_t, int64_t, int, int64_t, bool, int, int, int64_t,
-                      int, int64_t>,
-           size_t>
-      twinOf;
-  auto key = [](const Candidate &c) {
-    return std::make_tuple(c.pp, c.mbs, static_cast<int>(c.placement), c.chunks,
-                           c.vocabParallel, static_cast<int>(c.cttp),
-                           static_cast<int>(c.fwd.order), c.fwd.interval,
-                           static_cast<int>(c.bwd.order), c.bwd.interval);
-  };
+  std::map<decltype(Candidate().tie()), size_t> twinOf;
+  auto key = [](const Candidate &c) { return c.tie(); };
   std::vector<Candidate> variants;
   for (const Candidate &c : *space) {
     Candidate base = c;

@@ -80,18 +80,12 @@ std::string seconds(double s) {
   return llvm::formatv("{0:F3} ms", s * 1e3).str();
 }
 
+/// A stage priority in a CSV cell: "depth_first:8".
 std::string stpName(const StagePriority &p) {
-  std::string text =
-      p.order == StageOrder::BreadthFirst ? "breadth_first" : "depth_first";
-  if (p.interval > 0)
-    text += ":" + std::to_string(p.interval);
+  std::string text = stpKeyword(p);
+  std::replace(text.begin(), text.end(), ',', ':');
+  text.erase(std::remove(text.begin(), text.end(), ' '), text.end());
   return text;
-}
-
-const char *cttpName(Cttp c) {
-  return c == Cttp::BwdFirst ? "bwd_first"
-         : c == Cttp::FwdFirst ? "fwd_first"
-                               : "interleaved";
 }
 
 std::string jsonEscape(const std::string &s) {
@@ -132,7 +126,7 @@ void writeResults(const std::string &dir, const TuneResult &result) {
                          e.tokensPerSecond, e.bubbleRatio, e.peakBytes)
         << ',' << c.pp << ',' << c.dp << ',' << c.mbs << ',' << c.microbatches
         << ',' << tunePlacementName(c.placement) << ',' << c.chunks << ','
-        << (c.vocabParallel ? 1 : 0) << ',' << cttpName(c.cttp) << ','
+        << (c.vocabParallel ? 1 : 0) << ',' << cttpKeyword(c.cttp) << ','
         << stpName(c.fwd) << ',' << stpName(c.bwd) << ','
         << (c.separation ? 1 : 0) << ",\"" << error << "\"\n";
     json << (first ? "" : ",\n") << "  {\"rank\": "
@@ -149,7 +143,7 @@ void writeResults(const std::string &dir, const TuneResult &result) {
          << ", \"placement\": \"" << tunePlacementName(c.placement)
          << "\", \"chunks\": " << c.chunks << ", \"vocab_parallel\": "
          << (c.vocabParallel ? "true" : "false") << ", \"cttp\": \""
-         << cttpName(c.cttp) << "\", \"fstp\": \"" << stpName(c.fwd)
+         << cttpKeyword(c.cttp) << "\", \"fstp\": \"" << stpName(c.fwd)
          << "\", \"bstp\": \"" << stpName(c.bwd) << "\", \"separation\": "
          << (c.separation ? "true" : "false") << ", \"error\": \""
          << jsonEscape(e.error) << "\"}";

@@ -30,6 +30,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace flexpipe::sched {
@@ -59,7 +60,17 @@ struct Candidate {
   StagePriority fwd, bwd;
   bool separation = false;
 
-  bool operator==(const Candidate &other) const;
+  /// Every field, for comparisons and maps.
+  auto tie() const {
+    return std::make_tuple(pp, dp, mbs, microbatches,
+                           static_cast<int>(placement), chunks, vocabParallel,
+                           static_cast<int>(cttp), static_cast<int>(fwd.order),
+                           fwd.interval, static_cast<int>(bwd.order),
+                           bwd.interval, separation);
+  }
+  bool operator==(const Candidate &other) const {
+    return tie() == other.tie();
+  }
 
   /// Stages per direction and in all directions.
   int64_t stagesPerDirection() const { return pp * chunks; }
@@ -196,6 +207,11 @@ PipelineSpec pipelineSpec(const Candidate &candidate, const ModelConfig &model);
 /// separation variant names the rounds it was evaluated with.
 std::string specText(const Candidate &candidate, const ModelConfig &model,
                      const std::string &name, int64_t separationRounds = 200);
+
+/// The keywords the dialect uses: "bwd_first", "fwd_first", "interleaved";
+/// "breadth_first" or "depth_first" with ", interval" when it has one.
+const char *cttpKeyword(Cttp cttp);
+std::string stpKeyword(const StagePriority &priority);
 
 /// A short human-readable description: placement, computation-type priority,
 /// forward/backward stage priority (bf or df, :interval), e.g. "circular v2
