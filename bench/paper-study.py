@@ -216,7 +216,13 @@ def main():
         "  bound). The paper's FlexPipe is Python.",
         "",
     ]
-    with open(os.path.join(ROOT, "docs/PaperStudy.md"), "w") as f:
+    # Keep the CLIP section, which bench/clip-study.py writes.
+    path = os.path.join(ROOT, "docs/PaperStudy.md")
+    old = open(path).read() if os.path.exists(path) else ""
+    begin, end = "<!-- clip-study:begin -->", "<!-- clip-study:end -->"
+    if begin in old and end in old:
+        lines += [old[old.index(begin):old.index(end) + len(end)], ""]
+    with open(path, "w") as f:
         f.write("\n".join(lines))
     print("wrote docs/PaperStudy.md")
     return 0

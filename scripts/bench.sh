@@ -19,3 +19,6 @@ fi
 echo
 echo "The paper's GPT large-vocabulary study and search cost (regenerates docs/PaperStudy.md):"
 python3 "$FLEXPIPE_ROOT/bench/paper-study.py" "$BUILD_DIR"
+echo
+echo "The paper's CLIP study (regenerates the CLIP section of docs/PaperStudy.md):"
+python3 "$FLEXPIPE_ROOT/bench/clip-study.py" "$BUILD_DIR"

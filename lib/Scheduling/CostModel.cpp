@@ -98,8 +98,8 @@ StageCost flexpipe::sched::stageCost(const StageShape &shape,
   return c;
 }
 
-double flexpipe::sched::transferTime(const ClusterConfig &cluster,
-                                     int64_t from, int64_t to, double bytes) {
+double flexpipe::sched::transferTime(const ClusterConfig &cluster, int64_t from,
+                                     int64_t to, double bytes) {
   const int64_t perNode = std::max<int64_t>(1, cluster.devicesPerNode);
   const Link &link =
       from / perNode == to / perNode ? cluster.intraNode : cluster.interNode;
@@ -108,18 +108,36 @@ double flexpipe::sched::transferTime(const ClusterConfig &cluster,
   return link.latency + bytes / link.bandwidth;
 }
 
+/// The slowest transfer of `bytes` between neighbours of a ring over
+/// `devices` (0 for fewer than two).
+static double slowestRingStep(const ClusterConfig &cluster,
+                              const std::vector<int64_t> &devices,
+                              double bytes) {
+  const size_t n = devices.size();
+  double slowest = 0;
+  for (size_t i = 0; n > 1 && i < n; ++i)
+    slowest = std::max(slowest, transferTime(cluster, devices[i],
+                                             devices[(i + 1) % n], bytes));
+  return slowest;
+}
+
 double flexpipe::sched::allReduceTime(const ClusterConfig &cluster,
                                       const std::vector<int64_t> &devices,
                                       double bytes) {
   const size_t n = devices.size();
   if (n < 2)
     return 0;
-  double slowest = 0;
-  for (size_t i = 0; i < n; ++i)
-    slowest = std::max(slowest, transferTime(cluster, devices[i],
-                                             devices[(i + 1) % n],
-                                             bytes / static_cast<double>(n)));
-  return 2 * static_cast<double>(n - 1) * slowest;
+  return 2 * static_cast<double>(n - 1) *
+         slowestRingStep(cluster, devices, bytes / static_cast<double>(n));
+}
+
+double flexpipe::sched::allGatherTime(const ClusterConfig &cluster,
+                                      const std::vector<int64_t> &devices,
+                                      double bytes) {
+  const size_t n = devices.size();
+  if (n < 2)
+    return 0;
+  return static_cast<double>(n - 1) * slowestRingStep(cluster, devices, bytes);
 }
 
 double flexpipe::sched::vocabStatsBytes(const ModuleModel &module,
@@ -192,8 +210,8 @@ flexpipe::sched::costBalancedPartition(const ModuleModel &module,
     int64_t worst = -1;
     for (int64_t k = 0; k < stages; ++k)
       if (result[k] > 1 &&
-          (worst < 0 || result[k] * layer + extra[k] >
-                            result[worst] * layer + extra[worst]))
+          (worst < 0 ||
+           result[k] * layer + extra[k] > result[worst] * layer + extra[worst]))
         worst = k;
     --result[worst];
     --sum;

@@ -27,6 +27,7 @@
 #include <set>
 #include <sstream>
 #include <tuple>
+#include <unordered_map>
 
 using namespace flexpipe::sched;
 
@@ -55,8 +56,6 @@ int64_t flexpipe::sched::splitBackward(Program &program) {
 }
 
 namespace {
-
-
 
 /// One computation of the program.
 struct Item {
@@ -108,7 +107,8 @@ private:
     const Item &d = items[dep], &i = items[item];
     // A collective waits for its members' forwards themselves; its own
     // duration covers the exchange.
-    if (d.actor == i.actor || i.kind == OpKind::AllGather)
+    if (d.actor == i.actor || i.kind == OpKind::AllGather ||
+        i.kind == OpKind::Gather)
       return t.end[dep];
     return t.end[dep] +
            costs.messageTime(program.numActors, d.actor, i.actor, d.stage);
@@ -139,17 +139,18 @@ std::string Separator::build() {
     const auto &ops = program.actors[a];
     for (int32_t i = 0; i < static_cast<int32_t>(ops.size()); ++i) {
       const ProgOp &op = ops[i];
-      const bool gather = op.kind == OpKind::AllGather;
+      const bool gather =
+          (op.kind == OpKind::AllGather || op.kind == OpKind::Gather) &&
+          op.token < 0;
       if (!isCompute(op.kind) && !gather) {
         std::ostringstream os;
         os << "actor " << a << " has a " << opKindName(op.kind)
            << "; gradient separation works on programs of computations and "
-              "all-gathers (run it before communication is inserted; gathers "
-              "and registered instructions are not supported yet)";
+              "blocking collectives (run it before communication is inserted; "
+              "asynchronous collectives and exec are not supported yet)";
         return os.str();
       }
-      if (op.stage < 0 || op.stage >= numStages || op.mb < 0 ||
-          op.mb >= numMbs)
+      if (op.stage < 0 || op.stage >= numStages || op.mb < 0 || op.mb >= numMbs)
         return "an instruction names a stage or micro-batch out of range";
       Item item{op.kind, a, op.stage, op.mb, i};
       if (gather) {
@@ -166,8 +167,8 @@ std::string Separator::build() {
       while (*slot >= 0) {
         if (items[*slot].actor == a) {
           std::ostringstream os;
-          os << opKindName(op.kind) << " stage " << op.stage << " mb "
-             << op.mb << " appears twice on actor " << a;
+          os << opKindName(op.kind) << " stage " << op.stage << " mb " << op.mb
+             << " appears twice on actor " << a;
           return os.str();
         }
         slot = &sameNext[*slot];
@@ -223,6 +224,19 @@ std::string Separator::build() {
       succs[from].push_back(to);
       preds[to].push_back(from);
     }
+  // Collective instances' members, and every item's place in its actor's
+  // sequence.
+  std::unordered_map<int64_t, std::vector<int32_t>> gathersOf;
+  std::vector<int32_t> position(items.size(), -1);
+  for (int32_t a = 0; a < program.numActors; ++a)
+    for (size_t k = 0; k < sequence[a].size(); ++k) {
+      const int32_t id = sequence[a][k];
+      position[id] = static_cast<int32_t>(k);
+      if (items[id].kind == OpKind::AllGather ||
+          items[id].kind == OpKind::Gather)
+        gathersOf[static_cast<int64_t>(items[id].stage) * numMbs + items[id].mb]
+            .push_back(id);
+    }
   std::vector<std::vector<int32_t>> deps(items.size());
   for (int32_t id = 0; id < static_cast<int32_t>(items.size()); ++id) {
     Item &item = items[id];
@@ -244,11 +258,19 @@ std::string Separator::build() {
           deps[id].push_back(f);
       break;
     case OpKind::AllGather:
+    case OpKind::Gather:
       // Dependencies only: it starts when every member's forward is done
       // and this actor reaches it (the simulator also makes early members
-      // wait for late ones).
+      // wait for late ones). On a registered stage (no forwards of its own)
+      // every member's instance waits for what precedes the others.
       for (int32_t f : all(OpKind::Fwd, item.stage, item.mb))
         deps[id].push_back(f);
+      if (deps[id].empty())
+        for (int32_t other :
+             gathersOf[static_cast<int64_t>(item.stage) * numMbs + item.mb])
+          if (other != id && position[other] > 0)
+            deps[id].push_back(
+                sequence[items[other].actor][position[other] - 1]);
       break;
     case OpKind::Igrad:
     case OpKind::Bwd:
@@ -577,7 +599,8 @@ flexpipe::sched::separateGradients(const Program &program,
     for (int32_t a = 0; a < program.numActors; ++a) {
       double free = 0;
       for (int32_t id : best.order[a]) {
-        if (best.start[id] > free + sep.tol && sep.items[id].kind != OpKind::Wgrad)
+        if (best.start[id] > free + sep.tol &&
+            sep.items[id].kind != OpKind::Wgrad)
           bubbles.push_back({free, id});
         free = best.end[id];
       }
@@ -613,9 +636,9 @@ flexpipe::sched::separateGradients(const Program &program,
   for (int32_t w : sep.weights)
     all[w] = 1;
   Timing greedy = sep.retime(all, bound);
-  if (greedy.ok &&
-      (better(greedy, best, sep.tol) ||
-       (!better(best, greedy, sep.tol) && greedy.maxPeak() < best.maxPeak() * (1 - 1e-9)))) {
+  if (greedy.ok && (better(greedy, best, sep.tol) ||
+                    (!better(best, greedy, sep.tol) &&
+                     greedy.maxPeak() < best.maxPeak() * (1 - 1e-9)))) {
     best = std::move(greedy);
     result.strategy = "stash-all";
     result.stashed = static_cast<int64_t>(sep.weights.size());

@@ -44,9 +44,9 @@ flexpipe::sched::buildProblem(const PipelineSpec &spec) {
     layout.firstStage = nextStage;
     layout.placement = std::move(*placed);
     const int64_t perDirection = layout.placement.stagesPerDirection;
-    layout.layersPerStage =
-        module.partition.empty() ? evenPartition(module.layers, perDirection)
-                                 : module.partition;
+    layout.layersPerStage = module.partition.empty()
+                                ? evenPartition(module.layers, perDirection)
+                                : module.partition;
     if (static_cast<int64_t>(layout.layersPerStage.size()) != perDirection)
       return fail(llvm::formatv("module @{0}: the partition lists {1} stages "
                                 "but the placement makes {2}",
@@ -61,6 +61,8 @@ flexpipe::sched::buildProblem(const PipelineSpec &spec) {
     }
     built.modules.push_back(std::move(layout));
   }
+  const int32_t firstRegistered = nextStage;
+  nextStage += static_cast<int32_t>(spec.registeredStages.size());
   built.numStages = nextStage;
 
   // What each stage holds.
@@ -80,6 +82,11 @@ flexpipe::sched::buildProblem(const PipelineSpec &spec) {
       built.stageMeta[s] = {m, 0, true, false};
     for (int32_t s : layout.headStages)
       built.stageMeta[s] = {m, 0, false, true};
+  }
+  for (size_t r = 0; r < spec.registeredStages.size(); ++r) {
+    built.stageMeta[firstRegistered + r] = {
+        static_cast<int32_t>(built.moduleNames.size()), 0, false, false};
+    built.moduleNames.push_back(spec.registeredStages[r].name);
   }
 
   // Depth (layer order) of each module's first stage: after its inputs.
@@ -127,7 +134,8 @@ flexpipe::sched::buildProblem(const PipelineSpec &spec) {
       return fail("module @" + module.name + " is " +
                   (bidirectional ? "bidirectional" : "vocabulary-parallel") +
                   " and cannot be connected to other modules");
-    std::vector<std::vector<int64_t>> sharedActors(layout.placement.numStages());
+    std::vector<std::vector<int64_t>> sharedActors(
+        layout.placement.numStages());
     for (const auto &[local, actors] : module.shared) {
       if (local < 0 || local >= layout.placement.numStages())
         return fail(llvm::formatv("module @{0}: shared stage {1} is out of "
@@ -147,10 +155,9 @@ flexpipe::sched::buildProblem(const PipelineSpec &spec) {
       part.stage = layout.firstStage + static_cast<int32_t>(local);
       part.depth = depthOffset[m] + vp + static_cast<int32_t>(index);
       part.mbBegin = bidirectional && direction == 1 ? half : 0;
-      part.mbEnd =
-          bidirectional && direction == 0 ? half : spec.microbatches;
-      const double layers =
-          static_cast<double>(std::max<int64_t>(1, layout.layersPerStage[index]));
+      part.mbEnd = bidirectional && direction == 0 ? half : spec.microbatches;
+      const double layers = static_cast<double>(
+          std::max<int64_t>(1, layout.layersPerStage[index]));
       for (int k = 0; k < kNumCompKinds; ++k)
         part.cost[k] = spec.costPerLayer[k] * layers;
       if (spec.model && spec.cluster) {
@@ -192,7 +199,12 @@ flexpipe::sched::buildProblem(const PipelineSpec &spec) {
     group.erase(std::unique(group.begin(), group.end()), group.end());
     const double share = static_cast<double>(group.size());
     for (int64_t d = 0; d < layout.placement.directions; ++d) {
-      SyncGroup sync;
+      Registered sync;
+      sync.name = module.name + ".loss_stats";
+      sync.stage = layout.headStages[d];
+      sync.actors.assign(group.begin(), group.end());
+      sync.mode = InstMode::Collective;
+      sync.runtime = InstRuntime::AllGather;
       for (bool head : {false, true}) {
         StagePart part;
         part.stage = head ? layout.headStages[d] : layout.embeddingStages[d];
@@ -228,14 +240,17 @@ flexpipe::sched::buildProblem(const PipelineSpec &spec) {
         built.sharedStages.push_back(part.stage);
         for (int64_t actor : group) {
           part.actor = static_cast<int32_t>(actor);
-          if (head)
-            sync.parts.push_back(static_cast<int32_t>(problem.parts.size()));
+          if (head) {
+            const int32_t index = static_cast<int32_t>(problem.parts.size());
+            sync.after.push_back({CompKind::Fwd, index});
+            sync.before.push_back({CompKind::Bwd, index});
+          }
           partsOfStage[part.stage].push_back(
               static_cast<int32_t>(problem.parts.size()));
           problem.parts.push_back(part);
         }
       }
-      problem.syncs.push_back(std::move(sync));
+      problem.registered.push_back(std::move(sync));
     }
   }
   std::sort(built.sharedStages.begin(), built.sharedStages.end());
@@ -295,6 +310,8 @@ flexpipe::sched::buildProblem(const PipelineSpec &spec) {
     if (p.bwd)
       policy.bwd = *p.bwd;
   };
+  std::vector<PriorityFunction> custom(spec.actors);
+  bool anyCustom = false;
   auto moduleActors = [&](int32_t m) {
     return spec.modules[m].placement.actors;
   };
@@ -313,10 +330,18 @@ flexpipe::sched::buildProblem(const PipelineSpec &spec) {
         }
       }
       for (int64_t actor : actors)
-        if (actor >= 0 && actor < spec.actors)
+        if (actor >= 0 && actor < spec.actors) {
           apply(problem.policies[actor], p);
+          if (p.custom) {
+            custom[actor] = p.custom;
+            anyCustom = true;
+          }
+        }
     }
   }
+  if (anyCustom)
+    problem.customPriorities = std::move(custom);
+  problem.checks = spec.checks;
 
   // --- In-flight limits (the smallest applicable one wins). ------------------
   problem.actorLimits.assign(spec.actors, kNoLimit);
@@ -376,20 +401,114 @@ flexpipe::sched::buildProblem(const PipelineSpec &spec) {
   }
 
   // --- Extra dependencies. ---------------------------------------------------
+  // Registered instructions first: dependencies name them by index.
+  const int32_t numInsts = static_cast<int32_t>(spec.instructions.size());
+  const size_t instBase = problem.registered.size(); // after the vocab syncs
+  for (const InstructionSpec &inst : spec.instructions) {
+    Registered r;
+    r.name = inst.name;
+    r.runtime = inst.runtime;
+    r.mode = inst.runtime == InstRuntime::Exec ? InstMode::Local
+             : inst.async                      ? InstMode::Async
+                                               : InstMode::Collective;
+    r.prev = inst.prev;
+    r.next = inst.next;
+    r.unit = inst.unit;
+    if (inst.registeredStage >= 0) {
+      if (inst.registeredStage >=
+          static_cast<int32_t>(spec.registeredStages.size()))
+        return fail("instruction @" + inst.name +
+                    " is attached to a stage out of range");
+      r.stage = firstRegistered + inst.registeredStage;
+      for (int64_t actor : spec.registeredStages[inst.registeredStage].actors) {
+        if (actor < 0 || actor >= spec.actors)
+          return fail(llvm::formatv(
+              "stage @{0} lists actor {1}, outside the "
+              "mesh",
+              spec.registeredStages[inst.registeredStage].name, actor));
+        r.actors.push_back(static_cast<int32_t>(actor));
+      }
+    } else {
+      if (inst.module < 0 || inst.module >= numModules || inst.stage < 0 ||
+          inst.stage >= built.modules[inst.module].placement.numStages())
+        return fail("instruction @" + inst.name +
+                    " is attached to a stage out of range");
+      r.stage = built.modules[inst.module].firstStage +
+                static_cast<int32_t>(inst.stage);
+      for (int32_t part : partsOfStage[r.stage])
+        r.actors.push_back(problem.parts[part].actor);
+    }
+    std::sort(r.actors.begin(), r.actors.end());
+    r.actors.erase(std::unique(r.actors.begin(), r.actors.end()),
+                   r.actors.end());
+    if (r.actors.empty())
+      return fail("instruction @" + inst.name + " runs on no actor");
+    r.root = r.actors.front();
+    problem.registered.push_back(std::move(r));
+  }
   for (const DependencySpec &dep : spec.dependencies) {
+    if (dep.srcInst >= 0 && dep.dstInst >= 0)
+      return fail("a dependency between two registered instructions (@" +
+                  spec.instructions[dep.srcInst].name + " and @" +
+                  spec.instructions[dep.dstInst].name +
+                  ") is not supported; connect each to a computation");
+    if (dep.srcInst >= numInsts || dep.dstInst >= numInsts)
+      return fail("an extra dependency names an instruction out of range");
+    if (dep.srcInst >= 0 || dep.dstInst >= 0) {
+      const bool toInst = dep.dstInst >= 0;
+      const int32_t m = toInst ? dep.srcModule : dep.dstModule;
+      const int64_t local = toInst ? dep.srcStage : dep.dstStage;
+      if (m < 0 || m >= numModules || local < 0 ||
+          local >= built.modules[m].placement.numStages())
+        return fail("an extra dependency names a stage out of range");
+      const int32_t stage =
+          built.modules[m].firstStage + static_cast<int32_t>(local);
+      Registered &r =
+          problem.registered[instBase + (toInst ? dep.dstInst : dep.srcInst)];
+      for (int32_t part : partsOfStage[stage])
+        (toInst ? r.after : r.before)
+            .push_back({toInst ? dep.srcKind : dep.dstKind, part});
+      continue;
+    }
     for (auto [m, local] : {std::pair{dep.srcModule, dep.srcStage},
                             std::pair{dep.dstModule, dep.dstStage}})
       if (m < 0 || m >= numModules || local < 0 ||
           local >= built.modules[m].placement.numStages())
         return fail("an extra dependency names a stage out of range");
-    const int32_t src =
-        built.modules[dep.srcModule].firstStage + static_cast<int32_t>(dep.srcStage);
-    const int32_t dst =
-        built.modules[dep.dstModule].firstStage + static_cast<int32_t>(dep.dstStage);
+    const int32_t src = built.modules[dep.srcModule].firstStage +
+                        static_cast<int32_t>(dep.srcStage);
+    const int32_t dst = built.modules[dep.dstModule].firstStage +
+                        static_cast<int32_t>(dep.dstStage);
     for (int32_t a : partsOfStage[src])
       for (int32_t b : partsOfStage[dst])
         problem.extraDependencies.push_back({dep.srcKind, a, dep.dstKind, b});
   }
+
+  // A collective's duration in the cost model: a ring all-gather of the
+  // largest output its sources send (the output states of the modules it
+  // joins), as the simulator's registeredCollectiveTime.
+  if (spec.model && spec.cluster)
+    for (size_t i = instBase; i < problem.registered.size(); ++i) {
+      Registered &r = problem.registered[i];
+      if (r.mode == InstMode::Local)
+        continue;
+      double bytes = 0;
+      for (const PartKind &src : r.after) {
+        const StageMeta &meta = built.stageMeta[problem.parts[src.part].stage];
+        StageShape shape;
+        shape.module = spec.model->module(built.moduleNames[meta.module]);
+        if (!shape.module)
+          continue;
+        shape.layers = meta.layers;
+        shape.first = meta.first;
+        shape.last = meta.last;
+        bytes = std::max(
+            bytes, stageCost(shape, *spec.model, *spec.cluster).messageBytes);
+      }
+      r.duration = allGatherTime(
+          *spec.cluster, std::vector<int64_t>(r.actors.begin(), r.actors.end()),
+          bytes);
+    }
 
   if (std::string error = validate(problem); !error.empty())
     return fail(error);

@@ -12,6 +12,7 @@
 #include <deque>
 #include <map>
 #include <sstream>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -95,23 +96,55 @@ Program flexpipe::sched::toProgram(
   program.edges = stageEdges;
   program.sharedStages = sharedStages;
   program.actors.resize(problem.numActors);
-  // One group per collective: its member actors, ascending.
-  for (const SyncGroup &sync : problem.syncs) {
-    std::vector<int32_t> members;
-    for (int32_t part : sync.parts)
-      members.push_back(problem.parts[part].actor);
-    std::sort(members.begin(), members.end());
-    program.groups.push_back(std::move(members));
+  // One group per registered instruction: its actors, ascending.
+  for (const Registered &r : problem.registered) {
+    program.groups.push_back(r.actors);
+    program.instructions.push_back(r.name);
   }
+  int32_t nextToken = 0;
   for (int32_t a = 0; a < problem.numActors; ++a) {
-    program.actors[a].reserve(schedule.actors[a].size());
+    std::vector<ProgOp> &out = program.actors[a];
+    out.reserve(schedule.actors[a].size());
+    // Asynchronous instances posted here and not yet waited: (r, first mb,
+    // token).
+    std::vector<std::tuple<int32_t, int32_t, int32_t>> open;
     for (const ScheduledItem &item : schedule.actors[a]) {
-      ProgOp op{toOpKind(item.kind), problem.parts[item.part].stage, item.mb};
-      if (item.isSync()) {
-        op.kind = OpKind::AllGather;
-        op.group = item.sync;
+      if (item.isRegistered()) {
+        const Registered &r = problem.registered[item.inst];
+        ProgOp op{r.runtime == InstRuntime::AllGather ? OpKind::AllGather
+                  : r.runtime == InstRuntime::Gather  ? OpKind::Gather
+                                                      : OpKind::Exec,
+                  r.stage, item.mb};
+        op.group = item.inst;
+        op.inst = item.inst;
+        if (r.runtime == InstRuntime::Gather)
+          op.peer = r.root;
+        if (r.mode == InstMode::Async) {
+          op.token = nextToken++;
+          open.emplace_back(item.inst, item.mb, op.token);
+        }
+        out.push_back(op);
+        continue;
       }
-      program.actors[a].push_back(op);
+      for (auto it = open.begin(); it != open.end();) {
+        auto [r, first, token] = *it;
+        if (waitsForInstance(problem, r, first, item.kind, item.part,
+                             item.mb)) {
+          ProgOp wait{OpKind::Wait};
+          wait.token = token;
+          out.push_back(wait);
+          it = open.erase(it);
+        } else {
+          ++it;
+        }
+      }
+      out.push_back(
+          ProgOp{toOpKind(item.kind), problem.parts[item.part].stage, item.mb});
+    }
+    for (auto [r, first, token] : open) {
+      ProgOp wait{OpKind::Wait};
+      wait.token = token;
+      out.push_back(wait);
     }
   }
   return program;
@@ -164,8 +197,8 @@ enum Tag : uint64_t {
   BwdDone = 4, // full backward ran here
 };
 inline uint64_t key(uint64_t tag, int32_t stage, int32_t mb) {
-  return (tag << 61) | (static_cast<uint64_t>(static_cast<uint32_t>(stage))
-                        << 32) |
+  return (tag << 61) |
+         (static_cast<uint64_t>(static_cast<uint32_t>(stage)) << 32) |
          static_cast<uint32_t>(mb);
 }
 
@@ -186,10 +219,10 @@ void flexpipe::sched::insertCommunication(Program &program) {
         const auto &sources = fwd ? topo.preds[op.stage] : topo.succs[op.stage];
         for (int32_t src : sources)
           for (int32_t peer : topo.actorsOf[src])
-            if (peer != a &&
-                received.insert(key(fwd ? Act : Grad, src, op.mb) ^
-                                (static_cast<uint64_t>(peer) << 48))
-                    .second)
+            if (peer != a && received
+                                 .insert(key(fwd ? Act : Grad, src, op.mb) ^
+                                         (static_cast<uint64_t>(peer) << 48))
+                                 .second)
               out.push_back({fwd ? OpKind::RecvAct : OpKind::RecvGrad, op.stage,
                              op.mb, peer});
       }
@@ -200,8 +233,8 @@ void flexpipe::sched::insertCommunication(Program &program) {
         std::vector<int32_t> peers;
         for (int32_t dst : targets)
           for (int32_t peer : topo.actorsOf[dst])
-            if (peer != a && std::find(peers.begin(), peers.end(), peer) ==
-                                 peers.end())
+            if (peer != a &&
+                std::find(peers.begin(), peers.end(), peer) == peers.end())
               peers.push_back(peer);
         for (int32_t peer : peers)
           out.push_back({fwd ? OpKind::SendAct : OpKind::SendGrad, op.stage,
@@ -281,6 +314,8 @@ private:
   std::vector<int8_t> inCollective;
   std::map<std::tuple<int, int32_t, int32_t>, std::vector<int32_t>> arrivals;
   std::vector<std::pair<int32_t, int32_t>> tokenSlot; // token -> (ch, slot)
+  /// Asynchronous collectives: token -> the op that posted it.
+  std::map<int32_t, std::pair<int32_t, int32_t>> tokenCollective;
   std::vector<std::vector<int32_t>> waitersOnChannel;
   std::vector<int32_t> channelSender;
   std::unordered_map<uint64_t, int32_t> channels;
@@ -329,13 +364,14 @@ std::optional<VerifyFailure> Replay::checkStatic() {
       if (op.stage < 0 || op.stage >= p.numStages || op.mb < 0 ||
           op.mb >= p.numMicrobatches)
         return failure(a, i, describe(a, i) + " is out of range");
-      const int64_t cell = static_cast<int64_t>(op.stage) * p.numMicrobatches +
-                           op.mb;
+      const int64_t cell =
+          static_cast<int64_t>(op.stage) * p.numMicrobatches + op.mb;
       if (op.kind == OpKind::Fwd)
         fwdAt[cell] = 1;
       if (op.kind == OpKind::Bwd || op.kind == OpKind::Wgrad)
         backAt[cell] = 1;
-      const bool p2p = op.kind >= OpKind::SendAct && op.kind <= OpKind::RecvGrad;
+      const bool p2p =
+          op.kind >= OpKind::SendAct && op.kind <= OpKind::RecvGrad;
       if (p2p && (op.peer < 0 || op.peer >= p.numActors || op.peer == a))
         return failure(a, i, describe(a, i) + " names an invalid peer");
       if ((op.kind == OpKind::AllGather || op.kind == OpKind::Gather) &&
@@ -549,6 +585,15 @@ std::optional<VerifyFailure> Replay::run() {
         break;
       }
       case OpKind::Wait: {
+        if (auto it = tokenCollective.find(op.token);
+            it != tokenCollective.end()) {
+          const ProgOp &post = ops[it->second.second];
+          const auto k =
+              std::make_tuple(static_cast<int>(post.kind), post.stage, post.mb);
+          if (arrivals[k].size() < p.groups[post.group].size())
+            advance = false;
+          break;
+        }
         auto [ch, slot] = op.token < static_cast<int32_t>(tokenSlot.size())
                               ? tokenSlot[op.token]
                               : std::pair<int32_t, int32_t>{-1, -1};
@@ -572,9 +617,17 @@ std::optional<VerifyFailure> Replay::run() {
       }
       case OpKind::AllGather:
       case OpKind::Gather: {
-        const auto k = std::make_tuple(static_cast<int>(op.kind), op.stage,
-                                       op.mb);
+        const auto k =
+            std::make_tuple(static_cast<int>(op.kind), op.stage, op.mb);
         auto &arrived = arrivals[k];
+        if (op.token >= 0) {
+          // Posted: the wait completes it.
+          arrived.push_back(a);
+          tokenCollective[op.token] = {a, i};
+          for (int32_t member : p.groups[op.group])
+            wake(member);
+          break;
+        }
         if (!inCollective[a]) {
           arrived.push_back(a);
           inCollective[a] = 1;
@@ -613,14 +666,20 @@ std::optional<VerifyFailure> Replay::deadlock() {
     const ProgOp &op = p.actors[a][pc[a]];
     if (op.kind == OpKind::RecvAct || op.kind == OpKind::RecvGrad)
       return op.peer;
+    const ProgOp *collective = &op;
     if (op.kind == OpKind::Wait) {
-      auto [ch, slot] = tokenSlot[op.token];
-      return channelSender[ch];
+      auto it = tokenCollective.find(op.token);
+      if (it == tokenCollective.end()) {
+        auto [ch, slot] = tokenSlot[op.token];
+        return channelSender[ch];
+      }
+      collective = &p.actors[a][it->second.second];
     }
     // A collective: the first member that has not arrived.
-    const auto k = std::make_tuple(static_cast<int>(op.kind), op.stage, op.mb);
+    const auto k = std::make_tuple(static_cast<int>(collective->kind),
+                                   collective->stage, collective->mb);
     const auto &arrived = arrivals[k];
-    for (int32_t member : p.groups[op.group])
+    for (int32_t member : p.groups[collective->group])
       if (std::find(arrived.begin(), arrived.end(), member) == arrived.end())
         return member;
     return a;
@@ -647,7 +706,8 @@ std::optional<VerifyFailure> Replay::deadlock() {
     for (size_t i = seenAt[a]; i < order.size(); ++i) {
       int32_t actor = order[i];
       f.at.push_back({actor, pc[actor],
-                      "actor " + std::to_string(actor) + " waits here for actor " +
+                      "actor " + std::to_string(actor) +
+                          " waits here for actor " +
                           std::to_string(waitsFor(actor))});
     }
     return f;

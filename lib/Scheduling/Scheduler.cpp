@@ -100,27 +100,89 @@ std::string flexpipe::sched::validate(const Problem &p) {
     if (d.srcPart < 0 || d.srcPart >= numParts || d.dstPart < 0 ||
         d.dstPart >= numParts)
       return "an extra dependency names a stage part out of range";
-  std::vector<bool> inSync(numParts, false);
-  for (const SyncGroup &g : p.syncs) {
-    if (g.parts.empty() || g.duration < 0)
-      return "a collective needs members and a non-negative duration";
-    std::vector<bool> actorUsed(p.numActors, false);
-    for (int32_t part : g.parts) {
-      if (part < 0 || part >= numParts)
-        return "a collective names a stage part out of range";
-      if (inSync[part])
-        return "a stage part belongs to two collectives";
-      inSync[part] = true;
-      const StagePart &sp = p.parts[part];
-      if (actorUsed[sp.actor])
-        return "a collective has two members on one actor";
-      actorUsed[sp.actor] = true;
-      const StagePart &first = p.parts[g.parts.front()];
-      if (sp.mbBegin != first.mbBegin || sp.mbEnd != first.mbEnd)
-        return "the members of a collective see different micro-batches";
+  for (const Registered &r : p.registered) {
+    os.str("");
+    os << "registered instruction @" << r.name << " ";
+    if (r.actors.empty())
+      return os.str() + "runs on no actor";
+    for (size_t i = 0; i < r.actors.size(); ++i)
+      if (r.actors[i] < 0 || r.actors[i] >= p.numActors ||
+          (i > 0 && r.actors[i] <= r.actors[i - 1]))
+        return os.str() + "needs distinct actors of the mesh, ascending";
+    if (r.prev < 1 || r.next < 1 || r.unit < 1)
+      return os.str() + "has prev, next or unit below 1";
+    if (r.duration < 0)
+      return os.str() + "has a negative duration";
+    if (r.runtime == InstRuntime::Gather &&
+        std::find(r.actors.begin(), r.actors.end(), r.root) == r.actors.end())
+      return os.str() + "gathers to a root outside its actors";
+    for (const auto *ends : {&r.after, &r.before})
+      for (const PartKind &end : *ends)
+        if (end.part < 0 || end.part >= numParts)
+          return os.str() + "names a stage part out of range";
+    // The instances cover the sources' micro-batches; every dependent's
+    // micro-batch must map onto one of them.
+    int32_t lo = p.numMicrobatches, hi = 0;
+    for (const PartKind &src : r.after) {
+      lo = std::min(lo, p.parts[src.part].mbBegin);
+      hi = std::max(hi, p.parts[src.part].mbEnd);
+    }
+    if (r.after.empty())
+      lo = 0, hi = p.numMicrobatches;
+    const int64_t instances = (hi - lo + r.prev - 1) / r.prev;
+    for (const PartKind &dst : r.before) {
+      const int32_t last = std::min(hi, p.parts[dst.part].mbEnd) - 1;
+      if (last >= lo && (last - lo) / r.next >= instances) {
+        os << "has " << instances << " instances (prev " << r.prev
+           << "), but next " << r.next << " makes micro-batch " << last
+           << " of stage " << p.parts[dst.part].stage << " wait for instance "
+           << (last - lo) / r.next;
+        return os.str();
+      }
     }
   }
+  if (!p.customPriorities.empty() &&
+      static_cast<int32_t>(p.customPriorities.size()) != p.numActors)
+    return "custom priorities must be given for every actor (empty for the "
+           "built-in step function)";
   return {};
+}
+
+std::pair<int32_t, int32_t> flexpipe::sched::registeredRange(const Problem &p,
+                                                             int32_t r) {
+  const Registered &ri = p.registered[r];
+  if (ri.after.empty())
+    return {0, p.numMicrobatches};
+  int32_t lo = p.numMicrobatches, hi = 0;
+  for (const PartKind &src : ri.after) {
+    lo = std::min(lo, p.parts[src.part].mbBegin);
+    hi = std::max(hi, p.parts[src.part].mbEnd);
+  }
+  return {lo, hi};
+}
+
+bool flexpipe::sched::waitsForInstance(const Problem &p, int32_t r,
+                                       int32_t first, CompKind kind,
+                                       int32_t part, int32_t mb) {
+  const Registered &ri = p.registered[r];
+  const auto [lo, hi] = registeredRange(p, r);
+  if (mb < lo || mb >= hi)
+    return false;
+  const int64_t instance = (first - lo) / ri.prev;
+  if ((mb - lo) / ri.next != instance)
+    return false;
+  for (const PartKind &dst : ri.before) {
+    if (dst.part != part)
+      continue;
+    CompKind k = dst.kind;
+    if (p.splitBackward && k == CompKind::Bwd)
+      k = CompKind::Igrad;
+    if (!p.splitBackward && (k == CompKind::Igrad || k == CompKind::Wgrad))
+      k = CompKind::Bwd;
+    if (k == kind)
+      return true;
+  }
+  return false;
 }
 
 namespace {
@@ -160,12 +222,14 @@ private:
   CompKind existing(CompKind kind, bool asSource) const {
     if (p.splitBackward && kind == CompKind::Bwd)
       return asSource ? CompKind::Wgrad : CompKind::Igrad;
-    if (!p.splitBackward && (kind == CompKind::Igrad || kind == CompKind::Wgrad))
+    if (!p.splitBackward &&
+        (kind == CompKind::Igrad || kind == CompKind::Wgrad))
       return CompKind::Bwd;
     return kind;
   }
 
   void build();
+  void buildRegistered();
   void addEdge(int32_t from, int32_t to) { edges.push_back({from, to}); }
 
   // --- Scheduling ----------------------------------------------------------
@@ -175,8 +239,13 @@ private:
   void start(int32_t item, double now);
   void complete(int32_t item, double now);
   void enqueue(int32_t item);
-  void joinSync(int32_t actor, double now);
-  void completeSync(int32_t instance);
+  bool passesChecks(int32_t actor, CompKind kind, int32_t part);
+  int32_t customStep(int32_t actor);
+  StepView view(int32_t actor) const;
+  int32_t pickRegistered(int32_t actor) const;
+  void runRegistered(int32_t actor, int32_t r, double now);
+  void instanceReady(int32_t node);
+  void completeRegistered(int32_t event);
   void diagnoseStuck(ScheduleResult &result, double now);
 
   std::vector<int32_t> &queue(int32_t part, CompKind kind) {
@@ -222,13 +291,44 @@ private:
   std::vector<UnitState> units;
   std::vector<double> freeAt;
 
-  // Collectives (Problem::syncs). Instance = sync * numMicrobatches + mb.
-  std::vector<int32_t> partSync;          // per part: its SyncGroup or -1
-  std::vector<int32_t> syncWaitingFwd;    // per instance: forwards to finish
-  std::vector<int32_t> syncJoined;        // per instance: members waiting
-  std::vector<std::vector<int32_t>> syncReady; // per actor: FIFO of instances
-  std::vector<size_t> syncReadyHead;           // per actor
-  std::vector<int32_t> blockedIn;              // per actor: instance or -1
+  // Registered instructions. Their instances are numbered instBase[r] + i;
+  // instance i's readiness is node numItems + instance in the dependency
+  // graph (sources point at it, plus a chain from instance i - 1).
+  struct RegState {
+    int32_t lo = 0, hi = 0, instances = 0, base = 0;
+  };
+  std::vector<RegState> reg;
+  int32_t numInstances = 0;
+  std::vector<int32_t> instJoined;            // per instance: members in it
+  std::vector<int32_t> instCompleted;         // per instance: completions
+  std::vector<std::vector<int32_t>> regReady; // per actor * r: FIFO
+  std::vector<size_t> regHead;                // per actor * r
+  std::vector<int32_t> regLeft;               // per actor * r: not yet run
+  std::vector<int64_t> regUnitLeft;           // per actor * r
+  std::vector<int32_t> blockedIn;             // per actor: instance or -1
+  /// Completion events of registered instances: (instance, member actor or
+  /// -1 for all members). Events in the queue are -1 - index.
+  std::vector<std::pair<int32_t, int32_t>> regEvents;
+  int32_t memberIndex(int32_t r, int32_t actor) const {
+    const std::vector<int32_t> &m = p.registered[r].actors;
+    auto it = std::lower_bound(m.begin(), m.end(), actor);
+    return it != m.end() && *it == actor ? static_cast<int32_t>(it - m.begin())
+                                         : -1;
+  }
+  int32_t regOf(int32_t instance) const {
+    return static_cast<int32_t>(
+        std::upper_bound(
+            reg.begin(), reg.end(), instance,
+            [](int32_t x, const RegState &st) { return x < st.base; }) -
+        reg.begin() - 1);
+  }
+
+  // Hooks.
+  std::vector<int64_t> actorScheduled;
+  std::vector<ScheduledItem> lastItem;
+  std::string hookError;
+  int32_t numItems = 0;
+  double clockNow = 0;
 
   EventQueue completions;
   int64_t total = 0, scheduled = 0;
@@ -240,7 +340,7 @@ void Engine::build() {
   for (int32_t i = 0; i < numParts; ++i)
     partBase[i + 1] = partBase[i] + p.parts[i].mbEnd - p.parts[i].mbBegin;
   numSlots = partBase[numParts];
-  const int32_t numItems = numSlots * kNumCompKinds;
+  numItems = numSlots * kNumCompKinds;
   exists.assign(numItems, 0);
 
   std::vector<std::vector<int32_t>> in(numParts), out(numParts);
@@ -328,58 +428,202 @@ void Engine::build() {
   freeAt.assign(numActors, 0);
   result.actors.assign(numActors, {});
 
-  // Collectives: each instance waits for its members' forwards; the members'
-  // gradient items wait for the instance (an extra pending count released
-  // by completeSync).
-  partSync.assign(numParts, -1);
-  const int32_t numSyncs = static_cast<int32_t>(p.syncs.size());
-  syncWaitingFwd.assign(static_cast<size_t>(numSyncs) * p.numMicrobatches, 0);
-  syncJoined.assign(syncWaitingFwd.size(), 0);
-  syncReady.assign(numActors, {});
-  syncReadyHead.assign(numActors, 0);
+  actorScheduled.assign(numActors, 0);
+  lastItem.assign(numActors, ScheduledItem{CompKind::Fwd, -1, -1, 0, 0});
   blockedIn.assign(numActors, -1);
-  for (int32_t g = 0; g < numSyncs; ++g)
-    for (int32_t part : p.syncs[g].parts) {
-      partSync[part] = g;
-      for (int32_t mb = p.parts[part].mbBegin; mb < p.parts[part].mbEnd;
-           ++mb) {
-        ++syncWaitingFwd[static_cast<size_t>(g) * p.numMicrobatches + mb];
-        ++pending[itemId(grad, part, mb)];
-        ++total;
-      }
+  buildRegistered();
+}
+
+/// Registered instructions: readiness nodes after the items, their source
+/// edges, and the extra pending counts of their dependents.
+void Engine::buildRegistered() {
+  const int32_t numRegs = static_cast<int32_t>(p.registered.size());
+  reg.assign(numRegs, {});
+  numInstances = 0;
+  for (int32_t r = 0; r < numRegs; ++r) {
+    const Registered &ri = p.registered[r];
+    RegState &st = reg[r];
+    st.lo = ri.after.empty() ? 0 : p.numMicrobatches;
+    st.hi = ri.after.empty() ? p.numMicrobatches : 0;
+    for (const PartKind &src : ri.after) {
+      st.lo = std::min(st.lo, p.parts[src.part].mbBegin);
+      st.hi = std::max(st.hi, p.parts[src.part].mbEnd);
     }
-}
-
-/// The actor joins the oldest collective instance ready for it. The last
-/// member to join starts it on every member.
-void Engine::joinSync(int32_t actor, double now) {
-  const int32_t instance = syncReady[actor][syncReadyHead[actor]++];
-  const int32_t g = instance / p.numMicrobatches;
-  const int32_t mb = instance % p.numMicrobatches;
-  const SyncGroup &sync = p.syncs[g];
-  blockedIn[actor] = instance;
-  freeAt[actor] = std::numeric_limits<double>::infinity();
-  if (++syncJoined[instance] < static_cast<int32_t>(sync.parts.size()))
-    return;
-  const double end = now + (model == TimeModel::Step ? 1.0 : sync.duration);
-  for (int32_t part : sync.parts) {
-    const int32_t member = p.parts[part].actor;
-    result.actors[member].push_back({CompKind::Fwd, part, mb, now, end, g});
-    freeAt[member] = end;
-    blockedIn[member] = -1;
-    ++scheduled;
+    st.instances =
+        static_cast<int32_t>((st.hi - st.lo + ri.prev - 1) / ri.prev);
+    st.base = numInstances;
+    numInstances += st.instances;
   }
-  completions.push({end, -1 - instance});
+  // Readiness nodes extend the item graph; rebuild the CSR with them.
+  const int32_t numNodes = numItems + numInstances;
+  std::vector<int32_t> extraPending(numInstances, 0);
+  for (int32_t r = 0; r < numRegs; ++r) {
+    const Registered &ri = p.registered[r];
+    const RegState &st = reg[r];
+    for (int32_t i = 0; i < st.instances; ++i) {
+      const int32_t node = numItems + st.base + i;
+      const int32_t from = st.lo + static_cast<int32_t>(i * ri.prev);
+      const int32_t to = std::min<int32_t>(
+          st.hi, st.lo + static_cast<int32_t>((i + 1) * ri.prev));
+      for (const PartKind &src : ri.after) {
+        const CompKind kind = existing(src.kind, /*asSource=*/true);
+        for (int32_t mb = std::max(from, p.parts[src.part].mbBegin);
+             mb < std::min(to, p.parts[src.part].mbEnd); ++mb)
+          addEdge(itemId(kind, src.part, mb), node);
+      }
+      if (i > 0)
+        ++extraPending[st.base + i]; // released when instance i - 1 is ready
+    }
+    // Dependents wait for their instance: once for a collective or for the
+    // member on their own actor, once per member otherwise.
+    for (const PartKind &dst : ri.before) {
+      const CompKind kind = existing(dst.kind, /*asSource=*/false);
+      const bool own = ri.mode == InstMode::Local &&
+                       memberIndex(r, p.parts[dst.part].actor) >= 0;
+      const int32_t waits = ri.mode == InstMode::Local && !own
+                                ? static_cast<int32_t>(ri.actors.size())
+                                : 1;
+      for (int32_t mb = std::max(st.lo, p.parts[dst.part].mbBegin);
+           mb < std::min(st.hi, p.parts[dst.part].mbEnd); ++mb)
+        pending[itemId(kind, dst.part, mb)] += waits;
+    }
+    for (int32_t actor : ri.actors) {
+      (void)actor;
+      total += st.instances;
+    }
+  }
+  if (numInstances > 0) {
+    succStart.assign(numNodes + 1, 0);
+    pending.resize(numNodes, 0);
+    for (int32_t i = 0; i < numInstances; ++i)
+      pending[numItems + i] = extraPending[i];
+    for (auto [from, to] : edges) {
+      ++succStart[from + 1];
+      if (to >= numItems)
+        ++pending[to];
+    }
+    for (int32_t i = 0; i < numNodes; ++i)
+      succStart[i + 1] += succStart[i];
+    succList.resize(edges.size());
+    std::vector<int32_t> fill(succStart.begin(), succStart.end() - 1);
+    for (auto [from, to] : edges)
+      succList[fill[from]++] = to;
+  }
+  instJoined.assign(numInstances, 0);
+  instCompleted.assign(numInstances, 0);
+  regReady.assign(static_cast<size_t>(numActors) * numRegs, {});
+  regHead.assign(regReady.size(), 0);
+  regLeft.assign(regReady.size(), 0);
+  regUnitLeft.assign(regReady.size(), 0);
+  for (int32_t r = 0; r < numRegs; ++r)
+    for (int32_t actor : p.registered[r].actors)
+      regLeft[static_cast<size_t>(actor) * numRegs + r] = reg[r].instances;
 }
 
-/// A collective instance finished: its members' gradient items may run.
-void Engine::completeSync(int32_t instance) {
-  const int32_t g = instance / p.numMicrobatches;
-  const int32_t mb = instance % p.numMicrobatches;
-  for (int32_t part : p.syncs[g].parts) {
-    const int32_t item = itemId(gradKind(), part, mb);
-    if (--pending[item] == 0)
-      enqueue(item);
+/// Instance `node - numItems` has every source done: queue it on its members
+/// and let the next instance follow.
+void Engine::instanceReady(int32_t node) {
+  const int32_t instance = node - numItems;
+  const int32_t r = regOf(instance);
+  const int32_t numRegs = static_cast<int32_t>(p.registered.size());
+  for (int32_t actor : p.registered[r].actors)
+    regReady[static_cast<size_t>(actor) * numRegs + r].push_back(instance);
+  if (instance + 1 < reg[r].base + reg[r].instances && --pending[node + 1] == 0)
+    instanceReady(node + 1);
+}
+
+/// The registered instruction `actor` runs next, or -1: the first (in
+/// registration order) with an instance ready and, at the start of a
+/// scheduling unit, `unit` of them (or all that are left).
+int32_t Engine::pickRegistered(int32_t actor) const {
+  const int32_t numRegs = static_cast<int32_t>(p.registered.size());
+  for (int32_t r = 0; r < numRegs; ++r) {
+    const size_t k = static_cast<size_t>(actor) * numRegs + r;
+    const size_t ready = regReady[k].size() - regHead[k];
+    if (ready == 0)
+      continue;
+    if (regUnitLeft[k] > 0 ||
+        static_cast<int64_t>(ready) >=
+            std::min<int64_t>(p.registered[r].unit, regLeft[k]))
+      return r;
+  }
+  return -1;
+}
+
+void Engine::runRegistered(int32_t actor, int32_t r, double now) {
+  const Registered &ri = p.registered[r];
+  const int32_t numRegs = static_cast<int32_t>(p.registered.size());
+  const size_t k = static_cast<size_t>(actor) * numRegs + r;
+  const int32_t instance = regReady[k][regHead[k]++];
+  regUnitLeft[k] = regUnitLeft[k] > 0
+                       ? regUnitLeft[k] - 1
+                       : std::min<int64_t>(ri.unit, regLeft[k]) - 1;
+  --regLeft[k];
+  const int32_t mb =
+      reg[r].lo + static_cast<int32_t>((instance - reg[r].base) * ri.prev);
+  const double duration = model == TimeModel::Step ? 1.0 : ri.duration;
+  auto record = [&](int32_t member, double start, double end) {
+    ScheduledItem item{CompKind::Fwd, -1, mb, start, end, r};
+    result.actors[member].push_back(item);
+    lastItem[member] = item;
+    ++actorScheduled[member];
+    ++scheduled;
+  };
+  switch (ri.mode) {
+  case InstMode::Local:
+    record(actor, now, now + duration);
+    freeAt[actor] = now + duration;
+    regEvents.push_back({instance, actor});
+    completions.push(
+        {now + duration, -1 - static_cast<int32_t>(regEvents.size() - 1)});
+    return;
+  case InstMode::Async:
+    record(actor, now, now);
+    if (++instJoined[instance] == static_cast<int32_t>(ri.actors.size())) {
+      regEvents.push_back({instance, -1});
+      completions.push(
+          {now + duration, -1 - static_cast<int32_t>(regEvents.size() - 1)});
+    }
+    return;
+  case InstMode::Collective:
+    blockedIn[actor] = instance;
+    freeAt[actor] = std::numeric_limits<double>::infinity();
+    if (++instJoined[instance] < static_cast<int32_t>(ri.actors.size()))
+      return;
+    for (int32_t member : ri.actors) {
+      record(member, now, now + duration);
+      freeAt[member] = now + duration;
+      blockedIn[member] = -1;
+    }
+    regEvents.push_back({instance, -1});
+    completions.push(
+        {now + duration, -1 - static_cast<int32_t>(regEvents.size() - 1)});
+    return;
+  }
+}
+
+/// A registered instance finished (on one member of a Local instruction, or
+/// on all): its dependents may run.
+void Engine::completeRegistered(int32_t event) {
+  const auto [instance, member] = regEvents[event];
+  ++instCompleted[instance];
+  const int32_t r = regOf(instance);
+  const Registered &ri = p.registered[r];
+  const int32_t i = instance - reg[r].base;
+  const int32_t from = reg[r].lo + static_cast<int32_t>(i * ri.next);
+  const int32_t to = std::min<int32_t>(
+      reg[r].hi, reg[r].lo + static_cast<int32_t>((i + 1) * ri.next));
+  for (const PartKind &dst : ri.before) {
+    const StagePart &part = p.parts[dst.part];
+    if (member >= 0 && part.actor != member && memberIndex(r, part.actor) >= 0)
+      continue; // waits for its own actor's instance
+    const CompKind kind = existing(dst.kind, /*asSource=*/false);
+    for (int32_t mb = std::max(from, part.mbBegin);
+         mb < std::min(to, part.mbEnd); ++mb) {
+      const int32_t item = itemId(kind, dst.part, mb);
+      if (--pending[item] == 0)
+        enqueue(item);
+    }
   }
 }
 
@@ -435,7 +679,8 @@ int32_t Engine::fetch(int32_t actor, CompKind kind) {
     // Without an interval: the first schedulable item in the direction.
     for (int32_t i = 0; i < n; ++i) {
       int32_t part = partAt(i);
-      if (!queue(part, kind).empty() && admissible(kind, part))
+      if (!queue(part, kind).empty() && admissible(kind, part) &&
+          passesChecks(actor, kind, part))
         return take(part);
     }
     return -1;
@@ -450,7 +695,8 @@ int32_t Engine::fetch(int32_t actor, CompKind kind) {
   if (!st.started) {
     for (int32_t i = 0; i < n; ++i) {
       const int32_t part = partAt(i);
-      if (!queue(part, kind).empty() && admissible(kind, part)) {
+      if (!queue(part, kind).empty() && admissible(kind, part) &&
+          passesChecks(actor, kind, part)) {
         st.started = true;
         st.pos = i;
         st.stepped = 1;
@@ -470,10 +716,75 @@ int32_t Engine::fetch(int32_t actor, CompKind kind) {
     st.stepped = 0;
   }
   const int32_t part = partAt(st.pos);
-  if (queue(part, kind).empty() || !admissible(kind, part))
+  if (queue(part, kind).empty() || !admissible(kind, part) ||
+      !passesChecks(actor, kind, part))
     return -1;
   ++st.stepped;
   return take(part);
+}
+
+StepView Engine::view(int32_t actor) const {
+  StepView v;
+  v.problem = &p;
+  v.actor = actor;
+  v.now = clockNow;
+  v.scheduled = actorScheduled[actor];
+  v.inflight = actorInflight[actor];
+  const ScheduledItem &last = lastItem[actor];
+  if (last.mb >= 0) {
+    v.hasLast = true;
+    v.last = {last.kind, last.part,
+              last.isRegistered() ? p.registered[last.inst].stage
+                                  : p.parts[last.part].stage,
+              last.mb};
+  }
+  return v;
+}
+
+/// The check functions (register_new_checkfunc) on the item `kind` of `part`
+/// would fetch next: all must accept it.
+bool Engine::passesChecks(int32_t actor, CompKind kind, int32_t part) {
+  if (p.checks.empty())
+    return true;
+  const ReadyItem item{kind, part, p.parts[part].stage,
+                       queue(part, kind).front()};
+  const StepView v = view(actor);
+  for (const CheckFunction &check : p.checks)
+    if (!check(v, item))
+      return false;
+  return true;
+}
+
+/// A plugin priority's step: every item the actor may run now, in reorder
+/// queue order; the priority picks one (or none).
+int32_t Engine::customStep(int32_t actor) {
+  const CompKind kinds[3] = {CompKind::Fwd, gradKind(), CompKind::Wgrad};
+  const int numKinds = p.splitBackward ? 3 : 2;
+  std::vector<ReadyItem> candidates;
+  for (int i = 0; i < numKinds; ++i)
+    for (int32_t part : actorParts[actor])
+      if (!queue(part, kinds[i]).empty() && admissible(kinds[i], part) &&
+          passesChecks(actor, kinds[i], part))
+        candidates.push_back({kinds[i], part, p.parts[part].stage,
+                              queue(part, kinds[i]).front()});
+  if (candidates.empty())
+    return -1;
+  const int choice = p.customPriorities[actor](view(actor), candidates);
+  if (choice < 0)
+    return -1;
+  if (choice >= static_cast<int>(candidates.size())) {
+    std::ostringstream os;
+    os << "the custom priority of actor " << actor << " picked candidate "
+       << choice << " of " << candidates.size();
+    hookError = os.str();
+    return -1;
+  }
+  const ReadyItem &c = candidates[choice];
+  std::vector<int32_t> &heap = queue(c.part, c.kind);
+  std::pop_heap(heap.begin(), heap.end(), std::greater<int32_t>());
+  heap.pop_back();
+  --readyOnActor[actor];
+  return itemId(c.kind, c.part, c.mb);
 }
 
 /// Algorithm 1's StepFunction: the computation-type traversal priority
@@ -496,9 +807,8 @@ int32_t Engine::step(int32_t actor) {
   }
 
   CompKind order[3];
-  const bool fwdFirst =
-      pol.cttp == Cttp::FwdFirst ||
-      (pol.cttp == Cttp::Interleaved && unit.preferFwd);
+  const bool fwdFirst = pol.cttp == Cttp::FwdFirst ||
+                        (pol.cttp == Cttp::Interleaved && unit.preferFwd);
   order[0] = fwdFirst ? CompKind::Fwd : grad;
   order[1] = fwdFirst ? grad : CompKind::Fwd;
   order[2] = CompKind::Wgrad; // weight gradients fill what is left
@@ -540,6 +850,8 @@ void Engine::start(int32_t item, double now) {
       model == TimeModel::Step ? 1.0 : sp.cost[static_cast<int>(kind)];
   const double end = now + duration;
   result.actors[sp.actor].push_back({kind, part, mb, now, end});
+  lastItem[sp.actor] = result.actors[sp.actor].back();
+  ++actorScheduled[sp.actor];
   freeAt[sp.actor] = end;
   started[item] = 1;
   --remainingIn(part, kind);
@@ -571,16 +883,15 @@ void Engine::complete(int32_t item, double) {
         --groupInflight[g];
     }
   }
-  if (kind == CompKind::Fwd && partSync[part] >= 0) {
-    const int32_t mb = slot - partBase[part] + p.parts[part].mbBegin;
-    const int32_t instance = partSync[part] * p.numMicrobatches + mb;
-    if (--syncWaitingFwd[instance] == 0)
-      for (int32_t member : p.syncs[partSync[part]].parts)
-        syncReady[p.parts[member].actor].push_back(instance);
+  for (int32_t i = succStart[item]; i < succStart[item + 1]; ++i) {
+    const int32_t succ = succList[i];
+    if (--pending[succ] == 0) {
+      if (succ >= numItems)
+        instanceReady(succ);
+      else
+        enqueue(succ);
+    }
   }
-  for (int32_t i = succStart[item]; i < succStart[item + 1]; ++i)
-    if (--pending[succList[i]] == 0)
-      enqueue(succList[i]);
 }
 
 ScheduleResult Engine::run() {
@@ -592,6 +903,11 @@ ScheduleResult Engine::run() {
   for (int32_t item = 0; item < numSlots * kNumCompKinds; ++item)
     if (exists[item] && pending[item] == 0)
       enqueue(item);
+  // Registered instructions without sources are ready at once (each first
+  // instance releases the next).
+  for (size_t r = 0; r < reg.size(); ++r)
+    if (reg[r].instances > 0 && pending[numItems + reg[r].base] == 0)
+      instanceReady(numItems + reg[r].base);
 
   double now = 0;
   while (scheduled < total) {
@@ -599,19 +915,34 @@ ScheduleResult Engine::run() {
       int32_t item = completions.top().second;
       completions.pop();
       if (item < 0)
-        completeSync(-1 - item);
+        completeRegistered(-1 - item);
       else
         complete(item, now);
     }
+    clockNow = now;
     for (int32_t actor = 0; actor < numActors; ++actor) {
-      if (freeAt[actor] > now)
-        continue;
-      if (syncReadyHead[actor] < syncReady[actor].size())
-        joinSync(actor, now);
-      else if (readyOnActor[actor] == 0)
-        continue; // nothing to fetch: step would find nothing either
-      else if (int32_t item = step(actor); item >= 0)
-        start(item, now);
+      // Registered instances first; an asynchronous post leaves the actor
+      // free to go on in the same step.
+      while (freeAt[actor] <= now) {
+        if (int32_t r = pickRegistered(actor); r >= 0) {
+          runRegistered(actor, r, now);
+          continue;
+        }
+        if (readyOnActor[actor] == 0)
+          break; // nothing to fetch: step would find nothing either
+        const int32_t item =
+            p.customPriorities.empty() || !p.customPriorities[actor]
+                ? step(actor)
+                : customStep(actor);
+        if (!hookError.empty()) {
+          result.error = hookError;
+          result.actors.clear();
+          return result;
+        }
+        if (item >= 0)
+          start(item, now);
+        break;
+      }
     }
     if (scheduled == total)
       break;
@@ -640,24 +971,46 @@ void Engine::diagnoseStuck(ScheduleResult &res, double now) {
 
   auto describe = [&](CompKind kind, int32_t part, int32_t mb) {
     std::ostringstream os;
-    os << compKindName(kind) << " stage " << p.parts[part].stage << " mb "
-       << mb << " (actor " << p.parts[part].actor << ")";
+    os << compKindName(kind) << " stage " << p.parts[part].stage << " mb " << mb
+       << " (actor " << p.parts[part].actor << ")";
     return os.str();
   };
   for (int32_t actor = 0; actor < numActors; ++actor) {
     int64_t left = 0;
     for (int k = 0; k < kNumCompKinds; ++k)
       left += remainingOnActor[actor * kNumCompKinds + k];
-    if (left == 0)
+    const int32_t numRegs = static_cast<int32_t>(p.registered.size());
+    int64_t regs = 0;
+    for (int32_t r = 0; r < numRegs; ++r)
+      regs += regLeft[static_cast<size_t>(actor) * numRegs + r];
+    if (left == 0 && regs == 0)
       continue;
     std::ostringstream os;
-    os << "actor " << actor << " has " << left << " computations left: ";
+    os << "actor " << actor << " has " << left << " computations";
+    if (regs > 0)
+      os << " and " << regs << " registered instructions";
+    os << " left: ";
     if (blockedIn[actor] >= 0) {
-      const int32_t g = blockedIn[actor] / p.numMicrobatches;
-      os << "it waits in the collective of stage "
-         << p.parts[p.syncs[g].parts.front()].stage << " mb "
-         << blockedIn[actor] % p.numMicrobatches
-         << " for members that do not arrive";
+      const int32_t r = regOf(blockedIn[actor]);
+      os << "it waits in @" << p.registered[r].name << " (micro-batch "
+         << reg[r].lo + (blockedIn[actor] - reg[r].base) * p.registered[r].prev
+         << ") for members that do not arrive";
+      res.waits.push_back(os.str());
+      continue;
+    }
+    for (int32_t r = 0; r < numRegs && left == 0; ++r) {
+      const size_t k = static_cast<size_t>(actor) * numRegs + r;
+      if (regLeft[k] == 0)
+        continue;
+      const int32_t next = reg[r].base + reg[r].instances - regLeft[k];
+      os << "@" << p.registered[r].name << " (micro-batch "
+         << reg[r].lo + (next - reg[r].base) * p.registered[r].prev << ") "
+         << (regHead[k] < regReady[k].size()
+                 ? "is ready but its scheduling unit waits for more instances"
+                 : "waits for sources that never complete");
+      break;
+    }
+    if (left == 0) {
       res.waits.push_back(os.str());
       continue;
     }
@@ -670,7 +1023,9 @@ void Engine::diagnoseStuck(ScheduleResult &res, double now) {
         held.push_back(part);
     if (!held.empty()) {
       for (size_t i = 0; i < held.size(); ++i)
-        os << (i == 0 ? "" : i + 1 == held.size() ? " and " : ", ")
+        os << (i == 0                 ? ""
+               : i + 1 == held.size() ? " and "
+                                      : ", ")
            << describe(CompKind::Fwd, held[i],
                        queue(held[i], CompKind::Fwd).front());
       os << (held.size() == 1 ? " is" : " are") << " ready but ";
@@ -679,8 +1034,8 @@ void Engine::diagnoseStuck(ScheduleResult &res, double now) {
         os << "the actor's in-flight limit " << p.actorLimits[actor]
            << " is reached";
       else if (partInflight[held.front()] >= sp.inflightLimit)
-        os << "stage " << sp.stage << "'s in-flight limit "
-           << sp.inflightLimit << " is reached";
+        os << "stage " << sp.stage << "'s in-flight limit " << sp.inflightLimit
+           << " is reached";
       else
         os << "a global in-flight limit is reached";
       explained = true;
@@ -710,8 +1065,7 @@ void Engine::diagnoseStuck(ScheduleResult &res, double now) {
         os << "its " << (kind == CompKind::Fwd ? "forward" : "backward")
            << " traversal (interval " << sp.interval << ") waits at stage "
            << p.parts[held].stage << " while "
-           << describe(kind, other, queue(other, kind).front())
-           << " is ready";
+           << describe(kind, other, queue(other, kind).front()) << " is ready";
         explained = true;
         break;
       }
@@ -733,8 +1087,33 @@ void Engine::diagnoseStuck(ScheduleResult &res, double now) {
             explained = true;
             break;
           }
+          // A registered instruction it waits for?
+          for (int32_t r = 0;
+               r < static_cast<int32_t>(p.registered.size()) && !explained; ++r)
+            for (const PartKind &dst : p.registered[r].before)
+              if (dst.part == part &&
+                  existing(dst.kind, /*asSource=*/false) ==
+                      static_cast<CompKind>(k) &&
+                  mb >= reg[r].lo && mb < reg[r].hi) {
+                const int32_t instance =
+                    (mb - reg[r].lo) /
+                    static_cast<int32_t>(p.registered[r].next);
+                const int32_t needed =
+                    p.registered[r].mode == InstMode::Local
+                        ? static_cast<int32_t>(p.registered[r].actors.size())
+                        : 1;
+                if (instCompleted[reg[r].base + instance] >= needed)
+                  continue;
+                os << describe(static_cast<CompKind>(k), part, mb)
+                   << " waits for @" << p.registered[r].name << " (micro-batch "
+                   << reg[r].lo + instance * p.registered[r].prev << ")";
+                explained = true;
+                break;
+              }
           // Find an unfinished predecessor by scanning edges into `item`.
           for (auto [from, to] : edges) {
+            if (explained)
+              break;
             if (to != item || finished[from])
               continue;
             const int32_t fromSlot = from / kNumCompKinds;

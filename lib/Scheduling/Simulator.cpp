@@ -10,8 +10,8 @@
 
 #include <algorithm>
 #include <map>
-#include <set>
 #include <numeric>
+#include <set>
 #include <unordered_map>
 
 using namespace flexpipe::sched;
@@ -21,10 +21,10 @@ double SimCosts::messageTime(int32_t numActors, int32_t from, int32_t to,
   const size_t pair = static_cast<size_t>(from) * numActors + to;
   const double bw = pair < bandwidth.size() ? bandwidth[pair] : 0;
   const double lat = pair < latency.size() ? latency[pair] : 0;
-  const double bytes = stage >= 0 && static_cast<size_t>(stage) <
-                                         messageBytes.size()
-                           ? messageBytes[stage]
-                           : 0;
+  const double bytes =
+      stage >= 0 && static_cast<size_t>(stage) < messageBytes.size()
+          ? messageBytes[stage]
+          : 0;
   return bw > 0 ? lat + bytes / bw : lat;
 }
 
@@ -42,20 +42,24 @@ SimCosts flexpipe::sched::unitCosts(const Program &program) {
 SimCosts flexpipe::sched::layerCosts(const Program &program) {
   SimCosts c = unitCosts(program);
   c.unit = "units";
-  std::vector<double> layers(program.numStages, 1), forwards(program.numStages, 0);
+  std::vector<double> layers(program.numStages, 1),
+      forwards(program.numStages, 0);
   for (int32_t s = 0; s < program.numStages; ++s)
     if (s < static_cast<int32_t>(program.stageMeta.size()))
-      layers[s] = static_cast<double>(std::max<int64_t>(1, program.stageMeta[s].layers));
+      layers[s] = static_cast<double>(
+          std::max<int64_t>(1, program.stageMeta[s].layers));
   for (const auto &ops : program.actors)
     for (const ProgOp &op : ops)
-      if (op.kind == OpKind::Fwd && op.stage >= 0 && op.stage < program.numStages)
+      if (op.kind == OpKind::Fwd && op.stage >= 0 &&
+          op.stage < program.numStages)
         forwards[op.stage] += 1;
   double work = 0;
   for (int32_t s = 0; s < program.numStages; ++s)
     work += layers[s] * forwards[s];
   const double perActor =
       work > 0 && program.numActors > 0 && program.numMicrobatches > 0
-          ? work / (static_cast<double>(program.numActors) * program.numMicrobatches)
+          ? work / (static_cast<double>(program.numActors) *
+                    program.numMicrobatches)
           : 1;
   for (int32_t s = 0; s < program.numStages; ++s) {
     const double w = layers[s] / perActor;
@@ -77,10 +81,38 @@ static std::vector<int32_t> actorsPerStage(const Program &program) {
   for (int32_t s = 0; s < program.numStages; ++s) {
     std::sort(actors[s].begin(), actors[s].end());
     count[s] = std::max<int32_t>(
-        1, static_cast<int32_t>(std::unique(actors[s].begin(), actors[s].end()) -
-                                actors[s].begin()));
+        1,
+        static_cast<int32_t>(std::unique(actors[s].begin(), actors[s].end()) -
+                             actors[s].begin()));
   }
   return count;
+}
+
+double flexpipe::sched::registeredCollectiveTime(
+    const Program &program, int32_t stage,
+    const std::vector<double> &messageBytes, const ClusterConfig &cluster,
+    const std::vector<int64_t> &devices) {
+  std::vector<int64_t> group;
+  double bytes = 0;
+  for (int32_t a = 0; a < program.numActors; ++a) {
+    bool member = false;
+    double contribution = 0;
+    for (const ProgOp &op : program.actors[a]) {
+      if ((op.kind == OpKind::AllGather || op.kind == OpKind::Gather) &&
+          op.stage == stage)
+        member = true;
+      if (op.kind == OpKind::Fwd && op.stage >= 0 &&
+          op.stage < static_cast<int32_t>(program.stageMeta.size()) &&
+          op.stage < static_cast<int32_t>(messageBytes.size()) &&
+          program.stageMeta[op.stage].last)
+        contribution = std::max(contribution, messageBytes[op.stage]);
+    }
+    if (!member)
+      continue;
+    group.push_back(a < static_cast<int32_t>(devices.size()) ? devices[a] : a);
+    bytes = std::max(bytes, contribution);
+  }
+  return allGatherTime(cluster, group, bytes);
 }
 
 std::string flexpipe::sched::modelCosts(const Program &program,
@@ -103,25 +135,30 @@ std::string flexpipe::sched::modelCosts(const Program &program,
   for (int32_t s = 0; s < program.numStages; ++s) {
     const StageMeta &meta = program.stageMeta[s];
     const std::string &name =
-        meta.module >= 0 && meta.module < static_cast<int32_t>(program.moduleNames.size())
+        meta.module >= 0 &&
+                meta.module < static_cast<int32_t>(program.moduleNames.size())
             ? program.moduleNames[meta.module]
             : std::string();
+    if (meta.isRegistered()) {
+      c.duration[s] = {0, 0, 0, 0};
+      continue; // its instructions' durations follow
+    }
     StageShape shape;
     shape.module = model.module(name);
     if (!shape.module) {
       std::string known;
       for (const ModuleModel &m : model.modules)
         known += (known.empty() ? "'" : ", '") + m.name + "'";
-      return "the model file has no module '" + name +
-             "' (stage " + std::to_string(s) + " belongs to it); it defines " +
-             known;
+      return "the model file has no module '" + name + "' (stage " +
+             std::to_string(s) + " belongs to it); it defines " + known;
     }
     shape.layers = meta.layers;
     shape.first = meta.first;
     shape.last = meta.last;
     StageCost cost = stageCost(shape, model, cluster);
     const double k = sharing[s];
-    c.duration[s] = {cost.fwd / k, cost.bwd / k, cost.igrad / k, cost.wgrad / k};
+    c.duration[s] = {cost.fwd / k, cost.bwd / k, cost.igrad / k,
+                     cost.wgrad / k};
     c.activationBytes[s] = cost.activationBytes / k;
     c.staticBytes[s] = cost.staticBytes / k;
     c.messageBytes[s] = cost.messageBytes;
@@ -138,6 +175,11 @@ std::string flexpipe::sched::modelCosts(const Program &program,
   c.collectiveDuration.assign(program.numStages, 0);
   for (int32_t s = 0; s < program.numStages; ++s) {
     const StageMeta &meta = program.stageMeta[s];
+    if (meta.isRegistered()) {
+      c.collectiveDuration[s] = registeredCollectiveTime(
+          program, s, c.messageBytes, cluster, devices);
+      continue;
+    }
     if (meta.layers != 0 || !meta.last || sharing[s] < 2)
       continue;
     std::vector<int64_t> group;
@@ -158,13 +200,15 @@ std::string flexpipe::sched::modelCosts(const Program &program,
   for (int32_t a = 0; a < n; ++a)
     for (int32_t b = 0; b < n; ++b) {
       const size_t pair = static_cast<size_t>(a) * n + b;
-      if (profile && (!profile->messages.empty() ||
-                      profile->defaultMessageTime > 0)) {
+      if (profile &&
+          (!profile->messages.empty() || profile->defaultMessageTime > 0)) {
         c.latency[pair] = profile->messageTime(a, b);
         continue;
       }
-      const int64_t da = a < static_cast<int32_t>(devices.size()) ? devices[a] : a;
-      const int64_t db = b < static_cast<int32_t>(devices.size()) ? devices[b] : b;
+      const int64_t da =
+          a < static_cast<int32_t>(devices.size()) ? devices[a] : a;
+      const int64_t db =
+          b < static_cast<int32_t>(devices.size()) ? devices[b] : b;
       const int64_t perNode = std::max<int64_t>(1, cluster.devicesPerNode);
       const Link &link =
           da / perNode == db / perNode ? cluster.intraNode : cluster.interNode;
@@ -175,8 +219,7 @@ std::string flexpipe::sched::modelCosts(const Program &program,
 }
 
 std::string flexpipe::sched::profileCosts(const Program &program,
-                                          const Profile &profile,
-                                          SimCosts &c) {
+                                          const Profile &profile, SimCosts &c) {
   c = unitCosts(program);
   c.unit = "s";
   for (int32_t s = 0; s < program.numStages; ++s)
@@ -214,11 +257,12 @@ bool Simulator::prepare(const Program &program, std::string &error) {
     total += actor.size();
   ops.reserve(total);
   for (int32_t a = 0; a < numActors; ++a) {
-    actorBegin[a + 1] = actorBegin[a] + static_cast<int32_t>(program.actors[a].size());
+    actorBegin[a + 1] =
+        actorBegin[a] + static_cast<int32_t>(program.actors[a].size());
     for (const ProgOp &p : program.actors[a]) {
       Op op{p.kind, a, p.stage, p.mb, p.peer};
-      op.asyncRecv = p.token >= 0 && (p.kind == OpKind::RecvAct ||
-                                       p.kind == OpKind::RecvGrad);
+      op.asyncRecv = p.token >= 0 &&
+                     (p.kind == OpKind::RecvAct || p.kind == OpKind::RecvGrad);
       splitActor[a] |= p.kind == OpKind::Wgrad;
       ops.push_back(op);
     }
@@ -254,7 +298,7 @@ bool Simulator::prepare(const Program &program, std::string &error) {
           .push_back(id);
   }
   // Receives take the next send of their channel; tokens map to receives.
-  std::unordered_map<int32_t, int32_t> tokenRecv, tokenPost;
+  std::unordered_map<int32_t, int32_t> tokenRecv, tokenPost, tokenCollective;
   for (int32_t a = 0; a < numActors; ++a)
     for (int32_t i = 0; i < static_cast<int32_t>(program.actors[a].size());
          ++i) {
@@ -297,6 +341,12 @@ bool Simulator::prepare(const Program &program, std::string &error) {
           op.dependsOn = match;
           op.postedBy = id;
         }
+      } else if ((op.kind == OpKind::AllGather || op.kind == OpKind::Gather) &&
+                 p.token >= 0) {
+        op.asyncPost = true;
+        tokenCollective[p.token] = id;
+      } else if (op.kind == OpKind::Wait && tokenCollective.count(p.token)) {
+        op.waitsPost = tokenCollective[p.token];
       } else if (op.kind == OpKind::Wait) {
         auto it = tokenRecv.find(p.token);
         op.dependsOn = it == tokenRecv.end() ? -1 : it->second;
@@ -336,7 +386,16 @@ bool Simulator::prepare(const Program &program, std::string &error) {
         Op &op = ops[id];
         if (op.dependsOn >= 0 && !done[op.dependsOn])
           break;
-        if (op.groupFirst >= 0) {
+        if (op.waitsPost >= 0) {
+          const int32_t first = ops[op.waitsPost].groupFirst;
+          int32_t size = 0;
+          for (int32_t m = first; m >= 0; m = ops[m].groupNext)
+            ++size;
+          if (arrived[first] < size)
+            break;
+        } else if (op.asyncPost) {
+          ++arrived[op.groupFirst];
+        } else if (op.groupFirst >= 0) {
           if (!counted[id]) {
             counted[id] = 1;
             ++arrived[op.groupFirst];
@@ -403,6 +462,11 @@ SimResult Simulator::run(const SimCosts &costs) const {
                : 0.0;
   };
 
+  auto collectiveTime = [&](const Op &op) {
+    return op.stage < static_cast<int32_t>(costs.collectiveDuration.size())
+               ? costs.collectiveDuration[op.stage]
+               : costs.collectiveTime;
+  };
   for (int32_t id : order) {
     const Op &op = ops[id];
     const int32_t a = op.actor;
@@ -428,15 +492,33 @@ SimResult Simulator::run(const SimCosts &costs) const {
       // Free for the sender; the message arrives later (end[id] below is
       // the arrival time, used by the receiver).
       break;
+    case OpKind::Wait:
+      if (op.waitsPost >= 0) {
+        // An asynchronous collective ends its duration after the last post.
+        double latest = 0;
+        int32_t lastPost = -1;
+        for (int32_t m = ops[op.waitsPost].groupFirst; m >= 0;
+             m = ops[m].groupNext)
+          if (lastPost < 0 || start[m] > latest) {
+            latest = start[m];
+            lastPost = m;
+          }
+        const double done = latest + collectiveTime(ops[op.waitsPost]);
+        if (done > s) {
+          e = done;
+          why = lastPost;
+        }
+        break;
+      }
+      [[fallthrough]];
     case OpKind::RecvAct:
     case OpKind::RecvGrad:
-    case OpKind::Wait:
       if (op.dependsOn >= 0) {
         const Op &send = ops[op.dependsOn];
         double departure = start[op.dependsOn];
         if (costs.rendezvous && op.postedBy >= 0)
-          departure = std::max(departure,
-                               op.postedBy == id ? s : start[op.postedBy]);
+          departure =
+              std::max(departure, op.postedBy == id ? s : start[op.postedBy]);
         const double arrival =
             departure + costs.messageTime(n, send.actor, send.peer, send.stage);
         if (arrival > s) {
@@ -447,7 +529,9 @@ SimResult Simulator::run(const SimCosts &costs) const {
       break;
     case OpKind::AllGather:
     case OpKind::Gather:
-      if (op.lastOfGroup) {
+      if (op.asyncPost) {
+        // Posted; it completes at its wait.
+      } else if (op.lastOfGroup) {
         // Every other member is already waiting at its actor's clock; all
         // leave when the last one has arrived.
         double latest = s;
@@ -460,11 +544,7 @@ SimResult Simulator::run(const SimCosts &costs) const {
             why = lastOp[ops[m].actor];
           }
         }
-        finish[op.groupFirst] =
-            latest + (op.stage < static_cast<int32_t>(
-                                     costs.collectiveDuration.size())
-                          ? costs.collectiveDuration[op.stage]
-                          : costs.collectiveTime);
+        finish[op.groupFirst] = latest + collectiveTime(op);
         e = finish[op.groupFirst];
       } else {
         s = arrival[id];
@@ -504,7 +584,8 @@ SimResult Simulator::run(const SimCosts &costs) const {
       if (s >= 0 && s < static_cast<int32_t>(costs.staticBytes.size()))
         r.staticBytes[a] += costs.staticBytes[s];
     r.totalBytes[a] = r.staticBytes[a] + r.peakActivation[a];
-    r.overMemory[a] = costs.memoryLimit > 0 && r.totalBytes[a] > costs.memoryLimit;
+    r.overMemory[a] =
+        costs.memoryLimit > 0 && r.totalBytes[a] > costs.memoryLimit;
   }
 
   // Critical path: from the op that ends last, follow what decided each

@@ -3,7 +3,7 @@
 // check here.
 
 // RUN: ls %schedules | count 8
-// RUN: ls %examples | count 1
+// RUN: ls %examples/*.mlir | count 1
 // RUN: flexpipe-opt %schedules/1f1b.mlir | FileCheck %s --check-prefix=ONE_F_ONE_B
 // RUN: flexpipe-opt %schedules/bidirectional.mlir | FileCheck %s --check-prefix=BIDIRECTIONAL
 // RUN: flexpipe-opt %schedules/gpipe.mlir | FileCheck %s --check-prefix=GPIPE

@@ -67,6 +67,6 @@ flexpipe.schedule @s actors(2) stages(2) microbatches(2) {
 
 // BOUND: error: gradient separation failed: the memory bound 1 is below the 2 that actor 0 needs even with every weight gradient right after its input gradient
 // MODEL: error: unknown time model 'fast' for -flexpipe-gradient-separation; expected step or cost
-// COMM: error: gradient separation failed: actor 0 has a send_act; gradient separation works on programs of computations and all-gathers (run it before communication is inserted; gathers and registered instructions are not supported yet)
+// COMM: error: gradient separation failed: actor 0 has a send_act; gradient separation works on programs of computations and blocking collectives (run it before communication is inserted; asynchronous collectives and exec are not supported yet)
 // LOOKAHEAD: error: -flexpipe-async-comm needs lookahead >= 1, not 0
 // UNCHANGED: flexpipe.bwd stage 0 mb 0

@@ -26,11 +26,60 @@ flexpipe.pipeline @contradiction actors(2) microbatches(2) {
 
 // -----
 
-// Tests a spec with registered instructions, which the scheduler does not
-// handle yet.
+// A built-in instruction on a registered stage: it holds no layers.
 flexpipe.pipeline @registered actors(2) microbatches(2) {
   flexpipe.module @gpt layers(2) placement(one_to_one)
-  // expected-error @+1 {{'flexpipe.stage' op is not scheduled yet: the scheduler handles modules, shared stages, priorities, in-flight limits and dependencies between built-in instructions; registered stages and instructions come with plugin support}}
   flexpipe.stage @sync actors [0, 1]
   flexpipe.instruction @ag kind(all_gather) on(@sync)
+  // expected-error @+1 {{'flexpipe.dependency' op runs fwd on registered stage @sync, which holds no layers and so no computations; built-in instructions need a module stage}}
+  flexpipe.dependency fwd @sync -> @ag @sync
+}
+
+// -----
+
+// Two registered instructions connected to each other.
+flexpipe.pipeline @registered actors(2) microbatches(2) {
+  flexpipe.module @gpt layers(2) placement(one_to_one)
+  flexpipe.stage @sync actors [0, 1]
+  flexpipe.instruction @a kind(all_gather) on(@sync)
+  flexpipe.instruction @b kind(all_gather) on(@sync)
+  // expected-error @+1 {{'flexpipe.dependency' op connects two registered instructions; the scheduler orders a registered instruction against computations (its sources and dependents), so connect each to a computation}}
+  flexpipe.dependency @a @sync -> @b @sync
+}
+
+// -----
+
+// next(k) asks for an instance that prev(k) does not make.
+// expected-error @+1 {{'flexpipe.pipeline' op registered instruction @ag has 1 instances (prev 2), but next 1 makes micro-batch 1 of stage 1 wait for instance 1}}
+flexpipe.pipeline @registered actors(2) microbatches(2) {
+  flexpipe.module @gpt layers(2) placement(one_to_one)
+  flexpipe.stage @sync actors [0, 1]
+  flexpipe.instruction @ag kind(all_gather) on(@sync) prev(2)
+  flexpipe.dependency fwd @gpt[-1] -> @ag @sync
+  flexpipe.dependency @ag @sync -> bwd @gpt[-1]
+}
+
+// -----
+
+// Plugin hooks that no loaded plugin registers.
+flexpipe.pipeline @plugins actors(2) microbatches(2) {
+  flexpipe.module @gpt layers(2) placement(one_to_one)
+  // expected-error-re @+1 {{'flexpipe.check' op uses check "nowhere", which no loaded plugin registers; load the plugin that defines it with --load-plugin{{.*}}}}
+  flexpipe.check "nowhere"
+}
+
+// -----
+
+flexpipe.pipeline @plugins actors(2) microbatches(2) {
+  flexpipe.module @gpt layers(2) placement(one_to_one)
+  // expected-error-re @+1 {{'flexpipe.priority' op uses priority "nowhere", which no loaded plugin registers{{.*}}}}
+  flexpipe.priority custom("nowhere")
+}
+
+// -----
+
+flexpipe.pipeline @plugins actors(2) microbatches(2) {
+  flexpipe.module @gpt layers(2) placement(one_to_one)
+  // expected-error-re @+1 {{'flexpipe.inflight' op uses in-flight rule "nowhere", which no loaded plugin registers; load it with --load-plugin{{.*}}}}
+  flexpipe.inflight per_stage rule("nowhere")
 }

@@ -71,7 +71,14 @@ TEST_CASE("a collective starts on all members at once and gates their "
   p.edges = {{0, 1}, {1, 2}, {1, 3}};
   p.policies.assign(2, ActorPolicy{});
   p.actorLimits = {2, 1};
-  p.syncs.push_back({{2, 3}, 0.5});
+  Registered sync;
+  sync.name = "stats";
+  sync.stage = 2;
+  sync.actors = {0, 1};
+  sync.duration = 0.5;
+  sync.after = {{CompKind::Fwd, 2}, {CompKind::Fwd, 3}};
+  sync.before = {{CompKind::Bwd, 2}, {CompKind::Bwd, 3}};
+  p.registered.push_back(sync);
   const ScheduleResult r = schedule(p, TimeModel::Cost);
   REQUIRE(r.ok);
 
@@ -80,9 +87,10 @@ TEST_CASE("a collective starts on all members at once and gates their "
            headBwdStart[2] = {-1, -1};
     for (int32_t a = 0; a < 2; ++a)
       for (const ScheduledItem &item : r.actors[a]) {
-        if (item.mb != mb || p.parts[item.part].stage != 2)
+        if (item.mb != mb ||
+            (!item.isRegistered() && p.parts[item.part].stage != 2))
           continue;
-        if (item.isSync()) {
+        if (item.isRegistered()) {
           start[a] = item.start;
           CHECK(item.end - item.start == Approx(0.5));
         } else if (item.kind == CompKind::Fwd) {
@@ -123,8 +131,10 @@ TEST_CASE("the vocabulary-parallel placement adds a shared embedding and "
   CHECK(built->stageMeta[3].last == false);
   CHECK((built->stageMeta[4].layers == 0 && built->stageMeta[4].first));
   CHECK((built->stageMeta[5].layers == 0 && built->stageMeta[5].last));
-  REQUIRE(built->problem.syncs.size() == 1);
-  CHECK(built->problem.syncs[0].parts.size() == 4);
+  REQUIRE(built->problem.registered.size() == 1);
+  CHECK(built->problem.registered[0].actors ==
+        std::vector<int32_t>{0, 1, 2, 3});
+  CHECK(built->problem.registered[0].stage == 5);
   const std::vector<std::pair<int32_t, int32_t>> edges = {
       {0, 1}, {1, 2}, {2, 3}, {4, 0}, {3, 5}};
   CHECK(built->stageEdges == edges);
@@ -135,7 +145,7 @@ TEST_CASE("the vocabulary-parallel placement adds a shared embedding and "
   REQUIRE(r.ok);
   int inflight = 0, peak = 0;
   for (const ScheduledItem &item : r.actors[3]) {
-    if (item.isSync() || built->problem.parts[item.part].stage != 3)
+    if (item.isRegistered() || built->problem.parts[item.part].stage != 3)
       continue;
     inflight += item.kind == CompKind::Fwd ? 1 : -1;
     peak = std::max(peak, inflight);
@@ -168,7 +178,8 @@ TEST_CASE("the tuner's options are resolved or refused with advice",
   llvm::Expected<TuneOptions> six = resolveOptions(model, c, o);
   REQUIRE(static_cast<bool>(six));
   CHECK(six->pp == std::vector<int64_t>{1, 2});
-  llvm::Expected<std::vector<Candidate>> none = enumerateCandidates(model, *six);
+  llvm::Expected<std::vector<Candidate>> none =
+      enumerateCandidates(model, *six);
   REQUIRE_FALSE(static_cast<bool>(none));
   CHECK(llvm::StringRef(llvm::toString(none.takeError()))
             .starts_with("the search space is empty for 6 GPUs"));
@@ -244,9 +255,9 @@ TEST_CASE("a candidate's spec text names what its PipelineSpec holds",
 TEST_CASE("gradient separation handles the vocabulary-parallel slices and "
           "their all-gathers",
           "[separation][vocab]") {
-  PipelineSpec spec = test::makeSpec(4, 8, PlacementKind::OneToOne, 1,
-                                     Cttp::BwdFirst, {}, {StageOrder::DepthFirst, 0},
-                                     {4, 3, 2, 1});
+  PipelineSpec spec =
+      test::makeSpec(4, 8, PlacementKind::OneToOne, 1, Cttp::BwdFirst, {},
+                     {StageOrder::DepthFirst, 0}, {4, 3, 2, 1});
   spec.modules[0].vocabParallel = true;
   llvm::Expected<BuiltProblem> built = buildProblem(spec);
   REQUIRE(static_cast<bool>(built));

@@ -61,9 +61,9 @@ struct ClusterConfig {
   std::string name;
   int64_t devices = 1;
   int64_t devicesPerNode = 1;
-  double peakFlops = 0;     ///< per device, FLOP/s
-  double efficiency = 1;    ///< achievable fraction of peakFlops
-  double memoryBytes = 0;   ///< per device
+  double peakFlops = 0;   ///< per device, FLOP/s
+  double efficiency = 1;  ///< achievable fraction of peakFlops
+  double memoryBytes = 0; ///< per device
   Link intraNode, interNode;
 };
 
@@ -115,6 +115,13 @@ double transferTime(const ClusterConfig &cluster, int64_t from, int64_t to,
 /// `devices`: 2 (n - 1) steps, each moving bytes / n over the slowest link
 /// between ring neighbours. 0 for fewer than two devices.
 double allReduceTime(const ClusterConfig &cluster,
+                     const std::vector<int64_t> &devices, double bytes);
+
+/// Seconds for a ring all-gather over `devices` in which every member
+/// contributes `bytes`: n - 1 steps, each moving `bytes` over the slowest
+/// link between ring neighbours. 0 for fewer than two devices. A gather to
+/// one root is modelled the same way.
+double allGatherTime(const ClusterConfig &cluster,
                      const std::vector<int64_t> &devices, double bytes);
 
 /// Bytes each member of a vocabulary-parallel head contributes per

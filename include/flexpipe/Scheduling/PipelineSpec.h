@@ -54,6 +54,29 @@ struct PrioritySpec {
   std::optional<Cttp> cttp;
   int64_t fwdUnit = 1, bwdUnit = 1; ///< with cttp
   std::optional<StagePriority> fwd, bwd;
+  /// A plugin priority (register_new_priority) replacing the step function
+  /// of the scope's actors; empty for none.
+  PriorityFunction custom;
+};
+
+/// A registered stage (flexpipe.stage): holds no layers, lives on `actors`.
+struct RegisteredStageSpec {
+  std::string name;
+  std::vector<int64_t> actors;
+};
+
+/// A registered instruction (flexpipe.instruction).
+struct InstructionSpec {
+  std::string name;
+  InstRuntime runtime = InstRuntime::Exec;
+  /// Collectives only: posted without blocking (InstMode::Async).
+  bool async = false;
+  /// Where it is attached: a registered stage (registeredStage >= 0) or a
+  /// module stage (module, stage: module-local, normalized).
+  int32_t registeredStage = -1;
+  int32_t module = -1;
+  int64_t stage = 0;
+  int64_t prev = 1, next = 1, unit = 1;
 };
 
 enum class InflightScope { Global, PerStage, PerActor };
@@ -67,6 +90,8 @@ struct InflightSpec {
 };
 
 /// (srcKind, module stage) before (dstKind, module stage), per micro-batch.
+/// An end that is a registered instruction (srcInst / dstInst >= 0, an
+/// index into PipelineSpec::instructions) ignores its kind and stage.
 struct DependencySpec {
   CompKind srcKind;
   int32_t srcModule;
@@ -74,6 +99,7 @@ struct DependencySpec {
   CompKind dstKind;
   int32_t dstModule;
   int64_t dstStage;
+  int32_t srcInst = -1, dstInst = -1;
 };
 
 struct PipelineSpec {
@@ -83,6 +109,10 @@ struct PipelineSpec {
   std::vector<PrioritySpec> priorities;
   std::vector<InflightSpec> inflight;
   std::vector<DependencySpec> dependencies;
+  std::vector<RegisteredStageSpec> registeredStages;
+  std::vector<InstructionSpec> instructions;
+  /// Plugin check functions (register_new_checkfunc).
+  std::vector<CheckFunction> checks;
   bool splitBackward = false;
   /// Cost-model durations per layer of a stage, per CompKind (fwd, bwd,
   /// igrad, wgrad). Used by TimeModel::Cost until a cost model provides
@@ -114,7 +144,8 @@ struct BuiltProblem {
   /// Global ids of stages that run on several actors.
   std::vector<int32_t> sharedStages;
   /// What each stage holds (module index into the spec's modules, layers,
-  /// embedding / head), and the module names.
+  /// embedding / head), and the module names; registered stages follow the
+  /// modules' stages, and their names follow the module names.
   std::vector<StageMeta> stageMeta;
   std::vector<std::string> moduleNames;
 };

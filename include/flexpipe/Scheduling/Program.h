@@ -1,4 +1,5 @@
-//===- Program.h - Per-actor programs, communication, verification -*- C++ -*-=//
+//===- Program.h - Per-actor programs, communication, verification -*- C++
+//-*-=//
 //
 // Part of the FlexPipe project, under the Apache License v2.0 with LLVM
 // Exceptions. See LICENSE for license information.
@@ -70,6 +71,8 @@ struct ProgOp {
   /// Position of the op this entry was read from (for mapping results back to
   /// IR); -1 for entries a transformation added.
   int32_t source = -1;
+  /// Exec: index into Program::instructions.
+  int32_t inst = -1;
 };
 
 /// What a stage holds, for the cost model: `layers` transformer layers of
@@ -79,6 +82,9 @@ struct StageMeta {
   int32_t module = -1;
   int64_t layers = 1;
   bool first = false, last = false;
+  /// A registered stage (flexpipe.stage): no layers, neither first nor last;
+  /// `module` then names the stage itself.
+  bool isRegistered() const { return layers == 0 && !first && !last; }
 };
 
 struct Program {
@@ -92,9 +98,14 @@ struct Program {
   std::vector<int32_t> sharedStages;
   std::vector<std::vector<ProgOp>> actors;
   std::vector<std::vector<int32_t>> groups;
+  /// Names of the registered instructions Exec ops run.
+  std::vector<std::string> instructions;
 };
 
 /// Builds the compute-only program of a schedule (stage ids from the parts).
+/// Registered instructions become all_gather, gather (group: their actors)
+/// or exec ops; an asynchronous one gets a token and a wait right before the
+/// first computation on its actor that depends on it (or at the end).
 Program toProgram(const Problem &problem, const ScheduleResult &schedule,
                   int32_t numStages,
                   const std::vector<std::pair<int32_t, int32_t>> &stageEdges,

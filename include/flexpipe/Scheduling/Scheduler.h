@@ -21,6 +21,7 @@
 #define FLEXPIPE_SCHEDULING_SCHEDULER_H
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <string>
 #include <utility>
@@ -100,19 +101,90 @@ struct ExtraDependency {
   int32_t dstPart;
 };
 
-/// A collective that follows the forwards of a group of parts, one per actor
-/// (the loss statistics of a vocabulary-parallel head, the paper's
-/// SyncWithAllGather). For each micro-batch it becomes ready on every member
-/// actor when all members' forwards of that micro-batch are done; a member
-/// joins it as soon as it is free (before any other item) and waits there
-/// until the last member joins; then it runs for `duration` on all of them
-/// (one step in the step model). The members' backwards (or input gradients)
-/// of that micro-batch wait for it. Every member thus meets the instances in
-/// the same order, so the programs cannot deadlock on it.
-struct SyncGroup {
-  std::vector<int32_t> parts;
-  double duration = 0;
+/// How the member actors of a registered instruction run an instance.
+enum class InstMode : uint8_t {
+  /// Each member runs its own instance, like a computation (a user
+  /// operation bound to the instruction).
+  Local,
+  /// A blocking collective: a member joins as soon as it is free and waits
+  /// there until the last member joins; then it runs on all of them.
+  Collective,
+  /// An asynchronous collective: each member posts it (taking no time) and
+  /// goes on; it completes `duration` after the last member posted, and the
+  /// members' dependents wait for that.
+  Async,
 };
+
+/// What a registered instruction becomes in a program.
+enum class InstRuntime : uint8_t { Exec, AllGather, Gather };
+
+/// A computation type on a stage part: one end of a dependency.
+struct PartKind {
+  CompKind kind;
+  int32_t part;
+};
+
+/// A registered instruction (the paper's register_new_inst, attached to a
+/// stage by register_new_stage, its dependencies set by set_cssr_deps).
+///
+/// Its instances cover the micro-batches [mbBegin, mbEnd) of its sources,
+/// `prev` at a time: instance i covers [mbBegin + i prev, mbBegin + (i+1)
+/// prev) and may run once every source item of the micro-batches before
+/// that range's end has completed (and instance i - 1 has). A dependent item
+/// of micro-batch j waits for instance (j - mbBegin) / `next`; a dependent on
+/// a member actor of a Local instruction waits for that member's instance
+/// only. Members take ready instances before anything else, `unit` at a time
+/// (an actor starts once `unit` of its instances are ready, or all that are
+/// left). Every member meets the instances in the same order, so a single
+/// collective cannot deadlock the programs.
+struct Registered {
+  std::string name;
+  int32_t stage = 0;           ///< global stage id written into programs
+  std::vector<int32_t> actors; ///< members, ascending, distinct
+  InstMode mode = InstMode::Collective;
+  InstRuntime runtime = InstRuntime::AllGather;
+  int32_t root = -1; ///< Gather: the receiving member
+  int64_t prev = 1, next = 1, unit = 1;
+  double duration = 0;          ///< per instance, cost time model
+  std::vector<PartKind> after;  ///< sources
+  std::vector<PartKind> before; ///< dependents
+};
+
+struct Problem;
+
+/// One schedulable item as hooks see it.
+struct ReadyItem {
+  CompKind kind;
+  int32_t part;  ///< index into Problem::parts
+  int32_t stage; ///< its global stage id
+  int32_t mb;
+};
+
+/// What hooks see of the scheduler's state on one actor at one step.
+struct StepView {
+  const Problem *problem = nullptr;
+  int32_t actor = 0;
+  double now = 0;        ///< the step (step model) or time (cost model)
+  int64_t scheduled = 0; ///< items this actor has run so far
+  int64_t inflight = 0;  ///< micro-batches in flight on this actor
+  /// The last item this actor ran (kind, part, stage, mb), if any.
+  bool hasLast = false;
+  ReadyItem last{CompKind::Fwd, -1, -1, -1};
+};
+
+/// A check function (register_new_checkfunc): consulted for every item the
+/// scheduler considers fetching; returning false vetoes it for this step.
+using CheckFunction = std::function<bool(const StepView &, const ReadyItem &)>;
+
+/// A priority (register_new_priority): the actor's step function. Gets every
+/// item this actor may run now (dependencies met, in-flight limits and check
+/// functions passed), in the order of the reorder queues (forward, then
+/// backward or input-gradient, then weight-gradient; stages in breadth-first
+/// order, micro-batches ascending), and returns the index of the item to run
+/// or -1 to stay idle this step. Registered instructions are taken before it
+/// is asked.
+using PriorityFunction =
+    std::function<int(const StepView &, const std::vector<ReadyItem> &)>;
 
 struct Problem {
   int32_t numActors = 0;
@@ -122,11 +194,15 @@ struct Problem {
   std::vector<std::pair<int32_t, int32_t>> edges;
   /// Split every backward into Igrad + Wgrad.
   bool splitBackward = false;
-  std::vector<ActorPolicy> policies;  ///< one per actor
-  std::vector<int64_t> actorLimits;   ///< one per actor (kNoLimit: none)
+  std::vector<ActorPolicy> policies; ///< one per actor
+  std::vector<int64_t> actorLimits;  ///< one per actor (kNoLimit: none)
   std::vector<GlobalLimit> globalLimits;
   std::vector<ExtraDependency> extraDependencies;
-  std::vector<SyncGroup> syncs;
+  std::vector<Registered> registered;
+  /// Check functions every fetch consults (all must agree).
+  std::vector<CheckFunction> checks;
+  /// Per actor: a priority replacing the built-in step function, or empty.
+  std::vector<PriorityFunction> customPriorities;
 };
 
 enum class TimeModel {
@@ -138,16 +214,19 @@ enum class TimeModel {
   Cost,
 };
 
-/// One scheduled computation, or one member's share of a collective.
+/// One scheduled computation, or one member's instance of a registered
+/// instruction.
 struct ScheduledItem {
   CompKind kind;
-  int32_t part;
+  int32_t part; ///< -1 for a registered instruction
+  /// The micro-batch; for a registered instruction the first micro-batch
+  /// its instance covers.
   int32_t mb;
   double start, end;
-  /// The SyncGroup this item is an instance of (`part` is then the member
-  /// part on this actor and `kind` Fwd), or -1 for a computation.
-  int32_t sync = -1;
-  bool isSync() const { return sync >= 0; }
+  /// The registered instruction (index into Problem::registered) this item
+  /// is an instance of, or -1 for a computation.
+  int32_t inst = -1;
+  bool isRegistered() const { return inst >= 0; }
 };
 
 struct ScheduleResult {
@@ -159,6 +238,16 @@ struct ScheduleResult {
   std::string error;
   std::vector<std::string> waits;
 };
+
+/// The micro-batches [first, second) the instances of registered
+/// instruction `r` cover (its sources' range; every micro-batch without
+/// sources).
+std::pair<int32_t, int32_t> registeredRange(const Problem &problem, int32_t r);
+
+/// Whether the computation (kind, part, mb) waits for the instance of
+/// registered instruction `r` that begins at micro-batch `first`.
+bool waitsForInstance(const Problem &problem, int32_t r, int32_t first,
+                      CompKind kind, int32_t part, int32_t mb);
 
 /// Checks that a problem is well formed (indices in range, one policy and
 /// limit per actor, positive units and intervals, acyclic dependencies).

@@ -84,16 +84,25 @@ std::string modelCosts(const Program &program, const ModelConfig &model,
                        const ClusterConfig &cluster, const Profile *profile,
                        const std::vector<int64_t> &devices, SimCosts &costs);
 
+/// The duration of an all-gather or gather on registered stage `stage`
+/// (the sync of several modules' output states): every member contributes
+/// the output of the last module stage it computes (`messageBytes` per
+/// stage), and a ring all-gather moves the largest contribution.
+double registeredCollectiveTime(const Program &program, int32_t stage,
+                                const std::vector<double> &messageBytes,
+                                const ClusterConfig &cluster,
+                                const std::vector<int64_t> &devices);
+
 /// Durations from a profile alone (unit costs for stages it does not list).
 std::string profileCosts(const Program &program, const Profile &profile,
                          SimCosts &costs);
 
 struct SimResult {
   double iterationTime = 0;
-  std::vector<double> busy, idle, bubble;            ///< per actor
-  std::vector<double> peakActivation, staticBytes;   ///< per actor, bytes
-  std::vector<double> totalBytes;                    ///< per actor
-  std::vector<bool> overMemory;                      ///< per actor
+  std::vector<double> busy, idle, bubble;          ///< per actor
+  std::vector<double> peakActivation, staticBytes; ///< per actor, bytes
+  std::vector<double> totalBytes;                  ///< per actor
+  std::vector<bool> overMemory;                    ///< per actor
   /// Start and end of every op, per actor, in program order.
   std::vector<std::vector<double>> start, end;
   /// The chain of ops that determines the iteration time, first to last, as
@@ -126,11 +135,16 @@ private:
     /// the last member to arrive (in the prepared order).
     int32_t groupFirst = -1, groupNext = -1;
     bool lastOfGroup = false;
+    /// An asynchronous collective's post (it takes no time; its wait ends
+    /// when the instance completes), and for a wait the post it completes.
+    bool asyncPost = false;
+    int32_t waitsPost = -1;
     bool asyncRecv = false;
   };
   int32_t numActors = 0, numStages = 0;
   std::vector<Op> ops;
-  std::vector<int32_t> actorBegin; // ops of actor a: [actorBegin[a], actorBegin[a+1])
+  std::vector<int32_t>
+      actorBegin; // ops of actor a: [actorBegin[a], actorBegin[a+1])
   std::vector<int32_t> order;      // a dependency-respecting order of op ids
   std::vector<uint8_t> splitActor; // actor uses igrad/wgrad
 };

@@ -222,7 +222,7 @@ flexpipe.pipeline @p actors(4) microbatches(8) {
 // Tests a priority op that sets nothing.
 flexpipe.pipeline @p actors(4) microbatches(8) {
   flexpipe.module @gpt layers(8) placement(one_to_one)
-  // expected-error @+1 {{'flexpipe.priority' op sets no priority; give at least one of cttp<...>, fstp<...> or bstp<...>}}
+  // expected-error @+1 {{'flexpipe.priority' op sets no priority; give at least one of cttp<...>, fstp<...>, bstp<...> or custom("name")}}
   flexpipe.priority @gpt
 }
 
@@ -711,4 +711,28 @@ flexpipe.pipeline @p actors(2) microbatches(2) {
   flexpipe.optimize split_backward
   // expected-error @+1 {{'flexpipe.optimize' op repeats flexpipe.optimize; a pipeline has at most one}}
   flexpipe.optimize async_comm
+}
+
+// -----
+
+flexpipe.pipeline @p actors(2) microbatches(2) {
+  flexpipe.module @gpt layers(2) placement(one_to_one)
+  // expected-error @+1 {{'flexpipe.priority' op combines custom("mine") with cttp, fstp or bstp; a custom priority replaces the step function those configure, so give it alone}}
+  flexpipe.priority cttp<bwd_first> custom("mine")
+}
+
+// -----
+
+flexpipe.pipeline @p actors(2) microbatches(2) {
+  flexpipe.module @gpt layers(2) placement(one_to_one)
+  // expected-error @+1 {{'flexpipe.instruction' op is a kind(compute) instruction, which each actor runs on its own; only all_gather and gather can be async}}
+  flexpipe.instruction @work kind(compute) on(@gpt[-1]) async
+}
+
+// -----
+
+flexpipe.pipeline @p actors(2) microbatches(2) {
+  flexpipe.module @gpt layers(2) placement(one_to_one)
+  // expected-error @+1 {{expected an in-flight limit: an integer, a list [a, b, ...], an affine_map<...> or rule("name")}}
+  flexpipe.inflight per_stage "oops"
 }

@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "flexpipe/Dialect/FlexPipe/IR/FlexPipe.h"
+#include "flexpipe/Plugin.h"
 
 #include "mlir/IR/AffineExpr.h"
 #include "mlir/IR/AffineMap.h"
@@ -21,6 +22,7 @@
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/Sequence.h"
+#include "llvm/ADT/StringExtras.h"
 
 #include <cmath>
 #include <tuple>
@@ -133,14 +135,22 @@ static ParseResult parseInflightLimit(OpAsmParser &parser, Attribute &limit) {
     limit = builder.getDenseI64ArrayAttr(values);
     return success();
   }
+  if (succeeded(parser.parseOptionalKeyword("rule"))) {
+    std::string name;
+    if (parser.parseLParen() || parser.parseString(&name) ||
+        parser.parseRParen())
+      return failure();
+    limit = builder.getStringAttr(name);
+    return success();
+  }
   llvm::SMLoc loc = parser.getCurrentLocation();
   Attribute attr;
   if (parser.parseAttribute(attr))
     return failure();
   if (!isa<AffineMapAttr>(attr))
     return parser.emitError(loc)
-           << "expected an in-flight limit: an integer, a list [a, b, ...] "
-              "or an affine_map<...>";
+           << "expected an in-flight limit: an integer, a list [a, b, ...], "
+              "an affine_map<...> or rule(\"name\")";
   limit = attr;
   return success();
 }
@@ -153,6 +163,10 @@ static void printInflightLimit(OpAsmPrinter &printer, Operation *,
     printer << '[';
     llvm::interleaveComma(list.asArrayRef(), printer);
     printer << ']';
+  } else if (auto rule = dyn_cast<StringAttr>(limit)) {
+    printer << "rule(";
+    printer.printString(rule.getValue());
+    printer << ')';
   } else {
     // Inline rather than as a `#map` alias: the map is the point of the op.
     printer << "affine_map<";
@@ -204,8 +218,8 @@ static LogicalResult verifyActorList(Operation *op, StringRef what,
   for (int64_t id : ids) {
     if (id < 0 || id >= numActors)
       return op->emitOpError()
-             << what << " names actor " << id << ", but the mesh has actors 0 to "
-             << numActors - 1;
+             << what << " names actor " << id
+             << ", but the mesh has actors 0 to " << numActors - 1;
     if (!seen.insert(id).second)
       return op->emitOpError() << what << " lists actor " << id << " twice";
   }
@@ -215,9 +229,8 @@ static LogicalResult verifyActorList(Operation *op, StringRef what,
 /// Module-local stage index `index` (negative counts back from the end of the
 /// first direction) as an index in [0, total), or std::nullopt if out of
 /// range.
-static std::optional<int64_t> normalizeStageIndex(int64_t index,
-                                                  int64_t perDirection,
-                                                  int64_t total) {
+static std::optional<int64_t>
+normalizeStageIndex(int64_t index, int64_t perDirection, int64_t total) {
   if (index < 0)
     index += perDirection;
   if (index < 0 || index >= total)
@@ -268,9 +281,9 @@ static FailureOr<StageKey> resolveStageRef(Operation *op, StringRef role,
   }
   if (auto module = dyn_cast_or_null<ModalityOp>(target)) {
     if (!index)
-      return op->emitOpError() << role << " stage " << symbol
-                               << " is a module; name one of its stages as "
-                               << symbol << "[i]";
+      return op->emitOpError()
+             << role << " stage " << symbol
+             << " is a module; name one of its stages as " << symbol << "[i]";
     llvm::Expected<sched::ModulePlacement> placed = module.computePlacement();
     if (!placed) {
       llvm::consumeError(placed.takeError());
@@ -319,10 +332,10 @@ LogicalResult PipelineOp::verify() {
   if (asSigned(getMicrobatches()) < 1)
     return emitOpError() << "needs at least one micro-batch, got "
                          << asSigned(getMicrobatches());
-  return failure(
-      failed(verifyAtMost(*this, "actors", asSigned(getActors()), kMaxActors)) ||
-      failed(verifyAtMost(*this, "micro-batches", asSigned(getMicrobatches()),
-                          kMaxCount)));
+  return failure(failed(verifyAtMost(*this, "actors", asSigned(getActors()),
+                                     kMaxActors)) ||
+                 failed(verifyAtMost(*this, "micro-batches",
+                                     asSigned(getMicrobatches()), kMaxCount)));
 }
 
 int64_t PipelineOp::getNumStages() {
@@ -415,12 +428,12 @@ static LogicalResult verifyAcyclicDependencies(PipelineOp pipeline) {
 LogicalResult PipelineOp::verifyRegions() {
   bool hasModule = false;
   for (Operation &op : getBody().front()) {
-    if (!isa<ModalityOp, ShareOp, StageOp, InstructionOp, DependencyOp,
+    if (!isa<ModalityOp, ShareOp, StageOp, InstructionOp, DependencyOp, CheckOp,
              PriorityOp, InflightOp, OptimizeOp>(op))
       return op.emitOpError()
              << "cannot appear in a flexpipe.pipeline, which holds only "
                 "spec-level ops (module, share, stage, instruction, "
-                "dependency, priority, inflight, optimize)";
+                "dependency, check, priority, inflight, optimize)";
     hasModule |= isa<ModalityOp>(op);
     if (isa<OptimizeOp>(op) && &op != *getBody().getOps<OptimizeOp>().begin())
       return op.emitOpError()
@@ -473,9 +486,8 @@ LogicalResult PipelineOp::verifyRegions() {
       for (unsigned field = 0; field < 3; ++field) {
         if (!present[field])
           continue;
-        auto [it, inserted] =
-            prioritySeen.try_emplace(PriorityKey{module, actor, field},
-                                     priority);
+        auto [it, inserted] = prioritySeen.try_emplace(
+            PriorityKey{module, actor, field}, priority);
         if (inserted)
           continue;
         InFlightDiagnostic diag = priority.emitOpError()
@@ -706,16 +718,20 @@ LogicalResult InstructionOp::verify() {
     return emitOpError() << "cannot take the name @" << getSymName()
                          << ", which is reserved for the built-in instruction; "
                             "choose another name";
-  for (auto [name, value] : {std::pair<const char *, int64_t>{
-                                 "prev", asSigned(getPrev())},
-                             {"next", asSigned(getNext())},
-                             {"unit", asSigned(getUnit())}})
+  for (auto [name, value] :
+       {std::pair<const char *, int64_t>{"prev", asSigned(getPrev())},
+        {"next", asSigned(getNext())},
+        {"unit", asSigned(getUnit())}})
     if (value < 1)
       return emitOpError() << name << " must be at least 1, got " << value;
   FailureOr<StageKey> stage =
       resolveStageRef(*this, "its", getStageAttr(), getStageIndex());
   if (failed(stage))
     return failure();
+  if (getAsync() && getKind() == RegisteredKind::Compute)
+    return emitOpError() << "is a kind(compute) instruction, which each actor "
+                            "runs on its own; only all_gather and gather can "
+                            "be async";
   if (getKind() != RegisteredKind::Compute) {
     auto registered =
         SymbolTable::lookupNearestSymbolFrom<StageOp>(*this, getStageAttr());
@@ -752,14 +768,13 @@ static FailureOr<StageKey> verifyEndpoint(DependencyOp op, StringRef role,
   if (failed(attached))
     return failure();
   if (*attached != *key)
-    return op.emitOpError() << role << " instruction @" << inst.getValue()
-                            << " is attached to stage "
-                            << registered.getStageAttr()
-                            << (attached->second >= 0
-                                    ? "[" + std::to_string(attached->second) +
-                                          "]"
-                                    : std::string())
-                            << "; name that stage here";
+    return op.emitOpError()
+           << role << " instruction @" << inst.getValue()
+           << " is attached to stage " << registered.getStageAttr()
+           << (attached->second >= 0
+                   ? "[" + std::to_string(attached->second) + "]"
+                   : std::string())
+           << "; name that stage here";
   return key;
 }
 
@@ -784,9 +799,18 @@ LogicalResult DependencyOp::verify() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult PriorityOp::verify() {
-  if (!getCttpAttr() && !getFstpAttr() && !getBstpAttr())
+  if (getCustomAttr()) {
+    if (getCttpAttr() || getFstpAttr() || getBstpAttr())
+      return emitOpError() << "combines custom(\"" << getCustom().value()
+                           << "\") with cttp, fstp or bstp; a custom priority "
+                              "replaces the step function those configure, "
+                              "so give it alone";
+    if (getCustom()->empty())
+      return emitOpError() << "names an empty custom priority";
+  } else if (!getCttpAttr() && !getFstpAttr() && !getBstpAttr()) {
     return emitOpError() << "sets no priority; give at least one of cttp<...>, "
-                            "fstp<...> or bstp<...>";
+                            "fstp<...>, bstp<...> or custom(\"name\")";
+  }
   ModalityOp module;
   if (getModuleAttr()) {
     module = lookupModule(*this, getModuleAttr());
@@ -816,15 +840,15 @@ LogicalResult PriorityOp::verify() {
 // InflightOp
 //===----------------------------------------------------------------------===//
 
-FailureOr<SmallVector<int64_t>>
-InflightOp::evaluate(int64_t numActors, int64_t numStages,
-                     int64_t numMicrobatches) {
+FailureOr<SmallVector<int64_t>> InflightOp::evaluate(int64_t numActors,
+                                                     int64_t numStages,
+                                                     int64_t numMicrobatches) {
   const InflightScope scope = getScope();
   const bool isGlobal = scope == InflightScope::Global;
   const char *unit = scope == InflightScope::PerStage ? "stage" : "actor";
-  const int64_t count = isGlobal                            ? 1
+  const int64_t count = isGlobal                           ? 1
                         : scope == InflightScope::PerStage ? numStages
-                                                            : numActors;
+                                                           : numActors;
   SmallVector<int64_t> limits;
   Attribute limit = getLimit();
   if (auto value = dyn_cast<IntegerAttr>(limit)) {
@@ -839,21 +863,44 @@ InflightOp::evaluate(int64_t numActors, int64_t numStages,
                            << " limits, but the scope has " << count << " "
                            << unit << "s; give one per " << unit;
     limits.assign(list.asArrayRef().begin(), list.asArrayRef().end());
+  } else if (auto rule = dyn_cast<StringAttr>(limit)) {
+    const plugin::InflightRule *function =
+        plugin::Registry::global().inflightRule(rule.str());
+    if (!function) {
+      InFlightDiagnostic diag =
+          emitOpError() << "uses in-flight rule \"" << rule.getValue()
+                        << "\", which no loaded plugin registers; load it with "
+                           "--load-plugin";
+      std::vector<std::string> known =
+          plugin::Registry::global().names("inflight rule");
+      if (!known.empty())
+        diag << " (registered: " << llvm::join(known, ", ") << ")";
+      return diag;
+    }
+    plugin::InflightQuery query;
+    query.numActors = numActors;
+    query.numStages = numStages;
+    query.numMicrobatches = numMicrobatches;
+    for (int64_t index = 0; index < count; ++index) {
+      query.index = index;
+      limits.push_back((*function)(query));
+    }
   } else {
     AffineMap map = cast<AffineMapAttr>(limit).getValue();
     const unsigned dims = isGlobal ? 0 : 1;
     if (map.getNumDims() != dims || map.getNumSymbols() != 3 ||
         map.getNumResults() != 1)
-      return emitOpError()
-             << "expects an affine map of the form "
-             << (isGlobal ? "()[pp, s, m] -> (limit)"
-                          : "(i)[pp, s, m] -> (limit)")
-             << " (" << dims << " dimension, 3 symbols, 1 result), got "
-             << AffineMapAttr::get(map);
+      return emitOpError() << "expects an affine map of the form "
+                           << (isGlobal ? "()[pp, s, m] -> (limit)"
+                                        : "(i)[pp, s, m] -> (limit)")
+                           << " (" << dims
+                           << " dimension, 3 symbols, 1 result), got "
+                           << AffineMapAttr::get(map);
     MLIRContext *ctx = getContext();
-    SmallVector<AffineExpr> symbols{getAffineConstantExpr(numActors, ctx),
-                                    getAffineConstantExpr(numStages, ctx),
-                                    getAffineConstantExpr(numMicrobatches, ctx)};
+    SmallVector<AffineExpr> symbols{
+        getAffineConstantExpr(numActors, ctx),
+        getAffineConstantExpr(numStages, ctx),
+        getAffineConstantExpr(numMicrobatches, ctx)};
     for (int64_t index = 0; index < count; ++index) {
       SmallVector<AffineExpr> dimValues;
       if (!isGlobal)
@@ -863,8 +910,7 @@ InflightOp::evaluate(int64_t numActors, int64_t numStages,
       auto constant = dyn_cast<AffineConstantExpr>(value);
       if (!constant)
         return emitOpError() << "cannot evaluate " << AffineMapAttr::get(map)
-                             << " for " << unit
-                             << " " << index;
+                             << " for " << unit << " " << index;
       limits.push_back(constant.getValue());
     }
   }
@@ -904,6 +950,10 @@ LogicalResult InflightOp::verify() {
   } else {
     numStages = pipeline.getNumStages();
   }
+  // A plugin rule is evaluated when the spec is scheduled (the plugin may
+  // not be loaded where the IR is only parsed).
+  if (isa<StringAttr>(getLimit()))
+    return success();
   return evaluate(numActors, numStages, asSigned(pipeline.getMicrobatches()));
 }
 
@@ -932,7 +982,8 @@ LogicalResult ScheduleOp::verify() {
     if (value < 1)
       return emitOpError() << "needs at least one " << name << ", got "
                            << value;
-  if (failed(verifyAtMost(*this, "actors", asSigned(getActors()), kMaxActors)) ||
+  if (failed(
+          verifyAtMost(*this, "actors", asSigned(getActors()), kMaxActors)) ||
       failed(verifyAtMost(*this, "stages", numStages, kMaxCount)) ||
       failed(verifyAtMost(*this, "micro-batches", asSigned(getMicrobatches()),
                           kMaxCount)))
@@ -948,8 +999,8 @@ LogicalResult ScheduleOp::verify() {
         return emitOpError() << "has an edge " << from << " -> " << to
                              << " outside the stages 0 to " << numStages - 1;
       if (from == to)
-        return emitOpError() << "has an edge from stage " << from
-                             << " to itself";
+        return emitOpError()
+               << "has an edge from stage " << from << " to itself";
       succ[from].push_back(to);
       ++indegree[to];
     }
@@ -972,16 +1023,15 @@ LogicalResult ScheduleOp::verify() {
   }
   if (ArrayAttr info = getStageInfoAttr();
       info && static_cast<int64_t>(info.size()) != numStages)
-    return emitOpError() << "has " << info.size()
-                         << " stage_info entries for " << numStages
-                         << " stages; give one per stage";
+    return emitOpError() << "has " << info.size() << " stage_info entries for "
+                         << numStages << " stages; give one per stage";
   if (std::optional<ArrayRef<int64_t>> shared = getShared()) {
     llvm::SmallDenseSet<int64_t> seen;
     for (int64_t stage : *shared) {
       if (stage < 0 || stage >= numStages)
-        return emitOpError() << "marks stage " << stage
-                             << " shared, but the schedule has stages 0 to "
-                             << numStages - 1;
+        return emitOpError()
+               << "marks stage " << stage
+               << " shared, but the schedule has stages 0 to " << numStages - 1;
       if (!seen.insert(stage).second)
         return emitOpError() << "marks stage " << stage << " shared twice";
     }
@@ -1003,9 +1053,9 @@ LogicalResult ScheduleOp::verifyRegions() {
                                  "flexpipe.actor regions";
     int64_t id = asSigned(actor.getId());
     if (id < 0 || id >= numActors)
-      return actor.emitOpError() << "has id " << id
-                                 << ", but the schedule has actors 0 to "
-                                 << numActors - 1;
+      return actor.emitOpError()
+             << "has id " << id << ", but the schedule has actors 0 to "
+             << numActors - 1;
     if (byId[id]) {
       InFlightDiagnostic diag = actor.emitOpError()
                                 << "repeats actor " << id
@@ -1033,7 +1083,8 @@ LogicalResult ScheduleOp::verifyRegions() {
   llvm::DenseMap<Key, Operation *> seen;
   llvm::DenseMap<int64_t, std::pair<int64_t, Operation *>> computeHome;
   llvm::DenseMap<std::pair<int64_t, int64_t>, Operation *> fullBackward;
-  llvm::DenseMap<std::pair<int64_t, int64_t>, std::pair<Operation *, Operation *>>
+  llvm::DenseMap<std::pair<int64_t, int64_t>,
+                 std::pair<Operation *, Operation *>>
       splitBackward; // (igrad, wgrad)
 
   for (ActorOp actor : byId) {
@@ -1047,9 +1098,9 @@ LogicalResult ScheduleOp::verifyRegions() {
                                    "holds only flexpipe instructions";
       const int64_t stage = inst.getStageId(), mb = inst.getMicrobatchId();
       if (stage < 0 || stage >= numStages)
-        return op.emitOpError() << "works on stage " << stage
-                                << ", but the schedule has stages 0 to "
-                                << numStages - 1;
+        return op.emitOpError()
+               << "works on stage " << stage
+               << ", but the schedule has stages 0 to " << numStages - 1;
       if (mb < 0 || mb >= numMicrobatches)
         return op.emitOpError() << "works on micro-batch " << mb
                                 << ", but the schedule has micro-batches 0 to "
@@ -1059,16 +1110,16 @@ LogicalResult ScheduleOp::verifyRegions() {
       const void *registered = nullptr;
       if (auto exec = dyn_cast<ExecOp>(op))
         registered = exec.getInstructionAttr().getAttr().getAsOpaquePointer();
-      Key key{op.getName().getAsOpaquePointer(), registered, stage, mb,
-              onceGlobally ? -1 : actorId, inst.getPeerActor()};
+      Key key{op.getName().getAsOpaquePointer(), registered,         stage, mb,
+              onceGlobally ? -1 : actorId,       inst.getPeerActor()};
       auto [it, inserted] = seen.try_emplace(key, &op);
       if (!inserted) {
         InFlightDiagnostic diag =
-            op.emitOpError() << "repeats stage " << stage << " micro-batch "
-                             << mb
-                             << (onceGlobally ? "; each instruction runs once "
-                                                "per stage and micro-batch"
-                                              : " on the same actor and peer");
+            op.emitOpError()
+            << "repeats stage " << stage << " micro-batch " << mb
+            << (onceGlobally ? "; each instruction runs once "
+                               "per stage and micro-batch"
+                             : " on the same actor and peer");
         diag.attachNote(it->second->getLoc()) << "first occurrence";
         return diag;
       }
@@ -1083,8 +1134,8 @@ LogicalResult ScheduleOp::verifyRegions() {
             << ", but actor " << home->second.first
             << " already runs it; a stage lives on one actor unless the "
                "schedule lists it in `shared [...]`";
-        diag.attachNote(home->second.second->getLoc()) << "stage " << stage
-                                                        << " runs here";
+        diag.attachNote(home->second.second->getLoc())
+            << "stage " << stage << " runs here";
         return diag;
       }
       std::pair<int64_t, int64_t> item{stage, mb};
@@ -1112,8 +1163,9 @@ LogicalResult ScheduleOp::verifyRegions() {
     }
     if (!igrad || !wgrad)
       return some->emitOpError()
-             << "has no matching " << (igrad ? "flexpipe.wgrad" : "flexpipe.igrad")
-             << " for stage " << item.first << " micro-batch " << item.second
+             << "has no matching "
+             << (igrad ? "flexpipe.wgrad" : "flexpipe.igrad") << " for stage "
+             << item.first << " micro-batch " << item.second
              << "; a split backward needs both halves";
   }
   return success();
@@ -1144,9 +1196,9 @@ static std::pair<int64_t, int64_t> actorContext(Operation *op) {
 static LogicalResult verifyP2P(Operation *op, int64_t peer, Value token) {
   auto [self, numActors] = actorContext(op);
   if (peer < 0 || peer >= numActors)
-    return op->emitOpError() << "names peer actor " << peer
-                             << ", but the schedule has actors 0 to "
-                             << numActors - 1;
+    return op->emitOpError()
+           << "names peer actor " << peer
+           << ", but the schedule has actors 0 to " << numActors - 1;
   if (peer == self)
     return op->emitOpError()
            << "names its own actor " << self

@@ -25,7 +25,8 @@ struct InsertCommPass : flexpipe::impl::InsertCommPassBase<InsertCommPass> {
   void runOnOperation() override {
     for (ScheduleOp schedule : getOperation().getOps<ScheduleOp>()) {
       ScheduleProgram read = readSchedule(schedule);
-      sched::Program &program = read.program;
+      // A copy: rewriteSchedule compares the result with what was read.
+      sched::Program program = read.program;
       bool hasTransfers = false;
       for (const auto &ops : program.actors)
         for (const sched::ProgOp &op : ops)

@@ -58,17 +58,17 @@ void writeSchedule(PipelineOp pipeline, const sched::BuiltProblem &built,
         built.sharedStages.begin(), built.sharedStages.end()));
 
   // What each stage holds, for the cost model and the runtime.
+  // Modules, then registered stages (named by themselves).
   SmallVector<StringAttr> names;
-  for (auto module : pipeline.getBody().getOps<ModalityOp>())
-    names.push_back(module.getSymNameAttr());
+  for (const std::string &name : built.moduleNames)
+    names.push_back(b.getStringAttr(name));
   SmallVector<Attribute> info;
   for (const sched::StageMeta &meta : built.stageMeta)
     info.push_back(StageInfoAttr::get(b.getContext(), names[meta.module],
                                       meta.layers, meta.first, meta.last));
 
   auto schedule = ScheduleOp::create(
-      b, loc, pipeline.getSymNameAttr(),
-      b.getI64IntegerAttr(problem.numActors),
+      b, loc, pipeline.getSymNameAttr(), b.getI64IntegerAttr(problem.numActors),
       b.getI64IntegerAttr(built.numStages),
       b.getI64IntegerAttr(problem.numMicrobatches), edges, shared,
       b.getArrayAttr(info));
@@ -81,8 +81,9 @@ void writeSchedule(PipelineOp pipeline, const sched::BuiltProblem &built,
     b.setInsertionPointToEnd(&body);
     auto actor = ActorOp::create(b, loc, b.getI64IntegerAttr(a));
     b.setInsertionPointToEnd(&actor.getBody().emplaceBlock());
+    llvm::DenseMap<int32_t, Value> tokens;
     for (const sched::ProgOp &op : program.actors[a])
-      createInstruction(b, loc, op, program);
+      createInstruction(b, loc, op, program, &tokens);
   }
   pipeline.erase();
 }

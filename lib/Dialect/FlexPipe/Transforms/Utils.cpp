@@ -8,10 +8,13 @@
 
 #include "flexpipe/Dialect/FlexPipe/Transforms/Utils.h"
 
+#include "flexpipe/Plugin.h"
 #include "flexpipe/Scheduling/CostModelYAML.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallPtrSet.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <numeric>
@@ -66,14 +69,69 @@ FailureOr<sched::PipelineSpec> flexpipe::readPipelineSpec(PipelineOp pipeline) {
     spec.modules.push_back(std::move(m));
   }
 
+  // Registered stages and instructions, by name.
+  llvm::StringMap<int32_t> stageIndex, instIndex;
+  for (auto stage : pipeline.getBody().getOps<StageOp>()) {
+    stageIndex[stage.getSymName()] =
+        static_cast<int32_t>(spec.registeredStages.size());
+    spec.registeredStages.push_back(
+        {stage.getSymName().str(),
+         std::vector<int64_t>(stage.getActorIds().begin(),
+                              stage.getActorIds().end())});
+  }
+  auto normalize = [](ModalityOp module, int64_t index) -> int64_t {
+    llvm::Expected<sched::ModulePlacement> placed = module.computePlacement();
+    if (!placed) {
+      llvm::consumeError(placed.takeError());
+      return index;
+    }
+    return index < 0 ? index + placed->stagesPerDirection : index;
+  };
+  for (auto inst : pipeline.getBody().getOps<InstructionOp>()) {
+    sched::InstructionSpec in;
+    in.name = inst.getSymName().str();
+    in.runtime = inst.getKind() == RegisteredKind::AllGather
+                     ? sched::InstRuntime::AllGather
+                 : inst.getKind() == RegisteredKind::Gather
+                     ? sched::InstRuntime::Gather
+                     : sched::InstRuntime::Exec;
+    in.async = inst.getAsync();
+    in.prev = static_cast<int64_t>(inst.getPrev());
+    in.next = static_cast<int64_t>(inst.getNext());
+    in.unit = static_cast<int64_t>(inst.getUnit());
+    if (ModalityOp module = SymbolTable::lookupNearestSymbolFrom<ModalityOp>(
+            inst, inst.getStageAttr())) {
+      in.module = indexOf(inst.getStageAttr());
+      in.stage = normalize(module, static_cast<int64_t>(*inst.getStageIndex()));
+    } else {
+      in.registeredStage = stageIndex.lookup(inst.getStageAttr().getValue());
+    }
+    instIndex[inst.getSymName()] =
+        static_cast<int32_t>(spec.instructions.size());
+    spec.instructions.push_back(std::move(in));
+  }
+  plugin::Registry &plugins = plugin::Registry::global();
+  auto unknown = [&](Operation &op, StringRef kind, StringRef name) {
+    InFlightDiagnostic diag = op.emitOpError()
+                              << "uses " << kind << " \"" << name
+                              << "\", which no loaded plugin registers; load "
+                                 "the plugin that defines it with "
+                                 "--load-plugin";
+    std::vector<std::string> known = plugins.names(kind.str());
+    if (!known.empty())
+      diag << " (registered " << kind << "s: " << llvm::join(known, ", ")
+           << ")";
+    return failure();
+  };
+
   for (Operation &op : pipeline.getBody().front()) {
-    if (isa<StageOp, InstructionOp>(op))
-      return op.emitOpError()
-             << "is not scheduled yet: the scheduler handles modules, shared "
-                "stages, priorities, in-flight limits and dependencies between "
-                "built-in instructions; registered stages and instructions "
-                "come with plugin support";
-    if (auto share = dyn_cast<ShareOp>(op)) {
+    if (auto check = dyn_cast<CheckOp>(op)) {
+      const sched::CheckFunction *function =
+          plugins.check(check.getName().str());
+      if (!function)
+        return unknown(op, "check", check.getName());
+      spec.checks.push_back(*function);
+    } else if (auto share = dyn_cast<ShareOp>(op)) {
       int32_t m = indexOf(share.getModuleAttr());
       llvm::Expected<sched::ModulePlacement> placed =
           modules[m].computePlacement();
@@ -91,9 +149,10 @@ FailureOr<sched::PipelineSpec> flexpipe::readPipelineSpec(PipelineOp pipeline) {
       if (std::optional<ArrayRef<int64_t>> actors = priority.getActorIds())
         p.actors.assign(actors->begin(), actors->end());
       if (CttpAttr cttp = priority.getCttpAttr()) {
-        p.cttp = cttp.getKind() == CttpKind::BwdFirst   ? sched::Cttp::BwdFirst
-                 : cttp.getKind() == CttpKind::FwdFirst ? sched::Cttp::FwdFirst
-                                                        : sched::Cttp::Interleaved;
+        p.cttp = cttp.getKind() == CttpKind::BwdFirst ? sched::Cttp::BwdFirst
+                 : cttp.getKind() == CttpKind::FwdFirst
+                     ? sched::Cttp::FwdFirst
+                     : sched::Cttp::Interleaved;
         p.fwdUnit = cttp.getFwdUnit();
         p.bwdUnit = cttp.getBwdUnit();
       }
@@ -101,6 +160,13 @@ FailureOr<sched::PipelineSpec> flexpipe::readPipelineSpec(PipelineOp pipeline) {
         p.fwd = toStagePriority(fstp);
       if (StpAttr bstp = priority.getBstpAttr())
         p.bwd = toStagePriority(bstp);
+      if (std::optional<StringRef> custom = priority.getCustom()) {
+        const sched::PriorityFunction *function =
+            plugins.priority(custom->str());
+        if (!function)
+          return unknown(op, "priority", *custom);
+        p.custom = *function;
+      }
       spec.priorities.push_back(std::move(p));
     } else if (auto inflight = dyn_cast<InflightOp>(op)) {
       sched::InflightSpec in;
@@ -112,7 +178,8 @@ FailureOr<sched::PipelineSpec> flexpipe::readPipelineSpec(PipelineOp pipeline) {
                      : sched::InflightScope::PerActor;
       int64_t numActors = spec.actors, numStages = pipeline.getNumStages();
       if (in.module >= 0) {
-        numActors = static_cast<int64_t>(modules[in.module].getActorIds().size());
+        numActors =
+            static_cast<int64_t>(modules[in.module].getActorIds().size());
         llvm::Expected<sched::ModulePlacement> placed =
             modules[in.module].computePlacement();
         if (!placed)
@@ -126,29 +193,40 @@ FailureOr<sched::PipelineSpec> flexpipe::readPipelineSpec(PipelineOp pipeline) {
       in.limits.assign(limits->begin(), limits->end());
       spec.inflight.push_back(std::move(in));
     } else if (auto dep = dyn_cast<DependencyOp>(op)) {
-      std::optional<sched::CompKind> src = builtinKind(dep.getSrcInst());
-      std::optional<sched::CompKind> dst = builtinKind(dep.getDstInst());
-      ModalityOp srcModule = SymbolTable::lookupNearestSymbolFrom<ModalityOp>(
-          dep, dep.getSrcStageAttr());
-      ModalityOp dstModule = SymbolTable::lookupNearestSymbolFrom<ModalityOp>(
-          dep, dep.getDstStageAttr());
-      if (!src || !dst || !srcModule || !dstModule)
-        return dep.emitOpError()
-               << "is not scheduled yet: dependencies between registered "
-                  "instructions or stages come with plugin support";
-      auto normalize = [](ModalityOp module, int64_t index) -> int64_t {
-        llvm::Expected<sched::ModulePlacement> placed = module.computePlacement();
-        if (!placed) {
-          llvm::consumeError(placed.takeError());
-          return index;
+      sched::DependencySpec d{sched::CompKind::Fwd, -1, 0,
+                              sched::CompKind::Fwd, -1, 0};
+      // Each end: a built-in computation on a module stage, or a registered
+      // instruction (named with the stage it is attached to).
+      for (bool source : {true, false}) {
+        StringRef inst = source ? dep.getSrcInst() : dep.getDstInst();
+        FlatSymbolRefAttr stage =
+            source ? dep.getSrcStageAttr() : dep.getDstStageAttr();
+        std::optional<uint64_t> index =
+            source ? dep.getSrcIndex() : dep.getDstIndex();
+        std::optional<sched::CompKind> kind = builtinKind(inst);
+        ModalityOp module =
+            SymbolTable::lookupNearestSymbolFrom<ModalityOp>(dep, stage);
+        if (kind && !module)
+          return dep.emitOpError()
+                 << "runs " << inst << " on registered stage " << stage
+                 << ", which holds no layers and so no computations; "
+                    "built-in instructions need a module stage";
+        if (kind) {
+          (source ? d.srcKind : d.dstKind) = *kind;
+          (source ? d.srcModule : d.dstModule) = indexOf(stage);
+          (source ? d.srcStage : d.dstStage) =
+              normalize(module, static_cast<int64_t>(*index));
+        } else {
+          (source ? d.srcInst : d.dstInst) = instIndex.lookup(inst);
         }
-        return index < 0 ? index + placed->stagesPerDirection : index;
-      };
-      spec.dependencies.push_back(
-          {*src, indexOf(dep.getSrcStageAttr()),
-           normalize(srcModule, static_cast<int64_t>(*dep.getSrcIndex())), *dst,
-           indexOf(dep.getDstStageAttr()),
-           normalize(dstModule, static_cast<int64_t>(*dep.getDstIndex()))});
+      }
+      if (d.srcInst >= 0 && d.dstInst >= 0)
+        return dep.emitOpError()
+               << "connects two registered instructions; the scheduler "
+                  "orders a registered instruction against computations "
+                  "(its sources and dependents), so connect each to a "
+                  "computation";
+      spec.dependencies.push_back(d);
     }
   }
   return spec;
@@ -246,6 +324,11 @@ ScheduleProgram flexpipe::readSchedule(ScheduleOp schedule) {
           .Case([&](ExecOp o) {
             entry.kind = sched::OpKind::Exec;
             entry.token = tokenOf(o.getToken());
+            std::string name = o.getInstruction().str();
+            auto it = llvm::find(p.instructions, name);
+            entry.inst = static_cast<int32_t>(it - p.instructions.begin());
+            if (it == p.instructions.end())
+              p.instructions.push_back(std::move(name));
           })
           .Case([&](WaitOp o) {
             entry.kind = sched::OpKind::Wait;
@@ -258,10 +341,15 @@ ScheduleProgram flexpipe::readSchedule(ScheduleOp schedule) {
   return result;
 }
 
-Operation *flexpipe::createInstruction(OpBuilder &b, Location loc,
-                                       const sched::ProgOp &op,
-                                       const sched::Program &program) {
+static Operation *createInstructionOp(OpBuilder &b, Location loc,
+                                      const sched::ProgOp &op,
+                                      const sched::Program &program,
+                                      llvm::DenseMap<int32_t, Value> *tokens) {
   const uint64_t stage = op.stage, mb = op.mb, peer = op.peer;
+  // Asynchronous collectives and registered instructions return a token
+  // when the program gives them one and the caller tracks tokens.
+  Type token =
+      tokens && op.token >= 0 ? TokenType::get(b.getContext()) : Type();
   switch (op.kind) {
   case sched::OpKind::Fwd:
     return FwdOp::create(b, loc, stage, mb);
@@ -282,20 +370,38 @@ Operation *flexpipe::createInstruction(OpBuilder &b, Location loc,
   case sched::OpKind::AllGather: {
     const auto &group = program.groups[op.group];
     return AllGatherOp::create(
-        b, loc, Type(), stage, mb,
+        b, loc, token, stage, mb,
         SmallVector<int64_t>(group.begin(), group.end()));
   }
   case sched::OpKind::Gather: {
     const auto &group = program.groups[op.group];
-    return GatherOp::create(b, loc, Type(), stage, mb,
+    return GatherOp::create(b, loc, token, stage, mb,
                             SmallVector<int64_t>(group.begin(), group.end()),
                             peer);
   }
   case sched::OpKind::Exec:
+    if (op.inst < 0 ||
+        op.inst >= static_cast<int32_t>(program.instructions.size()))
+      return nullptr;
+    return ExecOp::create(b, loc, token, program.instructions[op.inst], stage,
+                          mb);
   case sched::OpKind::Wait:
-    break;
+    if (!tokens || !tokens->count(op.token))
+      return nullptr;
+    return WaitOp::create(b, loc, tokens->lookup(op.token));
   }
   return nullptr;
+}
+
+Operation *flexpipe::createInstruction(OpBuilder &b, Location loc,
+                                       const sched::ProgOp &op,
+                                       const sched::Program &program,
+                                       llvm::DenseMap<int32_t, Value> *tokens) {
+  Operation *created = createInstructionOp(b, loc, op, program, tokens);
+  if (created && tokens && op.token >= 0 && op.kind != sched::OpKind::Wait &&
+      created->getNumResults() == 1)
+    (*tokens)[op.token] = created->getResult(0);
+  return created;
 }
 
 void flexpipe::rewriteSchedule(ScheduleOp schedule, const ScheduleProgram &read,
@@ -330,8 +436,7 @@ bool flexpipe::shouldOptimize(ScheduleOp schedule, StringRef optimization,
                               bool requestedOnly) {
   if (!requestedOnly)
     return true;
-  auto requested =
-      schedule->getAttrOfType<DictionaryAttr>("flexpipe.optimize");
+  auto requested = schedule->getAttrOfType<DictionaryAttr>("flexpipe.optimize");
   return requested && requested.contains(optimization);
 }
 
@@ -371,8 +476,8 @@ flexpipe::resolveCosts(Operation *at, const sched::Program &program,
     std::vector<int64_t> devices(program.numActors);
     std::iota(devices.begin(), devices.end(), 0);
     error = sched::modelCosts(program, model, cluster,
-                              profileFile.empty() ? nullptr : &profile,
-                              devices, costs);
+                              profileFile.empty() ? nullptr : &profile, devices,
+                              costs);
   } else if (!profileFile.empty()) {
     error = sched::profileCosts(program, profile, costs);
   } else {

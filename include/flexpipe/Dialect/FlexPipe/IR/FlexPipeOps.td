@@ -30,7 +30,7 @@ def FlexPipe_PipelineOp : FlexPipe_Op<"pipeline", [
     micro-batches per iteration, and a body that says how the model is cut
     and placed and which priorities order the work. The body holds only
     spec-level ops (`flexpipe.module`, `share`, `stage`, `instruction`,
-    `dependency`, `priority`, `inflight`).
+    `dependency`, `check`, `priority`, `inflight`, `optimize`).
 
     Every actor must hold at least one stage. Stages get global ids in
     declaration order: each module's stages (all directions), then each
@@ -199,11 +199,24 @@ def FlexPipe_InstructionOp : FlexPipe_Op<"instruction", [
     - `unit(u)`: how many instances are scheduled at a time.
 
     `attrs {...}` are passed unchanged to the runtime operation (for example
-    the ranks of a communication group). `kind` says what the runtime does.
-    The names `fwd`, `bwd`, `igrad` and `wgrad` are reserved.
+    the ranks of a communication group). `kind` says what the runtime does:
+    - `compute`: every actor of the stage runs its own instance (a
+      `flexpipe.exec`, bound to a user operation at run time);
+    - `all_gather` / `gather` (to the stage's first actor): a collective among
+      the actors of a registered stage (at least two). By default it blocks:
+      each member joins as soon as it is free (before any other work) and
+      waits for the others. With `async` each member posts it and goes on;
+      it completes after the last member posted, and the instructions that
+      depend on it wait for that (`%t = flexpipe.all_gather ... :
+      !flexpipe.token` and a `flexpipe.wait %t` before the first of them).
+
+    An instruction's sources and dependents are given by
+    `flexpipe.dependency`; its instances cover the micro-batches of its
+    sources. The names `fwd`, `bwd`, `igrad` and `wgrad` are reserved.
 
     ```mlir
     flexpipe.instruction @sync_gather kind(all_gather) on(@sync) prev(2) next(2)
+    flexpipe.instruction @sync_states kind(all_gather) on(@sync) async
     ```
   }];
   let arguments = (ins
@@ -214,6 +227,7 @@ def FlexPipe_InstructionOp : FlexPipe_Op<"instruction", [
     DefaultValuedAttr<I64Attr, "1">:$prev,
     DefaultValuedAttr<I64Attr, "1">:$next,
     DefaultValuedAttr<I64Attr, "1">:$unit,
+    UnitAttr:$async,
     OptionalAttr<DictionaryAttr>:$runtime_attrs
   );
   let assemblyFormat = [{
@@ -222,6 +236,7 @@ def FlexPipe_InstructionOp : FlexPipe_Op<"instruction", [
     (`prev` `(` $prev^ `)`)?
     (`next` `(` $next^ `)`)?
     (`unit` `(` $unit^ `)`)?
+    (`async` $async^)?
     (`attrs` $runtime_attrs^)?
     attr-dict
   }];
@@ -259,6 +274,24 @@ def FlexPipe_DependencyOp : FlexPipe_Op<"dependency", [
   let hasVerifier = 1;
 }
 
+def FlexPipe_CheckOp : FlexPipe_Op<"check", [HasParent<"PipelineOp">]> {
+  let summary = "consult a plugin check function when scheduling";
+  let description = [{
+    The scheduler asks the check function a plugin registered under `name`
+    (`register_new_checkfunc`, loaded with `--load-plugin`) about every item
+    it considers fetching; the item is skipped for this step when the
+    function returns false. Several checks must all agree. The name is
+    resolved when the spec is scheduled: an unknown one is an error that
+    lists the registered checks.
+
+    ```mlir
+    flexpipe.check "no_wgrad_while_bwd_ready"
+    ```
+  }];
+  let arguments = (ins StrAttr:$name);
+  let assemblyFormat = "$name attr-dict";
+}
+
 def FlexPipe_PriorityOp : FlexPipe_Op<"priority", [HasParent<"PipelineOp">]> {
   let summary = "the two scheduling priorities";
   let description = [{
@@ -270,11 +303,17 @@ def FlexPipe_PriorityOp : FlexPipe_Op<"priority", [HasParent<"PipelineOp">]> {
     `set_stp_for_actor`). At least one of the three must be given, and no two
     priority ops may set the same field for the same scope.
 
+    `custom("name")` instead gives the scope's actors a priority a plugin
+    registered (`register_new_priority`, loaded with `--load-plugin`): a step
+    function that picks each next item among the ready ones
+    (docs/Plugins.md). It replaces cttp, fstp and bstp, so it stands alone.
+
     ```mlir
     flexpipe.priority cttp<bwd_first> fstp<breadth_first> bstp<breadth_first>
     flexpipe.priority @image cttp<interleaved> fstp<breadth_first, 4>
         bstp<depth_first, 4>
     flexpipe.priority actors [3] cttp<fwd_first>
+    flexpipe.priority @text custom("one_f_one_b")
     ```
   }];
   let arguments = (ins
@@ -282,11 +321,13 @@ def FlexPipe_PriorityOp : FlexPipe_Op<"priority", [HasParent<"PipelineOp">]> {
     OptionalAttr<DenseI64ArrayAttr>:$actor_ids,
     OptionalAttr<FlexPipe_CttpAttr>:$cttp,
     OptionalAttr<FlexPipe_StpAttr>:$fstp,
-    OptionalAttr<FlexPipe_StpAttr>:$bstp
+    OptionalAttr<FlexPipe_StpAttr>:$bstp,
+    OptionalAttr<StrAttr>:$custom
   );
   let assemblyFormat = [{
     ($module^)? (`actors` $actor_ids^)?
-    (`cttp` `` $cttp^)? (`fstp` `` $fstp^)? (`bstp` `` $bstp^)? attr-dict
+    (`cttp` `` $cttp^)? (`fstp` `` $fstp^)? (`bstp` `` $bstp^)?
+    (`custom` `(` $custom^ `)`)? attr-dict
   }];
   let hasVerifier = 1;
 }
@@ -307,17 +348,23 @@ def FlexPipe_InflightOp : FlexPipe_Op<"inflight", [HasParent<"PipelineOp">]> {
     micro-batches of the scope (a `global` map has no dimension). Every limit
     must be at least 1. With `@module` the scope is that module.
 
+    `rule("name")` asks an in-flight rule a plugin registered
+    (`config_inflight_micros` with a callable, loaded with `--load-plugin`)
+    for each index of the scope, with the same sizes as the affine map; it
+    is evaluated when the spec is scheduled.
+
     ```mlir
     // 1F1B's warm-up: actor a holds at most pp - a micro-batches.
     flexpipe.inflight per_actor affine_map<(a)[pp, s, m] -> (pp - a)>
     flexpipe.inflight @image per_stage [4, 3, 2, 1]
     flexpipe.inflight global 8
+    flexpipe.inflight per_stage rule("twice_the_stages_after")
     ```
   }];
   let arguments = (ins
     OptionalAttr<FlatSymbolRefAttr>:$module,
     FlexPipe_InflightScopeAttr:$scope,
-    AnyAttrOf<[I64Attr, DenseI64ArrayAttr, AffineMapAttr]>:$limit
+    AnyAttrOf<[I64Attr, DenseI64ArrayAttr, AffineMapAttr, StrAttr]>:$limit
   );
   let assemblyFormat = [{
     ($module^)? custom<EnumKeyword>($scope) custom<InflightLimit>($limit)

@@ -21,6 +21,7 @@
 #include "flexpipe/Scheduling/Simulator.h"
 
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseMap.h"
 
 #include <vector>
 
@@ -39,10 +40,13 @@ ScheduleProgram readSchedule(ScheduleOp schedule);
 
 /// Creates one instruction op for `op` at the builder's insertion point
 /// (tokens are not supported: the created op is blocking).
-mlir::Operation *createInstruction(mlir::OpBuilder &builder,
-                                   mlir::Location loc,
-                                   const sched::ProgOp &op,
-                                   const sched::Program &program);
+/// With `tokens`, ops the program gives a token produce a !flexpipe.token
+/// (recorded there) and waits use it; without, they are created blocking
+/// and waits are skipped (nullptr).
+mlir::Operation *
+createInstruction(mlir::OpBuilder &builder, mlir::Location loc,
+                  const sched::ProgOp &op, const sched::Program &program,
+                  llvm::DenseMap<int32_t, mlir::Value> *tokens = nullptr);
 
 /// Rebuilds each actor's body in the order of `program`: entries read from
 /// an op of the same kind move that op, others are created; ops no entry
