@@ -36,11 +36,15 @@ MODELS = [  # (config, big tower, its layers, text layers, paper's speedup)
     ("clip-9.7b", "image", 32, 40, 1.18),
 ]
 ACTORS, DP, MICROBATCHES = 10, 4, 32
+# Extra warm-up forwards the text tower may run ahead (its activations are
+# small): every schedule gets its best.
+SLACK = [0, 2, 8, 32]
 BEGIN, END = "<!-- clip-study:begin -->", "<!-- clip-study:end -->"
 
 
-def spec(big, big_layers, text_layers, split, mixed, sync_async, k):
-    """One two-tower spec: `split` actors for the big tower."""
+def spec(big, big_layers, text_layers, split, mixed, sync_async, k, slack=0):
+    """One two-tower spec: `split` actors for the big tower; the text tower
+    may run `slack` micro-batches further ahead than 1F1B allows."""
     text_actors = ACTORS - split
     big_ids = ", ".join(str(a) for a in range(split))
     text_ids = ", ".join(str(a) for a in range(split, ACTORS))
@@ -65,7 +69,7 @@ def spec(big, big_layers, text_layers, split, mixed, sync_async, k):
         lines.append(f"  flexpipe.priority @{big} cttp<bwd_first> fstp<breadth_first> bstp<breadth_first>")
         lines.append(f"  flexpipe.inflight @{big} per_actor affine_map<(a)[pp, s, m] -> (pp - a + {k - 1})>")
     lines.append("  flexpipe.priority @text cttp<bwd_first> fstp<breadth_first> bstp<breadth_first>")
-    lines.append(f"  flexpipe.inflight @text per_actor affine_map<(a)[pp, s, m] -> (pp - a + {k - 1})>")
+    lines.append(f"  flexpipe.inflight @text per_actor affine_map<(a)[pp, s, m] -> (pp - a + {k - 1 + slack})>")
     lines.append("}")
     return "\n".join(lines) + "\n"
 
@@ -92,18 +96,20 @@ def simulate(build, tmp, text, config, cluster):
 
 def best(build, tmp, config, big, bl, tl, cluster, mixed, sync_async, ks):
     found = None
-    for split in range(2, ACTORS - 1):
+    for split in range(2, ACTORS):
         if mixed and bl < 2 * split:
             continue
         if split > bl or ACTORS - split > tl:
             continue
         for k in ks:
-            result, error = simulate(build, tmp, spec(big, bl, tl, split, mixed, sync_async, k),
-                                     config, cluster)
-            if result is None or result[2]:
-                continue
-            if found is None or result[0] < found[0]:
-                found = (result[0], result[1], split, k)
+            for slack in SLACK:
+                result, error = simulate(
+                    build, tmp, spec(big, bl, tl, split, mixed, sync_async, k, slack),
+                    config, cluster)
+                if result is None or result[2]:
+                    continue
+                if found is None or result[0] < found[0]:
+                    found = (result[0], result[1], split, k, slack)
     return found
 
 
@@ -144,7 +150,9 @@ def main():
              "from its spec and timed by the simulator with the cost model; each gets its",
              "best split of the 10 actors (big tower / text tower). DistMM-Pipe-style:",
              "both towers 1F1B, a blocking all-gather every k micro-batches with k - 1",
-             "more warm-up forwards (best k of 1, 2, 4). FlexPipe: interleaved 1F1B for",
+             "more warm-up forwards (best k of 1, 2, 4). Every schedule may also let",
+             "the text tower run 0, 2, 8 or 32 more forwards ahead (+n in the table;",
+             "its activations are small), and keeps its best. FlexPipe: interleaved 1F1B for",
              "the big tower, 1F1B for the text tower, an asynchronous all-gather after",
              "every last-stage forward. The data-parallel all-reduce, equal for all, is",
              "left out.", "",
@@ -154,24 +162,27 @@ def main():
         cells = []
         for name in ("DistMM-Pipe", "1F1B+async", "mixed+block", "FlexPipe"):
             r = v[name]
-            extra = f", k {r[3]}" if name == "DistMM-Pipe" else ""
+            extra = (f", k {r[3]}" if name == "DistMM-Pipe" else "") + f", +{r[4]}"
             cells.append(f"{r[0]:.1f} ms ({r[2]}/{ACTORS - r[2]}{extra})")
         speedup = v["DistMM-Pipe"][0] / v["FlexPipe"][0]
         lines.append(f"| {config} ({big} + text) | " + " | ".join(cells)
                      + f" | {speedup:.2f}x | {paper:.2f}x |")
-    lines += ["", "Iteration time per replica (split big/text actors). The "
+    lines += ["", "Iteration time per replica (split big/text actors, k, +text warm-up). The "
               "ablation columns separate the two changes: the asynchronous "
               "sync alone, and the mixed schedules alone.", "",
               "**Where this falls short of the paper.** In the simulator the "
               "all-gather of output states costs only its transfer (tens of "
-              "microseconds), so a blocking sync costs what an asynchronous one "
-              "costs, and DistMM-Pipe's grouping (k > 1) never wins: the "
-              "paper's measured synchronisation overhead (about 17% in "
-              "DistMM-Pipe) is not in the cost model. The mixed schedule "
-              "gains less than interleaved 1F1B gains alone on the big tower "
-              "(about 9% on clip-4.7b's audio tower by itself): with the sync, "
-              "the text tower's in-flight limit and the big tower's backward "
-              "order gate each other, which is still being investigated.", END]
+              "microseconds), so a blocking sync costs about what an "
+              "asynchronous one costs, and DistMM-Pipe's grouping (k > 1) never "
+              "wins: the synchronisation overhead the paper measured in "
+              "DistMM-Pipe (about 17%) is not in the cost model, so the gain "
+              "here is the mixed schedule's alone. That gain needs the text "
+              "tower to run ahead (+n): without it, the big tower's last actor "
+              "waits for the text tower in bursts of one interleaving round, "
+              "and the mixed schedule is no faster than DistMM-Pipe. Even so "
+              "it stays about 5 ms (clip-4.7b) above the big tower's "
+              "interleaved 1F1B alone (142.1 ms against 156.4 ms for its 1F1B "
+              "on the same 8 actors).", END]
     section = "\n".join(lines) + "\n"
     print()
     print(section)
