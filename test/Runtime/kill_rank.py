@@ -6,6 +6,7 @@ Usage: kill_rank.py RUN_DIR ACTOR
 """
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -22,7 +23,11 @@ def main():
     deadline = time.time() + 20
     while victim is None and time.time() < deadline:
         time.sleep(0.5)
-        found = subprocess.run(["pgrep", "-f", f"^[^ ]*/rank{actor} --iterations"],
+        # This run's rank only: other runs (parallel test suites) may have
+        # a rank of the same number.
+        pattern = "^" + re.escape(os.path.realpath(run_dir)) + \
+            f"/rank{actor} --iterations"
+        found = subprocess.run(["pgrep", "-f", pattern],
                                capture_output=True, text=True).stdout.split()
         victim = int(found[0]) if found else None
     if victim is None:
