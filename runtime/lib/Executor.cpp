@@ -57,9 +57,11 @@ struct Event {
 
 /// Stages `a` and `b` are the two copies of one stage of a bidirectional
 /// pipeline on two actors. (The two directions' vocabulary-parallel stages
-/// put their copies on the same actors; the device sums those.)
+/// put their copies on the same actors; the device sums those.) The towers
+/// of a two-tower model are different models.
 bool areCopies(const ScheduleDesc::Stage &a, const ScheduleDesc::Stage &b) {
-  return !a.shared() && !b.shared() && a.actor != b.actor &&
+  return !a.shared() && !b.shared() && !a.sync && !b.sync &&
+         a.tower == b.tower && a.actor != b.actor &&
          a.firstBlock == b.firstBlock && a.blocks == b.blocks &&
          a.first == b.first && a.last == b.last && a.finalNorm == b.finalNorm;
 }
@@ -167,8 +169,19 @@ struct flexpipe_rt {
   /// and its use).
   std::map<int64_t, std::function<void()>> tokens;
   int64_t nextToken = 0;
-  /// Per vocabulary-parallel head on this actor: its group (Comm::openGroups).
-  std::map<int, int> groupOf;
+  /// Per all-gather stage on this actor (a vocabulary-parallel head, the sync
+  /// stage of a two-tower model): its group (Comm::openGroups), the number of
+  /// members, the stage whose statistics it exchanges and combines (the head
+  /// itself; this actor's tower's last stage), and whether this member counts
+  /// the loss.
+  struct Gather {
+    int group = -1, members = 0, stage = -1;
+    bool countLoss = false;
+  };
+  std::map<int, Gather> gathers;
+  /// (stage, micro-batch) forwarded but not yet combined with its group's
+  /// all-gather: its backward cannot run yet.
+  std::set<Key> awaitingGather;
 
   // Profile: per stage and kind (fwd, bwd, igrad, wgrad) total seconds and
   // count, over iterations after the first.
@@ -225,8 +238,11 @@ struct flexpipe_rt {
                   1);
     return *it->second;
   }
-  size_t messageSize() const {
-    return static_cast<size_t>(desc.model.tokens() * desc.model.hidden);
+  /// The floats of an activation or gradient between stage `s` and its
+  /// neighbours (one tower or the GPT).
+  size_t messageSize(int s) const {
+    const GptConfig &config = desc.config(s);
+    return static_cast<size_t>(config.tokens() * config.hidden);
   }
   int senderStage(int stage, int peer, bool gradient) {
     for (int s : gradient ? succs[stage] : preds[stage])
@@ -241,10 +257,15 @@ struct flexpipe_rt {
   int rankOf(int64_t peer) const {
     return replica * desc.actors + static_cast<int>(peer);
   }
-  Batch batch(int64_t mb) const {
+  /// Stage `s`'s data for micro-batch `mb`: the GPT's, or its tower's.
+  Batch batch(int64_t s, int64_t mb) const {
     // Replica r trains on micro-batches [r m, (r + 1) m) of the iteration.
-    return makeBatch(desc.model, iteration,
-                     static_cast<int64_t>(replica) * desc.microbatches + mb);
+    const int64_t index =
+        static_cast<int64_t>(replica) * desc.microbatches + mb;
+    const int tower = desc.stage[s].tower;
+    return tower >= 0
+               ? makeTowerBatch(desc.towers[tower], tower, iteration, index)
+               : makeBatch(desc.model, iteration, index);
   }
   /// Off while a full backward times its two halves as one instruction.
   bool recording = true;
@@ -371,10 +392,16 @@ int flexpipe::rt::runRank(int argc, char **argv, const char *description,
     comm.abort("this backend does not run vocabulary-parallel stages (a "
                "shared token embedding or LM head); use the CPU backend",
                1);
+  if (d.twoTower() && !device.twoTower())
+    comm.abort("this backend does not run the two-tower model (towers "
+               "joined by a contrastive loss); use the CPU backend",
+               1);
   // All-gathers are matched by micro-batch (the tag) within their group.
-  if (vocabParallel && d.microbatches > kExchangeTag)
-    comm.abort("vocabulary parallelism allows at most " +
-                   std::to_string(kExchangeTag) + " micro-batches",
+  if ((vocabParallel || d.twoTower()) && d.microbatches > kExchangeTag)
+    comm.abort(std::string(vocabParallel ? "vocabulary parallelism"
+                                         : "a two-tower model") +
+                   " allows at most " + std::to_string(kExchangeTag) +
+                   " micro-batches",
                1);
   for (int s = 0; s < d.stages; ++s) {
     const ScheduleDesc::Stage &stage = d.stage[s];
@@ -390,17 +417,34 @@ int flexpipe::rt::runRank(int argc, char **argv, const char *description,
                      std::to_string(stage.actors.size()) + " actors",
                  1);
   }
-  // One group per vocabulary-parallel head and replica, opened by every rank
-  // in stage order.
+  // One group per all-gather stage and replica, opened by every rank in
+  // stage order: a vocabulary-parallel head's actors in vocabulary order, the
+  // sync stage's in tower order (tower 0's last actor first).
   for (int s = 0; s < d.stages; ++s) {
-    if (!d.stage[s].vocabHead())
+    const ScheduleDesc::Stage &stage = d.stage[s];
+    if (!stage.vocabHead() && !stage.sync)
       continue;
+    std::vector<int> members = stage.actors;
+    if (stage.sync)
+      members = {d.stage[d.towerLastStage(0)].actor,
+                 d.stage[d.towerLastStage(1)].actor};
     std::vector<std::vector<int>> groups(d.dp);
     for (int r = 0; r < d.dp; ++r)
-      for (int a : d.stage[s].actors)
+      for (int a : members)
         groups[r].push_back(r * d.actors + a);
-    if (const int group = comm.openGroups(groups); group >= 0)
-      rt.groupOf[s] = group;
+    const int group = comm.openGroups(groups);
+    if (group < 0)
+      continue;
+    flexpipe_rt::Gather &gather = rt.gathers[s];
+    gather.group = group;
+    gather.members = static_cast<int>(members.size());
+    // The first slice's actor, or tower 0's, counts the loss.
+    gather.countLoss = members.front() == rt.actor;
+    gather.stage = s;
+    if (stage.sync)
+      for (int t = 0; t < 2; ++t)
+        if (d.stage[d.towerLastStage(t)].actor == rt.actor)
+          gather.stage = d.towerLastStage(t);
   }
   rt.preds.assign(d.stages, {});
   rt.succs.assign(d.stages, {});
@@ -410,7 +454,7 @@ int flexpipe::rt::runRank(int argc, char **argv, const char *description,
   }
   for (int s = 0; s < d.stages; ++s) {
     const ScheduleDesc::Stage &stage = d.stage[s];
-    if (!rt.runs(s))
+    if (stage.sync || !rt.runs(s))
       continue;
     if (!stage.shared()) {
       rt.stages[s] = device.makeStage(stage);
@@ -451,7 +495,10 @@ int flexpipe::rt::runRank(int argc, char **argv, const char *description,
         pairs.push_back({std::min(a, b), std::max(a, b)});
     std::sort(pairs.begin(), pairs.end());
     pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
-    BufferPtr message = device.allocate(rt.messageSize());
+    size_t largest = 0;
+    for (int s = 0; s < d.stages; ++s)
+      largest = std::max(largest, rt.messageSize(s));
+    BufferPtr message = device.allocate(largest);
     Buffer &buffer = *message;
     constexpr int kRounds = 10;
     for (auto [a, b] : pairs) {
@@ -673,16 +720,27 @@ static void forward(flexpipe_rt *rt, int64_t s, int64_t mb) {
   BufferPtr in, out;
   if (!rt->preds[s].empty())
     in = takeParts(rt, rt->input, rt->preds[s], s, mb, "fwd");
-  // A vocabulary-parallel head counts its loss after its all-gather.
+  // A vocabulary-parallel head and a tower count their loss after the
+  // all-gather.
   const ScheduleDesc::Stage &stage = rt->desc.stage[s];
-  const bool countLoss = stage.last && !stage.shared() && rt->succs[s].empty();
+  const bool gathers = stage.vocabHead() || stage.towerLast();
+  const bool countLoss = stage.last && !gathers && rt->succs[s].empty();
   rt->timed(s, 0, [&] {
-    rt->stage(s).forward(mb, rt->batch(mb), std::move(in), out, countLoss);
+    rt->stage(s).forward(mb, rt->batch(s, mb), std::move(in), out, countLoss);
   });
+  if (gathers)
+    rt->awaitingGather.insert({static_cast<int>(s), static_cast<int>(mb)});
   deliver(rt, rt->succs[s], s, mb, std::move(out), rt->input, rt->output);
 }
 
 static void inputGradient(flexpipe_rt *rt, int64_t s, int64_t mb) {
+  if (rt->awaitingGather.count({static_cast<int>(s), static_cast<int>(mb)}))
+    rt->comm->abort("the backward of stage " + std::to_string(s) + " mb " +
+                        std::to_string(mb) +
+                        " runs before the all-gather of its loss has "
+                        "completed on actor " +
+                        std::to_string(rt->actor),
+                    1);
   BufferPtr dout, din;
   if (!rt->succs[s].empty())
     dout = takeParts(rt, rt->outputGrad, rt->succs[s], s, mb, "backward of");
@@ -751,43 +809,48 @@ static int64_t postRecv(flexpipe_rt *rt,
   const int sender =
       rt->senderStage(static_cast<int>(s), static_cast<int>(peer), gradient);
   flexpipe_rt::Parts &parts = into[{static_cast<int>(s), static_cast<int>(mb)}];
-  parts.push_back(
-      {static_cast<int>(peer), rt->device->allocate(rt->messageSize())});
+  parts.push_back({static_cast<int>(peer),
+                   rt->device->allocate(rt->messageSize(static_cast<int>(s)))});
   Buffer &buffer = *parts.back().second;
   return rt->comm->irecv(buffer.data(), buffer.size(), rt->rankOf(peer),
                          tag(gradient, sender));
 }
 
-/// Posts the all-gather of vocabulary-parallel head `s`'s statistics for
-/// micro-batch `mb` in its group; returns what completes it: the waits, then
-/// the loss and the softmax from every slice's statistics.
+/// Posts the all-gather of stage `s` for micro-batch `mb` in its group: a
+/// vocabulary-parallel head's softmax statistics, or, for the sync stage of
+/// a two-tower model, the embeddings of this actor's tower. Returns what
+/// completes it: the waits, then the loss and what the backward needs, from
+/// every member's part.
 static std::function<void()> postAllGather(flexpipe_rt *rt, int64_t s,
                                            int64_t mb) {
-  auto group = rt->groupOf.find(static_cast<int>(s));
-  if (group == rt->groupOf.end())
+  auto found = rt->gathers.find(static_cast<int>(s));
+  if (found == rt->gathers.end())
     rt->comm->abort("all_gather stage " + std::to_string(s) +
-                        ": the stage is not a vocabulary-parallel head on "
-                        "actor " +
+                        ": the stage is neither a vocabulary-parallel head nor "
+                        "the sync stage of a two-tower model on actor " +
                         std::to_string(rt->actor),
                     1);
-  DeviceStage &stage = rt->stage(s);
-  auto mine = std::make_shared<std::vector<double>>(stage.statistics(mb));
+  const flexpipe_rt::Gather gather = found->second;
+  auto mine = std::make_shared<std::vector<double>>(
+      rt->stage(gather.stage).statistics(mb));
   if (mine->empty())
-    rt->comm->abort("all_gather stage " + std::to_string(s) + " mb " +
-                        std::to_string(mb) + " comes before its fwd",
-                    1);
-  const ScheduleDesc::Stage &desc = rt->desc.stage[s];
+    rt->comm->abort(
+        "all_gather stage " + std::to_string(s) + " mb " + std::to_string(mb) +
+            " has nothing to exchange: the fwd of stage " +
+            std::to_string(gather.stage) + " mb " + std::to_string(mb) +
+            " has not run on this actor, or its all-gather ran "
+            "already",
+        1);
   auto all =
-      std::make_shared<std::vector<double>>(mine->size() * desc.actors.size());
+      std::make_shared<std::vector<double>>(mine->size() * gather.members);
   std::vector<int64_t> handles =
-      rt->comm->iallGather(group->second, mine->data(), mine->size(),
+      rt->comm->iallGather(gather.group, mine->data(), mine->size(),
                            all->data(), static_cast<int>(mb));
-  // The first slice's actor counts the loss, once per replica.
-  const bool countLoss = desc.part(rt->actor) == 0;
-  return [rt, s, mb, mine, all, handles, countLoss] {
+  return [rt, gather, mb, mine, all, handles] {
     for (int64_t handle : handles)
       rt->comm->wait(handle);
-    rt->stage(s).combine(mb, *all, countLoss);
+    rt->stage(gather.stage).combine(mb, *all, gather.countLoss);
+    rt->awaitingGather.erase({gather.stage, static_cast<int>(mb)});
   };
 }
 

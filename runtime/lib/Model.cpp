@@ -173,18 +173,19 @@ public:
   Embedding(const GptConfig &c, VocabSlice slice)
       : config(c), slice(slice), withPosition(slice.part == 0) {
     // The slice's rows of the whole table, drawn as the whole is drawn.
+    const std::string name = c.prefix + "embedding.token";
     Tensor whole(c.vocab * c.hidden);
-    initNormal(whole, c.seed, "embedding.token", 0.02f);
-    token =
-        makeParameter(slice.whole(c.vocab)
-                          ? "embedding.token"
-                          : sliceName("embedding.token", slice.begin, slice.end,
-                                      0, c.hidden, c.vocab, c.hidden),
-                      slice.size() * c.hidden);
+    initNormal(whole, c.seed, name, 0.02f);
+    token = makeParameter(slice.whole(c.vocab)
+                              ? name
+                              : sliceName(name, slice.begin, slice.end, 0,
+                                          c.hidden, c.vocab, c.hidden),
+                          slice.size() * c.hidden);
     std::copy(whole.begin() + slice.begin * c.hidden,
               whole.begin() + slice.end * c.hidden, token.value.begin());
     if (withPosition) {
-      position = makeParameter("embedding.position", c.seq * c.hidden);
+      position =
+          makeParameter(c.prefix + "embedding.position", c.seq * c.hidden);
       initNormal(position.value, c.seed, position.name, 0.02f);
     }
   }
@@ -253,7 +254,7 @@ class Block final : public Layer {
 public:
   Block(const GptConfig &c, int64_t index) : config(c) {
     const int64_t h = c.hidden;
-    const std::string p = "block" + std::to_string(index) + ".";
+    const std::string p = c.prefix + "block" + std::to_string(index) + ".";
     ln1g = makeParameter(p + "ln1.gain", h);
     ln1b = makeParameter(p + "ln1.bias", h);
     wqkv = makeParameter(p + "attn.qkv.weight", h * 3 * h);
@@ -437,8 +438,8 @@ private:
 class FinalNorm final : public Layer {
 public:
   explicit FinalNorm(const GptConfig &c)
-      : config(c), gain(makeParameter("head.ln.gain", c.hidden)),
-        bias(makeParameter("head.ln.bias", c.hidden)) {
+      : config(c), gain(makeParameter(c.prefix + "head.ln.gain", c.hidden)),
+        bias(makeParameter(c.prefix + "head.ln.bias", c.hidden)) {
     std::fill(gain.value.begin(), gain.value.end(), 1.0f);
   }
   float forward(int64_t mb, const Batch &, const Tensor &in,
@@ -516,6 +517,80 @@ private:
   VocabHead head;
 };
 
+/// The end of a tower: final LayerNorm, mean over each sequence, projection.
+class TowerHead final : public Layer {
+public:
+  explicit TowerHead(const GptConfig &c)
+      : config(c), norm(c),
+        projection(
+            makeParameter(c.prefix + "head.projection", c.hidden * c.embed)) {
+    initNormal(projection.value, c.seed, projection.name, 0.02f);
+  }
+  float forward(int64_t mb, const Batch &batch, const Tensor &in,
+                Tensor &out) override {
+    const int64_t b = config.microBatch, seq = config.seq, h = config.hidden;
+    Tensor normed;
+    norm.forward(mb, batch, in, normed);
+    State &s = states[mb];
+    s.pooled.assign(b * h, 0.0f);
+    for (int64_t i = 0; i < b; ++i)
+      for (int64_t c = 0; c < h; ++c) {
+        double sum = 0;
+        for (int64_t j = 0; j < seq; ++j)
+          sum += normed[(i * seq + j) * h + c];
+        s.pooled[i * h + c] = static_cast<float>(sum / seq);
+      }
+    out.resize(b * config.embed);
+    gemm(false, false, b, config.embed, h, s.pooled.data(),
+         projection.value.data(), 0.0f, out.data());
+    return 0;
+  }
+  void inputGrad(int64_t mb, const Tensor &dout, Tensor &din,
+                 float lossScale) override {
+    const int64_t b = config.microBatch, seq = config.seq, h = config.hidden;
+    State &s = states.at(mb);
+    s.dout = dout;
+    Tensor dpooled(b * h, 0.0f);
+    gemm(false, true, b, h, config.embed, s.dout.data(),
+         projection.value.data(), 0.0f, dpooled.data());
+    // The mean hands each token 1/seq of its sequence's gradient.
+    Tensor dnormed(config.tokens() * h);
+    for (int64_t i = 0; i < b; ++i)
+      for (int64_t j = 0; j < seq; ++j)
+        for (int64_t c = 0; c < h; ++c)
+          dnormed[(i * seq + j) * h + c] =
+              dpooled[i * h + c] / static_cast<float>(seq);
+    norm.inputGrad(mb, dnormed, din, lossScale);
+  }
+  void weightGrad(int64_t mb) override {
+    State &s = states.at(mb);
+    gemm(true, false, config.hidden, config.embed, config.microBatch,
+         s.pooled.data(), s.dout.data(), 1.0f, projection.grad.data());
+    norm.weightGrad(mb);
+    states.erase(mb);
+  }
+  std::vector<Parameter *> parameters() override {
+    std::vector<Parameter *> all = norm.parameters();
+    all.push_back(&projection);
+    return all;
+  }
+  size_t cachedBytes() const override {
+    size_t floats = 0;
+    for (const auto &[mb, s] : states)
+      floats += s.pooled.size() + s.dout.size();
+    return norm.cachedBytes() + floats * sizeof(float);
+  }
+
+private:
+  struct State {
+    Tensor pooled, dout;
+  };
+  GptConfig config;
+  FinalNorm norm;
+  Parameter projection;
+  std::map<int64_t, State> states;
+};
+
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -543,6 +618,37 @@ Batch flexpipe::rt::makeBatch(const GptConfig &config, int64_t iteration,
       batch.tokens[b * config.seq + i] = token;
       token = next[token];
       batch.targets[b * config.seq + i] = token;
+    }
+  }
+  return batch;
+}
+
+Batch flexpipe::rt::makeTowerBatch(const GptConfig &config, int tower,
+                                   int64_t iteration, int64_t microbatch) {
+  // The micro-batch's classes: distinct (a prefix of a shuffle of all
+  // classes), so that each sample matches only its own pair; they depend on
+  // the micro-batch alone, so both towers agree.
+  std::vector<int64_t> classes(kPairClasses);
+  std::iota(classes.begin(), classes.end(), 0);
+  uint64_t state = config.seed ^ 0xc1a55ULL ^
+                   (static_cast<uint64_t>(iteration) << 40) ^
+                   (static_cast<uint64_t>(microbatch) << 20);
+  for (int64_t i = kPairClasses - 1; i > 0; --i)
+    std::swap(classes[i], classes[splitmix(state) % (i + 1)]);
+  // The noise differs per tower.
+  uint64_t noise = state ^ (static_cast<uint64_t>(tower + 1) << 60);
+  Batch batch;
+  batch.tokens.resize(config.tokens());
+  for (int64_t b = 0; b < config.microBatch; ++b) {
+    const uint64_t cls = static_cast<uint64_t>(classes[b % kPairClasses]);
+    for (int64_t i = 0; i < config.seq; ++i) {
+      uint64_t p = config.seed ^ 0x70e4ULL ^
+                   (static_cast<uint64_t>(tower) << 48) ^ (cls << 24) ^
+                   static_cast<uint64_t>(i);
+      const uint64_t prototype = splitmix(p) % config.vocab;
+      const uint64_t r = splitmix(noise);
+      batch.tokens[b * config.seq + i] = static_cast<int32_t>(
+          r % 4 == 0 ? (r >> 8) % config.vocab : prototype);
     }
   }
   return batch;
@@ -580,17 +686,101 @@ std::unique_ptr<Layer> flexpipe::rt::makeFinalNorm(const GptConfig &config) {
 std::unique_ptr<Layer> flexpipe::rt::makeHead(const GptConfig &config) {
   return std::make_unique<Head>(config);
 }
+std::unique_ptr<Layer> flexpipe::rt::makeTowerHead(const GptConfig &config) {
+  return std::make_unique<TowerHead>(config);
+}
+
+float flexpipe::rt::contrastiveLoss(const Tensor &a, const Tensor &b,
+                                    int64_t batch, int64_t dim, Tensor &da,
+                                    Tensor &db) {
+  assert(a.size() == static_cast<size_t>(batch * dim) && b.size() == a.size() &&
+         "batch x dim embeddings");
+  const int64_t n = batch, d = dim;
+  // Unit rows and their norms.
+  auto normalise = [&](const Tensor &x, std::vector<double> &unit,
+                       std::vector<double> &norm) {
+    unit.resize(n * d);
+    norm.resize(n);
+    for (int64_t i = 0; i < n; ++i) {
+      double sq = 0;
+      for (int64_t c = 0; c < d; ++c)
+        sq += static_cast<double>(x[i * d + c]) * x[i * d + c];
+      norm[i] = std::max(std::sqrt(sq), 1e-12);
+      for (int64_t c = 0; c < d; ++c)
+        unit[i * d + c] = x[i * d + c] / norm[i];
+    }
+  };
+  std::vector<double> ua, ub, na, nb;
+  normalise(a, ua, na);
+  normalise(b, ub, nb);
+  std::vector<double> logits(n * n);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double dotij = 0;
+      for (int64_t c = 0; c < d; ++c)
+        dotij += ua[i * d + c] * ub[j * d + c];
+      logits[i * n + j] = kContrastiveScale * dotij;
+    }
+  // Softmax along rows (a's samples against every b) and along columns;
+  // g = dloss/dlogits = ((rows - I) + (columns - I)) / 2n.
+  std::vector<double> g(n * n, 0.0);
+  double loss = 0;
+  for (int transposed = 0; transposed < 2; ++transposed)
+    for (int64_t i = 0; i < n; ++i) {
+      auto at = [&](int64_t k) -> int64_t {
+        return transposed ? k * n + i : i * n + k;
+      };
+      double maxLogit = logits[at(0)];
+      for (int64_t k = 1; k < n; ++k)
+        maxLogit = std::max(maxLogit, logits[at(k)]);
+      double sum = 0;
+      for (int64_t k = 0; k < n; ++k)
+        sum += std::exp(logits[at(k)] - maxLogit);
+      loss += std::log(sum) + maxLogit - logits[at(i)];
+      for (int64_t k = 0; k < n; ++k)
+        g[at(k)] +=
+            (std::exp(logits[at(k)] - maxLogit) / sum - (k == i ? 1.0 : 0.0)) /
+            (2.0 * n);
+    }
+  loss /= 2.0 * n;
+  // Through the logits to the unit rows, then through the normalisation:
+  // d(x / |x|) = (du - u (u . du)) / |x|.
+  auto backward =
+      [&](const std::vector<double> &unit, const std::vector<double> &norm,
+          const std::vector<double> &other, bool transposed, Tensor &dx) {
+        dx.assign(n * d, 0.0f);
+        std::vector<double> du(d);
+        for (int64_t i = 0; i < n; ++i) {
+          std::fill(du.begin(), du.end(), 0.0);
+          for (int64_t k = 0; k < n; ++k) {
+            const double gik = transposed ? g[k * n + i] : g[i * n + k];
+            for (int64_t c = 0; c < d; ++c)
+              du[c] += kContrastiveScale * gik * other[k * d + c];
+          }
+          double along = 0;
+          for (int64_t c = 0; c < d; ++c)
+            along += unit[i * d + c] * du[c];
+          for (int64_t c = 0; c < d; ++c)
+            dx[i * d + c] =
+                static_cast<float>((du[c] - unit[i * d + c] * along) / norm[i]);
+        }
+      };
+  backward(ua, na, ub, false, da);
+  backward(ub, nb, ua, true, db);
+  return static_cast<float>(loss);
+}
 
 VocabHead::VocabHead(const GptConfig &c, VocabSlice slice)
     : config(c), slice(slice) {
   // The slice's columns of the whole hidden x vocab matrix.
+  const std::string name = c.prefix + "head.weight";
   Tensor whole(c.hidden * c.vocab);
-  initNormal(whole, c.seed, "head.weight", 0.02f);
-  weight = makeParameter(
-      slice.whole(c.vocab) ? "head.weight"
-                           : sliceName("head.weight", 0, c.hidden, slice.begin,
-                                       slice.end, c.hidden, c.vocab),
-      c.hidden * slice.size());
+  initNormal(whole, c.seed, name, 0.02f);
+  weight = makeParameter(slice.whole(c.vocab)
+                             ? name
+                             : sliceName(name, 0, c.hidden, slice.begin,
+                                         slice.end, c.hidden, c.vocab),
+                         c.hidden * slice.size());
   for (int64_t r = 0; r < c.hidden; ++r)
     std::copy_n(whole.data() + r * c.vocab + slice.begin, slice.size(),
                 weight.value.data() + r * slice.size());
@@ -691,7 +881,8 @@ Stage::Stage(const GptConfig &config, int64_t firstBlock, int64_t numBlocks,
   if (finalNorm)
     layers.push_back(makeFinalNorm(config));
   if (head)
-    layers.push_back(makeHead(config));
+    layers.push_back(config.embed > 0 ? makeTowerHead(config)
+                                      : makeHead(config));
 }
 
 float Stage::forward(int64_t mb, const Batch &batch, const Tensor &in,

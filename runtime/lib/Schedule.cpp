@@ -9,10 +9,110 @@
 #include "flexpipe/Runtime/Schedule.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <sstream>
 
 using namespace flexpipe::rt;
+
+namespace {
+
+/// Reads `key=value` items into `config` (the model line's and a tower
+/// line's); returns an error or "".
+std::string readSizes(std::istringstream &words, GptConfig &config,
+                      bool tower) {
+  std::string item;
+  while (words >> item) {
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos)
+      return "expected key=value, got '" + item + "'";
+    const std::string k = item.substr(0, eq), text = item.substr(eq + 1);
+    char *end = nullptr;
+    const long long v = std::strtoll(text.c_str(), &end, 10);
+    if (text.empty() || *end != '\0')
+      return "expected an integer in '" + item + "'";
+    if (k == "vocab")
+      config.vocab = v;
+    else if (k == "seq")
+      config.seq = v;
+    else if (k == "hidden")
+      config.hidden = v;
+    else if (k == "heads")
+      config.heads = v;
+    else if (k == "layers")
+      config.layers = v;
+    else if (k == "microbatch" && !tower)
+      config.microBatch = v;
+    else if (k == "seed" && !tower)
+      config.seed = static_cast<uint64_t>(v);
+    else if (k == "embed" && !tower)
+      config.embed = v;
+    else
+      return std::string("unknown ") + (tower ? "tower" : "model") + " key '" +
+             k + "'";
+  }
+  words.clear(std::ios::eofbit);
+  return {};
+}
+
+/// The checks of a two-tower description that no single line shows.
+std::string checkTowers(ScheduleDesc &desc) {
+  if (desc.towers.size() != 2)
+    return "a two-tower model needs exactly two 'tower' lines, got " +
+           std::to_string(desc.towers.size());
+  if (desc.model.embed < 1)
+    return "a two-tower model needs 'embed=N' (N >= 1) on its model line";
+  for (GptConfig &tower : desc.towers) {
+    const std::string name = tower.prefix.substr(0, tower.prefix.size() - 1);
+    if (tower.vocab < 1 || tower.seq < 1 || tower.hidden < 1 ||
+        tower.heads < 1 || tower.layers < 1 || tower.hidden % tower.heads)
+      return "tower " + name +
+             " needs positive sizes and hidden a multiple of heads";
+    tower.microBatch = desc.model.microBatch;
+    tower.seed = desc.model.seed;
+    tower.embed = desc.model.embed;
+  }
+  int syncs = 0;
+  std::vector<int> firsts(2), lasts(2);
+  for (int s = 0; s < desc.stages; ++s) {
+    const ScheduleDesc::Stage &stage = desc.stage[s];
+    if (stage.sync) {
+      ++syncs;
+      continue;
+    }
+    if (stage.tower < 0 || stage.tower > 1)
+      return "stage " + std::to_string(s) +
+             " belongs to no tower ('tower 0' or 'tower 1')";
+    if (stage.shared())
+      return "stage " + std::to_string(s) +
+             " is shared; a two-tower model has no shared stages";
+    firsts[stage.tower] += stage.first;
+    lasts[stage.tower] += stage.last;
+  }
+  if (syncs != 1)
+    return "a two-tower model needs one sync stage, got " +
+           std::to_string(syncs);
+  for (int t = 0; t < 2; ++t)
+    if (firsts[t] != 1 || lasts[t] != 1)
+      return "tower " + std::to_string(t) +
+             " needs exactly one first and one last stage";
+  std::vector<int> ends = {desc.stage[desc.towerLastStage(0)].actor,
+                           desc.stage[desc.towerLastStage(1)].actor};
+  std::sort(ends.begin(), ends.end());
+  const int sync = desc.syncStage();
+  if (desc.stage[sync].actors != ends || ends[0] == ends[1])
+    return "sync stage " + std::to_string(sync) +
+           " must list the two different actors of the towers' last stages";
+  for (auto [from, to] : desc.edges)
+    if (from < 0 || from >= desc.stages || to < 0 || to >= desc.stages ||
+        desc.stage[from].sync || desc.stage[to].sync ||
+        desc.stage[from].tower != desc.stage[to].tower)
+      return "edge " + std::to_string(from) + " " + std::to_string(to) +
+             " leaves its tower";
+  return {};
+}
+
+} // namespace
 
 std::string flexpipe::rt::parseSchedule(const std::string &text,
                                         ScheduleDesc &desc) {
@@ -50,30 +150,19 @@ std::string flexpipe::rt::parseSchedule(const std::string &text,
     } else if (key == "dp") {
       words >> desc.dp;
     } else if (key == "model") {
-      std::string item;
-      while (words >> item) {
-        const size_t eq = item.find('=');
-        if (eq == std::string::npos)
-          return fail("expected key=value, got '" + item + "'");
-        const std::string k = item.substr(0, eq);
-        const int64_t v = std::stoll(item.substr(eq + 1));
-        if (k == "vocab")
-          desc.model.vocab = v;
-        else if (k == "seq")
-          desc.model.seq = v;
-        else if (k == "hidden")
-          desc.model.hidden = v;
-        else if (k == "heads")
-          desc.model.heads = v;
-        else if (k == "layers")
-          desc.model.layers = v;
-        else if (k == "microbatch")
-          desc.model.microBatch = v;
-        else if (k == "seed")
-          desc.model.seed = static_cast<uint64_t>(v);
-        else
-          return fail("unknown model key '" + k + "'");
-      }
+      if (std::string error = readSizes(words, desc.model, false);
+          !error.empty())
+        return fail(error);
+    } else if (key == "tower") {
+      std::string name;
+      if (!(words >> name))
+        return fail("expected 'tower NAME vocab=V seq=S hidden=H heads=N "
+                    "layers=L'");
+      GptConfig tower;
+      tower.prefix = name + ".";
+      if (std::string error = readSizes(words, tower, true); !error.empty())
+        return fail(error);
+      desc.towers.push_back(tower);
     } else if (key == "stage") {
       int id;
       ScheduleDesc::Stage s;
@@ -84,28 +173,53 @@ std::string flexpipe::rt::parseSchedule(const std::string &text,
       if (!words || actorWord != "actor" || blocksWord != "blocks" ||
           flagsWord != "first_last")
         return fail("expected 'stage ID actor A blocks FIRST COUNT first_last "
-                    "F L [shared A0 A1 ...]'");
+                    "F L [shared A0 A1 ...] [tower T] [sync A0 A1]'");
       if (id < 0 || id >= static_cast<int>(desc.stage.size()))
         return fail("stage " + std::to_string(id) + " out of range");
       s.first = first;
       s.last = last;
-      std::string sharedWord;
-      if (words >> sharedWord) {
-        if (sharedWord != "shared")
-          return fail("expected 'shared' after the flags, got '" + sharedWord +
-                      "'");
-        for (int a; words >> a;)
-          s.actors.push_back(a);
-        if (!words.eof() || s.actors.size() < 2 ||
-            !std::is_sorted(s.actors.begin(), s.actors.end()) ||
-            s.actors.front() != s.actor)
-          return fail("a shared stage lists at least two actors, sorted, the "
+      // Clauses after the flags: 'shared A0 A1 ...', 'tower T', 'sync A0 A1'.
+      std::vector<std::string> rest;
+      for (std::string word; words >> word;)
+        rest.push_back(word);
+      words.clear(std::ios::eofbit);
+      auto isNumber = [](const std::string &w) {
+        return !w.empty() &&
+               w.find_first_not_of("0123456789") == std::string::npos;
+      };
+      bool tower = false;
+      for (size_t i = 0; i < rest.size();) {
+        const std::string clause = rest[i++];
+        std::vector<int> numbers;
+        for (; i < rest.size() && isNumber(rest[i]); ++i)
+          numbers.push_back(std::stoi(rest[i]));
+        if ((clause == "shared" || clause == "sync") && s.actors.empty() &&
+            numbers.size() >= 2 &&
+            std::is_sorted(numbers.begin(), numbers.end()) &&
+            std::adjacent_find(numbers.begin(), numbers.end()) ==
+                numbers.end() &&
+            numbers.front() == s.actor) {
+          s.actors = numbers;
+          s.sync = clause == "sync";
+        } else if (clause == "shared" || clause == "sync") {
+          return fail("a " + clause +
+                      " stage lists at least two actors once, sorted, the "
                       "first its 'actor'");
-        words.clear();
-      } else {
-        s.actors = {s.actor};
-        words.clear(std::ios::eofbit);
+        } else if (clause == "tower" && !tower && numbers.size() == 1) {
+          s.tower = numbers.front();
+          tower = true;
+        } else {
+          return fail("expected 'shared A0 A1 ...', 'tower T' or 'sync A0 A1' "
+                      "after the flags, got '" +
+                      clause + "'");
+        }
       }
+      if (s.actors.empty())
+        s.actors = {s.actor};
+      if (s.sync &&
+          (s.blocks != 0 || s.first || s.last || tower || s.actors.size() != 2))
+        return fail("a sync stage holds no blocks, is neither first nor last, "
+                    "belongs to no tower and lists two actors");
       desc.stage[id] = s;
     } else if (key == "edge") {
       int from, to;
@@ -121,6 +235,16 @@ std::string flexpipe::rt::parseSchedule(const std::string &text,
   }
   if (!header)
     return "the schedule description is empty";
+  if (!desc.towers.empty()) {
+    if (std::string error = checkTowers(desc); !error.empty())
+      return "schedule description: " + error;
+  } else {
+    for (int s = 0; s < desc.stages; ++s)
+      if (desc.stage[s].tower >= 0 || desc.stage[s].sync)
+        return "schedule description: stage " + std::to_string(s) +
+               " names a tower or is a sync stage, but the model has no "
+               "'tower' lines";
+  }
   // The final LayerNorm is not part of a vocabulary-parallel head: the stage
   // that feeds the head holds it.
   for (auto [from, to] : desc.edges)
@@ -128,6 +252,20 @@ std::string flexpipe::rt::parseSchedule(const std::string &text,
         desc.stage[to].vocabHead())
       desc.stage[from].finalNorm = true;
   return {};
+}
+
+int ScheduleDesc::syncStage() const {
+  for (int s = 0; s < stages; ++s)
+    if (stage[s].sync)
+      return s;
+  return -1;
+}
+
+int ScheduleDesc::towerLastStage(int tower) const {
+  for (int s = 0; s < stages; ++s)
+    if (stage[s].tower == tower && stage[s].last)
+      return s;
+  return -1;
 }
 
 int ScheduleDesc::Stage::part(int a) const {

@@ -8,8 +8,9 @@
 //
 // Trains the same model on the same data as a compiled pipeline, in one
 // process and without pipelining: every micro-batch of every replica through
-// the whole model, one Adam step per iteration. Pipelined runs must match its
-// losses and final weights.
+// the whole model (both towers and the contrastive loss of a two-tower
+// model), one Adam step per iteration. Pipelined runs must match its losses
+// and final weights.
 //
 // Usage: flexpipe-reference SCHEDULE.txt [--iterations N] [--lr X]
 //                           [--losses FILE] [--weights FILE]
@@ -26,6 +27,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 using namespace flexpipe::rt;
 
@@ -73,7 +75,17 @@ int main(int argc, char **argv) {
     }
   }
   openblas_set_num_threads(1);
-  Stage model(desc.model, 0, desc.model.layers, true, true);
+  // The GPT, or the two towers, each whole.
+  std::vector<Stage> models;
+  if (desc.twoTower())
+    for (const GptConfig &tower : desc.towers)
+      models.emplace_back(tower, 0, tower.layers, true, true);
+  else
+    models.emplace_back(desc.model, 0, desc.model.layers, true, true);
+  std::vector<Parameter *> parameters;
+  for (Stage &model : models)
+    for (Parameter *p : model.parameters())
+      parameters.push_back(p);
   Adam adam;
   adam.lr = lr;
   const int64_t total = static_cast<int64_t>(desc.microbatches) * desc.dp;
@@ -83,10 +95,27 @@ int main(int argc, char **argv) {
     double loss = 0;
     for (int64_t mb = 0; mb < total; ++mb) {
       Tensor out, din;
-      loss += model.forward(mb, makeBatch(desc.model, it, mb), {}, out);
-      model.backward(mb, {}, din, scale);
+      if (!desc.twoTower()) {
+        loss += models[0].forward(mb, makeBatch(desc.model, it, mb), {}, out);
+        models[0].backward(mb, {}, din, scale);
+        continue;
+      }
+      // Both towers' embeddings, the contrastive loss, and each tower's
+      // backward from the gradient of its embeddings.
+      Tensor embeddings[2], grads[2];
+      for (int t = 0; t < 2; ++t)
+        models[t].forward(mb, makeTowerBatch(desc.towers[t], t, it, mb), {},
+                          embeddings[t]);
+      const GptConfig &tower = desc.towers[0];
+      loss += contrastiveLoss(embeddings[0], embeddings[1], tower.microBatch,
+                              tower.embed, grads[0], grads[1]);
+      for (int t = 0; t < 2; ++t) {
+        for (float &g : grads[t])
+          g *= scale;
+        models[t].backward(mb, grads[t], din, scale);
+      }
     }
-    adam.apply(model.parameters());
+    adam.apply(parameters);
     std::printf("iteration %lld: loss %.6f\n", static_cast<long long>(it),
                 loss * scale);
     if (losses)
@@ -101,7 +130,7 @@ int main(int argc, char **argv) {
                    weightsPath.c_str());
       return 1;
     }
-    for (Parameter *p : model.parameters()) {
+    for (Parameter *p : parameters) {
       std::fprintf(f, "%s %zu", p->name.c_str(), p->value.size());
       for (float x : p->value)
         std::fprintf(f, " %.9g", x);

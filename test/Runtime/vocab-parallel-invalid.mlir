@@ -88,7 +88,7 @@ flexpipe.schedule @gather_elsewhere actors(2) stages(2) microbatches(1) edges [0
   flexpipe.actor 0 {
     flexpipe.fwd stage 0 mb 0
     flexpipe.send_act stage 0 mb 0 to 1
-    // expected-error @+1 {{'flexpipe.all_gather' op cannot be lowered: stage 0 is not a vocabulary-parallel LM head (a shared stage with 0 layers and last), the only all-gather the runtime runs}}
+    // expected-error @+1 {{'flexpipe.all_gather' op cannot be lowered: stage 0 is neither a vocabulary-parallel LM head (a shared stage with 0 layers and last) nor the sync stage of a two-tower model (0 layers, neither first nor last, a module of its own), whose all-gathers the runtime runs}}
     flexpipe.all_gather stage 0 mb 0 group [0, 1]
   }
   flexpipe.actor 1 {
@@ -126,7 +126,7 @@ flexpipe.schedule @gather actors(2) stages(1) microbatches(1)
     stage_info [#flexpipe.stage_info<"gpt", 8, first, last>] {
   flexpipe.actor 0 {
     flexpipe.fwd stage 0 mb 0
-    // expected-error @+1 {{'flexpipe.gather' op cannot be lowered yet: the runtime runs computations, point-to-point transfers and the all-gathers of vocabulary-parallel heads}}
+    // expected-error @+1 {{'flexpipe.gather' op cannot be lowered yet: the runtime runs computations, point-to-point transfers and the all-gathers of vocabulary-parallel heads and of two-tower sync stages}}
     flexpipe.gather stage 0 mb 0 group [0, 1] root 0
   }
   flexpipe.actor 1 {

@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "flexpipe/Runtime/Model.h"
+#include "flexpipe/Runtime/Schedule.h"
 
 #include <catch2/catch.hpp>
 
@@ -337,4 +338,248 @@ TEST_CASE("data is deterministic and learnable", "[model]") {
   // Every target is the next input token within a sequence.
   for (int64_t i = 0; i + 1 < c.seq; ++i)
     CHECK(a.targets[i] == a.tokens[i + 1]);
+}
+
+namespace {
+
+/// A tower of the two-tower model, small.
+GptConfig smallTower(const std::string &name, int64_t hidden) {
+  GptConfig c = small();
+  c.hidden = hidden;
+  c.microBatch = 3;
+  c.embed = 6;
+  c.prefix = name + ".";
+  return c;
+}
+
+} // namespace
+
+TEST_CASE("a tower head's input and weight gradients", "[model][tower]") {
+  const GptConfig c = smallTower("image", 8);
+  Batch batch = makeTowerBatch(c, 0, 0, 0);
+  Tensor x = randomTensor(c.tokens() * c.hidden, 9),
+         r = randomTensor(c.microBatch * c.embed, 10);
+  std::unique_ptr<Layer> head = makeTowerHead(c);
+  Tensor y, dx;
+  head->forward(0, batch, x, y);
+  REQUIRE(y.size() == static_cast<size_t>(c.microBatch * c.embed));
+  head->inputGrad(0, r, dx, 1.0f);
+  head->weightGrad(0);
+  CHECK(head->cachedBytes() == 0);
+  std::unique_ptr<Layer> probe = makeTowerHead(c);
+  int64_t mb = 100;
+  auto objective = [&] {
+    Tensor out;
+    probe->forward(mb++, batch, x, out);
+    return dot(out, r);
+  };
+  checkGradient("dx", x, dx, objective);
+  std::vector<Parameter *> ours = head->parameters(),
+                           theirs = probe->parameters();
+  REQUIRE(ours.size() == 3);
+  CHECK(ours[0]->name == "image.head.ln.gain");
+  CHECK(ours[2]->name == "image.head.projection");
+  for (size_t p = 0; p < ours.size(); ++p)
+    checkGradient(ours[p]->name, theirs[p]->value, ours[p]->grad, objective);
+}
+
+TEST_CASE("the contrastive loss and its gradients", "[model][tower]") {
+  const int64_t batch = 4, dim = 5;
+  Tensor a = randomTensor(batch * dim, 11), b = randomTensor(batch * dim, 12);
+  Tensor da, db;
+  const float loss = contrastiveLoss(a, b, batch, dim, da, db);
+  // Symmetric: swapping the towers swaps the gradients.
+  Tensor da2, db2;
+  CHECK(contrastiveLoss(b, a, batch, dim, db2, da2) ==
+        Approx(loss).epsilon(1e-6));
+  for (size_t i = 0; i < da.size(); ++i) {
+    REQUIRE(da[i] == Approx(da2[i]).margin(1e-7));
+    REQUIRE(db[i] == Approx(db2[i]).margin(1e-7));
+  }
+  auto objective = [&] {
+    Tensor ga, gb;
+    return static_cast<double>(contrastiveLoss(a, b, batch, dim, ga, gb));
+  };
+  checkGradient("da", a, da, objective, 24, 1e-3f);
+  checkGradient("db", b, db, objective, 24, 1e-3f);
+  // Only the directions matter: scaling a row changes nothing.
+  Tensor scaled = a;
+  for (int64_t c = 0; c < dim; ++c)
+    scaled[c] *= 3.0f;
+  Tensor unused1, unused2;
+  CHECK(contrastiveLoss(scaled, b, batch, dim, unused1, unused2) ==
+        Approx(loss).epsilon(1e-5));
+  // Matched pairs that point the same way, apart from the others: the loss
+  // is small; all alike: ln batch.
+  Tensor same(batch * dim, 0.0f), alike(batch * dim, 1.0f);
+  for (int64_t i = 0; i < batch; ++i)
+    same[i * dim + i] = 1.0f;
+  CHECK(contrastiveLoss(same, same, batch, dim, unused1, unused2) < 1e-3);
+  CHECK(contrastiveLoss(alike, alike, batch, dim, unused1, unused2) ==
+        Approx(std::log(4.0)).epsilon(1e-6));
+}
+
+TEST_CASE("two towers' last stages and the contrastive loss",
+          "[model][tower]") {
+  // Two towers of different widths, each a last stage (blocks and tower
+  // head) fed with hidden states; every input and parameter gradient of both
+  // against the loss, the backward starting from contrastiveLoss's gradients
+  // as the runtime's does.
+  const GptConfig ci = smallTower("image", 8), ct = smallTower("text", 12);
+  Stage image(ci, 0, 1, false, true), text(ct, 1, 2, false, true);
+  Stage probeImage(ci, 0, 1, false, true), probeText(ct, 1, 2, false, true);
+  const Batch bi = makeTowerBatch(ci, 0, 1, 2),
+              bt = makeTowerBatch(ct, 1, 1, 2);
+  Tensor xi = randomTensor(ci.tokens() * ci.hidden, 13),
+         xt = randomTensor(ct.tokens() * ct.hidden, 14);
+  Tensor ei, et, dei, det, dxi, dxt;
+  image.forward(0, bi, xi, ei);
+  text.forward(0, bt, xt, et);
+  const float loss = contrastiveLoss(ei, et, ci.microBatch, ci.embed, dei, det);
+  CHECK(loss > 0);
+  image.backward(0, dei, dxi, 1.0f);
+  text.backward(0, det, dxt, 1.0f);
+  CHECK(image.cachedBytes() == 0);
+  int64_t mb = 100;
+  auto objective = [&] {
+    Tensor oi, ot, gi, gt;
+    probeImage.forward(mb, bi, xi, oi);
+    probeText.forward(mb++, bt, xt, ot);
+    return static_cast<double>(
+        contrastiveLoss(oi, ot, ci.microBatch, ci.embed, gi, gt));
+  };
+  checkGradient("dx image", xi, dxi, objective, 24, 4e-3f);
+  checkGradient("dx text", xt, dxt, objective, 24, 4e-3f);
+  for (auto [ours, theirs] :
+       {std::pair{&image, &probeImage}, std::pair{&text, &probeText}}) {
+    std::vector<Parameter *> a = ours->parameters(), b = theirs->parameters();
+    REQUIRE(a.size() == b.size());
+    for (size_t p = 0; p < a.size(); ++p)
+      checkGradient(a[p]->name, b[p]->value, a[p]->grad, objective, 6, 4e-3f);
+  }
+}
+
+TEST_CASE("towers name their parameters apart", "[model][tower]") {
+  const GptConfig ci = smallTower("image", 8), ct = smallTower("text", 8);
+  Stage image(ci, 0, 1, true, true), text(ct, 0, 1, true, true);
+  std::vector<Parameter *> a = image.parameters(), b = text.parameters();
+  REQUIRE(a.size() == 2 + 12 + 3);
+  REQUIRE(a.size() == b.size());
+  CHECK(a[0]->name == "image.embedding.token");
+  CHECK(b[2]->name == "text.block0.ln1.gain");
+  // Same shapes, different draws.
+  CHECK(a[4]->name == "image.block0.attn.qkv.weight");
+  CHECK(a[4]->value != b[4]->value);
+  // The GPT keeps its names.
+  CHECK(Stage(small(), 0, 1, true, true).parameters()[0]->name ==
+        "embedding.token");
+}
+
+TEST_CASE("the towers' data is deterministic and paired", "[model][tower]") {
+  GptConfig ci = smallTower("image", 8), ct = smallTower("text", 8);
+  ci.vocab = ct.vocab = 1000; // equal prototype tokens unlikely
+  ci.seq = ct.seq = 16;
+  ci.microBatch = ct.microBatch = 2 * kPairClasses;
+  const Batch a = makeTowerBatch(ci, 0, 2, 1);
+  CHECK(a.tokens == makeTowerBatch(ci, 0, 2, 1).tokens);
+  CHECK(a.tokens != makeTowerBatch(ci, 0, 2, 2).tokens);
+  CHECK(a.tokens != makeTowerBatch(ci, 0, 3, 1).tokens);
+  const Batch t = makeTowerBatch(ct, 1, 2, 1);
+  CHECK(a.tokens != t.tokens);
+  for (int32_t token : t.tokens)
+    CHECK((token >= 0 && token < ct.vocab));
+  // Two samples of one class agree on about 9 of their 16 tokens in each
+  // tower (a token is noise with probability 1/4), samples of different
+  // classes only by chance (1 in 1000 per token).
+  // The classes of the first kPairClasses samples are distinct, and sample
+  // b + kPairClasses repeats sample b's: in both towers, exactly those pairs
+  // agree.
+  auto agree = [&](const Batch &batch, int64_t i, int64_t j) {
+    int64_t same = 0;
+    for (int64_t k = 0; k < ci.seq; ++k)
+      same += batch.tokens[i * ci.seq + k] == batch.tokens[j * ci.seq + k];
+    return same >= 2;
+  };
+  for (int64_t i = 0; i < ci.microBatch; ++i)
+    for (int64_t j = i + 1; j < ci.microBatch; ++j) {
+      INFO("samples " << i << " and " << j);
+      CHECK(agree(a, i, j) == (j == i + kPairClasses));
+      CHECK(agree(t, i, j) == (j == i + kPairClasses));
+    }
+}
+
+TEST_CASE("the schedule description of a GPT and of two towers",
+          "[model][tower]") {
+  const std::string gpt = "flexpipe-schedule 1\n"
+                          "actors 2\nstages 2\nmicrobatches 2\ndp 1\n"
+                          "model vocab=256 seq=32 hidden=64 heads=4 layers=8 "
+                          "microbatch=1 seed=1234\n"
+                          "stage 0 actor 0 blocks 0 4 first_last 1 0\n"
+                          "stage 1 actor 1 blocks 4 4 first_last 0 1\n"
+                          "edge 0 1\n";
+  ScheduleDesc d;
+  REQUIRE(parseSchedule(gpt, d) == "");
+  CHECK(!d.twoTower());
+  CHECK(d.stage[1].tower == -1);
+  CHECK(d.config(1).hidden == 64);
+  CHECK(d.config(1).prefix.empty());
+
+  const std::string header = "flexpipe-schedule 1\n"
+                             "actors 4\nstages 5\nmicrobatches 4\ndp 1\n"
+                             "model microbatch=4 seed=7 embed=32\n"
+                             "tower image vocab=64 seq=8 hidden=32 heads=2 "
+                             "layers=4\n"
+                             "tower text vocab=128 seq=12 hidden=48 heads=4 "
+                             "layers=2\n";
+  const std::string towers =
+      "stage 0 actor 0 blocks 0 2 first_last 1 0 tower 0\n"
+      "stage 1 actor 1 blocks 2 2 first_last 0 1 tower 0\n"
+      "stage 2 actor 2 blocks 0 1 first_last 1 0 tower 1\n"
+      "stage 3 actor 3 blocks 1 1 first_last 0 1 tower 1\n";
+  const std::string edges = "edge 0 1\nedge 2 3\n";
+  ScheduleDesc t;
+  REQUIRE(parseSchedule(header + towers +
+                            "stage 4 actor 1 blocks 0 0 first_last 0 0 "
+                            "sync 1 3\n" +
+                            edges,
+                        t) == "");
+  REQUIRE(t.twoTower());
+  CHECK(t.syncStage() == 4);
+  CHECK(t.stage[4].sync);
+  CHECK(!t.stage[4].shared());
+  CHECK(t.stage[4].actors == std::vector<int>{1, 3});
+  CHECK(t.towerLastStage(0) == 1);
+  CHECK(t.towerLastStage(1) == 3);
+  CHECK(t.stage[3].towerLast());
+  const GptConfig &text = t.config(3);
+  CHECK(text.prefix == "text.");
+  CHECK(text.hidden == 48);
+  CHECK(text.microBatch == 4);
+  CHECK(text.seed == 7);
+  CHECK(text.embed == 32);
+
+  // Towers that do not fit together.
+  auto problem = [&](const std::string &text) {
+    ScheduleDesc bad;
+    return parseSchedule(text, bad);
+  };
+  CHECK(problem(header + towers +
+                "stage 4 actor 0 blocks 0 0 first_last 0 0 sync 0 3\n" +
+                edges) ==
+        "schedule description: sync stage 4 must list the two different "
+        "actors of the towers' last stages");
+  CHECK(problem(header + towers +
+                "stage 4 actor 1 blocks 0 0 first_last 0 0 sync 1 3\n" +
+                "edge 1 2\n") ==
+        "schedule description: edge 1 2 leaves its tower");
+  CHECK(problem(header + towers + edges) ==
+        "schedule description: stage 4 belongs to no tower ('tower 0' or "
+        "'tower 1')");
+  CHECK(problem(header + towers +
+                "stage 4 actor 1 blocks 0 1 first_last 0 0 sync 1 3\n") ==
+        "schedule description line 13: a sync stage holds no blocks, is "
+        "neither first nor last, belongs to no tower and lists two actors");
+  CHECK(problem(gpt + "stage 1 actor 1 blocks 4 4 first_last 0 1 tower 0\n") ==
+        "schedule description: stage 1 names a tower or is a sync stage, but "
+        "the model has no 'tower' lines");
 }

@@ -18,6 +18,7 @@
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cctype>
 #include <set>
 #include <sstream>
 
@@ -39,12 +40,263 @@ uint64_t fnv1a(StringRef text, uint64_t h = 1469598103934665603ULL) {
   return h;
 }
 
+/// "[a, b, ...]".
+std::string listText(ArrayRef<int64_t> values) {
+  std::string text = "[";
+  for (auto [i, v] : llvm::enumerate(values))
+    text += (i ? ", " : "") + std::to_string(v);
+  return text + "]";
+}
+
+/// The description's header and its hash: covers the body and every actor's
+/// program.
+std::string withHash(ScheduleOp schedule, const std::string &body) {
+  std::string printed;
+  llvm::raw_string_ostream os(printed);
+  schedule->print(os, OpPrintingFlags().printGenericOpForm());
+  const uint64_t hash = fnv1a(printed, fnv1a(body)) >> 1;
+  return "flexpipe-schedule 1\nhash " + std::to_string(hash) + "\n" + body;
+}
+
+/// What describe() found out about a schedule before the model decides.
+struct Analysis {
+  ArrayAttr info;
+  llvm::SmallDenseSet<int64_t> shared;
+  /// Registered stages that join towers: 0 layers, neither first nor last,
+  /// not shared, and a module no computing stage belongs to.
+  SmallVector<int64_t> syncStages;
+  /// The modules of the other stages, in order of first appearance.
+  SmallVector<StringAttr> modules;
+  /// The actors that run each stage's computations, in ascending order.
+  std::vector<std::set<int64_t>> actorsOf;
+};
+
+StageInfoAttr stageInfo(const Analysis &a, int64_t s) {
+  return cast<StageInfoAttr>(a.info[s]);
+}
+
+/// The two-tower model (docs/Runtime.md): two modules, each one pipeline of
+/// stages from its first to its last, joined by the all-gather of one
+/// registered sync stage among the actors of the towers' last stages.
+FailureOr<std::string> describeTowers(ScheduleOp schedule, const Analysis &a,
+                                      const sched::ModelConfig *model,
+                                      int64_t dp, int64_t seed) {
+  const int64_t numStages = static_cast<int64_t>(schedule.getStages());
+  if (a.modules.size() != 2 || a.syncStages.size() != 1) {
+    InFlightDiagnostic diag = schedule.emitOpError() << "has modules";
+    for (auto [i, m] : llvm::enumerate(a.modules))
+      diag << (i ? ", '" : " '") << m.getValue() << "'";
+    diag << " and " << a.syncStages.size()
+         << " registered sync stage(s) (0 layers, neither first nor last, a "
+            "module of their own); the runtime runs one GPT module, or two "
+            "towers joined by one sync stage";
+    return diag;
+  }
+  const int64_t sync = a.syncStages.front();
+  if (!a.shared.empty())
+    return schedule.emitOpError()
+           << "shares stages between actors in a two-tower model; the "
+              "runtime's towers have no vocabulary-parallel stages";
+  if (!model)
+    return schedule.emitOpError()
+           << "is a two-tower model (modules '" << a.modules[0].getValue()
+           << "' and '" << a.modules[1].getValue()
+           << "'); give the lowering a model file with their sizes (--model)";
+  // Towers in the model file's order.
+  SmallVector<StringRef, 2> names;
+  for (const sched::ModuleModel &m : model->modules)
+    names.push_back(m.name);
+  if (names.size() != 2 || !llvm::all_of(a.modules, [&](StringAttr m) {
+        return llvm::is_contained(names, m.getValue());
+      }))
+    return schedule.emitOpError()
+           << "needs a model file with exactly its two towers, '"
+           << a.modules[0].getValue() << "' and '" << a.modules[1].getValue()
+           << "'";
+  for (const sched::ModuleModel &m : model->modules) {
+    if (m.vocab <= 0 || m.lmHead)
+      return schedule.emitOpError()
+             << "needs tower '" << m.name
+             << "' with a token vocabulary and no LM head in the model file "
+                "(vocab: V, lm_head: false): a tower embeds tokens and ends "
+                "in a projection";
+    if (llvm::any_of(m.name, [](char c) { return std::isspace(c); }))
+      return schedule.emitOpError()
+             << "has tower '" << m.name
+             << "', whose name the schedule description cannot carry; name "
+                "it without spaces";
+  }
+
+  // Each tower: one chain of stages along the edges, first to last.
+  std::vector<int64_t> towerOf(numStages, -1);
+  for (int64_t s = 0; s < numStages; ++s)
+    if (s != sync)
+      towerOf[s] = stageInfo(a, s).getModule().getValue() == names[0] ? 0 : 1;
+  std::vector<SmallVector<int64_t>> succs(numStages), preds(numStages);
+  for (auto [from, to] : schedule.getEdgeList()) {
+    if (from == sync || to == sync)
+      return schedule.emitOpError()
+             << "has an edge " << from << " -> " << to << " at sync stage "
+             << sync << ", which joins the towers through its all-gather only";
+    if (towerOf[from] != towerOf[to])
+      return schedule.emitOpError()
+             << "connects stage " << from << " of tower '"
+             << names[towerOf[from]] << "' to stage " << to << " of tower '"
+             << names[towerOf[to]]
+             << "'; the towers meet only at the sync stage's all-gather";
+    succs[from].push_back(to);
+    preds[to].push_back(from);
+  }
+  std::vector<int64_t> firstBlock(numStages, 0), lastOf(2, -1);
+  for (int64_t t = 0; t < 2; ++t) {
+    SmallVector<int64_t> firsts, lasts, members;
+    for (int64_t s = 0; s < numStages; ++s) {
+      if (towerOf[s] != t)
+        continue;
+      members.push_back(s);
+      if (stageInfo(a, s).getFirst())
+        firsts.push_back(s);
+      if (stageInfo(a, s).getLast())
+        lasts.push_back(s);
+    }
+    if (firsts.size() != 1 || lasts.size() != 1)
+      return schedule.emitOpError()
+             << "has " << firsts.size() << " first and " << lasts.size()
+             << " last stage(s) in tower '" << names[t]
+             << "'; the runtime runs each tower as one pipeline, with one "
+                "first and one last stage";
+    int64_t s = firsts.front(), layers = 0, length = 0;
+    for (;; s = succs[s].front()) {
+      ++length;
+      firstBlock[s] = layers;
+      layers += stageInfo(a, s).getLayers();
+      if (s == lasts.front() || succs[s].size() != 1 ||
+          preds[succs[s].front()].size() != 1)
+        break;
+    }
+    if (s != lasts.front() || !succs[s].empty() ||
+        length != static_cast<int64_t>(members.size()))
+      return schedule.emitOpError()
+             << "does not chain the stages of tower '" << names[t]
+             << "' from its first stage " << firsts.front()
+             << " to its last stage " << lasts.front()
+             << " along single edges; the runtime runs each tower as one "
+                "pipeline";
+    if (layers != model->modules[t].layers)
+      return schedule.emitOpError()
+             << "holds " << layers << " layers in tower '" << names[t]
+             << "' but the model file's has " << model->modules[t].layers;
+    lastOf[t] = lasts.front();
+    if (a.actorsOf[lastOf[t]].size() != 1)
+      return schedule.emitOpError()
+             << "runs the last stage " << lastOf[t] << " of tower '" << names[t]
+             << "' on " << a.actorsOf[lastOf[t]].size()
+             << " actors; the sync stage's all-gather needs it on one";
+  }
+  const int64_t lastActor0 = *a.actorsOf[lastOf[0]].begin(),
+                lastActor1 = *a.actorsOf[lastOf[1]].begin();
+  if (lastActor0 == lastActor1)
+    return schedule.emitOpError()
+           << "runs the last stages of both towers on actor " << lastActor0
+           << "; the sync stage's all-gather needs them on two actors";
+  SmallVector<int64_t> group = {std::min(lastActor0, lastActor1),
+                                std::max(lastActor0, lastActor1)};
+
+  // Per member of the group, in program order: the all-gather of a
+  // micro-batch after its tower's last forward, completed (blocking, or the
+  // wait of its token) before that stage's backward.
+  for (auto actor : schedule.getBody().getOps<ActorOp>()) {
+    const auto id = static_cast<int64_t>(actor.getId());
+    const int64_t mine = id == lastActor0 ? lastOf[0] : lastOf[1];
+    llvm::DenseSet<int64_t> forwarded;
+    llvm::DenseMap<int64_t, bool> gathered; // mb -> completed
+    llvm::DenseMap<Value, int64_t> pending; // token -> mb
+    for (Operation &op : actor.getBody().front()) {
+      if (auto wait = dyn_cast<WaitOp>(op)) {
+        if (auto it = pending.find(wait.getToken()); it != pending.end())
+          gathered[it->second] = true;
+        continue;
+      }
+      auto inst = dyn_cast<InstructionOpInterface>(op);
+      if (!inst)
+        continue;
+      const int64_t s = inst.getStageId(), mb = inst.getMicrobatchId();
+      if (auto gather = dyn_cast<AllGatherOp>(op); gather && s == sync) {
+        if (!llvm::equal(gather.getGroup(), group))
+          return gather.emitOpError()
+                 << "gathers in group " << listText(gather.getGroup())
+                 << ", but sync stage " << sync
+                 << " joins the actors of the towers' last stages, "
+                 << listText(group) << "; list exactly them, in ascending "
+                 << "order";
+        if (!forwarded.contains(mb))
+          return gather.emitOpError()
+                 << "comes before the fwd of stage " << mine << " mb " << mb
+                 << " on actor " << id
+                 << ", whose embeddings it exchanges; gather after it";
+        if (gathered.count(mb))
+          return gather.emitOpError()
+                 << "repeats the all-gather of sync stage " << sync << " mb "
+                 << mb << " on actor " << id;
+        gathered[mb] = !gather.getToken();
+        if (Value token = gather.getToken())
+          pending[token] = mb;
+        continue;
+      }
+      if (!inst.isCompute() || s != mine)
+        continue;
+      if (isa<FwdOp>(op))
+        forwarded.insert(mb);
+      if (isa<BwdOp, IgradOp>(op) && !gathered.lookup(mb))
+        return op.emitOpError()
+               << "runs before the all-gather of sync stage " << sync << " mb "
+               << mb << " has "
+               << (gathered.count(mb) ? "completed (wait for its token)"
+                                      : "run")
+               << " on actor " << id
+               << "; the gradient of the tower's embeddings comes from it";
+    }
+  }
+
+  const int64_t embed =
+      std::min(model->modules[0].hidden, model->modules[1].hidden);
+  std::ostringstream body;
+  body << "name " << schedule.getSymName().str() << "\n"
+       << "actors " << schedule.getActors() << "\n"
+       << "stages " << numStages << "\n"
+       << "microbatches " << schedule.getMicrobatches() << "\n"
+       << "dp " << dp << "\n"
+       << "model microbatch=" << model->microBatchSize << " seed=" << seed
+       << " embed=" << embed << "\n";
+  for (const sched::ModuleModel &m : model->modules)
+    body << "tower " << m.name << " vocab=" << m.vocab << " seq=" << m.seq
+         << " hidden=" << m.hidden << " heads=" << m.heads
+         << " layers=" << m.layers << "\n";
+  for (int64_t s = 0; s < numStages; ++s) {
+    if (s == sync) {
+      body << "stage " << s << " actor " << group[0]
+           << " blocks 0 0 first_last 0 0 sync " << group[0] << " " << group[1]
+           << "\n";
+      continue;
+    }
+    auto stage = stageInfo(a, s);
+    body << "stage " << s << " actor " << *a.actorsOf[s].begin() << " blocks "
+         << firstBlock[s] << " " << stage.getLayers() << " first_last "
+         << stage.getFirst() << " " << stage.getLast() << " tower "
+         << towerOf[s] << "\n";
+  }
+  for (auto [from, to] : schedule.getEdgeList())
+    body << "edge " << from << " " << to << "\n";
+  return withHash(schedule, body.str());
+}
+
 /// The text of docs/Runtime.md for `schedule`, or a diagnostic.
 FailureOr<std::string> describe(ScheduleOp schedule,
                                 const sched::ModelConfig *model, int64_t dp,
                                 int64_t seed) {
   const int64_t numStages = static_cast<int64_t>(schedule.getStages());
-  ArrayAttr info = schedule.getStageInfoAttr();
+  Analysis a;
+  ArrayAttr info = a.info = schedule.getStageInfoAttr();
   if (!info)
     return schedule.emitOpError()
            << "does not say what its stages hold (no stage_info); compile "
@@ -52,7 +304,7 @@ FailureOr<std::string> describe(ScheduleOp schedule,
   // Shared stages: the runtime runs the vocabulary-parallel token embedding
   // (0 layers, first) and LM head + loss (0 layers, last), split over the
   // vocabulary between the actors that run them.
-  llvm::SmallDenseSet<int64_t> shared;
+  llvm::SmallDenseSet<int64_t> &shared = a.shared;
   if (std::optional<ArrayRef<int64_t>> list = schedule.getShared())
     shared.insert(list->begin(), list->end());
   auto isVocabHead = [&](int64_t s) {
@@ -84,37 +336,48 @@ FailureOr<std::string> describe(ScheduleOp schedule,
              << "feeds vocabulary-parallel head " << to << " from stage "
              << from << ", which is marked last and so holds a head itself";
   }
-  // One module: the runtime's GPT. Each direction of a bidirectional
-  // pipeline starts again at the first layer (its stages are copies of the
-  // other direction's, with the same weights).
-  StringAttr module;
-  int64_t layers = 0, directionLayers = 0;
-  for (Attribute attr : info) {
-    auto stage = cast<StageInfoAttr>(attr);
-    if (module && stage.getModule() != module)
-      return schedule.emitOpError()
-             << "has several modules, which the runtime's built-in model "
-                "does not have yet";
-    module = stage.getModule();
-    if (stage.getFirst())
-      directionLayers = 0;
-    directionLayers += stage.getLayers();
-    layers = std::max(layers, directionLayers);
-  }
+  // Registered sync stages: 0 layers, neither first nor last, not shared,
+  // and a module of their own (a 0-layer middle stage of a module that
+  // computes is an ordinary, empty stage).
+  auto maybeSync = [&](int64_t s) {
+    auto stage = cast<StageInfoAttr>(info[s]);
+    return !shared.contains(s) && stage.getLayers() == 0 && !stage.getFirst() &&
+           !stage.getLast();
+  };
+  for (int64_t s = 0; s < numStages; ++s)
+    if (!maybeSync(s) &&
+        !llvm::is_contained(a.modules, stageInfo(a, s).getModule()))
+      a.modules.push_back(stageInfo(a, s).getModule());
+  for (int64_t s = 0; s < numStages; ++s)
+    if (maybeSync(s) &&
+        !llvm::is_contained(a.modules, stageInfo(a, s).getModule()))
+      a.syncStages.push_back(s);
+  auto isSync = [&](int64_t s) { return llvm::is_contained(a.syncStages, s); };
 
   // The actors that run each stage's computations, in ascending order.
-  std::vector<std::set<int64_t>> actorsOf(numStages);
+  std::vector<std::set<int64_t>> &actorsOf = a.actorsOf;
+  actorsOf.resize(numStages);
   for (auto actor : schedule.getBody().getOps<ActorOp>())
     for (Operation &op : actor.getBody().front()) {
+      auto inst = dyn_cast<InstructionOpInterface>(op);
+      if (isa<GatherOp>(op) && isSync(inst.getStageId()))
+        return op.emitOpError()
+               << "gathers sync stage " << inst.getStageId()
+               << " to one actor, but the contrastive loss needs both towers' "
+                  "embeddings on both towers' last actors; use "
+                  "flexpipe.all_gather";
       if (isa<GatherOp, ExecOp>(op))
         return op.emitOpError()
                << "cannot be lowered yet: the runtime runs computations, "
                   "point-to-point transfers and the all-gathers of "
-                  "vocabulary-parallel heads";
-      if (auto inst = dyn_cast<InstructionOpInterface>(op))
-        if (inst.isCompute())
-          actorsOf[inst.getStageId()].insert(
-              static_cast<int64_t>(actor.getId()));
+                  "vocabulary-parallel heads and of two-tower sync stages";
+      if (inst && inst.isCompute() && isSync(inst.getStageId()))
+        return op.emitOpError()
+               << "computes sync stage " << inst.getStageId()
+               << ", which holds nothing; the towers' last stages compute "
+                  "the loss after its all-gather";
+      if (inst && inst.isCompute())
+        actorsOf[inst.getStageId()].insert(static_cast<int64_t>(actor.getId()));
     }
   for (int64_t s : shared)
     if (actorsOf[s].size() < 2)
@@ -124,20 +387,39 @@ FailureOr<std::string> describe(ScheduleOp schedule,
              << " its computations; a vocabulary-parallel stage needs at "
                 "least two";
   // An all-gather belongs to a vocabulary-parallel head, among exactly the
-  // actors that run it.
+  // actors that run it, or to a sync stage (describeTowers checks those).
   for (auto actor : schedule.getBody().getOps<ActorOp>())
     for (auto gather : actor.getBody().getOps<AllGatherOp>()) {
       const auto s = static_cast<int64_t>(gather.getStage());
+      if (isSync(s))
+        continue;
       if (!isVocabHead(s))
         return gather.emitOpError()
                << "cannot be lowered: stage " << s
-               << " is not a vocabulary-parallel LM head (a shared stage with "
-                  "0 layers and last), the only all-gather the runtime runs";
+               << " is neither a vocabulary-parallel LM head (a shared stage "
+                  "with 0 layers and last) nor the sync stage of a two-tower "
+                  "model (0 layers, neither first nor last, a module of its "
+                  "own), whose all-gathers the runtime runs";
       if (!llvm::equal(gather.getGroup(), actorsOf[s]))
         return gather.emitOpError()
                << "gathers in a group other than the actors that run stage "
                << s << "; list exactly them, in ascending order";
     }
+  if (a.modules.size() != 1 || !a.syncStages.empty())
+    return describeTowers(schedule, a, model, dp, seed);
+
+  // One module: the runtime's GPT. Each direction of a bidirectional
+  // pipeline starts again at the first layer (its stages are copies of the
+  // other direction's, with the same weights).
+  StringAttr module = a.modules.front();
+  int64_t layers = 0, directionLayers = 0;
+  for (Attribute attr : info) {
+    auto stage = cast<StageInfoAttr>(attr);
+    if (stage.getFirst())
+      directionLayers = 0;
+    directionLayers += stage.getLayers();
+    layers = std::max(layers, directionLayers);
+  }
 
   sched::ModuleModel sizes{module.str(), layers, 64, 4, 32, 256, true};
   int64_t microBatch = 1;
@@ -191,14 +473,7 @@ FailureOr<std::string> describe(ScheduleOp schedule,
   }
   for (auto [from, to] : schedule.getEdgeList())
     body << "edge " << from << " " << to << "\n";
-
-  // The hash covers the description and every actor's program.
-  std::string printed;
-  llvm::raw_string_ostream os(printed);
-  schedule->print(os, OpPrintingFlags().printGenericOpForm());
-  const uint64_t hash = fnv1a(printed, fnv1a(body.str())) >> 1;
-  return "flexpipe-schedule 1\nhash " + std::to_string(hash) + "\n" +
-         body.str();
+  return withHash(schedule, body.str());
 }
 
 /// A C string literal.
@@ -282,7 +557,8 @@ LogicalResult lowerActor(OpBuilder &b, ScheduleOp schedule, ActorOp actor,
             })
             .Case([&](AllGatherOp o) {
               // describe() checked that it belongs to a vocabulary-parallel
-              // head; the runtime knows the group from the description.
+              // head or a sync stage; the runtime knows the group from the
+              // description.
               if (Value token = o.getToken())
                 tokens[token] =
                     call("flexpipe_rt_all_gather_async", {s, mb}, i64)

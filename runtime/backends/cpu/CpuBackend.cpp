@@ -111,9 +111,81 @@ private:
   std::map<int64_t, std::vector<double>> pending; // statistics to exchange
 };
 
+/// The last stage of a tower of the two-tower model: its forward ends in
+/// the tower's embeddings, which the sync stage's all-gather exchanges; from
+/// both towers' it computes the contrastive loss and the gradient of its own
+/// embeddings, where its backward starts.
+class CpuTowerLast final : public DeviceStage {
+public:
+  CpuTowerLast(Stage stage, const GptConfig &config, int tower, double &lossSum)
+      : stage(std::move(stage)), config(config), tower(tower),
+        lossSum(lossSum) {}
+  void forward(int64_t mb, const Batch &batch, BufferPtr in, BufferPtr &,
+               bool) override {
+    Tensor embeddings;
+    stage.forward(mb, batch, tensorOf(in), embeddings);
+    pending[mb] = std::vector<double>(embeddings.begin(), embeddings.end());
+  }
+  std::vector<double> statistics(int64_t mb) override {
+    auto it = pending.find(mb);
+    if (it == pending.end())
+      return {};
+    std::vector<double> mine = std::move(it->second);
+    pending.erase(it);
+    return mine;
+  }
+  void combine(int64_t mb, const std::vector<double> &all,
+               bool countLoss) override {
+    // Both towers' embeddings, tower 0's first; each tower's went through
+    // double unchanged.
+    const size_t n = static_cast<size_t>(config.microBatch * config.embed);
+    const Tensor a(all.begin(), all.begin() + n),
+        b(all.begin() + n, all.begin() + 2 * n);
+    Tensor da, db;
+    const float loss =
+        contrastiveLoss(a, b, config.microBatch, config.embed, da, db);
+    if (countLoss)
+      lossSum += loss;
+    grads[mb] = tower == 0 ? std::move(da) : std::move(db);
+  }
+  void inputGrad(int64_t mb, BufferPtr, BufferPtr &din,
+                 float lossScale) override {
+    Tensor dembeddings = std::move(grads.at(mb)), result;
+    grads.erase(mb);
+    for (float &g : dembeddings)
+      g *= lossScale;
+    stage.inputGrad(mb, dembeddings, result, lossScale);
+    din = std::make_unique<HostBuffer>(std::move(result));
+  }
+  void weightGrad(int64_t mb) override { stage.weightGrad(mb); }
+  std::vector<GradientRef> gradients() override {
+    std::vector<GradientRef> all;
+    for (Parameter *p : stage.parameters())
+      all.push_back({p->grad.data(), p->grad.size()});
+    return all;
+  }
+  size_t cachedBytes() const override {
+    size_t bytes = stage.cachedBytes();
+    for (const auto &[mb, values] : pending)
+      bytes += values.size() * sizeof(double);
+    for (const auto &[mb, values] : grads)
+      bytes += values.size() * sizeof(float);
+    return bytes;
+  }
+  Stage stage;
+
+private:
+  GptConfig config;
+  int tower;
+  double &lossSum;
+  std::map<int64_t, std::vector<double>> pending; // embeddings to exchange
+  std::map<int64_t, Tensor> grads; // of this tower's embeddings, unscaled
+};
+
 class CpuDevice final : public Device {
 public:
-  explicit CpuDevice(const ScheduleDesc &desc) : model(desc.model) {
+  explicit CpuDevice(const ScheduleDesc &desc)
+      : model(desc.model), towers(desc.towers) {
     openblas_set_num_threads(1);
   }
   BufferPtr allocate(size_t count) override {
@@ -125,13 +197,20 @@ public:
   }
   std::unique_ptr<DeviceStage>
   makeStage(const ScheduleDesc::Stage &s) override {
-    auto stage = std::make_unique<CpuStage>(
-        Stage(model, s.firstBlock, s.blocks, s.first, s.last, s.finalNorm),
-        lossSum);
+    const GptConfig &config = s.tower >= 0 ? towers[s.tower] : model;
+    Stage layers(config, s.firstBlock, s.blocks, s.first, s.last, s.finalNorm);
+    if (s.towerLast()) {
+      auto stage = std::make_unique<CpuTowerLast>(std::move(layers), config,
+                                                  s.tower, lossSum);
+      add(stage->stage.parameters());
+      return stage;
+    }
+    auto stage = std::make_unique<CpuStage>(std::move(layers), lossSum);
     add(stage->stage.parameters());
     return stage;
   }
   bool vocabParallel() const override { return true; }
+  bool twoTower() const override { return true; }
   std::unique_ptr<DeviceStage> makeVocabStage(const ScheduleDesc::Stage &s,
                                               VocabSlice slice) override {
     if (s.vocabHead()) {
@@ -191,6 +270,7 @@ private:
     }
   }
   GptConfig model;
+  std::vector<GptConfig> towers;
   std::vector<Parameter *> parameters; // what Adam steps, each name once
   std::map<std::string, Parameter *> byName;
   std::vector<std::pair<Parameter *, Parameter *>> copies; // (first, copy)

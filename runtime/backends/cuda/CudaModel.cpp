@@ -541,8 +541,9 @@ public:
       parameters.push_back(p);
     return stage;
   }
-  // Vocabulary-parallel stages (shared embedding and head) are not ported to
-  // the GPU: vocabParallel() stays false and the executor stops at start-up.
+  // Vocabulary-parallel stages (shared embedding and head) and the two-tower
+  // model are not ported to the GPU: vocabParallel() and twoTower() stay
+  // false and the executor stops at start-up.
   void accumulate(Buffer &into, Buffer &from) override {
     add(context->stream(), into.data(), from.data(), into.data(),
         static_cast<int64_t>(into.size()));

@@ -55,10 +55,13 @@ public:
   virtual ~DeviceStage() = default;
   /// `in` is null on the first stage. On the last stage `out` may stay null;
   /// when `countLoss`, the device adds the micro-batch's mean cross-entropy
-  /// to the iteration's loss (Device::takeLossSum).
+  /// to the iteration's loss (Device::takeLossSum). A tower's last stage
+  /// keeps its embeddings for statistics() instead.
   virtual void forward(int64_t mb, const Batch &batch, BufferPtr in,
                        BufferPtr &out, bool countLoss) = 0;
-  /// `dout` is null on the last stage; `din` may stay null on the first.
+  /// `dout` is null on the last stage (a tower's starts from the gradient of
+  /// its embeddings that combine() computed); `din` may stay null on the
+  /// first.
   virtual void inputGrad(int64_t mb, BufferPtr dout, BufferPtr &din,
                          float lossScale) = 0;
   virtual void weightGrad(int64_t mb) = 0;
@@ -67,13 +70,15 @@ public:
   /// Bytes held for micro-batches between forward and weightGrad.
   virtual size_t cachedBytes() const = 0;
 
-  /// A vocabulary-parallel head only (the executor calls these for no other
-  /// stage): after forward, the per-token statistics of micro-batch `mb`
-  /// that the head's group exchanges (VocabHead::forward) ...
+  /// A vocabulary-parallel head or a tower's last stage only (the executor
+  /// calls these for no other stage): after forward, what the stage's group
+  /// exchanges for micro-batch `mb` (a head slice's per-token statistics,
+  /// VocabHead::forward; a tower's embeddings), once; empty before the
+  /// forward ...
   virtual std::vector<double> statistics(int64_t mb) { return {}; }
-  /// ... and every slice's, in vocabulary order, from which the stage
-  /// computes the loss (added to the iteration's when `countLoss`) and keeps
-  /// what its backward needs.
+  /// ... and every member's, in group order (vocabulary order; tower order),
+  /// from which the stage computes the loss (added to the iteration's when
+  /// `countLoss`) and keeps what its backward needs.
   virtual void combine(int64_t mb, const std::vector<double> &all,
                        bool countLoss) {}
 };
@@ -97,6 +102,9 @@ public:
   makeVocabStage(const ScheduleDesc::Stage &stage, VocabSlice slice) {
     return nullptr;
   }
+  /// Whether the device runs the two-tower model: makeStage's last stages of
+  /// towers with statistics() and combine() (the contrastive loss).
+  virtual bool twoTower() const { return false; }
   /// into += from, element by element (the parts of a vocabulary-parallel
   /// stage's output or input gradient).
   virtual void accumulate(Buffer &into, Buffer &from) = 0;

@@ -8,7 +8,10 @@
 //
 // A GPT-style decoder in fp32 on the CPU: token + position embedding, pre-LN
 // transformer blocks (causal multi-head self-attention, GELU MLP), final
-// LayerNorm, LM head and cross-entropy. Every layer computes its forward,
+// LayerNorm, LM head and cross-entropy. The same layers make the towers of a
+// two-tower (CLIP-style) model: each tower ends in its final LayerNorm, mean
+// pooling and a projection, and a symmetric contrastive loss joins the two
+// towers' embeddings. Every layer computes its forward,
 // its input gradient and its weight gradient separately, so that the
 // runtime's B, I and W instructions all do real work: inputGrad keeps what
 // weightGrad needs, weightGrad frees the micro-batch's state.
@@ -36,6 +39,13 @@ struct GptConfig {
   int64_t vocab = 256, seq = 32, hidden = 64, heads = 4, layers = 8;
   int64_t microBatch = 1;
   uint64_t seed = 1234;
+  /// A tower of the two-tower model: its last stage ends in the final
+  /// LayerNorm, mean pooling and a projection to `embed` dimensions
+  /// (makeTowerHead) instead of the LM head. 0 for the GPT.
+  int64_t embed = 0;
+  /// Prefix of every parameter's name: empty for the GPT, "NAME." for a
+  /// tower (so that the towers draw different weights).
+  std::string prefix;
   int64_t tokens() const { return microBatch * seq; }
 };
 
@@ -53,6 +63,18 @@ struct Batch {
 };
 Batch makeBatch(const GptConfig &config, int64_t iteration,
                 int64_t microbatch);
+
+/// The two-tower model's data: sample b of micro-batch `microbatch` of
+/// `iteration` belongs to a latent class, the b-th of a shuffle of the
+/// kPairClasses classes drawn from the seed and the micro-batch (distinct
+/// within a micro-batch up to kPairClasses samples, the same for both
+/// towers). Tower `tower`'s tokens for the sample are the tower's own fixed
+/// random sequence for that class, each token replaced by a random one with
+/// probability 1/4: matched pairs share a class, which the towers learn to
+/// recognise. `targets` stays empty.
+constexpr int64_t kPairClasses = 8;
+Batch makeTowerBatch(const GptConfig &config, int tower, int64_t iteration,
+                     int64_t microbatch);
 
 /// One piece of a stage. Inputs and outputs are [tokens x hidden] row-major,
 /// except the embedding's input (token ids) and the head's output (a loss).
@@ -107,6 +129,22 @@ std::unique_ptr<Layer> makeFinalNorm(const GptConfig &config);
 /// Final LayerNorm, LM head and cross-entropy: makeFinalNorm and a
 /// VocabHead of the whole vocabulary.
 std::unique_ptr<Layer> makeHead(const GptConfig &config);
+/// The end of a tower: the final LayerNorm, the mean over each sequence's
+/// tokens and a projection without bias (PREFIXhead.projection, hidden x
+/// embed) to the shared embedding space. Output: microBatch x embed.
+std::unique_ptr<Layer> makeTowerHead(const GptConfig &config);
+
+/// The logit scale of the contrastive loss (CLIP learns it; here it is
+/// fixed).
+constexpr double kContrastiveScale = 10;
+/// The symmetric contrastive (CLIP, InfoNCE) loss of `batch` matched pairs:
+/// the rows of `a` and `b` (batch x dim each, sample i of one tower matches
+/// sample i of the other) are L2-normalised, logits = kContrastiveScale *
+/// a b^T, and the loss is the mean of the cross-entropies of the rows and of
+/// the columns against the diagonal, each averaged over the batch. Returns
+/// the loss; `da` and `db` get its gradients. Computed in double.
+float contrastiveLoss(const Tensor &a, const Tensor &b, int64_t batch,
+                      int64_t dim, Tensor &da, Tensor &db);
 
 /// The LM head (no bias) and the mean cross-entropy over a slice of the
 /// vocabulary (columns [begin, end) of the hidden x vocab head.weight). Not a
@@ -147,17 +185,20 @@ private:
 };
 
 /// A pipeline stage: [embedding] blocks [first, first + count) [final norm]
-/// [head], or any list of layers.
+/// [head], or any list of layers. The head of a tower (config.embed > 0) is
+/// makeTowerHead's.
 class Stage {
 public:
   Stage(const GptConfig &config, int64_t firstBlock, int64_t numBlocks,
         bool embedding, bool head, bool finalNorm = false);
   explicit Stage(std::vector<std::unique_ptr<Layer>> layers)
       : layers(std::move(layers)) {}
-  /// `in` is ignored on the first stage; `out` is ignored on the last, which
-  /// returns the micro-batch's mean cross-entropy.
+  /// `in` is ignored on the first stage; on the last `out` is ignored and the
+  /// micro-batch's mean cross-entropy returned (a tower's: `out` is its
+  /// embeddings, the loss comes later from contrastiveLoss).
   float forward(int64_t mb, const Batch &batch, const Tensor &in, Tensor &out);
-  /// `dout` is ignored on the last stage; `din` is left empty on the first.
+  /// `dout` is ignored on the last stage but a tower's (the gradient of its
+  /// embeddings); `din` is left empty on the first.
   void inputGrad(int64_t mb, const Tensor &dout, Tensor &din, float lossScale);
   void weightGrad(int64_t mb);
   void backward(int64_t mb, const Tensor &dout, Tensor &din, float lossScale) {

@@ -65,12 +65,13 @@ int64_t flexpipe_rt_recv_grad_async(flexpipe_rt *rt, int64_t stage,
                                     int64_t mb, int64_t peer);
 void flexpipe_rt_wait(flexpipe_rt *rt, int64_t token);
 
-/* The all-gather of a vocabulary-parallel LM head `stage` (a shared stage,
- * docs/Runtime.md) for micro-batch `mb`, after its forward: the actors
- * holding its vocabulary slices exchange per-token softmax statistics, and
- * each then has the exact loss and what its backward needs. The _async
- * variant posts it and returns a token for flexpipe_rt_wait, which completes
- * it. */
+/* The all-gather of stage `stage` for micro-batch `mb` (docs/Runtime.md):
+ * of a vocabulary-parallel LM head (a shared stage), after its forward, the
+ * actors holding its vocabulary slices exchange per-token softmax
+ * statistics; of a two-tower model's sync stage, after both towers' last
+ * forwards, their actors exchange the towers' embeddings. Each member then
+ * has the exact loss and what its backward needs. The _async variant posts
+ * it and returns a token for flexpipe_rt_wait, which completes it. */
 void flexpipe_rt_all_gather(flexpipe_rt *rt, int64_t stage, int64_t mb);
 int64_t flexpipe_rt_all_gather_async(flexpipe_rt *rt, int64_t stage,
                                      int64_t mb);

@@ -23,7 +23,11 @@ struct ScheduleDesc {
   std::string name;
   uint64_t hash = 0;
   int actors = 1, stages = 1, microbatches = 1, dp = 1;
+  /// The GPT's sizes; for a two-tower model only microBatch and seed count.
   GptConfig model;
+  /// The two-tower model: tower 0 and tower 1 (`tower` lines), each with its
+  /// sizes, `embed` and parameter prefix; empty for the GPT.
+  std::vector<GptConfig> towers;
   struct Stage {
     int actor = 0;
     int firstBlock = 0, blocks = 0;
@@ -34,7 +38,17 @@ struct ScheduleDesc {
     /// Holds the final LayerNorm without the head: the stage feeds a
     /// vocabulary-parallel head (derived from the edges).
     bool finalNorm = false;
-    bool shared() const { return actors.size() > 1; }
+    /// The tower of a two-tower model the stage belongs to; -1 for the GPT's
+    /// stages and the sync stage.
+    int tower = -1;
+    /// The registered stage that joins the two towers: it computes nothing;
+    /// `actors` (sorted) is its all-gather's group, the actors of the towers'
+    /// last stages.
+    bool sync = false;
+    bool shared() const { return !sync && actors.size() > 1; }
+    /// The last stage of a tower: its forward ends in the tower's embeddings,
+    /// which the sync stage's all-gather exchanges.
+    bool towerLast() const { return tower >= 0 && last; }
     /// The vocabulary-parallel token embedding and LM head + loss: shared
     /// stages without blocks, each actor holding a slice of the vocabulary.
     bool vocabEmbedding() const {
@@ -46,6 +60,18 @@ struct ScheduleDesc {
   };
   std::vector<Stage> stage;
   std::vector<std::pair<int, int>> edges;
+
+  bool twoTower() const { return !towers.empty(); }
+  /// The sizes of the model that stage `s` belongs to: its tower's, or the
+  /// GPT's.
+  const GptConfig &config(int s) const {
+    const int tower = stage[s].tower;
+    return tower >= 0 ? towers[tower] : model;
+  }
+  /// The sync stage of a two-tower model, or -1.
+  int syncStage() const;
+  /// The last stage of tower `tower`, or -1.
+  int towerLastStage(int tower) const;
 };
 
 /// Parses the text; returns an empty string or what is wrong (with the line).
