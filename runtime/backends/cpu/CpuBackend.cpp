@@ -69,6 +69,18 @@ private:
   double &lossSum;
 };
 
+/// What a stage left for micro-batch `mb`'s exchange (empty if nothing),
+/// removed.
+static std::vector<double>
+takePending(std::map<int64_t, std::vector<double>> &pending, int64_t mb) {
+  auto it = pending.find(mb);
+  if (it == pending.end())
+    return {};
+  std::vector<double> values = std::move(it->second);
+  pending.erase(it);
+  return values;
+}
+
 /// A slice of a vocabulary-parallel LM head + loss (Model.h's VocabHead).
 class CpuVocabHead final : public DeviceStage {
 public:
@@ -79,12 +91,7 @@ public:
     pending[mb] = head.forward(mb, batch, tensorOf(in));
   }
   std::vector<double> statistics(int64_t mb) override {
-    auto it = pending.find(mb);
-    if (it == pending.end())
-      return {};
-    std::vector<double> stats = std::move(it->second);
-    pending.erase(it);
-    return stats;
+    return takePending(pending, mb);
   }
   void combine(int64_t mb, const std::vector<double> &all,
                bool countLoss) override {
@@ -127,12 +134,7 @@ public:
     pending[mb] = std::vector<double>(embeddings.begin(), embeddings.end());
   }
   std::vector<double> statistics(int64_t mb) override {
-    auto it = pending.find(mb);
-    if (it == pending.end())
-      return {};
-    std::vector<double> mine = std::move(it->second);
-    pending.erase(it);
-    return mine;
+    return takePending(pending, mb);
   }
   void combine(int64_t mb, const std::vector<double> &all,
                bool countLoss) override {
