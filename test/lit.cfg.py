@@ -17,6 +17,10 @@ config.substitutions.append(("%schedules", os.path.join(config.flexpipe_src_root
 config.substitutions.append(("%peer_orders", os.path.join(config.flexpipe_src_root, "test", "unit", "data", "peer-orders")))
 config.substitutions.append(("%same_order", "python3 " + os.path.join(config.flexpipe_src_root, "test", "Schedules", "same-order.py")))
 config.substitutions.append(("%examples", os.path.join(config.flexpipe_src_root, "examples")))
+# Scheduler plugins: the example (examples/plugins) and the loader's test
+# plugins (test/Plugin/Inputs).
+config.substitutions.append(("%example_plugin", os.path.join(config.flexpipe_obj_root, "lib", "FlexPipeExamplePlugin.so")))
+config.substitutions.append(("%test_plugins", os.path.join(config.flexpipe_obj_root, "test", "Plugin")))
 
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

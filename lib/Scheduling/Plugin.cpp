@@ -42,8 +42,7 @@ bool isValidName(llvm::StringRef name) {
   });
 }
 
-template <typename Table>
-std::vector<std::string> keysOf(const Table &table) {
+template <typename Table> std::vector<std::string> keysOf(const Table &table) {
   std::vector<std::string> keys;
   keys.reserve(table.size());
   for (const auto &entry : table)
@@ -109,8 +108,7 @@ bool Registry::addPriority(const std::string &name,
   return add(priorities, kPriority, name, std::move(function));
 }
 
-bool Registry::addInflightRule(const std::string &name,
-                               InflightRule function) {
+bool Registry::addInflightRule(const std::string &name, InflightRule function) {
   return add(inflightRules, kInflightRule, name, std::move(function));
 }
 
@@ -164,9 +162,9 @@ std::string Registry::load(const std::string &path) {
     canonical = path;
   for (const auto &[file, given] : loaded)
     if (file == canonical.str())
-      return failed(given == path ? "this plugin is already loaded"
-                                  : "this plugin is already loaded (as " +
-                                        given + ")");
+      return failed(given == path
+                        ? "this plugin is already loaded"
+                        : "this plugin is already loaded (as " + given + ")");
 
   // dlopen searches the library path for a name without a slash; a file of
   // that name in the working directory is meant.
@@ -180,10 +178,10 @@ std::string Registry::load(const std::string &path) {
 
   using VersionFn = int (*)();
   using RegisterFn = void (*)(Registry &);
-  auto version = reinterpret_cast<VersionFn>(
-      dlsym(handle, "flexpipePluginApiVersion"));
-  auto registration = reinterpret_cast<RegisterFn>(
-      dlsym(handle, "flexpipePluginRegister"));
+  auto version =
+      reinterpret_cast<VersionFn>(dlsym(handle, "flexpipePluginApiVersion"));
+  auto registration =
+      reinterpret_cast<RegisterFn>(dlsym(handle, "flexpipePluginRegister"));
   if (!version || !registration) {
     dlclose(handle);
     std::string missing = !version && !registration
@@ -202,8 +200,12 @@ std::string Registry::load(const std::string &path) {
                   "; rebuild it against this FlexPipe's flexpipe/Plugin.h");
   }
 
-  const std::string outerPlugin = std::move(currentPlugin);
-  const std::string outerError = std::move(error);
+  // A registration function may itself load a plugin: keep the outer
+  // load's state.
+  std::string outerPlugin = std::move(currentPlugin);
+  std::string outerError = std::move(error);
+  std::vector<std::pair<std::string, std::string>> outerAdded =
+      std::move(added);
   currentPlugin = path;
   error.clear();
   added.clear();
@@ -220,9 +222,9 @@ std::string Registry::load(const std::string &path) {
         inflightRules.erase(name);
     }
   }
-  added.clear();
-  currentPlugin = outerPlugin;
-  error = outerError;
+  added = std::move(outerAdded);
+  currentPlugin = std::move(outerPlugin);
+  error = std::move(outerError);
   if (!reason.empty()) {
     dlclose(handle);
     return failed(reason);

@@ -966,6 +966,8 @@ void Engine::diagnoseStuck(ScheduleResult &res, double now) {
           << scheduled << " of " << total
           << " computations scheduled; the priorities and in-flight limits "
              "admit no further step";
+  if (!p.checks.empty() || !p.customPriorities.empty())
+    summary << " (plugin check functions or priorities may hold items back)";
   res.error = summary.str();
   res.actors.clear();
 

@@ -21,6 +21,7 @@
 
 #include "flexpipe/Scheduling/GradientSeparation.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
@@ -150,6 +151,22 @@ flexpipe::sched::resolveOptions(const ModelConfig &model,
     return fail("module '" + m.name +
                 "' has no vocabulary and LM head to split; drop "
                 "--vocab-parallel=on");
+  auto checkHooks = [](const auto &hooks, const char *kind) -> llvm::Error {
+    for (size_t i = 0; i < hooks.size(); ++i) {
+      if (hooks[i].name.empty() || !hooks[i].function)
+        return fail(
+            llvm::formatv("{0} {1} needs a name and a function", kind, i + 1));
+      for (size_t j = 0; j < i; ++j)
+        if (hooks[j].name == hooks[i].name)
+          return fail(
+              llvm::formatv("{0} '{1}' is given twice", kind, hooks[i].name));
+    }
+    return llvm::Error::success();
+  };
+  if (llvm::Error error = checkHooks(o.checks, "check"))
+    return std::move(error);
+  if (llvm::Error error = checkHooks(o.priorities, "custom priority"))
+    return std::move(error);
   return o;
 }
 
@@ -203,29 +220,40 @@ flexpipe::sched::enumerateCandidates(const ModelConfig &model,
             stps.push_back({StageOrder::BreadthFirst, pp});
             stps.push_back({StageOrder::DepthFirst, pp});
           }
-          for (bool vp : vocabChoices)
+          std::vector<bool> separationChoices;
+          if (o.separation != TuneOptions::Choice::On)
+            separationChoices.push_back(false);
+          if (o.separation != TuneOptions::Choice::Off)
+            separationChoices.push_back(true);
+          for (bool vp : vocabChoices) {
+            Candidate c;
+            c.pp = pp;
+            c.dp = dp;
+            c.mbs = mbs;
+            c.microbatches = micro;
+            c.placement = placement;
+            c.chunks = v;
+            c.vocabParallel = vp;
             for (Cttp cttp : cttps)
               for (const StagePriority &fwd : stps)
                 for (const StagePriority &bwd : stps)
-                  for (bool sep : {false, true}) {
-                    if (sep && o.separation == TuneOptions::Choice::Off)
-                      continue;
-                    if (!sep && o.separation == TuneOptions::Choice::On)
-                      continue;
-                    Candidate c;
-                    c.pp = pp;
-                    c.dp = dp;
-                    c.mbs = mbs;
-                    c.microbatches = micro;
-                    c.placement = placement;
-                    c.chunks = v;
-                    c.vocabParallel = vp;
+                  for (bool sep : separationChoices) {
                     c.cttp = cttp;
                     c.fwd = fwd;
                     c.bwd = bwd;
                     c.separation = sep;
                     out.push_back(c);
                   }
+            // Plugin priorities replace all three priorities.
+            c.cttp = Cttp::BwdFirst;
+            c.fwd = c.bwd = StagePriority();
+            for (const TuneOptions::NamedPriority &custom : o.priorities)
+              for (bool sep : separationChoices) {
+                c.priority = custom.name;
+                c.separation = sep;
+                out.push_back(c);
+              }
+          }
         }
       }
     }
@@ -342,7 +370,8 @@ std::string flexpipe::sched::stpKeyword(const StagePriority &p) {
 std::string flexpipe::sched::specText(const Candidate &c,
                                       const ModelConfig &model,
                                       const std::string &name,
-                                      int64_t separationRounds) {
+                                      int64_t separationRounds,
+                                      const std::vector<std::string> &checks) {
   const ModuleModel &m = model.modules.front();
   std::ostringstream os;
   os << "flexpipe.pipeline @" << name << " actors(" << c.pp
@@ -366,8 +395,11 @@ std::string flexpipe::sched::specText(const Candidate &c,
     os << " bidirectional";
   if (c.vocabParallel)
     os << " vocab_parallel";
-  os << "\n  flexpipe.priority cttp<" << cttpKeyword(c.cttp) << "> fstp<"
-     << stpKeyword(c.fwd) << "> bstp<" << stpKeyword(c.bwd) << ">\n";
+  if (!c.priority.empty())
+    os << "\n  flexpipe.priority custom(\"" << c.priority << "\")\n";
+  else
+    os << "\n  flexpipe.priority cttp<" << cttpKeyword(c.cttp) << "> fstp<"
+       << stpKeyword(c.fwd) << "> bstp<" << stpKeyword(c.bwd) << ">\n";
   switch (c.placement) {
   case TunePlacement::OneToOne:
     os << "  flexpipe.inflight per_actor affine_map<(a)[pp, s, m] -> (pp - "
@@ -391,6 +423,8 @@ std::string flexpipe::sched::specText(const Candidate &c,
           "mod pp)>\n";
     break;
   }
+  for (const std::string &check : checks)
+    os << "  flexpipe.check \"" << check << "\"\n";
   if (c.separation)
     os << "  flexpipe.optimize gradient_separation max_rounds("
        << separationRounds << ")\n";
@@ -411,7 +445,10 @@ std::string flexpipe::sched::describe(const Candidate &c) {
       text += ":" + std::to_string(p.interval);
     return text;
   };
-  os << ", " << cttpKeyword(c.cttp) << " " << stp(c.fwd) << "/" << stp(c.bwd);
+  if (!c.priority.empty())
+    os << ", custom(" << c.priority << ")";
+  else
+    os << ", " << cttpKeyword(c.cttp) << " " << stp(c.fwd) << "/" << stp(c.bwd);
   if (c.separation)
     os << ", separation";
   return os.str();
@@ -464,6 +501,22 @@ Evaluation flexpipe::sched::evaluate(const Candidate &c,
   PipelineSpec spec = pipelineSpec(c, sized);
   spec.model = &sized;
   spec.cluster = &cluster;
+  // Plugin hooks, as flexpipe-compile passes them for the written spec:
+  // every check, and the candidate's priority on every actor.
+  for (const TuneOptions::NamedCheck &check : options.checks)
+    spec.checks.push_back(check.function);
+  if (!c.priority.empty()) {
+    auto custom = llvm::find_if(options.priorities,
+                                [&](const TuneOptions::NamedPriority &p) {
+                                  return p.name == c.priority;
+                                });
+    if (custom == options.priorities.end()) {
+      e.error = "custom priority '" + c.priority +
+                "' is not among the tuner's priorities";
+      return e;
+    }
+    spec.priorities.front().custom = custom->function;
+  }
   llvm::Expected<BuiltProblem> built = buildProblem(spec);
   if (!built) {
     e.error = llvm::toString(built.takeError());

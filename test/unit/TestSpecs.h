@@ -67,6 +67,21 @@ inline std::vector<int64_t> oneF1BLimits(int32_t pp) {
   return limits;
 }
 
+/// A small test cluster: `devices` devices, 4 per node, 50 TFLOP/s
+/// achievable, 40 GB each.
+inline ClusterConfig testCluster(int64_t devices) {
+  ClusterConfig c;
+  c.name = "test";
+  c.devices = devices;
+  c.devicesPerNode = 4;
+  c.peakFlops = 100e12;
+  c.efficiency = 0.5;
+  c.memoryBytes = 40e9;
+  c.intraNode = {100e9, 5e-6};
+  c.interNode = {10e9, 10e-6};
+  return c;
+}
+
 } // namespace flexpipe::sched::test
 
 #endif // FLEXPIPE_TEST_UNIT_TESTSPECS_H

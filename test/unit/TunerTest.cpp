@@ -35,18 +35,6 @@ ModelConfig gptModel(int64_t layers, int64_t vocab) {
   return model;
 }
 
-ClusterConfig cluster(int64_t devices) {
-  ClusterConfig c;
-  c.name = "test";
-  c.devices = devices;
-  c.devicesPerNode = 4;
-  c.peakFlops = 100e12;
-  c.efficiency = 0.5;
-  c.memoryBytes = 40e9;
-  c.intraNode = {100e9, 5e-6};
-  c.interNode = {10e9, 10e-6};
-  return c;
-}
 
 } // namespace
 
@@ -156,7 +144,7 @@ TEST_CASE("the vocabulary-parallel placement adds a shared embedding and "
 TEST_CASE("the tuner's options are resolved or refused with advice",
           "[tuner]") {
   const ModelConfig model = gptModel(8, 32000);
-  const ClusterConfig c = cluster(8);
+  const ClusterConfig c = test::testCluster(8);
   TuneOptions o;
   llvm::Expected<TuneOptions> r = resolveOptions(model, c, o);
   REQUIRE(static_cast<bool>(r));
@@ -187,7 +175,7 @@ TEST_CASE("the tuner's options are resolved or refused with advice",
 
 TEST_CASE("pruning by bound never loses the best candidate", "[tuner]") {
   const ModelConfig model = gptModel(8, 64000);
-  const ClusterConfig c = cluster(4);
+  const ClusterConfig c = test::testCluster(4);
   TuneOptions o;
   o.gpus = 4;
   o.threads = 2;

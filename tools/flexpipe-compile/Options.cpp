@@ -90,6 +90,12 @@ int flexpipe::parseCompileOptions(int argc, char **argv,
                  "replace the analytic ones; alone, it prices the stages it "
                  "lists and every other computation takes 1")
       ->check(CLI::ExistingFile);
+  app.add_option("--load-plugin", options.plugins,
+                 "Load a scheduler plugin (a shared library with checks, "
+                 "priorities and in-flight rules that specs name; "
+                 "docs/Plugins.md) before anything else; repeatable")
+      ->allow_extra_args(false)
+      ->type_name("PATH");
   app.add_option("-o,--output", options.output,
                  "Output file (- for standard output); for cpp and exe a "
                  "directory, SPEC_STEM.ranks when not given")

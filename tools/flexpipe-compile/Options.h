@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace flexpipe {
 
@@ -30,6 +31,7 @@ struct CompileOptions {
   std::string backend = "cpu";
   int64_t dp = 1;
   std::string model, cluster, profile; ///< YAML files; empty: none
+  std::vector<std::string> plugins;    ///< --load-plugin, in order
 };
 
 /// Parses the command line. Returns -1 to go on, otherwise the exit code

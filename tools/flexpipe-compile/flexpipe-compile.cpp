@@ -18,6 +18,7 @@
 #include "flexpipe/Dialect/FlexPipe/IR/FlexPipe.h"
 #include "flexpipe/Dialect/FlexPipe/Transforms/Passes.h"
 #include "flexpipe/Dialect/FlexPipe/Transforms/Utils.h"
+#include "flexpipe/Plugin.h"
 #include "flexpipe/Scheduling/CostModelYAML.h"
 #include "flexpipe/Scheduling/Export.h"
 #include "flexpipe/Scheduling/Simulator.h"
@@ -577,6 +578,12 @@ int main(int argc, char **argv) {
   CompileOptions options;
   if (int code = parseCompileOptions(argc, argv, options); code >= 0)
     return code;
+  for (const std::string &path : options.plugins)
+    if (std::string error = flexpipe::plugin::Registry::global().load(path);
+        !error.empty()) {
+      llvm::errs() << "error: --load-plugin " << error << "\n";
+      return 1;
+    }
   registerFlexPipePassesAndPipelines();
   registerFlexPipeConversionPasses();
   return compile(options);

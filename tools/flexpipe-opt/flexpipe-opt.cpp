@@ -7,24 +7,86 @@
 //===----------------------------------------------------------------------===//
 //
 // mlir-opt for FlexPipe: parses, verifies, transforms and prints flexpipe IR.
+// `--load-plugin PATH` (repeatable) loads scheduler plugins before anything
+// else (docs/Plugins.md).
 //
 //===----------------------------------------------------------------------===//
 
 #include "flexpipe/Conversion/FlexPipeToEmitC/FlexPipeToEmitC.h"
 #include "flexpipe/Dialect/FlexPipe/IR/FlexPipe.h"
 #include "flexpipe/Dialect/FlexPipe/Transforms/Passes.h"
+#include "flexpipe/Plugin.h"
 
 #include "mlir/Dialect/EmitC/IR/EmitC.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <string>
+#include <vector>
+
+/// Listed for --help only: main() takes the plugins out of the command line
+/// and loads them before MlirOptMain parses the rest.
+static llvm::cl::list<std::string>
+    loadPluginHelp("load-plugin",
+                   llvm::cl::desc("Load a FlexPipe scheduler plugin (checks, "
+                                  "priorities, in-flight rules; "
+                                  "docs/Plugins.md); repeatable"),
+                   llvm::cl::value_desc("path"));
+
+/// Removes every `--load-plugin PATH` and `--load-plugin=PATH` (one dash
+/// too) before a `--` from argv and returns the paths, or returns false
+/// after printing an error for one without a path.
+static bool takePluginArgs(int &argc, char **argv,
+                           std::vector<std::string> &paths) {
+  int kept = 1;
+  bool options = true;
+  for (int i = 1; i < argc; ++i) {
+    llvm::StringRef arg = argv[i];
+    if (arg == "--")
+      options = false;
+    llvm::StringRef flag = arg;
+    if (!options || !(flag.consume_front("--") || flag.consume_front("-")) ||
+        !flag.consume_front("load-plugin") ||
+        !(flag.empty() || flag.starts_with("="))) {
+      argv[kept++] = argv[i];
+      continue;
+    }
+    if (flag.consume_front("=")) {
+      paths.push_back(flag.str());
+      continue;
+    }
+    if (i + 1 >= argc) {
+      llvm::errs() << "error: --load-plugin needs the path of a plugin\n";
+      return false;
+    }
+    paths.push_back(argv[++i]);
+  }
+  argc = kept;
+  argv[argc] = nullptr;
+  return true;
+}
+
 int main(int argc, char **argv) {
+  std::vector<std::string> plugins;
+  if (!takePluginArgs(argc, argv, plugins))
+    return 1;
+  for (const std::string &path : plugins)
+    if (std::string error = flexpipe::plugin::Registry::global().load(path);
+        !error.empty()) {
+      llvm::errs() << "error: --load-plugin " << error << "\n";
+      return 1;
+    }
+
   flexpipe::registerFlexPipePassesAndPipelines();
   flexpipe::registerFlexPipeConversionPasses();
   mlir::DialectRegistry registry;
   registry.insert<flexpipe::FlexPipeDialect, mlir::func::FuncDialect,
                   mlir::emitc::EmitCDialect>();
-  return mlir::asMainReturnCode(mlir::MlirOptMain(
-      argc, argv, "FlexPipe optimizer driver\n", registry));
+  return mlir::asMainReturnCode(
+      mlir::MlirOptMain(argc, argv, "FlexPipe optimizer driver\n", registry));
 }

@@ -16,10 +16,12 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "flexpipe/Plugin.h"
 #include "flexpipe/Scheduling/CostModelYAML.h"
 #include "flexpipe/Scheduling/Export.h"
 #include "flexpipe/Scheduling/Tuner.h"
 
+#include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
@@ -49,6 +51,7 @@ struct Options {
   std::string vocabParallel = "auto", separation = "auto";
   bool allowFwdFirst = false;
   std::string progress = "auto";
+  std::vector<std::string> plugins, checks, priorities;
 };
 
 /// "80GiB", "75e9", "512 MiB", "1.5TB" -> bytes.
@@ -102,6 +105,44 @@ std::string jsonEscape(const std::string &s) {
   return out;
 }
 
+/// The computation-type and stage priorities in CSV and JSON cells; a plugin
+/// priority is custom(name) with no stage priorities.
+std::string cttpCell(const Candidate &c) {
+  return c.priority.empty() ? cttpKeyword(c.cttp)
+                            : "custom(" + c.priority + ")";
+}
+std::string stpCell(const Candidate &c, const StagePriority &p) {
+  return c.priority.empty() ? stpName(p) : "";
+}
+
+/// Resolves the plugin hooks named on the command line, or prints what is
+/// registered instead and returns false.
+template <typename Hook, typename Lookup>
+bool resolveHooks(const std::vector<std::string> &names, const char *option,
+                  const char *kind, Lookup lookup, std::vector<Hook> &hooks) {
+  for (const std::string &name : names) {
+    if (const auto *function = lookup(name)) {
+      hooks.push_back({name, *function});
+      continue;
+    }
+    const std::vector<std::string> known =
+        flexpipe::plugin::Registry::global().names(kind);
+    llvm::errs() << "flexpipe-tune: " << option << " " << name << ": no "
+                 << kind << " of that name is registered";
+    if (known.empty()) {
+      llvm::errs() << " (no plugin loaded registers one; load one with "
+                      "--load-plugin PATH)\n";
+      return false;
+    }
+    llvm::errs() << " (registered: ";
+    for (size_t i = 0; i < known.size(); ++i)
+      llvm::errs() << (i ? ", " : "") << known[i];
+    llvm::errs() << ")\n";
+    return false;
+  }
+  return true;
+}
+
 /// One CSV / JSON row per evaluation.
 void writeResults(const std::string &dir, const TuneResult &result) {
   std::error_code ec;
@@ -126,13 +167,13 @@ void writeResults(const std::string &dir, const TuneResult &result) {
                          e.tokensPerSecond, e.bubbleRatio, e.peakBytes)
         << ',' << c.pp << ',' << c.dp << ',' << c.mbs << ',' << c.microbatches
         << ',' << tunePlacementName(c.placement) << ',' << c.chunks << ','
-        << (c.vocabParallel ? 1 : 0) << ',' << cttpKeyword(c.cttp) << ','
-        << stpName(c.fwd) << ',' << stpName(c.bwd) << ','
+        << (c.vocabParallel ? 1 : 0) << ',' << cttpCell(c) << ','
+        << stpCell(c, c.fwd) << ',' << stpCell(c, c.bwd) << ','
         << (c.separation ? 1 : 0) << ",\"" << error << "\"\n";
-    json << (first ? "" : ",\n") << "  {\"rank\": "
-         << (rank > 0 ? std::to_string(rank) : "null") << ", \"status\": \""
-         << status << "\", \"iteration_s\": "
-         << llvm::formatv("{0:e6}", e.iterationTime)
+    json << (first ? "" : ",\n")
+         << "  {\"rank\": " << (rank > 0 ? std::to_string(rank) : "null")
+         << ", \"status\": \"" << status
+         << "\", \"iteration_s\": " << llvm::formatv("{0:e6}", e.iterationTime)
          << ", \"pipeline_s\": " << llvm::formatv("{0:e6}", e.pipelineTime)
          << ", \"grad_sync_s\": " << llvm::formatv("{0:e6}", e.gradSyncTime)
          << ", \"tokens_per_s\": " << llvm::formatv("{0:F1}", e.tokensPerSecond)
@@ -141,12 +182,12 @@ void writeResults(const std::string &dir, const TuneResult &result) {
          << ", \"pp\": " << c.pp << ", \"dp\": " << c.dp
          << ", \"mbs\": " << c.mbs << ", \"microbatches\": " << c.microbatches
          << ", \"placement\": \"" << tunePlacementName(c.placement)
-         << "\", \"chunks\": " << c.chunks << ", \"vocab_parallel\": "
-         << (c.vocabParallel ? "true" : "false") << ", \"cttp\": \""
-         << cttpKeyword(c.cttp) << "\", \"fstp\": \"" << stpName(c.fwd)
-         << "\", \"bstp\": \"" << stpName(c.bwd) << "\", \"separation\": "
-         << (c.separation ? "true" : "false") << ", \"error\": \""
-         << jsonEscape(e.error) << "\"}";
+         << "\", \"chunks\": " << c.chunks
+         << ", \"vocab_parallel\": " << (c.vocabParallel ? "true" : "false")
+         << ", \"cttp\": \"" << cttpCell(c) << "\", \"fstp\": \""
+         << stpCell(c, c.fwd) << "\", \"bstp\": \"" << stpCell(c, c.bwd)
+         << "\", \"separation\": " << (c.separation ? "true" : "false")
+         << ", \"error\": \"" << jsonEscape(e.error) << "\"}";
     first = false;
   };
   int rank = 0;
@@ -245,7 +286,9 @@ int main(int argc, char **argv) {
       "breadth_first and depth_first (with interval pp for circular), "
       "gradient separation on and off. Every candidate is scheduled with "
       "the cost model's durations and simulated; the data-parallel gradient "
-      "all-reduce is added; candidates over the memory limit are dropped.",
+      "all-reduce is added; candidates over the memory limit are dropped. "
+      "Scheduler plugins (--load-plugin) add check functions (--check) and "
+      "priorities (--priority) to the search (docs/Plugins.md).",
       "flexpipe-tune"};
   app.add_option("--model", o.model, "Model YAML (docs/CostModel.md)")
       ->required()
@@ -307,6 +350,22 @@ int main(int argc, char **argv) {
                  "terminal), on or off")
       ->check(CLI::IsMember({"auto", "on", "off"}))
       ->capture_default_str();
+  app.add_option("--load-plugin", o.plugins,
+                 "Load a scheduler plugin (docs/Plugins.md) before anything "
+                 "else; repeatable")
+      ->allow_extra_args(false)
+      ->type_name("PATH");
+  app.add_option("--check", o.checks,
+                 "Apply a plugin check function to every candidate (the "
+                 "baselines included); repeatable, all must agree")
+      ->allow_extra_args(false)
+      ->type_name("NAME");
+  app.add_option("--priority", o.priorities,
+                 "Also try a plugin priority: one candidate per placement, "
+                 "micro-batch size and the rest with every actor using it "
+                 "(written as custom(\"NAME\")); repeatable")
+      ->allow_extra_args(false)
+      ->type_name("NAME");
   app.add_option("-o,--output", o.output, "Directory for the results")
       ->capture_default_str();
   try {
@@ -314,6 +373,29 @@ int main(int argc, char **argv) {
   } catch (const CLI::ParseError &error) {
     return app.exit(error) == 0 ? 0 : 1;
   }
+
+  flexpipe::plugin::Registry &plugins = flexpipe::plugin::Registry::global();
+  std::string pluginFlags; // for flexpipe-compile in the written specs
+  for (const std::string &path : o.plugins) {
+    if (std::string error = plugins.load(path); !error.empty()) {
+      llvm::errs() << "error: --load-plugin " << error << "\n";
+      return 1;
+    }
+    llvm::SmallString<256> absolute;
+    if (llvm::sys::fs::real_path(path, absolute))
+      absolute = path;
+    pluginFlags += " --load-plugin " + absolute.str().str();
+  }
+  TuneOptions options;
+  if (!resolveHooks(
+          o.checks, "--check", "check",
+          [&](const std::string &name) { return plugins.check(name); },
+          options.checks) ||
+      !resolveHooks(
+          o.priorities, "--priority", "priority",
+          [&](const std::string &name) { return plugins.priority(name); },
+          options.priorities))
+    return 1;
 
   ModelConfig model;
   ClusterConfig cluster;
@@ -326,7 +408,6 @@ int main(int argc, char **argv) {
       return 1;
     }
 
-  TuneOptions options;
   options.gpus = o.gpus;
   options.globalBatch = o.globalBatch;
   if (!o.memoryLimit.empty()) {
@@ -445,26 +526,24 @@ int main(int argc, char **argv) {
     const std::string stem =
         o.output + "/rank-" + std::to_string(i + 1);
     std::ostringstream spec;
-    spec << "// flexpipe-tune rank " << i + 1 << " for " << model.name
-         << " on " << cluster.name << ", " << resolved->gpus
-         << " GPUs: pp " << c.pp << " x dp " << c.dp
-         << ", micro-batch size " << c.mbs << ", " << c.microbatches
-         << " micro-batches\n"
+    spec << "// flexpipe-tune rank " << i + 1 << " for " << model.name << " on "
+         << cluster.name << ", " << resolved->gpus << " GPUs: pp " << c.pp
+         << " x dp " << c.dp << ", micro-batch size " << c.mbs << ", "
+         << c.microbatches << " micro-batches\n"
          << "// " << describe(c) << "\n"
          << "// predicted: iteration " << seconds(e.iterationTime)
          << " (pipeline " << seconds(e.pipelineTime)
-         << ", data-parallel gradient all-reduce "
-         << seconds(e.gradSyncTime) << "), "
-         << llvm::formatv("{0:F0}", e.tokensPerSecond).str()
+         << ", data-parallel gradient all-reduce " << seconds(e.gradSyncTime)
+         << "), " << llvm::formatv("{0:F0}", e.tokensPerSecond).str()
          << " tokens/s, bubble "
-         << llvm::formatv("{0:F1}", 100 * e.bubbleRatio).str()
-         << "%, peak " << formatBytes(e.peakBytes) << " per device\n"
+         << llvm::formatv("{0:F1}", 100 * e.bubbleRatio).str() << "%, peak "
+         << formatBytes(e.peakBytes) << " per device\n"
          << "// flexpipe-compile rank-" << i + 1 << ".mlir --time-model=cost"
          << " --model rank-" << i + 1 << ".model.yaml --cluster "
          << llvm::sys::path::filename(o.cluster).str() << " --dp " << c.dp
-         << " --emit=report\n"
+         << pluginFlags << " --emit=report\n"
          << specText(c, model, "rank" + std::to_string(i + 1),
-                     resolved->separationRounds);
+                     resolved->separationRounds, o.checks);
     if (!writeFile(stem + ".mlir", spec.str()) ||
         !writeFile(stem + ".model.yaml",
                    modelYaml(model, c.mbs, resolved->globalBatch)))

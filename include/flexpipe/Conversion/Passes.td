@@ -66,7 +66,8 @@ def ConvertToEmitCPass : Pass<"flexpipe-convert-to-emitc", "mlir::ModuleOp"> {
   }];
   let options = [
     Option<"modelFile", "model", "std::string", "\"\"",
-           "Model YAML (docs/CostModel.md) giving the GPT's sizes">,
+           "Model YAML (docs/CostModel.md) giving the GPT's sizes, or both towers' "
+           "for a two-tower schedule (required then)">,
     Option<"dataParallel", "dp", "int64_t", "1",
            "Data-parallel replicas of the pipeline (world = actors x dp)">,
     Option<"seed", "seed", "int64_t", "1234",

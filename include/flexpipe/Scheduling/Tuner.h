@@ -58,6 +58,9 @@ struct Candidate {
   bool vocabParallel = false;
   Cttp cttp = Cttp::BwdFirst;
   StagePriority fwd, bwd;
+  /// A plugin priority (one of TuneOptions::priorities, by name) that every
+  /// actor uses instead of cttp, fwd and bwd; empty for the built-in ones.
+  std::string priority;
   bool separation = false;
 
   /// Every field, for comparisons and maps.
@@ -66,7 +69,7 @@ struct Candidate {
                            static_cast<int>(placement), chunks, vocabParallel,
                            static_cast<int>(cttp), static_cast<int>(fwd.order),
                            fwd.interval, static_cast<int>(bwd.order),
-                           bwd.interval, separation);
+                           bwd.interval, priority, separation);
   }
   bool operator==(const Candidate &other) const {
     return tie() == other.tie();
@@ -151,6 +154,21 @@ struct TuneOptions {
   int threads = 1;
   /// Measured durations that replace the analytic ones.
   const Profile *profile = nullptr;
+  /// Plugin hooks (flexpipe-tune --check, --priority; docs/Plugins.md) with
+  /// the names written into the specs. Every evaluation (the baselines'
+  /// included) consults all the checks; each priority adds the candidates of
+  /// every (pp, dp, mbs, placement, vocabulary parallelism, separation) with
+  /// all actors using it. The functions must be thread-safe.
+  struct NamedCheck {
+    std::string name;
+    CheckFunction function;
+  };
+  struct NamedPriority {
+    std::string name;
+    PriorityFunction function;
+  };
+  std::vector<NamedCheck> checks;
+  std::vector<NamedPriority> priorities;
   /// Called from the calling thread as candidates finish.
   std::function<void(size_t done, size_t total)> progress;
 };
@@ -204,9 +222,12 @@ std::optional<Evaluation> bestBaseline(const ModelConfig &model,
 PipelineSpec pipelineSpec(const Candidate &candidate, const ModelConfig &model);
 
 /// The candidate as `flexpipe.pipeline` text for flexpipe-compile; a
-/// separation variant names the rounds it was evaluated with.
+/// separation variant names the rounds it was evaluated with, a plugin
+/// priority is written `custom("name")` and every name in `checks` (those
+/// of TuneOptions::checks) becomes a `flexpipe.check "name"`.
 std::string specText(const Candidate &candidate, const ModelConfig &model,
-                     const std::string &name, int64_t separationRounds = 200);
+                     const std::string &name, int64_t separationRounds = 200,
+                     const std::vector<std::string> &checks = {});
 
 /// The keywords the dialect uses: "bwd_first", "fwd_first", "interleaved";
 /// "breadth_first" or "depth_first" with ", interval" when it has one.
@@ -215,7 +236,8 @@ std::string stpKeyword(const StagePriority &priority);
 
 /// A short human-readable description: placement, computation-type priority,
 /// forward/backward stage priority (bf or df, :interval), e.g. "circular v2
-/// +vocab, interleaved bf:8/df:8, separation".
+/// +vocab, interleaved bf:8/df:8, separation"; a plugin priority shows as
+/// "custom(name)".
 std::string describe(const Candidate &candidate);
 
 /// Bytes in the largest binary unit that keeps the number at least 1:

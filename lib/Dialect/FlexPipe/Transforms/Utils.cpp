@@ -119,8 +119,7 @@ FailureOr<sched::PipelineSpec> flexpipe::readPipelineSpec(PipelineOp pipeline) {
                                  "--load-plugin";
     std::vector<std::string> known = plugins.names(kind.str());
     if (!known.empty())
-      diag << " (registered " << kind << "s: " << llvm::join(known, ", ")
-           << ")";
+      diag << " (registered: " << llvm::join(known, ", ") << ")";
     return failure();
   };
 

@@ -285,7 +285,7 @@ def FlexPipe_CheckOp : FlexPipe_Op<"check", [HasParent<"PipelineOp">]> {
     lists the registered checks.
 
     ```mlir
-    flexpipe.check "no_wgrad_while_bwd_ready"
+    flexpipe.check "max_two_inflight"
     ```
   }];
   let arguments = (ins StrAttr:$name);
