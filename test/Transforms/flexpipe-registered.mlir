@@ -96,3 +96,14 @@ flexpipe.pipeline @compute actors(2) microbatches(2) {
   flexpipe.dependency fwd @gpt[-1] -> @normalize @gpt[-1]
   flexpipe.dependency @normalize @gpt[-1] -> bwd @gpt[-1]
 }
+
+// -----
+
+// The instruction's runtime attributes travel to every exec.
+// CHECK-LABEL: flexpipe.schedule @attrs
+// CHECK: flexpipe.exec @log_norms stage 1 mb 0 attrs {file = "norms.txt"}
+flexpipe.pipeline @attrs actors(2) microbatches(1) {
+  flexpipe.module @gpt layers(2) placement(one_to_one)
+  flexpipe.instruction @log_norms kind(compute) on(@gpt[-1]) attrs {file = "norms.txt"}
+  flexpipe.dependency fwd @gpt[-1] -> @log_norms @gpt[-1]
+}

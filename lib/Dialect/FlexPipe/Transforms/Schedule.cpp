@@ -16,6 +16,8 @@
 #include "flexpipe/Dialect/FlexPipe/Transforms/Utils.h"
 #include "flexpipe/Scheduling/CostModelYAML.h"
 
+#include "llvm/ADT/StringMap.h"
+
 #define DEBUG_TYPE "flexpipe-schedule"
 
 namespace flexpipe {
@@ -67,6 +69,11 @@ void writeSchedule(PipelineOp pipeline, const sched::BuiltProblem &built,
     info.push_back(StageInfoAttr::get(b.getContext(), names[meta.module],
                                       meta.layers, meta.first, meta.last));
 
+  llvm::StringMap<DictionaryAttr> runtimeAttrs;
+  for (auto inst : pipeline.getBody().getOps<InstructionOp>())
+    if (DictionaryAttr attrs = inst.getRuntimeAttrsAttr())
+      runtimeAttrs[inst.getSymName()] = attrs;
+
   auto schedule = ScheduleOp::create(
       b, loc, pipeline.getSymNameAttr(), b.getI64IntegerAttr(problem.numActors),
       b.getI64IntegerAttr(built.numStages),
@@ -82,8 +89,14 @@ void writeSchedule(PipelineOp pipeline, const sched::BuiltProblem &built,
     auto actor = ActorOp::create(b, loc, b.getI64IntegerAttr(a));
     b.setInsertionPointToEnd(&actor.getBody().emplaceBlock());
     llvm::DenseMap<int32_t, Value> tokens;
-    for (const sched::ProgOp &op : program.actors[a])
-      createInstruction(b, loc, op, program, &tokens);
+    for (const sched::ProgOp &op : program.actors[a]) {
+      Operation *created = createInstruction(b, loc, op, program, &tokens);
+      // The runtime operation of a registered computation gets the
+      // instruction's attributes.
+      if (auto exec = dyn_cast_or_null<ExecOp>(created))
+        if (DictionaryAttr attrs = runtimeAttrs.lookup(exec.getInstruction()))
+          exec.setAttrsAttr(attrs);
+    }
   }
   pipeline.erase();
 }

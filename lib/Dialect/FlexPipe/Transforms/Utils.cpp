@@ -383,7 +383,7 @@ static Operation *createInstructionOp(OpBuilder &b, Location loc,
         op.inst >= static_cast<int32_t>(program.instructions.size()))
       return nullptr;
     return ExecOp::create(b, loc, token, program.instructions[op.inst], stage,
-                          mb);
+                          mb, /*attrs=*/nullptr);
   case sched::OpKind::Wait:
     if (!tokens || !tokens->count(op.token))
       return nullptr;

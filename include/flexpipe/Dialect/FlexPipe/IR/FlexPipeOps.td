@@ -656,19 +656,24 @@ def FlexPipe_ExecOp : FlexPipe_InstOp<"exec", [DeclareOpInterfaceMethods<
     FlexPipe_InstructionOpInterface>]> {
   let summary = "run a registered instruction";
   let description = [{
-    One instance of the registered instruction `@instruction` on stage
-    `stage`; `mb` is the instance index (a micro-batch id unless the
-    instruction groups several). Optionally asynchronous.
+    One instance of the registered `kind(compute)` instruction `@instruction`
+    on stage `stage`; `mb` is the first micro-batch the instance covers (the
+    micro-batch itself unless the instruction groups several with `prev`).
+    `attrs {...}` are the instruction's runtime attributes, copied from its
+    `flexpipe.instruction` by the scheduler for the runtime operation.
+    Optionally asynchronous.
 
     ```mlir
-    flexpipe.exec @sync_gather stage 8 mb 0
+    flexpipe.exec @normalize stage 3 mb 0
+    flexpipe.exec @log_norms stage 3 mb 1 attrs {file = "norms.txt"}
     ```
   }];
   let arguments = (ins FlatSymbolRefAttr:$instruction, I64Attr:$stage,
-                       I64Attr:$mb);
+                       I64Attr:$mb, OptionalAttr<DictionaryAttr>:$attrs);
   let results = (outs Optional<FlexPipe_TokenType>:$token);
   let assemblyFormat = [{
-    $instruction `stage` $stage `mb` $mb attr-dict (`:` type($token)^)?
+    $instruction `stage` $stage `mb` $mb (`attrs` $attrs^)? attr-dict
+    (`:` type($token)^)?
   }];
   let hasVerifier = 1;
 }
