@@ -21,6 +21,7 @@
 #include "flexpipe/Runtime/Device.h"
 #include "flexpipe/Runtime/Model.h"
 #include "flexpipe/Runtime/Schedule.h"
+#include "flexpipe/Runtime/UserOps.h"
 
 #include <algorithm>
 #include <chrono>
@@ -182,6 +183,12 @@ struct flexpipe_rt {
   /// (stage, micro-batch) forwarded but not yet combined with its group's
   /// all-gather: its backward cannot run yet.
   std::set<Key> awaitingGather;
+  /// Runtime operations (flexpipe.exec): per (stage, micro-batch) of this
+  /// actor, how many instances of an iteration read its output (the
+  /// description's exec lines), how many of this iteration's are still to
+  /// come, and a copy of the output kept for them from the forward on.
+  std::map<Key, int> outputReaders, readersLeft;
+  std::map<Key, BufferPtr> kept;
 
   // Profile: per stage and kind (fwd, bwd, igrad, wgrad) total seconds and
   // count, over iterations after the first.
@@ -202,6 +209,8 @@ struct flexpipe_rt {
       for (const auto &[key, outgoing] : *map)
         bytes += outgoing.buffer->size() * sizeof(float);
     for (const BufferPtr &buffer : sending)
+      bytes += buffer->size() * sizeof(float);
+    for (const auto &[key, buffer] : kept)
       bytes += buffer->size() * sizeof(float);
     peakBytes = std::max(peakBytes, bytes);
   }
@@ -252,6 +261,7 @@ struct flexpipe_rt {
                     (gradient ? "successor" : "predecessor") + " on actor " +
                     std::to_string(peer),
                 1);
+    std::abort(); // not reached: Comm::abort stops the process
   }
   /// The rank of actor `peer` in this rank's replica of the pipeline.
   int rankOf(int64_t peer) const {
@@ -283,6 +293,20 @@ struct flexpipe_rt {
 };
 
 namespace {
+
+/// What keeps the program's runtime operations from running: an invalid
+/// registration, or an operation it runs that was not compiled in; "" when
+/// nothing.
+std::string missingOperation(const ScheduleDesc &d) {
+  if (std::vector<std::string> errors = registrationErrors(); !errors.empty())
+    return errors.front();
+  for (const ScheduleDesc::Exec &exec : d.execs)
+    if (!findOperation(exec.name))
+      return "the program runs @" + exec.name +
+             " but no operation of that name was compiled in; pass its "
+             "source with flexpipe-compile --ops";
+  return {};
+}
 
 /// Every rank writes its events next to FILE; rank 0 merges them into one
 /// Chrome trace (one process per replica, one track per actor).
@@ -346,6 +370,14 @@ int flexpipe::rt::runRank(int argc, char **argv, const char *description,
       std::fprintf(stderr, "%s\n", error.c_str());
       return 0;
     }
+    // Such a backend needs its hardware to start: a missing operation is
+    // reported first, by every rank.
+    ScheduleDesc desc;
+    if (parseSchedule(description, desc).empty())
+      if (std::string missing = missingOperation(desc); !missing.empty()) {
+        std::fprintf(stderr, "flexpipe: %s\n", missing.c_str());
+        return 1;
+      }
   }
   flexpipe_rt rt;
   rt.comm = backend.start(&argc, &argv);
@@ -360,6 +392,14 @@ int flexpipe::rt::runRank(int argc, char **argv, const char *description,
     return error.rfind("usage", 0) == 0 ? 0 : 1;
   }
   const ScheduleDesc &d = rt.desc;
+  // Every runtime operation the program runs must be compiled in; the ranks
+  // all have the same operations, so rank 0 alone reports.
+  if (std::string missing = missingOperation(d); !missing.empty()) {
+    if (comm.rank() == 0)
+      std::fprintf(stderr, "flexpipe: %s\n", missing.c_str());
+    comm.finalize();
+    return 1;
+  }
   if (2 * d.stages + 1 >= kExchangeTag)
     comm.abort("the schedule has " + std::to_string(d.stages) +
                    " stages; the CPU backend's message tags allow 16383",
@@ -464,6 +504,10 @@ int flexpipe::rt::runRank(int argc, char **argv, const char *description,
         stage, vocabSlice(d.model.vocab, stage.part(rt.actor),
                           static_cast<int>(stage.actors.size())));
   }
+  for (const ScheduleDesc::Exec &exec : d.execs)
+    if (exec.actor == rt.actor)
+      for (int64_t mb : exec.outputs)
+        ++rt.outputReaders[{exec.stage, static_cast<int>(mb)}];
   rt.lossScale = 1.0f / static_cast<float>(d.microbatches * d.dp);
   rt.tracing = !rt.options.trace.empty();
   rt.syncTimings =
@@ -534,9 +578,11 @@ int flexpipe::rt::runRank(int argc, char **argv, const char *description,
   for (int64_t it = 0; it < rt.options.iterations; ++it) {
     rt.iteration = it;
     const Clock::time_point start = Clock::now();
+    rt.readersLeft = rt.outputReaders;
     program(&rt);
     comm.waitAll();
     rt.sending.clear();
+    rt.kept.clear();
     // A bidirectional pipeline holds each stage twice, on two actors: sum the
     // copies' gradients (in block order, the same on both sides).
     for (auto &[s, other] : copies)
@@ -730,6 +776,13 @@ static void forward(flexpipe_rt *rt, int64_t s, int64_t mb) {
   });
   if (gathers)
     rt->awaitingGather.insert({static_cast<int>(s), static_cast<int>(mb)});
+  // Runtime operations that read this output later get a copy (the output
+  // itself when nothing takes it on).
+  const flexpipe_rt::Key key{static_cast<int>(s), static_cast<int>(mb)};
+  if (auto readers = rt->readersLeft.find(key);
+      out && readers != rt->readersLeft.end() && readers->second > 0)
+    rt->kept[key] =
+        rt->succs[s].empty() ? std::move(out) : rt->device->copy(*out);
   deliver(rt, rt->succs[s], s, mb, std::move(out), rt->input, rt->output);
 }
 
@@ -904,6 +957,90 @@ void flexpipe_rt_wait(flexpipe_rt *rt, int64_t token) {
   std::function<void()> complete = std::move(it->second);
   rt->tokens.erase(it);
   rt->traced("WAIT", -1, -1, -1, complete);
+}
+
+/// What a runtime operation sees of this rank: the outputs kept for it, in
+/// host memory.
+class ExecHost final : public OpContext::Host {
+public:
+  ExecHost(flexpipe_rt *rt, int64_t s) : rt(rt), s(static_cast<int>(s)) {}
+  TensorView output(int64_t mb) override {
+    auto it = rt->kept.find({s, static_cast<int>(mb)});
+    if (it == rt->kept.end() || !it->second)
+      return {};
+    Buffer &buffer = *it->second;
+    TensorView view;
+    view.data = rt->device->hostData(buffer, scratch[mb]);
+    view.size = buffer.size();
+    view.shape = rt->desc.outputShape(s, view.size);
+    return view;
+  }
+  [[noreturn]] void fail(const std::string &message) override {
+    rt->comm->abort(message, 1);
+    std::abort(); // not reached: Comm::abort stops the process
+  }
+
+private:
+  flexpipe_rt *rt;
+  int s;
+  std::map<int64_t, std::vector<float>> scratch; // host copies, per mb
+};
+
+/// Runs the operation `name` on stage `s` for micro-batches [mb, mb + count),
+/// then lets go of the outputs no later instance reads.
+static void runOperation(flexpipe_rt *rt, const char *name, int64_t s,
+                         int64_t mb, int64_t count, const char *attrs) {
+  const std::string where = std::string("exec @") + name + " stage " +
+                            std::to_string(s) + " mb " + std::to_string(mb);
+  OperationFn fn = findOperation(name);
+  if (!fn)
+    rt->comm->abort("the program runs @" + std::string(name) +
+                        " but no operation of that name was compiled in; "
+                        "pass its source with flexpipe-compile --ops",
+                    1);
+  if (s < 0 || s >= rt->desc.stages || mb < 0 || count < 1 ||
+      mb + count > rt->desc.microbatches)
+    rt->comm->abort(where + " count " + std::to_string(count) +
+                        " lies outside the schedule's stages or "
+                        "micro-batches",
+                    1);
+  std::map<std::string, OpAttribute> attributes;
+  if (std::string error = decodeOpAttributes(attrs ? attrs : "", attributes);
+      !error.empty())
+    rt->comm->abort(where + ": " + error, 1);
+  OpContext::Place place;
+  place.name = name;
+  place.rank = rt->comm->rank();
+  place.ranks = rt->comm->size();
+  place.actor = rt->actor;
+  place.replica = rt->replica;
+  place.iteration = rt->iteration;
+  place.stage = s;
+  place.microbatch = mb;
+  place.numMicrobatches = count;
+  ExecHost host(rt, s);
+  OpContext context(std::move(place), std::move(attributes), host);
+  rt->traced(name, s, mb, -1, [&] { fn(context); });
+  // An instance reads the outputs kept when it runs; these counted it.
+  for (int64_t m = mb; m < mb + count; ++m) {
+    const flexpipe_rt::Key key{static_cast<int>(s), static_cast<int>(m)};
+    auto kept = rt->kept.find(key);
+    if (kept == rt->kept.end())
+      continue;
+    if (--rt->readersLeft[key] <= 0)
+      rt->kept.erase(kept);
+  }
+}
+
+void flexpipe_rt_exec(flexpipe_rt *rt, const char *name, int64_t s, int64_t mb,
+                      int64_t count, const char *attrs) {
+  runOperation(rt, name, s, mb, count, attrs);
+}
+int64_t flexpipe_rt_exec_async(flexpipe_rt *rt, const char *name, int64_t s,
+                               int64_t mb, int64_t count, const char *attrs) {
+  runOperation(rt, name, s, mb, count, attrs);
+  rt->tokens[rt->nextToken] = [] {};
+  return rt->nextToken++;
 }
 
 void flexpipe_rt_all_gather(flexpipe_rt *rt, int64_t s, int64_t mb) {

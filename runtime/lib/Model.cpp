@@ -486,10 +486,12 @@ class Head final : public Layer {
 public:
   explicit Head(const GptConfig &c)
       : config(c), norm(c), head(c, vocabSlice(c.vocab, 0, 1)) {}
+  /// `out` is the input: the stage's output that runtime operations see.
   float forward(int64_t mb, const Batch &batch, const Tensor &in,
-                Tensor &) override {
+                Tensor &out) override {
     Tensor hidden;
     norm.forward(mb, batch, in, hidden);
+    out = in;
     return head.combine(mb, head.forward(mb, batch, hidden));
   }
   void inputGrad(int64_t mb, const Tensor &, Tensor &din,
@@ -514,6 +516,28 @@ public:
 private:
   GptConfig config;
   FinalNorm norm;
+  VocabHead head;
+};
+
+/// The LM head of the whole vocabulary and the mean cross-entropy, without
+/// the final LayerNorm (Head's second half); passes its input on.
+class LmHead final : public Layer {
+public:
+  explicit LmHead(const GptConfig &c) : head(c, vocabSlice(c.vocab, 0, 1)) {}
+  float forward(int64_t mb, const Batch &batch, const Tensor &in,
+                Tensor &out) override {
+    out = in;
+    return head.combine(mb, head.forward(mb, batch, in));
+  }
+  void inputGrad(int64_t mb, const Tensor &, Tensor &din,
+                 float lossScale) override {
+    head.inputGrad(mb, din, lossScale);
+  }
+  void weightGrad(int64_t mb) override { head.weightGrad(mb); }
+  std::vector<Parameter *> parameters() override { return {&head.parameter()}; }
+  size_t cachedBytes() const override { return head.cachedBytes(); }
+
+private:
   VocabHead head;
 };
 
@@ -685,6 +709,9 @@ std::unique_ptr<Layer> flexpipe::rt::makeFinalNorm(const GptConfig &config) {
 }
 std::unique_ptr<Layer> flexpipe::rt::makeHead(const GptConfig &config) {
   return std::make_unique<Head>(config);
+}
+std::unique_ptr<Layer> flexpipe::rt::makeLmHead(const GptConfig &config) {
+  return std::make_unique<LmHead>(config);
 }
 std::unique_ptr<Layer> flexpipe::rt::makeTowerHead(const GptConfig &config) {
   return std::make_unique<TowerHead>(config);

@@ -55,6 +55,45 @@ std::string readSizes(std::istringstream &words, GptConfig &config,
   return {};
 }
 
+/// 'exec NAME stage S actor A mb M count C outputs LIST [ATTRIBUTES]', LIST
+/// '-' or ascending micro-batches separated by commas.
+std::string readExec(std::istringstream &words, ScheduleDesc &desc) {
+  const char *expected = "expected 'exec NAME stage S actor A mb M count C "
+                         "outputs M0,M1,...|- [KEY=K:VALUE ...]'";
+  ScheduleDesc::Exec exec;
+  std::string stageWord, actorWord, mbWord, countWord, outputsWord, list;
+  words >> exec.name >> stageWord >> exec.stage >> actorWord >> exec.actor >>
+      mbWord >> exec.mb >> countWord >> exec.count >> outputsWord >> list;
+  if (!words || stageWord != "stage" || actorWord != "actor" ||
+      mbWord != "mb" || countWord != "count" || outputsWord != "outputs")
+    return expected;
+  if (exec.stage < 0 || exec.actor < 0 || exec.mb < 0 || exec.count < 1)
+    return "exec " + exec.name +
+           ": stage, actor and mb must not be negative, count at least 1";
+  if (list != "-") {
+    std::istringstream items(list);
+    for (std::string item; std::getline(items, item, ',');) {
+      char *end = nullptr;
+      const long long mb = std::strtoll(item.c_str(), &end, 10);
+      if (item.empty() || *end != '\0' || mb < exec.mb ||
+          mb >= exec.mb + exec.count ||
+          (!exec.outputs.empty() && mb <= exec.outputs.back()))
+        return "exec " + exec.name + ": outputs '" + list +
+               "' must be ascending micro-batches of the instance";
+      exec.outputs.push_back(mb);
+    }
+  }
+  std::getline(words, exec.attrs);
+  if (!exec.attrs.empty() && exec.attrs.front() == ' ')
+    exec.attrs.erase(0, 1);
+  std::map<std::string, OpAttribute> attributes;
+  if (std::string error = decodeOpAttributes(exec.attrs, attributes);
+      !error.empty())
+    return "exec " + exec.name + ": " + error;
+  desc.execs.push_back(std::move(exec));
+  return {};
+}
+
 /// The checks of a two-tower description that no single line shows.
 std::string checkTowers(ScheduleDesc &desc) {
   if (desc.towers.size() != 2)
@@ -227,10 +266,13 @@ std::string flexpipe::rt::parseSchedule(const std::string &text,
       if (!words)
         return fail("expected 'edge FROM TO'");
       desc.edges.push_back({from, to});
+    } else if (key == "exec") {
+      if (std::string error = readExec(words, desc); !error.empty())
+        return fail(error);
     } else {
       return fail("unknown key '" + key + "'");
     }
-    if (words.fail() && key != "model" && key != "stage")
+    if (words.fail() && key != "model" && key != "stage" && key != "exec")
       return fail("bad value");
   }
   if (!header)
@@ -245,6 +287,14 @@ std::string flexpipe::rt::parseSchedule(const std::string &text,
                " names a tower or is a sync stage, but the model has no "
                "'tower' lines";
   }
+  for (const ScheduleDesc::Exec &exec : desc.execs)
+    if (exec.stage >= desc.stages || exec.actor >= desc.actors ||
+        exec.mb + exec.count > desc.microbatches)
+      return "schedule description: exec " + exec.name + " stage " +
+             std::to_string(exec.stage) + " actor " +
+             std::to_string(exec.actor) + " mb " + std::to_string(exec.mb) +
+             " count " + std::to_string(exec.count) +
+             " lies outside the schedule's stages, actors or micro-batches";
   // The final LayerNorm is not part of a vocabulary-parallel head: the stage
   // that feeds the head holds it.
   for (auto [from, to] : desc.edges)
@@ -271,4 +321,15 @@ int ScheduleDesc::towerLastStage(int tower) const {
 int ScheduleDesc::Stage::part(int a) const {
   auto it = std::find(actors.begin(), actors.end(), a);
   return it == actors.end() ? -1 : static_cast<int>(it - actors.begin());
+}
+
+std::vector<int64_t>
+flexpipe::rt::ScheduleDesc::outputShape(int s, size_t size) const {
+  const GptConfig &c = config(s);
+  if (stage[s].towerLast() &&
+      size == static_cast<size_t>(c.microBatch * c.embed))
+    return {c.microBatch, c.embed};
+  if (size == static_cast<size_t>(c.tokens() * c.hidden))
+    return {c.microBatch, c.seq, c.hidden};
+  return {static_cast<int64_t>(size)};
 }

@@ -96,6 +96,18 @@ int flexpipe::parseCompileOptions(int argc, char **argv,
                  "docs/Plugins.md) before anything else; repeatable")
       ->allow_extra_args(false)
       ->type_name("PATH");
+  app.add_option("--ops", options.ops,
+                 "C++ source of runtime operations (FLEXPIPE_OPERATION from "
+                 "flexpipe/Runtime/UserOps.h) for the registered compute "
+                 "instructions the programs run (flexpipe.exec): for "
+                 "--emit=exe compiled into every rank executable and into "
+                 "'reference' (flexpipe-reference with the operations), which "
+                 "also checks that every operation the programs run is "
+                 "defined; for --emit=cpp copied beside the rank sources, "
+                 "built by build.sh; repeatable (docs/Plugins.md)")
+      ->check(CLI::ExistingFile)
+      ->allow_extra_args(false)
+      ->type_name("FILE.cpp");
   app.add_option("-o,--output", options.output,
                  "Output file (- for standard output); for cpp and exe a "
                  "directory, SPEC_STEM.ranks when not given")

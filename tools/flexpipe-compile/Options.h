@@ -32,6 +32,7 @@ struct CompileOptions {
   int64_t dp = 1;
   std::string model, cluster, profile; ///< YAML files; empty: none
   std::vector<std::string> plugins;    ///< --load-plugin, in order
+  std::vector<std::string> ops;        ///< --ops, in order
 };
 
 /// Parses the command line. Returns -1 to go on, otherwise the exit code

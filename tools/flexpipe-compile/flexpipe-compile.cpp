@@ -32,16 +32,20 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Target/Cpp/CppEmitter.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FileUtilities.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
-#include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <numeric>
 #include <optional>
+#include <set>
 
 using namespace mlir;
 using namespace flexpipe;
@@ -73,12 +77,13 @@ struct Toolchain {
 
 /// The cpu backend: the MPI compiler wrapper against the runtime.
 static std::optional<Toolchain> cpuToolchain(const std::string &include,
-                                             const std::string &libs) {
+                                             const std::string &libs,
+                                             raw_ostream &errs) {
   llvm::ErrorOr<std::string> compiler =
       llvm::sys::findProgramByName(environmentOr("FLEXPIPE_CXX", "mpicxx"));
   if (!compiler) {
-    llvm::errs() << "flexpipe-compile: cannot find the MPI C++ compiler "
-                    "'mpicxx' (install openmpi-bin or set FLEXPIPE_CXX)\n";
+    errs << "flexpipe-compile: cannot find the MPI C++ compiler "
+            "'mpicxx' (install openmpi-bin or set FLEXPIPE_CXX)\n";
     return std::nullopt;
   }
   return Toolchain{{*compiler, "-std=c++17", "-O2", "-I" + include},
@@ -90,37 +95,38 @@ static std::optional<Toolchain> cpuToolchain(const std::string &include,
 /// has MPI) and links cudart; cuBLAS and NCCL are found at run time through
 /// an rpath to the directories the build found them in.
 static std::optional<Toolchain> cudaToolchain(const std::string &include,
-                                              const std::string &libs) {
+                                              const std::string &libs,
+                                              raw_ostream &errs) {
   if (!FLEXPIPE_ENABLE_CUDA) {
-    llvm::errs() << "flexpipe-compile: --backend=cuda needs the CUDA "
-                    "runtime backend, which this build does not have "
-                    "(FLEXPIPE_ENABLE_CUDA is 0 in flexpipe/Config.h: CMake "
-                    "found no nvcc or NCCL); reconfigure on a machine with "
-                    "the CUDA toolkit and NCCL, or use --backend=cpu\n";
+    errs << "flexpipe-compile: --backend=cuda needs the CUDA "
+            "runtime backend, which this build does not have "
+            "(FLEXPIPE_ENABLE_CUDA is 0 in flexpipe/Config.h: CMake "
+            "found no nvcc or NCCL); reconfigure on a machine with "
+            "the CUDA toolkit and NCCL, or use --backend=cpu\n";
     return std::nullopt;
   }
   llvm::ErrorOr<std::string> nvcc = llvm::sys::findProgramByName(
       environmentOr("FLEXPIPE_NVCC", FLEXPIPE_CUDA_NVCC));
   if (!nvcc) {
-    llvm::errs() << "flexpipe-compile: cannot find nvcc '"
-                 << environmentOr("FLEXPIPE_NVCC", FLEXPIPE_CUDA_NVCC)
-                 << "' (set FLEXPIPE_NVCC)\n";
+    errs << "flexpipe-compile: cannot find nvcc '"
+         << environmentOr("FLEXPIPE_NVCC", FLEXPIPE_CUDA_NVCC)
+         << "' (set FLEXPIPE_NVCC)\n";
     return std::nullopt;
   }
   const char *hostDefault = FLEXPIPE_ENABLE_MPI ? "mpicxx" : "c++";
   llvm::ErrorOr<std::string> host =
       llvm::sys::findProgramByName(environmentOr("FLEXPIPE_CXX", hostDefault));
   if (!host) {
-    llvm::errs() << "flexpipe-compile: cannot find the host C++ compiler '"
-                 << environmentOr("FLEXPIPE_CXX", hostDefault)
-                 << "' (set FLEXPIPE_CXX)\n";
+    errs << "flexpipe-compile: cannot find the host C++ compiler '"
+         << environmentOr("FLEXPIPE_CXX", hostDefault)
+         << "' (set FLEXPIPE_CXX)\n";
     return std::nullopt;
   }
   const std::string library = libs + "/libflexpipe_rt_cuda.a";
   if (!llvm::sys::fs::exists(library)) {
-    llvm::errs() << "flexpipe-compile: cannot find " << library
-                 << " (build the flexpipe_rt_cuda target, or set "
-                    "FLEXPIPE_RUNTIME_LIB)\n";
+    errs << "flexpipe-compile: cannot find " << library
+         << " (build the flexpipe_rt_cuda target, or set "
+            "FLEXPIPE_RUNTIME_LIB)\n";
     return std::nullopt;
   }
   Toolchain toolchain{
@@ -227,6 +233,77 @@ substitute(std::string text,
   return text;
 }
 
+/// `arg` quoted for sh where it needs quotes.
+static std::string shellQuote(StringRef arg) {
+  if (!arg.empty() && llvm::all_of(arg, [](char c) {
+        return llvm::isAlnum(c) || StringRef("_-./=:+,@%").contains(c);
+      }))
+    return arg.str();
+  std::string quoted = "'";
+  for (char c : arg)
+    quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+/// One build command and what to say when it fails.
+struct BuildStep {
+  std::vector<std::string> command;
+  std::string failure;
+};
+
+/// The source of `reference`: flexpipe-reference's program, built again with
+/// the --ops files' operations.
+static const char *const kReferenceSource =
+    R"cpp(// Generated by flexpipe-compile: flexpipe-reference with the runtime
+// operations of this directory's --ops files compiled in.
+#include "flexpipe/Runtime/Reference.h"
+
+int main(int argc, char **argv) {
+  return flexpipe::rt::runReference(argc, argv);
+}
+)cpp";
+
+/// Asks `reference --list-operations` which operations the --ops files
+/// register; returns false after reporting why it could not.
+static bool listOperations(const std::string &reference,
+                           std::set<std::string> &names) {
+  SmallString<128> listing;
+  if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
+          "flexpipe-operations", "txt", listing)) {
+    llvm::errs() << "flexpipe-compile: cannot create a temporary file: "
+                 << ec.message() << "\n";
+    return false;
+  }
+  llvm::FileRemover remover(listing);
+  std::optional<StringRef> redirects[] = {std::nullopt, StringRef(listing),
+                                          std::nullopt};
+  std::string message;
+  const int code =
+      llvm::sys::ExecuteAndWait(reference, {reference, "--list-operations"},
+                                std::nullopt, redirects, 0, 0, &message);
+  if (code < 0) {
+    llvm::errs() << "flexpipe-compile: cannot run " << reference
+                 << " --list-operations: " << message << "\n";
+    return false;
+  }
+  if (code != 0) {
+    llvm::errs() << "flexpipe-compile: the --ops files' operations cannot be "
+                    "registered; the errors are above\n";
+    return false;
+  }
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> text =
+      llvm::MemoryBuffer::getFile(listing);
+  if (!text) {
+    llvm::errs() << "flexpipe-compile: cannot read " << listing << "\n";
+    return false;
+  }
+  SmallVector<StringRef> lines;
+  (*text)->getBuffer().split(lines, '\n', -1, false);
+  for (StringRef line : lines)
+    names.insert(line.trim().str());
+  return true;
+}
+
 /// --emit=cpp|exe: one C++ source per rank, the schedule description, and
 /// for exe the rank executables and launchers, in the directory -o.
 static int writeRanks(MLIRContext &context, ModuleOp module,
@@ -240,6 +317,14 @@ static int writeRanks(MLIRContext &context, ModuleOp module,
     }
     directory = llvm::sys::path::stem(options.input).str() + ".ranks";
   }
+  // The runtime operations the programs run, each with its first exec.
+  std::vector<std::pair<std::string, Location>> operations;
+  module.walk([&](ExecOp exec) {
+    const std::string name = exec.getInstruction().str();
+    if (llvm::none_of(operations,
+                      [&](const auto &known) { return known.first == name; }))
+      operations.push_back({name, exec.getLoc()});
+  });
   PassManager pm(&context);
   ConvertToEmitCPassOptions lowering;
   lowering.modelFile = options.model;
@@ -296,31 +381,187 @@ static int writeRanks(MLIRContext &context, ModuleOp module,
         return success();
       }))
     return 1;
-  if (options.emit == "cpp")
-    return 0;
+  // The --ops sources, copied beside the rank sources.
+  std::set<std::string> stems = {"reference"};
+  for (int64_t actor : actors)
+    stems.insert("rank" + std::to_string(actor));
+  std::vector<std::pair<std::string, std::string>> opsFiles; // (name, source)
+  for (const std::string &source : options.ops) {
+    const std::string name = llvm::sys::path::filename(source).str();
+    const StringRef extension = llvm::sys::path::extension(name);
+    if (!llvm::is_contained(ArrayRef<StringRef>{".cpp", ".cc", ".cxx", ".C"},
+                            extension)) {
+      llvm::errs() << "flexpipe-compile: --ops " << source
+                   << ": expected a C++ source (.cpp, .cc, .cxx or .C)\n";
+      return 1;
+    }
+    if (!stems.insert(llvm::sys::path::stem(name).str()).second) {
+      llvm::errs() << "flexpipe-compile: --ops " << source
+                   << ": another file of the output directory is named '"
+                   << llvm::sys::path::stem(name)
+                   << "' (a rank, reference or another --ops file); rename "
+                      "it\n";
+      return 1;
+    }
+    if (!llvm::sys::fs::equivalent(source, path(name)))
+      if (std::error_code ec = llvm::sys::fs::copy_file(source, path(name))) {
+        llvm::errs() << "flexpipe-compile: cannot copy " << source << " to "
+                     << path(name) << ": " << ec.message() << "\n";
+        return 1;
+      }
+    opsFiles.push_back({name, source});
+  }
+  if (!opsFiles.empty() && !write(path("reference.cpp"), [&](raw_ostream &os) {
+        os << kReferenceSource;
+        return success();
+      }))
+    return 1;
 
-  // Build every rank against the backend's runtime.
+  // The build against the backend's runtime: each --ops file compiled once,
+  // `reference` with them, every rank with them. `at` names a file of the
+  // output directory in the commands; --emit=exe compiles the --ops files
+  // where they are (the compiler's messages name them), build.sh the copies.
   const bool cuda = options.backend == "cuda";
   const std::string include =
       environmentOr("FLEXPIPE_RUNTIME_INCLUDE", FLEXPIPE_RUNTIME_INCLUDE_DIR);
   const std::string libs =
       environmentOr("FLEXPIPE_RUNTIME_LIB", FLEXPIPE_RUNTIME_LIB_DIR);
+  const bool exe = options.emit == "exe";
   std::optional<Toolchain> toolchain =
-      cuda ? cudaToolchain(include, libs) : cpuToolchain(include, libs);
-  if (!toolchain)
-    return 1;
-  for (int64_t actor : actors) {
-    const std::string name = "rank" + std::to_string(actor);
-    std::vector<std::string> command = toolchain->before;
-    command.insert(command.end(), {path(name + ".cpp"), "-o", path(name)});
-    command.insert(command.end(), toolchain->after.begin(),
-                   toolchain->after.end());
-    if (!execute(command))
+      cuda ? cudaToolchain(include, libs, exe ? llvm::errs() : llvm::nulls())
+           : cpuToolchain(include, libs, exe ? llvm::errs() : llvm::nulls());
+  auto steps = [&](function_ref<std::string(const Twine &)> at) {
+    std::vector<BuildStep> list;
+    std::vector<std::string> objects;
+    for (const auto &[name, source] : opsFiles) {
+      // The source's own directory too, for the headers beside it.
+      SmallString<256> directory(source);
+      llvm::sys::fs::make_absolute(directory);
+      llvm::sys::path::remove_filename(directory);
+      const std::string object = llvm::sys::path::stem(name).str() + ".o";
+      BuildStep step{toolchain->before,
+                     "flexpipe-compile: cannot compile --ops " + source +
+                         "; the compiler's messages are above"};
+      step.command.insert(step.command.end(),
+                          {"-I" + std::string(directory), "-c",
+                           exe ? source : at(name), "-o", at(object)});
+      list.push_back(std::move(step));
+      objects.push_back(at(object));
+    }
+    if (!opsFiles.empty()) {
+      BuildStep step{toolchain->before,
+                     "flexpipe-compile: cannot link 'reference' with the "
+                     "--ops files"};
+      step.command.push_back(at("reference.cpp"));
+      step.command.insert(step.command.end(), objects.begin(), objects.end());
+      step.command.insert(step.command.end(),
+                          {"-o", at("reference"),
+                           libs + "/libFlexPipeRuntime.a", "-lopenblas"});
+      list.push_back(std::move(step));
+    }
+    for (int64_t actor : actors) {
+      const std::string name = "rank" + std::to_string(actor);
+      BuildStep step{toolchain->before,
+                     "flexpipe-compile: cannot build " + name};
+      step.command.push_back(at(name + ".cpp"));
+      step.command.insert(step.command.end(), objects.begin(), objects.end());
+      step.command.insert(step.command.end(), {"-o", at(name)});
+      step.command.insert(step.command.end(), toolchain->after.begin(),
+                          toolchain->after.end());
+      list.push_back(std::move(step));
+    }
+    return list;
+  };
+  const int64_t numActors = static_cast<int64_t>(actors.size());
+
+  if (!exe) {
+    // build.sh: the same commands, run in the directory.
+    if (!toolchain) {
+      llvm::errs() << "flexpipe-compile: note: no build.sh written: the "
+                      "toolchain of --backend="
+                   << options.backend
+                   << " is not available here (--emit=exe says why)\n";
+      return 0;
+    }
+    if (!write(path("build.sh"), [&](raw_ostream &os) {
+          os << "#!/bin/sh\n"
+                "# Generated by flexpipe-compile: builds the rank "
+                "executables of this directory as\n"
+                "# --emit=exe does";
+          if (!opsFiles.empty()) {
+            os << ", with the runtime operations of";
+            for (const auto &[name, source] : opsFiles)
+              os << " " << name;
+            os << " compiled in,\n# and 'reference' (flexpipe-reference "
+                  "with them)";
+          }
+          os << ". Then launch\n# mpirun";
+          for (int64_t r = 0; r < numActors * options.dp; ++r)
+            os << (r ? " :" : "") << " -np 1 ./rank" << r % numActors;
+          os << "\nset -e\ncd \"$(dirname \"$0\")\"\n";
+          for (const BuildStep &step :
+               steps([](const Twine &name) { return name.str(); })) {
+            for (auto [i, arg] : llvm::enumerate(step.command))
+              os << (i ? " " : "") << shellQuote(arg);
+            os << "\n";
+          }
+          return success();
+        }))
       return 1;
+    llvm::sys::fs::setPermissions(
+        path("build.sh"), llvm::sys::fs::all_read | llvm::sys::fs::all_exe |
+                              llvm::sys::fs::owner_write);
+    return 0;
   }
 
+  if (!toolchain)
+    return 1;
+  if (opsFiles.empty())
+    for (const auto &[name, loc] : operations)
+      emitWarning(loc) << "the program runs @" << name
+                       << ", but no --ops file was given: the ranks will stop "
+                          "at start-up; pass the source that defines it with "
+                          "--ops FILE.cpp";
+  const std::vector<BuildStep> build = steps(path);
+  size_t done = 0;
+  for (; done < 1 + opsFiles.size() && !opsFiles.empty(); ++done)
+    if (!execute(build[done].command)) {
+      llvm::errs() << build[done].failure << "\n";
+      return 1;
+    }
+  // Every operation the programs run must be registered by the --ops files:
+  // `reference` has exactly the ranks' operations.
+  if (!opsFiles.empty()) {
+    std::set<std::string> registered;
+    if (!listOperations(path("reference"), registered))
+      return 1;
+    for (const auto &[name, loc] : operations)
+      if (!registered.count(name)) {
+        InFlightDiagnostic diag =
+            emitError(loc) << "the program runs @" << name
+                           << ", but no --ops file registers an operation of "
+                              "that name (";
+        if (registered.empty())
+          diag << "they register none";
+        for (auto [i, known] : llvm::enumerate(registered))
+          diag << (i ? ", @" : "they register @") << known;
+        diag << "); define it with ";
+        if (llvm::all_of(name,
+                         [](char c) { return llvm::isAlnum(c) || c == '_'; }))
+          diag << "FLEXPIPE_OPERATION(" << name << ")";
+        else
+          diag << "FLEXPIPE_NAMED_OPERATION(IDENT, \"" << name << "\")";
+        diag << " from flexpipe/Runtime/UserOps.h";
+        return 1;
+      }
+  }
+  for (; done < build.size(); ++done)
+    if (!execute(build[done].command)) {
+      llvm::errs() << build[done].failure << "\n";
+      return 1;
+    }
+
   // Launchers: ranks are numbered replica * actors + actor.
-  const int64_t numActors = static_cast<int64_t>(actors.size());
   auto executable = [&](const std::string &file) {
     llvm::sys::fs::setPermissions(path(file), llvm::sys::fs::all_read |
                                                   llvm::sys::fs::all_exe |
@@ -399,6 +640,13 @@ static int compile(const CompileOptions &options) {
   if (!module)
     return 1;
 
+  if (!options.ops.empty() && options.emit != "cpp" && options.emit != "exe") {
+    llvm::errs()
+        << "flexpipe-compile: --ops builds runtime operations into "
+           "rank programs; it needs --emit=cpp or --emit=exe, not --emit="
+        << options.emit << "\n";
+    return 1;
+  }
   // Cost files.
   if (!options.cluster.empty() && options.model.empty()) {
     llvm::errs() << "flexpipe-compile: --cluster needs --model (the cluster "

@@ -60,9 +60,34 @@ def ConvertToEmitCPass : Pass<"flexpipe-convert-to-emitc", "mlir::ModuleOp"> {
     stages become the vocabulary-parallel token embedding (0 layers, `first`)
     and LM head + loss (0 layers, `last`), split over the actors that run
     them, and a head's `flexpipe.all_gather` becomes
-    `flexpipe_rt_all_gather(rt, stage, mb)` (docs/Runtime.md). Schedules the
+    `flexpipe_rt_all_gather(rt, stage, mb)` (docs/Runtime.md).
+
+    A registered computation's `flexpipe.exec` becomes one call of the
+    runtime operation bound to its name (`FLEXPIPE_OPERATION` in
+    runtime/include/flexpipe/Runtime/UserOps.h, compiled in with
+    `flexpipe-compile --ops`) with its stage, its first micro-batch, the
+    number of micro-batches it covers (up to the next instance of the same
+    instruction and stage on the actor) and its attributes, encoded as
+    `KEY=K:VALUE` entries (docs/Runtime.md):
+
+    ```mlir
+    flexpipe.exec @log_norms stage 1 mb 0 attrs {file = "norms.txt"}
+    ```
+
+    prints as
+
+    ```c++
+    flexpipe_rt_exec(v1, "log_norms", 1, 0, 1, "file=s:norms.txt");
+    ```
+
+    and with a token as `int64_t v2 = flexpipe_rt_exec_async(...)`. The
+    description lists every instance (`exec` lines), so that every rank
+    checks at start-up that its operations were compiled in, and
+    flexpipe-reference runs them in the same places. Attributes other than
+    strings, integers, floats, booleans and unit attributes, and instruction
+    names other than `[A-Za-z_][A-Za-z0-9_.-]*`, are rejected. Schedules the
     runtime cannot run yet are rejected with a diagnostic: other shared
-    stages, other all-gathers, gathers and registered instructions.
+    stages, other all-gathers and gathers.
   }];
   let options = [
     Option<"modelFile", "model", "std::string", "\"\"",

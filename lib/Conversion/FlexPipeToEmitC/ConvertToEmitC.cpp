@@ -19,6 +19,8 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cctype>
+#include <cstdio>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -46,6 +48,182 @@ std::string listText(ArrayRef<int64_t> values) {
   for (auto [i, v] : llvm::enumerate(values))
     text += (i ? ", " : "") + std::to_string(v);
   return text + "]";
+}
+
+/// One flexpipe.exec as the runtime runs it (docs/Runtime.md).
+struct ExecInstance {
+  /// The micro-batches it covers, [mb, mb + count): up to the next instance
+  /// of the same instruction and stage on its actor, the last up to the
+  /// schedule's end.
+  int64_t count = 1;
+  /// Those of them whose forward of the stage runs on the actor before it:
+  /// the outputs the operation sees (none on shared and sync stages).
+  SmallVector<int64_t> outputs;
+  /// The instruction's attributes, encoded.
+  std::string attrs;
+};
+using ExecInstances = llvm::DenseMap<Operation *, ExecInstance>;
+
+/// Whether the runtime can bind an operation to `name`: the names
+/// FLEXPIPE_OPERATION registers, [A-Za-z_][A-Za-z0-9_.-]*.
+bool isOperationName(StringRef name) {
+  auto letter = [](char c) {
+    return std::isalpha(static_cast<unsigned char>(c)) || c == '_';
+  };
+  return !name.empty() && letter(name.front()) &&
+         llvm::all_of(name.drop_front(), [&](char c) {
+           return letter(c) || std::isdigit(static_cast<unsigned char>(c)) ||
+                  c == '.' || c == '-';
+         });
+}
+
+/// `text` with every byte that is not printable ASCII, or is a space, '%',
+/// '"', '\\', '?' (no trigraphs) or, in a key, '=', written as %XX: safe in
+/// a description line and a C string literal.
+std::string escapeAttribute(StringRef text, bool key) {
+  std::string out;
+  for (char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u > 0x20 && u < 0x7f && c != '%' && c != '"' && c != '\\' && c != '?' &&
+        !(key && c == '=')) {
+      out += c;
+      continue;
+    }
+    static const char *const digits = "0123456789ABCDEF";
+    out += '%';
+    out += digits[u >> 4];
+    out += digits[u & 15];
+  }
+  return out;
+}
+
+/// The attributes of `exec` as the runtime decodes them: `KEY=K:VALUE`
+/// entries separated by spaces, K one of s, i, f, b, u; or a diagnostic.
+FailureOr<std::string> encodeAttributes(ExecOp exec) {
+  std::string encoded;
+  DictionaryAttr attrs = exec.getAttrsAttr();
+  if (!attrs)
+    return encoded;
+  for (NamedAttribute named : attrs) {
+    std::string value;
+    char kind;
+    Attribute attr = named.getValue();
+    if (auto text = dyn_cast<StringAttr>(attr)) {
+      kind = 's';
+      value = text.getValue().str();
+    } else if (auto flag = dyn_cast<BoolAttr>(attr)) {
+      kind = 'b';
+      value = flag.getValue() ? "true" : "false";
+    } else if (auto integer = dyn_cast<IntegerAttr>(attr);
+               integer && !isa<FloatType>(integer.getType())) {
+      kind = 'i';
+      const APInt &v = integer.getValue();
+      const bool isUnsigned = integer.getType().isUnsignedInteger();
+      if (isUnsigned ? v.getActiveBits() > 63 : v.getSignificantBits() > 64)
+        return exec.emitOpError()
+               << "has attribute '" << named.getName().getValue()
+               << "' = " << attr
+               << ", which does not fit in 64 signed bits; the runtime passes "
+                  "integers as int64_t";
+      value = std::to_string(isUnsigned ? static_cast<int64_t>(v.getZExtValue())
+                                        : v.getSExtValue());
+    } else if (auto real = dyn_cast<FloatAttr>(attr)) {
+      kind = 'f';
+      char buffer[64];
+      std::snprintf(buffer, sizeof(buffer), "%.17g", real.getValueAsDouble());
+      value = buffer;
+    } else if (isa<UnitAttr>(attr)) {
+      kind = 'u';
+    } else {
+      return exec.emitOpError()
+             << "has attribute '" << named.getName().getValue()
+             << "' = " << attr
+             << ", which the runtime cannot pass to operation @"
+             << exec.getInstruction()
+             << "; runtime attributes are strings, integers, floats, "
+                "booleans and unit attributes";
+    }
+    if (!encoded.empty())
+      encoded += ' ';
+    encoded += escapeAttribute(named.getName().getValue(), true) + "=" + kind +
+               ":" + escapeAttribute(value, false);
+  }
+  return encoded;
+}
+
+/// Every flexpipe.exec of `schedule` with what the runtime needs of it, or a
+/// diagnostic. `noOutputs` are the stages whose outputs operations do not
+/// see (shared and sync stages).
+LogicalResult analyzeExecs(ScheduleOp schedule,
+                           const llvm::SmallDenseSet<int64_t> &noOutputs,
+                           ExecInstances &instances) {
+  const auto numMicrobatches = static_cast<int64_t>(schedule.getMicrobatches());
+  for (auto actor : schedule.getBody().getOps<ActorOp>()) {
+    // Instances of one instruction on one stage, and the forwards so far.
+    std::map<std::pair<std::string, int64_t>, SmallVector<ExecOp>> groups;
+    std::set<std::pair<int64_t, int64_t>> forwarded;
+    for (Operation &op : actor.getBody().front()) {
+      if (auto fwd = dyn_cast<FwdOp>(op)) {
+        forwarded.insert({static_cast<int64_t>(fwd.getStage()),
+                          static_cast<int64_t>(fwd.getMb())});
+        continue;
+      }
+      auto exec = dyn_cast<ExecOp>(op);
+      if (!exec)
+        continue;
+      if (!isOperationName(exec.getInstruction()))
+        return exec.emitOpError()
+               << "runs instruction '" << exec.getInstruction()
+               << "', a name the runtime cannot bind an operation to; name the "
+                  "instruction with letters, digits, '_', '.' and '-', "
+                  "starting with a letter or '_'";
+      FailureOr<std::string> attrs = encodeAttributes(exec);
+      if (failed(attrs))
+        return failure();
+      ExecInstance &instance = instances[exec];
+      instance.attrs = std::move(*attrs);
+      const auto s = static_cast<int64_t>(exec.getStage());
+      for (int64_t mb = static_cast<int64_t>(exec.getMb());
+           mb < numMicrobatches && !noOutputs.contains(s); ++mb)
+        if (forwarded.count({s, mb}))
+          instance.outputs.push_back(mb);
+      groups[{exec.getInstruction().str(), s}].push_back(exec);
+    }
+    for (auto &[key, execs] : groups) {
+      llvm::sort(execs,
+                 [](ExecOp a, ExecOp b) { return a.getMb() < b.getMb(); });
+      for (auto [i, exec] : llvm::enumerate(execs)) {
+        const auto mb = static_cast<int64_t>(exec.getMb());
+        const int64_t end = i + 1 < execs.size()
+                                ? static_cast<int64_t>(execs[i + 1].getMb())
+                                : numMicrobatches;
+        ExecInstance &instance = instances[exec];
+        instance.count = end - mb;
+        llvm::erase_if(instance.outputs, [&](int64_t m) { return m >= end; });
+      }
+    }
+  }
+  return success();
+}
+
+/// The description's exec lines, one per instance, actors and program order.
+std::string execLines(ScheduleOp schedule, const ExecInstances &instances) {
+  std::ostringstream lines;
+  for (auto actor : schedule.getBody().getOps<ActorOp>())
+    for (auto exec : actor.getBody().getOps<ExecOp>()) {
+      const ExecInstance &instance = instances.at(exec);
+      lines << "exec " << exec.getInstruction().str() << " stage "
+            << exec.getStage() << " actor " << actor.getId() << " mb "
+            << exec.getMb() << " count " << instance.count << " outputs ";
+      if (instance.outputs.empty())
+        lines << "-";
+      for (auto [i, mb] : llvm::enumerate(instance.outputs))
+        lines << (i ? "," : "") << mb;
+      if (!instance.attrs.empty())
+        lines << " " << instance.attrs;
+      lines << "\n";
+    }
+  return lines.str();
 }
 
 /// The description's header and its hash: covers the body and every actor's
@@ -80,7 +258,8 @@ StageInfoAttr stageInfo(const Analysis &a, int64_t s) {
 /// registered sync stage among the actors of the towers' last stages.
 FailureOr<std::string> describeTowers(ScheduleOp schedule, const Analysis &a,
                                       const sched::ModelConfig *model,
-                                      int64_t dp, int64_t seed) {
+                                      int64_t dp, int64_t seed,
+                                      const std::string &execs) {
   const int64_t numStages = static_cast<int64_t>(schedule.getStages());
   if (a.modules.size() != 2 || a.syncStages.size() != 1) {
     InFlightDiagnostic diag = schedule.emitOpError() << "has modules";
@@ -287,13 +466,15 @@ FailureOr<std::string> describeTowers(ScheduleOp schedule, const Analysis &a,
   }
   for (auto [from, to] : schedule.getEdgeList())
     body << "edge " << from << " " << to << "\n";
+  body << execs;
   return withHash(schedule, body.str());
 }
 
-/// The text of docs/Runtime.md for `schedule`, or a diagnostic.
+/// The text of docs/Runtime.md for `schedule`, or a diagnostic; `instances`
+/// gets what the runtime needs of each flexpipe.exec.
 FailureOr<std::string> describe(ScheduleOp schedule,
                                 const sched::ModelConfig *model, int64_t dp,
-                                int64_t seed) {
+                                int64_t seed, ExecInstances &instances) {
   const int64_t numStages = static_cast<int64_t>(schedule.getStages());
   Analysis a;
   ArrayAttr info = a.info = schedule.getStageInfoAttr();
@@ -366,7 +547,7 @@ FailureOr<std::string> describe(ScheduleOp schedule,
                << " to one actor, but the contrastive loss needs both towers' "
                   "embeddings on both towers' last actors; use "
                   "flexpipe.all_gather";
-      if (isa<GatherOp, ExecOp>(op))
+      if (isa<GatherOp>(op))
         return op.emitOpError()
                << "cannot be lowered yet: the runtime runs computations, "
                   "point-to-point transfers and the all-gathers of "
@@ -405,8 +586,15 @@ FailureOr<std::string> describe(ScheduleOp schedule,
                << "gathers in a group other than the actors that run stage "
                << s << "; list exactly them, in ascending order";
     }
+  // Registered computations: operations see no output of shared and sync
+  // stages.
+  llvm::SmallDenseSet<int64_t> noOutputs = shared;
+  noOutputs.insert(a.syncStages.begin(), a.syncStages.end());
+  if (failed(analyzeExecs(schedule, noOutputs, instances)))
+    return failure();
+  const std::string execs = execLines(schedule, instances);
   if (a.modules.size() != 1 || !a.syncStages.empty())
-    return describeTowers(schedule, a, model, dp, seed);
+    return describeTowers(schedule, a, model, dp, seed, execs);
 
   // One module: the runtime's GPT. Each direction of a bidirectional
   // pipeline starts again at the first layer (its stages are copies of the
@@ -473,6 +661,7 @@ FailureOr<std::string> describe(ScheduleOp schedule,
   }
   for (auto [from, to] : schedule.getEdgeList())
     body << "edge " << from << " " << to << "\n";
+  body << execs;
   return withHash(schedule, body.str());
 }
 
@@ -491,7 +680,8 @@ std::string quote(StringRef text) {
 }
 
 LogicalResult lowerActor(OpBuilder &b, ScheduleOp schedule, ActorOp actor,
-                         StringRef description) {
+                         StringRef description,
+                         const ExecInstances &instances) {
   MLIRContext *ctx = b.getContext();
   Location loc = actor.getLoc();
   const int64_t id = static_cast<int64_t>(actor.getId());
@@ -535,10 +725,18 @@ LogicalResult lowerActor(OpBuilder &b, ScheduleOp schedule, ActorOp actor,
     };
     LogicalResult result =
         llvm::TypeSwitch<Operation *, LogicalResult>(&op)
-            .Case([&](FwdOp) { return call("flexpipe_rt_fwd", {s, mb}), success(); })
-            .Case([&](BwdOp) { return call("flexpipe_rt_bwd", {s, mb}), success(); })
-            .Case([&](IgradOp) { return call("flexpipe_rt_igrad", {s, mb}), success(); })
-            .Case([&](WgradOp) { return call("flexpipe_rt_wgrad", {s, mb}), success(); })
+            .Case([&](FwdOp) {
+              return call("flexpipe_rt_fwd", {s, mb}), success();
+            })
+            .Case([&](BwdOp) {
+              return call("flexpipe_rt_bwd", {s, mb}), success();
+            })
+            .Case([&](IgradOp) {
+              return call("flexpipe_rt_igrad", {s, mb}), success();
+            })
+            .Case([&](WgradOp) {
+              return call("flexpipe_rt_wgrad", {s, mb}), success();
+            })
             .Case([&](SendActOp o) {
               transfer("flexpipe_rt_send_act", o.getPeerActor(), o.getToken());
               return success();
@@ -565,6 +763,25 @@ LogicalResult lowerActor(OpBuilder &b, ScheduleOp schedule, ActorOp actor,
                         .getResult(0);
               else
                 call("flexpipe_rt_all_gather", {s, mb});
+              return success();
+            })
+            .Case([&](ExecOp o) {
+              // flexpipe_rt_exec(rt, "name", stage, mb, count, "attrs").
+              const ExecInstance &instance = instances.at(o);
+              SmallVector<Attribute> args{
+                  b.getIndexAttr(0),
+                  emitc::OpaqueAttr::get(ctx, quote(o.getInstruction())),
+                  b.getI64IntegerAttr(s),
+                  b.getI64IntegerAttr(mb),
+                  b.getI64IntegerAttr(instance.count),
+                  emitc::OpaqueAttr::get(ctx, quote(instance.attrs))};
+              Value token = o.getToken();
+              auto exec = emitc::CallOpaqueOp::create(
+                  b, loc, token ? TypeRange{i64} : TypeRange{},
+                  token ? "flexpipe_rt_exec_async" : "flexpipe_rt_exec",
+                  ValueRange{rt}, b.getArrayAttr(args));
+              if (token)
+                tokens[token] = exec.getResult(0);
               return success();
             })
             .Case([&](WaitOp o) {
@@ -620,14 +837,15 @@ struct ConvertToEmitCPass
       }
     for (ScheduleOp schedule :
          llvm::make_early_inc_range(root.getOps<ScheduleOp>())) {
+      ExecInstances instances;
       FailureOr<std::string> description =
-          describe(schedule, modelFile.empty() ? nullptr : &model,
-                   dataParallel, seed);
+          describe(schedule, modelFile.empty() ? nullptr : &model, dataParallel,
+                   seed, instances);
       if (failed(description))
         return signalPassFailure();
       OpBuilder b(schedule);
       for (auto actor : schedule.getBody().getOps<ActorOp>())
-        if (failed(lowerActor(b, schedule, actor, *description)))
+        if (failed(lowerActor(b, schedule, actor, *description, instances)))
           return signalPassFailure();
       schedule.erase();
     }

@@ -127,11 +127,12 @@ public:
   CpuTowerLast(Stage stage, const GptConfig &config, int tower, double &lossSum)
       : stage(std::move(stage)), config(config), tower(tower),
         lossSum(lossSum) {}
-  void forward(int64_t mb, const Batch &batch, BufferPtr in, BufferPtr &,
+  void forward(int64_t mb, const Batch &batch, BufferPtr in, BufferPtr &out,
                bool) override {
     Tensor embeddings;
     stage.forward(mb, batch, tensorOf(in), embeddings);
     pending[mb] = std::vector<double>(embeddings.begin(), embeddings.end());
+    out = std::make_unique<HostBuffer>(std::move(embeddings));
   }
   std::vector<double> statistics(int64_t mb) override {
     return takePending(pending, mb);
@@ -196,6 +197,9 @@ public:
   BufferPtr copy(Buffer &buffer) override {
     return std::make_unique<HostBuffer>(
         static_cast<HostBuffer &>(buffer).values);
+  }
+  const float *hostData(Buffer &buffer, std::vector<float> &) override {
+    return buffer.data();
   }
   std::unique_ptr<DeviceStage>
   makeStage(const ScheduleDesc::Stage &s) override {

@@ -367,12 +367,15 @@ public:
         targets(context, microbatches, config.tokens()), lossSum(lossSum) {
     params = upload(context, *makeHead(config));
   }
-  void forward(int64_t mb, const Batch &batch, Floats in, Floats &,
+  /// `out` is a copy of the input: the stage's output that runtime operations
+  /// see (Model.cpp's Head passes its input on alike).
+  void forward(int64_t mb, const Batch &batch, Floats in, Floats &out,
                bool countLoss) override {
     const int64_t t = config.tokens(), h = config.hidden, v = config.vocab;
     cudaStream_t stream = context.stream();
     State &s = states[mb];
     s.x = std::move(in);
+    out = s.x.clone();
     const int32_t *target = targets.upload(mb, batch.targets, v);
     Normalized n = layerNorm(context, s.x, gain(), bias(), t, h);
     s.hf = std::move(n.y);
@@ -532,6 +535,14 @@ public:
   BufferPtr copy(Buffer &buffer) override {
     return std::make_unique<CudaBuffer>(
         static_cast<CudaBuffer &>(buffer).array.clone());
+  }
+  const float *hostData(Buffer &buffer, std::vector<float> &scratch) override {
+    scratch.resize(buffer.size());
+    CUDACHECK(cudaMemcpyAsync(scratch.data(), buffer.data(),
+                              buffer.size() * sizeof(float),
+                              cudaMemcpyDeviceToHost, context->stream()));
+    context->synchronize("copying an output for a runtime operation");
+    return scratch.data();
   }
   std::unique_ptr<DeviceStage>
   makeStage(const ScheduleDesc::Stage &s) override {

@@ -38,6 +38,9 @@ struct Trained {
   /// Model.h's order: the sharp check (Adam's first steps barely depend on
   /// a gradient's size).
   std::vector<std::vector<float>> gradients;
+  /// The last stage's output (the hidden state entering the head, what
+  /// runtime operations see) of micro-batch 0 in the first iteration.
+  std::vector<float> headInput;
 };
 
 /// The order every run here follows in an iteration: all forwards, then per
@@ -56,6 +59,8 @@ Trained trainOnCpu(const GptConfig &config, int microbatches) {
     for (int mb = 0; mb < microbatches; ++mb) {
       Tensor out;
       loss += model.forward(mb, makeBatch(config, it, mb), {}, out);
+      if (it == 0 && mb == 0)
+        result.headInput = out;
     }
     for (int mb = 0; mb < microbatches; ++mb) {
       Tensor din;
@@ -103,7 +108,17 @@ Trained trainOnEmulatedGpu(const GptConfig &config, int microbatches,
                          next, &stage == &stages.back());
           current = std::move(next);
         }
-        CHECK(current == nullptr); // the head passes nothing on
+        // The head passes its input on (what runtime operations see),
+        // which hostData copies to the host.
+        REQUIRE(current != nullptr);
+        CHECK(current->size() ==
+              static_cast<size_t>(config.tokens() * config.hidden));
+        if (it == 0 && mb == 0) {
+          std::vector<float> scratch;
+          const float *host = device->hostData(*current, scratch);
+          CHECK(host == scratch.data());
+          result.headInput.assign(host, host + current->size());
+        }
       }
       size_t cached = 0;
       for (auto &stage : stages)
@@ -171,6 +186,15 @@ void compare(const Trained &gpu, const Trained &cpu) {
     worstGradient = std::max(worstGradient, largest > 0 ? diff / largest : 0);
   }
   WARN("worst relative gradient difference " << worstGradient);
+  REQUIRE(gpu.headInput.size() == cpu.headInput.size());
+  double largestInput = 0, inputDiff = 0;
+  for (size_t i = 0; i < cpu.headInput.size(); ++i) {
+    largestInput = std::max(largestInput, std::abs(double(cpu.headInput[i])));
+    inputDiff = std::max(inputDiff,
+                         std::abs(double(gpu.headInput[i]) - cpu.headInput[i]));
+  }
+  CHECK(largestInput > 0);
+  CHECK(inputDiff <= 1e-5 * largestInput);
   REQUIRE(gpu.losses.size() == cpu.losses.size());
   for (size_t i = 0; i < cpu.losses.size(); ++i) {
     INFO("iteration " << i << ": emulated GPU " << gpu.losses[i] << ", CPU "

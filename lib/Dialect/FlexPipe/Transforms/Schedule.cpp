@@ -69,10 +69,9 @@ void writeSchedule(PipelineOp pipeline, const sched::BuiltProblem &built,
     info.push_back(StageInfoAttr::get(b.getContext(), names[meta.module],
                                       meta.layers, meta.first, meta.last));
 
-  llvm::StringMap<DictionaryAttr> runtimeAttrs;
+  llvm::StringMap<InstructionOp> instructions;
   for (auto inst : pipeline.getBody().getOps<InstructionOp>())
-    if (DictionaryAttr attrs = inst.getRuntimeAttrsAttr())
-      runtimeAttrs[inst.getSymName()] = attrs;
+    instructions[inst.getSymName()] = inst;
 
   auto schedule = ScheduleOp::create(
       b, loc, pipeline.getSymNameAttr(), b.getI64IntegerAttr(problem.numActors),
@@ -92,10 +91,13 @@ void writeSchedule(PipelineOp pipeline, const sched::BuiltProblem &built,
     for (const sched::ProgOp &op : program.actors[a]) {
       Operation *created = createInstruction(b, loc, op, program, &tokens);
       // The runtime operation of a registered computation gets the
-      // instruction's attributes.
+      // instruction's attributes and location (for diagnostics about it).
       if (auto exec = dyn_cast_or_null<ExecOp>(created))
-        if (DictionaryAttr attrs = runtimeAttrs.lookup(exec.getInstruction()))
-          exec.setAttrsAttr(attrs);
+        if (InstructionOp inst = instructions.lookup(exec.getInstruction())) {
+          exec->setLoc(inst.getLoc());
+          if (DictionaryAttr attrs = inst.getRuntimeAttrsAttr())
+            exec.setAttrsAttr(attrs);
+        }
     }
   }
   pipeline.erase();

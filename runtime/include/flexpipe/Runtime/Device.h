@@ -53,10 +53,13 @@ struct GradientRef {
 class DeviceStage {
 public:
   virtual ~DeviceStage() = default;
-  /// `in` is null on the first stage. On the last stage `out` may stay null;
-  /// when `countLoss`, the device adds the micro-batch's mean cross-entropy
-  /// to the iteration's loss (Device::takeLossSum). A tower's last stage
-  /// keeps its embeddings for statistics() instead.
+  /// `in` is null on the first stage. On the GPT's last stage `out` is the
+  /// hidden state entering the final LayerNorm and LM head (what a runtime
+  /// operation sees as the stage's output; nothing is passed on); when
+  /// `countLoss`, the device adds the micro-batch's mean cross-entropy to
+  /// the iteration's loss (Device::takeLossSum). A tower's last stage keeps
+  /// its embeddings for statistics() and also returns them in `out`. A
+  /// vocabulary-parallel head's `out` stays null.
   virtual void forward(int64_t mb, const Batch &batch, BufferPtr in,
                        BufferPtr &out, bool countLoss) = 0;
   /// `dout` is null on the last stage (a tower's starts from the gradient of
@@ -90,6 +93,11 @@ public:
   /// A buffer of `count` zeros.
   virtual BufferPtr allocate(size_t count) = 0;
   virtual BufferPtr copy(Buffer &buffer) = 0;
+  /// The floats of `buffer` in host memory, for a runtime operation to read:
+  /// the buffer's own when the device keeps them on the host, otherwise a
+  /// copy in `scratch` once the work issued so far has finished.
+  virtual const float *hostData(Buffer &buffer,
+                                std::vector<float> &scratch) = 0;
   /// Stage `stage` of the schedule, with the weights a single-process run
   /// starts from (Model.h's deterministic initialisation).
   virtual std::unique_ptr<DeviceStage>

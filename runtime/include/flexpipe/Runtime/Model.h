@@ -77,7 +77,8 @@ Batch makeTowerBatch(const GptConfig &config, int tower, int64_t iteration,
                      int64_t microbatch);
 
 /// One piece of a stage. Inputs and outputs are [tokens x hidden] row-major,
-/// except the embedding's input (token ids) and the head's output (a loss).
+/// except the embedding's input (token ids) and the LM head's output (its
+/// input again: the head returns the loss).
 class Layer {
 public:
   virtual ~Layer() = default;
@@ -129,6 +130,11 @@ std::unique_ptr<Layer> makeFinalNorm(const GptConfig &config);
 /// Final LayerNorm, LM head and cross-entropy: makeFinalNorm and a
 /// VocabHead of the whole vocabulary.
 std::unique_ptr<Layer> makeHead(const GptConfig &config);
+/// makeHead without its final LayerNorm: the LM head of the whole
+/// vocabulary and the cross-entropy. makeFinalNorm followed by it computes
+/// exactly what makeHead computes (flexpipe-reference cuts the model there
+/// when a runtime operation reads the final LayerNorm's output).
+std::unique_ptr<Layer> makeLmHead(const GptConfig &config);
 /// The end of a tower: the final LayerNorm, the mean over each sequence's
 /// tokens and a projection without bias (PREFIXhead.projection, hidden x
 /// embed) to the shared embedding space. Output: microBatch x embed.
@@ -193,9 +199,10 @@ public:
         bool embedding, bool head, bool finalNorm = false);
   explicit Stage(std::vector<std::unique_ptr<Layer>> layers)
       : layers(std::move(layers)) {}
-  /// `in` is ignored on the first stage; on the last `out` is ignored and the
-  /// micro-batch's mean cross-entropy returned (a tower's: `out` is its
-  /// embeddings, the loss comes later from contrastiveLoss).
+  /// `in` is ignored on the first stage; on the last the micro-batch's mean
+  /// cross-entropy is returned and `out` is the hidden state that entered the
+  /// head (a tower's: `out` is its embeddings, the loss comes later from
+  /// contrastiveLoss).
   float forward(int64_t mb, const Batch &batch, const Tensor &in, Tensor &out);
   /// `dout` is ignored on the last stage but a tower's (the gradient of its
   /// embeddings); `din` is left empty on the first.

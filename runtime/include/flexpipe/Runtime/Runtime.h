@@ -76,6 +76,18 @@ void flexpipe_rt_all_gather(flexpipe_rt *rt, int64_t stage, int64_t mb);
 int64_t flexpipe_rt_all_gather_async(flexpipe_rt *rt, int64_t stage,
                                      int64_t mb);
 
+/* The runtime operation `name`, bound to the registered compute instruction
+ * of that name (FLEXPIPE_OPERATION in flexpipe/Runtime/UserOps.h; compiled
+ * in with flexpipe-compile --ops), for stage `stage` and micro-batches
+ * [mb, mb + count). `attrs` are the instruction's attributes, encoded as
+ * docs/Runtime.md describes. The operation runs before the call returns; the
+ * _async variant also runs it at once and returns a token whose
+ * flexpipe_rt_wait has nothing left to do. */
+void flexpipe_rt_exec(flexpipe_rt *rt, const char *name, int64_t stage,
+                      int64_t mb, int64_t count, const char *attrs);
+int64_t flexpipe_rt_exec_async(flexpipe_rt *rt, const char *name, int64_t stage,
+                               int64_t mb, int64_t count, const char *attrs);
+
 #ifdef __cplusplus
 }
 #endif

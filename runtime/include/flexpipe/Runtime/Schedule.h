@@ -10,7 +10,9 @@
 #define FLEXPIPE_RUNTIME_SCHEDULE_H
 
 #include "flexpipe/Runtime/Model.h"
+#include "flexpipe/Runtime/UserOps.h"
 
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -60,6 +62,19 @@ struct ScheduleDesc {
   };
   std::vector<Stage> stage;
   std::vector<std::pair<int, int>> edges;
+  /// One instance of a registered compute instruction in an actor's program
+  /// (flexpipe.exec), in program order per actor: the operation `name` on
+  /// `stage` for micro-batches [mb, mb + count); `outputs` are those of them
+  /// whose forward of `stage` has run on `actor` before the instance, whose
+  /// output the operation sees; `attrs` as flexpipe_rt_exec gets them.
+  struct Exec {
+    std::string name;
+    int stage = 0, actor = 0;
+    int64_t mb = 0, count = 1;
+    std::vector<int64_t> outputs;
+    std::string attrs;
+  };
+  std::vector<Exec> execs;
 
   bool twoTower() const { return !towers.empty(); }
   /// The sizes of the model that stage `s` belongs to: its tower's, or the
@@ -68,6 +83,10 @@ struct ScheduleDesc {
     const int tower = stage[s].tower;
     return tower >= 0 ? towers[tower] : model;
   }
+  /// The shape of `size` floats of stage `s`'s output for one micro-batch:
+  /// [micro-batch, embed] after a tower's last stage, [micro-batch, seq,
+  /// hidden] for hidden states, flat otherwise.
+  std::vector<int64_t> outputShape(int s, size_t size) const;
   /// The sync stage of a two-tower model, or -1.
   int syncStage() const;
   /// The last stage of tower `tower`, or -1.
@@ -76,6 +95,16 @@ struct ScheduleDesc {
 
 /// Parses the text; returns an empty string or what is wrong (with the line).
 std::string parseSchedule(const std::string &text, ScheduleDesc &desc);
+
+/// Decodes the attributes the lowering encodes for flexpipe_rt_exec and the
+/// description's exec lines (docs/Runtime.md): `KEY=K:VALUE` entries
+/// separated by single spaces, K one of s (string), i (integer), f (float),
+/// b (bool), u (unit), every byte of KEY and VALUE that is not printable
+/// ASCII or is one of space, '%', '"', '\\', '?' (and '=' in KEY) written as
+/// %XX.
+/// Returns an empty string or what is wrong.
+std::string decodeOpAttributes(const std::string &encoded,
+                               std::map<std::string, OpAttribute> &attributes);
 
 } // namespace flexpipe::rt
 
