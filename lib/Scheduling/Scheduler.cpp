@@ -122,13 +122,8 @@ std::string flexpipe::sched::validate(const Problem &p) {
           return os.str() + "names a stage part out of range";
     // The instances cover the sources' micro-batches; every dependent's
     // micro-batch must map onto one of them.
-    int32_t lo = p.numMicrobatches, hi = 0;
-    for (const PartKind &src : r.after) {
-      lo = std::min(lo, p.parts[src.part].mbBegin);
-      hi = std::max(hi, p.parts[src.part].mbEnd);
-    }
-    if (r.after.empty())
-      lo = 0, hi = p.numMicrobatches;
+    const auto [lo, hi] =
+        registeredRange(p, static_cast<int32_t>(&r - p.registered.data()));
     const int64_t instances = (hi - lo + r.prev - 1) / r.prev;
     for (const PartKind &dst : r.before) {
       const int32_t last = std::min(hi, p.parts[dst.part].mbEnd) - 1;
@@ -229,7 +224,8 @@ private:
   }
 
   void build();
-  void buildRegistered();
+  void addRegisteredEdges();
+  void initRegistered();
   void addEdge(int32_t from, int32_t to) { edges.push_back({from, to}); }
 
   // --- Scheduling ----------------------------------------------------------
@@ -378,14 +374,18 @@ void Engine::build() {
         addEdge(itemId(src, dep.srcPart, mb), itemId(dst, dep.dstPart, mb));
   }
 
-  // CSR successor lists and predecessor counts.
-  succStart.assign(numItems + 1, 0);
-  pending.assign(numItems, 0);
+  addRegisteredEdges();
+
+  // CSR successor lists and predecessor counts, over the items and the
+  // registered instances' readiness nodes.
+  const int32_t numNodes = numItems + numInstances;
+  succStart.assign(numNodes + 1, 0);
+  pending.assign(numNodes, 0);
   for (auto [from, to] : edges) {
     ++succStart[from + 1];
     ++pending[to];
   }
-  for (int32_t i = 0; i < numItems; ++i)
+  for (int32_t i = 0; i < numNodes; ++i)
     succStart[i + 1] += succStart[i];
   succList.resize(edges.size());
   std::vector<int32_t> fill(succStart.begin(), succStart.end() - 1);
@@ -431,37 +431,24 @@ void Engine::build() {
   actorScheduled.assign(numActors, 0);
   lastItem.assign(numActors, ScheduledItem{CompKind::Fwd, -1, -1, 0, 0});
   blockedIn.assign(numActors, -1);
-  buildRegistered();
+  initRegistered();
 }
 
-/// Registered instructions: readiness nodes after the items, their source
-/// edges, and the extra pending counts of their dependents.
-void Engine::buildRegistered() {
+/// Registered instructions: their instances, numbered after the items as
+/// readiness nodes, and the edges from their sources.
+void Engine::addRegisteredEdges() {
   const int32_t numRegs = static_cast<int32_t>(p.registered.size());
   reg.assign(numRegs, {});
   numInstances = 0;
   for (int32_t r = 0; r < numRegs; ++r) {
     const Registered &ri = p.registered[r];
     RegState &st = reg[r];
-    st.lo = ri.after.empty() ? 0 : p.numMicrobatches;
-    st.hi = ri.after.empty() ? p.numMicrobatches : 0;
-    for (const PartKind &src : ri.after) {
-      st.lo = std::min(st.lo, p.parts[src.part].mbBegin);
-      st.hi = std::max(st.hi, p.parts[src.part].mbEnd);
-    }
+    std::tie(st.lo, st.hi) = registeredRange(p, r);
     st.instances =
         static_cast<int32_t>((st.hi - st.lo + ri.prev - 1) / ri.prev);
     st.base = numInstances;
     numInstances += st.instances;
-  }
-  // Readiness nodes extend the item graph; rebuild the CSR with them.
-  const int32_t numNodes = numItems + numInstances;
-  std::vector<int32_t> extraPending(numInstances, 0);
-  for (int32_t r = 0; r < numRegs; ++r) {
-    const Registered &ri = p.registered[r];
-    const RegState &st = reg[r];
     for (int32_t i = 0; i < st.instances; ++i) {
-      const int32_t node = numItems + st.base + i;
       const int32_t from = st.lo + static_cast<int32_t>(i * ri.prev);
       const int32_t to = std::min<int32_t>(
           st.hi, st.lo + static_cast<int32_t>((i + 1) * ri.prev));
@@ -469,11 +456,23 @@ void Engine::buildRegistered() {
         const CompKind kind = existing(src.kind, /*asSource=*/true);
         for (int32_t mb = std::max(from, p.parts[src.part].mbBegin);
              mb < std::min(to, p.parts[src.part].mbEnd); ++mb)
-          addEdge(itemId(kind, src.part, mb), node);
+          addEdge(itemId(kind, src.part, mb), numItems + st.base + i);
       }
-      if (i > 0)
-        ++extraPending[st.base + i]; // released when instance i - 1 is ready
     }
+  }
+}
+
+/// Registered instructions, once the graph is built: the chain between
+/// consecutive instances, the extra pending counts of their dependents, and
+/// the members' queues.
+void Engine::initRegistered() {
+  const int32_t numRegs = static_cast<int32_t>(p.registered.size());
+  for (int32_t r = 0; r < numRegs; ++r) {
+    const Registered &ri = p.registered[r];
+    const RegState &st = reg[r];
+    // Instance i is released when instance i - 1 is ready.
+    for (int32_t i = 1; i < st.instances; ++i)
+      ++pending[numItems + st.base + i];
     // Dependents wait for their instance: once for a collective or for the
     // member on their own actor, once per member otherwise.
     for (const PartKind &dst : ri.before) {
@@ -487,27 +486,7 @@ void Engine::buildRegistered() {
            mb < std::min(st.hi, p.parts[dst.part].mbEnd); ++mb)
         pending[itemId(kind, dst.part, mb)] += waits;
     }
-    for (int32_t actor : ri.actors) {
-      (void)actor;
-      total += st.instances;
-    }
-  }
-  if (numInstances > 0) {
-    succStart.assign(numNodes + 1, 0);
-    pending.resize(numNodes, 0);
-    for (int32_t i = 0; i < numInstances; ++i)
-      pending[numItems + i] = extraPending[i];
-    for (auto [from, to] : edges) {
-      ++succStart[from + 1];
-      if (to >= numItems)
-        ++pending[to];
-    }
-    for (int32_t i = 0; i < numNodes; ++i)
-      succStart[i + 1] += succStart[i];
-    succList.resize(edges.size());
-    std::vector<int32_t> fill(succStart.begin(), succStart.end() - 1);
-    for (auto [from, to] : edges)
-      succList[fill[from]++] = to;
+    total += static_cast<int64_t>(st.instances) * ri.actors.size();
   }
   instJoined.assign(numInstances, 0);
   instCompleted.assign(numInstances, 0);
@@ -523,13 +502,16 @@ void Engine::buildRegistered() {
 /// Instance `node - numItems` has every source done: queue it on its members
 /// and let the next instance follow.
 void Engine::instanceReady(int32_t node) {
-  const int32_t instance = node - numItems;
-  const int32_t r = regOf(instance);
   const int32_t numRegs = static_cast<int32_t>(p.registered.size());
-  for (int32_t actor : p.registered[r].actors)
-    regReady[static_cast<size_t>(actor) * numRegs + r].push_back(instance);
-  if (instance + 1 < reg[r].base + reg[r].instances && --pending[node + 1] == 0)
-    instanceReady(node + 1);
+  const int32_t r = regOf(node - numItems);
+  const int32_t end = numItems + reg[r].base + reg[r].instances;
+  for (;;) {
+    for (int32_t actor : p.registered[r].actors)
+      regReady[static_cast<size_t>(actor) * numRegs + r].push_back(node -
+                                                                   numItems);
+    if (++node >= end || --pending[node] != 0)
+      return;
+  }
 }
 
 /// The registered instruction `actor` runs next, or -1: the first (in

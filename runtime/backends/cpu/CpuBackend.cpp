@@ -23,6 +23,14 @@ using namespace flexpipe::rt;
 
 namespace {
 
+/// The gradient accumulators of every parameter of `stage`.
+static std::vector<GradientRef> gradientRefs(Stage &stage) {
+  std::vector<GradientRef> all;
+  for (Parameter *p : stage.parameters())
+    all.push_back({p->grad.data(), p->grad.size()});
+  return all;
+}
+
 class HostBuffer final : public Buffer {
 public:
   explicit HostBuffer(Tensor values) : values(std::move(values)) {}
@@ -56,12 +64,7 @@ public:
     din = std::make_unique<HostBuffer>(std::move(result));
   }
   void weightGrad(int64_t mb) override { stage.weightGrad(mb); }
-  std::vector<GradientRef> gradients() override {
-    std::vector<GradientRef> all;
-    for (Parameter *p : stage.parameters())
-      all.push_back({p->grad.data(), p->grad.size()});
-    return all;
-  }
+  std::vector<GradientRef> gradients() override { return gradientRefs(stage); }
   size_t cachedBytes() const override { return stage.cachedBytes(); }
   Stage stage;
 
@@ -161,12 +164,7 @@ public:
     din = std::make_unique<HostBuffer>(std::move(result));
   }
   void weightGrad(int64_t mb) override { stage.weightGrad(mb); }
-  std::vector<GradientRef> gradients() override {
-    std::vector<GradientRef> all;
-    for (Parameter *p : stage.parameters())
-      all.push_back({p->grad.data(), p->grad.size()});
-    return all;
-  }
+  std::vector<GradientRef> gradients() override { return gradientRefs(stage); }
   size_t cachedBytes() const override {
     size_t bytes = stage.cachedBytes();
     for (const auto &[mb, values] : pending)
