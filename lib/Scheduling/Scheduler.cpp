@@ -188,9 +188,14 @@ using EventQueue =
 
 class Engine {
 public:
-  Engine(const Problem &problem, TimeModel model)
+  /// With `replay`, each actor runs the given order (items of an earlier
+  /// schedule of the same problem) instead of choosing: the same dependency
+  /// graph, clocks and in-flight accounting time it under this engine's
+  /// durations.
+  Engine(const Problem &problem, TimeModel model,
+         const std::vector<std::vector<ScheduledItem>> *replay = nullptr)
       : p(problem), model(model), numParts(problem.parts.size()),
-        numActors(problem.numActors) {}
+        numActors(problem.numActors), replay(replay) {}
 
   ScheduleResult run();
 
@@ -229,9 +234,19 @@ private:
   void addEdge(int32_t from, int32_t to) { edges.push_back({from, to}); }
 
   // --- Scheduling ----------------------------------------------------------
-  bool admissible(CompKind kind, int32_t part) const;
+  bool admissible(CompKind kind, int32_t part, int32_t mb) const;
+  bool admissibleFront(CompKind kind, int32_t part) {
+    return admissible(kind, part, queue(part, kind).front());
+  }
   int32_t fetch(int32_t actor, CompKind kind);
   int32_t step(int32_t actor);
+  bool replayStep(int32_t actor, double now);
+  bool hasReady(int32_t actor, CompKind kind) {
+    for (int32_t part : actorParts[actor])
+      if (!queue(part, kind).empty())
+        return true;
+    return false;
+  }
   void start(int32_t item, double now);
   void complete(int32_t item, double now);
   void enqueue(int32_t item);
@@ -254,6 +269,8 @@ private:
   const Problem &p;
   TimeModel model;
   int32_t numParts, numActors;
+  const std::vector<std::vector<ScheduledItem>> *replay;
+  std::vector<size_t> replayPos; // per actor: next entry of its replay order
 
   std::vector<int32_t> partBase;
   int32_t numSlots = 0;
@@ -271,6 +288,14 @@ private:
   std::vector<std::vector<int32_t>> actorParts; // sorted by (depth, stage)
   std::vector<std::vector<int32_t>> partGroups; // global limits per source
   std::vector<int64_t> actorInflight, partInflight, groupInflight;
+  // Global limits count micro-batches: per (group, micro-batch), the sources
+  // that started its forward, the sources that released it, and the sources
+  // it flows through. A micro-batch is in flight in a group from its first
+  // source forward until it is released on every source it flows through.
+  std::vector<int32_t> groupStarted, groupReleased, groupSources;
+  size_t groupSlot(int32_t g, int32_t mb) const {
+    return static_cast<size_t>(g) * p.numMicrobatches + mb;
+  }
 
   struct IntervalState {
     bool started = false;
@@ -423,6 +448,15 @@ void Engine::build() {
   actorInflight.assign(numActors, 0);
   partInflight.assign(numParts, 0);
   groupInflight.assign(p.globalLimits.size(), 0);
+  const size_t groupSlots = p.globalLimits.size() * p.numMicrobatches;
+  groupStarted.assign(groupSlots, 0);
+  groupReleased.assign(groupSlots, 0);
+  groupSources.assign(groupSlots, 0);
+  for (size_t g = 0; g < p.globalLimits.size(); ++g)
+    for (int32_t source : p.globalLimits[g].sources)
+      for (int32_t mb = p.parts[source].mbBegin; mb < p.parts[source].mbEnd;
+           ++mb)
+        ++groupSources[groupSlot(static_cast<int32_t>(g), mb)];
   intervals.assign(numActors * kNumCompKinds, {});
   units.assign(numActors, {});
   freeAt.assign(numActors, 0);
@@ -431,6 +465,7 @@ void Engine::build() {
   actorScheduled.assign(numActors, 0);
   lastItem.assign(numActors, ScheduledItem{CompKind::Fwd, -1, -1, 0, 0});
   blockedIn.assign(numActors, -1);
+  replayPos.assign(numActors, 0);
   initRegistered();
 }
 
@@ -623,7 +658,7 @@ void Engine::enqueue(int32_t item) {
   std::push_heap(heap.begin(), heap.end(), std::greater<int32_t>());
 }
 
-bool Engine::admissible(CompKind kind, int32_t part) const {
+bool Engine::admissible(CompKind kind, int32_t part, int32_t mb) const {
   if (kind != CompKind::Fwd)
     return true;
   const StagePart &sp = p.parts[part];
@@ -633,8 +668,11 @@ bool Engine::admissible(CompKind kind, int32_t part) const {
     return true;
   if (actorInflight[sp.actor] >= p.actorLimits[sp.actor])
     return false;
+  // A global limit counts micro-batches: one already in flight in the group
+  // (entered through another source) takes no new place.
   for (int32_t g : partGroups[part])
-    if (groupInflight[g] >= p.globalLimits[g].limit)
+    if (groupStarted[groupSlot(g, mb)] == 0 &&
+        groupInflight[g] >= p.globalLimits[g].limit)
       return false;
   return true;
 }
@@ -661,7 +699,7 @@ int32_t Engine::fetch(int32_t actor, CompKind kind) {
     // Without an interval: the first schedulable item in the direction.
     for (int32_t i = 0; i < n; ++i) {
       int32_t part = partAt(i);
-      if (!queue(part, kind).empty() && admissible(kind, part) &&
+      if (!queue(part, kind).empty() && admissibleFront(kind, part) &&
           passesChecks(actor, kind, part))
         return take(part);
     }
@@ -677,7 +715,7 @@ int32_t Engine::fetch(int32_t actor, CompKind kind) {
   if (!st.started) {
     for (int32_t i = 0; i < n; ++i) {
       const int32_t part = partAt(i);
-      if (!queue(part, kind).empty() && admissible(kind, part) &&
+      if (!queue(part, kind).empty() && admissibleFront(kind, part) &&
           passesChecks(actor, kind, part)) {
         st.started = true;
         st.pos = i;
@@ -698,7 +736,7 @@ int32_t Engine::fetch(int32_t actor, CompKind kind) {
     st.stepped = 0;
   }
   const int32_t part = partAt(st.pos);
-  if (queue(part, kind).empty() || !admissible(kind, part) ||
+  if (queue(part, kind).empty() || !admissibleFront(kind, part) ||
       !passesChecks(actor, kind, part))
     return -1;
   ++st.stepped;
@@ -745,7 +783,7 @@ int32_t Engine::customStep(int32_t actor) {
   std::vector<ReadyItem> candidates;
   for (int i = 0; i < numKinds; ++i)
     for (int32_t part : actorParts[actor])
-      if (!queue(part, kinds[i]).empty() && admissible(kinds[i], part) &&
+      if (!queue(part, kinds[i]).empty() && admissibleFront(kinds[i], part) &&
           passesChecks(actor, kinds[i], part))
         candidates.push_back({kinds[i], part, p.parts[part].stage,
                               queue(part, kinds[i]).front()});
@@ -801,8 +839,14 @@ int32_t Engine::step(int32_t actor) {
     if (!remaining(kind))
       continue;
     int32_t item = fetch(actor, kind);
-    if (item < 0)
+    if (item < 0) {
+      // Algorithm 1 as written: the first type whose reorder queue holds an
+      // item decides, and a fetch that finds nothing schedulable there
+      // (in-flight limit, interval, check function) is a bubble.
+      if (p.stepRule == StepRule::Literal && hasReady(actor, kind))
+        return -1;
       continue;
+    }
     const int64_t size = kind == CompKind::Fwd ? pol.fwdUnit
                          : kind == grad        ? pol.bwdUnit
                                                : 1;
@@ -818,6 +862,34 @@ int32_t Engine::step(int32_t actor) {
     return item;
   }
   return -1;
+}
+
+/// Replay: the actor's next entry starts once it is ready. Returns whether
+/// it started (the actor may go on at once after an asynchronous post). An
+/// entry that is ready but over an in-flight limit under this timing is not
+/// started, and the replay ends stuck.
+bool Engine::replayStep(int32_t actor, double now) {
+  const std::vector<ScheduledItem> &order = (*replay)[actor];
+  size_t &pos = replayPos[actor];
+  if (pos >= order.size())
+    return false;
+  const ScheduledItem &next = order[pos];
+  if (next.isRegistered()) {
+    const size_t k =
+        static_cast<size_t>(actor) * p.registered.size() + next.inst;
+    if (regHead[k] >= regReady[k].size())
+      return false;
+    ++pos;
+    runRegistered(actor, next.inst, now);
+    return true;
+  }
+  const int32_t item = itemId(next.kind, next.part, next.mb);
+  if (pending[item] != 0 || started[item] ||
+      !admissible(next.kind, next.part, next.mb))
+    return false;
+  ++pos;
+  start(item, now);
+  return true;
 }
 
 void Engine::start(int32_t item, double now) {
@@ -844,7 +916,8 @@ void Engine::start(int32_t item, double now) {
     if (sp.countsInflight) {
       ++actorInflight[sp.actor];
       for (int32_t g : partGroups[part])
-        ++groupInflight[g];
+        if (groupStarted[groupSlot(g, mb)]++ == 0)
+          ++groupInflight[g];
     }
   }
   completions.push({end, item});
@@ -861,8 +934,10 @@ void Engine::complete(int32_t item, double) {
     --partInflight[part];
     if (p.parts[part].countsInflight) {
       --actorInflight[p.parts[part].actor];
+      const int32_t mb = slot - partBase[part] + p.parts[part].mbBegin;
       for (int32_t g : partGroups[part])
-        --groupInflight[g];
+        if (++groupReleased[groupSlot(g, mb)] == groupSources[groupSlot(g, mb)])
+          --groupInflight[g];
     }
   }
   for (int32_t i = succStart[item]; i < succStart[item + 1]; ++i) {
@@ -906,6 +981,11 @@ ScheduleResult Engine::run() {
       // Registered instances first; an asynchronous post leaves the actor
       // free to go on in the same step.
       while (freeAt[actor] <= now) {
+        if (replay) {
+          if (!replayStep(actor, now))
+            break;
+          continue;
+        }
         if (int32_t r = pickRegistered(actor); r >= 0) {
           runRegistered(actor, r, now);
           continue;
@@ -1003,7 +1083,7 @@ void Engine::diagnoseStuck(ScheduleResult &res, double now) {
     std::vector<int32_t> held;
     for (int32_t part : actorParts[actor])
       if (!queue(part, CompKind::Fwd).empty() &&
-          !admissible(CompKind::Fwd, part))
+          !admissibleFront(CompKind::Fwd, part))
         held.push_back(part);
     if (!held.empty()) {
       for (size_t i = 0; i < held.size(); ++i)
@@ -1122,7 +1202,47 @@ void Engine::diagnoseStuck(ScheduleResult &res, double now) {
 
 } // namespace
 
+/// Whether every computation and registered instance takes the same time:
+/// then the cost time model is the step model scaled, decision for decision.
+static bool uniformDurations(const Problem &p) {
+  const CompKind kinds[3] = {CompKind::Fwd,
+                             p.splitBackward ? CompKind::Igrad : CompKind::Bwd,
+                             CompKind::Wgrad};
+  const int numKinds = p.splitBackward ? 3 : 2;
+  const double d = p.parts.empty() ? 1.0 : p.parts.front().cost[0];
+  for (const StagePart &part : p.parts)
+    for (int i = 0; i < numKinds; ++i)
+      if (part.cost[static_cast<int>(kinds[i])] != d)
+        return false;
+  for (const Registered &r : p.registered)
+    if (r.duration != d)
+      return false;
+  return true;
+}
+
 ScheduleResult flexpipe::sched::schedule(const Problem &problem,
                                          TimeModel model) {
-  return Engine(problem, model).run();
+  if (model == TimeModel::Step)
+    return Engine(problem, TimeModel::Step).run();
+  // The cost time model: actors choose when they become free, with the
+  // parts' durations. Choosing greedily can lose to the cost-blind step
+  // order when stages are uneven (a fast downstream actor returns backwards
+  // faster than an upstream one can alternate, so it runs bursts of them and
+  // starves the pipeline of forwards). The step model's order is therefore
+  // timed on the same engine under the same durations and kept when it
+  // finishes strictly earlier: never slower than the step model, and the
+  // cost-aware order wherever it is as good.
+  ScheduleResult greedy = Engine(problem, TimeModel::Cost).run();
+  if (uniformDurations(problem))
+    return greedy;
+  ScheduleResult stepOrder = Engine(problem, TimeModel::Step).run();
+  if (!stepOrder.ok)
+    return greedy;
+  ScheduleResult replayed =
+      Engine(problem, TimeModel::Cost, &stepOrder.actors).run();
+  if (!replayed.ok)
+    return greedy;
+  if (!greedy.ok || replayed.makespan < greedy.makespan * (1 - 1e-12))
+    return replayed;
+  return greedy;
 }

@@ -98,18 +98,18 @@ flexpipe.pipeline @shared actors(2) microbatches(1) {
 // -----
 
 // Unequal stages: stage 0 has three layers, stage 1 one. Under the cost
-// model actor 0's forwards take 3 units and its backwards 6: the backward of
-// micro-batch 0 is ready at time 6, when actor 0 finishes its second forward,
-// and the one of micro-batch 1 at 9, while actor 0 is still busy with the
-// first backward until 12. In the step model every item takes one step and
-// the third forward comes first.
+// model actor 0's forwards take 3 units and its backwards 6. Choosing
+// greedily, actor 0 would take the backward of micro-batch 0 (ready at 6)
+// before its third forward and finish at 30; the step model's order (all
+// three forwards first) finishes at 27 under the same durations, so the cost
+// model keeps it.
 // COST-LABEL: flexpipe.schedule @uneven
 // COST:         flexpipe.actor 0 {
 // COST-NEXT:      flexpipe.fwd stage 0 mb 0
 // COST-NEXT:      flexpipe.fwd stage 0 mb 1
+// COST-NEXT:      flexpipe.fwd stage 0 mb 2
 // COST-NEXT:      flexpipe.bwd stage 0 mb 0
 // COST-NEXT:      flexpipe.bwd stage 0 mb 1
-// COST-NEXT:      flexpipe.fwd stage 0 mb 2
 // CHECK-LABEL: flexpipe.schedule @uneven
 // CHECK:         flexpipe.actor 0 {
 // CHECK-NEXT:      flexpipe.fwd stage 0 mb 0

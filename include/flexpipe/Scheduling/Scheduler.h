@@ -85,8 +85,10 @@ struct StagePart {
   bool countsInflight = true;
 };
 
-/// A limit on micro-batches in flight in a group of pipelines: counted from a
-/// forward on one of `sources` until that micro-batch's backward there.
+/// A limit on micro-batches in flight in a group of pipelines. A micro-batch
+/// counts once, however many sources it flows through: from its first
+/// forward on one of `sources` until its backward (weight gradient when the
+/// backward is split) has completed on every source it flows through.
 struct GlobalLimit {
   int64_t limit = kNoLimit;
   std::vector<int32_t> sources; ///< part indices
@@ -186,6 +188,19 @@ using CheckFunction = std::function<bool(const StepView &, const ReadyItem &)>;
 using PriorityFunction =
     std::function<int(const StepView &, const std::vector<ReadyItem> &)>;
 
+/// How Algorithm 1's StepFunction treats a fetch that finds nothing
+/// schedulable in a non-empty reorder queue (an in-flight limit, a stage
+/// traversal interval waiting at its stage, or a check function veto).
+enum class StepRule : uint8_t {
+  /// FlexPipe's default: the actor goes on to the next instruction type in
+  /// its computation-type order, so a held-back forward never idles an actor
+  /// that has a backward ready.
+  NextType,
+  /// The paper's Algorithm 1 as written: the first type whose reorder queue
+  /// is non-empty decides; a failed fetch there is a bubble.
+  Literal,
+};
+
 struct Problem {
   int32_t numActors = 0;
   int32_t numMicrobatches = 0;
@@ -203,6 +218,7 @@ struct Problem {
   std::vector<CheckFunction> checks;
   /// Per actor: a priority replacing the built-in step function, or empty.
   std::vector<PriorityFunction> customPriorities;
+  StepRule stepRule = StepRule::NextType;
 };
 
 enum class TimeModel {
@@ -210,7 +226,10 @@ enum class TimeModel {
   /// t becomes visible to its successors in step t + 1.
   Step,
   /// Every actor picks its next instruction when it becomes free, with the
-  /// parts' durations. Identical to Step when every duration is 1.
+  /// parts' durations; the step model's order, timed under the same
+  /// durations, is kept instead when it finishes earlier, so the cost model
+  /// is never slower than the step model. Identical to Step (scaled) when
+  /// every duration is the same.
   Cost,
 };
 
