@@ -10,6 +10,6 @@ flexpipe.pipeline @clip_mixed actors(6) microbatches(8) {
   flexpipe.dependency fwd @text[-1] -> @sync_states @sync
   flexpipe.dependency @sync_states @sync -> bwd @image[-1]
   flexpipe.dependency @sync_states @sync -> bwd @text[-1]
-  flexpipe.priority @image cttp<bwd_first> fstp<breadth_first, 4> bstp<depth_first, 4>
+  flexpipe.priority @image cttp<bwd_first> fstp<breadth_first, pp> bstp<depth_first, pp>
   flexpipe.priority @text cttp<bwd_first> fstp<breadth_first> bstp<breadth_first>
 }

@@ -11,11 +11,12 @@ config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.flexpipe_obj_root, "test")
-config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "unit", "train.sh", "kill_rank.py", "BootstrapTest.cpp", "check-prediction.py"]
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "unit", "train.sh", "kill_rank.py", "BootstrapTest.cpp", "check-prediction.py", "replay.py", "differential.py"]
 
 config.substitutions.append(("%schedules", os.path.join(config.flexpipe_src_root, "schedules")))
 config.substitutions.append(("%peer_orders", os.path.join(config.flexpipe_src_root, "test", "unit", "data", "peer-orders")))
 config.substitutions.append(("%same_order", "python3 " + os.path.join(config.flexpipe_src_root, "test", "Schedules", "same-order.py")))
+config.substitutions.append(("%configs", os.path.join(config.flexpipe_src_root, "configs")))
 config.substitutions.append(("%examples", os.path.join(config.flexpipe_src_root, "examples")))
 # Scheduler plugins: the example (examples/plugins) and the loader's test
 # plugins (test/Plugin/Inputs).

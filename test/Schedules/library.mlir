@@ -30,7 +30,7 @@
 
 // INTERLEAVED_1F1B-LABEL: flexpipe.pipeline @interleaved_1f1b actors(4) microbatches(8) {
 // INTERLEAVED_1F1B-NEXT: flexpipe.module @gpt layers(16) placement(circular) chunks(2)
-// INTERLEAVED_1F1B-NEXT: flexpipe.priority cttp<interleaved> fstp<breadth_first, 4> bstp<depth_first, 4>
+// INTERLEAVED_1F1B-NEXT: flexpipe.priority cttp<interleaved> fstp<breadth_first, pp> bstp<depth_first, pp>
 // INTERLEAVED_1F1B-NEXT: flexpipe.inflight per_actor affine_map<(d0)[s0, s1, s2] -> (d0 * -2 + s0 + s1 - 1)>
 
 // LOOPED_BFS-LABEL: flexpipe.pipeline @looped_bfs actors(4) microbatches(8) {
@@ -51,7 +51,7 @@
 // CLIP-NEXT: flexpipe.dependency fwd @text[-1] -> @sync_states @sync
 // CLIP-NEXT: flexpipe.dependency @sync_states @sync -> bwd @image[-1]
 // CLIP-NEXT: flexpipe.dependency @sync_states @sync -> bwd @text[-1]
-// CLIP-NEXT: flexpipe.priority @image cttp<bwd_first> fstp<breadth_first, 4> bstp<depth_first, 4>
+// CLIP-NEXT: flexpipe.priority @image cttp<bwd_first> fstp<breadth_first, pp> bstp<depth_first, pp>
 // CLIP-NEXT: flexpipe.priority @text cttp<bwd_first> fstp<breadth_first> bstp<breadth_first>
 
 // ZB_H1-LABEL: flexpipe.pipeline @zb_h1 actors(4) microbatches(8) {

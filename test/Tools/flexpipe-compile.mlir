@@ -42,7 +42,11 @@
 // ZERO: --microbatches: Value 0 not in range
 // RUN: not flexpipe-compile %t.missing.mlir 2>&1 | FileCheck %s --check-prefix=MISSING
 // MISSING: flexpipe-compile: cannot open input file
-// RUN: not flexpipe-compile %s --actors 9 2>&1 | FileCheck %s --check-prefix=TOOMANY
+// Without --model the layer count scales with --actors (layers per stage
+// kept); with --model the model's layers count.
+// RUN: flexpipe-compile %s --actors 9 --emit=schedule | FileCheck %s --check-prefix=SCALED
+// SCALED: stage_info [#flexpipe.stage_info<"gpt", 2, first>, #flexpipe.stage_info<"gpt", 2>,
+// RUN: not flexpipe-compile %s --actors 9 --model %configs/models/tiny.yaml --cluster %configs/clusters/cpu.yaml 2>&1 | FileCheck %s --check-prefix=TOOMANY
 // TOOMANY: error: 'flexpipe.module' op cannot split 8 layers over 9 stages with at least one layer each; add layers, use fewer stages, or give `partition [...]`
 // RUN: not flexpipe-compile %t.mlir --actors 2 --emit=text 2>&1 | FileCheck %s --check-prefix=FIXED
 // FIXED: error: --actors and --microbatches change specs; '{{.*}}' holds only schedules, whose sizes are fixed

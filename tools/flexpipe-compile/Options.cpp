@@ -25,7 +25,9 @@ int flexpipe::parseCompileOptions(int argc, char **argv,
       ->required();
   app.add_option("--actors", options.actors,
                  "Use N actors (devices) instead of the number in each "
-                 "pipeline spec; placements and in-flight rules adapt")
+                 "pipeline spec; placements, in-flight rules and counts in pp, s "
+                 "and m adapt, and without --model each module's layer count "
+                 "scales with N (layers per stage kept)")
       ->check(CLI::PositiveNumber)
       ->type_name("N");
   app.add_option("--microbatches", options.microbatches,

@@ -681,8 +681,18 @@ static int compile(const CompileOptions &options) {
     if (auto pipeline = dyn_cast<PipelineOp>(op)) {
       ++specs;
       Builder b(&context);
-      if (options.actors > 0)
+      if (options.actors > 0) {
+        // Without a model, a spec's layer counts only set its stages'
+        // relative sizes: they scale with the actors (layers per stage kept)
+        // so that every size gets the stages the spec was written with.
+        const int64_t written = pipeline.getActors();
+        if (options.model.empty() && written > 0)
+          for (auto m : pipeline.getBody().getOps<ModalityOp>())
+            if (!m.getActorGroup() && !m.getPartition())
+              m.setLayersAttr(b.getI64IntegerAttr(
+                  (m.getLayers() * options.actors + written - 1) / written));
         pipeline.setActorsAttr(b.getI64IntegerAttr(options.actors));
+      }
       if (options.microbatches > 0)
         pipeline.setMicrobatchesAttr(b.getI64IntegerAttr(options.microbatches));
       // The model file's sizes replace the spec's layer counts.

@@ -33,6 +33,10 @@ flexpipe.pipeline @spec actors(8) microbatches(16) {
   flexpipe.priority cttp<bwd_first> fstp<breadth_first> bstp<breadth_first>
   // CHECK-NEXT: flexpipe.priority @image cttp<interleaved> fstp<breadth_first, 4> bstp<depth_first, 4>
   flexpipe.priority @image cttp<interleaved, 1, 1> fstp<breadth_first, 4> bstp<depth_first, 4>
+  // Counts may be expressions of pp, s and m; they print back as written
+  // (products with the constant last).
+  // CHECK-NEXT: flexpipe.priority @image actors [1] cttp<interleaved, pp, (m - 1) floordiv 2> fstp<breadth_first, pp * 2 - 1> bstp<depth_first, s ceildiv pp + m mod 3>
+  flexpipe.priority @image actors [1] cttp<interleaved, pp, (m - 1) floordiv 2> fstp<breadth_first, 2 * pp - 1> bstp<depth_first, s ceildiv pp + m mod 3>
   // CHECK-NEXT: flexpipe.priority @text actors [5] cttp<fwd_first, 2, 1>
   flexpipe.priority @text actors [5] cttp<fwd_first, 2, 1>
   // CHECK-NEXT: flexpipe.inflight per_actor affine_map<(d0)[s0, s1, s2] -> (-d0 + s0)>

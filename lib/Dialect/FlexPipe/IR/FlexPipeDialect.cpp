@@ -76,6 +76,219 @@ ModelConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 }
 
 //===----------------------------------------------------------------------===//
+// Counts: integers or expressions of pp, s and m
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Recursive descent over the count grammar:
+///   sum    := term (('+' | '-') term)*
+///   term   := factor (('*' | 'floordiv' | 'ceildiv' | 'mod') factor)*
+///   factor := integer | 'pp' | 's' | 'm' | '(' sum ')' | '-' factor
+class CountParser {
+public:
+  explicit CountParser(AsmParser &parser) : parser(parser) {}
+
+  FailureOr<AffineExpr> sum() {
+    FailureOr<AffineExpr> lhs = term();
+    if (failed(lhs))
+      return failure();
+    for (;;) {
+      bool minus = false;
+      if (succeeded(parser.parseOptionalMinus()))
+        minus = true;
+      else if (failed(parser.parseOptionalPlus()))
+        return lhs;
+      FailureOr<AffineExpr> rhs = term();
+      if (failed(rhs))
+        return failure();
+      lhs = minus ? *lhs - *rhs : *lhs + *rhs;
+    }
+  }
+
+private:
+  FailureOr<AffineExpr> term() {
+    FailureOr<AffineExpr> lhs = factor();
+    if (failed(lhs))
+      return failure();
+    for (;;) {
+      enum { Mul, FloorDiv, CeilDiv, Mod } op;
+      if (succeeded(parser.parseOptionalStar()))
+        op = Mul;
+      else if (succeeded(parser.parseOptionalKeyword("floordiv")))
+        op = FloorDiv;
+      else if (succeeded(parser.parseOptionalKeyword("ceildiv")))
+        op = CeilDiv;
+      else if (succeeded(parser.parseOptionalKeyword("mod")))
+        op = Mod;
+      else
+        return lhs;
+      FailureOr<AffineExpr> rhs = factor();
+      if (failed(rhs))
+        return failure();
+      switch (op) {
+      case Mul:
+        lhs = *lhs * *rhs;
+        break;
+      case FloorDiv:
+        lhs = lhs->floorDiv(*rhs);
+        break;
+      case CeilDiv:
+        lhs = lhs->ceilDiv(*rhs);
+        break;
+      case Mod:
+        lhs = *lhs % *rhs;
+        break;
+      }
+    }
+  }
+
+  FailureOr<AffineExpr> factor() {
+    MLIRContext *ctx = parser.getContext();
+    llvm::SMLoc loc = parser.getCurrentLocation();
+    if (succeeded(parser.parseOptionalLParen())) {
+      FailureOr<AffineExpr> inner = sum();
+      if (failed(inner) || parser.parseRParen())
+        return failure();
+      return inner;
+    }
+    if (succeeded(parser.parseOptionalMinus())) {
+      FailureOr<AffineExpr> inner = factor();
+      if (failed(inner))
+        return failure();
+      return -*inner;
+    }
+    int64_t value;
+    OptionalParseResult integer = parser.parseOptionalInteger(value);
+    if (integer.has_value()) {
+      if (failed(*integer))
+        return failure();
+      return getAffineConstantExpr(value, ctx);
+    }
+    StringRef name;
+    if (succeeded(parser.parseOptionalKeyword(&name))) {
+      if (name == "pp")
+        return getAffineSymbolExpr(0, ctx);
+      if (name == "s")
+        return getAffineSymbolExpr(1, ctx);
+      if (name == "m")
+        return getAffineSymbolExpr(2, ctx);
+      return parser.emitError(loc)
+             << "unknown symbol '" << name
+             << "' in a count; a count may use pp (actors), s (stages) and m "
+                "(micro-batches)";
+    }
+    return parser.emitError(loc)
+           << "expected a count: an integer or an expression of pp, s and m";
+  }
+
+  AsmParser &parser;
+};
+
+/// Prints `expr` over the count symbols; `parenthesize` wraps sums and
+/// products that appear as operands of a tighter operator.
+void printCount(llvm::raw_ostream &os, AffineExpr expr, bool parenthesize) {
+  static const char *const symbols[] = {"pp", "s", "m"};
+  if (auto constant = dyn_cast<AffineConstantExpr>(expr)) {
+    if (parenthesize && constant.getValue() < 0)
+      os << '(' << constant.getValue() << ')';
+    else
+      os << constant.getValue();
+    return;
+  }
+  if (auto symbol = dyn_cast<AffineSymbolExpr>(expr)) {
+    os << (symbol.getPosition() < 3 ? symbols[symbol.getPosition()] : "?");
+    return;
+  }
+  auto binary = cast<AffineBinaryOpExpr>(expr);
+  if (parenthesize)
+    os << '(';
+  AffineExpr lhs = binary.getLHS(), rhs = binary.getRHS();
+  switch (binary.getKind()) {
+  case AffineExprKind::Add: {
+    printCount(os, lhs, false);
+    // a + (-c) and a + b * (-1) read as subtractions.
+    if (auto constant = dyn_cast<AffineConstantExpr>(rhs);
+        constant && constant.getValue() < 0) {
+      os << " - " << -constant.getValue();
+      break;
+    }
+    if (auto product = dyn_cast<AffineBinaryOpExpr>(rhs);
+        product && product.getKind() == AffineExprKind::Mul)
+      if (auto factor = dyn_cast<AffineConstantExpr>(product.getRHS());
+          factor && factor.getValue() < 0) {
+        os << " - ";
+        if (factor.getValue() == -1) {
+          printCount(os, product.getLHS(), true);
+        } else {
+          printCount(os, product.getLHS(), true);
+          os << " * " << -factor.getValue();
+        }
+        break;
+      }
+    os << " + ";
+    printCount(os, rhs, false);
+    break;
+  }
+  default: {
+    const char *op = binary.getKind() == AffineExprKind::Mul        ? " * "
+                     : binary.getKind() == AffineExprKind::FloorDiv ? " floordiv "
+                     : binary.getKind() == AffineExprKind::CeilDiv  ? " ceildiv "
+                                                                    : " mod ";
+    printCount(os, lhs, true);
+    os << op;
+    printCount(os, rhs, true);
+    break;
+  }
+  }
+  if (parenthesize)
+    os << ')';
+}
+} // namespace
+
+FailureOr<AffineMap> flexpipe::parseCountExpr(AsmParser &parser) {
+  FailureOr<AffineExpr> expr = CountParser(parser).sum();
+  if (failed(expr))
+    return failure();
+  return AffineMap::get(0, 3, *expr);
+}
+
+void flexpipe::printCountExpr(llvm::raw_ostream &os, AffineMap count) {
+  printCount(os, count.getResult(0), false);
+}
+
+std::optional<int64_t> flexpipe::evaluateCount(AffineMap count, int64_t pp,
+                                               int64_t s, int64_t m) {
+  MLIRContext *ctx = count.getContext();
+  AffineExpr value = count.getResult(0).replaceDimsAndSymbols(
+      {}, {getAffineConstantExpr(pp, ctx), getAffineConstantExpr(s, ctx),
+           getAffineConstantExpr(m, ctx)});
+  if (auto constant = dyn_cast<AffineConstantExpr>(value))
+    return constant.getValue();
+  return std::nullopt;
+}
+
+AffineMap flexpipe::constantCount(MLIRContext *context, int64_t value) {
+  return AffineMap::get(0, 3, getAffineConstantExpr(value, context));
+}
+
+/// A constant count below 1 is an error at once; an expression is checked
+/// when the spec is scheduled.
+static LogicalResult verifyCount(function_ref<InFlightDiagnostic()> emitError,
+                                 AffineMap count, StringRef what,
+                                 StringRef hint = "") {
+  if (!count)
+    return success();
+  if (count.getNumDims() != 0 || count.getNumSymbols() != 3 ||
+      count.getNumResults() != 1)
+    return emitError() << what << " must be a count over pp, s and m";
+  if (auto constant = dyn_cast<AffineConstantExpr>(count.getResult(0));
+      constant && constant.getValue() < 1)
+    return emitError() << what << " must be at least 1, got "
+                       << constant.getValue() << hint;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // CttpAttr: `<kind>` or `<kind, fwd_unit, bwd_unit>`
 //===----------------------------------------------------------------------===//
 
@@ -91,31 +304,50 @@ Attribute CttpAttr::parse(AsmParser &parser, Type) {
                           << "'; expected bwd_first, fwd_first or interleaved";
     return {};
   }
-  int64_t fwdUnit = 1, bwdUnit = 1;
-  if (succeeded(parser.parseOptionalComma()) &&
-      (parser.parseInteger(fwdUnit) || parser.parseComma() ||
-       parser.parseInteger(bwdUnit)))
-    return {};
+  AffineMap fwdUnit, bwdUnit;
+  if (succeeded(parser.parseOptionalComma())) {
+    FailureOr<AffineMap> fwd = parseCountExpr(parser);
+    if (failed(fwd) || parser.parseComma())
+      return {};
+    FailureOr<AffineMap> bwd = parseCountExpr(parser);
+    if (failed(bwd))
+      return {};
+    fwdUnit = *fwd;
+    bwdUnit = *bwd;
+  }
   if (parser.parseGreater())
     return {};
+  // Units of 1 are the default and print as nothing.
+  auto isOne = [](AffineMap unit) {
+    auto constant = dyn_cast<AffineConstantExpr>(unit.getResult(0));
+    return constant && constant.getValue() == 1;
+  };
+  if (fwdUnit && isOne(fwdUnit) && isOne(bwdUnit))
+    fwdUnit = bwdUnit = AffineMap();
   return getChecked([&] { return parser.emitError(loc); },
                     parser.getContext(), *kind, fwdUnit, bwdUnit);
 }
 
 void CttpAttr::print(AsmPrinter &printer) const {
   printer << '<' << stringifyCttpKind(getKind());
-  if (getFwdUnit() != 1 || getBwdUnit() != 1)
-    printer << ", " << getFwdUnit() << ", " << getBwdUnit();
+  if (getFwdUnit() || getBwdUnit()) {
+    MLIRContext *ctx = getContext();
+    printer << ", ";
+    printCountExpr(printer.getStream(),
+                   getFwdUnit() ? getFwdUnit() : constantCount(ctx, 1));
+    printer << ", ";
+    printCountExpr(printer.getStream(),
+                   getBwdUnit() ? getBwdUnit() : constantCount(ctx, 1));
+  }
   printer << '>';
 }
 
 LogicalResult CttpAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                               CttpKind, int64_t fwdUnit, int64_t bwdUnit) {
-  if (fwdUnit < 1 || bwdUnit < 1)
-    return emitError() << "scheduling units must be at least 1, got "
-                       << fwdUnit << " (forward) and " << bwdUnit
-                       << " (backward)";
-  return success();
+                               CttpKind, AffineMap fwdUnit,
+                               AffineMap bwdUnit) {
+  if (failed(verifyCount(emitError, fwdUnit, "scheduling units")))
+    return failure();
+  return verifyCount(emitError, bwdUnit, "scheduling units");
 }
 
 //===----------------------------------------------------------------------===//
@@ -133,12 +365,12 @@ Attribute StpAttr::parse(AsmParser &parser, Type) {
                           << "'; expected breadth_first or depth_first";
     return {};
   }
-  std::optional<int64_t> interval;
+  AffineMap interval;
   if (succeeded(parser.parseOptionalComma())) {
-    int64_t value;
-    if (parser.parseInteger(value))
+    FailureOr<AffineMap> count = parseCountExpr(parser);
+    if (failed(count))
       return {};
-    interval = value;
+    interval = *count;
   }
   if (parser.parseGreater())
     return {};
@@ -148,17 +380,17 @@ Attribute StpAttr::parse(AsmParser &parser, Type) {
 
 void StpAttr::print(AsmPrinter &printer) const {
   printer << '<' << stringifyStageOrder(getOrder());
-  if (getInterval())
-    printer << ", " << *getInterval();
+  if (getInterval()) {
+    printer << ", ";
+    printCountExpr(printer.getStream(), getInterval());
+  }
   printer << '>';
 }
 
 LogicalResult StpAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                              StageOrder, std::optional<int64_t> interval) {
-  if (interval && *interval < 1)
-    return emitError() << "a stage traversal interval must be at least 1, got "
-                       << *interval << "; omit it to take the first item";
-  return success();
+                              StageOrder, AffineMap interval) {
+  return verifyCount(emitError, interval, "a stage traversal interval",
+                     "; omit it to take the first item");
 }
 
 //===----------------------------------------------------------------------===//

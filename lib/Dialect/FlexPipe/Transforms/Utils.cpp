@@ -22,12 +22,47 @@
 using namespace mlir;
 using namespace flexpipe;
 
-static sched::StagePriority toStagePriority(StpAttr attr) {
+/// The size a priority or in-flight statement's counts are evaluated at:
+/// its module's actors and stages, or the whole pipeline's.
+struct CountScope {
+  int64_t pp, s, m;
+};
+
+/// Evaluates one count of `op` (an interval or a scheduling unit); a count
+/// below 1 or one that does not evaluate is a located error.
+static FailureOr<int64_t> evaluateCountAt(Operation *op, AffineMap count,
+                                          StringRef what,
+                                          const CountScope &scope) {
+  std::optional<int64_t> value =
+      evaluateCount(count, scope.pp, scope.s, scope.m);
+  if (value && *value >= 1)
+    return *value;
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  printCountExpr(os, count);
+  InFlightDiagnostic diag = op->emitOpError()
+                            << "gives " << what << " `" << text << "`, which ";
+  if (value)
+    diag << "is " << *value;
+  else
+    diag << "does not evaluate (a division by zero)";
+  return diag << " at pp = " << scope.pp << ", s = " << scope.s
+              << ", m = " << scope.m << "; it must be at least 1 there";
+}
+
+static FailureOr<sched::StagePriority>
+toStagePriority(Operation *op, StpAttr attr, StringRef what,
+                const CountScope &scope) {
   sched::StagePriority result;
   result.order = attr.getOrder() == StageOrder::DepthFirst
                      ? sched::StageOrder::DepthFirst
                      : sched::StageOrder::BreadthFirst;
-  result.interval = attr.getInterval().value_or(0);
+  if (AffineMap interval = attr.getInterval()) {
+    FailureOr<int64_t> value = evaluateCountAt(op, interval, what, scope);
+    if (failed(value))
+      return failure();
+    result.interval = *value;
+  }
   return result;
 }
 
@@ -147,18 +182,46 @@ FailureOr<sched::PipelineSpec> flexpipe::readPipelineSpec(PipelineOp pipeline) {
       p.module = indexOf(priority.getModuleAttr());
       if (std::optional<ArrayRef<int64_t>> actors = priority.getActorIds())
         p.actors.assign(actors->begin(), actors->end());
+      CountScope scope{spec.actors, pipeline.getNumStages(),
+                       spec.microbatches};
+      if (p.module >= 0) {
+        llvm::Expected<sched::ModulePlacement> placed =
+            modules[p.module].computePlacement();
+        if (!placed)
+          return priority.emitOpError() << llvm::toString(placed.takeError());
+        scope.pp =
+            static_cast<int64_t>(modules[p.module].getActorIds().size());
+        scope.s = placed->numStages();
+      }
       if (CttpAttr cttp = priority.getCttpAttr()) {
         p.cttp = cttp.getKind() == CttpKind::BwdFirst ? sched::Cttp::BwdFirst
                  : cttp.getKind() == CttpKind::FwdFirst
                      ? sched::Cttp::FwdFirst
                      : sched::Cttp::Interleaved;
-        p.fwdUnit = cttp.getFwdUnit();
-        p.bwdUnit = cttp.getBwdUnit();
+        for (auto [unit, count, what] :
+             {std::tuple{&p.fwdUnit, cttp.getFwdUnit(), "a forward unit"},
+              std::tuple{&p.bwdUnit, cttp.getBwdUnit(), "a backward unit"}}) {
+          if (!count)
+            continue;
+          FailureOr<int64_t> value =
+              evaluateCountAt(priority, count, what, scope);
+          if (failed(value))
+            return failure();
+          *unit = *value;
+        }
       }
-      if (StpAttr fstp = priority.getFstpAttr())
-        p.fwd = toStagePriority(fstp);
-      if (StpAttr bstp = priority.getBstpAttr())
-        p.bwd = toStagePriority(bstp);
+      for (auto [attr, target, what] :
+           {std::tuple{priority.getFstpAttr(), &p.fwd, "a forward interval"},
+            std::tuple{priority.getBstpAttr(), &p.bwd,
+                       "a backward interval"}}) {
+        if (!attr)
+          continue;
+        FailureOr<sched::StagePriority> stp =
+            toStagePriority(priority, attr, what, scope);
+        if (failed(stp))
+          return failure();
+        *target = *stp;
+      }
       if (std::optional<StringRef> custom = priority.getCustom()) {
         const sched::PriorityFunction *function =
             plugins.priority(custom->str());

@@ -17,6 +17,7 @@
 #include "flexpipe/Scheduling/Placement.h"
 
 #include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/AffineMap.h"
 #include "mlir/IR/Attributes.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Dialect.h"
@@ -43,6 +44,22 @@
 #include "flexpipe/Dialect/FlexPipe/IR/FlexPipeOps.h.inc"
 
 namespace flexpipe {
+
+/// Counts in a spec (stage traversal intervals, scheduling units) may be
+/// expressions of the pipeline's size: integers, the symbols `pp` (actors),
+/// `s` (stages) and `m` (micro-batches), `+`, `-`, `*`, `floordiv`,
+/// `ceildiv`, `mod` and parentheses, e.g. `pp`, `2 * pp - 1`. They are held
+/// as affine maps `()[pp, s, m] -> (count)`.
+mlir::FailureOr<mlir::AffineMap> parseCountExpr(mlir::AsmParser &parser);
+/// Prints a count in the syntax parseCountExpr reads.
+void printCountExpr(llvm::raw_ostream &os, mlir::AffineMap count);
+/// The count's value for a pipeline of `pp` actors, `s` stages and `m`
+/// micro-batches; std::nullopt when it does not evaluate to an integer (a
+/// division by zero).
+std::optional<int64_t> evaluateCount(mlir::AffineMap count, int64_t pp,
+                                     int64_t s, int64_t m);
+/// A count that is the constant `value`.
+mlir::AffineMap constantCount(mlir::MLIRContext *context, int64_t value);
 
 /// The built-in instruction type names that dependency endpoints may use and
 /// that registered instructions may not take.

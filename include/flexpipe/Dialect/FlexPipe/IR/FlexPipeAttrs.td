@@ -136,14 +136,20 @@ def FlexPipe_CttpAttr : FlexPipe_Attr<"Cttp", "cttp"> {
     `interleaved`, with the scheduling units `fwd_unit` and `bwd_unit` (how
     many forward / backward items are taken at a time; 1 when omitted).
 
+    A unit is a count: an integer or an expression of the pipeline's size
+    over the symbols `pp` (actors), `s` (stages) and `m` (micro-batches) with
+    `+`, `-`, `*`, `floordiv`, `ceildiv`, `mod` and parentheses. It is
+    evaluated when the spec is scheduled and must then be at least 1.
+
     ```mlir
     flexpipe.priority cttp<bwd_first>
     flexpipe.priority cttp<interleaved, 2, 1>
+    flexpipe.priority cttp<interleaved, pp, pp>
     ```
   }];
   let parameters = (ins EnumParameter<FlexPipe_CttpKind>:$kind,
-                        DefaultValuedParameter<"int64_t", "1">:$fwdUnit,
-                        DefaultValuedParameter<"int64_t", "1">:$bwdUnit);
+                        OptionalParameter<"::mlir::AffineMap">:$fwdUnit,
+                        OptionalParameter<"::mlir::AffineMap">:$bwdUnit);
   let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;
 }
@@ -157,12 +163,20 @@ def FlexPipe_StpAttr : FlexPipe_Attr<"Stp", "stp"> {
     times in a row before the walk moves on to the next stage; without one the
     first schedulable item in the direction is taken.
 
+    The interval is a count: an integer or an expression of the pipeline's
+    size over the symbols `pp` (actors), `s` (stages) and `m` (micro-batches)
+    with `+`, `-`, `*`, `floordiv`, `ceildiv`, `mod` and parentheses, so that
+    one spec serves every size (Megatron's interleaved 1F1B takes `pp`
+    micro-batches per chunk at a time). It is evaluated when the spec is
+    scheduled and must then be at least 1.
+
     ```mlir
     flexpipe.priority fstp<breadth_first, 4> bstp<depth_first>
+    flexpipe.priority fstp<breadth_first, pp> bstp<depth_first, pp>
     ```
   }];
   let parameters = (ins EnumParameter<FlexPipe_StageOrder>:$order,
-                        OptionalParameter<"std::optional<int64_t>">:$interval);
+                        OptionalParameter<"::mlir::AffineMap">:$interval);
   let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;
 }
