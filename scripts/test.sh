@@ -3,8 +3,9 @@
 # and exits non-zero if anything failed.
 #
 # Suites: lit (FileCheck and -verify-diagnostics tests), ctest (Catch2 unit
-# tests), the generated-reference freshness check, and the documentation
-# examples check.
+# tests), the differential test of schedules/ against PyTorch's generators
+# (test/Differential, no torch needed), the generated-reference freshness
+# check, and the documentation examples check.
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
@@ -33,6 +34,16 @@ ctest_total=${ctest_total:-0}; ctest_fail=${ctest_fail:-0}
 [ $ctest_rc -ne 0 ] && [ "$ctest_fail" -eq 0 ] && ctest_fail=1
 [ "$ctest_total" -eq 0 ] && ctest_fail=1   # a ctest that ran nothing is a failure
 record ctest $((ctest_total - ctest_fail)) "$ctest_fail"
+
+log "differential (schedules/ against PyTorch 2.15's generators)"
+diff_out=$(python3 "$FLEXPIPE_ROOT/test/Differential/differential.py" \
+  --compile "$BUILD_DIR/bin/flexpipe-compile" --grid ci --jobs "$JOBS" 2>&1); diff_rc=$?
+echo "$diff_out" | grep -vE '^(PASS|KNOWN):'
+diff_pass=$(echo "$diff_out" | sed -n 's/^differential: \([0-9]*\) passed, \([0-9]*\) failed$/\1/p')
+diff_fail=$(echo "$diff_out" | sed -n 's/^differential: \([0-9]*\) passed, \([0-9]*\) failed$/\2/p')
+diff_pass=${diff_pass:-0}; diff_fail=${diff_fail:-0}
+[ $diff_rc -ne 0 ] && [ "$diff_fail" -eq 0 ] && diff_fail=1
+record differential "$diff_pass" "$diff_fail"
 
 log "generated reference up to date"
 docs_fail=0

@@ -1,0 +1,184 @@
+#!/usr/bin/env python3
+"""Differential test of schedules/ against PyTorch 2.15's schedule generators.
+
+For every spec in schedules/ with a PyTorch counterpart, at every size of the
+chosen grid and in both time models, the spec is compiled with
+
+    flexpipe-compile SPEC --actors P --microbatches M --time-model T \
+        --emit=torch-csv
+
+and the export is replayed by replay.py (an independent simulator: F=1, B=2,
+I=W=1 per rank share, free communication). Its makespan must be no greater
+than that of PyTorch's order of the same family at the same size, and its peak
+activations (stage-micro-batch units) no greater, both as replayed by the same
+replay.py (pytorch-reference.csv, made by scripts/torch-orders.py).
+
+Where PyTorch makes no order of the family at a size (1F1B with m < pp,
+Interleaved1F1B and ZB1P when m is not a multiple of m // pp), the spec is held
+to its relatives instead: no slower than the best of them, no peak checked.
+
+Without --model, flexpipe-compile keeps the spec's layers per stage when
+--actors changes, so the cost time model sees the same uniform stages as the
+replay (backward twice the forward).
+
+Known gap: zb-v under the cost time model is up to 0.5 units (1.3%) behind
+PyTorch's ZBVZeroBubble at pp >= 6 (gradient separation re-timed with the
+stage durations inserts weight gradients slightly worse than when re-timed in
+steps; the step model's zb-v meets the bound everywhere). Those cases are
+reported as KNOWN, held to the tolerance in KNOWN_GAPS, and counted apart.
+
+Usage: differential.py --compile BUILD/bin/flexpipe-compile
+           [--grid ci|full] [--jobs N] [--verbose]
+Prints one line per failure, a table of the tightest margins per spec, and
+'differential: N passed, M failed'; exits 1 on any failure.
+"""
+
+import argparse
+import concurrent.futures
+import os
+import subprocess
+import sys
+import tempfile
+from fractions import Fraction
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+import replay  # noqa: E402
+
+# spec -> (PyTorch family, stages per rank, relatives when PyTorch has none).
+SPECS = {
+    "gpipe": ("GPipe", 1, []),
+    "1f1b": ("1F1B", 1, ["GPipe"]),
+    "interleaved-1f1b": ("Interleaved1F1B", 2, ["LoopedBFS", "1F1B", "GPipe"]),
+    "looped-bfs": ("LoopedBFS", 2, []),
+    "zb-h1": ("ZB1P", 1, ["1F1B", "GPipe"]),
+    "zb-v": ("ZBVZeroBubble", 2, []),
+}
+
+
+# (spec, time model) -> the largest makespan ratio to PyTorch accepted.
+KNOWN_GAPS = {("zb-v", "cost"): Fraction(1013, 1000)}
+
+
+def grid(kind):
+    """The (pp, m) sizes: pp 2..8 with m 1..4pp, plus a few at pp 16 and 32
+    (full); the CI grid takes every m up to 2pp+1 and then a stride."""
+    sizes = []
+    for pp in range(2, 9):
+        for m in range(1, 4 * pp + 1):
+            if kind == "full" or m <= 2 * pp + 1 or m % pp == 0 or m % 3 == 1:
+                sizes.append((pp, m))
+    sizes += [(16, m) for m in (16, 24, 32, 48, 64)] + [(32, 32), (32, 64)]
+    return sizes
+
+
+def load_reference(path):
+    table = {}
+    with open(path, encoding="utf-8") as f:
+        next(f)
+        for line in f:
+            family, pp, m, makespan, peak = line.strip().split(",")
+            table[(family, int(pp), int(m))] = (
+                replay.parse_number(makespan),
+                replay.parse_number(peak),
+            )
+    return table
+
+
+def run_case(tool, spec, pp, m, model):
+    """Compiles and replays one case: (makespan, peak) or an error string."""
+    path = os.path.join(ROOT, "schedules", spec + ".mlir")
+    with tempfile.NamedTemporaryFile(suffix=".csv", delete=False) as f:
+        out = f.name
+    try:
+        proc = subprocess.run(
+            [tool, path, "--actors", str(pp), "--microbatches", str(m),
+             "--time-model", model, "--emit=torch-csv", "-o", out],
+            capture_output=True, text=True)
+        if proc.returncode != 0:
+            return f"flexpipe-compile failed: {proc.stderr.strip()[:300]}"
+        rows = replay.load(out)
+        result = replay.replay(rows, SPECS[spec][1])
+        return result.makespan, result.peak
+    except replay.ReplayError as error:
+        return f"replay failed: {error}"
+    finally:
+        os.unlink(out)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--compile", required=True, help="flexpipe-compile")
+    parser.add_argument("--reference",
+                        default=os.path.join(HERE, "pytorch-reference.csv"))
+    parser.add_argument("--grid", choices=["ci", "full"], default="full")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--verbose", action="store_true")
+    args = parser.parse_args()
+    reference = load_reference(args.reference)
+
+    cases = [(spec, pp, m, model) for spec in SPECS for (pp, m) in grid(args.grid)
+             for model in ("step", "cost")]
+    with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+        results = list(pool.map(lambda c: run_case(args.compile, *c), cases))
+
+    passed = failed = known = 0
+    tightest = {}  # (spec, model) -> (ratio, pp, m)
+    for (spec, pp, m, model), result in zip(cases, results):
+        family, _, relatives = SPECS[spec]
+        where = f"{spec} pp={pp} m={m} {model}"
+        if isinstance(result, str):
+            print(f"FAIL: {where}: {result}")
+            failed += 1
+            continue
+        makespan, peak = result
+        if (family, pp, m) in reference:
+            bound, bound_peak = reference[(family, pp, m)]
+            against = family
+        else:
+            options = [(reference[(r, pp, m)][0], r) for r in relatives
+                       if (r, pp, m) in reference]
+            if not options:
+                print(f"FAIL: {where}: no PyTorch order of {family} or its "
+                      "relatives at this size")
+                failed += 1
+                continue
+            bound, against = min(options)
+            bound_peak = None
+        problems = []
+        if makespan > bound:
+            problems.append(f"makespan {replay.format_number(makespan)} > "
+                            f"{against}'s {replay.format_number(bound)}")
+        if bound_peak is not None and peak > bound_peak:
+            problems.append(f"peak {replay.format_number(peak)} > "
+                            f"{against}'s {replay.format_number(bound_peak)}")
+        gap = KNOWN_GAPS.get((spec, model))
+        if (problems and gap is not None and makespan <= bound * gap
+                and (bound_peak is None or peak <= bound_peak)):
+            print(f"KNOWN: {where}: " + "; ".join(problems))
+            known += 1
+        elif problems:
+            print(f"FAIL: {where}: " + "; ".join(problems))
+            failed += 1
+        else:
+            passed += 1
+            if args.verbose:
+                print(f"PASS: {where}: {replay.format_number(makespan)} <= "
+                      f"{against}'s {replay.format_number(bound)}")
+        ratio = Fraction(makespan) / bound
+        key = (spec, model)
+        if key not in tightest or ratio > tightest[key][0]:
+            tightest[key] = (ratio, pp, m)
+
+    print(f"{'spec':18} {'model':5} {'worst makespan / PyTorch':>26}  at")
+    for (spec, model), (ratio, pp, m) in sorted(tightest.items()):
+        print(f"{spec:18} {model:5} {float(ratio):26.4f}  pp={pp} m={m}")
+    if known:
+        print(f"{known} known gaps within their tolerance (see KNOWN_GAPS)")
+    print(f"differential: {passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
