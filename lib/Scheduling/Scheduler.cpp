@@ -1030,6 +1030,10 @@ void Engine::diagnoseStuck(ScheduleResult &res, double now) {
              "admit no further step";
   if (!p.checks.empty() || !p.customPriorities.empty())
     summary << " (plugin check functions or priorities may hold items back)";
+  if (p.stepRule == StepRule::Literal)
+    summary << " (with the literal step rule an actor whose preferred "
+               "instruction type is held back stays idle; the default "
+               "next-type rule would try the next type)";
   res.error = summary.str();
   res.actors.clear();
 
@@ -1220,6 +1224,23 @@ static bool uniformDurations(const Problem &p) {
   return true;
 }
 
+/// Whether two schedules of one problem run the same items in the same
+/// order on every actor.
+static bool sameOrder(const ScheduleResult &a, const ScheduleResult &b) {
+  if (a.actors.size() != b.actors.size())
+    return false;
+  for (size_t actor = 0; actor < a.actors.size(); ++actor) {
+    const std::vector<ScheduledItem> &x = a.actors[actor], &y = b.actors[actor];
+    if (x.size() != y.size())
+      return false;
+    for (size_t i = 0; i < x.size(); ++i)
+      if (x[i].kind != y[i].kind || x[i].part != y[i].part ||
+          x[i].mb != y[i].mb || x[i].inst != y[i].inst)
+        return false;
+  }
+  return true;
+}
+
 ScheduleResult flexpipe::sched::schedule(const Problem &problem,
                                          TimeModel model) {
   if (model == TimeModel::Step)
@@ -1238,6 +1259,8 @@ ScheduleResult flexpipe::sched::schedule(const Problem &problem,
   ScheduleResult stepOrder = Engine(problem, TimeModel::Step).run();
   if (!stepOrder.ok)
     return greedy;
+  if (greedy.ok && sameOrder(greedy, stepOrder))
+    return greedy; // the same order takes the same time
   ScheduleResult replayed =
       Engine(problem, TimeModel::Cost, &stepOrder.actors).run();
   if (!replayed.ok)

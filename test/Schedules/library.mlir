@@ -30,8 +30,8 @@
 
 // INTERLEAVED_1F1B-LABEL: flexpipe.pipeline @interleaved_1f1b actors(4) microbatches(8) {
 // INTERLEAVED_1F1B-NEXT: flexpipe.module @gpt layers(16) placement(circular) chunks(2)
-// INTERLEAVED_1F1B-NEXT: flexpipe.priority cttp<interleaved> fstp<breadth_first, pp> bstp<depth_first, pp>
-// INTERLEAVED_1F1B-NEXT: flexpipe.inflight per_actor affine_map<(d0)[s0, s1, s2] -> (d0 * -2 + s0 + s1 - 1)>
+// INTERLEAVED_1F1B-NEXT: flexpipe.priority cttp<interleaved> fstp<breadth_first, round> bstp<depth_first, round>
+// INTERLEAVED_1F1B-NEXT: flexpipe.inflight per_actor affine_map<(d0)[s0, s1, s2, s3] -> (d0 * -2 + (s1 floordiv s0 - 1) * s3 + s0 * 2 - 1)>
 
 // LOOPED_BFS-LABEL: flexpipe.pipeline @looped_bfs actors(4) microbatches(8) {
 // LOOPED_BFS-NEXT: flexpipe.module @gpt layers(16) placement(circular) chunks(2)

@@ -297,7 +297,7 @@ flexpipe.pipeline @p actors(4) microbatches(8) {
 // Tests an in-flight affine map of the wrong shape.
 flexpipe.pipeline @p actors(4) microbatches(8) {
   flexpipe.module @gpt layers(8) placement(one_to_one)
-  // expected-error @+1 {{'flexpipe.inflight' op expects an affine map of the form (i)[pp, s, m] -> (limit) (1 dimension, 3 symbols, 1 result), got affine_map<(d0) -> (d0 + 1)>}}
+  // expected-error @+1 {{'flexpipe.inflight' op expects an affine map of the form (i)[pp, s, m] -> (limit) (1 dimension, 3 symbols, 1 result; a fourth symbol, round, is optional), got affine_map<(d0) -> (d0 + 1)>}}
   flexpipe.inflight per_actor affine_map<(a) -> (a + 1)>
 }
 

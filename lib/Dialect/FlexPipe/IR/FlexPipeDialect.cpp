@@ -83,7 +83,8 @@ namespace {
 /// Recursive descent over the count grammar:
 ///   sum    := term (('+' | '-') term)*
 ///   term   := factor (('*' | 'floordiv' | 'ceildiv' | 'mod') factor)*
-///   factor := integer | 'pp' | 's' | 'm' | '(' sum ')' | '-' factor
+///   factor := integer | 'pp' | 's' | 'm' | 'round' | '(' sum ')'
+///           | '-' factor
 class CountParser {
 public:
   explicit CountParser(AsmParser &parser) : parser(parser) {}
@@ -172,13 +173,16 @@ private:
         return getAffineSymbolExpr(1, ctx);
       if (name == "m")
         return getAffineSymbolExpr(2, ctx);
+      if (name == "round")
+        return getAffineSymbolExpr(3, ctx);
       return parser.emitError(loc)
              << "unknown symbol '" << name
-             << "' in a count; a count may use pp (actors), s (stages) and m "
-                "(micro-batches)";
+             << "' in a count; a count may use pp (actors), s (stages), m "
+                "(micro-batches) and round (micro-batches per round)";
     }
     return parser.emitError(loc)
-           << "expected a count: an integer or an expression of pp, s and m";
+           << "expected a count: an integer or an expression of pp, s, m and "
+              "round";
   }
 
   AsmParser &parser;
@@ -187,7 +191,7 @@ private:
 /// Prints `expr` over the count symbols; `parenthesize` wraps sums and
 /// products that appear as operands of a tighter operator.
 void printCount(llvm::raw_ostream &os, AffineExpr expr, bool parenthesize) {
-  static const char *const symbols[] = {"pp", "s", "m"};
+  static const char *const symbols[] = {"pp", "s", "m", "round"};
   if (auto constant = dyn_cast<AffineConstantExpr>(expr)) {
     if (parenthesize && constant.getValue() < 0)
       os << '(' << constant.getValue() << ')';
@@ -196,7 +200,7 @@ void printCount(llvm::raw_ostream &os, AffineExpr expr, bool parenthesize) {
     return;
   }
   if (auto symbol = dyn_cast<AffineSymbolExpr>(expr)) {
-    os << (symbol.getPosition() < 3 ? symbols[symbol.getPosition()] : "?");
+    os << (symbol.getPosition() < 4 ? symbols[symbol.getPosition()] : "?");
     return;
   }
   auto binary = cast<AffineBinaryOpExpr>(expr);
@@ -249,7 +253,7 @@ FailureOr<AffineMap> flexpipe::parseCountExpr(AsmParser &parser) {
   FailureOr<AffineExpr> expr = CountParser(parser).sum();
   if (failed(expr))
     return failure();
-  return AffineMap::get(0, 3, *expr);
+  return AffineMap::get(0, kCountSymbols, *expr);
 }
 
 void flexpipe::printCountExpr(llvm::raw_ostream &os, AffineMap count) {
@@ -261,14 +265,26 @@ std::optional<int64_t> flexpipe::evaluateCount(AffineMap count, int64_t pp,
   MLIRContext *ctx = count.getContext();
   AffineExpr value = count.getResult(0).replaceDimsAndSymbols(
       {}, {getAffineConstantExpr(pp, ctx), getAffineConstantExpr(s, ctx),
-           getAffineConstantExpr(m, ctx)});
+           getAffineConstantExpr(m, ctx),
+           getAffineConstantExpr(microbatchesPerRound(pp, m), ctx)});
   if (auto constant = dyn_cast<AffineConstantExpr>(value))
     return constant.getValue();
   return std::nullopt;
 }
 
 AffineMap flexpipe::constantCount(MLIRContext *context, int64_t value) {
-  return AffineMap::get(0, 3, getAffineConstantExpr(value, context));
+  return AffineMap::get(0, kCountSymbols, getAffineConstantExpr(value, context));
+}
+
+int64_t flexpipe::microbatchesPerRound(int64_t pp, int64_t m) {
+  // The most rounds (at most m / pp) whose last, smallest round still holds
+  // pp micro-batches: a shorter last round leaves the pipeline half empty.
+  for (int64_t rounds = pp > 0 ? m / pp : 1; rounds > 1; --rounds) {
+    const int64_t size = (m + rounds - 1) / rounds;
+    if (m - (rounds - 1) * size >= pp)
+      return size;
+  }
+  return m;
 }
 
 /// A constant count below 1 is an error at once; an expression is checked
@@ -278,9 +294,9 @@ static LogicalResult verifyCount(function_ref<InFlightDiagnostic()> emitError,
                                  StringRef hint = "") {
   if (!count)
     return success();
-  if (count.getNumDims() != 0 || count.getNumSymbols() != 3 ||
+  if (count.getNumDims() != 0 || count.getNumSymbols() != kCountSymbols ||
       count.getNumResults() != 1)
-    return emitError() << what << " must be a count over pp, s and m";
+    return emitError() << what << " must be a count over pp, s, m and round";
   if (auto constant = dyn_cast<AffineConstantExpr>(count.getResult(0));
       constant && constant.getValue() < 1)
     return emitError() << what << " must be at least 1, got "

@@ -888,19 +888,23 @@ FailureOr<SmallVector<int64_t>> InflightOp::evaluate(int64_t numActors,
   } else {
     AffineMap map = cast<AffineMapAttr>(limit).getValue();
     const unsigned dims = isGlobal ? 0 : 1;
-    if (map.getNumDims() != dims || map.getNumSymbols() != 3 ||
+    if (map.getNumDims() != dims ||
+        (map.getNumSymbols() != 3 && map.getNumSymbols() != 4) ||
         map.getNumResults() != 1)
       return emitOpError() << "expects an affine map of the form "
                            << (isGlobal ? "()[pp, s, m] -> (limit)"
                                         : "(i)[pp, s, m] -> (limit)")
                            << " (" << dims
-                           << " dimension, 3 symbols, 1 result), got "
+                           << " dimension, 3 symbols, 1 result; a fourth "
+                              "symbol, round, is optional), got "
                            << AffineMapAttr::get(map);
     MLIRContext *ctx = getContext();
     SmallVector<AffineExpr> symbols{
         getAffineConstantExpr(numActors, ctx),
         getAffineConstantExpr(numStages, ctx),
-        getAffineConstantExpr(numMicrobatches, ctx)};
+        getAffineConstantExpr(numMicrobatches, ctx),
+        getAffineConstantExpr(
+            microbatchesPerRound(numActors, numMicrobatches), ctx)};
     for (int64_t index = 0; index < count; ++index) {
       SmallVector<AffineExpr> dimValues;
       if (!isGlobal)

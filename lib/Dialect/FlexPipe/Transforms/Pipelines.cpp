@@ -22,6 +22,7 @@ void flexpipe::buildSpecToSchedulePipeline(
   pm.addPass(createPlacePass());
   SchedulePassOptions schedule;
   schedule.timeModel = options.timeModel;
+  schedule.stepRule = options.stepRule;
   schedule.modelFile = options.modelFile;
   schedule.clusterFile = options.clusterFile;
   pm.addPass(createSchedulePass(schedule));

@@ -118,6 +118,18 @@ struct SchedulePass : flexpipe::impl::SchedulePassBase<SchedulePass> {
       return signalPassFailure();
     }
 
+    sched::StepRule rule;
+    if (stepRule == "next-type")
+      rule = sched::StepRule::NextType;
+    else if (stepRule == "literal")
+      rule = sched::StepRule::Literal;
+    else {
+      getOperation().emitError()
+          << "unknown step rule '" << stepRule.getValue()
+          << "' for -flexpipe-schedule; expected next-type or literal";
+      return signalPassFailure();
+    }
+
     sched::ModelConfig modelConfig;
     sched::ClusterConfig cluster;
     if (modelFile.empty() != clusterFile.empty()) {
@@ -150,6 +162,7 @@ struct SchedulePass : flexpipe::impl::SchedulePassBase<SchedulePass> {
         pipeline.emitOpError() << llvm::toString(built.takeError());
         return signalPassFailure();
       }
+      built->problem.stepRule = rule;
       sched::ScheduleResult result = sched::schedule(built->problem, model);
       if (!result.ok) {
         InFlightDiagnostic diag = pipeline.emitOpError()

@@ -47,9 +47,18 @@ namespace flexpipe {
 
 /// Counts in a spec (stage traversal intervals, scheduling units) may be
 /// expressions of the pipeline's size: integers, the symbols `pp` (actors),
-/// `s` (stages) and `m` (micro-batches), `+`, `-`, `*`, `floordiv`,
-/// `ceildiv`, `mod` and parentheses, e.g. `pp`, `2 * pp - 1`. They are held
-/// as affine maps `()[pp, s, m] -> (count)`.
+/// `s` (stages), `m` (micro-batches) and `round` (micro-batches per round,
+/// microbatchesPerRound), `+`, `-`, `*`, `floordiv`, `ceildiv`, `mod` and
+/// parentheses, e.g. `pp`, `2 * pp - 1`. They are held as affine maps
+/// `()[pp, s, m, round] -> (count)`.
+constexpr unsigned kCountSymbols = 4;
+/// Micro-batches per round when m micro-batches go through pp actors in
+/// rounds (interleaved 1F1B takes one round per chunk at a time): the m
+/// micro-batches are split into the most rounds (at most m floordiv pp) whose
+/// last, smallest round still holds pp, and a round is m / rounds rounded
+/// up. pp when pp divides m, m when m < 2 pp; PyTorch's and Megatron-LM's
+/// m / (m floordiv pp) wherever theirs splits m evenly.
+int64_t microbatchesPerRound(int64_t pp, int64_t m);
 mlir::FailureOr<mlir::AffineMap> parseCountExpr(mlir::AsmParser &parser);
 /// Prints a count in the syntax parseCountExpr reads.
 void printCountExpr(llvm::raw_ostream &os, mlir::AffineMap count);

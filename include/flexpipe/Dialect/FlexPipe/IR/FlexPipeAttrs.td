@@ -137,8 +137,10 @@ def FlexPipe_CttpAttr : FlexPipe_Attr<"Cttp", "cttp"> {
     many forward / backward items are taken at a time; 1 when omitted).
 
     A unit is a count: an integer or an expression of the pipeline's size
-    over the symbols `pp` (actors), `s` (stages) and `m` (micro-batches) with
-    `+`, `-`, `*`, `floordiv`, `ceildiv`, `mod` and parentheses. It is
+    over the symbols `pp` (actors), `s` (stages), `m` (micro-batches) and
+    `round` (micro-batches per round: m split into the most rounds whose last
+    still holds pp; pp when pp divides m)
+    with `+`, `-`, `*`, `floordiv`, `ceildiv`, `mod` and parentheses. It is
     evaluated when the spec is scheduled and must then be at least 1.
 
     ```mlir
@@ -164,15 +166,16 @@ def FlexPipe_StpAttr : FlexPipe_Attr<"Stp", "stp"> {
     first schedulable item in the direction is taken.
 
     The interval is a count: an integer or an expression of the pipeline's
-    size over the symbols `pp` (actors), `s` (stages) and `m` (micro-batches)
-    with `+`, `-`, `*`, `floordiv`, `ceildiv`, `mod` and parentheses, so that
-    one spec serves every size (Megatron's interleaved 1F1B takes `pp`
-    micro-batches per chunk at a time). It is evaluated when the spec is
-    scheduled and must then be at least 1.
+    size over the symbols `pp` (actors), `s` (stages), `m` (micro-batches)
+    and `round` (micro-batches per round: m split into the most rounds whose
+    last still holds pp; pp when pp divides m, m when m < 2 pp) with `+`, `-`, `*`, `floordiv`, `ceildiv`,
+    `mod` and parentheses, so that one spec serves every size (interleaved
+    1F1B takes a round of micro-batches per chunk at a time). It is
+    evaluated when the spec is scheduled and must then be at least 1.
 
     ```mlir
     flexpipe.priority fstp<breadth_first, 4> bstp<depth_first>
-    flexpipe.priority fstp<breadth_first, pp> bstp<depth_first, pp>
+    flexpipe.priority fstp<breadth_first, round> bstp<depth_first, round>
     ```
   }];
   let parameters = (ins EnumParameter<FlexPipe_StageOrder>:$order,

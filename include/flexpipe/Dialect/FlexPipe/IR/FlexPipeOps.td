@@ -345,8 +345,13 @@ def FlexPipe_InflightOp : FlexPipe_Op<"inflight", [HasParent<"PipelineOp">]> {
     or an affine map evaluated for each index: `(i)[pp, s, m] -> (...)` where
     `i` is the stage index or the actor's position in the scope, `pp` the
     number of actors, `s` the number of stages and `m` the number of
-    micro-batches of the scope (a `global` map has no dimension). Every limit
-    must be at least 1. With `@module` the scope is that module.
+    micro-batches of the scope (a `global` map has no dimension). A fourth
+    symbol, `round`, is optional: the micro-batches per round as interleaved
+    1F1B takes them (m split into the most rounds, at most m floordiv pp,
+    whose last still holds pp; pp when pp divides m, m when m < 2 pp). Every limit must be at
+    least 1. A global limit counts micro-batches: one that flows through
+    several first stages (two towers, a shared stage) counts once. With
+    `@module` the scope is that module.
 
     `rule("name")` asks an in-flight rule a plugin registered
     (`config_inflight_micros` with a callable, loaded with `--load-plugin`)

@@ -30,6 +30,13 @@ struct SpecToScheduleOptions
       *this, "time-model",
       llvm::cl::desc("Scheduling time model: step or cost"),
       llvm::cl::init("step")};
+  Option<std::string> stepRule{
+      *this, "step-rule",
+      llvm::cl::desc("Algorithm 1's step function: next-type (a failed fetch "
+                     "moves on to the next instruction type) or literal (as "
+                     "the paper writes it: the first non-empty reorder queue "
+                     "decides)"),
+      llvm::cl::init("next-type")};
   Option<std::string> balance{
       *this, "balance",
       llvm::cl::desc("Partition: layers (even) or cost (balanced FLOPs)"),

@@ -110,7 +110,15 @@ def SchedulePass : Pass<"flexpipe-schedule", "mlir::ModuleOp"> {
            "picks its next instruction when it becomes free; forward, "
            "backward, input- and weight-gradient of a stage take 1, 2, 1 and "
            "1 time units per layer, or the cost model's durations when "
-           "`model` and `cluster` are given)">,
+           "`model` and `cluster` are given; the step model's order is kept "
+           "when it finishes earlier under those durations)">,
+    Option<"stepRule", "step-rule", "std::string", "\"next-type\"",
+           "What Algorithm 1's step function does when the fetch of the "
+           "preferred instruction type finds nothing schedulable in a "
+           "non-empty reorder queue (in-flight limit, interval, check "
+           "function): `next-type` (FlexPipe's default) tries the next type; "
+           "`literal` (the paper as written) leaves the actor idle for the "
+           "step (docs/Rationale.md)">,
     Option<"modelFile", "model", "std::string", "\"\"",
            "Model YAML (docs/CostModel.md) for the cost time model">,
     Option<"clusterFile", "cluster", "std::string", "\"\"",
