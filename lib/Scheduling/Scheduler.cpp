@@ -645,6 +645,8 @@ void Engine::completeRegistered(int32_t event) {
 }
 
 void Engine::enqueue(int32_t item) {
+  if (replay)
+    return; // a replay reads readiness from `pending`, not the queues
   const int32_t slot = item / kNumCompKinds;
   const CompKind kind = static_cast<CompKind>(item % kNumCompKinds);
   // The part owning the slot: partBase is sorted, so binary search.

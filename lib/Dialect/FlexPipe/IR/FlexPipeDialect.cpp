@@ -221,12 +221,9 @@ void printCount(llvm::raw_ostream &os, AffineExpr expr, bool parenthesize) {
       if (auto factor = dyn_cast<AffineConstantExpr>(product.getRHS());
           factor && factor.getValue() < 0) {
         os << " - ";
-        if (factor.getValue() == -1) {
-          printCount(os, product.getLHS(), true);
-        } else {
-          printCount(os, product.getLHS(), true);
+        printCount(os, product.getLHS(), true);
+        if (factor.getValue() != -1)
           os << " * " << -factor.getValue();
-        }
         break;
       }
     os << " + ";
@@ -262,14 +259,19 @@ void flexpipe::printCountExpr(llvm::raw_ostream &os, AffineMap count) {
 
 std::optional<int64_t> flexpipe::evaluateCount(AffineMap count, int64_t pp,
                                                int64_t s, int64_t m) {
-  MLIRContext *ctx = count.getContext();
   AffineExpr value = count.getResult(0).replaceDimsAndSymbols(
-      {}, {getAffineConstantExpr(pp, ctx), getAffineConstantExpr(s, ctx),
-           getAffineConstantExpr(m, ctx),
-           getAffineConstantExpr(microbatchesPerRound(pp, m), ctx)});
+      {}, countSymbolValues(count.getContext(), pp, s, m));
   if (auto constant = dyn_cast<AffineConstantExpr>(value))
     return constant.getValue();
   return std::nullopt;
+}
+
+SmallVector<AffineExpr> flexpipe::countSymbolValues(MLIRContext *context,
+                                                    int64_t pp, int64_t s,
+                                                    int64_t m) {
+  return {getAffineConstantExpr(pp, context), getAffineConstantExpr(s, context),
+          getAffineConstantExpr(m, context),
+          getAffineConstantExpr(microbatchesPerRound(pp, m), context)};
 }
 
 AffineMap flexpipe::constantCount(MLIRContext *context, int64_t value) {

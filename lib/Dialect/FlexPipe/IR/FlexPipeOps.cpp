@@ -899,12 +899,8 @@ FailureOr<SmallVector<int64_t>> InflightOp::evaluate(int64_t numActors,
                               "symbol, round, is optional), got "
                            << AffineMapAttr::get(map);
     MLIRContext *ctx = getContext();
-    SmallVector<AffineExpr> symbols{
-        getAffineConstantExpr(numActors, ctx),
-        getAffineConstantExpr(numStages, ctx),
-        getAffineConstantExpr(numMicrobatches, ctx),
-        getAffineConstantExpr(
-            microbatchesPerRound(numActors, numMicrobatches), ctx)};
+    SmallVector<AffineExpr> symbols =
+        countSymbolValues(ctx, numActors, numStages, numMicrobatches);
     for (int64_t index = 0; index < count; ++index) {
       SmallVector<AffineExpr> dimValues;
       if (!isGlobal)

@@ -145,6 +145,20 @@ FailureOr<sched::PipelineSpec> flexpipe::readPipelineSpec(PipelineOp pipeline) {
         static_cast<int32_t>(spec.instructions.size());
     spec.instructions.push_back(std::move(in));
   }
+  // The size counts of a statement are evaluated at: its module's actors and
+  // stages, or the whole pipeline's.
+  auto scopeOf = [&](Operation *op, int32_t module) -> FailureOr<CountScope> {
+    CountScope scope{spec.actors, pipeline.getNumStages(), spec.microbatches};
+    if (module < 0)
+      return scope;
+    llvm::Expected<sched::ModulePlacement> placed =
+        modules[module].computePlacement();
+    if (!placed)
+      return op->emitOpError() << llvm::toString(placed.takeError());
+    scope.pp = static_cast<int64_t>(modules[module].getActorIds().size());
+    scope.s = placed->numStages();
+    return scope;
+  };
   plugin::Registry &plugins = plugin::Registry::global();
   auto unknown = [&](Operation &op, StringRef kind, StringRef name) {
     InFlightDiagnostic diag = op.emitOpError()
@@ -182,17 +196,9 @@ FailureOr<sched::PipelineSpec> flexpipe::readPipelineSpec(PipelineOp pipeline) {
       p.module = indexOf(priority.getModuleAttr());
       if (std::optional<ArrayRef<int64_t>> actors = priority.getActorIds())
         p.actors.assign(actors->begin(), actors->end());
-      CountScope scope{spec.actors, pipeline.getNumStages(),
-                       spec.microbatches};
-      if (p.module >= 0) {
-        llvm::Expected<sched::ModulePlacement> placed =
-            modules[p.module].computePlacement();
-        if (!placed)
-          return priority.emitOpError() << llvm::toString(placed.takeError());
-        scope.pp =
-            static_cast<int64_t>(modules[p.module].getActorIds().size());
-        scope.s = placed->numStages();
-      }
+      FailureOr<CountScope> scope = scopeOf(priority, p.module);
+      if (failed(scope))
+        return failure();
       if (CttpAttr cttp = priority.getCttpAttr()) {
         p.cttp = cttp.getKind() == CttpKind::BwdFirst ? sched::Cttp::BwdFirst
                  : cttp.getKind() == CttpKind::FwdFirst
@@ -204,7 +210,7 @@ FailureOr<sched::PipelineSpec> flexpipe::readPipelineSpec(PipelineOp pipeline) {
           if (!count)
             continue;
           FailureOr<int64_t> value =
-              evaluateCountAt(priority, count, what, scope);
+              evaluateCountAt(priority, count, what, *scope);
           if (failed(value))
             return failure();
           *unit = *value;
@@ -217,7 +223,7 @@ FailureOr<sched::PipelineSpec> flexpipe::readPipelineSpec(PipelineOp pipeline) {
         if (!attr)
           continue;
         FailureOr<sched::StagePriority> stp =
-            toStagePriority(priority, attr, what, scope);
+            toStagePriority(priority, attr, what, *scope);
         if (failed(stp))
           return failure();
         *target = *stp;
@@ -238,18 +244,11 @@ FailureOr<sched::PipelineSpec> flexpipe::readPipelineSpec(PipelineOp pipeline) {
                  : inflight.getScope() == InflightScope::PerStage
                      ? sched::InflightScope::PerStage
                      : sched::InflightScope::PerActor;
-      int64_t numActors = spec.actors, numStages = pipeline.getNumStages();
-      if (in.module >= 0) {
-        numActors =
-            static_cast<int64_t>(modules[in.module].getActorIds().size());
-        llvm::Expected<sched::ModulePlacement> placed =
-            modules[in.module].computePlacement();
-        if (!placed)
-          return inflight.emitOpError() << llvm::toString(placed.takeError());
-        numStages = placed->numStages();
-      }
+      FailureOr<CountScope> scope = scopeOf(inflight, in.module);
+      if (failed(scope))
+        return failure();
       FailureOr<SmallVector<int64_t>> limits =
-          inflight.evaluate(numActors, numStages, spec.microbatches);
+          inflight.evaluate(scope->pp, scope->s, scope->m);
       if (failed(limits))
         return failure();
       in.limits.assign(limits->begin(), limits->end());

@@ -67,6 +67,11 @@ void printCountExpr(llvm::raw_ostream &os, mlir::AffineMap count);
 /// division by zero).
 std::optional<int64_t> evaluateCount(mlir::AffineMap count, int64_t pp,
                                      int64_t s, int64_t m);
+/// The values of the symbols pp, s, m and round at a size, as constants to
+/// substitute into a count or an in-flight map.
+llvm::SmallVector<mlir::AffineExpr> countSymbolValues(mlir::MLIRContext *context,
+                                                      int64_t pp, int64_t s,
+                                                      int64_t m);
 /// A count that is the constant `value`.
 mlir::AffineMap constantCount(mlir::MLIRContext *context, int64_t value);
 
