@@ -192,10 +192,14 @@ public:
   /// schedule of the same problem) instead of choosing: the same dependency
   /// graph, clocks and in-flight accounting time it under this engine's
   /// durations.
+  /// Without `diagnose`, a schedule that cannot finish fails with the
+  /// summary only (no per-actor waits), which saves a scan of the graph when
+  /// the caller has a diagnosis from elsewhere.
   Engine(const Problem &problem, TimeModel model,
-         const std::vector<std::vector<ScheduledItem>> *replay = nullptr)
+         const std::vector<std::vector<ScheduledItem>> *replay = nullptr,
+         bool diagnose = true)
       : p(problem), model(model), numParts(problem.parts.size()),
-        numActors(problem.numActors), replay(replay) {}
+        numActors(problem.numActors), replay(replay), diagnose(diagnose) {}
 
   ScheduleResult run();
 
@@ -270,9 +274,28 @@ private:
   TimeModel model;
   int32_t numParts, numActors;
   const std::vector<std::vector<ScheduledItem>> *replay;
+  bool diagnose;
   std::vector<size_t> replayPos; // per actor: next entry of its replay order
 
+  // Actors whose state changed since they last tried to start something
+  // (freed, an item or instance became ready, a global limit released):
+  // only they can act at the next decision time. Every other free actor
+  // would find what it found before.
+  std::vector<uint8_t> dirty;
+  std::vector<int32_t> dirtyActors;
+  void markActor(int32_t actor) {
+    if (!dirty[actor]) {
+      dirty[actor] = 1;
+      dirtyActors.push_back(actor);
+    }
+  }
+  void markAll() {
+    for (int32_t a = 0; a < numActors; ++a)
+      markActor(a);
+  }
+
   std::vector<int32_t> partBase;
+  std::vector<int32_t> slotPart; // the part owning each slot
   int32_t numSlots = 0;
   std::vector<uint8_t> exists; // per item
   std::vector<std::pair<int32_t, int32_t>> edges;
@@ -361,6 +384,10 @@ void Engine::build() {
   for (int32_t i = 0; i < numParts; ++i)
     partBase[i + 1] = partBase[i] + p.parts[i].mbEnd - p.parts[i].mbBegin;
   numSlots = partBase[numParts];
+  slotPart.resize(numSlots);
+  for (int32_t i = 0; i < numParts; ++i)
+    std::fill(slotPart.begin() + partBase[i], slotPart.begin() + partBase[i + 1],
+              i);
   numItems = numSlots * kNumCompKinds;
   exists.assign(numItems, 0);
 
@@ -461,11 +488,20 @@ void Engine::build() {
   units.assign(numActors, {});
   freeAt.assign(numActors, 0);
   result.actors.assign(numActors, {});
+  for (int32_t a = 0; a < numActors; ++a) {
+    int64_t items = 0;
+    for (int k = 0; k < kNumCompKinds; ++k)
+      items += remainingOnActor[a * kNumCompKinds + k];
+    result.actors[a].reserve(items);
+  }
 
   actorScheduled.assign(numActors, 0);
   lastItem.assign(numActors, ScheduledItem{CompKind::Fwd, -1, -1, 0, 0});
   blockedIn.assign(numActors, -1);
   replayPos.assign(numActors, 0);
+  dirty.assign(numActors, 0);
+  dirtyActors.clear();
+  markAll();
   initRegistered();
 }
 
@@ -541,9 +577,11 @@ void Engine::instanceReady(int32_t node) {
   const int32_t r = regOf(node - numItems);
   const int32_t end = numItems + reg[r].base + reg[r].instances;
   for (;;) {
-    for (int32_t actor : p.registered[r].actors)
+    for (int32_t actor : p.registered[r].actors) {
       regReady[static_cast<size_t>(actor) * numRegs + r].push_back(node -
                                                                    numItems);
+      markActor(actor);
+    }
     if (++node >= end || --pending[node] != 0)
       return;
   }
@@ -625,6 +663,8 @@ void Engine::completeRegistered(int32_t event) {
   const auto [instance, member] = regEvents[event];
   ++instCompleted[instance];
   const int32_t r = regOf(instance);
+  for (int32_t actor : p.registered[r].actors)
+    markActor(actor); // members leave the instance
   const Registered &ri = p.registered[r];
   const int32_t i = instance - reg[r].base;
   const int32_t from = reg[r].lo + static_cast<int32_t>(i * ri.next);
@@ -645,14 +685,12 @@ void Engine::completeRegistered(int32_t event) {
 }
 
 void Engine::enqueue(int32_t item) {
-  if (replay)
-    return; // a replay reads readiness from `pending`, not the queues
   const int32_t slot = item / kNumCompKinds;
   const CompKind kind = static_cast<CompKind>(item % kNumCompKinds);
-  // The part owning the slot: partBase is sorted, so binary search.
-  const int32_t part = static_cast<int32_t>(
-      std::upper_bound(partBase.begin(), partBase.end(), slot) -
-      partBase.begin() - 1);
+  const int32_t part = slotPart[slot];
+  markActor(p.parts[part].actor);
+  if (replay)
+    return; // a replay reads readiness from `pending`, not the queues
   const int32_t mb = slot - partBase[part] + p.parts[part].mbBegin;
   std::vector<int32_t> &heap = queue(part, kind);
   heap.push_back(mb);
@@ -897,9 +935,7 @@ bool Engine::replayStep(int32_t actor, double now) {
 void Engine::start(int32_t item, double now) {
   const int32_t slot = item / kNumCompKinds;
   const CompKind kind = static_cast<CompKind>(item % kNumCompKinds);
-  const int32_t part = static_cast<int32_t>(
-      std::upper_bound(partBase.begin(), partBase.end(), slot) -
-      partBase.begin() - 1);
+  const int32_t part = slotPart[slot];
   const StagePart &sp = p.parts[part];
   const int32_t mb = slot - partBase[part] + sp.mbBegin;
   const double duration =
@@ -929,17 +965,19 @@ void Engine::complete(int32_t item, double) {
   finished[item] = 1;
   const CompKind kind = static_cast<CompKind>(item % kNumCompKinds);
   const int32_t slot = item / kNumCompKinds;
-  const int32_t part = static_cast<int32_t>(
-      std::upper_bound(partBase.begin(), partBase.end(), slot) -
-      partBase.begin() - 1);
+  const int32_t part = slotPart[slot];
+  markActor(p.parts[part].actor); // it is free again
   if (kind == releaseKind()) {
     --partInflight[part];
     if (p.parts[part].countsInflight) {
       --actorInflight[p.parts[part].actor];
       const int32_t mb = slot - partBase[part] + p.parts[part].mbBegin;
       for (int32_t g : partGroups[part])
-        if (++groupReleased[groupSlot(g, mb)] == groupSources[groupSlot(g, mb)])
+        if (++groupReleased[groupSlot(g, mb)] ==
+            groupSources[groupSlot(g, mb)]) {
           --groupInflight[g];
+          markAll(); // a place in a global limit opened
+        }
     }
   }
   for (int32_t i = succStart[item]; i < succStart[item + 1]; ++i) {
@@ -979,7 +1017,16 @@ ScheduleResult Engine::run() {
         complete(item, now);
     }
     clockNow = now;
-    for (int32_t actor = 0; actor < numActors; ++actor) {
+    // Plugin hooks may decide differently at another time: with them every
+    // actor is asked at every decision time.
+    if (!p.checks.empty() || !p.customPriorities.empty())
+      markAll();
+    std::vector<int32_t> actors;
+    actors.swap(dirtyActors);
+    std::sort(actors.begin(), actors.end());
+    for (int32_t actor : actors)
+      dirty[actor] = 0;
+    for (int32_t actor : actors) {
       // Registered instances first; an asynchronous post leaves the actor
       // free to go on in the same step.
       while (freeAt[actor] <= now) {
@@ -1011,7 +1058,12 @@ ScheduleResult Engine::run() {
     if (scheduled == total)
       break;
     if (completions.empty()) {
-      diagnoseStuck(result, now);
+      if (diagnose) {
+        diagnoseStuck(result, now);
+      } else {
+        result.error = "no actor can make progress";
+        result.actors.clear();
+      }
       return result;
     }
     now = completions.top().first;
@@ -1187,9 +1239,7 @@ void Engine::diagnoseStuck(ScheduleResult &res, double now) {
             if (to != item || finished[from])
               continue;
             const int32_t fromSlot = from / kNumCompKinds;
-            const int32_t fromPart = static_cast<int32_t>(
-                std::upper_bound(partBase.begin(), partBase.end(), fromSlot) -
-                partBase.begin() - 1);
+            const int32_t fromPart = slotPart[fromSlot];
             const int32_t fromMb =
                 fromSlot - partBase[fromPart] + p.parts[fromPart].mbBegin;
             os << describe(static_cast<CompKind>(k), part, mb) << " waits for "
@@ -1258,13 +1308,16 @@ ScheduleResult flexpipe::sched::schedule(const Problem &problem,
   ScheduleResult greedy = Engine(problem, TimeModel::Cost).run();
   if (uniformDurations(problem))
     return greedy;
-  ScheduleResult stepOrder = Engine(problem, TimeModel::Step).run();
+  // Only the greedy run's diagnosis is ever reported.
+  ScheduleResult stepOrder =
+      Engine(problem, TimeModel::Step, nullptr, /*diagnose=*/false).run();
   if (!stepOrder.ok)
     return greedy;
   if (greedy.ok && sameOrder(greedy, stepOrder))
     return greedy; // the same order takes the same time
-  ScheduleResult replayed =
-      Engine(problem, TimeModel::Cost, &stepOrder.actors).run();
+  ScheduleResult replayed = Engine(problem, TimeModel::Cost, &stepOrder.actors,
+                                   /*diagnose=*/false)
+                                .run();
   if (!replayed.ok)
     return greedy;
   if (!greedy.ok || replayed.makespan < greedy.makespan * (1 - 1e-12))
