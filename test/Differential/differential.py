@@ -21,12 +21,6 @@ Without --model, flexpipe-compile keeps the spec's layers per stage when
 --actors changes, so the cost time model sees the same uniform stages as the
 replay (backward twice the forward).
 
-Known gap: zb-v under the cost time model is up to 0.5 units (1.3%) behind
-PyTorch's ZBVZeroBubble at pp >= 6 (gradient separation re-timed with the
-stage durations inserts weight gradients slightly worse than when re-timed in
-steps; the step model's zb-v meets the bound everywhere). Those cases are
-reported as KNOWN, held to the tolerance in KNOWN_GAPS, and counted apart.
-
 Usage: differential.py --compile BUILD/bin/flexpipe-compile
            [--grid ci|full] [--jobs N] [--verbose]
 Prints one line per failure, a table of the tightest margins per spec, and
@@ -55,10 +49,6 @@ SPECS = {
     "zb-h1": ("ZB1P", 1, ["1F1B", "GPipe"]),
     "zb-v": ("ZBVZeroBubble", 2, []),
 }
-
-
-# (spec, time model) -> the largest makespan ratio to PyTorch accepted.
-KNOWN_GAPS = {("zb-v", "cost"): Fraction(1013, 1000)}
 
 
 def grid(kind):
@@ -123,7 +113,7 @@ def main():
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
         results = list(pool.map(lambda c: run_case(args.compile, *c), cases))
 
-    passed = failed = known = 0
+    passed = failed = 0
     tightest = {}  # (spec, model) -> (ratio, pp, m)
     for (spec, pp, m, model), result in zip(cases, results):
         family, _, relatives = SPECS[spec]
@@ -153,12 +143,7 @@ def main():
         if bound_peak is not None and peak > bound_peak:
             problems.append(f"peak {replay.format_number(peak)} > "
                             f"{against}'s {replay.format_number(bound_peak)}")
-        gap = KNOWN_GAPS.get((spec, model))
-        if (problems and gap is not None and makespan <= bound * gap
-                and (bound_peak is None or peak <= bound_peak)):
-            print(f"KNOWN: {where}: " + "; ".join(problems))
-            known += 1
-        elif problems:
+        if problems:
             print(f"FAIL: {where}: " + "; ".join(problems))
             failed += 1
         else:
@@ -174,8 +159,6 @@ def main():
     print(f"{'spec':18} {'model':5} {'worst makespan / PyTorch':>26}  at")
     for (spec, model), (ratio, pp, m) in sorted(tightest.items()):
         print(f"{spec:18} {model:5} {float(ratio):26.4f}  pp={pp} m={m}")
-    if known:
-        print(f"{known} known gaps within their tolerance (see KNOWN_GAPS)")
     print(f"differential: {passed} passed, {failed} failed")
     return 1 if failed else 0
 
