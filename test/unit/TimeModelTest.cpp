@@ -267,47 +267,92 @@ TEST_CASE("with uneven stages the cost model is not slower than the step "
   CHECK(improved > 0);
 }
 
+namespace {
+/// The most distinct micro-batches in flight at once in `p`'s first global
+/// limit, replayed from the schedule: a micro-batch enters with its first
+/// source forward and leaves when its last source backward ends.
+size_t peakGlobalInflight(const Problem &p, const ScheduleResult &result) {
+  REQUIRE(p.globalLimits.size() == 1);
+  const std::set<int32_t> sources(p.globalLimits[0].sources.begin(),
+                                  p.globalLimits[0].sources.end());
+  std::map<int32_t, int> through; // micro-batch -> sources it flows through
+  for (int32_t s : sources)
+    for (int32_t mb = p.parts[s].mbBegin; mb < p.parts[s].mbEnd; ++mb)
+      ++through[mb];
+  std::vector<std::tuple<double, int, int32_t>> events; // time, +1/-1, mb
+  for (const auto &items : result.actors)
+    for (const ScheduledItem &item : items) {
+      if (!sources.count(item.part))
+        continue;
+      if (item.kind == CompKind::Fwd)
+        events.push_back({item.start, +1, item.mb});
+      else if (item.kind == CompKind::Bwd)
+        events.push_back({item.end, -1, item.mb});
+    }
+  std::sort(events.begin(), events.end()); // releases (-1) first on ties
+  std::map<int32_t, int> started, released;
+  std::set<int32_t> alive;
+  size_t peak = 0;
+  for (auto [time, delta, mb] : events) {
+    if (delta > 0 && started[mb]++ == 0)
+      alive.insert(mb);
+    if (delta < 0 && ++released[mb] == through[mb])
+      alive.erase(mb);
+    peak = std::max(peak, alive.size());
+  }
+  return peak;
+}
+
+void addGlobalLimit(PipelineSpec &spec, int64_t limit) {
+  InflightSpec global;
+  global.scope = InflightScope::Global;
+  global.limits = {limit};
+  spec.inflight.push_back(global);
+}
+} // namespace
+
 TEST_CASE("a global in-flight limit counts micro-batches, not sources",
           "[timemodel][inflight]") {
-  // A shared first stage: every micro-batch's forward runs on both parts.
-  // The limit 2 must let two micro-batches in (four source forwards), not
-  // one.
   for (TimeModel model : {TimeModel::Step, TimeModel::Cost}) {
-    PipelineSpec spec = makeSpec(3, 6, PlacementKind::OneToOne, 1,
-                                 Cttp::FwdFirst, kBreadth, kBreadth);
-    spec.modules[0].shared.push_back({0, {0, 1}});
-    InflightSpec global;
-    global.scope = InflightScope::Global;
-    global.limits = {2};
-    spec.inflight.push_back(global);
-    BuiltProblem built;
-    const ScheduleResult result = scheduleSpec(spec, model, &built);
-    // Replay the sources' forwards and releases in time order and count
-    // distinct micro-batches in flight.
-    const Problem &p = built.problem;
-    REQUIRE(p.globalLimits.size() == 1);
-    const std::set<int32_t> sources(p.globalLimits[0].sources.begin(),
-                                    p.globalLimits[0].sources.end());
-    REQUIRE(sources.size() == 2);
-    std::vector<std::tuple<double, int, int32_t>> events; // time, +1/-1, mb
-    for (const auto &items : result.actors)
-      for (const ScheduledItem &item : items) {
-        if (!sources.count(item.part))
-          continue;
-        if (item.kind == CompKind::Fwd)
-          events.push_back({item.start, +1, item.mb});
-        else if (item.kind == CompKind::Bwd)
-          events.push_back({item.end, -1, item.mb});
-      }
-    std::sort(events.begin(), events.end()); // releases (-1) first on ties
-    std::map<int32_t, int> alive;
-    size_t peak = 0;
-    for (auto [time, delta, mb] : events) {
-      if ((alive[mb] += delta) == 0)
-        alive.erase(mb);
-      peak = std::max(peak, alive.size());
+    SECTION("a shared first stage") {
+      // Every micro-batch's forward runs on both parts of stage 0.
+      PipelineSpec spec = makeSpec(3, 6, PlacementKind::OneToOne, 1,
+                                   Cttp::FwdFirst, kBreadth, kBreadth);
+      spec.modules[0].shared.push_back({0, {0, 1}});
+      addGlobalLimit(spec, 2);
+      BuiltProblem built;
+      const ScheduleResult result = scheduleSpec(spec, model, &built);
+      REQUIRE(built.problem.globalLimits[0].sources.size() == 2);
+      CHECK(peakGlobalInflight(built.problem, result) == 2);
     }
-    CHECK(peak == 2);
+    SECTION("two towers joined by a head") {
+      // Two towers on actors 0-1 and 2-3 feed a head on actor 4; every
+      // micro-batch enters both towers and counts once.
+      PipelineSpec spec;
+      spec.actors = 5;
+      spec.microbatches = 7;
+      for (auto [name, first, count] :
+           {std::tuple{"image", 0, 2}, std::tuple{"text", 2, 2},
+            std::tuple{"head", 4, 1}}) {
+        ModuleSpec module;
+        module.name = name;
+        module.placement.kind = PlacementKind::OneToOne;
+        module.placement.chunks = 1;
+        for (int32_t a = first; a < first + count; ++a)
+          module.placement.actors.push_back(a);
+        module.layers = 2 * count;
+        spec.modules.push_back(module);
+      }
+      spec.modules[2].inputs = {0, 1};
+      PrioritySpec priority;
+      priority.cttp = Cttp::FwdFirst;
+      spec.priorities.push_back(priority);
+      addGlobalLimit(spec, 3);
+      BuiltProblem built;
+      const ScheduleResult result = scheduleSpec(spec, model, &built);
+      REQUIRE(built.problem.globalLimits[0].sources.size() == 2);
+      CHECK(peakGlobalInflight(built.problem, result) == 3);
+    }
   }
 }
 
