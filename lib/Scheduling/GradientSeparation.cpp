@@ -103,15 +103,18 @@ public:
   double tol = 1e-9;
 
 private:
-  double arrival(const Timing &t, int32_t dep, int32_t item) const {
+  /// When the output of `dep` is there for `item`, whose actor posts the
+  /// receive (insert-comm puts it right before the item) at `posted`.
+  double arrival(const Timing &t, int32_t dep, int32_t item,
+                 double posted) const {
     const Item &d = items[dep], &i = items[item];
     // A collective waits for its members' forwards themselves; its own
     // duration covers the exchange.
     if (d.actor == i.actor || i.kind == OpKind::AllGather ||
         i.kind == OpKind::Gather)
       return t.end[dep];
-    return t.end[dep] +
-           costs.messageTime(program.numActors, d.actor, i.actor, d.stage);
+    return costs.arrival(program.numActors, d.actor, i.actor, d.stage,
+                         t.end[dep], posted);
   }
 
   const Program &program;
@@ -173,13 +176,8 @@ std::string Separator::build() {
         }
         slot = &sameNext[*slot];
       }
-      item.duration = op.stage < static_cast<int32_t>(costs.duration.size())
-                          ? costs.duration[op.stage][static_cast<int>(op.kind)]
-                          : 1.0;
-      item.activation =
-          op.stage < static_cast<int32_t>(costs.activationBytes.size())
-              ? costs.activationBytes[op.stage]
-              : 1.0;
+      item.duration = costs.durationOf(op.stage, op.kind);
+      item.activation = costs.activationOf(op.stage);
       // `slot` may point into sameNext: write it before that grows.
       const int32_t id = static_cast<int32_t>(items.size());
       *slot = id;
@@ -407,7 +405,7 @@ Timing Separator::retime(const std::vector<uint8_t> &stashed,
         known = false;
         break;
       }
-      at = std::max(at, arrival(t, d, x));
+      at = std::max(at, arrival(t, d, x, now));
     }
     if (item.kind == OpKind::Fwd &&
         held[a] + item.activation > bound * (1 + 1e-9)) {
@@ -503,12 +501,13 @@ Separator::chainWeights(const Timing &t, int32_t blocked,
   std::vector<uint8_t> seen(items.size(), 0);
   int32_t cur = blocked;
   for (size_t guard = 0; guard < items.size() && cur >= 0; ++guard) {
-    // The input that arrived last decided when `cur` could start.
+    // The input that arrived last decided when `cur` could start (its data:
+    // the receive's posting is `cur`'s actor's own business).
     int32_t critical = -1;
     double latest = -1;
     for (int32_t i = depStart[cur]; i < depStart[cur + 1]; ++i) {
       const int32_t d = depList[i];
-      if (double at = arrival(t, d, cur); at > latest) {
+      if (double at = arrival(t, d, cur, t.end[d]); at > latest) {
         latest = at;
         critical = d;
       }
@@ -520,7 +519,8 @@ Separator::chainWeights(const Timing &t, int32_t blocked,
     // that input was ready and before it started held it back.
     double readyAt = 0;
     for (int32_t i = depStart[critical]; i < depStart[critical + 1]; ++i)
-      readyAt = std::max(readyAt, arrival(t, depList[i], critical));
+      readyAt = std::max(readyAt, arrival(t, depList[i], critical,
+                                        t.end[depList[i]]));
     const auto &order = t.order[items[critical].actor];
     for (int32_t id : order) {
       if (t.start[id] >= t.start[critical] - tol)

@@ -450,17 +450,6 @@ SimResult Simulator::run(const SimCosts &costs) const {
   std::vector<double> arrival(ops.size(), 0), finish(ops.size(), 0);
   std::vector<double> clock(n, 0), held(n, 0);
   std::vector<int32_t> lastOp(n, -1);
-  auto stageDuration = [&](const Op &op) {
-    if (op.stage < 0 || op.stage >= static_cast<int32_t>(costs.duration.size()))
-      return 1.0;
-    return costs.duration[op.stage][static_cast<int>(op.kind)];
-  };
-  auto activation = [&](const Op &op) {
-    return op.stage >= 0 &&
-                   op.stage < static_cast<int32_t>(costs.activationBytes.size())
-               ? costs.activationBytes[op.stage]
-               : 0.0;
-  };
 
   auto collectiveTime = [&](const Op &op) {
     return op.stage < static_cast<int32_t>(costs.collectiveDuration.size())
@@ -474,17 +463,17 @@ SimResult Simulator::run(const SimCosts &costs) const {
     int32_t why = lastOp[a];
     switch (op.kind) {
     case OpKind::Fwd:
-      held[a] += activation(op);
+      held[a] += costs.activationOf(op.stage);
       r.peakActivation[a] = std::max(r.peakActivation[a], held[a]);
       [[fallthrough]];
     case OpKind::Bwd:
     case OpKind::Igrad:
     case OpKind::Wgrad: {
-      const double d = stageDuration(op);
+      const double d = costs.durationOf(op.stage, op.kind);
       e = s + d;
       r.busy[a] += d;
       if (op.kind == (splitActor[a] ? OpKind::Wgrad : OpKind::Bwd))
-        held[a] -= activation(op);
+        held[a] -= costs.activationOf(op.stage);
       break;
     }
     case OpKind::SendAct:
@@ -515,12 +504,12 @@ SimResult Simulator::run(const SimCosts &costs) const {
     case OpKind::RecvGrad:
       if (op.dependsOn >= 0) {
         const Op &send = ops[op.dependsOn];
-        double departure = start[op.dependsOn];
-        if (costs.rendezvous && op.postedBy >= 0)
-          departure =
-              std::max(departure, op.postedBy == id ? s : start[op.postedBy]);
+        const double sent = start[op.dependsOn];
+        const double posted = op.postedBy < 0    ? sent
+                              : op.postedBy == id ? s
+                                                  : start[op.postedBy];
         const double arrival =
-            departure + costs.messageTime(n, send.actor, send.peer, send.stage);
+            costs.arrival(n, send.actor, send.peer, send.stage, sent, posted);
         if (arrival > s) {
           e = arrival;
           why = op.dependsOn;

@@ -26,6 +26,7 @@
 #include "flexpipe/Scheduling/CostModel.h"
 #include "flexpipe/Scheduling/Program.h"
 
+#include <algorithm>
 #include <array>
 #include <string>
 #include <vector>
@@ -63,6 +64,29 @@ struct SimCosts {
 
   double messageTime(int32_t numActors, int32_t from, int32_t to,
                      int32_t stage) const;
+  /// When the output of `stage` sent by actor `from` at `sent` is there for
+  /// a receive on `to` posted at `posted`: eagerly from the send, or, with
+  /// rendezvous, from when both sides are posted. The one rule for message
+  /// arrival (simulator and gradient separation's re-timing).
+  double arrival(int32_t numActors, int32_t from, int32_t to, int32_t stage,
+                 double sent, double posted) const {
+    return (rendezvous ? std::max(sent, posted) : sent) +
+           messageTime(numActors, from, to, stage);
+  }
+  /// Duration of a computation (Fwd, Bwd, Igrad or Wgrad) on `stage`; 1
+  /// for a stage the table does not cover.
+  double durationOf(int32_t stage, OpKind kind) const {
+    return stage >= 0 && static_cast<size_t>(stage) < duration.size()
+               ? duration[stage][static_cast<int>(kind)]
+               : 1.0;
+  }
+  /// Activation bytes a micro-batch holds on `stage` from its forward to
+  /// its release; 0 for a stage the table does not cover.
+  double activationOf(int32_t stage) const {
+    return stage >= 0 && static_cast<size_t>(stage) < activationBytes.size()
+               ? activationBytes[stage]
+               : 0.0;
+  }
 };
 
 /// Every computation takes 1, messages nothing: the step model.
