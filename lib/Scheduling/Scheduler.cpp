@@ -201,7 +201,35 @@ public:
       : p(problem), model(model), numParts(problem.parts.size()),
         numActors(problem.numActors), replay(replay), diagnose(diagnose) {}
 
-  ScheduleResult run();
+  ScheduleResult run() {
+    if (!prepare())
+      return result;
+    return execute();
+  }
+  /// Validates the problem and builds the dependency graph with the first
+  /// ready items queued; false (with result().error) for a bad problem. A
+  /// prepared engine may be copied to run the same problem again another
+  /// way (the graph is built once).
+  bool prepare();
+  /// Runs a prepared engine to the end.
+  ScheduleResult execute();
+  /// A copy of this prepared engine that times `order` instead of choosing.
+  Engine replaying(const std::vector<std::vector<ScheduledItem>> &order,
+                   TimeModel timeModel) const {
+    Engine copy(*this);
+    copy.model = timeModel;
+    copy.replay = &order;
+    copy.diagnose = false;
+    return copy;
+  }
+  /// A copy of this prepared engine with another time model, without a
+  /// per-actor diagnosis.
+  Engine withModel(TimeModel timeModel) const {
+    Engine copy(*this);
+    copy.model = timeModel;
+    copy.diagnose = false;
+    return copy;
+  }
 
 private:
   // --- Item pool -----------------------------------------------------------
@@ -991,10 +1019,10 @@ void Engine::complete(int32_t item, double) {
   }
 }
 
-ScheduleResult Engine::run() {
+bool Engine::prepare() {
   if (std::string error = validate(p); !error.empty()) {
     result.error = error;
-    return result;
+    return false;
   }
   build();
   for (int32_t item = 0; item < numSlots * kNumCompKinds; ++item)
@@ -1005,7 +1033,10 @@ ScheduleResult Engine::run() {
   for (size_t r = 0; r < reg.size(); ++r)
     if (reg[r].instances > 0 && pending[numItems + reg[r].base] == 0)
       instanceReady(numItems + reg[r].base);
+  return true;
+}
 
+ScheduleResult Engine::execute() {
   double now = 0;
   while (scheduled < total) {
     while (!completions.empty() && completions.top().first <= now) {
@@ -1314,19 +1345,21 @@ ScheduleResult flexpipe::sched::schedule(const Problem &problem,
   // timed on the same engine under the same durations and kept when it
   // finishes strictly earlier (or as early with less total flow time): never
   // slower than the step model.
-  ScheduleResult greedy = Engine(problem, TimeModel::Cost).run();
+  Engine prepared(problem, TimeModel::Cost);
+  if (!prepared.prepare())
+    return Engine(problem, TimeModel::Cost).run(); // reports the error
   if (uniformDurations(problem))
-    return greedy;
+    return prepared.execute();
+  // The graph is built once; each run starts from a copy.
+  ScheduleResult greedy = Engine(prepared).execute();
   // Only the greedy run's diagnosis is ever reported.
-  ScheduleResult stepOrder =
-      Engine(problem, TimeModel::Step, nullptr, /*diagnose=*/false).run();
+  ScheduleResult stepOrder = prepared.withModel(TimeModel::Step).execute();
   if (!stepOrder.ok)
     return greedy;
   if (greedy.ok && sameOrder(greedy, stepOrder))
     return greedy; // the same order takes the same time
-  ScheduleResult replayed = Engine(problem, TimeModel::Cost, &stepOrder.actors,
-                                   /*diagnose=*/false)
-                                .run();
+  ScheduleResult replayed =
+      prepared.replaying(stepOrder.actors, TimeModel::Cost).execute();
   if (!replayed.ok)
     return greedy;
   if (!greedy.ok || replayed.makespan < greedy.makespan * (1 - 1e-12))
