@@ -311,6 +311,7 @@ private:
   // would find what it found before.
   std::vector<uint8_t> dirty;
   std::vector<int32_t> dirtyActors;
+  std::vector<int32_t> asking; // the actors asked at this decision time
   void markActor(int32_t actor) {
     if (!dirty[actor]) {
       dirty[actor] = 1;
@@ -1052,8 +1053,9 @@ ScheduleResult Engine::execute() {
     // actor is asked at every decision time.
     if (!p.checks.empty() || !p.customPriorities.empty())
       markAll();
-    std::vector<int32_t> actors;
+    std::vector<int32_t> &actors = asking;
     actors.swap(dirtyActors);
+    dirtyActors.clear();
     std::sort(actors.begin(), actors.end());
     for (int32_t actor : actors)
       dirty[actor] = 0;
