@@ -203,7 +203,7 @@ def main():
         "reimplemented; the search-cost table quotes the paper.",
         "- **Gradient separation is tried on the 8 fastest fused "
         "candidates only** (within 1.25x of the best fused time;",
-        "  a heuristic that keeps a search near a second, docs/Tuning.md); "
+        "  a heuristic that keeps a search to seconds, docs/Tuning.md); "
         "the paper applies it to its best alternatives.",
         "- **Device layout.** Replica r's actor a is device a x dp + r "
         "(Megatron-LM's order); the data-parallel gradient",
@@ -213,7 +213,10 @@ def main():
         "microseconds to milliseconds each, in C++ on",
         "  flat arrays; separation variants whose busiest actor alone cannot "
         "beat the best found are skipped (a sound",
-        "  bound). The paper's FlexPipe is Python.",
+        "  bound). The cost model schedules each candidate two ways (its greedy "
+        "order and the step model's order timed",
+        "  under the same costs, docs/Rationale.md), about a sixth of a "
+        "single-thread search. The paper's FlexPipe is Python.",
         "",
     ]
     # Keep the CLIP section, which bench/clip-study.py writes.
