@@ -517,12 +517,6 @@ void Engine::build() {
   units.assign(numActors, {});
   freeAt.assign(numActors, 0);
   result.actors.assign(numActors, {});
-  for (int32_t a = 0; a < numActors; ++a) {
-    int64_t items = 0;
-    for (int k = 0; k < kNumCompKinds; ++k)
-      items += remainingOnActor[a * kNumCompKinds + k];
-    result.actors[a].reserve(items);
-  }
 
   actorScheduled.assign(numActors, 0);
   lastItem.assign(numActors, ScheduledItem{CompKind::Fwd, -1, -1, 0, 0});
@@ -1038,6 +1032,14 @@ bool Engine::prepare() {
 }
 
 ScheduleResult Engine::execute() {
+  // Here rather than in build(): a copy of a prepared engine does not keep
+  // reserved capacity.
+  for (int32_t a = 0; a < numActors; ++a) {
+    int64_t items = 0;
+    for (int k = 0; k < kNumCompKinds; ++k)
+      items += remainingOnActor[a * kNumCompKinds + k];
+    result.actors[a].reserve(items);
+  }
   double now = 0;
   while (scheduled < total) {
     while (!completions.empty() && completions.top().first <= now) {
