@@ -5,6 +5,7 @@
 // HELP: --actors N
 // HELP: --microbatches M
 // HELP: --time-model TEXT:{step,cost}=step
+// HELP: --step-rule TEXT:{next-type,literal}=next-type
 // HELP: --emit TEXT:{schedule,text,torch-csv,torch-csv-comms,report,svg,trace,cpp,exe}=exe
 // HELP: --balance TEXT:{layers,cost}=layers
 // HELP: --backend TEXT:{cpu,cuda}=cpu

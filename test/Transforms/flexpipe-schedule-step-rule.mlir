@@ -9,6 +9,10 @@
 // RUN: flexpipe-opt %s -flexpipe-schedule | FileCheck %s
 // RUN: not flexpipe-opt %s -flexpipe-schedule=step-rule=literal 2>&1 | FileCheck %s --check-prefix=LITERAL
 // RUN: not flexpipe-opt %s -flexpipe-schedule=step-rule=paper 2>&1 | FileCheck %s --check-prefix=BAD
+// The driver takes the rule too.
+// RUN: not flexpipe-compile %s --step-rule literal --emit=text 2>&1 | FileCheck %s --check-prefix=LITERAL
+// RUN: flexpipe-compile %s --step-rule next-type --emit=text | FileCheck %s --check-prefix=DRIVER
+// DRIVER: actor 0 | 0F0 0F1 0F2 .   .   0B0 0F3 0B1
 
 // CHECK:      flexpipe.actor 0 {
 // CHECK-NEXT:   flexpipe.fwd stage 0 mb 0

@@ -40,8 +40,17 @@ int flexpipe::parseCompileOptions(int argc, char **argv,
                  "pick their next instruction when they become free; forward, "
                  "backward, input- and weight-gradient take 1, 2, 1, 1 units "
                  "per layer, or the cost model's durations with --model and "
-                 "--cluster)")
+                 "--cluster; the step model's order is kept when it finishes "
+                 "earlier under those costs)")
       ->check(CLI::IsMember({"step", "cost"}))
+      ->capture_default_str();
+  app.add_option("--step-rule", options.stepRule,
+                 "Algorithm 1's step function: next-type (FlexPipe's "
+                 "default: when the preferred instruction type's fetch finds "
+                 "nothing schedulable, try the next type) or literal (as the "
+                 "paper writes it: the actor stays idle for the step; "
+                 "docs/Rationale.md)")
+      ->check(CLI::IsMember({"next-type", "literal"}))
       ->capture_default_str();
   app.add_option(
          "--emit", options.emit,

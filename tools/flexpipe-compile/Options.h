@@ -26,6 +26,7 @@ struct CompileOptions {
   int64_t actors = 0;       ///< 0: as the spec says
   int64_t microbatches = 0; ///< 0: as the spec says
   std::string timeModel = "step";
+  std::string stepRule = "next-type";
   std::string emit = "exe";
   std::string balance = "layers";
   std::string backend = "cpu";

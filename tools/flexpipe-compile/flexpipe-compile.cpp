@@ -732,6 +732,7 @@ static int compile(const CompileOptions &options) {
   PassManager pm(&context);
   SpecToScheduleOptions pipelineOptions;
   pipelineOptions.timeModel = options.timeModel;
+  pipelineOptions.stepRule = options.stepRule;
   pipelineOptions.modelFile = options.model;
   pipelineOptions.balance = options.balance;
   pipelineOptions.clusterFile = options.cluster;
