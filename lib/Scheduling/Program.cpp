@@ -249,16 +249,23 @@ namespace {
 
 class Replay {
 public:
-  explicit Replay(const Program &program) : p(program), topo(program) {}
+  Replay(const Program &program, ChannelRule rule)
+      : p(program), topo(program), rule(rule) {}
   std::optional<VerifyFailure> run();
 
 private:
   struct Message {
     int32_t srcStage, mb, actor, index;
+    bool grad;
   };
   /// The channel of messages from `src` to `dst` of one kind sent by stage
-  /// `senderStage`, created on first use.
+  /// `senderStage` (per actor pair: every message from `src` to `dst`),
+  /// created on first use.
   int32_t channel(int32_t src, int32_t dst, bool grad, int32_t senderStage) {
+    if (rule == ChannelRule::PerPair) {
+      grad = false;
+      senderStage = 0;
+    }
     const uint64_t k =
         ((static_cast<uint64_t>(src) * p.numActors + dst) * 2 + (grad ? 1 : 0))
             << 32 |
@@ -305,6 +312,7 @@ private:
 
   const Program &p;
   Topology topo;
+  ChannelRule rule;
   std::vector<std::unordered_set<uint64_t>> have;
   std::vector<std::vector<Message>> sent;
   std::vector<int32_t> posted;
@@ -325,6 +333,8 @@ int32_t Replay::recvChannel(int32_t actor, const ProgOp &recv) {
   const bool grad = recv.kind == OpKind::RecvGrad;
   const auto &neighbours =
       grad ? topo.succs[recv.stage] : topo.preds[recv.stage];
+  if (rule == ChannelRule::PerPair)
+    return channel(recv.peer, actor, grad, 0);
   int32_t first = -1;
   for (int32_t sender : neighbours) {
     const auto &actors = topo.actorsOf[sender];
@@ -348,7 +358,9 @@ std::optional<VerifyFailure> Replay::checkStatic() {
   std::vector<int32_t> tokenUses;
   const int64_t cells =
       static_cast<int64_t>(p.numStages) * std::max(1, p.numMicrobatches);
-  std::vector<int8_t> fwdAt(cells, 0), backAt(cells, 0);
+  // Per (stage, mb): 1 + the actor and index of its forward, packed.
+  std::vector<int64_t> fwdAt(cells, 0);
+  std::vector<int8_t> backAt(cells, 0);
   for (int32_t a = 0; a < p.numActors; ++a) {
     for (int32_t i = 0; i < static_cast<int32_t>(p.actors[a].size()); ++i) {
       const ProgOp &op = p.actors[a][i];
@@ -367,7 +379,7 @@ std::optional<VerifyFailure> Replay::checkStatic() {
       const int64_t cell =
           static_cast<int64_t>(op.stage) * p.numMicrobatches + op.mb;
       if (op.kind == OpKind::Fwd)
-        fwdAt[cell] = 1;
+        fwdAt[cell] = 1 + (static_cast<int64_t>(a) << 32 | i);
       if (op.kind == OpKind::Bwd || op.kind == OpKind::Wgrad)
         backAt[cell] = 1;
       const bool p2p =
@@ -389,6 +401,9 @@ std::optional<VerifyFailure> Replay::checkStatic() {
            << " runs a forward but never completes its backward; every "
               "forward needs a bwd (or igrad and wgrad)";
         f.message = os.str();
+        const int64_t at = fwdAt[cell] - 1;
+        f.at.push_back({static_cast<int32_t>(at >> 32),
+                        static_cast<int32_t>(at & 0xffffffff), ""});
         return f;
       }
     }
@@ -473,15 +488,18 @@ std::optional<VerifyFailure> Replay::tryDeliver(int32_t actor, int32_t index,
   const Message &msg = sent[ch][slot];
   const ProgOp &recv = p.actors[actor][index];
   const bool grad = recv.kind == OpKind::RecvGrad;
-  const bool matches =
-      msg.mb == recv.mb && (grad ? topo.hasEdge(recv.stage, msg.srcStage)
-                                 : topo.hasEdge(msg.srcStage, recv.stage));
+  const bool matches = msg.mb == recv.mb && msg.grad == grad &&
+                       (grad ? topo.hasEdge(recv.stage, msg.srcStage)
+                             : topo.hasEdge(msg.srcStage, recv.stage));
   if (!matches) {
     VerifyFailure f;
     f.message = describe(actor, index) + " would receive the message of " +
                 describe(msg.actor, msg.index) +
-                ": sends and receives between two actors must match one to "
-                "one and in the same order";
+                (rule == ChannelRule::PerPair
+                     ? ": without tags, the receives an actor posts for a "
+                       "peer must come in the order of that peer's sends"
+                     : ": sends and receives between two actors must match "
+                       "one to one and in the same order");
     f.at.push_back({actor, index, ""});
     f.at.push_back({msg.actor, msg.index, "the send it would match"});
     return f;
@@ -538,7 +556,8 @@ std::optional<VerifyFailure> Replay::run() {
           return f;
         const int32_t ch =
             channel(a, op.peer, op.kind == OpKind::SendGrad, op.stage);
-        sent[ch].push_back({op.stage, op.mb, a, i});
+        sent[ch].push_back(
+            {op.stage, op.mb, a, i, op.kind == OpKind::SendGrad});
         for (int32_t waiter : waitersOnChannel[ch])
           wake(waiter);
         waitersOnChannel[ch].clear();
@@ -722,12 +741,13 @@ std::optional<VerifyFailure> Replay::deadlock() {
 
 } // namespace
 
-std::optional<VerifyFailure> flexpipe::sched::verify(const Program &program) {
+std::optional<VerifyFailure> flexpipe::sched::verify(const Program &program,
+                                                     ChannelRule rule) {
   if (program.numActors < 1 ||
       static_cast<int32_t>(program.actors.size()) != program.numActors) {
     VerifyFailure f;
     f.message = "the program needs one instruction list per actor";
     return f;
   }
-  return Replay(program).run();
+  return Replay(program, rule).run();
 }

@@ -111,10 +111,10 @@ flexpipe.schedule @early actors(2) stages(2) microbatches(1) {
 
 // -----
 
-// Tests a forward whose backward never runs.
-// expected-error @+1 {{stage 0 micro-batch 0 runs a forward but never completes its backward; every forward needs a bwd (or igrad and wgrad)}}
+// Tests a forward whose backward never runs (reported at the forward).
 flexpipe.schedule @half actors(1) stages(1) microbatches(1) {
   flexpipe.actor 0 {
+    // expected-error @+1 {{stage 0 micro-batch 0 runs a forward but never completes its backward; every forward needs a bwd (or igrad and wgrad)}}
     flexpipe.fwd stage 0 mb 0
   }
 }

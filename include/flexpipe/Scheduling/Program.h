@@ -18,7 +18,10 @@
 //  - a message is identified by its sender, receiver, kind (activation or
 //    gradient) and sending stage; messages with the same identity travel in
 //    FIFO order, so receives must be posted in the order of the sends (an MPI
-//    tag per sending stage and kind implements this);
+//    tag per sending stage and kind implements this; FlexPipe's runtimes rely
+//    on it). Untagged runtimes (PyTorch's pipelining runtime over gloo or
+//    NCCL) have one FIFO channel per ordered pair of actors instead:
+//    ChannelRule::PerPair checks that stricter rule;
 //  - all_gather / gather block until every member of the group has reached
 //    the same (stage, micro-batch) instance.
 //
@@ -128,11 +131,23 @@ struct VerifyFailure {
   std::vector<At> at;
 };
 
+/// Which messages share one FIFO channel.
+enum class ChannelRule : uint8_t {
+  /// One channel per (sender, receiver, kind, sending stage): tagged
+  /// point-to-point, as FlexPipe's MPI and NCCL runtimes implement it.
+  PerStage,
+  /// One channel per ordered pair of actors: untagged point-to-point, where
+  /// the n-th receive from a peer takes the n-th send to it (PyTorch's
+  /// pipelining runtime).
+  PerPair,
+};
+
 /// Checks that every data dependency is satisfied in program order, that
-/// sends and receives match one to one and in the same order per channel,
-/// and, by replaying the programs under the semantics above, that they
-/// terminate. Returns the first failure.
-std::optional<VerifyFailure> verify(const Program &program);
+/// sends and receives match one to one and in the same order per channel
+/// (channels as `rule` says), and, by replaying the programs under the
+/// semantics above, that they terminate. Returns the first failure.
+std::optional<VerifyFailure> verify(const Program &program,
+                                    ChannelRule rule = ChannelRule::PerStage);
 
 } // namespace flexpipe::sched
 

@@ -40,7 +40,9 @@ void flexpipe::buildSpecToSchedulePipeline(
   AsyncCommPassOptions async;
   async.requestedOnly = true;
   pm.addPass(createAsyncCommPass(async));
-  pm.addPass(createVerifySchedulePass());
+  VerifySchedulePassOptions verify;
+  verify.channels = options.channels;
+  pm.addPass(createVerifySchedulePass(verify));
 }
 
 void flexpipe::registerFlexPipePassesAndPipelines() {

@@ -23,10 +23,21 @@ namespace {
 struct VerifySchedulePass : flexpipe::impl::VerifySchedulePassBase<VerifySchedulePass> {
   using Base::Base;
   void runOnOperation() override {
+    sched::ChannelRule rule;
+    if (channels == "stage") {
+      rule = sched::ChannelRule::PerStage;
+    } else if (channels == "pair") {
+      rule = sched::ChannelRule::PerPair;
+    } else {
+      getOperation().emitError()
+          << "unknown channel rule '" << channels.getValue()
+          << "' for -flexpipe-verify-schedule; use 'stage' or 'pair'";
+      return signalPassFailure();
+    }
     for (ScheduleOp schedule : getOperation().getOps<ScheduleOp>()) {
       ScheduleProgram read = readSchedule(schedule);
       std::optional<sched::VerifyFailure> failure =
-          sched::verify(read.program);
+          sched::verify(read.program, rule);
       if (!failure)
         continue;
       auto locate = [&](const sched::VerifyFailure::At &at) -> Operation * {

@@ -47,6 +47,12 @@ struct SpecToScheduleOptions
   Option<std::string> clusterFile{
       *this, "cluster", llvm::cl::desc("Cluster YAML for the cost time model"),
       llvm::cl::init("")};
+  Option<std::string> channels{
+      *this, "channels",
+      llvm::cl::desc("What verify-schedule takes as one FIFO channel: stage "
+                     "(sender, receiver, kind, sending stage) or pair "
+                     "(sender and receiver: untagged runtimes)"),
+      llvm::cl::init("stage")};
 };
 
 /// partition -> place -> schedule -> [split-backward -> gradient-separation]

@@ -283,7 +283,21 @@ def VerifySchedulePass : Pass<"flexpipe-verify-schedule", "mlir::ModuleOp"> {
     same order per channel, and that all programs run to their end. A deadlock
     is reported as one error with a note at each op of the wait cycle. The IR
     is not changed.
+
+    A channel is what a runtime keeps in order. FlexPipe's runtimes tag each
+    message with its kind and sending stage (`channels=stage`, the default).
+    Untagged point-to-point, such as PyTorch's pipelining runtime, has one
+    FIFO channel per ordered pair of actors: the n-th receive from a peer
+    takes the n-th send to it, whatever it carries. `channels=pair` checks
+    that stricter rule (`--emit=torch-csv-comms` orders receives so).
   }];
+  let options = [
+    Option<"channels", "channels", "std::string", "\"stage\"",
+           "Which messages share one FIFO channel: `stage` (sender, "
+           "receiver, kind and sending stage; FlexPipe's tagged runtimes) "
+           "or `pair` (sender and receiver; untagged runtimes such as "
+           "PyTorch's)">,
+  ];
   let dependentDialects = ["flexpipe::FlexPipeDialect"];
 }
 
