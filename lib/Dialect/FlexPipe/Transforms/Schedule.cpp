@@ -38,68 +38,28 @@ void writeSchedule(PipelineOp pipeline, const sched::BuiltProblem &built,
   Location loc = pipeline.getLoc();
   const sched::Problem &problem = built.problem;
 
-  // The edges attribute only when the DAG is not the default chain.
-  DenseI64ArrayAttr edges;
-  bool chain = static_cast<int32_t>(built.stageEdges.size()) ==
-               std::max(0, built.numStages - 1);
-  for (size_t i = 0; chain && i < built.stageEdges.size(); ++i)
-    chain = built.stageEdges[i] ==
-            std::pair<int32_t, int32_t>(static_cast<int32_t>(i),
-                                        static_cast<int32_t>(i + 1));
-  if (!chain) {
-    SmallVector<int64_t> flat;
-    for (auto [from, to] : built.stageEdges) {
-      flat.push_back(from);
-      flat.push_back(to);
-    }
-    edges = b.getDenseI64ArrayAttr(flat);
-  }
-  DenseI64ArrayAttr shared;
-  if (!built.sharedStages.empty())
-    shared = b.getDenseI64ArrayAttr(SmallVector<int64_t>(
-        built.sharedStages.begin(), built.sharedStages.end()));
-
-  // What each stage holds, for the cost model and the runtime.
-  // Modules, then registered stages (named by themselves).
-  SmallVector<StringAttr> names;
-  for (const std::string &name : built.moduleNames)
-    names.push_back(b.getStringAttr(name));
-  SmallVector<Attribute> info;
-  for (const sched::StageMeta &meta : built.stageMeta)
-    info.push_back(StageInfoAttr::get(b.getContext(), names[meta.module],
-                                      meta.layers, meta.first, meta.last));
-
+  sched::Program program = sched::toProgram(
+      problem, result, built.numStages, built.stageEdges, built.sharedStages);
+  // What each stage holds, for the cost model and the runtime: modules,
+  // then registered stages (named by themselves).
+  program.stageMeta = built.stageMeta;
+  program.moduleNames = built.moduleNames;
+  ScheduleOp schedule =
+      createSchedule(b, loc, pipeline.getSymNameAttr(), program);
+  for (auto optimize : pipeline.getBody().getOps<OptimizeOp>())
+    schedule->setAttr("flexpipe.optimize", optimize->getAttrDictionary());
+  // The runtime operation of a registered computation gets the
+  // instruction's attributes and location (for diagnostics about it).
   llvm::StringMap<InstructionOp> instructions;
   for (auto inst : pipeline.getBody().getOps<InstructionOp>())
     instructions[inst.getSymName()] = inst;
-
-  auto schedule = ScheduleOp::create(
-      b, loc, pipeline.getSymNameAttr(), b.getI64IntegerAttr(problem.numActors),
-      b.getI64IntegerAttr(built.numStages),
-      b.getI64IntegerAttr(problem.numMicrobatches), edges, shared,
-      b.getArrayAttr(info));
-  for (auto optimize : pipeline.getBody().getOps<OptimizeOp>())
-    schedule->setAttr("flexpipe.optimize", optimize->getAttrDictionary());
-  const sched::Program program = sched::toProgram(
-      problem, result, built.numStages, built.stageEdges, built.sharedStages);
-  Block &body = schedule.getBody().emplaceBlock();
-  for (int32_t a = 0; a < problem.numActors; ++a) {
-    b.setInsertionPointToEnd(&body);
-    auto actor = ActorOp::create(b, loc, b.getI64IntegerAttr(a));
-    b.setInsertionPointToEnd(&actor.getBody().emplaceBlock());
-    llvm::DenseMap<int32_t, Value> tokens;
-    for (const sched::ProgOp &op : program.actors[a]) {
-      Operation *created = createInstruction(b, loc, op, program, &tokens);
-      // The runtime operation of a registered computation gets the
-      // instruction's attributes and location (for diagnostics about it).
-      if (auto exec = dyn_cast_or_null<ExecOp>(created))
-        if (InstructionOp inst = instructions.lookup(exec.getInstruction())) {
-          exec->setLoc(inst.getLoc());
-          if (DictionaryAttr attrs = inst.getRuntimeAttrsAttr())
-            exec.setAttrsAttr(attrs);
-        }
+  schedule.walk([&](ExecOp exec) {
+    if (InstructionOp inst = instructions.lookup(exec.getInstruction())) {
+      exec->setLoc(inst.getLoc());
+      if (DictionaryAttr attrs = inst.getRuntimeAttrsAttr())
+        exec.setAttrsAttr(attrs);
     }
-  }
+  });
   pipeline.erase();
 }
 

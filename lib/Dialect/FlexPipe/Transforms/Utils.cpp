@@ -407,8 +407,8 @@ static Operation *createInstructionOp(OpBuilder &b, Location loc,
                                       const sched::Program &program,
                                       llvm::DenseMap<int32_t, Value> *tokens) {
   const uint64_t stage = op.stage, mb = op.mb, peer = op.peer;
-  // Asynchronous collectives and registered instructions return a token
-  // when the program gives them one and the caller tracks tokens.
+  // Asynchronous transfers, collectives and registered instructions return
+  // a token when the program gives them one and the caller tracks tokens.
   Type token =
       tokens && op.token >= 0 ? TokenType::get(b.getContext()) : Type();
   switch (op.kind) {
@@ -421,13 +421,13 @@ static Operation *createInstructionOp(OpBuilder &b, Location loc,
   case sched::OpKind::Wgrad:
     return WgradOp::create(b, loc, stage, mb);
   case sched::OpKind::SendAct:
-    return SendActOp::create(b, loc, Type(), stage, mb, peer);
+    return SendActOp::create(b, loc, token, stage, mb, peer);
   case sched::OpKind::RecvAct:
-    return RecvActOp::create(b, loc, Type(), stage, mb, peer);
+    return RecvActOp::create(b, loc, token, stage, mb, peer);
   case sched::OpKind::SendGrad:
-    return SendGradOp::create(b, loc, Type(), stage, mb, peer);
+    return SendGradOp::create(b, loc, token, stage, mb, peer);
   case sched::OpKind::RecvGrad:
-    return RecvGradOp::create(b, loc, Type(), stage, mb, peer);
+    return RecvGradOp::create(b, loc, token, stage, mb, peer);
   case sched::OpKind::AllGather: {
     const auto &group = program.groups[op.group];
     return AllGatherOp::create(
@@ -463,6 +463,55 @@ Operation *flexpipe::createInstruction(OpBuilder &b, Location loc,
       created->getNumResults() == 1)
     (*tokens)[op.token] = created->getResult(0);
   return created;
+}
+
+ScheduleOp flexpipe::createSchedule(OpBuilder &b, Location loc, StringAttr name,
+                                    const sched::Program &program) {
+  // The edges attribute only when the DAG is not the default chain.
+  DenseI64ArrayAttr edges;
+  bool chain = static_cast<int32_t>(program.edges.size()) ==
+               std::max(0, program.numStages - 1);
+  for (size_t i = 0; chain && i < program.edges.size(); ++i)
+    chain = program.edges[i] ==
+            std::pair<int32_t, int32_t>(static_cast<int32_t>(i),
+                                        static_cast<int32_t>(i + 1));
+  if (!chain) {
+    SmallVector<int64_t> flat;
+    for (auto [from, to] : program.edges) {
+      flat.push_back(from);
+      flat.push_back(to);
+    }
+    edges = b.getDenseI64ArrayAttr(flat);
+  }
+  DenseI64ArrayAttr shared;
+  if (!program.sharedStages.empty())
+    shared = b.getDenseI64ArrayAttr(SmallVector<int64_t>(
+        program.sharedStages.begin(), program.sharedStages.end()));
+  // What each stage holds, for the cost model and the runtime.
+  ArrayAttr info;
+  if (!program.stageMeta.empty()) {
+    SmallVector<Attribute> stages;
+    for (const sched::StageMeta &meta : program.stageMeta)
+      stages.push_back(StageInfoAttr::get(
+          b.getContext(), b.getStringAttr(program.moduleNames[meta.module]),
+          meta.layers, meta.first, meta.last));
+    info = b.getArrayAttr(stages);
+  }
+  auto schedule = ScheduleOp::create(
+      b, loc, name, b.getI64IntegerAttr(program.numActors),
+      b.getI64IntegerAttr(program.numStages),
+      b.getI64IntegerAttr(program.numMicrobatches), edges, shared, info);
+  Block &body = schedule.getBody().emplaceBlock();
+  for (int32_t a = 0; a < program.numActors; ++a) {
+    b.setInsertionPointToEnd(&body);
+    auto actor = ActorOp::create(b, loc, b.getI64IntegerAttr(a));
+    b.setInsertionPointToEnd(&actor.getBody().emplaceBlock());
+    llvm::DenseMap<int32_t, Value> tokens;
+    for (const sched::ProgOp &op : program.actors[a])
+      createInstruction(b, loc, op, program, &tokens);
+  }
+  b.setInsertionPointAfter(schedule);
+  return schedule;
 }
 
 void flexpipe::rewriteSchedule(ScheduleOp schedule, const ScheduleProgram &read,

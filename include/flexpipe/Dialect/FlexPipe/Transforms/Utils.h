@@ -38,8 +38,7 @@ struct ScheduleProgram {
 };
 ScheduleProgram readSchedule(ScheduleOp schedule);
 
-/// Creates one instruction op for `op` at the builder's insertion point
-/// (tokens are not supported: the created op is blocking).
+/// Creates one instruction op for `op` at the builder's insertion point.
 /// With `tokens`, ops the program gives a token produce a !flexpipe.token
 /// (recorded there) and waits use it; without, they are created blocking
 /// and waits are skipped (nullptr).
@@ -47,6 +46,14 @@ mlir::Operation *
 createInstruction(mlir::OpBuilder &builder, mlir::Location loc,
                   const sched::ProgOp &op, const sched::Program &program,
                   llvm::DenseMap<int32_t, mlir::Value> *tokens = nullptr);
+
+/// Creates a flexpipe.schedule named `name` at the builder's insertion point
+/// holding `program`: its sizes, its edges when they are not the default
+/// chain, its shared stages, its stage_info (when the program has stage
+/// metadata) and every actor's instructions, tokens included. The one writer
+/// of a whole program (the scheduler's output and imported schedules).
+ScheduleOp createSchedule(mlir::OpBuilder &builder, mlir::Location loc,
+                          mlir::StringAttr name, const sched::Program &program);
 
 /// Rebuilds each actor's body in the order of `program`: entries read from
 /// an op of the same kind move that op, others are created; ops no entry
