@@ -1,4 +1,4 @@
-//===- Export.cpp - Timelines, text grids and PyTorch CSV -----------------===//
+//===- Export.cpp - Timelines and text grids ------------------------------===//
 //
 // Part of the FlexPipe project, under the Apache License v2.0 with LLVM
 // Exceptions. See LICENSE for license information.
@@ -15,13 +15,9 @@
 
 using namespace flexpipe::sched;
 
-namespace {
-
-std::string cell(const ProgOp &op) {
+std::string flexpipe::sched::actionName(const ProgOp &op) {
   return std::to_string(op.stage) + opLetter(op.kind) + std::to_string(op.mb);
 }
-
-} // namespace
 
 Timeline flexpipe::sched::unitTimeline(const Program &program) {
   Timeline t;
@@ -67,7 +63,7 @@ std::string flexpipe::sched::formatTextGrid(const Program &p,
         continue;
       const int64_t step = static_cast<int64_t>(t.start[a][i]);
       if (step >= 0 && step < steps) {
-        grid[a][step] = cell(op);
+        grid[a][step] = actionName(op);
         width = std::max(width, grid[a][step].size());
       }
     }
@@ -83,89 +79,4 @@ std::string flexpipe::sched::formatTextGrid(const Program &p,
     os << row << '\n';
   }
   return os.str();
-}
-
-std::string flexpipe::sched::formatTorchCsv(const Program &p,
-                                            const Timeline &t) {
-  std::ostringstream os;
-  for (int32_t a = 0; a < p.numActors; ++a) {
-    double clock = 0;
-    bool first = true;
-    for (size_t i = 0; i < p.actors[a].size(); ++i) {
-      const ProgOp &op = p.actors[a][i];
-      if (!isCompute(op.kind))
-        continue;
-      // One empty cell per idle step before this computation.
-      for (; clock + 0.5 < t.start[a][i]; clock += 1) {
-        os << (first ? "" : ",");
-        first = false;
-      }
-      os << (first ? "" : ",") << cell(op);
-      first = false;
-      clock = t.end[a][i];
-    }
-    os << '\n';
-  }
-  return os.str();
-}
-
-std::string flexpipe::sched::formatTorchCsvComms(const Program &p) {
-  std::ostringstream os;
-  for (int32_t a = 0; a < p.numActors; ++a) {
-    bool first = true;
-    for (const ProgOp &op : p.actors[a]) {
-      if (!opLetter(op.kind))
-        continue;
-      os << (first ? "" : ",") << cell(op);
-      first = false;
-    }
-    os << '\n';
-  }
-  return os.str();
-}
-
-std::string flexpipe::sched::parseTorchCsv(const std::string &text,
-                                           Program &program) {
-  program = Program();
-  std::istringstream in(text);
-  std::string line;
-  int32_t row = 0;
-  while (std::getline(in, line)) {
-    if (!line.empty() && line.back() == '\r')
-      line.pop_back();
-    if (line.find_first_not_of(", \t") == std::string::npos)
-      continue;
-    ++row;
-    std::vector<ProgOp> ops;
-    std::istringstream cells(line);
-    std::string c;
-    while (std::getline(cells, c, ',')) {
-      if (c.empty())
-        continue; // an idle slot of the lock-step grid
-      size_t letter = c.find_first_not_of("0123456789");
-      if (letter == 0 || letter == std::string::npos ||
-          letter + 1 >= c.size() || std::string("FBIW").find(c[letter]) ==
-                                        std::string::npos ||
-          c.find_first_not_of("0123456789", letter + 1) != std::string::npos ||
-          letter > 7 || c.size() - letter - 1 > 7)
-        continue; // not a computation (REDUCE_GRAD, SEND_F, ...)
-      ProgOp op;
-      op.kind = c[letter] == 'F'   ? OpKind::Fwd
-                : c[letter] == 'B' ? OpKind::Bwd
-                : c[letter] == 'I' ? OpKind::Igrad
-                                   : OpKind::Wgrad;
-      op.stage = std::stoi(c.substr(0, letter));
-      op.mb = std::stoi(c.substr(letter + 1));
-      program.numStages = std::max(program.numStages, op.stage + 1);
-      program.numMicrobatches = std::max(program.numMicrobatches, op.mb + 1);
-      ops.push_back(op);
-    }
-    program.actors.push_back(std::move(ops));
-  }
-  program.numActors = static_cast<int32_t>(program.actors.size());
-  if (program.numActors == 0 || program.numStages == 0)
-    return "no computations found (expected cells like 0F1, 3I0, 2W5)";
-  for (int32_t s = 0; s + 1 < program.numStages; ++s)
-    program.edges.push_back({s, s + 1});
-  return {};
 }

@@ -2,6 +2,7 @@
 
 // RUN: flexpipe-compile --help | FileCheck %s --check-prefix=HELP
 // HELP: Usage: flexpipe-compile [OPTIONS] spec
+// HELP: --from TEXT:{mlir,torch-csv}
 // HELP: --actors N
 // HELP: --microbatches M
 // HELP: --time-model TEXT:{step,cost}=step
@@ -22,10 +23,7 @@
 // GRID-NEXT: actor 0 | 0F0 0F1 0F2 .   .   0B0 0B1 0B2
 // GRID-NEXT: actor 1 | .   1F0 1F1 1F2 1B0 1B1 1B2 .
 
-// RUN: flexpipe-compile %s --actors 2 --microbatches 2 --emit=torch-csv-comms | FileCheck %s --check-prefix=COMMS
-// COMMS:      0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0RECV_B1,0B1
-// COMMS-NEXT: 1RECV_F0,1F0,1RECV_F1,1F1,1B0,1SEND_B0,1B1,1SEND_B1
-
+// PyTorch's formats: flexpipe-compile-torch.mlir.
 // RUN: flexpipe-compile %s --actors 2 --microbatches 2 --emit=torch-csv -o %t.csv
 // RUN: FileCheck %s --check-prefix=CSV < %t.csv
 // CSV:      0F0,0F1,,,0B0,0B1

@@ -6,10 +6,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "flexpipe/Scheduling/Export.h"
 #include "flexpipe/Scheduling/GradientSeparation.h"
+#include "flexpipe/Scheduling/Export.h"
 #include "flexpipe/Scheduling/PipelineSpec.h"
 #include "flexpipe/Scheduling/Simulator.h"
+#include "flexpipe/Scheduling/TorchFormat.h"
 
 #include "TestSpecs.h"
 

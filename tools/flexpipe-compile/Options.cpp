@@ -17,12 +17,20 @@ int flexpipe::parseCompileOptions(int argc, char **argv,
       "into verified per-actor programs and write them in the form asked for.\n"
       "The spec goes through partition, placement, the priority-driven "
       "scheduler (CSSR + Algorithm 1), communication insertion and schedule "
-      "verification. A file that already holds a flexpipe.schedule is "
-      "verified and written.",
+      "verification. A file that already holds a flexpipe.schedule, or a "
+      "PyTorch schedule CSV, is verified and written.",
       "flexpipe-compile"};
   app.add_option("spec", options.input,
-                 "The .mlir file with the spec (- for standard input)")
+                 "The .mlir file with the spec (- for standard input), or a "
+                 "PyTorch schedule .csv")
       ->required();
+  app.add_option("--from", options.from,
+                 "What the input is: mlir (a spec or a schedule) or "
+                 "torch-csv (a schedule PyTorch's _PipelineScheduleRuntime "
+                 "reads, compute_only or compute_comms: row r = rank r, stage "
+                 "s feeds s + 1, each stage on the rank whose row computes "
+                 "it); default: torch-csv for a .csv file, mlir otherwise")
+      ->check(CLI::IsMember({"mlir", "torch-csv"}));
   app.add_option("--actors", options.actors,
                  "Use N actors (devices) instead of the number in each "
                  "pipeline spec; placements, in-flight rules and counts in pp, s "
@@ -57,8 +65,10 @@ int flexpipe::parseCompileOptions(int argc, char **argv,
          "What to write: schedule (the verified flexpipe.schedule IR), text "
          "(an ASCII grid, one row per actor, one column per step), torch-csv "
          "(PyTorch's compute_only CSV for _PipelineScheduleRuntime._load_csv), "
-         "torch-csv-comms (the compute_comms variant with sends and "
-         "receives), report (simulated iteration time, bubbles and memory per "
+         "torch-csv-comms (its compute_comms variant: sends, receives "
+         "ordered per rank pair, their waits and gradient reduction; "
+         "docs/PyTorch.md), report (simulated iteration time, bubbles and "
+         "memory per "
          "actor), svg (a timeline picture), trace (Chrome trace JSON for "
          "Perfetto), cpp (one C++ source per rank in the directory -o) or exe "
          "(those sources built into rank executables with launchers)")

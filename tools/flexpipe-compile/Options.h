@@ -22,6 +22,9 @@ namespace flexpipe {
 
 struct CompileOptions {
   std::string input;
+  /// What the input is: mlir (a spec or schedule), or torch-csv (PyTorch's
+  /// compute_only or compute_comms schedule CSV); empty: from the name.
+  std::string from;
   std::string output = "-";
   int64_t actors = 0;       ///< 0: as the spec says
   int64_t microbatches = 0; ///< 0: as the spec says

@@ -22,6 +22,7 @@
 #include "flexpipe/Scheduling/CostModelYAML.h"
 #include "flexpipe/Scheduling/Export.h"
 #include "flexpipe/Scheduling/Simulator.h"
+#include "flexpipe/Scheduling/TorchFormat.h"
 
 #include "mlir/Dialect/EmitC/IR/EmitC.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -617,6 +618,76 @@ static int writeRanks(MLIRContext &context, ModuleOp module,
   return 0;
 }
 
+/// Marks a module imported from a compute_comms CSV: its transfers follow
+/// PyTorch's rule of one FIFO channel per rank pair.
+static constexpr llvm::StringLiteral kUntaggedAttr = "flexpipe.untagged";
+
+/// Reads a PyTorch schedule CSV into a module holding one flexpipe.schedule
+/// named after the file. With a model file, its one module's layers are
+/// split evenly over the stages (stage_info, for the cost model). Prints an
+/// error naming the file and returns null when the file cannot be read.
+static OwningOpRef<ModuleOp>
+importTorchSchedule(MLIRContext &context, const std::string &text,
+                    const CompileOptions &options,
+                    const sched::ModelConfig &model) {
+  const std::string file =
+      options.input == "-" ? std::string("<stdin>") : options.input;
+  auto fail = [&](const std::string &message) {
+    llvm::errs() << file << ": error: " << message << "\n";
+    return OwningOpRef<ModuleOp>();
+  };
+  sched::Program program;
+  bool comms = false;
+  std::vector<std::vector<int32_t>> cells;
+  if (std::string error = sched::parseTorchCsv(text, program, &comms, &cells);
+      !error.empty())
+    return fail(error);
+  if (!options.model.empty()) {
+    if (model.modules.size() != 1)
+      return fail("a PyTorch schedule is one chain of stages, but the model "
+                  "file '" +
+                  options.model + "' has " +
+                  std::to_string(model.modules.size()) +
+                  " modules; give it one");
+    const sched::ModuleModel &module = model.modules.front();
+    if (module.layers < program.numStages)
+      return fail("cannot split the " + std::to_string(module.layers) +
+                  " layers of module '" + module.name + "' over " +
+                  std::to_string(program.numStages) + " stages");
+    program.moduleNames = {module.name};
+    for (int32_t s = 0; s < program.numStages; ++s) {
+      sched::StageMeta meta;
+      meta.module = 0;
+      meta.layers = module.layers / program.numStages +
+                    (s < module.layers % program.numStages ? 1 : 0);
+      meta.first = s == 0;
+      meta.last = s == program.numStages - 1;
+      program.stageMeta.push_back(meta);
+    }
+  }
+  Location loc = FileLineColLoc::get(&context, file, 1, 1);
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  OpBuilder b(module->getBody(), module->getBody()->end());
+  ScheduleOp schedule = createSchedule(
+      b, loc, b.getStringAttr(llvm::sys::path::stem(options.input)), program);
+  // Each instruction at its cell (line = rank + 1), so that the verifier's
+  // diagnostics point into the file.
+  for (auto actor : schedule.getBody().getOps<ActorOp>()) {
+    const auto &row = cells[actor.getId()];
+    const auto line = static_cast<unsigned>(actor.getId() + 1);
+    actor->setLoc(FileLineColLoc::get(&context, file, line, 1));
+    size_t i = 0;
+    for (Operation &op : actor.getBody().front()) {
+      const unsigned cell = i < row.size() ? row[i] : 0;
+      op.setLoc(FileLineColLoc::get(&context, file, line, cell ? cell : 1));
+      ++i;
+    }
+  }
+  if (comms)
+    (*module)->setAttr(kUntaggedAttr, b.getUnitAttr());
+  return module;
+}
+
 static int compile(const CompileOptions &options) {
   MLIRContext context;
   DialectRegistry registry;
@@ -624,21 +695,6 @@ static int compile(const CompileOptions &options) {
   context.appendDialectRegistry(registry);
   context.loadAllAvailableDialects();
   context.printOpOnDiagnostic(false);
-
-  std::string error;
-  std::unique_ptr<llvm::MemoryBuffer> input =
-      openInputFile(options.input, &error);
-  if (!input) {
-    llvm::errs() << "flexpipe-compile: " << error << "\n";
-    return 1;
-  }
-  llvm::SourceMgr sourceMgr;
-  sourceMgr.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
-  SourceMgrDiagnosticHandler handler(sourceMgr, &context);
-
-  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
-  if (!module)
-    return 1;
 
   if (!options.ops.empty() && options.emit != "cpp" && options.emit != "exe") {
     llvm::errs()
@@ -675,6 +731,29 @@ static int compile(const CompileOptions &options) {
       llvm::errs() << problem << "\n";
       return 1;
     }
+
+  std::string error;
+  std::unique_ptr<llvm::MemoryBuffer> input =
+      openInputFile(options.input, &error);
+  if (!input) {
+    llvm::errs() << "flexpipe-compile: " << error << "\n";
+    return 1;
+  }
+  const bool fromTorch =
+      options.from == "torch-csv" ||
+      (options.from.empty() && StringRef(options.input).ends_with(".csv"));
+  llvm::SourceMgr sourceMgr;
+  SourceMgrDiagnosticHandler handler(sourceMgr, &context);
+  OwningOpRef<ModuleOp> module;
+  if (fromTorch) {
+    module =
+        importTorchSchedule(context, input->getBuffer().str(), options, model);
+  } else {
+    sourceMgr.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
+    module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+  }
+  if (!module)
+    return 1;
 
   size_t specs = 0, schedules = 0;
   for (Operation &op : module->getBody()->getOperations()) {
@@ -736,6 +815,9 @@ static int compile(const CompileOptions &options) {
   pipelineOptions.modelFile = options.model;
   pipelineOptions.balance = options.balance;
   pipelineOptions.clusterFile = options.cluster;
+  // An imported compute_comms file runs on PyTorch's untagged messages.
+  if (module->getOperation()->hasAttr(kUntaggedAttr))
+    pipelineOptions.channels = "pair";
   buildSpecToSchedulePipeline(pm, pipelineOptions);
   if (failed(pm.run(*module)))
     return 1;
@@ -822,10 +904,21 @@ static int compile(const CompileOptions &options) {
          << "(cells: stage, F forward / B backward / I input gradient / W "
             "weight gradient, micro-batch; . idle)\n"
          << sched::formatTextGrid(read.program, timeline);
+    } else if (std::string why = sched::torchIncompatibility(read.program);
+               !why.empty()) {
+      schedule.emitError() << "--emit=" << options.emit << " cannot write '"
+                           << schedule.getSymName() << "': " << why;
+      return 1;
     } else if (options.emit == "torch-csv") {
       os << sched::formatTorchCsv(read.program, timeline);
     } else {
-      os << sched::formatTorchCsvComms(read.program);
+      std::string csv;
+      if (std::string problem = sched::formatTorchCsvComms(read.program, csv);
+          !problem.empty()) {
+        schedule.emitError() << "--emit=torch-csv-comms: " << problem;
+        return 1;
+      }
+      os << csv;
     }
   }
   output->keep();

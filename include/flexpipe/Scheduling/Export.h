@@ -1,4 +1,4 @@
-//===- Export.h - Timelines, text grids and PyTorch CSV ---------*- C++ -*-===//
+//===- Export.h - Timelines, text grids, reports and pictures --*- C++ -*-===//
 //
 // Part of the FlexPipe project, under the Apache License v2.0 with LLVM
 // Exceptions. See LICENSE for license information.
@@ -33,25 +33,14 @@ Timeline unitTimeline(const Program &program);
 /// memory in stage-micro-batch units.
 int64_t peakInflight(const Program &program);
 
+/// `<stage><F|B|I|W|SEND_F|RECV_F|SEND_B|RECV_B><micro-batch>`: a cell of
+/// the text grid and an action of PyTorch's CSV (sends name the sender's
+/// stage, receives the receiver's).
+std::string actionName(const ProgOp &op);
+
 /// An ASCII grid like the paper's figures: one row per actor, one column per
 /// step, cells `<stage><F|B|I|W><micro-batch>`, `.` for an idle step.
 std::string formatTextGrid(const Program &program, const Timeline &timeline);
-
-/// PyTorch's compute_only CSV (what `_PipelineScheduleRuntime._load_csv`
-/// reads): one row per actor, computations in order, an empty cell for each
-/// idle step.
-std::string formatTorchCsv(const Program &program, const Timeline &timeline);
-
-/// PyTorch's compute_comms CSV: computations and SEND_F / RECV_F / SEND_B /
-/// RECV_B in program order (sends name the sender's stage, receives the
-/// receiver's).
-std::string formatTorchCsvComms(const Program &program);
-
-/// Reads a compute_only CSV (row r = rank r, cells `<stage><F|B|I|W><mb>` in
-/// execution order, empty cells ignored) into a compute-only program whose
-/// stages form one chain 0 -> 1 -> ... in stage order. Returns an error or
-/// "".
-std::string parseTorchCsv(const std::string &text, Program &program);
 
 struct SimResult;
 struct SimCosts;

@@ -1,0 +1,83 @@
+//===- TorchFormat.h - PyTorch's pipeline schedule CSV ----------*- C++ -*-===//
+//
+// Part of the FlexPipe project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// PyTorch's `torch.distributed.pipelining` reads a schedule as CSV, one row
+// per rank, one action per cell (`_PipelineScheduleRuntime._load_csv`):
+//
+//  - compute_only: `<stage><F|B|I|W><mb>`; empty cells are idle slots of its
+//    lock-step grid. PyTorch adds the communication itself.
+//  - compute_comms: also `SEND_F` / `SEND_B` (the sender's stage), `RECV_F` /
+//    `RECV_B` (the receiver's stage), one `WAIT_SEND_F` / `WAIT_SEND_B` per
+//    send, and `REDUCE_GRAD` + `WAIT_REDUCE_GRAD` after a stage's last
+//    backward (the gradient scaling by 1/m and data-parallel reduction).
+//
+// PyTorch's runtime posts a receive where RECV stands and waits for it at the
+// computation that needs it; a send never blocks its sender. Messages carry no
+// tag: between two ranks the n-th receive takes the n-th send (one FIFO
+// channel per ordered pair, ChannelRule::PerPair). Its stages form one chain
+// 0 -> 1 -> ... -> S-1, each stage on exactly one rank.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLEXPIPE_SCHEDULING_TORCHFORMAT_H
+#define FLEXPIPE_SCHEDULING_TORCHFORMAT_H
+
+#include "flexpipe/Scheduling/Export.h"
+#include "flexpipe/Scheduling/Program.h"
+
+#include <string>
+#include <vector>
+
+namespace flexpipe::sched {
+
+/// Why PyTorch's format cannot express `program`, in one sentence that names
+/// the feature (a replicated or shared stage, a registered instruction or
+/// collective, a stage graph that is not one chain), or "" when it can.
+std::string torchIncompatibility(const Program &program);
+
+/// Moves receives earlier (never later) so that on every actor the receives
+/// from each peer come in the order of that peer's sends to it: the program
+/// then also holds under ChannelRule::PerPair. A receive that moves becomes
+/// asynchronous: posted where it now stands, waited right before the
+/// computation that needs it, so no computation starts earlier or later. The
+/// program must have its communication inserted and be valid under
+/// ChannelRule::PerStage.
+void orderReceivesPerPair(Program &program);
+
+/// PyTorch's compute_only CSV: one row per actor, computations in order, an
+/// empty cell for each idle step of `timeline` (the step model's). The
+/// program must be expressible (torchIncompatibility is "").
+std::string formatTorchCsv(const Program &program, const Timeline &timeline);
+
+/// PyTorch's compute_comms CSV of a program with its communication inserted:
+/// receives ordered per actor pair (orderReceivesPerPair, checked with the
+/// verifier under that rule), a WAIT_SEND_F right after the local backward
+/// of the sent activation (it proves that the peer posted its receive), a
+/// WAIT_SEND_B at the end, and REDUCE_GRAD + WAIT_REDUCE_GRAD after each
+/// stage's last backward, as PyTorch's own lowering places them. Returns an
+/// error (the program is not expressible or not valid) or "".
+std::string formatTorchCsvComms(const Program &program, std::string &csv);
+
+/// Reads either format. Stages form one chain 0 -> 1 -> ... in stage order;
+/// rank r's row becomes actor r. A compute_comms file keeps its transfers
+/// (peers from where the neighbouring stage runs) and sets `comms`: a receive
+/// is posted where it stands and waited right before the computation that
+/// needs it, as in PyTorch's runtime; WAIT_SEND_*, REDUCE_GRAD,
+/// WAIT_REDUCE_GRAD, UNSHARD and RESHARD do not order data and are dropped;
+/// OVERLAP_F_B runs its sub-actions in order. A compute_only file gives
+/// computations only (comms false). `cells[a][i]` (when given) is the
+/// column (1-based, in characters) of the cell that op i of actor a comes
+/// from; row a is line a + 1; 0 for the waits the reader adds. Returns an
+/// error naming the line and column, or "".
+std::string parseTorchCsv(const std::string &text, Program &program,
+                          bool *comms = nullptr,
+                          std::vector<std::vector<int32_t>> *cells = nullptr);
+
+} // namespace flexpipe::sched
+
+#endif // FLEXPIPE_SCHEDULING_TORCHFORMAT_H

@@ -1,0 +1,548 @@
+//===- TorchFormat.cpp - PyTorch's pipeline schedule CSV ------------------===//
+//
+// Part of the FlexPipe project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+
+#include "flexpipe/Scheduling/TorchFormat.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <sstream>
+#include <tuple>
+
+using namespace flexpipe::sched;
+
+namespace {
+
+bool isRecv(OpKind kind) {
+  return kind == OpKind::RecvAct || kind == OpKind::RecvGrad;
+}
+bool isSend(OpKind kind) {
+  return kind == OpKind::SendAct || kind == OpKind::SendGrad;
+}
+
+/// Whether `op` is the computation that needs what receive `recv` brings.
+bool consumes(const ProgOp &op, const ProgOp &recv) {
+  if (op.stage != recv.stage || op.mb != recv.mb)
+    return false;
+  return recv.kind == OpKind::RecvAct
+             ? op.kind == OpKind::Fwd
+             : op.kind == OpKind::Bwd || op.kind == OpKind::Igrad;
+}
+
+/// A blocking receive with anything but receives between it and the
+/// computation that needs it becomes asynchronous: a token, and a wait right
+/// before that computation. The one rule for where imported and reordered
+/// receives are waited.
+void attachWaits(std::vector<ProgOp> &ops, int32_t &nextToken) {
+  std::multimap<size_t, int32_t> waitsBefore; // consumer index -> token
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (!isRecv(ops[i].kind) || ops[i].token >= 0)
+      continue;
+    bool adjacent = true;
+    for (size_t j = i + 1; j < ops.size(); ++j) {
+      if (consumes(ops[j], ops[i])) {
+        if (!adjacent) {
+          ops[i].token = nextToken++;
+          waitsBefore.emplace(j, ops[i].token);
+        }
+        break;
+      }
+      adjacent = adjacent && isRecv(ops[j].kind);
+    }
+  }
+  if (waitsBefore.empty())
+    return;
+  std::vector<ProgOp> out;
+  out.reserve(ops.size() + waitsBefore.size());
+  for (size_t i = 0; i < ops.size(); ++i) {
+    auto [from, to] = waitsBefore.equal_range(i);
+    for (auto it = from; it != to; ++it) {
+      ProgOp wait{OpKind::Wait};
+      wait.token = it->second;
+      out.push_back(wait);
+    }
+    out.push_back(ops[i]);
+  }
+  ops = std::move(out);
+}
+
+int32_t nextFreeToken(const Program &program) {
+  int32_t next = 0;
+  for (const auto &ops : program.actors)
+    for (const ProgOp &op : ops)
+      next = std::max(next, op.token + 1);
+  return next;
+}
+
+/// `<stage><TYPE><mb>`, or `<stage><TYPE>` for actions of a whole stage.
+std::string action(int32_t stage, const char *type, int32_t mb = -1) {
+  std::string s = std::to_string(stage) + type;
+  if (mb >= 0)
+    s += std::to_string(mb);
+  return s;
+}
+
+} // namespace
+
+std::string flexpipe::sched::torchIncompatibility(const Program &p) {
+  std::ostringstream os;
+  for (int32_t a = 0; a < p.numActors; ++a)
+    for (const ProgOp &op : p.actors[a])
+      if (op.kind == OpKind::AllGather || op.kind == OpKind::Gather ||
+          op.kind == OpKind::Exec) {
+        os << "actor " << a << " runs " << opKindName(op.kind);
+        if (op.kind == OpKind::Exec && op.inst >= 0 &&
+            op.inst < static_cast<int32_t>(p.instructions.size()))
+          os << " '" << p.instructions[op.inst] << "'";
+        os << " on stage " << op.stage
+           << "; PyTorch's schedule format has no registered instructions or "
+              "collectives";
+        return os.str();
+      }
+  if (!p.sharedStages.empty()) {
+    os << "stage " << p.sharedStages.front()
+       << " is shared by several actors (a vocabulary-parallel slice); "
+          "PyTorch's schedule format runs each stage on one rank";
+    return os.str();
+  }
+  std::vector<int32_t> owner(p.numStages, -1);
+  for (int32_t a = 0; a < p.numActors; ++a)
+    for (const ProgOp &op : p.actors[a]) {
+      if (!isCompute(op.kind) || op.stage < 0 || op.stage >= p.numStages)
+        continue;
+      if (owner[op.stage] >= 0 && owner[op.stage] != a) {
+        os << "stage " << op.stage << " runs on actors " << owner[op.stage]
+           << " and " << a
+           << " (a replicated stage, as in bidirectional pipelines); "
+              "PyTorch's schedule format places each stage on exactly one "
+              "rank";
+        return os.str();
+      }
+      owner[op.stage] = a;
+    }
+  for (int32_t s = 0; s < p.numStages; ++s)
+    if (owner[s] < 0) {
+      os << "stage " << s << " runs on no actor; PyTorch needs every stage "
+         << "placed";
+      return os.str();
+    }
+  std::set<std::pair<int32_t, int32_t>> edges(p.edges.begin(), p.edges.end());
+  for (auto [from, to] : edges)
+    if (to != from + 1) {
+      os << "stage " << from << " feeds stage " << to
+         << "; PyTorch's schedule format runs one chain of stages 0 -> 1 -> "
+            "... -> "
+         << p.numStages - 1;
+      return os.str();
+    }
+  for (int32_t s = 0; s + 1 < p.numStages; ++s)
+    if (!edges.count({s, s + 1})) {
+      const bool second = s + 1 < static_cast<int32_t>(p.stageMeta.size()) &&
+                          p.stageMeta[s + 1].first;
+      if (second) {
+        os << "stage " << s + 1
+           << " starts another pipeline of the model (replicated weights, as "
+              "in bidirectional pipelines); PyTorch's schedule format runs "
+              "one chain of stages, each on one rank";
+        return os.str();
+      }
+      os << "stage " << s << " does not feed stage " << s + 1
+         << " (several pipelines or towers); PyTorch's schedule format runs "
+            "one chain of stages";
+      return os.str();
+    }
+  return {};
+}
+
+void flexpipe::sched::orderReceivesPerPair(Program &program) {
+  const int32_t n = program.numActors;
+  std::vector<std::vector<int32_t>> preds(program.numStages),
+      succs(program.numStages);
+  for (auto [from, to] : program.edges)
+    if (from >= 0 && to >= 0 && from < program.numStages &&
+        to < program.numStages) {
+      succs[from].push_back(to);
+      preds[to].push_back(from);
+    }
+  // Per (sender, receiver): each message's place in the sender's sends.
+  using Message = std::tuple<bool, int32_t, int32_t>; // grad, stage, mb
+  std::vector<std::map<Message, int32_t>> sendIndex(static_cast<size_t>(n) * n);
+  for (int32_t src = 0; src < n; ++src)
+    for (const ProgOp &op : program.actors[src])
+      if (isSend(op.kind) && op.peer >= 0 && op.peer < n) {
+        auto &index = sendIndex[static_cast<size_t>(src) * n + op.peer];
+        index.emplace(Message{op.kind == OpKind::SendGrad, op.stage, op.mb},
+                      static_cast<int32_t>(index.size()));
+      }
+
+  int32_t nextToken = nextFreeToken(program);
+  for (int32_t dst = 0; dst < n; ++dst) {
+    std::vector<ProgOp> &ops = program.actors[dst];
+    struct Recv {
+      ProgOp op;
+      int32_t original, deadline, sequence, position = 0;
+    };
+    std::vector<ProgOp> rest;
+    std::vector<Recv> recvs;
+    for (const ProgOp &op : ops) {
+      if (!isRecv(op.kind)) {
+        rest.push_back(op);
+        continue;
+      }
+      Recv r{op, static_cast<int32_t>(recvs.size()),
+             static_cast<int32_t>(rest.size()), -1};
+      const bool grad = op.kind == OpKind::RecvGrad;
+      if (op.peer >= 0 && op.peer < n && op.stage >= 0 &&
+          op.stage < program.numStages) {
+        const auto &index = sendIndex[static_cast<size_t>(op.peer) * n + dst];
+        for (int32_t from : grad ? succs[op.stage] : preds[op.stage])
+          if (auto it = index.find(Message{grad, from, op.mb});
+              it != index.end())
+            r.sequence = it->second;
+      }
+      recvs.push_back(r);
+    }
+    if (recvs.empty())
+      continue;
+    // Per peer, in the order of its sends: each receive is posted no later
+    // than every receive after it must be (a suffix minimum of deadlines).
+    std::map<int32_t, std::vector<int32_t>> byPeer;
+    for (int32_t i = 0; i < static_cast<int32_t>(recvs.size()); ++i)
+      byPeer[recvs[i].op.peer].push_back(i);
+    for (auto &[peer, list] : byPeer) {
+      std::stable_sort(list.begin(), list.end(), [&](int32_t x, int32_t y) {
+        return recvs[x].sequence < recvs[y].sequence;
+      });
+      int32_t earliest = static_cast<int32_t>(rest.size());
+      for (auto it = list.rbegin(); it != list.rend(); ++it) {
+        earliest = std::min(earliest, recvs[*it].deadline);
+        recvs[*it].position = earliest;
+      }
+    }
+    // Rebuild: at each position the receives in their original order,
+    // except that one peer's receives take its slots in send order.
+    std::vector<int32_t> order(recvs.size());
+    for (size_t i = 0; i < order.size(); ++i)
+      order[i] = static_cast<int32_t>(i);
+    std::stable_sort(order.begin(), order.end(), [&](int32_t x, int32_t y) {
+      return recvs[x].position < recvs[y].position;
+    });
+    for (auto &[peer, list] : byPeer) {
+      std::vector<int32_t> slots;
+      for (size_t k = 0; k < order.size(); ++k)
+        if (recvs[order[k]].op.peer == peer)
+          slots.push_back(static_cast<int32_t>(k));
+      for (size_t k = 0; k < slots.size(); ++k)
+        order[slots[k]] = list[k];
+    }
+    std::vector<ProgOp> out;
+    out.reserve(ops.size());
+    size_t next = 0;
+    for (int32_t k = 0; k <= static_cast<int32_t>(rest.size()); ++k) {
+      for (; next < order.size() && recvs[order[next]].position == k; ++next)
+        out.push_back(recvs[order[next]].op);
+      if (k < static_cast<int32_t>(rest.size()))
+        out.push_back(rest[k]);
+    }
+    ops = std::move(out);
+    attachWaits(ops, nextToken);
+  }
+}
+
+std::string flexpipe::sched::formatTorchCsv(const Program &p,
+                                            const Timeline &t) {
+  std::ostringstream os;
+  for (int32_t a = 0; a < p.numActors; ++a) {
+    double clock = 0;
+    bool first = true;
+    for (size_t i = 0; i < p.actors[a].size(); ++i) {
+      const ProgOp &op = p.actors[a][i];
+      if (!isCompute(op.kind))
+        continue;
+      // One empty cell per idle step before this computation.
+      for (; clock + 0.5 < t.start[a][i]; clock += 1) {
+        os << (first ? "" : ",");
+        first = false;
+      }
+      os << (first ? "" : ",") << actionName(op);
+      first = false;
+      clock = t.end[a][i];
+    }
+    os << '\n';
+  }
+  return os.str();
+}
+
+std::string flexpipe::sched::formatTorchCsvComms(const Program &program,
+                                                 std::string &csv) {
+  if (std::string why = torchIncompatibility(program); !why.empty())
+    return why;
+  Program p = program;
+  orderReceivesPerPair(p);
+  if (std::optional<VerifyFailure> failure = verify(p, ChannelRule::PerPair))
+    return "the program does not run with untagged messages: " +
+           failure->message;
+
+  std::ostringstream os;
+  for (int32_t a = 0; a < p.numActors; ++a) {
+    std::vector<std::string> cells;
+    // Sends not yet waited: (activation?, stage, mb), in send order.
+    std::vector<std::tuple<bool, int32_t, int32_t>> pending;
+    std::vector<int32_t> backwards(p.numStages, 0), reduce;
+    auto flushReductions = [&] {
+      for (int32_t s : reduce) {
+        cells.push_back(action(s, "REDUCE_GRAD"));
+        cells.push_back(action(s, "WAIT_REDUCE_GRAD"));
+      }
+      reduce.clear();
+    };
+    for (const ProgOp &op : p.actors[a]) {
+      if (op.kind == OpKind::Wait)
+        continue; // PyTorch waits for a receive at the computation itself
+      if (!isSend(op.kind))
+        flushReductions(); // after the sends of the computation before
+      cells.push_back(actionName(op));
+      if (isSend(op.kind))
+        pending.emplace_back(op.kind == OpKind::SendAct, op.stage, op.mb);
+      if (op.kind == OpKind::Bwd || op.kind == OpKind::Igrad) {
+        // The local backward of a sent activation proves that the peer has
+        // posted its receive: the send's wait cannot stall here.
+        auto it = std::find(pending.begin(), pending.end(),
+                            std::make_tuple(true, op.stage, op.mb));
+        if (it != pending.end()) {
+          cells.push_back(action(op.stage, "WAIT_SEND_F", op.mb));
+          pending.erase(it);
+        }
+      }
+      if ((op.kind == OpKind::Bwd || op.kind == OpKind::Wgrad) &&
+          ++backwards[op.stage] == p.numMicrobatches)
+        reduce.push_back(op.stage);
+    }
+    flushReductions();
+    for (auto [activation, stage, mb] : pending)
+      cells.push_back(
+          action(stage, activation ? "WAIT_SEND_F" : "WAIT_SEND_B", mb));
+    for (size_t i = 0; i < cells.size(); ++i)
+      os << (i ? "," : "") << cells[i];
+    os << '\n';
+  }
+  csv = os.str();
+  return {};
+}
+
+namespace {
+
+/// One parsed cell action.
+struct Action {
+  std::string type;
+  int32_t stage = 0, mb = -1;
+};
+
+/// Parses `<stage><TYPE>[<mb>]`; returns false when `text` is not one.
+bool parseAction(const std::string &text, Action &out) {
+  static const char *const types[] = {"WAIT_REDUCE_GRAD",
+                                      "WAIT_SEND_F",
+                                      "WAIT_SEND_B",
+                                      "REDUCE_GRAD",
+                                      "UNSHARD",
+                                      "RESHARD",
+                                      "SEND_F",
+                                      "RECV_F",
+                                      "SEND_B",
+                                      "RECV_B",
+                                      "F",
+                                      "I",
+                                      "B",
+                                      "W"};
+  size_t digits = text.find_first_not_of("0123456789");
+  if (digits == 0 || digits == std::string::npos || digits > 7)
+    return false;
+  for (const char *type : types) {
+    const std::string t = type;
+    if (text.compare(digits, t.size(), t) != 0)
+      continue;
+    const std::string mb = text.substr(digits + t.size());
+    if (mb.size() > 7 ||
+        mb.find_first_not_of("0123456789") != std::string::npos)
+      return false;
+    out.type = t;
+    out.stage = std::stoi(text.substr(0, digits));
+    out.mb = mb.empty() ? -1 : std::stoi(mb);
+    return true;
+  }
+  return false;
+}
+
+} // namespace
+
+std::string
+flexpipe::sched::parseTorchCsv(const std::string &text, Program &program,
+                               bool *comms,
+                               std::vector<std::vector<int32_t>> *cells) {
+  program = Program();
+  struct Located {
+    Action action;
+    int32_t line, column;
+  };
+  std::vector<std::vector<Located>> rows;
+  std::istringstream in(text);
+  std::string line;
+  bool anyComms = false;
+  for (int32_t lineNo = 1; std::getline(in, line); ++lineNo) {
+    if (!line.empty() && line.back() == '\r')
+      line.pop_back();
+    std::vector<Located> row;
+    for (size_t begin = 0; begin <= line.size();) {
+      size_t end = line.find(',', begin);
+      if (end == std::string::npos)
+        end = line.size();
+      std::string c = line.substr(begin, end - begin);
+      const size_t b = c.find_first_not_of(" \t\"");
+      const auto column = static_cast<int32_t>(begin + b + 1);
+      begin = end + 1;
+      if (b == std::string::npos)
+        continue; // an idle slot of the lock-step grid
+      c = c.substr(b, c.find_last_not_of(" \t\"") - b + 1);
+      auto where = [&] {
+        return "line " + std::to_string(lineNo) + ", column " +
+               std::to_string(column) + ": ";
+      };
+      std::vector<std::string> parts{c};
+      const std::string overlap = ")OVERLAP_F_B";
+      if (c.front() == '(') {
+        // (a;b)OVERLAP_F_B: its sub-actions, in order.
+        if (c.size() < overlap.size() + 1 ||
+            c.compare(c.size() - overlap.size(), overlap.size(), overlap) != 0)
+          return where() + "'" + c +
+                 "' is not a PyTorch action (a parenthesised group must end "
+                 "in OVERLAP_F_B)";
+        parts.clear();
+        std::istringstream subs(c.substr(1, c.size() - overlap.size() - 1));
+        for (std::string sub; std::getline(subs, sub, ';');)
+          parts.push_back(sub);
+      }
+      for (const std::string &part : parts) {
+        Action act;
+        if (!parseAction(part, act))
+          return where() + "'" +
+                 (part.size() > 24 ? part.substr(0, 21) + "..." : part) +
+                 "' is not a PyTorch action (expected <stage><F|B|I|W|SEND_F|"
+                 "RECV_F|SEND_B|RECV_B|WAIT_SEND_F|WAIT_SEND_B|REDUCE_GRAD|"
+                 "WAIT_REDUCE_GRAD|UNSHARD|RESHARD><micro-batch>, e.g. 2F0)";
+        const bool whole = act.type == "REDUCE_GRAD" ||
+                           act.type == "WAIT_REDUCE_GRAD" ||
+                           act.type == "UNSHARD" || act.type == "RESHARD";
+        if (!whole && act.mb < 0)
+          return where() + "'" + part + "' names no micro-batch";
+        anyComms |= act.type.compare(1, 4, "END_") == 0 ||
+                    act.type.compare(1, 4, "ECV_") == 0;
+        row.push_back({act, lineNo, column});
+      }
+    }
+    rows.push_back(std::move(row));
+  }
+  while (!rows.empty() && rows.back().empty())
+    rows.pop_back();
+
+  // Where each stage runs: the rank of its computations.
+  std::vector<int32_t> rankOf;
+  std::vector<int32_t> seenAt;
+  for (int32_t r = 0; r < static_cast<int32_t>(rows.size()); ++r)
+    for (const Located &l : rows[r]) {
+      program.numStages = std::max(program.numStages, l.action.stage + 1);
+      if (l.action.type.size() != 1)
+        continue;
+      program.numMicrobatches =
+          std::max(program.numMicrobatches, l.action.mb + 1);
+      if (static_cast<int32_t>(rankOf.size()) <= l.action.stage) {
+        rankOf.resize(l.action.stage + 1, -1);
+        seenAt.resize(l.action.stage + 1, 0);
+      }
+      int32_t &owner = rankOf[l.action.stage];
+      if (owner >= 0 && owner != r)
+        return "line " + std::to_string(l.line) + ", column " +
+               std::to_string(l.column) + ": stage " +
+               std::to_string(l.action.stage) + " also runs on rank " +
+               std::to_string(owner) + " (line " +
+               std::to_string(seenAt[l.action.stage]) +
+               "); PyTorch places each stage on one rank";
+      owner = r;
+      seenAt[l.action.stage] = l.line;
+    }
+  if (program.numStages == 0 || rankOf.empty())
+    return "no computations found (expected cells like 0F1, 3I0, 2W5)";
+  rankOf.resize(program.numStages, -1);
+  for (int32_t s = 0; s < program.numStages; ++s)
+    if (rankOf[s] < 0)
+      return "stage " + std::to_string(s) +
+             " has no computation in the file (stages are numbered 0 to " +
+             std::to_string(program.numStages - 1) + ")";
+
+  program.numActors = static_cast<int32_t>(rows.size());
+  program.actors.resize(program.numActors);
+  for (int32_t s = 0; s + 1 < program.numStages; ++s)
+    program.edges.push_back({s, s + 1});
+  int32_t nextToken = 0;
+  for (int32_t r = 0; r < program.numActors; ++r) {
+    std::vector<ProgOp> &ops = program.actors[r];
+    for (const Located &l : rows[r]) {
+      // Which cell an op comes from, in `source` until the end.
+      const Action &act = l.action;
+      const std::string &t = act.type;
+      ProgOp op{OpKind::Fwd, act.stage, act.mb};
+      if (t == "F" || t == "B" || t == "I" || t == "W") {
+        op.kind = t == "F"   ? OpKind::Fwd
+                  : t == "B" ? OpKind::Bwd
+                  : t == "I" ? OpKind::Igrad
+                             : OpKind::Wgrad;
+        op.source = l.column;
+        ops.push_back(op);
+        continue;
+      }
+      int32_t neighbour;
+      if (t == "SEND_F" || t == "RECV_B") {
+        op.kind = t == "SEND_F" ? OpKind::SendAct : OpKind::RecvGrad;
+        neighbour = act.stage + 1;
+      } else if (t == "SEND_B" || t == "RECV_F") {
+        op.kind = t == "SEND_B" ? OpKind::SendGrad : OpKind::RecvAct;
+        neighbour = act.stage - 1;
+      } else {
+        continue; // waits for sends, reductions, FSDP: no data order
+      }
+      auto where = "line " + std::to_string(l.line) + ", column " +
+                   std::to_string(l.column) + ": " +
+                   action(act.stage, t.c_str(), act.mb);
+      if (neighbour < 0 || neighbour >= program.numStages)
+        return where + " has no neighbouring stage " +
+               std::to_string(neighbour) + " to exchange with";
+      if (rankOf[act.stage] != r)
+        return where + " stands on rank " + std::to_string(r) + ", but stage " +
+               std::to_string(act.stage) + " runs on rank " +
+               std::to_string(rankOf[act.stage]);
+      op.peer = rankOf[neighbour];
+      if (op.peer == r)
+        return where + " exchanges with its own rank (stages " +
+               std::to_string(act.stage) + " and " + std::to_string(neighbour) +
+               " share it, and PyTorch passes their data locally)";
+      op.source = l.column;
+      ops.push_back(op);
+    }
+    if (anyComms)
+      attachWaits(ops, nextToken);
+    if (cells) {
+      cells->emplace_back();
+      for (ProgOp &op : ops)
+        cells->back().push_back(std::max(0, op.source));
+    }
+    for (ProgOp &op : ops)
+      op.source = -1;
+  }
+  if (comms)
+    *comms = anyComms;
+  return {};
+}

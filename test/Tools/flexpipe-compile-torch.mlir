@@ -1,0 +1,65 @@
+// PyTorch's schedule CSV (docs/PyTorch.md): both export formats, what they
+// refuse, and import of PyTorch's files into FlexPipe's tools.
+
+// compute_comms: a wait after each send (an activation's after its local
+// backward, a gradient's at the end) and the gradient reduction after each
+// stage's last backward.
+// RUN: flexpipe-compile %s --actors 2 --microbatches 2 --emit=torch-csv-comms | FileCheck %s --check-prefix=COMMS
+// COMMS:      0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0WAIT_SEND_F0,0RECV_B1,0B1,0WAIT_SEND_F1,0REDUCE_GRAD,0WAIT_REDUCE_GRAD
+// COMMS-NEXT: 1RECV_F0,1F0,1B0,1SEND_B0,1RECV_F1,1F1,1B1,1SEND_B1,1REDUCE_GRAD,1WAIT_REDUCE_GRAD,1WAIT_SEND_B0,1WAIT_SEND_B1
+
+// The V shape: rank 1 posts the receive of micro-batch 6's activation (rank
+// 0 sends it first) before the gradient of micro-batch 0 that it needs
+// earlier; in program order the gradient's receive would come first.
+// RUN: flexpipe-compile %schedules/zb-v.mlir --actors 4 --microbatches 8 --emit=torch-csv-comms -o %t.zbv.csv
+// RUN: FileCheck %s --check-prefix=VSHAPE < %t.zbv.csv
+// VSHAPE:      0F0,0SEND_F0,0F1,0SEND_F1,0F2,0SEND_F2,0F3,0SEND_F3,0F4,0SEND_F4,0F5,0SEND_F5,0F6,0SEND_F6,7RECV_F0,
+// VSHAPE-NEXT: {{.*}}1RECV_F6,6RECV_B0,6I0,
+// The file reads back as the same programs: exporting it again is the same.
+// RUN: flexpipe-compile %t.zbv.csv --emit=torch-csv-comms | diff - %t.zbv.csv
+// RUN: flexpipe-compile %t.zbv.csv --emit=text | FileCheck %s --check-prefix=IMPORTED
+// IMPORTED: schedule @{{.*}}zbv: 4 actors, 8 stages, 8 micro-batches, 51 steps when every computation takes one step
+// RUN: flexpipe-compile %t.zbv.csv --emit=schedule | FileCheck %s --check-prefix=IR
+// IR: flexpipe.schedule @"{{.*}}zbv" actors(4) stages(8) microbatches(8) {
+// IR: %{{.*}} = flexpipe.recv_act stage 1 mb 6 from 0 : !flexpipe.token
+// With a one-module model file, the stages split its layers evenly.
+// RUN: flexpipe-compile %t.zbv.csv --model %configs/models/tiny.yaml --cluster %configs/clusters/cpu.yaml --emit=report | FileCheck %s --check-prefix=REPORT
+// REPORT: iteration time
+
+// Refused: what PyTorch's format cannot express gets no file.
+// RUN: not flexpipe-compile %schedules/bidirectional.mlir --emit=torch-csv-comms -o %t.bi.csv 2>&1 | FileCheck %s --check-prefix=BIDI
+// RUN: not test -e %t.bi.csv
+// BIDI: bidirectional.mlir:4:1: error: --emit=torch-csv-comms cannot write 'bidirectional': stage 4 starts another pipeline of the model (replicated weights, as in bidirectional pipelines); PyTorch's schedule format runs one chain of stages, each on one rank
+// RUN: not flexpipe-compile %examples/clip-mixed.mlir --emit=torch-csv 2>&1 | FileCheck %s --check-prefix=CLIP
+// CLIP: error: --emit=torch-csv cannot write 'clip_mixed': actor {{[0-9]+}} runs {{all_gather|gather|exec}}
+
+// Import: compute_only gets FlexPipe's communication.
+// RUN: flexpipe-compile %S/Inputs/torch-compute-only.csv --emit=text | FileCheck %s --check-prefix=ONLY
+// ONLY:      schedule @torch-compute-only: 2 actors, 2 stages, 2 micro-batches, 6 steps
+// ONLY:      actor 0 | 0F0 0F1 .   0B0 .   0B1
+// ONLY-NEXT: actor 1 | .   1F0 1B0 1F1 1B1 .
+
+// PyTorch's own 1F1B generator numbers the last rank's micro-batches from 1.
+// RUN: not flexpipe-compile %S/Inputs/torch-1f1b-pp2-m4.csv --emit=text 2>&1 | FileCheck %s --check-prefix=BUG
+// BUG: torch-1f1b-pp2-m4.csv:2:25: error: stage 1 micro-batch 4 runs a forward but never completes its backward; every forward needs a bwd (or igrad and wgrad)
+
+// A compute_comms file is checked with PyTorch's rule: one FIFO channel per
+// rank pair.
+// RUN: not flexpipe-compile %S/Inputs/torch-comms-unordered.csv --emit=text 2>&1 | FileCheck %s --check-prefix=FIFO
+// FIFO: torch-comms-unordered.csv:2:10: error: recv_act stage 1 mb 0 from 0 on actor 1 would receive the message of send_act stage 0 mb 1 to 1 on actor 0: without tags, the receives an actor posts for a peer must come in the order of that peer's sends
+// FIFO: torch-comms-unordered.csv:1:18: note: the send it would match
+
+// RUN: not flexpipe-compile %S/Inputs/torch-bad-cell.csv 2>&1 | FileCheck %s --check-prefix=CELL
+// CELL: torch-bad-cell.csv: error: line 1, column 9: '0X1' is not a PyTorch action
+// RUN: not flexpipe-compile %S/Inputs/torch-compute-only.csv --actors 4 --emit=text 2>&1 | FileCheck %s --check-prefix=SIZES
+// SIZES: error: --actors and --microbatches change specs; '{{.*}}' holds only schedules, whose sizes are fixed
+// RUN: not flexpipe-compile %S/Inputs/torch-compute-only.csv --model %configs/models/clip-tiny.yaml --cluster %configs/clusters/cpu.yaml --emit=report 2>&1 | FileCheck %s --check-prefix=MODULES
+// MODULES: torch-compute-only.csv: error: a PyTorch schedule is one chain of stages, but the model file '{{.*}}clip-tiny.yaml' has 2 modules; give it one
+// RUN: not flexpipe-compile %s --from=torch-csv 2>&1 | FileCheck %s --check-prefix=FROM
+// FROM: error: line 1, column 1: '// PyTorch's schedule...' is not a PyTorch action
+
+flexpipe.pipeline @small actors(2) microbatches(2) {
+  flexpipe.module @gpt layers(4) placement(one_to_one)
+  flexpipe.priority cttp<bwd_first>
+  flexpipe.inflight per_actor affine_map<(a)[pp, s, m] -> (pp - a)>
+}
