@@ -5,7 +5,8 @@
 # Suites: lit (FileCheck and -verify-diagnostics tests), ctest (Catch2 unit
 # tests), the differential test of schedules/ against PyTorch's generators
 # (test/Differential, no torch needed), the generated-reference freshness
-# check, and the documentation examples check.
+# check, the documentation examples check, and the PyTorch interop suite
+# (scripts/test-torch.sh) when its PyTorch environment exists.
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
@@ -66,6 +67,19 @@ ex_fail=$(echo "$examples_out" | sed -n 's/^examples: \([0-9]*\) passed, \([0-9]
 ex_pass=${ex_pass:-0}; ex_fail=${ex_fail:-0}
 [ $examples_rc -ne 0 ] && [ "$ex_fail" -eq 0 ] && ex_fail=1
 record examples "$ex_pass" "$ex_fail"
+
+log "PyTorch interop (scripts/test-torch.sh; needs its PyTorch environment)"
+torch_out=$("$FLEXPIPE_ROOT/scripts/test-torch.sh" --if-present 2>&1); torch_rc=$?
+echo "$torch_out" | grep -vE " pass +"
+if grep -q '^torch: skipped' <<<"$torch_out"; then
+  torch_pass=0; torch_fail=0
+else
+  torch_pass=$(echo "$torch_out" | sed -n 's/^torch: \([0-9]*\) passed, \([0-9]*\) failed$/\1/p')
+  torch_fail=$(echo "$torch_out" | sed -n 's/^torch: \([0-9]*\) passed, \([0-9]*\) failed$/\2/p')
+  torch_pass=${torch_pass:-0}; torch_fail=${torch_fail:-0}
+  [ $torch_rc -ne 0 ] && [ "$torch_fail" -eq 0 ] && torch_fail=1
+fi
+record torch "$torch_pass" "$torch_fail"
 
 echo
 log "Summary"
