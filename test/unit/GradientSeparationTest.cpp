@@ -24,13 +24,12 @@
 
 using namespace flexpipe::sched;
 using flexpipe::sched::test::computeProgram;
+using flexpipe::sched::test::kBreadth;
+using flexpipe::sched::test::kDepth;
 using flexpipe::sched::test::makeSpec;
 using flexpipe::sched::test::oneF1BLimits;
 
 namespace {
-
-const StagePriority kBreadth{StageOrder::BreadthFirst, 0};
-const StagePriority kDepth{StageOrder::DepthFirst, 0};
 
 /// Per actor, the computations as PyTorch cells (0F1, 3W0, ...).
 std::vector<std::vector<std::string>> cells(const Program &p) {

@@ -21,6 +21,8 @@
 #include <sstream>
 
 using namespace flexpipe::sched;
+using flexpipe::sched::test::kBreadth;
+using flexpipe::sched::test::kDepth;
 using flexpipe::sched::test::makeSpec;
 
 namespace {
@@ -107,9 +109,6 @@ size_t commAndVerify(const Run &r) {
   CHECK(!failure);
   return all - computes;
 }
-
-const StagePriority kBreadth{StageOrder::BreadthFirst, 0};
-const StagePriority kDepth{StageOrder::DepthFirst, 0};
 
 } // namespace
 

@@ -15,6 +15,8 @@
 #include <catch2/catch.hpp>
 
 using namespace flexpipe::sched;
+using flexpipe::sched::test::kBreadth;
+using flexpipe::sched::test::kDepth;
 
 namespace {
 
@@ -37,8 +39,6 @@ SimResult simulate(const Program &program, const SimCosts &costs) {
 }
 
 using flexpipe::sched::test::oneF1BLimits;
-
-const StagePriority kBreadth{StageOrder::BreadthFirst, 0};
 
 } // namespace
 

@@ -16,6 +16,10 @@
 
 namespace flexpipe::sched::test {
 
+/// Stage priorities without an interval.
+inline const StagePriority kBreadth{StageOrder::BreadthFirst, 0};
+inline const StagePriority kDepth{StageOrder::DepthFirst, 0};
+
 /// One module over actors 0..pp-1 with the given placement, one pipeline-wide
 /// priority and, when given, per-actor in-flight limits.
 inline PipelineSpec makeSpec(int32_t pp, int32_t m, PlacementKind kind,

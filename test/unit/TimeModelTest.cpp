@@ -28,13 +28,12 @@
 #include <set>
 
 using namespace flexpipe::sched;
+using flexpipe::sched::test::kBreadth;
+using flexpipe::sched::test::kDepth;
 using flexpipe::sched::test::makeSpec;
 using flexpipe::sched::test::oneF1BLimits;
 
 namespace {
-
-const StagePriority kBreadth{StageOrder::BreadthFirst, 0};
-const StagePriority kDepth{StageOrder::DepthFirst, 0};
 
 ScheduleResult scheduleSpec(const PipelineSpec &spec, TimeModel model,
                             BuiltProblem *out = nullptr) {

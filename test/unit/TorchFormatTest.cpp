@@ -18,13 +18,12 @@
 
 using namespace flexpipe::sched;
 using flexpipe::sched::test::computeProgram;
+using flexpipe::sched::test::kBreadth;
+using flexpipe::sched::test::kDepth;
 using flexpipe::sched::test::makeSpec;
 using flexpipe::sched::test::oneF1BLimits;
 
 namespace {
-
-const StagePriority kBreadth{StageOrder::BreadthFirst, 0};
-const StagePriority kDepth{StageOrder::DepthFirst, 0};
 
 /// The programs of the V-shape and interleaved families and 1F1B at a size,
 /// with their communication.
