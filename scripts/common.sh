@@ -11,7 +11,7 @@ FLEXPIPE_PACKAGES=(
   libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools
   cmake ninja-build g++ python3
   libyaml-cpp-dev libcli11-dev catch2
-  libopenmpi-dev openmpi-bin libopenblas-dev
+  libopenmpi-dev openmpi-bin libopenblas-dev libeigen3-dev
 )
 
 if [ -t 1 ]; then

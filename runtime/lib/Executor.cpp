@@ -45,6 +45,7 @@ constexpr int kExchangeTag = 32767;
 
 struct Options {
   int64_t iterations = 10;
+  int threads = 1;
   float lr = 1e-3f;
   std::string losses, weights, profile, trace;
 };
@@ -115,6 +116,8 @@ std::string parseOptions(int argc, char **argv, Options &o) {
     const char *v = nullptr;
     if (arg == "--iterations" && (v = value()))
       o.iterations = std::atoll(v);
+    else if (arg == "--threads" && (v = value()))
+      o.threads = std::atoi(v);
     else if (arg == "--lr" && (v = value()))
       o.lr = static_cast<float>(std::atof(v));
     else if (arg == "--losses" && (v = value()))
@@ -126,13 +129,16 @@ std::string parseOptions(int argc, char **argv, Options &o) {
     else if (arg == "--trace" && (v = value()))
       o.trace = v;
     else if (arg == "--help")
-      return "usage: RANK_PROGRAM [--iterations N] [--lr X] [--losses FILE] "
-             "[--weights FILE] [--profile FILE] [--trace FILE]";
+      return "usage: RANK_PROGRAM [--iterations N] [--threads N] [--lr X] "
+             "[--losses FILE] [--weights FILE] [--profile FILE] "
+             "[--trace FILE]";
     else
       return "unknown or incomplete option '" + arg + "'";
   }
   if (o.iterations < 1)
     return "--iterations must be at least 1";
+  if (o.threads < 1 || o.threads > 1024)
+    return "--threads must be between 1 and 1024";
   return {};
 }
 
@@ -424,6 +430,7 @@ int flexpipe::rt::runRank(int argc, char **argv, const char *description,
   comm.openChannels(channelsOf(d));
   rt.device = backend.makeDevice(d);
   Device &device = *rt.device;
+  device.setThreads(rt.options.threads);
   const bool vocabParallel =
       std::any_of(d.stage.begin(), d.stage.end(), [](const auto &stage) {
         return stage.vocabEmbedding() || stage.vocabHead();

@@ -8,7 +8,7 @@
 
 #include "flexpipe/Runtime/Model.h"
 
-#include <cblas.h>
+#include "Kernels.h"
 
 #include <algorithm>
 #include <cassert>
@@ -58,12 +58,11 @@ Parameter makeParameter(const std::string &name, size_t size) {
 // Kernels
 //===----------------------------------------------------------------------===//
 
-/// C[m x n] = alpha * op(A) op(B) + beta * C, row-major.
+/// C[m x n] = op(A) op(B) + beta * C, row-major, densely stored.
 void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
           const float *a, const float *b, float beta, float *c) {
-  cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
-              transB ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, a,
-              transA ? m : k, b, transB ? k : n, beta, c, n);
+  kernels::gemm(transA, transB, m, n, k, 1.0f, a, transA ? m : k, b,
+                transB ? k : n, beta, c, n);
 }
 
 /// y[t x out] = x[t x in] W[in x out] + b.
@@ -93,8 +92,6 @@ void linearWeightGrad(const Tensor &x, const Tensor &dy, Parameter &w,
         b->grad[c] += dy[r * out + c];
 }
 
-constexpr float kLayerNormEps = 1e-5f;
-
 /// Row-wise LayerNorm; keeps mean and 1/std per row.
 void layerNormForward(const Tensor &x, const Parameter &g, const Parameter &b,
                       int64_t t, int64_t h, Tensor &y, Tensor &mean,
@@ -102,65 +99,23 @@ void layerNormForward(const Tensor &x, const Parameter &g, const Parameter &b,
   y.resize(t * h);
   mean.resize(t);
   rstd.resize(t);
-  for (int64_t r = 0; r < t; ++r) {
-    const float *row = x.data() + r * h;
-    double m = 0, v = 0;
-    for (int64_t c = 0; c < h; ++c)
-      m += row[c];
-    m /= h;
-    for (int64_t c = 0; c < h; ++c)
-      v += (row[c] - m) * (row[c] - m);
-    v /= h;
-    mean[r] = static_cast<float>(m);
-    rstd[r] = static_cast<float>(1.0 / std::sqrt(v + kLayerNormEps));
-    for (int64_t c = 0; c < h; ++c)
-      y[r * h + c] = (row[c] - mean[r]) * rstd[r] * g.value[c] + b.value[c];
-  }
+  kernels::layerNormForward(x.data(), g.value.data(), b.value.data(), t, h,
+                            y.data(), mean.data(), rstd.data());
 }
 
 /// dx (+)= LayerNorm's input gradient for output gradient dy.
 void layerNormInputGrad(const Tensor &x, const Tensor &dy, const Parameter &g,
                         const Tensor &mean, const Tensor &rstd, int64_t t,
                         int64_t h, Tensor &dx) {
-  for (int64_t r = 0; r < t; ++r) {
-    double meanD = 0, meanDX = 0;
-    for (int64_t c = 0; c < h; ++c) {
-      const double xhat = (x[r * h + c] - mean[r]) * rstd[r];
-      const double d = dy[r * h + c] * g.value[c];
-      meanD += d;
-      meanDX += d * xhat;
-    }
-    meanD /= h;
-    meanDX /= h;
-    for (int64_t c = 0; c < h; ++c) {
-      const double xhat = (x[r * h + c] - mean[r]) * rstd[r];
-      const double d = dy[r * h + c] * g.value[c];
-      dx[r * h + c] += static_cast<float>(rstd[r] * (d - meanD - xhat * meanDX));
-    }
-  }
+  kernels::layerNormInputGrad(x.data(), dy.data(), g.value.data(), mean.data(),
+                              rstd.data(), t, h, dx.data());
 }
 
 void layerNormWeightGrad(const Tensor &x, const Tensor &dy, Parameter &g,
                          Parameter &b, const Tensor &mean, const Tensor &rstd,
                          int64_t t, int64_t h) {
-  for (int64_t r = 0; r < t; ++r)
-    for (int64_t c = 0; c < h; ++c) {
-      const float xhat = (x[r * h + c] - mean[r]) * rstd[r];
-      g.grad[c] += dy[r * h + c] * xhat;
-      b.grad[c] += dy[r * h + c];
-    }
-}
-
-constexpr float kGeluC = 0.7978845608028654f; // sqrt(2 / pi)
-
-float gelu(float x) {
-  return 0.5f * x * (1 + std::tanh(kGeluC * (x + 0.044715f * x * x * x)));
-}
-
-float geluGrad(float x) {
-  const float t = std::tanh(kGeluC * (x + 0.044715f * x * x * x));
-  return 0.5f * (1 + t) +
-         0.5f * x * (1 - t * t) * kGeluC * (1 + 3 * 0.044715f * x * x);
+  kernels::layerNormWeightGrad(x.data(), dy.data(), mean.data(), rstd.data(), t,
+                               h, g.grad.data(), b.grad.data());
 }
 
 //===----------------------------------------------------------------------===//
@@ -289,8 +244,8 @@ public:
     layerNormForward(s.x2, ln2g, ln2b, t, h, s.h2, s.mean2, s.rstd2);
     linearForward(s.h2, w1, b1, t, h, 4 * h, s.pre);
     s.f.resize(s.pre.size());
-    for (size_t i = 0; i < s.pre.size(); ++i)
-      s.f[i] = gelu(s.pre[i]);
+    kernels::geluForward(s.pre.data(), s.f.data(),
+                         static_cast<int64_t>(s.pre.size()));
     Tensor m;
     linearForward(s.f, w2, b2, t, 4 * h, h, m);
     out.resize(t * h);
@@ -307,8 +262,8 @@ public:
     Tensor df;
     linearInputGrad(s.dm, w2, t, 4 * h, h, df, false);
     s.dpre.resize(df.size());
-    for (size_t i = 0; i < df.size(); ++i)
-      s.dpre[i] = df[i] * geluGrad(s.pre[i]);
+    kernels::geluInputGrad(s.pre.data(), df.data(), s.dpre.data(),
+                           static_cast<int64_t>(df.size()));
     linearInputGrad(s.dpre, w1, t, h, 4 * h, s.dh2, false);
     Tensor dx2 = dy;
     layerNormInputGrad(s.x2, s.dh2, ln2g, s.mean2, s.rstd2, t, h, dx2);
@@ -358,75 +313,22 @@ private:
 
   /// Causal multi-head attention from s.qkv into s.a, keeping probabilities.
   void attentionForward(State &s) {
-    const int64_t seq = config.seq, h = config.hidden, heads = config.heads;
-    const int64_t d = h / heads;
-    const float scale = 1.0f / std::sqrt(static_cast<float>(d));
-    s.a.assign(config.tokens() * h, 0.0f);
-    s.probs.assign(config.microBatch * heads * seq * seq, 0.0f);
-    for (int64_t b = 0; b < config.microBatch; ++b)
-      for (int64_t hd = 0; hd < heads; ++hd) {
-        float *p = s.probs.data() + ((b * heads + hd) * seq) * seq;
-        for (int64_t i = 0; i < seq; ++i) {
-          const float *q = s.qkv.data() + (b * seq + i) * 3 * h + hd * d;
-          float maxScore = -1e30f;
-          for (int64_t j = 0; j <= i; ++j) {
-            const float *k = s.qkv.data() + (b * seq + j) * 3 * h + h + hd * d;
-            float score = 0;
-            for (int64_t c = 0; c < d; ++c)
-              score += q[c] * k[c];
-            p[i * seq + j] = score * scale;
-            maxScore = std::max(maxScore, p[i * seq + j]);
-          }
-          float sum = 0;
-          for (int64_t j = 0; j <= i; ++j) {
-            p[i * seq + j] = std::exp(p[i * seq + j] - maxScore);
-            sum += p[i * seq + j];
-          }
-          float *out = s.a.data() + (b * seq + i) * h + hd * d;
-          for (int64_t j = 0; j <= i; ++j) {
-            p[i * seq + j] /= sum;
-            const float *v =
-                s.qkv.data() + (b * seq + j) * 3 * h + 2 * h + hd * d;
-            for (int64_t c = 0; c < d; ++c)
-              out[c] += p[i * seq + j] * v[c];
-          }
-        }
-      }
+    const int64_t seq = config.seq, heads = config.heads;
+    s.a.assign(config.tokens() * config.hidden, 0.0f);
+    s.probs.resize(config.microBatch * heads * seq * seq);
+    kernels::attentionForward(s.qkv.data(), config.microBatch, seq, heads,
+                              config.hidden / heads, s.probs.data(),
+                              s.a.data());
   }
 
   /// Gradient of the attention with respect to s.qkv, from da.
   void attentionInputGrad(State &s, const Tensor &da) {
-    const int64_t seq = config.seq, h = config.hidden, heads = config.heads;
-    const int64_t d = h / heads;
-    const float scale = 1.0f / std::sqrt(static_cast<float>(d));
-    s.dqkv.assign(config.tokens() * 3 * h, 0.0f);
-    std::vector<float> dp(seq);
-    for (int64_t b = 0; b < config.microBatch; ++b)
-      for (int64_t hd = 0; hd < heads; ++hd) {
-        const float *p = s.probs.data() + ((b * heads + hd) * seq) * seq;
-        for (int64_t i = 0; i < seq; ++i) {
-          const float *dout = da.data() + (b * seq + i) * h + hd * d;
-          float dot = 0;
-          for (int64_t j = 0; j <= i; ++j) {
-            const int64_t vj = (b * seq + j) * 3 * h + 2 * h + hd * d;
-            dp[j] = 0;
-            for (int64_t c = 0; c < d; ++c) {
-              dp[j] += dout[c] * s.qkv[vj + c];
-              s.dqkv[vj + c] += p[i * seq + j] * dout[c];
-            }
-            dot += p[i * seq + j] * dp[j];
-          }
-          const int64_t qi = (b * seq + i) * 3 * h + hd * d;
-          for (int64_t j = 0; j <= i; ++j) {
-            const float ds = p[i * seq + j] * (dp[j] - dot) * scale;
-            const int64_t kj = (b * seq + j) * 3 * h + h + hd * d;
-            for (int64_t c = 0; c < d; ++c) {
-              s.dqkv[qi + c] += ds * s.qkv[kj + c];
-              s.dqkv[kj + c] += ds * s.qkv[qi + c];
-            }
-          }
-        }
-      }
+    const int64_t seq = config.seq, heads = config.heads;
+    s.dqkv.assign(config.tokens() * 3 * config.hidden, 0.0f);
+    Tensor scratch(seq * seq);
+    kernels::attentionInputGrad(
+        s.qkv.data(), s.probs.data(), da.data(), config.microBatch, seq, heads,
+        config.hidden / heads, scratch.data(), s.dqkv.data());
   }
 
   GptConfig config;
@@ -824,17 +726,19 @@ std::vector<double> VocabHead::forward(int64_t mb, const Batch &batch,
        s.probs.data());
   std::vector<double> stats(t * kStatistics);
   for (int64_t r = 0; r < t; ++r) {
-    const float *row = s.probs.data() + r * v;
-    const float maxLogit = *std::max_element(row, row + v);
-    double sum = 0;
-    for (int64_t c = 0; c < v; ++c)
-      sum += std::exp(static_cast<double>(row[c] - maxLogit));
     const int64_t target = s.targets[r];
-    stats[r * kStatistics] = maxLogit;
-    stats[r * kStatistics + 1] = sum;
     stats[r * kStatistics + 2] = target >= slice.begin && target < slice.end
-                                     ? row[target - slice.begin]
+                                     ? s.probs[r * v + target - slice.begin]
                                      : 0.0;
+  }
+  // The logits become exp(logit - the row's largest): the softmax's
+  // numerators, which combine() scales once every slice's sum is known.
+  std::vector<float> maxima(t);
+  std::vector<double> sums(t);
+  kernels::softmaxNumerators(s.probs.data(), t, v, maxima.data(), sums.data());
+  for (int64_t r = 0; r < t; ++r) {
+    stats[r * kStatistics] = maxima[r];
+    stats[r * kStatistics + 1] = sums[r];
   }
   return stats;
 }
@@ -860,10 +764,11 @@ float VocabHead::combine(int64_t mb, const std::vector<double> &all) {
       target += stat(p, 2);
     }
     loss += std::log(sum) + maxLogit - target;
-    const float m = static_cast<float>(maxLogit);
+    const float factor =
+        static_cast<float>(std::exp(stat(slice.part, 0) - maxLogit) / sum);
     float *row = s.probs.data() + r * v;
     for (int64_t c = 0; c < v; ++c)
-      row[c] = static_cast<float>(std::exp(row[c] - m) / sum);
+      row[c] *= factor;
   }
   return static_cast<float>(loss / t);
 }

@@ -18,7 +18,7 @@
 
 // The executables link cuBLAS and NCCL and start without a GPU for --help.
 // RUN: %t/1f1b.ranks/rank0 --help 2>&1 | FileCheck %s --check-prefix=HELP
-// HELP: usage: RANK_PROGRAM [--iterations N] [--lr X] [--losses FILE] [--weights FILE] [--profile FILE] [--trace FILE]
+// HELP: usage: RANK_PROGRAM [--iterations N] [--threads N] [--lr X] [--losses FILE] [--weights FILE] [--profile FILE] [--trace FILE]
 
 // The environment launcher starts actors x dp = 4 ranks, rank r running
 // actor r mod 2; mpirun and srun start the same.

@@ -189,6 +189,7 @@ public:
       : model(desc.model), towers(desc.towers) {
     openblas_set_num_threads(1);
   }
+  void setThreads(int threads) override { openblas_set_num_threads(threads); }
   BufferPtr allocate(size_t count) override {
     return std::make_unique<HostBuffer>(Tensor(count, 0.0f));
   }

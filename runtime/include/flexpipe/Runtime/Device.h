@@ -121,6 +121,9 @@ public:
   virtual void step(float lr) = 0;
   /// The sum of the losses counted since the last call.
   virtual double takeLossSum() = 0;
+  /// Host threads the device may use for its compute (--threads; 1 by
+  /// default). A device that computes elsewhere ignores it.
+  virtual void setThreads(int threads) {}
   /// Whether work runs behind the host's back (then timings synchronise).
   virtual bool asynchronous() const = 0;
   /// Returns when the work issued so far has finished.
