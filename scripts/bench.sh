@@ -17,6 +17,13 @@ else
   echo "runtime overhead: skipped (no MPI runtime built)"
 fi
 echo
+echo "CPU runtime compute against the sgemm rate and PyTorch (bench/cpu-compute.sh):"
+if command -v mpirun >/dev/null && [ -f "$BUILD_DIR/lib/libflexpipe_rt_cpu.a" ]; then
+  "$FLEXPIPE_ROOT/bench/cpu-compute.sh" "$BUILD_DIR"
+else
+  echo "cpu compute: skipped (no MPI runtime built)"
+fi
+echo
 echo "The paper's GPT large-vocabulary study and search cost (regenerates docs/PaperStudy.md):"
 python3 "$FLEXPIPE_ROOT/bench/paper-study.py" "$BUILD_DIR"
 echo

@@ -184,7 +184,8 @@ int flexpipe::rt::runReference(int argc, char **argv) {
   if (argc < 2 || std::string(argv[1]) == "--help") {
     std::fprintf(stderr, "usage: flexpipe-reference SCHEDULE.txt "
                          "[--iterations N] [--lr X] [--losses FILE] "
-                         "[--weights FILE]\n"
+                         "[--weights FILE] [--initial-weights FILE] "
+                         "[--batches FILE]\n"
                          "       flexpipe-reference --list-operations\n");
     return argc < 2 ? 1 : 0;
   }
@@ -203,7 +204,7 @@ int flexpipe::rt::runReference(int argc, char **argv) {
   }
   int64_t iterations = 10;
   float lr = 1e-3f;
-  std::string lossesPath, weightsPath;
+  std::string lossesPath, weightsPath, initialPath, batchesPath;
   for (int i = 2; i < argc; ++i) {
     const std::string arg = argv[i];
     if (i + 1 >= argc) {
@@ -219,6 +220,10 @@ int flexpipe::rt::runReference(int argc, char **argv) {
       lossesPath = argv[++i];
     else if (arg == "--weights")
       weightsPath = argv[++i];
+    else if (arg == "--initial-weights")
+      initialPath = argv[++i];
+    else if (arg == "--batches")
+      batchesPath = argv[++i];
     else {
       std::fprintf(stderr, "flexpipe-reference: unknown option '%s'\n",
                    arg.c_str());
@@ -280,6 +285,39 @@ int flexpipe::rt::runReference(int argc, char **argv) {
   for (Segmented &model : models)
     for (Parameter *p : model.parameters())
       parameters.push_back(p);
+  // NAME COUNT VALUES... per parameter (scripts/compare-training.py).
+  auto writeWeights = [&](const std::string &path) {
+    FILE *f = std::fopen(path.c_str(), "w");
+    if (!f) {
+      std::fprintf(stderr, "flexpipe-reference: cannot write '%s'\n",
+                   path.c_str());
+      return false;
+    }
+    for (Parameter *p : parameters) {
+      std::fprintf(f, "%s %zu", p->name.c_str(), p->value.size());
+      for (float x : p->value)
+        std::fprintf(f, " %.9g", x);
+      std::fprintf(f, "\n");
+    }
+    std::fclose(f);
+    return true;
+  };
+  if (!initialPath.empty() && !writeWeights(initialPath))
+    return 1;
+  // Per micro-batch of the GPT: ITERATION MB TOKENS... / TARGETS...
+  FILE *batches = nullptr;
+  if (!batchesPath.empty()) {
+    if (desc.twoTower()) {
+      std::fprintf(stderr, "flexpipe-reference: --batches writes the GPT's "
+                           "batches; this schedule trains two towers\n");
+      return 1;
+    }
+    if (!(batches = std::fopen(batchesPath.c_str(), "w"))) {
+      std::fprintf(stderr, "flexpipe-reference: cannot write '%s'\n",
+                   batchesPath.c_str());
+      return 1;
+    }
+  }
   Adam adam;
   adam.lr = lr;
   const int64_t total = static_cast<int64_t>(desc.microbatches) * desc.dp;
@@ -302,8 +340,18 @@ int flexpipe::rt::runReference(int argc, char **argv) {
       std::vector<std::map<int64_t, Tensor>> outputs(numModels);
       Tensor out[2];
       if (!desc.twoTower()) {
-        loss += models[0].forward(g, makeBatch(desc.model, it, g), out[0],
-                                  outputs[0]);
+        const Batch batch = makeBatch(desc.model, it, g);
+        if (batches) {
+          std::fprintf(batches, "%lld %lld", static_cast<long long>(it),
+                       static_cast<long long>(g));
+          for (int32_t token : batch.tokens)
+            std::fprintf(batches, " %d", token);
+          std::fprintf(batches, " /");
+          for (int32_t target : batch.targets)
+            std::fprintf(batches, " %d", target);
+          std::fprintf(batches, "\n");
+        }
+        loss += models[0].forward(g, batch, out[0], outputs[0]);
       } else {
         for (int t = 0; t < 2; ++t)
           models[t].forward(g, makeTowerBatch(desc.towers[t], t, it, g), out[t],
@@ -365,20 +413,9 @@ int flexpipe::rt::runReference(int argc, char **argv) {
   }
   if (losses)
     std::fclose(losses);
-  if (!weightsPath.empty()) {
-    FILE *f = std::fopen(weightsPath.c_str(), "w");
-    if (!f) {
-      std::fprintf(stderr, "flexpipe-reference: cannot write '%s'\n",
-                   weightsPath.c_str());
-      return 1;
-    }
-    for (Parameter *p : parameters) {
-      std::fprintf(f, "%s %zu", p->name.c_str(), p->value.size());
-      for (float x : p->value)
-        std::fprintf(f, " %.9g", x);
-      std::fprintf(f, "\n");
-    }
-    std::fclose(f);
-  }
+  if (batches)
+    std::fclose(batches);
+  if (!weightsPath.empty() && !writeWeights(weightsPath))
+    return 1;
   return 0;
 }
