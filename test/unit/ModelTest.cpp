@@ -15,6 +15,9 @@
 #include "flexpipe/Runtime/Model.h"
 #include "flexpipe/Runtime/Schedule.h"
 
+// The runtime's internal kernels (runtime/lib).
+#include "Kernels.h"
+
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -582,4 +585,82 @@ TEST_CASE("the schedule description of a GPT and of two towers",
   CHECK(problem(gpt + "stage 1 actor 1 blocks 4 4 first_last 0 1 tower 0\n") ==
         "schedule description: stage 1 names a tower or is a sync stage, but "
         "the model has no 'tower' lines");
+}
+
+TEST_CASE("the kernels give the same bits wherever the data lives",
+          "[model][kernels]") {
+  // A pipelined rank and the single-process reference allocate differently;
+  // the kernels must not care (Kernels.cpp: Eigen on aligned copies).
+  const int64_t seq = 13, heads = 2, d = 5, h = heads * d, t = seq;
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal;
+  auto filled = [&](size_t n) {
+    std::vector<float> v(n);
+    for (float &x : v)
+      x = normal(rng);
+    return v;
+  };
+  const std::vector<float> qkv = filled(t * 3 * h), dout = filled(t * h),
+                           x = filled(t * h), g = filled(h), b = filled(h),
+                           logits = filled(t * 37);
+  // Runs every kernel on inputs that start `shift` floats into a buffer.
+  auto run = [&](size_t shift) {
+    auto at = [&](const std::vector<float> &v) {
+      std::vector<float> copy(shift + v.size());
+      std::copy(v.begin(), v.end(), copy.begin() + shift);
+      return copy;
+    };
+    std::vector<std::vector<float>> out;
+    std::vector<float> qs = at(qkv), os = at(dout), xv = at(x), gv = at(g),
+                       bv = at(b), lv = at(logits);
+    auto *q = &qs, *o = &os, *xs = &xv, *gs = &gv, *bs = &bv, *ls = &lv;
+    std::vector<float> probs(shift + heads * seq * seq), a(shift + t * h, 0.0f),
+        dqkv(shift + t * 3 * h, 0.0f), scratch(seq * seq), y(shift + t * h),
+        mean(t), rstd(t), dx(shift + t * h, 0.0f), dg(shift + h, 0.0f),
+        db(shift + h, 0.0f), gelu(shift + t * h), dgelu(shift + t * h),
+        maxima(t);
+    std::vector<double> sums(t);
+    const float *Q = q->data() + shift;
+    kernels::attentionForward(Q, 1, seq, heads, d, probs.data() + shift,
+                              a.data() + shift);
+    kernels::attentionInputGrad(Q, probs.data() + shift, o->data() + shift, 1,
+                                seq, heads, d, scratch.data(),
+                                dqkv.data() + shift);
+    const float *X = xs->data() + shift;
+    kernels::layerNormForward(X, gs->data() + shift, bs->data() + shift, t, h,
+                              y.data() + shift, mean.data(), rstd.data());
+    kernels::layerNormInputGrad(X, o->data() + shift, gs->data() + shift,
+                                mean.data(), rstd.data(), t, h,
+                                dx.data() + shift);
+    kernels::layerNormWeightGrad(X, o->data() + shift, mean.data(), rstd.data(),
+                                 t, h, dg.data() + shift, db.data() + shift);
+    kernels::geluForward(X, gelu.data() + shift, t * h);
+    kernels::geluInputGrad(X, o->data() + shift, dgelu.data() + shift, t * h);
+    kernels::softmaxNumerators(ls->data() + shift, t, 37, maxima.data(),
+                               sums.data());
+    for (auto *v : {&probs, &a, &dqkv, &y, &dx, &dg, &db, &gelu, &dgelu, ls})
+      out.emplace_back(v->begin() + shift, v->end());
+    out.push_back(mean);
+    out.push_back(rstd);
+    out.emplace_back(sums.begin(), sums.end());
+    return out;
+  };
+  const auto aligned = run(0);
+  for (size_t shift : {1, 2, 3, 5, 7}) {
+    INFO("shifted by " << shift << " floats");
+    CHECK(run(shift) == aligned);
+  }
+  // And the attention's rows are causal softmaxes.
+  const auto &probs = aligned[0];
+  for (int64_t hd = 0; hd < heads; ++hd)
+    for (int64_t i = 0; i < seq; ++i) {
+      const float *row = probs.data() + (hd * seq + i) * seq;
+      float sum = 0;
+      for (int64_t j = 0; j < seq; ++j) {
+        sum += row[j];
+        if (j > i)
+          CHECK(row[j] == 0.0f);
+      }
+      CHECK(sum == Approx(1.0f).epsilon(1e-5));
+    }
 }
