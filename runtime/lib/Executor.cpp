@@ -15,6 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "OutputFile.h"
 #include "flexpipe/Runtime/Runtime.h"
 
 #include "flexpipe/Runtime/Comm.h"
@@ -319,7 +320,8 @@ std::string missingOperation(const ScheduleDesc &d) {
 void writeTrace(flexpipe_rt &rt) {
   Comm &comm = *rt.comm;
   const std::string part = rt.options.trace + ".rank" + std::to_string(comm.rank());
-  if (FILE *f = std::fopen(part.c_str(), "w")) {
+  OutputFile partFile(part);
+  if (FILE *f = partFile.get()) {
     for (const Event &e : rt.events) {
       std::fprintf(f,
                    ",\n{\"name\": \"%s%s%s\", \"cat\": \"%s\", \"ph\": \"X\", "
@@ -330,17 +332,17 @@ void writeTrace(flexpipe_rt &rt) {
                    rt.replica, rt.actor, e.start * 1e6, (e.end - e.start) * 1e6,
                    e.stage, e.mb, e.peer);
     }
-    std::fclose(f);
-  } else {
-    comm.abort("cannot write " + part, 1);
   }
+  if (!partFile.commit())
+    comm.abort(partFile.error(), 1);
   double done = 1;
   comm.allreduceSum(&done, 1); // every part is written
   if (comm.rank() != 0)
     return;
-  FILE *out = std::fopen(rt.options.trace.c_str(), "w");
+  OutputFile traceFile(rt.options.trace);
+  FILE *out = traceFile.get();
   if (!out)
-    comm.abort("cannot write " + rt.options.trace, 1);
+    comm.abort(traceFile.error(), 1);
   std::fprintf(out, "{\"displayTimeUnit\": \"ms\", \"otherData\": "
                     "{\"schedule\": \"%s\"}, \"traceEvents\": [\n"
                     "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 0, "
@@ -362,7 +364,8 @@ void writeTrace(flexpipe_rt &rt) {
     }
   }
   std::fprintf(out, "\n]}\n");
-  std::fclose(out);
+  if (!traceFile.commit())
+    comm.abort(traceFile.error(), 1);
 }
 
 } // namespace
@@ -426,6 +429,24 @@ int flexpipe::rt::runRank(int argc, char **argv, const char *description,
                1);
   rt.actor = comm.rank() % d.actors;
   rt.replica = comm.rank() / d.actors;
+  // The files this rank will write, checked before any work.
+  {
+    std::vector<std::string> outputs;
+    if (comm.rank() == 0)
+      for (const std::string *path :
+           {&rt.options.losses, &rt.options.profile, &rt.options.trace})
+        if (!path->empty())
+          outputs.push_back(*path);
+    if (!rt.options.trace.empty())
+      outputs.push_back(rt.options.trace + ".rank" +
+                        std::to_string(comm.rank()));
+    if (rt.replica == 0 && !rt.options.weights.empty())
+      outputs.push_back(rt.options.weights + ".actor" +
+                        std::to_string(rt.actor));
+    for (const std::string &path : outputs)
+      if (std::string error = OutputFile::check(path); !error.empty())
+        comm.abort(error + " (checked before training)", 1);
+  }
   comm.setReplicaGroup(rt.actor);
   comm.openChannels(channelsOf(d));
   rt.device = backend.makeDevice(d);
@@ -627,27 +648,25 @@ int flexpipe::rt::runRank(int argc, char **argv, const char *description,
   std::fflush(stdout);
 
   if (comm.rank() == 0 && !rt.options.losses.empty()) {
-    FILE *f = std::fopen(rt.options.losses.c_str(), "w");
-    if (!f)
-      comm.abort("cannot write " + rt.options.losses, 1);
-    for (double l : losses)
-      std::fprintf(f, "%.9g\n", l);
-    std::fclose(f);
+    OutputFile file(rt.options.losses);
+    if (FILE *f = file.get())
+      for (double l : losses)
+        std::fprintf(f, "%.9g\n", l);
+    if (!file.commit())
+      comm.abort(file.error(), 1);
   }
   // Weights: replica 0 of each actor writes its stages' parameters.
   if (rt.replica == 0 && !rt.options.weights.empty()) {
-    const std::string path =
-        rt.options.weights + ".actor" + std::to_string(rt.actor);
-    FILE *f = std::fopen(path.c_str(), "w");
-    if (!f)
-      comm.abort("cannot write " + path, 1);
-    for (const auto &[name, values] : device.weights()) {
-      std::fprintf(f, "%s %zu", name.c_str(), values.size());
-      for (float x : values)
-        std::fprintf(f, " %.9g", x);
-      std::fprintf(f, "\n");
-    }
-    std::fclose(f);
+    OutputFile file(rt.options.weights + ".actor" + std::to_string(rt.actor));
+    if (FILE *f = file.get())
+      for (const auto &[name, values] : device.weights()) {
+        std::fprintf(f, "%s %zu", name.c_str(), values.size());
+        for (float x : values)
+          std::fprintf(f, " %.9g", x);
+        std::fprintf(f, "\n");
+      }
+    if (!file.commit())
+      comm.abort(file.error(), 1);
   }
   // Profile: mean seconds per stage and kind over all ranks.
   std::vector<double> profile = rt.busy;
@@ -664,9 +683,10 @@ int flexpipe::rt::runRank(int argc, char **argv, const char *description,
     }
   comm.allreduceSum(profile.data(), profile.size());
   if (comm.rank() == 0 && !rt.options.profile.empty()) {
-    FILE *f = std::fopen(rt.options.profile.c_str(), "w");
+    OutputFile file(rt.options.profile);
+    FILE *f = file.get();
     if (!f)
-      comm.abort("cannot write " + rt.options.profile, 1);
+      comm.abort(file.error(), 1);
     std::fprintf(f, "# FlexPipe profile measured by the runtime: mean seconds "
                     "per stage and instruction type for one micro-batch\n"
                     "stages:\n");
@@ -701,7 +721,8 @@ int flexpipe::rt::runRank(int argc, char **argv, const char *description,
                      profile[pairsAt + a * d.actors + b] / n);
       }
     std::fprintf(f, "default_message_s: 0\n");
-    std::fclose(f);
+    if (!file.commit())
+      comm.abort(file.error(), 1);
   }
   if (rt.tracing)
     writeTrace(rt);

@@ -23,6 +23,7 @@
 
 #include "flexpipe/Runtime/Reference.h"
 
+#include "OutputFile.h"
 #include "flexpipe/Runtime/Model.h"
 #include "flexpipe/Runtime/Schedule.h"
 #include "flexpipe/Runtime/UserOps.h"
@@ -33,6 +34,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -286,44 +288,45 @@ int flexpipe::rt::runReference(int argc, char **argv) {
     for (Parameter *p : model.parameters())
       parameters.push_back(p);
   // NAME COUNT VALUES... per parameter (scripts/compare-training.py).
-  auto writeWeights = [&](const std::string &path) {
-    FILE *f = std::fopen(path.c_str(), "w");
-    if (!f) {
-      std::fprintf(stderr, "flexpipe-reference: cannot write '%s'\n",
-                   path.c_str());
-      return false;
-    }
-    for (Parameter *p : parameters) {
-      std::fprintf(f, "%s %zu", p->name.c_str(), p->value.size());
-      for (float x : p->value)
-        std::fprintf(f, " %.9g", x);
-      std::fprintf(f, "\n");
-    }
-    std::fclose(f);
-    return true;
-  };
-  if (!initialPath.empty() && !writeWeights(initialPath))
+  auto failed = [](const std::string &error) {
+    std::fprintf(stderr, "flexpipe-reference: %s\n", error.c_str());
     return 1;
+  };
+  auto writeWeights = [&](const std::string &path) {
+    OutputFile file(path);
+    if (FILE *f = file.get())
+      for (Parameter *p : parameters) {
+        std::fprintf(f, "%s %zu", p->name.c_str(), p->value.size());
+        for (float x : p->value)
+          std::fprintf(f, " %.9g", x);
+        std::fprintf(f, "\n");
+      }
+    return file.commit() ? std::string() : file.error();
+  };
+  if (!weightsPath.empty())
+    if (std::string error = OutputFile::check(weightsPath); !error.empty())
+      return failed(error + " (checked before training)");
+  if (!initialPath.empty())
+    if (std::string error = writeWeights(initialPath); !error.empty())
+      return failed(error);
+  if (!batchesPath.empty() && desc.twoTower())
+    return failed("--batches writes the GPT's batches; this schedule trains "
+                  "two towers");
   // Per micro-batch of the GPT: ITERATION MB TOKENS... / TARGETS...
-  FILE *batches = nullptr;
-  if (!batchesPath.empty()) {
-    if (desc.twoTower()) {
-      std::fprintf(stderr, "flexpipe-reference: --batches writes the GPT's "
-                           "batches; this schedule trains two towers\n");
-      return 1;
-    }
-    if (!(batches = std::fopen(batchesPath.c_str(), "w"))) {
-      std::fprintf(stderr, "flexpipe-reference: cannot write '%s'\n",
-                   batchesPath.c_str());
-      return 1;
-    }
-  }
+  std::optional<OutputFile> batchesFile, lossesFile;
+  if (!batchesPath.empty())
+    batchesFile.emplace(batchesPath);
+  if (!lossesPath.empty())
+    lossesFile.emplace(lossesPath);
+  for (auto *file : {&batchesFile, &lossesFile})
+    if (*file && !(*file)->get())
+      return failed((*file)->error());
+  FILE *batches = batchesFile ? batchesFile->get() : nullptr;
+  FILE *losses = lossesFile ? lossesFile->get() : nullptr;
   Adam adam;
   adam.lr = lr;
   const int64_t total = static_cast<int64_t>(desc.microbatches) * desc.dp;
   const float scale = 1.0f / static_cast<float>(total);
-  FILE *losses =
-      lossesPath.empty() ? nullptr : std::fopen(lossesPath.c_str(), "w");
   for (int64_t it = 0; it < iterations; ++it) {
     double loss = 0;
     std::map<std::pair<int, int64_t>, Tensor> kept;
@@ -411,11 +414,11 @@ int flexpipe::rt::runReference(int argc, char **argv) {
     if (losses)
       std::fprintf(losses, "%.9g\n", loss * scale);
   }
-  if (losses)
-    std::fclose(losses);
-  if (batches)
-    std::fclose(batches);
-  if (!weightsPath.empty() && !writeWeights(weightsPath))
-    return 1;
+  for (auto *file : {&batchesFile, &lossesFile})
+    if (*file && !(*file)->commit())
+      return failed((*file)->error());
+  if (!weightsPath.empty())
+    if (std::string error = writeWeights(weightsPath); !error.empty())
+      return failed(error);
   return 0;
 }

@@ -38,3 +38,24 @@
 // RUN: flexpipe-compile %schedules/1f1b.mlir --actors 2 --microbatches 4 --emit=exe -o %t/a-good
 // RUN: python3 %S/kill_rank.py %t/a-good 1 2>&1 | FileCheck %s --check-prefix=KILL
 // KILL: exit code {{[1-9][0-9]*}} after
+// Result files are checked before training (a million iterations would
+// otherwise run first) and written whole: no temporary is left behind.
+// RUN: not timeout 60 %t/a-good/run-mpi.sh --iterations 1000000 --losses %t/missing-dir/losses 2>&1 | FileCheck %s --check-prefix=UNWRITABLE
+// UNWRITABLE: flexpipe: rank 0: cannot write '{{.*}}missing-dir/losses': No such file or directory (checked before training)
+// RUN: not timeout 60 flexpipe-reference %t/a-good/schedule.txt --iterations 1000000 --weights %t/missing-dir/w 2>&1 | FileCheck %s --check-prefix=REFUNWRITABLE
+// REFUNWRITABLE: flexpipe-reference: cannot write '{{.*}}missing-dir/w': No such file or directory (checked before training)
+// RUN: rm -rf %t/out && mkdir %t/out && %t/a-good/run-mpi.sh --iterations 2 --losses %t/out/losses --weights %t/out/w --profile %t/out/p.yaml --trace %t/out/t.json > /dev/null
+// RUN: ls %t/out | FileCheck %s --check-prefix=OUTPUTS
+// OUTPUTS-NOT: tmp
+// OUTPUTS: losses
+// OUTPUTS-NEXT: p.yaml
+// OUTPUTS-NEXT: t.json
+// OUTPUTS-NEXT: w.actor0
+// OUTPUTS-NEXT: w.actor1
+// OUTPUTS-NOT: tmp
+
+// A rank that stops answering (SIGSTOP) is found by the liveness rule
+// (FLEXPIPE_TIMEOUT, 3 s in the script): the other rank names it and stops.
+// RUN: python3 %S/kill_rank.py %t/a-good 1 STOP 2>&1 | FileCheck %s --check-prefix=STOP
+// STOP: flexpipe: rank 0: no progress for {{[3-9]}} s (FLEXPIPE_TIMEOUT) waiting for {{the message from rank 1|the send to rank 1|the all-reduce}}
+// STOP: exit code {{[1-9][0-9]*}} after

@@ -5,14 +5,24 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 //===----------------------------------------------------------------------===//
+//
+// Liveness (Timeout.h): every wait polls its requests and gives up after
+// FLEXPIPE_TIMEOUT seconds without completion, naming the peer and the
+// transfer; MPI_Abort then stops every rank. Collectives are the
+// non-blocking kind for the same reason.
+//
+//===----------------------------------------------------------------------===//
 
 #include "flexpipe/Runtime/Comm.h"
 
 #include "../MpiCheck.h"
+#include "../Timeout.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <thread>
 #include <vector>
 
 using namespace flexpipe::rt;
@@ -41,30 +51,31 @@ public:
     MPICHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
     MPICHECK(MPI_Comm_rank(MPI_COMM_WORLD, &me));
     MPICHECK(MPI_Comm_size(MPI_COMM_WORLD, &count));
+    if (std::string error = timeoutFromEnv(timeout); !error.empty())
+      abort(error, 1);
   }
   int rank() const override { return me; }
   int size() const override { return count; }
 
   int64_t isend(const float *data, size_t n, int peer, int tag) override {
-    requests.emplace_back();
+    MPI_Request &request = post({true, peer, tag});
     MPICHECK(MPI_Isend(data, static_cast<int>(n), MPI_FLOAT, peer, tag,
-                       MPI_COMM_WORLD, &requests.back()));
+                       MPI_COMM_WORLD, &request));
     return static_cast<int64_t>(requests.size() - 1);
   }
   int64_t irecv(float *data, size_t n, int peer, int tag) override {
-    requests.emplace_back();
+    MPI_Request &request = post({false, peer, tag});
     MPICHECK(MPI_Irecv(data, static_cast<int>(n), MPI_FLOAT, peer, tag,
-                       MPI_COMM_WORLD, &requests.back()));
+                       MPI_COMM_WORLD, &request));
     return static_cast<int64_t>(requests.size() - 1);
   }
   void wait(int64_t handle) override {
-    MPICHECK(MPI_Wait(&requests[handle], MPI_STATUS_IGNORE));
+    waitFor(&requests[handle], 1, &transfers[handle]);
   }
   void waitAll() override {
-    if (!requests.empty())
-      MPICHECK(MPI_Waitall(static_cast<int>(requests.size()), requests.data(),
-                           MPI_STATUSES_IGNORE));
+    waitFor(requests.data(), requests.size(), transfers.data());
     requests.clear();
+    transfers.clear();
   }
   void setReplicaGroup(int colour) override {
     MPICHECK(MPI_Comm_split(MPI_COMM_WORLD, colour, me, &replicas));
@@ -101,13 +112,11 @@ public:
     for (int m = 0; m < members; ++m) {
       if (m == self)
         continue;
-      requests.emplace_back();
       MPICHECK(MPI_Irecv(all + m * n, static_cast<int>(n), MPI_DOUBLE, m, tag,
-                         comm, &requests.back()));
+                         comm, &post({false, -1, tag, m})));
       handles.push_back(static_cast<int64_t>(requests.size() - 1));
-      requests.emplace_back();
       MPICHECK(MPI_Isend(mine, static_cast<int>(n), MPI_DOUBLE, m, tag, comm,
-                         &requests.back()));
+                         &post({true, -1, tag, m})));
       handles.push_back(static_cast<int64_t>(requests.size() - 1));
     }
     return handles;
@@ -115,27 +124,38 @@ public:
   void allreduceReplicas(float *data, size_t n) override {
     if (replicaCount <= 1)
       return;
-    MPICHECK(MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(n), MPI_FLOAT,
-                           MPI_SUM, replicas));
+    MPI_Request request;
+    MPICHECK(MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(n), MPI_FLOAT,
+                            MPI_SUM, replicas, &request));
+    waitCollective(request, "the data-parallel gradient all-reduce");
   }
   void exchangeAdd(float *data, size_t n, int peer, int tag) override {
     std::vector<float> theirs(n);
-    MPICHECK(MPI_Sendrecv(data, static_cast<int>(n), MPI_FLOAT, peer, tag,
-                          theirs.data(), static_cast<int>(n), MPI_FLOAT, peer,
-                          tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+    MPI_Request pair[2];
+    Transfer what[2] = {{false, peer, tag}, {true, peer, tag}};
+    MPICHECK(MPI_Irecv(theirs.data(), static_cast<int>(n), MPI_FLOAT, peer, tag,
+                       MPI_COMM_WORLD, &pair[0]));
+    MPICHECK(MPI_Isend(data, static_cast<int>(n), MPI_FLOAT, peer, tag,
+                       MPI_COMM_WORLD, &pair[1]));
+    waitFor(pair, 2, what);
     for (size_t i = 0; i < n; ++i)
       data[i] += theirs[i];
   }
   void allreduceSum(double *data, size_t n) override {
-    MPICHECK(MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(n), MPI_DOUBLE,
-                           MPI_SUM, MPI_COMM_WORLD));
+    MPI_Request request;
+    MPICHECK(MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(n), MPI_DOUBLE,
+                            MPI_SUM, MPI_COMM_WORLD, &request));
+    waitCollective(request, "the all-reduce of the losses");
   }
   void minMax(uint64_t value, uint64_t &min, uint64_t &max) override {
     unsigned long long v = value, lo = 0, hi = 0;
-    MPICHECK(MPI_Allreduce(&v, &lo, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN,
-                           MPI_COMM_WORLD));
-    MPICHECK(MPI_Allreduce(&v, &hi, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX,
-                           MPI_COMM_WORLD));
+    MPI_Request request;
+    MPICHECK(MPI_Iallreduce(&v, &lo, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN,
+                            MPI_COMM_WORLD, &request));
+    waitCollective(request, "the start-up check of the schedule hash");
+    MPICHECK(MPI_Iallreduce(&v, &hi, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX,
+                            MPI_COMM_WORLD, &request));
+    waitCollective(request, "the start-up check of the schedule hash");
     min = lo;
     max = hi;
   }
@@ -154,8 +174,79 @@ public:
   }
 
 private:
+  /// What a request moves, for the message when it never completes.
+  struct Transfer {
+    bool send;
+    int peer; ///< world rank, or -1 with `member` of a group
+    int tag;
+    int member = -1;
+  };
+  MPI_Request &post(Transfer what) {
+    requests.emplace_back();
+    transfers.push_back(what);
+    return requests.back();
+  }
+  /// Calls `test` until it reports completion; after `timeout` seconds
+  /// without that, stops every rank with `describe()`, what it waited for.
+  template <typename Test, typename Describe>
+  void poll(Test test, Describe describe) {
+    using Clock = std::chrono::steady_clock;
+    const Clock::time_point start = Clock::now();
+    for (long polls = 0; !test(); ++polls) {
+      const double waited =
+          std::chrono::duration<double>(Clock::now() - start).count();
+      if (waited > timeout)
+        abort("no progress for " + std::to_string(static_cast<long>(waited)) +
+                  " s (FLEXPIPE_TIMEOUT) waiting for " + describe(),
+              1);
+      // Spin for short waits, then leave the core to the other ranks.
+      if (polls > 10000)
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  }
+  /// Waits for `n` requests, naming the first one still pending on timeout.
+  void waitFor(MPI_Request *list, size_t n, const Transfer *what) {
+    poll(
+        [&] {
+          int done = 0;
+          MPICHECK(MPI_Testall(static_cast<int>(n), list, &done,
+                               MPI_STATUSES_IGNORE));
+          return done != 0;
+        },
+        [&] {
+          size_t first = 0;
+          for (int one = 1; first + 1 < n; ++first) {
+            MPICHECK(MPI_Test(&list[first], &one, MPI_STATUS_IGNORE));
+            if (!one)
+              break;
+          }
+          const Transfer &t = what[first];
+          const std::string peer = t.peer >= 0
+                                       ? "rank " + std::to_string(t.peer)
+                                       : "member " + std::to_string(t.member) +
+                                             " of a stage's group";
+          return std::string(t.send ? "the send to " : "the message from ") +
+                 peer + " (tag " + std::to_string(t.tag) + "); " + peer +
+                 " may have stopped, hung or died";
+        });
+  }
+  void waitCollective(MPI_Request &request, const char *what) {
+    poll(
+        [&] {
+          int done = 0;
+          MPICHECK(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
+          return done != 0;
+        },
+        [&] {
+          return std::string(what) +
+                 "; another rank may have stopped, hung or died";
+        });
+  }
+
   int me = 0, count = 1;
+  double timeout = kDefaultTimeout;
   std::vector<MPI_Request> requests;
+  std::vector<Transfer> transfers; // parallel to requests
   MPI_Comm replicas = MPI_COMM_NULL;
   int replicaCount = 1;
   std::vector<MPI_Comm> groups; // openGroups, by handle

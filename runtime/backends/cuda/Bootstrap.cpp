@@ -86,19 +86,6 @@ bool flexpipe::rt::startedByMpi(const Getenv &getenv) {
   return false;
 }
 
-std::string flexpipe::rt::parseSeconds(const char *name, const char *text,
-                                       double &seconds) {
-  char *end = nullptr;
-  errno = 0;
-  const double value = text ? std::strtod(text, &end) : 0;
-  if (!text || end == text || *end != '\0' || errno != 0 ||
-      !std::isfinite(value) || value <= 0)
-    return std::string(name) + " must be a positive number of seconds, not '" +
-           (text ? text : "") + "'";
-  seconds = value;
-  return {};
-}
-
 std::string flexpipe::rt::readLaunchEnv(const Getenv &getenv, bool withMpi,
                                         LaunchEnv &env) {
   auto value = [&](const char *name) -> const char * {

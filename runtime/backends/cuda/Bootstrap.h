@@ -23,6 +23,7 @@
 #ifndef FLEXPIPE_RUNTIME_BACKENDS_CUDA_BOOTSTRAP_H
 #define FLEXPIPE_RUNTIME_BACKENDS_CUDA_BOOTSTRAP_H
 
+#include "../Timeout.h"
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -45,7 +46,7 @@ struct LaunchEnv {
   int rank = 0, world = 1, localRank = 0;
   std::string idFile;   ///< FLEXPIPE_NCCL_ID_FILE
   std::string runId;    ///< FLEXPIPE_RUN_ID: tells this run's id file apart
-  double timeout = 300; ///< FLEXPIPE_TIMEOUT, seconds
+  double timeout = kDefaultTimeout; ///< FLEXPIPE_TIMEOUT, seconds
 };
 
 /// Whether an MPI launcher (Open MPI, PMI, PMIx, MVAPICH) started this
@@ -57,9 +58,6 @@ bool startedByMpi(const Getenv &getenv);
 /// FLEXPIPE_NCCL_ID_FILE, FLEXPIPE_RUN_ID and FLEXPIPE_TIMEOUT. Returns ""
 /// or what is wrong.
 std::string readLaunchEnv(const Getenv &getenv, bool withMpi, LaunchEnv &env);
-
-/// Parses a positive number of seconds from variable `name`'s `text`.
-std::string parseSeconds(const char *name, const char *text, double &seconds);
 
 /// The rendezvous file: a header, the run id, the world size and the id in
 /// hex, so that a file left by another run is never taken for this one.
