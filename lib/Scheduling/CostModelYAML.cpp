@@ -14,6 +14,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cmath>
 #include <initializer_list>
 #include <set>
 #include <sstream>
@@ -21,6 +22,11 @@
 using namespace flexpipe::sched;
 
 namespace {
+
+/// The largest number a model, cluster or profile file may hold (1 EB, 1e18
+/// FLOP/s, 1e18 s): far beyond any real machine, small enough that sums over
+/// millions of instructions stay finite.
+constexpr double kLargestNumber = 1e18;
 
 /// Thrown inside this file only, with the formatted message.
 struct Problem {
@@ -87,6 +93,14 @@ public:
     } catch (const YAML::Exception &) {
       fail(node.Mark(), "key '" + std::string(key) +
                             "' must be a number, got '" + scalar(node) + "'");
+    }
+    // Infinite, NaN and absurdly large values would overflow the
+    // simulation's sums; no duration, size, rate or memory needs more.
+    if (!std::isfinite(value) || std::fabs(value) > kLargestNumber) {
+      std::ostringstream os;
+      os << "key '" << key << "' must be a finite number of at most "
+         << kLargestNumber << ", got '" << scalar(node) << "'";
+      fail(node.Mark(), os.str());
     }
     if (strict ? !(value > min) : !(value >= min)) {
       std::ostringstream os;

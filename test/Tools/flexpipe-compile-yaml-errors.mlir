@@ -14,6 +14,13 @@
 // RUN: not flexpipe-compile %t/spec.mlir --profile %t/profile.yaml --emit=report 2>&1 | FileCheck %s --check-prefix=PROFILE
 // RUN: not flexpipe-compile %t/spec.mlir --model %t/good-model.yaml 2>&1 | FileCheck %s --check-prefix=NOCLUSTER
 // RUN: flexpipe-compile %t/spec.mlir --model %t/good-model.yaml --cluster %t/good-cluster.yaml --emit=report | FileCheck %s --check-prefix=GOOD
+// Infinite, NaN and absurd numbers would overflow the simulation (and used to
+// hang the SVG writer): refused, and no file is left behind.
+// RUN: not flexpipe-compile %t/spec.mlir --model %t/good-model.yaml --cluster %t/inf.yaml --emit=svg -o %t/inf.svg 2>&1 | FileCheck %s --check-prefix=INF
+// RUN: not test -e %t/inf.svg
+// RUN: not flexpipe-compile %t/spec.mlir --model %t/good-model.yaml --cluster %t/huge.yaml --emit=report 2>&1 | FileCheck %s --check-prefix=HUGE
+// RUN: not flexpipe-compile %t/spec.mlir --profile %t/nan.yaml --emit=trace 2>&1 | FileCheck %s --check-prefix=NAN
+// RUN: not flexpipe-tune --model %t/good-model.yaml --cluster %t/inf.yaml -o %t/tune-inf 2>&1 | FileCheck %s --check-prefix=INF
 
 // MISSING: missing.yaml:2:1: error: missing key 'micro_batch_size' in the model file
 // NEGATIVE: negative.yaml:8:13: error: key 'layers' must be at least 1, got -4
@@ -27,6 +34,9 @@
 // PROFILE: profile.yaml:2:23: error: key 'fwd_s' must be a number, got 'fast'
 // NOCLUSTER: flexpipe-compile: --model needs --cluster (device throughput, memory and links)
 // GOOD: iteration time
+// INF: inf.yaml:6:53: error: key 'latency_s' must be a finite number of at most 1e+18, got '.inf'
+// HUGE: huge.yaml:3:13: error: key 'peak_flops' must be a finite number of at most 1e+18, got '1e308'
+// NAN: nan.yaml:2:23: error: key 'fwd_s' must be a finite number of at most 1e+18, got '.nan'
 
 //--- spec.mlir
 flexpipe.pipeline @p actors(2) microbatches(4) {
@@ -124,3 +134,22 @@ inter_node:
 //--- profile.yaml
 stages:
   - {stage: 0, fwd_s: fast, bwd_s: 2}
+//--- inf.yaml
+devices: 2
+devices_per_node: 2
+peak_flops: 1e12
+efficiency: 0.5
+memory_bytes: 1e9
+intra_node: {bandwidth_bytes_per_s: 1e9, latency_s: .inf}
+inter_node: {bandwidth_bytes_per_s: 1e8, latency_s: 1e-5}
+//--- huge.yaml
+devices: 2
+devices_per_node: 2
+peak_flops: 1e308
+efficiency: 0.5
+memory_bytes: 1e9
+intra_node: {bandwidth_bytes_per_s: 1e9, latency_s: 1e-6}
+inter_node: {bandwidth_bytes_per_s: 1e8, latency_s: 1e-5}
+//--- nan.yaml
+stages:
+  - {stage: 0, fwd_s: .nan, bwd_s: 2}
