@@ -94,6 +94,91 @@ std::string readExec(std::istringstream &words, ScheduleDesc &desc) {
   return {};
 }
 
+/// What one process can hold: the limits of the compiler's verifiers
+/// (docs/Rationale.md, "Sizes"), and tensors of at most 2^31 floats.
+constexpr int64_t kMaxActors = 65536, kMaxCount = 1 << 20,
+                  kMaxTensor = int64_t(1) << 31, kMaxDimension = 1 << 24;
+
+/// Sizes of a model (or tower) `what` that the layers can be built with.
+std::string checkSizes(const GptConfig &c, const std::string &what) {
+  for (auto [name, value] : {std::pair<const char *, int64_t>{"vocab", c.vocab},
+                             {"seq", c.seq},
+                             {"hidden", c.hidden},
+                             {"heads", c.heads},
+                             {"layers", c.layers},
+                             {"microbatch", c.microBatch}})
+    if (value < 1 || value > kMaxDimension)
+      return what + " " + name + "=" + std::to_string(value) +
+             " must be between 1 and " + std::to_string(kMaxDimension);
+  if (c.hidden % c.heads)
+    return what + " hidden=" + std::to_string(c.hidden) +
+           " is not a multiple of heads=" + std::to_string(c.heads);
+  // The largest tensors: the embedding or head table, the MLP's hidden
+  // activations and the attention probabilities.
+  const double largest = std::max(
+      {double(c.vocab) * c.hidden, double(c.microBatch) * c.seq * 4 * c.hidden,
+       double(c.microBatch) * c.heads * c.seq * c.seq});
+  if (largest > double(kMaxTensor))
+    return what + " needs a tensor of " +
+           std::to_string(static_cast<long long>(largest)) +
+           " floats; one process holds at most 2^31";
+  return {};
+}
+
+/// The checks of a whole description that no single line shows: counts in
+/// range, every stage declared once with its actors and blocks in range,
+/// edges between stages.
+std::string checkStructure(const ScheduleDesc &desc,
+                           const std::vector<char> &declared) {
+  auto range = [](const char *name, int64_t value, int64_t max) {
+    return value < 1 || value > max
+               ? std::string(name) + " " + std::to_string(value) +
+                     " must be between 1 and " + std::to_string(max)
+               : std::string();
+  };
+  for (const std::string &error :
+       {range("actors", desc.actors, kMaxActors),
+        range("dp", desc.dp, kMaxActors),
+        range("stages", desc.stages, kMaxCount),
+        range("microbatches", desc.microbatches, kMaxCount)})
+    if (!error.empty())
+      return error;
+  if (int64_t(desc.actors) * desc.dp > kMaxActors)
+    return "actors x dp = " + std::to_string(int64_t(desc.actors) * desc.dp) +
+           " ranks; at most " + std::to_string(kMaxActors);
+  if (desc.towers.empty())
+    if (std::string error = checkSizes(desc.model, "model"); !error.empty())
+      return error;
+  for (const GptConfig &tower : desc.towers)
+    if (std::string error = checkSizes(
+            tower, "tower " + tower.prefix.substr(0, tower.prefix.size() - 1));
+        !error.empty())
+      return error;
+  for (int s = 0; s < desc.stages; ++s) {
+    const ScheduleDesc::Stage &stage = desc.stage[s];
+    const std::string name = "stage " + std::to_string(s);
+    if (!declared[s])
+      return name + " has no 'stage' line";
+    for (int a : stage.actors)
+      if (a < 0 || a >= desc.actors)
+        return name + " names actor " + std::to_string(a) + ", but there are " +
+               std::to_string(desc.actors);
+    const GptConfig &c = desc.config(s);
+    if (stage.firstBlock < 0 || stage.blocks < 0 ||
+        int64_t(stage.firstBlock) + stage.blocks > c.layers)
+      return name + " holds blocks " + std::to_string(stage.firstBlock) +
+             " to " + std::to_string(stage.firstBlock + stage.blocks - 1) +
+             ", but the model has " + std::to_string(c.layers) + " layers";
+  }
+  for (auto [from, to] : desc.edges)
+    if (from < 0 || from >= desc.stages || to < 0 || to >= desc.stages ||
+        from == to)
+      return "edge " + std::to_string(from) + " " + std::to_string(to) +
+             " does not join two of the " + std::to_string(desc.stages) +
+             " stages";
+  return {};
+}
+
 /// The checks of a two-tower description that no single line shows.
 std::string checkTowers(ScheduleDesc &desc) {
   if (desc.towers.size() != 2)
@@ -162,6 +247,7 @@ std::string flexpipe::rt::parseSchedule(const std::string &text,
     return "schedule description line " + std::to_string(number) + ": " + what;
   };
   bool header = false;
+  std::vector<char> declared; // per stage: its 'stage' line was read
   while (std::getline(in, line)) {
     ++number;
     if (line.empty())
@@ -183,7 +269,11 @@ std::string flexpipe::rt::parseSchedule(const std::string &text,
       words >> desc.actors;
     } else if (key == "stages") {
       words >> desc.stages;
+      if (!words || desc.stages < 1 || desc.stages > kMaxCount)
+        return fail("stages must be between 1 and " +
+                    std::to_string(kMaxCount));
       desc.stage.assign(desc.stages, {});
+      declared.assign(desc.stages, 0);
     } else if (key == "microbatches") {
       words >> desc.microbatches;
     } else if (key == "dp") {
@@ -215,6 +305,8 @@ std::string flexpipe::rt::parseSchedule(const std::string &text,
                     "F L [shared A0 A1 ...] [tower T] [sync A0 A1]'");
       if (id < 0 || id >= static_cast<int>(desc.stage.size()))
         return fail("stage " + std::to_string(id) + " out of range");
+      if (declared[id]++)
+        return fail("stage " + std::to_string(id) + " is declared twice");
       s.first = first;
       s.last = last;
       // Clauses after the flags: 'shared A0 A1 ...', 'tower T', 'sync A0 A1'.
@@ -277,6 +369,8 @@ std::string flexpipe::rt::parseSchedule(const std::string &text,
   }
   if (!header)
     return "the schedule description is empty";
+  if (declared.empty())
+    return "schedule description: no 'stages' line";
   if (!desc.towers.empty()) {
     if (std::string error = checkTowers(desc); !error.empty())
       return "schedule description: " + error;
@@ -287,6 +381,8 @@ std::string flexpipe::rt::parseSchedule(const std::string &text,
                " names a tower or is a sync stage, but the model has no "
                "'tower' lines";
   }
+  if (std::string error = checkStructure(desc, declared); !error.empty())
+    return "schedule description: " + error;
   for (const ScheduleDesc::Exec &exec : desc.execs)
     if (exec.stage >= desc.stages || exec.actor >= desc.actors ||
         exec.mb + exec.count > desc.microbatches)

@@ -582,9 +582,42 @@ TEST_CASE("the schedule description of a GPT and of two towers",
                 "stage 4 actor 1 blocks 0 1 first_last 0 0 sync 1 3\n") ==
         "schedule description line 13: a sync stage holds no blocks, is "
         "neither first nor last, belongs to no tower and lists two actors");
-  CHECK(problem(gpt + "stage 1 actor 1 blocks 4 4 first_last 0 1 tower 0\n") ==
+  auto replaced = [&](const std::string &from, const std::string &to) {
+    std::string text = gpt;
+    text.replace(text.find(from), from.size(), to);
+    return text;
+  };
+  CHECK(problem(replaced("first_last 0 1\n", "first_last 0 1 tower 0\n")) ==
         "schedule description: stage 1 names a tower or is a sync stage, but "
         "the model has no 'tower' lines");
+
+  // A corrupted description is refused before a layer is built (these used
+  // to divide by zero, throw length_error or bad_alloc, or train).
+  CHECK(problem(replaced("vocab=256", "vocab=0")) ==
+        "schedule description: model vocab=0 must be between 1 and 16777216");
+  CHECK(problem(replaced("hidden=64", "hidden=-64")) ==
+        "schedule description: model hidden=-64 must be between 1 and "
+        "16777216");
+  CHECK(problem(replaced("hidden=64", "hidden=16777212")) ==
+        "schedule description: model needs a tensor of 4294966272 floats; one "
+        "process holds at most 2^31");
+  CHECK(problem(replaced("heads=4", "heads=5")) ==
+        "schedule description: model hidden=64 is not a multiple of heads=5");
+  CHECK(problem(replaced("actors 2", "actors 400000000")) ==
+        "schedule description: actors 400000000 must be between 1 and 65536");
+  CHECK(problem(replaced("edge 0 1", "edge 0 7")) ==
+        "schedule description: edge 0 7 does not join two of the 2 stages");
+  CHECK(problem(replaced("stage 1 actor 1 blocks 4 4 first_last 0 1\n", "")) ==
+        "schedule description: stage 1 has no 'stage' line");
+  CHECK(problem(replaced("stage 1 actor 1", "stage 1 actor 2")) ==
+        "schedule description: stage 1 names actor 2, but there are 2");
+  CHECK(problem(replaced("blocks 4 4", "blocks 6 4")) ==
+        "schedule description: stage 1 holds blocks 6 to 9, but the model has "
+        "8 layers");
+  CHECK(problem(replaced("stages 2", "stages 0")) ==
+        "schedule description line 3: stages must be between 1 and 1048576");
+  CHECK(problem(gpt + "stage 1 actor 1 blocks 4 4 first_last 0 1\n") ==
+        "schedule description line 10: stage 1 is declared twice");
 }
 
 TEST_CASE("the kernels give the same bits wherever the data lives",
