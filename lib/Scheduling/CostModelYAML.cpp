@@ -49,9 +49,13 @@ public:
                  std::initializer_list<const char *> allowed) const {
     if (!node.IsMap())
       fail(node.Mark(), what + " must be a mapping of keys to values");
-    std::set<std::string> keys(allowed.begin(), allowed.end());
+    std::set<std::string> keys(allowed.begin(), allowed.end()), seen;
     for (const auto &entry : node) {
       const std::string key = entry.first.as<std::string>();
+      // YAML forbids a key twice in one mapping; yaml-cpp would keep the
+      // first silently.
+      if (!seen.insert(key).second)
+        fail(entry.first.Mark(), "key '" + key + "' appears twice in " + what);
       if (keys.count(key))
         continue;
       std::string list;

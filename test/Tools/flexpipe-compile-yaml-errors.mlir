@@ -20,6 +20,7 @@
 // RUN: not test -e %t/inf.svg
 // RUN: not flexpipe-compile %t/spec.mlir --model %t/good-model.yaml --cluster %t/huge.yaml --emit=report 2>&1 | FileCheck %s --check-prefix=HUGE
 // RUN: not flexpipe-compile %t/spec.mlir --profile %t/nan.yaml --emit=trace 2>&1 | FileCheck %s --check-prefix=NAN
+// RUN: not flexpipe-compile %t/spec.mlir --model %t/twice.yaml --cluster %t/good-cluster.yaml 2>&1 | FileCheck %s --check-prefix=TWICE
 // RUN: not flexpipe-tune --model %t/good-model.yaml --cluster %t/inf.yaml -o %t/tune-inf 2>&1 | FileCheck %s --check-prefix=INF
 
 // MISSING: missing.yaml:2:1: error: missing key 'micro_batch_size' in the model file
@@ -36,6 +37,7 @@
 // GOOD: iteration time
 // INF: inf.yaml:6:53: error: key 'latency_s' must be a finite number of at most 1e+18, got '.inf'
 // HUGE: huge.yaml:3:13: error: key 'peak_flops' must be a finite number of at most 1e+18, got '1e308'
+// TWICE: twice.yaml:6:5: error: key 'layers' appears twice in a module
 // NAN: nan.yaml:2:23: error: key 'fwd_s' must be a finite number of at most 1e+18, got '.nan'
 
 //--- spec.mlir
@@ -153,3 +155,14 @@ inter_node: {bandwidth_bytes_per_s: 1e8, latency_s: 1e-5}
 //--- nan.yaml
 stages:
   - {stage: 0, fwd_s: .nan, bwd_s: 2}
+//--- twice.yaml
+global_batch_size: 8
+micro_batch_size: 1
+modules:
+  - name: gpt
+    layers: 4
+    layers: 40
+    hidden: 64
+    heads: 4
+    seq: 32
+    vocab: 256

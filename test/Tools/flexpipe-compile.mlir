@@ -34,11 +34,24 @@
 // RUN: flexpipe-compile %t.mlir --emit=text | FileCheck %s --check-prefix=AGAIN
 // AGAIN: schedule @small: 4 actors, 4 stages, 4 micro-batches
 
+// An output directory holds one schedule's ranks: a rerun replaces an
+// earlier output (its extra ranks go), a directory of other files is refused.
+// RUN: rm -rf %t.ranks && flexpipe-compile %s --actors 4 --emit=cpp -o %t.ranks
+// RUN: flexpipe-compile %s --actors 2 --emit=cpp -o %t.ranks
+// RUN: ls %t.ranks | FileCheck %s --check-prefix=REDO
+// REDO: build.sh
+// REDO-NEXT: rank0.cpp
+// REDO-NEXT: rank1.cpp
+// REDO-NEXT: schedule.txt
+// RUN: rm -rf %t.other && mkdir %t.other && touch %t.other/notes.txt
+// RUN: not flexpipe-compile %s --emit=cpp -o %t.other 2>&1 | FileCheck %s --check-prefix=OTHER
+// OTHER: flexpipe-compile: -o '{{.*}}other' holds files but no earlier output of flexpipe-compile (schedule.txt); give a new or empty directory
+
 // Errors.
 // RUN: not flexpipe-compile %s --emit=png 2>&1 | FileCheck %s --check-prefix=BADEMIT
 // BADEMIT: --emit: png not in {schedule,text,torch-csv,torch-csv-comms,report,svg,trace,cpp,exe}
 // RUN: not flexpipe-compile %s --microbatches 0 2>&1 | FileCheck %s --check-prefix=ZERO
-// ZERO: --microbatches: Value 0 not in range
+// ZERO: --microbatches: must be a positive integer, got 0
 // RUN: not flexpipe-compile %t.missing.mlir 2>&1 | FileCheck %s --check-prefix=MISSING
 // MISSING: flexpipe-compile: cannot open input file
 // Without --model the layer count scales with --actors (layers per stage

@@ -8,6 +8,8 @@
 
 #include "Options.h"
 
+#include "../CliChecks.h"
+
 #include <CLI/CLI.hpp>
 
 int flexpipe::parseCompileOptions(int argc, char **argv,
@@ -31,16 +33,17 @@ int flexpipe::parseCompileOptions(int argc, char **argv,
                  "s feeds s + 1, each stage on the rank whose row computes "
                  "it); default: torch-csv for a .csv file, mlir otherwise")
       ->check(CLI::IsMember({"mlir", "torch-csv"}));
-  app.add_option("--actors", options.actors,
-                 "Use N actors (devices) instead of the number in each "
-                 "pipeline spec; placements, in-flight rules and counts in pp, s "
-                 "and m adapt, and without --model each module's layer count "
-                 "scales with N (layers per stage kept)")
-      ->check(CLI::PositiveNumber)
+  app.add_option(
+         "--actors", options.actors,
+         "Use N actors (devices) instead of the number in each "
+         "pipeline spec; placements, in-flight rules and counts in pp, s "
+         "and m adapt, and without --model each module's layer count "
+         "scales with N (layers per stage kept)")
+      ->check(integerAtLeast(1))
       ->type_name("N");
   app.add_option("--microbatches", options.microbatches,
                  "Use M micro-batches per iteration instead of the spec's")
-      ->check(CLI::PositiveNumber)
+      ->check(integerAtLeast(1))
       ->type_name("M");
   app.add_option("--time-model", options.timeModel,
                  "How long instructions take while scheduling: step (the "
@@ -95,7 +98,7 @@ int flexpipe::parseCompileOptions(int argc, char **argv,
                  "(world size = actors x dp); for report, svg and trace, the "
                  "simulated devices: actor a of replica 0 is device a x dp "
                  "(Megatron-LM's order, as flexpipe-tune assumes)")
-      ->check(CLI::PositiveNumber)
+      ->check(integerAtLeast(1))
       ->capture_default_str();
   app.add_option("--model", options.model,
                  "Model YAML (docs/CostModel.md): its modules' sizes replace "

@@ -341,16 +341,45 @@ static int writeRanks(MLIRContext &context, ModuleOp module,
     emitError(module.getLoc()) << "holds no schedule to lower";
     return 1;
   }
-  if (std::error_code ec = llvm::sys::fs::create_directories(directory)) {
-    llvm::errs() << "flexpipe-compile: cannot create '" << directory
-                 << "': " << ec.message() << "\n";
-    return 1;
-  }
   auto path = [&](const Twine &name) {
     SmallString<256> p(directory);
     llvm::sys::path::append(p, name);
     return std::string(p);
   };
+  // A new or empty directory, or an earlier output of this tool: old and
+  // new rank files must not mix.
+  if (llvm::sys::fs::exists(directory)) {
+    std::error_code ec;
+    if (!llvm::sys::fs::is_directory(directory)) {
+      llvm::errs() << "flexpipe-compile: -o '" << directory
+                   << "' exists and is not a directory\n";
+      return 1;
+    }
+    const bool empty = llvm::sys::fs::directory_iterator(directory, ec) ==
+                       llvm::sys::fs::directory_iterator();
+    if (!empty && !llvm::sys::fs::exists(path("schedule.txt"))) {
+      llvm::errs() << "flexpipe-compile: -o '" << directory
+                   << "' holds files but no earlier output of flexpipe-compile "
+                      "(schedule.txt); give a new or empty directory\n";
+      return 1;
+    }
+    // Rank files of an earlier, larger schedule.
+    for (llvm::sys::fs::directory_iterator it(directory, ec), end;
+         it != end && !ec; it.increment(ec)) {
+      StringRef digits = llvm::sys::path::filename(it->path());
+      if (!digits.consume_front("rank"))
+        continue;
+      digits.consume_back(".cpp");
+      unsigned rank = 0;
+      if (!digits.getAsInteger(10, rank) && rank >= ranks.size())
+        llvm::sys::fs::remove(it->path());
+    }
+  }
+  if (std::error_code ec = llvm::sys::fs::create_directories(directory)) {
+    llvm::errs() << "flexpipe-compile: cannot create '" << directory
+                 << "': " << ec.message() << "\n";
+    return 1;
+  }
   auto write = [&](const std::string &file, function_ref<LogicalResult(raw_ostream &)> fn) {
     std::string error;
     std::unique_ptr<llvm::ToolOutputFile> out = openOutputFile(file, &error);

@@ -27,6 +27,8 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include "../CliChecks.h"
+
 #include <CLI/CLI.hpp>
 
 #include <chrono>
@@ -144,10 +146,15 @@ bool resolveHooks(const std::vector<std::string> &names, const char *option,
 }
 
 /// One CSV / JSON row per evaluation.
-void writeResults(const std::string &dir, const TuneResult &result) {
-  std::error_code ec;
-  llvm::raw_fd_ostream csv(dir + "/results.csv", ec);
-  llvm::raw_fd_ostream json(dir + "/results.json", ec);
+bool writeResults(const std::string &dir, const TuneResult &result) {
+  std::error_code csvError, jsonError;
+  llvm::raw_fd_ostream csv(dir + "/results.csv", csvError);
+  llvm::raw_fd_ostream json(dir + "/results.json", jsonError);
+  if (csvError || jsonError) {
+    llvm::errs() << "flexpipe-tune: cannot write " << dir << "/results.*: "
+                 << (csvError ? csvError : jsonError).message() << "\n";
+    return false;
+  }
   csv << "rank,status,iteration_s,pipeline_s,grad_sync_s,tokens_per_s,"
          "bubble_ratio,peak_bytes,pp,dp,mbs,microbatches,placement,chunks,"
          "vocab_parallel,cttp,fstp,bstp,separation,error\n";
@@ -196,6 +203,7 @@ void writeResults(const std::string &dir, const TuneResult &result) {
   for (const Evaluation &e : result.rejected)
     row(e, 0);
   json << "\n]\n";
+  return true;
 }
 
 /// A model file with the candidate's batch sizes, for flexpipe-compile.
@@ -298,11 +306,11 @@ int main(int argc, char **argv) {
       ->check(CLI::ExistingFile);
   app.add_option("--gpus", o.gpus,
                  "GPUs to use (default: the cluster's devices)")
-      ->check(CLI::PositiveNumber)
+      ->check(flexpipe::integerAtLeast(1))
       ->type_name("N");
   app.add_option("--global-batch", o.globalBatch,
                  "Sequences per iteration (default: the model file's)")
-      ->check(CLI::PositiveNumber)
+      ->check(flexpipe::integerAtLeast(1))
       ->type_name("B");
   app.add_option("--profile", o.profile,
                  "Measured profile YAML whose durations replace the analytic "
@@ -313,11 +321,11 @@ int main(int argc, char **argv) {
       ->type_name("BYTES");
   app.add_option("--top", o.top,
                  "How many of the best to write as specs and print")
-      ->check(CLI::PositiveNumber)
+      ->check(flexpipe::integerAtLeast(1))
       ->capture_default_str();
   app.add_option("--threads", o.threads,
                  "Worker threads (default: all hardware threads)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(flexpipe::integerAtLeast(0));
   app.add_option("--pp", o.pp, "Only these pipeline sizes (comma-separated)")
       ->delimiter(',')
       ->type_name("LIST");
@@ -454,6 +462,18 @@ int main(int argc, char **argv) {
                  << ec.message() << "\n";
     return 1;
   }
+  // Where the results go must be writable before the search, not after.
+  if (!llvm::sys::fs::is_directory(o.output)) {
+    llvm::errs() << "flexpipe-tune: -o " << o.output
+                 << " exists and is not a directory; the results are a "
+                    "directory of files\n";
+    return 1;
+  }
+  if (const std::string probe = o.output + "/.flexpipe-tune-probe";
+      !writeFile(probe, ""))
+    return 1;
+  else
+    llvm::sys::fs::remove(probe);
 
   const auto started = std::chrono::steady_clock::now();
   llvm::Expected<TuneResult> tuned = tune(model, cluster, *resolved);
@@ -519,7 +539,8 @@ int main(int argc, char **argv) {
   }
 
   // Files.
-  writeResults(o.output, result);
+  if (!writeResults(o.output, result))
+    return 1;
   for (size_t i = 0; i < top; ++i) {
     const Evaluation &e = result.ranked[i];
     const Candidate &c = e.candidate;

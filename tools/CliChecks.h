@@ -1,0 +1,52 @@
+//===- CliChecks.h - Command-line checks shared by the tools ----*- C++ -*-===//
+//
+// Part of the FlexPipe project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// CLI11 validators with short messages: CLI::PositiveNumber answers `0` with
+// the whole range of a double (309 digits).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLEXPIPE_TOOLS_CLICHECKS_H
+#define FLEXPIPE_TOOLS_CLICHECKS_H
+
+#include <CLI/CLI.hpp>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+
+namespace flexpipe {
+
+/// An integer of at least `min` (1: "POSITIVE", 0: "NONNEGATIVE") and at
+/// most `max`.
+inline CLI::Validator integerAtLeast(int64_t min, int64_t max = INT32_MAX) {
+  return CLI::Validator(
+      [min, max](std::string &text) -> std::string {
+        char *end = nullptr;
+        errno = 0;
+        const long long value = std::strtoll(text.c_str(), &end, 10);
+        if (text.empty() || *end != '\0' || errno != 0)
+          return "'" + text.substr(0, 40) + "' is not an integer";
+        if (value < min)
+          return "must be " +
+                 std::string(min == 1 ? "a positive integer"
+                                      : "at least " + std::to_string(min)) +
+                 ", got " + text;
+        if (value > max)
+          return "must be at most " + std::to_string(max) + ", got " + text;
+        return {};
+      },
+      min == 1   ? "POSITIVE"
+      : min == 0 ? "NONNEGATIVE"
+                 : "INTEGER");
+}
+
+} // namespace flexpipe
+
+#endif // FLEXPIPE_TOOLS_CLICHECKS_H
