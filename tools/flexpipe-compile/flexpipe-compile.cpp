@@ -23,6 +23,7 @@
 #include "flexpipe/Scheduling/Export.h"
 #include "flexpipe/Scheduling/Simulator.h"
 #include "flexpipe/Scheduling/TorchFormat.h"
+#include "flexpipe/Support/InputLimits.h"
 
 #include "mlir/Dialect/EmitC/IR/EmitC.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -778,6 +779,14 @@ static int compile(const CompileOptions &options) {
     module =
         importTorchSchedule(context, input->getBuffer().str(), options, model);
   } else {
+    // Bounds MLIR's parser does not keep (InputLimits.h), before it parses.
+    if (std::string problem =
+            checkInputLimits(input->getBuffer(),
+                             options.input == "-" ? "<stdin>" : options.input);
+        !problem.empty()) {
+      llvm::errs() << problem << "\n";
+      return 1;
+    }
     sourceMgr.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
     module = parseSourceFile<ModuleOp>(sourceMgr, &context);
   }

@@ -16,14 +16,18 @@
 #include "flexpipe/Dialect/FlexPipe/IR/FlexPipe.h"
 #include "flexpipe/Dialect/FlexPipe/Transforms/Passes.h"
 #include "flexpipe/Plugin.h"
+#include "flexpipe/Support/InputLimits.h"
 
 #include "mlir/Dialect/EmitC/IR/EmitC.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/Support/FileUtilities.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <string>
@@ -87,6 +91,36 @@ int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   registry.insert<flexpipe::FlexPipeDialect, mlir::func::FuncDialect,
                   mlir::emitc::EmitCDialect>();
-  return mlir::asMainReturnCode(
-      mlir::MlirOptMain(argc, argv, "FlexPipe optimizer driver\n", registry));
+  auto [input, output] = mlir::registerAndParseCLIOptions(
+      argc, argv, "FlexPipe optimizer driver\n", registry);
+  // Bounds MLIR's parser does not keep (InputLimits.h), before it parses.
+  std::string error;
+  std::unique_ptr<llvm::MemoryBuffer> buffer =
+      mlir::openInputFile(input, &error);
+  if (!buffer) {
+    llvm::errs() << error << "\n";
+    return 1;
+  }
+  if (std::string problem = flexpipe::checkInputLimits(
+          buffer->getBuffer(), input == "-" ? "<stdin>" : input);
+      !problem.empty()) {
+    llvm::errs() << problem << "\n";
+    return 1;
+  }
+  if (input != "-")
+    return mlir::asMainReturnCode(
+        mlir::MlirOptMain(argc, argv, input, output, registry));
+  // Standard input can be read once: hand MLIR the buffer already read.
+  std::unique_ptr<llvm::ToolOutputFile> out =
+      mlir::openOutputFile(output, &error);
+  if (!out) {
+    llvm::errs() << error << "\n";
+    return 1;
+  }
+  if (mlir::failed(
+          mlir::MlirOptMain(out->os(), std::move(buffer), registry,
+                            mlir::MlirOptMainConfig::createFromCLOptions())))
+    return 1;
+  out->keep();
+  return 0;
 }

@@ -1,0 +1,85 @@
+//===- InputLimits.h - Bounds checked before MLIR parses a file -*- C++ -*-===//
+//
+// Part of the FlexPipe project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// MLIR's parser recurses once per nesting level and converts integer
+// literals of any length: about 5,000 nested `builtin.module {` overflow the
+// stack, and a literal of 30,000 digits takes half a minute. A compiler that
+// reads untrusted files bounds both before parsing. FlexPipe's inputs need a
+// handful of levels and literals of at most 20 digits (an i64).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLEXPIPE_SUPPORT_INPUTLIMITS_H
+#define FLEXPIPE_SUPPORT_INPUTLIMITS_H
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace flexpipe {
+
+/// The deepest nesting of (), [] and {} an input may have.
+constexpr int kMaxNesting = 256;
+/// The longest run of digits (one literal) an input may hold.
+constexpr size_t kMaxDigits = 100;
+
+/// Checks `text` (the file `name`) against the bounds above, skipping
+/// comments and string literals. Returns "" or a located error,
+/// `NAME:LINE:COLUMN: error: ...`.
+inline std::string checkInputLimits(std::string_view text,
+                                    const std::string &name) {
+  int depth = 0;
+  size_t line = 1, column = 1, digits = 0, digitLine = 0, digitColumn = 0;
+  auto error = [&](size_t l, size_t c, const std::string &what) {
+    return name + ":" + std::to_string(l) + ":" + std::to_string(c) +
+           ": error: " + what;
+  };
+  for (size_t i = 0; i < text.size(); ++i, ++column) {
+    const char c = text[i];
+    if (c >= '0' && c <= '9') {
+      if (digits++ == 0) {
+        digitLine = line;
+        digitColumn = column;
+      }
+      if (digits > kMaxDigits)
+        return error(digitLine, digitColumn,
+                     "a number of more than " + std::to_string(kMaxDigits) +
+                         " digits; FlexPipe's counts and sizes need at most "
+                         "20");
+      continue;
+    }
+    digits = 0;
+    if (c == '\n') {
+      ++line;
+      column = 0;
+    } else if (c == '/' && i + 1 < text.size() && text[i + 1] == '/') {
+      while (i + 1 < text.size() && text[i + 1] != '\n')
+        ++i;
+    } else if (c == '"') {
+      for (++i, ++column; i < text.size() && text[i] != '"'; ++i, ++column) {
+        if (text[i] == '\\')
+          ++i, ++column;
+        else if (text[i] == '\n')
+          ++line, column = 0;
+      }
+    } else if (c == '(' || c == '[' || c == '{') {
+      if (++depth > kMaxNesting)
+        return error(line, column,
+                     "nesting deeper than " + std::to_string(kMaxNesting) +
+                         " levels of (), [] and {}; FlexPipe's inputs need a "
+                         "handful");
+    } else if (c == ')' || c == ']' || c == '}') {
+      depth = depth > 0 ? depth - 1 : 0;
+    }
+  }
+  return {};
+}
+
+} // namespace flexpipe
+
+#endif // FLEXPIPE_SUPPORT_INPUTLIMITS_H
