@@ -248,10 +248,20 @@ struct flexpipe_rt {
   bool runs(int s) const { return desc.stage[s].part(actor) >= 0; }
   DeviceStage &stage(int64_t s) {
     auto it = stages.find(static_cast<int>(s));
-    if (it == stages.end())
-      comm->abort("stage " + std::to_string(s) + " does not run on actor " +
-                      std::to_string(actor),
-                  1);
+    if (it == stages.end()) {
+      // Most likely this executable is another actor's program: name it.
+      std::string message = "stage " + std::to_string(s) +
+                            " does not run on actor " + std::to_string(actor);
+      if (s >= 0 && s < desc.stages && !desc.stage[s].shared())
+        message += "; this executable is actor " +
+                   std::to_string(desc.stage[s].actor) + "'s program (rank" +
+                   std::to_string(desc.stage[s].actor) + "), started as rank " +
+                   std::to_string(comm->rank()) +
+                   ": start rankA as every rank r with r mod " +
+                   std::to_string(desc.actors) +
+                   " = A (run-mpi.sh and slurm.conf do)";
+      comm->abort(message, 1);
+    }
     return *it->second;
   }
   /// The floats of an activation or gradient between stage `s` and its

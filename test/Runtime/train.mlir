@@ -33,6 +33,9 @@
 // RUN: cp %t/b/rank1 %t/a/rank1
 // RUN: not %t/a/run-mpi.sh 2>&1 | FileCheck %s --check-prefix=HASH
 // HASH: the ranks were compiled from different schedules
+// One rank's executable started as every rank names what is wrong.
+// RUN: not env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 60 mpirun --oversubscribe -np 2 %t/a/rank0 2>&1 | FileCheck %s --check-prefix=WRONG
+// WRONG: flexpipe: rank 1: stage 0 does not run on actor 1; this executable is actor 0's program (rank0), started as rank 1: start rankA as every rank r with r mod 2 = A (run-mpi.sh and slurm.conf do)
 
 // A rank that dies stops every other rank with a non-zero exit.
 // RUN: flexpipe-compile %schedules/1f1b.mlir --actors 2 --microbatches 4 --emit=exe -o %t/a-good
