@@ -44,13 +44,15 @@ ensure_packages() {
     || die "apt-get install failed for: ${missing[*]}"
 }
 
-# Configures (once) and builds every target.
+# Configures (once, with the array FLEXPIPE_CMAKE_ARGS when set) and builds
+# every target.
 build_all() {
   if [ ! -f "$BUILD_DIR/build.ninja" ]; then
     log "Configuring in $BUILD_DIR"
     cmake -S "$FLEXPIPE_ROOT" -B "$BUILD_DIR" -G Ninja \
       -DCMAKE_BUILD_TYPE=Release \
-      -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir || die "CMake configuration failed"
+      -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
+      "${FLEXPIPE_CMAKE_ARGS[@]}" || die "CMake configuration failed"
   fi
   log "Building (ninja -j$JOBS)"
   ninja -C "$BUILD_DIR" -j "$JOBS" all flexpipe-doc || die "build failed"

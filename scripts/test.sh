@@ -7,8 +7,29 @@
 # (test/Differential, no torch needed), the generated-reference freshness
 # check, the documentation examples check, and the PyTorch interop suite
 # (scripts/test-torch.sh) when its PyTorch environment exists.
+#
+# scripts/test.sh --sanitize does the same in a second build (build-sanitize/)
+# with AddressSanitizer and UndefinedBehaviorSanitizer in every tool, library
+# and rank executable; any report fails the test that triggered it.
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+
+if [ "${1:-}" = "--sanitize" ]; then
+  export BUILD_DIR="$FLEXPIPE_ROOT/build-sanitize"
+  FLEXPIPE_CMAKE_ARGS=(-DCMAKE_BUILD_TYPE=RelWithDebInfo
+    "-DLLVM_USE_SANITIZER=Address;Undefined"
+    "-DLLVM_UBSAN_FLAGS=-fsanitize=undefined -fno-sanitize=vptr"
+    -DFLEXPIPE_ENABLE_CUDA=OFF
+    "-DFLEXPIPE_RANK_FLAGS=-fsanitize=address,undefined -fno-sanitize=vptr -fno-omit-frame-pointer")
+  # Leaks are not checked: MPI and the MLIR context keep what they allocate
+  # until exit by design. Manual poisoning is off: LLVM's allocators poison
+  # from our instrumented code but not from Debian's uninstrumented MLIR
+  # libraries, which reads as use-after-poison inside MLIR.
+  export ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:allow_user_poisoning=0:${ASAN_OPTIONS:-}"
+  export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:${UBSAN_OPTIONS:-}"
+elif [ $# -gt 0 ]; then
+  die "usage: scripts/test.sh [--sanitize]"
+fi
 
 ensure_packages
 build_all

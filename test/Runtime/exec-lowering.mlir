@@ -39,10 +39,10 @@
 // BUILD-NEXT: # mpirun -np 1 ./rank0 : -np 1 ./rank1
 // BUILD-NEXT: set -e
 // BUILD-NEXT: cd "$(dirname "$0")"
-// BUILD-NEXT: {{.*}} -std=c++17 -O2 -I{{.*}}runtime/include -I{{.*}}test/Runtime/Inputs -c ProbeOps.cpp -o ProbeOps.o
-// BUILD-NEXT: {{.*}} -std=c++17 -O2 -I{{.*}}runtime/include reference.cpp ProbeOps.o -o reference {{.*}}libFlexPipeRuntime.a -lopenblas
-// BUILD-NEXT: {{.*}} -std=c++17 -O2 -I{{.*}}runtime/include rank0.cpp ProbeOps.o -o rank0 {{.*}}libflexpipe_rt_cpu.a {{.*}}libFlexPipeRuntime.a -lopenblas
-// BUILD-NEXT: {{.*}} -std=c++17 -O2 -I{{.*}}runtime/include rank1.cpp ProbeOps.o -o rank1 {{.*}}libflexpipe_rt_cpu.a {{.*}}libFlexPipeRuntime.a -lopenblas
+// BUILD-NEXT: {{.*}} -std=c++17 -O2 -I{{.*}}runtime/include{{.*}} -I{{.*}}test/Runtime/Inputs -c ProbeOps.cpp -o ProbeOps.o
+// BUILD-NEXT: {{.*}} -std=c++17 -O2 -I{{.*}}runtime/include{{.*}} reference.cpp ProbeOps.o -o reference {{.*}}libFlexPipeRuntime.a -lopenblas
+// BUILD-NEXT: {{.*}} -std=c++17 -O2 -I{{.*}}runtime/include{{.*}} rank0.cpp ProbeOps.o -o rank0 {{.*}}libflexpipe_rt_cpu.a {{.*}}libFlexPipeRuntime.a -lopenblas
+// BUILD-NEXT: {{.*}} -std=c++17 -O2 -I{{.*}}runtime/include{{.*}} rank1.cpp ProbeOps.o -o rank1 {{.*}}libflexpipe_rt_cpu.a {{.*}}libFlexPipeRuntime.a -lopenblas
 
 // REFERENCE: return flexpipe::rt::runReference(argc, argv);
 

@@ -88,9 +88,15 @@ static std::optional<Toolchain> cpuToolchain(const std::string &include,
             "'mpicxx' (install openmpi-bin or set FLEXPIPE_CXX)\n";
     return std::nullopt;
   }
-  return Toolchain{{*compiler, "-std=c++17", "-O2", "-I" + include},
-                   {libs + "/libflexpipe_rt_cpu.a",
-                    libs + "/libFlexPipeRuntime.a", "-lopenblas"}};
+  Toolchain toolchain{{*compiler, "-std=c++17", "-O2", "-I" + include},
+                      {libs + "/libflexpipe_rt_cpu.a",
+                       libs + "/libFlexPipeRuntime.a", "-lopenblas"}};
+  // The build's own extra flags (a sanitizer build's -fsanitize=...).
+  SmallVector<StringRef> extra;
+  StringRef(FLEXPIPE_RANK_FLAGS).split(extra, ' ', -1, false);
+  for (StringRef flag : extra)
+    toolchain.before.push_back(flag.str());
+  return toolchain;
 }
 
 /// The cuda backend: nvcc drives the host compiler (mpicxx when the runtime
