@@ -245,10 +245,17 @@ std::string flexpipe::sched::loadCluster(const std::string &path,
     YAML::Node root = r.load();
     const std::string what = "the cluster file";
     r.expectMap(root, what,
-                {"name", "devices", "devices_per_node", "peak_flops",
-                 "efficiency", "memory_bytes", "intra_node", "inter_node"});
+                {"name", "device_kind", "devices", "devices_per_node",
+                 "peak_flops", "efficiency", "memory_bytes", "intra_node",
+                 "inter_node"});
     if (root["name"])
       cluster.name = r.string(root["name"], "name");
+    if (YAML::Node kind = root["device_kind"]) {
+      cluster.deviceKind = r.string(kind, "device_kind");
+      if (cluster.deviceKind != "gpu" && cluster.deviceKind != "cpu")
+        r.fail(kind.Mark(), "key 'device_kind' must be 'gpu' or 'cpu', got '" +
+                                cluster.deviceKind + "'");
+    }
     cluster.devices =
         r.integer(r.required(root, "devices", what), "devices", 1);
     cluster.devicesPerNode = r.integer(r.required(root, "devices_per_node", what),

@@ -100,12 +100,14 @@ flexpipe::sched::resolveOptions(const ModelConfig &model,
   if (o.gpus == 0)
     o.gpus = cluster.devices;
   if (o.gpus < 1)
-    return fail("the number of GPUs must be at least 1");
+    return fail(std::string("the number of ") + cluster.devicesWord() +
+                " must be at least 1");
   if (o.gpus > cluster.devices)
-    return fail(llvm::formatv("{0} GPUs asked for, but cluster '{1}' has {2}; "
+    return fail(llvm::formatv("{0} {3} asked for, but cluster '{1}' has {2}; "
                               "use --gpus {2} or less, or a larger cluster "
                               "file",
-                              o.gpus, cluster.name, cluster.devices));
+                              o.gpus, cluster.name, cluster.devices,
+                              cluster.devicesWord()));
   if (o.globalBatch == 0)
     o.globalBatch = model.globalBatchSize;
   if (o.globalBatch < 1)
@@ -124,9 +126,9 @@ flexpipe::sched::resolveOptions(const ModelConfig &model,
   } else {
     for (int64_t pp : o.pp) {
       if (pp < 1 || o.gpus % pp != 0)
-        return fail(llvm::formatv("pp = {0} does not divide the {1} GPUs; "
-                                  "pp x dp must equal the number of GPUs",
-                                  pp, o.gpus));
+        return fail(llvm::formatv("pp = {0} does not divide the {1} {2}; "
+                                  "pp x dp must equal the number of {2}",
+                                  pp, o.gpus, cluster.devicesWord()));
       if (pp > m.layers)
         return fail(llvm::formatv("pp = {0} exceeds the model's {1} layers",
                                   pp, m.layers));
@@ -260,7 +262,7 @@ flexpipe::sched::enumerateCandidates(const ModelConfig &model,
   }
   if (out.empty()) {
     std::string message = llvm::formatv(
-        "the search space is empty for {0} GPUs and a global batch of {1} "
+        "the search space is empty for {0} devices and a global batch of {1} "
         "(pp tried: ",
         o.gpus, o.globalBatch);
     for (size_t i = 0; i < o.pp.size(); ++i)
@@ -268,12 +270,12 @@ flexpipe::sched::enumerateCandidates(const ModelConfig &model,
     message += ")";
     if (o.pp.empty())
       message += llvm::formatv("; pp must be a power of two that divides the "
-                               "GPU count and is at most the {0} layers",
+                               "device count and is at most the {0} layers",
                                m.layers)
                      .str();
     else if (!whyNot.empty())
       message += "; " + whyNot.front() +
-                 "; use a global batch divisible by dp x mbs or a GPU count "
+                 "; use a global batch divisible by dp x mbs or a device count "
                  "that is a power of two";
     else
       message += "; no placement fits the layer count";
@@ -806,7 +808,8 @@ llvm::Expected<TuneResult> flexpipe::sched::tune(const ModelConfig &model,
     if (smallest)
       return fail(llvm::formatv(
           "no candidate fits in {0} per device: the smallest needs {1} (pp "
-          "{2} x dp {3}, micro-batch size {4}, {5}); use more GPUs, a smaller "
+          "{2} x dp {3}, micro-batch size {4}, {5}); use more devices, a "
+          "smaller "
           "global batch or model, or raise --memory-limit",
           formatBytes(options.memoryLimit), formatBytes(smallest->peakBytes),
           smallest->candidate.pp, smallest->candidate.dp,

@@ -170,7 +170,7 @@ TEST_CASE("the tuner's options are resolved or refused with advice",
       enumerateCandidates(model, *six);
   REQUIRE_FALSE(static_cast<bool>(none));
   CHECK(llvm::StringRef(llvm::toString(none.takeError()))
-            .starts_with("the search space is empty for 6 GPUs"));
+            .starts_with("the search space is empty for 6 devices"));
 }
 
 TEST_CASE("pruning by bound never loses the best candidate", "[tuner]") {

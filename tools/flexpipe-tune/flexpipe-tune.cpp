@@ -497,13 +497,13 @@ int main(int argc, char **argv) {
 
   const ModuleModel &module = model.modules.front();
   llvm::outs() << llvm::formatv(
-      "flexpipe-tune: {0} on {1}, {2} GPUs, global batch {3}, memory limit "
+      "flexpipe-tune: {0} on {1}, {2} {12}, global batch {3}, memory limit "
       "{4}\n{5} candidates: {6} simulated, {7} separation variants skipped, "
       "{8} over memory, {9} unschedulable; {10:F2} s on {11} thread(s)\n\n",
       model.name, cluster.name, resolved->gpus, resolved->globalBatch,
       resolved->memoryLimit > 0 ? formatBytes(resolved->memoryLimit) : "none",
       result.candidates, result.simulated, result.pruned, overMemory,
-      unschedulable, elapsed, resolved->threads);
+      unschedulable, elapsed, resolved->threads, cluster.devicesWord());
   llvm::outs() << llvm::formatv("{0,-5} {1,-11} {2,-11} {3,-7} {4,-10} "
                                 "{5,-4} {6,-4} {7,-4} {8,-4} {9}\n",
                                 "rank", "iteration", "tokens/s", "bubble",
@@ -548,9 +548,10 @@ int main(int argc, char **argv) {
         o.output + "/rank-" + std::to_string(i + 1);
     std::ostringstream spec;
     spec << "// flexpipe-tune rank " << i + 1 << " for " << model.name << " on "
-         << cluster.name << ", " << resolved->gpus << " GPUs: pp " << c.pp
-         << " x dp " << c.dp << ", micro-batch size " << c.mbs << ", "
-         << c.microbatches << " micro-batches\n"
+         << cluster.name << ", " << resolved->gpus << " "
+         << cluster.devicesWord() << ": pp " << c.pp << " x dp " << c.dp
+         << ", micro-batch size " << c.mbs << ", " << c.microbatches
+         << " micro-batches\n"
          << "// " << describe(c) << "\n"
          << "// predicted: iteration " << seconds(e.iterationTime)
          << " (pipeline " << seconds(e.pipelineTime)

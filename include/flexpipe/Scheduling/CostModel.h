@@ -65,6 +65,13 @@ struct ClusterConfig {
   double efficiency = 1;  ///< achievable fraction of peakFlops
   double memoryBytes = 0; ///< per device
   Link intraNode, interNode;
+  /// What a device is: "gpu" (the default) or "cpu" (one CPU rank); only
+  /// the tools' wording depends on it.
+  std::string deviceKind = "gpu";
+  /// "GPUs" or "CPU ranks", for messages.
+  const char *devicesWord() const {
+    return deviceKind == "cpu" ? "CPU ranks" : "GPUs";
+  }
 };
 
 /// The cost of one stage for one micro-batch.
