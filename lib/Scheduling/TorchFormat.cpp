@@ -169,16 +169,17 @@ void flexpipe::sched::orderReceivesPerPair(Program &program) {
       succs[from].push_back(to);
       preds[to].push_back(from);
     }
-  // Per (sender, receiver): each message's place in the sender's sends.
-  using Message = std::tuple<bool, int32_t, int32_t>; // grad, stage, mb
-  std::vector<std::map<Message, int32_t>> sendIndex(static_cast<size_t>(n) * n);
+  // Each message's place among its sender's sends to its receiver (keyed by
+  // message, not held per actor pair: pairs are many, messages few).
+  using Message = std::tuple<int32_t, int32_t, bool, int32_t, int32_t>;
+  std::map<Message, int32_t> sendIndex; // (src, dst, grad, stage, mb)
+  std::map<std::pair<int32_t, int32_t>, int32_t> sendsTo; // (src, dst)
   for (int32_t src = 0; src < n; ++src)
     for (const ProgOp &op : program.actors[src])
-      if (isSend(op.kind) && op.peer >= 0 && op.peer < n) {
-        auto &index = sendIndex[static_cast<size_t>(src) * n + op.peer];
-        index.emplace(Message{op.kind == OpKind::SendGrad, op.stage, op.mb},
-                      static_cast<int32_t>(index.size()));
-      }
+      if (isSend(op.kind) && op.peer >= 0 && op.peer < n)
+        sendIndex.emplace(
+            Message{src, op.peer, op.kind == OpKind::SendGrad, op.stage, op.mb},
+            sendsTo[{src, op.peer}]++);
 
   int32_t nextToken = nextFreeToken(program);
   for (int32_t dst = 0; dst < n; ++dst) {
@@ -199,10 +200,10 @@ void flexpipe::sched::orderReceivesPerPair(Program &program) {
       const bool grad = op.kind == OpKind::RecvGrad;
       if (op.peer >= 0 && op.peer < n && op.stage >= 0 &&
           op.stage < program.numStages) {
-        const auto &index = sendIndex[static_cast<size_t>(op.peer) * n + dst];
         for (int32_t from : grad ? succs[op.stage] : preds[op.stage])
-          if (auto it = index.find(Message{grad, from, op.mb});
-              it != index.end())
+          if (auto it =
+                  sendIndex.find(Message{op.peer, dst, grad, from, op.mb});
+              it != sendIndex.end())
             r.sequence = it->second;
       }
       recvs.push_back(r);

@@ -66,29 +66,17 @@ void writeSchedule(PipelineOp pipeline, const sched::BuiltProblem &built,
 struct SchedulePass : flexpipe::impl::SchedulePassBase<SchedulePass> {
   using Base::Base;
   void runOnOperation() override {
-    sched::TimeModel model;
-    if (timeModel == "step")
-      model = sched::TimeModel::Step;
-    else if (timeModel == "cost")
-      model = sched::TimeModel::Cost;
-    else {
-      getOperation().emitError()
-          << "unknown time model '" << timeModel.getValue()
-          << "' for -flexpipe-schedule; expected step or cost";
+    FailureOr<sched::TimeModel> model = chooseOption<sched::TimeModel>(
+        getOperation(), getArgument(), "time model", timeModel,
+        {{"step", sched::TimeModel::Step}, {"cost", sched::TimeModel::Cost}});
+    if (failed(model))
       return signalPassFailure();
-    }
-
-    sched::StepRule rule;
-    if (stepRule == "next-type")
-      rule = sched::StepRule::NextType;
-    else if (stepRule == "literal")
-      rule = sched::StepRule::Literal;
-    else {
-      getOperation().emitError()
-          << "unknown step rule '" << stepRule.getValue()
-          << "' for -flexpipe-schedule; expected next-type or literal";
+    FailureOr<sched::StepRule> rule = chooseOption<sched::StepRule>(
+        getOperation(), getArgument(), "step rule", stepRule,
+        {{"next-type", sched::StepRule::NextType},
+         {"literal", sched::StepRule::Literal}});
+    if (failed(rule))
       return signalPassFailure();
-    }
 
     sched::ModelConfig modelConfig;
     sched::ClusterConfig cluster;
@@ -122,8 +110,8 @@ struct SchedulePass : flexpipe::impl::SchedulePassBase<SchedulePass> {
         pipeline.emitOpError() << llvm::toString(built.takeError());
         return signalPassFailure();
       }
-      built->problem.stepRule = rule;
-      sched::ScheduleResult result = sched::schedule(built->problem, model);
+      built->problem.stepRule = *rule;
+      sched::ScheduleResult result = sched::schedule(built->problem, *model);
       if (!result.ok) {
         InFlightDiagnostic diag = pipeline.emitOpError()
                                   << "cannot be scheduled: " << result.error;

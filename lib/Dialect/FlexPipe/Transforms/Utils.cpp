@@ -555,11 +555,9 @@ flexpipe::resolveCosts(Operation *at, const sched::Program &program,
                        StringRef passName, StringRef timeModel,
                        StringRef modelFile, StringRef clusterFile,
                        StringRef profileFile) {
-  if (timeModel != "step" && timeModel != "cost") {
-    at->emitError() << "unknown time model '" << timeModel << "' for -"
-                    << passName << "; expected step or cost";
+  if (failed(chooseOption<bool>(at, passName, "time model", timeModel,
+                                {{"step", false}, {"cost", true}})))
     return failure();
-  }
   if (modelFile.empty() != clusterFile.empty()) {
     at->emitError() << "-" << passName
                     << " needs both model and cluster files, or neither";

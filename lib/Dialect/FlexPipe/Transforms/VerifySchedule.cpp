@@ -23,17 +23,13 @@ namespace {
 struct VerifySchedulePass : flexpipe::impl::VerifySchedulePassBase<VerifySchedulePass> {
   using Base::Base;
   void runOnOperation() override {
-    sched::ChannelRule rule;
-    if (channels == "stage") {
-      rule = sched::ChannelRule::PerStage;
-    } else if (channels == "pair") {
-      rule = sched::ChannelRule::PerPair;
-    } else {
-      getOperation().emitError()
-          << "unknown channel rule '" << channels.getValue()
-          << "' for -flexpipe-verify-schedule; use 'stage' or 'pair'";
+    FailureOr<sched::ChannelRule> chosen = chooseOption<sched::ChannelRule>(
+        getOperation(), getArgument(), "channel rule", channels,
+        {{"stage", sched::ChannelRule::PerStage},
+         {"pair", sched::ChannelRule::PerPair}});
+    if (failed(chosen))
       return signalPassFailure();
-    }
+    const sched::ChannelRule rule = *chosen;
     for (ScheduleOp schedule : getOperation().getOps<ScheduleOp>()) {
       ScheduleProgram read = readSchedule(schedule);
       std::optional<sched::VerifyFailure> failure =

@@ -23,9 +23,33 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
 
+#include <utility>
 #include <vector>
 
 namespace flexpipe {
+
+/// The value of the string pass option `what` of pass `-pass` among
+/// `choices`; otherwise emits `unknown WHAT 'V' for -PASS; expected A or B`
+/// at `at` and fails. The one reader of enumerated pass options.
+template <typename T>
+mlir::FailureOr<T>
+chooseOption(mlir::Operation *at, llvm::StringRef pass, llvm::StringRef what,
+             llvm::StringRef value,
+             std::initializer_list<std::pair<llvm::StringRef, T>> choices) {
+  std::string expected;
+  size_t index = 0;
+  for (const auto &[name, result] : choices) {
+    if (name == value)
+      return result;
+    if (index > 0)
+      expected += index + 1 == choices.size() ? " or " : ", ";
+    expected += name.str();
+    ++index;
+  }
+  at->emitError() << "unknown " << what << " '" << value << "' for -" << pass
+                  << "; expected " << expected;
+  return mlir::failure();
+}
 
 /// Reads a verified pipeline into the library's spec. Emits a diagnostic and
 /// fails on constructs the scheduler does not handle yet.
