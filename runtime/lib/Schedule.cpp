@@ -7,11 +7,13 @@
 //===----------------------------------------------------------------------===//
 
 #include "flexpipe/Runtime/Schedule.h"
+#include "flexpipe/Support/Hash.h"
 
 #include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <sstream>
+#include <string_view>
 
 using namespace flexpipe::rt;
 
@@ -247,6 +249,10 @@ std::string flexpipe::rt::parseSchedule(const std::string &text,
     return "schedule description line " + std::to_string(number) + ": " + what;
   };
   bool header = false;
+  // flexpipe-compile writes 'hash' and 'check' together; a hand-written
+  // description (tests, docs) may have neither.
+  int hashLine = 0;
+  bool checked = false;
   std::vector<char> declared; // per stage: its 'stage' line was read
   while (std::getline(in, line)) {
     ++number;
@@ -265,6 +271,19 @@ std::string flexpipe::rt::parseSchedule(const std::string &text,
       words >> desc.name;
     } else if (key == "hash") {
       words >> desc.hash;
+      hashLine = number;
+    } else if (key == "check") {
+      // The check sum of everything after this line (Hash.h's FNV-1a).
+      uint64_t expected = 0;
+      words >> expected;
+      const std::streamoff at = in.tellg();
+      const std::string_view rest =
+          at < 0 ? std::string_view() : std::string_view(text).substr(at);
+      if (words && fnv1a(rest) != expected)
+        return fail("the description does not match its check sum: it was "
+                    "changed after flexpipe-compile wrote it; compile the "
+                    "spec again");
+      checked = true;
     } else if (key == "actors") {
       words >> desc.actors;
     } else if (key == "stages") {
@@ -314,8 +333,10 @@ std::string flexpipe::rt::parseSchedule(const std::string &text,
       for (std::string word; words >> word;)
         rest.push_back(word);
       words.clear(std::ios::eofbit);
+      // An actor or tower number: up to 9 digits (an int; the range is
+      // checked with the rest of the structure).
       auto isNumber = [](const std::string &w) {
-        return !w.empty() &&
+        return !w.empty() && w.size() <= 9 &&
                w.find_first_not_of("0123456789") == std::string::npos;
       };
       bool tower = false;
@@ -368,7 +389,12 @@ std::string flexpipe::rt::parseSchedule(const std::string &text,
       return fail("bad value");
   }
   if (!header)
-    return "the schedule description is empty";
+    return "schedule description: empty";
+  if (hashLine && !checked) {
+    number = hashLine;
+    return fail("a 'hash' line without the 'check' line flexpipe-compile "
+                "writes after it: the description was changed");
+  }
   if (declared.empty())
     return "schedule description: no 'stages' line";
   if (!desc.towers.empty()) {

@@ -14,6 +14,7 @@
 
 #include "flexpipe/Runtime/Model.h"
 #include "flexpipe/Runtime/Schedule.h"
+#include "flexpipe/Support/Hash.h"
 
 // The runtime's internal kernels (runtime/lib).
 #include "Kernels.h"
@@ -618,6 +619,32 @@ TEST_CASE("the schedule description of a GPT and of two towers",
         "schedule description line 3: stages must be between 1 and 1048576");
   CHECK(problem(gpt + "stage 1 actor 1 blocks 4 4 first_last 0 1\n") ==
         "schedule description line 10: stage 1 is declared twice");
+  // An actor number beyond an int used to throw out_of_range (fuzzing).
+  CHECK(problem(
+            replaced("first_last 0 1\n", "first_last 0 1 tower 99999999999\n"))
+            .rfind("schedule description line 8: expected", 0) == 0);
+
+  // flexpipe-compile's check line: the sum of what follows it. A change to
+  // any later line, or a hash line left without it, is refused.
+  const std::string body = gpt.substr(gpt.find('\n') + 1);
+  const std::string signed_ = "flexpipe-schedule 1\nhash 42\ncheck " +
+                              std::to_string(flexpipe::fnv1a(body)) + "\n" +
+                              body;
+  CHECK(problem(signed_).empty());
+  std::string changed = signed_;
+  changed.replace(changed.find("edge 0 1"), 8, "edge 0 0");
+  CHECK(problem(changed) ==
+        "schedule description line 3: the description does not match its "
+        "check sum: it was changed after flexpipe-compile wrote it; compile "
+        "the spec again");
+  std::string unchecked = signed_;
+  unchecked.erase(unchecked.find("check "),
+                  unchecked.find('\n', unchecked.find("check ")) -
+                      unchecked.find("check ") + 1);
+  CHECK(problem(unchecked) ==
+        "schedule description line 2: a 'hash' line without the 'check' line "
+        "flexpipe-compile writes after it: the description was changed");
+  CHECK(problem("") == "schedule description: empty");
 }
 
 TEST_CASE("the kernels give the same bits wherever the data lives",

@@ -10,6 +10,7 @@
 
 #include "flexpipe/Dialect/FlexPipe/IR/FlexPipe.h"
 #include "flexpipe/Scheduling/CostModelYAML.h"
+#include "flexpipe/Support/Hash.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
@@ -35,12 +36,6 @@ using namespace mlir;
 using namespace flexpipe;
 
 namespace {
-
-uint64_t fnv1a(StringRef text, uint64_t h = 1469598103934665603ULL) {
-  for (char c : text)
-    h = (h ^ static_cast<uint8_t>(c)) * 1099511628211ULL;
-  return h;
-}
 
 /// "[a, b, ...]".
 std::string listText(ArrayRef<int64_t> values) {
@@ -226,14 +221,17 @@ std::string execLines(ScheduleOp schedule, const ExecInstances &instances) {
   return lines.str();
 }
 
-/// The description's header and its hash: covers the body and every actor's
-/// program.
+/// The description's header: its hash, which covers the body and every
+/// actor's program (the ranks compare it), and the check sum of the body
+/// alone (the reader recomputes it: a description changed after it was
+/// written is refused).
 std::string withHash(ScheduleOp schedule, const std::string &body) {
   std::string printed;
   llvm::raw_string_ostream os(printed);
   schedule->print(os, OpPrintingFlags().printGenericOpForm());
   const uint64_t hash = fnv1a(printed, fnv1a(body)) >> 1;
-  return "flexpipe-schedule 1\nhash " + std::to_string(hash) + "\n" + body;
+  return "flexpipe-schedule 1\nhash " + std::to_string(hash) + "\ncheck " +
+         std::to_string(fnv1a(body)) + "\n" + body;
 }
 
 /// What describe() found out about a schedule before the model decides.

@@ -8,6 +8,8 @@
 
 #include "Bootstrap.h"
 
+#include "flexpipe/Support/Hash.h"
+
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -47,13 +49,6 @@ std::string readFile(const std::string &path) {
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
-}
-
-uint64_t fnv1a(const std::string &text) {
-  uint64_t h = 1469598103934665603ULL;
-  for (char c : text)
-    h = (h ^ static_cast<uint8_t>(c)) * 1099511628211ULL;
-  return h;
 }
 
 /// The state letter and start time (field 22) of /proc/PID/stat.
@@ -268,7 +263,7 @@ ProcessId flexpipe::rt::thisProcess() {
     ns[n] = '\0';
   std::string boot = readFile("/proc/sys/kernel/random/boot_id");
   ProcessId self;
-  self.host = fnv1a(std::string(name) + "|" + ns + "|" + boot);
+  self.host = flexpipe::fnv1a(std::string(name) + "|" + ns + "|" + boot);
   self.pid = static_cast<uint64_t>(::getpid());
   char state = '?';
   readStat(self.pid, state, self.start);
