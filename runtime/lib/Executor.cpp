@@ -15,7 +15,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Checkpoint.h"
 #include "OutputFile.h"
+#include "ParseNumber.h"
 #include "flexpipe/Runtime/Runtime.h"
 
 #include "flexpipe/Runtime/Comm.h"
@@ -26,6 +28,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -49,6 +52,11 @@ struct Options {
   int threads = 1;
   float lr = 1e-3f;
   std::string losses, weights, profile, trace;
+  /// --checkpoint DIR, --resume DIR (empty: none).
+  std::string checkpoint, resume;
+  /// --checkpoint-every N: also after every N-th iteration (0: at the end
+  /// only).
+  int64_t checkpointEvery = 0;
 };
 
 /// One instruction as it ran, for --trace.
@@ -115,13 +123,26 @@ std::string parseOptions(int argc, char **argv, Options &o) {
       return i + 1 < argc ? argv[++i] : nullptr;
     };
     const char *v = nullptr;
-    if (arg == "--iterations" && (v = value()))
-      o.iterations = std::atoll(v);
-    else if (arg == "--threads" && (v = value()))
-      o.threads = std::atoi(v);
-    else if (arg == "--lr" && (v = value()))
-      o.lr = static_cast<float>(std::atof(v));
-    else if (arg == "--losses" && (v = value()))
+    if ((arg == "--checkpoint" || arg == "--resume") && i + 1 < argc &&
+        !*argv[i + 1])
+      return arg + " needs a directory";
+    int64_t number = 0;
+    if (arg == "--iterations" && (v = value())) {
+      if (!parseInteger(v, 1, int64_t(1) << 40, o.iterations))
+        return "--iterations must be an integer of at least 1, got '" +
+               std::string(v) + "'";
+    } else if (arg == "--threads" && (v = value())) {
+      if (!parseInteger(v, 1, 1024, number))
+        return "--threads must be an integer between 1 and 1024, got '" +
+               std::string(v) + "'";
+      o.threads = static_cast<int>(number);
+    } else if (arg == "--lr" && (v = value())) {
+      double lr = 0;
+      if (!parseNumber(v, 0, 1e6, lr))
+        return "--lr must be a number between 0 and 1e6, got '" +
+               std::string(v) + "'";
+      o.lr = static_cast<float>(lr);
+    } else if (arg == "--losses" && (v = value()))
       o.losses = v;
     else if (arg == "--weights" && (v = value()))
       o.weights = v;
@@ -129,15 +150,32 @@ std::string parseOptions(int argc, char **argv, Options &o) {
       o.profile = v;
     else if (arg == "--trace" && (v = value()))
       o.trace = v;
+    else if (arg == "--checkpoint" && (v = value()))
+      o.checkpoint = v;
+    else if (arg == "--checkpoint-every" && (v = value())) {
+      if (!parseInteger(v, 1, int64_t(1) << 40, o.checkpointEvery))
+        return "--checkpoint-every must be an integer of at least 1, got '" +
+               std::string(v) + "'";
+    } else if (arg == "--resume" && (v = value()))
+      o.resume = v;
     else if (arg == "--help")
       return "usage: RANK_PROGRAM [--iterations N] [--threads N] [--lr X] "
              "[--losses FILE] [--weights FILE] [--profile FILE] "
-             "[--trace FILE]";
+             "[--trace FILE] [--checkpoint DIR [--checkpoint-every N]] "
+             "[--resume DIR]\n"
+             "  --checkpoint DIR        save every rank's training state in "
+             "DIR at the end\n"
+             "  --checkpoint-every N    and after every N-th iteration\n"
+             "  --resume DIR            continue from the newest checkpoint "
+             "in DIR up to\n"
+             "                          --iterations in all";
     else
       return "unknown or incomplete option '" + arg + "'";
   }
   if (o.iterations < 1)
     return "--iterations must be at least 1";
+  if (o.checkpointEvery > 0 && o.checkpoint.empty())
+    return "--checkpoint-every needs --checkpoint DIR";
   if (o.threads < 1 || o.threads > 1024)
     return "--threads must be between 1 and 1024";
   return {};
@@ -154,6 +192,9 @@ struct flexpipe_rt {
   Options options;
   int actor = 0, replica = 0;
   int64_t iteration = 0;
+  /// The first iteration this process runs (after --resume, the
+  /// checkpoint's); profiles leave it out.
+  int64_t firstIteration = 0;
   float lossScale = 1;
   std::map<int, std::unique_ptr<DeviceStage>> stages;
   std::vector<std::vector<int>> preds, succs;
@@ -301,7 +342,7 @@ struct flexpipe_rt {
     fn();
     if (syncTimings)
       device->synchronize();
-    if (recording && iteration > 0) {
+    if (recording && iteration > firstIteration) {
       busy[s * 4 + kind] +=
           std::chrono::duration<double>(Clock::now() - start).count();
       calls[s * 4 + kind] += 1;
@@ -376,6 +417,112 @@ void writeTrace(flexpipe_rt &rt) {
   std::fprintf(out, "\n]}\n");
   if (!traceFile.commit())
     comm.abort(traceFile.error(), 1);
+}
+
+/// --resume: every rank's file of the newest generation that all ranks have
+/// whole, read and checked against this run (`identity`). Collective.
+Checkpoint resumeFrom(flexpipe_rt &rt, const Checkpoint &identity) {
+  Comm &comm = *rt.comm;
+  const std::string &dir = rt.options.resume;
+  const std::string rank = std::to_string(comm.rank());
+  std::vector<int64_t> mine;
+  std::vector<std::pair<int64_t, int>> all;
+  if (std::string error = listCheckpoints(dir, comm.rank(), mine, all);
+      !error.empty())
+    comm.abort("--resume: " + error, 1);
+  if (mine.empty()) {
+    // Most likely the checkpoint is another rank count's: say so.
+    std::string message = "--resume: '" + dir +
+                          "' holds no checkpoint of rank " + rank +
+                          " (a file iter-K.rank" + rank + ")";
+    if (!all.empty()) {
+      const std::string other =
+          checkpointPath(dir, all.back().first, all.back().second);
+      Checkpoint found, expected = identity;
+      if (std::string error = readCheckpoint(other, found); !error.empty())
+        message += "; " + error;
+      else {
+        expected.rank = found.rank;
+        if (std::string differs = checkpointMismatch(other, found, expected);
+            !differs.empty())
+          message += "; " + differs;
+      }
+    }
+    comm.abort(message, 1);
+  }
+  // The ranks agree on the newest generation they all have: each proposes
+  // its newest up to the oldest proposal until the proposals agree. A rank
+  // killed while the others wrote generation K still has K's predecessor.
+  uint64_t proposal = static_cast<uint64_t>(mine.back()), lo = 0, hi = 0;
+  for (;;) {
+    comm.minMax(proposal, lo, hi);
+    if (lo == hi)
+      break;
+    proposal = 0;
+    for (int64_t k : mine)
+      if (static_cast<uint64_t>(k) <= lo)
+        proposal = static_cast<uint64_t>(k);
+  }
+  if (lo == 0) {
+    std::string have;
+    for (int64_t k : mine)
+      have += (have.empty() ? "" : ", ") + std::to_string(k);
+    comm.abort("--resume: the ranks' checkpoints in '" + dir +
+                   "' have no generation in common (rank " + rank +
+                   " has iter-" + have + ")",
+               1);
+  }
+  const int64_t generation = static_cast<int64_t>(lo);
+  const std::string path = checkpointPath(dir, generation, comm.rank());
+  Checkpoint found;
+  if (std::string error = readCheckpoint(path, found); !error.empty())
+    comm.abort("--resume: " + error, 1);
+  if (std::string error = checkpointMismatch(path, found, identity);
+      !error.empty())
+    comm.abort("--resume: " + error, 1);
+  if (found.iterations != generation)
+    comm.abort("--resume: checkpoint '" + path + "' holds iteration " +
+                   std::to_string(found.iterations) + ", not " +
+                   std::to_string(generation) + " as its name says",
+               1);
+  if (generation > rt.options.iterations)
+    comm.abort("--resume: checkpoint '" + path + "' has completed " +
+                   std::to_string(generation) + " iterations, more than " +
+                   "--iterations " + std::to_string(rt.options.iterations),
+               1);
+  if (comm.rank() == 0) {
+    std::printf("resuming from '%s' after iteration %lld\n", dir.c_str(),
+                static_cast<long long>(generation - 1));
+    if (generation == rt.options.iterations)
+      std::printf("the checkpoint has completed all %lld iterations: nothing "
+                  "to train\n",
+                  static_cast<long long>(generation));
+    if (found.lr != rt.options.lr)
+      std::printf("note: the checkpoint was trained with --lr %g; this run "
+                  "continues with --lr %g\n",
+                  found.lr, rt.options.lr);
+  }
+  return found;
+}
+
+/// --checkpoint: every rank writes generation `completed`; once all have,
+/// each removes its older files. Collective.
+void saveCheckpoint(flexpipe_rt &rt, const Checkpoint &identity,
+                    const std::vector<double> &losses, int64_t completed) {
+  Comm &comm = *rt.comm;
+  const std::string &dir = rt.options.checkpoint;
+  Checkpoint checkpoint = identity;
+  checkpoint.iterations = completed;
+  checkpoint.lr = rt.options.lr;
+  checkpoint.losses = losses;
+  checkpoint.state = rt.device->state();
+  if (std::string error = writeCheckpoint(
+          checkpointPath(dir, completed, comm.rank()), checkpoint);
+      !error.empty())
+    comm.abort(error, 1);
+  double written = 1;
+  comm.allreduceSum(&written, 1); // generation `completed` is whole
+  removeCheckpointsExcept(dir, comm.rank(), completed);
 }
 
 } // namespace
@@ -456,7 +603,27 @@ int flexpipe::rt::runRank(int argc, char **argv, const char *description,
     for (const std::string &path : outputs)
       if (std::string error = OutputFile::check(path); !error.empty())
         comm.abort(error + " (checked before training)", 1);
+    if (!rt.options.checkpoint.empty()) {
+      std::string error = makeDirectories(rt.options.checkpoint);
+      if (error.empty())
+        error = OutputFile::check(checkpointPath(
+            rt.options.checkpoint, rt.options.iterations, comm.rank()));
+      if (!error.empty())
+        comm.abort("--checkpoint: " + error + " (checked before training)", 1);
+    }
   }
+  // What a checkpoint must match to resume this run.
+  Checkpoint identity;
+  identity.scheduleHash = d.hash;
+  identity.scheduleName = d.name;
+  identity.model = modelText(d);
+  identity.actors = d.actors;
+  identity.dp = d.dp;
+  identity.ranks = comm.size();
+  identity.rank = comm.rank();
+  Checkpoint resumed;
+  if (!rt.options.resume.empty())
+    resumed = resumeFrom(rt, identity);
   comm.setReplicaGroup(rt.actor);
   comm.openChannels(channelsOf(d));
   rt.device = backend.makeDevice(d);
@@ -612,8 +779,19 @@ int flexpipe::rt::runRank(int argc, char **argv, const char *description,
       gradients.push_back(g);
   std::vector<double> losses;
   double totalSeconds = 0;
+  if (!rt.options.resume.empty()) {
+    if (std::string error = device.setState(resumed.state); !error.empty())
+      comm.abort("--resume: checkpoint '" +
+                     checkpointPath(rt.options.resume, resumed.iterations,
+                                    comm.rank()) +
+                     "' does not fit this rank's stages: " + error,
+                 1);
+    rt.firstIteration = resumed.iterations;
+    losses = std::move(resumed.losses);
+    resumed.state = {};
+  }
 
-  for (int64_t it = 0; it < rt.options.iterations; ++it) {
+  for (int64_t it = rt.firstIteration; it < rt.options.iterations; ++it) {
     rt.iteration = it;
     const Clock::time_point start = Clock::now();
     rt.readersLeft = rt.outputReaders;
@@ -635,16 +813,27 @@ int flexpipe::rt::runRank(int argc, char **argv, const char *description,
     loss *= rt.lossScale;
     const double seconds =
         std::chrono::duration<double>(Clock::now() - start).count();
-    if (it > 0)
+    if (it > rt.firstIteration)
       totalSeconds += seconds;
     losses.push_back(loss);
     if (comm.rank() == 0)
       std::printf("iteration %lld: loss %.6f (%.3f ms)\n",
                   static_cast<long long>(it), loss, seconds * 1e3);
+    const int64_t completed = it + 1;
+    if (!rt.options.checkpoint.empty() &&
+        ((rt.options.checkpointEvery > 0 &&
+          completed % rt.options.checkpointEvery == 0) ||
+         completed == rt.options.iterations)) {
+      saveCheckpoint(rt, identity, losses, completed);
+      if (comm.rank() == 0)
+        std::printf("checkpoint after iteration %lld in '%s'\n",
+                    static_cast<long long>(it), rt.options.checkpoint.c_str());
+    }
   }
-  if (comm.rank() == 0 && rt.options.iterations > 1)
+  const int64_t ran = rt.options.iterations - rt.firstIteration;
+  if (comm.rank() == 0 && ran > 1)
     std::printf("mean iteration time %.3f ms (iterations after the first)\n",
-                totalSeconds * 1e3 / (rt.options.iterations - 1));
+                totalSeconds * 1e3 / (ran - 1));
   // Peak activation memory of every rank, printed by rank 0.
   std::vector<double> peaks(comm.size(), 0.0);
   peaks[comm.rank()] = rt.peakBytes;
@@ -860,16 +1049,16 @@ void flexpipe_rt_wgrad(flexpipe_rt *rt, int64_t s, int64_t mb) {
 
 void flexpipe_rt_bwd(flexpipe_rt *rt, int64_t s, int64_t mb) {
   rt->traced("B", s, mb, -1, [&] {
-  const Clock::time_point start = Clock::now();
-  rt->recording = false;
-  inputGradient(rt, s, mb);
-  weightGradient(rt, s, mb);
-  rt->recording = true;
-  if (rt->iteration > 0) {
-    rt->busy[s * 4 + 1] +=
-        std::chrono::duration<double>(Clock::now() - start).count();
-    rt->calls[s * 4 + 1] += 1;
-  }
+    const Clock::time_point start = Clock::now();
+    rt->recording = false;
+    inputGradient(rt, s, mb);
+    weightGradient(rt, s, mb);
+    rt->recording = true;
+    if (rt->iteration > rt->firstIteration) {
+      rt->busy[s * 4 + 1] +=
+          std::chrono::duration<double>(Clock::now() - start).count();
+      rt->calls[s * 4 + 1] += 1;
+    }
   });
 }
 

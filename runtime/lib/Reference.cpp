@@ -24,6 +24,7 @@
 #include "flexpipe/Runtime/Reference.h"
 
 #include "OutputFile.h"
+#include "ParseNumber.h"
 #include "flexpipe/Runtime/Model.h"
 #include "flexpipe/Runtime/Schedule.h"
 #include "flexpipe/Runtime/UserOps.h"
@@ -214,11 +215,25 @@ int flexpipe::rt::runReference(int argc, char **argv) {
                    arg.c_str());
       return 1;
     }
-    if (arg == "--iterations")
-      iterations = std::atoll(argv[++i]);
-    else if (arg == "--lr")
-      lr = static_cast<float>(std::atof(argv[++i]));
-    else if (arg == "--losses")
+    double number = 0;
+    if (arg == "--iterations") {
+      if (!parseInteger(argv[++i], 1, int64_t(1) << 40, iterations)) {
+        std::fprintf(stderr,
+                     "flexpipe-reference: --iterations must be an integer of "
+                     "at least 1, got '%s'\n",
+                     argv[i]);
+        return 1;
+      }
+    } else if (arg == "--lr") {
+      if (!parseNumber(argv[++i], 0, 1e6, number)) {
+        std::fprintf(stderr,
+                     "flexpipe-reference: --lr must be a number between 0 and "
+                     "1e6, got '%s'\n",
+                     argv[i]);
+        return 1;
+      }
+      lr = static_cast<float>(number);
+    } else if (arg == "--losses")
       lossesPath = argv[++i];
     else if (arg == "--weights")
       weightsPath = argv[++i];

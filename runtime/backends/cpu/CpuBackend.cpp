@@ -263,6 +263,39 @@ public:
       all.push_back({p->name, p->value});
     return all;
   }
+  DeviceState state() override {
+    DeviceState s;
+    s.adamStep = adam.step;
+    for (Parameter *p : parameters) {
+      DeviceState::Parameter saved{p->name, p->value, {}, {}};
+      // Adam makes a parameter's moments at its first step.
+      auto moments = adam.moments.find(p->name);
+      if (moments != adam.moments.end() && !moments->second.first.empty()) {
+        saved.m = moments->second.first;
+        saved.v = moments->second.second;
+      } else {
+        saved.m.assign(p->value.size(), 0.0f);
+        saved.v.assign(p->value.size(), 0.0f);
+      }
+      s.parameters.push_back(std::move(saved));
+    }
+    return s;
+  }
+  std::string setState(const DeviceState &s) override {
+    std::vector<std::pair<std::string, size_t>> expected;
+    for (Parameter *p : parameters)
+      expected.push_back({p->name, p->value.size()});
+    if (std::string error = stateMismatch(s, expected); !error.empty())
+      return error;
+    for (const DeviceState::Parameter &saved : s.parameters) {
+      byName.at(saved.name)->value = saved.value;
+      adam.moments[saved.name] = {saved.m, saved.v};
+    }
+    adam.step = s.adamStep;
+    for (auto [first, copy] : copies)
+      copy->value = first->value;
+    return {};
+  }
 
 private:
   void add(const std::vector<Parameter *> &stageParameters) {

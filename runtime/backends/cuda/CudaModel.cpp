@@ -593,6 +593,47 @@ public:
     context->synchronize("copying the weights to the host");
     return all;
   }
+  DeviceState state() override {
+    context->synchronize("the iteration before a checkpoint");
+    DeviceState s;
+    s.adamStep = adam.step;
+    for (DeviceParameter *p : parameters) {
+      DeviceState::Parameter saved;
+      saved.name = p->name;
+      for (auto [from, to] :
+           {std::make_pair(&p->value, &saved.value),
+            std::make_pair(&p->m, &saved.m), std::make_pair(&p->v, &saved.v)}) {
+        to->resize(from->size());
+        CUDACHECK(cudaMemcpyAsync(to->data(), from->get(), from->bytes(),
+                                  cudaMemcpyDeviceToHost, context->stream()));
+      }
+      s.parameters.push_back(std::move(saved));
+    }
+    context->synchronize("copying the training state to the host");
+    return s;
+  }
+  std::string setState(const DeviceState &s) override {
+    std::vector<std::pair<std::string, size_t>> expected;
+    std::map<std::string, DeviceParameter *> byName;
+    for (DeviceParameter *p : parameters) {
+      expected.push_back({p->name, p->value.size()});
+      byName[p->name] = p;
+    }
+    if (std::string error = stateMismatch(s, expected); !error.empty())
+      return error;
+    for (const DeviceState::Parameter &saved : s.parameters) {
+      DeviceParameter &p = *byName.at(saved.name);
+      for (auto [from, to] :
+           {std::make_pair(&saved.value, &p.value),
+            std::make_pair(&saved.m, &p.m), std::make_pair(&saved.v, &p.v)})
+        CUDACHECK(cudaMemcpyAsync(to->get(), from->data(), to->bytes(),
+                                  cudaMemcpyHostToDevice, context->stream()));
+    }
+    adam.step = s.adamStep;
+    // `s` may go once this returns: wait for the copies.
+    context->synchronize("copying a checkpoint to the GPU");
+    return {};
+  }
 
 private:
   std::shared_ptr<CudaContext> context;

@@ -23,7 +23,9 @@
 #include "CudaBackend.h"
 #include "Emulation.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <map>
 
 using namespace flexpipe::rt;
@@ -225,7 +227,139 @@ void compare(const Trained &gpu, const Trained &cpu) {
   CHECK(worst <= 1e-4);
 }
 
+/// A device of one GPT model in two stages (the embedding and `split`
+/// blocks, the rest and the head), as a rank holds them.
+struct TwoStages {
+  TwoStages(std::shared_ptr<CudaContext> context, const GptConfig &config,
+            int microbatches, int split)
+      : config(config), microbatches(microbatches) {
+    ScheduleDesc desc;
+    desc.model = config;
+    desc.microbatches = microbatches;
+    device = makeCudaDevice(std::move(context), desc);
+    ScheduleDesc::Stage first{0, 0, split, true, false};
+    ScheduleDesc::Stage second{
+        0, split, static_cast<int>(config.layers) - split, false, true};
+    stages.push_back(device->makeStage(first));
+    stages.push_back(device->makeStage(second));
+  }
+  /// Iterations [from, to): forwards, then per micro-batch both backwards;
+  /// the losses.
+  std::vector<double> train(int from, int to) {
+    std::vector<double> losses;
+    const float scale = 1.0f / static_cast<float>(microbatches);
+    for (int it = from; it < to; ++it) {
+      for (int mb = 0; mb < microbatches; ++mb) {
+        BufferPtr current;
+        for (auto &stage : stages) {
+          BufferPtr next;
+          stage->forward(mb, makeBatch(config, it, mb), std::move(current),
+                         next, &stage == &stages.back());
+          current = std::move(next);
+        }
+      }
+      for (int mb = 0; mb < microbatches; ++mb) {
+        BufferPtr current;
+        for (auto s = stages.rbegin(); s != stages.rend(); ++s) {
+          BufferPtr next;
+          (*s)->inputGrad(mb, std::move(current), next, scale);
+          current = std::move(next);
+        }
+        for (auto &stage : stages)
+          stage->weightGrad(mb);
+      }
+      device->step(kLr);
+      losses.push_back(device->takeLossSum() * scale);
+    }
+    return losses;
+  }
+  GptConfig config;
+  int microbatches;
+  std::unique_ptr<Device> device;
+  std::vector<std::unique_ptr<DeviceStage>> stages;
+};
+
+bool sameBits(const std::vector<float> &a, const std::vector<float> &b) {
+  return a.size() == b.size() &&
+         (a.empty() || std::memcmp(a.data(), b.data(), a.size() * 4) == 0);
+}
+
 } // namespace
+
+TEST_CASE("state and setState: a device restored from another's state "
+          "trains on bitwise alike",
+          "[cuda-emulation]") {
+  const GptConfig config{64, 8, 32, 2, 2, 2};
+  {
+    auto context = std::make_shared<CudaContext>(0, 30.0);
+    TwoStages straight(context, config, 2, 1);
+    const std::vector<double> losses = straight.train(0, 4);
+
+    TwoStages stopped(context, config, 2, 1);
+    const std::vector<double> first = stopped.train(0, 2);
+    const DeviceState saved = stopped.device->state();
+    CHECK(saved.adamStep == 2);
+    REQUIRE(saved.parameters.size() == stopped.device->weights().size());
+    for (const DeviceState::Parameter &p : saved.parameters) {
+      CHECK(p.m.size() == p.value.size());
+      CHECK(p.v.size() == p.value.size());
+    }
+    // The second moments of the head's weight are squares: positive.
+    CHECK(std::any_of(saved.parameters.back().v.begin(),
+                      saved.parameters.back().v.end(),
+                      [](float x) { return x > 0; }));
+
+    TwoStages resumed(context, config, 2, 1);
+    REQUIRE(resumed.device->setState(saved) == "");
+    const DeviceState restored = resumed.device->state();
+    CHECK(restored.adamStep == saved.adamStep);
+    REQUIRE(restored.parameters.size() == saved.parameters.size());
+    for (size_t i = 0; i < saved.parameters.size(); ++i) {
+      CHECK(restored.parameters[i].name == saved.parameters[i].name);
+      CHECK(sameBits(restored.parameters[i].value, saved.parameters[i].value));
+      CHECK(sameBits(restored.parameters[i].m, saved.parameters[i].m));
+      CHECK(sameBits(restored.parameters[i].v, saved.parameters[i].v));
+    }
+    std::vector<double> all = first;
+    for (double loss : resumed.train(2, 4))
+      all.push_back(loss);
+    CHECK(all == losses);
+    const auto a = straight.device->weights(), b = resumed.device->weights();
+    REQUIRE(a.size() == b.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+      INFO(a[i].first);
+      CHECK(a[i].first == b[i].first);
+      CHECK(sameBits(a[i].second, b[i].second));
+    }
+
+    // A state that does not fit changes nothing and says what differs.
+    TwoStages other(context, config, 2, 1);
+    DeviceState renamed = saved;
+    renamed.parameters.front().name = "nonsense";
+    CHECK(other.device->setState(renamed).find(
+              "holds parameter 'nonsense', which this rank does not train") !=
+          std::string::npos);
+    DeviceState shorter = saved;
+    shorter.parameters.back().value.pop_back();
+    CHECK(other.device->setState(shorter).find("values, this rank's") !=
+          std::string::npos);
+    DeviceState fewer = saved;
+    fewer.parameters.pop_back();
+    CHECK(other.device->setState(fewer).find("it has no parameter") !=
+          std::string::npos);
+    const DeviceState untouched = other.device->state(),
+                      initial =
+                          TwoStages(context, config, 2, 1).device->state();
+    CHECK(untouched.adamStep == 0);
+    REQUIRE(untouched.parameters.size() == initial.parameters.size());
+    for (size_t i = 0; i < initial.parameters.size(); ++i) {
+      CHECK(
+          sameBits(untouched.parameters[i].value, initial.parameters[i].value));
+      CHECK(sameBits(untouched.parameters[i].m, initial.parameters[i].m));
+    }
+  }
+  CHECK(emulation::liveDeviceAllocations() == 0);
+}
 
 TEST_CASE("two stages; sequences longer than a warp; 2 sequences per "
           "micro-batch",

@@ -86,6 +86,28 @@ public:
                        bool countLoss) {}
 };
 
+/// What training continues from, besides the data (a function of the
+/// iteration): every parameter of a device, by name, with Adam's moments,
+/// and Adam's step count. A checkpoint holds one per rank.
+struct DeviceState {
+  struct Parameter {
+    std::string name;
+    /// The value and Adam's first and second moments (zeros before the
+    /// first step), of equal sizes.
+    std::vector<float> value, m, v;
+  };
+  int64_t adamStep = 0;
+  std::vector<Parameter> parameters;
+};
+
+/// "" when `state` holds each parameter of `expected` (name, values) once,
+/// with moments of its size, and nothing else, and a step count >= 0; else
+/// the first thing that differs. Backends check with it before setState
+/// changes anything.
+std::string
+stateMismatch(const DeviceState &state,
+              const std::vector<std::pair<std::string, size_t>> &expected);
+
 /// One rank's compute device.
 class Device {
 public:
@@ -130,6 +152,15 @@ public:
   virtual void synchronize() = 0;
   /// Every parameter of every stage, by name, copied to the host.
   virtual std::vector<std::pair<std::string, std::vector<float>>> weights() = 0;
+  /// The parameters (as weights()) with Adam's moments and step count,
+  /// copied to the host between iterations.
+  virtual DeviceState state() = 0;
+  /// Restores what state() returned, once every stage is made and before
+  /// the first step: afterwards the device computes bitwise what the device
+  /// that saved it would have. Returns "" or what does not fit (a parameter
+  /// missing or extra, a size, moments of another size), changing nothing
+  /// then.
+  virtual std::string setState(const DeviceState &state) = 0;
 };
 
 /// What a rank program's flexpipe_rt_main hands to the executor.

@@ -1,0 +1,137 @@
+// Checkpoint and resume: a run stopped after some iterations and resumed
+// from its checkpoint computes bitwise the losses and final weights of an
+// uninterrupted run; a checkpoint of another schedule, model, rank count or
+// rank, a damaged file and a missing one are refused with a message that
+// names the file and what differs, and a non-zero exit.
+// REQUIRES: mpi
+
+// RUN: rm -rf %t && mkdir -p %t
+// RUN: flexpipe-compile %schedules/1f1b.mlir --actors 2 --microbatches 4 --emit=exe -o %t/a
+// RUN: %t/a/run-mpi.sh --iterations 6 --losses %t/a/straight.losses --weights %t/a/straight.w > %t/a/straight.log
+
+// Stopped after 3 iterations (a checkpoint after the second and at the end;
+// only the newest generation stays), resumed to 6: bitwise the same.
+// RUN: %t/a/run-mpi.sh --iterations 3 --checkpoint %t/a/ckpt --checkpoint-every 2 | FileCheck %s --check-prefix=FIRST
+// FIRST: iteration 1: loss
+// FIRST-NEXT: checkpoint after iteration 1 in '{{.*}}ckpt'
+// FIRST-NEXT: iteration 2: loss
+// FIRST-NEXT: checkpoint after iteration 2 in '{{.*}}ckpt'
+// RUN: ls %t/a/ckpt | FileCheck %s --check-prefix=FILES
+// FILES-NOT: tmp
+// FILES: iter-3.rank0
+// FILES-NEXT: iter-3.rank1
+// FILES-NOT: {{.}}
+// RUN: cp -r %t/a/ckpt %t/a/ckpt3
+// RUN: %t/a/run-mpi.sh --iterations 6 --resume %t/a/ckpt --checkpoint %t/a/ckpt --checkpoint-every 2 --losses %t/a/resumed.losses --weights %t/a/resumed.w | FileCheck %s --check-prefix=RESUME
+// RESUME: resuming from '{{.*}}ckpt' after iteration 2
+// RESUME-NOT: iteration 2:
+// RESUME: iteration 3: loss
+// RUN: cmp %t/a/straight.losses %t/a/resumed.losses
+// RUN: cmp %t/a/straight.w.actor0 %t/a/resumed.w.actor0
+// RUN: cmp %t/a/straight.w.actor1 %t/a/resumed.w.actor1
+// RUN: ls %t/a/ckpt | FileCheck %s --check-prefix=FILES6
+// FILES6: iter-6.rank0
+// FILES6-NEXT: iter-6.rank1
+// FILES6-NOT: {{.}}
+
+// A run killed while it wrote generation 4 (rank 0's file renamed in place,
+// rank 1's still a temporary) resumes from generation 3, which both ranks
+// have, and still matches.
+// RUN: %t/a/run-mpi.sh --iterations 4 --checkpoint %t/a/ckpt4 > /dev/null
+// RUN: cp -r %t/a/ckpt3 %t/a/crashed && cp %t/a/ckpt4/iter-4.rank0 %t/a/crashed/
+// RUN: head -c 100 %t/a/ckpt4/iter-4.rank1 > %t/a/crashed/iter-4.rank1.tmp123
+// RUN: %t/a/run-mpi.sh --iterations 6 --resume %t/a/crashed --checkpoint %t/a/crashed --losses %t/a/crashed.losses --weights %t/a/crashed.w | FileCheck %s --check-prefix=CRASHED
+// CRASHED: resuming from '{{.*}}crashed' after iteration 2
+// RUN: cmp %t/a/straight.losses %t/a/crashed.losses
+// RUN: cmp %t/a/straight.w.actor0 %t/a/crashed.w.actor0
+// RUN: cmp %t/a/straight.w.actor1 %t/a/crashed.w.actor1
+// RUN: ls %t/a/crashed | FileCheck %s --check-prefix=FILES6
+
+// A run really killed (SIGKILL to every rank, whenever it is) resumes from
+// its newest complete generation and matches an uninterrupted run.
+// RUN: python3 %S/interrupt_resume.py %t/a %t/a/killed 200 | FileCheck %s --check-prefix=KILLED
+// KILLED: killed at generation {{[1-9][0-9]*}}; resumed losses and weights are bitwise equal
+
+// Resuming where the checkpoint ends trains nothing and writes the outputs;
+// --iterations below it is refused.
+// RUN: %t/a/run-mpi.sh --iterations 6 --resume %t/a/ckpt --losses %t/a/again.losses | FileCheck %s --check-prefix=DONE
+// DONE: nothing to train
+// RUN: cmp %t/a/straight.losses %t/a/again.losses
+// RUN: not %t/a/run-mpi.sh --iterations 5 --resume %t/a/ckpt 2>&1 | FileCheck %s --check-prefix=BEYOND
+// BEYOND: flexpipe: rank {{[01]}}: --resume: checkpoint '{{.*}}ckpt/iter-6.rank{{[01]}}' has completed 6 iterations, more than --iterations 5
+
+// Data parallelism and a zero-bubble schedule (split backward, two stages
+// per actor): 4 ranks, stopped after 2 of 5 iterations.
+// RUN: flexpipe-compile %schedules/zb-v.mlir --actors 2 --dp 2 --microbatches 4 --emit=exe -o %t/zb
+// RUN: %t/zb/run-mpi.sh --iterations 5 --losses %t/zb/straight.losses --weights %t/zb/straight.w > /dev/null
+// RUN: %t/zb/run-mpi.sh --iterations 2 --checkpoint %t/zb/ckpt --checkpoint-every 1 > /dev/null
+// RUN: %t/zb/run-mpi.sh --iterations 5 --resume %t/zb/ckpt --losses %t/zb/resumed.losses --weights %t/zb/resumed.w > /dev/null
+// RUN: cmp %t/zb/straight.losses %t/zb/resumed.losses
+// RUN: cmp %t/zb/straight.w.actor0 %t/zb/resumed.w.actor0
+// RUN: cmp %t/zb/straight.w.actor1 %t/zb/resumed.w.actor1
+
+// Another schedule of the same model and ranks.
+// RUN: flexpipe-compile %schedules/gpipe.mlir --actors 2 --microbatches 4 --emit=exe -o %t/gpipe
+// RUN: not %t/gpipe/run-mpi.sh --iterations 6 --resume %t/a/ckpt3 2>&1 | FileCheck %s --check-prefix=SCHEDULE
+// SCHEDULE: flexpipe: rank {{[01]}}: --resume: checkpoint '{{.*}}ckpt3/iter-3.rank{{[01]}}' was written by another schedule (one_f_one_b, hash {{[0-9]+}}); this program runs gpipe, hash {{[0-9]+}}: resume with executables compiled from the same spec and options
+
+// Another model (8 layers instead of 4) on the same ranks.
+// RUN: sed 's/layers(8)/layers(16)/' %schedules/1f1b.mlir > %t/deeper.mlir
+// RUN: flexpipe-compile %t/deeper.mlir --actors 2 --microbatches 4 --emit=exe -o %t/deeper
+// RUN: not %t/deeper/run-mpi.sh --iterations 6 --resume %t/a/ckpt3 2>&1 | FileCheck %s --check-prefix=MODEL
+// MODEL: flexpipe: rank {{[01]}}: --resume: checkpoint '{{.*}}ckpt3/iter-3.rank{{[01]}}' is of another model (vocab=256 seq=32 hidden=64 heads=4 layers=4 microbatch=1 seed=1234); this program trains vocab=256 seq=32 hidden=64 heads=4 layers=8 microbatch=1 seed=1234
+
+// Another rank count: the 4 ranks of dp 2 and a checkpoint of 2 ranks.
+// RUN: flexpipe-compile %schedules/1f1b.mlir --actors 2 --dp 2 --microbatches 4 --emit=exe -o %t/dp2
+// RUN: not %t/dp2/run-mpi.sh --iterations 6 --resume %t/a/ckpt3 2>&1 | FileCheck %s --check-prefix=RANKS
+// RANKS: flexpipe: rank {{[0-3]}}: --resume: {{.*}}checkpoint '{{.*}}ckpt3/iter-3.rank{{[01]}}' was written by 2 ranks (2 actors x dp 1); this run has 4 ranks (2 actors x dp 2): resume with the ranks that wrote it
+
+// Another rank's file.
+// RUN: cp -r %t/a/ckpt3 %t/a/swapped && cp %t/a/ckpt3/iter-3.rank1 %t/a/swapped/iter-3.rank0
+// RUN: not %t/a/run-mpi.sh --iterations 6 --resume %t/a/swapped 2>&1 | FileCheck %s --check-prefix=RANK
+// RANK: flexpipe: rank 0: --resume: checkpoint '{{.*}}swapped/iter-3.rank0' holds rank 1's state, not rank 0's: every rank resumes from its own file
+
+// A truncated file, a flipped bit, not a checkpoint at all.
+// RUN: cp -r %t/a/ckpt3 %t/a/truncated && head -c 5000 %t/a/ckpt3/iter-3.rank1 > %t/a/truncated/iter-3.rank1
+// RUN: not %t/a/run-mpi.sh --iterations 6 --resume %t/a/truncated 2>&1 | FileCheck %s --check-prefix=TRUNCATED
+// TRUNCATED: flexpipe: rank 1: --resume: checkpoint '{{.*}}truncated/iter-3.rank1' is truncated or corrupt (5000 bytes, ending inside its parameters)
+// RUN: cp -r %t/a/ckpt3 %t/a/flipped
+// RUN: python3 -c "import sys; p = sys.argv[1]; b = bytearray(open(p, 'rb').read()); b[len(b) // 2] ^= 1; open(p, 'wb').write(b)" %t/a/flipped/iter-3.rank0
+// RUN: not %t/a/run-mpi.sh --iterations 6 --resume %t/a/flipped 2>&1 | FileCheck %s --check-prefix=FLIPPED
+// FLIPPED: flexpipe: rank 0: --resume: checkpoint '{{.*}}flipped/iter-3.rank0' is corrupt: its checksum does not match its contents
+// RUN: cp -r %t/a/ckpt3 %t/a/garbage && echo hello > %t/a/garbage/iter-3.rank0
+// RUN: not %t/a/run-mpi.sh --iterations 6 --resume %t/a/garbage 2>&1 | FileCheck %s --check-prefix=GARBAGE
+// GARBAGE: flexpipe: rank 0: --resume: '{{.*}}garbage/iter-3.rank0' is not a FlexPipe checkpoint
+
+// An empty directory, a missing one.
+// RUN: mkdir -p %t/empty
+// RUN: not %t/a/run-mpi.sh --iterations 6 --resume %t/empty 2>&1 | FileCheck %s --check-prefix=EMPTY
+// EMPTY: flexpipe: rank {{[01]}}: --resume: '{{.*}}empty' holds no checkpoint of rank {{[01]}} (a file iter-K.rank{{[01]}})
+// RUN: not %t/a/run-mpi.sh --iterations 6 --resume %t/missing 2>&1 | FileCheck %s --check-prefix=MISSING
+// MISSING: flexpipe: rank {{[01]}}: --resume: cannot read directory '{{.*}}missing': No such file or directory
+
+// The checkpoint directory is created, or found unwritable before training;
+// the options are checked.
+// RUN: %t/a/run-mpi.sh --iterations 1 --checkpoint %t/new/deeper/dir > /dev/null
+// RUN: ls %t/new/deeper/dir | FileCheck %s --check-prefix=CREATED
+// CREATED: iter-1.rank0
+// RUN: touch %t/a-file
+// RUN: not timeout 60 %t/a/run-mpi.sh --iterations 1000000 --checkpoint %t/a-file/ckpt 2>&1 | FileCheck %s --check-prefix=UNWRITABLE
+// UNWRITABLE: flexpipe: rank {{[01]}}: --checkpoint: cannot create directory '{{.*}}a-file/ckpt': Not a directory (checked before training)
+// RUN: not %t/a/run-mpi.sh --checkpoint-every 2 2>&1 | FileCheck %s --check-prefix=EVERY
+// EVERY: --checkpoint-every needs --checkpoint DIR
+// RUN: not %t/a/run-mpi.sh --checkpoint %t/x --checkpoint-every 0 2>&1 | FileCheck %s --check-prefix=EVERY0
+// EVERY0: --checkpoint-every must be an integer of at least 1, got '0'
+// RUN: not %t/a/run-mpi.sh --resume "" 2>&1 | FileCheck %s --check-prefix=EMPTYDIR
+// EMPTYDIR: --resume needs a directory
+
+// Option values are whole numbers in range (atoll/atof used to take "3x" as
+// 3 and "abc" as 0), in the rank programs and in flexpipe-reference alike.
+// RUN: not %t/a/run-mpi.sh --iterations 3x 2>&1 | FileCheck %s --check-prefix=ITERS
+// ITERS: --iterations must be an integer of at least 1, got '3x'
+// RUN: not %t/a/run-mpi.sh --lr abc 2>&1 | FileCheck %s --check-prefix=LR
+// LR: --lr must be a number between 0 and 1e6, got 'abc'
+// RUN: not flexpipe-reference %t/a/schedule.txt --iterations 99999999999999999999 2>&1 | FileCheck %s --check-prefix=REFITERS
+// REFITERS: flexpipe-reference: --iterations must be an integer of at least 1, got '99999999999999999999'
+// RUN: not flexpipe-reference %t/a/schedule.txt --lr nan 2>&1 | FileCheck %s --check-prefix=REFLR
+// REFLR: flexpipe-reference: --lr must be a number between 0 and 1e6, got 'nan'
