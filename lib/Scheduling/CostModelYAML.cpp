@@ -35,7 +35,8 @@ struct Problem {
 
 class Reader {
 public:
-  explicit Reader(std::string path) : path(std::move(path)) {}
+  Reader(std::string path, const std::string *text)
+      : path(std::move(path)), text(text) {}
 
   [[noreturn]] void fail(const YAML::Mark &mark, const std::string &what) const {
     std::ostringstream os;
@@ -129,7 +130,7 @@ public:
 
   YAML::Node load() const {
     try {
-      return YAML::LoadFile(path);
+      return text ? YAML::Load(*text) : YAML::LoadFile(path);
     } catch (const YAML::BadFile &) {
       throw Problem{path + ": error: cannot open the file"};
     } catch (const YAML::ParserException &e) {
@@ -138,6 +139,7 @@ public:
   }
 
   const std::string path;
+  const std::string *text; // the contents, when given instead of read
 };
 
 template <typename Fn> std::string guarded(const std::string &path, Fn fn) {
@@ -167,9 +169,10 @@ Link readLink(const Reader &r, const YAML::Node &node, const char *what) {
 } // namespace
 
 std::string flexpipe::sched::loadModel(const std::string &path,
-                                       ModelConfig &model) {
+                                       ModelConfig &model,
+                                       const std::string *text) {
   return guarded(path, [&] {
-    Reader r(path);
+    Reader r(path, text);
     YAML::Node root = r.load();
     const std::string what = "the model file";
     r.expectMap(root, what,
@@ -239,9 +242,10 @@ std::string flexpipe::sched::loadModel(const std::string &path,
 }
 
 std::string flexpipe::sched::loadCluster(const std::string &path,
-                                         ClusterConfig &cluster) {
+                                         ClusterConfig &cluster,
+                                         const std::string *text) {
   return guarded(path, [&] {
-    Reader r(path);
+    Reader r(path, text);
     YAML::Node root = r.load();
     const std::string what = "the cluster file";
     r.expectMap(root, what,
@@ -277,9 +281,10 @@ std::string flexpipe::sched::loadCluster(const std::string &path,
 }
 
 std::string flexpipe::sched::loadProfile(const std::string &path,
-                                         Profile &profile) {
+                                         Profile &profile,
+                                         const std::string *text) {
   return guarded(path, [&] {
-    Reader r(path);
+    Reader r(path, text);
     YAML::Node root = r.load();
     const std::string what = "the profile file";
     r.expectMap(root, what, {"stages", "messages", "default_message_s"});

@@ -440,8 +440,12 @@ flexpipe::sched::parseTorchCsv(const std::string &text, Program &program,
                            act.type == "UNSHARD" || act.type == "RESHARD";
         if (!whole && act.mb < 0)
           return where() + "'" + part + "' names no micro-batch";
-        anyComms |= act.type.compare(1, 4, "END_") == 0 ||
-                    act.type.compare(1, 4, "ECV_") == 0;
+        // Transfers and waits are what PyTorch's comms lowering adds; a
+        // compute_only file may hold REDUCE_GRAD, UNSHARD and RESHARD too.
+        // A single rank's compute_comms file has waits and no transfers.
+        anyComms |= act.type.rfind("SEND_", 0) == 0 ||
+                    act.type.rfind("RECV_", 0) == 0 ||
+                    act.type.rfind("WAIT_", 0) == 0;
         row.push_back({act, lineNo, column});
       }
     }

@@ -22,10 +22,15 @@
 
 namespace flexpipe::sched {
 
-/// Each returns an empty string on success, else the error message.
-std::string loadModel(const std::string &path, ModelConfig &model);
-std::string loadCluster(const std::string &path, ClusterConfig &cluster);
-std::string loadProfile(const std::string &path, Profile &profile);
+/// Each returns an empty string on success, else the error message. With
+/// `text`, that is the file's contents and `path` only names it in messages
+/// (the fuzz targets read from memory).
+std::string loadModel(const std::string &path, ModelConfig &model,
+                      const std::string *text = nullptr);
+std::string loadCluster(const std::string &path, ClusterConfig &cluster,
+                        const std::string *text = nullptr);
+std::string loadProfile(const std::string &path, Profile &profile,
+                        const std::string *text = nullptr);
 
 /// Writes a profile in the format loadProfile reads.
 std::string formatProfile(const Profile &profile);
