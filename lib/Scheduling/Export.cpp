@@ -53,30 +53,41 @@ int64_t flexpipe::sched::peakInflight(const Program &program) {
 std::string flexpipe::sched::formatTextGrid(const Program &p,
                                             const Timeline &t) {
   const int64_t steps = static_cast<int64_t>(std::ceil(t.makespan));
-  std::vector<std::vector<std::string>> grid(
-      p.numActors, std::vector<std::string>(steps, "."));
+  // Each actor's cells as (step, op index), in step order; the grid itself
+  // is never held (actors x steps cells of mostly '.').
+  std::vector<std::vector<std::pair<int64_t, size_t>>> cells(p.numActors);
   size_t width = 1;
-  for (int32_t a = 0; a < p.numActors; ++a)
+  for (int32_t a = 0; a < p.numActors; ++a) {
     for (size_t i = 0; i < p.actors[a].size(); ++i) {
       const ProgOp &op = p.actors[a][i];
       if (!isCompute(op.kind))
         continue;
       const int64_t step = static_cast<int64_t>(t.start[a][i]);
       if (step >= 0 && step < steps) {
-        grid[a][step] = actionName(op);
-        width = std::max(width, grid[a][step].size());
+        cells[a].push_back({step, i});
+        width = std::max(width, actionName(op).size());
       }
     }
-  std::ostringstream os;
+    std::stable_sort(cells[a].begin(), cells[a].end(),
+                     [](auto x, auto y) { return x.first < y.first; });
+  }
+  std::string out;
   const std::string label = "actor " + std::to_string(p.numActors - 1);
   for (int32_t a = 0; a < p.numActors; ++a) {
     std::string name = "actor " + std::to_string(a);
     std::string row = name + std::string(label.size() - name.size(), ' ') +
                       " |";
-    for (const std::string &c : grid[a])
-      row += ' ' + c + std::string(width - c.size(), ' ');
+    size_t next = 0;
+    for (int64_t step = 0; step < steps; ++step) {
+      // The last computation that starts at this step holds the cell.
+      std::string cell = ".";
+      for (; next < cells[a].size() && cells[a][next].first == step; ++next)
+        cell = actionName(p.actors[a][cells[a][next].second]);
+      row += ' ' + cell + std::string(width - cell.size(), ' ');
+    }
     row.erase(row.find_last_not_of(' ') + 1);
-    os << row << '\n';
+    out += row;
+    out += '\n';
   }
-  return os.str();
+  return out;
 }

@@ -260,11 +260,13 @@ flexpipe::sched::buildProblem(const PipelineSpec &spec) {
   for (const StagePart &part : problem.parts)
     items += static_cast<int64_t>(part.mbEnd - part.mbBegin) *
              (spec.splitBackward ? 3 : 2);
-  constexpr int64_t kMaxItems = int64_t{1} << 27;
+  // The tools hold every computation, its transfers and its IR in memory:
+  // about 1 KB each (docs/Rationale.md, "Sizes"), so 8 GB at the limit.
+  constexpr int64_t kMaxItems = int64_t{1} << 23;
   if (items > kMaxItems)
     return fail(llvm::formatv("the schedule would hold {0} computations; the "
-                              "scheduler handles at most {1} (fewer "
-                              "micro-batches or stages)",
+                              "tools handle at most {1}, about 8 GB of memory "
+                              "(fewer micro-batches or stages)",
                               items, kMaxItems));
 
   // --- The stage DAG. --------------------------------------------------------

@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "../LongLines.h"
 #include "Options.h"
 
 #include "flexpipe/Config.h"
@@ -724,6 +725,9 @@ importTorchSchedule(MLIRContext &context, const std::string &text,
   return module;
 }
 
+/// The most cells (actors x steps) --emit=text draws: about 300 MB of text.
+constexpr double kMaxTextGridCells = 1 << 26;
+
 static int compile(const CompileOptions &options) {
   MLIRContext context;
   DialectRegistry registry;
@@ -780,6 +784,7 @@ static int compile(const CompileOptions &options) {
       (options.from.empty() && StringRef(options.input).ends_with(".csv"));
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler handler(sourceMgr, &context);
+  std::optional<LongLineDiagnostics> longLines;
   OwningOpRef<ModuleOp> module;
   if (fromTorch) {
     module =
@@ -793,6 +798,7 @@ static int compile(const CompileOptions &options) {
       llvm::errs() << problem << "\n";
       return 1;
     }
+    longLines.emplace(handler, &context, input->getBuffer());
     sourceMgr.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
     module = parseSourceFile<ModuleOp>(sourceMgr, &context);
   }
@@ -940,6 +946,18 @@ static int compile(const CompileOptions &options) {
       return 1;
     }
     if (options.emit == "text") {
+      // One cell per actor and step, most of them idle at large sizes:
+      // bounded so that the grid stays a page to read, not gigabytes.
+      const double cells =
+          static_cast<double>(read.program.numActors) * timeline.makespan;
+      if (cells > kMaxTextGridCells) {
+        schedule.emitError()
+            << "--emit=text would draw " << read.program.numActors
+            << " actors x " << static_cast<int64_t>(timeline.makespan)
+            << " steps, more than " << static_cast<int64_t>(kMaxTextGridCells)
+            << " cells; use --emit=report, svg, trace or schedule";
+        return 1;
+      }
       os << "schedule @" << schedule.getSymName() << ": "
          << read.program.numActors << " actors, " << read.program.numStages
          << " stages, " << read.program.numMicrobatches << " micro-batches, "

@@ -8,6 +8,22 @@ flexpipe.pipeline @p actors(0) microbatches(8) {
 
 // -----
 
+// Tests a count that is not an integer (MLIR's own message would be
+// "expected non-function type").
+// expected-error @+1 {{expected the number of actors, an integer}}
+flexpipe.pipeline @p actors((4)) microbatches(8) {
+  flexpipe.module @gpt layers(8) placement(one_to_one)
+}
+
+// -----
+
+flexpipe.pipeline @p actors(4) microbatches(8) {
+  // expected-error @+1 {{expected the number of layers, an integer}}
+  flexpipe.module @gpt layers(eight) placement(one_to_one)
+}
+
+// -----
+
 // Tests a pipeline without micro-batches (m < 1).
 // expected-error @+1 {{'flexpipe.pipeline' op needs at least one micro-batch, got 0}}
 flexpipe.pipeline @p actors(4) microbatches(0) {

@@ -67,6 +67,28 @@ static void printEnumKeyword(OpAsmPrinter &printer, Operation *,
   printer << stringifyEnum(attr.getValue());
 }
 
+/// A count written as a bare integer (`actors(4)`), with an error that says
+/// what the count is instead of MLIR's generic attribute message (`(4)`
+/// would otherwise read as a function type).
+static ParseResult parseCount(OpAsmParser &parser, IntegerAttr &attr,
+                              StringRef what) {
+  llvm::SMLoc loc = parser.getCurrentLocation();
+  int64_t value = 0;
+  OptionalParseResult parsed = parser.parseOptionalInteger(value);
+  if (!parsed.has_value())
+    return parser.emitError(loc)
+           << "expected the number of " << what << ", an integer";
+  if (failed(*parsed))
+    return failure();
+  attr = parser.getBuilder().getI64IntegerAttr(value);
+  return success();
+}
+
+static void printCount(OpAsmPrinter &printer, Operation *, IntegerAttr attr,
+                       StringRef) {
+  printer << attr.getInt();
+}
+
 /// `@stage` or `@module[index]`.
 static ParseResult parseStageRef(OpAsmParser &parser, FlatSymbolRefAttr &stage,
                                  IntegerAttr &index) {

@@ -48,7 +48,8 @@ def FlexPipe_PipelineOp : FlexPipe_Op<"pipeline", [
                        I64Attr:$microbatches);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{
-    $sym_name `actors` `(` $actors `)` `microbatches` `(` $microbatches `)`
+    $sym_name `actors` `(` custom<Count>($actors, "\"actors\"") `)`
+    `microbatches` `(` custom<Count>($microbatches, "\"micro-batches\"") `)`
     attr-dict-with-keyword $body
   }];
   let hasVerifier = 1;
@@ -121,7 +122,7 @@ def FlexPipe_ModalityOp : FlexPipe_Op<"module", [
     UnitAttr:$vocab_parallel
   );
   let assemblyFormat = [{
-    $sym_name `layers` `(` $layers `)` `placement` `(` custom<EnumKeyword>($placement) `)`
+    $sym_name `layers` `(` custom<Count>($layers, "\"layers\"") `)` `placement` `(` custom<EnumKeyword>($placement) `)`
     (`bidirectional` $bidirectional^)?
     (`chunks` `(` $chunks^ `)`)?
     (`map` $stage_map^)?
