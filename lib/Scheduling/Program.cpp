@@ -407,6 +407,28 @@ std::optional<VerifyFailure> Replay::checkStatic() {
         return f;
       }
     }
+  // Every micro-batch is computed: the runtime averages the loss and the
+  // gradients over all of them.
+  // (A program of registered instructions only computes nothing.)
+  bool anyComputation = false;
+  for (const std::vector<ProgOp> &ops : p.actors)
+    for (const ProgOp &op : ops)
+      anyComputation |= isCompute(op.kind);
+  for (int32_t mb = 0; anyComputation && mb < p.numMicrobatches; ++mb) {
+    bool computed = false;
+    for (int32_t s = 0; s < p.numStages && !computed; ++s)
+      computed = fwdAt[static_cast<int64_t>(s) * p.numMicrobatches + mb] != 0;
+    if (!computed) {
+      VerifyFailure f;
+      std::ostringstream os;
+      os << "micro-batch " << mb << " is never computed, but the schedule has "
+         << p.numMicrobatches
+         << " micro-batches; every one needs its forward and backward on "
+            "every stage";
+      f.message = os.str();
+      return f;
+    }
+  }
   return std::nullopt;
 }
 
