@@ -145,17 +145,20 @@ public:
     MPI_Request request;
     MPICHECK(MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(n), MPI_DOUBLE,
                             MPI_SUM, MPI_COMM_WORLD, &request));
-    waitCollective(request, "the all-reduce of the losses");
+    waitCollective(request, "an all-reduce of the ranks (losses, peak memory, "
+                            "profile or the end of a checkpoint)");
   }
   void minMax(uint64_t value, uint64_t &min, uint64_t &max) override {
     unsigned long long v = value, lo = 0, hi = 0;
     MPI_Request request;
     MPICHECK(MPI_Iallreduce(&v, &lo, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN,
                             MPI_COMM_WORLD, &request));
-    waitCollective(request, "the start-up check of the schedule hash");
+    waitCollective(request, "a min/max agreement of the ranks (the schedule "
+                            "hash or the checkpoint generation)");
     MPICHECK(MPI_Iallreduce(&v, &hi, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX,
                             MPI_COMM_WORLD, &request));
-    waitCollective(request, "the start-up check of the schedule hash");
+    waitCollective(request, "a min/max agreement of the ranks (the schedule "
+                            "hash or the checkpoint generation)");
     min = lo;
     max = hi;
   }
