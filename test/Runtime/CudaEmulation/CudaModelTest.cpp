@@ -33,6 +33,20 @@ using namespace flexpipe::rt::cuda;
 
 namespace {
 
+/// Micro-batch `mb` of iteration `it` forward through `stages` in order;
+/// the last stage's output (the head's input).
+BufferPtr forwardAll(std::vector<std::unique_ptr<DeviceStage>> &stages,
+                     const GptConfig &config, int it, int mb) {
+  BufferPtr current;
+  for (auto &stage : stages) {
+    BufferPtr next;
+    stage->forward(mb, makeBatch(config, it, mb), std::move(current), next,
+                   &stage == &stages.back());
+    current = std::move(next);
+  }
+  return current;
+}
+
 struct Trained {
   std::vector<double> losses;
   std::map<std::string, std::vector<float>> weights;
@@ -103,13 +117,7 @@ Trained trainOnEmulatedGpu(const GptConfig &config, int microbatches,
     const float scale = 1.0f / static_cast<float>(microbatches);
     for (int it = 0; it < kIterations; ++it) {
       for (int mb = 0; mb < microbatches; ++mb) {
-        BufferPtr current;
-        for (auto &stage : stages) {
-          BufferPtr next;
-          stage->forward(mb, makeBatch(config, it, mb), std::move(current),
-                         next, &stage == &stages.back());
-          current = std::move(next);
-        }
+        BufferPtr current = forwardAll(stages, config, it, mb);
         // The head passes its input on (what runtime operations see),
         // which hostData copies to the host.
         REQUIRE(current != nullptr);
@@ -249,15 +257,8 @@ struct TwoStages {
     std::vector<double> losses;
     const float scale = 1.0f / static_cast<float>(microbatches);
     for (int it = from; it < to; ++it) {
-      for (int mb = 0; mb < microbatches; ++mb) {
-        BufferPtr current;
-        for (auto &stage : stages) {
-          BufferPtr next;
-          stage->forward(mb, makeBatch(config, it, mb), std::move(current),
-                         next, &stage == &stages.back());
-          current = std::move(next);
-        }
-      }
+      for (int mb = 0; mb < microbatches; ++mb)
+        forwardAll(stages, config, it, mb); // the stages keep what they need
       for (int mb = 0; mb < microbatches; ++mb) {
         BufferPtr current;
         for (auto s = stages.rbegin(); s != stages.rend(); ++s) {
