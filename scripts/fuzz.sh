@@ -50,7 +50,8 @@ fi
 log "Building the fuzz targets (ninja -j$JOBS)"
 ninja -C "$FUZZ_DIR" -j "$JOBS" flexpipe-fuzzers || die "fuzz build failed"
 
-# Leaks are checked (a fresh MLIR context per input frees everything);
+# Leaks are checked (an input's IR is freed with it; the shared MLIR context is
+# replaced every 1,000 inputs);
 # LLVM's allocators poison memory that Debian's uninstrumented MLIR libraries
 # then touch, so manual poisoning is off as in scripts/test.sh --sanitize.
 export ASAN_OPTIONS="allow_user_poisoning=0:${ASAN_OPTIONS:-}"

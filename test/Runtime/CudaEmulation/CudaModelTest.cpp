@@ -47,6 +47,21 @@ BufferPtr forwardAll(std::vector<std::unique_ptr<DeviceStage>> &stages,
   return current;
 }
 
+/// Micro-batch `mb`'s input gradients back through `stages`, then every
+/// stage's weight gradient; the first stage's input gradient.
+BufferPtr backwardAll(std::vector<std::unique_ptr<DeviceStage>> &stages, int mb,
+                      float scale) {
+  BufferPtr current;
+  for (auto it = stages.rbegin(); it != stages.rend(); ++it) {
+    BufferPtr next;
+    (*it)->inputGrad(mb, std::move(current), next, scale);
+    current = std::move(next);
+  }
+  for (auto &stage : stages)
+    stage->weightGrad(mb);
+  return current;
+}
+
 struct Trained {
   std::vector<double> losses;
   std::map<std::string, std::vector<float>> weights;
@@ -134,17 +149,9 @@ Trained trainOnEmulatedGpu(const GptConfig &config, int microbatches,
       for (auto &stage : stages)
         cached += stage->cachedBytes();
       CHECK(cached > 0);
-      for (int mb = 0; mb < microbatches; ++mb) {
-        BufferPtr current;
-        for (auto it = stages.rbegin(); it != stages.rend(); ++it) {
-          BufferPtr next;
-          (*it)->inputGrad(mb, std::move(current), next, scale);
-          current = std::move(next);
-        }
-        CHECK(current == nullptr); // token ids have no gradient
-        for (auto &stage : stages)
-          stage->weightGrad(mb);
-      }
+      for (int mb = 0; mb < microbatches; ++mb)
+        CHECK(backwardAll(stages, mb, scale) ==
+              nullptr); // token ids have no gradient
       for (auto &stage : stages)
         CHECK(stage->cachedBytes() == 0);
       if (it == 0)
@@ -259,16 +266,8 @@ struct TwoStages {
     for (int it = from; it < to; ++it) {
       for (int mb = 0; mb < microbatches; ++mb)
         forwardAll(stages, config, it, mb); // the stages keep what they need
-      for (int mb = 0; mb < microbatches; ++mb) {
-        BufferPtr current;
-        for (auto s = stages.rbegin(); s != stages.rend(); ++s) {
-          BufferPtr next;
-          (*s)->inputGrad(mb, std::move(current), next, scale);
-          current = std::move(next);
-        }
-        for (auto &stage : stages)
-          stage->weightGrad(mb);
-      }
+      for (int mb = 0; mb < microbatches; ++mb)
+        backwardAll(stages, mb, scale);
       device->step(kLr);
       losses.push_back(device->takeLossSum() * scale);
     }
