@@ -505,7 +505,7 @@ SimResult Simulator::run(const SimCosts &costs) const {
       if (op.dependsOn >= 0) {
         const Op &send = ops[op.dependsOn];
         const double sent = start[op.dependsOn];
-        const double posted = op.postedBy < 0    ? sent
+        const double posted = op.postedBy < 0     ? sent
                               : op.postedBy == id ? s
                                                   : start[op.postedBy];
         const double arrival =

@@ -66,7 +66,7 @@ const char *flexpipe::sched::tunePlacementName(TunePlacement placement) {
 }
 
 Candidate flexpipe::sched::oneFOneB(int64_t pp, int64_t dp, int64_t mbs,
-                                   int64_t microbatches, bool vocabParallel) {
+                                    int64_t microbatches, bool vocabParallel) {
   Candidate c;
   c.pp = pp;
   c.dp = dp;
@@ -84,11 +84,9 @@ ModelConfig flexpipe::sched::withBatch(const ModelConfig &model, int64_t mbs,
   return copy;
 }
 
-
 llvm::Expected<TuneOptions>
 flexpipe::sched::resolveOptions(const ModelConfig &model,
-                                const ClusterConfig &cluster,
-                                TuneOptions o) {
+                                const ClusterConfig &cluster, TuneOptions o) {
   if (model.modules.size() != 1)
     return fail(llvm::formatv(
         "model '{0}' has {1} modules; flexpipe-tune searches single-module "
@@ -130,8 +128,8 @@ flexpipe::sched::resolveOptions(const ModelConfig &model,
                                   "pp x dp must equal the number of {2}",
                                   pp, o.gpus, cluster.devicesWord()));
       if (pp > m.layers)
-        return fail(llvm::formatv("pp = {0} exceeds the model's {1} layers",
-                                  pp, m.layers));
+        return fail(llvm::formatv("pp = {0} exceeds the model's {1} layers", pp,
+                                  m.layers));
     }
   }
   if (o.mbs.empty()) {
@@ -148,8 +146,7 @@ flexpipe::sched::resolveOptions(const ModelConfig &model,
   for (int64_t v : o.circularChunks)
     if (v < 2)
       return fail("circular placements need at least 2 chunks per actor");
-  if (o.vocabParallel == TuneOptions::Choice::On &&
-      (m.vocab <= 0 || !m.lmHead))
+  if (o.vocabParallel == TuneOptions::Choice::On && (m.vocab <= 0 || !m.lmHead))
     return fail("module '" + m.name +
                 "' has no vocabulary and LM head to split; drop "
                 "--vocab-parallel=on");
@@ -216,8 +213,8 @@ flexpipe::sched::enumerateCandidates(const ModelConfig &model,
         for (int64_t v : chunkChoices) {
           if (m.layers < pp * v)
             continue;
-          std::vector<StagePriority> stps = {
-              {StageOrder::BreadthFirst, 0}, {StageOrder::DepthFirst, 0}};
+          std::vector<StagePriority> stps = {{StageOrder::BreadthFirst, 0},
+                                             {StageOrder::DepthFirst, 0}};
           if (placement == TunePlacement::Circular) {
             stps.push_back({StageOrder::BreadthFirst, pp});
             stps.push_back({StageOrder::DepthFirst, pp});
@@ -376,8 +373,8 @@ std::string flexpipe::sched::specText(const Candidate &c,
                                       const std::vector<std::string> &checks) {
   const ModuleModel &m = model.modules.front();
   std::ostringstream os;
-  os << "flexpipe.pipeline @" << name << " actors(" << c.pp
-     << ") microbatches(" << c.microbatches << ") {\n";
+  os << "flexpipe.pipeline @" << name << " actors(" << c.pp << ") microbatches("
+     << c.microbatches << ") {\n";
   os << "  flexpipe.module @" << m.name << " layers(" << m.layers
      << ") placement(";
   switch (c.placement) {
@@ -538,14 +535,14 @@ Evaluation flexpipe::sched::evaluate(const Candidate &c,
     }
     e.peakBytes = 0;
   }
-  const ScheduleResult schedule = sched::schedule(built->problem, TimeModel::Cost);
+  const ScheduleResult schedule =
+      sched::schedule(built->problem, TimeModel::Cost);
   if (!schedule.ok) {
     e.error = "cannot be scheduled: " + schedule.error;
     return e;
   }
-  Program program =
-      toProgram(built->problem, schedule, built->numStages, built->stageEdges,
-                built->sharedStages);
+  Program program = toProgram(built->problem, schedule, built->numStages,
+                              built->stageEdges, built->sharedStages);
   program.stageMeta = built->stageMeta;
   program.moduleNames = built->moduleNames;
 
@@ -557,8 +554,8 @@ Evaluation flexpipe::sched::evaluate(const Candidate &c,
   for (int64_t a = 0; a < c.pp; ++a)
     devices[a] = a * c.dp;
   SimCosts costs;
-  if (std::string error = modelCosts(program, sized, cluster, options.profile,
-                                     devices, costs);
+  if (std::string error =
+          modelCosts(program, sized, cluster, options.profile, devices, costs);
       !error.empty()) {
     e.error = error;
     return e;
@@ -583,8 +580,8 @@ Evaluation flexpipe::sched::evaluate(const Candidate &c,
     }
     SeparationOptions separation;
     separation.maxRounds = options.separationRounds;
-    SeparationResult separated = separateGradients(
-        program, c.dp > 1 ? passCosts : costs, separation);
+    SeparationResult separated =
+        separateGradients(program, c.dp > 1 ? passCosts : costs, separation);
     if (!separated.ok) {
       e.error = "gradient separation failed: " + separated.error;
       return e;
@@ -620,11 +617,11 @@ Evaluation flexpipe::sched::evaluate(const Candidate &c,
     }
   }
   e.iterationTime = e.pipelineTime + e.gradSyncTime;
-  e.tokensPerSecond =
-      e.iterationTime > 0
-          ? static_cast<double>(options.globalBatch * sized.modules.front().seq) /
-                e.iterationTime
-          : 0;
+  e.tokensPerSecond = e.iterationTime > 0
+                          ? static_cast<double>(options.globalBatch *
+                                                sized.modules.front().seq) /
+                                e.iterationTime
+                          : 0;
   e.fitsMemory = options.memoryLimit <= 0 || e.peakBytes <= options.memoryLimit;
   if (detail) {
     detail->program = std::move(program);
@@ -638,8 +635,7 @@ namespace {
 
 /// Runs `work(i)` for i in [0, n) on `threads` threads (the caller's
 /// included), reporting progress from the calling thread.
-void parallelFor(size_t n, int threads,
-                 const std::function<void(size_t)> &work,
+void parallelFor(size_t n, int threads, const std::function<void(size_t)> &work,
                  const std::function<void(size_t)> &progress) {
   std::atomic<size_t> next{0}, done{0};
   auto worker = [&](bool report) {
@@ -651,7 +647,8 @@ void parallelFor(size_t n, int threads,
     }
   };
   std::vector<std::thread> pool;
-  const int extra = std::max(0, std::min<int>(threads, static_cast<int>(n)) - 1);
+  const int extra =
+      std::max(0, std::min<int>(threads, static_cast<int>(n)) - 1);
   for (int t = 0; t < extra; ++t)
     pool.emplace_back(worker, false);
   worker(true);
@@ -746,8 +743,9 @@ llvm::Expected<TuneResult> flexpipe::sched::tune(const ModelConfig &model,
     outsideWindow += pending.size() - options.separationTop;
     pending.resize(options.separationTop);
   }
-  std::sort(pending.begin(), pending.end(),
-            [](const Pending &a, const Pending &b) { return a.bound < b.bound; });
+  std::sort(
+      pending.begin(), pending.end(),
+      [](const Pending &a, const Pending &b) { return a.bound < b.bound; });
   std::mutex bestMutex;
   std::atomic<size_t> pruned{0}, simulated{0};
   parallelFor(
@@ -822,11 +820,9 @@ llvm::Expected<TuneResult> flexpipe::sched::tune(const ModelConfig &model,
   return result;
 }
 
-std::optional<Evaluation>
-flexpipe::sched::bestBaseline(const ModelConfig &model,
-                              const ClusterConfig &cluster,
-                              const TuneOptions &options, bool vocabParallel,
-                              const TuneResult *known) {
+std::optional<Evaluation> flexpipe::sched::bestBaseline(
+    const ModelConfig &model, const ClusterConfig &cluster,
+    const TuneOptions &options, bool vocabParallel, const TuneResult *known) {
   auto lookup = [&](const Candidate &c) -> std::optional<Evaluation> {
     if (!known)
       return std::nullopt;
@@ -858,8 +854,7 @@ flexpipe::sched::bestBaseline(const ModelConfig &model,
           c.fwd = fwd;
           c.bwd = bwd;
           std::optional<Evaluation> found = lookup(c);
-          Evaluation e =
-              found ? *found : evaluate(c, model, cluster, options);
+          Evaluation e = found ? *found : evaluate(c, model, cluster, options);
           if (e.ok() && e.fitsMemory &&
               (!best || e.iterationTime < best->iterationTime))
             best = std::move(e);

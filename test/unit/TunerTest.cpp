@@ -35,7 +35,6 @@ ModelConfig gptModel(int64_t layers, int64_t vocab) {
   return model;
 }
 
-
 } // namespace
 
 TEST_CASE("a collective starts on all members at once and gates their "

@@ -68,11 +68,17 @@ std::optional<double> parseBytes(std::string text) {
   }
   std::string unit = text.substr(pos);
   std::transform(unit.begin(), unit.end(), unit.begin(), ::tolower);
-  const std::pair<const char *, double> units[] = {
-      {"", 1},          {"b", 1},          {"kb", 1e3},
-      {"mb", 1e6},      {"gb", 1e9},       {"tb", 1e12},
-      {"kib", 1024.0},  {"mib", 1048576.0}, {"gib", 1073741824.0},
-      {"tib", 1099511627776.0}, {"pib", 1125899906842624.0}};
+  const std::pair<const char *, double> units[] = {{"", 1},
+                                                   {"b", 1},
+                                                   {"kb", 1e3},
+                                                   {"mb", 1e6},
+                                                   {"gb", 1e9},
+                                                   {"tb", 1e12},
+                                                   {"kib", 1024.0},
+                                                   {"mib", 1048576.0},
+                                                   {"gib", 1073741824.0},
+                                                   {"tib", 1099511627776.0},
+                                                   {"pib", 1125899906842624.0}};
   for (auto [name, scale] : units)
     if (unit == name && value > 0)
       return value * scale;
@@ -162,7 +168,7 @@ bool writeResults(const std::string &dir, const TuneResult &result) {
   bool first = true;
   auto row = [&](const Evaluation &e, int rank) {
     const Candidate &c = e.candidate;
-    const char *status = !e.ok()           ? "unschedulable"
+    const char *status = !e.ok()         ? "unschedulable"
                          : !e.fitsMemory ? "over_memory"
                                          : "ok";
     std::string error = e.error;
@@ -477,9 +483,9 @@ int main(int argc, char **argv) {
 
   const auto started = std::chrono::steady_clock::now();
   llvm::Expected<TuneResult> tuned = tune(model, cluster, *resolved);
-  const double elapsed = std::chrono::duration<double>(
-                             std::chrono::steady_clock::now() - started)
-                             .count();
+  const double elapsed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started)
+          .count();
   if (!tuned) {
     llvm::errs() << "flexpipe-tune: " << llvm::toString(tuned.takeError())
                  << "\n";
@@ -507,8 +513,7 @@ int main(int argc, char **argv) {
   llvm::outs() << llvm::formatv("{0,-5} {1,-11} {2,-11} {3,-7} {4,-10} "
                                 "{5,-4} {6,-4} {7,-4} {8,-4} {9}\n",
                                 "rank", "iteration", "tokens/s", "bubble",
-                                "peak mem", "pp", "dp", "mbs", "m",
-                                "schedule");
+                                "peak mem", "pp", "dp", "mbs", "m", "schedule");
   auto line = [&](const std::string &label, const Evaluation &e) {
     const Candidate &c = e.candidate;
     llvm::outs() << llvm::formatv(
@@ -516,8 +521,9 @@ int main(int argc, char **argv) {
         "{9}\n",
         label, seconds(e.iterationTime),
         llvm::formatv("{0:F0}", e.tokensPerSecond).str(),
-        llvm::formatv("{0:F1}%", 100 * e.bubbleRatio).str(), formatBytes(e.peakBytes),
-        c.pp, c.dp, c.mbs, c.microbatches, describe(c));
+        llvm::formatv("{0:F1}%", 100 * e.bubbleRatio).str(),
+        formatBytes(e.peakBytes), c.pp, c.dp, c.mbs, c.microbatches,
+        describe(c));
   };
   const size_t top = std::min<size_t>(o.top, result.ranked.size());
   for (size_t i = 0; i < top; ++i)
@@ -531,11 +537,10 @@ int main(int argc, char **argv) {
       continue;
     }
     line(vp ? "T1F1B" : "1F1B", *baseline[vp]);
-    llvm::outs() << llvm::formatv("      best is {0:F2}x faster than {1} at "
-                                  "its best (pp, dp, mbs)\n",
-                                  baseline[vp]->iterationTime /
-                                      best.iterationTime,
-                                  names[vp]);
+    llvm::outs() << llvm::formatv(
+        "      best is {0:F2}x faster than {1} at "
+        "its best (pp, dp, mbs)\n",
+        baseline[vp]->iterationTime / best.iterationTime, names[vp]);
   }
 
   // Files.
@@ -544,8 +549,7 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < top; ++i) {
     const Evaluation &e = result.ranked[i];
     const Candidate &c = e.candidate;
-    const std::string stem =
-        o.output + "/rank-" + std::to_string(i + 1);
+    const std::string stem = o.output + "/rank-" + std::to_string(i + 1);
     std::ostringstream spec;
     spec << "// flexpipe-tune rank " << i + 1 << " for " << model.name << " on "
          << cluster.name << ", " << resolved->gpus << " "
@@ -582,17 +586,16 @@ int main(int argc, char **argv) {
   std::string svg;
   if (baseline[0]) {
     evaluate(baseline[0]->candidate, model, cluster, *resolved, &baseDetail);
-    context.timeSpan = std::max(bestDetail.sim.iterationTime,
-                                baseDetail.sim.iterationTime);
+    context.timeSpan =
+        std::max(bestDetail.sim.iterationTime, baseDetail.sim.iterationTime);
     ReportContext baseContext = context;
-    baseContext.name = llvm::formatv("Megatron 1F1B, pp {0} x dp {1}, mbs {2}",
-                                     baseline[0]->candidate.pp,
-                                     baseline[0]->candidate.dp,
-                                     baseline[0]->candidate.mbs);
-    svg = stackSvgs(
-        formatSvg(bestDetail.program, bestDetail.sim, bestDetail.costs, context),
-        formatSvg(baseDetail.program, baseDetail.sim, baseDetail.costs,
-                  baseContext));
+    baseContext.name = llvm::formatv(
+        "Megatron 1F1B, pp {0} x dp {1}, mbs {2}", baseline[0]->candidate.pp,
+        baseline[0]->candidate.dp, baseline[0]->candidate.mbs);
+    svg = stackSvgs(formatSvg(bestDetail.program, bestDetail.sim,
+                              bestDetail.costs, context),
+                    formatSvg(baseDetail.program, baseDetail.sim,
+                              baseDetail.costs, baseContext));
   } else {
     svg = formatSvg(bestDetail.program, bestDetail.sim, bestDetail.costs,
                     context);

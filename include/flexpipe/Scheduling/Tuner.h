@@ -71,9 +71,7 @@ struct Candidate {
                            fwd.interval, static_cast<int>(bwd.order),
                            bwd.interval, priority, separation);
   }
-  bool operator==(const Candidate &other) const {
-    return tie() == other.tie();
-  }
+  bool operator==(const Candidate &other) const { return tie() == other.tie(); }
 
   /// Stages per direction and in all directions.
   int64_t stagesPerDirection() const { return pp * chunks; }
@@ -138,10 +136,10 @@ struct TuneOptions {
   /// Gradient separation (split backward, weight gradients into bubbles).
   Choice separation = Choice::Both;
   /// Separation variants are simulated only when their fused twin is within
-  /// this factor of the best fused time and among the separationTop fastest (a heuristic: moving weight
-  /// gradients into bubbles rarely saves a quarter of an iteration); 0 keeps
-  /// every variant the sound bound admits. And the most stash-and-insert
-  /// rounds per variant.
+  /// this factor of the best fused time and among the separationTop fastest (a
+  /// heuristic: moving weight gradients into bubbles rarely saves a quarter of
+  /// an iteration); 0 keeps every variant the sound bound admits. And the most
+  /// stash-and-insert rounds per variant.
   double separationWindow = 1.25;
   int64_t separationRounds = 200;
   /// At most this many separation variants are simulated, those of the
