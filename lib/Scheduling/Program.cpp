@@ -9,7 +9,6 @@
 #include "flexpipe/Scheduling/Program.h"
 
 #include <algorithm>
-#include <deque>
 #include <map>
 #include <sstream>
 #include <tuple>
@@ -247,114 +246,53 @@ void flexpipe::sched::insertCommunication(Program &program) {
 
 namespace {
 
-class Replay {
-public:
-  Replay(const Program &program, ChannelRule rule)
-      : p(program), topo(program), rule(rule) {}
-  std::optional<VerifyFailure> run();
-
-private:
-  struct Message {
-    int32_t srcStage, mb, actor, index;
-    bool grad;
-  };
-  /// The channel of messages from `src` to `dst` of one kind sent by stage
-  /// `senderStage` (per actor pair: every message from `src` to `dst`),
-  /// created on first use.
-  int32_t channel(int32_t src, int32_t dst, bool grad, int32_t senderStage) {
-    if (rule == ChannelRule::PerPair) {
-      grad = false;
-      senderStage = 0;
-    }
-    const uint64_t k =
-        ((static_cast<uint64_t>(src) * p.numActors + dst) * 2 + (grad ? 1 : 0))
-            << 32 |
-        static_cast<uint32_t>(senderStage);
-    auto [it, inserted] =
-        channels.try_emplace(k, static_cast<int32_t>(sent.size()));
-    if (inserted) {
-      sent.emplace_back();
-      posted.push_back(0);
-      waitersOnChannel.emplace_back();
-      channelSender.push_back(src);
-    }
-    return it->second;
-  }
-  /// The channel a receive reads: from the stage next to its own that runs
-  /// on the peer. Returns -1 when there is none.
-  int32_t recvChannel(int32_t actor, const ProgOp &recv);
-  std::string describe(int32_t actor, int32_t index) const {
-    const ProgOp &op = p.actors[actor][index];
-    std::ostringstream os;
-    os << opKindName(op.kind) << " stage " << op.stage << " mb " << op.mb;
-    if (op.kind >= OpKind::SendAct && op.kind <= OpKind::RecvGrad)
-      os << ((op.kind == OpKind::SendAct || op.kind == OpKind::SendGrad)
-                 ? " to "
-                 : " from ")
-         << op.peer;
-    os << " on actor " << actor;
-    return os.str();
-  }
-  VerifyFailure failure(int32_t actor, int32_t index, std::string message) {
-    VerifyFailure f;
-    f.message = std::move(message);
-    f.at.push_back({actor, index, ""});
-    return f;
-  }
-  std::optional<VerifyFailure> checkStatic();
-  std::optional<VerifyFailure> checkInputs(int32_t actor, int32_t index);
-  void produce(int32_t actor, const ProgOp &op);
-  /// Tries to complete the receive that reserved `slot`; sets `matched`.
-  std::optional<VerifyFailure> tryDeliver(int32_t actor, int32_t index,
-                                          int32_t ch, int32_t slot,
-                                          bool &delivered);
-  std::optional<VerifyFailure> deadlock();
-
-  const Program &p;
-  Topology topo;
-  ChannelRule rule;
-  std::vector<std::unordered_set<uint64_t>> have;
-  std::vector<std::vector<Message>> sent;
-  std::vector<int32_t> posted;
-  std::vector<int32_t> pc;
-  /// Blocked receive: (channel, slot); blocked collective: key.
-  std::vector<int32_t> waitChannel, waitSlot;
-  std::vector<int8_t> inCollective;
-  std::map<std::tuple<int, int32_t, int32_t>, std::vector<int32_t>> arrivals;
-  std::vector<std::pair<int32_t, int32_t>> tokenSlot; // token -> (ch, slot)
-  /// Asynchronous collectives: token -> the op that posted it.
-  std::map<int32_t, std::pair<int32_t, int32_t>> tokenCollective;
-  std::vector<std::vector<int32_t>> waitersOnChannel;
-  std::vector<int32_t> channelSender;
-  std::unordered_map<uint64_t, int32_t> channels;
-};
-
-int32_t Replay::recvChannel(int32_t actor, const ProgOp &recv) {
-  const bool grad = recv.kind == OpKind::RecvGrad;
-  const auto &neighbours =
-      grad ? topo.succs[recv.stage] : topo.preds[recv.stage];
-  if (rule == ChannelRule::PerPair)
-    return channel(recv.peer, actor, grad, 0);
-  int32_t first = -1;
-  for (int32_t sender : neighbours) {
-    const auto &actors = topo.actorsOf[sender];
-    if (!std::binary_search(actors.begin(), actors.end(), recv.peer))
-      continue;
-    const int32_t ch = channel(recv.peer, actor, grad, sender);
-    if (first < 0)
-      first = ch;
-    // Several candidate stages on the peer: the one whose next message is
-    // for this micro-batch.
-    const int32_t slot = posted[ch];
-    if (slot < static_cast<int32_t>(sent[ch].size()) &&
-        sent[ch][slot].mb == recv.mb)
-      return ch;
-  }
-  return first;
+/// How a failure names an op: "fwd stage 2 mb 3 on actor 1".
+std::string describeOp(const Program &p, int32_t actor, int32_t index) {
+  const ProgOp &op = p.actors[actor][index];
+  std::ostringstream os;
+  os << opKindName(op.kind) << " stage " << op.stage << " mb " << op.mb;
+  if (op.kind >= OpKind::SendAct && op.kind <= OpKind::RecvGrad)
+    os << ((op.kind == OpKind::SendAct || op.kind == OpKind::SendGrad)
+               ? " to "
+               : " from ")
+       << op.peer;
+  os << " on actor " << actor;
+  return os.str();
 }
 
-std::optional<VerifyFailure> Replay::checkStatic() {
-  // Operands in range, tokens waited once, every forward with its backward.
+VerifyFailure failureAt(int32_t actor, int32_t index, std::string message) {
+  VerifyFailure f;
+  f.message = std::move(message);
+  f.at.push_back({actor, index, ""});
+  return f;
+}
+
+inline bool isReceive(OpKind kind) {
+  return kind == OpKind::RecvAct || kind == OpKind::RecvGrad;
+}
+inline bool isSend(OpKind kind) {
+  return kind == OpKind::SendAct || kind == OpKind::SendGrad;
+}
+inline bool isCollective(OpKind kind) {
+  return kind == OpKind::AllGather || kind == OpKind::Gather;
+}
+
+/// One instruction list per actor, at least one actor.
+std::optional<VerifyFailure> checkShape(const Program &p) {
+  if (p.numActors >= 1 && static_cast<int32_t>(p.actors.size()) == p.numActors)
+    return std::nullopt;
+  VerifyFailure f;
+  f.message = "the program needs one instruction list per actor";
+  return f;
+}
+
+/// Operands in range, tokens waited once, every forward with its backward,
+/// every micro-batch computed: what verify() checks before replaying.
+std::optional<VerifyFailure> checkStatic(const Program &p) {
+  auto failure = [&](int32_t a, int32_t i, std::string message) {
+    return failureAt(a, i, std::move(message));
+  };
+  auto describe = [&](int32_t a, int32_t i) { return describeOp(p, a, i); };
   std::vector<int32_t> tokenUses;
   const int64_t cells =
       static_cast<int64_t>(p.numStages) * std::max(1, p.numMicrobatches);
@@ -432,6 +370,253 @@ std::optional<VerifyFailure> Replay::checkStatic() {
   return std::nullopt;
 }
 
+/// Builds a ProgramGraph: static matching, then a replay to the end.
+class Replay {
+public:
+  Replay(const Program &program, ChannelRule rule, ProgramGraph &graph,
+         bool checkData)
+      : p(program), topo(program), rule(rule), g(graph), checkData(checkData) {}
+  std::optional<VerifyFailure> run() {
+    if (auto f = match())
+      return f;
+    return replay();
+  }
+
+private:
+  /// Receives take the sends of their channel in order; waits and
+  /// collectives find what they complete.
+  std::optional<VerifyFailure> match();
+  /// Runs every actor as far as it can until all are done or blocked.
+  std::optional<VerifyFailure> replay();
+  std::optional<VerifyFailure> checkInputs(int32_t actor, int32_t index);
+  void produce(int32_t actor, const ProgOp &op);
+  void deliver(int32_t actor, int32_t send);
+  std::optional<VerifyFailure> deadlock();
+  VerifyFailure mismatch(int32_t recv, int32_t send) const;
+
+  /// The channel of messages from `src` to `dst` of one kind sent by stage
+  /// `senderStage` (per actor pair: every message from `src` to `dst`);
+  /// -1 when nothing was sent on it.
+  int32_t findChannel(int32_t src, int32_t dst, bool grad,
+                      int32_t senderStage) const {
+    auto it = channels.find(channelKey(src, dst, grad, senderStage));
+    return it == channels.end() ? -1 : it->second;
+  }
+  uint64_t channelKey(int32_t src, int32_t dst, bool grad,
+                      int32_t senderStage) const {
+    if (rule == ChannelRule::PerPair) {
+      grad = false;
+      senderStage = 0;
+    }
+    return ((static_cast<uint64_t>(src) * p.numActors + dst) * 2 +
+            (grad ? 1 : 0))
+               << 32 |
+           static_cast<uint32_t>(senderStage);
+  }
+  int32_t opId(int32_t actor, int32_t index) const {
+    return g.actorBegin[actor] + index;
+  }
+  const ProgOp &opAt(int32_t id) const {
+    return p.actors[actorOf[id]][id - g.actorBegin[actorOf[id]]];
+  }
+  /// The actor a blocked actor waits for.
+  int32_t waitsFor(int32_t actor) const;
+
+  const Program &p;
+  Topology topo;
+  ChannelRule rule;
+  ProgramGraph &g;
+  bool checkData;
+
+  std::vector<int32_t> actorOf;
+  std::unordered_map<uint64_t, int32_t> channels;
+  std::vector<std::vector<int32_t>> channelSends; // send op ids, in order
+  /// Collectives: per instance the number of members that must arrive, and
+  /// how many have.
+  std::vector<int32_t> instanceOf, instanceSize, instanceArrived;
+  /// Asynchronous receives and collectives by token: the posting op.
+  std::vector<int32_t> postOfToken, sendOfToken;
+  /// Receives (or waits of asynchronous ones) that no send matches: they
+  /// block the replay for good.
+  std::vector<uint8_t> unmatched;
+  /// Receives whose message is for another receive.
+  std::vector<uint8_t> mismatched;
+  std::vector<std::unordered_set<uint64_t>> have;
+  std::vector<uint8_t> done;
+  /// Per send: the actor blocked on its message, or -1.
+  std::vector<int32_t> waiterOnSend;
+  /// Per collective member: whether it has arrived.
+  std::vector<uint8_t> arrived;
+  /// After a replay that did not finish: each actor's position.
+  std::vector<int32_t> blockedAt;
+};
+
+std::optional<VerifyFailure> Replay::match() {
+  const int32_t n = p.numActors;
+  g.actorBegin.assign(n + 1, 0);
+  for (int32_t a = 0; a < n; ++a)
+    g.actorBegin[a + 1] =
+        g.actorBegin[a] + static_cast<int32_t>(p.actors[a].size());
+  const int32_t numOps = g.numOps();
+  actorOf.resize(numOps);
+  for (int32_t a = 0; a < n; ++a)
+    std::fill(actorOf.begin() + g.actorBegin[a],
+              actorOf.begin() + g.actorBegin[a + 1], a);
+  g.dependsOn.assign(numOps, -1);
+  g.postedBy.assign(numOps, -1);
+  g.groupFirst.assign(numOps, -1);
+  g.groupNext.assign(numOps, -1);
+  g.waitsPost.assign(numOps, -1);
+  g.lastOfGroup.assign(numOps, 0);
+  instanceOf.assign(numOps, -1);
+  unmatched.assign(numOps, 0);
+  mismatched.assign(numOps, 0);
+
+  auto outOfRange = [&](int32_t a, int32_t i) {
+    return failureAt(a, i, describeOp(p, a, i) + " is out of range");
+  };
+  // Sends per channel, in each sender's program order.
+  channels.reserve(4 * static_cast<size_t>(p.numStages) + 16);
+  for (int32_t a = 0; a < n; ++a)
+    for (int32_t i = 0; i < static_cast<int32_t>(p.actors[a].size()); ++i) {
+      const ProgOp &op = p.actors[a][i];
+      if (!isSend(op.kind))
+        continue;
+      if (op.peer < 0 || op.peer >= n || op.stage < 0 ||
+          op.stage >= p.numStages)
+        return outOfRange(a, i);
+      auto [it, inserted] = channels.try_emplace(
+          channelKey(a, op.peer, op.kind == OpKind::SendGrad, op.stage),
+          static_cast<int32_t>(channelSends.size()));
+      if (inserted)
+        channelSends.emplace_back();
+      channelSends[it->second].push_back(opId(a, i));
+    }
+
+  // Receives take the next send of their channel; a receive whose channel
+  // has no send left stays unmatched and blocks the replay.
+  std::vector<int32_t> consumed(channelSends.size(), 0);
+  std::map<std::tuple<int, int32_t, int32_t>, int32_t> instances;
+  std::vector<int32_t> lastMember;
+  for (int32_t a = 0; a < n; ++a)
+    for (int32_t i = 0; i < static_cast<int32_t>(p.actors[a].size()); ++i) {
+      const ProgOp &op = p.actors[a][i];
+      const int32_t id = opId(a, i);
+      if (op.token >= 0 && (isReceive(op.kind) || isCollective(op.kind))) {
+        if (op.token >= static_cast<int32_t>(postOfToken.size())) {
+          postOfToken.resize(op.token + 1, -1);
+          sendOfToken.resize(op.token + 1, -1);
+        }
+        postOfToken[op.token] = id;
+      }
+      if (isCollective(op.kind)) {
+        auto [it, inserted] =
+            instances.try_emplace({static_cast<int>(op.kind), op.stage, op.mb},
+                                  static_cast<int32_t>(instanceSize.size()));
+        if (inserted) {
+          const bool declared =
+              op.group >= 0 && op.group < static_cast<int32_t>(p.groups.size());
+          instanceSize.push_back(
+              declared ? static_cast<int32_t>(p.groups[op.group].size()) : 0);
+          instanceArrived.push_back(0);
+          lastMember.push_back(-1);
+        }
+        const int32_t inst = it->second;
+        instanceOf[id] = inst;
+        if (lastMember[inst] < 0)
+          g.groupFirst[id] = id;
+        else {
+          g.groupFirst[id] = g.groupFirst[lastMember[inst]];
+          g.groupNext[lastMember[inst]] = id;
+        }
+        lastMember[inst] = id;
+        continue;
+      }
+      if (op.kind == OpKind::Wait) {
+        if (op.token < 0 ||
+            op.token >= static_cast<int32_t>(postOfToken.size()))
+          continue; // a send's token, or one never posted: complete at once
+        const int32_t post = postOfToken[op.token];
+        if (post < 0)
+          continue;
+        if (isCollective(opAt(post).kind)) {
+          g.waitsPost[id] = post;
+        } else {
+          g.dependsOn[id] = sendOfToken[op.token];
+          g.postedBy[id] = post;
+          unmatched[id] = g.dependsOn[id] < 0;
+        }
+        continue;
+      }
+      if (!isReceive(op.kind))
+        continue;
+      if (op.peer < 0 || op.peer >= n || op.stage < 0 ||
+          op.stage >= p.numStages)
+        return outOfRange(a, i);
+      const bool grad = op.kind == OpKind::RecvGrad;
+      int32_t ch = -1;
+      if (rule == ChannelRule::PerPair) {
+        ch = findChannel(op.peer, a, grad, 0);
+      } else {
+        // The channel from a stage next to this one that runs on the peer;
+        // with several, the one whose next message is for this micro-batch.
+        bool adjacent = false;
+        for (int32_t sender :
+             grad ? topo.succs[op.stage] : topo.preds[op.stage]) {
+          const auto &actors = topo.actorsOf[sender];
+          if (!std::binary_search(actors.begin(), actors.end(), op.peer))
+            continue;
+          adjacent = true;
+          const int32_t c = findChannel(op.peer, a, grad, sender);
+          if (c < 0 ||
+              consumed[c] >= static_cast<int32_t>(channelSends[c].size()))
+            continue;
+          if (ch < 0)
+            ch = c;
+          if (opAt(channelSends[c][consumed[c]]).mb == op.mb) {
+            ch = c;
+            break;
+          }
+        }
+        if (!adjacent)
+          return failureAt(a, i,
+                           describeOp(p, a, i) +
+                               " expects a message from actor " +
+                               std::to_string(op.peer) +
+                               ", which runs no stage adjacent to stage " +
+                               std::to_string(op.stage));
+      }
+      if (ch < 0 ||
+          consumed[ch] >= static_cast<int32_t>(channelSends[ch].size())) {
+        unmatched[id] = op.token < 0; // the replay diagnoses the wait
+        continue;
+      }
+      const int32_t send = channelSends[ch][consumed[ch]++];
+      const ProgOp &msg = opAt(send);
+      const bool msgGrad = msg.kind == OpKind::SendGrad;
+      const bool matches = msg.mb == op.mb && msgGrad == grad &&
+                           (grad ? topo.hasEdge(op.stage, msg.stage)
+                                 : topo.hasEdge(msg.stage, op.stage));
+      // A mismatch is reported when the replay delivers the message, so
+      // that the first one to happen is named.
+      mismatched[id] = !matches;
+      if (op.token >= 0) {
+        sendOfToken[op.token] = send; // its wait takes the message
+      } else {
+        g.dependsOn[id] = send;
+        g.postedBy[id] = id;
+      }
+    }
+  // Instances without a declared group complete when every member present
+  // in the programs has arrived.
+  for (int32_t id = 0; id < numOps; ++id)
+    if (instanceOf[id] >= 0 && g.groupFirst[id] == id &&
+        instanceSize[instanceOf[id]] == 0)
+      for (int32_t m = id; m >= 0; m = g.groupNext[m])
+        ++instanceSize[instanceOf[id]];
+  return std::nullopt;
+}
+
 void Replay::produce(int32_t actor, const ProgOp &op) {
   auto &h = have[actor];
   switch (op.kind) {
@@ -452,14 +637,22 @@ void Replay::produce(int32_t actor, const ProgOp &op) {
   }
 }
 
-/// Every input of the computation at (actor, index) is available there.
+void Replay::deliver(int32_t actor, int32_t send) {
+  const ProgOp &msg = opAt(send);
+  have[actor].insert(
+      key(msg.kind == OpKind::SendGrad ? Grad : Act, msg.stage, msg.mb));
+}
+
+/// Every input of the computation or send at (actor, index) is available
+/// there.
 std::optional<VerifyFailure> Replay::checkInputs(int32_t actor, int32_t index) {
   const ProgOp &op = p.actors[actor][index];
   const auto &h = have[actor];
   auto missing = [&](const std::string &what) {
-    return failure(actor, index,
-                   describe(actor, index) + " runs before " + what +
-                       "; every dependency must be satisfied in program order");
+    return failureAt(actor, index,
+                     describeOp(p, actor, index) + " runs before " + what +
+                         "; every dependency must be satisfied in program "
+                         "order");
   };
   auto stageMb = [&](const char *what, int32_t stage) {
     std::ostringstream os;
@@ -501,199 +694,179 @@ std::optional<VerifyFailure> Replay::checkInputs(int32_t actor, int32_t index) {
   return std::nullopt;
 }
 
-std::optional<VerifyFailure> Replay::tryDeliver(int32_t actor, int32_t index,
-                                                int32_t ch, int32_t slot,
-                                                bool &delivered) {
-  delivered = false;
-  if (slot >= static_cast<int32_t>(sent[ch].size()))
-    return std::nullopt;
-  const Message &msg = sent[ch][slot];
-  const ProgOp &recv = p.actors[actor][index];
-  const bool grad = recv.kind == OpKind::RecvGrad;
-  const bool matches = msg.mb == recv.mb && msg.grad == grad &&
-                       (grad ? topo.hasEdge(recv.stage, msg.srcStage)
-                             : topo.hasEdge(msg.srcStage, recv.stage));
-  if (!matches) {
-    VerifyFailure f;
-    f.message = describe(actor, index) + " would receive the message of " +
-                describe(msg.actor, msg.index) +
-                (rule == ChannelRule::PerPair
-                     ? ": without tags, the receives an actor posts for a "
-                       "peer must come in the order of that peer's sends"
-                     : ": sends and receives between two actors must match "
-                       "one to one and in the same order");
-    f.at.push_back({actor, index, ""});
-    f.at.push_back({msg.actor, msg.index, "the send it would match"});
-    return f;
-  }
-  have[actor].insert(key(grad ? Grad : Act, msg.srcStage, msg.mb));
-  delivered = true;
-  return std::nullopt;
-}
-
-std::optional<VerifyFailure> Replay::run() {
-  if (auto f = checkStatic())
-    return f;
+std::optional<VerifyFailure> Replay::replay() {
   const int32_t n = p.numActors;
-  have.assign(n, {});
-  for (int32_t a = 0; a < n; ++a)
-    have[a].reserve(p.actors[a].size() * 2);
-  pc.assign(n, 0);
-  waitChannel.assign(n, -1);
-  waitSlot.assign(n, -1);
-  inCollective.assign(n, 0);
+  const int32_t numOps = g.numOps();
+  if (checkData) {
+    have.assign(n, {});
+    for (int32_t a = 0; a < n; ++a)
+      have[a].reserve(p.actors[a].size() * 2);
+  }
+  done.assign(numOps, 0);
+  waiterOnSend.assign(numOps, -1);
+  arrived.assign(numOps, 0);
+  g.order.clear();
+  g.order.reserve(numOps);
 
-  std::vector<int32_t> worklist(n);
-  for (int32_t a = 0; a < n; ++a)
+  std::vector<int32_t> pc(n), worklist(n);
+  for (int32_t a = 0; a < n; ++a) {
+    pc[a] = g.actorBegin[a];
     worklist[a] = n - 1 - a;
-  std::vector<int8_t> queued(n, 1);
+  }
+  std::vector<uint8_t> queued(n, 1);
   auto wake = [&](int32_t actor) {
     if (!queued[actor]) {
       queued[actor] = 1;
       worklist.push_back(actor);
     }
   };
+  // A collective member arrives; the arrival that completes the instance
+  // wakes every member.
+  auto arrive = [&](int32_t id) {
+    if (arrived[id])
+      return;
+    arrived[id] = 1;
+    const int32_t inst = instanceOf[id];
+    if (++instanceArrived[inst] == instanceSize[inst]) {
+      g.lastOfGroup[id] = opAt(id).token < 0;
+      for (int32_t m = g.groupFirst[id]; m >= 0; m = g.groupNext[m])
+        wake(actorOf[m]);
+    }
+  };
+  auto complete = [&](int32_t inst) {
+    return instanceArrived[inst] >= instanceSize[inst];
+  };
+  // A receive, or the wait of an asynchronous one, can take its message.
+  auto ready = [&](int32_t a, int32_t id) {
+    if (unmatched[id])
+      return false;
+    const int32_t send = g.dependsOn[id];
+    if (send < 0)
+      return true;
+    if (!done[send]) {
+      waiterOnSend[send] = a;
+      return false;
+    }
+    return true;
+  };
 
   while (!worklist.empty()) {
     const int32_t a = worklist.back();
     worklist.pop_back();
     queued[a] = 0;
-    const auto &ops = p.actors[a];
-    while (pc[a] < static_cast<int32_t>(ops.size())) {
-      const int32_t i = pc[a];
-      const ProgOp &op = ops[i];
+    for (; pc[a] < g.actorBegin[a + 1]; ++pc[a]) {
+      const int32_t id = pc[a];
+      const int32_t i = id - g.actorBegin[a];
+      const ProgOp &op = p.actors[a][i];
       bool advance = true;
       switch (op.kind) {
       case OpKind::Fwd:
       case OpKind::Bwd:
       case OpKind::Igrad:
       case OpKind::Wgrad:
-        if (auto f = checkInputs(a, i))
-          return f;
-        produce(a, op);
+        if (checkData) {
+          if (auto f = checkInputs(a, i))
+            return f;
+          produce(a, op);
+        }
         break;
       case OpKind::SendAct:
-      case OpKind::SendGrad: {
-        if (auto f = checkInputs(a, i))
-          return f;
-        const int32_t ch =
-            channel(a, op.peer, op.kind == OpKind::SendGrad, op.stage);
-        sent[ch].push_back(
-            {op.stage, op.mb, a, i, op.kind == OpKind::SendGrad});
-        for (int32_t waiter : waitersOnChannel[ch])
-          wake(waiter);
-        waitersOnChannel[ch].clear();
-        if (op.token >= 0) {
-          if (op.token >= static_cast<int32_t>(tokenSlot.size()))
-            tokenSlot.resize(op.token + 1, {-1, -1});
-          tokenSlot[op.token] = {-1, -1}; // sends complete at once
-        }
+      case OpKind::SendGrad:
+        if (checkData)
+          if (auto f = checkInputs(a, i))
+            return f;
+        done[id] = 1; // before the waiter runs
+        if (waiterOnSend[id] >= 0)
+          wake(waiterOnSend[id]);
         break;
-      }
       case OpKind::RecvAct:
-      case OpKind::RecvGrad: {
-        int32_t ch = waitChannel[a];
-        int32_t slot = waitSlot[a];
-        if (ch < 0) {
-          ch = recvChannel(a, op);
-          if (ch < 0)
-            return failure(a, i,
-                           describe(a, i) + " expects a message from actor " +
-                               std::to_string(op.peer) +
-                               ", which runs no stage adjacent to stage " +
-                               std::to_string(op.stage));
-          slot = posted[ch]++;
-        }
-        if (op.token >= 0) {
-          if (op.token >= static_cast<int32_t>(tokenSlot.size()))
-            tokenSlot.resize(op.token + 1, {-1, -1});
-          tokenSlot[op.token] = {ch, slot};
-          // Record which op the slot belongs to for matching at the wait.
-          waitChannel[a] = -1;
-          break;
-        }
-        bool delivered;
-        if (auto f = tryDeliver(a, i, ch, slot, delivered))
-          return f;
-        if (!delivered) {
-          waitChannel[a] = ch;
-          waitSlot[a] = slot;
-          waitersOnChannel[ch].push_back(a);
-          advance = false;
-        } else {
-          waitChannel[a] = -1;
-        }
-        break;
-      }
+      case OpKind::RecvGrad:
       case OpKind::Wait: {
-        if (auto it = tokenCollective.find(op.token);
-            it != tokenCollective.end()) {
-          const ProgOp &post = ops[it->second.second];
-          const auto k =
-              std::make_tuple(static_cast<int>(post.kind), post.stage, post.mb);
-          if (arrivals[k].size() < p.groups[post.group].size())
-            advance = false;
+        if (op.kind == OpKind::Wait && g.waitsPost[id] >= 0) {
+          advance = complete(instanceOf[g.waitsPost[id]]);
           break;
         }
-        auto [ch, slot] = op.token < static_cast<int32_t>(tokenSlot.size())
-                              ? tokenSlot[op.token]
-                              : std::pair<int32_t, int32_t>{-1, -1};
-        if (ch < 0)
-          break; // a send, or a transfer already complete
-        // Find the receive that posted this token to match the message.
-        int32_t recvIndex = -1;
-        for (int32_t j = i - 1; j >= 0; --j)
-          if (ops[j].token == op.token && ops[j].kind != OpKind::Wait) {
-            recvIndex = j;
-            break;
-          }
-        bool delivered;
-        if (auto f = tryDeliver(a, recvIndex, ch, slot, delivered))
-          return f;
-        if (!delivered) {
-          waitersOnChannel[ch].push_back(a);
-          advance = false;
-        }
+        if (op.token >= 0 && op.kind != OpKind::Wait)
+          break; // posted; its wait takes the message
+        advance = ready(a, id);
+        const int32_t send = g.dependsOn[id];
+        if (!advance || send < 0)
+          break;
+        if (mismatched[g.postedBy[id]])
+          return mismatch(g.postedBy[id], send);
+        if (checkData)
+          deliver(a, send);
         break;
       }
       case OpKind::AllGather:
-      case OpKind::Gather: {
-        const auto k =
-            std::make_tuple(static_cast<int>(op.kind), op.stage, op.mb);
-        auto &arrived = arrivals[k];
-        if (op.token >= 0) {
-          // Posted: the wait completes it.
-          arrived.push_back(a);
-          tokenCollective[op.token] = {a, i};
-          for (int32_t member : p.groups[op.group])
-            wake(member);
-          break;
-        }
-        if (!inCollective[a]) {
-          arrived.push_back(a);
-          inCollective[a] = 1;
-          for (int32_t member : p.groups[op.group])
-            wake(member);
-        }
-        if (arrived.size() < p.groups[op.group].size()) {
-          advance = false;
-        } else {
-          inCollective[a] = 0;
-        }
+      case OpKind::Gather:
+        arrive(id);
+        advance = op.token >= 0 || complete(instanceOf[id]);
         break;
-      }
       case OpKind::Exec:
         break;
       }
       if (!advance)
         break;
-      ++pc[a];
+      done[id] = 1;
+      g.order.push_back(id);
     }
   }
   for (int32_t a = 0; a < n; ++a)
-    if (pc[a] < static_cast<int32_t>(p.actors[a].size()))
+    if (pc[a] < g.actorBegin[a + 1]) {
+      for (int32_t b = 0; b < n; ++b)
+        blockedAt.push_back(pc[b] - g.actorBegin[b]);
       return deadlock();
+    }
   return std::nullopt;
+}
+
+VerifyFailure Replay::mismatch(int32_t recv, int32_t send) const {
+  const int32_t a = actorOf[recv], i = recv - g.actorBegin[a];
+  const int32_t sender = actorOf[send], sendIndex = send - g.actorBegin[sender];
+  VerifyFailure f;
+  f.message = describeOp(p, a, i) + " would receive the message of " +
+              describeOp(p, sender, sendIndex) +
+              (rule == ChannelRule::PerPair
+                   ? ": without tags, the receives an actor posts for a peer "
+                     "must come in the order of that peer's sends"
+                   : ": sends and receives between two actors must match one "
+                     "to one and in the same order");
+  f.at.push_back({a, i, ""});
+  f.at.push_back({sender, sendIndex, "the send it would match"});
+  return f;
+}
+
+int32_t Replay::waitsFor(int32_t a) const {
+  const int32_t id = g.actorBegin[a] + blockedAt[a];
+  const ProgOp &op = p.actors[a][blockedAt[a]];
+  if (isReceive(op.kind))
+    return op.peer;
+  int32_t collective = id;
+  if (op.kind == OpKind::Wait) {
+    if (g.waitsPost[id] < 0) {
+      const ProgOp &post =
+          opAt(g.postedBy[id] >= 0 ? g.postedBy[id] : postOfToken[op.token]);
+      return post.peer;
+    }
+    collective = g.waitsPost[id];
+  }
+  // A collective: the first member that has not arrived.
+  const ProgOp &c = opAt(collective);
+  std::vector<int32_t> present;
+  for (int32_t m = g.groupFirst[collective]; m >= 0; m = g.groupNext[m])
+    if (arrived[m])
+      present.push_back(actorOf[m]);
+  std::vector<int32_t> members;
+  if (c.group >= 0 && c.group < static_cast<int32_t>(p.groups.size()))
+    members = p.groups[c.group];
+  else
+    for (int32_t m = g.groupFirst[collective]; m >= 0; m = g.groupNext[m])
+      members.push_back(actorOf[m]);
+  for (int32_t member : members)
+    if (std::find(present.begin(), present.end(), member) == present.end())
+      return member;
+  return a;
 }
 
 /// Follows wait-for edges from a blocked actor to a cycle (or to an actor
@@ -701,75 +874,60 @@ std::optional<VerifyFailure> Replay::run() {
 std::optional<VerifyFailure> Replay::deadlock() {
   const int32_t n = p.numActors;
   auto blocked = [&](int32_t a) {
-    return pc[a] < static_cast<int32_t>(p.actors[a].size());
+    return blockedAt[a] < static_cast<int32_t>(p.actors[a].size());
   };
-  auto waitsFor = [&](int32_t a) -> int32_t {
-    const ProgOp &op = p.actors[a][pc[a]];
-    if (op.kind == OpKind::RecvAct || op.kind == OpKind::RecvGrad)
-      return op.peer;
-    const ProgOp *collective = &op;
-    if (op.kind == OpKind::Wait) {
-      auto it = tokenCollective.find(op.token);
-      if (it == tokenCollective.end()) {
-        auto [ch, slot] = tokenSlot[op.token];
-        return channelSender[ch];
-      }
-      collective = &p.actors[a][it->second.second];
-    }
-    // A collective: the first member that has not arrived.
-    const auto k = std::make_tuple(static_cast<int>(collective->kind),
-                                   collective->stage, collective->mb);
-    const auto &arrived = arrivals[k];
-    for (int32_t member : p.groups[collective->group])
-      if (std::find(arrived.begin(), arrived.end(), member) == arrived.end())
-        return member;
-    return a;
-  };
-
   int32_t start = 0;
   while (!blocked(start))
     ++start;
-  std::vector<int32_t> order, seenAt(n, -1);
+  std::vector<int32_t> chain, seenAt(n, -1);
   int32_t a = start;
-  while (a >= 0 && blocked(a) && seenAt[a] < 0) {
-    seenAt[a] = static_cast<int32_t>(order.size());
-    order.push_back(a);
+  while (a >= 0 && a < n && blocked(a) && seenAt[a] < 0) {
+    seenAt[a] = static_cast<int32_t>(chain.size());
+    chain.push_back(a);
     a = waitsFor(a);
   }
   VerifyFailure f;
-  if (a >= 0 && blocked(a) && seenAt[a] >= 0) {
+  if (a >= 0 && a < n && blocked(a) && seenAt[a] >= 0) {
     std::ostringstream os;
     os << "the programs deadlock: actors";
-    for (size_t i = seenAt[a]; i < order.size(); ++i)
-      os << ' ' << order[i];
+    for (size_t i = seenAt[a]; i < chain.size(); ++i)
+      os << ' ' << chain[i];
     os << " wait for each other in a cycle";
     f.message = os.str();
-    for (size_t i = seenAt[a]; i < order.size(); ++i) {
-      int32_t actor = order[i];
-      f.at.push_back({actor, pc[actor],
+    for (size_t i = seenAt[a]; i < chain.size(); ++i) {
+      const int32_t actor = chain[i];
+      f.at.push_back({actor, blockedAt[actor],
                       "actor " + std::to_string(actor) +
                           " waits here for actor " +
                           std::to_string(waitsFor(actor))});
     }
     return f;
   }
-  const int32_t last = order.back();
-  f.message = describe(last, pc[last]) + " waits for actor " +
+  const int32_t last = chain.back();
+  f.message = describeOp(p, last, blockedAt[last]) + " waits for actor " +
               std::to_string(waitsFor(last)) +
               ", which finishes its program without providing it";
-  f.at.push_back({last, pc[last], ""});
+  f.at.push_back({last, blockedAt[last], ""});
   return f;
 }
 
 } // namespace
 
+std::optional<VerifyFailure> flexpipe::sched::buildGraph(const Program &program,
+                                                         ChannelRule rule,
+                                                         ProgramGraph &graph,
+                                                         bool checkData) {
+  if (auto f = checkShape(program))
+    return f;
+  return Replay(program, rule, graph, checkData).run();
+}
+
 std::optional<VerifyFailure> flexpipe::sched::verify(const Program &program,
                                                      ChannelRule rule) {
-  if (program.numActors < 1 ||
-      static_cast<int32_t>(program.actors.size()) != program.numActors) {
-    VerifyFailure f;
-    f.message = "the program needs one instruction list per actor";
+  if (auto f = checkShape(program))
     return f;
-  }
-  return Replay(program, rule).run();
+  if (auto f = checkStatic(program))
+    return f;
+  ProgramGraph graph;
+  return buildGraph(program, rule, graph, /*checkData=*/true);
 }

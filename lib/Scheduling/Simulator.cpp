@@ -9,10 +9,7 @@
 #include "flexpipe/Scheduling/Simulator.h"
 
 #include <algorithm>
-#include <map>
 #include <numeric>
-#include <set>
-#include <unordered_map>
 
 using namespace flexpipe::sched;
 
@@ -249,182 +246,20 @@ double SimResult::bubbleRatio() const {
 bool Simulator::prepare(const Program &program, std::string &error) {
   numActors = program.numActors;
   numStages = program.numStages;
+  if (std::optional<VerifyFailure> failure =
+          buildGraph(program, ChannelRule::PerStage, graph)) {
+    error = failure->message + "; run -flexpipe-verify-schedule";
+    return false;
+  }
   ops.clear();
-  actorBegin.assign(numActors + 1, 0);
+  ops.reserve(graph.numOps());
   splitActor.assign(numActors, 0);
-  size_t total = 0;
-  for (const auto &actor : program.actors)
-    total += actor.size();
-  ops.reserve(total);
-  for (int32_t a = 0; a < numActors; ++a) {
-    actorBegin[a + 1] =
-        actorBegin[a] + static_cast<int32_t>(program.actors[a].size());
+  for (int32_t a = 0; a < numActors; ++a)
     for (const ProgOp &p : program.actors[a]) {
-      Op op{p.kind, a, p.stage, p.mb, p.peer};
-      op.asyncRecv = p.token >= 0 &&
-                     (p.kind == OpKind::RecvAct || p.kind == OpKind::RecvGrad);
+      ops.push_back({p.kind, a, p.stage, p.mb, p.peer,
+                     p.token >= 0 && (p.kind == OpKind::AllGather ||
+                                      p.kind == OpKind::Gather)});
       splitActor[a] |= p.kind == OpKind::Wgrad;
-      ops.push_back(op);
-    }
-  }
-
-  // Neighbouring stages of each stage and the actors running each stage.
-  std::vector<std::vector<int32_t>> preds(numStages), succs(numStages);
-  for (auto [from, to] : program.edges)
-    if (from >= 0 && to >= 0 && from < numStages && to < numStages) {
-      succs[from].push_back(to);
-      preds[to].push_back(from);
-    }
-  std::vector<std::vector<int32_t>> actorsOf(numStages);
-  for (const Op &op : ops)
-    if (isCompute(op.kind) && op.stage >= 0 && op.stage < numStages &&
-        (actorsOf[op.stage].empty() || actorsOf[op.stage].back() != op.actor))
-      actorsOf[op.stage].push_back(op.actor);
-
-  // Sends per channel (sender, receiver, kind, sending stage) in order.
-  auto channelKey = [&](int32_t src, int32_t dst, bool grad, int32_t stage) {
-    return ((static_cast<uint64_t>(src) * numActors + dst) * 2 + grad) << 32 |
-           static_cast<uint32_t>(stage);
-  };
-  std::unordered_map<uint64_t, std::vector<int32_t>> sends;
-  std::unordered_map<uint64_t, size_t> consumed;
-  sends.reserve(4 * static_cast<size_t>(numStages) + 16);
-  consumed.reserve(4 * static_cast<size_t>(numStages) + 16);
-  for (int32_t id = 0; id < static_cast<int32_t>(ops.size()); ++id) {
-    const Op &op = ops[id];
-    if (op.kind == OpKind::SendAct || op.kind == OpKind::SendGrad)
-      sends[channelKey(op.actor, op.peer, op.kind == OpKind::SendGrad,
-                       op.stage)]
-          .push_back(id);
-  }
-  // Receives take the next send of their channel; tokens map to receives.
-  std::unordered_map<int32_t, int32_t> tokenRecv, tokenPost, tokenCollective;
-  for (int32_t a = 0; a < numActors; ++a)
-    for (int32_t i = 0; i < static_cast<int32_t>(program.actors[a].size());
-         ++i) {
-      const int32_t id = actorBegin[a] + i;
-      Op &op = ops[id];
-      const ProgOp &p = program.actors[a][i];
-      if (op.kind == OpKind::RecvAct || op.kind == OpKind::RecvGrad) {
-        const bool grad = op.kind == OpKind::RecvGrad;
-        int32_t match = -1;
-        uint64_t matchKey = 0;
-        for (int32_t sender : grad ? succs[op.stage] : preds[op.stage]) {
-          const auto &peers = actorsOf[sender];
-          if (std::find(peers.begin(), peers.end(), op.peer) == peers.end())
-            continue;
-          const uint64_t k = channelKey(op.peer, a, grad, sender);
-          auto it = sends.find(k);
-          if (it == sends.end())
-            continue;
-          const size_t next = consumed[k];
-          if (next < it->second.size() &&
-              (match < 0 || ops[it->second[next]].mb == op.mb)) {
-            match = it->second[next];
-            matchKey = k;
-            if (ops[match].mb == op.mb)
-              break;
-          }
-        }
-        if (match < 0 || ops[match].mb != op.mb) {
-          error = std::string(opKindName(op.kind)) + " stage " +
-                  std::to_string(op.stage) + " mb " + std::to_string(op.mb) +
-                  " on actor " + std::to_string(a) +
-                  " has no matching send; run -flexpipe-verify-schedule";
-          return false;
-        }
-        ++consumed[matchKey];
-        if (op.asyncRecv) {
-          tokenRecv[p.token] = match;
-          tokenPost[p.token] = id;
-        } else {
-          op.dependsOn = match;
-          op.postedBy = id;
-        }
-      } else if ((op.kind == OpKind::AllGather || op.kind == OpKind::Gather) &&
-                 p.token >= 0) {
-        op.asyncPost = true;
-        tokenCollective[p.token] = id;
-      } else if (op.kind == OpKind::Wait && tokenCollective.count(p.token)) {
-        op.waitsPost = tokenCollective[p.token];
-      } else if (op.kind == OpKind::Wait) {
-        auto it = tokenRecv.find(p.token);
-        op.dependsOn = it == tokenRecv.end() ? -1 : it->second;
-        auto post = tokenPost.find(p.token);
-        op.postedBy = post == tokenPost.end() ? -1 : post->second;
-      }
-    }
-
-  // Collectives: members of one instance are chained through groupNext.
-  std::map<std::tuple<int, int32_t, int32_t>, std::vector<int32_t>> instances;
-  for (int32_t id = 0; id < static_cast<int32_t>(ops.size()); ++id)
-    if (ops[id].kind == OpKind::AllGather || ops[id].kind == OpKind::Gather)
-      instances[{static_cast<int>(ops[id].kind), ops[id].stage, ops[id].mb}]
-          .push_back(id);
-  for (auto &[key, members] : instances)
-    for (size_t i = 0; i < members.size(); ++i) {
-      ops[members[i]].groupFirst = members[0];
-      ops[members[i]].groupNext = i + 1 < members.size() ? members[i + 1] : -1;
-    }
-
-  // A dependency-respecting order: replay the actors.
-  std::vector<int32_t> pc(numActors);
-  for (int32_t a = 0; a < numActors; ++a)
-    pc[a] = actorBegin[a];
-  std::vector<uint8_t> done(ops.size(), 0);
-  std::map<int32_t, int32_t> arrived; // collective instance -> members reached
-  std::set<int32_t> released;
-  std::vector<uint8_t> counted(ops.size(), 0);
-  order.clear();
-  order.reserve(ops.size());
-  bool progress = true;
-  while (progress) {
-    progress = false;
-    for (int32_t a = 0; a < numActors; ++a) {
-      while (pc[a] < actorBegin[a + 1]) {
-        const int32_t id = pc[a];
-        Op &op = ops[id];
-        if (op.dependsOn >= 0 && !done[op.dependsOn])
-          break;
-        if (op.waitsPost >= 0) {
-          const int32_t first = ops[op.waitsPost].groupFirst;
-          int32_t size = 0;
-          for (int32_t m = first; m >= 0; m = ops[m].groupNext)
-            ++size;
-          if (arrived[first] < size)
-            break;
-        } else if (op.asyncPost) {
-          ++arrived[op.groupFirst];
-        } else if (op.groupFirst >= 0) {
-          if (!counted[id]) {
-            counted[id] = 1;
-            ++arrived[op.groupFirst];
-          }
-          int32_t size = 0;
-          for (int32_t m = op.groupFirst; m >= 0; m = ops[m].groupNext)
-            ++size;
-          if (arrived[op.groupFirst] < size)
-            break;
-          // The member whose arrival completes the instance releases it; it
-          // comes first in the order, the members already waiting after it.
-          if (released.insert(op.groupFirst).second)
-            op.lastOfGroup = true;
-        }
-        done[id] = 1;
-        order.push_back(id);
-        ++pc[a];
-        progress = true;
-      }
-    }
-  }
-  for (int32_t a = 0; a < numActors; ++a)
-    if (pc[a] < actorBegin[a + 1]) {
-      const Op &op = ops[pc[a]];
-      error = std::string("actor ") + std::to_string(a) + " cannot run " +
-              opKindName(op.kind) + " stage " + std::to_string(op.stage) +
-              " mb " + std::to_string(op.mb) +
-              ": the programs do not terminate; run -flexpipe-verify-schedule";
-      return false;
     }
   return true;
 }
@@ -442,8 +277,8 @@ SimResult Simulator::run(const SimCosts &costs) const {
   r.start.resize(n);
   r.end.resize(n);
   for (int32_t a = 0; a < n; ++a) {
-    r.start[a].assign(actorBegin[a + 1] - actorBegin[a], 0);
-    r.end[a].assign(actorBegin[a + 1] - actorBegin[a], 0);
+    r.start[a].assign(graph.actorBegin[a + 1] - graph.actorBegin[a], 0);
+    r.end[a].assign(graph.actorBegin[a + 1] - graph.actorBegin[a], 0);
   }
   std::vector<double> start(ops.size(), 0), end(ops.size(), 0);
   std::vector<int32_t> cause(ops.size(), -1); // what decided the start
@@ -456,7 +291,7 @@ SimResult Simulator::run(const SimCosts &costs) const {
                ? costs.collectiveDuration[op.stage]
                : costs.collectiveTime;
   };
-  for (int32_t id : order) {
+  for (int32_t id : graph.order) {
     const Op &op = ops[id];
     const int32_t a = op.actor;
     double s = clock[a], e = s;
@@ -482,17 +317,16 @@ SimResult Simulator::run(const SimCosts &costs) const {
       // the arrival time, used by the receiver).
       break;
     case OpKind::Wait:
-      if (op.waitsPost >= 0) {
+      if (const int32_t post = graph.waitsPost[id]; post >= 0) {
         // An asynchronous collective ends its duration after the last post.
         double latest = 0;
         int32_t lastPost = -1;
-        for (int32_t m = ops[op.waitsPost].groupFirst; m >= 0;
-             m = ops[m].groupNext)
+        for (int32_t m = graph.groupFirst[post]; m >= 0; m = graph.groupNext[m])
           if (lastPost < 0 || start[m] > latest) {
             latest = start[m];
             lastPost = m;
           }
-        const double done = latest + collectiveTime(ops[op.waitsPost]);
+        const double done = latest + collectiveTime(ops[post]);
         if (done > s) {
           e = done;
           why = lastPost;
@@ -502,17 +336,18 @@ SimResult Simulator::run(const SimCosts &costs) const {
       [[fallthrough]];
     case OpKind::RecvAct:
     case OpKind::RecvGrad:
-      if (op.dependsOn >= 0) {
-        const Op &send = ops[op.dependsOn];
-        const double sent = start[op.dependsOn];
-        const double posted = op.postedBy < 0     ? sent
-                              : op.postedBy == id ? s
-                                                  : start[op.postedBy];
+      if (const int32_t dep = graph.dependsOn[id]; dep >= 0) {
+        const Op &send = ops[dep];
+        const double sent = start[dep];
+        const int32_t postedBy = graph.postedBy[id];
+        const double posted = postedBy < 0     ? sent
+                              : postedBy == id ? s
+                                               : start[postedBy];
         const double arrival =
             costs.arrival(n, send.actor, send.peer, send.stage, sent, posted);
         if (arrival > s) {
           e = arrival;
-          why = op.dependsOn;
+          why = dep;
         }
       }
       break;
@@ -520,11 +355,11 @@ SimResult Simulator::run(const SimCosts &costs) const {
     case OpKind::Gather:
       if (op.asyncPost) {
         // Posted; it completes at its wait.
-      } else if (op.lastOfGroup) {
+      } else if (graph.lastOfGroup[id]) {
         // Every other member is already waiting at its actor's clock; all
         // leave when the last one has arrived.
         double latest = s;
-        for (int32_t m = op.groupFirst; m >= 0; m = ops[m].groupNext) {
+        for (int32_t m = graph.groupFirst[id]; m >= 0; m = graph.groupNext[m]) {
           if (m == id)
             continue;
           arrival[m] = clock[ops[m].actor];
@@ -533,11 +368,11 @@ SimResult Simulator::run(const SimCosts &costs) const {
             why = lastOp[ops[m].actor];
           }
         }
-        finish[op.groupFirst] = latest + collectiveTime(op);
-        e = finish[op.groupFirst];
+        finish[graph.groupFirst[id]] = latest + collectiveTime(op);
+        e = finish[graph.groupFirst[id]];
       } else {
         s = arrival[id];
-        e = finish[op.groupFirst];
+        e = finish[graph.groupFirst[id]];
       }
       break;
     case OpKind::Exec:
@@ -550,8 +385,8 @@ SimResult Simulator::run(const SimCosts &costs) const {
     cause[id] = why;
     clock[a] = std::max(clock[a], e);
     lastOp[a] = id;
-    r.start[a][id - actorBegin[a]] = s;
-    r.end[a][id - actorBegin[a]] = e;
+    r.start[a][id - graph.actorBegin[a]] = s;
+    r.end[a][id - graph.actorBegin[a]] = e;
   }
 
   for (int32_t a = 0; a < n; ++a)
@@ -564,7 +399,7 @@ SimResult Simulator::run(const SimCosts &costs) const {
   // Static memory: every stage an actor computes, once.
   for (int32_t a = 0; a < n; ++a) {
     std::vector<int32_t> stages;
-    for (int32_t id = actorBegin[a]; id < actorBegin[a + 1]; ++id)
+    for (int32_t id = graph.actorBegin[a]; id < graph.actorBegin[a + 1]; ++id)
       if (isCompute(ops[id].kind))
         stages.push_back(ops[id].stage);
     std::sort(stages.begin(), stages.end());
@@ -588,7 +423,7 @@ SimResult Simulator::run(const SimCosts &costs) const {
     if (isCompute(op.kind) || op.kind == OpKind::SendAct ||
         op.kind == OpKind::SendGrad || op.kind == OpKind::Exec ||
         op.kind == OpKind::AllGather || op.kind == OpKind::Gather)
-      r.criticalPath.push_back({op.actor, id - actorBegin[op.actor]});
+      r.criticalPath.push_back({op.actor, id - graph.actorBegin[op.actor]});
     if (r.criticalPath.size() > ops.size())
       break;
   }

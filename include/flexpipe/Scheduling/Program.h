@@ -142,10 +142,54 @@ enum class ChannelRule : uint8_t {
   PerPair,
 };
 
-/// Checks that every data dependency is satisfied in program order, that
-/// sends and receives match one to one and in the same order per channel
-/// (channels as `rule` says), and, by replaying the programs under the
-/// semantics above, that they terminate. Returns the first failure.
+/// The ops of a program as one graph: what each receive, wait and collective
+/// waits for, and an order in which the programs run to their end. It is the
+/// one place where receives are matched to sends and the programs replayed:
+/// verify() checks through it, and the simulator times it.
+///
+/// Op ids: the ops of actor a are [actorBegin[a], actorBegin[a + 1]), in
+/// program order.
+struct ProgramGraph {
+  std::vector<int32_t> actorBegin;
+  /// Per op: the send a blocking receive, or the wait of an asynchronous
+  /// one, takes its message from; -1 for other ops.
+  std::vector<int32_t> dependsOn;
+  /// Per op with a dependsOn: the op that posted the receive (itself for a
+  /// blocking one, the asynchronous receive for a wait).
+  std::vector<int32_t> postedBy;
+  /// Collectives: per member op, the first member of its instance and the
+  /// next one (-1 at the end of the chain); -1 for other ops.
+  std::vector<int32_t> groupFirst, groupNext;
+  /// Per wait of an asynchronous collective: the op that posted it; -1.
+  std::vector<int32_t> waitsPost;
+  /// Per blocking collective: whether its arrival completes its instance
+  /// (it comes first in `order`, the members already waiting after it).
+  std::vector<uint8_t> lastOfGroup;
+  /// Every op once, each after its actor's previous op, a receive or wait
+  /// after its send, and a blocking collective's members after the one that
+  /// completes it.
+  std::vector<int32_t> order;
+
+  int32_t numOps() const { return actorBegin.empty() ? 0 : actorBegin.back(); }
+};
+
+/// Matches receives to sends (one FIFO channel per `rule`) and collectives
+/// to their instances, and replays the programs under the semantics above
+/// to their end, filling `graph`. With `checkData`, also checks that every
+/// computation and send finds its inputs in program order (verify() does;
+/// programs that insertCommunication made from a schedule satisfy it by
+/// construction). Returns the first failure: a receive that would take
+/// another message, a deadlock cycle, or an actor waiting for one that
+/// finished.
+std::optional<VerifyFailure> buildGraph(const Program &program,
+                                        ChannelRule rule, ProgramGraph &graph,
+                                        bool checkData = false);
+
+/// Checks that operands are in range, every forward has its backward and
+/// every micro-batch is computed, then, through buildGraph, that every data
+/// dependency is satisfied in program order, that sends and receives match
+/// one to one and in the same order per channel (channels as `rule` says)
+/// and that the programs terminate. Returns the first failure.
 std::optional<VerifyFailure> verify(const Program &program,
                                     ChannelRule rule = ChannelRule::PerStage);
 

@@ -147,29 +147,16 @@ public:
 private:
   struct Op {
     OpKind kind;
-    int32_t actor, stage, mb;
-    int32_t peer;
-    /// The op whose completion this op waits for (a send, for receives and
-    /// waits), or -1.
-    int32_t dependsOn = -1;
-    /// Receives and waits: the op that posted the receive (itself for a
-    /// blocking one).
-    int32_t postedBy = -1;
-    /// Collectives: first member op id of the instance and whether this op is
-    /// the last member to arrive (in the prepared order).
-    int32_t groupFirst = -1, groupNext = -1;
-    bool lastOfGroup = false;
-    /// An asynchronous collective's post (it takes no time; its wait ends
-    /// when the instance completes), and for a wait the post it completes.
+    int32_t actor, stage, mb, peer;
+    /// A collective posted asynchronously (it takes no time; its wait ends
+    /// when the instance completes).
     bool asyncPost = false;
-    int32_t waitsPost = -1;
-    bool asyncRecv = false;
   };
   int32_t numActors = 0, numStages = 0;
   std::vector<Op> ops;
-  std::vector<int32_t>
-      actorBegin; // ops of actor a: [actorBegin[a], actorBegin[a+1])
-  std::vector<int32_t> order;      // a dependency-respecting order of op ids
+  /// Receives matched to sends, collective instances and a run order: the
+  /// verifier's replay (Program.h), which this simulator only times.
+  ProgramGraph graph;
   std::vector<uint8_t> splitActor; // actor uses igrad/wgrad
 };
 
