@@ -146,6 +146,15 @@ double flexpipe::sched::vocabStatsBytes(const ModuleModel &module,
          static_cast<double>(microBatch);
 }
 
+Durations flexpipe::sched::stageDurations(const StageShape &shape,
+                                          const ModelConfig &model,
+                                          const ClusterConfig &cluster,
+                                          double share) {
+  const StageCost cost = stageCost(shape, model, cluster);
+  return {cost.fwd / share, cost.bwd / share, cost.igrad / share,
+          cost.wgrad / share};
+}
+
 const Profile::Stage *Profile::stage(int64_t id) const {
   for (const Stage &s : stages)
     if (s.stage == id)

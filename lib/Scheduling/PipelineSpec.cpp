@@ -168,12 +168,10 @@ flexpipe::sched::buildProblem(const PipelineSpec &spec) {
         shape.layers = layout.layersPerStage[index];
         shape.first = !vp && index == 0;
         shape.last = !vp && index == perDirection - 1;
-        const StageCost cost = stageCost(shape, *spec.model, *spec.cluster);
-        const double share = std::max<size_t>(1, sharedActors[local].size());
-        part.cost[0] = cost.fwd / share;
-        part.cost[1] = cost.bwd / share;
-        part.cost[2] = cost.igrad / share;
-        part.cost[3] = cost.wgrad / share;
+        const Durations d =
+            stageDurations(shape, *spec.model, *spec.cluster,
+                           std::max<size_t>(1, sharedActors[local].size()));
+        std::copy(d.begin(), d.end(), part.cost);
       }
       std::vector<int64_t> actors = sharedActors[local];
       if (actors.empty())
@@ -227,11 +225,9 @@ flexpipe::sched::buildProblem(const PipelineSpec &spec) {
           shape.layers = 0;
           shape.first = !head;
           shape.last = head;
-          const StageCost cost = stageCost(shape, *spec.model, *spec.cluster);
-          part.cost[0] = cost.fwd / share;
-          part.cost[1] = cost.bwd / share;
-          part.cost[2] = cost.igrad / share;
-          part.cost[3] = cost.wgrad / share;
+          const Durations d =
+              stageDurations(shape, *spec.model, *spec.cluster, share);
+          std::copy(d.begin(), d.end(), part.cost);
           if (head)
             sync.duration = allReduceTime(
                 *spec.cluster, group,

@@ -154,15 +154,13 @@ std::string flexpipe::sched::modelCosts(const Program &program,
     shape.last = meta.last;
     StageCost cost = stageCost(shape, model, cluster);
     const double k = sharing[s];
-    c.duration[s] = {cost.fwd / k, cost.bwd / k, cost.igrad / k,
-                     cost.wgrad / k};
+    c.duration[s] = stageDurations(shape, model, cluster, k);
     c.activationBytes[s] = cost.activationBytes / k;
     c.staticBytes[s] = cost.staticBytes / k;
     c.messageBytes[s] = cost.messageBytes;
     if (profile)
       if (const Profile::Stage *measured = profile->stage(s)) {
-        c.duration[s] = {measured->fwd, measured->bwd, measured->igrad,
-                         measured->wgrad};
+        c.duration[s] = measured->durations();
         if (measured->activationBytes)
           c.activationBytes[s] = *measured->activationBytes;
       }
@@ -221,8 +219,7 @@ std::string flexpipe::sched::profileCosts(const Program &program,
   c.unit = "s";
   for (int32_t s = 0; s < program.numStages; ++s)
     if (const Profile::Stage *measured = profile.stage(s)) {
-      c.duration[s] = {measured->fwd, measured->bwd, measured->igrad,
-                       measured->wgrad};
+      c.duration[s] = measured->durations();
       c.activationBytes[s] = measured->activationBytes.value_or(1);
     }
   const int32_t n = program.numActors;

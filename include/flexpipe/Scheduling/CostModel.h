@@ -19,6 +19,7 @@
 #ifndef FLEXPIPE_SCHEDULING_COSTMODEL_H
 #define FLEXPIPE_SCHEDULING_COSTMODEL_H
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -114,6 +115,17 @@ std::vector<int64_t> costBalancedPartition(const ModuleModel &module,
 StageCost stageCost(const StageShape &shape, const ModelConfig &model,
                     const ClusterConfig &cluster);
 
+/// Durations in seconds, in the scheduler's CompKind order: forward,
+/// backward, input gradient, weight gradient.
+using Durations = std::array<double, 4>;
+
+/// One actor's durations for a stage that `share` actors split evenly (a
+/// shared stage: each holds 1/share of it): the analytic cost divided by
+/// `share`. The scheduler's stage parts and the simulator both take them
+/// from here.
+Durations stageDurations(const StageShape &shape, const ModelConfig &model,
+                         const ClusterConfig &cluster, double share);
+
 /// Seconds to move `bytes` from device `from` to device `to`.
 double transferTime(const ClusterConfig &cluster, int64_t from, int64_t to,
                     double bytes);
@@ -143,6 +155,9 @@ struct Profile {
     int64_t stage = 0;
     double fwd = 0, bwd = 0, igrad = 0, wgrad = 0;
     std::optional<double> activationBytes;
+    /// The measured durations, in Durations order (a profile measures each
+    /// actor's own share of a shared stage).
+    Durations durations() const { return {fwd, bwd, igrad, wgrad}; }
   };
   std::vector<Stage> stages;
   /// Point-to-point message time between actors (seconds); pairs not listed
