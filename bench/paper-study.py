@@ -44,7 +44,8 @@ ROW = re.compile(
     r"^(?P<label>\S+)\s+(?P<time>[0-9.]+) (?P<unit>ms|s)\s+(?P<tps>[0-9]+)\s+"
     r"(?P<bubble>[0-9.]+)%\s+(?P<mem>[0-9.]+ \S+)\s+(?P<pp>\d+)\s+(?P<dp>\d+)\s+"
     r"(?P<mbs>\d+)\s+(?P<m>\d+)\s+(?P<what>.*)$")
-SUMMARY = re.compile(r"^(\d+) candidates: (\d+) simulated, (\d+) separation")
+SUMMARY = re.compile(
+    r"^(\d+) candidates: (\d+) simulated, (\d+) skipped by bound, (\d+) separation")
 
 
 def run_tune(tune, model, cluster, out, extra):
@@ -171,12 +172,12 @@ def main():
         "the paper's Table 3 (FlexPipe and Tessel on",
         "their hardware; X: the search failed).",
         "",
-        "| GPUs | candidates | simulated | ours | paper FlexPipe | paper Tessel |",
-        "|---|---|---|---|---|---|",
+        "| GPUs | candidates | simulated | skipped by bound | ours | paper FlexPipe | paper Tessel |",
+        "|---|---|---|---|---|---|---|",
     ]
     for gpus, wall, summary in costs:
         lines.append(
-            f"| {gpus} | {summary[0]} | {summary[1]} | {wall:.2f} s | "
+            f"| {gpus} | {summary[0]} | {summary[1]} | {summary[2]} | {wall:.2f} s | "
             f"{str(PAPER_COST.get(gpus, '-')) + ' s' if gpus in PAPER_COST else '-'} | "
             f"{TESSEL.get(gpus, '-')}{' s' if TESSEL.get(gpus, 'X') != 'X' else ''} |")
     lines += [
@@ -211,9 +212,11 @@ def main():
         "computation.",
         "- **Search cost.** Our candidates are scheduled and simulated in "
         "microseconds to milliseconds each, in C++ on",
-        "  flat arrays; separation variants whose busiest actor alone cannot "
-        "beat the best found are skipped (a sound",
-        "  bound). The cost model schedules each candidate two ways (its greedy "
+        "  flat arrays, in the order of a lower bound on their time; a "
+        "candidate whose bound exceeds the 16th best time",
+        "  found is skipped, as is a separation variant whose busiest actor "
+        "alone cannot beat the best (sound bounds,",
+        "  docs/Tuning.md). The cost model schedules each candidate two ways (its greedy "
         "order and the step model's order timed",
         "  under the same costs, docs/Rationale.md), about a sixth of a "
         "single-thread search. The paper's FlexPipe is Python.",

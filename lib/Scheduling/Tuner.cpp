@@ -487,18 +487,21 @@ ActorStatic actorStatic(const BuiltProblem &built, const ModelConfig &model,
   return held;
 }
 
-} // namespace
+/// A candidate resolved to a scheduler problem, with what each actor holds.
+struct Prepared {
+  ModelConfig sized;
+  std::optional<BuiltProblem> built;
+  ActorStatic held;
+  std::string error;
+};
 
-Evaluation flexpipe::sched::evaluate(const Candidate &c,
-                                     const ModelConfig &model,
-                                     const ClusterConfig &cluster,
-                                     const TuneOptions &options,
-                                     EvaluationDetail *detail) {
-  Evaluation e;
-  e.candidate = c;
-  const ModelConfig sized = withBatch(model, c.mbs, options.globalBatch);
-  PipelineSpec spec = pipelineSpec(c, sized);
-  spec.model = &sized;
+/// The one way a candidate becomes a problem (evaluate and the bound).
+void prepareCandidate(const Candidate &c, const ModelConfig &model,
+                      const ClusterConfig &cluster, const TuneOptions &options,
+                      Prepared &out) {
+  out.sized = withBatch(model, c.mbs, options.globalBatch);
+  PipelineSpec spec = pipelineSpec(c, out.sized);
+  spec.model = &out.sized;
   spec.cluster = &cluster;
   // Plugin hooks, as flexpipe-compile passes them for the written spec:
   // every check, and the candidate's priority on every actor.
@@ -510,21 +513,135 @@ Evaluation flexpipe::sched::evaluate(const Candidate &c,
                                   return p.name == c.priority;
                                 });
     if (custom == options.priorities.end()) {
-      e.error = "custom priority '" + c.priority +
-                "' is not among the tuner's priorities";
-      return e;
+      out.error = "custom priority '" + c.priority +
+                  "' is not among the tuner's priorities";
+      return;
     }
     spec.priorities.front().custom = custom->function;
   }
   llvm::Expected<BuiltProblem> built = buildProblem(spec);
   if (!built) {
-    e.error = llvm::toString(built.takeError());
+    out.error = llvm::toString(built.takeError());
+    return;
+  }
+  out.built = std::move(*built);
+  out.held = actorStatic(*out.built, out.sized, cluster);
+}
+
+/// Data-parallel gradient all-reduce: each actor's parameters (its share of
+/// shared stages) in the model's dtype, over its dp peers (replica r's actor
+/// a is device a * dp + r); the slowest actor's.
+double gradSyncTime(const Candidate &c, const ActorStatic &held,
+                    const ClusterConfig &cluster) {
+  double time = 0;
+  if (c.dp < 2)
+    return time;
+  for (int64_t a = 0; a < c.pp; ++a) {
+    std::vector<int64_t> group(c.dp);
+    for (int64_t r = 0; r < c.dp; ++r)
+      group[r] = a * c.dp + r;
+    time = std::max(time, allReduceTime(cluster, group, held.gradBytes[a]));
+  }
+  return time;
+}
+
+} // namespace
+
+double flexpipe::sched::iterationLowerBound(const Candidate &c,
+                                            const ModelConfig &model,
+                                            const ClusterConfig &cluster,
+                                            const TuneOptions &options) {
+  Prepared prepared;
+  prepareCandidate(c, model, cluster, options, prepared);
+  if (!prepared.built)
+    return std::numeric_limits<double>::infinity();
+  const Problem &p = prepared.built->problem;
+  const int32_t numParts = static_cast<int32_t>(p.parts.size());
+  // The durations the simulation uses: the part's (the analytic model's
+  // share), or a profile's measured ones for its stage.
+  auto duration = [&](int32_t part, CompKind kind) {
+    if (options.profile)
+      if (const Profile::Stage *m = options.profile->stage(p.parts[part].stage))
+        return m->durations()[static_cast<int>(kind)];
+    return p.parts[part].cost[static_cast<int>(kind)];
+  };
+  const bool split = c.separation;
+  // The backward work that carries the gradient on, and the rest.
+  auto carry = [&](int32_t part) {
+    return duration(part, split ? CompKind::Igrad : CompKind::Bwd);
+  };
+  auto weights = [&](int32_t part) {
+    return split ? duration(part, CompKind::Wgrad) : 0.0;
+  };
+  // head: the longest chain of forwards before a part's first forward can
+  // start; tail: the longest chain of gradient work that must follow any of
+  // its input gradients (the parts before it, backwards). Parts come in
+  // an order where an edge may point either way, so relax to a fixpoint
+  // (the part graph is a DAG; at most numParts rounds).
+  std::vector<double> head(numParts, 0), tail(numParts, 0);
+  for (int32_t round = 0; round < numParts; ++round) {
+    bool changed = false;
+    for (auto [from, to] : p.edges) {
+      const double h = head[from] + duration(from, CompKind::Fwd);
+      const double t = tail[from] + carry(from);
+      if (h > head[to] * (1 + 1e-15)) {
+        head[to] = h;
+        changed = true;
+      }
+      if (t > tail[to] * (1 + 1e-15)) {
+        tail[to] = t;
+        changed = true;
+      }
+    }
+    if (!changed)
+      break;
+  }
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<double> firstStart(p.numActors, inf), lastTail(p.numActors, inf);
+  std::vector<double> work(p.numActors, 0), weightWork(p.numActors, 0);
+  double bound = 0;
+  for (int32_t part = 0; part < numParts; ++part) {
+    const StagePart &sp = p.parts[part];
+    const double mbs = static_cast<double>(sp.mbEnd - sp.mbBegin);
+    if (mbs <= 0)
+      continue;
+    const double gradient = mbs * (duration(part, CompKind::Fwd) + carry(part));
+    const double w = mbs * weights(part);
+    firstStart[sp.actor] = std::min(firstStart[sp.actor], head[part]);
+    lastTail[sp.actor] = std::min(lastTail[sp.actor], tail[part]);
+    work[sp.actor] += gradient;
+    weightWork[sp.actor] += w;
+    // This part alone: its forwards and input gradients in sequence after
+    // its head and before its tail; its weight gradients after its head.
+    bound = std::max(
+        {bound, head[part] + gradient + tail[part], head[part] + gradient + w});
+  }
+  for (int32_t a = 0; a < p.numActors; ++a)
+    if (firstStart[a] < inf)
+      bound = std::max({bound, firstStart[a] + work[a] + lastTail[a],
+                        firstStart[a] + work[a] + weightWork[a]});
+  return bound + gradSyncTime(c, prepared.held, cluster);
+}
+
+Evaluation flexpipe::sched::evaluate(const Candidate &c,
+                                     const ModelConfig &model,
+                                     const ClusterConfig &cluster,
+                                     const TuneOptions &options,
+                                     EvaluationDetail *detail) {
+  Evaluation e;
+  e.candidate = c;
+  Prepared prepared;
+  prepareCandidate(c, model, cluster, options, prepared);
+  if (!prepared.built) {
+    e.error = prepared.error;
     return e;
   }
+  const ModelConfig &sized = prepared.sized;
+  const BuiltProblem *built = &*prepared.built;
   // Parameters, gradients and optimizer state alone may not fit: then the
   // candidate is rejected without scheduling it (peakBytes is then a lower
   // bound, the static part).
-  const ActorStatic held = actorStatic(*built, sized, cluster);
+  const ActorStatic &held = prepared.held;
   if (options.memoryLimit > 0) {
     const std::vector<double> &staticBytes = held.staticBytes;
     for (double bytes : staticBytes)
@@ -604,18 +721,7 @@ Evaluation flexpipe::sched::evaluate(const Candidate &c,
   for (double busy : sim.busy)
     e.busiest = std::max(e.busiest, busy);
 
-  // Data-parallel gradient all-reduce: each actor's parameters (its share of
-  // shared stages) in the model's dtype, over its dp peers.
-  if (c.dp > 1) {
-    const std::vector<double> &gradBytes = held.gradBytes;
-    for (int64_t a = 0; a < c.pp; ++a) {
-      std::vector<int64_t> group(c.dp);
-      for (int64_t r = 0; r < c.dp; ++r)
-        group[r] = a * c.dp + r;
-      e.gradSyncTime =
-          std::max(e.gradSyncTime, allReduceTime(cluster, group, gradBytes[a]));
-    }
-  }
+  e.gradSyncTime = gradSyncTime(c, held, cluster);
   e.iterationTime = e.pipelineTime + e.gradSyncTime;
   e.tokensPerSecond = e.iterationTime > 0
                           ? static_cast<double>(options.globalBatch *
@@ -691,21 +797,82 @@ llvm::Expected<TuneResult> flexpipe::sched::tune(const ModelConfig &model,
         options.progress(offset + done, total);
     };
   };
+  // They run in the order of their lower bounds, so that the fastest are
+  // found early; one whose bound exceeds the options.exact-th best time
+  // found so far cannot enter that top and is not simulated.
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<double> fusedBound(fused.size(), 0);
+  std::vector<size_t> byBound(fused.size());
+  for (size_t i = 0; i < fused.size(); ++i)
+    byBound[i] = i;
+  if (options.exact > 0) {
+    parallelFor(
+        fused.size(), options.threads,
+        [&](size_t i) {
+          fusedBound[i] =
+              iterationLowerBound(fused[i], model, cluster, options);
+        },
+        nullptr);
+    std::stable_sort(byBound.begin(), byBound.end(), [&](size_t a, size_t b) {
+      return fusedBound[a] < fusedBound[b];
+    });
+  }
+  std::mutex topMutex;
+  std::vector<double> topTimes; // a max-heap of the exact fastest times
+  auto threshold = [&] {
+    std::lock_guard<std::mutex> lock(topMutex);
+    return options.exact > 0 && topTimes.size() >= options.exact
+               ? topTimes.front()
+               : inf;
+  };
+  auto skip = [&](const Candidate &c, double bound, double limit) {
+    Evaluation e;
+    e.candidate = c;
+    e.skipped = true;
+    e.error = llvm::formatv("skipped: its lower bound {0:e3} s exceeds the "
+                            "{1}th best time {2:e3} s",
+                            bound, options.exact, limit)
+                  .str();
+    return e;
+  };
   std::vector<Evaluation> fusedEval(fused.size());
+  std::atomic<size_t> bounded{0};
   parallelFor(
       fused.size(), options.threads,
-      [&](size_t i) {
+      [&](size_t k) {
+        const size_t i = byBound[k];
+        if (const double limit = threshold();
+            fusedBound[i] > limit * (1 + 1e-9)) {
+          fusedEval[i] = skip(fused[i], fusedBound[i], limit);
+          ++bounded;
+          return;
+        }
         fusedEval[i] = evaluate(fused[i], model, cluster, options);
+        const Evaluation &e = fusedEval[i];
+        if (!e.ok() || !e.fitsMemory || options.exact == 0)
+          return;
+        std::lock_guard<std::mutex> lock(topMutex);
+        topTimes.push_back(e.iterationTime);
+        std::push_heap(topTimes.begin(), topTimes.end());
+        if (topTimes.size() > options.exact) {
+          std::pop_heap(topTimes.begin(), topTimes.end());
+          topTimes.pop_back();
+        }
       },
       report(0));
-  result.simulated = fused.size();
+  result.simulated = fused.size() - bounded;
 
-  double best = std::numeric_limits<double>::infinity();
+  double best = inf;
   for (const Evaluation &e : fusedEval)
     if (e.ok() && e.fitsMemory)
       best = std::min(best, e.iterationTime);
   const double bestFused = best;
   size_t outsideWindow = 0;
+  // A twin's time, or where it was skipped its lower bound.
+  auto twinTime = [&](size_t twin) {
+    return fusedEval[twin].skipped ? fusedBound[twin]
+                                   : fusedEval[twin].iterationTime;
+  };
 
   // Phase two: separation variants, most promising first, pruned by bound.
   struct Pending {
@@ -720,25 +887,35 @@ llvm::Expected<TuneResult> flexpipe::sched::tune(const ModelConfig &model,
     base.separation = false;
     const size_t twin = twinOf.at(key(base));
     const Evaluation &t = fusedEval[twin];
-    if (!t.ok() || !t.fitsMemory) {
+    double bound = t.busiest + t.gradSyncTime;
+    if (t.skipped) {
+      // Separation may make the variant faster than its twin: its own bound
+      // decides.
+      bound = iterationLowerBound(variants[v], model, cluster, options);
+      if (const double limit = threshold(); bound > limit * (1 + 1e-9)) {
+        variantEval[v] = skip(variants[v], bound, limit);
+        ran[v] = 1;
+        ++bounded;
+        continue;
+      }
+    } else if (!t.ok() || !t.fitsMemory) {
       variantEval[v] = t;
       variantEval[v].candidate = variants[v];
       ran[v] = 1;
       continue;
     }
     if (options.separationWindow > 0 &&
-        t.iterationTime > bestFused * options.separationWindow) {
+        twinTime(twin) > bestFused * options.separationWindow) {
       ++outsideWindow;
       continue;
     }
-    pending.push_back({v, twin, t.busiest + t.gradSyncTime});
+    pending.push_back({v, twin, bound});
   }
   // The heuristic limits: the fastest fused twins only, then by bound.
   if (options.separationTop > 0 && pending.size() > options.separationTop) {
     std::stable_sort(pending.begin(), pending.end(),
                      [&](const Pending &a, const Pending &b) {
-                       return fusedEval[a.twin].iterationTime <
-                              fusedEval[b.twin].iterationTime;
+                       return twinTime(a.twin) < twinTime(b.twin);
                      });
     outsideWindow += pending.size() - options.separationTop;
     pending.resize(options.separationTop);
@@ -772,6 +949,7 @@ llvm::Expected<TuneResult> flexpipe::sched::tune(const ModelConfig &model,
       report(fused.size() + variants.size() - pending.size()));
   result.simulated += simulated;
   result.pruned = pruned + outsideWindow;
+  result.bounded = bounded;
 
   auto keep = [&](const Evaluation &e) {
     if (e.ok() && e.fitsMemory)
@@ -841,7 +1019,15 @@ std::optional<Evaluation> flexpipe::sched::bestBaseline(
   std::vector<StagePriority> orders = {{StageOrder::BreadthFirst, 0}};
   if (vocabParallel)
     orders.push_back({StageOrder::DepthFirst, 0});
+  // Known evaluations first, then the others in the order of their lower
+  // bounds, simulated only while they can still beat the best.
   std::optional<Evaluation> best;
+  auto consider = [&](Evaluation e) {
+    if (e.ok() && e.fitsMemory &&
+        (!best || e.iterationTime < best->iterationTime))
+      best = std::move(e);
+  };
+  std::vector<std::pair<double, Candidate>> unknown;
   for (int64_t pp : options.pp)
     for (int64_t mbs : options.mbs) {
       const int64_t dp = options.gpus / pp;
@@ -853,12 +1039,24 @@ std::optional<Evaluation> flexpipe::sched::bestBaseline(
                                  vocabParallel);
           c.fwd = fwd;
           c.bwd = bwd;
-          std::optional<Evaluation> found = lookup(c);
-          Evaluation e = found ? *found : evaluate(c, model, cluster, options);
-          if (e.ok() && e.fitsMemory &&
-              (!best || e.iterationTime < best->iterationTime))
-            best = std::move(e);
+          if (std::optional<Evaluation> found = lookup(c);
+              found && !found->skipped)
+            consider(std::move(*found));
+          else
+            unknown.emplace_back(
+                options.exact > 0
+                    ? iterationLowerBound(c, model, cluster, options)
+                    : 0.0,
+                c);
         }
     }
+  std::stable_sort(
+      unknown.begin(), unknown.end(),
+      [](const auto &a, const auto &b) { return a.first < b.first; });
+  for (const auto &[bound, c] : unknown) {
+    if (best && bound >= best->iterationTime)
+      break;
+    consider(evaluate(c, model, cluster, options));
+  }
   return best;
 }

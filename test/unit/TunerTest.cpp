@@ -210,6 +210,88 @@ TEST_CASE("pruning by bound never loses the best candidate", "[tuner]") {
   }
 }
 
+TEST_CASE("the lower bound never exceeds a simulated iteration time",
+          "[tuner]") {
+  // Every candidate of several spaces: fused and separated, every
+  // placement, with and without the MLLM placement, dp > 1, pp up to 8, a
+  // layer count that does not divide evenly and an odd micro-batch count.
+  struct Space {
+    int64_t layers, vocab, gpus, batch;
+  };
+  size_t checked = 0, tight = 0;
+  for (const Space &space : {Space{8, 64000, 4, 16}, Space{12, 256000, 8, 16},
+                             Space{7, 32000, 6, 9}}) {
+    ModelConfig model = gptModel(space.layers, space.vocab);
+    model.globalBatchSize = space.batch;
+    const ClusterConfig c = test::testCluster(space.gpus);
+    TuneOptions o;
+    o.gpus = space.gpus;
+    if (space.gpus == 6)
+      o.pp = {3, 6}; // not a power of two
+    llvm::Expected<TuneOptions> r = resolveOptions(model, c, o);
+    REQUIRE(static_cast<bool>(r));
+    llvm::Expected<std::vector<Candidate>> all = enumerateCandidates(model, *r);
+    REQUIRE(static_cast<bool>(all));
+    for (size_t i = 0; i < all->size(); i += 3) { // a third, for time
+      const Candidate &candidate = (*all)[i];
+      const Evaluation e = evaluate(candidate, model, c, *r);
+      if (!e.ok() || e.iterationTime <= 0)
+        continue;
+      const double bound = iterationLowerBound(candidate, model, c, *r);
+      INFO(describe(candidate)
+           << " pp " << candidate.pp << " dp " << candidate.dp << " m "
+           << candidate.microbatches);
+      CHECK(bound > 0);
+      CHECK(bound <= e.iterationTime * (1 + 1e-9));
+      ++checked;
+      tight += bound >= 0.9 * e.iterationTime;
+    }
+  }
+  CHECK(checked > 300);
+  // Not vacuous: the bound is within 10% for many of them.
+  CHECK(tight > checked / 10);
+}
+
+TEST_CASE("skipping by lower bound keeps the exact fastest candidates",
+          "[tuner]") {
+  const ModelConfig model = gptModel(16, 128000);
+  const ClusterConfig c = test::testCluster(8);
+  TuneOptions o;
+  o.gpus = 8;
+  o.threads = 2;
+  o.separation = TuneOptions::Choice::Off;
+  o.exact = 6;
+  llvm::Expected<TuneOptions> r = resolveOptions(model, c, o);
+  REQUIRE(static_cast<bool>(r));
+  llvm::Expected<TuneResult> bounded = tune(model, c, *r);
+  TuneOptions all = *r;
+  all.exact = 0;
+  llvm::Expected<TuneResult> exhaustive = tune(model, c, all);
+  REQUIRE(static_cast<bool>(bounded));
+  REQUIRE(static_cast<bool>(exhaustive));
+  CHECK(exhaustive->bounded == 0);
+  CHECK(bounded->bounded > 0); // it skips something here
+  CHECK(bounded->simulated + bounded->bounded == exhaustive->simulated);
+  REQUIRE(bounded->ranked.size() >= 6);
+  for (size_t i = 0; i < 6; ++i) {
+    CHECK(bounded->ranked[i].candidate == exhaustive->ranked[i].candidate);
+    CHECK(bounded->ranked[i].iterationTime ==
+          exhaustive->ranked[i].iterationTime);
+  }
+  // Skipped candidates say why and are not counted as failures.
+  for (const Evaluation &e : bounded->rejected)
+    if (e.skipped)
+      CHECK(e.error.rfind("skipped: its lower bound", 0) == 0);
+  // The baselines are the same either way.
+  for (bool vp : {false, true}) {
+    std::optional<Evaluation> a = bestBaseline(model, c, *r, vp, &*bounded);
+    std::optional<Evaluation> b = bestBaseline(model, c, all, vp, &*exhaustive);
+    REQUIRE(a.has_value() == b.has_value());
+    if (a)
+      CHECK(a->iterationTime == b->iterationTime);
+  }
+}
+
 TEST_CASE("a candidate's spec text names what its PipelineSpec holds",
           "[tuner]") {
   const ModelConfig model = gptModel(16, 32000);

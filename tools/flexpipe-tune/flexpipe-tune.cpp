@@ -47,6 +47,8 @@ struct Options {
   int64_t gpus = 0, globalBatch = 0;
   std::string memoryLimit;
   int top = 5;
+  int64_t exact = 16;
+  bool exhaustive = false;
   int threads = 0;
   std::vector<int64_t> pp, mbs;
   std::vector<std::string> placements;
@@ -168,7 +170,8 @@ bool writeResults(const std::string &dir, const TuneResult &result) {
   bool first = true;
   auto row = [&](const Evaluation &e, int rank) {
     const Candidate &c = e.candidate;
-    const char *status = !e.ok()         ? "unschedulable"
+    const char *status = e.skipped       ? "skipped"
+                         : !e.ok()       ? "unschedulable"
                          : !e.fitsMemory ? "over_memory"
                                          : "ok";
     std::string error = e.error;
@@ -329,6 +332,15 @@ int main(int argc, char **argv) {
                  "How many of the best to write as specs and print")
       ->check(flexpipe::integerAtLeast(1))
       ->capture_default_str();
+  app.add_option("--exact", o.exact,
+                 "Simulate every candidate that can still be among the N "
+                 "fastest (in lower-bound order; the others are skipped, see "
+                 "docs/Tuning.md); at least --top")
+      ->check(flexpipe::integerAtLeast(1))
+      ->capture_default_str()
+      ->type_name("N");
+  app.add_flag("--exhaustive", o.exhaustive,
+               "Simulate every candidate (no lower-bound skipping)");
   app.add_option("--threads", o.threads,
                  "Worker threads (default: all hardware threads)")
       ->check(flexpipe::integerAtLeast(0));
@@ -447,6 +459,7 @@ int main(int argc, char **argv) {
   options.vocabParallel = choice(o.vocabParallel);
   options.separation = choice(o.separation);
   options.allowFwdFirst = o.allowFwdFirst;
+  options.exact = o.exhaustive ? 0 : std::max<size_t>(o.exact, o.top);
   options.threads = o.threads > 0
                         ? o.threads
                         : std::max(1u, std::thread::hardware_concurrency());
@@ -494,7 +507,8 @@ int main(int argc, char **argv) {
   const TuneResult &result = *tuned;
   size_t overMemory = 0, unschedulable = 0;
   for (const Evaluation &e : result.rejected)
-    (e.ok() ? overMemory : unschedulable)++;
+    if (!e.skipped)
+      (e.ok() ? overMemory : unschedulable)++;
 
   // The baselines at their best (pp, dp, mbs): Megatron's 1F1B and T-1F1B.
   std::optional<Evaluation> baseline[2] = {
@@ -504,12 +518,14 @@ int main(int argc, char **argv) {
   const ModuleModel &module = model.modules.front();
   llvm::outs() << llvm::formatv(
       "flexpipe-tune: {0} on {1}, {2} {12}, global batch {3}, memory limit "
-      "{4}\n{5} candidates: {6} simulated, {7} separation variants skipped, "
-      "{8} over memory, {9} unschedulable; {10:F2} s on {11} thread(s)\n\n",
+      "{4}\n{5} candidates: {6} simulated, {13} skipped by bound, {7} "
+      "separation variants skipped, {8} over memory, {9} unschedulable; "
+      "{10:F2} s on {11} thread(s)\n\n",
       model.name, cluster.name, resolved->gpus, resolved->globalBatch,
       resolved->memoryLimit > 0 ? formatBytes(resolved->memoryLimit) : "none",
       result.candidates, result.simulated, result.pruned, overMemory,
-      unschedulable, elapsed, resolved->threads, cluster.devicesWord());
+      unschedulable, elapsed, resolved->threads, cluster.devicesWord(),
+      result.bounded);
   llvm::outs() << llvm::formatv("{0,-5} {1,-11} {2,-11} {3,-7} {4,-10} "
                                 "{5,-4} {6,-4} {7,-4} {8,-4} {9}\n",
                                 "rank", "iteration", "tokens/s", "bubble",

@@ -106,6 +106,9 @@ struct Evaluation {
   /// Largest per-actor compute time: no schedule of this work is faster.
   double busiest = 0;
   bool fitsMemory = true;
+  /// Not simulated: its lower bound (iterationLowerBound) shows it cannot
+  /// be among the TuneOptions::exact fastest; `error` says so.
+  bool skipped = false;
 
   bool ok() const { return error.empty(); }
 };
@@ -145,6 +148,11 @@ struct TuneOptions {
   /// At most this many separation variants are simulated, those of the
   /// fastest fused twins (0: no limit).
   size_t separationTop = 8;
+  /// The search is exact for this many of the fastest candidates: a fused
+  /// candidate whose lower bound (iterationLowerBound) exceeds the time of
+  /// the exact-th fastest found so far is not simulated, nor is a variant
+  /// whose own bound does. 0 simulates every candidate.
+  size_t exact = 16;
   /// Also try the forward-first computation-type priority (the paper tries
   /// it only when the user asks).
   bool allowFwdFirst = false;
@@ -182,6 +190,17 @@ llvm::Expected<TuneOptions> resolveOptions(const ModelConfig &model,
 llvm::Expected<std::vector<Candidate>>
 enumerateCandidates(const ModelConfig &model, const TuneOptions &options);
 
+/// A lower bound on a candidate's iteration time that needs no schedule:
+/// the data-parallel gradient all-reduce plus, for every actor, the longest
+/// of (a) the earliest any of its work can start (the forwards before its
+/// first stage), its whole compute, and the least backward work that must
+/// follow its last input gradient, and (b) the same for each of its stage
+/// parts alone. Messages and collectives count nothing, so the simulated
+/// time is never below it. Infinity when the candidate cannot be built.
+double iterationLowerBound(const Candidate &candidate, const ModelConfig &model,
+                           const ClusterConfig &cluster,
+                           const TuneOptions &options);
+
 /// Schedules and simulates one candidate. `options` must be resolved.
 Evaluation evaluate(const Candidate &candidate, const ModelConfig &model,
                     const ClusterConfig &cluster, const TuneOptions &options,
@@ -190,12 +209,14 @@ Evaluation evaluate(const Candidate &candidate, const ModelConfig &model,
 struct TuneResult {
   /// Schedulable candidates that fit in memory, fastest first.
   std::vector<Evaluation> ranked;
-  /// The others: unschedulable or over the memory limit.
+  /// The others: unschedulable, over the memory limit, or skipped by their
+  /// lower bound (Evaluation::skipped).
   std::vector<Evaluation> rejected;
   /// Candidates in the space, simulated, and skipped: separation variants
   /// whose busiest actor alone was slower than the best found, or outside
-  /// the window or the top of TuneOptions.
-  size_t candidates = 0, simulated = 0, pruned = 0;
+  /// the window or the top of TuneOptions (pruned); candidates whose lower
+  /// bound exceeds the TuneOptions::exact-th best time (bounded).
+  size_t candidates = 0, simulated = 0, pruned = 0, bounded = 0;
 };
 
 /// The whole search. Separation variants are simulated only where they can
