@@ -335,6 +335,17 @@ Timing Separator::retime(const std::vector<uint8_t> &stashed,
   for (int32_t a = 0; a < numActors; ++a)
     enqueue(0.0, a);
   int64_t stalled = 0;
+  // The earliest clock after `laterThan` + tol among unfinished actors,
+  // kept up to date as clocks move (only the actor at hand moves its clock,
+  // from the current time onwards) and recomputed when time advances.
+  double laterThan = -std::numeric_limits<double>::infinity();
+  double nextClock = std::numeric_limits<double>::infinity();
+  bool nextKnown = false;
+  auto setClock = [&](int32_t a, double time) {
+    clock[a] = time;
+    if (nextKnown && time > laterThan + tol)
+      nextClock = std::min(nextClock, time);
+  };
 
   auto run = [&](int32_t a, int32_t id, double now) {
     const Item &item = items[id];
@@ -347,7 +358,7 @@ Timing Separator::retime(const std::vector<uint8_t> &stashed,
     t.start[id] = now;
     t.end[id] = now + item.duration;
     t.order[a].push_back(id);
-    clock[a] = t.end[id];
+    setClock(a, t.end[id]);
     ends.push(t.end[id]);
     if (item.kind == OpKind::Igrad) {
       if (stashed[item.weight])
@@ -363,7 +374,7 @@ Timing Separator::retime(const std::vector<uint8_t> &stashed,
   // second.
   auto defer = [&](int32_t a, double now) {
     const double later = ready.empty() ? now : std::max(now, ready.top().time);
-    clock[a] = later;
+    setClock(a, later);
     enqueue(later, a);
   };
 
@@ -444,7 +455,7 @@ Timing Separator::retime(const std::vector<uint8_t> &stashed,
       continue;
     }
     if (known) {
-      clock[a] = at;
+      setClock(a, at);
       enqueue(at, a);
       continue;
     }
@@ -453,11 +464,17 @@ Timing Separator::retime(const std::vector<uint8_t> &stashed,
     double wake = std::numeric_limits<double>::infinity();
     if (!ends.empty())
       wake = ends.top();
-    for (int32_t b = 0; b < numActors; ++b)
-      if (!finished[b] && clock[b] > now + tol)
-        wake = std::min(wake, clock[b]);
+    if (!nextKnown || now != laterThan) {
+      laterThan = now;
+      nextClock = std::numeric_limits<double>::infinity();
+      for (int32_t b = 0; b < numActors; ++b)
+        if (!finished[b] && clock[b] > now + tol)
+          nextClock = std::min(nextClock, clock[b]);
+      nextKnown = true;
+    }
+    wake = std::min(wake, nextClock);
     if (wake < std::numeric_limits<double>::infinity()) {
-      clock[a] = wake;
+      setClock(a, wake);
       enqueue(wake, a);
       continue;
     }
@@ -519,8 +536,8 @@ Separator::chainWeights(const Timing &t, int32_t blocked,
     // that input was ready and before it started held it back.
     double readyAt = 0;
     for (int32_t i = depStart[critical]; i < depStart[critical + 1]; ++i)
-      readyAt = std::max(readyAt, arrival(t, depList[i], critical,
-                                        t.end[depList[i]]));
+      readyAt = std::max(readyAt,
+                         arrival(t, depList[i], critical, t.end[depList[i]]));
     const auto &order = t.order[items[critical].actor];
     for (int32_t id : order) {
       if (t.start[id] >= t.start[critical] - tol)
