@@ -146,6 +146,13 @@ double flexpipe::sched::vocabStatsBytes(const ModuleModel &module,
          static_cast<double>(microBatch);
 }
 
+double flexpipe::sched::vocabStatsTime(const ClusterConfig &cluster,
+                                       const std::vector<int64_t> &devices,
+                                       const ModuleModel &module,
+                                       int64_t microBatch) {
+  return allReduceTime(cluster, devices, vocabStatsBytes(module, microBatch));
+}
+
 Durations flexpipe::sched::stageDurations(const StageShape &shape,
                                           const ModelConfig &model,
                                           const ClusterConfig &cluster,

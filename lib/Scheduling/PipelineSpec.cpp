@@ -229,9 +229,8 @@ flexpipe::sched::buildProblem(const PipelineSpec &spec) {
               stageDurations(shape, *spec.model, *spec.cluster, share);
           std::copy(d.begin(), d.end(), part.cost);
           if (head)
-            sync.duration = allReduceTime(
-                *spec.cluster, group,
-                vocabStatsBytes(*shape.module, spec.model->microBatchSize));
+            sync.duration = vocabStatsTime(*spec.cluster, group, *shape.module,
+                                           spec.model->microBatchSize);
         }
         built.sharedStages.push_back(part.stage);
         for (int64_t actor : group) {

@@ -186,8 +186,8 @@ std::string flexpipe::sched::modelCosts(const Program &program,
           break;
         }
     const ModuleModel *module = model.module(program.moduleNames[meta.module]);
-    c.collectiveDuration[s] = allReduceTime(
-        cluster, group, vocabStatsBytes(*module, model.microBatchSize));
+    c.collectiveDuration[s] =
+        vocabStatsTime(cluster, group, *module, model.microBatchSize);
   }
   const int32_t n = program.numActors;
   c.latency.assign(static_cast<size_t>(n) * n, 0);

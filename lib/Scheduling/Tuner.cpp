@@ -597,29 +597,61 @@ double flexpipe::sched::iterationLowerBound(const Candidate &c,
       break;
   }
   const double inf = std::numeric_limits<double>::infinity();
-  std::vector<double> firstStart(p.numActors, inf), lastTail(p.numActors, inf);
-  std::vector<double> work(p.numActors, 0), weightWork(p.numActors, 0);
-  double bound = 0;
-  for (int32_t part = 0; part < numParts; ++part) {
-    const StagePart &sp = p.parts[part];
-    const double mbs = static_cast<double>(sp.mbEnd - sp.mbBegin);
-    if (mbs <= 0)
+  // Every member of a blocking collective spends at least its duration in
+  // each instance: the vocabulary-parallel head's exchange, priced as the
+  // simulation prices it (over the candidate's devices).
+  std::vector<double> collective(p.numActors, 0);
+  for (size_t r = 0; r < p.registered.size(); ++r) {
+    const Registered &reg = p.registered[r];
+    const StageMeta &meta = prepared.built->stageMeta[reg.stage];
+    if (reg.mode != InstMode::Collective || meta.layers != 0 || !meta.last ||
+        reg.actors.size() < 2)
       continue;
-    const double gradient = mbs * (duration(part, CompKind::Fwd) + carry(part));
-    const double w = mbs * weights(part);
-    firstStart[sp.actor] = std::min(firstStart[sp.actor], head[part]);
-    lastTail[sp.actor] = std::min(lastTail[sp.actor], tail[part]);
-    work[sp.actor] += gradient;
-    weightWork[sp.actor] += w;
-    // This part alone: its forwards and input gradients in sequence after
-    // its head and before its tail; its weight gradients after its head.
-    bound = std::max(
-        {bound, head[part] + gradient + tail[part], head[part] + gradient + w});
+    std::vector<int64_t> devices;
+    for (int32_t a : reg.actors)
+      devices.push_back(a * c.dp);
+    const auto [lo, hi] = registeredRange(p, static_cast<int32_t>(r));
+    const double instances =
+        static_cast<double>((hi - lo + reg.prev - 1) / reg.prev);
+    const double each =
+        vocabStatsTime(cluster, devices, prepared.sized.modules.front(),
+                       prepared.sized.microBatchSize);
+    for (int32_t a : reg.actors)
+      collective[a] += instances * each;
   }
-  for (int32_t a = 0; a < p.numActors; ++a)
-    if (firstStart[a] < inf)
-      bound = std::max({bound, firstStart[a] + work[a] + lastTail[a],
-                        firstStart[a] + work[a] + weightWork[a]});
+  // Per actor, its parts by decreasing head: the work of the parts whose
+  // head is at least h cannot start before h (a release-time bound), and
+  // the input gradient it computes last still has the least tail of those
+  // parts to run after it; its weight gradients need no tail.
+  std::vector<std::vector<int32_t>> partsOf(p.numActors);
+  for (int32_t part = 0; part < numParts; ++part)
+    if (p.parts[part].mbEnd > p.parts[part].mbBegin)
+      partsOf[p.parts[part].actor].push_back(part);
+  auto count = [&](int32_t part) {
+    return static_cast<double>(p.parts[part].mbEnd - p.parts[part].mbBegin);
+  };
+  double bound = 0;
+  for (int32_t a = 0; a < p.numActors; ++a) {
+    std::vector<int32_t> &parts = partsOf[a];
+    if (parts.empty())
+      continue;
+    std::sort(parts.begin(), parts.end(),
+              [&](int32_t x, int32_t y) { return head[x] > head[y]; });
+    double gradient = 0, w = 0, leastTail = inf;
+    for (int32_t part : parts) {
+      const double own =
+          count(part) * (duration(part, CompKind::Fwd) + carry(part));
+      gradient += own;
+      w += count(part) * weights(part);
+      leastTail = std::min(leastTail, tail[part]);
+      bound =
+          std::max({bound, head[part] + gradient + leastTail,
+                    head[part] + gradient + w, head[part] + own + tail[part]});
+    }
+    // All of it with the collectives, from the earliest head.
+    const double all = head[parts.back()] + gradient + collective[a];
+    bound = std::max({bound, all + leastTail, all + w});
+  }
   return bound + gradSyncTime(c, prepared.held, cluster);
 }
 

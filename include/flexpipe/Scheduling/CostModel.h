@@ -148,6 +148,13 @@ double allGatherTime(const ClusterConfig &cluster,
 /// maximum, sum of exponentials and target logit of every token, in fp32.
 double vocabStatsBytes(const ModuleModel &module, int64_t microBatch);
 
+/// Seconds for that exchange over the head's `devices`: a ring all-reduce
+/// of vocabStatsBytes. The scheduler, the simulator and the tuner's bound
+/// all price it here.
+double vocabStatsTime(const ClusterConfig &cluster,
+                      const std::vector<int64_t> &devices,
+                      const ModuleModel &module, int64_t microBatch);
+
 /// A measured profile: mean durations per stage and message timings, in the
 /// format the runtime writes.
 struct Profile {
