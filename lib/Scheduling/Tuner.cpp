@@ -599,8 +599,10 @@ double flexpipe::sched::iterationLowerBound(const Candidate &c,
   const double inf = std::numeric_limits<double>::infinity();
   // Every member of a blocking collective spends at least its duration in
   // each instance: the vocabulary-parallel head's exchange, priced as the
-  // simulation prices it (over the candidate's devices).
-  std::vector<double> collective(p.numActors, 0);
+  // simulation prices it (over the candidate's devices). It comes after the
+  // member's head forward and before its head backward, so it counts as
+  // work of that part.
+  std::vector<double> collective(numParts, 0);
   for (size_t r = 0; r < p.registered.size(); ++r) {
     const Registered &reg = p.registered[r];
     const StageMeta &meta = prepared.built->stageMeta[reg.stage];
@@ -616,8 +618,11 @@ double flexpipe::sched::iterationLowerBound(const Candidate &c,
     const double each =
         vocabStatsTime(cluster, devices, prepared.sized.modules.front(),
                        prepared.sized.microBatchSize);
-    for (int32_t a : reg.actors)
-      collective[a] += instances * each;
+    for (int32_t part = 0; part < numParts; ++part)
+      if (p.parts[part].stage == reg.stage &&
+          std::binary_search(reg.actors.begin(), reg.actors.end(),
+                             p.parts[part].actor))
+        collective[part] += instances * each;
   }
   // Per actor, its parts by decreasing head: the work of the parts whose
   // head is at least h cannot start before h (a release-time bound), and
@@ -633,14 +638,13 @@ double flexpipe::sched::iterationLowerBound(const Candidate &c,
   double bound = 0;
   for (int32_t a = 0; a < p.numActors; ++a) {
     std::vector<int32_t> &parts = partsOf[a];
-    if (parts.empty())
-      continue;
     std::sort(parts.begin(), parts.end(),
               [&](int32_t x, int32_t y) { return head[x] > head[y]; });
     double gradient = 0, w = 0, leastTail = inf;
     for (int32_t part : parts) {
       const double own =
-          count(part) * (duration(part, CompKind::Fwd) + carry(part));
+          count(part) * (duration(part, CompKind::Fwd) + carry(part)) +
+          collective[part];
       gradient += own;
       w += count(part) * weights(part);
       leastTail = std::min(leastTail, tail[part]);
@@ -648,9 +652,6 @@ double flexpipe::sched::iterationLowerBound(const Candidate &c,
           std::max({bound, head[part] + gradient + leastTail,
                     head[part] + gradient + w, head[part] + own + tail[part]});
     }
-    // All of it with the collectives, from the earliest head.
-    const double all = head[parts.back()] + gradient + collective[a];
-    bound = std::max({bound, all + leastTail, all + w});
   }
   return bound + gradSyncTime(c, prepared.held, cluster);
 }
