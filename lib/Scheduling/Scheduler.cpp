@@ -182,9 +182,60 @@ bool flexpipe::sched::waitsForInstance(const Problem &p, int32_t r,
 
 namespace {
 
-using Event = std::pair<double, int32_t>;
-using EventQueue =
-    std::priority_queue<Event, std::vector<Event>, std::greater<Event>>;
+/// Completion events, earliest first (ties by id: registered instances, with
+/// negative ids, before computations). A binary heap written out so that an
+/// event is stored field by field: building a (time, id) pair and copying it
+/// whole made a store-forwarding stall that cost a quarter of a schedule.
+class EventQueue {
+public:
+  bool empty() const { return heap.empty(); }
+  double topTime() const { return heap.front().time; }
+  int32_t topId() const { return heap.front().id; }
+  void push(double time, int32_t id) {
+    size_t i = heap.size();
+    heap.emplace_back();
+    while (i > 0) {
+      const size_t parent = (i - 1) / 2;
+      if (!before(time, id, heap[parent]))
+        break;
+      heap[i] = heap[parent];
+      i = parent;
+    }
+    heap[i].time = time;
+    heap[i].id = id;
+  }
+  void pop() {
+    const Event last = heap.back();
+    heap.pop_back();
+    if (heap.empty())
+      return;
+    size_t i = 0;
+    const size_t n = heap.size();
+    for (;;) {
+      size_t child = 2 * i + 1;
+      if (child >= n)
+        break;
+      if (child + 1 < n &&
+          before(heap[child + 1].time, heap[child + 1].id, heap[child]))
+        ++child;
+      if (!before(heap[child].time, heap[child].id, last))
+        break;
+      heap[i] = heap[child];
+      i = child;
+    }
+    heap[i] = last;
+  }
+
+private:
+  struct Event {
+    double time;
+    int32_t id;
+  };
+  static bool before(double time, int32_t id, const Event &e) {
+    return time < e.time || (time == e.time && id < e.id);
+  }
+  std::vector<Event> heap;
+};
 
 class Engine {
 public:
@@ -398,7 +449,6 @@ private:
 
   // Hooks.
   std::vector<int64_t> actorScheduled;
-  std::vector<ScheduledItem> lastItem;
   std::string hookError;
   int32_t numItems = 0;
   double clockNow = 0;
@@ -415,8 +465,8 @@ void Engine::build() {
   numSlots = partBase[numParts];
   slotPart.resize(numSlots);
   for (int32_t i = 0; i < numParts; ++i)
-    std::fill(slotPart.begin() + partBase[i], slotPart.begin() + partBase[i + 1],
-              i);
+    std::fill(slotPart.begin() + partBase[i],
+              slotPart.begin() + partBase[i + 1], i);
   numItems = numSlots * kNumCompKinds;
   exists.assign(numItems, 0);
 
@@ -426,6 +476,11 @@ void Engine::build() {
     in[to].push_back(from);
   }
 
+  size_t expected = 0;
+  for (int32_t part = 0; part < numParts; ++part)
+    expected += static_cast<size_t>(partBase[part + 1] - partBase[part]) *
+                (in[part].size() + out[part].size() + 2);
+  edges.reserve(expected);
   const CompKind grad = gradKind();
   for (int32_t part = 0; part < numParts; ++part) {
     for (int32_t mb = p.parts[part].mbBegin; mb < p.parts[part].mbEnd; ++mb) {
@@ -519,7 +574,6 @@ void Engine::build() {
   result.actors.assign(numActors, {});
 
   actorScheduled.assign(numActors, 0);
-  lastItem.assign(numActors, ScheduledItem{CompKind::Fwd, -1, -1, 0, 0});
   blockedIn.assign(numActors, -1);
   replayPos.assign(numActors, 0);
   dirty.assign(numActors, 0);
@@ -641,9 +695,13 @@ void Engine::runRegistered(int32_t actor, int32_t r, double now) {
       reg[r].lo + static_cast<int32_t>((instance - reg[r].base) * ri.prev);
   const double duration = model == TimeModel::Step ? 1.0 : ri.duration;
   auto record = [&](int32_t member, double start, double end) {
-    ScheduledItem item{CompKind::Fwd, -1, mb, start, end, r};
-    result.actors[member].push_back(item);
-    lastItem[member] = item;
+    ScheduledItem &item = result.actors[member].emplace_back();
+    item.kind = CompKind::Fwd;
+    item.part = -1;
+    item.mb = mb;
+    item.start = start;
+    item.end = end;
+    item.inst = r;
     ++actorScheduled[member];
     ++scheduled;
   };
@@ -652,15 +710,15 @@ void Engine::runRegistered(int32_t actor, int32_t r, double now) {
     record(actor, now, now + duration);
     freeAt[actor] = now + duration;
     regEvents.push_back({instance, actor});
-    completions.push(
-        {now + duration, -1 - static_cast<int32_t>(regEvents.size() - 1)});
+    completions.push(now + duration,
+                     -1 - static_cast<int32_t>(regEvents.size() - 1));
     return;
   case InstMode::Async:
     record(actor, now, now);
     if (++instJoined[instance] == static_cast<int32_t>(ri.actors.size())) {
       regEvents.push_back({instance, -1});
-      completions.push(
-          {now + duration, -1 - static_cast<int32_t>(regEvents.size() - 1)});
+      completions.push(now + duration,
+                       -1 - static_cast<int32_t>(regEvents.size() - 1));
     }
     return;
   case InstMode::Collective:
@@ -674,8 +732,8 @@ void Engine::runRegistered(int32_t actor, int32_t r, double now) {
       blockedIn[member] = -1;
     }
     regEvents.push_back({instance, -1});
-    completions.push(
-        {now + duration, -1 - static_cast<int32_t>(regEvents.size() - 1)});
+    completions.push(now + duration,
+                     -1 - static_cast<int32_t>(regEvents.size() - 1));
     return;
   }
 }
@@ -813,8 +871,8 @@ StepView Engine::view(int32_t actor) const {
   v.now = clockNow;
   v.scheduled = actorScheduled[actor];
   v.inflight = actorInflight[actor];
-  const ScheduledItem &last = lastItem[actor];
-  if (last.mb >= 0) {
+  if (!result.actors[actor].empty()) {
+    const ScheduledItem &last = result.actors[actor].back();
     v.hasLast = true;
     v.last = {last.kind, last.part,
               last.isRegistered() ? p.registered[last.inst].stage
@@ -964,8 +1022,13 @@ void Engine::start(int32_t item, double now) {
   const double duration =
       model == TimeModel::Step ? 1.0 : sp.cost[static_cast<int>(kind)];
   const double end = now + duration;
-  result.actors[sp.actor].push_back({kind, part, mb, now, end});
-  lastItem[sp.actor] = result.actors[sp.actor].back();
+  // Field by field, for the same reason as EventQueue's.
+  ScheduledItem &scheduledItem = result.actors[sp.actor].emplace_back();
+  scheduledItem.kind = kind;
+  scheduledItem.part = part;
+  scheduledItem.mb = mb;
+  scheduledItem.start = now;
+  scheduledItem.end = end;
   ++actorScheduled[sp.actor];
   freeAt[sp.actor] = end;
   started[item] = 1;
@@ -981,7 +1044,7 @@ void Engine::start(int32_t item, double now) {
           ++groupInflight[g];
     }
   }
-  completions.push({end, item});
+  completions.push(end, item);
 }
 
 void Engine::complete(int32_t item, double) {
@@ -1042,8 +1105,8 @@ ScheduleResult Engine::execute() {
   }
   double now = 0;
   while (scheduled < total) {
-    while (!completions.empty() && completions.top().first <= now) {
-      int32_t item = completions.top().second;
+    while (!completions.empty() && completions.topTime() <= now) {
+      int32_t item = completions.topId();
       completions.pop();
       if (item < 0)
         completeRegistered(-1 - item);
@@ -1101,7 +1164,7 @@ ScheduleResult Engine::execute() {
       }
       return result;
     }
-    now = completions.top().first;
+    now = completions.topTime();
   }
   for (const auto &items : result.actors)
     for (const ScheduledItem &item : items)
