@@ -539,7 +539,7 @@ double gradSyncTime(const Candidate &c, const ActorStatic &held,
   for (int64_t a = 0; a < c.pp; ++a) {
     std::vector<int64_t> group(c.dp);
     for (int64_t r = 0; r < c.dp; ++r)
-      group[r] = a * c.dp + r;
+      group[r] = deviceOf(a, r, c.dp);
     time = std::max(time, allReduceTime(cluster, group, held.gradBytes[a]));
   }
   return time;
@@ -609,9 +609,10 @@ double flexpipe::sched::iterationLowerBound(const Candidate &c,
     if (reg.mode != InstMode::Collective || meta.layers != 0 || !meta.last ||
         reg.actors.size() < 2)
       continue;
+    const std::vector<int64_t> all = replicaDevices(c.pp, c.dp);
     std::vector<int64_t> devices;
     for (int32_t a : reg.actors)
-      devices.push_back(a * c.dp);
+      devices.push_back(all[a]);
     const auto [lo, hi] = registeredRange(p, static_cast<int32_t>(r));
     const double instances =
         static_cast<double>((hi - lo + reg.prev - 1) / reg.prev);
@@ -696,42 +697,20 @@ Evaluation flexpipe::sched::evaluate(const Candidate &c,
   program.stageMeta = built->stageMeta;
   program.moduleNames = built->moduleNames;
 
-  // Replica r's actor a is device a * dp + r, Megatron-LM's order: the
-  // data-parallel groups (the largest messages) are neighbours, inside a
-  // node when dp allows, and pipeline hops cross nodes first.
-  // flexpipe-compile --dp simulates the same layout.
-  std::vector<int64_t> devices(c.pp);
-  for (int64_t a = 0; a < c.pp; ++a)
-    devices[a] = a * c.dp;
+  // Messages on replica 0's devices (replicaDevices), as flexpipe-compile
+  // --dp prices them when it separates and simulates.
   SimCosts costs;
-  if (std::string error =
-          modelCosts(program, sized, cluster, options.profile, devices, costs);
+  if (std::string error = modelCosts(program, sized, cluster, options.profile,
+                                     replicaDevices(c.pp, c.dp), costs);
       !error.empty()) {
     e.error = error;
     return e;
   }
   if (c.separation) {
     splitBackward(program);
-    // The pass in flexpipe-compile prices messages with actor a on device a;
-    // separate with the same costs so that the written spec reproduces this
-    // program exactly. The simulation below uses the real layout; with one
-    // replica the two are the same.
-    SimCosts passCosts;
-    if (c.dp > 1) {
-      std::vector<int64_t> identity(c.pp);
-      for (int64_t a = 0; a < c.pp; ++a)
-        identity[a] = a;
-      if (std::string error = modelCosts(program, sized, cluster,
-                                         options.profile, identity, passCosts);
-          !error.empty()) {
-        e.error = error;
-        return e;
-      }
-    }
     SeparationOptions separation;
     separation.maxRounds = options.separationRounds;
-    SeparationResult separated =
-        separateGradients(program, c.dp > 1 ? passCosts : costs, separation);
+    SeparationResult separated = separateGradients(program, costs, separation);
     if (!separated.ok) {
       e.error = "gradient separation failed: " + separated.error;
       return e;

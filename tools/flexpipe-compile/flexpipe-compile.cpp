@@ -865,6 +865,7 @@ static int compile(const CompileOptions &options) {
   pipelineOptions.modelFile = options.model;
   pipelineOptions.balance = options.balance;
   pipelineOptions.clusterFile = options.cluster;
+  pipelineOptions.dp = options.dp;
   // An imported compute_comms file runs on PyTorch's untagged messages.
   if (module->getOperation()->hasAttr(kUntaggedAttr))
     pipelineOptions.channels = "pair";
@@ -908,14 +909,10 @@ static int compile(const CompileOptions &options) {
       }
       sched::SimCosts costs;
       if (!options.model.empty()) {
-        // Replica r's actor a sits on device a * dp + r (Megatron-LM's
-        // order, as flexpipe-tune assumes): replica 0's actors are dp apart.
-        std::vector<int64_t> devices(read.program.numActors);
-        for (size_t a = 0; a < devices.size(); ++a)
-          devices[a] = static_cast<int64_t>(a) * options.dp;
-        error = sched::modelCosts(read.program, model, cluster,
-                                  options.profile.empty() ? nullptr : &profile,
-                                  devices, costs);
+        error = sched::modelCosts(
+            read.program, model, cluster,
+            options.profile.empty() ? nullptr : &profile,
+            sched::replicaDevices(read.program.numActors, options.dp), costs);
       } else if (!options.profile.empty()) {
         error = sched::profileCosts(read.program, profile, costs);
       } else {

@@ -126,6 +126,18 @@ using Durations = std::array<double, 4>;
 Durations stageDurations(const StageShape &shape, const ModelConfig &model,
                          const ClusterConfig &cluster, double share);
 
+/// The devices of one pipeline replica's actors when `dp` replicas run side
+/// by side: replica r's actor a is device a * dp + r (Megatron-LM's order:
+/// the data-parallel groups, whose gradient all-reduce moves the most
+/// bytes, are neighbours), so replica 0's actor a is device a * dp.
+/// flexpipe-tune, flexpipe-compile --dp and the passes' `dp` option all
+/// price messages with this layout.
+inline int64_t deviceOf(int64_t actor, int64_t replica, int64_t dp) {
+  return actor * dp + replica;
+}
+/// deviceOf for every actor of replica 0.
+std::vector<int64_t> replicaDevices(int64_t actors, int64_t dp);
+
 /// Seconds to move `bytes` from device `from` to device `to`.
 double transferTime(const ClusterConfig &cluster, int64_t from, int64_t to,
                     double bytes);

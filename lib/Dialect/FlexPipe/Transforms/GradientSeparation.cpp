@@ -45,7 +45,7 @@ struct GradientSeparationPass
       sched::splitBackward(program);
       FailureOr<sched::SimCosts> costs =
           resolveCosts(schedule, program, "flexpipe-gradient-separation",
-                       timeModel, modelFile, clusterFile);
+                       timeModel, modelFile, clusterFile, "", dp);
       if (failed(costs))
         return signalPassFailure();
       sched::SeparationOptions options;

@@ -35,6 +35,7 @@ void flexpipe::buildSpecToSchedulePipeline(
   separation.timeModel = options.timeModel;
   separation.modelFile = options.modelFile;
   separation.clusterFile = options.clusterFile;
+  separation.dp = options.dp;
   pm.addPass(createGradientSeparationPass(separation));
   pm.addPass(createInsertCommPass());
   AsyncCommPassOptions async;

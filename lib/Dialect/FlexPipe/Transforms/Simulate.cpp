@@ -41,7 +41,7 @@ struct SimulatePass : flexpipe::impl::SimulatePassBase<SimulatePass> {
       }
       FailureOr<sched::SimCosts> costs =
           resolveCosts(schedule, read.program, "flexpipe-simulate", timeModel,
-                       modelFile, clusterFile, profileFile);
+                       modelFile, clusterFile, profileFile, dp);
       if (failed(costs))
         return signalPassFailure();
       costs->rendezvous = rendezvous;

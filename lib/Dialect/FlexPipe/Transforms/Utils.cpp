@@ -554,10 +554,14 @@ FailureOr<sched::SimCosts>
 flexpipe::resolveCosts(Operation *at, const sched::Program &program,
                        StringRef passName, StringRef timeModel,
                        StringRef modelFile, StringRef clusterFile,
-                       StringRef profileFile) {
+                       StringRef profileFile, int64_t dp) {
   if (failed(chooseOption<bool>(at, passName, "time model", timeModel,
                                 {{"step", false}, {"cost", true}})))
     return failure();
+  if (dp < 1) {
+    at->emitError() << "-" << passName << " needs dp >= 1, not " << dp;
+    return failure();
+  }
   if (modelFile.empty() != clusterFile.empty()) {
     at->emitError() << "-" << passName
                     << " needs both model and cluster files, or neither";
@@ -581,11 +585,9 @@ flexpipe::resolveCosts(Operation *at, const sched::Program &program,
   sched::SimCosts costs;
   std::string error;
   if (!modelFile.empty()) {
-    std::vector<int64_t> devices(program.numActors);
-    std::iota(devices.begin(), devices.end(), 0);
-    error = sched::modelCosts(program, model, cluster,
-                              profileFile.empty() ? nullptr : &profile, devices,
-                              costs);
+    error = sched::modelCosts(
+        program, model, cluster, profileFile.empty() ? nullptr : &profile,
+        sched::replicaDevices(program.numActors, dp), costs);
   } else if (!profileFile.empty()) {
     error = sched::profileCosts(program, profile, costs);
   } else {

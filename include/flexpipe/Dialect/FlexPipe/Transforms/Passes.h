@@ -47,6 +47,11 @@ struct SpecToScheduleOptions
   Option<std::string> clusterFile{
       *this, "cluster", llvm::cl::desc("Cluster YAML for the cost time model"),
       llvm::cl::init("")};
+  Option<int64_t> dp{*this, "dp",
+                     llvm::cl::desc("Data-parallel replicas gradient "
+                                    "separation prices messages for (replica "
+                                    "0's actor a is device a x dp)"),
+                     llvm::cl::init(1)};
   Option<std::string> channels{
       *this, "channels",
       llvm::cl::desc("What verify-schedule takes as one FIFO channel: stage "

@@ -202,6 +202,10 @@ def GradientSeparationPass
            "Model YAML (docs/CostModel.md)">,
     Option<"clusterFile", "cluster", "std::string", "\"\"",
            "Cluster YAML (docs/CostModel.md)">,
+    Option<"dp", "dp", "int64_t", "1",
+           "Data-parallel replicas the messages are priced for: replica 0's "
+           "actor a is device a x dp (sched::replicaDevices; as "
+           "flexpipe-compile --dp and flexpipe-tune lay them out)">,
     Option<"memoryBound", "memory-bound", "double", "0",
            "Peak activation memory allowed per actor, in the costs' units "
            "(bytes with a model); 0: the schedule's peak without separation. "
@@ -344,6 +348,10 @@ def SimulatePass : Pass<"flexpipe-simulate", "mlir::ModuleOp"> {
            "Cluster YAML (docs/CostModel.md); needs `model`">,
     Option<"profileFile", "profile", "std::string", "\"\"",
            "Measured profile YAML (docs/CostModel.md)">,
+    Option<"dp", "dp", "int64_t", "1",
+           "Data-parallel replicas the messages are priced for: replica 0's "
+           "actor a is device a x dp (sched::replicaDevices; as "
+           "flexpipe-compile --dp and flexpipe-tune lay them out)">,
   ];
   let dependentDialects = ["flexpipe::FlexPipeDialect"];
 }

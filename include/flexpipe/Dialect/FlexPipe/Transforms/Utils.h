@@ -96,12 +96,13 @@ bool shouldOptimize(ScheduleOp schedule, llvm::StringRef optimization,
 /// and `clusterFile` are given (with a measured `profileFile` on top), else
 /// the profile's, else unit costs: `step` (every instruction one step, one
 /// unit of activation memory per stage) or `cost` (sched::layerCosts).
+/// Messages are priced on sched::replicaDevices(actors, dp).
 /// Emits an error at `at` and fails on bad files or options.
 mlir::FailureOr<sched::SimCosts>
 resolveCosts(mlir::Operation *at, const sched::Program &program,
              llvm::StringRef passName, llvm::StringRef timeModel,
              llvm::StringRef modelFile, llvm::StringRef clusterFile,
-             llvm::StringRef profileFile = "");
+             llvm::StringRef profileFile, int64_t dp);
 
 } // namespace flexpipe
 
