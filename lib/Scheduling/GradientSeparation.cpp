@@ -122,6 +122,10 @@ private:
   std::vector<std::vector<int32_t>> sequence; ///< per actor: F, I, B items
   std::vector<size_t> weightsOn;              ///< per actor: W items
   std::vector<int32_t> depStart, depList;     ///< CSR predecessors
+  /// Blocking collectives: per item its instance (-1 for other items), and
+  /// per instance its members.
+  std::vector<int32_t> instanceOf;
+  std::vector<std::vector<int32_t>> instanceMembers;
 };
 
 std::string Separator::build() {
@@ -235,6 +239,13 @@ std::string Separator::build() {
         gathersOf[static_cast<int64_t>(items[id].stage) * numMbs + items[id].mb]
             .push_back(id);
     }
+  instanceOf.assign(items.size(), -1);
+  instanceMembers.clear();
+  for (const auto &[key, members] : gathersOf) {
+    for (int32_t m : members)
+      instanceOf[m] = static_cast<int32_t>(instanceMembers.size());
+    instanceMembers.push_back(members);
+  }
   std::vector<std::vector<int32_t>> deps(items.size());
   for (int32_t id = 0; id < static_cast<int32_t>(items.size()); ++id) {
     Item &item = items[id];
@@ -257,10 +268,11 @@ std::string Separator::build() {
       break;
     case OpKind::AllGather:
     case OpKind::Gather:
-      // Dependencies only: it starts when every member's forward is done
-      // and this actor reaches it (the simulator also makes early members
-      // wait for late ones). On a registered stage (no forwards of its own)
-      // every member's instance waits for what precedes the others.
+      // Its dependencies: every member's forward (on a registered stage,
+      // with no forwards of its own, what precedes the other members'
+      // instances). A member that reaches it then waits there until the
+      // last member has reached it, as the runtime and the simulator do
+      // (retime).
       for (int32_t f : all(OpKind::Fwd, item.stage, item.mb))
         deps[id].push_back(f);
       if (deps[id].empty())
@@ -316,6 +328,7 @@ Timing Separator::retime(const std::vector<uint8_t> &stashed,
   std::vector<int32_t> fused(numActors, -1);
   std::vector<std::deque<int32_t>> stash(numActors);
   std::vector<uint8_t> finished(numActors, 0);
+  std::vector<int32_t> arrived(instanceMembers.size(), 0);
   // Actors by clock, ties in the order they were queued (lower actor first
   // at the start); future ends, for actors that wait.
   struct Entry {
@@ -432,6 +445,30 @@ Timing Separator::retime(const std::vector<uint8_t> &stashed,
       enqueue(clock[a], a);
       continue;
     }
+    if (known && at <= now + tol && instanceOf[x] >= 0) {
+      // A blocking collective: this member has arrived and waits; the last
+      // to arrive releases every member at its arrival plus the duration.
+      const int32_t instance = instanceOf[x];
+      t.start[x] = now;
+      if (++arrived[instance] <
+          static_cast<int32_t>(instanceMembers[instance].size()))
+        continue; // blocked: not queued until released
+      double latest = now;
+      for (int32_t m : instanceMembers[instance])
+        latest = std::max(latest, t.start[m]);
+      const double end = latest + items[x].duration;
+      for (int32_t m : instanceMembers[instance]) {
+        const int32_t b = items[m].actor;
+        t.end[m] = end;
+        t.order[b].push_back(m);
+        setClock(b, end);
+        ++next[b];
+        enqueue(end, b);
+      }
+      ends.push(end);
+      stalled = 0;
+      continue;
+    }
     if (known && at <= now + tol) {
       run(a, x, now);
       ++next[a];
@@ -483,6 +520,20 @@ Timing Separator::retime(const std::vector<uint8_t> &stashed,
       ++stalled; // others at this time may still make progress
       defer(a, now);
       continue;
+    }
+    // Actors stalled at exactly `now` can keep requeueing ahead of one whose
+    // clock exceeds `now` by rounding only: go behind the latest such clock
+    // before calling it a deadlock.
+    {
+      double behind = now;
+      for (int32_t b = 0; b < numActors; ++b)
+        if (b != a && !finished[b] && clock[b] > now && clock[b] <= now + tol)
+          behind = std::max(behind, clock[b]);
+      if (behind > now) {
+        setClock(a, behind);
+        enqueue(behind, a);
+        continue;
+      }
     }
     {
       std::ostringstream os;

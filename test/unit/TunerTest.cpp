@@ -252,6 +252,64 @@ TEST_CASE("the lower bound never exceeds a simulated iteration time",
   CHECK(tight > checked / 10);
 }
 
+TEST_CASE("gradient separation times programs as the simulator does",
+          "[tuner][separation]") {
+  // The re-timer's fused and separated times equal the simulated times of
+  // the programs it returns, with real message costs, dp > 1 and the
+  // vocabulary-parallel head's blocking collectives (each member waits for
+  // the last to arrive).
+  const ModelConfig model = gptModel(16, 256000);
+  const ClusterConfig c = test::testCluster(8);
+  TuneOptions o;
+  o.gpus = 8;
+  llvm::Expected<TuneOptions> r = resolveOptions(model, c, o);
+  REQUIRE(static_cast<bool>(r));
+  llvm::Expected<std::vector<Candidate>> all = enumerateCandidates(model, *r);
+  REQUIRE(static_cast<bool>(all));
+  size_t checked = 0, collectives = 0;
+  for (size_t i = 0; i < all->size(); i += 7) {
+    Candidate candidate = (*all)[i];
+    candidate.separation = false;
+    EvaluationDetail detail;
+    const Evaluation e = evaluate(candidate, model, c, *r, &detail);
+    if (!e.ok())
+      continue;
+    INFO(describe(candidate) << " pp " << candidate.pp << " dp " << candidate.dp
+                             << " m " << candidate.microbatches);
+    Program split = detail.program;
+    bool gathers = false;
+    for (std::vector<ProgOp> &ops : split.actors) {
+      std::vector<ProgOp> kept;
+      for (const ProgOp &op : ops)
+        if (isCompute(op.kind) || op.kind == OpKind::AllGather) {
+          kept.push_back(op);
+          gathers |= op.kind == OpKind::AllGather;
+        }
+      ops = std::move(kept);
+    }
+    splitBackward(split);
+    SeparationOptions options;
+    options.maxRounds = 20;
+    const SeparationResult sep =
+        separateGradients(split, detail.costs, options);
+    INFO(sep.error);
+    REQUIRE(sep.ok);
+    auto simulate = [&](Program program) {
+      insertCommunication(program);
+      Simulator simulator;
+      std::string error;
+      REQUIRE(simulator.prepare(program, error));
+      return simulator.run(detail.costs).iterationTime;
+    };
+    CHECK(sep.fusedTime == Approx(simulate(split)).epsilon(1e-9));
+    CHECK(sep.time == Approx(simulate(sep.program)).epsilon(1e-9));
+    ++checked;
+    collectives += gathers;
+  }
+  CHECK(checked > 20);
+  CHECK(collectives > 5);
+}
+
 TEST_CASE("skipping by lower bound keeps the exact fastest candidates",
           "[tuner]") {
   const ModelConfig model = gptModel(16, 128000);
