@@ -2,6 +2,8 @@
 // RUN: flexpipe-opt %s -flexpipe-gradient-separation=time-model=cost -flexpipe-insert-comm -flexpipe-async-comm -flexpipe-verify-schedule | FileCheck %s --check-prefix=SEP
 // RUN: not flexpipe-opt %s -flexpipe-gradient-separation="time-model=cost memory-bound=1" 2>&1 | FileCheck %s --check-prefix=BOUND
 // RUN: not flexpipe-opt %s -flexpipe-gradient-separation=time-model=fast 2>&1 | FileCheck %s --check-prefix=MODEL
+// RUN: not flexpipe-opt %s -flexpipe-gradient-separation=dp=0 2>&1 | FileCheck %s --check-prefix=DP
+// RUN: not flexpipe-opt %s -flexpipe-simulate=dp=0 2>&1 | FileCheck %s --check-prefix=SIMDP
 // RUN: not flexpipe-opt %s -flexpipe-insert-comm -flexpipe-gradient-separation 2>&1 | FileCheck %s --check-prefix=COMM
 // RUN: not flexpipe-opt %s -flexpipe-async-comm=lookahead=0 2>&1 | FileCheck %s --check-prefix=LOOKAHEAD
 // Only schedules whose spec asked for it change under requested-only.
@@ -67,6 +69,8 @@ flexpipe.schedule @s actors(2) stages(2) microbatches(2) {
 
 // BOUND: error: gradient separation failed: the memory bound 1 is below the 2 that actor 0 needs even with every weight gradient right after its input gradient
 // MODEL: error: unknown time model 'fast' for -flexpipe-gradient-separation; expected step or cost
+// DP: error: -flexpipe-gradient-separation needs dp >= 1, not 0
+// SIMDP: error: -flexpipe-simulate needs dp >= 1, not 0
 // COMM: error: gradient separation failed: actor 0 has a send_act; gradient separation works on programs of computations and blocking collectives (run it before communication is inserted; asynchronous collectives and exec are not supported yet)
 // LOOKAHEAD: error: -flexpipe-async-comm needs lookahead >= 1, not 0
 // UNCHANGED: flexpipe.bwd stage 0 mb 0
