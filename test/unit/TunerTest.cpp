@@ -34,6 +34,14 @@ ModelConfig gptModel(int64_t layers, int64_t vocab) {
   model.modules.push_back(m);
   return model;
 }
+/// `options` resolved for the model and cluster (the test stops if not).
+TuneOptions resolved(const ModelConfig &model, const ClusterConfig &cluster,
+                     TuneOptions options) {
+  llvm::Expected<TuneOptions> r =
+      resolveOptions(model, cluster, std::move(options));
+  REQUIRE(static_cast<bool>(r));
+  return *r;
+}
 
 } // namespace
 
@@ -262,16 +270,15 @@ TEST_CASE("gradient separation times programs as the simulator does",
   const ClusterConfig c = test::testCluster(8);
   TuneOptions o;
   o.gpus = 8;
-  llvm::Expected<TuneOptions> r = resolveOptions(model, c, o);
-  REQUIRE(static_cast<bool>(r));
-  llvm::Expected<std::vector<Candidate>> all = enumerateCandidates(model, *r);
+  const TuneOptions r = resolved(model, c, o);
+  llvm::Expected<std::vector<Candidate>> all = enumerateCandidates(model, r);
   REQUIRE(static_cast<bool>(all));
   size_t checked = 0, collectives = 0;
   for (size_t i = 0; i < all->size(); i += 7) {
     Candidate candidate = (*all)[i];
     candidate.separation = false;
     EvaluationDetail detail;
-    const Evaluation e = evaluate(candidate, model, c, *r, &detail);
+    const Evaluation e = evaluate(candidate, model, c, r, &detail);
     if (!e.ok())
       continue;
     INFO(describe(candidate) << " pp " << candidate.pp << " dp " << candidate.dp
@@ -319,10 +326,9 @@ TEST_CASE("skipping by lower bound keeps the exact fastest candidates",
   o.threads = 2;
   o.separation = TuneOptions::Choice::Off;
   o.exact = 6;
-  llvm::Expected<TuneOptions> r = resolveOptions(model, c, o);
-  REQUIRE(static_cast<bool>(r));
-  llvm::Expected<TuneResult> bounded = tune(model, c, *r);
-  TuneOptions all = *r;
+  const TuneOptions r = resolved(model, c, o);
+  llvm::Expected<TuneResult> bounded = tune(model, c, r);
+  TuneOptions all = r;
   all.exact = 0;
   llvm::Expected<TuneResult> exhaustive = tune(model, c, all);
   REQUIRE(static_cast<bool>(bounded));
@@ -342,7 +348,7 @@ TEST_CASE("skipping by lower bound keeps the exact fastest candidates",
       CHECK(e.error.rfind("skipped: its lower bound", 0) == 0);
   // The baselines are the same either way.
   for (bool vp : {false, true}) {
-    std::optional<Evaluation> a = bestBaseline(model, c, *r, vp, &*bounded);
+    std::optional<Evaluation> a = bestBaseline(model, c, r, vp, &*bounded);
     std::optional<Evaluation> b = bestBaseline(model, c, all, vp, &*exhaustive);
     REQUIRE(a.has_value() == b.has_value());
     if (a)
