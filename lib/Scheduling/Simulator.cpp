@@ -158,12 +158,12 @@ std::string flexpipe::sched::modelCosts(const Program &program,
     c.activationBytes[s] = cost.activationBytes / k;
     c.staticBytes[s] = cost.staticBytes / k;
     c.messageBytes[s] = cost.messageBytes;
-    if (profile)
-      if (const Profile::Stage *measured = profile->stage(s)) {
-        c.duration[s] = measured->durations();
-        if (measured->activationBytes)
-          c.activationBytes[s] = *measured->activationBytes;
-      }
+    if (profile) {
+      c.duration[s] = profile->durationsOr(s, c.duration[s]);
+      if (const Profile::Stage *measured = profile->stage(s);
+          measured && measured->activationBytes)
+        c.activationBytes[s] = *measured->activationBytes;
+    }
   }
   // The loss statistics of a vocabulary-parallel head (a shared stage of no
   // layers that holds the head): a ring all-reduce over its actors.

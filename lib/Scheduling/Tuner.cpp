@@ -559,11 +559,16 @@ double flexpipe::sched::iterationLowerBound(const Candidate &c,
   const int32_t numParts = static_cast<int32_t>(p.parts.size());
   // The durations the simulation uses: the part's (the analytic model's
   // share), or a profile's measured ones for its stage.
-  auto duration = [&](int32_t part, CompKind kind) {
+  std::vector<Durations> durations(numParts);
+  for (int32_t part = 0; part < numParts; ++part) {
+    std::copy(std::begin(p.parts[part].cost), std::end(p.parts[part].cost),
+              durations[part].begin());
     if (options.profile)
-      if (const Profile::Stage *m = options.profile->stage(p.parts[part].stage))
-        return m->durations()[static_cast<int>(kind)];
-    return p.parts[part].cost[static_cast<int>(kind)];
+      durations[part] =
+          options.profile->durationsOr(p.parts[part].stage, durations[part]);
+  }
+  auto duration = [&](int32_t part, CompKind kind) {
+    return durations[part][static_cast<int>(kind)];
   };
   const bool split = c.separation;
   // The backward work that carries the gradient on, and the rest.
@@ -603,13 +608,13 @@ double flexpipe::sched::iterationLowerBound(const Candidate &c,
   // member's head forward and before its head backward, so it counts as
   // work of that part.
   std::vector<double> collective(numParts, 0);
+  const std::vector<int64_t> all = replicaDevices(c.pp, c.dp);
   for (size_t r = 0; r < p.registered.size(); ++r) {
     const Registered &reg = p.registered[r];
     const StageMeta &meta = prepared.built->stageMeta[reg.stage];
     if (reg.mode != InstMode::Collective || meta.layers != 0 || !meta.last ||
         reg.actors.size() < 2)
       continue;
-    const std::vector<int64_t> all = replicaDevices(c.pp, c.dp);
     std::vector<int64_t> devices;
     for (int32_t a : reg.actors)
       devices.push_back(all[a]);

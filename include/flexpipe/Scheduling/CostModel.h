@@ -189,6 +189,12 @@ struct Profile {
   double defaultMessageTime = 0;
 
   const Stage *stage(int64_t id) const;
+  /// Stage `id`'s measured durations where the profile lists it, else
+  /// `analytic`: the one rule for what a profile replaces.
+  Durations durationsOr(int64_t id, const Durations &analytic) const {
+    const Stage *measured = stage(id);
+    return measured ? measured->durations() : analytic;
+  }
   double messageTime(int64_t from, int64_t to) const;
 };
 
