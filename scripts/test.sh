@@ -109,5 +109,12 @@ for suite in "${SUITES[@]}"; do
   printf '  %-10s %4d passed, %d failed\n' "$suite" "${PASSED[$suite]}" "${FAILED[$suite]}"
   total_pass=$((total_pass + PASSED[$suite])); total_fail=$((total_fail + FAILED[$suite]))
 done
+if [ "${FAILED[lit]}" -gt 0 ]; then
+  # A digest of what failed, last, where a truncated CI log still shows it:
+  # each failing test, the RUN line that failed and FileCheck's complaint.
+  echo "lit failures:"
+  echo "$lit_out" | grep -E '^FAIL:|# RUN: at line|error:' | grep -B1 -E '^FAIL:|error:' |
+    grep -v '^--$' | tail -n 20 | sed 's/^/  /'
+fi
 echo "total: $total_pass passed, $total_fail failed"
 [ "$total_fail" -eq 0 ]
