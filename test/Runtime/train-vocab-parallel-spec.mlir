@@ -17,8 +17,20 @@
 // RUN: sed -e 's/^}$/  flexpipe.optimize gradient_separation\n}/' %s > %t/separated.mlir
 // RUN: %train separated %t/separated.mlir --time-model=cost | FileCheck %s
 // RUN: grep -c 'flexpipe_rt_wgrad(v1, 5,' %t/separated/rank0.cpp | FileCheck %s --check-prefix=GATHERS
+// Bidirectional with the vocabulary-parallel embedding and head, as
+// flexpipe-tune writes it (the head and embedding stages come after the
+// layers' stages; each direction starts again at block 0):
+// RUN: sed -e 's/placement(one_to_one) vocab_parallel/placement(one_to_one) bidirectional vocab_parallel/' \
+// RUN:     -e 's/per_actor affine_map<(a)\[pp, s, m\] -> (pp - a)>/per_stage affine_map<(i)[pp, s, m] -> (pp - i mod pp)>/' %s > %t/bidirectional.mlir
+// RUN: %train bidirectional %t/bidirectional.mlir | FileCheck %s
+// RUN: sed -e 's/placement(one_to_one) vocab_parallel/placement(vshape) bidirectional chunks(2) vocab_parallel/' \
+// RUN:     -e 's/cttp<bwd_first> fstp<breadth_first> bstp<depth_first>/cttp<interleaved> fstp<depth_first> bstp<depth_first>/' \
+// RUN:     -e 's/(pp - a)>/(s floordiv 2)>/' %s > %t/vshape-bidirectional.mlir
+// RUN: %train vshape-bidirectional %t/vshape-bidirectional.mlir --actors 2 --microbatches 4 | FileCheck %s --check-prefix=TWO
 // CHECK: training: 4 iterations, loss {{.*}}, worst loss difference {{.*}}, worst weight difference {{.*}}, 101 parameters
 // GATHERS: 8
+// (two slices of each vocabulary-parallel stage instead of four)
+// TWO: training: 4 iterations, loss {{.*}}, worst loss difference {{.*}}, worst weight difference {{.*}}, 53 parameters
 flexpipe.pipeline @t1f1b actors(4) microbatches(8) {
   flexpipe.module @gpt layers(8) placement(one_to_one) vocab_parallel
   flexpipe.priority cttp<bwd_first> fstp<breadth_first> bstp<depth_first>

@@ -21,6 +21,7 @@
 
 #include <cctype>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -594,18 +595,31 @@ FailureOr<std::string> describe(ScheduleOp schedule,
   if (a.modules.size() != 1 || !a.syncStages.empty())
     return describeTowers(schedule, a, model, dp, seed, execs);
 
-  // One module: the runtime's GPT. Each direction of a bidirectional
-  // pipeline starts again at the first layer (its stages are copies of the
-  // other direction's, with the same weights).
+  // One module: the runtime's GPT. A stage's first block follows from the
+  // stages before it along the edges (its predecessors' first block plus
+  // their layers); each direction of a bidirectional pipeline starts again
+  // at block 0 (its stages are copies of the other direction's, with the
+  // same weights). Stage numbers need not follow the edges: with
+  // vocabulary parallelism the embedding and head stages come last.
   StringAttr module = a.modules.front();
-  int64_t layers = 0, directionLayers = 0;
-  for (Attribute attr : info) {
-    auto stage = cast<StageInfoAttr>(attr);
-    if (stage.getFirst())
-      directionLayers = 0;
-    directionLayers += stage.getLayers();
-    layers = std::max(layers, directionLayers);
-  }
+  std::vector<std::vector<int64_t>> preds(numStages);
+  for (auto [from, to] : schedule.getEdgeList())
+    preds[to].push_back(from);
+  std::vector<int64_t> firstBlock(numStages, -1);
+  std::function<int64_t(int64_t)> blockOf = [&](int64_t s) -> int64_t {
+    if (firstBlock[s] >= 0)
+      return firstBlock[s];
+    firstBlock[s] = 0; // the edges form a DAG (verified)
+    int64_t first = 0;
+    for (int64_t p : preds[s])
+      first = std::max(first,
+                       blockOf(p) + cast<StageInfoAttr>(info[p]).getLayers());
+    return firstBlock[s] = first;
+  };
+  int64_t layers = 0;
+  for (int64_t s = 0; s < numStages; ++s)
+    layers =
+        std::max(layers, blockOf(s) + cast<StageInfoAttr>(info[s]).getLayers());
 
   sched::ModuleModel sizes{module.str(), layers, 64, 4, 32, 256, true};
   int64_t microBatch = 1;
@@ -639,23 +653,19 @@ FailureOr<std::string> describe(ScheduleOp schedule,
        << " hidden=" << sizes.hidden << " heads=" << sizes.heads
        << " layers=" << layers << " microbatch=" << microBatch
        << " seed=" << seed << "\n";
-  int64_t firstBlock = 0;
   for (int64_t s = 0; s < numStages; ++s) {
     auto stage = cast<StageInfoAttr>(info[s]);
-    if (stage.getFirst())
-      firstBlock = 0;
     const std::set<int64_t> &actors = actorsOf[s];
     body << "stage " << s << " actor "
-         << (actors.empty() ? -1 : *actors.begin()) << " blocks " << firstBlock
-         << " " << stage.getLayers() << " first_last " << stage.getFirst()
-         << " " << stage.getLast();
+         << (actors.empty() ? -1 : *actors.begin()) << " blocks "
+         << firstBlock[s] << " " << stage.getLayers() << " first_last "
+         << stage.getFirst() << " " << stage.getLast();
     if (shared.contains(s)) {
       body << " shared";
       for (int64_t a : actors)
         body << " " << a;
     }
     body << "\n";
-    firstBlock += stage.getLayers();
   }
   for (auto [from, to] : schedule.getEdgeList())
     body << "edge " << from << " " << to << "\n";
