@@ -70,6 +70,14 @@ struct Event {
 /// pipeline on two actors. (The two directions' vocabulary-parallel stages
 /// put their copies on the same actors; the device sums those.) The towers
 /// of a two-tower model are different models.
+std::vector<Comm::Floats> floatsOf(const std::vector<GradientRef> &refs) {
+  std::vector<Comm::Floats> parts;
+  parts.reserve(refs.size());
+  for (GradientRef g : refs)
+    parts.push_back({g.data, g.size});
+  return parts;
+}
+
 bool areCopies(const ScheduleDesc::Stage &a, const ScheduleDesc::Stage &b) {
   return !a.shared() && !b.shared() && !a.sync && !b.sync &&
          a.tower == b.tower && a.actor != b.actor &&
@@ -335,14 +343,12 @@ struct flexpipe_rt {
                ? makeTowerBatch(desc.towers[tower], tower, iteration, index)
                : makeBatch(desc.model, iteration, index);
   }
-  /// Off while a full backward times its two halves as one instruction.
-  bool recording = true;
   template <typename Fn> void timed(int64_t s, int kind, Fn fn) {
     const Clock::time_point start = Clock::now();
     fn();
     if (syncTimings)
       device->synchronize();
-    if (recording && iteration > firstIteration) {
+    if (iteration > firstIteration) {
       busy[s * 4 + kind] +=
           std::chrono::duration<double>(Clock::now() - start).count();
       calls[s * 4 + kind] += 1;
@@ -777,6 +783,7 @@ int flexpipe::rt::runRank(int argc, char **argv, const char *description,
   for (auto &[s, stage] : rt.stages)
     for (GradientRef g : stage->gradients())
       gradients.push_back(g);
+  const std::vector<Comm::Floats> replicaGradients = floatsOf(gradients);
   std::vector<double> losses;
   double totalSeconds = 0;
   if (!rt.options.resume.empty()) {
@@ -802,11 +809,9 @@ int flexpipe::rt::runRank(int argc, char **argv, const char *description,
     // A bidirectional pipeline holds each stage twice, on two actors: sum the
     // copies' gradients (in block order, the same on both sides).
     for (auto &[s, other] : copies)
-      for (GradientRef g : rt.stages[s]->gradients())
-        comm.exchangeAdd(g.data, g.size, rt.rankOf(d.stage[other].actor),
-                         kExchangeTag);
-    for (GradientRef g : gradients)
-      comm.allreduceReplicas(g.data, g.size);
+      comm.exchangeAdd(floatsOf(rt.stages[s]->gradients()),
+                       rt.rankOf(d.stage[other].actor), kExchangeTag);
+    comm.allreduceReplicas(replicaGradients);
     device.step(rt.options.lr);
     double loss = device.takeLossSum();
     comm.allreduceSum(&loss, 1);
@@ -1048,17 +1053,12 @@ void flexpipe_rt_wgrad(flexpipe_rt *rt, int64_t s, int64_t mb) {
 }
 
 void flexpipe_rt_bwd(flexpipe_rt *rt, int64_t s, int64_t mb) {
+  // Its two halves are timed as input and weight gradient (the profile's
+  // backward is their sum): only the computation, not the wait for the
+  // output's gradient to arrive.
   rt->traced("B", s, mb, -1, [&] {
-    const Clock::time_point start = Clock::now();
-    rt->recording = false;
     inputGradient(rt, s, mb);
     weightGradient(rt, s, mb);
-    rt->recording = true;
-    if (rt->iteration > rt->firstIteration) {
-      rt->busy[s * 4 + 1] +=
-          std::chrono::duration<double>(Clock::now() - start).count();
-      rt->calls[s * 4 + 1] += 1;
-    }
   });
 }
 

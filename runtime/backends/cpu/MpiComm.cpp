@@ -53,6 +53,16 @@ public:
     MPICHECK(MPI_Comm_size(MPI_COMM_WORLD, &count));
     if (std::string error = timeoutFromEnv(timeout); !error.empty())
       abort(error, 1);
+    // More ranks on this node than cores: a waiting rank must give its core
+    // to a computing one at once instead of spinning first.
+    MPI_Comm node;
+    MPICHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, me,
+                                 MPI_INFO_NULL, &node));
+    int local = 1;
+    MPICHECK(MPI_Comm_size(node, &local));
+    MPICHECK(MPI_Comm_free(&node));
+    const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+    spinPolls = static_cast<unsigned>(local) > cores ? 0 : 10000;
   }
   int rank() const override { return me; }
   int size() const override { return count; }
@@ -121,25 +131,30 @@ public:
     }
     return handles;
   }
-  void allreduceReplicas(float *data, size_t n) override {
+  void allreduceReplicas(const std::vector<Floats> &parts) override {
     if (replicaCount <= 1)
       return;
+    // One packed buffer: every ring step of the all-reduce is one message,
+    // not one per tensor (which costs a wake-up each on a shared core).
+    const size_t n = pack(parts, packed);
     MPI_Request request;
-    MPICHECK(MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(n), MPI_FLOAT,
-                            MPI_SUM, replicas, &request));
+    MPICHECK(MPI_Iallreduce(MPI_IN_PLACE, packed.data(), static_cast<int>(n),
+                            MPI_FLOAT, MPI_SUM, replicas, &request));
     waitCollective(request, "the data-parallel gradient all-reduce");
+    unpack(packed, parts, false);
   }
-  void exchangeAdd(float *data, size_t n, int peer, int tag) override {
-    std::vector<float> theirs(n);
+  void exchangeAdd(const std::vector<Floats> &parts, int peer,
+                   int tag) override {
+    const size_t n = pack(parts, packed);
+    theirs.resize(n);
     MPI_Request pair[2];
     Transfer what[2] = {{false, peer, tag}, {true, peer, tag}};
     MPICHECK(MPI_Irecv(theirs.data(), static_cast<int>(n), MPI_FLOAT, peer, tag,
                        MPI_COMM_WORLD, &pair[0]));
-    MPICHECK(MPI_Isend(data, static_cast<int>(n), MPI_FLOAT, peer, tag,
+    MPICHECK(MPI_Isend(packed.data(), static_cast<int>(n), MPI_FLOAT, peer, tag,
                        MPI_COMM_WORLD, &pair[1]));
     waitFor(pair, 2, what);
-    for (size_t i = 0; i < n; ++i)
-      data[i] += theirs[i];
+    unpack(theirs, parts, true);
   }
   void allreduceSum(double *data, size_t n) override {
     MPI_Request request;
@@ -177,6 +192,30 @@ public:
   }
 
 private:
+  /// Copies `parts` one after another into `into`; returns the count.
+  static size_t pack(const std::vector<Floats> &parts,
+                     std::vector<float> &into) {
+    size_t n = 0;
+    for (const Floats &p : parts)
+      n += p.count;
+    into.resize(n);
+    float *at = into.data();
+    for (const Floats &p : parts)
+      at = std::copy(p.data, p.data + p.count, at);
+    return n;
+  }
+  /// Copies (or with `add`, adds) `from` back into `parts`.
+  static void unpack(const std::vector<float> &from,
+                     const std::vector<Floats> &parts, bool add) {
+    const float *at = from.data();
+    for (const Floats &p : parts) {
+      for (size_t i = 0; i < p.count; ++i)
+        p.data[i] = add ? p.data[i] + at[i] : at[i];
+      at += p.count;
+    }
+  }
+  std::vector<float> packed, theirs; // reused between iterations
+
   /// What a request moves, for the message when it never completes.
   struct Transfer {
     bool send;
@@ -203,7 +242,9 @@ private:
                   " s (FLEXPIPE_TIMEOUT) waiting for " + describe(),
               1);
       // Spin for short waits, then leave the core to the other ranks.
-      if (polls > 10000)
+      if (spinPolls == 0)
+        std::this_thread::yield();
+      else if (polls >= spinPolls)
         std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
   }
@@ -248,6 +289,8 @@ private:
 
   int me = 0, count = 1;
   double timeout = kDefaultTimeout;
+  /// Polls a wait spins before it sleeps between polls (0: oversubscribed).
+  long spinPolls = 10000;
   std::vector<MPI_Request> requests;
   std::vector<Transfer> transfers; // parallel to requests
   MPI_Comm replicas = MPI_COMM_NULL;

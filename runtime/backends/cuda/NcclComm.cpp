@@ -144,23 +144,39 @@ public:
 
   void openChannels(const std::vector<Channel> &all) override;
 
-  void allreduceReplicas(float *data, size_t n) override {
+  void allreduceReplicas(const std::vector<Floats> &parts) override {
     if (replicaCount <= 1)
       return;
-    NCCLCHECK(ncclAllReduce(data, data, n, ncclFloat32, ncclSum, replicas,
-                            context->stream()));
+    // One NCCL group: NCCL fuses the tensors' all-reduces.
+    NCCLCHECK(ncclGroupStart());
+    for (const Floats &p : parts)
+      NCCLCHECK(ncclAllReduce(p.data, p.data, p.count, ncclFloat32, ncclSum,
+                              replicas, context->stream()));
+    NCCLCHECK(ncclGroupEnd());
   }
 
-  void exchangeAdd(float *data, size_t n, int peer, int tag) override {
+  void exchangeAdd(const std::vector<Floats> &parts, int peer,
+                   int tag) override {
     const Link &link = linkFor(true, peer, tag);
-    DeviceArray<float> theirs(*context, n);
+    size_t total = 0;
+    for (const Floats &p : parts)
+      total += p.count;
+    DeviceArray<float> theirs(*context, total);
     NCCLCHECK(ncclGroupStart());
-    NCCLCHECK(ncclSend(data, n, ncclFloat32, link.peerInComm, link.comm,
-                       context->stream()));
-    NCCLCHECK(ncclRecv(theirs.get(), n, ncclFloat32, link.peerInComm, link.comm,
-                       context->stream()));
+    size_t at = 0;
+    for (const Floats &p : parts) {
+      NCCLCHECK(ncclSend(p.data, p.count, ncclFloat32, link.peerInComm,
+                         link.comm, context->stream()));
+      NCCLCHECK(ncclRecv(theirs.get() + at, p.count, ncclFloat32,
+                         link.peerInComm, link.comm, context->stream()));
+      at += p.count;
+    }
     NCCLCHECK(ncclGroupEnd());
-    add(context->stream(), data, theirs.get(), data, n);
+    at = 0;
+    for (const Floats &p : parts) {
+      add(context->stream(), p.data, theirs.get() + at, p.data, p.count);
+      at += p.count;
+    }
   }
 
   void allreduceSum(double *data, size_t n) override {

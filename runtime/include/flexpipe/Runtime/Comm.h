@@ -77,10 +77,18 @@ public:
     abort("this backend has no group collectives", 1);
     return {};
   }
-  /// Sums `data` over the replica group.
-  virtual void allreduceReplicas(float *data, size_t count) = 0;
-  /// Adds `peer`'s copy of `data` to this rank's, exchanging both ways.
-  virtual void exchangeAdd(float *data, size_t count, int peer, int tag) = 0;
+  /// A run of floats in the backend's memory (a gradient tensor).
+  struct Floats {
+    float *data;
+    size_t count;
+  };
+  /// Sums every buffer of `parts` over the replica group, as one collective
+  /// (one message per ring step, not one per tensor).
+  virtual void allreduceReplicas(const std::vector<Floats> &parts) = 0;
+  /// Adds `peer`'s copy of every buffer of `parts` to this rank's,
+  /// exchanging both ways in one message each way.
+  virtual void exchangeAdd(const std::vector<Floats> &parts, int peer,
+                           int tag) = 0;
   virtual void allreduceSum(double *data, size_t count) = 0;
   /// The smallest and largest value over all ranks.
   virtual void minMax(uint64_t value, uint64_t &min, uint64_t &max) = 0;
