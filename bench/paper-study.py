@@ -190,7 +190,14 @@ def main():
         "kernel launch or framework overheads, no",
         "  recomputation. Megatron's large-vocabulary stages are priced by "
         "FLOPs alone, so its imbalance is modelled but",
-        "  not its memory-bound softmax kernels.",
+        "  not its memory-bound softmax kernels. There is no A800 here to "
+        "measure; on a cluster of your own, a measured",
+        "  cluster file replaces `a800.yaml` (`flexpipe-profile --model M.yaml "
+        "-o mine.yaml`, then `flexpipe-tune --cluster",
+        "  mine.yaml`; docs/CostModel.md, \"Measured cluster\"). Today "
+        "flexpipe-profile measures the CPU runtime; on GPUs the same",
+        "  file format holds what a GPU job measures (`--profile` of the rank "
+        "executables gives per-stage times).",
         "- **T-1F1B pays a blocking collective per micro-batch.** Our "
         "vocabulary-parallel head synchronises all actors",
         "  of the pipeline after every head forward (the all_gather of the "

@@ -24,6 +24,18 @@ else
   echo "cpu compute: skipped (no MPI runtime built)"
 fi
 echo
+echo "The cost model against measured runs (bench/cost-validation.py; about 10 minutes):"
+if command -v mpirun >/dev/null && [ -f "$BUILD_DIR/lib/libflexpipe_rt_cpu.a" ]; then
+  "$BUILD_DIR/bin/flexpipe-profile" --model "$FLEXPIPE_ROOT/configs/models/tiny.yaml" \
+    --model "$FLEXPIPE_ROOT/configs/models/gpt-h256.yaml" --ranks 4 -q \
+    -o "$BUILD_DIR/bench-machine.yaml"
+  python3 "$FLEXPIPE_ROOT/bench/cost-validation.py" "$BUILD_DIR" \
+    --cluster "$BUILD_DIR/bench-machine.yaml" --work "$BUILD_DIR/cost-validation" \
+    --markdown "$BUILD_DIR/cost-validation.md" | grep -v '^disagreeing pair' || true
+else
+  echo "cost validation: skipped (no MPI runtime built)"
+fi
+echo
 echo "The paper's GPT large-vocabulary study and search cost (regenerates docs/PaperStudy.md):"
 python3 "$FLEXPIPE_ROOT/bench/paper-study.py" "$BUILD_DIR"
 echo

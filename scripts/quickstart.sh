@@ -2,13 +2,13 @@
 # FlexPipe quick start on a fresh Debian 12 machine: installs what is missing,
 # builds, and runs the main job on the embedded default.
 #
-# The main job: tune the tiny GPT (configs/models/tiny.yaml) for 4 CPU ranks
-# (configs/clusters/cpu.yaml) with flexpipe-tune, print its ranked table,
-# compile the winning spec into one executable per rank, train it for a few
-# iterations with mpirun, and print the tuner's predicted iteration time next
-# to the measured one (and the simulator's prediction from the profile this
-# run measured). A spec given as the first argument is compiled and trained
-# instead of the tuner's winner.
+# The main job: measure this machine once with flexpipe-profile (cached in
+# build/machine-profile.yaml, remade when the runtime changes), tune the tiny
+# GPT (configs/models/tiny.yaml) for 4 CPU ranks on that measured cluster
+# with flexpipe-tune, print its ranked table, compile the winning spec into
+# one executable per rank, train it with mpirun, and print the tuner's
+# predicted iteration time next to the measured one. A spec given as the
+# first argument is compiled and trained instead of the tuner's winner.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
@@ -16,18 +16,28 @@ ensure_packages
 build_all
 
 MODEL="$FLEXPIPE_ROOT/configs/models/tiny.yaml"
-CLUSTER="$FLEXPIPE_ROOT/configs/clusters/cpu.yaml"
+CLUSTER="$BUILD_DIR/machine-profile.yaml"
+RANKS=4
 RUN="$BUILD_DIR/quickstart"
 COMPILE="$BUILD_DIR/bin/flexpipe-compile"
 DP=1
 TUNED=""
 
+if [ ! -s "$CLUSTER" ] || [ "$BUILD_DIR/bin/flexpipe-profile" -nt "$CLUSTER" ]; then
+  log "Measuring this machine for the cost model (once; flexpipe-profile)"
+  "$BUILD_DIR/bin/flexpipe-profile" --model "$MODEL" --ranks "$RANKS" \
+    -o "$CLUSTER.tmp"
+  mv "$CLUSTER.tmp" "$CLUSTER"
+else
+  log "Using this machine's measured cluster $CLUSTER (delete it to measure again)"
+fi
+
 if [ $# -ge 1 ]; then
   SPEC="$1"
 else
-  log "Tuning the tiny GPT for 4 CPU ranks"
+  log "Tuning the tiny GPT for $RANKS CPU ranks"
   rm -rf "$BUILD_DIR/quickstart-tune"
-  "$BUILD_DIR/bin/flexpipe-tune" --model "$MODEL" --cluster "$CLUSTER" --gpus 4 \
+  "$BUILD_DIR/bin/flexpipe-tune" --model "$MODEL" --cluster "$CLUSTER" --gpus "$RANKS" \
     --top 3 -o "$BUILD_DIR/quickstart-tune"
   SPEC="$BUILD_DIR/quickstart-tune/rank-1.mlir"
   MODEL="$BUILD_DIR/quickstart-tune/rank-1.model.yaml"
@@ -44,7 +54,7 @@ rm -rf "$RUN"
   --emit=exe -o "$RUN"
 
 log "Training on $(grep -c . "$RUN/slurm.conf" | awk '{print $1 - 1}') CPU ranks"
-"$RUN/run-mpi.sh" --iterations 10 --profile "$RUN/profile.yaml" | tee "$RUN/train.log"
+"$RUN/run-mpi.sh" --iterations 30 --profile "$RUN/profile.yaml" | tail -n 6 | tee "$RUN/train.log"
 
 log "Measured against predicted (simulated from this run's profile)"
 "$COMPILE" "$SPEC" --model "$MODEL" --cluster "$CLUSTER" --time-model=cost --dp "$DP" \
@@ -53,6 +63,6 @@ measured=$(sed -n 's/^mean iteration time \([0-9.]*\) ms.*/\1/p' "$RUN/train.log
 predicted=$(sed -n 's/^iteration time \([0-9.]*\) \(m\{0,1\}s\),.*/\1 \2/p' "$RUN/report.txt")
 bubble=$(sed -n 's/.*bubble ratio \([0-9.]*%\).*/\1/p' "$RUN/report.txt")
 echo "measured iteration time:              $measured ms"
-[ -n "$TUNED" ] && echo "predicted by flexpipe-tune (analytic): $TUNED (configs/clusters/cpu.yaml's nominal FLOP rate)"
-echo "simulated from this run's profile:    $predicted (bubble ratio $bubble; one replica, no gradient all-reduce)"
+[ -n "$TUNED" ] && echo "predicted by flexpipe-tune:           $TUNED (from this machine's measured cluster)"
+echo "simulated from this run's profile:    $predicted (bubble ratio $bubble; the pipeline only: no all-reduce, no optimizer step)"
 log "Done. Next: scripts/test.sh runs every test suite; docs/GettingStarted.md is the tutorial."

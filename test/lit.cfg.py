@@ -26,7 +26,7 @@ config.substitutions.append(("%test_plugins", os.path.join(config.flexpipe_obj_r
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.flexpipe_tools_dir, append_path=True)
-llvm_config.add_tool_substitutions(["flexpipe-opt", "flexpipe-compile", "flexpipe-tune"], [config.flexpipe_tools_dir])
+llvm_config.add_tool_substitutions(["flexpipe-opt", "flexpipe-compile", "flexpipe-tune", "flexpipe-profile"], [config.flexpipe_tools_dir])
 
 # End-to-end training runs: compile, launch with mpirun, compare with the
 # single-process reference (scripts/compare-training.py).

@@ -62,6 +62,52 @@ StageFlops flexpipe::sched::stageFlops(const StageShape &shape,
   return f;
 }
 
+std::optional<MeasuredLayer> MachineProfile::layer(MeasuredLayer::Kind kind,
+                                                   const ModuleModel &module,
+                                                   int64_t microBatch) const {
+  std::vector<const MeasuredLayer *> points;
+  for (const MeasuredLayer &l : layers)
+    if (l.kind == kind && l.hidden == module.hidden && l.seq == module.seq &&
+        (kind == MeasuredLayer::Block ? l.heads == module.heads
+                                      : l.vocab == module.vocab))
+      points.push_back(&l);
+  if (points.empty())
+    return std::nullopt;
+  std::sort(points.begin(), points.end(),
+            [](auto *x, auto *y) { return x->microBatch < y->microBatch; });
+  MeasuredLayer out = *points.front();
+  out.microBatch = microBatch;
+  const double b = static_cast<double>(microBatch);
+  if (points.size() == 1) {
+    const double scale = b / static_cast<double>(points.front()->microBatch);
+    out.fwd *= scale;
+    out.igrad *= scale;
+    out.wgrad *= scale;
+    return out;
+  }
+  // The segment that holds b, or the nearest one beyond the ends.
+  size_t hi = 1;
+  while (hi + 1 < points.size() && points[hi]->microBatch < microBatch)
+    ++hi;
+  const MeasuredLayer &p0 = *points[hi - 1], &p1 = *points[hi];
+  const double t = (b - static_cast<double>(p0.microBatch)) /
+                   static_cast<double>(p1.microBatch - p0.microBatch);
+  auto lerp = [&](double y0, double y1) {
+    return std::max(0.0, y0 + t * (y1 - y0));
+  };
+  out.fwd = lerp(p0.fwd, p1.fwd);
+  out.igrad = lerp(p0.igrad, p1.igrad);
+  out.wgrad = lerp(p0.wgrad, p1.wgrad);
+  return out;
+}
+
+double flexpipe::sched::optimizerStepTime(const ClusterConfig &cluster,
+                                          const ModuleModel *module,
+                                          double parameters) {
+  return parameters * cluster.measured.optimizerPerParameter *
+         computeSlowdown(cluster, module);
+}
+
 StageCost flexpipe::sched::stageCost(const StageShape &shape,
                                      const ModelConfig &model,
                                      const ClusterConfig &cluster) {
@@ -69,11 +115,41 @@ StageCost flexpipe::sched::stageCost(const StageShape &shape,
   if (!shape.module)
     return c;
   const ModuleModel &m = *shape.module;
-  const StageFlops f = stageFlops(shape, model.microBatchSize);
   const double rate = std::max(1.0, cluster.peakFlops * cluster.efficiency);
-  c.fwd = f.fwd / rate;
-  c.igrad = f.igrad / rate;
-  c.wgrad = f.wgrad / rate;
+  if (cluster.measured.layers.empty()) {
+    const StageFlops f = stageFlops(shape, model.microBatchSize);
+    c.fwd = f.fwd / rate;
+    c.igrad = f.igrad / rate;
+    c.wgrad = f.wgrad / rate;
+  } else {
+    // Each part of the stage (its blocks, the embedding, the head) measured
+    // where the profile has its shape, else its FLOPs at the cluster's rate.
+    auto add = [&](MeasuredLayer::Kind kind, const StageShape &part,
+                   double count) {
+      if (std::optional<MeasuredLayer> measured =
+              cluster.measured.layer(kind, m, model.microBatchSize)) {
+        c.fwd += count * measured->fwd;
+        c.igrad += count * measured->igrad;
+        c.wgrad += count * measured->wgrad;
+        return;
+      }
+      const StageFlops f = stageFlops(part, model.microBatchSize);
+      c.fwd += count * f.fwd / rate;
+      c.igrad += count * f.igrad / rate;
+      c.wgrad += count * f.wgrad / rate;
+    };
+    if (shape.layers > 0)
+      add(MeasuredLayer::Block, {&m, 1, false, false},
+          static_cast<double>(shape.layers));
+    if (shape.first && m.vocab > 0)
+      add(MeasuredLayer::Embedding, {&m, 0, true, false}, 1);
+    if (shape.last && m.lmHead && m.vocab > 0)
+      add(MeasuredLayer::Head, {&m, 0, false, true}, 1);
+  }
+  const double slowdown = computeSlowdown(cluster, &m);
+  c.fwd *= slowdown;
+  c.igrad *= slowdown;
+  c.wgrad *= slowdown;
   c.bwd = c.igrad + c.wgrad;
 
   const double b = static_cast<double>(model.microBatchSize);
@@ -98,14 +174,87 @@ StageCost flexpipe::sched::stageCost(const StageShape &shape,
   return c;
 }
 
+/// The contention points that apply to `module`: those measured with its
+/// shape, else those without a shape (nullptr: those without a shape).
+static std::vector<const MachineProfile::Contention *>
+contentionFor(const ClusterConfig &cluster, const ModuleModel *module) {
+  std::vector<const MachineProfile::Contention *> own, any;
+  for (const MachineProfile::Contention &c : cluster.measured.contention) {
+    if (c.hidden == 0)
+      any.push_back(&c);
+    else if (module && c.hidden == module->hidden && c.heads == module->heads &&
+             c.seq == module->seq)
+      own.push_back(&c);
+  }
+  return own.empty() ? any : own;
+}
+
+/// The value `get` of `points` at the job's ranks on a node, interpolated
+/// linearly; beyond the last point `beyond(last, ranks)`.
+template <typename Get, typename Beyond>
+static double
+atJobRanks(const ClusterConfig &cluster,
+           const std::vector<const MachineProfile::Contention *> &points,
+           Get get, Beyond beyond) {
+  const int64_t ranks = std::max<int64_t>(
+      1, std::min(cluster.jobDevices > 0 ? cluster.jobDevices : cluster.devices,
+                  cluster.devicesPerNode));
+  if (ranks <= points.front()->ranks)
+    return get(*points.front());
+  for (size_t i = 1; i < points.size(); ++i)
+    if (ranks <= points[i]->ranks) {
+      const auto &p0 = *points[i - 1], &p1 = *points[i];
+      const double t = static_cast<double>(ranks - p0.ranks) /
+                       static_cast<double>(p1.ranks - p0.ranks);
+      return get(p0) + t * (get(p1) - get(p0));
+    }
+  return beyond(*points.back(), ranks);
+}
+
+double flexpipe::sched::computeSlowdown(const ClusterConfig &cluster,
+                                        const ModuleModel *module) {
+  const auto points = contentionFor(cluster, module);
+  if (points.empty())
+    return 1;
+  return atJobRanks(
+      cluster, points, [](const auto &p) { return p.slowdown; },
+      [](const auto &last, int64_t ranks) {
+        return last.slowdown * static_cast<double>(ranks) /
+               static_cast<double>(last.ranks);
+      });
+}
+
+double flexpipe::sched::messageLatency(const ClusterConfig &cluster,
+                                       const Link &link) {
+  const auto points = contentionFor(cluster, nullptr);
+  if (points.empty() || &link != &cluster.intraNode)
+    return link.latency;
+  return std::max(link.latency,
+                  atJobRanks(
+                      cluster, points, [](const auto &p) { return p.latency; },
+                      [](const auto &last, int64_t) { return last.latency; }));
+}
+
+double flexpipe::sched::iterationOverhead(const ClusterConfig &cluster) {
+  const auto points = contentionFor(cluster, nullptr);
+  if (points.empty())
+    return 0;
+  return atJobRanks(
+      cluster, points, [](const auto &p) { return p.overhead; },
+      [](const auto &last, int64_t) { return last.overhead; });
+}
+
 double flexpipe::sched::transferTime(const ClusterConfig &cluster, int64_t from,
-                                     int64_t to, double bytes) {
+                                     int64_t to, double bytes,
+                                     bool collective) {
   const int64_t perNode = std::max<int64_t>(1, cluster.devicesPerNode);
   const Link &link =
       from / perNode == to / perNode ? cluster.intraNode : cluster.interNode;
+  const double latency =
+      collective ? link.latency : messageLatency(cluster, link);
   if (link.bandwidth <= 0)
-    return link.latency;
-  return link.latency + bytes / link.bandwidth;
+    return latency;
+  return latency + bytes / link.bandwidth;
 }
 
 /// The slowest transfer of `bytes` between neighbours of a ring over
@@ -117,7 +266,8 @@ static double slowestRingStep(const ClusterConfig &cluster,
   double slowest = 0;
   for (size_t i = 0; n > 1 && i < n; ++i)
     slowest = std::max(slowest, transferTime(cluster, devices[i],
-                                             devices[(i + 1) % n], bytes));
+                                             devices[(i + 1) % n], bytes,
+                                             /*collective=*/true));
   return slowest;
 }
 

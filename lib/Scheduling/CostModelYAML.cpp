@@ -166,6 +166,96 @@ Link readLink(const Reader &r, const YAML::Node &node, const char *what) {
   return link;
 }
 
+/// A list under `key` of `node`, each entry read by `entry`.
+template <typename Fn>
+void readList(const Reader &r, const YAML::Node &node, const char *key,
+              Fn entry) {
+  if (!node.IsSequence())
+    r.fail(node.Mark(), "key '" + std::string(key) + "' must be a list");
+  for (const YAML::Node &item : node)
+    entry(item);
+}
+
+/// The `measured` section of a cluster file (flexpipe-profile writes it).
+MachineProfile readMeasured(const Reader &r, const YAML::Node &node) {
+  const std::string what = "the measured section";
+  r.expectMap(
+      node, what,
+      {"cores_per_node", "optimizer_s_per_parameter", "contention", "layers"});
+  MachineProfile m;
+  if (node["cores_per_node"])
+    m.coresPerNode = r.integer(node["cores_per_node"], "cores_per_node", 1);
+  if (node["optimizer_s_per_parameter"])
+    m.optimizerPerParameter = r.number(node["optimizer_s_per_parameter"],
+                                       "optimizer_s_per_parameter", 0, false);
+  if (YAML::Node contention = node["contention"])
+    readList(r, contention, "contention", [&](const YAML::Node &item) {
+      const std::string cwhat = "a contention point";
+      r.expectMap(item, cwhat,
+                  {"ranks", "slowdown", "latency_s", "overhead_s", "hidden",
+                   "heads", "seq"});
+      MachineProfile::Contention c;
+      c.ranks = r.integer(r.required(item, "ranks", cwhat), "ranks", 1);
+      c.slowdown =
+          r.number(r.required(item, "slowdown", cwhat), "slowdown", 0, true);
+      if (item["latency_s"])
+        c.latency = r.number(item["latency_s"], "latency_s", 0, false);
+      if (item["overhead_s"])
+        c.overhead = r.number(item["overhead_s"], "overhead_s", 0, false);
+      if (item["hidden"] || item["heads"] || item["seq"]) {
+        c.hidden = r.integer(r.required(item, "hidden", cwhat), "hidden", 1);
+        c.heads = r.integer(r.required(item, "heads", cwhat), "heads", 1);
+        c.seq = r.integer(r.required(item, "seq", cwhat), "seq", 1);
+      }
+      // Each shape's points (those without one are a shape too) by
+      // increasing ranks.
+      for (auto it = m.contention.rbegin(); it != m.contention.rend(); ++it)
+        if (it->hidden == c.hidden && it->heads == c.heads &&
+            it->seq == c.seq) {
+          if (c.ranks <= it->ranks)
+            r.fail(item.Mark(),
+                   "contention points of one shape must have increasing ranks");
+          break;
+        }
+      m.contention.push_back(c);
+    });
+  if (YAML::Node layers = node["layers"])
+    readList(r, layers, "layers", [&](const YAML::Node &item) {
+      const std::string lwhat = "a measured layer";
+      r.expectMap(item, lwhat,
+                  {"kind", "hidden", "heads", "seq", "vocab", "micro_batch",
+                   "fwd_s", "igrad_s", "wgrad_s"});
+      MeasuredLayer l;
+      YAML::Node kind = r.required(item, "kind", lwhat);
+      const std::string name = r.string(kind, "kind");
+      if (name == "block")
+        l.kind = MeasuredLayer::Block;
+      else if (name == "embedding")
+        l.kind = MeasuredLayer::Embedding;
+      else if (name == "head")
+        l.kind = MeasuredLayer::Head;
+      else
+        r.fail(kind.Mark(), "key 'kind' must be block, embedding or head, "
+                            "got '" +
+                                name + "'");
+      l.hidden = r.integer(r.required(item, "hidden", lwhat), "hidden", 1);
+      l.seq = r.integer(r.required(item, "seq", lwhat), "seq", 1);
+      if (l.kind == MeasuredLayer::Block)
+        l.heads = r.integer(r.required(item, "heads", lwhat), "heads", 1);
+      else
+        l.vocab = r.integer(r.required(item, "vocab", lwhat), "vocab", 1);
+      l.microBatch =
+          r.integer(r.required(item, "micro_batch", lwhat), "micro_batch", 1);
+      l.fwd = r.number(r.required(item, "fwd_s", lwhat), "fwd_s", 0, false);
+      l.igrad =
+          r.number(r.required(item, "igrad_s", lwhat), "igrad_s", 0, false);
+      l.wgrad =
+          r.number(r.required(item, "wgrad_s", lwhat), "wgrad_s", 0, false);
+      m.layers.push_back(l);
+    });
+  return m;
+}
+
 } // namespace
 
 std::string flexpipe::sched::loadModel(const std::string &path,
@@ -251,7 +341,7 @@ std::string flexpipe::sched::loadCluster(const std::string &path,
     r.expectMap(root, what,
                 {"name", "device_kind", "devices", "devices_per_node",
                  "peak_flops", "efficiency", "memory_bytes", "intra_node",
-                 "inter_node"});
+                 "inter_node", "measured"});
     if (root["name"])
       cluster.name = r.string(root["name"], "name");
     if (YAML::Node kind = root["device_kind"]) {
@@ -277,6 +367,8 @@ std::string flexpipe::sched::loadCluster(const std::string &path,
         readLink(r, r.required(root, "intra_node", what), "intra_node");
     cluster.interNode =
         readLink(r, r.required(root, "inter_node", what), "inter_node");
+    if (YAML::Node measured = root["measured"])
+      cluster.measured = readMeasured(r, measured);
   });
 }
 
@@ -354,5 +446,57 @@ std::string flexpipe::sched::formatProfile(const Profile &profile) {
          << ", seconds: " << m.seconds << "}\n";
   }
   os << "default_message_s: " << profile.defaultMessageTime << "\n";
+  return os.str();
+}
+
+std::string flexpipe::sched::formatCluster(const ClusterConfig &cluster) {
+  std::ostringstream os;
+  os.precision(12);
+  os << "name: " << cluster.name << "\n"
+     << "device_kind: " << cluster.deviceKind << "\n"
+     << "devices: " << cluster.devices << "\n"
+     << "devices_per_node: " << cluster.devicesPerNode << "\n"
+     << "peak_flops: " << cluster.peakFlops << "\n"
+     << "efficiency: " << cluster.efficiency << "\n"
+     << "memory_bytes: " << cluster.memoryBytes << "\n";
+  for (auto [key, link] : {std::pair{"intra_node", &cluster.intraNode},
+                           std::pair{"inter_node", &cluster.interNode}})
+    os << key << ":\n  bandwidth_bytes_per_s: " << link->bandwidth
+       << "\n  latency_s: " << link->latency << "\n";
+  const MachineProfile &m = cluster.measured;
+  if (m.empty() && m.coresPerNode == 0)
+    return os.str();
+  os << "measured:\n";
+  if (m.coresPerNode > 0)
+    os << "  cores_per_node: " << m.coresPerNode << "\n";
+  os << "  optimizer_s_per_parameter: " << m.optimizerPerParameter << "\n";
+  if (!m.contention.empty()) {
+    os << "  contention:\n";
+    for (const MachineProfile::Contention &c : m.contention) {
+      os << "    - {";
+      if (c.hidden > 0)
+        os << "hidden: " << c.hidden << ", heads: " << c.heads
+           << ", seq: " << c.seq << ", ";
+      os << "ranks: " << c.ranks << ", slowdown: " << c.slowdown
+         << ", latency_s: " << c.latency << ", overhead_s: " << c.overhead
+         << "}\n";
+    }
+  }
+  if (!m.layers.empty()) {
+    os << "  layers:\n";
+    for (const MeasuredLayer &l : m.layers) {
+      os << "    - {kind: "
+         << (l.kind == MeasuredLayer::Block       ? "block"
+             : l.kind == MeasuredLayer::Embedding ? "embedding"
+                                                  : "head")
+         << ", hidden: " << l.hidden << ", seq: " << l.seq;
+      if (l.kind == MeasuredLayer::Block)
+        os << ", heads: " << l.heads;
+      else
+        os << ", vocab: " << l.vocab;
+      os << ", micro_batch: " << l.microBatch << ", fwd_s: " << l.fwd
+         << ", igrad_s: " << l.igrad << ", wgrad_s: " << l.wgrad << "}\n";
+    }
+  }
   return os.str();
 }

@@ -207,7 +207,7 @@ std::string flexpipe::sched::modelCosts(const Program &program,
       const int64_t perNode = std::max<int64_t>(1, cluster.devicesPerNode);
       const Link &link =
           da / perNode == db / perNode ? cluster.intraNode : cluster.interNode;
-      c.latency[pair] = link.latency;
+      c.latency[pair] = messageLatency(cluster, link);
       c.bandwidth[pair] = link.bandwidth;
     }
   return {};

@@ -225,6 +225,10 @@ flexpipe::sched::enumerateCandidates(const ModelConfig &model,
           if (o.separation != TuneOptions::Choice::Off)
             separationChoices.push_back(true);
           for (bool vp : vocabChoices) {
+            // The vocabulary is split over the actors: one actor has
+            // nothing to split it with (its spec would not compile).
+            if (vp && pp < 2)
+              continue;
             Candidate c;
             c.pp = pp;
             c.dp = dp;
@@ -377,21 +381,26 @@ std::string flexpipe::sched::specText(const Candidate &c,
      << c.microbatches << ") {\n";
   os << "  flexpipe.module @" << m.name << " layers(" << m.layers
      << ") placement(";
+  // The keywords in the order of the op's assembly format.
   switch (c.placement) {
   case TunePlacement::OneToOne:
   case TunePlacement::Bidirectional:
     os << "one_to_one)";
     break;
   case TunePlacement::Circular:
-    os << "circular) chunks(" << c.chunks << ")";
+    os << "circular)";
     break;
   case TunePlacement::VShape:
   case TunePlacement::VShapeBidirectional:
-    os << "vshape) chunks(" << c.chunks << ")";
+    os << "vshape)";
     break;
   }
   if (c.directions() == 2)
     os << " bidirectional";
+  if (c.placement == TunePlacement::Circular ||
+      c.placement == TunePlacement::VShape ||
+      c.placement == TunePlacement::VShapeBidirectional)
+    os << " chunks(" << c.chunks << ")";
   if (c.vocabParallel)
     os << " vocab_parallel";
   if (!c.priority.empty())
@@ -459,7 +468,7 @@ namespace {
 /// gradients, optimizer state) and gradient bytes, its share of shared
 /// stages included.
 struct ActorStatic {
-  std::vector<double> staticBytes, gradBytes;
+  std::vector<double> staticBytes, gradBytes, parameters;
 };
 
 ActorStatic actorStatic(const BuiltProblem &built, const ModelConfig &model,
@@ -471,6 +480,7 @@ ActorStatic actorStatic(const BuiltProblem &built, const ModelConfig &model,
   ActorStatic held;
   held.staticBytes.assign(p.numActors, 0);
   held.gradBytes.assign(p.numActors, 0);
+  held.parameters.assign(p.numActors, 0);
   for (const StagePart &part : p.parts) {
     const StageMeta &meta = built.stageMeta[part.stage];
     StageShape shape;
@@ -480,6 +490,7 @@ ActorStatic actorStatic(const BuiltProblem &built, const ModelConfig &model,
     shape.last = meta.last;
     const StageCost cost = stageCost(shape, model, cluster);
     held.staticBytes[part.actor] += cost.staticBytes / sharing[part.stage];
+    held.parameters[part.actor] += cost.parameters / sharing[part.stage];
     held.gradBytes[part.actor] += cost.parameters *
                                   static_cast<double>(model.dtypeBytes) /
                                   sharing[part.stage];
@@ -528,21 +539,44 @@ void prepareCandidate(const Candidate &c, const ModelConfig &model,
   out.held = actorStatic(*out.built, out.sized, cluster);
 }
 
-/// Data-parallel gradient all-reduce: each actor's parameters (its share of
-/// shared stages) in the model's dtype, over its dp peers (replica r's actor
-/// a is device a * dp + r); the slowest actor's.
-double gradSyncTime(const Candidate &c, const ActorStatic &held,
-                    const ClusterConfig &cluster) {
-  double time = 0;
-  if (c.dp < 2)
-    return time;
+/// What follows the pipeline on every actor, as the runtime does it: a
+/// bidirectional pipeline's two copies of each stage add their gradients
+/// (actor a with actor pp - 1 - a, both ways at once), the data-parallel
+/// all-reduce of its parameters (its share of shared stages) in the model's
+/// dtype over its dp peers (replica r's actor a is device a * dp + r), the
+/// optimizer step over them, and the all-reduce of the loss over every
+/// rank. Each the slowest actor's; `gradSync` is the sum of the
+/// collectives.
+struct AfterPipeline {
+  double gradSync = 0, step = 0;
+};
+AfterPipeline afterPipeline(const Candidate &c, const ActorStatic &held,
+                            const ModuleModel *module,
+                            const ClusterConfig &cluster) {
+  AfterPipeline after;
+  double exchange = 0, replicas = 0;
   for (int64_t a = 0; a < c.pp; ++a) {
+    after.step = std::max(
+        after.step, optimizerStepTime(cluster, module, held.parameters[a]));
+    if (c.directions() == 2 && c.pp > 1)
+      exchange = std::max(exchange,
+                          transferTime(cluster, deviceOf(a, 0, c.dp),
+                                       deviceOf(c.pp - 1 - a, 0, c.dp),
+                                       held.gradBytes[a], /*collective=*/true));
+    if (c.dp < 2)
+      continue;
     std::vector<int64_t> group(c.dp);
     for (int64_t r = 0; r < c.dp; ++r)
       group[r] = deviceOf(a, r, c.dp);
-    time = std::max(time, allReduceTime(cluster, group, held.gradBytes[a]));
+    replicas =
+        std::max(replicas, allReduceTime(cluster, group, held.gradBytes[a]));
   }
-  return time;
+  after.gradSync = exchange + replicas + iterationOverhead(cluster);
+  // The loss (8 bytes), only where a measured cluster prices small
+  // messages as this machine does.
+  if (!cluster.measured.contention.empty())
+    after.gradSync += allReduceTime(cluster, replicaDevices(c.pp * c.dp, 1), 8);
+  return after;
 }
 
 } // namespace
@@ -659,7 +693,9 @@ double flexpipe::sched::iterationLowerBound(const Candidate &c,
                     head[part] + gradient + w, head[part] + own + tail[part]});
     }
   }
-  return bound + gradSyncTime(c, prepared.held, cluster);
+  const AfterPipeline after =
+      afterPipeline(c, prepared.held, &prepared.sized.modules.front(), cluster);
+  return bound + after.gradSync + after.step;
 }
 
 Evaluation flexpipe::sched::evaluate(const Candidate &c,
@@ -738,8 +774,11 @@ Evaluation flexpipe::sched::evaluate(const Candidate &c,
   for (double busy : sim.busy)
     e.busiest = std::max(e.busiest, busy);
 
-  e.gradSyncTime = gradSyncTime(c, held, cluster);
-  e.iterationTime = e.pipelineTime + e.gradSyncTime;
+  const AfterPipeline after =
+      afterPipeline(c, held, &sized.modules.front(), cluster);
+  e.gradSyncTime = after.gradSync;
+  e.stepTime = after.step;
+  e.iterationTime = e.pipelineTime + e.gradSyncTime + e.stepTime;
   e.tokensPerSecond = e.iterationTime > 0
                           ? static_cast<double>(options.globalBatch *
                                                 sized.modules.front().seq) /
@@ -904,7 +943,7 @@ llvm::Expected<TuneResult> flexpipe::sched::tune(const ModelConfig &model,
     base.separation = false;
     const size_t twin = twinOf.at(key(base));
     const Evaluation &t = fusedEval[twin];
-    double bound = t.busiest + t.gradSyncTime;
+    double bound = t.busiest + t.gradSyncTime + t.stepTime;
     if (t.skipped) {
       // Separation may make the variant faster than its twin: its own bound
       // decides.
@@ -1048,7 +1087,8 @@ std::optional<Evaluation> flexpipe::sched::bestBaseline(
   for (int64_t pp : options.pp)
     for (int64_t mbs : options.mbs) {
       const int64_t dp = options.gpus / pp;
-      if (options.globalBatch % (dp * mbs) != 0 || m.layers < pp)
+      if (options.globalBatch % (dp * mbs) != 0 || m.layers < pp ||
+          (vocabParallel && pp < 2))
         continue;
       for (const StagePriority &fwd : orders)
         for (const StagePriority &bwd : orders) {

@@ -6,9 +6,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "flexpipe/Scheduling/CostModel.h"
-#include "flexpipe/Scheduling/PipelineSpec.h"
 #include "flexpipe/Scheduling/Simulator.h"
+#include "flexpipe/Scheduling/CostModel.h"
+#include "flexpipe/Scheduling/CostModelYAML.h"
+#include "flexpipe/Scheduling/PipelineSpec.h"
 
 #include "TestSpecs.h"
 
@@ -191,4 +192,137 @@ TEST_CASE("the cost model counts embedding and LM head where they sit",
   CHECK(split == std::vector<int64_t>{9, 9, 9, 9, 9, 9, 9, 1});
   CHECK(transferTime(ClusterConfig{"", 16, 8, 1, 1, 1, {100, 1}, {10, 2}}, 0,
                      9, 100) == Approx(12));
+}
+
+TEST_CASE("a measured cluster prices layers, contention and the optimizer",
+          "[costmodel]") {
+  ModuleModel gpt{"gpt", 8, 64, 4, 32, 256, true};
+  ModelConfig model;
+  model.dtypeBytes = 4;
+  model.modules = {gpt};
+  ClusterConfig cluster;
+  cluster.devices = cluster.devicesPerNode = 6;
+  cluster.peakFlops = 1e9;
+  MachineProfile &m = cluster.measured;
+  // Blocks measured at micro-batches 1 and 4, the head at 2 only; the
+  // embedding not at all.
+  m.layers = {
+      {MeasuredLayer::Block, 64, 4, 32, 0, 4, 0.4, 0.5, 0.3},
+      {MeasuredLayer::Block, 64, 4, 32, 0, 1, 0.1, 0.2, 0.1},
+      {MeasuredLayer::Head, 64, 0, 32, 256, 2, 0.02, 0.04, 0.06},
+      // Another shape: never used for this module.
+      {MeasuredLayer::Block, 64, 8, 32, 0, 1, 9, 9, 9},
+  };
+  auto block = [&](int64_t b) {
+    return *m.layer(MeasuredLayer::Block, gpt, b);
+  };
+  // Linear between the points, extrapolated beyond them, proportional from
+  // a single point.
+  CHECK(block(1).fwd == Approx(0.1));
+  CHECK(block(2).fwd == Approx(0.2));
+  CHECK(block(2).igrad == Approx(0.3));
+  CHECK(block(8).fwd == Approx(0.8));
+  CHECK(m.layer(MeasuredLayer::Head, gpt, 4)->wgrad == Approx(0.12));
+  CHECK_FALSE(m.layer(MeasuredLayer::Embedding, gpt, 1));
+
+  // A stage's durations: its blocks and head measured, the embedding (not
+  // measured) analytic, which has no FLOPs.
+  model.microBatchSize = 2;
+  StageShape last{&gpt, 3, true, true};
+  StageCost c = stageCost(last, model, cluster);
+  CHECK(c.fwd == Approx(3 * 0.2 + 0.02));
+  CHECK(c.igrad == Approx(3 * 0.3 + 0.04));
+  CHECK(c.wgrad == Approx(3 * (0.1 + 0.2 / 3) + 0.06));
+  CHECK(c.bwd == Approx(c.igrad + c.wgrad));
+  // A module whose blocks were not measured falls back to FLOPs.
+  ModuleModel wide = gpt;
+  wide.hidden = 128;
+  StageShape other{&wide, 1, false, false};
+  CHECK(stageCost(other, model, cluster).fwd ==
+        Approx(stageFlops(other, 2).fwd / 1e9));
+
+  // Contention: measured at 1, 2 and 4 ranks computing at once; the job's
+  // devices on a node pick the point (interpolated, proportional beyond).
+  m.coresPerNode = 2;
+  m.contention = {{1, 1.0}, {2, 1.1}, {4, 2.3}};
+  m.optimizerPerParameter = 1e-8;
+  cluster.jobDevices = 1;
+  CHECK(computeSlowdown(cluster) == Approx(1.0));
+  cluster.jobDevices = 3;
+  CHECK(computeSlowdown(cluster) == Approx(1.7));
+  CHECK(stageCost(last, model, cluster).fwd == Approx(1.7 * (0.6 + 0.02)));
+  CHECK(optimizerStepTime(cluster, &gpt, 1e6) == Approx(1.7 * 1e-2));
+  // Points of a module's own shape take precedence for its computation;
+  // message latency comes from the points without a shape.
+  m.contention[1].latency = 1e-4;
+  m.contention[2].latency = 3e-4;
+  ModuleModel big{"gpt", 8, 256, 4, 128, 1024, true};
+  m.contention.push_back({1, 1.0, 0, 0, 256, 4, 128});
+  m.contention.push_back({4, 3.0, 0, 0, 256, 4, 128});
+  CHECK(computeSlowdown(cluster, &big) == Approx(1 + 2.0 * 2 / 3));
+  CHECK(computeSlowdown(cluster, &gpt) == Approx(1.7));
+  CHECK(messageLatency(cluster, cluster.intraNode) == Approx(2e-4));
+  CHECK(iterationOverhead(cluster) == 0.0);
+  m.contention[2].overhead = 4e-3;
+  CHECK(iterationOverhead(cluster) == Approx(2e-3));
+  CHECK(transferTime(cluster, 0, 1, 0) == Approx(2e-4));
+  m.contention.resize(3);
+  cluster.jobDevices = 0; // the cluster's 6 devices
+  CHECK(computeSlowdown(cluster) == Approx(2.3 * 6 / 4));
+  cluster.devicesPerNode = 2; // ranks beyond a node run on other nodes
+  CHECK(computeSlowdown(cluster) == Approx(1.1));
+  // An analytic cluster models neither.
+  ClusterConfig analytic;
+  CHECK(computeSlowdown(analytic) == 1.0);
+  CHECK(optimizerStepTime(analytic, &gpt, 1e9) == 0.0);
+  CHECK(iterationOverhead(analytic) == 0.0);
+}
+
+TEST_CASE("a measured cluster file reads back as written", "[costmodel]") {
+  ClusterConfig cluster;
+  cluster.name = "cpu-measured";
+  cluster.deviceKind = "cpu";
+  cluster.devices = cluster.devicesPerNode = 4;
+  cluster.peakFlops = 5.3e10;
+  cluster.efficiency = 0.8;
+  cluster.memoryBytes = 4e9;
+  cluster.intraNode = cluster.interNode = {1.5e9, 5e-7};
+  cluster.measured.coresPerNode = 2;
+  cluster.measured.optimizerPerParameter = 1.25e-8;
+  cluster.measured.contention = {
+      {1, 1.0}, {3, 2.125, 1e-4, 2e-3}, {1, 1.0, 0, 0, 256, 4, 128}};
+  cluster.measured.layers = {
+      {MeasuredLayer::Block, 64, 4, 32, 0, 2, 1e-4, 2e-4, 3e-4},
+      {MeasuredLayer::Embedding, 64, 0, 32, 256, 1, 1e-6, 2e-7, 1e-6},
+      {MeasuredLayer::Head, 64, 0, 32, 256, 8, 4e-4, 5e-4, 2e-4}};
+  const std::string text = formatCluster(cluster);
+  ClusterConfig back;
+  REQUIRE(loadCluster("measured.yaml", back, &text) == "");
+  CHECK(formatCluster(back) == text);
+  CHECK(back.measured.layers.size() == 3);
+  CHECK(back.measured.layers[2].kind == MeasuredLayer::Head);
+  CHECK(back.measured.contention[1].slowdown == 2.125);
+
+  // Located errors in the measured section.
+  auto error = [](const std::string &yaml) {
+    ClusterConfig c;
+    return loadCluster("c.yaml", c, &yaml);
+  };
+  const std::string head =
+      "devices: 1\ndevices_per_node: 1\npeak_flops: 1\nefficiency: 1\n"
+      "memory_bytes: 1\nintra_node: {bandwidth_bytes_per_s: 1, latency_s: "
+      "0}\ninter_node: {bandwidth_bytes_per_s: 1, latency_s: 0}\n";
+  CHECK(error(head + "measured:\n  layers:\n    - {kind: mlp, hidden: 1, "
+                     "seq: 1, micro_batch: 1, fwd_s: 0, igrad_s: 0, "
+                     "wgrad_s: 0}\n") ==
+        "c.yaml:10:14: error: key 'kind' must be block, embedding or head, "
+        "got 'mlp'");
+  CHECK(error(head + "measured:\n  contention:\n    - {ranks: 2, slowdown: "
+                     "1}\n    - {ranks: 2, slowdown: 1}\n") ==
+        "c.yaml:11:7: error: contention points of one shape must have "
+        "increasing ranks");
+  CHECK(error(head + "measured:\n  layers:\n    - {kind: block, hidden: 1, "
+                     "seq: 1, micro_batch: 1, fwd_s: 0, igrad_s: 0, "
+                     "wgrad_s: 0}\n") ==
+        "c.yaml:10:7: error: missing key 'heads' in a measured layer");
 }

@@ -178,6 +178,20 @@ TEST_CASE("the tuner's options are resolved or refused with advice",
   REQUIRE_FALSE(static_cast<bool>(none));
   CHECK(llvm::StringRef(llvm::toString(none.takeError()))
             .starts_with("the search space is empty for 6 devices"));
+
+  // The vocabulary is split over two actors at least: one actor's spec
+  // would not compile (its all_gather needs a group of two).
+  llvm::Expected<std::vector<Candidate>> space = enumerateCandidates(model, *r);
+  REQUIRE(static_cast<bool>(space));
+  size_t vocab = 0;
+  for (const Candidate &candidate : *space) {
+    CHECK((!candidate.vocabParallel || candidate.pp >= 2));
+    vocab += candidate.vocabParallel;
+  }
+  CHECK(vocab > 0);
+  std::optional<Evaluation> t1f1b = bestBaseline(model, c, *r, true);
+  REQUIRE(t1f1b);
+  CHECK(t1f1b->candidate.pp >= 2);
 }
 
 TEST_CASE("pruning by bound never loses the best candidate", "[tuner]") {

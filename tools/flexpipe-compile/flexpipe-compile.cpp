@@ -909,6 +909,7 @@ static int compile(const CompileOptions &options) {
       }
       sched::SimCosts costs;
       if (!options.model.empty()) {
+        cluster.jobDevices = read.program.numActors * options.dp;
         error = sched::modelCosts(
             read.program, model, cluster,
             options.profile.empty() ? nullptr : &profile,

@@ -163,7 +163,7 @@ bool writeResults(const std::string &dir, const TuneResult &result) {
                  << (csvError ? csvError : jsonError).message() << "\n";
     return false;
   }
-  csv << "rank,status,iteration_s,pipeline_s,grad_sync_s,tokens_per_s,"
+  csv << "rank,status,iteration_s,pipeline_s,grad_sync_s,step_s,tokens_per_s,"
          "bubble_ratio,peak_bytes,pp,dp,mbs,microbatches,placement,chunks,"
          "vocab_parallel,cttp,fstp,bstp,separation,error\n";
   json << "[\n";
@@ -178,9 +178,10 @@ bool writeResults(const std::string &dir, const TuneResult &result) {
     std::replace(error.begin(), error.end(), '"', '\'');
     std::replace(error.begin(), error.end(), '\n', ' ');
     csv << (rank > 0 ? std::to_string(rank) : "") << ',' << status << ','
-        << llvm::formatv("{0:e6},{1:e6},{2:e6},{3:F1},{4:F6},{5:F0}",
+        << llvm::formatv("{0:e6},{1:e6},{2:e6},{3:e6},{4:F1},{5:F6},{6:F0}",
                          e.iterationTime, e.pipelineTime, e.gradSyncTime,
-                         e.tokensPerSecond, e.bubbleRatio, e.peakBytes)
+                         e.stepTime, e.tokensPerSecond, e.bubbleRatio,
+                         e.peakBytes)
         << ',' << c.pp << ',' << c.dp << ',' << c.mbs << ',' << c.microbatches
         << ',' << tunePlacementName(c.placement) << ',' << c.chunks << ','
         << (c.vocabParallel ? 1 : 0) << ',' << cttpCell(c) << ','
@@ -192,6 +193,7 @@ bool writeResults(const std::string &dir, const TuneResult &result) {
          << "\", \"iteration_s\": " << llvm::formatv("{0:e6}", e.iterationTime)
          << ", \"pipeline_s\": " << llvm::formatv("{0:e6}", e.pipelineTime)
          << ", \"grad_sync_s\": " << llvm::formatv("{0:e6}", e.gradSyncTime)
+         << ", \"step_s\": " << llvm::formatv("{0:e6}", e.stepTime)
          << ", \"tokens_per_s\": " << llvm::formatv("{0:F1}", e.tokensPerSecond)
          << ", \"bubble_ratio\": " << llvm::formatv("{0:F6}", e.bubbleRatio)
          << ", \"peak_bytes\": " << llvm::formatv("{0:F0}", e.peakBytes)
@@ -476,6 +478,9 @@ int main(int argc, char **argv) {
                  << "\n";
     return 1;
   }
+  // Every candidate runs on all of them (pp x dp = --gpus): what ranks
+  // sharing a node's cores cost depends on it.
+  cluster.jobDevices = resolved->gpus;
   if (std::error_code ec = llvm::sys::fs::create_directories(o.output)) {
     llvm::errs() << "flexpipe-tune: cannot create " << o.output << ": "
                  << ec.message() << "\n";
@@ -576,7 +581,8 @@ int main(int argc, char **argv) {
          << "// predicted: iteration " << seconds(e.iterationTime)
          << " (pipeline " << seconds(e.pipelineTime)
          << ", data-parallel gradient all-reduce " << seconds(e.gradSyncTime)
-         << "), " << llvm::formatv("{0:F0}", e.tokensPerSecond).str()
+         << ", optimizer step " << seconds(e.stepTime) << "), "
+         << llvm::formatv("{0:F0}", e.tokensPerSecond).str()
          << " tokens/s, bubble "
          << llvm::formatv("{0:F1}", 100 * e.bubbleRatio).str() << "%, peak "
          << formatBytes(e.peakBytes) << " per device\n"

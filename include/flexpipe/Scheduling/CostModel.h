@@ -58,6 +58,61 @@ struct Link {
   double latency = 0;   ///< seconds
 };
 
+/// One layer's measured durations for one micro-batch (flexpipe-profile).
+/// A block is keyed by (hidden, heads, seq), the embedding and the head
+/// (final norm, LM head and loss) by (hidden, seq, vocab).
+struct MeasuredLayer {
+  enum Kind { Block, Embedding, Head };
+  Kind kind = Block;
+  int64_t hidden = 0, heads = 0, seq = 0, vocab = 0, microBatch = 1;
+  double fwd = 0, igrad = 0, wgrad = 0; ///< seconds
+};
+
+/// What flexpipe-profile measured on the machine (the paper's profiling
+/// database): layer durations at several micro-batch sizes, the optimizer
+/// step, and how computation slows when several ranks of a node compute at
+/// once (more ranks than cores). Empty for an analytic cluster.
+struct MachineProfile {
+  std::vector<MeasuredLayer> layers;
+  /// Seconds of one optimizer (Adam) step per parameter; 0: not modelled.
+  double optimizerPerParameter = 0;
+  /// Cores of a node; 0: unknown (no contention is modelled).
+  int64_t coresPerNode = 0;
+  /// Slowdown of computation when `ranks` ranks of a node compute at once,
+  /// by increasing ranks (measured from 1).
+  struct Contention {
+    int64_t ranks = 1;
+    double slowdown = 1;
+    /// What a message costs at that many ranks beyond the link's latency
+    /// (seconds; 0: nothing): fitted so that a measured 1F1B job and its
+    /// simulation agree (flexpipe-profile), it stands for the receiver's
+    /// wake-ups and the runtime's work per message. Only points without a
+    /// shape give it.
+    double latency = 0;
+    /// Seconds an iteration takes beyond what the simulation of its
+    /// pipeline, collectives and optimizer step gives (0: nothing): fitted
+    /// like `latency` (flexpipe-profile fits this one), it stands for
+    /// ranks waiting to be scheduled on shared cores. Only points without a
+    /// shape give it.
+    double overhead = 0;
+    /// The module shape the point was measured with; 0: any module without
+    /// points of its own.
+    int64_t hidden = 0, heads = 0, seq = 0;
+  };
+  std::vector<Contention> contention;
+
+  bool empty() const {
+    return layers.empty() && optimizerPerParameter == 0 && contention.empty();
+  }
+  /// `kind`'s durations for `microBatch` sequences of `module`: measured
+  /// points of the same shape interpolated linearly in the micro-batch size
+  /// (extrapolated from the two nearest beyond them, proportionally from a
+  /// single one); nothing when the shape was not measured.
+  std::optional<MeasuredLayer> layer(MeasuredLayer::Kind kind,
+                                     const ModuleModel &module,
+                                     int64_t microBatch) const;
+};
+
 struct ClusterConfig {
   std::string name;
   int64_t devices = 1;
@@ -69,6 +124,11 @@ struct ClusterConfig {
   /// What a device is: "gpu" (the default) or "cpu" (one CPU rank); only
   /// the tools' wording depends on it.
   std::string deviceKind = "gpu";
+  /// Measured durations that replace the analytic ones (flexpipe-profile).
+  MachineProfile measured;
+  /// Devices the job being priced runs on (pp x dp); 0: `devices`. Only the
+  /// contention of ranks sharing a node's cores depends on it.
+  int64_t jobDevices = 0;
   /// "GPUs" or "CPU ranks", for messages.
   const char *devicesWord() const {
     return deviceKind == "cpu" ? "CPU ranks" : "GPUs";
@@ -111,7 +171,24 @@ StageFlops stageFlops(const StageShape &shape, int64_t microBatch);
 std::vector<int64_t> costBalancedPartition(const ModuleModel &module,
                                            int64_t stages);
 
-/// Analytic cost of a stage on one device of `cluster`.
+/// How much slower `module`'s computation runs with the job's ranks on a
+/// node (min(job devices, devices per node)) than on one rank: the
+/// measured contention points of its shape (else those without a shape) at
+/// that many ranks, interpolated linearly (proportionally beyond the last
+/// point). 1 without a measurement.
+double computeSlowdown(const ClusterConfig &cluster,
+                       const ModuleModel *module = nullptr);
+
+/// Seconds of one optimizer step over `parameters` parameters of `module`
+/// on one device (measured per parameter, with the contention slowdown); 0
+/// for an analytic cluster, which does not model the step.
+double optimizerStepTime(const ClusterConfig &cluster,
+                         const ModuleModel *module, double parameters);
+
+/// Cost of a stage on one device of `cluster`: durations from the measured
+/// profile where it has the stage's layers (block, embedding, head), from
+/// FLOPs at the cluster's rate otherwise, times computeSlowdown; memory and
+/// message sizes analytic.
 StageCost stageCost(const StageShape &shape, const ModelConfig &model,
                     const ClusterConfig &cluster);
 
@@ -138,9 +215,23 @@ inline int64_t deviceOf(int64_t actor, int64_t replica, int64_t dp) {
 /// deviceOf for every actor of replica 0.
 std::vector<int64_t> replicaDevices(int64_t actors, int64_t dp);
 
-/// Seconds to move `bytes` from device `from` to device `to`.
+/// A message's latency over `link` (one of the cluster's): the link's, or
+/// within a node of a measured cluster the contention points' (without a
+/// shape) at the job's ranks where that is longer (interpolated; the last
+/// point's beyond it).
+double messageLatency(const ClusterConfig &cluster, const Link &link);
+
+/// The measured per-iteration overhead (Contention::overhead) of the points
+/// without a shape at the job's ranks on a node, interpolated (the last
+/// point's beyond it); 0 for an analytic cluster.
+double iterationOverhead(const ClusterConfig &cluster);
+
+/// Seconds to move `bytes` from device `from` to device `to`: the latency
+/// plus bytes over the link's bandwidth. A pipeline message pays
+/// messageLatency (its receiver may be busy computing); a step of a
+/// `collective`, whose members all wait in it, the link's latency.
 double transferTime(const ClusterConfig &cluster, int64_t from, int64_t to,
-                    double bytes);
+                    double bytes, bool collective = false);
 
 /// Seconds for a ring all-reduce of `bytes` (held by each member) over
 /// `devices`: 2 (n - 1) steps, each moving bytes / n over the slowest link

@@ -34,6 +34,9 @@ std::string loadProfile(const std::string &path, Profile &profile,
 
 /// Writes a profile in the format loadProfile reads.
 std::string formatProfile(const Profile &profile);
+/// A cluster file that loadCluster reads back to the same configuration
+/// (flexpipe-profile writes its measurements with it).
+std::string formatCluster(const ClusterConfig &cluster);
 
 } // namespace flexpipe::sched
 

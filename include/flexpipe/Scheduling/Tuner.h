@@ -96,8 +96,9 @@ struct Evaluation {
   /// Empty when the candidate was scheduled and simulated; otherwise why not.
   std::string error;
   /// Iteration time: the pipeline's simulated time plus the data-parallel
-  /// gradient all-reduce after it (not overlapped), in seconds.
-  double iterationTime = 0, pipelineTime = 0, gradSyncTime = 0;
+  /// gradient all-reduce and the optimizer step after it (not overlapped;
+  /// the step only with a measured cluster), in seconds.
+  double iterationTime = 0, pipelineTime = 0, gradSyncTime = 0, stepTime = 0;
   double tokensPerSecond = 0;
   /// Idle share of all actors' time in the pipeline.
   double bubbleRatio = 0;

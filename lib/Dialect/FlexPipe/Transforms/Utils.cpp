@@ -585,6 +585,7 @@ flexpipe::resolveCosts(Operation *at, const sched::Program &program,
   sched::SimCosts costs;
   std::string error;
   if (!modelFile.empty()) {
+    cluster.jobDevices = program.numActors * dp;
     error = sched::modelCosts(
         program, model, cluster, profileFile.empty() ? nullptr : &profile,
         sched::replicaDevices(program.numActors, dp), costs);

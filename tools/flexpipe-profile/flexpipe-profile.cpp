@@ -1,0 +1,796 @@
+//===- flexpipe-profile.cpp - Measure this machine for the cost model -----===//
+//
+// Part of the FlexPipe project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// Calibrates the cost model on the machine at hand with the CPU runtime's own
+// layers and kernels (runtime/lib/Model.cpp): the forward, input-gradient and
+// weight-gradient durations of a transformer block, the embedding and the
+// head (final norm, LM head, loss) of every model given, at every micro-batch
+// size that divides its global batch; the optimizer (Adam) step per
+// parameter; the sgemm rate; with mpirun, the latency and bandwidth between
+// two ranks; then calibration jobs: 1F1B specs compiled with flexpipe-compile
+// and trained over 1, 2, ... ranks, which scale the layers to what they take
+// inside a run, give each model's slowdown when ranks share the cores, and
+// fit a per-iteration overhead so that the tuner's simulation of the job
+// matches its run. Writes a cluster file (the paper's profiling database)
+// that flexpipe-tune, flexpipe-compile and the passes read like any other
+// (docs/CostModel.md, "Measured cluster").
+//
+// Plain C++ apart from the YAML readers, built with exceptions for CLI11.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flexpipe/Runtime/Model.h"
+#include "flexpipe/Scheduling/CostModelYAML.h"
+#include "flexpipe/Scheduling/Tuner.h"
+
+#include "../CliChecks.h"
+
+#include <CLI/CLI.hpp>
+#include <cblas.h>
+#ifdef FLEXPIPE_PROFILE_MPI
+#include "flexpipe/Runtime/Comm.h"
+#endif
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+namespace rt = flexpipe::rt;
+namespace sched = flexpipe::sched;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+double median(std::vector<double> v) {
+  if (v.empty())
+    return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+rt::Tensor randomTensor(size_t n, uint64_t seed) {
+  std::mt19937_64 gen(seed);
+  std::normal_distribution<float> normal(0.0f, 0.5f);
+  rt::Tensor t(n);
+  for (float &x : t)
+    x = normal(gen);
+  return t;
+}
+
+/// One layer kind at one shape.
+struct Shape {
+  sched::MeasuredLayer::Kind kind;
+  rt::GptConfig config;
+};
+
+const char *kindName(sched::MeasuredLayer::Kind kind) {
+  switch (kind) {
+  case sched::MeasuredLayer::Block:
+    return "block";
+  case sched::MeasuredLayer::Embedding:
+    return "embedding";
+  case sched::MeasuredLayer::Head:
+    return "head";
+  }
+  return "?";
+}
+
+std::unique_ptr<rt::Layer> makeLayer(const Shape &s) {
+  switch (s.kind) {
+  case sched::MeasuredLayer::Block:
+    return rt::makeBlock(s.config, 0);
+  case sched::MeasuredLayer::Embedding:
+    return rt::makeEmbedding(s.config);
+  case sched::MeasuredLayer::Head:
+    return rt::makeHead(s.config);
+  }
+  return nullptr;
+}
+
+/// Runs layers as a pipeline stage does: `copies` distinct layers of one
+/// shape in a row, forwards of `inflight` micro-batches, then their input
+/// and weight gradients, so that weights and kept activations are as
+/// many as in a real run (a single layer on one micro-batch stays in cache
+/// and runs faster than it does in a run). `times` gets the mean seconds of
+/// one layer's forward, input gradient and weight gradient.
+class LayerRunner {
+public:
+  LayerRunner(const Shape &s, int copies, int inflight)
+      : batch(rt::makeBatch(s.config, 0, 0)), inflight(inflight) {
+    for (int i = 0; i < copies; ++i)
+      layers.push_back(makeLayer(s));
+    const size_t n = s.config.tokens() * s.config.hidden;
+    in = randomTensor(n, 1);
+    dout = randomTensor(n, 2);
+  }
+  void round(std::array<double, 3> &times) {
+    const size_t copies = layers.size();
+    Clock::time_point t0 = Clock::now();
+    for (int mb = 0; mb < inflight; ++mb) {
+      rt::Tensor x = in;
+      for (size_t l = 0; l < copies; ++l) {
+        layers[l]->forward(mb, batch, x, out);
+        std::swap(x, out);
+      }
+    }
+    times[0] = since(t0);
+    double igrad = 0, wgrad = 0;
+    for (int mb = 0; mb < inflight; ++mb) {
+      rt::Tensor d = dout;
+      for (size_t l = copies; l-- > 0;) {
+        t0 = Clock::now();
+        layers[l]->inputGrad(mb, d, din, 1.0f);
+        igrad += since(t0);
+        t0 = Clock::now();
+        layers[l]->weightGrad(mb);
+        wgrad += since(t0);
+        if (!din.empty())
+          std::swap(d, din);
+      }
+    }
+    const double ops = static_cast<double>(copies * inflight);
+    times[0] /= ops;
+    times[1] = igrad / ops;
+    times[2] = wgrad / ops;
+  }
+
+private:
+  std::vector<std::unique_ptr<rt::Layer>> layers;
+  rt::Batch batch;
+  int inflight;
+  rt::Tensor in, dout, out, din;
+};
+
+/// Median durations of a layer over rounds that take at least `seconds` in
+/// all (and at least 5 rounds), after one warm-up round.
+std::array<double, 3> timeLayer(const Shape &s, double seconds) {
+  LayerRunner runner(s, s.kind == sched::MeasuredLayer::Block ? 4 : 1, 4);
+  std::array<double, 3> times;
+  runner.round(times);
+  std::array<std::vector<double>, 3> samples;
+  const Clock::time_point start = Clock::now();
+  for (int i = 0; i < 5 || (since(start) < seconds && i < 100000); ++i) {
+    runner.round(times);
+    for (int k = 0; k < 3; ++k)
+      samples[k].push_back(times[k]);
+  }
+  return {median(samples[0]), median(samples[1]), median(samples[2])};
+}
+
+/// Seconds per parameter of one Adam step over about a million parameters.
+double timeOptimizer(double seconds) {
+  std::vector<rt::Parameter> params(4);
+  for (size_t i = 0; i < params.size(); ++i) {
+    params[i].name = "p" + std::to_string(i);
+    params[i].value = randomTensor(1 << 18, 10 + i);
+    params[i].grad = randomTensor(1 << 18, 20 + i);
+  }
+  std::vector<rt::Parameter *> list;
+  size_t count = 0;
+  for (rt::Parameter &p : params) {
+    list.push_back(&p);
+    count += p.value.size();
+  }
+  rt::Adam adam;
+  std::vector<double> samples;
+  const Clock::time_point start = Clock::now();
+  for (int i = 0; i < 6 || (since(start) < seconds && i < 1000); ++i) {
+    for (rt::Parameter &p : params) // apply clears the gradients
+      std::fill(p.grad.begin(), p.grad.end(), 1e-3f);
+    const Clock::time_point t0 = Clock::now();
+    adam.apply(list);
+    if (i > 0) // the first step allocates the moments
+      samples.push_back(since(t0));
+  }
+  return median(samples) / static_cast<double>(count);
+}
+
+/// FLOP/s of one-threaded sgemm on 256 x 256 matrices.
+double timeSgemm(double seconds) {
+  const int n = 256;
+  rt::Tensor a = randomTensor(n * n, 3), b = randomTensor(n * n, 4), c(n * n);
+  std::vector<double> samples;
+  const Clock::time_point start = Clock::now();
+  for (int i = 0; i < 5 || (since(start) < seconds && i < 100000); ++i) {
+    const Clock::time_point t0 = Clock::now();
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f,
+                a.data(), n, b.data(), n, 0.0f, c.data(), n);
+    samples.push_back(since(t0));
+  }
+  return 2.0 * n * n * n / median(samples);
+}
+
+#ifdef FLEXPIPE_PROFILE_MPI
+/// Half the round trip of `count` floats between ranks 0 and 1 through the
+/// runtime's own Comm (the way rank executables wait), the median of
+/// `rounds`.
+double pingPong(rt::Comm &comm, size_t count, int rounds) {
+  std::vector<float> buffer(std::max<size_t>(count, 1));
+  const int me = comm.rank(), peer = 1 - me;
+  auto once = [&] {
+    if (me == 0) {
+      comm.wait(comm.isend(buffer.data(), count, peer, 0));
+      comm.wait(comm.irecv(buffer.data(), count, peer, 0));
+    } else {
+      comm.wait(comm.irecv(buffer.data(), count, peer, 0));
+      comm.wait(comm.isend(buffer.data(), count, peer, 0));
+    }
+  };
+  std::vector<double> samples;
+  for (int i = 0; i < rounds + 2; ++i) {
+    const Clock::time_point t0 = Clock::now();
+    once();
+    if (i >= 2)
+      samples.push_back(since(t0) / 2);
+  }
+  return median(samples);
+}
+
+/// Under mpirun with two ranks: latency (8 bytes) and bandwidth (4 MiB).
+int pingPongWorker(rt::Comm &comm) {
+  const size_t large = 1 << 20; // floats
+  const double small = pingPong(comm, 2, 200);
+  const double big = pingPong(comm, large, 20);
+  if (comm.rank() == 0)
+    std::printf("latency_s %.9g\nbandwidth_bytes_per_s %.9g\n", small,
+                4.0 * large / std::max(big - small, 1e-12));
+  return 0;
+}
+#endif
+
+/// Runs `command`, returning its standard output; empty on failure.
+std::string capture(const std::string &command) {
+  std::string out;
+  FILE *pipe = popen((command + " 2>/dev/null").c_str(), "r");
+  if (!pipe)
+    return out;
+  char chunk[4096];
+  while (size_t n = std::fread(chunk, 1, sizeof chunk, pipe))
+    out.append(chunk, n);
+  if (pclose(pipe) != 0)
+    return {};
+  return out;
+}
+
+/// The value after `key ` in a worker's output, or NaN.
+double field(const std::string &text, const std::string &key) {
+  std::istringstream in(text);
+  std::string name;
+  double value;
+  while (in >> name >> value)
+    if (name == key)
+      return value;
+  return std::nan("");
+}
+
+std::string shellQuote(const std::string &s) {
+  std::string out = "'";
+  for (char c : s)
+    out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+/// The mean iteration time a compiled job's run-mpi.sh prints, in seconds;
+/// NaN when the run fails.
+double runJob(const std::string &dir, int iterations,
+              const std::string &profile) {
+  const std::string out =
+      capture(shellQuote(dir + "/run-mpi.sh") + " --iterations " +
+              std::to_string(iterations) + " --profile " + shellQuote(profile));
+  const size_t at = out.find("mean iteration time ");
+  if (at == std::string::npos)
+    return std::nan("");
+  return std::atof(out.c_str() + at + 20) * 1e-3;
+}
+
+/// What a calibration job measured: the iteration time and, per micro-batch
+/// through every stage, the forward, input-gradient and weight-gradient
+/// time the runtime timed (medians over the repeats).
+struct JobResult {
+  double iteration = 0;
+  std::array<double, 3> stages{};
+};
+
+/// A calibration job over `ranks` ranks: 1F1B of `model` (one stage per
+/// rank, its micro-batch size and global batch), compiled with
+/// flexpipe-compile and run with the runtime `repeats` times, for about
+/// `seconds` in all (at least 4 iterations a run).
+llvm::Expected<JobResult>
+runCalibrationJob(const sched::ClusterConfig &cluster,
+                  const sched::Candidate &job, const sched::ModelConfig &model,
+                  const std::string &modelPath, const std::string &compiler,
+                  const std::string &dir, int repeats, double seconds) {
+  auto fail = [](const std::string &what) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), what);
+  };
+  const std::string spec = dir + ".mlir", clusterFile = dir + ".cluster.yaml",
+                    profile = dir + ".profile.yaml";
+  {
+    std::ofstream(spec) << sched::specText(job, model, "calibrate");
+    std::ofstream(clusterFile) << sched::formatCluster(cluster);
+  }
+  const std::string compile =
+      shellQuote(compiler) + " " + shellQuote(spec) + " --model " +
+      shellQuote(modelPath) + " --cluster " + shellQuote(clusterFile) +
+      " --time-model=cost --emit=exe -o " + shellQuote(dir);
+  if (std::system(
+          (compile + " > " + shellQuote(dir + ".log") + " 2>&1").c_str()) !=
+      0) {
+    std::ifstream log(dir + ".log");
+    std::string first;
+    std::getline(log, first);
+    return fail("cannot compile the calibration job (" + compile +
+                "): " + first);
+  }
+  std::vector<double> times;
+  std::array<std::vector<double>, 3> stages;
+  int iterations = 6;
+  for (int i = 0; i < repeats; ++i) {
+    const double t = runJob(dir, iterations, profile);
+    sched::Profile measured;
+    if (!(t > 0) || !sched::loadProfile(profile, measured).empty())
+      return fail("the calibration job failed: " + dir + "/run-mpi.sh");
+    std::array<double, 3> sum{};
+    for (const sched::Profile::Stage &st : measured.stages) {
+      sum[0] += st.fwd;
+      sum[1] += st.igrad;
+      sum[2] += st.wgrad;
+    }
+    times.push_back(t);
+    for (int k = 0; k < 3; ++k)
+      stages[k].push_back(sum[k]);
+    // The first run tells how many iterations fill the time.
+    iterations = std::clamp(static_cast<int>(seconds / repeats / t), 4, 40);
+  }
+  JobResult r;
+  r.iteration = median(times);
+  for (int k = 0; k < 3; ++k)
+    r.stages[k] = median(stages[k]);
+  return r;
+}
+
+/// What the measured layers of `model` add up to for one micro-batch
+/// through every stage (the stages cover each layer once), per kind.
+std::array<double, 3> layerTotals(const sched::MachineProfile &measured,
+                                  const sched::ModelConfig &model) {
+  const sched::ModuleModel &m = model.modules.front();
+  std::array<double, 3> total{};
+  for (auto kind :
+       {sched::MeasuredLayer::Block, sched::MeasuredLayer::Embedding,
+        sched::MeasuredLayer::Head})
+    if (std::optional<sched::MeasuredLayer> l =
+            measured.layer(kind, m, model.microBatchSize)) {
+      const double n = kind == sched::MeasuredLayer::Block ? m.layers : 1;
+      total[0] += n * l->fwd;
+      total[1] += n * l->igrad;
+      total[2] += n * l->wgrad;
+    }
+  return total;
+}
+
+/// Runs the calibration jobs and folds them into `cluster`. For each model:
+///  - 1F1B on one rank: the layers measured alone run faster or slower in
+///    a real run (its working set, the runtime's own work around each
+///    computation), so each kind of that model's layers is scaled by the
+///    run's time over theirs;
+///  - 1F1B over 2, 3, ... `ranks` ranks: the contention point of r ranks
+///    gets the run's computation time over the layers' (ranks sharing
+///    cores, caches and memory bandwidth: a model whose work stays in cache
+///    slows less than one that streams from memory). The first model's
+///    points have no shape (they serve any model without its own) and also
+///    get the per-iteration overhead at which the simulated iteration time
+///    of the job equals the measured one (bisection), which stands for what
+///    ranks waiting for a core cost at that many ranks beyond what the
+///    simulation of messages, collectives and computation gives.
+/// Returns an error, or empty.
+std::string calibrate(sched::ClusterConfig &cluster,
+                      const std::vector<sched::ModelConfig> &models,
+                      const std::vector<std::string> &paths, int64_t ranks,
+                      const std::string &compiler, const std::string &work,
+                      const std::function<void(std::string)> &progress) {
+  sched::MachineProfile &measured = cluster.measured;
+  measured.contention.clear();
+  auto jobFor = [](const sched::ModelConfig &model, int64_t pp) {
+    const int64_t mbs = model.microBatchSize;
+    return sched::oneFOneB(pp, 1, mbs, model.globalBatchSize / mbs, false);
+  };
+  for (size_t i = 0; i < models.size(); ++i) {
+    const sched::ModelConfig &model = models[i];
+    const sched::ModuleModel &m = model.modules.front();
+    const std::string stem = work + "/model-" + std::to_string(i);
+    llvm::Expected<JobResult> run =
+        runCalibrationJob(cluster, jobFor(model, 1), model, paths[i], compiler,
+                          stem + "-1", 5, 4.0);
+    if (!run)
+      return llvm::toString(run.takeError());
+    const std::array<double, 3> alone = layerTotals(measured, model);
+    std::array<double, 3> scale;
+    for (int k = 0; k < 3; ++k)
+      scale[k] = alone[k] > 0 ? run->stages[k] / alone[k] : 1.0;
+    for (sched::MeasuredLayer &l : measured.layers)
+      if (l.hidden == m.hidden && l.seq == m.seq &&
+          (l.kind == sched::MeasuredLayer::Block ? l.heads == m.heads
+                                                 : l.vocab == m.vocab)) {
+        l.fwd *= scale[0];
+        l.igrad *= scale[1];
+        l.wgrad *= scale[2];
+      }
+    char line[240];
+    std::snprintf(line, sizeof line,
+                  "%s, 1F1B on 1 rank: %.3f ms per iteration; in a run its "
+                  "layers take %.2fx (F), %.2fx (I), %.2fx (W) their time "
+                  "alone",
+                  model.name.c_str(), run->iteration * 1e3, scale[0], scale[1],
+                  scale[2]);
+    progress(line);
+
+    const std::array<double, 3> scaled = layerTotals(measured, model);
+    const double work1 = scaled[0] + scaled[1] + scaled[2];
+    sched::MachineProfile::Contention one{1, 1.0, 0.0};
+    if (i > 0)
+      one = {1, 1.0, 0.0, 0.0, m.hidden, m.heads, m.seq};
+    measured.contention.push_back(one);
+    const int64_t most = std::min(ranks, m.layers);
+    for (int64_t r = 2; r <= most; ++r) {
+      const sched::Candidate job = jobFor(model, r);
+      run = runCalibrationJob(cluster, job, model, paths[i], compiler,
+                              stem + "-" + std::to_string(r), 3, 3.0);
+      if (!run)
+        return llvm::toString(run.takeError());
+      sched::MachineProfile::Contention point = one;
+      point.ranks = r;
+      point.slowdown = std::max(
+          1.0, (run->stages[0] + run->stages[1] + run->stages[2]) / work1);
+      measured.contention.push_back(point);
+      if (i == 0) {
+        sched::TuneOptions options;
+        options.gpus = r;
+        options.pp = {r};
+        llvm::Expected<sched::TuneOptions> resolved =
+            sched::resolveOptions(model, cluster, options);
+        if (!resolved)
+          return llvm::toString(resolved.takeError());
+        sched::ClusterConfig trial = cluster;
+        trial.jobDevices = r;
+        auto predict = [&](double overhead) {
+          trial.measured.contention.back().overhead = overhead;
+          return sched::evaluate(job, model, trial, *resolved).iterationTime;
+        };
+        double lo = 0, hi = 1e-4;
+        if (predict(lo) < run->iteration) {
+          while (predict(hi) < run->iteration && hi < 0.1)
+            hi *= 2;
+          if (predict(hi) < run->iteration) {
+            std::fprintf(
+                stderr,
+                "flexpipe-profile: warning: no per-iteration overhead up to "
+                "%g s makes the simulation of 1F1B over %lld ranks "
+                "as slow as its run; left at 0\n",
+                hi, static_cast<long long>(r));
+          } else {
+            for (int b = 0; b < 40; ++b) {
+              const double mid = (lo + hi) / 2;
+              (predict(mid) < run->iteration ? lo : hi) = mid;
+            }
+            measured.contention.back().overhead = (lo + hi) / 2;
+          }
+        }
+      }
+      std::snprintf(line, sizeof line,
+                    "%s, 1F1B over %lld ranks: %.3f ms per iteration; "
+                    "computation %.2fx one rank's",
+                    model.name.c_str(), static_cast<long long>(r),
+                    run->iteration * 1e3, point.slowdown);
+      std::string text = line;
+      if (i == 0)
+        text += ", " +
+                std::to_string(measured.contention.back().overhead * 1e3) +
+                " ms more per iteration than simulated";
+      progress(text);
+    }
+  }
+  return {};
+}
+
+struct Options {
+  std::vector<std::string> models;
+  std::string base, output = "flexpipe-profile.yaml", name;
+  int64_t ranks = 0;
+  double seconds = 0.2;
+  std::string mpirun = "mpirun", compiler;
+  bool jobs = true;
+  bool quiet = false;
+  // The ping-pong worker (under mpirun; not shown in --help).
+  std::string worker;
+};
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Options o;
+  CLI::App app{
+      "Measure this machine for the cost model: the CPU runtime's layer "
+      "durations (forward, input gradient, weight gradient of a block, the "
+      "embedding and the head) for every micro-batch size up to each model's "
+      "global batch, the optimizer step, the sgemm rate and, with mpirun, "
+      "how computation slows when ranks share the cores and the latency and "
+      "bandwidth between two ranks. Writes a cluster file that flexpipe-tune "
+      "--cluster, flexpipe-compile --cluster and the passes read "
+      "(docs/CostModel.md, \"Measured cluster\").",
+      "flexpipe-profile"};
+  app.add_option("--model", o.models,
+                 "Model YAML whose layer shapes to measure; repeatable")
+      ->check(CLI::ExistingFile);
+  app.add_option("--base", o.base,
+                 "Cluster YAML to start from: its links and memory stay "
+                 "where nothing is measured (default: one CPU node)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--ranks", o.ranks,
+                 "Ranks the cluster file offers (its devices; the calibration "
+                 "jobs run on up to this many); default: twice the cores")
+      ->check(flexpipe::integerAtLeast(1));
+  app.add_option("--seconds", o.seconds,
+                 "Measuring time per shape (more: steadier figures)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--name", o.name,
+                 "The cluster's name (default: cpu-measured)");
+  app.add_option("--mpirun", o.mpirun,
+                 "mpirun to launch the message measurement with; 'none' "
+                 "skips it and the calibration jobs (which run-mpi.sh "
+                 "launches with the mpirun on PATH)")
+      ->capture_default_str();
+  app.add_option("--compiler", o.compiler,
+                 "flexpipe-compile for the calibration jobs (default: the "
+                 "one beside this tool)");
+  app.add_flag("!--no-jobs", o.jobs,
+               "Skip the calibration jobs (1F1B over 2, 3, ... ranks, "
+               "compiled and run to fit what a message costs)");
+  app.add_flag("-q,--quiet", o.quiet, "No progress on standard error");
+  app.add_option("-o,--output", o.output, "The cluster file to write")
+      ->capture_default_str();
+  app.add_option("--worker", o.worker)->group("");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError &error) {
+    return app.exit(error) == 0 ? 0 : 1;
+  }
+  // One thread per rank, as the CPU backend runs its kernels.
+  openblas_set_num_threads(1);
+
+  if (!o.worker.empty()) {
+#ifdef FLEXPIPE_PROFILE_MPI
+    std::unique_ptr<rt::Comm> comm = rt::makeMpiComm(&argc, &argv);
+    int code = 1;
+    if (o.worker == "ping-pong" && comm->size() == 2) {
+      code = pingPongWorker(*comm);
+    }
+    comm->finalize();
+    return code;
+#else
+    std::fprintf(stderr, "flexpipe-profile: built without MPI\n");
+    return 1;
+#endif
+  }
+  if (o.models.empty()) {
+    std::fprintf(stderr, "flexpipe-profile: give at least one --model (the "
+                         "shapes to measure); see --help\n");
+    return 1;
+  }
+
+  std::vector<sched::ModelConfig> models(o.models.size());
+  for (size_t i = 0; i < o.models.size(); ++i)
+    if (std::string error = sched::loadModel(o.models[i], models[i]);
+        !error.empty()) {
+      std::fprintf(stderr, "%s\n", error.c_str());
+      return 1;
+    }
+  sched::ClusterConfig cluster;
+  cluster.name = "cpu-measured";
+  cluster.deviceKind = "cpu";
+  cluster.intraNode = {5e9, 2e-6};
+  cluster.interNode = {1e9, 50e-6};
+  cluster.memoryBytes = 4.0 * (1 << 30);
+  if (!o.base.empty())
+    if (std::string error = sched::loadCluster(o.base, cluster);
+        !error.empty()) {
+      std::fprintf(stderr, "%s\n", error.c_str());
+      return 1;
+    }
+  if (!o.name.empty())
+    cluster.name = o.name;
+  const int64_t cores =
+      std::max<int64_t>(1, std::thread::hardware_concurrency());
+  const int64_t ranks = o.ranks > 0 ? o.ranks : 2 * cores;
+  cluster.devices = cluster.devicesPerNode = ranks;
+  sched::MachineProfile &measured = cluster.measured;
+  measured = {};
+  measured.coresPerNode = cores;
+
+  auto progress = [&](const std::string &line) {
+    if (!o.quiet)
+      std::fprintf(stderr, "flexpipe-profile: %s\n", line.c_str());
+  };
+
+  // The shapes: every module's block, embedding and head at every
+  // micro-batch size that divides its global batch (each shape once).
+  std::vector<Shape> shapes;
+  std::map<std::string, bool> seen;
+  for (const sched::ModelConfig &model : models)
+    for (const sched::ModuleModel &m : model.modules)
+      for (int64_t b = 1; b <= model.globalBatchSize; ++b) {
+        if (model.globalBatchSize % b)
+          continue;
+        rt::GptConfig c;
+        c.hidden = m.hidden;
+        c.heads = m.heads;
+        c.seq = m.seq;
+        c.vocab = std::max<int64_t>(m.vocab, 1);
+        c.microBatch = b;
+        std::vector<sched::MeasuredLayer::Kind> kinds = {
+            sched::MeasuredLayer::Block};
+        if (m.vocab > 0)
+          kinds.push_back(sched::MeasuredLayer::Embedding);
+        if (m.vocab > 0 && m.lmHead)
+          kinds.push_back(sched::MeasuredLayer::Head);
+        for (auto kind : kinds) {
+          std::ostringstream key;
+          key << kindName(kind) << ' ' << c.hidden << ' ' << c.seq << ' '
+              << (kind == sched::MeasuredLayer::Block ? c.heads : c.vocab)
+              << ' ' << b;
+          if (seen.emplace(key.str(), true).second)
+            shapes.push_back({kind, c});
+        }
+      }
+
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const Shape &s = shapes[i];
+    const std::array<double, 3> t = timeLayer(s, o.seconds);
+    sched::MeasuredLayer l;
+    l.kind = s.kind;
+    l.hidden = s.config.hidden;
+    l.seq = s.config.seq;
+    if (s.kind == sched::MeasuredLayer::Block)
+      l.heads = s.config.heads;
+    else
+      l.vocab = s.config.vocab;
+    l.microBatch = s.config.microBatch;
+    l.fwd = t[0];
+    l.igrad = t[1];
+    l.wgrad = t[2];
+    measured.layers.push_back(l);
+    char line[200];
+    std::snprintf(line, sizeof line,
+                  "[%zu/%zu] %-9s hidden %lld seq %lld micro-batch %lld: "
+                  "F %.3f ms, I %.3f ms, W %.3f ms",
+                  i + 1, shapes.size(), kindName(s.kind),
+                  static_cast<long long>(l.hidden),
+                  static_cast<long long>(l.seq),
+                  static_cast<long long>(l.microBatch), l.fwd * 1e3,
+                  l.igrad * 1e3, l.wgrad * 1e3);
+    progress(line);
+  }
+
+  measured.optimizerPerParameter = timeOptimizer(o.seconds);
+  progress("optimizer (Adam): " +
+           std::to_string(measured.optimizerPerParameter * 1e9) +
+           " ns per parameter");
+  cluster.peakFlops = timeSgemm(o.seconds);
+  // The analytic fallback (shapes not measured) runs at the rate the first
+  // model's block reached.
+  {
+    const sched::ModuleModel &m = models.front().modules.front();
+    const sched::StageFlops f = sched::stageFlops({&m, 1, false, false}, 1);
+    for (const sched::MeasuredLayer &l : measured.layers)
+      if (l.kind == sched::MeasuredLayer::Block && l.microBatch == 1 &&
+          l.hidden == m.hidden && l.seq == m.seq && l.heads == m.heads) {
+        const double rate =
+            (f.fwd + f.igrad + f.wgrad) / (l.fwd + l.igrad + l.wgrad);
+        cluster.efficiency = std::min(1.0, rate / cluster.peakFlops);
+      }
+  }
+  progress("sgemm 256: " + std::to_string(cluster.peakFlops / 1e9) +
+           " GFLOP/s; the model's blocks reach " +
+           std::to_string(cluster.efficiency * 100) + "% of it");
+
+  // Contention and messages: the workers under mpirun, placed as mpirun
+  // places rank executables.
+  std::string self = argv[0];
+  {
+    char path[4096];
+    const ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+    if (n > 0)
+      self.assign(path, n);
+  }
+  const std::string launch =
+      (getuid() == 0 ? "OMPI_ALLOW_RUN_AS_ROOT=1 "
+                       "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
+                     : "") +
+      shellQuote(o.mpirun) + " --oversubscribe -np ";
+#ifdef FLEXPIPE_PROFILE_MPI
+  const bool withMpi = o.mpirun != "none";
+#else
+  const bool withMpi = false;
+  progress("built without MPI: no messages or calibration jobs measured");
+#endif
+  if (withMpi) {
+    const std::string out =
+        capture(launch + "2 " + shellQuote(self) + " --worker ping-pong");
+    const double latency = field(out, "latency_s"),
+                 bandwidth = field(out, "bandwidth_bytes_per_s");
+    if (latency > 0 && bandwidth > 0) {
+      cluster.intraNode = {bandwidth, latency};
+      cluster.interNode = cluster.intraNode;
+      progress("messages between two ranks: " + std::to_string(latency * 1e6) +
+               " us latency, " + std::to_string(bandwidth / 1e9) + " GB/s");
+    } else {
+      std::fprintf(stderr,
+                   "flexpipe-profile: warning: '%s' failed: no "
+                   "messages or calibration jobs measured\n",
+                   o.mpirun.c_str());
+    }
+    // Calibration jobs: 1F1B of the first model over 1, 2, ... ranks.
+    if (latency > 0 && bandwidth > 0 && o.jobs) {
+      std::string compiler = o.compiler;
+      if (compiler.empty())
+        compiler =
+            self.substr(0, self.find_last_of('/') + 1) + "flexpipe-compile";
+      char scratch[] = "/tmp/flexpipe-profile-XXXXXX";
+      if (!mkdtemp(scratch)) {
+        std::fprintf(stderr, "flexpipe-profile: cannot make a scratch "
+                             "directory in /tmp\n");
+        return 1;
+      }
+      if (std::string error = calibrate(cluster, models, o.models, ranks,
+                                        compiler, scratch, progress);
+          !error.empty()) {
+        std::fprintf(stderr, "flexpipe-profile: %s\n", error.c_str());
+        std::system(("rm -rf " + shellQuote(scratch)).c_str());
+        return 1;
+      }
+      std::system(("rm -rf " + shellQuote(scratch)).c_str());
+    }
+  }
+
+  std::ostringstream os;
+  os << "# Measured by flexpipe-profile on this machine (" << cores
+     << " cores): the CPU runtime's layer durations and optimizer step,\n"
+     << "# contention of ranks sharing the cores, messages between two "
+        "ranks. Read by\n"
+     << "# flexpipe-tune --cluster and flexpipe-compile --cluster "
+        "(docs/CostModel.md).\n";
+  os << sched::formatCluster(cluster);
+  std::ofstream file(o.output);
+  file << os.str();
+  file.close();
+  if (!file) {
+    std::fprintf(stderr, "flexpipe-profile: cannot write '%s'\n",
+                 o.output.c_str());
+    return 1;
+  }
+  progress("wrote " + o.output);
+  return 0;
+}
