@@ -580,7 +580,7 @@ int main(int argc, char **argv) {
          << "// " << describe(c) << "\n"
          << "// predicted: iteration " << seconds(e.iterationTime)
          << " (pipeline " << seconds(e.pipelineTime)
-         << ", data-parallel gradient all-reduce " << seconds(e.gradSyncTime)
+         << ", collectives after it " << seconds(e.gradSyncTime)
          << ", optimizer step " << seconds(e.stepTime) << "), "
          << llvm::formatv("{0:F0}", e.tokensPerSecond).str()
          << " tokens/s, bubble "
