@@ -534,12 +534,14 @@ int main(int argc, char **argv) {
   CLI::App app{
       "Measure this machine for the cost model: the CPU runtime's layer "
       "durations (forward, input gradient, weight gradient of a block, the "
-      "embedding and the head) for every micro-batch size up to each model's "
-      "global batch, the optimizer step, the sgemm rate and, with mpirun, "
-      "how computation slows when ranks share the cores and the latency and "
-      "bandwidth between two ranks. Writes a cluster file that flexpipe-tune "
-      "--cluster, flexpipe-compile --cluster and the passes read "
-      "(docs/CostModel.md, \"Measured cluster\").",
+      "embedding and the head) at every micro-batch size that divides each "
+      "model's global batch, the optimizer step and the sgemm rate; with "
+      "mpirun, the latency and bandwidth between two ranks and calibration "
+      "jobs (1F1B compiled and trained over 1, 2, ... ranks: the layers' "
+      "in-run time, the slowdown when ranks share the cores, a per-iteration "
+      "overhead). Writes a cluster file that flexpipe-tune --cluster, "
+      "flexpipe-compile --cluster and the passes read (docs/CostModel.md, "
+      "\"Measured cluster\").",
       "flexpipe-profile"};
   app.add_option("--model", o.models,
                  "Model YAML whose layer shapes to measure; repeatable")
@@ -567,8 +569,8 @@ int main(int argc, char **argv) {
                  "flexpipe-compile for the calibration jobs (default: the "
                  "one beside this tool)");
   app.add_flag("!--no-jobs", o.jobs,
-               "Skip the calibration jobs (1F1B over 2, 3, ... ranks, "
-               "compiled and run to fit what a message costs)");
+               "Skip the calibration jobs (1F1B over 1, 2, ... ranks, "
+               "compiled and trained)");
   app.add_flag("-q,--quiet", o.quiet, "No progress on standard error");
   app.add_option("-o,--output", o.output, "The cluster file to write")
       ->capture_default_str();
