@@ -45,6 +45,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -515,6 +516,85 @@ std::string calibrate(sched::ClusterConfig &cluster,
   return {};
 }
 
+/// Times every module's block, embedding and head at every micro-batch size
+/// that divides its model's global batch (each shape once) into `measured`.
+void measureLayers(const std::vector<sched::ModelConfig> &models,
+                   double seconds, sched::MachineProfile &measured,
+                   const std::function<void(std::string)> &progress) {
+  // The shapes: every module's block, embedding and head at every
+  // micro-batch size that divides its global batch (each shape once).
+  std::vector<Shape> shapes;
+  std::map<std::string, bool> seen;
+  for (const sched::ModelConfig &model : models)
+    for (const sched::ModuleModel &m : model.modules)
+      for (int64_t b = 1; b <= model.globalBatchSize; ++b) {
+        if (model.globalBatchSize % b)
+          continue;
+        rt::GptConfig c;
+        c.hidden = m.hidden;
+        c.heads = m.heads;
+        c.seq = m.seq;
+        c.vocab = std::max<int64_t>(m.vocab, 1);
+        c.microBatch = b;
+        std::vector<sched::MeasuredLayer::Kind> kinds = {
+            sched::MeasuredLayer::Block};
+        if (m.vocab > 0)
+          kinds.push_back(sched::MeasuredLayer::Embedding);
+        if (m.vocab > 0 && m.lmHead)
+          kinds.push_back(sched::MeasuredLayer::Head);
+        for (auto kind : kinds) {
+          std::ostringstream key;
+          key << kindName(kind) << ' ' << c.hidden << ' ' << c.seq << ' '
+              << (kind == sched::MeasuredLayer::Block ? c.heads : c.vocab)
+              << ' ' << b;
+          if (seen.emplace(key.str(), true).second)
+            shapes.push_back({kind, c});
+        }
+      }
+
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const Shape &s = shapes[i];
+    const std::array<double, 3> t = timeLayer(s, seconds);
+    sched::MeasuredLayer l;
+    l.kind = s.kind;
+    l.hidden = s.config.hidden;
+    l.seq = s.config.seq;
+    if (s.kind == sched::MeasuredLayer::Block)
+      l.heads = s.config.heads;
+    else
+      l.vocab = s.config.vocab;
+    l.microBatch = s.config.microBatch;
+    l.fwd = t[0];
+    l.igrad = t[1];
+    l.wgrad = t[2];
+    measured.layers.push_back(l);
+    char line[200];
+    std::snprintf(line, sizeof line,
+                  "[%zu/%zu] %-9s hidden %lld seq %lld micro-batch %lld: "
+                  "F %.3f ms, I %.3f ms, W %.3f ms",
+                  i + 1, shapes.size(), kindName(s.kind),
+                  static_cast<long long>(l.hidden),
+                  static_cast<long long>(l.seq),
+                  static_cast<long long>(l.microBatch), l.fwd * 1e3,
+                  l.igrad * 1e3, l.wgrad * 1e3);
+    progress(line);
+  }
+}
+
+/// The rate the analytic fallback (shapes not measured) prices FLOPs at:
+/// the share of the sgemm rate the first model's block reaches in a run.
+void setFallbackRate(sched::ClusterConfig &cluster,
+                     const sched::ModelConfig &model) {
+  const sched::ModuleModel &m = model.modules.front();
+  const sched::StageFlops f = sched::stageFlops({&m, 1, false, false}, 1);
+  if (std::optional<sched::MeasuredLayer> l =
+          cluster.measured.layer(sched::MeasuredLayer::Block, m, 1)) {
+    const double rate =
+        (f.fwd + f.igrad + f.wgrad) / (l->fwd + l->igrad + l->wgrad);
+    cluster.efficiency = std::min(1.0, rate / cluster.peakFlops);
+  }
+}
+
 struct Options {
   std::vector<std::string> models;
   std::string base, output = "flexpipe-profile.yaml", name;
@@ -527,10 +607,75 @@ struct Options {
   std::string worker;
 };
 
-} // namespace
+/// With mpirun: the latency and bandwidth between two ranks (this tool's
+/// ping-pong worker, placed as mpirun places rank executables), then the
+/// calibration jobs. Returns an error, or empty.
+std::string measureWithMpi(sched::ClusterConfig &cluster,
+                           const std::vector<sched::ModelConfig> &models,
+                           const Options &o, const char *argv0, int64_t ranks,
+                           const std::function<void(std::string)> &progress) {
+  // Messages (the ping-pong worker under mpirun, placed as mpirun places
+  // rank executables) and the calibration jobs.
+  std::string self = argv0;
+  {
+    char path[4096];
+    const ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+    if (n > 0)
+      self.assign(path, n);
+  }
+  const std::string launch =
+      (getuid() == 0 ? "OMPI_ALLOW_RUN_AS_ROOT=1 "
+                       "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
+                     : "") +
+      shellQuote(o.mpirun) + " --oversubscribe -np ";
+#ifdef FLEXPIPE_PROFILE_MPI
+  const bool withMpi = o.mpirun != "none";
+#else
+  const bool withMpi = false;
+  progress("built without MPI: no messages or calibration jobs measured");
+#endif
+  if (withMpi) {
+    const std::string out =
+        capture(launch + "2 " + shellQuote(self) + " --worker ping-pong");
+    const double latency = field(out, "latency_s"),
+                 bandwidth = field(out, "bandwidth_bytes_per_s");
+    if (latency > 0 && bandwidth > 0) {
+      cluster.intraNode = {bandwidth, latency};
+      cluster.interNode = cluster.intraNode;
+      progress("messages between two ranks: " + std::to_string(latency * 1e6) +
+               " us latency, " + std::to_string(bandwidth / 1e9) + " GB/s");
+    } else {
+      std::fprintf(stderr,
+                   "flexpipe-profile: warning: '%s' failed: no "
+                   "messages or calibration jobs measured\n",
+                   o.mpirun.c_str());
+    }
+    // Calibration jobs: 1F1B of the first model over 1, 2, ... ranks.
+    if (latency > 0 && bandwidth > 0 && o.jobs) {
+      std::string compiler = o.compiler;
+      if (compiler.empty())
+        compiler =
+            self.substr(0, self.find_last_of('/') + 1) + "flexpipe-compile";
+      char scratch[] = "/tmp/flexpipe-profile-XXXXXX";
+      if (!mkdtemp(scratch)) {
+        return "cannot make a scratch directory in /tmp";
+      }
+      if (std::string error = calibrate(cluster, models, o.models, ranks,
+                                        compiler, scratch, progress);
+          !error.empty()) {
+        std::system(("rm -rf " + shellQuote(scratch)).c_str());
+        return error;
+      }
+      std::system(("rm -rf " + shellQuote(scratch)).c_str());
+    }
+  }
 
-int main(int argc, char **argv) {
-  Options o;
+  return {};
+}
+
+/// Parses the command line into `o`; returns an exit code to stop with
+/// (after --help or an error), or -1 to go on.
+int parseOptions(int argc, char **argv, Options &o) {
   CLI::App app{
       "Measure this machine for the cost model: the CPU runtime's layer "
       "durations (forward, input gradient, weight gradient of a block, the "
@@ -580,6 +725,15 @@ int main(int argc, char **argv) {
   } catch (const CLI::ParseError &error) {
     return app.exit(error) == 0 ? 0 : 1;
   }
+  return -1;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Options o;
+  if (int code = parseOptions(argc, argv, o); code >= 0)
+    return code;
   // One thread per rank, as the CPU backend runs its kernels.
   openblas_set_num_threads(1);
 
@@ -603,6 +757,18 @@ int main(int argc, char **argv) {
     return 1;
   }
 
+  // Where the result goes must be writable before minutes of measuring.
+  {
+    const std::string partial = o.output + ".partial";
+    if (!std::ofstream(partial)) {
+      std::fprintf(stderr,
+                   "flexpipe-profile: cannot write '%s' (checked before "
+                   "measuring)\n",
+                   o.output.c_str());
+      return 1;
+    }
+    std::remove(partial.c_str());
+  }
   std::vector<sched::ModelConfig> models(o.models.size());
   for (size_t i = 0; i < o.models.size(); ++i)
     if (std::string error = sched::loadModel(o.models[i], models[i]);
@@ -637,145 +803,26 @@ int main(int argc, char **argv) {
       std::fprintf(stderr, "flexpipe-profile: %s\n", line.c_str());
   };
 
-  // The shapes: every module's block, embedding and head at every
-  // micro-batch size that divides its global batch (each shape once).
-  std::vector<Shape> shapes;
-  std::map<std::string, bool> seen;
-  for (const sched::ModelConfig &model : models)
-    for (const sched::ModuleModel &m : model.modules)
-      for (int64_t b = 1; b <= model.globalBatchSize; ++b) {
-        if (model.globalBatchSize % b)
-          continue;
-        rt::GptConfig c;
-        c.hidden = m.hidden;
-        c.heads = m.heads;
-        c.seq = m.seq;
-        c.vocab = std::max<int64_t>(m.vocab, 1);
-        c.microBatch = b;
-        std::vector<sched::MeasuredLayer::Kind> kinds = {
-            sched::MeasuredLayer::Block};
-        if (m.vocab > 0)
-          kinds.push_back(sched::MeasuredLayer::Embedding);
-        if (m.vocab > 0 && m.lmHead)
-          kinds.push_back(sched::MeasuredLayer::Head);
-        for (auto kind : kinds) {
-          std::ostringstream key;
-          key << kindName(kind) << ' ' << c.hidden << ' ' << c.seq << ' '
-              << (kind == sched::MeasuredLayer::Block ? c.heads : c.vocab)
-              << ' ' << b;
-          if (seen.emplace(key.str(), true).second)
-            shapes.push_back({kind, c});
-        }
-      }
-
-  for (size_t i = 0; i < shapes.size(); ++i) {
-    const Shape &s = shapes[i];
-    const std::array<double, 3> t = timeLayer(s, o.seconds);
-    sched::MeasuredLayer l;
-    l.kind = s.kind;
-    l.hidden = s.config.hidden;
-    l.seq = s.config.seq;
-    if (s.kind == sched::MeasuredLayer::Block)
-      l.heads = s.config.heads;
-    else
-      l.vocab = s.config.vocab;
-    l.microBatch = s.config.microBatch;
-    l.fwd = t[0];
-    l.igrad = t[1];
-    l.wgrad = t[2];
-    measured.layers.push_back(l);
-    char line[200];
-    std::snprintf(line, sizeof line,
-                  "[%zu/%zu] %-9s hidden %lld seq %lld micro-batch %lld: "
-                  "F %.3f ms, I %.3f ms, W %.3f ms",
-                  i + 1, shapes.size(), kindName(s.kind),
-                  static_cast<long long>(l.hidden),
-                  static_cast<long long>(l.seq),
-                  static_cast<long long>(l.microBatch), l.fwd * 1e3,
-                  l.igrad * 1e3, l.wgrad * 1e3);
-    progress(line);
-  }
+  measureLayers(models, o.seconds, measured, progress);
 
   measured.optimizerPerParameter = timeOptimizer(o.seconds);
   progress("optimizer (Adam): " +
            std::to_string(measured.optimizerPerParameter * 1e9) +
            " ns per parameter");
   cluster.peakFlops = timeSgemm(o.seconds);
-  // The analytic fallback (shapes not measured) runs at the rate the first
-  // model's block reached.
-  {
-    const sched::ModuleModel &m = models.front().modules.front();
-    const sched::StageFlops f = sched::stageFlops({&m, 1, false, false}, 1);
-    for (const sched::MeasuredLayer &l : measured.layers)
-      if (l.kind == sched::MeasuredLayer::Block && l.microBatch == 1 &&
-          l.hidden == m.hidden && l.seq == m.seq && l.heads == m.heads) {
-        const double rate =
-            (f.fwd + f.igrad + f.wgrad) / (l.fwd + l.igrad + l.wgrad);
-        cluster.efficiency = std::min(1.0, rate / cluster.peakFlops);
-      }
-  }
   progress("sgemm 256: " + std::to_string(cluster.peakFlops / 1e9) +
-           " GFLOP/s; the model's blocks reach " +
-           std::to_string(cluster.efficiency * 100) + "% of it");
+           " GFLOP/s");
 
-  // Contention and messages: the workers under mpirun, placed as mpirun
-  // places rank executables.
-  std::string self = argv[0];
-  {
-    char path[4096];
-    const ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
-    if (n > 0)
-      self.assign(path, n);
+  if (std::string error =
+          measureWithMpi(cluster, models, o, argv[0], ranks, progress);
+      !error.empty()) {
+    std::fprintf(stderr, "flexpipe-profile: %s\n", error.c_str());
+    return 1;
   }
-  const std::string launch =
-      (getuid() == 0 ? "OMPI_ALLOW_RUN_AS_ROOT=1 "
-                       "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
-                     : "") +
-      shellQuote(o.mpirun) + " --oversubscribe -np ";
-#ifdef FLEXPIPE_PROFILE_MPI
-  const bool withMpi = o.mpirun != "none";
-#else
-  const bool withMpi = false;
-  progress("built without MPI: no messages or calibration jobs measured");
-#endif
-  if (withMpi) {
-    const std::string out =
-        capture(launch + "2 " + shellQuote(self) + " --worker ping-pong");
-    const double latency = field(out, "latency_s"),
-                 bandwidth = field(out, "bandwidth_bytes_per_s");
-    if (latency > 0 && bandwidth > 0) {
-      cluster.intraNode = {bandwidth, latency};
-      cluster.interNode = cluster.intraNode;
-      progress("messages between two ranks: " + std::to_string(latency * 1e6) +
-               " us latency, " + std::to_string(bandwidth / 1e9) + " GB/s");
-    } else {
-      std::fprintf(stderr,
-                   "flexpipe-profile: warning: '%s' failed: no "
-                   "messages or calibration jobs measured\n",
-                   o.mpirun.c_str());
-    }
-    // Calibration jobs: 1F1B of the first model over 1, 2, ... ranks.
-    if (latency > 0 && bandwidth > 0 && o.jobs) {
-      std::string compiler = o.compiler;
-      if (compiler.empty())
-        compiler =
-            self.substr(0, self.find_last_of('/') + 1) + "flexpipe-compile";
-      char scratch[] = "/tmp/flexpipe-profile-XXXXXX";
-      if (!mkdtemp(scratch)) {
-        std::fprintf(stderr, "flexpipe-profile: cannot make a scratch "
-                             "directory in /tmp\n");
-        return 1;
-      }
-      if (std::string error = calibrate(cluster, models, o.models, ranks,
-                                        compiler, scratch, progress);
-          !error.empty()) {
-        std::fprintf(stderr, "flexpipe-profile: %s\n", error.c_str());
-        std::system(("rm -rf " + shellQuote(scratch)).c_str());
-        return 1;
-      }
-      std::system(("rm -rf " + shellQuote(scratch)).c_str());
-    }
-  }
+
+  setFallbackRate(cluster, models.front());
+  progress("the first model's blocks reach " +
+           std::to_string(cluster.efficiency * 100) + "% of the sgemm rate");
 
   std::ostringstream os;
   os << "# Measured by flexpipe-profile on this machine (" << cores
@@ -785,10 +832,12 @@ int main(int argc, char **argv) {
      << "# flexpipe-tune --cluster and flexpipe-compile --cluster "
         "(docs/CostModel.md).\n";
   os << sched::formatCluster(cluster);
-  std::ofstream file(o.output);
+  const std::string partial = o.output + ".partial";
+  std::ofstream file(partial);
   file << os.str();
   file.close();
-  if (!file) {
+  if (!file || std::rename(partial.c_str(), o.output.c_str()) != 0) {
+    std::remove(partial.c_str());
     std::fprintf(stderr, "flexpipe-profile: cannot write '%s'\n",
                  o.output.c_str());
     return 1;

@@ -83,11 +83,10 @@ struct MachineProfile {
   struct Contention {
     int64_t ranks = 1;
     double slowdown = 1;
-    /// What a message costs at that many ranks beyond the link's latency
-    /// (seconds; 0: nothing): fitted so that a measured 1F1B job and its
-    /// simulation agree (flexpipe-profile), it stands for the receiver's
-    /// wake-ups and the runtime's work per message. Only points without a
-    /// shape give it.
+    /// What a pipeline message costs at that many ranks (seconds; 0: the
+    /// link's latency). flexpipe-profile leaves it 0 and fits `overhead`
+    /// instead, which ranked candidates better (docs/Tuning.md); a file may
+    /// still set it. Only points without a shape give it.
     double latency = 0;
     /// Seconds an iteration takes beyond what the simulation of its
     /// pipeline, collectives and optimizer step gives (0: nothing): fitted
