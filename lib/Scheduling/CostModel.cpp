@@ -105,7 +105,7 @@ double flexpipe::sched::optimizerStepTime(const ClusterConfig &cluster,
                                           const ModuleModel *module,
                                           double parameters) {
   return parameters * cluster.measured.optimizerPerParameter *
-         computeSlowdown(cluster, module);
+         computeSlowdown(cluster, module) * coreOversubscription(cluster);
 }
 
 StageCost flexpipe::sched::stageCost(const StageShape &shape,
@@ -146,10 +146,6 @@ StageCost flexpipe::sched::stageCost(const StageShape &shape,
     if (shape.last && m.lmHead && m.vocab > 0)
       add(MeasuredLayer::Head, {&m, 0, false, true}, 1);
   }
-  const double slowdown = computeSlowdown(cluster, &m);
-  c.fwd *= slowdown;
-  c.igrad *= slowdown;
-  c.wgrad *= slowdown;
   c.bwd = c.igrad + c.wgrad;
 
   const double b = static_cast<double>(model.microBatchSize);
@@ -174,6 +170,20 @@ StageCost flexpipe::sched::stageCost(const StageShape &shape,
   return c;
 }
 
+int64_t flexpipe::sched::jobRanksPerNode(const ClusterConfig &cluster) {
+  return std::max<int64_t>(
+      1, std::min(cluster.jobDevices > 0 ? cluster.jobDevices : cluster.devices,
+                  cluster.devicesPerNode));
+}
+
+double flexpipe::sched::coreOversubscription(const ClusterConfig &cluster) {
+  const int64_t cores = cluster.measured.coresPerNode;
+  if (cores <= 0)
+    return 1;
+  return std::max(1.0, static_cast<double>(jobRanksPerNode(cluster)) /
+                           static_cast<double>(cores));
+}
+
 /// The contention points that apply to `module`: those measured with its
 /// shape, else those without a shape (nullptr: those without a shape).
 static std::vector<const MachineProfile::Contention *>
@@ -189,39 +199,33 @@ contentionFor(const ClusterConfig &cluster, const ModuleModel *module) {
   return own.empty() ? any : own;
 }
 
-/// The value `get` of `points` at the job's ranks on a node, interpolated
-/// linearly; beyond the last point `beyond(last, ranks)`.
-template <typename Get, typename Beyond>
+/// The value `get` of `points` at `ranks`, interpolated linearly; the last
+/// point's beyond it.
+template <typename Get>
 static double
-atJobRanks(const ClusterConfig &cluster,
-           const std::vector<const MachineProfile::Contention *> &points,
-           Get get, Beyond beyond) {
-  const int64_t ranks = std::max<int64_t>(
-      1, std::min(cluster.jobDevices > 0 ? cluster.jobDevices : cluster.devices,
-                  cluster.devicesPerNode));
-  if (ranks <= points.front()->ranks)
+atRanks(const std::vector<const MachineProfile::Contention *> &points,
+        double ranks, Get get) {
+  if (ranks <= static_cast<double>(points.front()->ranks))
     return get(*points.front());
   for (size_t i = 1; i < points.size(); ++i)
-    if (ranks <= points[i]->ranks) {
+    if (ranks <= static_cast<double>(points[i]->ranks)) {
       const auto &p0 = *points[i - 1], &p1 = *points[i];
-      const double t = static_cast<double>(ranks - p0.ranks) /
+      const double t = (ranks - static_cast<double>(p0.ranks)) /
                        static_cast<double>(p1.ranks - p0.ranks);
       return get(p0) + t * (get(p1) - get(p0));
     }
-  return beyond(*points.back(), ranks);
+  return get(*points.back());
 }
 
 double flexpipe::sched::computeSlowdown(const ClusterConfig &cluster,
-                                        const ModuleModel *module) {
+                                        const ModuleModel *module,
+                                        double computing) {
   const auto points = contentionFor(cluster, module);
   if (points.empty())
     return 1;
-  return atJobRanks(
-      cluster, points, [](const auto &p) { return p.slowdown; },
-      [](const auto &last, int64_t ranks) {
-        return last.slowdown * static_cast<double>(ranks) /
-               static_cast<double>(last.ranks);
-      });
+  const double ranks =
+      computing > 0 ? computing : static_cast<double>(jobRanksPerNode(cluster));
+  return atRanks(points, ranks, [](const auto &p) { return p.slowdown; });
 }
 
 double flexpipe::sched::messageLatency(const ClusterConfig &cluster,
@@ -230,18 +234,16 @@ double flexpipe::sched::messageLatency(const ClusterConfig &cluster,
   if (points.empty() || &link != &cluster.intraNode)
     return link.latency;
   return std::max(link.latency,
-                  atJobRanks(
-                      cluster, points, [](const auto &p) { return p.latency; },
-                      [](const auto &last, int64_t) { return last.latency; }));
+                  atRanks(points, static_cast<double>(jobRanksPerNode(cluster)),
+                          [](const auto &p) { return p.latency; }));
 }
 
 double flexpipe::sched::iterationOverhead(const ClusterConfig &cluster) {
   const auto points = contentionFor(cluster, nullptr);
   if (points.empty())
     return 0;
-  return atJobRanks(
-      cluster, points, [](const auto &p) { return p.overhead; },
-      [](const auto &last, int64_t) { return last.overhead; });
+  return atRanks(points, static_cast<double>(jobRanksPerNode(cluster)),
+                 [](const auto &p) { return p.overhead; });
 }
 
 double flexpipe::sched::transferTime(const ClusterConfig &cluster, int64_t from,

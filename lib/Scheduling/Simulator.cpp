@@ -9,7 +9,12 @@
 #include "flexpipe/Scheduling/Simulator.h"
 
 #include <algorithm>
+#include <functional>
+#include <limits>
+#include <map>
 #include <numeric>
+#include <queue>
+#include <tuple>
 
 using namespace flexpipe::sched;
 
@@ -112,6 +117,48 @@ double flexpipe::sched::registeredCollectiveTime(
   return allGatherTime(cluster, group, bytes);
 }
 
+/// The ranks of a node share its cores and slow each other down (a
+/// measured cluster): the actors simulated on a node take turns on its
+/// cores in proportion to their share of the job's ranks there (the job's
+/// other replicas, not simulated, run on the same node in step with them
+/// and use the rest), and while k of them compute, about k times the
+/// replicas of the node's ranks do, slowed by `module`'s contention there.
+static void shareCores(const ClusterConfig &cluster, const ModuleModel *module,
+                       const std::vector<int64_t> &devices, int32_t numActors,
+                       SimCosts &c) {
+  const double over = coreOversubscription(cluster);
+  if (over <= 1 && cluster.measured.contention.empty())
+    return;
+  const int64_t perNode = std::max<int64_t>(1, cluster.devicesPerNode);
+  const double ranks = static_cast<double>(jobRanksPerNode(cluster));
+  std::map<int64_t, std::vector<int32_t>> byNode;
+  for (int32_t a = 0; a < numActors; ++a)
+    byNode[(a < static_cast<int32_t>(devices.size()) ? devices[a] : a) /
+           perNode]
+        .push_back(a);
+  c.coreGroup.assign(numActors, -1);
+  for (const auto &[node, actors] : byNode) {
+    const double members = static_cast<double>(actors.size());
+    const double replicas = std::max(1.0, ranks / members);
+    std::vector<double> slowdown(actors.size() + 1, 1.0);
+    bool contended = false;
+    for (size_t k = 1; k <= actors.size(); ++k) {
+      slowdown[k] =
+          computeSlowdown(cluster, module, static_cast<double>(k) * replicas);
+      contended |= slowdown[k] != 1.0;
+    }
+    const double cores = members / over;
+    if (cores >= members && !contended)
+      continue;
+    for (int32_t a : actors)
+      c.coreGroup[a] = static_cast<int32_t>(c.groupCores.size());
+    c.groupCores.push_back(cores);
+    c.groupSlowdown.push_back(std::move(slowdown));
+  }
+  if (c.groupCores.empty())
+    c.coreGroup.clear();
+}
+
 std::string flexpipe::sched::modelCosts(const Program &program,
                                         const ModelConfig &model,
                                         const ClusterConfig &cluster,
@@ -210,6 +257,12 @@ std::string flexpipe::sched::modelCosts(const Program &program,
       c.latency[pair] = messageLatency(cluster, link);
       c.bandwidth[pair] = link.bandwidth;
     }
+  // A run's own profile measured its durations with its ranks sharing the
+  // node already.
+  if (!profile || profile->stages.empty())
+    shareCores(cluster,
+               model.modules.empty() ? nullptr : &model.modules.front(),
+               devices, n, c);
   return {};
 }
 
@@ -261,33 +314,55 @@ bool Simulator::prepare(const Program &program, std::string &error) {
   return true;
 }
 
-SimResult Simulator::run(const SimCosts &costs) const {
-  SimResult r;
-  const int32_t n = numActors;
-  r.busy.assign(n, 0);
-  r.idle.assign(n, 0);
-  r.bubble.assign(n, 0);
-  r.peakActivation.assign(n, 0);
-  r.staticBytes.assign(n, 0);
-  r.totalBytes.assign(n, 0);
-  r.overMemory.assign(n, false);
-  r.start.resize(n);
-  r.end.resize(n);
-  for (int32_t a = 0; a < n; ++a) {
-    r.start[a].assign(graph.actorBegin[a + 1] - graph.actorBegin[a], 0);
-    r.end[a].assign(graph.actorBegin[a + 1] - graph.actorBegin[a], 0);
-  }
-  std::vector<double> start(ops.size(), 0), end(ops.size(), 0);
-  std::vector<int32_t> cause(ops.size(), -1); // what decided the start
-  std::vector<double> arrival(ops.size(), 0), finish(ops.size(), 0);
-  std::vector<double> clock(n, 0), held(n, 0);
-  std::vector<int32_t> lastOp(n, -1);
+double Simulator::durationOf(const SimCosts &costs, int32_t id) const {
+  const Op &op = ops[id];
+  if (isCompute(op.kind))
+    return costs.durationOf(op.stage, op.kind);
+  return op.kind == OpKind::Exec ? costs.execTime : 0.0;
+}
 
-  auto collectiveTime = [&](const Op &op) {
-    return op.stage < static_cast<int32_t>(costs.collectiveDuration.size())
-               ? costs.collectiveDuration[op.stage]
-               : costs.collectiveTime;
-  };
+double Simulator::collectiveTime(const SimCosts &costs, const Op &op) const {
+  return op.stage < static_cast<int32_t>(costs.collectiveDuration.size())
+             ? costs.collectiveDuration[op.stage]
+             : costs.collectiveTime;
+}
+
+double Simulator::messageArrival(const SimCosts &costs, int32_t id,
+                                 double posted,
+                                 const std::vector<double> &start) const {
+  const int32_t dep = graph.dependsOn[id];
+  const Op &send = ops[dep];
+  const double sent = start[dep];
+  const int32_t postedBy = graph.postedBy[id];
+  const double at = postedBy < 0     ? sent
+                    : postedBy == id ? posted
+                                     : start[postedBy];
+  return costs.arrival(numActors, send.actor, send.peer, send.stage, sent, at);
+}
+
+std::pair<double, int32_t>
+Simulator::postedCollectiveEnd(const SimCosts &costs, int32_t post,
+                               const std::vector<double> &start) const {
+  double latest = 0;
+  int32_t lastPost = -1;
+  for (int32_t m = graph.groupFirst[post]; m >= 0; m = graph.groupNext[m])
+    if (lastPost < 0 || start[m] > latest) {
+      latest = start[m];
+      lastPost = m;
+    }
+  return {latest + collectiveTime(costs, ops[post]), lastPost};
+}
+
+Simulator::Times Simulator::timeInOrder(const SimCosts &costs) const {
+  const int32_t n = numActors;
+  Times t;
+  t.start.assign(ops.size(), 0);
+  t.end.assign(ops.size(), 0);
+  t.cause.assign(ops.size(), -1);
+  t.busy.assign(n, 0);
+  std::vector<double> arrival(ops.size(), 0), finish(ops.size(), 0);
+  std::vector<double> clock(n, 0);
+  std::vector<int32_t> lastOp(n, -1);
   for (int32_t id : graph.order) {
     const Op &op = ops[id];
     const int32_t a = op.actor;
@@ -295,37 +370,25 @@ SimResult Simulator::run(const SimCosts &costs) const {
     int32_t why = lastOp[a];
     switch (op.kind) {
     case OpKind::Fwd:
-      held[a] += costs.activationOf(op.stage);
-      r.peakActivation[a] = std::max(r.peakActivation[a], held[a]);
-      [[fallthrough]];
     case OpKind::Bwd:
     case OpKind::Igrad:
-    case OpKind::Wgrad: {
-      const double d = costs.durationOf(op.stage, op.kind);
+    case OpKind::Wgrad:
+    case OpKind::Exec: {
+      const double d = durationOf(costs, id);
       e = s + d;
-      r.busy[a] += d;
-      if (op.kind == (splitActor[a] ? OpKind::Wgrad : OpKind::Bwd))
-        held[a] -= costs.activationOf(op.stage);
+      t.busy[a] += d;
       break;
     }
     case OpKind::SendAct:
     case OpKind::SendGrad:
-      // Free for the sender; the message arrives later (end[id] below is
-      // the arrival time, used by the receiver).
+      // Free for the sender; the message arrives later (the receiver
+      // computes when from the send's start).
       break;
     case OpKind::Wait:
       if (const int32_t post = graph.waitsPost[id]; post >= 0) {
-        // An asynchronous collective ends its duration after the last post.
-        double latest = 0;
-        int32_t lastPost = -1;
-        for (int32_t m = graph.groupFirst[post]; m >= 0; m = graph.groupNext[m])
-          if (lastPost < 0 || start[m] > latest) {
-            latest = start[m];
-            lastPost = m;
-          }
-        const double done = latest + collectiveTime(ops[post]);
-        if (done > s) {
-          e = done;
+        const auto [end, lastPost] = postedCollectiveEnd(costs, post, t.start);
+        if (end > s) {
+          e = end;
           why = lastPost;
         }
         break;
@@ -333,18 +396,11 @@ SimResult Simulator::run(const SimCosts &costs) const {
       [[fallthrough]];
     case OpKind::RecvAct:
     case OpKind::RecvGrad:
-      if (const int32_t dep = graph.dependsOn[id]; dep >= 0) {
-        const Op &send = ops[dep];
-        const double sent = start[dep];
-        const int32_t postedBy = graph.postedBy[id];
-        const double posted = postedBy < 0     ? sent
-                              : postedBy == id ? s
-                                               : start[postedBy];
-        const double arrival =
-            costs.arrival(n, send.actor, send.peer, send.stage, sent, posted);
-        if (arrival > s) {
-          e = arrival;
-          why = dep;
+      if (graph.dependsOn[id] >= 0) {
+        const double at = messageArrival(costs, id, s, t.start);
+        if (at > s) {
+          e = at;
+          why = graph.dependsOn[id];
         }
       }
       break;
@@ -365,32 +421,258 @@ SimResult Simulator::run(const SimCosts &costs) const {
             why = lastOp[ops[m].actor];
           }
         }
-        finish[graph.groupFirst[id]] = latest + collectiveTime(op);
+        finish[graph.groupFirst[id]] = latest + collectiveTime(costs, op);
         e = finish[graph.groupFirst[id]];
       } else {
         s = arrival[id];
         e = finish[graph.groupFirst[id]];
       }
       break;
-    case OpKind::Exec:
-      e = s + costs.execTime;
-      r.busy[a] += costs.execTime;
-      break;
     }
-    start[id] = s;
-    end[id] = e;
-    cause[id] = why;
+    t.start[id] = s;
+    t.end[id] = e;
+    t.cause[id] = why;
     clock[a] = std::max(clock[a], e);
     lastOp[a] = id;
-    r.start[a][id - graph.actorBegin[a]] = s;
-    r.end[a][id - graph.actorBegin[a]] = e;
   }
+  return t;
+}
 
+Simulator::Times Simulator::timeShared(const SimCosts &costs) const {
+  const int32_t n = numActors;
+  const int32_t numOps = static_cast<int32_t>(ops.size());
+  const int32_t numGroups = static_cast<int32_t>(costs.groupCores.size());
+  Times t;
+  t.start.assign(numOps, 0);
+  t.end.assign(numOps, 0);
+  t.cause.assign(numOps, -1);
+  t.busy.assign(n, 0);
+  auto groupOf = [&](int32_t a) {
+    const int32_t g = a < static_cast<int32_t>(costs.coreGroup.size())
+                          ? costs.coreGroup[a]
+                          : -1;
+    return g >= 0 && g < numGroups ? g : -1;
+  };
+  std::vector<int32_t> next(n), lastOp(n, -1);
+  std::vector<double> clock(n, 0);
+  std::vector<uint8_t> done(numOps, 0), arrived(numOps, 0), computing(n, 0);
   for (int32_t a = 0; a < n; ++a)
-    r.iterationTime = std::max(r.iterationTime, clock[a]);
+    next[a] = graph.actorBegin[a];
+  // Computations in progress per group (work left, in seconds at a whole
+  // core), and those whose actor reaches them later.
+  struct Job {
+    int32_t op;
+    double left, work;
+  };
+  struct Later {
+    double start;
+    int32_t op;
+    bool operator>(const Later &o) const {
+      return std::tie(start, op) > std::tie(o.start, o.op);
+    }
+  };
+  std::vector<std::vector<Job>> running(numGroups);
+  std::priority_queue<Later, std::vector<Later>, std::greater<Later>> later;
+  double now = 0;
+
+  auto finishOp = [&](int32_t id, double e, int32_t why) {
+    const int32_t a = ops[id].actor;
+    t.end[id] = e;
+    t.cause[id] = why;
+    done[id] = 1;
+    clock[a] = std::max(clock[a], e);
+    lastOp[a] = id;
+    ++next[a];
+  };
+  // Runs actor a's next op if it can: false while the actor computes, waits
+  // for an op of another actor that has not run yet, or is done. Times are
+  // those of timeInOrder; only a computation's end waits for the cores.
+  auto step = [&](int32_t a) {
+    if (computing[a] || next[a] == graph.actorBegin[a + 1])
+      return false;
+    const int32_t id = next[a];
+    const Op &op = ops[id];
+    const double s = clock[a];
+    int32_t why = lastOp[a];
+    double e = s;
+    switch (op.kind) {
+    case OpKind::Fwd:
+    case OpKind::Bwd:
+    case OpKind::Igrad:
+    case OpKind::Wgrad:
+    case OpKind::Exec: {
+      const double work = durationOf(costs, id);
+      const int32_t g = groupOf(a);
+      t.start[id] = s;
+      if (g < 0 || work <= 0) {
+        t.busy[a] += work;
+        finishOp(id, s + work, why);
+        return true;
+      }
+      computing[a] = 1;
+      if (s <= now)
+        running[g].push_back({id, work, work});
+      else
+        later.push({s, id});
+      return true;
+    }
+    case OpKind::SendAct:
+    case OpKind::SendGrad:
+      break;
+    case OpKind::Wait:
+      if (const int32_t post = graph.waitsPost[id]; post >= 0) {
+        for (int32_t m = graph.groupFirst[post]; m >= 0; m = graph.groupNext[m])
+          if (!done[m])
+            return false;
+        const auto [end, lastPost] = postedCollectiveEnd(costs, post, t.start);
+        if (end > s) {
+          e = end;
+          why = lastPost;
+        }
+        break;
+      }
+      [[fallthrough]];
+    case OpKind::RecvAct:
+    case OpKind::RecvGrad:
+      if (const int32_t dep = graph.dependsOn[id]; dep >= 0) {
+        if (!done[dep])
+          return false;
+        const double at = messageArrival(costs, id, s, t.start);
+        if (at > s) {
+          e = at;
+          why = dep;
+        }
+      }
+      break;
+    case OpKind::AllGather:
+    case OpKind::Gather: {
+      if (op.asyncPost)
+        break;
+      // A member waits at its clock until the last one arrives; then all
+      // leave together.
+      if (!arrived[id]) {
+        arrived[id] = 1;
+        t.start[id] = s;
+      }
+      double latest = 0;
+      int32_t last = -1;
+      for (int32_t m = graph.groupFirst[id]; m >= 0; m = graph.groupNext[m]) {
+        if (!arrived[m])
+          return false;
+        if (last < 0 || t.start[m] > latest) {
+          latest = t.start[m];
+          last = m;
+        }
+      }
+      const double end = latest + collectiveTime(costs, op);
+      const int32_t byLast = lastOp[ops[last].actor];
+      for (int32_t m = graph.groupFirst[id]; m >= 0; m = graph.groupNext[m])
+        finishOp(m, end, t.start[m] < latest ? byLast : lastOp[ops[m].actor]);
+      return true;
+    }
+    }
+    t.start[id] = s;
+    finishOp(id, e, why);
+    return true;
+  };
+
+  for (;;) {
+    for (bool moved = true; moved;) {
+      moved = false;
+      for (int32_t a = 0; a < n; ++a)
+        while (step(a))
+          moved = true;
+    }
+    // The next event: a computation that ends, or one that starts.
+    auto rate = [&](int32_t g) {
+      const size_t k = running[g].size();
+      const double slowdown =
+          g < static_cast<int32_t>(costs.groupSlowdown.size()) &&
+                  k < costs.groupSlowdown[g].size()
+              ? costs.groupSlowdown[g][k]
+              : 1.0;
+      return std::min(1.0, costs.groupCores[g] / static_cast<double>(k)) /
+             slowdown;
+    };
+    double at = std::numeric_limits<double>::infinity();
+    for (int32_t g = 0; g < numGroups; ++g)
+      for (const Job &job : running[g])
+        at = std::min(at, now + job.left / rate(g));
+    if (!later.empty())
+      at = std::min(at, later.top().start);
+    if (at == std::numeric_limits<double>::infinity())
+      break; // every actor is done (prepare() replayed the programs)
+    for (int32_t g = 0; g < numGroups; ++g) {
+      const double r = rate(g);
+      for (Job &job : running[g])
+        job.left -= (at - now) * r;
+    }
+    now = at;
+    for (int32_t g = 0; g < numGroups; ++g) {
+      const double r = running[g].empty() ? 1.0 : rate(g);
+      auto ended = [&](Job &job) {
+        if (job.left > 1e-9 * job.work && now + job.left / r > now)
+          return false;
+        const int32_t a = ops[job.op].actor;
+        computing[a] = 0;
+        t.busy[a] += now - t.start[job.op];
+        finishOp(job.op, now, lastOp[a]);
+        return true;
+      };
+      running[g].erase(
+          std::remove_if(running[g].begin(), running[g].end(), ended),
+          running[g].end());
+    }
+    while (!later.empty() && later.top().start <= now) {
+      const int32_t id = later.top().op;
+      later.pop();
+      const double work = durationOf(costs, id);
+      running[groupOf(ops[id].actor)].push_back({id, work, work});
+    }
+  }
+  return t;
+}
+
+SimResult Simulator::run(const SimCosts &costs) const {
+  const Times t =
+      costs.coreGroup.empty() ? timeInOrder(costs) : timeShared(costs);
+  SimResult r;
+  const int32_t n = numActors;
+  r.busy = t.busy;
+  r.idle.assign(n, 0);
+  r.bubble.assign(n, 0);
+  r.peakActivation.assign(n, 0);
+  r.staticBytes.assign(n, 0);
+  r.totalBytes.assign(n, 0);
+  r.overMemory.assign(n, false);
+  r.start.resize(n);
+  r.end.resize(n);
+  for (int32_t a = 0; a < n; ++a) {
+    const int32_t begin = graph.actorBegin[a], stop = graph.actorBegin[a + 1];
+    r.start[a].assign(t.start.begin() + begin, t.start.begin() + stop);
+    r.end[a].assign(t.end.begin() + begin, t.end.begin() + stop);
+    for (int32_t id = begin; id < stop; ++id)
+      r.iterationTime = std::max(r.iterationTime, t.end[id]);
+  }
   for (int32_t a = 0; a < n; ++a) {
     r.idle[a] = r.iterationTime - r.busy[a];
     r.bubble[a] = r.iterationTime > 0 ? r.idle[a] / r.iterationTime : 0;
+  }
+
+  // Activation memory: a micro-batch's activations from its forward until
+  // its weight gradient (its backward where the actor does not split).
+  for (int32_t a = 0; a < n; ++a) {
+    double held = 0;
+    const OpKind release = splitActor[a] ? OpKind::Wgrad : OpKind::Bwd;
+    for (int32_t id = graph.actorBegin[a]; id < graph.actorBegin[a + 1]; ++id) {
+      const Op &op = ops[id];
+      if (op.kind == OpKind::Fwd) {
+        held += costs.activationOf(op.stage);
+        r.peakActivation[a] = std::max(r.peakActivation[a], held);
+      } else if (op.kind == release) {
+        held -= costs.activationOf(op.stage);
+      }
+    }
   }
 
   // Static memory: every stage an actor computes, once.
@@ -413,9 +695,9 @@ SimResult Simulator::run(const SimCosts &costs) const {
   // start.
   int32_t last = -1;
   for (int32_t id = 0; id < static_cast<int32_t>(ops.size()); ++id)
-    if (last < 0 || end[id] > end[last])
+    if (last < 0 || t.end[id] > t.end[last])
       last = id;
-  for (int32_t id = last; id >= 0; id = cause[id]) {
+  for (int32_t id = last; id >= 0; id = t.cause[id]) {
     const Op &op = ops[id];
     if (isCompute(op.kind) || op.kind == OpKind::SendAct ||
         op.kind == OpKind::SendGrad || op.kind == OpKind::Exec ||

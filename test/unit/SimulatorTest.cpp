@@ -15,6 +15,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <random>
+
 using namespace flexpipe::sched;
 using flexpipe::sched::test::kBreadth;
 using flexpipe::sched::test::kDepth;
@@ -37,6 +39,34 @@ SimResult simulate(const Program &program, const SimCosts &costs) {
   std::string error;
   REQUIRE(simulator.prepare(program, error));
   return simulator.run(costs);
+}
+
+/// Two actors, two micro-batches, 1F1B order, communication inserted.
+Program handProgram() {
+  Program program;
+  program.numActors = 2;
+  program.numStages = 2;
+  program.numMicrobatches = 2;
+  program.edges = {{0, 1}};
+  program.actors = {{{OpKind::Fwd, 0, 0},
+                     {OpKind::Fwd, 0, 1},
+                     {OpKind::Bwd, 0, 0},
+                     {OpKind::Bwd, 0, 1}},
+                    {{OpKind::Fwd, 1, 0},
+                     {OpKind::Bwd, 1, 0},
+                     {OpKind::Fwd, 1, 1},
+                     {OpKind::Bwd, 1, 1}}};
+  insertCommunication(program);
+  return program;
+}
+
+/// Stage 0: F = 1, B = 2; stage 1: F = 2, B = 3; every message takes 0.5.
+SimCosts handCosts(const Program &program) {
+  SimCosts costs = unitCosts(program);
+  costs.duration = {{1, 2, 1, 1}, {2, 3, 1, 1}};
+  costs.latency = {0, 0.5, 0.5, 0};
+  costs.bandwidth = {0, 0, 0, 0};
+  return costs;
 }
 
 using flexpipe::sched::test::oneF1BLimits;
@@ -97,26 +127,8 @@ TEST_CASE("interleaving v chunks divides 1F1B's bubble by v",
 
 TEST_CASE("a hand-computed case with unequal costs and communication",
           "[simulator]") {
-  // Two actors, two micro-batches, 1F1B order. Stage 0: F = 1, B = 2;
-  // stage 1: F = 2, B = 3; every message takes 0.5.
-  Program program;
-  program.numActors = 2;
-  program.numStages = 2;
-  program.numMicrobatches = 2;
-  program.edges = {{0, 1}};
-  program.actors = {{{OpKind::Fwd, 0, 0},
-                     {OpKind::Fwd, 0, 1},
-                     {OpKind::Bwd, 0, 0},
-                     {OpKind::Bwd, 0, 1}},
-                    {{OpKind::Fwd, 1, 0},
-                     {OpKind::Bwd, 1, 0},
-                     {OpKind::Fwd, 1, 1},
-                     {OpKind::Bwd, 1, 1}}};
-  insertCommunication(program);
-  SimCosts costs = unitCosts(program);
-  costs.duration = {{1, 2, 1, 1}, {2, 3, 1, 1}};
-  costs.latency = {0, 0.5, 0.5, 0};
-  costs.bandwidth = {0, 0, 0, 0};
+  Program program = handProgram();
+  SimCosts costs = handCosts(program);
   SimResult r = simulate(program, costs);
   // Actor 0: F0 [0,1], F1 [1,2]; activation 0 arrives at 1.5.
   // Actor 1: F0 [1.5,3.5], B0 [3.5,6.5] (gradient 0 arrives at 7),
@@ -141,6 +153,135 @@ TEST_CASE("a hand-computed case with unequal costs and communication",
   CHECK(actor == 0);
   CHECK(program.actors[0][index].kind == OpKind::Bwd);
   CHECK(program.actors[0][index].mb == 1);
+}
+
+TEST_CASE("ranks sharing cores take turns on them", "[simulator]") {
+  // The hand-computed case above on one core: the two actors overlap
+  // in [1.5, 2], where each computes at half speed.
+  Program program = handProgram();
+  SimCosts costs = handCosts(program);
+  costs.coreGroup = {0, 0};
+  costs.groupCores = {1};
+  SimResult r = simulate(program, costs);
+  auto computeEnds = [&](int32_t actor) {
+    std::vector<double> ends;
+    for (size_t i = 0; i < program.actors[actor].size(); ++i)
+      if (isCompute(program.actors[actor][i].kind))
+        ends.push_back(r.end[actor][i]);
+    return ends;
+  };
+  // [0,1] actor 0's F0 alone; [1,1.5] its F1 alone (activation 0 on its
+  // way); from 1.5 both at half speed: F1 ends at 2.5, actor 1's F0 has 1.5
+  // left and ends alone at 4. B0 [4,7] on actor 1, then its F1 alone until
+  // gradient 0 arrives (7.5) and at half speed with actor 0's B0 from then:
+  // F1 ends at 10.5, B0 at 11.5, actor 1's B1 at 14, actor 0's B1 (gradient
+  // at 14.5) at 16.5.
+  CHECK(computeEnds(0) == std::vector<double>{1, 2.5, 11.5, 16.5});
+  CHECK(computeEnds(1) == std::vector<double>{4, 7, 10.5, 14});
+  CHECK(r.iterationTime == Approx(16.5));
+  CHECK(r.busy == std::vector<double>{1 + 1.5 + 4 + 2, 2.5 + 3 + 3.5 + 3.5});
+  // Two cores, but two computations at once slow each other twofold: the
+  // same.
+  costs.groupCores = {2};
+  costs.groupSlowdown = {{1, 1, 2}};
+  r = simulate(program, costs);
+  CHECK(computeEnds(0) == std::vector<double>{1, 2.5, 11.5, 16.5});
+  CHECK(computeEnds(1) == std::vector<double>{4, 7, 10.5, 14});
+  costs.groupCores = {1};
+  costs.groupSlowdown.clear();
+  // One core and free messages: the core never idles while work is left.
+  costs.latency = {0, 0, 0, 0};
+  r = simulate(program, costs);
+  CHECK(r.iterationTime == Approx(2 * (1 + 2) + 2 * (2 + 3)));
+
+  // Enough cores: the same times as without sharing, for many programs
+  // and costs; fewer: between that and the work over the cores.
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> cost(0.2, 3.0);
+  for (int32_t pp : {2, 3, 5}) {
+    for (int32_t m : {1, 3, 2 * pp + 1}) {
+      for (auto [kind, chunks] :
+           {std::pair{PlacementKind::OneToOne, int64_t(1)},
+            std::pair{PlacementKind::Circular, int64_t(2)},
+            std::pair{PlacementKind::VShape, int64_t(2)}}) {
+        Program p =
+            programFor(pp, m, kind, chunks, Cttp::BwdFirst, kDepth, kBreadth,
+                       chunks == 1 ? oneF1BLimits(pp) : std::vector<int64_t>{});
+        SimCosts c = unitCosts(p);
+        for (auto &d : c.duration)
+          d = {cost(rng), cost(rng), 1, 1};
+        c.latency.assign(static_cast<size_t>(pp) * pp, 0.3);
+        c.bandwidth.assign(static_cast<size_t>(pp) * pp, 0);
+        const SimResult alone = simulate(p, c);
+        c.coreGroup.assign(pp, 0);
+        c.groupCores = {static_cast<double>(pp)};
+        const SimResult plenty = simulate(p, c);
+        INFO("pp " << pp << " m " << m << " chunks " << chunks);
+        CHECK(plenty.iterationTime == Approx(alone.iterationTime));
+        for (int32_t a = 0; a < pp; ++a) {
+          CHECK(plenty.busy[a] == Approx(alone.busy[a]));
+          for (size_t i = 0; i < alone.end[a].size(); ++i)
+            CHECK(plenty.end[a][i] == Approx(alone.end[a][i]));
+        }
+        for (double cores : {1.0, 1.5, pp - 0.5}) {
+          c.groupCores = {cores};
+          const SimResult shared = simulate(p, c);
+          CHECK(shared.iterationTime >= alone.iterationTime * (1 - 1e-9));
+          CHECK(shared.iterationTime >= alone.busyTotal() / cores * (1 - 1e-9));
+          // No computation runs slower than cores / pp of a core.
+          CHECK(shared.iterationTime <=
+                alone.iterationTime * pp / cores * (1 + 1e-9));
+          CHECK(shared.peakActivation == alone.peakActivation);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("a measured cluster's oversubscribed ranks share cores",
+          "[costmodel]") {
+  // pp 2 x dp 2 on a node of 2 cores: the two simulated actors (replica 0)
+  // have one core between them, the other replica the other core.
+  Program program = programFor(2, 4, PlacementKind::OneToOne, 1, Cttp::BwdFirst,
+                               kDepth, kBreadth, {});
+  ModuleModel gpt{"gpt", 4, 64, 4, 32, 256, true};
+  ModelConfig model;
+  model.microBatchSize = 1;
+  model.globalBatchSize = 4;
+  model.modules = {gpt};
+  program.moduleNames = {"gpt"};
+  program.stageMeta = {{0, 2, true, false}, {0, 2, false, true}};
+  ClusterConfig cluster;
+  cluster.deviceKind = "cpu";
+  cluster.devices = cluster.devicesPerNode = 4;
+  cluster.peakFlops = 1e9;
+  cluster.measured.coresPerNode = 2;
+  cluster.jobDevices = 4;
+  SimCosts costs;
+  REQUIRE(modelCosts(program, model, cluster, nullptr, {0, 2}, costs) == "");
+  CHECK(costs.coreGroup == std::vector<int32_t>{0, 0});
+  CHECK(costs.groupCores == std::vector<double>{1.0});
+  // Two ranks on two cores share nothing, unless they slow each other.
+  cluster.jobDevices = 2;
+  REQUIRE(modelCosts(program, model, cluster, nullptr, {0, 1}, costs) == "");
+  CHECK(costs.coreGroup.empty());
+  cluster.measured.contention = {{1, 1.0}, {2, 1.5}, {4, 3.0}};
+  REQUIRE(modelCosts(program, model, cluster, nullptr, {0, 1}, costs) == "");
+  CHECK(costs.coreGroup == std::vector<int32_t>{0, 0});
+  CHECK(costs.groupCores == std::vector<double>{2.0});
+  CHECK(costs.groupSlowdown == std::vector<std::vector<double>>{{1, 1, 1.5}});
+  // With dp 2 on 4 ranks, one of replica 0's actors computing stands for
+  // two ranks computing.
+  cluster.jobDevices = 4;
+  REQUIRE(modelCosts(program, model, cluster, nullptr, {0, 2}, costs) == "");
+  CHECK(costs.groupCores == std::vector<double>{1.0});
+  CHECK(costs.groupSlowdown == std::vector<std::vector<double>>{{1, 1.5, 3}});
+  // A run's own profile measured the sharing already.
+  cluster.jobDevices = 4;
+  Profile profile;
+  profile.stages.push_back({});
+  REQUIRE(modelCosts(program, model, cluster, &profile, {0, 2}, costs) == "");
+  CHECK(costs.coreGroup.empty());
 }
 
 TEST_CASE("actors over the device memory are flagged", "[simulator]") {
@@ -241,8 +382,9 @@ TEST_CASE("a measured cluster prices layers, contention and the optimizer",
   CHECK(stageCost(other, model, cluster).fwd ==
         Approx(stageFlops(other, 2).fwd / 1e9));
 
-  // Contention: measured at 1, 2 and 4 ranks computing at once; the job's
-  // devices on a node pick the point (interpolated, proportional beyond).
+  // Contention: measured at 1, 2 and 4 ranks running at once; the job's
+  // devices on a node pick the point (interpolated, the last one beyond).
+  // The optimizer step also takes turns on the cores: 3 ranks on 2 cores.
   m.coresPerNode = 2;
   m.contention = {{1, 1.0}, {2, 1.1}, {4, 2.3}};
   m.optimizerPerParameter = 1e-8;
@@ -250,8 +392,14 @@ TEST_CASE("a measured cluster prices layers, contention and the optimizer",
   CHECK(computeSlowdown(cluster) == Approx(1.0));
   cluster.jobDevices = 3;
   CHECK(computeSlowdown(cluster) == Approx(1.7));
-  CHECK(stageCost(last, model, cluster).fwd == Approx(1.7 * (0.6 + 0.02)));
-  CHECK(optimizerStepTime(cluster, &gpt, 1e6) == Approx(1.7 * 1e-2));
+  CHECK(computeSlowdown(cluster, &gpt, 2) == Approx(1.1));
+  CHECK(computeSlowdown(cluster, &gpt, 1.5) == Approx(1.05));
+  CHECK(computeSlowdown(cluster, &gpt, 9) == Approx(2.3));
+  // A stage's durations are its time alone; the simulator slows it by the
+  // ranks computing beside it.
+  CHECK(stageCost(last, model, cluster).fwd == Approx(0.6 + 0.02));
+  CHECK(coreOversubscription(cluster) == Approx(1.5));
+  CHECK(optimizerStepTime(cluster, &gpt, 1e6) == Approx(1.7 * 1.5 * 1e-2));
   // Points of a module's own shape take precedence for its computation;
   // message latency comes from the points without a shape.
   m.contention[1].latency = 1e-4;
@@ -268,12 +416,15 @@ TEST_CASE("a measured cluster prices layers, contention and the optimizer",
   CHECK(transferTime(cluster, 0, 1, 0) == Approx(2e-4));
   m.contention.resize(3);
   cluster.jobDevices = 0; // the cluster's 6 devices
-  CHECK(computeSlowdown(cluster) == Approx(2.3 * 6 / 4));
+  CHECK(computeSlowdown(cluster) == Approx(2.3));
+  CHECK(coreOversubscription(cluster) == Approx(3));
   cluster.devicesPerNode = 2; // ranks beyond a node run on other nodes
   CHECK(computeSlowdown(cluster) == Approx(1.1));
+  CHECK(coreOversubscription(cluster) == 1.0);
   // An analytic cluster models neither.
   ClusterConfig analytic;
   CHECK(computeSlowdown(analytic) == 1.0);
+  CHECK(coreOversubscription(analytic) == 1.0);
   CHECK(optimizerStepTime(analytic, &gpt, 1e9) == 0.0);
   CHECK(iterationOverhead(analytic) == 0.0);
 }

@@ -11,12 +11,13 @@
 // weight-gradient durations of a transformer block, the embedding and the
 // head (final norm, LM head, loss) of every model given, at every micro-batch
 // size that divides its global batch; the optimizer (Adam) step per
-// parameter; the sgemm rate; with mpirun, the latency and bandwidth between
-// two ranks; then calibration jobs: 1F1B specs compiled with flexpipe-compile
-// and trained over 1, 2, ... ranks, which scale the layers to what they take
-// inside a run, give each model's slowdown when ranks share the cores, and
-// fit a per-iteration overhead so that the tuner's simulation of the job
-// matches its run. Writes a cluster file (the paper's profiling database)
+// parameter; the sgemm rate; how much each model's blocks slow down while
+// several processes compute at once (beyond taking turns on the cores); with
+// mpirun, the latency and bandwidth between two ranks; then calibration
+// jobs: 1F1B specs compiled with flexpipe-compile and trained over 1, 2, ...
+// ranks, which scale the layers to what they take inside a run and fit a
+// per-iteration overhead so that the tuner's simulation of the job matches
+// its run. Writes a cluster file (the paper's profiling database)
 // that flexpipe-tune, flexpipe-compile and the passes read like any other
 // (docs/CostModel.md, "Measured cluster").
 //
@@ -40,15 +41,18 @@
 #include <array>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
 #include <random>
 #include <sstream>
 #include <string>
+#include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
 #include <vector>
@@ -86,6 +90,17 @@ struct Shape {
   sched::MeasuredLayer::Kind kind;
   rt::GptConfig config;
 };
+
+/// The runtime's configuration of `m`'s layers for `microBatch` sequences.
+rt::GptConfig configOf(const sched::ModuleModel &m, int64_t microBatch) {
+  rt::GptConfig c;
+  c.hidden = m.hidden;
+  c.heads = m.heads;
+  c.seq = m.seq;
+  c.vocab = std::max<int64_t>(m.vocab, 1);
+  c.microBatch = microBatch;
+  return c;
+}
 
 const char *kindName(sched::MeasuredLayer::Kind kind) {
   switch (kind) {
@@ -392,20 +407,17 @@ std::array<double, 3> layerTotals(const sched::MachineProfile &measured,
   return total;
 }
 
-/// Runs the calibration jobs and folds them into `cluster`. For each model:
-///  - 1F1B on one rank: the layers measured alone run faster or slower in
-///    a real run (its working set, the runtime's own work around each
-///    computation), so each kind of that model's layers is scaled by the
-///    run's time over theirs;
-///  - 1F1B over 2, 3, ... `ranks` ranks: the contention point of r ranks
-///    gets the run's computation time over the layers' (ranks sharing
-///    cores, caches and memory bandwidth: a model whose work stays in cache
-///    slows less than one that streams from memory). The first model's
-///    points have no shape (they serve any model without its own) and also
-///    get the per-iteration overhead at which the simulated iteration time
-///    of the job equals the measured one (bisection), which stands for what
-///    ranks waiting for a core cost at that many ranks beyond what the
-///    simulation of messages, collectives and computation gives.
+/// Runs the calibration jobs and folds them into `cluster`:
+///  - per model, 1F1B on one rank: the layers measured alone run faster or
+///    slower in a real run (its working set, the runtime's own work around
+///    each computation), so each kind of that model's layers is scaled by
+///    the run's time over theirs;
+///  - for the first model, 1F1B over 2, 3, ... `ranks` ranks: the
+///    per-iteration overhead of a job of r ranks (on the points without a
+///    shape) at which the tuner's simulation of the job (its ranks taking
+///    turns on the cores, slowed by the measured contention) takes as long
+///    as its run (bisection): what the simulation of computation, messages
+///    and collectives misses.
 /// Returns an error, or empty.
 std::string calibrate(sched::ClusterConfig &cluster,
                       const std::vector<sched::ModelConfig> &models,
@@ -413,11 +425,11 @@ std::string calibrate(sched::ClusterConfig &cluster,
                       const std::string &compiler, const std::string &work,
                       const std::function<void(std::string)> &progress) {
   sched::MachineProfile &measured = cluster.measured;
-  measured.contention.clear();
   auto jobFor = [](const sched::ModelConfig &model, int64_t pp) {
     const int64_t mbs = model.microBatchSize;
     return sched::oneFOneB(pp, 1, mbs, model.globalBatchSize / mbs, false);
   };
+  char line[240];
   for (size_t i = 0; i < models.size(); ++i) {
     const sched::ModelConfig &model = models[i];
     const sched::ModuleModel &m = model.modules.front();
@@ -439,7 +451,6 @@ std::string calibrate(sched::ClusterConfig &cluster,
         l.igrad *= scale[1];
         l.wgrad *= scale[2];
       }
-    char line[240];
     std::snprintf(line, sizeof line,
                   "%s, 1F1B on 1 rank: %.3f ms per iteration; in a run its "
                   "layers take %.2fx (F), %.2fx (I), %.2fx (W) their time "
@@ -447,73 +458,173 @@ std::string calibrate(sched::ClusterConfig &cluster,
                   model.name.c_str(), run->iteration * 1e3, scale[0], scale[1],
                   scale[2]);
     progress(line);
+  }
 
-    const std::array<double, 3> scaled = layerTotals(measured, model);
-    const double work1 = scaled[0] + scaled[1] + scaled[2];
-    sched::MachineProfile::Contention one{1, 1.0, 0.0};
-    if (i > 0)
-      one = {1, 1.0, 0.0, 0.0, m.hidden, m.heads, m.seq};
-    measured.contention.push_back(one);
-    const int64_t most = std::min(ranks, m.layers);
-    for (int64_t r = 2; r <= most; ++r) {
-      const sched::Candidate job = jobFor(model, r);
-      run = runCalibrationJob(cluster, job, model, paths[i], compiler,
-                              stem + "-" + std::to_string(r), 3, 3.0);
-      if (!run)
-        return llvm::toString(run.takeError());
-      sched::MachineProfile::Contention point = one;
+  // The overhead of jobs of r ranks, on the points without a shape.
+  const sched::ModelConfig &model = models.front();
+  for (int64_t r = 2; r <= std::min(ranks, model.modules.front().layers); ++r) {
+    const sched::Candidate job = jobFor(model, r);
+    llvm::Expected<JobResult> run =
+        runCalibrationJob(cluster, job, model, paths.front(), compiler,
+                          work + "/model-0-" + std::to_string(r), 3, 3.0);
+    if (!run)
+      return llvm::toString(run.takeError());
+    // The point of r ranks without a shape (made if missing: a point with
+    // the slowdown interpolated there).
+    auto &points = measured.contention;
+    auto at = std::find_if(points.begin(), points.end(), [&](const auto &p) {
+      return p.hidden == 0 && p.ranks >= r;
+    });
+    if (at == points.end() || at->ranks != r) {
+      sched::MachineProfile::Contention point;
       point.ranks = r;
-      point.slowdown = std::max(
-          1.0, (run->stages[0] + run->stages[1] + run->stages[2]) / work1);
-      measured.contention.push_back(point);
-      if (i == 0) {
-        sched::TuneOptions options;
-        options.gpus = r;
-        options.pp = {r};
-        llvm::Expected<sched::TuneOptions> resolved =
-            sched::resolveOptions(model, cluster, options);
-        if (!resolved)
-          return llvm::toString(resolved.takeError());
-        sched::ClusterConfig trial = cluster;
-        trial.jobDevices = r;
-        auto predict = [&](double overhead) {
-          trial.measured.contention.back().overhead = overhead;
-          return sched::evaluate(job, model, trial, *resolved).iterationTime;
-        };
-        double lo = 0, hi = 1e-4;
-        if (predict(lo) < run->iteration) {
-          while (predict(hi) < run->iteration && hi < 0.1)
-            hi *= 2;
-          if (predict(hi) < run->iteration) {
-            std::fprintf(
-                stderr,
-                "flexpipe-profile: warning: no per-iteration overhead up to "
-                "%g s makes the simulation of 1F1B over %lld ranks "
-                "as slow as its run; left at 0\n",
-                hi, static_cast<long long>(r));
-          } else {
-            for (int b = 0; b < 40; ++b) {
-              const double mid = (lo + hi) / 2;
-              (predict(mid) < run->iteration ? lo : hi) = mid;
-            }
-            measured.contention.back().overhead = (lo + hi) / 2;
-          }
-        }
-      }
-      std::snprintf(line, sizeof line,
-                    "%s, 1F1B over %lld ranks: %.3f ms per iteration; "
-                    "computation %.2fx one rank's",
-                    model.name.c_str(), static_cast<long long>(r),
-                    run->iteration * 1e3, point.slowdown);
-      std::string text = line;
-      if (i == 0)
-        text += ", " +
-                std::to_string(measured.contention.back().overhead * 1e3) +
-                " ms more per iteration than simulated";
-      progress(text);
+      point.slowdown =
+          sched::computeSlowdown(cluster, nullptr, static_cast<double>(r));
+      at = points.insert(at, point);
     }
+    const size_t index = static_cast<size_t>(at - points.begin());
+    sched::TuneOptions options;
+    options.gpus = r;
+    options.pp = {r};
+    llvm::Expected<sched::TuneOptions> resolved =
+        sched::resolveOptions(model, cluster, options);
+    if (!resolved)
+      return llvm::toString(resolved.takeError());
+    sched::ClusterConfig trial = cluster;
+    trial.jobDevices = r;
+    auto predict = [&](double overhead) {
+      trial.measured.contention[index].overhead = overhead;
+      return sched::evaluate(job, model, trial, *resolved).iterationTime;
+    };
+    const double simulated = predict(0);
+    double lo = 0, hi = 1e-4;
+    if (simulated < run->iteration) {
+      while (predict(hi) < run->iteration && hi < 0.1)
+        hi *= 2;
+      for (int b = 0; b < 40; ++b) {
+        const double mid = (lo + hi) / 2;
+        (predict(mid) < run->iteration ? lo : hi) = mid;
+      }
+      points[index].overhead = (lo + hi) / 2;
+    }
+    std::snprintf(line, sizeof line,
+                  "%s, 1F1B over %lld ranks: %.3f ms per iteration, simulated "
+                  "%.3f ms; overhead %.3f ms per iteration",
+                  model.name.c_str(), static_cast<long long>(r),
+                  run->iteration * 1e3, simulated * 1e3,
+                  points[index].overhead * 1e3);
+    progress(line);
   }
   return {};
+}
+
+/// Rounds per second of `shape`'s layers (four copies, one micro-batch) in
+/// each of `k` processes started together and run for `seconds`, the
+/// slowest process's; 0 on failure (or rounds longer than `seconds`).
+double concurrentRate(const Shape &shape, int k, double seconds) {
+  int ready[2], go[2], result[2];
+  if (pipe(ready) != 0 || pipe(go) != 0 || pipe(result) != 0)
+    return 0;
+  std::vector<pid_t> children;
+  for (int i = 0; i < k; ++i) {
+    const pid_t pid = fork();
+    if (pid < 0)
+      break;
+    if (pid == 0) {
+      LayerRunner runner(shape,
+                         shape.kind == sched::MeasuredLayer::Block ? 4 : 1, 1);
+      std::array<double, 3> times;
+      runner.round(times);
+      char c = 'r';
+      if (write(ready[1], &c, 1) != 1 || read(go[0], &c, 1) != 1)
+        _exit(1);
+      // Every process runs until the same deadline; only rounds that end
+      // before it count, so that all ran at once.
+      const Clock::time_point start = Clock::now();
+      int rounds = 0;
+      double last = 0;
+      for (;;) {
+        runner.round(times);
+        const double now = since(start);
+        if (now > seconds)
+          break;
+        ++rounds;
+        last = now;
+      }
+      const double rate = rounds > 0 ? rounds / last : 0;
+      _exit(write(result[1], &rate, sizeof rate) == sizeof rate ? 0 : 1);
+    }
+    children.push_back(pid);
+  }
+  close(ready[1]);
+  close(go[0]);
+  close(result[1]);
+  bool ok = static_cast<int>(children.size()) == k;
+  char c;
+  for (size_t i = 0; ok && i < children.size(); ++i)
+    ok = read(ready[0], &c, 1) == 1;
+  for (size_t i = 0; ok && i < children.size(); ++i)
+    ok = write(go[1], "g", 1) == 1;
+  close(go[1]);
+  double slowest = std::numeric_limits<double>::infinity();
+  for (size_t i = 0; ok && i < children.size(); ++i) {
+    double rate;
+    ok = read(result[0], &rate, sizeof rate) == sizeof rate && rate > 0;
+    slowest = std::min(slowest, rate);
+  }
+  close(ready[0]);
+  close(result[0]);
+  for (pid_t pid : children) {
+    if (!ok)
+      kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+  }
+  return ok ? slowest : 0;
+}
+
+/// How much each model's blocks slow down while 2, 3, ... `ranks`
+/// processes compute at once, beyond taking turns on `cores` cores: the
+/// contention points (the first model's without a shape, the others' with
+/// theirs), at least 1.
+void measureContention(sched::MachineProfile &measured,
+                       const std::vector<sched::ModelConfig> &models,
+                       int64_t ranks, double seconds,
+                       const std::function<void(std::string)> &progress) {
+  measured.contention.clear();
+  for (size_t i = 0; i < models.size(); ++i) {
+    const sched::ModelConfig &model = models[i];
+    const sched::ModuleModel &m = model.modules.front();
+    const Shape shape{sched::MeasuredLayer::Block,
+                      configOf(m, model.microBatchSize)};
+    sched::MachineProfile::Contention point;
+    if (i > 0) {
+      point.hidden = m.hidden;
+      point.heads = m.heads;
+      point.seq = m.seq;
+    }
+    measured.contention.push_back(point);
+    const double alone = concurrentRate(shape, 1, seconds);
+    if (!(alone > 0))
+      progress(model.name + ": its blocks take longer than " +
+               std::to_string(seconds) + " s; no contention measured");
+    std::string text = model.name + ", blocks computing at once, slowdown:";
+    for (int64_t k = 2; k <= ranks && alone > 0; ++k) {
+      const double rate = concurrentRate(shape, static_cast<int>(k), seconds);
+      if (!(rate > 0))
+        break;
+      const double turns =
+          std::max(1.0, static_cast<double>(k) /
+                            static_cast<double>(measured.coresPerNode));
+      point.ranks = k;
+      point.slowdown = std::max(1.0, alone / rate / turns);
+      measured.contention.push_back(point);
+      char part[64];
+      std::snprintf(part, sizeof part, " %lld: %.2fx",
+                    static_cast<long long>(k), point.slowdown);
+      text += part;
+    }
+    progress(text);
+  }
 }
 
 /// Times every module's block, embedding and head at every micro-batch size
@@ -530,12 +641,7 @@ void measureLayers(const std::vector<sched::ModelConfig> &models,
       for (int64_t b = 1; b <= model.globalBatchSize; ++b) {
         if (model.globalBatchSize % b)
           continue;
-        rt::GptConfig c;
-        c.hidden = m.hidden;
-        c.heads = m.heads;
-        c.seq = m.seq;
-        c.vocab = std::max<int64_t>(m.vocab, 1);
-        c.microBatch = b;
+        const rt::GptConfig c = configOf(m, b);
         std::vector<sched::MeasuredLayer::Kind> kinds = {
             sched::MeasuredLayer::Block};
         if (m.vocab > 0)
@@ -680,11 +786,12 @@ int parseOptions(int argc, char **argv, Options &o) {
       "Measure this machine for the cost model: the CPU runtime's layer "
       "durations (forward, input gradient, weight gradient of a block, the "
       "embedding and the head) at every micro-batch size that divides each "
-      "model's global batch, the optimizer step and the sgemm rate; with "
+      "model's global batch, the optimizer step, the sgemm rate and the "
+      "blocks' slowdown while 2, 3, ... processes compute at once; with "
       "mpirun, the latency and bandwidth between two ranks and calibration "
       "jobs (1F1B compiled and trained over 1, 2, ... ranks: the layers' "
-      "in-run time, the slowdown when ranks share the cores, a per-iteration "
-      "overhead). Writes a cluster file that flexpipe-tune --cluster, "
+      "in-run time, a per-iteration overhead). Writes a cluster file that "
+      "flexpipe-tune --cluster, "
       "flexpipe-compile --cluster and the passes read (docs/CostModel.md, "
       "\"Measured cluster\").",
       "flexpipe-profile"};
@@ -804,6 +911,7 @@ int main(int argc, char **argv) {
   };
 
   measureLayers(models, o.seconds, measured, progress);
+  measureContention(measured, models, ranks, 6 * o.seconds, progress);
 
   measured.optimizerPerParameter = timeOptimizer(o.seconds);
   progress("optimizer (Adam): " +

@@ -76,30 +76,32 @@ struct MachineProfile {
   std::vector<MeasuredLayer> layers;
   /// Seconds of one optimizer (Adam) step per parameter; 0: not modelled.
   double optimizerPerParameter = 0;
-  /// Cores of a node; 0: unknown (no contention is modelled).
+  /// Cores of a node; 0: unknown (ranks never share a core). With more of
+  /// a job's ranks on a node than cores, the simulator shares the cores
+  /// among the ranks computing at each moment (processor sharing).
   int64_t coresPerNode = 0;
-  /// Slowdown of computation when `ranks` ranks of a node compute at once,
-  /// by increasing ranks (measured from 1).
+  /// Slowdown of computation while `ranks` ranks of a node compute at
+  /// once, by increasing ranks (measured from 1), beyond their taking turns
+  /// on shared cores: flexpipe-profile runs the layers in that many
+  /// processes at once.
   struct Contention {
     int64_t ranks = 1;
     double slowdown = 1;
-    /// What a pipeline message costs at that many ranks (seconds; 0: the
-    /// link's latency). flexpipe-profile leaves it 0 and fits `overhead`
-    /// instead, which ranked candidates better (docs/Tuning.md); a file may
-    /// still set it. Only points without a shape give it.
+    /// What a pipeline message costs in a job of that many ranks (seconds;
+    /// 0: the link's latency). flexpipe-profile leaves it 0 and fits
+    /// `overhead` instead, which ranked candidates better (docs/Tuning.md);
+    /// a file may still set it. Only points without a shape give it.
     double latency = 0;
-    /// Seconds an iteration takes beyond what the simulation of its
-    /// pipeline, collectives and optimizer step gives (0: nothing): fitted
-    /// like `latency` (flexpipe-profile fits this one), it stands for
-    /// ranks waiting to be scheduled on shared cores. Only points without a
-    /// shape give it.
+    /// Seconds an iteration of a job of that many ranks takes beyond what
+    /// the simulation of its pipeline, collectives and optimizer step gives
+    /// (0: nothing): flexpipe-profile fits it (bisection) to a 1F1B job's
+    /// run. Only points without a shape give it.
     double overhead = 0;
     /// The module shape the point was measured with; 0: any module without
     /// points of its own.
     int64_t hidden = 0, heads = 0, seq = 0;
   };
   std::vector<Contention> contention;
-
   bool empty() const {
     return layers.empty() && optimizerPerParameter == 0 && contention.empty();
   }
@@ -170,24 +172,40 @@ StageFlops stageFlops(const StageShape &shape, int64_t microBatch);
 std::vector<int64_t> costBalancedPartition(const ModuleModel &module,
                                            int64_t stages);
 
-/// How much slower `module`'s computation runs with the job's ranks on a
-/// node (min(job devices, devices per node)) than on one rank: the
-/// measured contention points of its shape (else those without a shape) at
-/// that many ranks, interpolated linearly (proportionally beyond the last
-/// point). 1 without a measurement.
+/// The job's ranks on one node: min(job devices, devices per node).
+int64_t jobRanksPerNode(const ClusterConfig &cluster);
+
+/// How many of the job's ranks share each core of a node when all compute
+/// at once: job ranks per node over the measured cores per node, at least
+/// 1 (1 when the cores are unknown). The simulator gives a node's computing
+/// ranks the cores by processor sharing (SimCosts::groupCores); this is
+/// that sharing's factor when every rank computes.
+double coreOversubscription(const ClusterConfig &cluster);
+
+/// How much slower `module`'s computation runs while `computing` ranks of a
+/// node compute at once than on one rank alone, beyond their taking turns on
+/// shared cores (which the simulator models): caches, memory bandwidth, and
+/// cores that are hardware threads of one. The measured contention points of
+/// its shape (else those without a shape), interpolated linearly (the last
+/// point's beyond it); `computing` 0: the job's ranks on a node
+/// (jobRanksPerNode). 1 without a measurement.
 double computeSlowdown(const ClusterConfig &cluster,
-                       const ModuleModel *module = nullptr);
+                       const ModuleModel *module = nullptr,
+                       double computing = 0);
 
 /// Seconds of one optimizer step over `parameters` parameters of `module`
-/// on one device (measured per parameter, with the contention slowdown); 0
-/// for an analytic cluster, which does not model the step.
+/// on one device (measured per parameter; every rank of the job steps at
+/// once, so with the contention slowdown at the job's ranks and
+/// coreOversubscription); 0 for an analytic cluster, which does not model
+/// the step.
 double optimizerStepTime(const ClusterConfig &cluster,
                          const ModuleModel *module, double parameters);
 
-/// Cost of a stage on one device of `cluster`: durations from the measured
-/// profile where it has the stage's layers (block, embedding, head), from
-/// FLOPs at the cluster's rate otherwise, times computeSlowdown; memory and
-/// message sizes analytic.
+/// Cost of a stage on one device of `cluster`, computing alone: durations
+/// from the measured profile where it has the stage's layers (block,
+/// embedding, head), from FLOPs at the cluster's rate otherwise; memory and
+/// message sizes analytic. The simulator slows computations by the ranks
+/// computing beside them (SimCosts::groupSlowdown).
 StageCost stageCost(const StageShape &shape, const ModelConfig &model,
                     const ClusterConfig &cluster);
 

@@ -16,7 +16,13 @@
 // Semantics are those of Program.h: a send costs its sender nothing and its
 // message arrives `message time` later; a receive (or the wait of an
 // asynchronous one) blocks until arrival; a collective ends when its last
-// member arrives, plus its own duration.
+// member arrives, plus its own duration. A computation takes its duration;
+// where ranks share a node's cores (SimCosts::coreGroup, a measured
+// cluster), those computing at once share the cores and slow each other, so
+// it takes longer. Programs are then timed as events (timeShared) instead of
+// in one pass; with a core each and no contention both give the same times.
+// Gradient separation's re-timer and the scheduler's cost model time
+// without sharing (they choose orders; the simulator reports their time).
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,6 +35,7 @@
 #include <algorithm>
 #include <array>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace flexpipe::sched {
@@ -61,6 +68,17 @@ struct SimCosts {
   bool rendezvous = false;
   /// Unit of time for reports ("s" or "steps").
   std::string unit = "steps";
+  /// Ranks sharing a node (a measured cluster): per actor, its core group
+  /// (-1: a core of its own and no contention), per group the cores its
+  /// actors have, and per group and number k of its actors computing at
+  /// once (index k, from 1) the slowdown each computation then suffers
+  /// (caches, memory bandwidth; missing: 1). The computations running in a
+  /// group at a moment progress at min(1, cores / k) / slowdown[k] each
+  /// (processor sharing); messages, waits and collectives take no core.
+  /// Empty: every actor computes alone on its own core.
+  std::vector<int32_t> coreGroup;
+  std::vector<double> groupCores;
+  std::vector<std::vector<double>> groupSlowdown;
 
   double messageTime(int32_t numActors, int32_t from, int32_t to,
                      int32_t stage) const;
@@ -102,7 +120,9 @@ SimCosts unitCosts(const Program &program);
 SimCosts layerCosts(const Program &program);
 
 /// Costs from the analytic model (and a profile where it has entries).
-/// `devices[a]` is the device of actor a (for intra/inter-node links).
+/// `devices[a]` is the device of actor a (for intra/inter-node links, and,
+/// on a measured cluster, which actors share a node's cores).
+/// `cluster.jobDevices` says how many ranks the job has (pp x dp).
 /// Returns an empty string or an error naming what does not fit.
 std::string modelCosts(const Program &program, const ModelConfig &model,
                        const ClusterConfig &cluster, const Profile *profile,
@@ -152,6 +172,31 @@ private:
     /// when the instance completes).
     bool asyncPost = false;
   };
+  /// When every op ran: start, end, what decided its start, and per actor
+  /// the time it computed.
+  struct Times {
+    std::vector<double> start, end;
+    std::vector<int32_t> cause;
+    std::vector<double> busy;
+  };
+  /// Times the ops in the graph's order, each computation taking its
+  /// duration: every actor has its own core.
+  Times timeInOrder(const SimCosts &costs) const;
+  /// Times the ops as events, computations sharing their group's cores.
+  /// With at least as many cores as actors in each group it gives what
+  /// timeInOrder gives.
+  Times timeShared(const SimCosts &costs) const;
+  /// The rules both share: a computation's duration, a collective's, and
+  /// when a receive's (or a wait's) message is there.
+  double durationOf(const SimCosts &costs, int32_t id) const;
+  double collectiveTime(const SimCosts &costs, const Op &op) const;
+  double messageArrival(const SimCosts &costs, int32_t id, double posted,
+                        const std::vector<double> &start) const;
+  /// When the instance of the asynchronous collective posted by `post`
+  /// completes (its last member's post plus its duration), and that post.
+  std::pair<double, int32_t>
+  postedCollectiveEnd(const SimCosts &costs, int32_t post,
+                      const std::vector<double> &start) const;
   int32_t numActors = 0, numStages = 0;
   std::vector<Op> ops;
   /// Receives matched to sends, collective instances and a run order: the
