@@ -257,12 +257,12 @@ std::string flexpipe::sched::modelCosts(const Program &program,
       c.latency[pair] = messageLatency(cluster, link);
       c.bandwidth[pair] = link.bandwidth;
     }
-  // A run's own profile measured its durations with its ranks sharing the
-  // node already.
-  if (!profile || profile->stages.empty())
-    shareCores(cluster,
-               model.modules.empty() ? nullptr : &model.modules.front(),
-               devices, n, c);
+  // Also with a run's own profile: the runtime times a computation from
+  // its start to its end, and a rank rarely loses its core in the middle of
+  // one; ranks wait for a core between computations, which it does not
+  // time.
+  shareCores(cluster, model.modules.empty() ? nullptr : &model.modules.front(),
+             devices, n, c);
   return {};
 }
 

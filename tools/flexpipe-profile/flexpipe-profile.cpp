@@ -436,7 +436,7 @@ std::string calibrate(sched::ClusterConfig &cluster,
     const std::string stem = work + "/model-" + std::to_string(i);
     llvm::Expected<JobResult> run =
         runCalibrationJob(cluster, jobFor(model, 1), model, paths[i], compiler,
-                          stem + "-1", 5, 4.0);
+                          stem + "-1", 7, 6.0);
     if (!run)
       return llvm::toString(run.takeError());
     const std::array<double, 3> alone = layerTotals(measured, model);
@@ -466,7 +466,7 @@ std::string calibrate(sched::ClusterConfig &cluster,
     const sched::Candidate job = jobFor(model, r);
     llvm::Expected<JobResult> run =
         runCalibrationJob(cluster, job, model, paths.front(), compiler,
-                          work + "/model-0-" + std::to_string(r), 3, 3.0);
+                          work + "/model-0-" + std::to_string(r), 7, 6.0);
     if (!run)
       return llvm::toString(run.takeError());
     // The point of r ranks without a shape (made if missing: a point with
