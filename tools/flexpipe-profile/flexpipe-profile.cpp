@@ -911,7 +911,8 @@ int main(int argc, char **argv) {
   };
 
   measureLayers(models, o.seconds, measured, progress);
-  measureContention(measured, models, ranks, 6 * o.seconds, progress);
+  measureContention(measured, models, ranks, std::max(0.1, 6 * o.seconds),
+                    progress);
 
   measured.optimizerPerParameter = timeOptimizer(o.seconds);
   progress("optimizer (Adam): " +
