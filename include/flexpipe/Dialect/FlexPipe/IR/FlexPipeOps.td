@@ -340,7 +340,10 @@ def FlexPipe_InflightOp : FlexPipe_Op<"inflight", [HasParent<"PipelineOp">]> {
     yet done), which bounds activation memory and shapes the warm-up phase:
     - `global N`: in the whole pipeline (or module);
     - `per_stage [...]`: one limit per stage;
-    - `per_actor [...]`: one limit per actor.
+    - `per_actor [...]`: one limit per actor, which counts a micro-batch
+      once for each of the actor's stages it is in flight on (as
+      interleaved 1F1B's warm-up counts chunk forwards: with two stages on
+      an actor, a micro-batch through both takes two places).
 
     A limit is an integer, a list (one entry per stage / actor of the scope),
     or an affine map evaluated for each index: `(i)[pp, s, m] -> (...)` where
