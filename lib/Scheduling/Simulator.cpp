@@ -126,11 +126,12 @@ double flexpipe::sched::registeredCollectiveTime(
 static void shareCores(const ClusterConfig &cluster, const ModuleModel *module,
                        const std::vector<int64_t> &devices, int32_t numActors,
                        SimCosts &c) {
-  const double over = coreOversubscription(cluster);
-  if (over <= 1 && cluster.measured.contention.empty())
+  const double cores = static_cast<double>(cluster.measured.coresPerNode);
+  if (cores <= 0 && cluster.measured.contention.empty())
     return;
   const int64_t perNode = std::max<int64_t>(1, cluster.devicesPerNode);
-  const double ranks = static_cast<double>(jobRanksPerNode(cluster));
+  const int64_t jobRanks =
+      cluster.jobDevices > 0 ? cluster.jobDevices : cluster.devices;
   std::map<int64_t, std::vector<int32_t>> byNode;
   for (int32_t a = 0; a < numActors; ++a)
     byNode[(a < static_cast<int32_t>(devices.size()) ? devices[a] : a) /
@@ -139,7 +140,11 @@ static void shareCores(const ClusterConfig &cluster, const ModuleModel *module,
   c.coreGroup.assign(numActors, -1);
   for (const auto &[node, actors] : byNode) {
     const double members = static_cast<double>(actors.size());
-    const double replicas = std::max(1.0, ranks / members);
+    // The job's ranks on this node (the last node may be partly used).
+    const double ranks =
+        std::max(members, static_cast<double>(std::clamp<int64_t>(
+                              jobRanks - node * perNode, 1, perNode)));
+    const double replicas = ranks / members;
     std::vector<double> slowdown(actors.size() + 1, 1.0);
     bool contended = false;
     for (size_t k = 1; k <= actors.size(); ++k) {
@@ -147,12 +152,13 @@ static void shareCores(const ClusterConfig &cluster, const ModuleModel *module,
           computeSlowdown(cluster, module, static_cast<double>(k) * replicas);
       contended |= slowdown[k] != 1.0;
     }
-    const double cores = members / over;
-    if (cores >= members && !contended)
+    const double share =
+        cores > 0 ? members * std::min(1.0, cores / ranks) : members;
+    if (share >= members && !contended)
       continue;
     for (int32_t a : actors)
       c.coreGroup[a] = static_cast<int32_t>(c.groupCores.size());
-    c.groupCores.push_back(cores);
+    c.groupCores.push_back(share);
     c.groupSlowdown.push_back(std::move(slowdown));
   }
   if (c.groupCores.empty())
@@ -327,30 +333,36 @@ double Simulator::collectiveTime(const SimCosts &costs, const Op &op) const {
              : costs.collectiveTime;
 }
 
-double Simulator::messageArrival(const SimCosts &costs, int32_t id,
-                                 double posted,
-                                 const std::vector<double> &start) const {
-  const int32_t dep = graph.dependsOn[id];
-  const Op &send = ops[dep];
-  const double sent = start[dep];
-  const int32_t postedBy = graph.postedBy[id];
-  const double at = postedBy < 0     ? sent
-                    : postedBy == id ? posted
-                                     : start[postedBy];
-  return costs.arrival(numActors, send.actor, send.peer, send.stage, sent, at);
-}
-
-std::pair<double, int32_t>
-Simulator::postedCollectiveEnd(const SimCosts &costs, int32_t post,
-                               const std::vector<double> &start) const {
-  double latest = 0;
-  int32_t lastPost = -1;
-  for (int32_t m = graph.groupFirst[post]; m >= 0; m = graph.groupNext[m])
-    if (lastPost < 0 || start[m] > latest) {
-      latest = start[m];
-      lastPost = m;
-    }
-  return {latest + collectiveTime(costs, ops[post]), lastPost};
+double Simulator::waitEnd(const SimCosts &costs, int32_t id, double s,
+                          const std::vector<double> &start,
+                          int32_t &why) const {
+  double end = s;
+  int32_t cause = -1;
+  if (const int32_t post = graph.waitsPost[id]; post >= 0) {
+    // An asynchronous collective ends its duration after the last post.
+    double latest = 0;
+    for (int32_t m = graph.groupFirst[post]; m >= 0; m = graph.groupNext[m])
+      if (cause < 0 || start[m] > latest) {
+        latest = start[m];
+        cause = m;
+      }
+    end = latest + collectiveTime(costs, ops[post]);
+  } else if (const int32_t dep = graph.dependsOn[id]; dep >= 0) {
+    // A message: sent at its send's start, posted by the receive itself, an
+    // earlier asynchronous receive, or (no post) at the send.
+    const Op &send = ops[dep];
+    const int32_t postedBy = graph.postedBy[id];
+    const double posted = postedBy < 0     ? start[dep]
+                          : postedBy == id ? s
+                                           : start[postedBy];
+    end = costs.arrival(numActors, send.actor, send.peer, send.stage,
+                        start[dep], posted);
+    cause = dep;
+  }
+  if (end <= s)
+    return s;
+  why = cause;
+  return end;
 }
 
 Simulator::Times Simulator::timeInOrder(const SimCosts &costs) const {
@@ -385,24 +397,9 @@ Simulator::Times Simulator::timeInOrder(const SimCosts &costs) const {
       // computes when from the send's start).
       break;
     case OpKind::Wait:
-      if (const int32_t post = graph.waitsPost[id]; post >= 0) {
-        const auto [end, lastPost] = postedCollectiveEnd(costs, post, t.start);
-        if (end > s) {
-          e = end;
-          why = lastPost;
-        }
-        break;
-      }
-      [[fallthrough]];
     case OpKind::RecvAct:
     case OpKind::RecvGrad:
-      if (graph.dependsOn[id] >= 0) {
-        const double at = messageArrival(costs, id, s, t.start);
-        if (at > s) {
-          e = at;
-          why = graph.dependsOn[id];
-        }
-      }
+      e = waitEnd(costs, id, s, t.start, why);
       break;
     case OpKind::AllGather:
     case OpKind::Gather:
@@ -520,29 +517,18 @@ Simulator::Times Simulator::timeShared(const SimCosts &costs) const {
     case OpKind::SendGrad:
       break;
     case OpKind::Wait:
+    case OpKind::RecvAct:
+    case OpKind::RecvGrad:
+      // What it waits for must have happened (been timed) first.
       if (const int32_t post = graph.waitsPost[id]; post >= 0) {
         for (int32_t m = graph.groupFirst[post]; m >= 0; m = graph.groupNext[m])
           if (!done[m])
             return false;
-        const auto [end, lastPost] = postedCollectiveEnd(costs, post, t.start);
-        if (end > s) {
-          e = end;
-          why = lastPost;
-        }
-        break;
+      } else if (const int32_t dep = graph.dependsOn[id];
+                 dep >= 0 && !done[dep]) {
+        return false;
       }
-      [[fallthrough]];
-    case OpKind::RecvAct:
-    case OpKind::RecvGrad:
-      if (const int32_t dep = graph.dependsOn[id]; dep >= 0) {
-        if (!done[dep])
-          return false;
-        const double at = messageArrival(costs, id, s, t.start);
-        if (at > s) {
-          e = at;
-          why = dep;
-        }
-      }
+      e = waitEnd(costs, id, s, t.start, why);
       break;
     case OpKind::AllGather:
     case OpKind::Gather: {

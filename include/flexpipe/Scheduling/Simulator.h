@@ -187,16 +187,14 @@ private:
   /// timeInOrder gives.
   Times timeShared(const SimCosts &costs) const;
   /// The rules both share: a computation's duration, a collective's, and
-  /// when a receive's (or a wait's) message is there.
+  /// when a receive or wait at `s` ends (its message is there, or its
+  /// asynchronous collective's last member posted plus its duration), with
+  /// `why` set to what decided it when that is later than `s`. What it
+  /// waits for must have been timed (`start`).
   double durationOf(const SimCosts &costs, int32_t id) const;
   double collectiveTime(const SimCosts &costs, const Op &op) const;
-  double messageArrival(const SimCosts &costs, int32_t id, double posted,
-                        const std::vector<double> &start) const;
-  /// When the instance of the asynchronous collective posted by `post`
-  /// completes (its last member's post plus its duration), and that post.
-  std::pair<double, int32_t>
-  postedCollectiveEnd(const SimCosts &costs, int32_t post,
-                      const std::vector<double> &start) const;
+  double waitEnd(const SimCosts &costs, int32_t id, double s,
+                 const std::vector<double> &start, int32_t &why) const;
   int32_t numActors = 0, numStages = 0;
   std::vector<Op> ops;
   /// Receives matched to sends, collective instances and a run order: the
