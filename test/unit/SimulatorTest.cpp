@@ -276,6 +276,28 @@ TEST_CASE("a measured cluster's oversubscribed ranks share cores",
   REQUIRE(modelCosts(program, model, cluster, nullptr, {0, 2}, costs) == "");
   CHECK(costs.groupCores == std::vector<double>{1.0});
   CHECK(costs.groupSlowdown == std::vector<std::vector<double>>{{1, 1.5, 3}});
+  // A partly used node: 3 ranks on a node of 2 (2 cores each), dp 1; the
+  // second node's one rank has a core to itself.
+  cluster.measured.contention.clear();
+  cluster.devicesPerNode = 2;
+  cluster.jobDevices = 3;
+  program = programFor(3, 4, PlacementKind::OneToOne, 1, Cttp::BwdFirst, kDepth,
+                       kBreadth, {});
+  program.moduleNames = {"gpt"};
+  program.stageMeta = {
+      {0, 2, true, false}, {0, 1, false, false}, {0, 1, false, true}};
+  cluster.measured.coresPerNode = 1;
+  REQUIRE(modelCosts(program, model, cluster, nullptr, {0, 1, 2}, costs) == "");
+  CHECK(costs.coreGroup == std::vector<int32_t>{0, 0, -1});
+  CHECK(costs.groupCores == std::vector<double>{1.0});
+  program = programFor(2, 4, PlacementKind::OneToOne, 1, Cttp::BwdFirst, kDepth,
+                       kBreadth, {});
+  program.moduleNames = {"gpt"};
+  program.stageMeta = {{0, 2, true, false}, {0, 2, false, true}};
+  cluster.measured.coresPerNode = 2;
+  cluster.devicesPerNode = 4;
+  cluster.jobDevices = 4;
+  cluster.measured.contention = {{1, 1.0}, {2, 1.5}, {4, 3.0}};
   // With a run's own profile too (it times each computation, not the
   // waits for a core between them).
   Profile profile;
