@@ -88,8 +88,11 @@ public:
   /// Builds items and dependencies; returns an error or "".
   std::string build();
   /// Re-times with the weight gradients in `stashed` (by Wgrad item id)
-  /// deferred to bubbles and every other one fused.
-  Timing retime(const std::vector<uint8_t> &stashed, double bound) const;
+  /// deferred to bubbles and every other one fused. Stops early (`cut`)
+  /// once some actor cannot end by `cutoff`: its clock plus the work it has
+  /// left is past it (a timing the caller would reject anyway).
+  Timing retime(const std::vector<uint8_t> &stashed, double bound,
+                double cutoff = std::numeric_limits<double>::infinity()) const;
   /// Weight gradients (fused in `stashed`) that delayed the chain of items
   /// leading to `blocked`.
   std::vector<int32_t> chainWeights(const Timing &timing, int32_t blocked,
@@ -314,8 +317,8 @@ std::string Separator::build() {
   return {};
 }
 
-Timing Separator::retime(const std::vector<uint8_t> &stashed,
-                         double bound) const {
+Timing Separator::retime(const std::vector<uint8_t> &stashed, double bound,
+                         double cutoff) const {
   const int32_t numActors = program.numActors;
   Timing t;
   t.start.assign(items.size(), -1);
@@ -324,6 +327,12 @@ Timing Separator::retime(const std::vector<uint8_t> &stashed,
   t.peak.assign(numActors, 0);
 
   std::vector<double> clock(numActors, 0), held(numActors, 0);
+  // Per actor, the work it has not started: its clock plus that is a lower
+  // bound on when it ends.
+  std::vector<double> left(numActors, 0);
+  for (const Item &item : items)
+    left[item.actor] += item.duration;
+  bool cut = false;
   std::vector<size_t> next(numActors, 0);
   std::vector<int32_t> fused(numActors, -1);
   std::vector<std::deque<int32_t>> stash(numActors);
@@ -356,6 +365,9 @@ Timing Separator::retime(const std::vector<uint8_t> &stashed,
   bool nextKnown = false;
   auto setClock = [&](int32_t a, double time) {
     clock[a] = time;
+    // Relative slack for the rounding of `left`'s running sums.
+    if (time + left[a] > cutoff * (1 + 1e-9))
+      cut = true;
     if (nextKnown && time > laterThan + tol)
       nextClock = std::min(nextClock, time);
   };
@@ -371,6 +383,7 @@ Timing Separator::retime(const std::vector<uint8_t> &stashed,
     t.start[id] = now;
     t.end[id] = now + item.duration;
     t.order[a].push_back(id);
+    left[a] -= item.duration;
     setClock(a, t.end[id]);
     ends.push(t.end[id]);
     if (item.kind == OpKind::Igrad) {
@@ -393,6 +406,10 @@ Timing Separator::retime(const std::vector<uint8_t> &stashed,
 
   double stallAt = 0; // `stalled` counts actors that made no move at it
   while (!ready.empty()) {
+    if (cut) {
+      t.error = "cannot end by the cutoff";
+      return t;
+    }
     const double now = ready.top().time;
     const int32_t a = ready.top().actor;
     ready.pop();
@@ -461,6 +478,7 @@ Timing Separator::retime(const std::vector<uint8_t> &stashed,
         const int32_t b = items[m].actor;
         t.end[m] = end;
         t.order[b].push_back(m);
+        left[b] -= items[m].duration;
         setClock(b, end);
         ++next[b];
         enqueue(end, b);
@@ -686,7 +704,7 @@ flexpipe::sched::separateGradients(const Program &program,
       for (int32_t w : weights)
         candidate[w] = 1;
       ++result.rounds;
-      Timing t = sep.retime(candidate, bound);
+      Timing t = sep.retime(candidate, bound, best.makespan + sep.tol * 1e3);
       if (t.ok && better(t, best, sep.tol)) {
         best = std::move(t);
         stashed = std::move(candidate);
@@ -703,7 +721,7 @@ flexpipe::sched::separateGradients(const Program &program,
   std::vector<uint8_t> all(sep.items.size(), 0);
   for (int32_t w : sep.weights)
     all[w] = 1;
-  Timing greedy = sep.retime(all, bound);
+  Timing greedy = sep.retime(all, bound, best.makespan + sep.tol * 1e3);
   if (greedy.ok && (better(greedy, best, sep.tol) ||
                     (!better(best, greedy, sep.tol) &&
                      greedy.maxPeak() < best.maxPeak() * (1 - 1e-9)))) {

@@ -265,12 +265,17 @@ public:
   /// Runs a prepared engine to the end.
   ScheduleResult execute();
   /// A copy of this prepared engine that times `order` instead of choosing.
-  Engine replaying(const std::vector<std::vector<ScheduledItem>> &order,
-                   TimeModel timeModel) const {
+  /// It gives up (fails) as soon as some actor cannot end by `cutoff`: its
+  /// clock plus the computation it has left is past it.
+  Engine
+  replaying(const std::vector<std::vector<ScheduledItem>> &order,
+            TimeModel timeModel,
+            double cutoff = std::numeric_limits<double>::infinity()) const {
     Engine copy(*this);
     copy.model = timeModel;
     copy.replay = &order;
     copy.diagnose = false;
+    copy.cutoff = cutoff;
     return copy;
   }
   /// A copy of this prepared engine with another time model, without a
@@ -354,6 +359,11 @@ private:
   int32_t numParts, numActors;
   const std::vector<std::vector<ScheduledItem>> *replay;
   bool diagnose;
+  // A replay's cutoff, and per actor the computation it has not started
+  // (only kept with a finite cutoff).
+  double cutoff = std::numeric_limits<double>::infinity();
+  std::vector<double> workLeft;
+  bool cut = false;
   std::vector<size_t> replayPos; // per actor: next entry of its replay order
 
   // Actors whose state changed since they last tried to start something
@@ -1022,6 +1032,11 @@ void Engine::start(int32_t item, double now) {
   const double duration =
       model == TimeModel::Step ? 1.0 : sp.cost[static_cast<int>(kind)];
   const double end = now + duration;
+  if (!workLeft.empty()) {
+    workLeft[sp.actor] -= duration;
+    // Relative slack for the rounding of the running sum.
+    cut |= end + workLeft[sp.actor] > cutoff * (1 + 1e-9);
+  }
   // Field by field, for the same reason as EventQueue's.
   ScheduledItem &scheduledItem = result.actors[sp.actor].emplace_back();
   scheduledItem.kind = kind;
@@ -1103,6 +1118,15 @@ ScheduleResult Engine::execute() {
       items += remainingOnActor[a * kNumCompKinds + k];
     result.actors[a].reserve(items);
   }
+  if (cutoff < std::numeric_limits<double>::infinity()) {
+    workLeft.assign(numActors, 0);
+    for (int32_t item = 0; item < numItems; ++item)
+      if (exists[item] && !started[item]) {
+        const StagePart &sp = p.parts[slotPart[item / kNumCompKinds]];
+        workLeft[sp.actor] +=
+            model == TimeModel::Step ? 1.0 : sp.cost[item % kNumCompKinds];
+      }
+  }
   double now = 0;
   while (scheduled < total) {
     while (!completions.empty() && completions.topTime() <= now) {
@@ -1155,6 +1179,11 @@ ScheduleResult Engine::execute() {
     }
     if (scheduled == total)
       break;
+    if (cut) {
+      result.error = "cannot end by the cutoff";
+      result.actors.clear();
+      return result;
+    }
     if (completions.empty()) {
       if (diagnose) {
         diagnoseStuck(result, now);
@@ -1425,8 +1454,14 @@ ScheduleResult flexpipe::sched::schedule(const Problem &problem,
     return greedy;
   if (greedy.ok && sameOrder(greedy, stepOrder))
     return greedy; // the same order takes the same time
+  // A replay that cannot end by the greedy order's makespan is given up
+  // early: it would not be kept.
   ScheduleResult replayed =
-      prepared.replaying(stepOrder.actors, TimeModel::Cost).execute();
+      prepared
+          .replaying(stepOrder.actors, TimeModel::Cost,
+                     greedy.ok ? greedy.makespan * (1 + 1e-12)
+                               : std::numeric_limits<double>::infinity())
+          .execute();
   if (!replayed.ok)
     return greedy;
   if (!greedy.ok || replayed.makespan < greedy.makespan * (1 - 1e-12))
