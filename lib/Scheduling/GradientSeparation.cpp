@@ -7,9 +7,11 @@
 //===----------------------------------------------------------------------===//
 //
 // The re-timer is a list scheduler over fixed per-actor sequences of forwards
-// and input gradients: actors act in order of their clocks; an actor runs its
-// next item when its inputs have arrived, a stashed weight gradient when that
-// item is not ready (a bubble) and the W fits before it, and the oldest
+// and input gradients, a policy on the simulator's event core (EventCore.h:
+// its time, computations, shared cores and tie rule): an actor runs its next
+// item when its inputs have arrived, a stashed weight gradient when that item
+// is not ready (a bubble) and the W fits before it (or, the input not being
+// computed yet, once every actor has acted at that time), and the oldest
 // stashed W first when a forward would exceed the memory bound. Arrival of a
 // cross-actor input is its producer's end plus the message time, as in the
 // simulator, so the re-timed iteration time is the simulated one.
@@ -17,16 +19,14 @@
 //===----------------------------------------------------------------------===//
 
 #include "flexpipe/Scheduling/GradientSeparation.h"
+#include "flexpipe/Scheduling/EventCore.h"
 
 #include <algorithm>
 #include <cmath>
 #include <deque>
-#include <functional>
 #include <limits>
-#include <queue>
 #include <set>
 #include <sstream>
-#include <tuple>
 #include <unordered_map>
 
 using namespace flexpipe::sched;
@@ -125,6 +125,9 @@ private:
   std::vector<std::vector<int32_t>> sequence; ///< per actor: F, I, B items
   std::vector<size_t> weightsOn;              ///< per actor: W items
   std::vector<int32_t> depStart, depList;     ///< CSR predecessors
+  /// CSR: per item, the actors whose items depend on it (they look again
+  /// once its end is known).
+  std::vector<int32_t> userStart, userList;
   /// Blocking collectives: per item its instance (-1 for other items), and
   /// per instance its members.
   std::vector<int32_t> instanceOf;
@@ -314,6 +317,19 @@ std::string Separator::build() {
   depList.clear();
   for (const auto &d : deps)
     depList.insert(depList.end(), d.begin(), d.end());
+  std::vector<std::vector<int32_t>> users(items.size());
+  for (size_t id = 0; id < items.size(); ++id)
+    for (int32_t d : deps[id])
+      users[d].push_back(items[id].actor);
+  userStart.assign(items.size() + 1, 0);
+  userList.clear();
+  for (size_t i = 0; i < items.size(); ++i) {
+    std::sort(users[i].begin(), users[i].end());
+    users[i].erase(std::unique(users[i].begin(), users[i].end()),
+                   users[i].end());
+    userList.insert(userList.end(), users[i].begin(), users[i].end());
+    userStart[i + 1] = static_cast<int32_t>(userList.size());
+  }
   return {};
 }
 
@@ -326,54 +342,40 @@ Timing Separator::retime(const std::vector<uint8_t> &stashed, double bound,
   t.order.assign(numActors, {});
   t.peak.assign(numActors, 0);
 
-  std::vector<double> clock(numActors, 0), held(numActors, 0);
-  // Per actor, the work it has not started: its clock plus that is a lower
+  EventCore core(numActors, costs);
+  std::vector<double> held(numActors, 0);
+  // Per actor, the work it has not started: the time plus that is a lower
   // bound on when it ends.
   std::vector<double> left(numActors, 0);
   for (const Item &item : items)
     left[item.actor] += item.duration;
-  bool cut = false;
   std::vector<size_t> next(numActors, 0);
   std::vector<int32_t> fused(numActors, -1);
   std::vector<std::deque<int32_t>> stash(numActors);
-  std::vector<uint8_t> finished(numActors, 0);
+  // Per actor: computing, waiting in a blocking collective, or waiting until
+  // a known time (an input's arrival, a collective's end).
+  std::vector<uint8_t> busy(numActors, 0), inCollective(numActors, 0);
+  std::vector<double> waitUntil(numActors, 0);
   std::vector<int32_t> arrived(instanceMembers.size(), 0);
-  // Actors by clock, ties in the order they were queued (lower actor first
-  // at the start); future ends, for actors that wait.
-  struct Entry {
-    double time;
-    int64_t seq;
-    int32_t actor;
-    bool operator>(const Entry &o) const {
-      return std::tie(time, seq) > std::tie(o.time, o.seq);
-    }
-  };
-  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> ready;
-  int64_t pushed = 0;
-  auto enqueue = [&](double time, int32_t actor) {
-    ready.push({time, pushed++, actor});
-  };
-  std::priority_queue<double, std::vector<double>, std::greater<double>> ends;
-  for (int32_t a = 0; a < numActors; ++a)
-    enqueue(0.0, a);
-  int64_t stalled = 0;
-  // The earliest clock after `laterThan` + tol among unfinished actors,
-  // kept up to date as clocks move (only the actor at hand moves its clock,
-  // from the current time onwards) and recomputed when time advances.
-  double laterThan = -std::numeric_limits<double>::infinity();
-  double nextClock = std::numeric_limits<double>::infinity();
-  bool nextKnown = false;
-  auto setClock = [&](int32_t a, double time) {
-    clock[a] = time;
-    // Relative slack for the rounding of `left`'s running sums.
-    if (time + left[a] > cutoff * (1 + 1e-9))
-      cut = true;
-    if (nextKnown && time > laterThan + tol)
-      nextClock = std::min(nextClock, time);
-  };
+  const double limit = cutoff * (1 + 1e-9); // slack for `left`'s rounding
 
-  auto run = [&](int32_t a, int32_t id, double now) {
+  // Item `id`'s end is known: actors waiting for it look again.
+  auto known = [&](int32_t id, double end) {
+    t.end[id] = end;
+    for (int32_t i = userStart[id]; i < userStart[id + 1]; ++i)
+      core.touch(userList[i]);
+  };
+  auto fail = [&](std::string error) {
+    t.error = std::move(error);
+    core.stop();
+    return false;
+  };
+  // Starts item `id` on actor `a` now. Without a core group its end is known
+  // at once (a receiver can plan for its arrival); sharing cores, when it
+  // comes.
+  auto run = [&](int32_t a, int32_t id) {
     const Item &item = items[id];
+    const double now = core.now();
     if (item.kind == OpKind::Fwd) {
       held[a] += item.activation;
       t.peak[a] = std::max(t.peak[a], held[a]);
@@ -381,69 +383,49 @@ Timing Separator::retime(const std::vector<uint8_t> &stashed, double bound,
       held[a] -= item.activation;
     }
     t.start[id] = now;
-    t.end[id] = now + item.duration;
+    if (core.groupOf(a) < 0)
+      known(id, now + item.duration);
     t.order[a].push_back(id);
+    if (now + left[a] > limit)
+      return fail("cannot end by the cutoff");
     left[a] -= item.duration;
-    setClock(a, t.end[id]);
-    ends.push(t.end[id]);
+    busy[a] = 1;
+    core.compute(a, id, item.duration, now);
     if (item.kind == OpKind::Igrad) {
       if (stashed[item.weight])
         stash[a].push_back(item.weight);
       else
         fused[a] = item.weight;
     }
-    stalled = 0;
+    return true;
   };
-
-  // Requeues `a` behind the next actor in line. That actor's clock may
-  // exceed `now` by rounding only, so `a` takes it to make sure it comes
-  // second.
-  auto defer = [&](int32_t a, double now) {
-    const double later = ready.empty() ? now : std::max(now, ready.top().time);
-    setClock(a, later);
-    enqueue(later, a);
+  auto runStashed = [&](int32_t a) {
+    const int32_t w = stash[a].front();
+    stash[a].pop_front();
+    return run(a, w);
   };
-
-  double stallAt = 0; // `stalled` counts actors that made no move at it
-  while (!ready.empty()) {
-    if (cut) {
-      t.error = "cannot end by the cutoff";
-      return t;
-    }
-    const double now = ready.top().time;
-    const int32_t a = ready.top().actor;
-    ready.pop();
-    if (now > stallAt + tol) {
-      stalled = 0;
-      stallAt = now;
-    }
-    while (!ends.empty() && ends.top() <= now + tol)
-      ends.pop();
+  // What actor a does now. An input not known yet may still be produced at
+  // this time by an actor asked later: only once every actor has acted
+  // (`settled`) does a bubble before it get a stashed weight gradient.
+  auto step = [&](int32_t a, bool settled) {
+    const double now = core.now();
+    if (busy[a] || inCollective[a] || waitUntil[a] > now)
+      return false;
     if (fused[a] >= 0) {
       const int32_t w = fused[a];
       fused[a] = -1;
-      run(a, w, now);
-      enqueue(clock[a], a);
-      continue;
+      return run(a, w);
     }
-    if (next[a] == sequence[a].size()) {
-      if (!stash[a].empty()) {
-        run(a, stash[a].front(), now);
-        stash[a].pop_front();
-        enqueue(clock[a], a);
-      } else {
-        finished[a] = 1;
-      }
-      continue;
-    }
+    if (next[a] == sequence[a].size())
+      return !stash[a].empty() && runStashed(a);
     const int32_t x = sequence[a][next[a]];
     const Item &item = items[x];
-    bool known = true;
+    bool ready = true; // every input's end is known
     double at = 0;
     for (int32_t i = depStart[x]; i < depStart[x + 1]; ++i) {
       const int32_t d = depList[i];
       if (t.end[d] < 0) {
-        known = false;
+        ready = false;
         break;
       }
       at = std::max(at, arrival(t, d, x, now));
@@ -454,114 +436,62 @@ Timing Separator::retime(const std::vector<uint8_t> &stashed, double bound,
         std::ostringstream os;
         os << "actor " << a << " needs more than the memory bound " << bound
            << " for fwd stage " << item.stage << " mb " << item.mb;
-        t.error = os.str();
-        return t;
+        return fail(os.str());
       }
-      run(a, stash[a].front(), now);
-      stash[a].pop_front();
-      enqueue(clock[a], a);
-      continue;
+      return runStashed(a);
     }
-    if (known && at <= now + tol && instanceOf[x] >= 0) {
+    if (ready && at <= now + tol && instanceOf[x] >= 0) {
       // A blocking collective: this member has arrived and waits; the last
       // to arrive releases every member at its arrival plus the duration.
       const int32_t instance = instanceOf[x];
       t.start[x] = now;
+      inCollective[a] = 1;
       if (++arrived[instance] <
           static_cast<int32_t>(instanceMembers[instance].size()))
-        continue; // blocked: not queued until released
+        return true;
       double latest = now;
       for (int32_t m : instanceMembers[instance])
         latest = std::max(latest, t.start[m]);
       const double end = latest + items[x].duration;
       for (int32_t m : instanceMembers[instance]) {
         const int32_t b = items[m].actor;
-        t.end[m] = end;
+        known(m, end);
         t.order[b].push_back(m);
         left[b] -= items[m].duration;
-        setClock(b, end);
+        inCollective[b] = 0;
+        waitUntil[b] = end;
+        core.wakeAt(end, b);
         ++next[b];
-        enqueue(end, b);
       }
-      ends.push(end);
-      stalled = 0;
-      continue;
+      return true;
     }
-    if (known && at <= now + tol) {
-      run(a, x, now);
+    if (ready && at <= now + tol) {
       ++next[a];
-      enqueue(clock[a], a);
-      continue;
+      return run(a, x);
     }
-    // Its input may still be produced now by an actor that has not acted at
-    // this time yet: let those go first.
-    if (!known && !ready.empty() && ready.top().time <= now + tol &&
-        stalled <= static_cast<int64_t>(ready.size())) {
-      ++stalled;
-      defer(a, now);
-      continue;
-    }
-    // A bubble: insert a stashed weight gradient if it fits before the item.
+    // A bubble: a stashed weight gradient goes in if it fits before the
+    // item's input arrives (or the input is not even computing yet).
     if (!stash[a].empty() &&
-        (!known || now + items[stash[a].front()].duration <= at + tol)) {
-      run(a, stash[a].front(), now);
-      stash[a].pop_front();
-      enqueue(clock[a], a);
-      continue;
+        (ready ? now + items[stash[a].front()].duration <= at + tol : settled))
+      return runStashed(a);
+    if (ready) {
+      if (at + left[a] > limit)
+        return fail("cannot end by the cutoff");
+      waitUntil[a] = at;
+      core.wakeAt(at, a);
+    } else if (!stash[a].empty()) {
+      core.askWhenSettled(a);
     }
-    if (known) {
-      setClock(a, at);
-      enqueue(at, a);
-      continue;
-    }
-    // Wait for the next end anywhere or the next actor's clock; with neither
-    // ahead, nobody can act: the programs deadlock.
-    double wake = std::numeric_limits<double>::infinity();
-    if (!ends.empty())
-      wake = ends.top();
-    if (!nextKnown || now != laterThan) {
-      laterThan = now;
-      nextClock = std::numeric_limits<double>::infinity();
-      for (int32_t b = 0; b < numActors; ++b)
-        if (!finished[b] && clock[b] > now + tol)
-          nextClock = std::min(nextClock, clock[b]);
-      nextKnown = true;
-    }
-    wake = std::min(wake, nextClock);
-    if (wake < std::numeric_limits<double>::infinity()) {
-      setClock(a, wake);
-      enqueue(wake, a);
-      continue;
-    }
-    if (!ready.empty() &&
-        stalled <= 2 * static_cast<int64_t>(ready.size()) + 2) {
-      ++stalled; // others at this time may still make progress
-      defer(a, now);
-      continue;
-    }
-    // Actors stalled at exactly `now` can keep requeueing ahead of one whose
-    // clock exceeds `now` by rounding only: go behind the latest such clock
-    // before calling it a deadlock.
-    {
-      double behind = now;
-      for (int32_t b = 0; b < numActors; ++b)
-        if (b != a && !finished[b] && clock[b] > now && clock[b] <= now + tol)
-          behind = std::max(behind, clock[b]);
-      if (behind > now) {
-        setClock(a, behind);
-        enqueue(behind, a);
-        continue;
-      }
-    }
-    {
-      std::ostringstream os;
-      os << "actor " << a << " waits forever before " << opKindName(item.kind)
-         << " stage " << item.stage << " mb " << item.mb
-         << ": its inputs are never computed in this program order";
-      t.error = os.str();
-      return t;
-    }
-  }
+    return false;
+  };
+  auto ended = [&](int32_t a, int32_t id) {
+    busy[a] = 0;
+    if (t.end[id] < 0)
+      known(id, core.now());
+  };
+  core.run(step, ended);
+  if (!t.error.empty())
+    return t;
 
   for (int32_t a = 0; a < numActors; ++a) {
     double lastFi = 0;
@@ -572,7 +502,19 @@ Timing Separator::retime(const std::vector<uint8_t> &stashed, double bound,
     }
     t.finishSum += lastFi;
     if (t.order[a].size() != sequence[a].size() + weightsOn[a]) {
-      t.error = "actor " + std::to_string(a) + " did not finish its program";
+      // Nothing is left to happen and this actor has work: what it waits
+      // for is never computed.
+      std::ostringstream os;
+      if (next[a] < sequence[a].size()) {
+        const Item &item = items[sequence[a][next[a]]];
+        os << "actor " << a << " waits forever before " << opKindName(item.kind)
+           << " stage " << item.stage << " mb " << item.mb
+           << ": its inputs are never computed in this program "
+           << "order";
+      } else {
+        os << "actor " << a << " did not finish its program";
+      }
+      t.error = os.str();
       return t;
     }
   }

@@ -7,14 +7,12 @@
 //===----------------------------------------------------------------------===//
 
 #include "flexpipe/Scheduling/Simulator.h"
+#include "flexpipe/Scheduling/EventCore.h"
 
 #include <algorithm>
-#include <functional>
 #include <limits>
 #include <map>
 #include <numeric>
-#include <queue>
-#include <tuple>
 
 using namespace flexpipe::sched;
 
@@ -438,39 +436,17 @@ Simulator::Times Simulator::timeInOrder(const SimCosts &costs) const {
 Simulator::Times Simulator::timeShared(const SimCosts &costs) const {
   const int32_t n = numActors;
   const int32_t numOps = static_cast<int32_t>(ops.size());
-  const int32_t numGroups = static_cast<int32_t>(costs.groupCores.size());
   Times t;
   t.start.assign(numOps, 0);
   t.end.assign(numOps, 0);
   t.cause.assign(numOps, -1);
   t.busy.assign(n, 0);
-  auto groupOf = [&](int32_t a) {
-    const int32_t g = a < static_cast<int32_t>(costs.coreGroup.size())
-                          ? costs.coreGroup[a]
-                          : -1;
-    return g >= 0 && g < numGroups ? g : -1;
-  };
+  EventCore core(n, costs);
   std::vector<int32_t> next(n), lastOp(n, -1);
   std::vector<double> clock(n, 0);
   std::vector<uint8_t> done(numOps, 0), arrived(numOps, 0), computing(n, 0);
   for (int32_t a = 0; a < n; ++a)
     next[a] = graph.actorBegin[a];
-  // Computations in progress per group (work left, in seconds at a whole
-  // core), and those whose actor reaches them later.
-  struct Job {
-    int32_t op;
-    double left, work;
-  };
-  struct Later {
-    double start;
-    int32_t op;
-    bool operator>(const Later &o) const {
-      return std::tie(start, op) > std::tie(o.start, o.op);
-    }
-  };
-  std::vector<std::vector<Job>> running(numGroups);
-  std::priority_queue<Later, std::vector<Later>, std::greater<Later>> later;
-  double now = 0;
 
   auto finishOp = [&](int32_t id, double e, int32_t why) {
     const int32_t a = ops[id].actor;
@@ -480,11 +456,14 @@ Simulator::Times Simulator::timeShared(const SimCosts &costs) const {
     clock[a] = std::max(clock[a], e);
     lastOp[a] = id;
     ++next[a];
+    core.touchAll(); // another actor may wait for it
   };
   // Runs actor a's next op if it can: false while the actor computes, waits
   // for an op of another actor that has not run yet, or is done. Times are
-  // those of timeInOrder; only a computation's end waits for the cores.
-  auto step = [&](int32_t a) {
+  // those of timeInOrder; only a computation's end waits for the cores. An
+  // actor runs ahead of the core's time through everything that does not
+  // compute on a shared core: its times depend only on what it waits for.
+  auto step = [&](int32_t a, bool) {
     if (computing[a] || next[a] == graph.actorBegin[a + 1])
       return false;
     const int32_t id = next[a];
@@ -499,18 +478,14 @@ Simulator::Times Simulator::timeShared(const SimCosts &costs) const {
     case OpKind::Wgrad:
     case OpKind::Exec: {
       const double work = durationOf(costs, id);
-      const int32_t g = groupOf(a);
       t.start[id] = s;
-      if (g < 0 || work <= 0) {
+      if (core.groupOf(a) < 0 || work <= 0) {
         t.busy[a] += work;
         finishOp(id, s + work, why);
         return true;
       }
       computing[a] = 1;
-      if (s <= now)
-        running[g].push_back({id, work, work});
-      else
-        later.push({s, id});
+      core.compute(a, id, work, std::max(s, core.now()));
       return true;
     }
     case OpKind::SendAct:
@@ -561,61 +536,14 @@ Simulator::Times Simulator::timeShared(const SimCosts &costs) const {
     finishOp(id, e, why);
     return true;
   };
-
-  for (;;) {
-    for (bool moved = true; moved;) {
-      moved = false;
-      for (int32_t a = 0; a < n; ++a)
-        while (step(a))
-          moved = true;
-    }
-    // The next event: a computation that ends, or one that starts.
-    auto rate = [&](int32_t g) {
-      const size_t k = running[g].size();
-      const double slowdown =
-          g < static_cast<int32_t>(costs.groupSlowdown.size()) &&
-                  k < costs.groupSlowdown[g].size()
-              ? costs.groupSlowdown[g][k]
-              : 1.0;
-      return std::min(1.0, costs.groupCores[g] / static_cast<double>(k)) /
-             slowdown;
-    };
-    double at = std::numeric_limits<double>::infinity();
-    for (int32_t g = 0; g < numGroups; ++g)
-      for (const Job &job : running[g])
-        at = std::min(at, now + job.left / rate(g));
-    if (!later.empty())
-      at = std::min(at, later.top().start);
-    if (at == std::numeric_limits<double>::infinity())
-      break; // every actor is done (prepare() replayed the programs)
-    for (int32_t g = 0; g < numGroups; ++g) {
-      const double r = rate(g);
-      for (Job &job : running[g])
-        job.left -= (at - now) * r;
-    }
-    now = at;
-    for (int32_t g = 0; g < numGroups; ++g) {
-      const double r = running[g].empty() ? 1.0 : rate(g);
-      auto ended = [&](Job &job) {
-        if (job.left > 1e-9 * job.work && now + job.left / r > now)
-          return false;
-        const int32_t a = ops[job.op].actor;
-        computing[a] = 0;
-        t.busy[a] += now - t.start[job.op];
-        finishOp(job.op, now, lastOp[a]);
-        return true;
-      };
-      running[g].erase(
-          std::remove_if(running[g].begin(), running[g].end(), ended),
-          running[g].end());
-    }
-    while (!later.empty() && later.top().start <= now) {
-      const int32_t id = later.top().op;
-      later.pop();
-      const double work = durationOf(costs, id);
-      running[groupOf(ops[id].actor)].push_back({id, work, work});
-    }
-  }
+  auto ended = [&](int32_t a, int32_t id) {
+    computing[a] = 0;
+    t.busy[a] += core.now() - t.start[id];
+    finishOp(id, core.now(), lastOp[a]);
+  };
+  // Every actor is done when no event is left (prepare() replayed the
+  // programs).
+  core.run(step, ended);
   return t;
 }
 

@@ -19,10 +19,11 @@
 // member arrives, plus its own duration. A computation takes its duration;
 // where ranks share a node's cores (SimCosts::coreGroup, a measured
 // cluster), those computing at once share the cores and slow each other, so
-// it takes longer. Programs are then timed as events (timeShared) instead of
-// in one pass; with a core each and no contention both give the same times.
-// Gradient separation's re-timer and the scheduler's cost model time
-// without sharing (they choose orders; the simulator reports their time).
+// it takes longer. Programs are then timed as events (timeShared, on the
+// EventCore that gradient separation's re-timer uses too) instead of in one
+// pass; with a core each and no contention both give the same times. The
+// scheduler's cost model orders without sharing (the simulator reports the
+// time of its order).
 //
 //===----------------------------------------------------------------------===//
 

@@ -1,0 +1,202 @@
+//===- EventCore.h - Time, computations and the tie rule ---------*- C++
+//-*-===//
+//
+// Part of the FlexPipe project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// The event core that times actors' work where what an actor does next
+// depends on what the others have done by then: the simulator's event driver
+// (fixed orders, ranks sharing cores) and gradient separation's re-timer
+// (orders chosen while timing). Each keeps its own policy, a step function
+// that says what an actor does at the current time; the core owns time,
+// computations in progress and the one tie rule:
+//
+//  - At each event time the actors are asked in id order, each until it
+//    does nothing more, and the sweep repeats until a whole sweep moves no
+//    actor: a lower actor acts first, and every actor sees what the actors
+//    before it did at that time. Then the actors that asked for it are
+//    asked once more with `settled` set (every actor that could act at this
+//    time has acted), for decisions that should wait for that, and the
+//    sweeps repeat if one acted.
+//  - Only actors whose situation changed are asked (touch: the policy's
+//    part, for what its actors wait on; a computation's end and a wake-up
+//    touch their actor): the others would answer as before.
+//  - Time then moves to the next event: a computation's end, a delayed
+//    computation's start, or a wake-up an actor asked for.
+//  - A computation of an actor without a core group ends exactly its work
+//    after its start (equal durations tie exactly). The computations of a
+//    core group (ranks sharing a node's cores, SimCosts::coreGroup) progress
+//    together at min(1, cores / k) / slowdown[k] each while k of them run
+//    (processor sharing); their ends are known only when they come.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLEXPIPE_SCHEDULING_EVENTCORE_H
+#define FLEXPIPE_SCHEDULING_EVENTCORE_H
+
+#include "flexpipe/Scheduling/Simulator.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <queue>
+#include <vector>
+
+namespace flexpipe::sched {
+
+class EventCore {
+public:
+  /// The core groups of `costs` (none: every actor has a core of its own).
+  EventCore(int32_t numActors, const SimCosts &costs);
+
+  double now() const { return time; }
+  /// The core group of `actor`, or -1.
+  int32_t groupOf(int32_t actor) const {
+    return actor < static_cast<int32_t>(group.size()) ? group[actor] : -1;
+  }
+
+  /// Starts computation `id` of `actor`, `work` long at a whole core, at
+  /// time `at` (not before now). Its end is reported to the run's `ended`,
+  /// and touches the actor.
+  void compute(int32_t actor, int32_t id, double work, double at);
+  /// Asks `actor` again at time `at` (a wait that ends then).
+  void wakeAt(double at, int32_t actor);
+  /// `actor` is asked again at this time (something it waits for changed).
+  void touch(int32_t actor) { dirty[actor] = 1; }
+  void touchAll() { std::fill(dirty.begin(), dirty.end(), 1); }
+  /// `actor` is asked with `settled` set once nobody else acts at this time.
+  void askWhenSettled(int32_t actor) { settleAsk[actor] = 1; }
+
+  /// Ends the run after the current sweep (the policy failed or gave up).
+  void stop() { stopped = true; }
+
+  /// Sweeps and moves time until no event is left (or stop()). `step(actor,
+  /// settled)` is what an actor does at now(): true when it did something
+  /// (it is asked again), false when it has nothing to do at this time.
+  /// `ended(actor, id)`: computation `id` of `actor` ended at now().
+  /// Returns the time of the last event.
+  template <typename Step, typename Ended>
+  double run(Step &&step, Ended &&ended) {
+    for (;;) {
+      // Sweeps until nobody acts; then those waiting for that, settled.
+      while (sweep(dirty, false, step) ||
+             (!stopped && sweep(settleAsk, true, step)))
+        ;
+      if (stopped)
+        return time;
+      if (!advance(ended))
+        return time;
+    }
+  }
+
+private:
+  struct Job {
+    int32_t actor, id;
+    double left, work;
+  };
+  struct Timed {
+    double time;
+    int32_t actor, id;
+    double work; ///< `later`: the computation's work
+    bool operator>(const Timed &o) const {
+      return time > o.time || (time == o.time && id > o.id);
+    }
+  };
+  using MinHeap =
+      std::priority_queue<Timed, std::vector<Timed>, std::greater<Timed>>;
+  double rate(int32_t g) const;
+  /// Asks the actors flagged in `asked`, in id order, each until it does
+  /// nothing more (clearing its flag first); true when one acted.
+  template <typename Step>
+  bool sweep(std::vector<uint8_t> &asked, bool settled, Step &step) {
+    bool moved = false;
+    for (int32_t a = 0; a < numActors && !stopped; ++a) {
+      if (!asked[a])
+        continue;
+      asked[a] = 0;
+      while (!stopped && step(a, settled))
+        moved = true;
+    }
+    return moved;
+  }
+  /// Moves time to the next event and reports the computations that end
+  /// then; false when no event is left.
+  template <typename Ended> bool advance(Ended &&ended);
+
+  int32_t numActors;
+  double time = 0;
+  bool stopped = false;
+  std::vector<int32_t> group;
+  std::vector<double> cores;
+  std::vector<std::vector<double>> slowdown;
+  std::vector<std::vector<Job>> running; ///< per group
+  MinHeap exactEnds;                     ///< computations without a group
+  MinHeap later;                         ///< group computations to start
+  MinHeap wakes;
+  std::vector<uint8_t> dirty, settleAsk;
+};
+
+template <typename Ended> bool EventCore::advance(Ended &&ended) {
+  double at = std::numeric_limits<double>::infinity();
+  if (!exactEnds.empty())
+    at = exactEnds.top().time;
+  if (!later.empty())
+    at = std::min(at, later.top().time);
+  if (!wakes.empty())
+    at = std::min(at, wakes.top().time);
+  for (size_t g = 0; g < running.size(); ++g) {
+    if (running[g].empty())
+      continue;
+    const double r = rate(static_cast<int32_t>(g));
+    for (const Job &job : running[g])
+      at = std::min(at, time + job.left / r);
+  }
+  if (at == std::numeric_limits<double>::infinity())
+    return false;
+  for (size_t g = 0; g < running.size(); ++g) {
+    if (running[g].empty())
+      continue;
+    const double r = rate(static_cast<int32_t>(g));
+    for (Job &job : running[g])
+      job.left -= (at - time) * r;
+  }
+  time = at;
+  for (size_t g = 0; g < running.size(); ++g) {
+    if (running[g].empty())
+      continue;
+    const double r = rate(static_cast<int32_t>(g));
+    auto done = [&](const Job &job) {
+      if (job.left > 1e-9 * job.work && time + job.left / r > time)
+        return false;
+      dirty[job.actor] = 1;
+      ended(job.actor, job.id);
+      return true;
+    };
+    running[g].erase(std::remove_if(running[g].begin(), running[g].end(), done),
+                     running[g].end());
+  }
+  while (!exactEnds.empty() && exactEnds.top().time <= time) {
+    const Timed end = exactEnds.top();
+    exactEnds.pop();
+    dirty[end.actor] = 1;
+    ended(end.actor, end.id);
+  }
+  while (!later.empty() && later.top().time <= time) {
+    const Timed start = later.top();
+    later.pop();
+    running[group[start.actor]].push_back(
+        {start.actor, start.id, start.work, start.work});
+  }
+  while (!wakes.empty() && wakes.top().time <= time) {
+    dirty[wakes.top().actor] = 1;
+    wakes.pop();
+  }
+  return true;
+}
+
+} // namespace flexpipe::sched
+
+#endif // FLEXPIPE_SCHEDULING_EVENTCORE_H

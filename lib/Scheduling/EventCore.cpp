@@ -1,0 +1,46 @@
+//===- EventCore.cpp - Time, computations and the tie rule ----------------===//
+//
+// Part of the FlexPipe project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+
+#include "flexpipe/Scheduling/EventCore.h"
+
+using namespace flexpipe::sched;
+
+EventCore::EventCore(int32_t numActors, const SimCosts &costs)
+    : numActors(numActors), cores(costs.groupCores),
+      slowdown(costs.groupSlowdown), running(costs.groupCores.size()),
+      dirty(numActors, 1), settleAsk(numActors, 0) {
+  const int32_t numGroups = static_cast<int32_t>(cores.size());
+  group.assign(numActors, -1);
+  for (int32_t a = 0;
+       a < numActors && a < static_cast<int32_t>(costs.coreGroup.size()); ++a)
+    if (costs.coreGroup[a] >= 0 && costs.coreGroup[a] < numGroups)
+      group[a] = costs.coreGroup[a];
+}
+
+double EventCore::rate(int32_t g) const {
+  const size_t k = running[g].size();
+  const double slow =
+      g < static_cast<int32_t>(slowdown.size()) && k < slowdown[g].size()
+          ? slowdown[g][k]
+          : 1.0;
+  return std::min(1.0, cores[g] / static_cast<double>(k)) / slow;
+}
+
+void EventCore::compute(int32_t actor, int32_t id, double work, double at) {
+  const int32_t g = groupOf(actor);
+  if (g < 0 || work <= 0)
+    exactEnds.push({at + std::max(0.0, work), actor, id, 0.0});
+  else if (at <= time)
+    running[g].push_back({actor, id, work, work});
+  else
+    later.push({at, actor, id, work});
+}
+
+void EventCore::wakeAt(double at, int32_t actor) {
+  wakes.push({at, actor, actor, 0.0});
+}
