@@ -85,13 +85,16 @@ def simulate(build, tmp, text, config, cluster):
         capture_output=True, text=True)
     if out.returncode != 0:
         return None, out.stderr.strip().splitlines()[0] if out.stderr else "failed"
-    m = re.search(r"iteration time ([0-9.]+) (s|ms|us), bubble ratio ([0-9.]+)%",
-                  out.stdout)
-    if not m:
+    # The pipeline's time: "iteration time I = pipeline P + ..." where the
+    # gradient all-reduce follows it, else "iteration time P, ...".
+    m = (re.search(r"= pipeline ([0-9.]+) (s|ms|us) ", out.stdout) or
+         re.search(r"iteration time ([0-9.]+) (s|ms|us),", out.stdout))
+    bubble = re.search(r"bubble ratio ([0-9.]+)%", out.stdout)
+    if not m or not bubble:
         return None, "no iteration time in the report"
     scale = {"s": 1e3, "ms": 1.0, "us": 1e-3}[m.group(2)]
     over = "OVER DEVICE MEMORY" in out.stdout
-    return (float(m.group(1)) * scale, float(m.group(3)), over), None
+    return (float(m.group(1)) * scale, float(bubble.group(1)), over), None
 
 
 def best(build, tmp, config, big, bl, tl, cluster, mixed, sync_async, ks):

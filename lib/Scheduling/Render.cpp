@@ -92,11 +92,20 @@ std::string flexpipe::sched::formatReport(const Program &p,
   std::ostringstream os;
   os << "schedule @" << context.name << ": " << p.numActors << " actors, "
      << p.numStages << " stages, " << p.numMicrobatches << " micro-batches\n";
-  os << "iteration time " << time(r.iterationTime, costs) << ", bubble ratio "
-     << fixed(100 * r.bubbleRatio(), 1) << "% (idle share of all actors' time)";
-  if (context.tokensPerIteration > 0 && costs.unit == "s" &&
-      r.iterationTime > 0)
-    os << ", " << fixed(context.tokensPerIteration / r.iterationTime, 0)
+  double iteration = r.iterationTime;
+  if (context.after && context.after->gradSync + context.after->step > 0) {
+    iteration += context.after->gradSync + context.after->step;
+    os << "iteration time " << time(iteration, costs) << " = pipeline "
+       << time(r.iterationTime, costs) << " + gradient sync "
+       << time(context.after->gradSync, costs) << " + optimizer step "
+       << time(context.after->step, costs) << "\n";
+    os << "pipeline bubble ratio ";
+  } else {
+    os << "iteration time " << time(iteration, costs) << ", bubble ratio ";
+  }
+  os << fixed(100 * r.bubbleRatio(), 1) << "% (idle share of all actors' time)";
+  if (context.tokensPerIteration > 0 && costs.unit == "s" && iteration > 0)
+    os << ", " << fixed(context.tokensPerIteration / iteration, 0)
        << " tokens/s per pipeline";
   os << "\n\n";
   const bool bytes = costs.unit == "s";

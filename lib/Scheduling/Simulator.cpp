@@ -623,3 +623,140 @@ SimResult Simulator::run(const SimCosts &costs) const {
   std::reverse(r.criticalPath.begin(), r.criticalPath.end());
   return r;
 }
+
+StageLayout flexpipe::sched::stageLayoutOf(const Program &program) {
+  StageLayout layout;
+  layout.numActors = program.numActors;
+  layout.meta = program.stageMeta;
+  layout.moduleNames = program.moduleNames;
+  layout.edges = program.edges;
+  layout.actorsOf.assign(program.numStages, {});
+  for (int32_t a = 0; a < program.numActors; ++a)
+    for (const ProgOp &op : program.actors[a])
+      if (isCompute(op.kind) && op.stage >= 0 && op.stage < program.numStages &&
+          (layout.actorsOf[op.stage].empty() ||
+           layout.actorsOf[op.stage].back() != a))
+        layout.actorsOf[op.stage].push_back(a);
+  for (std::vector<int32_t> &actors : layout.actorsOf) {
+    std::sort(actors.begin(), actors.end());
+    actors.erase(std::unique(actors.begin(), actors.end()), actors.end());
+  }
+  return layout;
+}
+
+/// The module model of a stage, or null (a registered stage, or a module
+/// the model does not define).
+static const ModuleModel *moduleOf(const StageLayout &layout, int32_t s,
+                                   const ModelConfig &model) {
+  const StageMeta &meta = layout.meta[s];
+  if (meta.isRegistered() || meta.module < 0 ||
+      meta.module >= static_cast<int32_t>(layout.moduleNames.size()))
+    return nullptr;
+  return model.module(layout.moduleNames[meta.module]);
+}
+
+ActorHoldings flexpipe::sched::actorHoldings(const StageLayout &layout,
+                                             const ModelConfig &model,
+                                             const ClusterConfig &cluster) {
+  ActorHoldings held;
+  held.staticBytes.assign(layout.numActors, 0);
+  held.parameters.assign(layout.numActors, 0);
+  held.gradBytes.assign(layout.numActors, 0);
+  for (size_t s = 0; s < layout.actorsOf.size() && s < layout.meta.size();
+       ++s) {
+    const std::vector<int32_t> &actors = layout.actorsOf[s];
+    const ModuleModel *module =
+        moduleOf(layout, static_cast<int32_t>(s), model);
+    if (actors.empty() || !module)
+      continue;
+    StageShape shape;
+    shape.module = module;
+    shape.layers = layout.meta[s].layers;
+    shape.first = layout.meta[s].first;
+    shape.last = layout.meta[s].last;
+    const StageCost cost = stageCost(shape, model, cluster);
+    const double k = static_cast<double>(actors.size());
+    for (int32_t a : actors) {
+      held.staticBytes[a] += cost.staticBytes / k;
+      held.parameters[a] += cost.parameters / k;
+      held.gradBytes[a] +=
+          cost.parameters * static_cast<double>(model.dtypeBytes) / k;
+    }
+  }
+  return held;
+}
+
+AfterPipeline flexpipe::sched::afterPipeline(const StageLayout &layout,
+                                             const ActorHoldings &held,
+                                             int64_t dp,
+                                             const ModelConfig &model,
+                                             const ClusterConfig &cluster) {
+  const int32_t n = layout.numActors;
+  const int32_t numStages = static_cast<int32_t>(layout.meta.size());
+  const ModuleModel *first =
+      model.modules.empty() ? nullptr : &model.modules.front();
+  AfterPipeline after;
+  // Copies of a stage: the first block of each stage is the most blocks on
+  // a path to it (each direction of a bidirectional pipeline starts again
+  // at block 0), as the runtime finds them.
+  std::vector<int64_t> firstBlock(numStages, 0);
+  for (int32_t round = 0; round < numStages; ++round) {
+    bool changed = false;
+    for (auto [from, to] : layout.edges)
+      if (from >= 0 && to >= 0 && from < numStages && to < numStages &&
+          firstBlock[from] + layout.meta[from].layers > firstBlock[to]) {
+        firstBlock[to] = firstBlock[from] + layout.meta[from].layers;
+        changed = true;
+      }
+    if (!changed)
+      break;
+  }
+  // Bytes each pair of actors exchanges (a < b).
+  std::map<std::pair<int32_t, int32_t>, double> exchange;
+  for (int32_t s = 0; s < numStages; ++s) {
+    const StageMeta &x = layout.meta[s];
+    const ModuleModel *module = moduleOf(layout, s, model);
+    if (!module || layout.actorsOf[s].size() != 1)
+      continue;
+    for (int32_t t = s + 1; t < numStages; ++t) {
+      const StageMeta &y = layout.meta[t];
+      const int32_t a = layout.actorsOf[s].front();
+      if (layout.actorsOf[t].size() != 1 || layout.actorsOf[t].front() == a ||
+          y.module != x.module || y.layers != x.layers || y.first != x.first ||
+          y.last != x.last || firstBlock[t] != firstBlock[s])
+        continue;
+      StageShape shape;
+      shape.module = module;
+      shape.layers = x.layers;
+      shape.first = x.first;
+      shape.last = x.last;
+      const int32_t b = layout.actorsOf[t].front();
+      exchange[{std::min(a, b), std::max(a, b)}] +=
+          stageCost(shape, model, cluster).parameters *
+          static_cast<double>(model.dtypeBytes);
+    }
+  }
+  double exchanged = 0, replicas = 0;
+  for (const auto &[pair, bytes] : exchange)
+    exchanged =
+        std::max(exchanged, transferTime(cluster, deviceOf(pair.first, 0, dp),
+                                         deviceOf(pair.second, 0, dp), bytes,
+                                         /*collective=*/true));
+  for (int32_t a = 0; a < n; ++a) {
+    after.step = std::max(
+        after.step, optimizerStepTime(cluster, first, held.parameters[a]));
+    if (dp < 2)
+      continue;
+    std::vector<int64_t> group(dp);
+    for (int64_t r = 0; r < dp; ++r)
+      group[r] = deviceOf(a, r, dp);
+    replicas =
+        std::max(replicas, allReduceTime(cluster, group, held.gradBytes[a]));
+  }
+  after.gradSync = exchanged + replicas + iterationOverhead(cluster);
+  // The loss (8 bytes), only where a measured cluster prices small
+  // messages as this machine does.
+  if (!cluster.measured.contention.empty())
+    after.gradSync += allReduceTime(cluster, replicaDevices(n * dp, 1), 8);
+  return after;
+}

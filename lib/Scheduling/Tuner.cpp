@@ -464,45 +464,30 @@ std::string flexpipe::sched::describe(const Candidate &c) {
 
 namespace {
 
-/// What each actor holds regardless of the schedule: static bytes (weights,
-/// gradients, optimizer state) and gradient bytes, its share of shared
-/// stages included.
-struct ActorStatic {
-  std::vector<double> staticBytes, gradBytes, parameters;
-};
-
-ActorStatic actorStatic(const BuiltProblem &built, const ModelConfig &model,
-                        const ClusterConfig &cluster) {
-  const Problem &p = built.problem;
-  std::vector<int32_t> sharing(built.numStages, 0);
-  for (const StagePart &part : p.parts)
-    ++sharing[part.stage];
-  ActorStatic held;
-  held.staticBytes.assign(p.numActors, 0);
-  held.gradBytes.assign(p.numActors, 0);
-  held.parameters.assign(p.numActors, 0);
-  for (const StagePart &part : p.parts) {
-    const StageMeta &meta = built.stageMeta[part.stage];
-    StageShape shape;
-    shape.module = &model.modules.front();
-    shape.layers = meta.layers;
-    shape.first = meta.first;
-    shape.last = meta.last;
-    const StageCost cost = stageCost(shape, model, cluster);
-    held.staticBytes[part.actor] += cost.staticBytes / sharing[part.stage];
-    held.parameters[part.actor] += cost.parameters / sharing[part.stage];
-    held.gradBytes[part.actor] += cost.parameters *
-                                  static_cast<double>(model.dtypeBytes) /
-                                  sharing[part.stage];
+/// The stage layout of a problem before it is scheduled: a stage runs on
+/// the actors of its parts.
+StageLayout layoutOf(const BuiltProblem &built) {
+  StageLayout layout;
+  layout.numActors = built.problem.numActors;
+  layout.meta = built.stageMeta;
+  layout.moduleNames = built.moduleNames;
+  layout.edges = built.stageEdges;
+  layout.actorsOf.assign(built.numStages, {});
+  for (const StagePart &part : built.problem.parts)
+    layout.actorsOf[part.stage].push_back(part.actor);
+  for (std::vector<int32_t> &actors : layout.actorsOf) {
+    std::sort(actors.begin(), actors.end());
+    actors.erase(std::unique(actors.begin(), actors.end()), actors.end());
   }
-  return held;
+  return layout;
 }
 
 /// A candidate resolved to a scheduler problem, with what each actor holds.
 struct Prepared {
   ModelConfig sized;
   std::optional<BuiltProblem> built;
-  ActorStatic held;
+  StageLayout layout;
+  ActorHoldings held;
   std::string error;
 };
 
@@ -536,47 +521,8 @@ void prepareCandidate(const Candidate &c, const ModelConfig &model,
     return;
   }
   out.built = std::move(*built);
-  out.held = actorStatic(*out.built, out.sized, cluster);
-}
-
-/// What follows the pipeline on every actor, as the runtime does it: a
-/// bidirectional pipeline's two copies of each stage add their gradients
-/// (actor a with actor pp - 1 - a, both ways at once), the data-parallel
-/// all-reduce of its parameters (its share of shared stages) in the model's
-/// dtype over its dp peers (replica r's actor a is device a * dp + r), the
-/// optimizer step over them, and the all-reduce of the loss over every
-/// rank. Each the slowest actor's; `gradSync` is the sum of the
-/// collectives.
-struct AfterPipeline {
-  double gradSync = 0, step = 0;
-};
-AfterPipeline afterPipeline(const Candidate &c, const ActorStatic &held,
-                            const ModuleModel *module,
-                            const ClusterConfig &cluster) {
-  AfterPipeline after;
-  double exchange = 0, replicas = 0;
-  for (int64_t a = 0; a < c.pp; ++a) {
-    after.step = std::max(
-        after.step, optimizerStepTime(cluster, module, held.parameters[a]));
-    if (c.directions() == 2 && c.pp > 1)
-      exchange = std::max(exchange,
-                          transferTime(cluster, deviceOf(a, 0, c.dp),
-                                       deviceOf(c.pp - 1 - a, 0, c.dp),
-                                       held.gradBytes[a], /*collective=*/true));
-    if (c.dp < 2)
-      continue;
-    std::vector<int64_t> group(c.dp);
-    for (int64_t r = 0; r < c.dp; ++r)
-      group[r] = deviceOf(a, r, c.dp);
-    replicas =
-        std::max(replicas, allReduceTime(cluster, group, held.gradBytes[a]));
-  }
-  after.gradSync = exchange + replicas + iterationOverhead(cluster);
-  // The loss (8 bytes), only where a measured cluster prices small
-  // messages as this machine does.
-  if (!cluster.measured.contention.empty())
-    after.gradSync += allReduceTime(cluster, replicaDevices(c.pp * c.dp, 1), 8);
-  return after;
+  out.layout = layoutOf(*out.built);
+  out.held = actorHoldings(out.layout, out.sized, cluster);
 }
 
 } // namespace
@@ -693,8 +639,8 @@ double flexpipe::sched::iterationLowerBound(const Candidate &c,
                     head[part] + gradient + w, head[part] + own + tail[part]});
     }
   }
-  const AfterPipeline after =
-      afterPipeline(c, prepared.held, &prepared.sized.modules.front(), cluster);
+  const AfterPipeline after = afterPipeline(prepared.layout, prepared.held,
+                                            c.dp, prepared.sized, cluster);
   return bound + after.gradSync + after.step;
 }
 
@@ -716,7 +662,7 @@ Evaluation flexpipe::sched::evaluate(const Candidate &c,
   // Parameters, gradients and optimizer state alone may not fit: then the
   // candidate is rejected without scheduling it (peakBytes is then a lower
   // bound, the static part).
-  const ActorStatic &held = prepared.held;
+  const ActorHoldings &held = prepared.held;
   if (options.memoryLimit > 0) {
     const std::vector<double> &staticBytes = held.staticBytes;
     for (double bytes : staticBytes)
@@ -775,7 +721,7 @@ Evaluation flexpipe::sched::evaluate(const Candidate &c,
     e.busiest = std::max(e.busiest, busy);
 
   const AfterPipeline after =
-      afterPipeline(c, held, &sized.modules.front(), cluster);
+      afterPipeline(prepared.layout, held, c.dp, sized, cluster);
   e.gradSyncTime = after.gradSync;
   e.stepTime = after.step;
   e.iterationTime = e.pipelineTime + e.gradSyncTime + e.stepTime;

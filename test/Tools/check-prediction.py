@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Checks that flexpipe-compile's report of a spec written by flexpipe-tune
-predicts the pipeline time the spec's header comment states.
+predicts the iteration and pipeline times the spec's header comment states.
 
 usage: check-prediction.py SPEC.mlir REPORT.txt
 """
@@ -14,12 +14,22 @@ def seconds(value, unit):
 
 spec = open(sys.argv[1]).read()
 report = open(sys.argv[2]).read()
-predicted = re.search(r"\(pipeline ([0-9.]+) (ms|s),", spec)
-measured = re.search(r"iteration time ([0-9.]+) (ms|s),", report)
-if not predicted or not measured:
-    sys.exit("check-prediction: no pipeline time in the spec or the report")
-p, m = seconds(*predicted.groups()), seconds(*measured.groups())
-# The spec rounds to 0.1 ms or 1 ms; the report to 1 us or 1 ms.
-if abs(p - m) > max(1e-3 * p, 1e-4):
-    sys.exit(f"check-prediction: the spec predicts {p} s, the report says {m} s")
-print(f"prediction matches: {p:.6g} s vs {m:.6g} s")
+predicted = re.search(r"predicted: iteration ([0-9.]+) (ms|s) \(pipeline ([0-9.]+) (ms|s),",
+                      spec)
+# "iteration time I = pipeline P + ...", or "iteration time I," when
+# nothing follows the pipeline.
+split = re.search(r"iteration time ([0-9.]+) (ms|s) = pipeline ([0-9.]+) (ms|s) ", report)
+whole = re.search(r"iteration time ([0-9.]+) (ms|s),", report)
+if not predicted or not (split or whole):
+    sys.exit("check-prediction: no iteration time in the spec or the report")
+pi, pp = seconds(*predicted.group(1, 2)), seconds(*predicted.group(3, 4))
+if split:
+    mi, mp = seconds(*split.group(1, 2)), seconds(*split.group(3, 4))
+else:
+    mi = mp = seconds(*whole.groups())
+# The spec rounds to 1 us or 1 ms; the report too.
+for what, p, m in (("iteration", pi, mi), ("pipeline", pp, mp)):
+    if abs(p - m) > max(1e-3 * p, 1e-4):
+        sys.exit(f"check-prediction: the spec predicts a {what} of {p} s, "
+                 f"the report says {m} s")
+print(f"prediction matches: {pi:.6g} s vs {mi:.6g} s")

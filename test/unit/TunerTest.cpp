@@ -467,3 +467,57 @@ TEST_CASE("gradient separation handles the vocabulary-parallel slices and "
   CHECK(after.run(costs).iterationTime <=
         before.run(costs).iterationTime * (1 + 1e-9));
 }
+
+TEST_CASE("after the pipeline, copies of a stage exchange their gradients "
+          "and shared stages do not",
+          "[tuner][costmodel]") {
+  // A bidirectional pipeline holds each stage on two actors (a and
+  // pp - 1 - a) that add their gradients after the pipeline, as the runtime
+  // does; the vocabulary-parallel embedding and head are shared by every
+  // actor and summed on the device, so they are not exchanged. Then each
+  // actor's gradients are all-reduced over its dp replicas.
+  const ModelConfig model = gptModel(16, 256000);
+  const ClusterConfig c = test::testCluster(8);
+  TuneOptions o;
+  o.gpus = 8;
+  const TuneOptions r = resolved(model, c, o);
+  for (bool vocab : {false, true}) {
+    INFO("vocab_parallel " << vocab);
+    Candidate candidate;
+    candidate.pp = 4;
+    candidate.dp = 2;
+    candidate.microbatches = 8;
+    candidate.placement = TunePlacement::Bidirectional;
+    candidate.vocabParallel = vocab;
+    EvaluationDetail detail;
+    const Evaluation e = evaluate(candidate, model, c, r, &detail);
+    INFO(e.error);
+    REQUIRE(e.ok());
+    const ModelConfig sized = withBatch(model, 1, r.globalBatch);
+    const StageLayout layout = stageLayoutOf(detail.program);
+    const ActorHoldings all = actorHoldings(layout, sized, c);
+    StageLayout unshared = layout;
+    for (std::vector<int32_t> &actors : unshared.actorsOf)
+      if (actors.size() > 1)
+        actors.clear();
+    const ActorHoldings own = actorHoldings(unshared, sized, c);
+    double exchange = 0, reduce = 0;
+    for (int64_t a = 0; a < 4; ++a) {
+      exchange = std::max(exchange, transferTime(c, deviceOf(a, 0, 2),
+                                                 deviceOf(3 - a, 0, 2),
+                                                 own.gradBytes[a], true));
+      reduce = std::max(reduce,
+                        allReduceTime(c, {deviceOf(a, 0, 2), deviceOf(a, 1, 2)},
+                                      all.gradBytes[a]));
+    }
+    CHECK(exchange > 0);
+    CHECK(e.gradSyncTime ==
+          Approx(exchange + reduce + iterationOverhead(c)).epsilon(1e-12));
+    // Not vacuous: with the vocabulary split, an actor's own stages hold
+    // less than all it holds.
+    if (vocab)
+      CHECK(own.gradBytes[0] < 0.9 * all.gradBytes[0]);
+    else
+      CHECK(own.gradBytes[0] == Approx(all.gradBytes[0]));
+  }
+}

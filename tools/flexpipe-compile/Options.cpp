@@ -97,7 +97,9 @@ int flexpipe::parseCompileOptions(int argc, char **argv,
                  "Data-parallel replicas of the pipeline for --emit=cpp|exe "
                  "(world size = actors x dp); for report, svg and trace, the "
                  "simulated devices: actor a of replica 0 is device a x dp "
-                 "(Megatron-LM's order, as flexpipe-tune assumes)")
+                 "(Megatron-LM's order, as flexpipe-tune assumes), and for "
+                 "report the gradient all-reduce over the replicas after the "
+                 "pipeline")
       ->check(integerAtLeast(1))
       ->capture_default_str();
   app.add_option("--model", options.model,

@@ -926,10 +926,17 @@ static int compile(const CompileOptions &options) {
       sched::SimResult result = simulator.run(costs);
       sched::ReportContext context;
       context.name = schedule.getSymName().str();
-      if (!options.model.empty() && !model.modules.empty())
+      if (!options.model.empty() && !model.modules.empty()) {
         context.tokensPerIteration =
             static_cast<double>(read.program.numMicrobatches) *
             model.microBatchSize * model.modules.front().seq;
+        // The gradient all-reduce, exchanges and optimizer step after the
+        // pipeline, as flexpipe-tune prices them.
+        const sched::StageLayout layout = sched::stageLayoutOf(read.program);
+        context.after = sched::afterPipeline(
+            layout, sched::actorHoldings(layout, model, cluster), options.dp,
+            model, cluster);
+      }
       if (options.emit == "report")
         os << sched::formatReport(read.program, result, costs, context);
       else if (options.emit == "svg")

@@ -10,7 +10,9 @@
 #define FLEXPIPE_SCHEDULING_EXPORT_H
 
 #include "flexpipe/Scheduling/Program.h"
+#include "flexpipe/Scheduling/Simulator.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -52,6 +54,10 @@ struct ReportContext {
   /// SVG: the time the plot's width stands for (0: this iteration's), so
   /// that several timelines can share one scale.
   double timeSpan = 0;
+  /// Report: what follows the pipeline (afterPipeline, with a model), added
+  /// to the pipeline's time for the iteration's and shown beside it where
+  /// it is not 0; absent: the pipeline only.
+  std::optional<AfterPipeline> after;
 };
 
 /// A table per actor (busy, idle, bubble %, peak activation, static and

@@ -138,6 +138,46 @@ double registeredCollectiveTime(const Program &program, int32_t stage,
                                 const ClusterConfig &cluster,
                                 const std::vector<int64_t> &devices);
 
+/// Where a pipeline's stages run and what they hold: what the cost of the
+/// work after the pipeline needs, from a program (stageLayoutOf) or, before
+/// there is one, from the scheduler's problem (the tuner).
+struct StageLayout {
+  int32_t numActors = 0;
+  std::vector<StageMeta> meta;
+  std::vector<std::string> moduleNames;
+  std::vector<std::pair<int32_t, int32_t>> edges; ///< the stage DAG
+  std::vector<std::vector<int32_t>> actorsOf;     ///< per stage, sorted
+};
+/// The layout of a program: a stage runs on the actors that compute it.
+StageLayout stageLayoutOf(const Program &program);
+
+/// What each actor holds whatever the schedule: static bytes (weights,
+/// gradients, optimizer state), parameters and gradient bytes, a shared
+/// stage's split evenly among its actors. Stages of modules the model does
+/// not define (registered stages) hold nothing.
+struct ActorHoldings {
+  std::vector<double> staticBytes, parameters, gradBytes;
+};
+ActorHoldings actorHoldings(const StageLayout &layout, const ModelConfig &model,
+                            const ClusterConfig &cluster);
+
+/// What every rank does after the pipeline, as the runtime does it, the
+/// slowest actor counting: a bidirectional pipeline's copies of a stage
+/// (same module and blocks, on two actors, not shared) add their gradients
+/// (one exchange per pair of actors, both ways at once); the data-parallel
+/// all-reduce of each actor's gradients over its dp peers (deviceOf); the
+/// all-reduce of the loss over every rank where a measured cluster prices
+/// small messages; the measured per-iteration overhead; and the optimizer
+/// step over each actor's parameters. `gradSync` is the collectives and
+/// the overhead; the iteration is the pipeline plus both.
+struct AfterPipeline {
+  double gradSync = 0, step = 0;
+};
+AfterPipeline afterPipeline(const StageLayout &layout,
+                            const ActorHoldings &held, int64_t dp,
+                            const ModelConfig &model,
+                            const ClusterConfig &cluster);
+
 /// Durations from a profile alone (unit costs for stages it does not list).
 std::string profileCosts(const Program &program, const Profile &profile,
                          SimCosts &costs);
