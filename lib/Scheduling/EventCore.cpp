@@ -31,6 +31,16 @@ double EventCore::rate(int32_t g) const {
   return std::min(1.0, cores[g] / static_cast<double>(k)) / slow;
 }
 
+double EventCore::maxRate() const {
+  double fastest = 1;
+  for (size_t g = 0; g < cores.size(); ++g)
+    for (size_t k = 1; g < slowdown.size() && k < slowdown[g].size(); ++k)
+      if (slowdown[g][k] > 0)
+        fastest =
+            std::max(fastest, std::min(1.0, cores[g] / k) / slowdown[g][k]);
+  return fastest;
+}
+
 void EventCore::compute(int32_t actor, int32_t id, double work, double at) {
   const int32_t g = groupOf(actor);
   if (g < 0 || work <= 0)

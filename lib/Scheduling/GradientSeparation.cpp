@@ -357,7 +357,9 @@ Timing Separator::retime(const std::vector<uint8_t> &stashed, double bound,
   std::vector<uint8_t> busy(numActors, 0), inCollective(numActors, 0);
   std::vector<double> waitUntil(numActors, 0);
   std::vector<int32_t> arrived(instanceMembers.size(), 0);
-  const double limit = cutoff * (1 + 1e-9); // slack for `left`'s rounding
+  // An actor cannot end before the time plus its work left at the fastest
+  // rate a computation gets (slack for `left`'s rounding).
+  const double limit = cutoff * (1 + 1e-9), rate = core.maxRate();
 
   // Item `id`'s end is known: actors waiting for it look again.
   auto known = [&](int32_t id, double end) {
@@ -386,7 +388,7 @@ Timing Separator::retime(const std::vector<uint8_t> &stashed, double bound,
     if (core.groupOf(a) < 0)
       known(id, now + item.duration);
     t.order[a].push_back(id);
-    if (now + left[a] > limit)
+    if (now + left[a] / rate > limit)
       return fail("cannot end by the cutoff");
     left[a] -= item.duration;
     busy[a] = 1;
@@ -475,7 +477,7 @@ Timing Separator::retime(const std::vector<uint8_t> &stashed, double bound,
         (ready ? now + items[stash[a].front()].duration <= at + tol : settled))
       return runStashed(a);
     if (ready) {
-      if (at + left[a] > limit)
+      if (at + left[a] / rate > limit)
         return fail("cannot end by the cutoff");
       waitUntil[a] = at;
       core.wakeAt(at, a);

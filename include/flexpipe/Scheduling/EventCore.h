@@ -1,5 +1,4 @@
-//===- EventCore.h - Time, computations and the tie rule ---------*- C++
-//-*-===//
+//===- EventCore.h - Time, computations and the tie rule --------*- C++ -*-===//
 //
 // Part of the FlexPipe project, under the Apache License v2.0 with LLVM
 // Exceptions. See LICENSE for license information.
@@ -69,6 +68,10 @@ public:
   void touchAll() { std::fill(dirty.begin(), dirty.end(), 1); }
   /// `actor` is asked with `settled` set once nobody else acts at this time.
   void askWhenSettled(int32_t actor) { settleAsk[actor] = 1; }
+
+  /// The fastest any computation progresses (work per second): 1 without
+  /// core groups, more only where a group's slowdown is below 1.
+  double maxRate() const;
 
   /// Ends the run after the current sweep (the policy failed or gave up).
   void stop() { stopped = true; }

@@ -1,0 +1,125 @@
+//===- EventCoreTest.cpp - The shared event core's tie rule and time ------===//
+//
+// Part of the FlexPipe project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+
+#include "flexpipe/Scheduling/EventCore.h"
+
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+using namespace flexpipe::sched;
+
+TEST_CASE("the event core's tie rule: lower actors first, sweeps until none "
+          "acts, then the settled ones",
+          "[simulator][eventcore]") {
+  // Actor 0 needs what actor 2 makes at time 0; actor 1 only fills a bubble
+  // once everybody else has acted at that time.
+  EventCore core(3, SimCosts());
+  bool made = false, consumed = false, filled = false;
+  std::vector<std::string> log;
+  auto step = [&](int32_t a, bool settled) {
+    const std::string at = "@" + std::to_string(core.now());
+    if (a == 0 && !consumed && made) {
+      consumed = true;
+      log.push_back("0 consumes" + at);
+      core.compute(0, 0, 2.0, core.now());
+      return true;
+    }
+    if (a == 1 && !filled) {
+      if (!settled) {
+        core.askWhenSettled(1);
+        return false;
+      }
+      filled = true;
+      log.push_back("1 fills (made " + std::to_string(made) + ")" + at);
+      core.compute(1, 1, 1.0, core.now());
+      return true;
+    }
+    if (a == 2 && !made) {
+      made = true;
+      log.push_back("2 makes" + at);
+      core.touch(0); // actor 0 waits for it
+      core.compute(2, 2, 3.0, core.now());
+      return true;
+    }
+    return false;
+  };
+  std::vector<std::pair<int32_t, double>> ends;
+  const double last = core.run(step, [&](int32_t, int32_t id) {
+    ends.push_back({id, core.now()});
+  });
+  CHECK(log == std::vector<std::string>{"2 makes@0.000000",
+                                        "0 consumes@0.000000",
+                                        "1 fills (made 1)@0.000000"});
+  // Exact ends, in time order (ties by id).
+  CHECK(ends ==
+        std::vector<std::pair<int32_t, double>>{{1, 1.0}, {0, 2.0}, {2, 3.0}});
+  CHECK(last == 3.0);
+}
+
+TEST_CASE("equal durations end at exactly the same time",
+          "[simulator][eventcore]") {
+  EventCore core(2, SimCosts());
+  const double d = 0.1 + 0.2; // not exact in binary
+  int started = 0;
+  std::vector<double> ends;
+  core.run(
+      [&](int32_t a, bool) {
+        if (started > 3 || core.now() != (started / 2) * d)
+          return false;
+        ++started;
+        core.compute(a, started, d, core.now());
+        return false;
+      },
+      [&](int32_t a, int32_t) {
+        ends.push_back(core.now());
+        core.touch(a);
+      });
+  REQUIRE(ends.size() == 4);
+  CHECK(ends[0] == ends[1]);
+  CHECK(ends[2] == ends[3]);
+}
+
+TEST_CASE("computations in a core group share its cores",
+          "[simulator][eventcore]") {
+  // Actors 0 and 1 share one core, actor 2 has its own: two units of work
+  // at once on the shared core take 2 each, the lone one 1; one started
+  // later runs alone at full speed once the other has ended.
+  SimCosts costs;
+  costs.coreGroup = {0, 0, -1};
+  costs.groupCores = {1.0};
+  EventCore core(3, costs);
+  CHECK(core.maxRate() == 1.0);
+  bool started = false;
+  std::vector<std::pair<int32_t, double>> ends;
+  core.run(
+      [&](int32_t a, bool) {
+        if (started)
+          return false;
+        if (a == 2) {
+          started = true;
+          core.compute(0, 0, 1.0, 0.0);
+          core.compute(1, 1, 1.0, 0.0);
+          core.compute(2, 2, 1.0, 0.0);
+          core.compute(0, 3, 1.0, 5.0); // a delayed start
+        }
+        return false;
+      },
+      [&](int32_t, int32_t id) {
+        ends.push_back({id, core.now()});
+      });
+  REQUIRE(ends.size() == 4);
+  CHECK(ends[0] == std::pair<int32_t, double>{2, 1.0});
+  CHECK(ends[1].second == Approx(2.0));
+  CHECK(ends[2].second == Approx(2.0));
+  CHECK(ends[3] == std::pair<int32_t, double>{3, 6.0});
+  // A slowdown below 1 (a speed-up) is the only way past a whole core.
+  costs.groupSlowdown = {{1.0, 0.5}};
+  CHECK(EventCore(3, costs).maxRate() == 2.0);
+}
