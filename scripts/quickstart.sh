@@ -60,9 +60,12 @@ log "Measured against predicted (simulated from this run's profile)"
 "$COMPILE" "$SPEC" --model "$MODEL" --cluster "$CLUSTER" --time-model=cost --dp "$DP" \
   --profile "$RUN/profile.yaml" --emit=report > "$RUN/report.txt"
 measured=$(sed -n 's/^mean iteration time \([0-9.]*\) ms.*/\1/p' "$RUN/train.log")
-predicted=$(sed -n 's/^iteration time \([0-9.]*\) \(m\{0,1\}s\),.*/\1 \2/p' "$RUN/report.txt")
+# "iteration time I = pipeline P + gradient sync G + optimizer step S", or
+# "iteration time P, ..." when nothing follows the pipeline.
+predicted=$(sed -n 's/^iteration time \([0-9.]*\) \(m\{0,1\}s\)[ ,].*/\1 \2/p' "$RUN/report.txt")
+pipeline=$(sed -n 's/^iteration time .* = pipeline \([0-9.]*\) \(m\{0,1\}s\) .*/\1 \2/p' "$RUN/report.txt")
 bubble=$(sed -n 's/.*bubble ratio \([0-9.]*%\).*/\1/p' "$RUN/report.txt")
 echo "measured iteration time:              $measured ms"
 [ -n "$TUNED" ] && echo "predicted by flexpipe-tune:           $TUNED (from this machine's measured cluster)"
-echo "simulated from this run's profile:    $predicted (bubble ratio $bubble; the pipeline only: no all-reduce, no optimizer step)"
+echo "simulated from this run's profile:    $predicted (pipeline ${pipeline:-$predicted} from the run's profile, bubble ratio $bubble; the all-reduce and optimizer step after it from the cluster file)"
 log "Done. Next: scripts/test.sh runs every test suite; docs/GettingStarted.md is the tutorial."
