@@ -178,12 +178,15 @@ def GradientSeparationPass
     (one-to-one, circular, V-shape, bidirectional and combinations) and both
     time models. A memory bound below what the schedule needs with every
     weight gradient right after its input gradient is an error.
-    Shared stages (each actor's part is its own item) and all-gathers (the
-    loss exchange of a vocabulary-parallel head) are handled: an all-gather
-    keeps its place among the actor's forwards and input gradients and, in
-    the re-timing, starts once every member's forward is done (the simulator
-    then also makes early members wait for late ones). Gathers and
-    registered instructions are not supported yet.
+    Shared stages (each actor's part is its own item) and blocking
+    all-gathers and gathers (the loss exchange of a vocabulary-parallel
+    head, the sync of two towers' outputs) are handled: a collective keeps
+    its place among the actor's forwards and input gradients and, in the
+    re-timing, starts once every member's forward is done, each member
+    waiting for the last as in the simulator. Asynchronous collectives and
+    registered instructions (`exec`) are not supported yet. The re-timing
+    runs on the simulator's event core, so ranks that share a node's cores
+    (a measured cluster) share them here too.
 
     The outcome is recorded as a `flexpipe.separation` dictionary on the
     schedule: time and peak memory before and after, the bound, the number of
