@@ -1430,7 +1430,8 @@ static bool sameOrder(const ScheduleResult &a, const ScheduleResult &b) {
 }
 
 ScheduleResult flexpipe::sched::schedule(const Problem &problem,
-                                         TimeModel model) {
+                                         TimeModel model,
+                                         const ScheduleJudge &judge) {
   if (model == TimeModel::Step)
     return Engine(problem, TimeModel::Step).run();
   // The cost time model: actors choose when they become free, with the
@@ -1455,15 +1456,25 @@ ScheduleResult flexpipe::sched::schedule(const Problem &problem,
   if (greedy.ok && sameOrder(greedy, stepOrder))
     return greedy; // the same order takes the same time
   // A replay that cannot end by the greedy order's makespan is given up
-  // early: it would not be kept.
+  // early: it would not be kept (unless a judge decides).
   ScheduleResult replayed =
       prepared
           .replaying(stepOrder.actors, TimeModel::Cost,
-                     greedy.ok ? greedy.makespan * (1 + 1e-12)
-                               : std::numeric_limits<double>::infinity())
+                     greedy.ok && !judge
+                         ? greedy.makespan * (1 + 1e-12)
+                         : std::numeric_limits<double>::infinity())
           .execute();
   if (!replayed.ok)
     return greedy;
+  // A fuller model (ranks sharing cores, messages) may order the two
+  // differently than the scheduler's durations do.
+  if (judge && greedy.ok) {
+    const std::optional<double> g = judge(greedy), s = judge(replayed);
+    if (g && s && *s < *g * (1 - 1e-9))
+      return replayed;
+    if (g && s && *g < *s * (1 - 1e-9))
+      return greedy;
+  }
   if (!greedy.ok || replayed.makespan < greedy.makespan * (1 - 1e-12))
     return replayed;
   // On equal makespans, the order whose computations end earlier in total:

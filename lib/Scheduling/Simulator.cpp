@@ -760,3 +760,29 @@ AfterPipeline flexpipe::sched::afterPipeline(const StageLayout &layout,
     after.gradSync += allReduceTime(cluster, replicaDevices(n * dp, 1), 8);
   return after;
 }
+
+ScheduleJudge flexpipe::sched::sharedCoresJudge(
+    const BuiltProblem &built, const ModelConfig &model,
+    const ClusterConfig &cluster, const Profile *profile,
+    const std::vector<int64_t> &devices) {
+  // No measured cores or contention: nobody shares (shareCores).
+  if (cluster.measured.coresPerNode <= 0 && cluster.measured.contention.empty())
+    return nullptr;
+  return [&built, &model, &cluster, profile,
+          &devices](const ScheduleResult &result) -> std::optional<double> {
+    Program program = toProgram(built.problem, result, built.numStages,
+                                built.stageEdges, built.sharedStages);
+    program.stageMeta = built.stageMeta;
+    program.moduleNames = built.moduleNames;
+    SimCosts costs;
+    if (!modelCosts(program, model, cluster, profile, devices, costs).empty() ||
+        costs.coreGroup.empty())
+      return std::nullopt;
+    insertCommunication(program);
+    Simulator simulator;
+    std::string error;
+    if (!simulator.prepare(program, error))
+      return std::nullopt;
+    return simulator.run(costs).iterationTime;
+  };
+}

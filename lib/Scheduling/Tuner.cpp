@@ -673,8 +673,10 @@ Evaluation flexpipe::sched::evaluate(const Candidate &c,
     }
     e.peakBytes = 0;
   }
-  const ScheduleResult schedule =
-      sched::schedule(built->problem, TimeModel::Cost);
+  const std::vector<int64_t> devices = replicaDevices(c.pp, c.dp);
+  const ScheduleResult schedule = sched::schedule(
+      built->problem, TimeModel::Cost,
+      sharedCoresJudge(*built, sized, cluster, options.profile, devices));
   if (!schedule.ok) {
     e.error = "cannot be scheduled: " + schedule.error;
     return e;
@@ -687,8 +689,8 @@ Evaluation flexpipe::sched::evaluate(const Candidate &c,
   // Messages on replica 0's devices (replicaDevices), as flexpipe-compile
   // --dp prices them when it separates and simulates.
   SimCosts costs;
-  if (std::string error = modelCosts(program, sized, cluster, options.profile,
-                                     replicaDevices(c.pp, c.dp), costs);
+  if (std::string error =
+          modelCosts(program, sized, cluster, options.profile, devices, costs);
       !error.empty()) {
     e.error = error;
     return e;

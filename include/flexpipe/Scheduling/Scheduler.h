@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -273,10 +274,19 @@ bool waitsForInstance(const Problem &problem, int32_t r, int32_t first,
 /// Returns an empty string or the first problem found.
 std::string validate(const Problem &problem);
 
+/// The time of a schedule of the problem under a fuller model than the
+/// scheduler's (the simulator's: messages, ranks sharing cores), or nothing
+/// where it has no opinion.
+using ScheduleJudge =
+    std::function<std::optional<double>(const ScheduleResult &)>;
+
 /// Runs CSSR and the step function of Algorithm 1 to completion. Never
 /// loops: when no actor can move and nothing is in flight, it stops and
-/// reports which actors wait on what.
-ScheduleResult schedule(const Problem &problem, TimeModel model);
+/// reports which actors wait on what. With the cost model it also times the
+/// step model's order and keeps the faster; `judge`, where given and it has
+/// an opinion on both, decides which is faster.
+ScheduleResult schedule(const Problem &problem, TimeModel model,
+                        const ScheduleJudge &judge = nullptr);
 
 } // namespace flexpipe::sched
 

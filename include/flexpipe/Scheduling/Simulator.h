@@ -22,8 +22,8 @@
 // it takes longer. Programs are then timed as events (timeShared, on the
 // EventCore that gradient separation's re-timer uses too) instead of in one
 // pass; with a core each and no contention both give the same times. The
-// scheduler's cost model orders without sharing (the simulator reports the
-// time of its order).
+// scheduler's durations do not see sharing; sharedCoresJudge lets the
+// simulator choose between its two orders where ranks share cores.
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,6 +31,7 @@
 #define FLEXPIPE_SCHEDULING_SIMULATOR_H
 
 #include "flexpipe/Scheduling/CostModel.h"
+#include "flexpipe/Scheduling/PipelineSpec.h"
 #include "flexpipe/Scheduling/Program.h"
 
 #include <algorithm>
@@ -177,6 +178,19 @@ AfterPipeline afterPipeline(const StageLayout &layout,
                             const ActorHoldings &held, int64_t dp,
                             const ModelConfig &model,
                             const ClusterConfig &cluster);
+
+/// A judge for schedule() (the cost model's choice between its greedy order
+/// and the step model's order): the simulated pipeline time of a schedule
+/// of `built` where the cluster puts ranks on shared cores (the scheduler's
+/// durations do not see that), and no opinion elsewhere (none at all for a
+/// cluster without measured cores or contention). Every argument
+/// must outlive the schedule() call. The tuner and -flexpipe-schedule both
+/// use it, so they choose the same order.
+ScheduleJudge sharedCoresJudge(const BuiltProblem &built,
+                               const ModelConfig &model,
+                               const ClusterConfig &cluster,
+                               const Profile *profile,
+                               const std::vector<int64_t> &devices);
 
 /// Durations from a profile alone (unit costs for stages it does not list).
 std::string profileCosts(const Program &program, const Profile &profile,

@@ -25,6 +25,7 @@ void flexpipe::buildSpecToSchedulePipeline(
   schedule.stepRule = options.stepRule;
   schedule.modelFile = options.modelFile;
   schedule.clusterFile = options.clusterFile;
+  schedule.dp = options.dp;
   pm.addPass(createSchedulePass(schedule));
   // Bubble optimizations the specs ask for with flexpipe.optimize.
   SplitBackwardPassOptions split;

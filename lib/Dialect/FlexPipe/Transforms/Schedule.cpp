@@ -78,6 +78,11 @@ struct SchedulePass : flexpipe::impl::SchedulePassBase<SchedulePass> {
     if (failed(rule))
       return signalPassFailure();
 
+    if (dp < 1) {
+      getOperation().emitError()
+          << "-" << getArgument() << " needs dp >= 1, not " << dp;
+      return signalPassFailure();
+    }
     sched::ModelConfig modelConfig;
     sched::ClusterConfig cluster;
     if (modelFile.empty() != clusterFile.empty()) {
@@ -111,7 +116,16 @@ struct SchedulePass : flexpipe::impl::SchedulePassBase<SchedulePass> {
         return signalPassFailure();
       }
       built->problem.stepRule = *rule;
-      sched::ScheduleResult result = sched::schedule(built->problem, *model);
+      sched::ScheduleJudge judge;
+      std::vector<int64_t> devices;
+      if (!modelFile.empty()) {
+        cluster.jobDevices = built->problem.numActors * dp;
+        devices = sched::replicaDevices(built->problem.numActors, dp);
+        judge = sched::sharedCoresJudge(*built, modelConfig, cluster,
+                                        /*profile=*/nullptr, devices);
+      }
+      sched::ScheduleResult result =
+          sched::schedule(built->problem, *model, judge);
       if (!result.ok) {
         InFlightDiagnostic diag = pipeline.emitOpError()
                                   << "cannot be scheduled: " << result.error;

@@ -75,6 +75,12 @@ def SchedulePass : Pass<"flexpipe-schedule", "mlir::ModuleOp"> {
     A configuration that can make no progress is reported with one line per
     waiting actor; the pass never loops.
 
+    With the cost model on a cluster whose ranks share a node's cores (a
+    measured cluster), the choice between the greedy order and the step
+    model's order (the cost model keeps the faster) is made by simulating
+    both, sharing included, on `dp` replicas' devices, as flexpipe-tune
+    does.
+
     Before:
 
     ```mlir
@@ -123,6 +129,10 @@ def SchedulePass : Pass<"flexpipe-schedule", "mlir::ModuleOp"> {
            "Model YAML (docs/CostModel.md) for the cost time model">,
     Option<"clusterFile", "cluster", "std::string", "\"\"",
            "Cluster YAML (docs/CostModel.md) for the cost time model">,
+    Option<"dp", "dp", "int64_t", "1",
+           "Data-parallel replicas the job runs (pp x dp ranks share the "
+           "nodes' cores; replica 0's actor a is device a x dp), for the "
+           "cost model on a measured cluster">,
   ];
   let dependentDialects = ["flexpipe::FlexPipeDialect"];
 }
