@@ -71,20 +71,11 @@ SimCosts flexpipe::sched::layerCosts(const Program &program) {
 
 /// How many actors run each stage (a shared stage splits its work).
 static std::vector<int32_t> actorsPerStage(const Program &program) {
-  std::vector<std::vector<int32_t>> actors(program.numStages);
-  for (int32_t a = 0; a < program.numActors; ++a)
-    for (const ProgOp &op : program.actors[a])
-      if (isCompute(op.kind) && op.stage >= 0 && op.stage < program.numStages &&
-          (actors[op.stage].empty() || actors[op.stage].back() != a))
-        actors[op.stage].push_back(a);
+  const StageLayout layout = stageLayoutOf(program);
   std::vector<int32_t> count(program.numStages, 1);
-  for (int32_t s = 0; s < program.numStages; ++s) {
-    std::sort(actors[s].begin(), actors[s].end());
-    count[s] = std::max<int32_t>(
-        1,
-        static_cast<int32_t>(std::unique(actors[s].begin(), actors[s].end()) -
-                             actors[s].begin()));
-  }
+  for (int32_t s = 0; s < program.numStages; ++s)
+    count[s] =
+        std::max<int32_t>(1, static_cast<int32_t>(layout.actorsOf[s].size()));
   return count;
 }
 
