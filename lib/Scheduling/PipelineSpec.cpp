@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <functional>
 #include <numeric>
+#include <optional>
 
 using namespace flexpipe::sched;
 
@@ -20,10 +21,55 @@ static llvm::Error fail(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
-llvm::Expected<BuiltProblem>
-flexpipe::sched::buildProblem(const PipelineSpec &spec) {
+namespace {
+/// Resolves a PipelineSpec into a BuiltProblem, one named step at a time
+/// (docs/Rationale.md, "Data flow"). Each step reads what earlier steps
+/// made; run() calls them in order and stops at the first error.
+class ProblemBuilder {
+public:
+  explicit ProblemBuilder(const PipelineSpec &spec)
+      : spec(spec), problem(built.problem),
+        numModules(static_cast<int32_t>(spec.modules.size())) {}
+
+  llvm::Expected<BuiltProblem> run();
+
+private:
+  llvm::Error layOutModules();
+  void describeStages();
+  llvm::Error resolveDepths();
+  llvm::Error buildParts();
+  llvm::Error buildModuleParts(int32_t m);
+  llvm::Error buildVocabParts(int32_t m);
+  llvm::Error checkSize() const;
+  void connectStages();
+  void applyPriorities();
+  llvm::Error applyInflightLimits();
+  llvm::Error registerInstructions();
+  llvm::Error addDependencies();
+  void priceCollectives();
+
+  /// The model's description of module `m`, or an error naming it.
+  llvm::Expected<const ModuleModel *> moduleModel(int32_t m) const;
+  /// Global id of stage `local` of module `m`; none when out of range.
+  std::optional<int32_t> globalStage(int32_t m, int64_t local) const;
+  /// Actors that run module `m`'s stages, as its placement lists them.
+  const std::vector<int64_t> &moduleActors(int32_t m) const {
+    return spec.modules[m].placement.actors;
+  }
+
+  const PipelineSpec &spec;
   BuiltProblem built;
-  Problem &problem = built.problem;
+  Problem &problem;
+  const int32_t numModules;
+  int32_t firstRegistered = 0;      ///< global id of the first registered stage
+  std::vector<int32_t> depthOffset; ///< depth of each module's first stage
+  /// partsOfStage[global stage] = its part indices (several when shared).
+  std::vector<std::vector<int32_t>> partsOfStage;
+  size_t instBase = 0; ///< first user instruction in problem.registered
+};
+} // namespace
+
+llvm::Expected<BuiltProblem> ProblemBuilder::run() {
   problem.numActors = spec.actors;
   problem.numMicrobatches = spec.microbatches;
   problem.splitBackward = spec.splitBackward;
@@ -31,9 +77,55 @@ flexpipe::sched::buildProblem(const PipelineSpec &spec) {
     return fail("a pipeline needs at least one actor and one micro-batch");
   if (spec.modules.empty())
     return fail("a pipeline needs at least one module");
+  if (llvm::Error error = layOutModules())
+    return std::move(error);
+  describeStages();
+  if (llvm::Error error = resolveDepths())
+    return std::move(error);
+  if (llvm::Error error = buildParts())
+    return std::move(error);
+  if (llvm::Error error = checkSize())
+    return std::move(error);
+  connectStages();
+  applyPriorities();
+  if (llvm::Error error = applyInflightLimits())
+    return std::move(error);
+  if (llvm::Error error = registerInstructions())
+    return std::move(error);
+  if (llvm::Error error = addDependencies())
+    return std::move(error);
+  priceCollectives();
+  if (std::string error = validate(problem); !error.empty())
+    return fail(error);
+  return std::move(built);
+}
 
-  // --- Partition and placement; global stage ids in declaration order. ----
-  const int32_t numModules = static_cast<int32_t>(spec.modules.size());
+llvm::Expected<BuiltProblem>
+flexpipe::sched::buildProblem(const PipelineSpec &spec) {
+  return ProblemBuilder(spec).run();
+}
+
+llvm::Expected<const ModuleModel *>
+ProblemBuilder::moduleModel(int32_t m) const {
+  const std::string &name = spec.modules[m].name;
+  const ModuleModel *module = spec.model->module(name);
+  if (!module)
+    return fail("the model file has no module '" + name + "'");
+  return module;
+}
+
+std::optional<int32_t> ProblemBuilder::globalStage(int32_t m,
+                                                   int64_t local) const {
+  if (m < 0 || m >= numModules || local < 0 ||
+      local >= built.modules[m].placement.numStages())
+    return std::nullopt;
+  return built.modules[m].firstStage + static_cast<int32_t>(local);
+}
+
+/// Partition and placement of each module; global stage ids in declaration
+/// order (a module's stages, then its vocabulary-parallel embedding and head
+/// per direction), then the registered stages.
+llvm::Error ProblemBuilder::layOutModules() {
   int32_t nextStage = 0;
   for (const ModuleSpec &module : spec.modules) {
     llvm::Expected<ModulePlacement> placed = place(module.placement);
@@ -61,11 +153,15 @@ flexpipe::sched::buildProblem(const PipelineSpec &spec) {
     }
     built.modules.push_back(std::move(layout));
   }
-  const int32_t firstRegistered = nextStage;
+  firstRegistered = nextStage;
   nextStage += static_cast<int32_t>(spec.registeredStages.size());
   built.numStages = nextStage;
+  return llvm::Error::success();
+}
 
-  // What each stage holds.
+/// What each stage holds: its module, layers, and whether it is a first or
+/// last stage.
+void ProblemBuilder::describeStages() {
   built.stageMeta.assign(built.numStages, StageMeta());
   for (int32_t m = 0; m < numModules; ++m) {
     const ModuleLayout &layout = built.modules[m];
@@ -88,10 +184,12 @@ flexpipe::sched::buildProblem(const PipelineSpec &spec) {
         static_cast<int32_t>(built.moduleNames.size()), 0, false, false};
     built.moduleNames.push_back(spec.registeredStages[r].name);
   }
+}
 
-  // Depth (layer order) of each module's first stage: after its inputs.
-  std::vector<int32_t> depthOffset(numModules, -1);
-  std::function<llvm::Error(int32_t, int)> resolveDepth =
+/// Depth (layer order) of each module's first stage: after its inputs.
+llvm::Error ProblemBuilder::resolveDepths() {
+  depthOffset.assign(numModules, -1);
+  std::function<llvm::Error(int32_t, int)> resolve =
       [&](int32_t m, int guard) -> llvm::Error {
     if (depthOffset[m] >= 0)
       return llvm::Error::success();
@@ -102,7 +200,7 @@ flexpipe::sched::buildProblem(const PipelineSpec &spec) {
       if (input < 0 || input >= numModules || input == m)
         return fail("module @" + spec.modules[m].name +
                     " names an invalid input module");
-      if (llvm::Error error = resolveDepth(input, guard + 1))
+      if (llvm::Error error = resolve(input, guard + 1))
         return error;
       offset = std::max<int32_t>(
           offset, depthOffset[input] +
@@ -112,159 +210,193 @@ flexpipe::sched::buildProblem(const PipelineSpec &spec) {
     return llvm::Error::success();
   };
   for (int32_t m = 0; m < numModules; ++m)
-    if (llvm::Error error = resolveDepth(m, 0))
-      return std::move(error);
+    if (llvm::Error error = resolve(m, 0))
+      return error;
+  return llvm::Error::success();
+}
 
-  // --- Stage parts. ----------------------------------------------------------
-  // partsOfStage[global stage] = its part indices (several when shared).
-  std::vector<std::vector<int32_t>> partsOfStage(built.numStages);
-  const int32_t half = (spec.microbatches + 1) / 2;
+/// The stage parts: one per stage and actor that runs it.
+llvm::Error ProblemBuilder::buildParts() {
+  partsOfStage.assign(built.numStages, {});
   for (int32_t m = 0; m < numModules; ++m) {
-    const ModuleSpec &module = spec.modules[m];
-    const ModuleLayout &layout = built.modules[m];
-    const int64_t perDirection = layout.placement.stagesPerDirection;
-    const bool bidirectional = layout.placement.directions == 2;
-    const bool connected =
-        !module.inputs.empty() ||
-        std::any_of(spec.modules.begin(), spec.modules.end(),
-                    [&](const ModuleSpec &other) {
-                      return llvm::is_contained(other.inputs, m);
-                    });
-    if ((bidirectional || module.vocabParallel) && connected)
-      return fail("module @" + module.name + " is " +
-                  (bidirectional ? "bidirectional" : "vocabulary-parallel") +
-                  " and cannot be connected to other modules");
-    std::vector<std::vector<int64_t>> sharedActors(
-        layout.placement.numStages());
-    for (const auto &[local, actors] : module.shared) {
-      if (local < 0 || local >= layout.placement.numStages())
-        return fail(llvm::formatv("module @{0}: shared stage {1} is out of "
-                                  "range",
-                                  module.name, local));
-      sharedActors[local] = actors;
-      built.sharedStages.push_back(layout.firstStage +
-                                   static_cast<int32_t>(local));
+    if (llvm::Error error = buildModuleParts(m))
+      return error;
+    if (spec.modules[m].vocabParallel)
+      if (llvm::Error error = buildVocabParts(m))
+        return error;
+  }
+  std::sort(built.sharedStages.begin(), built.sharedStages.end());
+  return llvm::Error::success();
+}
+
+llvm::Error ProblemBuilder::buildModuleParts(int32_t m) {
+  const ModuleSpec &module = spec.modules[m];
+  const ModuleLayout &layout = built.modules[m];
+  const int64_t perDirection = layout.placement.stagesPerDirection;
+  const bool bidirectional = layout.placement.directions == 2;
+  const int32_t half = (spec.microbatches + 1) / 2;
+  const bool connected =
+      !module.inputs.empty() ||
+      std::any_of(spec.modules.begin(), spec.modules.end(),
+                  [&](const ModuleSpec &other) {
+                    return llvm::is_contained(other.inputs, m);
+                  });
+  if ((bidirectional || module.vocabParallel) && connected)
+    return fail("module @" + module.name + " is " +
+                (bidirectional ? "bidirectional" : "vocabulary-parallel") +
+                " and cannot be connected to other modules");
+  std::vector<std::vector<int64_t>> sharedActors(layout.placement.numStages());
+  for (const auto &[local, actors] : module.shared) {
+    if (local < 0 || local >= layout.placement.numStages())
+      return fail(llvm::formatv("module @{0}: shared stage {1} is out of "
+                                "range",
+                                module.name, local));
+    sharedActors[local] = actors;
+    built.sharedStages.push_back(layout.firstStage +
+                                 static_cast<int32_t>(local));
+  }
+  const ModuleModel *model = nullptr;
+  if (spec.model && spec.cluster) {
+    llvm::Expected<const ModuleModel *> found = moduleModel(m);
+    if (!found)
+      return found.takeError();
+    model = *found;
+  }
+  // Vocabulary parallelism puts the embedding before the module's stages
+  // and the head after them, in depth as in the stage DAG.
+  const int32_t vp = module.vocabParallel ? 1 : 0;
+  for (int64_t local = 0; local < layout.placement.numStages(); ++local) {
+    const int64_t direction = local / perDirection;
+    const int64_t index = local % perDirection;
+    StagePart part;
+    part.stage = layout.firstStage + static_cast<int32_t>(local);
+    part.depth = depthOffset[m] + vp + static_cast<int32_t>(index);
+    part.mbBegin = bidirectional && direction == 1 ? half : 0;
+    part.mbEnd = bidirectional && direction == 0 ? half : spec.microbatches;
+    const double layers =
+        static_cast<double>(std::max<int64_t>(1, layout.layersPerStage[index]));
+    for (int k = 0; k < kNumCompKinds; ++k)
+      part.cost[k] = spec.costPerLayer[k] * layers;
+    if (model) {
+      StageShape shape;
+      shape.module = model;
+      shape.layers = layout.layersPerStage[index];
+      shape.first = !vp && index == 0;
+      shape.last = !vp && index == perDirection - 1;
+      const Durations d =
+          stageDurations(shape, *spec.model, *spec.cluster,
+                         std::max<size_t>(1, sharedActors[local].size()));
+      std::copy(d.begin(), d.end(), part.cost);
     }
-    // Vocabulary parallelism puts the embedding before the module's stages
-    // and the head after them, in depth as in the stage DAG.
-    const int32_t vp = module.vocabParallel ? 1 : 0;
-    for (int64_t local = 0; local < layout.placement.numStages(); ++local) {
-      const int64_t direction = local / perDirection;
-      const int64_t index = local % perDirection;
+    std::vector<int64_t> actors = sharedActors[local];
+    if (actors.empty())
+      actors.push_back(layout.placement.actorOf[local]);
+    for (int64_t actor : actors) {
+      if (actor < 0 || actor >= spec.actors)
+        return fail(llvm::formatv("module @{0}: stage {1} is placed on "
+                                  "actor {2}, outside the mesh",
+                                  module.name, local, actor));
+      part.actor = static_cast<int32_t>(actor);
+      partsOfStage[part.stage].push_back(
+          static_cast<int32_t>(problem.parts.size()));
+      problem.parts.push_back(part);
+    }
+  }
+  return llvm::Error::success();
+}
+
+/// The vocabulary-parallel embedding and head: one part on every actor of
+/// the module, a 1/n slice of the vocabulary each, and the head's loss
+/// statistics all-gather.
+llvm::Error ProblemBuilder::buildVocabParts(int32_t m) {
+  const ModuleSpec &module = spec.modules[m];
+  const ModuleLayout &layout = built.modules[m];
+  const int64_t perDirection = layout.placement.stagesPerDirection;
+  const bool bidirectional = layout.placement.directions == 2;
+  const int32_t half = (spec.microbatches + 1) / 2;
+  std::vector<int64_t> group(layout.placement.actorOf);
+  std::sort(group.begin(), group.end());
+  group.erase(std::unique(group.begin(), group.end()), group.end());
+  const double share = static_cast<double>(group.size());
+  const ModuleModel *model = nullptr;
+  if (spec.model && spec.cluster) {
+    llvm::Expected<const ModuleModel *> found = moduleModel(m);
+    if (!found)
+      return found.takeError();
+    model = *found;
+    if (model->vocab <= 0 || !model->lmHead)
+      return fail("module @" + module.name +
+                  " is vocabulary-parallel but the model file gives "
+                  "it no vocabulary and LM head");
+  }
+  for (int64_t d = 0; d < layout.placement.directions; ++d) {
+    Registered sync;
+    sync.name = module.name + ".loss_stats";
+    sync.stage = layout.headStages[d];
+    sync.actors.assign(group.begin(), group.end());
+    sync.mode = InstMode::Collective;
+    sync.runtime = InstRuntime::AllGather;
+    for (bool head : {false, true}) {
       StagePart part;
-      part.stage = layout.firstStage + static_cast<int32_t>(local);
-      part.depth = depthOffset[m] + vp + static_cast<int32_t>(index);
-      part.mbBegin = bidirectional && direction == 1 ? half : 0;
-      part.mbEnd = bidirectional && direction == 0 ? half : spec.microbatches;
-      const double layers = static_cast<double>(
-          std::max<int64_t>(1, layout.layersPerStage[index]));
+      part.stage = head ? layout.headStages[d] : layout.embeddingStages[d];
+      part.depth =
+          depthOffset[m] + (head ? static_cast<int32_t>(perDirection) + 1 : 0);
+      part.mbBegin = bidirectional && d == 1 ? half : 0;
+      part.mbEnd = bidirectional && d == 0 ? half : spec.microbatches;
+      part.countsInflight = false;
       for (int k = 0; k < kNumCompKinds; ++k)
-        part.cost[k] = spec.costPerLayer[k] * layers;
-      if (spec.model && spec.cluster) {
+        part.cost[k] = spec.costPerLayer[k] / share;
+      if (model) {
         StageShape shape;
-        shape.module = spec.model->module(module.name);
-        if (!shape.module)
-          return fail("the model file has no module '" + module.name + "'");
-        shape.layers = layout.layersPerStage[index];
-        shape.first = !vp && index == 0;
-        shape.last = !vp && index == perDirection - 1;
-        const Durations d =
-            stageDurations(shape, *spec.model, *spec.cluster,
-                           std::max<size_t>(1, sharedActors[local].size()));
-        std::copy(d.begin(), d.end(), part.cost);
+        shape.module = model;
+        shape.layers = 0;
+        shape.first = !head;
+        shape.last = head;
+        const Durations durations =
+            stageDurations(shape, *spec.model, *spec.cluster, share);
+        std::copy(durations.begin(), durations.end(), part.cost);
+        if (head)
+          sync.duration = vocabStatsTime(*spec.cluster, group, *model,
+                                         spec.model->microBatchSize);
       }
-      std::vector<int64_t> actors = sharedActors[local];
-      if (actors.empty())
-        actors.push_back(layout.placement.actorOf[local]);
-      for (int64_t actor : actors) {
-        if (actor < 0 || actor >= spec.actors)
-          return fail(llvm::formatv("module @{0}: stage {1} is placed on "
-                                    "actor {2}, outside the mesh",
-                                    module.name, local, actor));
+      built.sharedStages.push_back(part.stage);
+      for (int64_t actor : group) {
         part.actor = static_cast<int32_t>(actor);
+        if (head) {
+          const int32_t index = static_cast<int32_t>(problem.parts.size());
+          sync.after.push_back({CompKind::Fwd, index});
+          sync.before.push_back({CompKind::Bwd, index});
+        }
         partsOfStage[part.stage].push_back(
             static_cast<int32_t>(problem.parts.size()));
         problem.parts.push_back(part);
       }
     }
-
-    // The vocabulary-parallel embedding and head: one part on every actor
-    // of the module, a 1/n slice of the vocabulary each.
-    if (!vp)
-      continue;
-    std::vector<int64_t> group(layout.placement.actorOf);
-    std::sort(group.begin(), group.end());
-    group.erase(std::unique(group.begin(), group.end()), group.end());
-    const double share = static_cast<double>(group.size());
-    for (int64_t d = 0; d < layout.placement.directions; ++d) {
-      Registered sync;
-      sync.name = module.name + ".loss_stats";
-      sync.stage = layout.headStages[d];
-      sync.actors.assign(group.begin(), group.end());
-      sync.mode = InstMode::Collective;
-      sync.runtime = InstRuntime::AllGather;
-      for (bool head : {false, true}) {
-        StagePart part;
-        part.stage = head ? layout.headStages[d] : layout.embeddingStages[d];
-        part.depth = depthOffset[m] +
-                     (head ? static_cast<int32_t>(perDirection) + 1 : 0);
-        part.mbBegin = bidirectional && d == 1 ? half : 0;
-        part.mbEnd = bidirectional && d == 0 ? half : spec.microbatches;
-        part.countsInflight = false;
-        for (int k = 0; k < kNumCompKinds; ++k)
-          part.cost[k] = spec.costPerLayer[k] / share;
-        if (spec.model && spec.cluster) {
-          StageShape shape;
-          shape.module = spec.model->module(module.name);
-          if (!shape.module)
-            return fail("the model file has no module '" + module.name + "'");
-          if (shape.module->vocab <= 0 || !shape.module->lmHead)
-            return fail("module @" + module.name +
-                        " is vocabulary-parallel but the model file gives "
-                        "it no vocabulary and LM head");
-          shape.layers = 0;
-          shape.first = !head;
-          shape.last = head;
-          const Durations d =
-              stageDurations(shape, *spec.model, *spec.cluster, share);
-          std::copy(d.begin(), d.end(), part.cost);
-          if (head)
-            sync.duration = vocabStatsTime(*spec.cluster, group, *shape.module,
-                                           spec.model->microBatchSize);
-        }
-        built.sharedStages.push_back(part.stage);
-        for (int64_t actor : group) {
-          part.actor = static_cast<int32_t>(actor);
-          if (head) {
-            const int32_t index = static_cast<int32_t>(problem.parts.size());
-            sync.after.push_back({CompKind::Fwd, index});
-            sync.before.push_back({CompKind::Bwd, index});
-          }
-          partsOfStage[part.stage].push_back(
-              static_cast<int32_t>(problem.parts.size()));
-          problem.parts.push_back(part);
-        }
-      }
-      problem.registered.push_back(std::move(sync));
-    }
+    problem.registered.push_back(std::move(sync));
   }
-  std::sort(built.sharedStages.begin(), built.sharedStages.end());
+  return llvm::Error::success();
+}
 
-  // The pool holds two or three items per stage part and micro-batch.
+/// The pool holds two or three items per stage part and micro-batch; the
+/// tools hold every computation, its transfers and its IR in memory: about
+/// 1 KB each (docs/Rationale.md, "Sizes"), so 8 GB at the limit.
+llvm::Error ProblemBuilder::checkSize() const {
   int64_t items = 0;
   for (const StagePart &part : problem.parts)
     items += static_cast<int64_t>(part.mbEnd - part.mbBegin) *
              (spec.splitBackward ? 3 : 2);
-  // The tools hold every computation, its transfers and its IR in memory:
-  // about 1 KB each (docs/Rationale.md, "Sizes"), so 8 GB at the limit.
   constexpr int64_t kMaxItems = int64_t{1} << 23;
   if (items > kMaxItems)
     return fail(llvm::formatv("the schedule would hold {0} computations; the "
                               "tools handle at most {1}, about 8 GB of memory "
                               "(fewer micro-batches or stages)",
                               items, kMaxItems));
+  return llvm::Error::success();
+}
 
-  // --- The stage DAG. --------------------------------------------------------
+/// The stage DAG: each direction's chain, the vocabulary-parallel embedding
+/// and head around it, and module inputs; every edge joins all parts.
+void ProblemBuilder::connectStages() {
   auto connect = [&](int32_t from, int32_t to) {
     built.stageEdges.push_back({from, to});
     for (int32_t a : partsOfStage[from])
@@ -280,11 +412,10 @@ flexpipe::sched::buildProblem(const PipelineSpec &spec) {
         connect(layout.firstStage + d * perDirection + i,
                 layout.firstStage + d * perDirection + i + 1);
     for (size_t d = 0; d < layout.embeddingStages.size(); ++d) {
-      connect(layout.embeddingStages[d],
-              layout.firstStage + static_cast<int32_t>(d) * perDirection);
-      connect(layout.firstStage + (static_cast<int32_t>(d) + 1) * perDirection -
-                  1,
-              layout.headStages[d]);
+      const int32_t first =
+          layout.firstStage + static_cast<int32_t>(d) * perDirection;
+      connect(layout.embeddingStages[d], first);
+      connect(first + perDirection - 1, layout.headStages[d]);
     }
     for (int32_t input : spec.modules[m].inputs) {
       const ModuleLayout &in = built.modules[input];
@@ -293,8 +424,10 @@ flexpipe::sched::buildProblem(const PipelineSpec &spec) {
               layout.firstStage);
     }
   }
+}
 
-  // --- Priorities: pipeline default, then module, then actor overrides. ----
+/// Priorities: the pipeline default, then module, then actor overrides.
+void ProblemBuilder::applyPriorities() {
   problem.policies.assign(spec.actors, ActorPolicy{});
   auto apply = [](ActorPolicy &policy, const PrioritySpec &p) {
     if (p.cttp) {
@@ -309,13 +442,9 @@ flexpipe::sched::buildProblem(const PipelineSpec &spec) {
   };
   std::vector<PriorityFunction> custom(spec.actors);
   bool anyCustom = false;
-  auto moduleActors = [&](int32_t m) {
-    return spec.modules[m].placement.actors;
-  };
-  for (int pass = 0; pass < 3; ++pass) {
+  for (int level = 0; level < 3; ++level) {
     for (const PrioritySpec &p : spec.priorities) {
-      const int level = !p.actors.empty() ? 2 : p.module >= 0 ? 1 : 0;
-      if (level != pass)
+      if (level != (!p.actors.empty() ? 2 : p.module >= 0 ? 1 : 0))
         continue;
       std::vector<int64_t> actors = p.actors;
       if (actors.empty()) {
@@ -339,23 +468,26 @@ flexpipe::sched::buildProblem(const PipelineSpec &spec) {
   if (anyCustom)
     problem.customPriorities = std::move(custom);
   problem.checks = spec.checks;
+}
 
-  // --- In-flight limits (the smallest applicable one wins). ------------------
+/// In-flight limits; the smallest applicable one wins.
+llvm::Error ProblemBuilder::applyInflightLimits() {
   problem.actorLimits.assign(spec.actors, kNoLimit);
   for (const InflightSpec &in : spec.inflight) {
     std::vector<int32_t> stages; // the scope's stages, global ids
     std::vector<int64_t> actors; // the scope's actors
-    if (in.module >= 0) {
-      const ModuleLayout &layout = built.modules[in.module];
+    // A module's own stages, not its vocabulary-parallel slices: in-flight
+    // rules count them.
+    auto addStages = [&](const ModuleLayout &layout) {
       for (int64_t i = 0; i < layout.placement.numStages(); ++i)
         stages.push_back(layout.firstStage + static_cast<int32_t>(i));
+    };
+    if (in.module >= 0) {
+      addStages(built.modules[in.module]);
       actors = moduleActors(in.module);
     } else {
-      // The modules' own stages: in-flight rules count them, not the
-      // vocabulary-parallel slices.
       for (const ModuleLayout &layout : built.modules)
-        for (int64_t i = 0; i < layout.placement.numStages(); ++i)
-          stages.push_back(layout.firstStage + static_cast<int32_t>(i));
+        addStages(layout);
       actors.resize(spec.actors);
       std::iota(actors.begin(), actors.end(), 0);
     }
@@ -396,11 +528,13 @@ flexpipe::sched::buildProblem(const PipelineSpec &spec) {
     }
     }
   }
+  return llvm::Error::success();
+}
 
-  // --- Extra dependencies. ---------------------------------------------------
-  // Registered instructions first: dependencies name them by index.
-  const int32_t numInsts = static_cast<int32_t>(spec.instructions.size());
-  const size_t instBase = problem.registered.size(); // after the vocab syncs
+/// The user's registered instructions, after the vocabulary syncs;
+/// dependencies name them by index.
+llvm::Error ProblemBuilder::registerInstructions() {
+  instBase = problem.registered.size();
   for (const InstructionSpec &inst : spec.instructions) {
     Registered r;
     r.name = inst.name;
@@ -416,22 +550,22 @@ flexpipe::sched::buildProblem(const PipelineSpec &spec) {
           static_cast<int32_t>(spec.registeredStages.size()))
         return fail("instruction @" + inst.name +
                     " is attached to a stage out of range");
+      const RegisteredStageSpec &stage =
+          spec.registeredStages[inst.registeredStage];
       r.stage = firstRegistered + inst.registeredStage;
-      for (int64_t actor : spec.registeredStages[inst.registeredStage].actors) {
+      for (int64_t actor : stage.actors) {
         if (actor < 0 || actor >= spec.actors)
-          return fail(llvm::formatv(
-              "stage @{0} lists actor {1}, outside the "
-              "mesh",
-              spec.registeredStages[inst.registeredStage].name, actor));
+          return fail(llvm::formatv("stage @{0} lists actor {1}, outside the "
+                                    "mesh",
+                                    stage.name, actor));
         r.actors.push_back(static_cast<int32_t>(actor));
       }
     } else {
-      if (inst.module < 0 || inst.module >= numModules || inst.stage < 0 ||
-          inst.stage >= built.modules[inst.module].placement.numStages())
+      std::optional<int32_t> stage = globalStage(inst.module, inst.stage);
+      if (!stage)
         return fail("instruction @" + inst.name +
                     " is attached to a stage out of range");
-      r.stage = built.modules[inst.module].firstStage +
-                static_cast<int32_t>(inst.stage);
+      r.stage = *stage;
       for (int32_t part : partsOfStage[r.stage])
         r.actors.push_back(problem.parts[part].actor);
     }
@@ -443,6 +577,13 @@ flexpipe::sched::buildProblem(const PipelineSpec &spec) {
     r.root = r.actors.front();
     problem.registered.push_back(std::move(r));
   }
+  return llvm::Error::success();
+}
+
+/// Extra dependencies: between two computations, or between a computation
+/// and a registered instruction.
+llvm::Error ProblemBuilder::addDependencies() {
+  const int32_t numInsts = static_cast<int32_t>(spec.instructions.size());
   for (const DependencySpec &dep : spec.dependencies) {
     if (dep.srcInst >= 0 && dep.dstInst >= 0)
       return fail("a dependency between two registered instructions (@" +
@@ -453,61 +594,54 @@ flexpipe::sched::buildProblem(const PipelineSpec &spec) {
       return fail("an extra dependency names an instruction out of range");
     if (dep.srcInst >= 0 || dep.dstInst >= 0) {
       const bool toInst = dep.dstInst >= 0;
-      const int32_t m = toInst ? dep.srcModule : dep.dstModule;
-      const int64_t local = toInst ? dep.srcStage : dep.dstStage;
-      if (m < 0 || m >= numModules || local < 0 ||
-          local >= built.modules[m].placement.numStages())
+      std::optional<int32_t> stage =
+          toInst ? globalStage(dep.srcModule, dep.srcStage)
+                 : globalStage(dep.dstModule, dep.dstStage);
+      if (!stage)
         return fail("an extra dependency names a stage out of range");
-      const int32_t stage =
-          built.modules[m].firstStage + static_cast<int32_t>(local);
       Registered &r =
           problem.registered[instBase + (toInst ? dep.dstInst : dep.srcInst)];
-      for (int32_t part : partsOfStage[stage])
+      for (int32_t part : partsOfStage[*stage])
         (toInst ? r.after : r.before)
             .push_back({toInst ? dep.srcKind : dep.dstKind, part});
       continue;
     }
-    for (auto [m, local] : {std::pair{dep.srcModule, dep.srcStage},
-                            std::pair{dep.dstModule, dep.dstStage}})
-      if (m < 0 || m >= numModules || local < 0 ||
-          local >= built.modules[m].placement.numStages())
-        return fail("an extra dependency names a stage out of range");
-    const int32_t src = built.modules[dep.srcModule].firstStage +
-                        static_cast<int32_t>(dep.srcStage);
-    const int32_t dst = built.modules[dep.dstModule].firstStage +
-                        static_cast<int32_t>(dep.dstStage);
-    for (int32_t a : partsOfStage[src])
-      for (int32_t b : partsOfStage[dst])
+    std::optional<int32_t> src = globalStage(dep.srcModule, dep.srcStage);
+    std::optional<int32_t> dst = globalStage(dep.dstModule, dep.dstStage);
+    if (!src || !dst)
+      return fail("an extra dependency names a stage out of range");
+    for (int32_t a : partsOfStage[*src])
+      for (int32_t b : partsOfStage[*dst])
         problem.extraDependencies.push_back({dep.srcKind, a, dep.dstKind, b});
   }
+  return llvm::Error::success();
+}
 
-  // A collective's duration in the cost model: a ring all-gather of the
-  // largest output its sources send (the output states of the modules it
-  // joins), as the simulator's registeredCollectiveTime.
-  if (spec.model && spec.cluster)
-    for (size_t i = instBase; i < problem.registered.size(); ++i) {
-      Registered &r = problem.registered[i];
-      if (r.mode == InstMode::Local)
+/// A collective's duration in the cost model: a ring all-gather of the
+/// largest output its sources send (the output states of the modules it
+/// joins), as the simulator's registeredCollectiveTime.
+void ProblemBuilder::priceCollectives() {
+  if (!spec.model || !spec.cluster)
+    return;
+  for (size_t i = instBase; i < problem.registered.size(); ++i) {
+    Registered &r = problem.registered[i];
+    if (r.mode == InstMode::Local)
+      continue;
+    double bytes = 0;
+    for (const PartKind &src : r.after) {
+      const StageMeta &meta = built.stageMeta[problem.parts[src.part].stage];
+      StageShape shape;
+      shape.module = spec.model->module(built.moduleNames[meta.module]);
+      if (!shape.module)
         continue;
-      double bytes = 0;
-      for (const PartKind &src : r.after) {
-        const StageMeta &meta = built.stageMeta[problem.parts[src.part].stage];
-        StageShape shape;
-        shape.module = spec.model->module(built.moduleNames[meta.module]);
-        if (!shape.module)
-          continue;
-        shape.layers = meta.layers;
-        shape.first = meta.first;
-        shape.last = meta.last;
-        bytes = std::max(
-            bytes, stageCost(shape, *spec.model, *spec.cluster).messageBytes);
-      }
-      r.duration = allGatherTime(
-          *spec.cluster, std::vector<int64_t>(r.actors.begin(), r.actors.end()),
-          bytes);
+      shape.layers = meta.layers;
+      shape.first = meta.first;
+      shape.last = meta.last;
+      bytes = std::max(
+          bytes, stageCost(shape, *spec.model, *spec.cluster).messageBytes);
     }
-
-  if (std::string error = validate(problem); !error.empty())
-    return fail(error);
-  return built;
+    r.duration = allGatherTime(
+        *spec.cluster, std::vector<int64_t>(r.actors.begin(), r.actors.end()),
+        bytes);
+  }
 }
