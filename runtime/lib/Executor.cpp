@@ -34,6 +34,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 
 using namespace flexpipe::rt;
@@ -531,47 +532,32 @@ void saveCheckpoint(flexpipe_rt &rt, const Checkpoint &identity,
   removeCheckpointsExcept(dir, comm.rank(), completed);
 }
 
-} // namespace
-
-int flexpipe::rt::runRank(int argc, char **argv, const char *description,
-                          flexpipe_rt_program program, Backend &backend) {
-  if (backend.helpBeforeStart()) {
-    Options options;
-    const std::string error = parseOptions(argc, argv, options);
-    if (error.rfind("usage", 0) == 0) {
-      std::fprintf(stderr, "%s\n", error.c_str());
-      return 0;
-    }
-    // Such a backend needs its hardware to start: a missing operation is
-    // reported first, by every rank.
-    ScheduleDesc desc;
-    if (parseSchedule(description, desc).empty())
-      if (std::string missing = missingOperation(desc); !missing.empty()) {
-        std::fprintf(stderr, "flexpipe: %s\n", missing.c_str());
-        return 1;
-      }
+/// With a backend that needs its hardware to start: answers --help and
+/// reports a missing operation before starting it. Returns the exit code
+/// when the process should stop here.
+std::optional<int> answerBeforeStart(int argc, char **argv,
+                                     const char *description) {
+  Options options;
+  const std::string error = parseOptions(argc, argv, options);
+  if (error.rfind("usage", 0) == 0) {
+    std::fprintf(stderr, "%s\n", error.c_str());
+    return 0;
   }
-  flexpipe_rt rt;
-  rt.comm = backend.start(&argc, &argv);
-  Comm &comm = *rt.comm;
-  if (std::string error = parseSchedule(description, rt.desc); !error.empty())
-    comm.abort(error, 1);
-  if (std::string error = parseOptions(argc, argv, rt.options);
-      !error.empty()) {
-    if (comm.rank() == 0)
-      std::fprintf(stderr, "%s\n", error.c_str());
-    comm.finalize();
-    return error.rfind("usage", 0) == 0 ? 0 : 1;
-  }
-  const ScheduleDesc &d = rt.desc;
-  // Every runtime operation the program runs must be compiled in; the ranks
-  // all have the same operations, so rank 0 alone reports.
-  if (std::string missing = missingOperation(d); !missing.empty()) {
-    if (comm.rank() == 0)
+  // A missing operation is reported first, by every rank.
+  ScheduleDesc desc;
+  if (parseSchedule(description, desc).empty())
+    if (std::string missing = missingOperation(desc); !missing.empty()) {
       std::fprintf(stderr, "flexpipe: %s\n", missing.c_str());
-    comm.finalize();
-    return 1;
-  }
+      return 1;
+    }
+  return std::nullopt;
+}
+
+/// The schedule fits this launch: tags, rank count, one schedule on every
+/// rank. Collective; aborts with the reason.
+void checkLaunch(flexpipe_rt &rt) {
+  Comm &comm = *rt.comm;
+  const ScheduleDesc &d = rt.desc;
   if (2 * d.stages + 1 >= kExchangeTag)
     comm.abort("the schedule has " + std::to_string(d.stages) +
                    " stages; the CPU backend's message tags allow 16383",
@@ -582,7 +568,6 @@ int flexpipe::rt::runRank(int argc, char **argv, const char *description,
                    std::to_string(d.dp) + "), but " +
                    std::to_string(comm.size()) + " were started",
                1);
-  // Every rank must run the same schedule.
   uint64_t lo, hi;
   comm.minMax(d.hash, lo, hi);
   if (lo != hi)
@@ -590,60 +575,62 @@ int flexpipe::rt::runRank(int argc, char **argv, const char *description,
                    std::to_string(lo) + " and " + std::to_string(hi) +
                    "); compile all ranks from one spec",
                1);
-  rt.actor = comm.rank() % d.actors;
-  rt.replica = comm.rank() / d.actors;
-  // The files this rank will write, checked before any work.
-  {
-    std::vector<std::string> outputs;
-    if (comm.rank() == 0)
-      for (const std::string *path :
-           {&rt.options.losses, &rt.options.profile, &rt.options.trace})
-        if (!path->empty())
-          outputs.push_back(*path);
-    if (!rt.options.trace.empty())
-      outputs.push_back(rt.options.trace + ".rank" +
-                        std::to_string(comm.rank()));
-    if (rt.replica == 0 && !rt.options.weights.empty())
-      outputs.push_back(rt.options.weights + ".actor" +
-                        std::to_string(rt.actor));
-    for (const std::string &path : outputs)
-      if (std::string error = OutputFile::check(path); !error.empty())
-        comm.abort(error + " (checked before training)", 1);
-    if (!rt.options.checkpoint.empty()) {
-      std::string error = makeDirectories(rt.options.checkpoint);
-      if (error.empty())
-        error = OutputFile::check(checkpointPath(
-            rt.options.checkpoint, rt.options.iterations, comm.rank()));
-      if (!error.empty())
-        comm.abort("--checkpoint: " + error + " (checked before training)", 1);
-    }
+}
+
+/// The files this rank will write, checked before any work.
+void checkOutputs(flexpipe_rt &rt) {
+  Comm &comm = *rt.comm;
+  const Options &o = rt.options;
+  std::vector<std::string> outputs;
+  if (comm.rank() == 0)
+    for (const std::string *path : {&o.losses, &o.profile, &o.trace})
+      if (!path->empty())
+        outputs.push_back(*path);
+  if (!o.trace.empty())
+    outputs.push_back(o.trace + ".rank" + std::to_string(comm.rank()));
+  if (rt.replica == 0 && !o.weights.empty())
+    outputs.push_back(o.weights + ".actor" + std::to_string(rt.actor));
+  for (const std::string &path : outputs)
+    if (std::string error = OutputFile::check(path); !error.empty())
+      comm.abort(error + " (checked before training)", 1);
+  if (!o.checkpoint.empty()) {
+    std::string error = makeDirectories(o.checkpoint);
+    if (error.empty())
+      error = OutputFile::check(
+          checkpointPath(o.checkpoint, o.iterations, comm.rank()));
+    if (!error.empty())
+      comm.abort("--checkpoint: " + error + " (checked before training)", 1);
   }
-  // What a checkpoint must match to resume this run.
+}
+
+/// What a checkpoint must match to resume this run.
+Checkpoint identityOf(const flexpipe_rt &rt) {
+  const ScheduleDesc &d = rt.desc;
   Checkpoint identity;
   identity.scheduleHash = d.hash;
   identity.scheduleName = d.name;
   identity.model = modelText(d);
   identity.actors = d.actors;
   identity.dp = d.dp;
-  identity.ranks = comm.size();
-  identity.rank = comm.rank();
-  Checkpoint resumed;
-  if (!rt.options.resume.empty())
-    resumed = resumeFrom(rt, identity);
-  comm.setReplicaGroup(rt.actor);
-  comm.openChannels(channelsOf(d));
-  rt.device = backend.makeDevice(d);
-  Device &device = *rt.device;
-  device.setThreads(rt.options.threads);
+  identity.ranks = rt.comm->size();
+  identity.rank = rt.comm->rank();
+  return identity;
+}
+
+/// The device runs every kind of stage the schedule has. Aborts with the
+/// reason.
+void checkStages(flexpipe_rt &rt) {
+  Comm &comm = *rt.comm;
+  const ScheduleDesc &d = rt.desc;
   const bool vocabParallel =
       std::any_of(d.stage.begin(), d.stage.end(), [](const auto &stage) {
         return stage.vocabEmbedding() || stage.vocabHead();
       });
-  if (vocabParallel && !device.vocabParallel())
+  if (vocabParallel && !rt.device->vocabParallel())
     comm.abort("this backend does not run vocabulary-parallel stages (a "
                "shared token embedding or LM head); use the CPU backend",
                1);
-  if (d.twoTower() && !device.twoTower())
+  if (d.twoTower() && !rt.device->twoTower())
     comm.abort("this backend does not run the two-tower model (towers "
                "joined by a contrastive loss); use the CPU backend",
                1);
@@ -668,9 +655,13 @@ int flexpipe::rt::runRank(int argc, char **argv, const char *description,
                      std::to_string(stage.actors.size()) + " actors",
                  1);
   }
-  // One group per all-gather stage and replica, opened by every rank in
-  // stage order: a vocabulary-parallel head's actors in vocabulary order, the
-  // sync stage's in tower order (tower 0's last actor first).
+}
+
+/// One group per all-gather stage and replica, opened by every rank in
+/// stage order: a vocabulary-parallel head's actors in vocabulary order, the
+/// sync stage's in tower order (tower 0's last actor first). Collective.
+void openGatherGroups(flexpipe_rt &rt) {
+  const ScheduleDesc &d = rt.desc;
   for (int s = 0; s < d.stages; ++s) {
     const ScheduleDesc::Stage &stage = d.stage[s];
     if (!stage.vocabHead() && !stage.sync)
@@ -683,7 +674,7 @@ int flexpipe::rt::runRank(int argc, char **argv, const char *description,
     for (int r = 0; r < d.dp; ++r)
       for (int a : members)
         groups[r].push_back(r * d.actors + a);
-    const int group = comm.openGroups(groups);
+    const int group = rt.comm->openGroups(groups);
     if (group < 0)
       continue;
     flexpipe_rt::Gather &gather = rt.gathers[s];
@@ -697,6 +688,13 @@ int flexpipe::rt::runRank(int argc, char **argv, const char *description,
         if (d.stage[d.towerLastStage(t)].actor == rt.actor)
           gather.stage = d.towerLastStage(t);
   }
+}
+
+/// The stage graph, this actor's device stages and the readers of its
+/// outputs; the per-iteration bookkeeping starts empty.
+void makeStages(flexpipe_rt &rt) {
+  const ScheduleDesc &d = rt.desc;
+  Device &device = *rt.device;
   rt.preds.assign(d.stages, {});
   rt.succs.assign(d.stages, {});
   for (auto [from, to] : d.edges) {
@@ -723,13 +721,16 @@ int flexpipe::rt::runRank(int argc, char **argv, const char *description,
   rt.tracing = !rt.options.trace.empty();
   rt.syncTimings =
       device.asynchronous() && (rt.tracing || !rt.options.profile.empty());
-  rt.epoch = Clock::now(); // after the start-up collectives: close on all ranks
   rt.busy.assign(d.stages * 4, 0);
   rt.calls.assign(d.stages * 4, 0);
+}
 
-  // Copies of this actor's stages on other actors (bidirectional), ordered
-  // by their blocks so that both actors of a pair exchange in one order.
-  std::vector<std::pair<int, int>> copies; // (mine, theirs)
+/// Copies of this actor's stages on other actors (bidirectional), as
+/// (mine, theirs), ordered by their blocks so that both actors of a pair
+/// exchange in one order.
+std::vector<std::pair<int, int>> stageCopies(const flexpipe_rt &rt) {
+  const ScheduleDesc &d = rt.desc;
+  std::vector<std::pair<int, int>> copies;
   for (auto &[s, stage] : rt.stages)
     for (int other = 0; other < d.stages; ++other)
       if (other != s && areCopies(d.stage[s], d.stage[other]))
@@ -738,67 +739,76 @@ int flexpipe::rt::runRank(int argc, char **argv, const char *description,
     return std::make_pair(d.stage[x.first].firstBlock, d.stage[x.first].last) <
            std::make_pair(d.stage[y.first].firstBlock, d.stage[y.first].last);
   });
+  return copies;
+}
 
-  // With --profile: time one message each way between every pair of actors
-  // that talk (half a ping-pong round trip, mean of 10), pairs in one global
-  // order so that no two ranks wait for each other.
-  std::map<std::pair<int, int>, double> messageSeconds;
-  if (!rt.options.profile.empty()) {
-    std::vector<std::pair<int, int>> pairs;
-    for (auto [from, to] : d.edges)
-      for (auto [a, b] : actorPairs(d, from, to))
-        pairs.push_back({std::min(a, b), std::max(a, b)});
-    std::sort(pairs.begin(), pairs.end());
-    pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
-    size_t largest = 0;
-    for (int s = 0; s < d.stages; ++s)
-      largest = std::max(largest, rt.messageSize(s));
-    BufferPtr message = device.allocate(largest);
-    Buffer &buffer = *message;
-    constexpr int kRounds = 10;
-    for (auto [a, b] : pairs) {
-      if (rt.actor != a && rt.actor != b)
-        continue;
-      const int peer = rt.rankOf(rt.actor == a ? b : a);
-      const Clock::time_point start = Clock::now();
-      for (int round = 0; round < kRounds; ++round) {
-        if (rt.actor == a) {
-          comm.wait(comm.isend(buffer.data(), buffer.size(), peer, kExchangeTag));
-          comm.wait(comm.irecv(buffer.data(), buffer.size(), peer, kExchangeTag));
-        } else {
-          comm.wait(comm.irecv(buffer.data(), buffer.size(), peer, kExchangeTag));
-          comm.wait(comm.isend(buffer.data(), buffer.size(), peer, kExchangeTag));
-        }
+/// For --profile: one message each way between every pair of actors that
+/// talk (half a ping-pong round trip, mean of 10), pairs in one global order
+/// so that no two ranks wait for each other. Seconds per (from, to) pair this
+/// actor belongs to. Collective.
+std::map<std::pair<int, int>, double> timeMessages(flexpipe_rt &rt) {
+  const ScheduleDesc &d = rt.desc;
+  Comm &comm = *rt.comm;
+  std::vector<std::pair<int, int>> pairs;
+  for (auto [from, to] : d.edges)
+    for (auto [a, b] : actorPairs(d, from, to))
+      pairs.push_back({std::min(a, b), std::max(a, b)});
+  std::sort(pairs.begin(), pairs.end());
+  pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
+  size_t largest = 0;
+  for (int s = 0; s < d.stages; ++s)
+    largest = std::max(largest, rt.messageSize(s));
+  BufferPtr message = rt.device->allocate(largest);
+  Buffer &buffer = *message;
+  constexpr int kRounds = 10;
+  std::map<std::pair<int, int>, double> seconds;
+  for (auto [a, b] : pairs) {
+    if (rt.actor != a && rt.actor != b)
+      continue;
+    const int peer = rt.rankOf(rt.actor == a ? b : a);
+    auto send = [&] {
+      comm.wait(comm.isend(buffer.data(), buffer.size(), peer, kExchangeTag));
+    };
+    auto receive = [&] {
+      comm.wait(comm.irecv(buffer.data(), buffer.size(), peer, kExchangeTag));
+    };
+    const Clock::time_point start = Clock::now();
+    for (int round = 0; round < kRounds; ++round) {
+      if (rt.actor == a) {
+        send();
+        receive();
+      } else {
+        receive();
+        send();
       }
-      device.synchronize();
-      const double oneWay =
-          std::chrono::duration<double>(Clock::now() - start).count() /
-          (2 * kRounds);
-      messageSeconds[{a, b}] = messageSeconds[{b, a}] = oneWay;
     }
-    comm.waitAll();
+    rt.device->synchronize();
+    const double oneWay =
+        std::chrono::duration<double>(Clock::now() - start).count() /
+        (2 * kRounds);
+    seconds[{a, b}] = seconds[{b, a}] = oneWay;
   }
+  comm.waitAll();
+  return seconds;
+}
 
+/// The training loop: each iteration runs the compiled program, sums the
+/// copies' gradients, all-reduces over replicas, steps the optimizer and
+/// checkpoints when asked. Appends each iteration's loss to `losses`;
+/// returns the seconds of the iterations after the first.
+double train(flexpipe_rt &rt, const Checkpoint &identity,
+             flexpipe_rt_program program, std::vector<double> &losses) {
+  const ScheduleDesc &d = rt.desc;
+  Comm &comm = *rt.comm;
+  const Options &o = rt.options;
+  const std::vector<std::pair<int, int>> copies = stageCopies(rt);
   std::vector<GradientRef> gradients;
   for (auto &[s, stage] : rt.stages)
     for (GradientRef g : stage->gradients())
       gradients.push_back(g);
   const std::vector<Comm::Floats> replicaGradients = floatsOf(gradients);
-  std::vector<double> losses;
   double totalSeconds = 0;
-  if (!rt.options.resume.empty()) {
-    if (std::string error = device.setState(resumed.state); !error.empty())
-      comm.abort("--resume: checkpoint '" +
-                     checkpointPath(rt.options.resume, resumed.iterations,
-                                    comm.rank()) +
-                     "' does not fit this rank's stages: " + error,
-                 1);
-    rt.firstIteration = resumed.iterations;
-    losses = std::move(resumed.losses);
-    resumed.state = {};
-  }
-
-  for (int64_t it = rt.firstIteration; it < rt.options.iterations; ++it) {
+  for (int64_t it = rt.firstIteration; it < o.iterations; ++it) {
     rt.iteration = it;
     const Clock::time_point start = Clock::now();
     rt.readersLeft = rt.outputReaders;
@@ -812,8 +822,8 @@ int flexpipe::rt::runRank(int argc, char **argv, const char *description,
       comm.exchangeAdd(floatsOf(rt.stages[s]->gradients()),
                        rt.rankOf(d.stage[other].actor), kExchangeTag);
     comm.allreduceReplicas(replicaGradients);
-    device.step(rt.options.lr);
-    double loss = device.takeLossSum();
+    rt.device->step(o.lr);
+    double loss = rt.device->takeLossSum();
     comm.allreduceSum(&loss, 1);
     loss *= rt.lossScale;
     const double seconds =
@@ -825,21 +835,26 @@ int flexpipe::rt::runRank(int argc, char **argv, const char *description,
       std::printf("iteration %lld: loss %.6f (%.3f ms)\n",
                   static_cast<long long>(it), loss, seconds * 1e3);
     const int64_t completed = it + 1;
-    if (!rt.options.checkpoint.empty() &&
-        ((rt.options.checkpointEvery > 0 &&
-          completed % rt.options.checkpointEvery == 0) ||
-         completed == rt.options.iterations)) {
+    if (!o.checkpoint.empty() &&
+        ((o.checkpointEvery > 0 && completed % o.checkpointEvery == 0) ||
+         completed == o.iterations)) {
       saveCheckpoint(rt, identity, losses, completed);
       if (comm.rank() == 0)
         std::printf("checkpoint after iteration %lld in '%s'\n",
-                    static_cast<long long>(it), rt.options.checkpoint.c_str());
+                    static_cast<long long>(it), o.checkpoint.c_str());
     }
   }
+  return totalSeconds;
+}
+
+/// Rank 0 prints the mean iteration time and every rank's peak activation
+/// memory. Collective.
+void printSummary(flexpipe_rt &rt, double totalSeconds) {
+  Comm &comm = *rt.comm;
   const int64_t ran = rt.options.iterations - rt.firstIteration;
   if (comm.rank() == 0 && ran > 1)
     std::printf("mean iteration time %.3f ms (iterations after the first)\n",
                 totalSeconds * 1e3 / (ran - 1));
-  // Peak activation memory of every rank, printed by rank 0.
   std::vector<double> peaks(comm.size(), 0.0);
   peaks[comm.rank()] = rt.peakBytes;
   comm.allreduceSum(peaks.data(), peaks.size());
@@ -850,7 +865,12 @@ int flexpipe::rt::runRank(int argc, char **argv, const char *description,
     std::printf("\n");
   }
   std::fflush(stdout);
+}
 
+/// --losses (rank 0) and --weights (replica 0 of each actor: its stages'
+/// parameters).
+void writeLossesAndWeights(flexpipe_rt &rt, const std::vector<double> &losses) {
+  Comm &comm = *rt.comm;
   if (comm.rank() == 0 && !rt.options.losses.empty()) {
     OutputFile file(rt.options.losses);
     if (FILE *f = file.get())
@@ -859,11 +879,10 @@ int flexpipe::rt::runRank(int argc, char **argv, const char *description,
     if (!file.commit())
       comm.abort(file.error(), 1);
   }
-  // Weights: replica 0 of each actor writes its stages' parameters.
   if (rt.replica == 0 && !rt.options.weights.empty()) {
     OutputFile file(rt.options.weights + ".actor" + std::to_string(rt.actor));
     if (FILE *f = file.get())
-      for (const auto &[name, values] : device.weights()) {
+      for (const auto &[name, values] : rt.device->weights()) {
         std::fprintf(f, "%s %zu", name.c_str(), values.size());
         for (float x : values)
           std::fprintf(f, " %.9g", x);
@@ -872,62 +891,134 @@ int flexpipe::rt::runRank(int argc, char **argv, const char *description,
     if (!file.commit())
       comm.abort(file.error(), 1);
   }
-  // Profile: mean seconds per stage and kind over all ranks.
+}
+
+/// --profile: mean seconds per stage and kind over all ranks, and the
+/// message times measured by both ends (of replica 0) as an actors x actors
+/// table, averaged; rank 0 writes them. Collective.
+void writeProfile(flexpipe_rt &rt,
+                  const std::map<std::pair<int, int>, double> &messages) {
+  const ScheduleDesc &d = rt.desc;
+  Comm &comm = *rt.comm;
   std::vector<double> profile = rt.busy;
   profile.insert(profile.end(), rt.calls.begin(), rt.calls.end());
-  // Message times measured by both ends (of replica 0): an actors x actors
-  // table, averaged.
   const size_t pairsAt = profile.size();
-  profile.resize(pairsAt + 2 * static_cast<size_t>(d.actors) * d.actors, 0.0);
+  const size_t table = static_cast<size_t>(d.actors) * d.actors;
+  profile.resize(pairsAt + 2 * table, 0.0);
   if (rt.replica == 0)
-    for (auto [pair, seconds] : messageSeconds) {
+    for (auto [pair, seconds] : messages) {
       profile[pairsAt + pair.first * d.actors + pair.second] += seconds;
-      profile[pairsAt + d.actors * d.actors + pair.first * d.actors +
-              pair.second] += 1;
+      profile[pairsAt + table + pair.first * d.actors + pair.second] += 1;
     }
   comm.allreduceSum(profile.data(), profile.size());
-  if (comm.rank() == 0 && !rt.options.profile.empty()) {
-    OutputFile file(rt.options.profile);
-    FILE *f = file.get();
-    if (!f)
-      comm.abort(file.error(), 1);
-    std::fprintf(f, "# FlexPipe profile measured by the runtime: mean seconds "
-                    "per stage and instruction type for one micro-batch\n"
-                    "stages:\n");
-    const size_t half = rt.busy.size();
-    for (int s = 0; s < d.stages; ++s) {
-      auto mean = [&](int kind) {
-        const double n = profile[half + s * 4 + kind];
-        return n > 0 ? profile[s * 4 + kind] / n : 0.0;
-      };
-      double fwd = mean(0), bwd = mean(1), igrad = mean(2), wgrad = mean(3);
-      if (bwd == 0)
-        bwd = igrad + wgrad;
-      if (igrad == 0 && wgrad == 0) {
-        igrad = bwd / 2;
-        wgrad = bwd - igrad;
-      }
-      std::fprintf(f,
-                   "  - {stage: %d, fwd_s: %.9g, bwd_s: %.9g, igrad_s: %.9g, "
-                   "wgrad_s: %.9g}\n",
-                   s, fwd, bwd, igrad, wgrad);
+  if (comm.rank() != 0 || rt.options.profile.empty())
+    return;
+  OutputFile file(rt.options.profile);
+  FILE *f = file.get();
+  if (!f)
+    comm.abort(file.error(), 1);
+  std::fprintf(f, "# FlexPipe profile measured by the runtime: mean seconds "
+                  "per stage and instruction type for one micro-batch\n"
+                  "stages:\n");
+  const size_t half = rt.busy.size();
+  for (int s = 0; s < d.stages; ++s) {
+    auto mean = [&](int kind) {
+      const double n = profile[half + s * 4 + kind];
+      return n > 0 ? profile[s * 4 + kind] / n : 0.0;
+    };
+    double fwd = mean(0), bwd = mean(1), igrad = mean(2), wgrad = mean(3);
+    if (bwd == 0)
+      bwd = igrad + wgrad;
+    if (igrad == 0 && wgrad == 0) {
+      igrad = bwd / 2;
+      wgrad = bwd - igrad;
     }
-    bool header = false;
-    for (int a = 0; a < d.actors; ++a)
-      for (int b = 0; b < d.actors; ++b) {
-        const double n = profile[pairsAt + d.actors * d.actors + a * d.actors + b];
-        if (n == 0)
-          continue;
-        if (!header)
-          std::fprintf(f, "messages:\n");
-        header = true;
-        std::fprintf(f, "  - {from: %d, to: %d, seconds: %.9g}\n", a, b,
-                     profile[pairsAt + a * d.actors + b] / n);
-      }
-    std::fprintf(f, "default_message_s: 0\n");
-    if (!file.commit())
-      comm.abort(file.error(), 1);
+    std::fprintf(f,
+                 "  - {stage: %d, fwd_s: %.9g, bwd_s: %.9g, igrad_s: %.9g, "
+                 "wgrad_s: %.9g}\n",
+                 s, fwd, bwd, igrad, wgrad);
   }
+  bool header = false;
+  for (int a = 0; a < d.actors; ++a)
+    for (int b = 0; b < d.actors; ++b) {
+      const double n = profile[pairsAt + table + a * d.actors + b];
+      if (n == 0)
+        continue;
+      if (!header)
+        std::fprintf(f, "messages:\n");
+      header = true;
+      std::fprintf(f, "  - {from: %d, to: %d, seconds: %.9g}\n", a, b,
+                   profile[pairsAt + a * d.actors + b] / n);
+    }
+  std::fprintf(f, "default_message_s: 0\n");
+  if (!file.commit())
+    comm.abort(file.error(), 1);
+}
+
+} // namespace
+
+int flexpipe::rt::runRank(int argc, char **argv, const char *description,
+                          flexpipe_rt_program program, Backend &backend) {
+  if (backend.helpBeforeStart())
+    if (std::optional<int> exit = answerBeforeStart(argc, argv, description))
+      return *exit;
+  flexpipe_rt rt;
+  rt.comm = backend.start(&argc, &argv);
+  Comm &comm = *rt.comm;
+  if (std::string error = parseSchedule(description, rt.desc); !error.empty())
+    comm.abort(error, 1);
+  if (std::string error = parseOptions(argc, argv, rt.options);
+      !error.empty()) {
+    if (comm.rank() == 0)
+      std::fprintf(stderr, "%s\n", error.c_str());
+    comm.finalize();
+    return error.rfind("usage", 0) == 0 ? 0 : 1;
+  }
+  const ScheduleDesc &d = rt.desc;
+  // Every runtime operation the program runs must be compiled in; the ranks
+  // all have the same operations, so rank 0 alone reports.
+  if (std::string missing = missingOperation(d); !missing.empty()) {
+    if (comm.rank() == 0)
+      std::fprintf(stderr, "flexpipe: %s\n", missing.c_str());
+    comm.finalize();
+    return 1;
+  }
+  checkLaunch(rt);
+  rt.actor = comm.rank() % d.actors;
+  rt.replica = comm.rank() / d.actors;
+  checkOutputs(rt);
+  const Checkpoint identity = identityOf(rt);
+  Checkpoint resumed;
+  if (!rt.options.resume.empty())
+    resumed = resumeFrom(rt, identity);
+  comm.setReplicaGroup(rt.actor);
+  comm.openChannels(channelsOf(d));
+  rt.device = backend.makeDevice(d);
+  rt.device->setThreads(rt.options.threads);
+  checkStages(rt);
+  openGatherGroups(rt);
+  makeStages(rt);
+  rt.epoch = Clock::now(); // after the start-up collectives: close on all ranks
+  std::map<std::pair<int, int>, double> messageSeconds;
+  if (!rt.options.profile.empty())
+    messageSeconds = timeMessages(rt);
+
+  std::vector<double> losses;
+  if (!rt.options.resume.empty()) {
+    if (std::string error = rt.device->setState(resumed.state); !error.empty())
+      comm.abort("--resume: checkpoint '" +
+                     checkpointPath(rt.options.resume, resumed.iterations,
+                                    comm.rank()) +
+                     "' does not fit this rank's stages: " + error,
+                 1);
+    rt.firstIteration = resumed.iterations;
+    losses = std::move(resumed.losses);
+    resumed.state = {};
+  }
+  const double totalSeconds = train(rt, identity, program, losses);
+  printSummary(rt, totalSeconds);
+  writeLossesAndWeights(rt, losses);
+  writeProfile(rt, messageSeconds);
   if (rt.tracing)
     writeTrace(rt);
   comm.finalize();
