@@ -289,26 +289,8 @@ private:
   int last = -1;
 };
 
-} // namespace
-
-int main(int argc, char **argv) {
-  Options o;
-  CLI::App app{
-      "flexpipe-tune: search pipeline configurations for a model on a "
-      "cluster and rank them by simulated iteration time.\n"
-      "The space (the paper's section 6): pp x dp = GPUs with pp a power of "
-      "two, micro-batch sizes that divide the global batch, placements "
-      "one_to_one, circular (v = 2, 4), vshape, bidirectional and "
-      "vshape_bidirectional, each with and without the vocabulary-parallel "
-      "embedding and LM head, computation-type priorities bwd_first and "
-      "interleaved (fwd_first with --allow-fwd-first), stage priorities "
-      "breadth_first and depth_first (with interval pp for circular), "
-      "gradient separation on and off. Every candidate is scheduled with "
-      "the cost model's durations and simulated; the data-parallel gradient "
-      "all-reduce is added; candidates over the memory limit are dropped. "
-      "Scheduler plugins (--load-plugin) add check functions (--check) and "
-      "priorities (--priority) to the search (docs/Plugins.md).",
-      "flexpipe-tune"};
+/// The command line, described for CLI11.
+void addOptions(CLI::App &app, Options &o) {
   app.add_option("--model", o.model, "Model YAML (docs/CostModel.md)")
       ->required()
       ->check(CLI::ExistingFile);
@@ -396,25 +378,31 @@ int main(int argc, char **argv) {
       ->type_name("NAME");
   app.add_option("-o,--output", o.output, "Directory for the results")
       ->capture_default_str();
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError &error) {
-    return app.exit(error) == 0 ? 0 : 1;
-  }
+}
 
+/// Loads the --load-plugin libraries; `flags` gets them as flexpipe-compile
+/// options for the written specs. Reports and returns false on an error.
+bool loadPlugins(const Options &o, std::string &flags) {
   flexpipe::plugin::Registry &plugins = flexpipe::plugin::Registry::global();
-  std::string pluginFlags; // for flexpipe-compile in the written specs
   for (const std::string &path : o.plugins) {
     if (std::string error = plugins.load(path); !error.empty()) {
       llvm::errs() << "error: --load-plugin " << error << "\n";
-      return 1;
+      return false;
     }
     llvm::SmallString<256> absolute;
     if (llvm::sys::fs::real_path(path, absolute))
       absolute = path;
-    pluginFlags += " --load-plugin " + absolute.str().str();
+    flags += " --load-plugin " + absolute.str().str();
   }
-  TuneOptions options;
+  return true;
+}
+
+/// The search's options from the command line (hooks, limits, the space);
+/// `resolveOptions` fills in the defaults later. Reports and returns false on
+/// an error.
+bool tuneOptionsOf(const Options &o, const Profile *profile,
+                   TuneOptions &options) {
+  flexpipe::plugin::Registry &plugins = flexpipe::plugin::Registry::global();
   if (!resolveHooks(
           o.checks, "--check", "check",
           [&](const std::string &name) { return plugins.check(name); },
@@ -423,19 +411,7 @@ int main(int argc, char **argv) {
           o.priorities, "--priority", "priority",
           [&](const std::string &name) { return plugins.priority(name); },
           options.priorities))
-    return 1;
-
-  ModelConfig model;
-  ClusterConfig cluster;
-  Profile profile;
-  for (const std::string &error :
-       {loadModel(o.model, model), loadCluster(o.cluster, cluster),
-        o.profile.empty() ? std::string() : loadProfile(o.profile, profile)})
-    if (!error.empty()) {
-      llvm::errs() << "flexpipe-tune: " << error << "\n";
-      return 1;
-    }
-
+    return false;
   options.gpus = o.gpus;
   options.globalBatch = o.globalBatch;
   if (!o.memoryLimit.empty()) {
@@ -443,7 +419,7 @@ int main(int argc, char **argv) {
     if (!bytes) {
       llvm::errs() << "flexpipe-tune: --memory-limit '" << o.memoryLimit
                    << "' is not a positive size (e.g. 80GiB, 75e9, 512MiB)\n";
-      return 1;
+      return false;
     }
     options.memoryLimit = *bytes;
   }
@@ -465,71 +441,50 @@ int main(int argc, char **argv) {
   options.threads = o.threads > 0
                         ? o.threads
                         : std::max(1u, std::thread::hardware_concurrency());
-  options.profile = o.profile.empty() ? nullptr : &profile;
-  const bool showProgress =
-      o.progress == "on" || (o.progress == "auto" && isatty(STDERR_FILENO));
-  Progress progress(showProgress);
-  options.progress = [&](size_t done, size_t total) { progress(done, total); };
+  options.profile = profile;
+  return true;
+}
 
-  llvm::Expected<TuneOptions> resolved =
-      resolveOptions(model, cluster, options);
-  if (!resolved) {
-    llvm::errs() << "flexpipe-tune: " << llvm::toString(resolved.takeError())
-                 << "\n";
-    return 1;
-  }
-  // Every candidate runs on all of them (pp x dp = --gpus): what ranks
-  // sharing a node's cores cost depends on it.
-  cluster.jobDevices = resolved->gpus;
-  if (std::error_code ec = llvm::sys::fs::create_directories(o.output)) {
-    llvm::errs() << "flexpipe-tune: cannot create " << o.output << ": "
+/// Where the results go must be a writable directory before the search, not
+/// after. Reports and returns false when it is not.
+bool prepareOutput(const std::string &output) {
+  if (std::error_code ec = llvm::sys::fs::create_directories(output)) {
+    llvm::errs() << "flexpipe-tune: cannot create " << output << ": "
                  << ec.message() << "\n";
-    return 1;
+    return false;
   }
-  // Where the results go must be writable before the search, not after.
-  if (!llvm::sys::fs::is_directory(o.output)) {
-    llvm::errs() << "flexpipe-tune: -o " << o.output
+  if (!llvm::sys::fs::is_directory(output)) {
+    llvm::errs() << "flexpipe-tune: -o " << output
                  << " exists and is not a directory; the results are a "
                     "directory of files\n";
-    return 1;
+    return false;
   }
-  if (const std::string probe = o.output + "/.flexpipe-tune-probe";
-      !writeFile(probe, ""))
-    return 1;
-  else
-    llvm::sys::fs::remove(probe);
+  const std::string probe = output + "/.flexpipe-tune-probe";
+  if (!writeFile(probe, ""))
+    return false;
+  llvm::sys::fs::remove(probe);
+  return true;
+}
 
-  const auto started = std::chrono::steady_clock::now();
-  llvm::Expected<TuneResult> tuned = tune(model, cluster, *resolved);
-  const double elapsed =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started)
-          .count();
-  if (!tuned) {
-    llvm::errs() << "flexpipe-tune: " << llvm::toString(tuned.takeError())
-                 << "\n";
-    return 1;
-  }
-  const TuneResult &result = *tuned;
+/// The summary line, the table of the `top` best and the baselines at their
+/// best (pp, dp, mbs).
+void printRanking(const ModelConfig &model, const ClusterConfig &cluster,
+                  const TuneOptions &resolved, const TuneResult &result,
+                  const std::optional<Evaluation> (&baseline)[2], size_t top,
+                  double elapsed) {
   size_t overMemory = 0, unschedulable = 0;
   for (const Evaluation &e : result.rejected)
     if (!e.skipped)
       (e.ok() ? overMemory : unschedulable)++;
-
-  // The baselines at their best (pp, dp, mbs): Megatron's 1F1B and T-1F1B.
-  std::optional<Evaluation> baseline[2] = {
-      bestBaseline(model, cluster, *resolved, false, &result),
-      bestBaseline(model, cluster, *resolved, true, &result)};
-
-  const ModuleModel &module = model.modules.front();
   llvm::outs() << llvm::formatv(
       "flexpipe-tune: {0} on {1}, {2} {12}, global batch {3}, memory limit "
       "{4}\n{5} candidates: {6} simulated, {13} skipped by bound, {7} "
       "separation variants skipped, {8} over memory, {9} unschedulable; "
       "{10:F2} s on {11} thread(s)\n\n",
-      model.name, cluster.name, resolved->gpus, resolved->globalBatch,
-      resolved->memoryLimit > 0 ? formatBytes(resolved->memoryLimit) : "none",
+      model.name, cluster.name, resolved.gpus, resolved.globalBatch,
+      resolved.memoryLimit > 0 ? formatBytes(resolved.memoryLimit) : "none",
       result.candidates, result.simulated, result.pruned, overMemory,
-      unschedulable, elapsed, resolved->threads, cluster.devicesWord(),
+      unschedulable, elapsed, resolved.threads, cluster.devicesWord(),
       result.bounded);
   llvm::outs() << llvm::formatv("{0,-5} {1,-11} {2,-11} {3,-7} {4,-10} "
                                 "{5,-4} {6,-4} {7,-4} {8,-4} {9}\n",
@@ -546,7 +501,6 @@ int main(int argc, char **argv) {
         formatBytes(e.peakBytes), c.pp, c.dp, c.mbs, c.microbatches,
         describe(c));
   };
-  const size_t top = std::min<size_t>(o.top, result.ranked.size());
   for (size_t i = 0; i < top; ++i)
     line(std::to_string(i + 1), result.ranked[i]);
   const Evaluation &best = result.ranked.front();
@@ -563,17 +517,21 @@ int main(int argc, char **argv) {
         "its best (pp, dp, mbs)\n",
         baseline[vp]->iterationTime / best.iterationTime, names[vp]);
   }
+}
 
-  // Files.
-  if (!writeResults(o.output, result))
-    return 1;
+/// rank-K.mlir (a spec flexpipe-compile builds, with its prediction in a
+/// comment) and rank-K.model.yaml for each of the `top` best.
+bool writeRankSpecs(const Options &o, const ModelConfig &model,
+                    const ClusterConfig &cluster, const TuneOptions &resolved,
+                    const TuneResult &result, size_t top,
+                    const std::string &pluginFlags) {
   for (size_t i = 0; i < top; ++i) {
     const Evaluation &e = result.ranked[i];
     const Candidate &c = e.candidate;
     const std::string stem = o.output + "/rank-" + std::to_string(i + 1);
     std::ostringstream spec;
     spec << "// flexpipe-tune rank " << i + 1 << " for " << model.name << " on "
-         << cluster.name << ", " << resolved->gpus << " "
+         << cluster.name << ", " << resolved.gpus << " "
          << cluster.devicesWord() << ": pp " << c.pp << " x dp " << c.dp
          << ", micro-batch size " << c.mbs << ", " << c.microbatches
          << " micro-batches\n"
@@ -591,29 +549,36 @@ int main(int argc, char **argv) {
          << llvm::sys::path::filename(o.cluster).str() << " --dp " << c.dp
          << pluginFlags << " --emit=report\n"
          << specText(c, model, "rank" + std::to_string(i + 1),
-                     resolved->separationRounds, o.checks);
+                     resolved.separationRounds, o.checks);
     if (!writeFile(stem + ".mlir", spec.str()) ||
         !writeFile(stem + ".model.yaml",
-                   modelYaml(model, c.mbs, resolved->globalBatch)))
-      return 1;
+                   modelYaml(model, c.mbs, resolved.globalBatch)))
+      return false;
   }
+  return true;
+}
 
-  // The best next to the Megatron baseline, on one time scale.
+/// best-vs-1f1b.svg: the best next to the Megatron baseline, on one time
+/// scale (the best alone when no baseline fits).
+bool writeBestVsBaseline(const std::string &output, const ModelConfig &model,
+                         const ClusterConfig &cluster,
+                         const TuneOptions &resolved, const Evaluation &best,
+                         const std::optional<Evaluation> &baseline) {
   EvaluationDetail bestDetail, baseDetail;
-  evaluate(best.candidate, model, cluster, *resolved, &bestDetail);
+  evaluate(best.candidate, model, cluster, resolved, &bestDetail);
   ReportContext context;
   context.name = "best: " + describe(best.candidate);
   context.tokensPerIteration =
-      static_cast<double>(resolved->globalBatch * module.seq);
+      static_cast<double>(resolved.globalBatch * model.modules.front().seq);
   std::string svg;
-  if (baseline[0]) {
-    evaluate(baseline[0]->candidate, model, cluster, *resolved, &baseDetail);
+  if (baseline) {
+    evaluate(baseline->candidate, model, cluster, resolved, &baseDetail);
     context.timeSpan =
         std::max(bestDetail.sim.iterationTime, baseDetail.sim.iterationTime);
     ReportContext baseContext = context;
     baseContext.name = llvm::formatv(
-        "Megatron 1F1B, pp {0} x dp {1}, mbs {2}", baseline[0]->candidate.pp,
-        baseline[0]->candidate.dp, baseline[0]->candidate.mbs);
+        "Megatron 1F1B, pp {0} x dp {1}, mbs {2}", baseline->candidate.pp,
+        baseline->candidate.dp, baseline->candidate.mbs);
     svg = stackSvgs(formatSvg(bestDetail.program, bestDetail.sim,
                               bestDetail.costs, context),
                     formatSvg(baseDetail.program, baseDetail.sim,
@@ -622,7 +587,90 @@ int main(int argc, char **argv) {
     svg = formatSvg(bestDetail.program, bestDetail.sim, bestDetail.costs,
                     context);
   }
-  if (!writeFile(o.output + "/best-vs-1f1b.svg", svg))
+  return writeFile(output + "/best-vs-1f1b.svg", svg);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Options o;
+  CLI::App app{
+      "flexpipe-tune: search pipeline configurations for a model on a "
+      "cluster and rank them by simulated iteration time.\n"
+      "The space (the paper's section 6): pp x dp = GPUs with pp a power of "
+      "two, micro-batch sizes that divide the global batch, placements "
+      "one_to_one, circular (v = 2, 4), vshape, bidirectional and "
+      "vshape_bidirectional, each with and without the vocabulary-parallel "
+      "embedding and LM head, computation-type priorities bwd_first and "
+      "interleaved (fwd_first with --allow-fwd-first), stage priorities "
+      "breadth_first and depth_first (with interval pp for circular), "
+      "gradient separation on and off. Every candidate is scheduled with "
+      "the cost model's durations and simulated; the data-parallel gradient "
+      "all-reduce is added; candidates over the memory limit are dropped. "
+      "Scheduler plugins (--load-plugin) add check functions (--check) and "
+      "priorities (--priority) to the search (docs/Plugins.md).",
+      "flexpipe-tune"};
+  addOptions(app, o);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError &error) {
+    return app.exit(error) == 0 ? 0 : 1;
+  }
+
+  std::string pluginFlags; // for flexpipe-compile in the written specs
+  ModelConfig model;
+  ClusterConfig cluster;
+  Profile profile;
+  TuneOptions options;
+  if (!loadPlugins(o, pluginFlags) ||
+      !tuneOptionsOf(o, o.profile.empty() ? nullptr : &profile, options))
+    return 1;
+  for (const std::string &error :
+       {loadModel(o.model, model), loadCluster(o.cluster, cluster),
+        o.profile.empty() ? std::string() : loadProfile(o.profile, profile)})
+    if (!error.empty()) {
+      llvm::errs() << "flexpipe-tune: " << error << "\n";
+      return 1;
+    }
+  const bool showProgress =
+      o.progress == "on" || (o.progress == "auto" && isatty(STDERR_FILENO));
+  Progress progress(showProgress);
+  options.progress = [&](size_t done, size_t total) { progress(done, total); };
+
+  llvm::Expected<TuneOptions> resolved =
+      resolveOptions(model, cluster, options);
+  if (!resolved) {
+    llvm::errs() << "flexpipe-tune: " << llvm::toString(resolved.takeError())
+                 << "\n";
+    return 1;
+  }
+  // Every candidate runs on all of them (pp x dp = --gpus): what ranks
+  // sharing a node's cores cost depends on it.
+  cluster.jobDevices = resolved->gpus;
+  if (!prepareOutput(o.output))
+    return 1;
+
+  const auto started = std::chrono::steady_clock::now();
+  llvm::Expected<TuneResult> tuned = tune(model, cluster, *resolved);
+  const double elapsed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started)
+          .count();
+  if (!tuned) {
+    llvm::errs() << "flexpipe-tune: " << llvm::toString(tuned.takeError())
+                 << "\n";
+    return 1;
+  }
+  const TuneResult &result = *tuned;
+  // The baselines at their best (pp, dp, mbs): Megatron's 1F1B and T-1F1B.
+  const std::optional<Evaluation> baseline[2] = {
+      bestBaseline(model, cluster, *resolved, false, &result),
+      bestBaseline(model, cluster, *resolved, true, &result)};
+  const size_t top = std::min<size_t>(o.top, result.ranked.size());
+  printRanking(model, cluster, *resolved, result, baseline, top, elapsed);
+  if (!writeResults(o.output, result) ||
+      !writeRankSpecs(o, model, cluster, *resolved, result, top, pluginFlags) ||
+      !writeBestVsBaseline(o.output, model, cluster, *resolved,
+                           result.ranked.front(), baseline[0]))
     return 1;
   llvm::outs() << "\nwrote " << o.output << "/results.csv, results.json, "
                << "rank-1.mlir .. rank-" << top << ".mlir (with .model.yaml), "
