@@ -35,6 +35,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -179,9 +180,18 @@ int listOperations() {
   return errors.empty() ? 0 : 1;
 }
 
-} // namespace
+/// flexpipe-reference's command line.
+struct ReferenceOptions {
+  std::string schedule; ///< the schedule description file
+  int64_t iterations = 10;
+  float lr = 1e-3f;
+  std::string losses, weights, initialWeights, batches;
+};
 
-int flexpipe::rt::runReference(int argc, char **argv) {
+/// Parses the command line. Returns the exit code when the process should
+/// stop here (after --help, --list-operations or an error it printed).
+std::optional<int> parseReferenceOptions(int argc, char **argv,
+                                         ReferenceOptions &o) {
   if (argc == 2 && std::string(argv[1]) == "--list-operations")
     return listOperations();
   if (argc < 2 || std::string(argv[1]) == "--help") {
@@ -192,22 +202,7 @@ int flexpipe::rt::runReference(int argc, char **argv) {
                          "       flexpipe-reference --list-operations\n");
     return argc < 2 ? 1 : 0;
   }
-  std::ifstream in(argv[1]);
-  if (!in) {
-    std::fprintf(stderr, "flexpipe-reference: cannot open '%s'\n", argv[1]);
-    return 1;
-  }
-  std::stringstream text;
-  text << in.rdbuf();
-  ScheduleDesc desc;
-  if (std::string error = parseSchedule(text.str(), desc); !error.empty()) {
-    std::fprintf(stderr, "flexpipe-reference: %s: %s\n", argv[1],
-                 error.c_str());
-    return 1;
-  }
-  int64_t iterations = 10;
-  float lr = 1e-3f;
-  std::string lossesPath, weightsPath, initialPath, batchesPath;
+  o.schedule = argv[1];
   for (int i = 2; i < argc; ++i) {
     const std::string arg = argv[i];
     if (i + 1 >= argc) {
@@ -215,67 +210,122 @@ int flexpipe::rt::runReference(int argc, char **argv) {
                    arg.c_str());
       return 1;
     }
+    const char *value = argv[++i];
     double number = 0;
     if (arg == "--iterations") {
-      if (!parseInteger(argv[++i], 1, int64_t(1) << 40, iterations)) {
+      if (!parseInteger(value, 1, int64_t(1) << 40, o.iterations)) {
         std::fprintf(stderr,
                      "flexpipe-reference: --iterations must be an integer of "
                      "at least 1, got '%s'\n",
-                     argv[i]);
+                     value);
         return 1;
       }
     } else if (arg == "--lr") {
-      if (!parseNumber(argv[++i], 0, 1e6, number)) {
+      if (!parseNumber(value, 0, 1e6, number)) {
         std::fprintf(stderr,
                      "flexpipe-reference: --lr must be a number between 0 and "
                      "1e6, got '%s'\n",
-                     argv[i]);
+                     value);
         return 1;
       }
-      lr = static_cast<float>(number);
-    } else if (arg == "--losses")
-      lossesPath = argv[++i];
-    else if (arg == "--weights")
-      weightsPath = argv[++i];
-    else if (arg == "--initial-weights")
-      initialPath = argv[++i];
-    else if (arg == "--batches")
-      batchesPath = argv[++i];
-    else {
+      o.lr = static_cast<float>(number);
+    } else if (arg == "--losses") {
+      o.losses = value;
+    } else if (arg == "--weights") {
+      o.weights = value;
+    } else if (arg == "--initial-weights") {
+      o.initialWeights = value;
+    } else if (arg == "--batches") {
+      o.batches = value;
+    } else {
       std::fprintf(stderr, "flexpipe-reference: unknown option '%s'\n",
                    arg.c_str());
       return 1;
     }
   }
+  return std::nullopt;
+}
 
-  // Runtime operations: those this program was built without are skipped;
-  // they only read activations, so training is the same without them.
-  if (std::vector<std::string> errors = registrationErrors(); !errors.empty()) {
-    std::fprintf(stderr, "flexpipe-reference: %s\n", errors.front().c_str());
-    return 1;
+/// Reads and parses the schedule description; false after a printed error.
+bool readDescription(const std::string &path, ScheduleDesc &desc) {
+  std::ifstream in(path);
+  if (!in) {
+    std::fprintf(stderr, "flexpipe-reference: cannot open '%s'\n",
+                 path.c_str());
+    return false;
   }
-  std::set<std::string> skipped;
-  for (const ScheduleDesc::Exec &exec : desc.execs)
-    if (!findOperation(exec.name) && skipped.insert(exec.name).second)
-      std::fprintf(stderr,
-                   "flexpipe-reference: note: the schedule runs operation "
-                   "@%s, which this program was built without; skipping it "
-                   "(operations only read activations, so training is the "
-                   "same; the 'reference' that flexpipe-compile --ops builds "
-                   "beside the ranks runs it)\n",
-                   exec.name.c_str());
-  // Which models cut where, which (stage, micro-batch) outputs instances
-  // read, and the instances in the order they run: after the forward of the
-  // last micro-batch they cover, by stage.
+  std::stringstream text;
+  text << in.rdbuf();
+  if (std::string error = parseSchedule(text.str(), desc); !error.empty()) {
+    std::fprintf(stderr, "flexpipe-reference: %s: %s\n", path.c_str(),
+                 error.c_str());
+    return false;
+  }
+  return true;
+}
+
+/// Prints `error` as flexpipe-reference's and returns the exit code 1.
+int failed(const std::string &error) {
+  std::fprintf(stderr, "flexpipe-reference: %s\n", error.c_str());
+  return 1;
+}
+
+/// The whole model trained on one process, with the schedule's runtime
+/// operations run where the ranks would run them.
+class ReferenceRun {
+public:
+  explicit ReferenceRun(const ScheduleDesc &desc) : desc(desc) {}
+
+  /// Which models cut where, which (stage, micro-batch) outputs the
+  /// operations read, and the instances in the order they run: after the
+  /// forward of the last micro-batch they cover, by stage. Operations this
+  /// program was built without are skipped, with a note: they only read
+  /// activations, so training is the same without them.
+  void plan();
+  /// The GPT, or the two towers, each whole or cut where operations read.
+  void makeModels();
+  /// One training iteration over every replica's micro-batches; returns the
+  /// mean loss, or an error.
+  std::optional<double> iteration(int64_t it, float lr, FILE *batches,
+                                  std::string &error);
+  /// NAME COUNT VALUES... per parameter (scripts/compare-training.py).
+  std::string writeWeights(const std::string &path) const;
+
+private:
+  /// Runs the operation instances whose last micro-batch is `mb`, from
+  /// order[next] on.
+  std::string runOperations(int64_t it, int replica, int64_t mb,
+                            size_t &next) const;
+
+  const ScheduleDesc &desc;
   const int numModels = desc.twoTower() ? 2 : 1;
-  std::vector<std::set<int64_t>> cuts(numModels);
+  std::vector<std::set<int64_t>> cuts =
+      std::vector<std::set<int64_t>>(numModels);
   std::set<std::pair<int, int64_t>> read;
   std::vector<size_t> order;
+  std::vector<Segmented> models;
+  std::vector<Parameter *> parameters;
+  Adam adam;
+  /// Outputs kept for the operations, per (stage, micro-batch).
+  std::map<std::pair<int, int64_t>, Tensor> kept;
+};
+
+void ReferenceRun::plan() {
+  std::set<std::string> skipped;
   for (size_t i = 0; i < desc.execs.size(); ++i) {
     const ScheduleDesc::Exec &exec = desc.execs[i];
     const ScheduleDesc::Stage &stage = desc.stage[exec.stage];
-    if (!findOperation(exec.name))
+    if (!findOperation(exec.name)) {
+      if (skipped.insert(exec.name).second)
+        std::fprintf(stderr,
+                     "flexpipe-reference: note: the schedule runs operation "
+                     "@%s, which this program was built without; skipping it "
+                     "(operations only read activations, so training is the "
+                     "same; the 'reference' that flexpipe-compile --ops "
+                     "builds beside the ranks runs it)\n",
+                     exec.name.c_str());
       continue;
+    }
     order.push_back(i);
     if (exec.outputs.empty() || !hasOutput(stage))
       continue;
@@ -289,151 +339,178 @@ int flexpipe::rt::runReference(int argc, char **argv) {
     return std::make_pair(x.mb + x.count, x.stage) <
            std::make_pair(y.mb + y.count, y.stage);
   });
+}
 
-  openblas_set_num_threads(1);
-  // The GPT, or the two towers, each whole or in segments.
-  std::vector<Segmented> models;
+void ReferenceRun::makeModels() {
   if (desc.twoTower())
     for (int t = 0; t < 2; ++t)
       models.emplace_back(desc.towers[t], cuts[t]);
   else
     models.emplace_back(desc.model, cuts[0]);
-  std::vector<Parameter *> parameters;
   for (Segmented &model : models)
     for (Parameter *p : model.parameters())
       parameters.push_back(p);
-  // NAME COUNT VALUES... per parameter (scripts/compare-training.py).
-  auto failed = [](const std::string &error) {
-    std::fprintf(stderr, "flexpipe-reference: %s\n", error.c_str());
-    return 1;
-  };
-  auto writeWeights = [&](const std::string &path) {
-    OutputFile file(path);
-    if (FILE *f = file.get())
-      for (Parameter *p : parameters) {
-        std::fprintf(f, "%s %zu", p->name.c_str(), p->value.size());
-        for (float x : p->value)
-          std::fprintf(f, " %.9g", x);
-        std::fprintf(f, "\n");
+}
+
+std::string ReferenceRun::writeWeights(const std::string &path) const {
+  OutputFile file(path);
+  if (FILE *f = file.get())
+    for (Parameter *p : parameters) {
+      std::fprintf(f, "%s %zu", p->name.c_str(), p->value.size());
+      for (float x : p->value)
+        std::fprintf(f, " %.9g", x);
+      std::fprintf(f, "\n");
+    }
+  return file.commit() ? std::string() : file.error();
+}
+
+std::string ReferenceRun::runOperations(int64_t it, int replica, int64_t mb,
+                                        size_t &next) const {
+  for (; next < order.size(); ++next) {
+    const ScheduleDesc::Exec &exec = desc.execs[order[next]];
+    if (exec.mb + exec.count - 1 > mb)
+      break;
+    OpContext::Place place;
+    place.name = exec.name;
+    place.rank = replica * desc.actors + exec.actor;
+    place.ranks = desc.actors * desc.dp;
+    place.actor = exec.actor;
+    place.replica = replica;
+    place.iteration = it;
+    place.stage = exec.stage;
+    place.microbatch = exec.mb;
+    place.numMicrobatches = exec.count;
+    std::map<std::string, OpAttribute> attributes;
+    if (std::string error = decodeOpAttributes(exec.attrs, attributes);
+        !error.empty())
+      return "exec @" + exec.name + ": " + error;
+    ReferenceHost host(desc, exec, kept);
+    OpContext context(std::move(place), std::move(attributes), host);
+    findOperation(exec.name)(context);
+  }
+  return {};
+}
+
+/// ITERATION MB TOKENS... / TARGETS... for one micro-batch of the GPT.
+static void writeBatch(FILE *f, int64_t it, int64_t g, const Batch &batch) {
+  std::fprintf(f, "%lld %lld", static_cast<long long>(it),
+               static_cast<long long>(g));
+  for (int32_t token : batch.tokens)
+    std::fprintf(f, " %d", token);
+  std::fprintf(f, " /");
+  for (int32_t target : batch.targets)
+    std::fprintf(f, " %d", target);
+  std::fprintf(f, "\n");
+}
+
+std::optional<double> ReferenceRun::iteration(int64_t it, float lr,
+                                              FILE *batches,
+                                              std::string &error) {
+  adam.lr = lr;
+  double loss = 0;
+  const int64_t total = static_cast<int64_t>(desc.microbatches) * desc.dp;
+  const float scale = 1.0f / static_cast<float>(total);
+  size_t next = 0; // into order
+  kept.clear();
+  for (int64_t g = 0; g < total; ++g) {
+    // Replica r trains on micro-batches [r m, (r + 1) m); its programs
+    // number them from 0.
+    const int replica = static_cast<int>(g / desc.microbatches);
+    const int64_t mb = g % desc.microbatches;
+    if (mb == 0) {
+      kept.clear();
+      next = 0;
+    }
+    std::vector<std::map<int64_t, Tensor>> outputs(numModels);
+    Tensor out[2];
+    if (!desc.twoTower()) {
+      const Batch batch = makeBatch(desc.model, it, g);
+      if (batches)
+        writeBatch(batches, it, g, batch);
+      loss += models[0].forward(g, batch, out[0], outputs[0]);
+    } else {
+      for (int t = 0; t < 2; ++t)
+        models[t].forward(g, makeTowerBatch(desc.towers[t], t, it, g), out[t],
+                          outputs[t]);
+    }
+    for (auto [s, m] : read)
+      if (m == mb) {
+        const ScheduleDesc::Stage &stage = desc.stage[s];
+        kept[{s, m}] = outputs[std::max(stage.tower, 0)].at(
+            outputBoundary(stage, desc.config(s)));
       }
-    return file.commit() ? std::string() : file.error();
-  };
-  if (!weightsPath.empty())
-    if (std::string error = OutputFile::check(weightsPath); !error.empty())
+    error = runOperations(it, replica, mb, next);
+    if (!error.empty())
+      return std::nullopt;
+    if (!desc.twoTower()) {
+      models[0].backward(g, {}, scale);
+      continue;
+    }
+    // Both towers' embeddings, the contrastive loss, and each tower's
+    // backward from the gradient of its embeddings.
+    Tensor grads[2];
+    const GptConfig &tower = desc.towers[0];
+    loss += contrastiveLoss(out[0], out[1], tower.microBatch, tower.embed,
+                            grads[0], grads[1]);
+    for (int t = 0; t < 2; ++t) {
+      for (float &x : grads[t])
+        x *= scale;
+      models[t].backward(g, std::move(grads[t]), scale);
+    }
+  }
+  adam.apply(parameters);
+  return loss * scale;
+}
+
+} // namespace
+
+int flexpipe::rt::runReference(int argc, char **argv) {
+  ReferenceOptions o;
+  if (std::optional<int> exit = parseReferenceOptions(argc, argv, o))
+    return *exit;
+  ScheduleDesc desc;
+  if (!readDescription(o.schedule, desc))
+    return 1;
+  if (std::vector<std::string> errors = registrationErrors(); !errors.empty())
+    return failed(errors.front());
+  ReferenceRun run(desc);
+  run.plan();
+  openblas_set_num_threads(1);
+  run.makeModels();
+  if (!o.weights.empty())
+    if (std::string error = OutputFile::check(o.weights); !error.empty())
       return failed(error + " (checked before training)");
-  if (!initialPath.empty())
-    if (std::string error = writeWeights(initialPath); !error.empty())
+  if (!o.initialWeights.empty())
+    if (std::string error = run.writeWeights(o.initialWeights); !error.empty())
       return failed(error);
-  if (!batchesPath.empty() && desc.twoTower())
+  if (!o.batches.empty() && desc.twoTower())
     return failed("--batches writes the GPT's batches; this schedule trains "
                   "two towers");
-  // Per micro-batch of the GPT: ITERATION MB TOKENS... / TARGETS...
   std::optional<OutputFile> batchesFile, lossesFile;
-  if (!batchesPath.empty())
-    batchesFile.emplace(batchesPath);
-  if (!lossesPath.empty())
-    lossesFile.emplace(lossesPath);
+  if (!o.batches.empty())
+    batchesFile.emplace(o.batches);
+  if (!o.losses.empty())
+    lossesFile.emplace(o.losses);
   for (auto *file : {&batchesFile, &lossesFile})
     if (*file && !(*file)->get())
       return failed((*file)->error());
   FILE *batches = batchesFile ? batchesFile->get() : nullptr;
   FILE *losses = lossesFile ? lossesFile->get() : nullptr;
-  Adam adam;
-  adam.lr = lr;
-  const int64_t total = static_cast<int64_t>(desc.microbatches) * desc.dp;
-  const float scale = 1.0f / static_cast<float>(total);
-  for (int64_t it = 0; it < iterations; ++it) {
-    double loss = 0;
-    std::map<std::pair<int, int64_t>, Tensor> kept;
-    size_t next = 0; // into order
-    for (int64_t g = 0; g < total; ++g) {
-      // Replica r trains on micro-batches [r m, (r + 1) m); its programs
-      // number them from 0.
-      const int replica = static_cast<int>(g / desc.microbatches);
-      const int64_t mb = g % desc.microbatches;
-      if (mb == 0) {
-        kept.clear();
-        next = 0;
-      }
-      std::vector<std::map<int64_t, Tensor>> outputs(numModels);
-      Tensor out[2];
-      if (!desc.twoTower()) {
-        const Batch batch = makeBatch(desc.model, it, g);
-        if (batches) {
-          std::fprintf(batches, "%lld %lld", static_cast<long long>(it),
-                       static_cast<long long>(g));
-          for (int32_t token : batch.tokens)
-            std::fprintf(batches, " %d", token);
-          std::fprintf(batches, " /");
-          for (int32_t target : batch.targets)
-            std::fprintf(batches, " %d", target);
-          std::fprintf(batches, "\n");
-        }
-        loss += models[0].forward(g, batch, out[0], outputs[0]);
-      } else {
-        for (int t = 0; t < 2; ++t)
-          models[t].forward(g, makeTowerBatch(desc.towers[t], t, it, g), out[t],
-                            outputs[t]);
-      }
-      for (auto [s, m] : read)
-        if (m == mb) {
-          const ScheduleDesc::Stage &stage = desc.stage[s];
-          kept[{s, m}] = outputs[std::max(stage.tower, 0)].at(
-              outputBoundary(stage, desc.config(s)));
-        }
-      // The instances whose last micro-batch this is.
-      for (; next < order.size(); ++next) {
-        const ScheduleDesc::Exec &exec = desc.execs[order[next]];
-        if (exec.mb + exec.count - 1 > mb)
-          break;
-        OpContext::Place place;
-        place.name = exec.name;
-        place.rank = replica * desc.actors + exec.actor;
-        place.ranks = desc.actors * desc.dp;
-        place.actor = exec.actor;
-        place.replica = replica;
-        place.iteration = it;
-        place.stage = exec.stage;
-        place.microbatch = exec.mb;
-        place.numMicrobatches = exec.count;
-        std::map<std::string, OpAttribute> attributes;
-        if (std::string error = decodeOpAttributes(exec.attrs, attributes);
-            !error.empty()) {
-          std::fprintf(stderr, "flexpipe-reference: exec @%s: %s\n",
-                       exec.name.c_str(), error.c_str());
-          return 1;
-        }
-        ReferenceHost host(desc, exec, kept);
-        OpContext context(std::move(place), std::move(attributes), host);
-        findOperation(exec.name)(context);
-      }
-      if (!desc.twoTower()) {
-        models[0].backward(g, {}, scale);
-        continue;
-      }
-      // Both towers' embeddings, the contrastive loss, and each tower's
-      // backward from the gradient of its embeddings.
-      Tensor grads[2];
-      const GptConfig &tower = desc.towers[0];
-      loss += contrastiveLoss(out[0], out[1], tower.microBatch, tower.embed,
-                              grads[0], grads[1]);
-      for (int t = 0; t < 2; ++t) {
-        for (float &x : grads[t])
-          x *= scale;
-        models[t].backward(g, std::move(grads[t]), scale);
-      }
-    }
-    adam.apply(parameters);
+  for (int64_t it = 0; it < o.iterations; ++it) {
+    std::string error;
+    std::optional<double> loss = run.iteration(it, o.lr, batches, error);
+    if (!loss)
+      return failed(error);
     std::printf("iteration %lld: loss %.6f\n", static_cast<long long>(it),
-                loss * scale);
+                *loss);
     if (losses)
-      std::fprintf(losses, "%.9g\n", loss * scale);
+      std::fprintf(losses, "%.9g\n", *loss);
   }
   for (auto *file : {&batchesFile, &lossesFile})
     if (*file && !(*file)->commit())
       return failed((*file)->error());
-  if (!weightsPath.empty())
-    if (std::string error = writeWeights(weightsPath); !error.empty())
+  if (!o.weights.empty())
+    if (std::string error = run.writeWeights(o.weights); !error.empty())
       return failed(error);
   return 0;
 }
