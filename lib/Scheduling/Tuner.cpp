@@ -768,44 +768,105 @@ void parallelFor(size_t n, int threads, const std::function<void(size_t)> &work,
     progress(done.load());
 }
 
-} // namespace
+/// The search of tune(): every fused candidate in lower-bound order, then
+/// the separation variants that can still win (docs/Tuning.md).
+class Search {
+public:
+  Search(const ModelConfig &model, const ClusterConfig &cluster,
+         const TuneOptions &options)
+      : model(model), cluster(cluster), options(options) {}
 
-llvm::Expected<TuneResult> flexpipe::sched::tune(const ModelConfig &model,
-                                                 const ClusterConfig &cluster,
-                                                 const TuneOptions &options) {
-  llvm::Expected<std::vector<Candidate>> space =
-      enumerateCandidates(model, options);
-  if (!space)
-    return space.takeError();
-  TuneResult result;
-  result.candidates = space->size();
+  /// Splits the space into fused candidates (with the fused twin of every
+  /// separation variant, needed for its bound, even when only variants were
+  /// asked for) and variants.
+  void split(const std::vector<Candidate> &space);
+  /// Phase one: fused candidates in the order of their lower bounds, so that
+  /// the fastest are found early; one whose bound exceeds the
+  /// options.exact-th best time found so far cannot enter that top and is
+  /// not simulated.
+  void runFused();
+  /// Phase two: separation variants, most promising first, pruned by bound.
+  void runVariants();
+  /// The evaluations ranked and rejected, with the counts.
+  void collect(TuneResult &result) const;
 
-  // Phase one: every fused candidate, and the fused twin of every separation
-  // variant (needed for its bound) even when only variants were asked for.
-  std::vector<Candidate> fused;
-  std::map<decltype(Candidate().tie()), size_t> twinOf;
-  auto key = [](const Candidate &c) { return c.tie(); };
-  std::vector<Candidate> variants;
-  for (const Candidate &c : *space) {
+private:
+  using Key = decltype(Candidate().tie());
+  /// Progress from `offset` of all candidates on.
+  std::function<void(size_t)> report(size_t offset) const {
+    return [this, offset](size_t done) {
+      if (options.progress)
+        options.progress(offset + done, fused.size() + variants.size());
+    };
+  }
+  /// The options.exact-th best time so far (infinite until there are that
+  /// many).
+  double threshold();
+  /// Records a simulated time for threshold().
+  void recordTime(double time);
+  /// An evaluation that says why `c` was skipped.
+  Evaluation skip(const Candidate &c, double bound, double limit) const;
+  /// A twin's time, or where it was skipped its lower bound.
+  double twinTime(size_t twin) const {
+    return fusedEval[twin].skipped ? fusedBound[twin]
+                                   : fusedEval[twin].iterationTime;
+  }
+
+  const ModelConfig &model;
+  const ClusterConfig &cluster;
+  const TuneOptions &options;
+  std::vector<Candidate> fused, variants;
+  std::map<Key, size_t> twinOf; ///< fused twin of each candidate
+  std::vector<double> fusedBound;
+  std::vector<Evaluation> fusedEval, variantEval;
+  std::vector<uint8_t> ran; ///< per variant: decided (simulated or not)
+  std::mutex topMutex;
+  std::vector<double> topTimes; ///< a max-heap of the exact fastest times
+  double best = std::numeric_limits<double>::infinity();
+  std::atomic<size_t> bounded{0}, pruned{0}, simulated{0};
+};
+
+void Search::split(const std::vector<Candidate> &space) {
+  for (const Candidate &c : space) {
     Candidate base = c;
     base.separation = false;
-    if (twinOf.emplace(key(base), fused.size()).second)
+    if (twinOf.emplace(base.tie(), fused.size()).second)
       fused.push_back(base);
     if (c.separation)
       variants.push_back(c);
   }
-  const size_t total = fused.size() + variants.size();
-  auto report = [&](size_t offset) {
-    return [&, offset](size_t done) {
-      if (options.progress)
-        options.progress(offset + done, total);
-    };
-  };
-  // They run in the order of their lower bounds, so that the fastest are
-  // found early; one whose bound exceeds the options.exact-th best time
-  // found so far cannot enter that top and is not simulated.
-  const double inf = std::numeric_limits<double>::infinity();
-  std::vector<double> fusedBound(fused.size(), 0);
+}
+
+double Search::threshold() {
+  std::lock_guard<std::mutex> lock(topMutex);
+  return options.exact > 0 && topTimes.size() >= options.exact
+             ? topTimes.front()
+             : std::numeric_limits<double>::infinity();
+}
+
+void Search::recordTime(double time) {
+  std::lock_guard<std::mutex> lock(topMutex);
+  topTimes.push_back(time);
+  std::push_heap(topTimes.begin(), topTimes.end());
+  if (topTimes.size() > options.exact) {
+    std::pop_heap(topTimes.begin(), topTimes.end());
+    topTimes.pop_back();
+  }
+}
+
+Evaluation Search::skip(const Candidate &c, double bound, double limit) const {
+  Evaluation e;
+  e.candidate = c;
+  e.skipped = true;
+  e.error = llvm::formatv("skipped: its lower bound {0:e3} s exceeds the "
+                          "{1}th best time {2:e3} s",
+                          bound, options.exact, limit)
+                .str();
+  return e;
+}
+
+void Search::runFused() {
+  fusedBound.assign(fused.size(), 0);
   std::vector<size_t> byBound(fused.size());
   for (size_t i = 0; i < fused.size(); ++i)
     byBound[i] = i;
@@ -821,26 +882,7 @@ llvm::Expected<TuneResult> flexpipe::sched::tune(const ModelConfig &model,
       return fusedBound[a] < fusedBound[b];
     });
   }
-  std::mutex topMutex;
-  std::vector<double> topTimes; // a max-heap of the exact fastest times
-  auto threshold = [&] {
-    std::lock_guard<std::mutex> lock(topMutex);
-    return options.exact > 0 && topTimes.size() >= options.exact
-               ? topTimes.front()
-               : inf;
-  };
-  auto skip = [&](const Candidate &c, double bound, double limit) {
-    Evaluation e;
-    e.candidate = c;
-    e.skipped = true;
-    e.error = llvm::formatv("skipped: its lower bound {0:e3} s exceeds the "
-                            "{1}th best time {2:e3} s",
-                            bound, options.exact, limit)
-                  .str();
-    return e;
-  };
-  std::vector<Evaluation> fusedEval(fused.size());
-  std::atomic<size_t> bounded{0};
+  fusedEval.assign(fused.size(), Evaluation());
   parallelFor(
       fused.size(), options.threads,
       [&](size_t k) {
@@ -853,43 +895,30 @@ llvm::Expected<TuneResult> flexpipe::sched::tune(const ModelConfig &model,
         }
         fusedEval[i] = evaluate(fused[i], model, cluster, options);
         const Evaluation &e = fusedEval[i];
-        if (!e.ok() || !e.fitsMemory || options.exact == 0)
-          return;
-        std::lock_guard<std::mutex> lock(topMutex);
-        topTimes.push_back(e.iterationTime);
-        std::push_heap(topTimes.begin(), topTimes.end());
-        if (topTimes.size() > options.exact) {
-          std::pop_heap(topTimes.begin(), topTimes.end());
-          topTimes.pop_back();
-        }
+        if (e.ok() && e.fitsMemory && options.exact > 0)
+          recordTime(e.iterationTime);
       },
       report(0));
-  result.simulated = fused.size() - bounded;
-
-  double best = inf;
+  simulated += fused.size() - bounded;
   for (const Evaluation &e : fusedEval)
     if (e.ok() && e.fitsMemory)
       best = std::min(best, e.iterationTime);
-  const double bestFused = best;
-  size_t outsideWindow = 0;
-  // A twin's time, or where it was skipped its lower bound.
-  auto twinTime = [&](size_t twin) {
-    return fusedEval[twin].skipped ? fusedBound[twin]
-                                   : fusedEval[twin].iterationTime;
-  };
+}
 
-  // Phase two: separation variants, most promising first, pruned by bound.
+void Search::runVariants() {
+  const double bestFused = best;
   struct Pending {
     size_t variant, twin;
     double bound;
   };
   std::vector<Pending> pending;
-  std::vector<Evaluation> variantEval(variants.size());
-  std::vector<uint8_t> ran(variants.size(), 0);
+  variantEval.assign(variants.size(), Evaluation());
+  ran.assign(variants.size(), 0);
+  size_t outsideWindow = 0;
   for (size_t v = 0; v < variants.size(); ++v) {
     Candidate base = variants[v];
     base.separation = false;
-    const size_t twin = twinOf.at(key(base));
+    const size_t twin = twinOf.at(base.tie());
     const Evaluation &t = fusedEval[twin];
     double bound = t.busiest + t.gradSyncTime + t.stepTime;
     if (t.skipped) {
@@ -928,7 +957,6 @@ llvm::Expected<TuneResult> flexpipe::sched::tune(const ModelConfig &model,
       pending.begin(), pending.end(),
       [](const Pending &a, const Pending &b) { return a.bound < b.bound; });
   std::mutex bestMutex;
-  std::atomic<size_t> pruned{0}, simulated{0};
   parallelFor(
       pending.size(), options.threads,
       [&](size_t i) {
@@ -951,18 +979,21 @@ llvm::Expected<TuneResult> flexpipe::sched::tune(const ModelConfig &model,
       },
       // Variants decided by their twin count as done.
       report(fused.size() + variants.size() - pending.size()));
-  result.simulated += simulated;
-  result.pruned = pruned + outsideWindow;
-  result.bounded = bounded;
+  pruned += outsideWindow;
+}
 
+void Search::collect(TuneResult &result) const {
+  result.simulated = simulated;
+  result.pruned = pruned;
+  result.bounded = bounded;
   auto keep = [&](const Evaluation &e) {
     if (e.ok() && e.fitsMemory)
       result.ranked.push_back(e);
     else
       result.rejected.push_back(e);
   };
-  for (const Evaluation &e : fusedEval)
-    if (options.separation != TuneOptions::Choice::On)
+  if (options.separation != TuneOptions::Choice::On)
+    for (const Evaluation &e : fusedEval)
       keep(e);
   for (size_t v = 0; v < variants.size(); ++v)
     if (ran[v])
@@ -973,32 +1004,55 @@ llvm::Expected<TuneResult> flexpipe::sched::tune(const ModelConfig &model,
                        return a.iterationTime < b.iterationTime;
                      return a.peakBytes < b.peakBytes;
                    });
+}
 
-  if (result.ranked.empty()) {
-    const Evaluation *smallest = nullptr;
-    const Evaluation *anyError = nullptr;
-    for (const Evaluation &e : result.rejected) {
-      if (!e.ok()) {
-        anyError = anyError ? anyError : &e;
-        continue;
-      }
-      if (!smallest || e.peakBytes < smallest->peakBytes)
-        smallest = &e;
+/// Why nothing was ranked: the smallest candidate over the memory limit, or
+/// an example of one that could not be scheduled.
+llvm::Error nothingRanked(const TuneResult &result,
+                          const TuneOptions &options) {
+  const Evaluation *smallest = nullptr;
+  const Evaluation *anyError = nullptr;
+  for (const Evaluation &e : result.rejected) {
+    if (!e.ok()) {
+      anyError = anyError ? anyError : &e;
+      continue;
     }
-    if (smallest)
-      return fail(llvm::formatv(
-          "no candidate fits in {0} per device: the smallest needs {1} (pp "
-          "{2} x dp {3}, micro-batch size {4}, {5}); use more devices, a "
-          "smaller "
-          "global batch or model, or raise --memory-limit",
-          formatBytes(options.memoryLimit), formatBytes(smallest->peakBytes),
-          smallest->candidate.pp, smallest->candidate.dp,
-          smallest->candidate.mbs, describe(smallest->candidate)));
-    return fail("no candidate could be scheduled" +
-                (anyError ? "; e.g. " + describe(anyError->candidate) + ": " +
-                                anyError->error
-                          : std::string()));
+    if (!smallest || e.peakBytes < smallest->peakBytes)
+      smallest = &e;
   }
+  if (smallest)
+    return fail(llvm::formatv(
+        "no candidate fits in {0} per device: the smallest needs {1} (pp "
+        "{2} x dp {3}, micro-batch size {4}, {5}); use more devices, a "
+        "smaller "
+        "global batch or model, or raise --memory-limit",
+        formatBytes(options.memoryLimit), formatBytes(smallest->peakBytes),
+        smallest->candidate.pp, smallest->candidate.dp, smallest->candidate.mbs,
+        describe(smallest->candidate)));
+  return fail("no candidate could be scheduled" +
+              (anyError ? "; e.g. " + describe(anyError->candidate) + ": " +
+                              anyError->error
+                        : std::string()));
+}
+
+} // namespace
+
+llvm::Expected<TuneResult> flexpipe::sched::tune(const ModelConfig &model,
+                                                 const ClusterConfig &cluster,
+                                                 const TuneOptions &options) {
+  llvm::Expected<std::vector<Candidate>> space =
+      enumerateCandidates(model, options);
+  if (!space)
+    return space.takeError();
+  TuneResult result;
+  result.candidates = space->size();
+  Search search(model, cluster, options);
+  search.split(*space);
+  search.runFused();
+  search.runVariants();
+  search.collect(result);
+  if (result.ranked.empty())
+    return nothingRanked(result, options);
   return result;
 }
 
