@@ -75,21 +75,85 @@ static std::optional<sched::CompKind> builtinKind(StringRef name) {
       .Default(std::nullopt);
 }
 
-FailureOr<sched::PipelineSpec> flexpipe::readPipelineSpec(PipelineOp pipeline) {
-  sched::PipelineSpec spec;
-  spec.actors = static_cast<int32_t>(pipeline.getActors());
-  spec.microbatches = static_cast<int32_t>(pipeline.getMicrobatches());
+namespace {
+/// Reads a flexpipe.pipeline into the IR-free sched::PipelineSpec, one op
+/// kind at a time. Errors are emitted at the op.
+class SpecReader {
+public:
+  explicit SpecReader(PipelineOp pipeline) : pipeline(pipeline) {}
 
+  FailureOr<sched::PipelineSpec> read();
+
+private:
+  void readModules();
+  void readRegistered();
+  LogicalResult readCheck(CheckOp check);
+  LogicalResult readShare(ShareOp share);
+  LogicalResult readPriority(PriorityOp priority);
+  LogicalResult readInflight(InflightOp inflight);
+  LogicalResult readDependency(DependencyOp dep);
+
+  /// The index of a module, -1 for none.
+  int32_t indexOf(FlatSymbolRefAttr symbol) const {
+    return symbol ? moduleIndex.lookup(symbol.getAttr()) : -1;
+  }
+  /// A stage index of `module`, negative ones counted from its last stage.
+  static int64_t normalize(ModalityOp module, int64_t index);
+  /// The sizes counts of a statement are evaluated at: its module's actors
+  /// and stages, or the whole pipeline's.
+  FailureOr<CountScope> scopeOf(Operation *op, int32_t module);
+  /// An error at `op`: no loaded plugin registers the `kind` `name`.
+  LogicalResult unknown(Operation &op, StringRef kind, StringRef name) const;
+
+  PipelineOp pipeline;
+  sched::PipelineSpec spec;
+  plugin::Registry &plugins = plugin::Registry::global();
   llvm::DenseMap<StringAttr, int32_t> moduleIndex;
   SmallVector<ModalityOp> modules;
+  llvm::StringMap<int32_t> stageIndex, instIndex;
+};
+} // namespace
+
+int64_t SpecReader::normalize(ModalityOp module, int64_t index) {
+  llvm::Expected<sched::ModulePlacement> placed = module.computePlacement();
+  if (!placed) {
+    llvm::consumeError(placed.takeError());
+    return index;
+  }
+  return index < 0 ? index + placed->stagesPerDirection : index;
+}
+
+FailureOr<CountScope> SpecReader::scopeOf(Operation *op, int32_t module) {
+  CountScope scope{spec.actors, pipeline.getNumStages(), spec.microbatches};
+  if (module < 0)
+    return scope;
+  llvm::Expected<sched::ModulePlacement> placed =
+      modules[module].computePlacement();
+  if (!placed)
+    return op->emitOpError() << llvm::toString(placed.takeError());
+  scope.pp = static_cast<int64_t>(modules[module].getActorIds().size());
+  scope.s = placed->numStages();
+  return scope;
+}
+
+LogicalResult SpecReader::unknown(Operation &op, StringRef kind,
+                                  StringRef name) const {
+  InFlightDiagnostic diag = op.emitOpError()
+                            << "uses " << kind << " \"" << name
+                            << "\", which no loaded plugin registers; load "
+                               "the plugin that defines it with "
+                               "--load-plugin";
+  std::vector<std::string> known = plugins.names(kind.str());
+  if (!known.empty())
+    diag << " (registered: " << llvm::join(known, ", ") << ")";
+  return failure();
+}
+
+void SpecReader::readModules() {
   for (auto module : pipeline.getBody().getOps<ModalityOp>()) {
     moduleIndex[module.getSymNameAttr()] = static_cast<int32_t>(modules.size());
     modules.push_back(module);
   }
-  auto indexOf = [&](FlatSymbolRefAttr symbol) {
-    return symbol ? moduleIndex.lookup(symbol.getAttr()) : -1;
-  };
-
   for (ModalityOp module : modules) {
     sched::ModuleSpec m;
     m.name = module.getSymName().str();
@@ -103,9 +167,10 @@ FailureOr<sched::PipelineSpec> flexpipe::readPipelineSpec(PipelineOp pipeline) {
         m.inputs.push_back(indexOf(cast<FlatSymbolRefAttr>(input)));
     spec.modules.push_back(std::move(m));
   }
+}
 
-  // Registered stages and instructions, by name.
-  llvm::StringMap<int32_t> stageIndex, instIndex;
+/// Registered stages and instructions, by name.
+void SpecReader::readRegistered() {
   for (auto stage : pipeline.getBody().getOps<StageOp>()) {
     stageIndex[stage.getSymName()] =
         static_cast<int32_t>(spec.registeredStages.size());
@@ -114,14 +179,6 @@ FailureOr<sched::PipelineSpec> flexpipe::readPipelineSpec(PipelineOp pipeline) {
          std::vector<int64_t>(stage.getActorIds().begin(),
                               stage.getActorIds().end())});
   }
-  auto normalize = [](ModalityOp module, int64_t index) -> int64_t {
-    llvm::Expected<sched::ModulePlacement> placed = module.computePlacement();
-    if (!placed) {
-      llvm::consumeError(placed.takeError());
-      return index;
-    }
-    return index < 0 ? index + placed->stagesPerDirection : index;
-  };
   for (auto inst : pipeline.getBody().getOps<InstructionOp>()) {
     sched::InstructionSpec in;
     in.name = inst.getSymName().str();
@@ -145,152 +202,154 @@ FailureOr<sched::PipelineSpec> flexpipe::readPipelineSpec(PipelineOp pipeline) {
         static_cast<int32_t>(spec.instructions.size());
     spec.instructions.push_back(std::move(in));
   }
-  // The size counts of a statement are evaluated at: its module's actors and
-  // stages, or the whole pipeline's.
-  auto scopeOf = [&](Operation *op, int32_t module) -> FailureOr<CountScope> {
-    CountScope scope{spec.actors, pipeline.getNumStages(), spec.microbatches};
-    if (module < 0)
-      return scope;
-    llvm::Expected<sched::ModulePlacement> placed =
-        modules[module].computePlacement();
-    if (!placed)
-      return op->emitOpError() << llvm::toString(placed.takeError());
-    scope.pp = static_cast<int64_t>(modules[module].getActorIds().size());
-    scope.s = placed->numStages();
-    return scope;
-  };
-  plugin::Registry &plugins = plugin::Registry::global();
-  auto unknown = [&](Operation &op, StringRef kind, StringRef name) {
-    InFlightDiagnostic diag = op.emitOpError()
-                              << "uses " << kind << " \"" << name
-                              << "\", which no loaded plugin registers; load "
-                                 "the plugin that defines it with "
-                                 "--load-plugin";
-    std::vector<std::string> known = plugins.names(kind.str());
-    if (!known.empty())
-      diag << " (registered: " << llvm::join(known, ", ") << ")";
-    return failure();
-  };
+}
 
-  for (Operation &op : pipeline.getBody().front()) {
-    if (auto check = dyn_cast<CheckOp>(op)) {
-      const sched::CheckFunction *function =
-          plugins.check(check.getName().str());
-      if (!function)
-        return unknown(op, "check", check.getName());
-      spec.checks.push_back(*function);
-    } else if (auto share = dyn_cast<ShareOp>(op)) {
-      int32_t m = indexOf(share.getModuleAttr());
-      llvm::Expected<sched::ModulePlacement> placed =
-          modules[m].computePlacement();
-      if (!placed)
-        return share.emitOpError() << llvm::toString(placed.takeError());
-      int64_t stage = static_cast<int64_t>(share.getStage());
-      if (stage < 0)
-        stage += placed->stagesPerDirection;
-      spec.modules[m].shared.push_back(
-          {stage, std::vector<int64_t>(share.getActorIds().begin(),
-                                       share.getActorIds().end())});
-    } else if (auto priority = dyn_cast<PriorityOp>(op)) {
-      sched::PrioritySpec p;
-      p.module = indexOf(priority.getModuleAttr());
-      if (std::optional<ArrayRef<int64_t>> actors = priority.getActorIds())
-        p.actors.assign(actors->begin(), actors->end());
-      FailureOr<CountScope> scope = scopeOf(priority, p.module);
-      if (failed(scope))
+LogicalResult SpecReader::readCheck(CheckOp check) {
+  const sched::CheckFunction *function = plugins.check(check.getName().str());
+  if (!function)
+    return unknown(*check, "check", check.getName());
+  spec.checks.push_back(*function);
+  return success();
+}
+
+LogicalResult SpecReader::readShare(ShareOp share) {
+  int32_t m = indexOf(share.getModuleAttr());
+  llvm::Expected<sched::ModulePlacement> placed = modules[m].computePlacement();
+  if (!placed)
+    return share.emitOpError() << llvm::toString(placed.takeError());
+  int64_t stage = static_cast<int64_t>(share.getStage());
+  if (stage < 0)
+    stage += placed->stagesPerDirection;
+  spec.modules[m].shared.push_back(
+      {stage, std::vector<int64_t>(share.getActorIds().begin(),
+                                   share.getActorIds().end())});
+  return success();
+}
+
+LogicalResult SpecReader::readPriority(PriorityOp priority) {
+  sched::PrioritySpec p;
+  p.module = indexOf(priority.getModuleAttr());
+  if (std::optional<ArrayRef<int64_t>> actors = priority.getActorIds())
+    p.actors.assign(actors->begin(), actors->end());
+  FailureOr<CountScope> scope = scopeOf(priority, p.module);
+  if (failed(scope))
+    return failure();
+  if (CttpAttr cttp = priority.getCttpAttr()) {
+    p.cttp = cttp.getKind() == CttpKind::BwdFirst   ? sched::Cttp::BwdFirst
+             : cttp.getKind() == CttpKind::FwdFirst ? sched::Cttp::FwdFirst
+                                                    : sched::Cttp::Interleaved;
+    for (auto [unit, count, what] :
+         {std::tuple{&p.fwdUnit, cttp.getFwdUnit(), "a forward unit"},
+          std::tuple{&p.bwdUnit, cttp.getBwdUnit(), "a backward unit"}}) {
+      if (!count)
+        continue;
+      FailureOr<int64_t> value = evaluateCountAt(priority, count, what, *scope);
+      if (failed(value))
         return failure();
-      if (CttpAttr cttp = priority.getCttpAttr()) {
-        p.cttp = cttp.getKind() == CttpKind::BwdFirst ? sched::Cttp::BwdFirst
-                 : cttp.getKind() == CttpKind::FwdFirst
-                     ? sched::Cttp::FwdFirst
-                     : sched::Cttp::Interleaved;
-        for (auto [unit, count, what] :
-             {std::tuple{&p.fwdUnit, cttp.getFwdUnit(), "a forward unit"},
-              std::tuple{&p.bwdUnit, cttp.getBwdUnit(), "a backward unit"}}) {
-          if (!count)
-            continue;
-          FailureOr<int64_t> value =
-              evaluateCountAt(priority, count, what, *scope);
-          if (failed(value))
-            return failure();
-          *unit = *value;
-        }
-      }
-      for (auto [attr, target, what] :
-           {std::tuple{priority.getFstpAttr(), &p.fwd, "a forward interval"},
-            std::tuple{priority.getBstpAttr(), &p.bwd,
-                       "a backward interval"}}) {
-        if (!attr)
-          continue;
-        FailureOr<sched::StagePriority> stp =
-            toStagePriority(priority, attr, what, *scope);
-        if (failed(stp))
-          return failure();
-        *target = *stp;
-      }
-      if (std::optional<StringRef> custom = priority.getCustom()) {
-        const sched::PriorityFunction *function =
-            plugins.priority(custom->str());
-        if (!function)
-          return unknown(op, "priority", *custom);
-        p.custom = *function;
-      }
-      spec.priorities.push_back(std::move(p));
-    } else if (auto inflight = dyn_cast<InflightOp>(op)) {
-      sched::InflightSpec in;
-      in.module = indexOf(inflight.getModuleAttr());
-      in.scope = inflight.getScope() == InflightScope::Global
-                     ? sched::InflightScope::Global
-                 : inflight.getScope() == InflightScope::PerStage
-                     ? sched::InflightScope::PerStage
-                     : sched::InflightScope::PerActor;
-      FailureOr<CountScope> scope = scopeOf(inflight, in.module);
-      if (failed(scope))
-        return failure();
-      FailureOr<SmallVector<int64_t>> limits =
-          inflight.evaluate(scope->pp, scope->s, scope->m);
-      if (failed(limits))
-        return failure();
-      in.limits.assign(limits->begin(), limits->end());
-      spec.inflight.push_back(std::move(in));
-    } else if (auto dep = dyn_cast<DependencyOp>(op)) {
-      sched::DependencySpec d{sched::CompKind::Fwd, -1, 0,
-                              sched::CompKind::Fwd, -1, 0};
-      // Each end: a built-in computation on a module stage, or a registered
-      // instruction (named with the stage it is attached to).
-      for (bool source : {true, false}) {
-        StringRef inst = source ? dep.getSrcInst() : dep.getDstInst();
-        FlatSymbolRefAttr stage =
-            source ? dep.getSrcStageAttr() : dep.getDstStageAttr();
-        std::optional<uint64_t> index =
-            source ? dep.getSrcIndex() : dep.getDstIndex();
-        std::optional<sched::CompKind> kind = builtinKind(inst);
-        ModalityOp module =
-            SymbolTable::lookupNearestSymbolFrom<ModalityOp>(dep, stage);
-        if (kind && !module)
-          return dep.emitOpError()
-                 << "runs " << inst << " on registered stage " << stage
-                 << ", which holds no layers and so no computations; "
-                    "built-in instructions need a module stage";
-        if (kind) {
-          (source ? d.srcKind : d.dstKind) = *kind;
-          (source ? d.srcModule : d.dstModule) = indexOf(stage);
-          (source ? d.srcStage : d.dstStage) =
-              normalize(module, static_cast<int64_t>(*index));
-        } else {
-          (source ? d.srcInst : d.dstInst) = instIndex.lookup(inst);
-        }
-      }
-      if (d.srcInst >= 0 && d.dstInst >= 0)
-        return dep.emitOpError()
-               << "connects two registered instructions; the scheduler "
-                  "orders a registered instruction against computations "
-                  "(its sources and dependents), so connect each to a "
-                  "computation";
-      spec.dependencies.push_back(d);
+      *unit = *value;
     }
   }
-  return spec;
+  for (auto [attr, target, what] :
+       {std::tuple{priority.getFstpAttr(), &p.fwd, "a forward interval"},
+        std::tuple{priority.getBstpAttr(), &p.bwd, "a backward interval"}}) {
+    if (!attr)
+      continue;
+    FailureOr<sched::StagePriority> stp =
+        toStagePriority(priority, attr, what, *scope);
+    if (failed(stp))
+      return failure();
+    *target = *stp;
+  }
+  if (std::optional<StringRef> custom = priority.getCustom()) {
+    const sched::PriorityFunction *function = plugins.priority(custom->str());
+    if (!function)
+      return unknown(*priority, "priority", *custom);
+    p.custom = *function;
+  }
+  spec.priorities.push_back(std::move(p));
+  return success();
+}
+
+LogicalResult SpecReader::readInflight(InflightOp inflight) {
+  sched::InflightSpec in;
+  in.module = indexOf(inflight.getModuleAttr());
+  in.scope = inflight.getScope() == InflightScope::Global
+                 ? sched::InflightScope::Global
+             : inflight.getScope() == InflightScope::PerStage
+                 ? sched::InflightScope::PerStage
+                 : sched::InflightScope::PerActor;
+  FailureOr<CountScope> scope = scopeOf(inflight, in.module);
+  if (failed(scope))
+    return failure();
+  FailureOr<SmallVector<int64_t>> limits =
+      inflight.evaluate(scope->pp, scope->s, scope->m);
+  if (failed(limits))
+    return failure();
+  in.limits.assign(limits->begin(), limits->end());
+  spec.inflight.push_back(std::move(in));
+  return success();
+}
+
+LogicalResult SpecReader::readDependency(DependencyOp dep) {
+  sched::DependencySpec d{sched::CompKind::Fwd, -1, 0,
+                          sched::CompKind::Fwd, -1, 0};
+  // Each end: a built-in computation on a module stage, or a registered
+  // instruction (named with the stage it is attached to).
+  for (bool source : {true, false}) {
+    StringRef inst = source ? dep.getSrcInst() : dep.getDstInst();
+    FlatSymbolRefAttr stage =
+        source ? dep.getSrcStageAttr() : dep.getDstStageAttr();
+    std::optional<uint64_t> index =
+        source ? dep.getSrcIndex() : dep.getDstIndex();
+    std::optional<sched::CompKind> kind = builtinKind(inst);
+    ModalityOp module =
+        SymbolTable::lookupNearestSymbolFrom<ModalityOp>(dep, stage);
+    if (kind && !module)
+      return dep.emitOpError()
+             << "runs " << inst << " on registered stage " << stage
+             << ", which holds no layers and so no computations; "
+                "built-in instructions need a module stage";
+    if (kind) {
+      (source ? d.srcKind : d.dstKind) = *kind;
+      (source ? d.srcModule : d.dstModule) = indexOf(stage);
+      (source ? d.srcStage : d.dstStage) =
+          normalize(module, static_cast<int64_t>(*index));
+    } else {
+      (source ? d.srcInst : d.dstInst) = instIndex.lookup(inst);
+    }
+  }
+  if (d.srcInst >= 0 && d.dstInst >= 0)
+    return dep.emitOpError()
+           << "connects two registered instructions; the scheduler "
+              "orders a registered instruction against computations "
+              "(its sources and dependents), so connect each to a "
+              "computation";
+  spec.dependencies.push_back(d);
+  return success();
+}
+
+FailureOr<sched::PipelineSpec> SpecReader::read() {
+  spec.actors = static_cast<int32_t>(pipeline.getActors());
+  spec.microbatches = static_cast<int32_t>(pipeline.getMicrobatches());
+  readModules();
+  readRegistered();
+  for (Operation &op : pipeline.getBody().front()) {
+    LogicalResult result =
+        llvm::TypeSwitch<Operation *, LogicalResult>(&op)
+            .Case([&](CheckOp check) { return readCheck(check); })
+            .Case([&](ShareOp share) { return readShare(share); })
+            .Case([&](PriorityOp priority) { return readPriority(priority); })
+            .Case([&](InflightOp inflight) { return readInflight(inflight); })
+            .Case([&](DependencyOp dep) { return readDependency(dep); })
+            .Default([](Operation *) { return success(); });
+    if (failed(result))
+      return failure();
+  }
+  return std::move(spec);
+}
+
+FailureOr<sched::PipelineSpec> flexpipe::readPipelineSpec(PipelineOp pipeline) {
+  return SpecReader(pipeline).read();
 }
 
 ScheduleProgram flexpipe::readSchedule(ScheduleOp schedule) {
