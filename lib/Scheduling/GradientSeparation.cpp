@@ -106,6 +106,24 @@ public:
   double tol = 1e-9;
 
 private:
+  class Retimer;
+
+  /// build()'s steps: the items of every actor (an error for what
+  /// separation cannot handle); the blocking collectives' instances; each
+  /// item's dependencies; those in CSR form with their users.
+  std::string collectItems();
+  void groupCollectives();
+  std::string dependencies(std::vector<std::vector<int32_t>> &deps);
+  void flatten(const std::vector<std::vector<int32_t>> &deps);
+  /// Items of one (kind, stage, micro-batch) on every actor that runs it (a
+  /// shared stage runs on several): the first in `lookup` at slotKey, the
+  /// others chained through `sameNext`. All-gathers have no slot: nothing
+  /// depends on them across actors.
+  int64_t slotKey(OpKind kind, int32_t stage, int32_t mb) const;
+  /// Every actor's item of (kind, stage, mb), and the one on `actor` (-1).
+  std::vector<int32_t> allOf(OpKind kind, int32_t stage, int32_t mb) const;
+  int32_t findOn(OpKind kind, int32_t stage, int32_t mb, int32_t actor) const;
+
   /// When the output of `dep` is there for `item`, whose actor posts the
   /// receive (insert-comm puts it right before the item) at `posted`.
   double arrival(const Timing &t, int32_t dep, int32_t item,
@@ -132,20 +150,56 @@ private:
   /// per instance its members.
   std::vector<int32_t> instanceOf;
   std::vector<std::vector<int32_t>> instanceMembers;
+  std::vector<int32_t> lookup, sameNext; ///< see slotKey
+  /// Per item its place in its actor's sequence; per (stage, micro-batch)
+  /// the members of a blocking collective.
+  std::vector<int32_t> position;
+  std::unordered_map<int64_t, std::vector<int32_t>> gathersOf;
 };
 
 std::string Separator::build() {
+  if (std::string error = collectItems(); !error.empty())
+    return error;
+  double shortest = 0;
+  for (const Item &item : items)
+    if (item.duration > 0 && (shortest == 0 || item.duration < shortest))
+      shortest = item.duration;
+  tol = 1e-9 * (shortest > 0 ? shortest : 1);
+  groupCollectives();
+  std::vector<std::vector<int32_t>> deps;
+  if (std::string error = dependencies(deps); !error.empty())
+    return error;
+  flatten(deps);
+  return {};
+}
+
+int64_t Separator::slotKey(OpKind kind, int32_t stage, int32_t mb) const {
+  return (static_cast<int64_t>(stage) * program.numMicrobatches + mb) * 4 +
+         static_cast<int64_t>(kind);
+}
+
+std::vector<int32_t> Separator::allOf(OpKind kind, int32_t stage,
+                                      int32_t mb) const {
+  std::vector<int32_t> found;
+  for (int32_t id = lookup[slotKey(kind, stage, mb)]; id >= 0;
+       id = sameNext[id])
+    found.push_back(id);
+  return found;
+}
+
+int32_t Separator::findOn(OpKind kind, int32_t stage, int32_t mb,
+                          int32_t actor) const {
+  for (int32_t id = lookup[slotKey(kind, stage, mb)]; id >= 0;
+       id = sameNext[id])
+    if (items[id].actor == actor)
+      return id;
+  return -1;
+}
+
+std::string Separator::collectItems() {
   const int32_t numStages = program.numStages, numMbs = program.numMicrobatches;
-  auto key = [&](OpKind kind, int32_t stage, int32_t mb) {
-    return (static_cast<int64_t>(stage) * numMbs + mb) * 4 +
-           static_cast<int64_t>(kind);
-  };
-  // Items of one (kind, stage, micro-batch) on every actor that runs it (a
-  // shared stage runs on several): the first in `lookup`, the others
-  // chained through `sameNext`. All-gathers have no slot: nothing depends on
-  // them across actors.
-  std::vector<int32_t> lookup(static_cast<size_t>(numStages) * numMbs * 4, -1);
-  std::vector<int32_t> sameNext;
+  lookup.assign(static_cast<size_t>(numStages) * numMbs * 4, -1);
+  sameNext.clear();
   sequence.assign(program.numActors, {});
   weightsOn.assign(program.numActors, 0);
   for (int32_t a = 0; a < program.numActors; ++a) {
@@ -176,7 +230,7 @@ std::string Separator::build() {
         sameNext.push_back(-1);
         continue;
       }
-      int32_t *slot = &lookup[key(op.kind, op.stage, op.mb)];
+      int32_t *slot = &lookup[slotKey(op.kind, op.stage, op.mb)];
       while (*slot >= 0) {
         if (items[*slot].actor == a) {
           std::ostringstream os;
@@ -201,41 +255,13 @@ std::string Separator::build() {
       }
     }
   }
-  double shortest = 0;
-  for (const Item &item : items)
-    if (item.duration > 0 && (shortest == 0 || item.duration < shortest))
-      shortest = item.duration;
-  tol = 1e-9 * (shortest > 0 ? shortest : 1);
-  // Every actor's item of (kind, stage, mb), and the one on actor `a`.
-  auto all = [&](OpKind kind, int32_t stage, int32_t mb) {
-    std::vector<int32_t> found;
-    for (int32_t id = lookup[key(kind, stage, mb)]; id >= 0; id = sameNext[id])
-      found.push_back(id);
-    return found;
-  };
-  auto find = [&](OpKind kind, int32_t stage, int32_t mb, int32_t a) {
-    for (int32_t id = lookup[key(kind, stage, mb)]; id >= 0; id = sameNext[id])
-      if (items[id].actor == a)
-        return id;
-    return -1;
-  };
-  // The gradients a stage receives from a successor, on every actor running
-  // it: Igrad, or Bwd when the successor was not split.
-  auto gradientsOf = [&](int32_t stage, int32_t mb) {
-    std::vector<int32_t> g = all(OpKind::Igrad, stage, mb);
-    return g.empty() ? all(OpKind::Bwd, stage, mb) : g;
-  };
-  std::vector<std::vector<int32_t>> preds(program.numStages),
-      succs(program.numStages);
-  for (auto [from, to] : program.edges)
-    if (from >= 0 && from < numStages && to >= 0 && to < numStages) {
-      succs[from].push_back(to);
-      preds[to].push_back(from);
-    }
-  // Collective instances' members, and every item's place in its actor's
-  // sequence.
-  std::unordered_map<int64_t, std::vector<int32_t>> gathersOf;
-  std::vector<int32_t> position(items.size(), -1);
+  return {};
+}
+
+void Separator::groupCollectives() {
+  const int32_t numMbs = program.numMicrobatches;
+  position.assign(items.size(), -1);
+  gathersOf.clear();
   for (int32_t a = 0; a < program.numActors; ++a)
     for (size_t k = 0; k < sequence[a].size(); ++k) {
       const int32_t id = sequence[a][k];
@@ -252,7 +278,23 @@ std::string Separator::build() {
       instanceOf[m] = static_cast<int32_t>(instanceMembers.size());
     instanceMembers.push_back(members);
   }
-  std::vector<std::vector<int32_t>> deps(items.size());
+}
+
+std::string Separator::dependencies(std::vector<std::vector<int32_t>> &deps) {
+  const int32_t numStages = program.numStages, numMbs = program.numMicrobatches;
+  std::vector<std::vector<int32_t>> preds(numStages), succs(numStages);
+  for (auto [from, to] : program.edges)
+    if (from >= 0 && from < numStages && to >= 0 && to < numStages) {
+      succs[from].push_back(to);
+      preds[to].push_back(from);
+    }
+  // The gradients a stage receives from a successor, on every actor running
+  // it: Igrad, or Bwd when the successor was not split.
+  auto gradientsOf = [&](int32_t stage, int32_t mb) {
+    std::vector<int32_t> g = allOf(OpKind::Igrad, stage, mb);
+    return g.empty() ? allOf(OpKind::Bwd, stage, mb) : g;
+  };
+  deps.assign(items.size(), {});
   for (int32_t id = 0; id < static_cast<int32_t>(items.size()); ++id) {
     Item &item = items[id];
     auto need = [&](int32_t dep, const char *what) -> std::string {
@@ -269,7 +311,7 @@ std::string Separator::build() {
     switch (item.kind) {
     case OpKind::Fwd:
       for (int32_t p : preds[item.stage])
-        for (int32_t f : all(OpKind::Fwd, p, item.mb))
+        for (int32_t f : allOf(OpKind::Fwd, p, item.mb))
           deps[id].push_back(f);
       break;
     case OpKind::AllGather:
@@ -279,7 +321,7 @@ std::string Separator::build() {
       // instances). A member that reaches it then waits there until the
       // last member has reached it, as the runtime and the simulator do
       // (retime).
-      for (int32_t f : all(OpKind::Fwd, item.stage, item.mb))
+      for (int32_t f : allOf(OpKind::Fwd, item.stage, item.mb))
         deps[id].push_back(f);
       if (deps[id].empty())
         for (int32_t other :
@@ -291,18 +333,18 @@ std::string Separator::build() {
     case OpKind::Igrad:
     case OpKind::Bwd:
       error =
-          need(find(OpKind::Fwd, item.stage, item.mb, item.actor), "forward");
+          need(findOn(OpKind::Fwd, item.stage, item.mb, item.actor), "forward");
       for (int32_t s : succs[item.stage])
         for (int32_t g : gradientsOf(s, item.mb))
           deps[id].push_back(g);
       if (item.kind == OpKind::Igrad && error.empty()) {
-        item.weight = find(OpKind::Wgrad, item.stage, item.mb, item.actor);
+        item.weight = findOn(OpKind::Wgrad, item.stage, item.mb, item.actor);
         if (item.weight < 0)
           error = need(-1, "weight gradient");
       }
       break;
     case OpKind::Wgrad:
-      error = need(find(OpKind::Igrad, item.stage, item.mb, item.actor),
+      error = need(findOn(OpKind::Igrad, item.stage, item.mb, item.actor),
                    "input gradient on its actor");
       break;
     default:
@@ -311,6 +353,10 @@ std::string Separator::build() {
     if (!error.empty())
       return error;
   }
+  return {};
+}
+
+void Separator::flatten(const std::vector<std::vector<int32_t>> &deps) {
   depStart.assign(items.size() + 1, 0);
   for (size_t i = 0; i < items.size(); ++i)
     depStart[i + 1] = depStart[i] + static_cast<int32_t>(deps[i].size());
@@ -330,198 +376,255 @@ std::string Separator::build() {
     userList.insert(userList.end(), users[i].begin(), users[i].end());
     userStart[i + 1] = static_cast<int32_t>(userList.size());
   }
-  return {};
+}
+
+/// One re-timing: the policy Separator::retime runs on the event core (its
+/// step and ended callbacks), with the state it keeps per actor.
+class Separator::Retimer {
+public:
+  Retimer(const Separator &s, const std::vector<uint8_t> &stashed, double bound,
+          double cutoff);
+  Timing run();
+
+private:
+  /// Item `id`'s end is known: actors waiting for it look again.
+  void known(int32_t id, double end);
+  bool fail(std::string error);
+  /// Starts item `id` on actor `a` now. Without a core group its end is
+  /// known at once (a receiver can plan for its arrival); sharing cores,
+  /// when it comes.
+  bool start(int32_t a, int32_t id);
+  bool startStashed(int32_t a);
+  /// What actor `a` does now. An input not known yet may still be produced
+  /// at this time by an actor asked later: only once every actor has acted
+  /// (`settled`) does a bubble before it get a stashed weight gradient.
+  bool step(int32_t a, bool settled);
+  /// A blocking collective: member item `x` on `a` has arrived and waits;
+  /// the last to arrive releases every member at its arrival plus the
+  /// duration.
+  bool arrive(int32_t a, int32_t x);
+  void ended(int32_t a, int32_t id);
+  /// The makespan and finish sum, or an error for an actor whose program
+  /// cannot finish.
+  void finish();
+
+  const Separator &s;
+  const std::vector<uint8_t> &stashed;
+  const double bound;
+  Timing t;
+  EventCore core;
+  std::vector<double> held;
+  /// Per actor, the work it has not started: the time plus that is a lower
+  /// bound on when it ends.
+  std::vector<double> left;
+  std::vector<size_t> next;
+  std::vector<int32_t> fused;
+  std::vector<std::deque<int32_t>> stash;
+  /// Per actor: computing, waiting in a blocking collective, or waiting
+  /// until a known time (an input's arrival, a collective's end).
+  std::vector<uint8_t> busy, inCollective;
+  std::vector<double> waitUntil;
+  std::vector<int32_t> arrived; ///< per collective instance
+  /// An actor cannot end before the time plus its work left at the fastest
+  /// rate a computation gets (slack for `left`'s rounding).
+  double limit, rate;
+};
+
+Separator::Retimer::Retimer(const Separator &s,
+                            const std::vector<uint8_t> &stashed, double bound,
+                            double cutoff)
+    : s(s), stashed(stashed), bound(bound), core(s.program.numActors, s.costs) {
+  const int32_t numActors = s.program.numActors;
+  t.start.assign(s.items.size(), -1);
+  t.end.assign(s.items.size(), -1);
+  t.order.assign(numActors, {});
+  t.peak.assign(numActors, 0);
+  held.assign(numActors, 0);
+  left.assign(numActors, 0);
+  for (const Item &item : s.items)
+    left[item.actor] += item.duration;
+  next.assign(numActors, 0);
+  fused.assign(numActors, -1);
+  stash.assign(numActors, {});
+  busy.assign(numActors, 0);
+  inCollective.assign(numActors, 0);
+  waitUntil.assign(numActors, 0);
+  arrived.assign(s.instanceMembers.size(), 0);
+  limit = cutoff * (1 + 1e-9);
+  rate = core.maxRate();
+}
+
+void Separator::Retimer::known(int32_t id, double end) {
+  t.end[id] = end;
+  for (int32_t i = s.userStart[id]; i < s.userStart[id + 1]; ++i)
+    core.touch(s.userList[i]);
+}
+
+bool Separator::Retimer::fail(std::string error) {
+  t.error = std::move(error);
+  core.stop();
+  return false;
+}
+
+bool Separator::Retimer::start(int32_t a, int32_t id) {
+  const Item &item = s.items[id];
+  const double now = core.now();
+  if (item.kind == OpKind::Fwd) {
+    held[a] += item.activation;
+    t.peak[a] = std::max(t.peak[a], held[a]);
+  } else if (item.kind == OpKind::Wgrad || item.kind == OpKind::Bwd) {
+    held[a] -= item.activation;
+  }
+  t.start[id] = now;
+  if (core.groupOf(a) < 0)
+    known(id, now + item.duration);
+  t.order[a].push_back(id);
+  if (now + left[a] / rate > limit)
+    return fail("cannot end by the cutoff");
+  left[a] -= item.duration;
+  busy[a] = 1;
+  core.compute(a, id, item.duration, now);
+  if (item.kind == OpKind::Igrad) {
+    if (stashed[item.weight])
+      stash[a].push_back(item.weight);
+    else
+      fused[a] = item.weight;
+  }
+  return true;
+}
+
+bool Separator::Retimer::startStashed(int32_t a) {
+  const int32_t w = stash[a].front();
+  stash[a].pop_front();
+  return start(a, w);
+}
+
+bool Separator::Retimer::arrive(int32_t a, int32_t x) {
+  const double now = core.now();
+  const int32_t instance = s.instanceOf[x];
+  t.start[x] = now;
+  inCollective[a] = 1;
+  const std::vector<int32_t> &members = s.instanceMembers[instance];
+  if (++arrived[instance] < static_cast<int32_t>(members.size()))
+    return true;
+  double latest = now;
+  for (int32_t m : members)
+    latest = std::max(latest, t.start[m]);
+  const double end = latest + s.items[x].duration;
+  for (int32_t m : members) {
+    const int32_t b = s.items[m].actor;
+    known(m, end);
+    t.order[b].push_back(m);
+    left[b] -= s.items[m].duration;
+    inCollective[b] = 0;
+    waitUntil[b] = end;
+    core.wakeAt(end, b);
+    ++next[b];
+  }
+  return true;
+}
+
+bool Separator::Retimer::step(int32_t a, bool settled) {
+  const double now = core.now();
+  if (busy[a] || inCollective[a] || waitUntil[a] > now)
+    return false;
+  if (fused[a] >= 0) {
+    const int32_t w = fused[a];
+    fused[a] = -1;
+    return start(a, w);
+  }
+  if (next[a] == s.sequence[a].size())
+    return !stash[a].empty() && startStashed(a);
+  const int32_t x = s.sequence[a][next[a]];
+  const Item &item = s.items[x];
+  bool ready = true; // every input's end is known
+  double at = 0;
+  for (int32_t i = s.depStart[x]; i < s.depStart[x + 1]; ++i) {
+    const int32_t d = s.depList[i];
+    if (t.end[d] < 0) {
+      ready = false;
+      break;
+    }
+    at = std::max(at, s.arrival(t, d, x, now));
+  }
+  if (item.kind == OpKind::Fwd &&
+      held[a] + item.activation > bound * (1 + 1e-9)) {
+    if (stash[a].empty()) {
+      std::ostringstream os;
+      os << "actor " << a << " needs more than the memory bound " << bound
+         << " for fwd stage " << item.stage << " mb " << item.mb;
+      return fail(os.str());
+    }
+    return startStashed(a);
+  }
+  if (ready && at <= now + s.tol) {
+    if (s.instanceOf[x] >= 0)
+      return arrive(a, x);
+    ++next[a];
+    return start(a, x);
+  }
+  // A bubble: a stashed weight gradient goes in if it fits before the
+  // item's input arrives (or the input is not even computing yet).
+  if (!stash[a].empty() &&
+      (ready ? now + s.items[stash[a].front()].duration <= at + s.tol
+             : settled))
+    return startStashed(a);
+  if (ready) {
+    if (at + left[a] / rate > limit)
+      return fail("cannot end by the cutoff");
+    waitUntil[a] = at;
+    core.wakeAt(at, a);
+  } else if (!stash[a].empty()) {
+    core.askWhenSettled(a);
+  }
+  return false;
+}
+
+void Separator::Retimer::ended(int32_t a, int32_t id) {
+  busy[a] = 0;
+  if (t.end[id] < 0)
+    known(id, core.now());
+}
+
+void Separator::Retimer::finish() {
+  for (int32_t a = 0; a < s.program.numActors; ++a) {
+    double lastFi = 0;
+    for (int32_t id : t.order[a]) {
+      t.makespan = std::max(t.makespan, t.end[id]);
+      if (s.items[id].kind != OpKind::Wgrad)
+        lastFi = std::max(lastFi, t.end[id]);
+    }
+    t.finishSum += lastFi;
+    if (t.order[a].size() == s.sequence[a].size() + s.weightsOn[a])
+      continue;
+    // Nothing is left to happen and this actor has work: what it waits for
+    // is never computed.
+    std::ostringstream os;
+    if (next[a] < s.sequence[a].size()) {
+      const Item &item = s.items[s.sequence[a][next[a]]];
+      os << "actor " << a << " waits forever before " << opKindName(item.kind)
+         << " stage " << item.stage << " mb " << item.mb
+         << ": its inputs are never computed in this program order";
+    } else {
+      os << "actor " << a << " did not finish its program";
+    }
+    t.error = os.str();
+    return;
+  }
+  t.ok = true;
+}
+
+Timing Separator::Retimer::run() {
+  core.run([this](int32_t a, bool settled) { return step(a, settled); },
+           [this](int32_t a, int32_t id) { ended(a, id); });
+  if (t.error.empty())
+    finish();
+  return std::move(t);
 }
 
 Timing Separator::retime(const std::vector<uint8_t> &stashed, double bound,
                          double cutoff) const {
-  const int32_t numActors = program.numActors;
-  Timing t;
-  t.start.assign(items.size(), -1);
-  t.end.assign(items.size(), -1);
-  t.order.assign(numActors, {});
-  t.peak.assign(numActors, 0);
-
-  EventCore core(numActors, costs);
-  std::vector<double> held(numActors, 0);
-  // Per actor, the work it has not started: the time plus that is a lower
-  // bound on when it ends.
-  std::vector<double> left(numActors, 0);
-  for (const Item &item : items)
-    left[item.actor] += item.duration;
-  std::vector<size_t> next(numActors, 0);
-  std::vector<int32_t> fused(numActors, -1);
-  std::vector<std::deque<int32_t>> stash(numActors);
-  // Per actor: computing, waiting in a blocking collective, or waiting until
-  // a known time (an input's arrival, a collective's end).
-  std::vector<uint8_t> busy(numActors, 0), inCollective(numActors, 0);
-  std::vector<double> waitUntil(numActors, 0);
-  std::vector<int32_t> arrived(instanceMembers.size(), 0);
-  // An actor cannot end before the time plus its work left at the fastest
-  // rate a computation gets (slack for `left`'s rounding).
-  const double limit = cutoff * (1 + 1e-9), rate = core.maxRate();
-
-  // Item `id`'s end is known: actors waiting for it look again.
-  auto known = [&](int32_t id, double end) {
-    t.end[id] = end;
-    for (int32_t i = userStart[id]; i < userStart[id + 1]; ++i)
-      core.touch(userList[i]);
-  };
-  auto fail = [&](std::string error) {
-    t.error = std::move(error);
-    core.stop();
-    return false;
-  };
-  // Starts item `id` on actor `a` now. Without a core group its end is known
-  // at once (a receiver can plan for its arrival); sharing cores, when it
-  // comes.
-  auto run = [&](int32_t a, int32_t id) {
-    const Item &item = items[id];
-    const double now = core.now();
-    if (item.kind == OpKind::Fwd) {
-      held[a] += item.activation;
-      t.peak[a] = std::max(t.peak[a], held[a]);
-    } else if (item.kind == OpKind::Wgrad || item.kind == OpKind::Bwd) {
-      held[a] -= item.activation;
-    }
-    t.start[id] = now;
-    if (core.groupOf(a) < 0)
-      known(id, now + item.duration);
-    t.order[a].push_back(id);
-    if (now + left[a] / rate > limit)
-      return fail("cannot end by the cutoff");
-    left[a] -= item.duration;
-    busy[a] = 1;
-    core.compute(a, id, item.duration, now);
-    if (item.kind == OpKind::Igrad) {
-      if (stashed[item.weight])
-        stash[a].push_back(item.weight);
-      else
-        fused[a] = item.weight;
-    }
-    return true;
-  };
-  auto runStashed = [&](int32_t a) {
-    const int32_t w = stash[a].front();
-    stash[a].pop_front();
-    return run(a, w);
-  };
-  // What actor a does now. An input not known yet may still be produced at
-  // this time by an actor asked later: only once every actor has acted
-  // (`settled`) does a bubble before it get a stashed weight gradient.
-  auto step = [&](int32_t a, bool settled) {
-    const double now = core.now();
-    if (busy[a] || inCollective[a] || waitUntil[a] > now)
-      return false;
-    if (fused[a] >= 0) {
-      const int32_t w = fused[a];
-      fused[a] = -1;
-      return run(a, w);
-    }
-    if (next[a] == sequence[a].size())
-      return !stash[a].empty() && runStashed(a);
-    const int32_t x = sequence[a][next[a]];
-    const Item &item = items[x];
-    bool ready = true; // every input's end is known
-    double at = 0;
-    for (int32_t i = depStart[x]; i < depStart[x + 1]; ++i) {
-      const int32_t d = depList[i];
-      if (t.end[d] < 0) {
-        ready = false;
-        break;
-      }
-      at = std::max(at, arrival(t, d, x, now));
-    }
-    if (item.kind == OpKind::Fwd &&
-        held[a] + item.activation > bound * (1 + 1e-9)) {
-      if (stash[a].empty()) {
-        std::ostringstream os;
-        os << "actor " << a << " needs more than the memory bound " << bound
-           << " for fwd stage " << item.stage << " mb " << item.mb;
-        return fail(os.str());
-      }
-      return runStashed(a);
-    }
-    if (ready && at <= now + tol && instanceOf[x] >= 0) {
-      // A blocking collective: this member has arrived and waits; the last
-      // to arrive releases every member at its arrival plus the duration.
-      const int32_t instance = instanceOf[x];
-      t.start[x] = now;
-      inCollective[a] = 1;
-      if (++arrived[instance] <
-          static_cast<int32_t>(instanceMembers[instance].size()))
-        return true;
-      double latest = now;
-      for (int32_t m : instanceMembers[instance])
-        latest = std::max(latest, t.start[m]);
-      const double end = latest + items[x].duration;
-      for (int32_t m : instanceMembers[instance]) {
-        const int32_t b = items[m].actor;
-        known(m, end);
-        t.order[b].push_back(m);
-        left[b] -= items[m].duration;
-        inCollective[b] = 0;
-        waitUntil[b] = end;
-        core.wakeAt(end, b);
-        ++next[b];
-      }
-      return true;
-    }
-    if (ready && at <= now + tol) {
-      ++next[a];
-      return run(a, x);
-    }
-    // A bubble: a stashed weight gradient goes in if it fits before the
-    // item's input arrives (or the input is not even computing yet).
-    if (!stash[a].empty() &&
-        (ready ? now + items[stash[a].front()].duration <= at + tol : settled))
-      return runStashed(a);
-    if (ready) {
-      if (at + left[a] / rate > limit)
-        return fail("cannot end by the cutoff");
-      waitUntil[a] = at;
-      core.wakeAt(at, a);
-    } else if (!stash[a].empty()) {
-      core.askWhenSettled(a);
-    }
-    return false;
-  };
-  auto ended = [&](int32_t a, int32_t id) {
-    busy[a] = 0;
-    if (t.end[id] < 0)
-      known(id, core.now());
-  };
-  core.run(step, ended);
-  if (!t.error.empty())
-    return t;
-
-  for (int32_t a = 0; a < numActors; ++a) {
-    double lastFi = 0;
-    for (int32_t id : t.order[a]) {
-      t.makespan = std::max(t.makespan, t.end[id]);
-      if (items[id].kind != OpKind::Wgrad)
-        lastFi = std::max(lastFi, t.end[id]);
-    }
-    t.finishSum += lastFi;
-    if (t.order[a].size() != sequence[a].size() + weightsOn[a]) {
-      // Nothing is left to happen and this actor has work: what it waits
-      // for is never computed.
-      std::ostringstream os;
-      if (next[a] < sequence[a].size()) {
-        const Item &item = items[sequence[a][next[a]]];
-        os << "actor " << a << " waits forever before " << opKindName(item.kind)
-           << " stage " << item.stage << " mb " << item.mb
-           << ": its inputs are never computed in this program "
-           << "order";
-      } else {
-        os << "actor " << a << " did not finish its program";
-      }
-      t.error = os.str();
-      return t;
-    }
-  }
-  t.ok = true;
-  return t;
+  return Retimer(*this, stashed, bound, cutoff).run();
 }
 
 std::vector<int32_t>
