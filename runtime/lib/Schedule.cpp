@@ -238,6 +238,107 @@ std::string checkTowers(ScheduleDesc &desc) {
   return {};
 }
 
+/// A 'stage' line after its key: the stage, its clauses ('shared A0 A1 ...',
+/// 'tower T', 'sync A0 A1') and their rules. Returns an error or "".
+std::string readStage(std::istringstream &words, ScheduleDesc &desc,
+                      std::vector<char> &declared) {
+  int id;
+  ScheduleDesc::Stage s;
+  int first = 0, last = 0;
+  std::string actorWord, blocksWord, flagsWord;
+  words >> id >> actorWord >> s.actor >> blocksWord >> s.firstBlock >>
+      s.blocks >> flagsWord >> first >> last;
+  if (!words || actorWord != "actor" || blocksWord != "blocks" ||
+      flagsWord != "first_last")
+    return "expected 'stage ID actor A blocks FIRST COUNT first_last "
+           "F L [shared A0 A1 ...] [tower T] [sync A0 A1]'";
+  if (id < 0 || id >= static_cast<int>(desc.stage.size()))
+    return "stage " + std::to_string(id) + " out of range";
+  if (declared[id]++)
+    return "stage " + std::to_string(id) + " is declared twice";
+  s.first = first;
+  s.last = last;
+  // Clauses after the flags: 'shared A0 A1 ...', 'tower T', 'sync A0 A1'.
+  std::vector<std::string> rest;
+  for (std::string word; words >> word;)
+    rest.push_back(word);
+  words.clear(std::ios::eofbit);
+  // An actor or tower number: up to 9 digits (an int; the range is
+  // checked with the rest of the structure).
+  auto isNumber = [](const std::string &w) {
+    return !w.empty() && w.size() <= 9 &&
+           w.find_first_not_of("0123456789") == std::string::npos;
+  };
+  bool tower = false;
+  for (size_t i = 0; i < rest.size();) {
+    const std::string clause = rest[i++];
+    std::vector<int> numbers;
+    for (; i < rest.size() && isNumber(rest[i]); ++i)
+      numbers.push_back(std::stoi(rest[i]));
+    if ((clause == "shared" || clause == "sync") && s.actors.empty() &&
+        numbers.size() >= 2 && std::is_sorted(numbers.begin(), numbers.end()) &&
+        std::adjacent_find(numbers.begin(), numbers.end()) == numbers.end() &&
+        numbers.front() == s.actor) {
+      s.actors = numbers;
+      s.sync = clause == "sync";
+    } else if (clause == "shared" || clause == "sync") {
+      return "a " + clause +
+             " stage lists at least two actors once, sorted, the "
+             "first its 'actor'";
+    } else if (clause == "tower" && !tower && numbers.size() == 1) {
+      s.tower = numbers.front();
+      tower = true;
+    } else {
+      return "expected 'shared A0 A1 ...', 'tower T' or 'sync A0 A1' "
+             "after the flags, got '" +
+             clause + "'";
+    }
+  }
+  if (s.actors.empty())
+    s.actors = {s.actor};
+  if (s.sync &&
+      (s.blocks != 0 || s.first || s.last || tower || s.actors.size() != 2))
+    return "a sync stage holds no blocks, is neither first nor last, "
+           "belongs to no tower and lists two actors";
+  desc.stage[id] = s;
+  return {};
+}
+
+/// The whole description after its last line: stages declared, towers or
+/// none, the structure, the execs' ranges; marks the stage that holds the
+/// final LayerNorm. Returns an error or "".
+std::string checkDescription(ScheduleDesc &desc,
+                             const std::vector<char> &declared) {
+  if (declared.empty())
+    return "no 'stages' line";
+  if (!desc.towers.empty()) {
+    if (std::string error = checkTowers(desc); !error.empty())
+      return error;
+  } else {
+    for (int s = 0; s < desc.stages; ++s)
+      if (desc.stage[s].tower >= 0 || desc.stage[s].sync)
+        return "stage " + std::to_string(s) +
+               " names a tower or is a sync stage, but the model has no "
+               "'tower' lines";
+  }
+  if (std::string error = checkStructure(desc, declared); !error.empty())
+    return error;
+  for (const ScheduleDesc::Exec &exec : desc.execs)
+    if (exec.stage >= desc.stages || exec.actor >= desc.actors ||
+        exec.mb + exec.count > desc.microbatches)
+      return "exec " + exec.name + " stage " + std::to_string(exec.stage) +
+             " actor " + std::to_string(exec.actor) + " mb " +
+             std::to_string(exec.mb) + " count " + std::to_string(exec.count) +
+             " lies outside the schedule's stages, actors or micro-batches";
+  // The final LayerNorm is not part of a vocabulary-parallel head: the stage
+  // that feeds the head holds it.
+  for (auto [from, to] : desc.edges)
+    if (from >= 0 && from < desc.stages && to >= 0 && to < desc.stages &&
+        desc.stage[to].vocabHead())
+      desc.stage[from].finalNorm = true;
+  return {};
+}
+
 } // namespace
 
 std::string flexpipe::rt::parseSchedule(const std::string &text,
@@ -312,67 +413,8 @@ std::string flexpipe::rt::parseSchedule(const std::string &text,
         return fail(error);
       desc.towers.push_back(tower);
     } else if (key == "stage") {
-      int id;
-      ScheduleDesc::Stage s;
-      int first = 0, last = 0;
-      std::string actorWord, blocksWord, flagsWord;
-      words >> id >> actorWord >> s.actor >> blocksWord >> s.firstBlock >>
-          s.blocks >> flagsWord >> first >> last;
-      if (!words || actorWord != "actor" || blocksWord != "blocks" ||
-          flagsWord != "first_last")
-        return fail("expected 'stage ID actor A blocks FIRST COUNT first_last "
-                    "F L [shared A0 A1 ...] [tower T] [sync A0 A1]'");
-      if (id < 0 || id >= static_cast<int>(desc.stage.size()))
-        return fail("stage " + std::to_string(id) + " out of range");
-      if (declared[id]++)
-        return fail("stage " + std::to_string(id) + " is declared twice");
-      s.first = first;
-      s.last = last;
-      // Clauses after the flags: 'shared A0 A1 ...', 'tower T', 'sync A0 A1'.
-      std::vector<std::string> rest;
-      for (std::string word; words >> word;)
-        rest.push_back(word);
-      words.clear(std::ios::eofbit);
-      // An actor or tower number: up to 9 digits (an int; the range is
-      // checked with the rest of the structure).
-      auto isNumber = [](const std::string &w) {
-        return !w.empty() && w.size() <= 9 &&
-               w.find_first_not_of("0123456789") == std::string::npos;
-      };
-      bool tower = false;
-      for (size_t i = 0; i < rest.size();) {
-        const std::string clause = rest[i++];
-        std::vector<int> numbers;
-        for (; i < rest.size() && isNumber(rest[i]); ++i)
-          numbers.push_back(std::stoi(rest[i]));
-        if ((clause == "shared" || clause == "sync") && s.actors.empty() &&
-            numbers.size() >= 2 &&
-            std::is_sorted(numbers.begin(), numbers.end()) &&
-            std::adjacent_find(numbers.begin(), numbers.end()) ==
-                numbers.end() &&
-            numbers.front() == s.actor) {
-          s.actors = numbers;
-          s.sync = clause == "sync";
-        } else if (clause == "shared" || clause == "sync") {
-          return fail("a " + clause +
-                      " stage lists at least two actors once, sorted, the "
-                      "first its 'actor'");
-        } else if (clause == "tower" && !tower && numbers.size() == 1) {
-          s.tower = numbers.front();
-          tower = true;
-        } else {
-          return fail("expected 'shared A0 A1 ...', 'tower T' or 'sync A0 A1' "
-                      "after the flags, got '" +
-                      clause + "'");
-        }
-      }
-      if (s.actors.empty())
-        s.actors = {s.actor};
-      if (s.sync &&
-          (s.blocks != 0 || s.first || s.last || tower || s.actors.size() != 2))
-        return fail("a sync stage holds no blocks, is neither first nor last, "
-                    "belongs to no tower and lists two actors");
-      desc.stage[id] = s;
+      if (std::string error = readStage(words, desc, declared); !error.empty())
+        return fail(error);
     } else if (key == "edge") {
       int from, to;
       words >> from >> to;
@@ -395,34 +437,8 @@ std::string flexpipe::rt::parseSchedule(const std::string &text,
     return fail("a 'hash' line without the 'check' line flexpipe-compile "
                 "writes after it: the description was changed");
   }
-  if (declared.empty())
-    return "schedule description: no 'stages' line";
-  if (!desc.towers.empty()) {
-    if (std::string error = checkTowers(desc); !error.empty())
-      return "schedule description: " + error;
-  } else {
-    for (int s = 0; s < desc.stages; ++s)
-      if (desc.stage[s].tower >= 0 || desc.stage[s].sync)
-        return "schedule description: stage " + std::to_string(s) +
-               " names a tower or is a sync stage, but the model has no "
-               "'tower' lines";
-  }
-  if (std::string error = checkStructure(desc, declared); !error.empty())
+  if (std::string error = checkDescription(desc, declared); !error.empty())
     return "schedule description: " + error;
-  for (const ScheduleDesc::Exec &exec : desc.execs)
-    if (exec.stage >= desc.stages || exec.actor >= desc.actors ||
-        exec.mb + exec.count > desc.microbatches)
-      return "schedule description: exec " + exec.name + " stage " +
-             std::to_string(exec.stage) + " actor " +
-             std::to_string(exec.actor) + " mb " + std::to_string(exec.mb) +
-             " count " + std::to_string(exec.count) +
-             " lies outside the schedule's stages, actors or micro-batches";
-  // The final LayerNorm is not part of a vocabulary-parallel head: the stage
-  // that feeds the head holds it.
-  for (auto [from, to] : desc.edges)
-    if (from >= 0 && from < desc.stages && to >= 0 && to < desc.stages &&
-        desc.stage[to].vocabHead())
-      desc.stage[from].finalNorm = true;
   return {};
 }
 
