@@ -246,20 +246,35 @@ struct Analysis {
   SmallVector<StringAttr> modules;
   /// The actors that run each stage's computations, in ascending order.
   std::vector<std::set<int64_t>> actorsOf;
+
+  /// A vocabulary-parallel LM head: shared, 0 layers, last and not first.
+  bool isVocabHead(int64_t s) const {
+    auto stage = cast<StageInfoAttr>(info[s]);
+    return shared.contains(s) && stage.getLayers() == 0 && stage.getLast() &&
+           !stage.getFirst();
+  }
 };
 
 StageInfoAttr stageInfo(const Analysis &a, int64_t s) {
   return cast<StageInfoAttr>(a.info[s]);
 }
 
-/// The two-tower model (docs/Runtime.md): two modules, each one pipeline of
-/// stages from its first to its last, joined by the all-gather of one
-/// registered sync stage among the actors of the towers' last stages.
-FailureOr<std::string> describeTowers(ScheduleOp schedule, const Analysis &a,
-                                      const sched::ModelConfig *model,
-                                      int64_t dp, int64_t seed,
-                                      const std::string &execs) {
-  const int64_t numStages = static_cast<int64_t>(schedule.getStages());
+/// The towers of a two-tower model, as describeTowers checks and writes
+/// them.
+struct Towers {
+  int64_t sync = -1;               ///< the registered sync stage
+  SmallVector<StringRef, 2> names; ///< in the model file's order
+  std::vector<int64_t> towerOf;    ///< per stage (-1: the sync stage)
+  std::vector<int64_t> firstBlock; ///< per stage, within its tower
+  int64_t lastOf[2] = {-1, -1};    ///< each tower's last stage
+  int64_t lastActor[2] = {-1, -1}; ///< the actor of each tower's last stage
+  SmallVector<int64_t> group;      ///< the two last actors, ascending
+};
+
+/// Two modules and one sync stage, no shared stages, and a model file with
+/// exactly the two towers, each embedding tokens without an LM head.
+LogicalResult checkTowerModel(ScheduleOp schedule, const Analysis &a,
+                              const sched::ModelConfig *model, Towers &towers) {
   if (a.modules.size() != 2 || a.syncStages.size() != 1) {
     InFlightDiagnostic diag = schedule.emitOpError() << "has modules";
     for (auto [i, m] : llvm::enumerate(a.modules))
@@ -270,7 +285,7 @@ FailureOr<std::string> describeTowers(ScheduleOp schedule, const Analysis &a,
             "towers joined by one sync stage";
     return diag;
   }
-  const int64_t sync = a.syncStages.front();
+  towers.sync = a.syncStages.front();
   if (!a.shared.empty())
     return schedule.emitOpError()
            << "shares stages between actors in a two-tower model; the "
@@ -280,12 +295,10 @@ FailureOr<std::string> describeTowers(ScheduleOp schedule, const Analysis &a,
            << "is a two-tower model (modules '" << a.modules[0].getValue()
            << "' and '" << a.modules[1].getValue()
            << "'); give the lowering a model file with their sizes (--model)";
-  // Towers in the model file's order.
-  SmallVector<StringRef, 2> names;
   for (const sched::ModuleModel &m : model->modules)
-    names.push_back(m.name);
-  if (names.size() != 2 || !llvm::all_of(a.modules, [&](StringAttr m) {
-        return llvm::is_contained(names, m.getValue());
+    towers.names.push_back(m.name);
+  if (towers.names.size() != 2 || !llvm::all_of(a.modules, [&](StringAttr m) {
+        return llvm::is_contained(towers.names, m.getValue());
       }))
     return schedule.emitOpError()
            << "needs a model file with exactly its two towers, '"
@@ -304,9 +317,19 @@ FailureOr<std::string> describeTowers(ScheduleOp schedule, const Analysis &a,
              << "', whose name the schedule description cannot carry; name "
                 "it without spaces";
   }
+  return success();
+}
 
-  // Each tower: one chain of stages along the edges, first to last.
-  std::vector<int64_t> towerOf(numStages, -1);
+/// Each tower is one chain of stages along single edges from its one first
+/// stage to its one last stage, with the model file's layers; the last
+/// stages run on one actor each, two different ones.
+LogicalResult chainTowers(ScheduleOp schedule, const Analysis &a,
+                          const sched::ModelConfig &model, Towers &towers) {
+  const int64_t numStages = static_cast<int64_t>(schedule.getStages());
+  const int64_t sync = towers.sync;
+  const SmallVector<StringRef, 2> &names = towers.names;
+  std::vector<int64_t> &towerOf = towers.towerOf;
+  towerOf.assign(numStages, -1);
   for (int64_t s = 0; s < numStages; ++s)
     if (s != sync)
       towerOf[s] = stageInfo(a, s).getModule().getValue() == names[0] ? 0 : 1;
@@ -325,7 +348,7 @@ FailureOr<std::string> describeTowers(ScheduleOp schedule, const Analysis &a,
     succs[from].push_back(to);
     preds[to].push_back(from);
   }
-  std::vector<int64_t> firstBlock(numStages, 0), lastOf(2, -1);
+  towers.firstBlock.assign(numStages, 0);
   for (int64_t t = 0; t < 2; ++t) {
     SmallVector<int64_t> firsts, lasts, members;
     for (int64_t s = 0; s < numStages; ++s) {
@@ -346,7 +369,7 @@ FailureOr<std::string> describeTowers(ScheduleOp schedule, const Analysis &a,
     int64_t s = firsts.front(), layers = 0, length = 0;
     for (;; s = succs[s].front()) {
       ++length;
-      firstBlock[s] = layers;
+      towers.firstBlock[s] = layers;
       layers += stageInfo(a, s).getLayers();
       if (s == lasts.front() || succs[s].size() != 1 ||
           preds[succs[s].front()].size() != 1)
@@ -360,32 +383,37 @@ FailureOr<std::string> describeTowers(ScheduleOp schedule, const Analysis &a,
              << " to its last stage " << lasts.front()
              << " along single edges; the runtime runs each tower as one "
                 "pipeline";
-    if (layers != model->modules[t].layers)
+    if (layers != model.modules[t].layers)
       return schedule.emitOpError()
              << "holds " << layers << " layers in tower '" << names[t]
-             << "' but the model file's has " << model->modules[t].layers;
-    lastOf[t] = lasts.front();
-    if (a.actorsOf[lastOf[t]].size() != 1)
+             << "' but the model file's has " << model.modules[t].layers;
+    const int64_t last = towers.lastOf[t] = lasts.front();
+    if (a.actorsOf[last].size() != 1)
       return schedule.emitOpError()
-             << "runs the last stage " << lastOf[t] << " of tower '" << names[t]
-             << "' on " << a.actorsOf[lastOf[t]].size()
+             << "runs the last stage " << last << " of tower '" << names[t]
+             << "' on " << a.actorsOf[last].size()
              << " actors; the sync stage's all-gather needs it on one";
+    towers.lastActor[t] = *a.actorsOf[last].begin();
   }
-  const int64_t lastActor0 = *a.actorsOf[lastOf[0]].begin(),
-                lastActor1 = *a.actorsOf[lastOf[1]].begin();
-  if (lastActor0 == lastActor1)
+  if (towers.lastActor[0] == towers.lastActor[1])
     return schedule.emitOpError()
-           << "runs the last stages of both towers on actor " << lastActor0
+           << "runs the last stages of both towers on actor "
+           << towers.lastActor[0]
            << "; the sync stage's all-gather needs them on two actors";
-  SmallVector<int64_t> group = {std::min(lastActor0, lastActor1),
-                                std::max(lastActor0, lastActor1)};
+  towers.group = {std::min(towers.lastActor[0], towers.lastActor[1]),
+                  std::max(towers.lastActor[0], towers.lastActor[1])};
+  return success();
+}
 
-  // Per member of the group, in program order: the all-gather of a
-  // micro-batch after its tower's last forward, completed (blocking, or the
-  // wait of its token) before that stage's backward.
+/// Per member of the group, in program order: the all-gather of a
+/// micro-batch after its tower's last forward, completed (blocking, or the
+/// wait of its token) before that stage's backward.
+LogicalResult checkSyncGathers(ScheduleOp schedule, const Towers &towers) {
+  const int64_t sync = towers.sync;
   for (auto actor : schedule.getBody().getOps<ActorOp>()) {
     const auto id = static_cast<int64_t>(actor.getId());
-    const int64_t mine = id == lastActor0 ? lastOf[0] : lastOf[1];
+    const int64_t mine =
+        id == towers.lastActor[0] ? towers.lastOf[0] : towers.lastOf[1];
     llvm::DenseSet<int64_t> forwarded;
     llvm::DenseMap<int64_t, bool> gathered; // mb -> completed
     llvm::DenseMap<Value, int64_t> pending; // token -> mb
@@ -400,13 +428,13 @@ FailureOr<std::string> describeTowers(ScheduleOp schedule, const Analysis &a,
         continue;
       const int64_t s = inst.getStageId(), mb = inst.getMicrobatchId();
       if (auto gather = dyn_cast<AllGatherOp>(op); gather && s == sync) {
-        if (!llvm::equal(gather.getGroup(), group))
+        if (!llvm::equal(gather.getGroup(), towers.group))
           return gather.emitOpError()
                  << "gathers in group " << listText(gather.getGroup())
                  << ", but sync stage " << sync
                  << " joins the actors of the towers' last stages, "
-                 << listText(group) << "; list exactly them, in ascending "
-                 << "order";
+                 << listText(towers.group) << "; list exactly them, in "
+                 << "ascending order";
         if (!forwarded.contains(mb))
           return gather.emitOpError()
                  << "comes before the fwd of stage " << mine << " mb " << mb
@@ -435,7 +463,22 @@ FailureOr<std::string> describeTowers(ScheduleOp schedule, const Analysis &a,
                << "; the gradient of the tower's embeddings comes from it";
     }
   }
+  return success();
+}
 
+/// The two-tower model (docs/Runtime.md): two modules, each one pipeline of
+/// stages from its first to its last, joined by the all-gather of one
+/// registered sync stage among the actors of the towers' last stages.
+FailureOr<std::string> describeTowers(ScheduleOp schedule, const Analysis &a,
+                                      const sched::ModelConfig *model,
+                                      int64_t dp, int64_t seed,
+                                      const std::string &execs) {
+  Towers towers;
+  if (failed(checkTowerModel(schedule, a, model, towers)) ||
+      failed(chainTowers(schedule, a, *model, towers)) ||
+      failed(checkSyncGathers(schedule, towers)))
+    return failure();
+  const int64_t numStages = static_cast<int64_t>(schedule.getStages());
   const int64_t embed =
       std::min(model->modules[0].hidden, model->modules[1].hidden);
   std::ostringstream body;
@@ -451,17 +494,17 @@ FailureOr<std::string> describeTowers(ScheduleOp schedule, const Analysis &a,
          << " hidden=" << m.hidden << " heads=" << m.heads
          << " layers=" << m.layers << "\n";
   for (int64_t s = 0; s < numStages; ++s) {
-    if (s == sync) {
-      body << "stage " << s << " actor " << group[0]
-           << " blocks 0 0 first_last 0 0 sync " << group[0] << " " << group[1]
-           << "\n";
+    if (s == towers.sync) {
+      body << "stage " << s << " actor " << towers.group[0]
+           << " blocks 0 0 first_last 0 0 sync " << towers.group[0] << " "
+           << towers.group[1] << "\n";
       continue;
     }
     auto stage = stageInfo(a, s);
     body << "stage " << s << " actor " << *a.actorsOf[s].begin() << " blocks "
-         << firstBlock[s] << " " << stage.getLayers() << " first_last "
+         << towers.firstBlock[s] << " " << stage.getLayers() << " first_last "
          << stage.getFirst() << " " << stage.getLast() << " tower "
-         << towerOf[s] << "\n";
+         << towers.towerOf[s] << "\n";
   }
   for (auto [from, to] : schedule.getEdgeList())
     body << "edge " << from << " " << to << "\n";
@@ -469,30 +512,16 @@ FailureOr<std::string> describeTowers(ScheduleOp schedule, const Analysis &a,
   return withHash(schedule, body.str());
 }
 
-/// The text of docs/Runtime.md for `schedule`, or a diagnostic; `instances`
-/// gets what the runtime needs of each flexpipe.exec.
-FailureOr<std::string> describe(ScheduleOp schedule,
-                                const sched::ModelConfig *model, int64_t dp,
-                                int64_t seed, ExecInstances &instances) {
+/// Shared stages (the runtime runs the vocabulary-parallel token embedding,
+/// 0 layers and first, and LM head + loss, 0 layers and last, split over the
+/// vocabulary between the actors that run them), and the modules and
+/// registered sync stages.
+LogicalResult classifyStages(ScheduleOp schedule, Analysis &a) {
   const int64_t numStages = static_cast<int64_t>(schedule.getStages());
-  Analysis a;
-  ArrayAttr info = a.info = schedule.getStageInfoAttr();
-  if (!info)
-    return schedule.emitOpError()
-           << "does not say what its stages hold (no stage_info); compile "
-              "it from a spec";
-  // Shared stages: the runtime runs the vocabulary-parallel token embedding
-  // (0 layers, first) and LM head + loss (0 layers, last), split over the
-  // vocabulary between the actors that run them.
-  llvm::SmallDenseSet<int64_t> &shared = a.shared;
+  ArrayAttr info = a.info;
   if (std::optional<ArrayRef<int64_t>> list = schedule.getShared())
-    shared.insert(list->begin(), list->end());
-  auto isVocabHead = [&](int64_t s) {
-    auto stage = cast<StageInfoAttr>(info[s]);
-    return shared.contains(s) && stage.getLayers() == 0 && stage.getLast() &&
-           !stage.getFirst();
-  };
-  for (int64_t s : shared) {
+    a.shared.insert(list->begin(), list->end());
+  for (int64_t s : a.shared) {
     auto stage = cast<StageInfoAttr>(info[s]);
     if (stage.getLayers() != 0 || stage.getFirst() == stage.getLast())
       return schedule.emitOpError()
@@ -504,14 +533,14 @@ FailureOr<std::string> describe(ScheduleOp schedule,
                 "as a shared stage";
   }
   for (auto [from, to] : schedule.getEdgeList()) {
-    if (!shared.contains(from) && !shared.contains(to))
+    if (!a.shared.contains(from) && !a.shared.contains(to))
       continue;
-    if (shared.contains(from) && shared.contains(to))
+    if (a.shared.contains(from) && a.shared.contains(to))
       return schedule.emitOpError()
              << "connects shared stages " << from << " and " << to
              << "; a vocabulary-parallel embedding and head need a "
                 "transformer stage between them";
-    if (isVocabHead(to) && cast<StageInfoAttr>(info[from]).getLast())
+    if (a.isVocabHead(to) && cast<StageInfoAttr>(info[from]).getLast())
       return schedule.emitOpError()
              << "feeds vocabulary-parallel head " << to << " from stage "
              << from << ", which is marked last and so holds a head itself";
@@ -521,8 +550,8 @@ FailureOr<std::string> describe(ScheduleOp schedule,
   // computes is an ordinary, empty stage).
   auto maybeSync = [&](int64_t s) {
     auto stage = cast<StageInfoAttr>(info[s]);
-    return !shared.contains(s) && stage.getLayers() == 0 && !stage.getFirst() &&
-           !stage.getLast();
+    return !a.shared.contains(s) && stage.getLayers() == 0 &&
+           !stage.getFirst() && !stage.getLast();
   };
   for (int64_t s = 0; s < numStages; ++s)
     if (!maybeSync(s) &&
@@ -532,11 +561,14 @@ FailureOr<std::string> describe(ScheduleOp schedule,
     if (maybeSync(s) &&
         !llvm::is_contained(a.modules, stageInfo(a, s).getModule()))
       a.syncStages.push_back(s);
-  auto isSync = [&](int64_t s) { return llvm::is_contained(a.syncStages, s); };
+  return success();
+}
 
-  // The actors that run each stage's computations, in ascending order.
-  std::vector<std::set<int64_t>> &actorsOf = a.actorsOf;
-  actorsOf.resize(numStages);
+/// The actors that run each stage's computations; gathers, computations of
+/// sync stages and all-gathers the runtime does not run are errors.
+LogicalResult collectActors(ScheduleOp schedule, Analysis &a) {
+  auto isSync = [&](int64_t s) { return llvm::is_contained(a.syncStages, s); };
+  a.actorsOf.resize(static_cast<size_t>(schedule.getStages()));
   for (auto actor : schedule.getBody().getOps<ActorOp>())
     for (Operation &op : actor.getBody().front()) {
       auto inst = dyn_cast<InstructionOpInterface>(op);
@@ -557,13 +589,15 @@ FailureOr<std::string> describe(ScheduleOp schedule,
                << ", which holds nothing; the towers' last stages compute "
                   "the loss after its all-gather";
       if (inst && inst.isCompute())
-        actorsOf[inst.getStageId()].insert(static_cast<int64_t>(actor.getId()));
+        a.actorsOf[inst.getStageId()].insert(
+            static_cast<int64_t>(actor.getId()));
     }
-  for (int64_t s : shared)
-    if (actorsOf[s].size() < 2)
+  for (int64_t s : a.shared)
+    if (a.actorsOf[s].size() < 2)
       return schedule.emitOpError()
              << "shares stage " << s << ", but "
-             << (actorsOf[s].empty() ? "no actor runs" : "only one actor runs")
+             << (a.actorsOf[s].empty() ? "no actor runs"
+                                       : "only one actor runs")
              << " its computations; a vocabulary-parallel stage needs at "
                 "least two";
   // An all-gather belongs to a vocabulary-parallel head, among exactly the
@@ -573,34 +607,32 @@ FailureOr<std::string> describe(ScheduleOp schedule,
       const auto s = static_cast<int64_t>(gather.getStage());
       if (isSync(s))
         continue;
-      if (!isVocabHead(s))
+      if (!a.isVocabHead(s))
         return gather.emitOpError()
                << "cannot be lowered: stage " << s
                << " is neither a vocabulary-parallel LM head (a shared stage "
                   "with 0 layers and last) nor the sync stage of a two-tower "
                   "model (0 layers, neither first nor last, a module of its "
                   "own), whose all-gathers the runtime runs";
-      if (!llvm::equal(gather.getGroup(), actorsOf[s]))
+      if (!llvm::equal(gather.getGroup(), a.actorsOf[s]))
         return gather.emitOpError()
                << "gathers in a group other than the actors that run stage "
                << s << "; list exactly them, in ascending order";
     }
-  // Registered computations: operations see no output of shared and sync
-  // stages.
-  llvm::SmallDenseSet<int64_t> noOutputs = shared;
-  noOutputs.insert(a.syncStages.begin(), a.syncStages.end());
-  if (failed(analyzeExecs(schedule, noOutputs, instances)))
-    return failure();
-  const std::string execs = execLines(schedule, instances);
-  if (a.modules.size() != 1 || !a.syncStages.empty())
-    return describeTowers(schedule, a, model, dp, seed, execs);
+  return success();
+}
 
-  // One module: the runtime's GPT. A stage's first block follows from the
-  // stages before it along the edges (its predecessors' first block plus
-  // their layers); each direction of a bidirectional pipeline starts again
-  // at block 0 (its stages are copies of the other direction's, with the
-  // same weights). Stage numbers need not follow the edges: with
-  // vocabulary parallelism the embedding and head stages come last.
+/// One module: the runtime's GPT. A stage's first block follows from the
+/// stages before it along the edges (its predecessors' first block plus
+/// their layers); each direction of a bidirectional pipeline starts again
+/// at block 0 (its stages are copies of the other direction's, with the
+/// same weights). Stage numbers need not follow the edges: with vocabulary
+/// parallelism the embedding and head stages come last.
+FailureOr<std::string> describeGpt(ScheduleOp schedule, const Analysis &a,
+                                   const sched::ModelConfig *model, int64_t dp,
+                                   int64_t seed, const std::string &execs) {
+  const int64_t numStages = static_cast<int64_t>(schedule.getStages());
+  ArrayAttr info = a.info;
   StringAttr module = a.modules.front();
   std::vector<std::vector<int64_t>> preds(numStages);
   for (auto [from, to] : schedule.getEdgeList())
@@ -636,12 +668,11 @@ FailureOr<std::string> describe(ScheduleOp schedule,
              << "holds " << layers << " layers but the model file's '"
              << module.getValue() << "' has " << sizes.layers;
   }
-
-  for (int64_t s : shared)
-    if (sizes.vocab < static_cast<int64_t>(actorsOf[s].size()))
+  for (int64_t s : a.shared)
+    if (sizes.vocab < static_cast<int64_t>(a.actorsOf[s].size()))
       return schedule.emitOpError()
              << "splits a vocabulary of " << sizes.vocab << " over "
-             << actorsOf[s].size() << " actors in stage " << s;
+             << a.actorsOf[s].size() << " actors in stage " << s;
 
   std::ostringstream body;
   body << "name " << schedule.getSymName().str() << "\n"
@@ -655,15 +686,15 @@ FailureOr<std::string> describe(ScheduleOp schedule,
        << " seed=" << seed << "\n";
   for (int64_t s = 0; s < numStages; ++s) {
     auto stage = cast<StageInfoAttr>(info[s]);
-    const std::set<int64_t> &actors = actorsOf[s];
+    const std::set<int64_t> &actors = a.actorsOf[s];
     body << "stage " << s << " actor "
          << (actors.empty() ? -1 : *actors.begin()) << " blocks "
          << firstBlock[s] << " " << stage.getLayers() << " first_last "
          << stage.getFirst() << " " << stage.getLast();
-    if (shared.contains(s)) {
+    if (a.shared.contains(s)) {
       body << " shared";
-      for (int64_t a : actors)
-        body << " " << a;
+      for (int64_t actor : actors)
+        body << " " << actor;
     }
     body << "\n";
   }
@@ -671,6 +702,31 @@ FailureOr<std::string> describe(ScheduleOp schedule,
     body << "edge " << from << " " << to << "\n";
   body << execs;
   return withHash(schedule, body.str());
+}
+
+/// The text of docs/Runtime.md for `schedule`, or a diagnostic; `instances`
+/// gets what the runtime needs of each flexpipe.exec.
+FailureOr<std::string> describe(ScheduleOp schedule,
+                                const sched::ModelConfig *model, int64_t dp,
+                                int64_t seed, ExecInstances &instances) {
+  Analysis a;
+  a.info = schedule.getStageInfoAttr();
+  if (!a.info)
+    return schedule.emitOpError()
+           << "does not say what its stages hold (no stage_info); compile "
+              "it from a spec";
+  if (failed(classifyStages(schedule, a)) || failed(collectActors(schedule, a)))
+    return failure();
+  // Registered computations: operations see no output of shared and sync
+  // stages.
+  llvm::SmallDenseSet<int64_t> noOutputs = a.shared;
+  noOutputs.insert(a.syncStages.begin(), a.syncStages.end());
+  if (failed(analyzeExecs(schedule, noOutputs, instances)))
+    return failure();
+  const std::string execs = execLines(schedule, instances);
+  if (a.modules.size() != 1 || !a.syncStages.empty())
+    return describeTowers(schedule, a, model, dp, seed, execs);
+  return describeGpt(schedule, a, model, dp, seed, execs);
 }
 
 /// A C string literal.
