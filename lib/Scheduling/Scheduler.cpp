@@ -346,6 +346,20 @@ private:
   void instanceReady(int32_t node);
   void completeRegistered(int32_t event);
   void diagnoseStuck(ScheduleResult &result, double now);
+  /// diagnoseStuck's explanations of why `actor` cannot go on, appended to
+  /// `os`: it waits in or for a registered instruction (when it has no
+  /// computations left or is blocked in one); a ready forward held back by
+  /// an in-flight limit; a stage traversal interval holding it at a stage
+  /// with nothing ready; its first unstarted item and what that waits for.
+  void explainRegistered(int32_t actor, std::ostream &os) const;
+  bool explainInflight(int32_t actor, std::ostream &os);
+  bool explainInterval(int32_t actor, std::ostream &os);
+  void explainFirstWaiting(int32_t actor, std::ostream &os) const;
+  /// Item (kind, part, mb) waits for an instance of a registered
+  /// instruction that has not completed: says which.
+  bool explainRegisteredWait(int32_t part, int32_t mb, CompKind kind,
+                             std::ostream &os) const;
+  std::string describeItem(CompKind kind, int32_t part, int32_t mb) const;
 
   std::vector<int32_t> &queue(int32_t part, CompKind kind) {
     return readyQueues[part * kNumCompKinds + static_cast<int32_t>(kind)];
@@ -1217,18 +1231,11 @@ void Engine::diagnoseStuck(ScheduleResult &res, double now) {
                "next-type rule would try the next type)";
   res.error = summary.str();
   res.actors.clear();
-
-  auto describe = [&](CompKind kind, int32_t part, int32_t mb) {
-    std::ostringstream os;
-    os << compKindName(kind) << " stage " << p.parts[part].stage << " mb " << mb
-       << " (actor " << p.parts[part].actor << ")";
-    return os.str();
-  };
+  const int32_t numRegs = static_cast<int32_t>(p.registered.size());
   for (int32_t actor = 0; actor < numActors; ++actor) {
     int64_t left = 0;
     for (int k = 0; k < kNumCompKinds; ++k)
       left += remainingOnActor[actor * kNumCompKinds + k];
-    const int32_t numRegs = static_cast<int32_t>(p.registered.size());
     int64_t regs = 0;
     for (int32_t r = 0; r < numRegs; ++r)
       regs += regLeft[static_cast<size_t>(actor) * numRegs + r];
@@ -1239,148 +1246,155 @@ void Engine::diagnoseStuck(ScheduleResult &res, double now) {
     if (regs > 0)
       os << " and " << regs << " registered instructions";
     os << " left: ";
-    if (blockedIn[actor] >= 0) {
-      const int32_t r = regOf(blockedIn[actor]);
-      os << "it waits in @" << p.registered[r].name << " (micro-batch "
-         << reg[r].lo + (blockedIn[actor] - reg[r].base) * p.registered[r].prev
-         << ") for members that do not arrive";
-      res.waits.push_back(os.str());
-      continue;
-    }
-    for (int32_t r = 0; r < numRegs && left == 0; ++r) {
-      const size_t k = static_cast<size_t>(actor) * numRegs + r;
-      if (regLeft[k] == 0)
-        continue;
-      const int32_t next = reg[r].base + reg[r].instances - regLeft[k];
-      os << "@" << p.registered[r].name << " (micro-batch "
-         << reg[r].lo + (next - reg[r].base) * p.registered[r].prev << ") "
-         << (regHead[k] < regReady[k].size()
-                 ? "is ready but its scheduling unit waits for more instances"
-                 : "waits for sources that never complete");
-      break;
-    }
-    if (left == 0) {
-      res.waits.push_back(os.str());
-      continue;
-    }
-    // Ready forwards held back by an in-flight limit?
-    bool explained = false;
-    std::vector<int32_t> held;
-    for (int32_t part : actorParts[actor])
-      if (!queue(part, CompKind::Fwd).empty() &&
-          !admissibleFront(CompKind::Fwd, part))
-        held.push_back(part);
-    if (!held.empty()) {
-      for (size_t i = 0; i < held.size(); ++i)
-        os << (i == 0                 ? ""
-               : i + 1 == held.size() ? " and "
-                                      : ", ")
-           << describe(CompKind::Fwd, held[i],
-                       queue(held[i], CompKind::Fwd).front());
-      os << (held.size() == 1 ? " is" : " are") << " ready but ";
-      const StagePart &sp = p.parts[held.front()];
-      if (actorInflight[actor] >= p.actorLimits[actor])
-        os << "the actor's in-flight limit " << p.actorLimits[actor]
-           << " is reached";
-      else if (partInflight[held.front()] >= sp.inflightLimit)
-        os << "stage " << sp.stage << "'s in-flight limit " << sp.inflightLimit
-           << " is reached";
-      else
-        os << "a global in-flight limit is reached";
-      explained = true;
-    }
-    // A stage traversal interval holding the actor at a stage while another
-    // stage has schedulable work?
-    for (CompKind kind : {CompKind::Fwd, gradKind(), CompKind::Wgrad}) {
-      if (explained)
-        break;
-      const ActorPolicy &pol = p.policies[actor];
-      const StagePriority &sp = kind == CompKind::Fwd ? pol.fwd : pol.bwd;
-      const IntervalState &st =
-          intervals[actor * kNumCompKinds + static_cast<int>(kind)];
-      if (sp.interval == 0 || !st.started)
-        continue;
-      const std::vector<int32_t> &parts = actorParts[actor];
-      const int32_t n = static_cast<int32_t>(parts.size());
-      auto partAt = [&](int32_t i) {
-        return parts[sp.order == StageOrder::DepthFirst ? n - 1 - i : i];
-      };
-      const int32_t held = partAt(st.pos);
-      if (!queue(held, kind).empty())
-        continue;
-      for (int32_t other : parts) {
-        if (other == held || queue(other, kind).empty())
-          continue;
-        os << "its " << (kind == CompKind::Fwd ? "forward" : "backward")
-           << " traversal (interval " << sp.interval << ") waits at stage "
-           << p.parts[held].stage << " while "
-           << describe(kind, other, queue(other, kind).front()) << " is ready";
-        explained = true;
-        break;
-      }
-    }
-    // Otherwise: the first unstarted item and one unfinished predecessor.
-    for (int32_t part : actorParts[actor]) {
-      if (explained)
-        break;
-      for (int32_t mb = p.parts[part].mbBegin;
-           mb < p.parts[part].mbEnd && !explained; ++mb)
-        for (int k = 0; k < kNumCompKinds && !explained; ++k) {
-          const int32_t item = itemId(static_cast<CompKind>(k), part, mb);
-          if (!exists[item] || started[item])
-            continue;
-          if (pending[item] == 0) {
-            os << describe(static_cast<CompKind>(k), part, mb)
-               << " is ready, but its stage traversal interval holds the "
-                  "actor on another stage";
-            explained = true;
-            break;
-          }
-          // A registered instruction it waits for?
-          for (int32_t r = 0;
-               r < static_cast<int32_t>(p.registered.size()) && !explained; ++r)
-            for (const PartKind &dst : p.registered[r].before)
-              if (dst.part == part &&
-                  existing(dst.kind, /*asSource=*/false) ==
-                      static_cast<CompKind>(k) &&
-                  mb >= reg[r].lo && mb < reg[r].hi) {
-                const int32_t instance =
-                    (mb - reg[r].lo) /
-                    static_cast<int32_t>(p.registered[r].next);
-                const int32_t needed =
-                    p.registered[r].mode == InstMode::Local
-                        ? static_cast<int32_t>(p.registered[r].actors.size())
-                        : 1;
-                if (instCompleted[reg[r].base + instance] >= needed)
-                  continue;
-                os << describe(static_cast<CompKind>(k), part, mb)
-                   << " waits for @" << p.registered[r].name << " (micro-batch "
-                   << reg[r].lo + instance * p.registered[r].prev << ")";
-                explained = true;
-                break;
-              }
-          // Find an unfinished predecessor by scanning edges into `item`.
-          for (auto [from, to] : edges) {
-            if (explained)
-              break;
-            if (to != item || finished[from])
-              continue;
-            const int32_t fromSlot = from / kNumCompKinds;
-            const int32_t fromPart = slotPart[fromSlot];
-            const int32_t fromMb =
-                fromSlot - partBase[fromPart] + p.parts[fromPart].mbBegin;
-            os << describe(static_cast<CompKind>(k), part, mb) << " waits for "
-               << describe(static_cast<CompKind>(from % kNumCompKinds),
-                           fromPart, fromMb)
-               << ", which "
-               << (started[from] ? "has not finished" : "is not scheduled");
-            explained = true;
-            break;
-          }
-        }
-    }
+    if (left == 0 || blockedIn[actor] >= 0)
+      explainRegistered(actor, os);
+    else if (!explainInflight(actor, os) && !explainInterval(actor, os))
+      explainFirstWaiting(actor, os);
     res.waits.push_back(os.str());
   }
+}
+
+std::string Engine::describeItem(CompKind kind, int32_t part,
+                                 int32_t mb) const {
+  std::ostringstream os;
+  os << compKindName(kind) << " stage " << p.parts[part].stage << " mb " << mb
+     << " (actor " << p.parts[part].actor << ")";
+  return os.str();
+}
+
+void Engine::explainRegistered(int32_t actor, std::ostream &os) const {
+  const int32_t numRegs = static_cast<int32_t>(p.registered.size());
+  if (blockedIn[actor] >= 0) {
+    const int32_t r = regOf(blockedIn[actor]);
+    os << "it waits in @" << p.registered[r].name << " (micro-batch "
+       << reg[r].lo + (blockedIn[actor] - reg[r].base) * p.registered[r].prev
+       << ") for members that do not arrive";
+    return;
+  }
+  for (int32_t r = 0; r < numRegs; ++r) {
+    const size_t k = static_cast<size_t>(actor) * numRegs + r;
+    if (regLeft[k] == 0)
+      continue;
+    const int32_t next = reg[r].base + reg[r].instances - regLeft[k];
+    os << "@" << p.registered[r].name << " (micro-batch "
+       << reg[r].lo + (next - reg[r].base) * p.registered[r].prev << ") "
+       << (regHead[k] < regReady[k].size()
+               ? "is ready but its scheduling unit waits for more instances"
+               : "waits for sources that never complete");
+    return;
+  }
+}
+
+bool Engine::explainInflight(int32_t actor, std::ostream &os) {
+  std::vector<int32_t> held;
+  for (int32_t part : actorParts[actor])
+    if (!queue(part, CompKind::Fwd).empty() &&
+        !admissibleFront(CompKind::Fwd, part))
+      held.push_back(part);
+  if (held.empty())
+    return false;
+  for (size_t i = 0; i < held.size(); ++i)
+    os << (i == 0                 ? ""
+           : i + 1 == held.size() ? " and "
+                                  : ", ")
+       << describeItem(CompKind::Fwd, held[i],
+                       queue(held[i], CompKind::Fwd).front());
+  os << (held.size() == 1 ? " is" : " are") << " ready but ";
+  const StagePart &sp = p.parts[held.front()];
+  if (actorInflight[actor] >= p.actorLimits[actor])
+    os << "the actor's in-flight limit " << p.actorLimits[actor]
+       << " is reached";
+  else if (partInflight[held.front()] >= sp.inflightLimit)
+    os << "stage " << sp.stage << "'s in-flight limit " << sp.inflightLimit
+       << " is reached";
+  else
+    os << "a global in-flight limit is reached";
+  return true;
+}
+
+bool Engine::explainInterval(int32_t actor, std::ostream &os) {
+  for (CompKind kind : {CompKind::Fwd, gradKind(), CompKind::Wgrad}) {
+    const ActorPolicy &pol = p.policies[actor];
+    const StagePriority &sp = kind == CompKind::Fwd ? pol.fwd : pol.bwd;
+    const IntervalState &st =
+        intervals[actor * kNumCompKinds + static_cast<int>(kind)];
+    if (sp.interval == 0 || !st.started)
+      continue;
+    const std::vector<int32_t> &parts = actorParts[actor];
+    const int32_t n = static_cast<int32_t>(parts.size());
+    const int32_t held =
+        parts[sp.order == StageOrder::DepthFirst ? n - 1 - st.pos : st.pos];
+    if (!queue(held, kind).empty())
+      continue;
+    for (int32_t other : parts) {
+      if (other == held || queue(other, kind).empty())
+        continue;
+      os << "its " << (kind == CompKind::Fwd ? "forward" : "backward")
+         << " traversal (interval " << sp.interval << ") waits at stage "
+         << p.parts[held].stage << " while "
+         << describeItem(kind, other, queue(other, kind).front())
+         << " is ready";
+      return true;
+    }
+  }
+  return false;
+}
+
+bool Engine::explainRegisteredWait(int32_t part, int32_t mb, CompKind kind,
+                                   std::ostream &os) const {
+  for (int32_t r = 0; r < static_cast<int32_t>(p.registered.size()); ++r)
+    for (const PartKind &dst : p.registered[r].before) {
+      if (dst.part != part || existing(dst.kind, /*asSource=*/false) != kind ||
+          mb < reg[r].lo || mb >= reg[r].hi)
+        continue;
+      const int32_t instance =
+          (mb - reg[r].lo) / static_cast<int32_t>(p.registered[r].next);
+      const int32_t needed =
+          p.registered[r].mode == InstMode::Local
+              ? static_cast<int32_t>(p.registered[r].actors.size())
+              : 1;
+      if (instCompleted[reg[r].base + instance] >= needed)
+        continue;
+      os << describeItem(kind, part, mb) << " waits for @"
+         << p.registered[r].name << " (micro-batch "
+         << reg[r].lo + instance * p.registered[r].prev << ")";
+      return true;
+    }
+  return false;
+}
+
+void Engine::explainFirstWaiting(int32_t actor, std::ostream &os) const {
+  for (int32_t part : actorParts[actor])
+    for (int32_t mb = p.parts[part].mbBegin; mb < p.parts[part].mbEnd; ++mb)
+      for (int k = 0; k < kNumCompKinds; ++k) {
+        const CompKind kind = static_cast<CompKind>(k);
+        const int32_t item = itemId(kind, part, mb);
+        if (!exists[item] || started[item])
+          continue;
+        if (pending[item] == 0) {
+          os << describeItem(kind, part, mb)
+             << " is ready, but its stage traversal interval holds the "
+                "actor on another stage";
+          return;
+        }
+        if (explainRegisteredWait(part, mb, kind, os))
+          return;
+        // An unfinished predecessor, from the edges into `item`.
+        for (auto [from, to] : edges) {
+          if (to != item || finished[from])
+            continue;
+          const int32_t fromSlot = from / kNumCompKinds;
+          const int32_t fromPart = slotPart[fromSlot];
+          const int32_t fromMb =
+              fromSlot - partBase[fromPart] + p.parts[fromPart].mbBegin;
+          os << describeItem(kind, part, mb) << " waits for "
+             << describeItem(static_cast<CompKind>(from % kNumCompKinds),
+                             fromPart, fromMb)
+             << ", which "
+             << (started[from] ? "has not finished" : "is not scheduled");
+          return;
+        }
+      }
 }
 
 } // namespace
