@@ -379,21 +379,19 @@ bool parseAction(const std::string &text, Action &out) {
   return false;
 }
 
-} // namespace
+/// One action of a PyTorch CSV and the cell it came from (1-based).
+struct Located {
+  Action action;
+  int32_t line, column;
+};
 
-std::string
-flexpipe::sched::parseTorchCsv(const std::string &text, Program &program,
-                               bool *comms,
-                               std::vector<std::vector<int32_t>> *cells) {
-  program = Program();
-  struct Located {
-    Action action;
-    int32_t line, column;
-  };
-  std::vector<std::vector<Located>> rows;
+/// The actions of each row (rank) of a PyTorch CSV, in order; `anyComms`
+/// tells whether any is a transfer or a wait (a compute_comms file). Returns
+/// a located error or "".
+std::string readRows(const std::string &text,
+                     std::vector<std::vector<Located>> &rows, bool &anyComms) {
   std::istringstream in(text);
   std::string line;
-  bool anyComms = false;
   for (int32_t lineNo = 1; std::getline(in, line); ++lineNo) {
     if (!line.empty() && line.back() == '\r')
       line.pop_back();
@@ -453,9 +451,13 @@ flexpipe::sched::parseTorchCsv(const std::string &text, Program &program,
   }
   while (!rows.empty() && rows.back().empty())
     rows.pop_back();
+  return {};
+}
 
-  // Where each stage runs: the rank of its computations.
-  std::vector<int32_t> rankOf;
+/// The program's sizes and where each stage runs: the rank of its
+/// computations, one per stage. Returns a located error or "".
+std::string placeStages(const std::vector<std::vector<Located>> &rows,
+                        Program &program, std::vector<int32_t> &rankOf) {
   std::vector<int32_t> seenAt;
   for (int32_t r = 0; r < static_cast<int32_t>(rows.size()); ++r)
     for (const Located &l : rows[r]) {
@@ -487,7 +489,73 @@ flexpipe::sched::parseTorchCsv(const std::string &text, Program &program,
       return "stage " + std::to_string(s) +
              " has no computation in the file (stages are numbered 0 to " +
              std::to_string(program.numStages - 1) + ")";
+  return {};
+}
 
+/// Rank `r`'s computations and transfers in `ops`, each with its cell's
+/// column in `source`. Returns a located error or "".
+std::string rankOps(const std::vector<Located> &row, int32_t r,
+                    const Program &program, const std::vector<int32_t> &rankOf,
+                    std::vector<ProgOp> &ops) {
+  for (const Located &l : row) {
+    // Which cell an op comes from, in `source` until the end.
+    const Action &act = l.action;
+    const std::string &t = act.type;
+    ProgOp op{OpKind::Fwd, act.stage, act.mb};
+    if (t == "F" || t == "B" || t == "I" || t == "W") {
+      op.kind = t == "F"   ? OpKind::Fwd
+                : t == "B" ? OpKind::Bwd
+                : t == "I" ? OpKind::Igrad
+                           : OpKind::Wgrad;
+      op.source = l.column;
+      ops.push_back(op);
+      continue;
+    }
+    int32_t neighbour;
+    if (t == "SEND_F" || t == "RECV_B") {
+      op.kind = t == "SEND_F" ? OpKind::SendAct : OpKind::RecvGrad;
+      neighbour = act.stage + 1;
+    } else if (t == "SEND_B" || t == "RECV_F") {
+      op.kind = t == "SEND_B" ? OpKind::SendGrad : OpKind::RecvAct;
+      neighbour = act.stage - 1;
+    } else {
+      continue; // waits for sends, reductions, FSDP: no data order
+    }
+    auto where = "line " + std::to_string(l.line) + ", column " +
+                 std::to_string(l.column) + ": " +
+                 action(act.stage, t.c_str(), act.mb);
+    if (neighbour < 0 || neighbour >= program.numStages)
+      return where + " has no neighbouring stage " + std::to_string(neighbour) +
+             " to exchange with";
+    if (rankOf[act.stage] != r)
+      return where + " stands on rank " + std::to_string(r) + ", but stage " +
+             std::to_string(act.stage) + " runs on rank " +
+             std::to_string(rankOf[act.stage]);
+    op.peer = rankOf[neighbour];
+    if (op.peer == r)
+      return where + " exchanges with its own rank (stages " +
+             std::to_string(act.stage) + " and " + std::to_string(neighbour) +
+             " share it, and PyTorch passes their data locally)";
+    op.source = l.column;
+    ops.push_back(op);
+  }
+  return {};
+}
+
+} // namespace
+
+std::string
+flexpipe::sched::parseTorchCsv(const std::string &text, Program &program,
+                               bool *comms,
+                               std::vector<std::vector<int32_t>> *cells) {
+  program = Program();
+  std::vector<std::vector<Located>> rows;
+  bool anyComms = false;
+  std::vector<int32_t> rankOf;
+  if (std::string error = readRows(text, rows, anyComms); !error.empty())
+    return error;
+  if (std::string error = placeStages(rows, program, rankOf); !error.empty())
+    return error;
   program.numActors = static_cast<int32_t>(rows.size());
   program.actors.resize(program.numActors);
   for (int32_t s = 0; s + 1 < program.numStages; ++s)
@@ -495,48 +563,9 @@ flexpipe::sched::parseTorchCsv(const std::string &text, Program &program,
   int32_t nextToken = 0;
   for (int32_t r = 0; r < program.numActors; ++r) {
     std::vector<ProgOp> &ops = program.actors[r];
-    for (const Located &l : rows[r]) {
-      // Which cell an op comes from, in `source` until the end.
-      const Action &act = l.action;
-      const std::string &t = act.type;
-      ProgOp op{OpKind::Fwd, act.stage, act.mb};
-      if (t == "F" || t == "B" || t == "I" || t == "W") {
-        op.kind = t == "F"   ? OpKind::Fwd
-                  : t == "B" ? OpKind::Bwd
-                  : t == "I" ? OpKind::Igrad
-                             : OpKind::Wgrad;
-        op.source = l.column;
-        ops.push_back(op);
-        continue;
-      }
-      int32_t neighbour;
-      if (t == "SEND_F" || t == "RECV_B") {
-        op.kind = t == "SEND_F" ? OpKind::SendAct : OpKind::RecvGrad;
-        neighbour = act.stage + 1;
-      } else if (t == "SEND_B" || t == "RECV_F") {
-        op.kind = t == "SEND_B" ? OpKind::SendGrad : OpKind::RecvAct;
-        neighbour = act.stage - 1;
-      } else {
-        continue; // waits for sends, reductions, FSDP: no data order
-      }
-      auto where = "line " + std::to_string(l.line) + ", column " +
-                   std::to_string(l.column) + ": " +
-                   action(act.stage, t.c_str(), act.mb);
-      if (neighbour < 0 || neighbour >= program.numStages)
-        return where + " has no neighbouring stage " +
-               std::to_string(neighbour) + " to exchange with";
-      if (rankOf[act.stage] != r)
-        return where + " stands on rank " + std::to_string(r) + ", but stage " +
-               std::to_string(act.stage) + " runs on rank " +
-               std::to_string(rankOf[act.stage]);
-      op.peer = rankOf[neighbour];
-      if (op.peer == r)
-        return where + " exchanges with its own rank (stages " +
-               std::to_string(act.stage) + " and " + std::to_string(neighbour) +
-               " share it, and PyTorch passes their data locally)";
-      op.source = l.column;
-      ops.push_back(op);
-    }
+    if (std::string error = rankOps(rows[r], r, program, rankOf, ops);
+        !error.empty())
+      return error;
     if (anyComms)
       attachWaits(ops, nextToken);
     if (cells) {
