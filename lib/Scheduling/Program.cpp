@@ -386,6 +386,15 @@ private:
   /// Receives take the sends of their channel in order; waits and
   /// collectives find what they complete.
   std::optional<VerifyFailure> match();
+  /// match()'s steps: the graph's per-op arrays; the sends per channel, in
+  /// each sender's program order; a collective joins its instance; a wait
+  /// finds its post; a receive takes the next send of its channel.
+  void indexOps();
+  std::optional<VerifyFailure> collectSends();
+  void joinInstance(int32_t id, const ProgOp &op);
+  void matchWait(int32_t id, const ProgOp &op);
+  std::optional<VerifyFailure> matchReceive(int32_t actor, int32_t index);
+  VerifyFailure outOfRange(int32_t actor, int32_t index) const;
   /// Runs every actor as far as it can until all are done or blocked.
   std::optional<VerifyFailure> replay();
   std::optional<VerifyFailure> checkInputs(int32_t actor, int32_t index);
@@ -431,6 +440,11 @@ private:
   std::vector<int32_t> actorOf;
   std::unordered_map<uint64_t, int32_t> channels;
   std::vector<std::vector<int32_t>> channelSends; // send op ids, in order
+  std::vector<int32_t> consumed; ///< per channel: sends taken by receives
+  /// Collective instances by (kind, stage, micro-batch), and the last
+  /// member found of each.
+  std::map<std::tuple<int, int32_t, int32_t>, int32_t> instances;
+  std::vector<int32_t> lastMember;
   /// Collectives: per instance the number of members that must arrive, and
   /// how many have.
   std::vector<int32_t> instanceOf, instanceSize, instanceArrived;
@@ -452,6 +466,42 @@ private:
 };
 
 std::optional<VerifyFailure> Replay::match() {
+  indexOps();
+  if (auto failure = collectSends())
+    return failure;
+  // Receives take the next send of their channel; a receive whose channel
+  // has no send left stays unmatched and blocks the replay.
+  consumed.assign(channelSends.size(), 0);
+  for (int32_t a = 0; a < p.numActors; ++a)
+    for (int32_t i = 0; i < static_cast<int32_t>(p.actors[a].size()); ++i) {
+      const ProgOp &op = p.actors[a][i];
+      const int32_t id = opId(a, i);
+      if (op.token >= 0 && (isReceive(op.kind) || isCollective(op.kind))) {
+        if (op.token >= static_cast<int32_t>(postOfToken.size())) {
+          postOfToken.resize(op.token + 1, -1);
+          sendOfToken.resize(op.token + 1, -1);
+        }
+        postOfToken[op.token] = id;
+      }
+      if (isCollective(op.kind))
+        joinInstance(id, op);
+      else if (op.kind == OpKind::Wait)
+        matchWait(id, op);
+      else if (isReceive(op.kind))
+        if (auto failure = matchReceive(a, i))
+          return failure;
+    }
+  // Instances without a declared group complete when every member present
+  // in the programs has arrived.
+  for (int32_t id = 0; id < g.numOps(); ++id)
+    if (instanceOf[id] >= 0 && g.groupFirst[id] == id &&
+        instanceSize[instanceOf[id]] == 0)
+      for (int32_t m = id; m >= 0; m = g.groupNext[m])
+        ++instanceSize[instanceOf[id]];
+  return std::nullopt;
+}
+
+void Replay::indexOps() {
   const int32_t n = p.numActors;
   g.actorBegin.assign(n + 1, 0);
   for (int32_t a = 0; a < n; ++a)
@@ -471,18 +521,21 @@ std::optional<VerifyFailure> Replay::match() {
   instanceOf.assign(numOps, -1);
   unmatched.assign(numOps, 0);
   mismatched.assign(numOps, 0);
+}
 
-  auto outOfRange = [&](int32_t a, int32_t i) {
-    return failureAt(a, i, describeOp(p, a, i) + " is out of range");
-  };
-  // Sends per channel, in each sender's program order.
+VerifyFailure Replay::outOfRange(int32_t actor, int32_t index) const {
+  return failureAt(actor, index,
+                   describeOp(p, actor, index) + " is out of range");
+}
+
+std::optional<VerifyFailure> Replay::collectSends() {
   channels.reserve(4 * static_cast<size_t>(p.numStages) + 16);
-  for (int32_t a = 0; a < n; ++a)
+  for (int32_t a = 0; a < p.numActors; ++a)
     for (int32_t i = 0; i < static_cast<int32_t>(p.actors[a].size()); ++i) {
       const ProgOp &op = p.actors[a][i];
       if (!isSend(op.kind))
         continue;
-      if (op.peer < 0 || op.peer >= n || op.stage < 0 ||
+      if (op.peer < 0 || op.peer >= p.numActors || op.stage < 0 ||
           op.stage >= p.numStages)
         return outOfRange(a, i);
       auto [it, inserted] = channels.try_emplace(
@@ -492,128 +545,102 @@ std::optional<VerifyFailure> Replay::match() {
         channelSends.emplace_back();
       channelSends[it->second].push_back(opId(a, i));
     }
+  return std::nullopt;
+}
 
-  // Receives take the next send of their channel; a receive whose channel
-  // has no send left stays unmatched and blocks the replay.
-  std::vector<int32_t> consumed(channelSends.size(), 0);
-  std::map<std::tuple<int, int32_t, int32_t>, int32_t> instances;
-  std::vector<int32_t> lastMember;
-  for (int32_t a = 0; a < n; ++a)
-    for (int32_t i = 0; i < static_cast<int32_t>(p.actors[a].size()); ++i) {
-      const ProgOp &op = p.actors[a][i];
-      const int32_t id = opId(a, i);
-      if (op.token >= 0 && (isReceive(op.kind) || isCollective(op.kind))) {
-        if (op.token >= static_cast<int32_t>(postOfToken.size())) {
-          postOfToken.resize(op.token + 1, -1);
-          sendOfToken.resize(op.token + 1, -1);
-        }
-        postOfToken[op.token] = id;
-      }
-      if (isCollective(op.kind)) {
-        auto [it, inserted] =
-            instances.try_emplace({static_cast<int>(op.kind), op.stage, op.mb},
-                                  static_cast<int32_t>(instanceSize.size()));
-        if (inserted) {
-          const bool declared =
-              op.group >= 0 && op.group < static_cast<int32_t>(p.groups.size());
-          instanceSize.push_back(
-              declared ? static_cast<int32_t>(p.groups[op.group].size()) : 0);
-          instanceArrived.push_back(0);
-          lastMember.push_back(-1);
-        }
-        const int32_t inst = it->second;
-        instanceOf[id] = inst;
-        if (lastMember[inst] < 0)
-          g.groupFirst[id] = id;
-        else {
-          g.groupFirst[id] = g.groupFirst[lastMember[inst]];
-          g.groupNext[lastMember[inst]] = id;
-        }
-        lastMember[inst] = id;
+void Replay::joinInstance(int32_t id, const ProgOp &op) {
+  auto [it, inserted] =
+      instances.try_emplace({static_cast<int>(op.kind), op.stage, op.mb},
+                            static_cast<int32_t>(instanceSize.size()));
+  if (inserted) {
+    const bool declared =
+        op.group >= 0 && op.group < static_cast<int32_t>(p.groups.size());
+    instanceSize.push_back(
+        declared ? static_cast<int32_t>(p.groups[op.group].size()) : 0);
+    instanceArrived.push_back(0);
+    lastMember.push_back(-1);
+  }
+  const int32_t inst = it->second;
+  instanceOf[id] = inst;
+  if (lastMember[inst] < 0) {
+    g.groupFirst[id] = id;
+  } else {
+    g.groupFirst[id] = g.groupFirst[lastMember[inst]];
+    g.groupNext[lastMember[inst]] = id;
+  }
+  lastMember[inst] = id;
+}
+
+void Replay::matchWait(int32_t id, const ProgOp &op) {
+  if (op.token < 0 || op.token >= static_cast<int32_t>(postOfToken.size()))
+    return; // a send's token, or one never posted: complete at once
+  const int32_t post = postOfToken[op.token];
+  if (post < 0)
+    return;
+  if (isCollective(opAt(post).kind)) {
+    g.waitsPost[id] = post;
+    return;
+  }
+  g.dependsOn[id] = sendOfToken[op.token];
+  g.postedBy[id] = post;
+  unmatched[id] = g.dependsOn[id] < 0;
+}
+
+std::optional<VerifyFailure> Replay::matchReceive(int32_t a, int32_t i) {
+  const ProgOp &op = p.actors[a][i];
+  const int32_t id = opId(a, i);
+  if (op.peer < 0 || op.peer >= p.numActors || op.stage < 0 ||
+      op.stage >= p.numStages)
+    return outOfRange(a, i);
+  const bool grad = op.kind == OpKind::RecvGrad;
+  int32_t ch = -1;
+  if (rule == ChannelRule::PerPair) {
+    ch = findChannel(op.peer, a, grad, 0);
+  } else {
+    // The channel from a stage next to this one that runs on the peer; with
+    // several, the one whose next message is for this micro-batch.
+    bool adjacent = false;
+    for (int32_t sender : grad ? topo.succs[op.stage] : topo.preds[op.stage]) {
+      const auto &actors = topo.actorsOf[sender];
+      if (!std::binary_search(actors.begin(), actors.end(), op.peer))
         continue;
-      }
-      if (op.kind == OpKind::Wait) {
-        if (op.token < 0 ||
-            op.token >= static_cast<int32_t>(postOfToken.size()))
-          continue; // a send's token, or one never posted: complete at once
-        const int32_t post = postOfToken[op.token];
-        if (post < 0)
-          continue;
-        if (isCollective(opAt(post).kind)) {
-          g.waitsPost[id] = post;
-        } else {
-          g.dependsOn[id] = sendOfToken[op.token];
-          g.postedBy[id] = post;
-          unmatched[id] = g.dependsOn[id] < 0;
-        }
+      adjacent = true;
+      const int32_t c = findChannel(op.peer, a, grad, sender);
+      if (c < 0 || consumed[c] >= static_cast<int32_t>(channelSends[c].size()))
         continue;
-      }
-      if (!isReceive(op.kind))
-        continue;
-      if (op.peer < 0 || op.peer >= n || op.stage < 0 ||
-          op.stage >= p.numStages)
-        return outOfRange(a, i);
-      const bool grad = op.kind == OpKind::RecvGrad;
-      int32_t ch = -1;
-      if (rule == ChannelRule::PerPair) {
-        ch = findChannel(op.peer, a, grad, 0);
-      } else {
-        // The channel from a stage next to this one that runs on the peer;
-        // with several, the one whose next message is for this micro-batch.
-        bool adjacent = false;
-        for (int32_t sender :
-             grad ? topo.succs[op.stage] : topo.preds[op.stage]) {
-          const auto &actors = topo.actorsOf[sender];
-          if (!std::binary_search(actors.begin(), actors.end(), op.peer))
-            continue;
-          adjacent = true;
-          const int32_t c = findChannel(op.peer, a, grad, sender);
-          if (c < 0 ||
-              consumed[c] >= static_cast<int32_t>(channelSends[c].size()))
-            continue;
-          if (ch < 0)
-            ch = c;
-          if (opAt(channelSends[c][consumed[c]]).mb == op.mb) {
-            ch = c;
-            break;
-          }
-        }
-        if (!adjacent)
-          return failureAt(a, i,
-                           describeOp(p, a, i) +
-                               " expects a message from actor " +
-                               std::to_string(op.peer) +
-                               ", which runs no stage adjacent to stage " +
-                               std::to_string(op.stage));
-      }
-      if (ch < 0 ||
-          consumed[ch] >= static_cast<int32_t>(channelSends[ch].size())) {
-        unmatched[id] = op.token < 0; // the replay diagnoses the wait
-        continue;
-      }
-      const int32_t send = channelSends[ch][consumed[ch]++];
-      const ProgOp &msg = opAt(send);
-      const bool msgGrad = msg.kind == OpKind::SendGrad;
-      const bool matches = msg.mb == op.mb && msgGrad == grad &&
-                           (grad ? topo.hasEdge(op.stage, msg.stage)
-                                 : topo.hasEdge(msg.stage, op.stage));
-      // A mismatch is reported when the replay delivers the message, so
-      // that the first one to happen is named.
-      mismatched[id] = !matches;
-      if (op.token >= 0) {
-        sendOfToken[op.token] = send; // its wait takes the message
-      } else {
-        g.dependsOn[id] = send;
-        g.postedBy[id] = id;
+      if (ch < 0)
+        ch = c;
+      if (opAt(channelSends[c][consumed[c]]).mb == op.mb) {
+        ch = c;
+        break;
       }
     }
-  // Instances without a declared group complete when every member present
-  // in the programs has arrived.
-  for (int32_t id = 0; id < numOps; ++id)
-    if (instanceOf[id] >= 0 && g.groupFirst[id] == id &&
-        instanceSize[instanceOf[id]] == 0)
-      for (int32_t m = id; m >= 0; m = g.groupNext[m])
-        ++instanceSize[instanceOf[id]];
+    if (!adjacent)
+      return failureAt(a, i,
+                       describeOp(p, a, i) + " expects a message from actor " +
+                           std::to_string(op.peer) +
+                           ", which runs no stage adjacent to stage " +
+                           std::to_string(op.stage));
+  }
+  if (ch < 0 || consumed[ch] >= static_cast<int32_t>(channelSends[ch].size())) {
+    unmatched[id] = op.token < 0; // the replay diagnoses the wait
+    return std::nullopt;
+  }
+  const int32_t send = channelSends[ch][consumed[ch]++];
+  const ProgOp &msg = opAt(send);
+  const bool msgGrad = msg.kind == OpKind::SendGrad;
+  const bool matches = msg.mb == op.mb && msgGrad == grad &&
+                       (grad ? topo.hasEdge(op.stage, msg.stage)
+                             : topo.hasEdge(msg.stage, op.stage));
+  // A mismatch is reported when the replay delivers the message, so that
+  // the first one to happen is named.
+  mismatched[id] = !matches;
+  if (op.token >= 0) {
+    sendOfToken[op.token] = send; // its wait takes the message
+  } else {
+    g.dependsOn[id] = send;
+    g.postedBy[id] = id;
+  }
   return std::nullopt;
 }
 
