@@ -14,6 +14,7 @@
 #include <functional>
 #include <numeric>
 #include <optional>
+#include <tuple>
 
 using namespace flexpipe::sched;
 
@@ -48,8 +49,18 @@ private:
   llvm::Error addDependencies();
   void priceCollectives();
 
-  /// The model's description of module `m`, or an error naming it.
-  llvm::Expected<const ModuleModel *> moduleModel(int32_t m) const;
+  /// The model file's description of module `m` when costs come from a
+  /// model and cluster (null otherwise), or an error naming the module.
+  llvm::Expected<const ModuleModel *> costModelOf(int32_t m) const;
+  /// The micro-batches [begin, end) direction `d` of a module carries: a
+  /// bidirectional module splits them in halves.
+  std::pair<int32_t, int32_t> microbatchRange(const ModuleLayout &layout,
+                                              int64_t d) const {
+    const int32_t half = (spec.microbatches + 1) / 2;
+    const bool bidirectional = layout.placement.directions == 2;
+    return {bidirectional && d == 1 ? half : 0,
+            bidirectional && d == 0 ? half : spec.microbatches};
+  }
   /// Global id of stage `local` of module `m`; none when out of range.
   std::optional<int32_t> globalStage(int32_t m, int64_t local) const;
   /// Actors that run module `m`'s stages, as its placement lists them.
@@ -106,7 +117,9 @@ flexpipe::sched::buildProblem(const PipelineSpec &spec) {
 }
 
 llvm::Expected<const ModuleModel *>
-ProblemBuilder::moduleModel(int32_t m) const {
+ProblemBuilder::costModelOf(int32_t m) const {
+  if (!spec.model || !spec.cluster)
+    return nullptr;
   const std::string &name = spec.modules[m].name;
   const ModuleModel *module = spec.model->module(name);
   if (!module)
@@ -234,7 +247,6 @@ llvm::Error ProblemBuilder::buildModuleParts(int32_t m) {
   const ModuleLayout &layout = built.modules[m];
   const int64_t perDirection = layout.placement.stagesPerDirection;
   const bool bidirectional = layout.placement.directions == 2;
-  const int32_t half = (spec.microbatches + 1) / 2;
   const bool connected =
       !module.inputs.empty() ||
       std::any_of(spec.modules.begin(), spec.modules.end(),
@@ -255,13 +267,9 @@ llvm::Error ProblemBuilder::buildModuleParts(int32_t m) {
     built.sharedStages.push_back(layout.firstStage +
                                  static_cast<int32_t>(local));
   }
-  const ModuleModel *model = nullptr;
-  if (spec.model && spec.cluster) {
-    llvm::Expected<const ModuleModel *> found = moduleModel(m);
-    if (!found)
-      return found.takeError();
-    model = *found;
-  }
+  llvm::Expected<const ModuleModel *> model = costModelOf(m);
+  if (!model)
+    return model.takeError();
   // Vocabulary parallelism puts the embedding before the module's stages
   // and the head after them, in depth as in the stage DAG.
   const int32_t vp = module.vocabParallel ? 1 : 0;
@@ -271,15 +279,14 @@ llvm::Error ProblemBuilder::buildModuleParts(int32_t m) {
     StagePart part;
     part.stage = layout.firstStage + static_cast<int32_t>(local);
     part.depth = depthOffset[m] + vp + static_cast<int32_t>(index);
-    part.mbBegin = bidirectional && direction == 1 ? half : 0;
-    part.mbEnd = bidirectional && direction == 0 ? half : spec.microbatches;
+    std::tie(part.mbBegin, part.mbEnd) = microbatchRange(layout, direction);
     const double layers =
         static_cast<double>(std::max<int64_t>(1, layout.layersPerStage[index]));
     for (int k = 0; k < kNumCompKinds; ++k)
       part.cost[k] = spec.costPerLayer[k] * layers;
-    if (model) {
+    if (*model) {
       StageShape shape;
-      shape.module = model;
+      shape.module = *model;
       shape.layers = layout.layersPerStage[index];
       shape.first = !vp && index == 0;
       shape.last = !vp && index == perDirection - 1;
@@ -312,23 +319,18 @@ llvm::Error ProblemBuilder::buildVocabParts(int32_t m) {
   const ModuleSpec &module = spec.modules[m];
   const ModuleLayout &layout = built.modules[m];
   const int64_t perDirection = layout.placement.stagesPerDirection;
-  const bool bidirectional = layout.placement.directions == 2;
-  const int32_t half = (spec.microbatches + 1) / 2;
   std::vector<int64_t> group(layout.placement.actorOf);
   std::sort(group.begin(), group.end());
   group.erase(std::unique(group.begin(), group.end()), group.end());
   const double share = static_cast<double>(group.size());
-  const ModuleModel *model = nullptr;
-  if (spec.model && spec.cluster) {
-    llvm::Expected<const ModuleModel *> found = moduleModel(m);
-    if (!found)
-      return found.takeError();
-    model = *found;
-    if (model->vocab <= 0 || !model->lmHead)
-      return fail("module @" + module.name +
-                  " is vocabulary-parallel but the model file gives "
-                  "it no vocabulary and LM head");
-  }
+  llvm::Expected<const ModuleModel *> found = costModelOf(m);
+  if (!found)
+    return found.takeError();
+  const ModuleModel *model = *found;
+  if (model && (model->vocab <= 0 || !model->lmHead))
+    return fail("module @" + module.name +
+                " is vocabulary-parallel but the model file gives "
+                "it no vocabulary and LM head");
   for (int64_t d = 0; d < layout.placement.directions; ++d) {
     Registered sync;
     sync.name = module.name + ".loss_stats";
@@ -341,8 +343,7 @@ llvm::Error ProblemBuilder::buildVocabParts(int32_t m) {
       part.stage = head ? layout.headStages[d] : layout.embeddingStages[d];
       part.depth =
           depthOffset[m] + (head ? static_cast<int32_t>(perDirection) + 1 : 0);
-      part.mbBegin = bidirectional && d == 1 ? half : 0;
-      part.mbEnd = bidirectional && d == 0 ? half : spec.microbatches;
+      std::tie(part.mbBegin, part.mbEnd) = microbatchRange(layout, d);
       part.countsInflight = false;
       for (int k = 0; k < kNumCompKinds; ++k)
         part.cost[k] = spec.costPerLayer[k] / share;
