@@ -743,6 +743,15 @@ std::string quote(StringRef text) {
   return out + "\"";
 }
 
+/// The runtime function an op of the schedule calls: flexpipe.X calls
+/// flexpipe_rt_X (flexpipe/Runtime/Runtime.h), and flexpipe_rt_X_async
+/// where the op returns a token.
+std::string runtimeCall(Operation *op, bool async) {
+  return ("flexpipe_rt_" + op->getName().stripDialect() +
+          (async ? "_async" : ""))
+      .str();
+}
+
 LogicalResult lowerActor(OpBuilder &b, ScheduleOp schedule, ActorOp actor,
                          StringRef description,
                          const ExecInstances &instances) {
@@ -779,55 +788,30 @@ LogicalResult lowerActor(OpBuilder &b, ScheduleOp schedule, ActorOp actor,
     auto inst = dyn_cast<InstructionOpInterface>(op);
     const int64_t s = inst ? inst.getStageId() : 0;
     const int64_t mb = inst ? inst.getMicrobatchId() : 0;
-    auto transfer = [&](StringRef name, int64_t peer, Value token) {
+    // Each op calls the runtime function of its name; one that returns a
+    // token calls the _async one, whose handle its wait takes.
+    auto lower = [&](Operation *o, ArrayRef<int64_t> ints, Value token) {
+      const std::string callee = runtimeCall(o, token != nullptr);
       if (!token) {
-        call(name, {s, mb, peer});
-        return;
+        call(callee, ints);
+        return success();
       }
-      tokens[token] = call((name + "_async").str(), {s, mb, peer}, i64)
-                          .getResult(0);
+      tokens[token] = call(callee, ints, i64).getResult(0);
+      return success();
     };
     LogicalResult result =
         llvm::TypeSwitch<Operation *, LogicalResult>(&op)
-            .Case([&](FwdOp) {
-              return call("flexpipe_rt_fwd", {s, mb}), success();
+            .Case<FwdOp, BwdOp, IgradOp, WgradOp>([&](Operation *o) {
+              return lower(o, {s, mb}, nullptr);
             })
-            .Case([&](BwdOp) {
-              return call("flexpipe_rt_bwd", {s, mb}), success();
+            .Case<SendActOp, RecvActOp, SendGradOp, RecvGradOp>([&](auto o) {
+              return lower(o, {s, mb, o.getPeerActor()}, o.getToken());
             })
-            .Case([&](IgradOp) {
-              return call("flexpipe_rt_igrad", {s, mb}), success();
-            })
-            .Case([&](WgradOp) {
-              return call("flexpipe_rt_wgrad", {s, mb}), success();
-            })
-            .Case([&](SendActOp o) {
-              transfer("flexpipe_rt_send_act", o.getPeerActor(), o.getToken());
-              return success();
-            })
-            .Case([&](RecvActOp o) {
-              transfer("flexpipe_rt_recv_act", o.getPeerActor(), o.getToken());
-              return success();
-            })
-            .Case([&](SendGradOp o) {
-              transfer("flexpipe_rt_send_grad", o.getPeerActor(), o.getToken());
-              return success();
-            })
-            .Case([&](RecvGradOp o) {
-              transfer("flexpipe_rt_recv_grad", o.getPeerActor(), o.getToken());
-              return success();
-            })
+            // describe() checked that an all-gather belongs to a
+            // vocabulary-parallel head or a sync stage; the runtime knows
+            // the group from the description.
             .Case([&](AllGatherOp o) {
-              // describe() checked that it belongs to a vocabulary-parallel
-              // head or a sync stage; the runtime knows the group from the
-              // description.
-              if (Value token = o.getToken())
-                tokens[token] =
-                    call("flexpipe_rt_all_gather_async", {s, mb}, i64)
-                        .getResult(0);
-              else
-                call("flexpipe_rt_all_gather", {s, mb});
-              return success();
+              return lower(o, {s, mb}, o.getToken());
             })
             .Case([&](ExecOp o) {
               // flexpipe_rt_exec(rt, "name", stage, mb, count, "attrs").
@@ -842,16 +826,16 @@ LogicalResult lowerActor(OpBuilder &b, ScheduleOp schedule, ActorOp actor,
               Value token = o.getToken();
               auto exec = emitc::CallOpaqueOp::create(
                   b, loc, token ? TypeRange{i64} : TypeRange{},
-                  token ? "flexpipe_rt_exec_async" : "flexpipe_rt_exec",
-                  ValueRange{rt}, b.getArrayAttr(args));
+                  runtimeCall(o, token != nullptr), ValueRange{rt},
+                  b.getArrayAttr(args));
               if (token)
                 tokens[token] = exec.getResult(0);
               return success();
             })
             .Case([&](WaitOp o) {
-              emitc::CallOpaqueOp::create(b, loc, TypeRange{},
-                                          "flexpipe_rt_wait",
-                                          ValueRange{rt, tokens.lookup(o.getToken())});
+              emitc::CallOpaqueOp::create(
+                  b, loc, TypeRange{}, runtimeCall(o, false),
+                  ValueRange{rt, tokens.lookup(o.getToken())});
               return success();
             })
             .Default([&](Operation *other) {

@@ -9,7 +9,9 @@
 |* A small, stable C interface: `flexpipe-compile --emit=cpp` lowers each     *|
 |* actor's program to one function of calls into it, and a `main` that hands  *|
 |* that function to flexpipe_rt_main. docs/Runtime.md describes the           *|
-|* semantics; the backends (CPU + MPI, CUDA + NCCL) implement it.             *|
+|* semantics; the backends (CPU + MPI, CUDA + NCCL) implement it. The op      *|
+|* flexpipe.X of a schedule calls flexpipe_rt_X, or flexpipe_rt_X_async where *|
+|* it returns a token (the lowering derives the name from the op's).          *|
 |*                                                                            *|
 \*===----------------------------------------------------------------------===*/
 
