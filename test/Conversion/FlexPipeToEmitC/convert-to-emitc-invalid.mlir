@@ -1,0 +1,42 @@
+// What the runtime cannot run is diagnosed at the op or schedule, and the
+// lowering stops.
+
+// RUN: flexpipe-opt --flexpipe-convert-to-emitc --split-input-file --verify-diagnostics %s
+
+// expected-error @below {{does not say what its stages hold (no stage_info); compile it from a spec}}
+flexpipe.schedule @bare actors(1) stages(1) microbatches(1) {
+  flexpipe.actor 0 {
+    flexpipe.fwd stage 0 mb 0
+    flexpipe.bwd stage 0 mb 0
+  }
+}
+
+// -----
+
+// Two modules without a sync stage are neither the GPT nor two towers.
+// expected-error @below {{has modules 'a', 'b' and 0 registered sync stage(s)}}
+flexpipe.schedule @two actors(2) stages(2) microbatches(1) stage_info [#flexpipe.stage_info<"a", 1, first, last>, #flexpipe.stage_info<"b", 1, first, last>] {
+  flexpipe.actor 0 {
+    flexpipe.fwd stage 0 mb 0
+    flexpipe.bwd stage 0 mb 0
+  }
+  flexpipe.actor 1 {
+    flexpipe.fwd stage 1 mb 0
+    flexpipe.bwd stage 1 mb 0
+  }
+}
+
+// -----
+
+// A shared stage must be a vocabulary-parallel embedding or head.
+// expected-error @below {{shares stage 0 (1 layers, first) between actors}}
+flexpipe.schedule @shared actors(2) stages(2) microbatches(1) shared [0] stage_info [#flexpipe.stage_info<"gpt", 1, first>, #flexpipe.stage_info<"gpt", 1, last>] {
+  flexpipe.actor 0 {
+    flexpipe.fwd stage 0 mb 0
+    flexpipe.bwd stage 0 mb 0
+  }
+  flexpipe.actor 1 {
+    flexpipe.fwd stage 0 mb 0
+    flexpipe.bwd stage 0 mb 0
+  }
+}
