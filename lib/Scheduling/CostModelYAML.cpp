@@ -500,3 +500,32 @@ std::string flexpipe::sched::formatCluster(const ClusterConfig &cluster) {
   }
   return os.str();
 }
+
+std::string flexpipe::sched::loadCostInputs(const std::string &modelPath,
+                                            const std::string &clusterPath,
+                                            const std::string &profilePath,
+                                            CostInputs &inputs) {
+  if (modelPath.empty() != clusterPath.empty())
+    return modelPath.empty()
+               ? "a cluster file needs a model file (the cluster prices a "
+                 "model)"
+               : "a model file needs a cluster file (device throughput, "
+                 "memory and links)";
+  if (!modelPath.empty()) {
+    ModelConfig model;
+    ClusterConfig cluster;
+    if (std::string error = loadModel(modelPath, model); !error.empty())
+      return error;
+    if (std::string error = loadCluster(clusterPath, cluster); !error.empty())
+      return error;
+    inputs.model = std::move(model);
+    inputs.cluster = std::move(cluster);
+  }
+  if (!profilePath.empty()) {
+    Profile profile;
+    if (std::string error = loadProfile(profilePath, profile); !error.empty())
+      return error;
+    inputs.profile = std::move(profile);
+  }
+  return {};
+}

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "flexpipe/Scheduling/Simulator.h"
+#include "flexpipe/Scheduling/CostModelYAML.h"
 #include "flexpipe/Scheduling/EventCore.h"
 
 #include <algorithm>
@@ -776,4 +777,21 @@ ScheduleJudge flexpipe::sched::sharedCoresJudge(
       return std::nullopt;
     return simulator.run(costs).iterationTime;
   };
+}
+
+std::string flexpipe::sched::programCosts(const Program &program,
+                                          const CostInputs &inputs, int64_t dp,
+                                          TimeModel withoutFiles,
+                                          SimCosts &costs) {
+  if (inputs.hasModel()) {
+    ClusterConfig cluster = *inputs.cluster;
+    cluster.jobDevices = program.numActors * dp;
+    return modelCosts(program, *inputs.model, cluster, inputs.profileOrNull(),
+                      replicaDevices(program.numActors, dp), costs);
+  }
+  if (inputs.profile)
+    return profileCosts(program, *inputs.profile, costs);
+  costs = withoutFiles == TimeModel::Cost ? layerCosts(program)
+                                          : unitCosts(program);
+  return {};
 }

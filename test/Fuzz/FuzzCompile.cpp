@@ -125,9 +125,12 @@ FLEXPIPE_FUZZ_TARGET(compile) {
   // The options, from the input's hash: the same input always runs alike.
   const size_t hash = llvm::hash_value(text);
   SpecToScheduleOptions options;
-  options.timeModel = hash & 1 ? "cost" : "step";
-  options.stepRule = hash & 2 ? "literal" : "next-type";
-  options.balance = (hash & 4) && (hash & 32) ? "cost" : "layers";
+  options.timeModel =
+      hash & 1 ? sched::TimeModel::Cost : sched::TimeModel::Step;
+  options.stepRule =
+      hash & 2 ? sched::StepRule::Literal : sched::StepRule::NextType;
+  options.balance =
+      (hash & 4) && (hash & 32) ? sched::Balance::Cost : sched::Balance::Layers;
   mlir::PassManager pm(&fuzz.context);
   buildSpecToSchedulePipeline(pm, options);
   const int before = fuzz.errors;

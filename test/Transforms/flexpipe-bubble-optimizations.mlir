@@ -68,7 +68,7 @@ flexpipe.schedule @s actors(2) stages(2) microbatches(2) {
 // SEP-NEXT: }
 
 // BOUND: error: gradient separation failed: the memory bound 1 is below the 2 that actor 0 needs even with every weight gradient right after its input gradient
-// MODEL: error: unknown time model 'fast' for -flexpipe-gradient-separation; expected step or cost
+// MODEL: for the --time-model option: Cannot find option named 'fast'!
 // DP: error: -flexpipe-gradient-separation needs dp >= 1, not 0
 // SIMDP: error: -flexpipe-simulate needs dp >= 1, not 0
 // COMM: error: gradient separation failed: actor 0 has a send_act; gradient separation works on programs of computations and blocking collectives (run it before communication is inserted; asynchronous collectives and exec are not supported yet)

@@ -24,7 +24,7 @@
 // LITERAL: error: 'flexpipe.pipeline' op cannot be scheduled: no actor can make progress at step 3 with 6 of 24 computations scheduled; the priorities and in-flight limits admit no further step (with the literal step rule an actor whose preferred instruction type is held back stays idle; the default next-type rule would try the next type)
 // LITERAL: note: actor 0 has 5 computations left: fwd stage 0 mb 3 (actor 0) is ready but the actor's in-flight limit 3 is reached
 
-// BAD: error: unknown step rule 'paper' for -flexpipe-schedule; expected next-type or literal
+// BAD: for the --step-rule option: Cannot find option named 'paper'!
 
 // Where no fetch fails in a non-empty queue the two rules agree: the
 // library's 1F1B, interleaved 1F1B and GPipe are the same either way.

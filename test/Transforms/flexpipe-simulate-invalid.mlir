@@ -12,4 +12,4 @@ flexpipe.schedule @hand actors(1) stages(1) microbatches(1) {
 }
 
 // Tests a model file without a cluster file.
-// CHECK: error: -flexpipe-simulate needs both model and cluster files, or neither
+// CHECK: error: -flexpipe-simulate: a model file needs a cluster file (device throughput, memory and links)

@@ -4,7 +4,7 @@
 
 // Tagged runtimes (the default) tell the two messages apart: valid.
 // TAGGED: flexpipe.schedule @swapped
-// BAD: error: unknown channel rule 'tag' for -flexpipe-verify-schedule; expected stage or pair
+// BAD: for the --channels option: Cannot find option named 'tag'!
 
 // A V shape over two actors (stages 0 and 3 on actor 0, 1 and 2 on actor 1).
 // Untagged, actor 1's second receive from actor 0 takes actor 0's second

@@ -259,14 +259,15 @@ operationsRun(ModuleOp module) {
 }
 
 /// Lowers the schedule to EmitC: one module per rank, each with its actor.
-static LogicalResult lowerToRanks(MLIRContext &context, ModuleOp module,
-                                  const CompileOptions &options,
-                                  SmallVectorImpl<ModuleOp> &ranks) {
+static LogicalResult
+lowerToRanks(MLIRContext &context, ModuleOp module,
+             const CompileOptions &options,
+             std::shared_ptr<const sched::ModelConfig> model,
+             SmallVectorImpl<ModuleOp> &ranks) {
   PassManager pm(&context);
   ConvertToEmitCPassOptions lowering;
-  lowering.modelFile = options.model;
   lowering.dataParallel = options.dp;
-  pm.addPass(createConvertToEmitCPass(lowering));
+  pm.addPass(createConvertToEmitCPass(lowering, std::move(model)));
   if (failed(pm.run(module)))
     return failure();
   for (auto rank : module.getOps<ModuleOp>())
@@ -560,7 +561,8 @@ static bool writeLaunchers(const RankOutput &out, bool cuda) {
 }
 
 int flexpipe::writeRanks(MLIRContext &context, ModuleOp module,
-                         const CompileOptions &options) {
+                         const CompileOptions &options,
+                         std::shared_ptr<const sched::ModelConfig> model) {
   RankOutput out;
   out.dp = options.dp;
   std::optional<std::string> directory = outputDirectory(options);
@@ -569,7 +571,7 @@ int flexpipe::writeRanks(MLIRContext &context, ModuleOp module,
   out.directory = std::move(*directory);
   const auto operations = operationsRun(module);
   SmallVector<ModuleOp> ranks;
-  if (failed(lowerToRanks(context, module, options, ranks)) ||
+  if (failed(lowerToRanks(context, module, options, std::move(model), ranks)) ||
       !prepareDirectory(out, ranks.size()) || !writeSources(out, ranks) ||
       !copyOpsFiles(out, options))
     return 1;

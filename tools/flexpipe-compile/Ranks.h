@@ -17,16 +17,22 @@
 
 #include "Options.h"
 
+#include "flexpipe/Scheduling/CostModel.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
+
+#include <memory>
 
 namespace flexpipe {
 
 /// --emit=cpp|exe: the rank sources, the schedule description and build.sh
 /// (cpp), or the rank executables and launchers (exe), in the directory -o.
+/// `model` is the model file, read once by the driver (null: none).
 /// Returns the exit code; errors are reported.
 int writeRanks(mlir::MLIRContext &context, mlir::ModuleOp module,
-               const CompileOptions &options);
+               const CompileOptions &options,
+               std::shared_ptr<const sched::ModelConfig> model);
 
 } // namespace flexpipe
 

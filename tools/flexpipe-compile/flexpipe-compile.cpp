@@ -127,46 +127,42 @@ importTorchSchedule(MLIRContext &context, const std::string &text,
 /// The most cells (actors x steps) --emit=text draws: about 300 MB of text.
 constexpr double kMaxTextGridCells = 1 << 26;
 
-/// The cost files: model and cluster together, a profile alone or with them.
-struct CostFiles {
-  sched::ModelConfig model;
-  sched::ClusterConfig cluster;
-  sched::Profile profile;
-};
-
-/// Option combinations the parser cannot see, and the cost files, read once.
-/// Reports and returns false on an error.
-static bool loadCostFiles(const CompileOptions &options, CostFiles &files) {
+/// Option combinations the parser cannot see, and the cost files, read once
+/// for every step that prices (the passes, the report, the lowering).
+/// Reports and returns null on an error.
+static std::shared_ptr<const sched::CostInputs>
+loadCostFiles(const CompileOptions &options) {
   if (!options.ops.empty() && options.emit != "cpp" && options.emit != "exe") {
     llvm::errs()
         << "flexpipe-compile: --ops builds runtime operations into "
            "rank programs; it needs --emit=cpp or --emit=exe, not --emit="
         << options.emit << "\n";
-    return false;
+    return nullptr;
   }
   if (!options.cluster.empty() && options.model.empty()) {
     llvm::errs() << "flexpipe-compile: --cluster needs --model (the cluster "
                     "prices a model)\n";
-    return false;
+    return nullptr;
   }
   if (!options.model.empty() && options.cluster.empty()) {
     llvm::errs() << "flexpipe-compile: --model needs --cluster (device "
                     "throughput, memory and links)\n";
-    return false;
+    return nullptr;
   }
-  std::vector<std::string> problems;
-  if (!options.model.empty()) {
-    problems.push_back(sched::loadModel(options.model, files.model));
-    problems.push_back(sched::loadCluster(options.cluster, files.cluster));
+  auto inputs = std::make_shared<sched::CostInputs>();
+  if (std::string problem = sched::loadCostInputs(
+          options.model, options.cluster, options.profile, *inputs);
+      !problem.empty()) {
+    llvm::errs() << problem << "\n";
+    return nullptr;
   }
-  if (!options.profile.empty())
-    problems.push_back(sched::loadProfile(options.profile, files.profile));
-  for (const std::string &problem : problems)
-    if (!problem.empty()) {
-      llvm::errs() << problem << "\n";
-      return false;
-    }
-  return true;
+  return inputs;
+}
+
+/// The model file's sizes, or none.
+static const sched::ModelConfig &modelOf(const sched::CostInputs &inputs) {
+  static const sched::ModelConfig kNone;
+  return inputs.model ? *inputs.model : kNone;
 }
 
 /// Reads the input: a PyTorch CSV, or MLIR parsed through `sourceMgr` (with
@@ -255,20 +251,26 @@ static LogicalResult applyOverrides(ModuleOp module,
 }
 
 /// Specs to verified schedules: flexpipe-spec-to-schedule with the options.
-static LogicalResult scheduleSpecs(MLIRContext &context, ModuleOp module,
-                                   const CompileOptions &options) {
+static LogicalResult
+scheduleSpecs(MLIRContext &context, ModuleOp module,
+              const CompileOptions &options,
+              std::shared_ptr<const sched::CostInputs> inputs) {
   PassManager pm(&context);
+  // The pipeline's own option names read the choices (checked already by
+  // the command line); the files come read.
   SpecToScheduleOptions pipelineOptions;
-  pipelineOptions.timeModel = options.timeModel;
-  pipelineOptions.stepRule = options.stepRule;
-  pipelineOptions.modelFile = options.model;
-  pipelineOptions.balance = options.balance;
-  pipelineOptions.clusterFile = options.cluster;
-  pipelineOptions.dp = options.dp;
+  std::string choices = "time-model=" + options.timeModel +
+                        " step-rule=" + options.stepRule +
+                        " balance=" + options.balance;
   // An imported compute_comms file runs on PyTorch's untagged messages.
   if (module->hasAttr(kUntaggedAttr))
-    pipelineOptions.channels = "pair";
-  buildSpecToSchedulePipeline(pm, pipelineOptions);
+    choices += " channels=pair";
+  if (failed(pipelineOptions.parseFromString(choices)))
+    return failure();
+  pipelineOptions.modelFile = options.model;
+  pipelineOptions.clusterFile = options.cluster;
+  pipelineOptions.dp = options.dp;
+  buildSpecToSchedulePipeline(pm, pipelineOptions, std::move(inputs));
   return pm.run(module);
 }
 
@@ -277,38 +279,33 @@ static LogicalResult scheduleSpecs(MLIRContext &context, ModuleOp module,
 static LogicalResult emitSimulated(ScheduleOp schedule,
                                    const sched::Program &program,
                                    const CompileOptions &options,
-                                   CostFiles &files, raw_ostream &os) {
+                                   const sched::CostInputs &inputs,
+                                   raw_ostream &os) {
   std::string error;
   sched::Simulator simulator;
   if (!simulator.prepare(program, error))
     return schedule.emitError() << error;
   sched::SimCosts costs;
-  if (!options.model.empty()) {
-    files.cluster.jobDevices = program.numActors * options.dp;
-    error = sched::modelCosts(
-        program, files.model, files.cluster,
-        options.profile.empty() ? nullptr : &files.profile,
-        sched::replicaDevices(program.numActors, options.dp), costs);
-  } else if (!options.profile.empty()) {
-    error = sched::profileCosts(program, files.profile, costs);
-  } else {
-    costs = sched::unitCosts(program);
-  }
-  if (!error.empty())
+  if (std::string error = sched::programCosts(program, inputs, options.dp,
+                                              sched::TimeModel::Step, costs);
+      !error.empty())
     return schedule.emitError() << error;
   sched::SimResult result = simulator.run(costs);
   sched::ReportContext context;
   context.name = schedule.getSymName().str();
-  if (!options.model.empty() && !files.model.modules.empty()) {
+  if (inputs.hasModel() && !inputs.model->modules.empty()) {
+    const sched::ModelConfig &model = *inputs.model;
+    sched::ClusterConfig cluster = *inputs.cluster;
+    cluster.jobDevices = program.numActors * options.dp;
     context.tokensPerIteration = static_cast<double>(program.numMicrobatches) *
-                                 files.model.microBatchSize *
-                                 files.model.modules.front().seq;
+                                 model.microBatchSize *
+                                 model.modules.front().seq;
     // The gradient all-reduce, exchanges and optimizer step after the
     // pipeline, as flexpipe-tune prices them.
     const sched::StageLayout layout = sched::stageLayoutOf(program);
     context.after = sched::afterPipeline(
-        layout, sched::actorHoldings(layout, files.model, files.cluster),
-        options.dp, files.model, files.cluster);
+        layout, sched::actorHoldings(layout, model, cluster), options.dp, model,
+        cluster);
   }
   if (options.emit == "report")
     os << sched::formatReport(program, result, costs, context);
@@ -373,20 +370,23 @@ static int compile(const CompileOptions &options) {
   context.loadAllAvailableDialects();
   context.printOpOnDiagnostic(false);
 
-  CostFiles files;
-  if (!loadCostFiles(options, files))
+  std::shared_ptr<const sched::CostInputs> inputs = loadCostFiles(options);
+  if (!inputs)
     return 1;
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler handler(sourceMgr, &context);
   std::optional<LongLineDiagnostics> longLines;
-  OwningOpRef<ModuleOp> module =
-      readInput(context, options, files.model, sourceMgr, handler, longLines);
-  if (!module || failed(applyOverrides(*module, options, files.model)) ||
-      failed(scheduleSpecs(context, *module, options)))
+  OwningOpRef<ModuleOp> module = readInput(context, options, modelOf(*inputs),
+                                           sourceMgr, handler, longLines);
+  if (!module || failed(applyOverrides(*module, options, modelOf(*inputs))) ||
+      failed(scheduleSpecs(context, *module, options, inputs)))
     return 1;
 
   if (options.emit == "cpp" || options.emit == "exe")
-    return writeRanks(context, *module, options);
+    return writeRanks(context, *module, options,
+                      inputs->model ? std::shared_ptr<const sched::ModelConfig>(
+                                          inputs, &*inputs->model)
+                                    : nullptr);
 
   std::string error;
   std::unique_ptr<llvm::ToolOutputFile> output =
@@ -415,7 +415,7 @@ static int compile(const CompileOptions &options) {
   for (ScheduleOp schedule : all) {
     ScheduleProgram read = readSchedule(schedule);
     if (failed(simulated
-                   ? emitSimulated(schedule, read.program, options, files, os)
+                   ? emitSimulated(schedule, read.program, options, *inputs, os)
                    : emitReplayed(schedule, read.program, options, os)))
       return 1;
   }

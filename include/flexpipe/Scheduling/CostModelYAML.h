@@ -18,6 +18,7 @@
 
 #include "flexpipe/Scheduling/CostModel.h"
 
+#include <optional>
 #include <string>
 
 namespace flexpipe::sched {
@@ -31,6 +32,25 @@ std::string loadCluster(const std::string &path, ClusterConfig &cluster,
                         const std::string *text = nullptr);
 std::string loadProfile(const std::string &path, Profile &profile,
                         const std::string *text = nullptr);
+
+/// The cost files of one run, read once by the driver and shared by every
+/// step that prices something: a model and a cluster (together) and a
+/// profile (alone, or over the model's durations).
+struct CostInputs {
+  std::optional<ModelConfig> model;
+  std::optional<ClusterConfig> cluster;
+  std::optional<Profile> profile;
+
+  bool hasModel() const { return model && cluster; }
+  const Profile *profileOrNull() const { return profile ? &*profile : nullptr; }
+};
+
+/// Reads the files that are named (an empty path: none). A model needs a
+/// cluster and the other way round; the error says which is missing or what
+/// a file gets wrong.
+std::string loadCostInputs(const std::string &modelPath,
+                           const std::string &clusterPath,
+                           const std::string &profilePath, CostInputs &inputs);
 
 /// Writes a profile in the format loadProfile reads.
 std::string formatProfile(const Profile &profile);

@@ -69,6 +69,13 @@ llvm::Expected<int64_t> stagesPerDirection(const PlacementSpec &spec);
 /// what would be valid.
 llvm::Expected<ModulePlacement> place(const PlacementSpec &spec);
 
+/// How a module's layers are split into stages where the spec gives no
+/// partition.
+enum class Balance : uint8_t {
+  Layers, ///< evenly (evenPartition)
+  Cost,   ///< balancing the stages' FLOPs (costBalancedPartition)
+};
+
 /// Splits `layers` into `stages` parts as evenly as possible; the first
 /// `layers % stages` stages get one layer more. Requires stages >= 1.
 std::vector<int64_t> evenPartition(int64_t layers, int64_t stages);

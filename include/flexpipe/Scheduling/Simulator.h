@@ -196,6 +196,17 @@ ScheduleJudge sharedCoresJudge(const BuiltProblem &built,
 std::string profileCosts(const Program &program, const Profile &profile,
                          SimCosts &costs);
 
+struct CostInputs;
+
+/// The costs of `program` run with `dp` data-parallel replicas: the model's
+/// with a model and cluster (the profile's durations over them where it has
+/// entries; replica 0's devices, replicaDevices), the profile's alone, or
+/// without files one step per instruction (`TimeModel::Step`, unitCosts) or
+/// 1, 2, 1, 1 per layer (`TimeModel::Cost`, layerCosts). The one place that
+/// chooses; returns an empty string or an error.
+std::string programCosts(const Program &program, const CostInputs &inputs,
+                         int64_t dp, TimeModel withoutFiles, SimCosts &costs);
+
 struct SimResult {
   double iterationTime = 0;
   std::vector<double> busy, idle, bubble;          ///< per actor

@@ -869,6 +869,10 @@ LogicalResult lowerActor(OpBuilder &b, ScheduleOp schedule, ActorOp actor,
 struct ConvertToEmitCPass
     : flexpipe::impl::ConvertToEmitCPassBase<ConvertToEmitCPass> {
   using Base::Base;
+  ConvertToEmitCPass(const ConvertToEmitCPassOptions &options,
+                     std::shared_ptr<const sched::ModelConfig> model)
+      : Base(options), shared(std::move(model)) {}
+
   void runOnOperation() override {
     ModuleOp root = getOperation();
     if (dataParallel < 1) {
@@ -876,8 +880,12 @@ struct ConvertToEmitCPass
                        << dataParallel.getValue();
       return signalPassFailure();
     }
+    // The model's sizes: read once by the pass's creator, or here.
     sched::ModelConfig model;
-    if (!modelFile.empty())
+    const bool sized = shared || !modelFile.empty();
+    if (shared)
+      model = *shared;
+    else if (!modelFile.empty())
       if (std::string error = sched::loadModel(modelFile, model);
           !error.empty()) {
         root.emitError() << error;
@@ -886,9 +894,8 @@ struct ConvertToEmitCPass
     for (ScheduleOp schedule :
          llvm::make_early_inc_range(root.getOps<ScheduleOp>())) {
       ExecInstances instances;
-      FailureOr<std::string> description =
-          describe(schedule, modelFile.empty() ? nullptr : &model, dataParallel,
-                   seed, instances);
+      FailureOr<std::string> description = describe(
+          schedule, sized ? &model : nullptr, dataParallel, seed, instances);
       if (failed(description))
         return signalPassFailure();
       OpBuilder b(schedule);
@@ -898,6 +905,15 @@ struct ConvertToEmitCPass
       schedule.erase();
     }
   }
+
+  /// The model file read once by the pass's creator; null: the option's.
+  std::shared_ptr<const sched::ModelConfig> shared;
 };
 
 } // namespace
+
+std::unique_ptr<Pass> flexpipe::createConvertToEmitCPass(
+    const ConvertToEmitCPassOptions &options,
+    std::shared_ptr<const sched::ModelConfig> model) {
+  return std::make_unique<ConvertToEmitCPass>(options, std::move(model));
+}

@@ -13,6 +13,10 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 
+#include "flexpipe/Scheduling/CostModel.h"
+
+#include <memory>
+
 namespace flexpipe {
 
 #define GEN_PASS_DECL
@@ -20,6 +24,12 @@ namespace flexpipe {
 
 #define GEN_PASS_REGISTRATION
 #include "flexpipe/Conversion/Passes.h.inc"
+
+/// The lowering with the model file read once by the caller (`model`; the
+/// pass's model option is then not read).
+std::unique_ptr<mlir::Pass>
+createConvertToEmitCPass(const ConvertToEmitCPassOptions &options,
+                         std::shared_ptr<const sched::ModelConfig> model);
 
 } // namespace flexpipe
 

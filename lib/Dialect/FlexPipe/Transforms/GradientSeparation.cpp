@@ -29,6 +29,10 @@ namespace {
 struct GradientSeparationPass
     : flexpipe::impl::GradientSeparationPassBase<GradientSeparationPass> {
   using Base::Base;
+  GradientSeparationPass(const GradientSeparationPassOptions &options,
+                         std::shared_ptr<const sched::CostInputs> inputs)
+      : Base(options), shared(std::move(inputs)) {}
+
   void runOnOperation() override {
     if (maxRounds < 0 || !(memoryBound >= 0)) {
       getOperation().emitError()
@@ -37,15 +41,23 @@ struct GradientSeparationPass
       return signalPassFailure();
     }
     Builder b(&getContext());
+    std::shared_ptr<const sched::CostInputs> inputs;
     for (ScheduleOp schedule : getOperation().getOps<ScheduleOp>()) {
       if (!shouldOptimize(schedule, "gradient_separation", requestedOnly))
         continue;
+      if (!inputs) {
+        FailureOr<std::shared_ptr<const sched::CostInputs>> read =
+            passCostInputs(schedule, getArgument(), shared, modelFile,
+                           clusterFile, "");
+        if (failed(read))
+          return signalPassFailure();
+        inputs = *read;
+      }
       ScheduleProgram read = readSchedule(schedule);
       sched::Program program = read.program;
       sched::splitBackward(program);
-      FailureOr<sched::SimCosts> costs =
-          resolveCosts(schedule, program, "flexpipe-gradient-separation",
-                       timeModel, modelFile, clusterFile, "", dp);
+      FailureOr<sched::SimCosts> costs = resolveCosts(
+          schedule, getArgument(), program, *inputs, dp, timeModel);
       if (failed(costs))
         return signalPassFailure();
       sched::SeparationOptions options;
@@ -79,5 +91,14 @@ struct GradientSeparationPass
                         fields.getDictionary(&getContext()));
     }
   }
+
+  /// Cost files read once by the pipeline's creator; null: the options'.
+  std::shared_ptr<const sched::CostInputs> shared;
 };
 } // namespace
+
+std::unique_ptr<Pass> flexpipe::createGradientSeparationPass(
+    const GradientSeparationPassOptions &options,
+    std::shared_ptr<const sched::CostInputs> inputs) {
+  return std::make_unique<GradientSeparationPass>(options, std::move(inputs));
+}

@@ -24,15 +24,16 @@ using namespace flexpipe;
 namespace {
 struct PartitionPass : flexpipe::impl::PartitionPassBase<PartitionPass> {
   using Base::Base;
+  PartitionPass(const PartitionPassOptions &options,
+                std::shared_ptr<const sched::CostInputs> inputs)
+      : Base(options), shared(std::move(inputs)) {}
+
   void runOnOperation() override {
-    if (balance != "layers" && balance != "cost") {
-      getOperation().emitError()
-          << "unknown balance '" << balance.getValue()
-          << "' for -flexpipe-partition; expected layers or cost";
-      return signalPassFailure();
-    }
+    // The model file's sizes: read once by the pipeline's creator, or here.
     sched::ModelConfig fileModel;
-    if (!modelFile.empty())
+    if (shared && shared->model)
+      fileModel = *shared->model;
+    else if (!modelFile.empty())
       if (std::string error = sched::loadModel(modelFile, fileModel);
           !error.empty()) {
         getOperation().emitError() << error;
@@ -48,7 +49,7 @@ struct PartitionPass : flexpipe::impl::PartitionPassBase<PartitionPass> {
         return signalPassFailure();
       }
       const int64_t stages = placed->stagesPerDirection;
-      if (balance == "layers") {
+      if (balance == sched::Balance::Layers) {
         module.setPartition(module.getLayersPerStage(stages));
         return;
       }
@@ -81,5 +82,14 @@ struct PartitionPass : flexpipe::impl::PartitionPassBase<PartitionPass> {
       module.setPartition(counts);
     });
   }
+
+  /// Cost files read once by the pipeline's creator; null: the options'.
+  std::shared_ptr<const sched::CostInputs> shared;
 };
 } // namespace
+
+std::unique_ptr<Pass>
+flexpipe::createPartitionPass(const PartitionPassOptions &options,
+                              std::shared_ptr<const sched::CostInputs> inputs) {
+  return std::make_unique<PartitionPass>(options, std::move(inputs));
+}

@@ -14,11 +14,18 @@
 using namespace mlir;
 
 void flexpipe::buildSpecToSchedulePipeline(
-    OpPassManager &pm, const SpecToScheduleOptions &options) {
+    OpPassManager &pm, const SpecToScheduleOptions &options,
+    std::shared_ptr<const sched::CostInputs> inputs) {
+  if (!inputs) {
+    auto read = std::make_shared<sched::CostInputs>();
+    if (sched::loadCostInputs(options.modelFile, options.clusterFile, "", *read)
+            .empty())
+      inputs = std::move(read);
+  }
   PartitionPassOptions partition;
   partition.balance = options.balance;
   partition.modelFile = options.modelFile;
-  pm.addPass(createPartitionPass(partition));
+  pm.addPass(createPartitionPass(partition, inputs));
   pm.addPass(createPlacePass());
   SchedulePassOptions schedule;
   schedule.timeModel = options.timeModel;
@@ -26,7 +33,7 @@ void flexpipe::buildSpecToSchedulePipeline(
   schedule.modelFile = options.modelFile;
   schedule.clusterFile = options.clusterFile;
   schedule.dp = options.dp;
-  pm.addPass(createSchedulePass(schedule));
+  pm.addPass(createSchedulePass(schedule, inputs));
   // Bubble optimizations the specs ask for with flexpipe.optimize.
   SplitBackwardPassOptions split;
   split.requestedOnly = true;
@@ -37,7 +44,7 @@ void flexpipe::buildSpecToSchedulePipeline(
   separation.modelFile = options.modelFile;
   separation.clusterFile = options.clusterFile;
   separation.dp = options.dp;
-  pm.addPass(createGradientSeparationPass(separation));
+  pm.addPass(createGradientSeparationPass(separation, inputs));
   pm.addPass(createInsertCommPass());
   AsyncCommPassOptions async;
   async.requestedOnly = true;
@@ -54,5 +61,7 @@ void flexpipe::registerFlexPipePassesAndPipelines() {
       "Turn flexpipe.pipeline specs into verified flexpipe.schedule programs "
       "(partition, place, schedule, the bubble optimizations each spec asks "
       "for with flexpipe.optimize, insert-comm, verify-schedule)",
-      buildSpecToSchedulePipeline);
+      [](OpPassManager &pm, const SpecToScheduleOptions &options) {
+        buildSpecToSchedulePipeline(pm, options);
+      });
 }

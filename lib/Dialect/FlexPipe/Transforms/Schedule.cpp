@@ -65,49 +65,32 @@ void writeSchedule(PipelineOp pipeline, const sched::BuiltProblem &built,
 
 struct SchedulePass : flexpipe::impl::SchedulePassBase<SchedulePass> {
   using Base::Base;
-  void runOnOperation() override {
-    FailureOr<sched::TimeModel> model = chooseOption<sched::TimeModel>(
-        getOperation(), getArgument(), "time model", timeModel,
-        {{"step", sched::TimeModel::Step}, {"cost", sched::TimeModel::Cost}});
-    if (failed(model))
-      return signalPassFailure();
-    FailureOr<sched::StepRule> rule = chooseOption<sched::StepRule>(
-        getOperation(), getArgument(), "step rule", stepRule,
-        {{"next-type", sched::StepRule::NextType},
-         {"literal", sched::StepRule::Literal}});
-    if (failed(rule))
-      return signalPassFailure();
+  SchedulePass(const SchedulePassOptions &options,
+               std::shared_ptr<const sched::CostInputs> inputs)
+      : Base(options), shared(std::move(inputs)) {}
 
+  void runOnOperation() override {
     if (dp < 1) {
       getOperation().emitError()
           << "-" << getArgument() << " needs dp >= 1, not " << dp;
       return signalPassFailure();
     }
-    sched::ModelConfig modelConfig;
-    sched::ClusterConfig cluster;
-    if (modelFile.empty() != clusterFile.empty()) {
-      getOperation().emitError()
-          << "-flexpipe-schedule needs both model and cluster files for the "
-             "cost model, or neither";
+    FailureOr<std::shared_ptr<const sched::CostInputs>> inputs = passCostInputs(
+        getOperation(), getArgument(), shared, modelFile, clusterFile, "");
+    if (failed(inputs))
       return signalPassFailure();
-    }
-    if (!modelFile.empty()) {
-      for (const std::string &error :
-           {sched::loadModel(modelFile, modelConfig),
-            sched::loadCluster(clusterFile, cluster)})
-        if (!error.empty()) {
-          getOperation().emitError() << error;
-          return signalPassFailure();
-        }
-    }
+    const bool priced = (*inputs)->hasModel();
+    sched::ClusterConfig cluster;
+    if (priced)
+      cluster = *(*inputs)->cluster;
 
     for (PipelineOp pipeline :
          llvm::make_early_inc_range(getOperation().getOps<PipelineOp>())) {
       FailureOr<sched::PipelineSpec> spec = readPipelineSpec(pipeline);
       if (failed(spec))
         return signalPassFailure();
-      if (!modelFile.empty()) {
-        spec->model = &modelConfig;
+      if (priced) {
+        spec->model = &*(*inputs)->model;
         spec->cluster = &cluster;
       }
       llvm::Expected<sched::BuiltProblem> built = sched::buildProblem(*spec);
@@ -115,17 +98,17 @@ struct SchedulePass : flexpipe::impl::SchedulePassBase<SchedulePass> {
         pipeline.emitOpError() << llvm::toString(built.takeError());
         return signalPassFailure();
       }
-      built->problem.stepRule = *rule;
+      built->problem.stepRule = stepRule;
       sched::ScheduleJudge judge;
       std::vector<int64_t> devices;
-      if (!modelFile.empty()) {
+      if (priced) {
         cluster.jobDevices = built->problem.numActors * dp;
         devices = sched::replicaDevices(built->problem.numActors, dp);
-        judge = sched::sharedCoresJudge(*built, modelConfig, cluster,
+        judge = sched::sharedCoresJudge(*built, *(*inputs)->model, cluster,
                                         /*profile=*/nullptr, devices);
       }
       sched::ScheduleResult result =
-          sched::schedule(built->problem, *model, judge);
+          sched::schedule(built->problem, timeModel, judge);
       if (!result.ok) {
         InFlightDiagnostic diag = pipeline.emitOpError()
                                   << "cannot be scheduled: " << result.error;
@@ -136,5 +119,14 @@ struct SchedulePass : flexpipe::impl::SchedulePassBase<SchedulePass> {
       writeSchedule(pipeline, *built, result);
     }
   }
+
+  /// Cost files read once by the pipeline's creator; null: the options'.
+  std::shared_ptr<const sched::CostInputs> shared;
 };
 } // namespace
+
+std::unique_ptr<Pass>
+flexpipe::createSchedulePass(const SchedulePassOptions &options,
+                             std::shared_ptr<const sched::CostInputs> inputs) {
+  return std::make_unique<SchedulePass>(options, std::move(inputs));
+}

@@ -28,10 +28,23 @@ using namespace flexpipe;
 namespace {
 struct SimulatePass : flexpipe::impl::SimulatePassBase<SimulatePass> {
   using Base::Base;
+  SimulatePass(const SimulatePassOptions &options,
+               std::shared_ptr<const sched::CostInputs> inputs)
+      : Base(options), shared(std::move(inputs)) {}
+
   void runOnOperation() override {
     ModuleOp root = getOperation();
     Builder b(&getContext());
+    std::shared_ptr<const sched::CostInputs> inputs;
     for (ScheduleOp schedule : root.getOps<ScheduleOp>()) {
+      if (!inputs) {
+        FailureOr<std::shared_ptr<const sched::CostInputs>> read =
+            passCostInputs(schedule, getArgument(), shared, modelFile,
+                           clusterFile, profileFile);
+        if (failed(read))
+          return signalPassFailure();
+        inputs = *read;
+      }
       ScheduleProgram read = readSchedule(schedule);
       sched::Simulator simulator;
       std::string error;
@@ -39,9 +52,8 @@ struct SimulatePass : flexpipe::impl::SimulatePassBase<SimulatePass> {
         schedule.emitError() << error;
         return signalPassFailure();
       }
-      FailureOr<sched::SimCosts> costs =
-          resolveCosts(schedule, read.program, "flexpipe-simulate", timeModel,
-                       modelFile, clusterFile, profileFile, dp);
+      FailureOr<sched::SimCosts> costs = resolveCosts(
+          schedule, getArgument(), read.program, *inputs, dp, timeModel);
       if (failed(costs))
         return signalPassFailure();
       costs->rendezvous = rendezvous;
@@ -68,5 +80,14 @@ struct SimulatePass : flexpipe::impl::SimulatePassBase<SimulatePass> {
                         fields.getDictionary(&getContext()));
     }
   }
+
+  /// Cost files read once by the pipeline's creator; null: the options'.
+  std::shared_ptr<const sched::CostInputs> shared;
 };
 } // namespace
+
+std::unique_ptr<Pass>
+flexpipe::createSimulatePass(const SimulatePassOptions &options,
+                             std::shared_ptr<const sched::CostInputs> inputs) {
+  return std::make_unique<SimulatePass>(options, std::move(inputs));
+}

@@ -609,52 +609,36 @@ bool flexpipe::shouldOptimize(ScheduleOp schedule, StringRef optimization,
   return requested && requested.contains(optimization);
 }
 
-FailureOr<sched::SimCosts>
-flexpipe::resolveCosts(Operation *at, const sched::Program &program,
-                       StringRef passName, StringRef timeModel,
-                       StringRef modelFile, StringRef clusterFile,
-                       StringRef profileFile, int64_t dp) {
-  if (failed(chooseOption<bool>(at, passName, "time model", timeModel,
-                                {{"step", false}, {"cost", true}})))
+FailureOr<std::shared_ptr<const sched::CostInputs>>
+flexpipe::passCostInputs(Operation *at, StringRef passName,
+                         std::shared_ptr<const sched::CostInputs> shared,
+                         StringRef modelFile, StringRef clusterFile,
+                         StringRef profileFile) {
+  if (shared)
+    return shared;
+  auto inputs = std::make_shared<sched::CostInputs>();
+  if (std::string error = sched::loadCostInputs(
+          modelFile.str(), clusterFile.str(), profileFile.str(), *inputs);
+      !error.empty()) {
+    at->emitError() << "-" << passName << ": " << error;
     return failure();
+  }
+  return std::shared_ptr<const sched::CostInputs>(std::move(inputs));
+}
+
+FailureOr<sched::SimCosts>
+flexpipe::resolveCosts(Operation *at, StringRef passName,
+                       const sched::Program &program,
+                       const sched::CostInputs &inputs, int64_t dp,
+                       sched::TimeModel withoutFiles) {
   if (dp < 1) {
     at->emitError() << "-" << passName << " needs dp >= 1, not " << dp;
     return failure();
   }
-  if (modelFile.empty() != clusterFile.empty()) {
-    at->emitError() << "-" << passName
-                    << " needs both model and cluster files, or neither";
-    return failure();
-  }
-  sched::ModelConfig model;
-  sched::ClusterConfig cluster;
-  sched::Profile profile;
-  std::vector<std::string> problems;
-  if (!modelFile.empty()) {
-    problems.push_back(sched::loadModel(modelFile.str(), model));
-    problems.push_back(sched::loadCluster(clusterFile.str(), cluster));
-  }
-  if (!profileFile.empty())
-    problems.push_back(sched::loadProfile(profileFile.str(), profile));
-  for (const std::string &problem : problems)
-    if (!problem.empty()) {
-      at->emitError() << problem;
-      return failure();
-    }
   sched::SimCosts costs;
-  std::string error;
-  if (!modelFile.empty()) {
-    cluster.jobDevices = program.numActors * dp;
-    error = sched::modelCosts(
-        program, model, cluster, profileFile.empty() ? nullptr : &profile,
-        sched::replicaDevices(program.numActors, dp), costs);
-  } else if (!profileFile.empty()) {
-    error = sched::profileCosts(program, profile, costs);
-  } else {
-    costs = timeModel == "cost" ? sched::layerCosts(program)
-                                : sched::unitCosts(program);
-  }
-  if (!error.empty()) {
+  if (std::string error =
+          sched::programCosts(program, inputs, dp, withoutFiles, costs);
+      !error.empty()) {
     at->emitError() << error;
     return failure();
   }

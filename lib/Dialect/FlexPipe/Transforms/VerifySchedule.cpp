@@ -23,13 +23,7 @@ namespace {
 struct VerifySchedulePass : flexpipe::impl::VerifySchedulePassBase<VerifySchedulePass> {
   using Base::Base;
   void runOnOperation() override {
-    FailureOr<sched::ChannelRule> chosen = chooseOption<sched::ChannelRule>(
-        getOperation(), getArgument(), "channel rule", channels,
-        {{"stage", sched::ChannelRule::PerStage},
-         {"pair", sched::ChannelRule::PerPair}});
-    if (failed(chosen))
-      return signalPassFailure();
-    const sched::ChannelRule rule = *chosen;
+    const sched::ChannelRule rule = channels;
     for (ScheduleOp schedule : getOperation().getOps<ScheduleOp>()) {
       ScheduleProgram read = readSchedule(schedule);
       std::optional<sched::VerifyFailure> failure =

@@ -10,6 +10,10 @@
 #define FLEXPIPE_DIALECT_FLEXPIPE_TRANSFORMS_PASSES_H
 
 #include "flexpipe/Dialect/FlexPipe/IR/FlexPipe.h"
+#include "flexpipe/Scheduling/CostModelYAML.h"
+#include "flexpipe/Scheduling/Placement.h"
+#include "flexpipe/Scheduling/Program.h"
+#include "flexpipe/Scheduling/Scheduler.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
@@ -23,24 +27,48 @@ namespace flexpipe {
 #define GEN_PASS_REGISTRATION
 #include "flexpipe/Dialect/FlexPipe/Transforms/Passes.h.inc"
 
+/// The passes that price schedules, with the cost files read once by their
+/// creator (`inputs`; their file options are then not read). flexpipe-compile
+/// reads --model, --cluster and --profile once and hands them to each.
+std::unique_ptr<mlir::Pass>
+createPartitionPass(const PartitionPassOptions &options,
+                    std::shared_ptr<const sched::CostInputs> inputs);
+std::unique_ptr<mlir::Pass>
+createSchedulePass(const SchedulePassOptions &options,
+                   std::shared_ptr<const sched::CostInputs> inputs);
+std::unique_ptr<mlir::Pass>
+createGradientSeparationPass(const GradientSeparationPassOptions &options,
+                             std::shared_ptr<const sched::CostInputs> inputs);
+std::unique_ptr<mlir::Pass>
+createSimulatePass(const SimulatePassOptions &options,
+                   std::shared_ptr<const sched::CostInputs> inputs);
+
 /// Options of the spec-to-schedule pipeline.
 struct SpecToScheduleOptions
     : public mlir::PassPipelineOptions<SpecToScheduleOptions> {
-  Option<std::string> timeModel{
-      *this, "time-model",
-      llvm::cl::desc("Scheduling time model: step or cost"),
-      llvm::cl::init("step")};
-  Option<std::string> stepRule{
-      *this, "step-rule",
-      llvm::cl::desc("Algorithm 1's step function: next-type (a failed fetch "
-                     "moves on to the next instruction type) or literal (as "
-                     "the paper writes it: the first non-empty reorder queue "
-                     "decides)"),
-      llvm::cl::init("next-type")};
-  Option<std::string> balance{
-      *this, "balance",
-      llvm::cl::desc("Partition: layers (even) or cost (balanced FLOPs)"),
-      llvm::cl::init("layers")};
+  Option<sched::TimeModel> timeModel{
+      *this, "time-model", llvm::cl::desc("Scheduling time model"),
+      llvm::cl::init(sched::TimeModel::Step),
+      llvm::cl::values(
+          clEnumValN(sched::TimeModel::Step, "step",
+                     "every instruction one step (the paper's)"),
+          clEnumValN(sched::TimeModel::Cost, "cost",
+                     "actors pick their next instruction when free"))};
+  Option<sched::StepRule> stepRule{
+      *this, "step-rule", llvm::cl::desc("Algorithm 1's step function"),
+      llvm::cl::init(sched::StepRule::NextType),
+      llvm::cl::values(
+          clEnumValN(sched::StepRule::NextType, "next-type",
+                     "a failed fetch moves on to the next instruction type"),
+          clEnumValN(sched::StepRule::Literal, "literal",
+                     "as the paper writes it: the first non-empty reorder "
+                     "queue decides"))};
+  Option<sched::Balance> balance{
+      *this, "balance", llvm::cl::desc("How the partition splits layers"),
+      llvm::cl::init(sched::Balance::Layers),
+      llvm::cl::values(
+          clEnumValN(sched::Balance::Layers, "layers", "evenly"),
+          clEnumValN(sched::Balance::Cost, "cost", "balanced FLOPs"))};
   Option<std::string> modelFile{
       *this, "model", llvm::cl::desc("Model YAML for the cost time model"),
       llvm::cl::init("")};
@@ -52,21 +80,27 @@ struct SpecToScheduleOptions
                                     "separation prices messages for (replica "
                                     "0's actor a is device a x dp)"),
                      llvm::cl::init(1)};
-  Option<std::string> channels{
+  Option<sched::ChannelRule> channels{
       *this, "channels",
-      llvm::cl::desc("What verify-schedule takes as one FIFO channel: stage "
-                     "(sender, receiver, kind, sending stage) or pair "
-                     "(sender and receiver: untagged runtimes)"),
-      llvm::cl::init("stage")};
+      llvm::cl::desc("What verify-schedule takes as one FIFO channel"),
+      llvm::cl::init(sched::ChannelRule::PerStage),
+      llvm::cl::values(clEnumValN(sched::ChannelRule::PerStage, "stage",
+                                  "sender, receiver, kind, sending stage"),
+                       clEnumValN(sched::ChannelRule::PerPair, "pair",
+                                  "sender and receiver: untagged runtimes"))};
 };
 
 /// partition -> place -> schedule -> [split-backward -> gradient-separation]
 /// -> insert-comm -> [async-comm] -> verify-schedule: a spec becomes a
 /// verified schedule; the bracketed passes act on the schedules whose spec
 /// asks for them with flexpipe.optimize. Used by flexpipe-opt
-/// (`--flexpipe-spec-to-schedule`) and flexpipe-compile alike.
-void buildSpecToSchedulePipeline(mlir::OpPassManager &pm,
-                                 const SpecToScheduleOptions &options);
+/// (`--flexpipe-spec-to-schedule`) and flexpipe-compile alike. The cost files
+/// are read once, here (or by the caller: `inputs`), and shared by the passes
+/// that price; when they cannot be read, the first pass that needs them
+/// reports why.
+void buildSpecToSchedulePipeline(
+    mlir::OpPassManager &pm, const SpecToScheduleOptions &options,
+    std::shared_ptr<const sched::CostInputs> inputs = nullptr);
 
 /// Registers every FlexPipe pass and pipeline with the global registry.
 void registerFlexPipePassesAndPipelines();

@@ -33,9 +33,12 @@ def PartitionPass : Pass<"flexpipe-partition", "mlir::ModuleOp"> {
     ```
   }];
   let options = [
-    Option<"balance", "balance", "std::string", "\"layers\"",
+    Option<"balance", "balance", "::flexpipe::sched::Balance", "::flexpipe::sched::Balance::Layers",
            "`layers` (an even split of the layers) or `cost` (balance the "
-           "stages' FLOPs, embedding and LM head included)">,
+           "stages' FLOPs, embedding and LM head included)",
+           [{::llvm::cl::values(
+             clEnumValN(::flexpipe::sched::Balance::Layers, "layers", "an even split"),
+             clEnumValN(::flexpipe::sched::Balance::Cost, "cost", "balanced FLOPs"))}]>,
     Option<"modelFile", "model", "std::string", "\"\"",
            "Model YAML giving the sizes for `balance=cost` where a module "
            "has no `model<...>`">,
@@ -110,21 +113,27 @@ def SchedulePass : Pass<"flexpipe-schedule", "mlir::ModuleOp"> {
     ```
   }];
   let options = [
-    Option<"timeModel", "time-model", "std::string", "\"step\"",
+    Option<"timeModel", "time-model", "::flexpipe::sched::TimeModel", "::flexpipe::sched::TimeModel::Step",
            "How long instructions take while scheduling: `step` (the paper's "
            "model: every instruction takes one step) or `cost` (each actor "
            "picks its next instruction when it becomes free; forward, "
            "backward, input- and weight-gradient of a stage take 1, 2, 1 and "
            "1 time units per layer, or the cost model's durations when "
            "`model` and `cluster` are given; the step model's order is kept "
-           "when it finishes earlier under those durations)">,
-    Option<"stepRule", "step-rule", "std::string", "\"next-type\"",
+           "when it finishes earlier under those durations)",
+           [{::llvm::cl::values(
+             clEnumValN(::flexpipe::sched::TimeModel::Step, "step", "every instruction one step"),
+             clEnumValN(::flexpipe::sched::TimeModel::Cost, "cost", "durations from costs"))}]>,
+    Option<"stepRule", "step-rule", "::flexpipe::sched::StepRule", "::flexpipe::sched::StepRule::NextType",
            "What Algorithm 1's step function does when the fetch of the "
            "preferred instruction type finds nothing schedulable in a "
            "non-empty reorder queue (in-flight limit, interval, check "
            "function): `next-type` (FlexPipe's default) tries the next type; "
            "`literal` (the paper as written) leaves the actor idle for the "
-           "step (docs/Rationale.md)">,
+           "step (docs/Rationale.md)",
+           [{::llvm::cl::values(
+             clEnumValN(::flexpipe::sched::StepRule::NextType, "next-type", "try the next type"),
+             clEnumValN(::flexpipe::sched::StepRule::Literal, "literal", "the paper as written"))}]>,
     Option<"modelFile", "model", "std::string", "\"\"",
            "Model YAML (docs/CostModel.md) for the cost time model">,
     Option<"clusterFile", "cluster", "std::string", "\"\"",
@@ -206,11 +215,14 @@ def GradientSeparationPass
     Option<"requestedOnly", "requested-only", "bool", "false",
            "Only transform schedules whose spec asked for it with "
            "`flexpipe.optimize` (set by -flexpipe-spec-to-schedule)">,
-    Option<"timeModel", "time-model", "std::string", "\"step\"",
+    Option<"timeModel", "time-model", "::flexpipe::sched::TimeModel", "::flexpipe::sched::TimeModel::Step",
            "How long instructions take: `step` (one step each) or `cost` "
            "(1, 2, 1, 1 for forward, backward, input and weight gradient per "
            "actor's share of the layers, or the cost model's durations with "
-           "`model` and `cluster`)">,
+           "`model` and `cluster`)",
+           [{::llvm::cl::values(
+             clEnumValN(::flexpipe::sched::TimeModel::Step, "step", "every instruction one step"),
+             clEnumValN(::flexpipe::sched::TimeModel::Cost, "cost", "durations from costs"))}]>,
     Option<"modelFile", "model", "std::string", "\"\"",
            "Model YAML (docs/CostModel.md)">,
     Option<"clusterFile", "cluster", "std::string", "\"\"",
@@ -309,11 +321,14 @@ def VerifySchedulePass : Pass<"flexpipe-verify-schedule", "mlir::ModuleOp"> {
     that stricter rule (`--emit=torch-csv-comms` orders receives so).
   }];
   let options = [
-    Option<"channels", "channels", "std::string", "\"stage\"",
+    Option<"channels", "channels", "::flexpipe::sched::ChannelRule", "::flexpipe::sched::ChannelRule::PerStage",
            "Which messages share one FIFO channel: `stage` (sender, "
            "receiver, kind and sending stage; FlexPipe's tagged runtimes) "
            "or `pair` (sender and receiver; untagged runtimes such as "
-           "PyTorch's)">,
+           "PyTorch's)",
+           [{::llvm::cl::values(
+             clEnumValN(::flexpipe::sched::ChannelRule::PerStage, "stage", "tagged point-to-point"),
+             clEnumValN(::flexpipe::sched::ChannelRule::PerPair, "pair", "untagged point-to-point"))}]>,
   ];
   let dependentDialects = ["flexpipe::FlexPipeDialect"];
 }
@@ -350,11 +365,14 @@ def SimulatePass : Pass<"flexpipe-simulate", "mlir::ModuleOp"> {
            "leaves when both its send and its receive are posted, so early "
            "receives from -flexpipe-async-comm overlap it with computation; "
            "by default messages leave when sent">,
-    Option<"timeModel", "time-model", "std::string", "\"step\"",
+    Option<"timeModel", "time-model", "::flexpipe::sched::TimeModel", "::flexpipe::sched::TimeModel::Step",
            "Costs without a model or profile: `step` (every instruction one "
            "step, one unit of activation memory per stage) or `cost` "
            "(forward, backward, input and weight gradient 1, 2, 1, 1 per "
-           "actor's share of the layers, memory likewise)">,
+           "actor's share of the layers, memory likewise)",
+           [{::llvm::cl::values(
+             clEnumValN(::flexpipe::sched::TimeModel::Step, "step", "every instruction one step"),
+             clEnumValN(::flexpipe::sched::TimeModel::Cost, "cost", "durations from costs"))}]>,
     Option<"modelFile", "model", "std::string", "\"\"",
            "Model YAML (docs/CostModel.md); needs `cluster`">,
     Option<"clusterFile", "cluster", "std::string", "\"\"",

@@ -16,6 +16,7 @@
 #define FLEXPIPE_DIALECT_FLEXPIPE_TRANSFORMS_UTILS_H
 
 #include "flexpipe/Dialect/FlexPipe/IR/FlexPipe.h"
+#include "flexpipe/Scheduling/CostModelYAML.h"
 #include "flexpipe/Scheduling/PipelineSpec.h"
 #include "flexpipe/Scheduling/Program.h"
 #include "flexpipe/Scheduling/Simulator.h"
@@ -23,33 +24,11 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
 
+#include <memory>
 #include <utility>
 #include <vector>
 
 namespace flexpipe {
-
-/// The value of the string pass option `what` of pass `-pass` among
-/// `choices`; otherwise emits `unknown WHAT 'V' for -PASS; expected A or B`
-/// at `at` and fails. The one reader of enumerated pass options.
-template <typename T>
-mlir::FailureOr<T>
-chooseOption(mlir::Operation *at, llvm::StringRef pass, llvm::StringRef what,
-             llvm::StringRef value,
-             std::initializer_list<std::pair<llvm::StringRef, T>> choices) {
-  std::string expected;
-  size_t index = 0;
-  for (const auto &[name, result] : choices) {
-    if (name == value)
-      return result;
-    if (index > 0)
-      expected += index + 1 == choices.size() ? " or " : ", ";
-    expected += name.str();
-    ++index;
-  }
-  at->emitError() << "unknown " << what << " '" << value << "' for -" << pass
-                  << "; expected " << expected;
-  return mlir::failure();
-}
 
 /// Reads a verified pipeline into the library's spec. Emits a diagnostic and
 /// fails on constructs the scheduler does not handle yet.
@@ -92,17 +71,23 @@ void rewriteSchedule(ScheduleOp schedule, const ScheduleProgram &read,
 bool shouldOptimize(ScheduleOp schedule, llvm::StringRef optimization,
                     bool requestedOnly);
 
-/// The costs a pass times a schedule with: the cost model's when `modelFile`
-/// and `clusterFile` are given (with a measured `profileFile` on top), else
-/// the profile's, else unit costs: `step` (every instruction one step, one
-/// unit of activation memory per stage) or `cost` (sched::layerCosts).
-/// Messages are priced on sched::replicaDevices(actors, dp).
-/// Emits an error at `at` and fails on bad files or options.
+/// The cost files a pass prices with: `shared` when its creator read them
+/// once for the whole pipeline (flexpipe-compile), else the files the pass
+/// options name, read now. Emits an error at `at` and fails on bad files.
+mlir::FailureOr<std::shared_ptr<const sched::CostInputs>>
+passCostInputs(mlir::Operation *at, llvm::StringRef passName,
+               std::shared_ptr<const sched::CostInputs> shared,
+               llvm::StringRef modelFile, llvm::StringRef clusterFile,
+               llvm::StringRef profileFile);
+
+/// The costs a pass times a schedule with (sched::programCosts: the cost
+/// model's, the profile's, or unit costs by `withoutFiles`), messages priced
+/// on sched::replicaDevices(actors, dp). Emits an error at `at` and fails on
+/// a bad dp or costs that do not fit the program.
 mlir::FailureOr<sched::SimCosts>
-resolveCosts(mlir::Operation *at, const sched::Program &program,
-             llvm::StringRef passName, llvm::StringRef timeModel,
-             llvm::StringRef modelFile, llvm::StringRef clusterFile,
-             llvm::StringRef profileFile, int64_t dp);
+resolveCosts(mlir::Operation *at, llvm::StringRef passName,
+             const sched::Program &program, const sched::CostInputs &inputs,
+             int64_t dp, sched::TimeModel withoutFiles);
 
 } // namespace flexpipe
 
