@@ -57,7 +57,8 @@ flexpipe.pipeline @async actors(4) microbatches(2) {
 
 // DistMM-Pipe's grouping: prev(2) next(2) makes one instance per two
 // micro-batches (named by its first); both forwards come before it and both
-// backwards after it. A gather goes to the stage's first actor.
+// backwards after it. A gather goes to the stage's lowest-numbered actor,
+// whatever order the stage lists them in.
 // CHECK-LABEL: flexpipe.schedule @grouped
 // CHECK: flexpipe.actor 1 {
 // CHECK: flexpipe.fwd stage 1 mb 0
@@ -71,7 +72,7 @@ flexpipe.pipeline @async actors(4) microbatches(2) {
 flexpipe.pipeline @grouped actors(4) microbatches(4) {
   flexpipe.module @image layers(2) placement(one_to_one) actors [0, 1]
   flexpipe.module @text layers(2) placement(one_to_one) actors [2, 3]
-  flexpipe.stage @sync actors [1, 3]
+  flexpipe.stage @sync actors [3, 1]
   flexpipe.instruction @sync_states kind(gather) on(@sync) prev(2) next(2)
   flexpipe.dependency fwd @image[-1] -> @sync_states @sync
   flexpipe.dependency fwd @text[-1] -> @sync_states @sync

@@ -203,8 +203,9 @@ def FlexPipe_InstructionOp : FlexPipe_Op<"instruction", [
     the ranks of a communication group). `kind` says what the runtime does:
     - `compute`: every actor of the stage runs its own instance (a
       `flexpipe.exec`, bound to a user operation at run time);
-    - `all_gather` / `gather` (to the stage's first actor): a collective among
-      the actors of a registered stage (at least two). By default it blocks:
+    - `all_gather` / `gather` (to the lowest-numbered actor of the stage,
+      whatever order the stage lists them in): a collective among the actors
+      of a registered stage (at least two). By default it blocks:
       each member joins as soon as it is free (before any other work) and
       waits for the others. With `async` each member posts it and goes on;
       it completes after the last member posted, and the instructions that
