@@ -958,3 +958,56 @@ std::optional<VerifyFailure> flexpipe::sched::verify(const Program &program,
   ProgramGraph graph;
   return buildGraph(program, rule, graph, /*checkData=*/true);
 }
+
+int64_t flexpipe::sched::postReceivesEarly(Program &program,
+                                           int64_t lookahead) {
+  int32_t nextToken = 0;
+  for (const std::vector<ProgOp> &ops : program.actors)
+    for (const ProgOp &op : ops)
+      nextToken = std::max(nextToken, op.token + 1);
+  int64_t changed = 0;
+  for (std::vector<ProgOp> &ops : program.actors) {
+    // Where each computation is, and how many precede each op.
+    std::vector<size_t> computations, before(ops.size());
+    for (size_t i = 0; i < ops.size(); ++i) {
+      before[i] = computations.size();
+      if (isCompute(ops[i].kind))
+        computations.push_back(i);
+    }
+    // Per op: the posts that go right before it, in receive order.
+    std::vector<std::vector<ProgOp>> postsBefore(ops.size());
+    std::vector<int32_t> waitFor(ops.size(), -1);
+    int64_t posted = 0;
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const ProgOp &op = ops[i];
+      if (!isReceive(op.kind) || op.token >= 0)
+        continue;
+      const size_t n = before[i];
+      const size_t back = static_cast<size_t>(lookahead);
+      const size_t at = n == 0 ? i : computations[n >= back ? n - back : 0];
+      ProgOp post = op; // keeps the receive's source, for its location
+      post.token = nextToken++;
+      waitFor[i] = post.token;
+      postsBefore[at].push_back(post);
+      ++posted;
+    }
+    if (posted == 0)
+      continue;
+    changed += posted;
+    std::vector<ProgOp> out;
+    out.reserve(ops.size() + static_cast<size_t>(posted));
+    for (size_t i = 0; i < ops.size(); ++i) {
+      out.insert(out.end(), postsBefore[i].begin(), postsBefore[i].end());
+      if (waitFor[i] < 0) {
+        out.push_back(ops[i]);
+        continue;
+      }
+      ProgOp wait{OpKind::Wait}; // as readSchedule reads a flexpipe.wait
+      wait.token = waitFor[i];
+      wait.source = ops[i].source;
+      out.push_back(wait);
+    }
+    ops = std::move(out);
+  }
+  return changed;
+}

@@ -16,6 +16,7 @@
 #include <catch2/catch.hpp>
 
 #include <random>
+#include <set>
 
 using namespace flexpipe::sched;
 using flexpipe::sched::test::kBreadth;
@@ -498,4 +499,80 @@ TEST_CASE("a measured cluster file reads back as written", "[costmodel]") {
                      "seq: 1, micro_batch: 1, fwd_s: 0, igrad_s: 0, "
                      "wgrad_s: 0}\n") ==
         "c.yaml:10:7: error: missing key 'heads' in a measured layer");
+}
+
+TEST_CASE("receives posted early keep the program and help rendezvous",
+          "[simulator][async]") {
+  // The hand program's actor 1: recv F0, F0, B0, send grad 0, recv F1, F1,
+  // B1, send grad 1. With lookahead 1 the second receive is posted before
+  // the computation before it (B0) and waited for where it was.
+  Program program = handProgram();
+  Program async = program;
+  CHECK(postReceivesEarly(async, 1) == 4);
+  auto shape = [](const std::vector<ProgOp> &ops) {
+    std::string out;
+    for (const ProgOp &op : ops)
+      out +=
+          std::string(opKindName(op.kind)) + (op.token >= 0 ? "*" : "") + " ";
+    return out;
+  };
+  CHECK(shape(async.actors[1]) == "recv_act* wait* fwd recv_act* bwd "
+                                  "send_grad wait* fwd bwd send_grad ");
+  // Tokens are fresh and each wait names its receive's.
+  std::set<int32_t> posted;
+  for (const auto &ops : async.actors)
+    for (const ProgOp &op : ops)
+      if (op.kind == OpKind::RecvAct || op.kind == OpKind::RecvGrad)
+        CHECK(posted.insert(op.token).second);
+  for (const auto &ops : async.actors)
+    for (const ProgOp &op : ops)
+      if (op.kind == OpKind::Wait)
+        CHECK(posted.erase(op.token) == 1);
+  CHECK(posted.empty());
+  // Nothing left to post.
+  CHECK(postReceivesEarly(async, 1) == 0);
+  CHECK_FALSE(verify(async).has_value());
+
+  // Rendezvous messages leave when both sides are posted: early posts are
+  // never later, and here actor 1's first forward starts as soon as the
+  // activation can arrive.
+  SimCosts costs = handCosts(program);
+  costs.rendezvous = true;
+  const double blocking = simulate(program, costs).iterationTime;
+  const double early = simulate(async, costs).iterationTime;
+  CHECK(early <= blocking + 1e-12);
+}
+
+TEST_CASE("early posts verify at sizes and lookaheads the tests did not "
+          "choose",
+          "[simulator][async]") {
+  for (int32_t pp : {3, 5, 6}) {
+    for (int32_t m : {1, 7, 9}) {
+      for (int64_t lookahead : {1, 2, 5}) {
+        Program program =
+            programFor(pp, m, PlacementKind::OneToOne, 1, Cttp::BwdFirst,
+                       kBreadth, kBreadth, oneF1BLimits(pp));
+        int64_t receives = 0;
+        for (const auto &ops : program.actors)
+          for (const ProgOp &op : ops)
+            receives +=
+                op.kind == OpKind::RecvAct || op.kind == OpKind::RecvGrad;
+        Program async = program;
+        INFO("pp " << pp << " m " << m << " lookahead " << lookahead);
+        CHECK(postReceivesEarly(async, lookahead) == receives);
+        CHECK_FALSE(verify(async).has_value());
+        // The computations keep their order on every actor.
+        for (int32_t a = 0; a < pp; ++a) {
+          std::vector<std::pair<OpKind, int32_t>> before, after;
+          for (const ProgOp &op : program.actors[a])
+            if (isCompute(op.kind))
+              before.push_back({op.kind, op.mb});
+          for (const ProgOp &op : async.actors[a])
+            if (isCompute(op.kind))
+              after.push_back({op.kind, op.mb});
+          CHECK(before == after);
+        }
+      }
+    }
+  }
 }

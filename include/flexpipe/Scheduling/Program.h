@@ -120,6 +120,15 @@ Program toProgram(const Problem &problem, const ScheduleResult &schedule,
 /// must not contain transfers for the edges it adds.
 void insertCommunication(Program &program);
 
+/// Asynchronous receives: every blocking receive is posted `lookahead`
+/// computations earlier on its actor (before its first computation at the
+/// most; where it was when no computation precedes it) and completed by a
+/// wait where it was, so that the message moves while the actor computes.
+/// Posts that land before the same computation keep their order. New tokens
+/// follow the largest one in the program. Returns the receives changed.
+/// Requires lookahead >= 1.
+int64_t postReceivesEarly(Program &program, int64_t lookahead);
+
 /// A verification failure: a message and the ops involved, the first being
 /// the primary location.
 struct VerifyFailure {

@@ -582,18 +582,31 @@ void flexpipe::rewriteSchedule(ScheduleOp schedule, const ScheduleProgram &read,
       continue;
     Block &body = actor.getBody().front();
     llvm::SmallPtrSet<Operation *, 32> kept;
+    // Tokens by id: of the ops kept and of those created, for new waits.
+    llvm::DenseMap<int32_t, Value> tokens;
     for (const sched::ProgOp &op : program.actors[id]) {
-      if (op.source >= 0 &&
-          op.source < static_cast<int32_t>(read.ops[id].size()) &&
-          read.program.actors[id][op.source].kind == op.kind &&
-          !kept.contains(read.ops[id][op.source])) {
-        Operation *existing = read.ops[id][op.source];
+      Operation *from =
+          op.source >= 0 && op.source < static_cast<int32_t>(read.ops[id].size())
+              ? read.ops[id][op.source]
+              : nullptr;
+      // The op read for this entry moves when it is still what the entry
+      // says (kind, and a token or none).
+      const sched::ProgOp *was =
+          from ? &read.program.actors[id][op.source] : nullptr;
+      if (was && was->kind == op.kind && (was->token >= 0) == (op.token >= 0) &&
+          !kept.contains(from)) {
+        Operation *existing = from;
         existing->moveBefore(&body, body.end());
         kept.insert(existing);
+        if (op.token >= 0 && op.kind != sched::OpKind::Wait &&
+            existing->getNumResults() == 1)
+          tokens[op.token] = existing->getResult(0);
         continue;
       }
+      // A new op takes the location of the op it was derived from.
       b.setInsertionPointToEnd(&body);
-      kept.insert(createInstruction(b, actor.getLoc(), op, program));
+      kept.insert(createInstruction(b, from ? from->getLoc() : actor.getLoc(),
+                                    op, program, &tokens));
     }
     for (Operation *old : read.ops[id])
       if (!kept.contains(old))

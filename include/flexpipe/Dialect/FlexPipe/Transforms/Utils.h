@@ -59,8 +59,10 @@ ScheduleOp createSchedule(mlir::OpBuilder &builder, mlir::Location loc,
                           mlir::StringAttr name, const sched::Program &program);
 
 /// Rebuilds each actor's body in the order of `program`: entries read from
-/// an op of the same kind move that op, others are created; ops no entry
-/// refers to any more are erased.
+/// an op of the same kind (and with a token where it has one) move that op,
+/// others are created, at the location of the op their `source` names when
+/// they have one; waits find the tokens of the ops kept or created before
+/// them. Ops no entry refers to any more are erased.
 void rewriteSchedule(ScheduleOp schedule, const ScheduleProgram &read,
                      const sched::Program &program);
 
