@@ -562,23 +562,12 @@ SmallVector<int64_t> ModalityOp::getActorIds() {
 
 sched::PlacementSpec ModalityOp::getPlacementSpec() {
   sched::PlacementSpec spec;
-  int64_t defaultChunks = 1;
-  switch (getPlacement()) {
-  case PlacementKind::OneToOne:
-    spec.kind = sched::PlacementKind::OneToOne;
-    break;
-  case PlacementKind::Circular:
-    spec.kind = sched::PlacementKind::Circular;
-    defaultChunks = 2;
-    break;
-  case PlacementKind::VShape:
-    spec.kind = sched::PlacementKind::VShape;
-    defaultChunks = 2;
-    break;
-  case PlacementKind::Explicit:
-    spec.kind = sched::PlacementKind::Explicit;
-    break;
-  }
+  spec.kind = toSched<sched::PlacementKind>(getPlacement());
+  const int64_t defaultChunks =
+      spec.kind == sched::PlacementKind::Circular ||
+              spec.kind == sched::PlacementKind::VShape
+          ? 2
+          : 1;
   spec.chunks = getChunks() ? asSigned(*getChunks()) : defaultChunks;
   spec.bidirectional = getBidirectional();
   SmallVector<int64_t> actors = getActorIds();

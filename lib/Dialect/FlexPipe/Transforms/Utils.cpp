@@ -54,9 +54,7 @@ static FailureOr<sched::StagePriority>
 toStagePriority(Operation *op, StpAttr attr, StringRef what,
                 const CountScope &scope) {
   sched::StagePriority result;
-  result.order = attr.getOrder() == StageOrder::DepthFirst
-                     ? sched::StageOrder::DepthFirst
-                     : sched::StageOrder::BreadthFirst;
+  result.order = toSched<sched::StageOrder>(attr.getOrder());
   if (AffineMap interval = attr.getInterval()) {
     FailureOr<int64_t> value = evaluateCountAt(op, interval, what, scope);
     if (failed(value))
@@ -182,11 +180,7 @@ void SpecReader::readRegistered() {
   for (auto inst : pipeline.getBody().getOps<InstructionOp>()) {
     sched::InstructionSpec in;
     in.name = inst.getSymName().str();
-    in.runtime = inst.getKind() == RegisteredKind::AllGather
-                     ? sched::InstRuntime::AllGather
-                 : inst.getKind() == RegisteredKind::Gather
-                     ? sched::InstRuntime::Gather
-                     : sched::InstRuntime::Exec;
+    in.runtime = toSched<sched::InstRuntime>(inst.getKind());
     in.async = inst.getAsync();
     in.prev = static_cast<int64_t>(inst.getPrev());
     in.next = static_cast<int64_t>(inst.getNext());
@@ -235,9 +229,7 @@ LogicalResult SpecReader::readPriority(PriorityOp priority) {
   if (failed(scope))
     return failure();
   if (CttpAttr cttp = priority.getCttpAttr()) {
-    p.cttp = cttp.getKind() == CttpKind::BwdFirst   ? sched::Cttp::BwdFirst
-             : cttp.getKind() == CttpKind::FwdFirst ? sched::Cttp::FwdFirst
-                                                    : sched::Cttp::Interleaved;
+    p.cttp = toSched<sched::Cttp>(cttp.getKind());
     for (auto [unit, count, what] :
          {std::tuple{&p.fwdUnit, cttp.getFwdUnit(), "a forward unit"},
           std::tuple{&p.bwdUnit, cttp.getBwdUnit(), "a backward unit"}}) {
@@ -273,11 +265,7 @@ LogicalResult SpecReader::readPriority(PriorityOp priority) {
 LogicalResult SpecReader::readInflight(InflightOp inflight) {
   sched::InflightSpec in;
   in.module = indexOf(inflight.getModuleAttr());
-  in.scope = inflight.getScope() == InflightScope::Global
-                 ? sched::InflightScope::Global
-             : inflight.getScope() == InflightScope::PerStage
-                 ? sched::InflightScope::PerStage
-                 : sched::InflightScope::PerActor;
+  in.scope = toSched<sched::InflightScope>(inflight.getScope());
   FailureOr<CountScope> scope = scopeOf(inflight, in.module);
   if (failed(scope))
     return failure();
@@ -585,10 +573,10 @@ void flexpipe::rewriteSchedule(ScheduleOp schedule, const ScheduleProgram &read,
     // Tokens by id: of the ops kept and of those created, for new waits.
     llvm::DenseMap<int32_t, Value> tokens;
     for (const sched::ProgOp &op : program.actors[id]) {
-      Operation *from =
-          op.source >= 0 && op.source < static_cast<int32_t>(read.ops[id].size())
-              ? read.ops[id][op.source]
-              : nullptr;
+      Operation *from = op.source >= 0 && op.source < static_cast<int32_t>(
+                                                          read.ops[id].size())
+                            ? read.ops[id][op.source]
+                            : nullptr;
       // The op read for this entry moves when it is still what the entry
       // says (kind, and a token or none).
       const sched::ProgOp *was =

@@ -14,7 +14,9 @@
 #ifndef FLEXPIPE_DIALECT_FLEXPIPE_IR_FLEXPIPE_H
 #define FLEXPIPE_DIALECT_FLEXPIPE_IR_FLEXPIPE_H
 
+#include "flexpipe/Scheduling/PipelineSpec.h"
 #include "flexpipe/Scheduling/Placement.h"
+#include "flexpipe/Scheduling/Scheduler.h"
 
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/AffineMap.h"
@@ -44,6 +46,39 @@
 #include "flexpipe/Dialect/FlexPipe/IR/FlexPipeOps.h.inc"
 
 namespace flexpipe {
+
+/// The dialect's enums (ODS, FlexPipeAttrs.td) and the scheduling library's
+/// (plain C++) list the same enumerators in the same order, so one cast
+/// converts; the checks below keep the two lists in step.
+template <typename To, typename From> constexpr To toSched(From value) {
+  return static_cast<To>(static_cast<int>(value));
+}
+#define FLEXPIPE_SAME_ENUMERATOR(From, To, Name)                               \
+  static_assert(static_cast<int>(From::Name) == static_cast<int>(To::Name),    \
+                #From "::" #Name " and " #To "::" #Name " differ")
+FLEXPIPE_SAME_ENUMERATOR(PlacementKind, sched::PlacementKind, OneToOne);
+FLEXPIPE_SAME_ENUMERATOR(PlacementKind, sched::PlacementKind, Circular);
+FLEXPIPE_SAME_ENUMERATOR(PlacementKind, sched::PlacementKind, VShape);
+FLEXPIPE_SAME_ENUMERATOR(PlacementKind, sched::PlacementKind, Explicit);
+static_assert(getMaxEnumValForPlacementKind() == 3);
+FLEXPIPE_SAME_ENUMERATOR(CttpKind, sched::Cttp, BwdFirst);
+FLEXPIPE_SAME_ENUMERATOR(CttpKind, sched::Cttp, FwdFirst);
+FLEXPIPE_SAME_ENUMERATOR(CttpKind, sched::Cttp, Interleaved);
+static_assert(getMaxEnumValForCttpKind() == 2);
+FLEXPIPE_SAME_ENUMERATOR(StageOrder, sched::StageOrder, BreadthFirst);
+FLEXPIPE_SAME_ENUMERATOR(StageOrder, sched::StageOrder, DepthFirst);
+static_assert(getMaxEnumValForStageOrder() == 1);
+FLEXPIPE_SAME_ENUMERATOR(InflightScope, sched::InflightScope, Global);
+FLEXPIPE_SAME_ENUMERATOR(InflightScope, sched::InflightScope, PerStage);
+FLEXPIPE_SAME_ENUMERATOR(InflightScope, sched::InflightScope, PerActor);
+static_assert(getMaxEnumValForInflightScope() == 2);
+// A registered instruction's `compute` kind runs a runtime operation (exec).
+static_assert(static_cast<int>(RegisteredKind::Compute) ==
+              static_cast<int>(sched::InstRuntime::Exec));
+FLEXPIPE_SAME_ENUMERATOR(RegisteredKind, sched::InstRuntime, AllGather);
+FLEXPIPE_SAME_ENUMERATOR(RegisteredKind, sched::InstRuntime, Gather);
+static_assert(getMaxEnumValForRegisteredKind() == 2);
+#undef FLEXPIPE_SAME_ENUMERATOR
 
 /// Counts in a spec (stage traversal intervals, scheduling units) may be
 /// expressions of the pipeline's size: integers, the symbols `pp` (actors),
