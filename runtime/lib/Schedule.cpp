@@ -471,3 +471,65 @@ flexpipe::rt::ScheduleDesc::outputShape(int s, size_t size) const {
     return {c.microBatch, c.seq, c.hidden};
   return {static_cast<int64_t>(size)};
 }
+
+std::string flexpipe::rt::formatScheduleBody(const ScheduleDesc &desc) {
+  std::ostringstream body;
+  body << "name " << desc.name << "\n"
+       << "actors " << desc.actors << "\n"
+       << "stages " << desc.stages << "\n"
+       << "microbatches " << desc.microbatches << "\n"
+       << "dp " << desc.dp << "\n";
+  const GptConfig &m = desc.model;
+  if (desc.twoTower()) {
+    body << "model microbatch=" << m.microBatch << " seed=" << m.seed
+         << " embed=" << m.embed << "\n";
+    for (const GptConfig &t : desc.towers) {
+      std::string name = t.prefix;
+      if (!name.empty() && name.back() == '.')
+        name.pop_back();
+      body << "tower " << name << " vocab=" << t.vocab << " seq=" << t.seq
+           << " hidden=" << t.hidden << " heads=" << t.heads
+           << " layers=" << t.layers << "\n";
+    }
+  } else {
+    body << "model vocab=" << m.vocab << " seq=" << m.seq
+         << " hidden=" << m.hidden << " heads=" << m.heads
+         << " layers=" << m.layers << " microbatch=" << m.microBatch
+         << " seed=" << m.seed << "\n";
+  }
+  for (size_t s = 0; s < desc.stage.size(); ++s) {
+    const ScheduleDesc::Stage &stage = desc.stage[s];
+    body << "stage " << s << " actor " << stage.actor << " blocks "
+         << stage.firstBlock << " " << stage.blocks << " first_last "
+         << stage.first << " " << stage.last;
+    if (stage.shared() || stage.sync) {
+      body << (stage.sync ? " sync" : " shared");
+      for (int a : stage.actors)
+        body << " " << a;
+    }
+    if (stage.tower >= 0)
+      body << " tower " << stage.tower;
+    body << "\n";
+  }
+  for (auto [from, to] : desc.edges)
+    body << "edge " << from << " " << to << "\n";
+  for (const ScheduleDesc::Exec &exec : desc.execs) {
+    body << "exec " << exec.name << " stage " << exec.stage << " actor "
+         << exec.actor << " mb " << exec.mb << " count " << exec.count
+         << " outputs ";
+    if (exec.outputs.empty())
+      body << "-";
+    for (size_t i = 0; i < exec.outputs.size(); ++i)
+      body << (i ? "," : "") << exec.outputs[i];
+    if (!exec.attrs.empty())
+      body << " " << exec.attrs;
+    body << "\n";
+  }
+  return body.str();
+}
+
+std::string flexpipe::rt::withScheduleHeader(const std::string &body,
+                                             uint64_t hash) {
+  return "flexpipe-schedule 1\nhash " + std::to_string(hash) + "\ncheck " +
+         std::to_string(fnv1a(body)) + "\n" + body;
+}

@@ -9,6 +9,7 @@
 #include "flexpipe/Conversion/FlexPipeToEmitC/FlexPipeToEmitC.h"
 
 #include "flexpipe/Dialect/FlexPipe/IR/FlexPipe.h"
+#include "flexpipe/Runtime/Schedule.h"
 #include "flexpipe/Scheduling/CostModelYAML.h"
 #include "flexpipe/Support/Hash.h"
 
@@ -202,37 +203,60 @@ LogicalResult analyzeExecs(ScheduleOp schedule,
   return success();
 }
 
-/// The description's exec lines, one per instance, actors and program order.
-std::string execLines(ScheduleOp schedule, const ExecInstances &instances) {
-  std::ostringstream lines;
+/// The description's execs, one per instance, by actor and program order.
+std::vector<rt::ScheduleDesc::Exec> execsOf(ScheduleOp schedule,
+                                            const ExecInstances &instances) {
+  std::vector<rt::ScheduleDesc::Exec> execs;
   for (auto actor : schedule.getBody().getOps<ActorOp>())
     for (auto exec : actor.getBody().getOps<ExecOp>()) {
       const ExecInstance &instance = instances.at(exec);
-      lines << "exec " << exec.getInstruction().str() << " stage "
-            << exec.getStage() << " actor " << actor.getId() << " mb "
-            << exec.getMb() << " count " << instance.count << " outputs ";
-      if (instance.outputs.empty())
-        lines << "-";
-      for (auto [i, mb] : llvm::enumerate(instance.outputs))
-        lines << (i ? "," : "") << mb;
-      if (!instance.attrs.empty())
-        lines << " " << instance.attrs;
-      lines << "\n";
+      rt::ScheduleDesc::Exec &e = execs.emplace_back();
+      e.name = exec.getInstruction().str();
+      e.stage = static_cast<int>(exec.getStage());
+      e.actor = static_cast<int>(actor.getId());
+      e.mb = static_cast<int64_t>(exec.getMb());
+      e.count = instance.count;
+      e.outputs.assign(instance.outputs.begin(), instance.outputs.end());
+      e.attrs = instance.attrs;
     }
-  return lines.str();
+  return execs;
 }
 
-/// The description's header: its hash, which covers the body and every
-/// actor's program (the ranks compare it), and the check sum of the body
-/// alone (the reader recomputes it: a description changed after it was
-/// written is refused).
-std::string withHash(ScheduleOp schedule, const std::string &body) {
+/// The description of `desc` with its header: a hash that covers the body
+/// and every actor's program (the ranks compare it), and the check sum of
+/// the body alone (the reader recomputes it: a description changed after it
+/// was written is refused).
+std::string withHash(ScheduleOp schedule, const rt::ScheduleDesc &desc) {
+  const std::string body = rt::formatScheduleBody(desc);
   std::string printed;
   llvm::raw_string_ostream os(printed);
   schedule->print(os, OpPrintingFlags().printGenericOpForm());
-  const uint64_t hash = fnv1a(printed, fnv1a(body)) >> 1;
-  return "flexpipe-schedule 1\nhash " + std::to_string(hash) + "\ncheck " +
-         std::to_string(fnv1a(body)) + "\n" + body;
+  return rt::withScheduleHeader(body, fnv1a(printed, fnv1a(body)) >> 1);
+}
+
+/// The runtime's sizes of a model file's module.
+void setGptSizes(rt::GptConfig &config, const sched::ModuleModel &m) {
+  config.vocab = m.vocab;
+  config.seq = m.seq;
+  config.hidden = m.hidden;
+  config.heads = m.heads;
+  config.layers = m.layers;
+}
+
+/// The description's sizes of `schedule`.
+rt::ScheduleDesc descSizes(ScheduleOp schedule, int64_t dp,
+                           std::vector<rt::ScheduleDesc::Exec> execs) {
+  rt::ScheduleDesc desc;
+  desc.name = schedule.getSymName().str();
+  desc.actors = static_cast<int>(schedule.getActors());
+  desc.stages = static_cast<int>(schedule.getStages());
+  desc.microbatches = static_cast<int>(schedule.getMicrobatches());
+  desc.dp = static_cast<int>(dp);
+  desc.stage.assign(desc.stages, {});
+  for (auto [from, to] : schedule.getEdgeList())
+    desc.edges.push_back({static_cast<int>(from), static_cast<int>(to)});
+  desc.execs = std::move(execs);
+  return desc;
 }
 
 /// What describe() found out about a schedule before the model decides.
@@ -469,47 +493,42 @@ LogicalResult checkSyncGathers(ScheduleOp schedule, const Towers &towers) {
 /// The two-tower model (docs/Runtime.md): two modules, each one pipeline of
 /// stages from its first to its last, joined by the all-gather of one
 /// registered sync stage among the actors of the towers' last stages.
-FailureOr<std::string> describeTowers(ScheduleOp schedule, const Analysis &a,
-                                      const sched::ModelConfig *model,
-                                      int64_t dp, int64_t seed,
-                                      const std::string &execs) {
+FailureOr<std::string>
+describeTowers(ScheduleOp schedule, const Analysis &a,
+               const sched::ModelConfig *model, int64_t dp, int64_t seed,
+               std::vector<rt::ScheduleDesc::Exec> execs) {
   Towers towers;
   if (failed(checkTowerModel(schedule, a, model, towers)) ||
       failed(chainTowers(schedule, a, *model, towers)) ||
       failed(checkSyncGathers(schedule, towers)))
     return failure();
-  const int64_t numStages = static_cast<int64_t>(schedule.getStages());
-  const int64_t embed =
+  rt::ScheduleDesc desc = descSizes(schedule, dp, std::move(execs));
+  desc.model.microBatch = model->microBatchSize;
+  desc.model.seed = static_cast<uint64_t>(seed);
+  desc.model.embed =
       std::min(model->modules[0].hidden, model->modules[1].hidden);
-  std::ostringstream body;
-  body << "name " << schedule.getSymName().str() << "\n"
-       << "actors " << schedule.getActors() << "\n"
-       << "stages " << numStages << "\n"
-       << "microbatches " << schedule.getMicrobatches() << "\n"
-       << "dp " << dp << "\n"
-       << "model microbatch=" << model->microBatchSize << " seed=" << seed
-       << " embed=" << embed << "\n";
-  for (const sched::ModuleModel &m : model->modules)
-    body << "tower " << m.name << " vocab=" << m.vocab << " seq=" << m.seq
-         << " hidden=" << m.hidden << " heads=" << m.heads
-         << " layers=" << m.layers << "\n";
-  for (int64_t s = 0; s < numStages; ++s) {
+  for (const sched::ModuleModel &m : model->modules) {
+    setGptSizes(desc.towers.emplace_back(), m);
+    desc.towers.back().prefix = m.name + ".";
+  }
+  for (int64_t s = 0; s < desc.stages; ++s) {
+    rt::ScheduleDesc::Stage &stage = desc.stage[s];
     if (s == towers.sync) {
-      body << "stage " << s << " actor " << towers.group[0]
-           << " blocks 0 0 first_last 0 0 sync " << towers.group[0] << " "
-           << towers.group[1] << "\n";
+      stage.actor = static_cast<int>(towers.group[0]);
+      stage.actors = {stage.actor, static_cast<int>(towers.group[1])};
+      stage.sync = true;
       continue;
     }
-    auto stage = stageInfo(a, s);
-    body << "stage " << s << " actor " << *a.actorsOf[s].begin() << " blocks "
-         << towers.firstBlock[s] << " " << stage.getLayers() << " first_last "
-         << stage.getFirst() << " " << stage.getLast() << " tower "
-         << towers.towerOf[s] << "\n";
+    auto info = stageInfo(a, s);
+    stage.actor = static_cast<int>(*a.actorsOf[s].begin());
+    stage.actors = {stage.actor};
+    stage.firstBlock = static_cast<int>(towers.firstBlock[s]);
+    stage.blocks = static_cast<int>(info.getLayers());
+    stage.first = info.getFirst();
+    stage.last = info.getLast();
+    stage.tower = static_cast<int>(towers.towerOf[s]);
   }
-  for (auto [from, to] : schedule.getEdgeList())
-    body << "edge " << from << " " << to << "\n";
-  body << execs;
-  return withHash(schedule, body.str());
+  return withHash(schedule, desc);
 }
 
 /// Shared stages (the runtime runs the vocabulary-parallel token embedding,
@@ -630,7 +649,8 @@ LogicalResult collectActors(ScheduleOp schedule, Analysis &a) {
 /// parallelism the embedding and head stages come last.
 FailureOr<std::string> describeGpt(ScheduleOp schedule, const Analysis &a,
                                    const sched::ModelConfig *model, int64_t dp,
-                                   int64_t seed, const std::string &execs) {
+                                   int64_t seed,
+                                   std::vector<rt::ScheduleDesc::Exec> execs) {
   const int64_t numStages = static_cast<int64_t>(schedule.getStages());
   ArrayAttr info = a.info;
   StringAttr module = a.modules.front();
@@ -674,34 +694,24 @@ FailureOr<std::string> describeGpt(ScheduleOp schedule, const Analysis &a,
              << "splits a vocabulary of " << sizes.vocab << " over "
              << a.actorsOf[s].size() << " actors in stage " << s;
 
-  std::ostringstream body;
-  body << "name " << schedule.getSymName().str() << "\n"
-       << "actors " << schedule.getActors() << "\n"
-       << "stages " << numStages << "\n"
-       << "microbatches " << schedule.getMicrobatches() << "\n"
-       << "dp " << dp << "\n"
-       << "model vocab=" << sizes.vocab << " seq=" << sizes.seq
-       << " hidden=" << sizes.hidden << " heads=" << sizes.heads
-       << " layers=" << layers << " microbatch=" << microBatch
-       << " seed=" << seed << "\n";
+  rt::ScheduleDesc desc = descSizes(schedule, dp, std::move(execs));
+  setGptSizes(desc.model, sizes);
+  desc.model.layers = layers;
+  desc.model.microBatch = microBatch;
+  desc.model.seed = static_cast<uint64_t>(seed);
   for (int64_t s = 0; s < numStages; ++s) {
-    auto stage = cast<StageInfoAttr>(info[s]);
+    auto info = cast<StageInfoAttr>(a.info[s]);
     const std::set<int64_t> &actors = a.actorsOf[s];
-    body << "stage " << s << " actor "
-         << (actors.empty() ? -1 : *actors.begin()) << " blocks "
-         << firstBlock[s] << " " << stage.getLayers() << " first_last "
-         << stage.getFirst() << " " << stage.getLast();
-    if (a.shared.contains(s)) {
-      body << " shared";
-      for (int64_t actor : actors)
-        body << " " << actor;
-    }
-    body << "\n";
+    rt::ScheduleDesc::Stage &stage = desc.stage[s];
+    stage.actor = actors.empty() ? -1 : static_cast<int>(*actors.begin());
+    stage.firstBlock = static_cast<int>(firstBlock[s]);
+    stage.blocks = static_cast<int>(info.getLayers());
+    stage.first = info.getFirst();
+    stage.last = info.getLast();
+    if (a.shared.contains(s))
+      stage.actors.assign(actors.begin(), actors.end());
   }
-  for (auto [from, to] : schedule.getEdgeList())
-    body << "edge " << from << " " << to << "\n";
-  body << execs;
-  return withHash(schedule, body.str());
+  return withHash(schedule, desc);
 }
 
 /// The text of docs/Runtime.md for `schedule`, or a diagnostic; `instances`
@@ -723,10 +733,10 @@ FailureOr<std::string> describe(ScheduleOp schedule,
   noOutputs.insert(a.syncStages.begin(), a.syncStages.end());
   if (failed(analyzeExecs(schedule, noOutputs, instances)))
     return failure();
-  const std::string execs = execLines(schedule, instances);
+  std::vector<rt::ScheduleDesc::Exec> execs = execsOf(schedule, instances);
   if (a.modules.size() != 1 || !a.syncStages.empty())
-    return describeTowers(schedule, a, model, dp, seed, execs);
-  return describeGpt(schedule, a, model, dp, seed, execs);
+    return describeTowers(schedule, a, model, dp, seed, std::move(execs));
+  return describeGpt(schedule, a, model, dp, seed, std::move(execs));
 }
 
 /// A C string literal.

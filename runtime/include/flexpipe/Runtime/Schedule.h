@@ -96,6 +96,15 @@ struct ScheduleDesc {
 /// Parses the text; returns an empty string or what is wrong (with the line).
 std::string parseSchedule(const std::string &text, ScheduleDesc &desc);
 
+/// The body of a description (docs/Runtime.md): everything after the header,
+/// as parseSchedule reads it back to `desc` (the lowering writes it; the one
+/// place the format is written, next to the one place it is read).
+std::string formatScheduleBody(const ScheduleDesc &desc);
+
+/// A whole description: the header (`flexpipe-schedule 1`, `hash` and the
+/// check sum of the body that parseSchedule verifies) and `body`.
+std::string withScheduleHeader(const std::string &body, uint64_t hash);
+
 /// Decodes the attributes the lowering encodes for flexpipe_rt_exec and the
 /// description's exec lines (docs/Runtime.md): `KEY=K:VALUE` entries
 /// separated by single spaces, K one of s (string), i (integer), f (float),
