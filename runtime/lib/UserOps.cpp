@@ -41,16 +41,24 @@ Table &table() {
   return instance;
 }
 
-bool isValidName(const char *name) {
-  auto letter = [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
-  };
-  if (!name || !letter(*name))
-    return false;
-  for (const char *c = name + 1; *c; ++c)
-    if (!letter(*c) && !(*c >= '0' && *c <= '9') && *c != '.' && *c != '-')
-      return false;
-  return true;
+/// `text` with every byte that is not printable ASCII, or is a space, '%',
+/// '"', '\\', '?' (no trigraphs) or, in a key, '=', written as %XX: safe in
+/// a description line and a C string literal (unescape undoes it).
+std::string escape(const std::string &text, bool key) {
+  std::string out;
+  for (char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u > 0x20 && u < 0x7f && c != '%' && c != '"' && c != '\\' && c != '?' &&
+        !(key && c == '=')) {
+      out += c;
+      continue;
+    }
+    static const char *const digits = "0123456789ABCDEF";
+    out += '%';
+    out += digits[u >> 4];
+    out += digits[u & 15];
+  }
+  return out;
 }
 
 const char *kindName(OpAttribute::Kind kind) {
@@ -97,12 +105,31 @@ bool unescape(const std::string &text, std::string &out) {
 
 } // namespace
 
+bool flexpipe::rt::isOperationName(const std::string &name) {
+  auto letter = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+  };
+  if (name.empty() || !letter(name.front()))
+    return false;
+  for (size_t i = 1; i < name.size(); ++i) {
+    const char c = name[i];
+    if (!letter(c) && !(c >= '0' && c <= '9') && c != '.' && c != '-')
+      return false;
+  }
+  return true;
+}
+
+std::string flexpipe::rt::encodeOpAttribute(const std::string &key, char kind,
+                                            const std::string &value) {
+  return escape(key, true) + "=" + kind + ":" + escape(value, false);
+}
+
 void flexpipe::rt::registerOperation(const char *name, OperationFn fn,
                                      const char *file, int line) {
   Table &t = table();
   const std::string where =
       std::string(file ? file : "?") + ":" + std::to_string(line);
-  if (!isValidName(name)) {
+  if (!name || !isOperationName(name)) {
     t.errors.push_back("the operation registered at " + where +
                        " has the invalid name '" + (name ? name : "") +
                        "'; names match [A-Za-z_][A-Za-z0-9_.-]*");

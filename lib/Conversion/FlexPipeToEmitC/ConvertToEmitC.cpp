@@ -61,39 +61,6 @@ struct ExecInstance {
 };
 using ExecInstances = llvm::DenseMap<Operation *, ExecInstance>;
 
-/// Whether the runtime can bind an operation to `name`: the names
-/// FLEXPIPE_OPERATION registers, [A-Za-z_][A-Za-z0-9_.-]*.
-bool isOperationName(StringRef name) {
-  auto letter = [](char c) {
-    return std::isalpha(static_cast<unsigned char>(c)) || c == '_';
-  };
-  return !name.empty() && letter(name.front()) &&
-         llvm::all_of(name.drop_front(), [&](char c) {
-           return letter(c) || std::isdigit(static_cast<unsigned char>(c)) ||
-                  c == '.' || c == '-';
-         });
-}
-
-/// `text` with every byte that is not printable ASCII, or is a space, '%',
-/// '"', '\\', '?' (no trigraphs) or, in a key, '=', written as %XX: safe in
-/// a description line and a C string literal.
-std::string escapeAttribute(StringRef text, bool key) {
-  std::string out;
-  for (char c : text) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u > 0x20 && u < 0x7f && c != '%' && c != '"' && c != '\\' && c != '?' &&
-        !(key && c == '=')) {
-      out += c;
-      continue;
-    }
-    static const char *const digits = "0123456789ABCDEF";
-    out += '%';
-    out += digits[u >> 4];
-    out += digits[u & 15];
-  }
-  return out;
-}
-
 /// The attributes of `exec` as the runtime decodes them: `KEY=K:VALUE`
 /// entries separated by spaces, K one of s, i, f, b, u; or a diagnostic.
 FailureOr<std::string> encodeAttributes(ExecOp exec) {
@@ -142,8 +109,8 @@ FailureOr<std::string> encodeAttributes(ExecOp exec) {
     }
     if (!encoded.empty())
       encoded += ' ';
-    encoded += escapeAttribute(named.getName().getValue(), true) + "=" + kind +
-               ":" + escapeAttribute(value, false);
+    encoded +=
+        rt::encodeOpAttribute(named.getName().getValue().str(), kind, value);
   }
   return encoded;
 }
@@ -168,7 +135,7 @@ LogicalResult analyzeExecs(ScheduleOp schedule,
       auto exec = dyn_cast<ExecOp>(op);
       if (!exec)
         continue;
-      if (!isOperationName(exec.getInstruction()))
+      if (!rt::isOperationName(exec.getInstruction().str()))
         return exec.emitOpError()
                << "runs instruction '" << exec.getInstruction()
                << "', a name the runtime cannot bind an operation to; name the "

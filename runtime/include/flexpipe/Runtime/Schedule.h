@@ -105,6 +105,16 @@ std::string formatScheduleBody(const ScheduleDesc &desc);
 /// check sum of the body that parseSchedule verifies) and `body`.
 std::string withScheduleHeader(const std::string &body, uint64_t hash);
 
+/// One encoded attribute, `KEY=K:VALUE` (the format decodeOpAttributes
+/// reads; `kind` one of s, i, f, b, u, `value` as text). The lowering joins
+/// them with single spaces.
+std::string encodeOpAttribute(const std::string &key, char kind,
+                              const std::string &value);
+
+/// Whether an operation may be named `name`: [A-Za-z_][A-Za-z0-9_.-]*, the
+/// names FLEXPIPE_OPERATION registers and the lowering accepts.
+bool isOperationName(const std::string &name);
+
 /// Decodes the attributes the lowering encodes for flexpipe_rt_exec and the
 /// description's exec lines (docs/Runtime.md): `KEY=K:VALUE` entries
 /// separated by single spaces, K one of s (string), i (integer), f (float),
