@@ -10,6 +10,10 @@
 
 using namespace flexpipe::sched;
 
+EventCore::EventCore(int32_t numActors)
+    : numActors(numActors), group(numActors, -1), dirty(numActors, 1),
+      settleAsk(numActors, 0) {}
+
 EventCore::EventCore(int32_t numActors, const SimCosts &costs)
     : numActors(numActors), cores(costs.groupCores),
       slowdown(costs.groupSlowdown), running(costs.groupCores.size()),
@@ -44,7 +48,7 @@ double EventCore::maxRate() const {
 void EventCore::compute(int32_t actor, int32_t id, double work, double at) {
   const int32_t g = groupOf(actor);
   if (g < 0 || work <= 0)
-    exactEnds.push({at + std::max(0.0, work), actor, id, 0.0});
+    exactEnds.push(at + std::max(0.0, work), id, actor);
   else if (at <= time)
     running[g].push_back({actor, id, work, work});
   else
@@ -52,5 +56,5 @@ void EventCore::compute(int32_t actor, int32_t id, double work, double at) {
 }
 
 void EventCore::wakeAt(double at, int32_t actor) {
-  wakes.push({at, actor, actor, 0.0});
+  wakes.push(at, actor, actor);
 }

@@ -6,22 +6,26 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// One event loop serves both time models. Items (kind, part, micro-batch) live
-// in a flat pool; a dependency resolver counts unfinished predecessors and
-// moves an item into its actor's reorder queue (one min-heap of micro-batches
-// per part and kind) when the last one completes. Completion at `end` makes a
+// One engine serves both time models: a policy on the event core
+// (EventCore.h) that the simulator and gradient separation's re-timer run on
+// too, so time, the order of events at one time and which actor acts first
+// are decided in one place. Items (kind, part, micro-batch) live in a flat
+// pool; a dependency resolver counts unfinished predecessors and moves an
+// item into its actor's reorder queue (one min-heap of micro-batches per part
+// and kind) when the last one completes. Completion at `end` makes a
 // successor visible from `end` on, which is the paper's local buffer: nothing
 // scheduled in a step is visible to anyone in that same step. With unit
-// durations every decision happens at an integer time and the loop is the
+// durations every decision happens at an integer time and the run is the
 // paper's step-synchronous schedule.
 //
 //===----------------------------------------------------------------------===//
 
 #include "flexpipe/Scheduling/Scheduler.h"
+#include "flexpipe/Scheduling/EventCore.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
-#include <queue>
 #include <sstream>
 
 using namespace flexpipe::sched;
@@ -66,6 +70,12 @@ std::string flexpipe::sched::validate(const Problem &p) {
       os << "stage " << part.stage << " has an in-flight limit below 1";
       return os.str();
     }
+    for (double cost : part.cost)
+      if (!(cost >= 0) || !std::isfinite(cost)) {
+        os << "stage " << part.stage
+           << " has a negative or non-finite duration";
+        return os.str();
+      }
     used[part.actor] = true;
   }
   for (int32_t a = 0; a < p.numActors; ++a) {
@@ -182,61 +192,6 @@ bool flexpipe::sched::waitsForInstance(const Problem &p, int32_t r,
 
 namespace {
 
-/// Completion events, earliest first (ties by id: registered instances, with
-/// negative ids, before computations). A binary heap written out so that an
-/// event is stored field by field: building a (time, id) pair and copying it
-/// whole made a store-forwarding stall that cost a quarter of a schedule.
-class EventQueue {
-public:
-  bool empty() const { return heap.empty(); }
-  double topTime() const { return heap.front().time; }
-  int32_t topId() const { return heap.front().id; }
-  void push(double time, int32_t id) {
-    size_t i = heap.size();
-    heap.emplace_back();
-    while (i > 0) {
-      const size_t parent = (i - 1) / 2;
-      if (!before(time, id, heap[parent]))
-        break;
-      heap[i] = heap[parent];
-      i = parent;
-    }
-    heap[i].time = time;
-    heap[i].id = id;
-  }
-  void pop() {
-    const Event last = heap.back();
-    heap.pop_back();
-    if (heap.empty())
-      return;
-    size_t i = 0;
-    const size_t n = heap.size();
-    for (;;) {
-      size_t child = 2 * i + 1;
-      if (child >= n)
-        break;
-      if (child + 1 < n &&
-          before(heap[child + 1].time, heap[child + 1].id, heap[child]))
-        ++child;
-      if (!before(heap[child].time, heap[child].id, last))
-        break;
-      heap[i] = heap[child];
-      i = child;
-    }
-    heap[i] = last;
-  }
-
-private:
-  struct Event {
-    double time;
-    int32_t id;
-  };
-  static bool before(double time, int32_t id, const Event &e) {
-    return time < e.time || (time == e.time && id < e.id);
-  }
-  std::vector<Event> heap;
-};
-
 class Engine {
 public:
   /// With `replay`, each actor runs the given order (items of an earlier
@@ -251,6 +206,9 @@ public:
          bool diagnose = true)
       : p(problem), model(model), numParts(problem.parts.size()),
         numActors(problem.numActors), replay(replay), diagnose(diagnose) {}
+  // The policy the event core runs (EventCore::run).
+  bool actorStep(int32_t actor);
+  void ended(int32_t id);
 
   ScheduleResult run() {
     if (!prepare())
@@ -380,22 +338,13 @@ private:
   bool cut = false;
   std::vector<size_t> replayPos; // per actor: next entry of its replay order
 
-  // Actors whose state changed since they last tried to start something
+  // Time and completions. An actor is touched when its state changes
   // (freed, an item or instance became ready, a global limit released):
-  // only they can act at the next decision time. Every other free actor
-  // would find what it found before.
-  std::vector<uint8_t> dirty;
-  std::vector<int32_t> dirtyActors;
-  std::vector<int32_t> asking; // the actors asked at this decision time
-  void markActor(int32_t actor) {
-    if (!dirty[actor]) {
-      dirty[actor] = 1;
-      dirtyActors.push_back(actor);
-    }
-  }
-  void markAll() {
-    for (int32_t a = 0; a < numActors; ++a)
-      markActor(a);
+  // only touched actors are asked at the next decision time, every other
+  // free actor would find what it found before.
+  EventCore core{0};
+  bool hasPlugins() const {
+    return !p.checks.empty() || !p.customPriorities.empty();
   }
 
   std::vector<int32_t> partBase;
@@ -475,9 +424,7 @@ private:
   std::vector<int64_t> actorScheduled;
   std::string hookError;
   int32_t numItems = 0;
-  double clockNow = 0;
 
-  EventQueue completions;
   int64_t total = 0, scheduled = 0;
   ScheduleResult result;
 };
@@ -600,9 +547,7 @@ void Engine::build() {
   actorScheduled.assign(numActors, 0);
   blockedIn.assign(numActors, -1);
   replayPos.assign(numActors, 0);
-  dirty.assign(numActors, 0);
-  dirtyActors.clear();
-  markAll();
+  core = EventCore(numActors); // every actor is asked at the start
   initRegistered();
 }
 
@@ -681,7 +626,7 @@ void Engine::instanceReady(int32_t node) {
     for (int32_t actor : p.registered[r].actors) {
       regReady[static_cast<size_t>(actor) * numRegs + r].push_back(node -
                                                                    numItems);
-      markActor(actor);
+      core.touch(actor);
     }
     if (++node >= end || --pending[node] != 0)
       return;
@@ -734,15 +679,15 @@ void Engine::runRegistered(int32_t actor, int32_t r, double now) {
     record(actor, now, now + duration);
     freeAt[actor] = now + duration;
     regEvents.push_back({instance, actor});
-    completions.push(now + duration,
-                     -1 - static_cast<int32_t>(regEvents.size() - 1));
+    core.compute(actor, -1 - static_cast<int32_t>(regEvents.size() - 1),
+                 duration, now);
     return;
   case InstMode::Async:
     record(actor, now, now);
     if (++instJoined[instance] == static_cast<int32_t>(ri.actors.size())) {
       regEvents.push_back({instance, -1});
-      completions.push(now + duration,
-                       -1 - static_cast<int32_t>(regEvents.size() - 1));
+      core.compute(actor, -1 - static_cast<int32_t>(regEvents.size() - 1),
+                   duration, now);
     }
     return;
   case InstMode::Collective:
@@ -756,8 +701,8 @@ void Engine::runRegistered(int32_t actor, int32_t r, double now) {
       blockedIn[member] = -1;
     }
     regEvents.push_back({instance, -1});
-    completions.push(now + duration,
-                     -1 - static_cast<int32_t>(regEvents.size() - 1));
+    core.compute(actor, -1 - static_cast<int32_t>(regEvents.size() - 1),
+                 duration, now);
     return;
   }
 }
@@ -769,7 +714,7 @@ void Engine::completeRegistered(int32_t event) {
   ++instCompleted[instance];
   const int32_t r = regOf(instance);
   for (int32_t actor : p.registered[r].actors)
-    markActor(actor); // members leave the instance
+    core.touch(actor); // members leave the instance
   const Registered &ri = p.registered[r];
   const int32_t i = instance - reg[r].base;
   const int32_t from = reg[r].lo + static_cast<int32_t>(i * ri.next);
@@ -793,7 +738,7 @@ void Engine::enqueue(int32_t item) {
   const int32_t slot = item / kNumCompKinds;
   const CompKind kind = static_cast<CompKind>(item % kNumCompKinds);
   const int32_t part = slotPart[slot];
-  markActor(p.parts[part].actor);
+  core.touch(p.parts[part].actor);
   if (replay)
     return; // a replay reads readiness from `pending`, not the queues
   const int32_t mb = slot - partBase[part] + p.parts[part].mbBegin;
@@ -892,7 +837,7 @@ StepView Engine::view(int32_t actor) const {
   StepView v;
   v.problem = &p;
   v.actor = actor;
-  v.now = clockNow;
+  v.now = core.now();
   v.scheduled = actorScheduled[actor];
   v.inflight = actorInflight[actor];
   if (!result.actors[actor].empty()) {
@@ -1073,7 +1018,7 @@ void Engine::start(int32_t item, double now) {
           ++groupInflight[g];
     }
   }
-  completions.push(end, item);
+  core.compute(sp.actor, item, duration, now);
 }
 
 void Engine::complete(int32_t item, double) {
@@ -1081,7 +1026,7 @@ void Engine::complete(int32_t item, double) {
   const CompKind kind = static_cast<CompKind>(item % kNumCompKinds);
   const int32_t slot = item / kNumCompKinds;
   const int32_t part = slotPart[slot];
-  markActor(p.parts[part].actor); // it is free again
+  core.touch(p.parts[part].actor); // it is free again
   if (kind == releaseKind()) {
     --partInflight[part];
     if (p.parts[part].countsInflight) {
@@ -1091,7 +1036,7 @@ void Engine::complete(int32_t item, double) {
         if (++groupReleased[groupSlot(g, mb)] ==
             groupSources[groupSlot(g, mb)]) {
           --groupInflight[g];
-          markAll(); // a place in a global limit opened
+          core.touchAll(); // a place in a global limit opened
         }
     }
   }
@@ -1141,79 +1086,81 @@ ScheduleResult Engine::execute() {
             model == TimeModel::Step ? 1.0 : sp.cost[item % kNumCompKinds];
       }
   }
-  double now = 0;
-  while (scheduled < total) {
-    while (!completions.empty() && completions.topTime() <= now) {
-      int32_t item = completions.topId();
-      completions.pop();
-      if (item < 0)
-        completeRegistered(-1 - item);
-      else
-        complete(item, now);
-    }
-    clockNow = now;
-    // Plugin hooks may decide differently at another time: with them every
-    // actor is asked at every decision time.
-    if (!p.checks.empty() || !p.customPriorities.empty())
-      markAll();
-    std::vector<int32_t> &actors = asking;
-    actors.swap(dirtyActors);
-    dirtyActors.clear();
-    std::sort(actors.begin(), actors.end());
-    for (int32_t actor : actors)
-      dirty[actor] = 0;
-    for (int32_t actor : actors) {
-      // Registered instances first; an asynchronous post leaves the actor
-      // free to go on in the same step.
-      while (freeAt[actor] <= now) {
-        if (replay) {
-          if (!replayStep(actor, now))
-            break;
-          continue;
-        }
-        if (int32_t r = pickRegistered(actor); r >= 0) {
-          runRegistered(actor, r, now);
-          continue;
-        }
-        if (readyOnActor[actor] == 0)
-          break; // nothing to fetch: step would find nothing either
-        const int32_t item =
-            p.customPriorities.empty() || !p.customPriorities[actor]
-                ? step(actor)
-                : customStep(actor);
-        if (!hookError.empty()) {
-          result.error = hookError;
-          result.actors.clear();
-          return result;
-        }
-        if (item >= 0)
-          start(item, now);
-        break;
-      }
-    }
-    if (scheduled == total)
-      break;
+  if (scheduled < total)
+    core.run([this](int32_t actor, bool) { return actorStep(actor); },
+             [this](int32_t, int32_t id) { ended(id); });
+  if (!hookError.empty()) {
+    result.error = hookError;
+    result.actors.clear();
+    return result;
+  }
+  if (scheduled < total) {
     if (cut) {
       result.error = "cannot end by the cutoff";
       result.actors.clear();
-      return result;
+    } else if (diagnose) {
+      diagnoseStuck(result, core.now());
+    } else {
+      result.error = "no actor can make progress";
+      result.actors.clear();
     }
-    if (completions.empty()) {
-      if (diagnose) {
-        diagnoseStuck(result, now);
-      } else {
-        result.error = "no actor can make progress";
-        result.actors.clear();
-      }
-      return result;
-    }
-    now = completions.topTime();
+    return result;
   }
   for (const auto &items : result.actors)
     for (const ScheduledItem &item : items)
       result.makespan = std::max(result.makespan, item.end);
   result.ok = true;
   return result;
+}
+
+/// What `actor` does at the core's time: registered instances first (an
+/// asynchronous post leaves it free to go on at once), then at most one
+/// computation (it is asked again when something it waits for changes).
+/// True when it may do more at this time.
+bool Engine::actorStep(int32_t actor) {
+  const double now = core.now();
+  if (freeAt[actor] > now)
+    return false;
+  if (replay) {
+    const bool startedOne = replayStep(actor, now);
+    if (cut || scheduled == total)
+      core.stop();
+    return startedOne;
+  }
+  if (int32_t r = pickRegistered(actor); r >= 0) {
+    runRegistered(actor, r, now);
+    if (scheduled == total)
+      core.stop();
+    return true;
+  }
+  if (readyOnActor[actor] == 0)
+    return false; // nothing to fetch: step would find nothing either
+  const int32_t item = p.customPriorities.empty() || !p.customPriorities[actor]
+                           ? step(actor)
+                           : customStep(actor);
+  if (!hookError.empty()) {
+    core.stop();
+    return false;
+  }
+  if (item >= 0) {
+    start(item, now);
+    if (cut || scheduled == total)
+      core.stop();
+  }
+  return false;
+}
+
+/// Computation `id` (or, negative, registered event -1 - id) ended at the
+/// core's time.
+void Engine::ended(int32_t id) {
+  if (id < 0)
+    completeRegistered(-1 - id);
+  else
+    complete(id, core.now());
+  // Plugin hooks may decide differently at another time: with them every
+  // actor is asked at every decision time.
+  if (hasPlugins())
+    core.touchAll();
 }
 
 void Engine::diagnoseStuck(ScheduleResult &res, double now) {
@@ -1223,7 +1170,7 @@ void Engine::diagnoseStuck(ScheduleResult &res, double now) {
           << scheduled << " of " << total
           << " computations scheduled; the priorities and in-flight limits "
              "admit no further step";
-  if (!p.checks.empty() || !p.customPriorities.empty())
+  if (hasPlugins())
     summary << " (plugin check functions or priorities may hold items back)";
   if (p.stepRule == StepRule::Literal)
     summary << " (with the literal step rule an actor whose preferred "

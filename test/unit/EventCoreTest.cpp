@@ -86,6 +86,28 @@ TEST_CASE("equal durations end at exactly the same time",
   CHECK(ends[2] == ends[3]);
 }
 
+TEST_CASE("computations that end at one time are reported by ascending id",
+          "[simulator][eventcore]") {
+  // Started in a scrambled order, with negative ids too (the scheduler's
+  // registered instances come before its computations).
+  EventCore core(4);
+  const std::vector<int32_t> ids = {7, -2, 3, 12, -5, 0, 9, 4};
+  bool posted = false;
+  std::vector<int32_t> reported;
+  core.run(
+      [&](int32_t a, bool) {
+        if (posted)
+          return false;
+        posted = true;
+        for (size_t i = 0; i < ids.size(); ++i)
+          core.compute(static_cast<int32_t>(i % 4), ids[i], i < 4 ? 1.0 : 2.0,
+                       core.now());
+        return false;
+      },
+      [&](int32_t, int32_t id) { reported.push_back(id); });
+  CHECK(reported == std::vector<int32_t>{-2, 3, 7, 12, -5, 0, 4, 9});
+}
+
 TEST_CASE("computations in a core group share its cores",
           "[simulator][eventcore]") {
   // Actors 0 and 1 share one core, actor 2 has its own: two units of work

@@ -16,6 +16,7 @@
 #include <catch2/catch.hpp>
 
 #include <fstream>
+#include <limits>
 #include <random>
 #include <regex>
 #include <sstream>
@@ -293,6 +294,22 @@ TEST_CASE("a configuration that cannot progress is diagnosed",
   CHECK(result.waits[0] == "actor 0 has 4 computations left: fwd stage 0 mb "
                            "0 (actor 0) waits for bwd stage 1 mb 0 (actor 1), "
                            "which is not scheduled");
+}
+
+TEST_CASE("a negative or non-finite duration is refused",
+          "[scheduler][diagnostics]") {
+  PipelineSpec spec = makeSpec(2, 2, PlacementKind::OneToOne, 1, Cttp::BwdFirst,
+                               kBreadth, kBreadth);
+  llvm::Expected<BuiltProblem> built = buildProblem(spec);
+  REQUIRE(static_cast<bool>(built));
+  for (double bad : {-1.0, std::numeric_limits<double>::infinity(),
+                     std::numeric_limits<double>::quiet_NaN()}) {
+    Problem p = built->problem;
+    p.parts[1].cost[static_cast<int>(CompKind::Bwd)] = bad;
+    const ScheduleResult result = schedule(p, TimeModel::Cost);
+    CHECK(!result.ok);
+    CHECK(result.error == "stage 1 has a negative or non-finite duration");
+  }
 }
 
 TEST_CASE("an in-flight limit that starves a deeper stage is diagnosed",

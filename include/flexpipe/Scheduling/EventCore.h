@@ -7,11 +7,13 @@
 //===----------------------------------------------------------------------===//
 //
 // The event core that times actors' work where what an actor does next
-// depends on what the others have done by then: the simulator's event driver
-// (fixed orders, ranks sharing cores) and gradient separation's re-timer
-// (orders chosen while timing). Each keeps its own policy, a step function
-// that says what an actor does at the current time; the core owns time,
-// computations in progress and the one tie rule:
+// depends on what the others have done by then: the scheduler's engine
+// (Algorithm 1's step function in either time model, and replays of a
+// given order), the simulator's event driver (fixed orders, ranks sharing
+// cores) and gradient separation's re-timer (orders chosen while timing).
+// Each keeps its own policy, a step function that says what an actor does
+// at the current time; the core owns time, computations in progress and the
+// one tie rule:
 //
 //  - At each event time the actors are asked in id order, each until it
 //    does nothing more, and the sweep repeats until a whole sweep moves no
@@ -24,7 +26,8 @@
 //    part, for what its actors wait on; a computation's end and a wake-up
 //    touch their actor): the others would answer as before.
 //  - Time then moves to the next event: a computation's end, a delayed
-//    computation's start, or a wake-up an actor asked for.
+//    computation's start, or a wake-up an actor asked for. The computations
+//    that end at one time are reported in ascending id order.
 //  - A computation of an actor without a core group ends exactly its work
 //    after its start (equal durations tie exactly). The computations of a
 //    core group (ranks sharing a node's cores, SimCosts::coreGroup) progress
@@ -46,8 +49,67 @@
 
 namespace flexpipe::sched {
 
+/// Timed events, earliest first, ties by ascending id. A binary heap written
+/// out so that an event is stored field by field: building the entry and
+/// copying it whole made a store-forwarding stall that cost the scheduler a
+/// quarter of a schedule.
+class EventHeap {
+public:
+  bool empty() const { return heap.empty(); }
+  double topTime() const { return heap.front().time; }
+  int32_t topId() const { return heap.front().id; }
+  int32_t topActor() const { return heap.front().actor; }
+  void push(double time, int32_t id, int32_t actor) {
+    size_t i = heap.size();
+    heap.emplace_back();
+    while (i > 0) {
+      const size_t parent = (i - 1) / 2;
+      if (!before(time, id, heap[parent]))
+        break;
+      heap[i] = heap[parent];
+      i = parent;
+    }
+    heap[i].time = time;
+    heap[i].id = id;
+    heap[i].actor = actor;
+  }
+  void pop() {
+    const Event last = heap.back();
+    heap.pop_back();
+    if (heap.empty())
+      return;
+    size_t i = 0;
+    const size_t n = heap.size();
+    for (;;) {
+      size_t child = 2 * i + 1;
+      if (child >= n)
+        break;
+      if (child + 1 < n &&
+          before(heap[child + 1].time, heap[child + 1].id, heap[child]))
+        ++child;
+      if (!before(heap[child].time, heap[child].id, last))
+        break;
+      heap[i] = heap[child];
+      i = child;
+    }
+    heap[i] = last;
+  }
+
+private:
+  struct Event {
+    double time;
+    int32_t id, actor;
+  };
+  static bool before(double time, int32_t id, const Event &e) {
+    return time < e.time || (time == e.time && id < e.id);
+  }
+  std::vector<Event> heap;
+};
+
 class EventCore {
 public:
+  /// Every actor has a core of its own.
+  explicit EventCore(int32_t numActors);
   /// The core groups of `costs` (none: every actor has a core of its own).
   EventCore(int32_t numActors, const SimCosts &costs);
 
@@ -59,7 +121,8 @@ public:
 
   /// Starts computation `id` of `actor`, `work` long at a whole core, at
   /// time `at` (not before now). Its end is reported to the run's `ended`,
-  /// and touches the actor.
+  /// and touches the actor. Ids of computations that may end at the same
+  /// time are distinct (they order the reports).
   void compute(int32_t actor, int32_t id, double work, double at);
   /// Asks `actor` again at time `at` (a wait that ends then).
   void wakeAt(double at, int32_t actor);
@@ -136,20 +199,20 @@ private:
   std::vector<double> cores;
   std::vector<std::vector<double>> slowdown;
   std::vector<std::vector<Job>> running; ///< per group
-  MinHeap exactEnds;                     ///< computations without a group
+  EventHeap exactEnds;                   ///< computations without a group
   MinHeap later;                         ///< group computations to start
-  MinHeap wakes;
+  EventHeap wakes;
   std::vector<uint8_t> dirty, settleAsk;
 };
 
 template <typename Ended> bool EventCore::advance(Ended &&ended) {
   double at = std::numeric_limits<double>::infinity();
   if (!exactEnds.empty())
-    at = exactEnds.top().time;
+    at = exactEnds.topTime();
   if (!later.empty())
     at = std::min(at, later.top().time);
   if (!wakes.empty())
-    at = std::min(at, wakes.top().time);
+    at = std::min(at, wakes.topTime());
   for (size_t g = 0; g < running.size(); ++g) {
     if (running[g].empty())
       continue;
@@ -181,11 +244,11 @@ template <typename Ended> bool EventCore::advance(Ended &&ended) {
     running[g].erase(std::remove_if(running[g].begin(), running[g].end(), done),
                      running[g].end());
   }
-  while (!exactEnds.empty() && exactEnds.top().time <= time) {
-    const Timed end = exactEnds.top();
+  while (!exactEnds.empty() && exactEnds.topTime() <= time) {
+    const int32_t actor = exactEnds.topActor(), id = exactEnds.topId();
     exactEnds.pop();
-    dirty[end.actor] = 1;
-    ended(end.actor, end.id);
+    dirty[actor] = 1;
+    ended(actor, id);
   }
   while (!later.empty() && later.top().time <= time) {
     const Timed start = later.top();
@@ -193,8 +256,8 @@ template <typename Ended> bool EventCore::advance(Ended &&ended) {
     running[group[start.actor]].push_back(
         {start.actor, start.id, start.work, start.work});
   }
-  while (!wakes.empty() && wakes.top().time <= time) {
-    dirty[wakes.top().actor] = 1;
+  while (!wakes.empty() && wakes.topTime() <= time) {
+    dirty[wakes.topActor()] = 1;
     wakes.pop();
   }
   return true;
