@@ -45,11 +45,10 @@ double EventCore::maxRate() const {
   return fastest;
 }
 
-void EventCore::compute(int32_t actor, int32_t id, double work, double at) {
+void EventCore::computeShared(int32_t actor, int32_t id, double work,
+                              double at) {
   const int32_t g = groupOf(actor);
-  if (g < 0 || work <= 0)
-    exactEnds.push(at + std::max(0.0, work), id, actor);
-  else if (at <= time)
+  if (at <= time)
     running[g].push_back({actor, id, work, work});
   else
     later.push({at, actor, id, work});

@@ -192,6 +192,28 @@ bool flexpipe::sched::waitsForInstance(const Problem &p, int32_t r,
 
 namespace {
 
+/// A reorder queue: a min-heap of micro-batches over storage that the
+/// engine owns (one flat array for every queue: a queue never holds more
+/// than its part's micro-batches).
+class ReadyQueue {
+public:
+  ReadyQueue(int32_t *data, int32_t &size) : data(data), size(size) {}
+  bool empty() const { return size == 0; }
+  int32_t front() const { return data[0]; }
+  void push(int32_t mb) {
+    data[size++] = mb;
+    std::push_heap(data, data + size, std::greater<int32_t>());
+  }
+  int32_t pop() {
+    std::pop_heap(data, data + size, std::greater<int32_t>());
+    return data[--size];
+  }
+
+private:
+  int32_t *data;
+  int32_t &size;
+};
+
 class Engine {
 public:
   /// With `replay`, each actor runs the given order (items of an earlier
@@ -275,12 +297,23 @@ private:
   }
 
   void build();
+  /// Calls `edge(from, to)` for every dependency between items: the stage
+  /// DAG forward and reversed for the gradients, forward before backward,
+  /// input before weight gradient, the extra dependencies.
+  template <typename Edge> void forEachItemEdge(Edge &&edge) const;
   void addRegisteredEdges();
   void initRegistered();
-  void addEdge(int32_t from, int32_t to) { edges.push_back({from, to}); }
+  void addEdge(int32_t from, int32_t to) { regEdges.push_back({from, to}); }
+  /// The unfinished predecessor of `item` that keeps it waiting, or -1.
+  int32_t unfinishedPredecessor(int32_t item) const;
 
   // --- Scheduling ----------------------------------------------------------
-  bool admissible(CompKind kind, int32_t part, int32_t mb) const;
+  /// Whether an in-flight limit lets (kind, part, mb) start now: only
+  /// forwards count.
+  bool admissible(CompKind kind, int32_t part, int32_t mb) const {
+    return kind != CompKind::Fwd || admissibleForward(part, mb);
+  }
+  bool admissibleForward(int32_t part, int32_t mb) const;
   bool admissibleFront(CompKind kind, int32_t part) {
     return admissible(kind, part, queue(part, kind).front());
   }
@@ -296,7 +329,12 @@ private:
   void start(int32_t item, double now);
   void complete(int32_t item, double now);
   void enqueue(int32_t item);
-  bool passesChecks(int32_t actor, CompKind kind, int32_t part);
+  /// The check functions (register_new_checkfunc) on the item `kind` of
+  /// `part` would fetch next: all must accept it.
+  bool passesChecks(int32_t actor, CompKind kind, int32_t part) {
+    return p.checks.empty() || runChecks(actor, kind, part);
+  }
+  bool runChecks(int32_t actor, CompKind kind, int32_t part);
   int32_t customStep(int32_t actor);
   StepView view(int32_t actor) const;
   int32_t pickRegistered(int32_t actor) const;
@@ -319,8 +357,11 @@ private:
                              std::ostream &os) const;
   std::string describeItem(CompKind kind, int32_t part, int32_t mb) const;
 
-  std::vector<int32_t> &queue(int32_t part, CompKind kind) {
-    return readyQueues[part * kNumCompKinds + static_cast<int32_t>(kind)];
+  ReadyQueue queue(int32_t part, CompKind kind) {
+    const int32_t k = static_cast<int32_t>(kind);
+    return ReadyQueue(queueStore.data() + partBase[part] * kNumCompKinds +
+                          k * (partBase[part + 1] - partBase[part]),
+                      queueSize[part * kNumCompKinds + k]);
   }
   int32_t &remainingIn(int32_t part, CompKind kind) {
     return remainingInPart[part * kNumCompKinds + static_cast<int32_t>(kind)];
@@ -343,20 +384,20 @@ private:
   // only touched actors are asked at the next decision time, every other
   // free actor would find what it found before.
   EventCore core{0};
-  bool hasPlugins() const {
-    return !p.checks.empty() || !p.customPriorities.empty();
-  }
+  bool hasPlugins() const { return plugins; }
+  bool plugins = false;
 
   std::vector<int32_t> partBase;
   std::vector<int32_t> slotPart; // the part owning each slot
   int32_t numSlots = 0;
   std::vector<uint8_t> exists; // per item
-  std::vector<std::pair<int32_t, int32_t>> edges;
+  // Edges into the registered instances' readiness nodes and out of them.
+  std::vector<std::pair<int32_t, int32_t>> regEdges;
   std::vector<int32_t> succStart, succList; // CSR successors
   std::vector<int32_t> pending;             // unfinished predecessors
   std::vector<uint8_t> finished, started;
 
-  std::vector<std::vector<int32_t>> readyQueues; // min-heaps of micro-batches
+  std::vector<int32_t> queueStore, queueSize; // see queue()
   std::vector<int32_t> remainingInPart;
   std::vector<int64_t> remainingOnActor; // per actor * kind
   std::vector<int32_t> readyOnActor;     // per actor: items in its queues
@@ -441,67 +482,40 @@ void Engine::build() {
   numItems = numSlots * kNumCompKinds;
   exists.assign(numItems, 0);
 
-  std::vector<std::vector<int32_t>> in(numParts), out(numParts);
-  for (auto [from, to] : p.edges) {
-    out[from].push_back(to);
-    in[to].push_back(from);
-  }
-
-  size_t expected = 0;
   for (int32_t part = 0; part < numParts; ++part)
-    expected += static_cast<size_t>(partBase[part + 1] - partBase[part]) *
-                (in[part].size() + out[part].size() + 2);
-  edges.reserve(expected);
-  const CompKind grad = gradKind();
-  for (int32_t part = 0; part < numParts; ++part) {
     for (int32_t mb = p.parts[part].mbBegin; mb < p.parts[part].mbEnd; ++mb) {
-      const int32_t fwd = itemId(CompKind::Fwd, part, mb);
-      const int32_t back = itemId(grad, part, mb);
-      exists[fwd] = exists[back] = 1;
-      for (int32_t pred : in[part])
-        if (flowsThrough(pred, mb))
-          addEdge(itemId(CompKind::Fwd, pred, mb), fwd);
-      addEdge(fwd, back);
-      for (int32_t succ : out[part])
-        if (flowsThrough(succ, mb))
-          addEdge(itemId(grad, succ, mb), back);
-      if (p.splitBackward) {
-        const int32_t weight = itemId(CompKind::Wgrad, part, mb);
-        exists[weight] = 1;
-        addEdge(back, weight);
-      }
+      exists[itemId(CompKind::Fwd, part, mb)] = 1;
+      exists[itemId(gradKind(), part, mb)] = 1;
+      if (p.splitBackward)
+        exists[itemId(CompKind::Wgrad, part, mb)] = 1;
     }
-  }
-  for (const ExtraDependency &dep : p.extraDependencies) {
-    CompKind src = existing(dep.srcKind, /*asSource=*/true);
-    CompKind dst = existing(dep.dstKind, /*asSource=*/false);
-    for (int32_t mb = p.parts[dep.srcPart].mbBegin;
-         mb < p.parts[dep.srcPart].mbEnd; ++mb)
-      if (flowsThrough(dep.dstPart, mb))
-        addEdge(itemId(src, dep.srcPart, mb), itemId(dst, dep.dstPart, mb));
-  }
-
   addRegisteredEdges();
 
   // CSR successor lists and predecessor counts, over the items and the
-  // registered instances' readiness nodes.
+  // registered instances' readiness nodes: count, then fill.
   const int32_t numNodes = numItems + numInstances;
   succStart.assign(numNodes + 1, 0);
   pending.assign(numNodes, 0);
-  for (auto [from, to] : edges) {
+  auto count = [&](int32_t from, int32_t to) {
     ++succStart[from + 1];
     ++pending[to];
-  }
+  };
+  forEachItemEdge(count);
+  for (auto [from, to] : regEdges)
+    count(from, to);
   for (int32_t i = 0; i < numNodes; ++i)
     succStart[i + 1] += succStart[i];
-  succList.resize(edges.size());
+  succList.resize(succStart[numNodes]);
   std::vector<int32_t> fill(succStart.begin(), succStart.end() - 1);
-  for (auto [from, to] : edges)
-    succList[fill[from]++] = to;
+  auto place = [&](int32_t from, int32_t to) { succList[fill[from]++] = to; };
+  forEachItemEdge(place);
+  for (auto [from, to] : regEdges)
+    place(from, to);
 
   finished.assign(numItems, 0);
   started.assign(numItems, 0);
-  readyQueues.assign(numParts * kNumCompKinds, {});
+  queueStore.assign(numItems, 0);
+  queueSize.assign(numParts * kNumCompKinds, 0);
   remainingInPart.assign(numParts * kNumCompKinds, 0);
   remainingOnActor.assign(numActors * kNumCompKinds, 0);
   readyOnActor.assign(numActors, 0);
@@ -548,7 +562,41 @@ void Engine::build() {
   blockedIn.assign(numActors, -1);
   replayPos.assign(numActors, 0);
   core = EventCore(numActors); // every actor is asked at the start
+  plugins = !p.checks.empty() || !p.customPriorities.empty();
   initRegistered();
+}
+
+template <typename Edge> void Engine::forEachItemEdge(Edge &&edge) const {
+  const CompKind grad = gradKind();
+  for (auto [from, to] : p.edges)
+    for (int32_t mb = std::max(p.parts[from].mbBegin, p.parts[to].mbBegin);
+         mb < std::min(p.parts[from].mbEnd, p.parts[to].mbEnd); ++mb) {
+      edge(itemId(CompKind::Fwd, from, mb), itemId(CompKind::Fwd, to, mb));
+      edge(itemId(grad, to, mb), itemId(grad, from, mb));
+    }
+  for (int32_t part = 0; part < numParts; ++part)
+    for (int32_t mb = p.parts[part].mbBegin; mb < p.parts[part].mbEnd; ++mb) {
+      edge(itemId(CompKind::Fwd, part, mb), itemId(grad, part, mb));
+      if (p.splitBackward)
+        edge(itemId(grad, part, mb), itemId(CompKind::Wgrad, part, mb));
+    }
+  for (const ExtraDependency &dep : p.extraDependencies) {
+    const CompKind src = existing(dep.srcKind, /*asSource=*/true);
+    const CompKind dst = existing(dep.dstKind, /*asSource=*/false);
+    for (int32_t mb = p.parts[dep.srcPart].mbBegin;
+         mb < p.parts[dep.srcPart].mbEnd; ++mb)
+      if (flowsThrough(dep.dstPart, mb))
+        edge(itemId(src, dep.srcPart, mb), itemId(dst, dep.dstPart, mb));
+  }
+}
+
+int32_t Engine::unfinishedPredecessor(int32_t item) const {
+  for (int32_t from = 0; from < numItems; ++from)
+    if (!finished[from])
+      for (int32_t i = succStart[from]; i < succStart[from + 1]; ++i)
+        if (succList[i] == item)
+          return from;
+  return -1;
 }
 
 /// Registered instructions: their instances, numbered after the items as
@@ -742,15 +790,11 @@ void Engine::enqueue(int32_t item) {
   if (replay)
     return; // a replay reads readiness from `pending`, not the queues
   const int32_t mb = slot - partBase[part] + p.parts[part].mbBegin;
-  std::vector<int32_t> &heap = queue(part, kind);
-  heap.push_back(mb);
+  queue(part, kind).push(mb);
   ++readyOnActor[p.parts[part].actor];
-  std::push_heap(heap.begin(), heap.end(), std::greater<int32_t>());
 }
 
-bool Engine::admissible(CompKind kind, int32_t part, int32_t mb) const {
-  if (kind != CompKind::Fwd)
-    return true;
+bool Engine::admissibleForward(int32_t part, int32_t mb) const {
   const StagePart &sp = p.parts[part];
   if (partInflight[part] >= sp.inflightLimit)
     return false;
@@ -777,10 +821,7 @@ int32_t Engine::fetch(int32_t actor, CompKind kind) {
   const bool reverse = sp.order == StageOrder::DepthFirst;
   auto partAt = [&](int32_t i) { return parts[reverse ? n - 1 - i : i]; };
   auto take = [&](int32_t part) {
-    std::vector<int32_t> &heap = queue(part, kind);
-    std::pop_heap(heap.begin(), heap.end(), std::greater<int32_t>());
-    int32_t mb = heap.back();
-    heap.pop_back();
+    const int32_t mb = queue(part, kind).pop();
     --readyOnActor[actor];
     return itemId(kind, part, mb);
   };
@@ -851,11 +892,7 @@ StepView Engine::view(int32_t actor) const {
   return v;
 }
 
-/// The check functions (register_new_checkfunc) on the item `kind` of `part`
-/// would fetch next: all must accept it.
-bool Engine::passesChecks(int32_t actor, CompKind kind, int32_t part) {
-  if (p.checks.empty())
-    return true;
+bool Engine::runChecks(int32_t actor, CompKind kind, int32_t part) {
   const ReadyItem item{kind, part, p.parts[part].stage,
                        queue(part, kind).front()};
   const StepView v = view(actor);
@@ -890,9 +927,7 @@ int32_t Engine::customStep(int32_t actor) {
     return -1;
   }
   const ReadyItem &c = candidates[choice];
-  std::vector<int32_t> &heap = queue(c.part, c.kind);
-  std::pop_heap(heap.begin(), heap.end(), std::greater<int32_t>());
-  heap.pop_back();
+  queue(c.part, c.kind).pop();
   --readyOnActor[actor];
   return itemId(c.kind, c.part, c.mb);
 }
@@ -1327,9 +1362,7 @@ void Engine::explainFirstWaiting(int32_t actor, std::ostream &os) const {
         if (explainRegisteredWait(part, mb, kind, os))
           return;
         // An unfinished predecessor, from the edges into `item`.
-        for (auto [from, to] : edges) {
-          if (to != item || finished[from])
-            continue;
+        if (const int32_t from = unfinishedPredecessor(item); from >= 0) {
           const int32_t fromSlot = from / kNumCompKinds;
           const int32_t fromPart = slotPart[fromSlot];
           const int32_t fromMb =

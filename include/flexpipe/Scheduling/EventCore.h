@@ -123,7 +123,12 @@ public:
   /// time `at` (not before now). Its end is reported to the run's `ended`,
   /// and touches the actor. Ids of computations that may end at the same
   /// time are distinct (they order the reports).
-  void compute(int32_t actor, int32_t id, double work, double at);
+  void compute(int32_t actor, int32_t id, double work, double at) {
+    if (groupOf(actor) < 0 || work <= 0)
+      exactEnds.push(at + std::max(0.0, work), id, actor);
+    else
+      computeShared(actor, id, work, at);
+  }
   /// Asks `actor` again at time `at` (a wait that ends then).
   void wakeAt(double at, int32_t actor);
   /// `actor` is asked again at this time (something it waits for changed).
@@ -174,6 +179,8 @@ private:
   using MinHeap =
       std::priority_queue<Timed, std::vector<Timed>, std::greater<Timed>>;
   double rate(int32_t g) const;
+  /// compute() on a core group.
+  void computeShared(int32_t actor, int32_t id, double work, double at);
   /// Asks the actors flagged in `asked`, in id order, each until it does
   /// nothing more (clearing its flag first); true when one acted.
   template <typename Step>
