@@ -87,12 +87,29 @@ public:
 
   /// Builds items and dependencies; returns an error or "".
   std::string build();
+  /// States of one re-timing at the start of some of its event times,
+  /// earliest first (defined below).
+  struct Checkpoints;
   /// Re-times with the weight gradients in `stashed` (by Wgrad item id)
   /// deferred to bubbles and every other one fused. Stops early (`cut`)
   /// once some actor cannot end by `cutoff`: its clock plus the work it has
   /// left is past it (a timing the caller would reject anyway).
+  ///
+  /// `from`: checkpoints of a re-timing under the same bound whose stashed
+  /// set differs from `stashed` only in weight gradients whose input
+  /// gradients it started at `divergeAt` or later. Until then this
+  /// re-timing runs exactly as that one did (`stashed` is read only when an
+  /// input gradient starts), so it goes on from the last checkpoint at or
+  /// before `divergeAt` instead of from the start. `record`: where to keep
+  /// this re-timing's checkpoints (not `from`).
   Timing retime(const std::vector<uint8_t> &stashed, double bound,
-                double cutoff = std::numeric_limits<double>::infinity()) const;
+                double cutoff = std::numeric_limits<double>::infinity(),
+                const Checkpoints *from = nullptr, double divergeAt = 0,
+                Checkpoints *record = nullptr) const;
+  /// The earliest start in `timing` of an input gradient whose weight
+  /// gradient is stashed in exactly one of `a` and `b`.
+  double divergence(const Timing &timing, const std::vector<uint8_t> &a,
+                    const std::vector<uint8_t> &b) const;
   /// Weight gradients (fused in `stashed`) that delayed the chain of items
   /// leading to `blocked`.
   std::vector<int32_t> chainWeights(const Timing &timing, int32_t blocked,
@@ -101,6 +118,7 @@ public:
 
   std::vector<Item> items;
   std::vector<int32_t> weights; ///< every Wgrad item
+  std::vector<int32_t> inputOf; ///< per Wgrad item its Igrad item
   /// Times closer than this are equal: a billionth of the shortest
   /// duration, so that microsecond costs and unit steps both work.
   double tol = 1e-9;
@@ -295,6 +313,7 @@ std::string Separator::dependencies(std::vector<std::vector<int32_t>> &deps) {
     return g.empty() ? allOf(OpKind::Bwd, stage, mb) : g;
   };
   deps.assign(items.size(), {});
+  inputOf.assign(items.size(), -1);
   for (int32_t id = 0; id < static_cast<int32_t>(items.size()); ++id) {
     Item &item = items[id];
     auto need = [&](int32_t dep, const char *what) -> std::string {
@@ -341,6 +360,8 @@ std::string Separator::dependencies(std::vector<std::vector<int32_t>> &deps) {
         item.weight = findOn(OpKind::Wgrad, item.stage, item.mb, item.actor);
         if (item.weight < 0)
           error = need(-1, "weight gradient");
+        else
+          inputOf[item.weight] = id;
       }
       break;
     case OpKind::Wgrad:
@@ -384,9 +405,23 @@ class Separator::Retimer {
 public:
   Retimer(const Separator &s, const std::vector<uint8_t> &stashed, double bound,
           double cutoff);
-  Timing run();
+  /// This state (a checkpoint) going on with another stashed set and cutoff.
+  void resumeWith(const std::vector<uint8_t> &stashedNow, double cutoff);
+  /// Runs to the end; with `record`, keeps a copy of the state at about
+  /// every (items / kCheckpoints) items started.
+  Timing run(Checkpoints *record = nullptr);
+  /// The time of the event this state waits to sweep.
+  double time() const { return core.now(); }
 
 private:
+  static constexpr int64_t kCheckpoints = 16;
+  int64_t checkpointEvery() const {
+    return std::max<int64_t>(1, static_cast<int64_t>(s.items.size()) /
+                                    kCheckpoints);
+  }
+  /// At the start of an event time: a checkpoint when due.
+  void atTime();
+
   /// Item `id`'s end is known: actors waiting for it look again.
   void known(int32_t id, double end);
   bool fail(std::string error);
@@ -409,9 +444,13 @@ private:
   void finish();
 
   const Separator &s;
-  const std::vector<uint8_t> &stashed;
-  const double bound;
+  const std::vector<uint8_t> *stashed;
+  double bound;
   Timing t;
+  Checkpoints *record = nullptr;
+  /// Items started so far, and the count at which the next checkpoint is
+  /// due.
+  int64_t startedItems = 0, nextCheckpoint = 0;
   EventCore core;
   std::vector<double> held;
   /// Per actor, the work it has not started: the time plus that is a lower
@@ -433,7 +472,8 @@ private:
 Separator::Retimer::Retimer(const Separator &s,
                             const std::vector<uint8_t> &stashed, double bound,
                             double cutoff)
-    : s(s), stashed(stashed), bound(bound), core(s.program.numActors, s.costs) {
+    : s(s), stashed(&stashed), bound(bound),
+      core(s.program.numActors, s.costs) {
   const int32_t numActors = s.program.numActors;
   t.start.assign(s.items.size(), -1);
   t.end.assign(s.items.size(), -1);
@@ -452,6 +492,27 @@ Separator::Retimer::Retimer(const Separator &s,
   arrived.assign(s.instanceMembers.size(), 0);
   limit = cutoff * (1 + 1e-9);
   rate = core.maxRate();
+  nextCheckpoint = checkpointEvery();
+}
+
+struct Separator::Checkpoints {
+  std::vector<Retimer> states;
+};
+
+void Separator::Retimer::resumeWith(const std::vector<uint8_t> &stashedNow,
+                                    double cutoff) {
+  stashed = &stashedNow;
+  limit = cutoff * (1 + 1e-9);
+}
+
+void Separator::Retimer::atTime() {
+  if (!record || startedItems < nextCheckpoint)
+    return;
+  nextCheckpoint = startedItems + checkpointEvery();
+  Checkpoints *keep = record;
+  record = nullptr; // the copy records nothing
+  keep->states.push_back(*this);
+  record = keep;
 }
 
 void Separator::Retimer::known(int32_t id, double end) {
@@ -479,13 +540,14 @@ bool Separator::Retimer::start(int32_t a, int32_t id) {
   if (core.groupOf(a) < 0)
     known(id, now + item.duration);
   t.order[a].push_back(id);
+  ++startedItems;
   if (now + left[a] / rate > limit)
     return fail("cannot end by the cutoff");
   left[a] -= item.duration;
   busy[a] = 1;
   core.compute(a, id, item.duration, now);
   if (item.kind == OpKind::Igrad) {
-    if (stashed[item.weight])
+    if ((*stashed)[item.weight])
       stash[a].push_back(item.weight);
     else
       fused[a] = item.weight;
@@ -515,6 +577,7 @@ bool Separator::Retimer::arrive(int32_t a, int32_t x) {
     const int32_t b = s.items[m].actor;
     known(m, end);
     t.order[b].push_back(m);
+    ++startedItems;
     left[b] -= s.items[m].duration;
     inCollective[b] = 0;
     waitUntil[b] = end;
@@ -614,17 +677,44 @@ void Separator::Retimer::finish() {
   t.ok = true;
 }
 
-Timing Separator::Retimer::run() {
+Timing Separator::Retimer::run(Checkpoints *keep) {
+  record = keep;
   core.run([this](int32_t a, bool settled) { return step(a, settled); },
-           [this](int32_t a, int32_t id) { ended(a, id); });
+           [this](int32_t a, int32_t id) { ended(a, id); },
+           [this] { atTime(); });
+  record = nullptr;
   if (t.error.empty())
     finish();
   return std::move(t);
 }
 
 Timing Separator::retime(const std::vector<uint8_t> &stashed, double bound,
-                         double cutoff) const {
-  return Retimer(*this, stashed, bound, cutoff).run();
+                         double cutoff, const Checkpoints *from,
+                         double divergeAt, Checkpoints *record) const {
+  size_t kept = 0;
+  if (from)
+    while (kept < from->states.size() && from->states[kept].time() <= divergeAt)
+      ++kept;
+  if (record) {
+    record->states.clear();
+    for (size_t i = 0; i < kept; ++i)
+      record->states.push_back(from->states[i]);
+  }
+  if (kept == 0)
+    return Retimer(*this, stashed, bound, cutoff).run(record);
+  Retimer resumed = from->states[kept - 1];
+  resumed.resumeWith(stashed, cutoff);
+  return resumed.run(record);
+}
+
+double Separator::divergence(const Timing &timing,
+                             const std::vector<uint8_t> &a,
+                             const std::vector<uint8_t> &b) const {
+  double at = std::numeric_limits<double>::infinity();
+  for (int32_t w : weights)
+    if (a[w] != b[w])
+      at = std::min(at, timing.start[inputOf[w]]);
+  return at;
 }
 
 std::vector<int32_t>
@@ -721,8 +811,14 @@ flexpipe::sched::separateGradients(const Program &program,
       return result;
     }
 
-  // Stash and insert, from the earliest bubble on.
-  Timing best = fused;
+  // Stash and insert, from the earliest bubble on. Each candidate differs
+  // from the best so far only late in the iteration (bubbles are tried
+  // earliest first, and the weights moved precede the bubble), so it
+  // resumes from the best's checkpoints; the fused timing under the bound
+  // is the fused timing (nothing is stashed, so the bound never acts).
+  Separator::Checkpoints marks;
+  Separator::Checkpoints *keep = options.resume ? &marks : nullptr;
+  Timing best = sep.retime(stashed, bound, unbounded, nullptr, 0, keep);
   std::set<std::pair<int32_t, int32_t>> tried; // (actor, blocked item)
   bool changed = true;
   while (changed && result.rounds < options.maxRounds) {
@@ -751,8 +847,16 @@ flexpipe::sched::separateGradients(const Program &program,
       for (int32_t w : weights)
         candidate[w] = 1;
       ++result.rounds;
-      Timing t = sep.retime(candidate, bound, best.makespan + sep.tol * 1e3);
+      const double cutoff = best.makespan + sep.tol * 1e3;
+      const double diverge = sep.divergence(best, stashed, candidate);
+      Timing t = sep.retime(candidate, bound, cutoff, keep, diverge);
       if (t.ok && better(t, best, sep.tol)) {
+        if (keep) {
+          // The same re-timing again, keeping its checkpoints.
+          Separator::Checkpoints next;
+          t = sep.retime(candidate, bound, cutoff, keep, diverge, &next);
+          marks = std::move(next);
+        }
         best = std::move(t);
         stashed = std::move(candidate);
         tried.clear();
@@ -768,7 +872,8 @@ flexpipe::sched::separateGradients(const Program &program,
   std::vector<uint8_t> all(sep.items.size(), 0);
   for (int32_t w : sep.weights)
     all[w] = 1;
-  Timing greedy = sep.retime(all, bound, best.makespan + sep.tol * 1e3);
+  Timing greedy = sep.retime(all, bound, best.makespan + sep.tol * 1e3, keep,
+                             sep.divergence(best, stashed, all));
   if (greedy.ok && (better(greedy, best, sep.tol) ||
                     (!better(best, greedy, sep.tol) &&
                      greedy.maxPeak() < best.maxPeak() * (1 - 1e-9)))) {

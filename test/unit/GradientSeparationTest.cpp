@@ -21,6 +21,7 @@
 #include <random>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 using namespace flexpipe::sched;
 using flexpipe::sched::test::computeProgram;
@@ -187,6 +188,22 @@ TEST_CASE("gradient separation keeps its promises on random configurations",
     INFO("trial " << trial << ": " << r.error);
     REQUIRE(r.ok);
     ++checked;
+    // Resuming attempts from checkpoints changes nothing.
+    SeparationOptions fromStart;
+    fromStart.resume = false;
+    const SeparationResult full = separateGradients(program, costs, fromStart);
+    REQUIRE(full.ok);
+    CHECK(full.rounds == r.rounds);
+    CHECK(full.time == r.time);
+    CHECK(full.strategy == r.strategy);
+    auto order = [](const Program &prog) {
+      std::vector<std::tuple<int32_t, OpKind, int32_t, int32_t>> ops;
+      for (int32_t a = 0; a < prog.numActors; ++a)
+        for (const ProgOp &op : prog.actors[a])
+          ops.emplace_back(a, op.kind, op.stage, op.mb);
+      return ops;
+    };
+    CHECK(order(full.program) == order(r.program));
     CHECK(r.time <= r.fusedTime + 1e-9);
     CHECK(r.peak <= r.memoryBound + 1e-9);
     // Every W after its I, on the same actor; nothing lost or added.

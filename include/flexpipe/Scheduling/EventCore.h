@@ -149,8 +149,12 @@ public:
   /// (it is asked again), false when it has nothing to do at this time.
   /// `ended(actor, id)`: computation `id` of `actor` ended at now().
   /// Returns the time of the last event.
-  template <typename Step, typename Ended>
-  double run(Step &&step, Ended &&ended) {
+  /// `atTime()` is called at each new event time once its ends have been
+  /// reported, before any actor is asked: a copy of the core (and of the
+  /// policy's state) made there goes on exactly as this run would when run
+  /// again.
+  template <typename Step, typename Ended, typename AtTime>
+  double run(Step &&step, Ended &&ended, AtTime &&atTime) {
     for (;;) {
       // Sweeps until nobody acts; then those waiting for that, settled.
       while (sweep(dirty, false, step) ||
@@ -160,7 +164,12 @@ public:
         return time;
       if (!advance(ended))
         return time;
+      atTime();
     }
+  }
+  template <typename Step, typename Ended>
+  double run(Step &&step, Ended &&ended) {
+    return run(step, ended, [] {});
   }
 
 private:
