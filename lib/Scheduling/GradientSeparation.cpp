@@ -517,8 +517,13 @@ void Separator::Retimer::atTime() {
 
 void Separator::Retimer::known(int32_t id, double end) {
   t.end[id] = end;
+  // A user that computes or waits for a known time answers nothing at this
+  // time (step's first test), and neither changes before time moves: it is
+  // asked again when its computation ends or its wait is over.
+  const double now = core.now();
   for (int32_t i = s.userStart[id]; i < s.userStart[id + 1]; ++i)
-    core.touch(s.userList[i]);
+    if (const int32_t b = s.userList[i]; !busy[b] && waitUntil[b] <= now)
+      core.touch(b);
 }
 
 bool Separator::Retimer::fail(std::string error) {
