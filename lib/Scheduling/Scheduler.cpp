@@ -401,6 +401,7 @@ private:
   std::vector<int32_t> remainingInPart;
   std::vector<int64_t> remainingOnActor; // per actor * kind
   std::vector<int32_t> readyOnActor;     // per actor: items in its queues
+  std::vector<int32_t> readyByKind;      // per actor * kind: the same
 
   std::vector<std::vector<int32_t>> actorParts; // sorted by (depth, stage)
   std::vector<std::vector<int32_t>> partGroups; // global limits per source
@@ -519,6 +520,7 @@ void Engine::build() {
   remainingInPart.assign(numParts * kNumCompKinds, 0);
   remainingOnActor.assign(numActors * kNumCompKinds, 0);
   readyOnActor.assign(numActors, 0);
+  readyByKind.assign(numActors * kNumCompKinds, 0);
   for (int32_t part = 0; part < numParts; ++part)
     for (int32_t mb = p.parts[part].mbBegin; mb < p.parts[part].mbEnd; ++mb)
       for (int32_t k = 0; k < kNumCompKinds; ++k)
@@ -792,6 +794,7 @@ void Engine::enqueue(int32_t item) {
   const int32_t mb = slot - partBase[part] + p.parts[part].mbBegin;
   queue(part, kind).push(mb);
   ++readyOnActor[p.parts[part].actor];
+  ++readyByKind[p.parts[part].actor * kNumCompKinds + static_cast<int>(kind)];
 }
 
 bool Engine::admissibleForward(int32_t part, int32_t mb) const {
@@ -823,6 +826,7 @@ int32_t Engine::fetch(int32_t actor, CompKind kind) {
   auto take = [&](int32_t part) {
     const int32_t mb = queue(part, kind).pop();
     --readyOnActor[actor];
+    --readyByKind[actor * kNumCompKinds + static_cast<int>(kind)];
     return itemId(kind, part, mb);
   };
 
@@ -929,6 +933,7 @@ int32_t Engine::customStep(int32_t actor) {
   const ReadyItem &c = candidates[choice];
   queue(c.part, c.kind).pop();
   --readyOnActor[actor];
+  --readyByKind[actor * kNumCompKinds + static_cast<int>(c.kind)];
   return itemId(c.kind, c.part, c.mb);
 }
 
@@ -962,6 +967,11 @@ int32_t Engine::step(int32_t actor) {
   for (int i = 0; i < numKinds; ++i) {
     const CompKind kind = order[i];
     if (!remaining(kind))
+      continue;
+    // Nothing of this kind ready: a fetch without an interval would find
+    // nothing and change nothing (one with an interval may move on).
+    if (readyByKind[actor * kNumCompKinds + static_cast<int>(kind)] == 0 &&
+        (kind == CompKind::Fwd ? pol.fwd : pol.bwd).interval == 0)
       continue;
     int32_t item = fetch(actor, kind);
     if (item < 0) {
