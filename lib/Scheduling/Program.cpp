@@ -8,12 +8,13 @@
 
 #include "flexpipe/Scheduling/Program.h"
 
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+
 #include <algorithm>
 #include <map>
 #include <sstream>
 #include <tuple>
-#include <unordered_map>
-#include <unordered_set>
 
 using namespace flexpipe::sched;
 
@@ -158,21 +159,13 @@ struct Topology {
 
   explicit Topology(const Program &program)
       : preds(program.numStages), succs(program.numStages),
-        actorsOf(program.numStages) {
+        actorsOf(stageActors(program)) {
     for (auto [from, to] : program.edges) {
       if (from < 0 || to < 0 || from >= program.numStages ||
           to >= program.numStages)
         continue;
       succs[from].push_back(to);
       preds[to].push_back(from);
-    }
-    for (int32_t a = 0; a < program.numActors; ++a)
-      for (const ProgOp &op : program.actors[a])
-        if (isCompute(op.kind) && op.stage >= 0 && op.stage < program.numStages)
-          actorsOf[op.stage].push_back(a);
-    for (auto &actors : actorsOf) {
-      std::sort(actors.begin(), actors.end());
-      actors.erase(std::unique(actors.begin(), actors.end()), actors.end());
     }
   }
   bool hasEdge(int32_t from, int32_t to) const {
@@ -187,7 +180,10 @@ inline bool carriesGradient(OpKind kind) {
   return kind == OpKind::Bwd || kind == OpKind::Igrad;
 }
 
-/// (tag, stage, mb) packed for hash sets; tags below.
+/// (tag, stage, mb) packed for hash sets; tags below. Stages and
+/// micro-batches are in range (non-negative, below 2^29 and 2^32), so a key
+/// is never one of DenseSet's reserved values (all ones, and all ones but
+/// the last bit: tags stop at 4).
 enum Tag : uint64_t {
   Act = 0,     // activation of stage available here
   Grad = 1,    // input gradient of stage available here
@@ -203,9 +199,24 @@ inline uint64_t key(uint64_t tag, int32_t stage, int32_t mb) {
 
 } // namespace
 
+std::vector<std::vector<int32_t>>
+flexpipe::sched::stageActors(const Program &program) {
+  // Actors are visited in ascending order: each list comes out sorted, and
+  // an actor is added once when its last entry is not already it.
+  std::vector<std::vector<int32_t>> actorsOf(program.numStages);
+  for (int32_t a = 0; a < program.numActors; ++a)
+    for (const ProgOp &op : program.actors[a])
+      if (isCompute(op.kind) && op.stage >= 0 && op.stage < program.numStages &&
+          (actorsOf[op.stage].empty() || actorsOf[op.stage].back() != a))
+        actorsOf[op.stage].push_back(a);
+  return actorsOf;
+}
+
 void flexpipe::sched::insertCommunication(Program &program) {
   Topology topo(program);
-  std::unordered_set<uint64_t> received;
+  // (kind, source stage, micro-batch) and the peer it comes from.
+  llvm::DenseSet<std::pair<uint64_t, int32_t>> received;
+  std::vector<int32_t> peers;
   for (int32_t a = 0; a < program.numActors; ++a) {
     std::vector<ProgOp> out;
     out.reserve(program.actors[a].size() * 3);
@@ -218,10 +229,9 @@ void flexpipe::sched::insertCommunication(Program &program) {
         const auto &sources = fwd ? topo.preds[op.stage] : topo.succs[op.stage];
         for (int32_t src : sources)
           for (int32_t peer : topo.actorsOf[src])
-            if (peer != a && received
-                                 .insert(key(fwd ? Act : Grad, src, op.mb) ^
-                                         (static_cast<uint64_t>(peer) << 48))
-                                 .second)
+            if (peer != a &&
+                received.insert({key(fwd ? Act : Grad, src, op.mb), peer})
+                    .second)
               out.push_back({fwd ? OpKind::RecvAct : OpKind::RecvGrad, op.stage,
                              op.mb, peer});
       }
@@ -229,7 +239,7 @@ void flexpipe::sched::insertCommunication(Program &program) {
       if ((fwd || grad) && op.stage >= 0 && op.stage < program.numStages) {
         // One send per consuming actor, right after the producer.
         const auto &targets = fwd ? topo.succs[op.stage] : topo.preds[op.stage];
-        std::vector<int32_t> peers;
+        peers.clear();
         for (int32_t dst : targets)
           for (int32_t peer : topo.actorsOf[dst])
             if (peer != a &&
@@ -438,7 +448,7 @@ private:
   bool checkData;
 
   std::vector<int32_t> actorOf;
-  std::unordered_map<uint64_t, int32_t> channels;
+  llvm::DenseMap<uint64_t, int32_t> channels;
   std::vector<std::vector<int32_t>> channelSends; // send op ids, in order
   std::vector<int32_t> consumed; ///< per channel: sends taken by receives
   /// Collective instances by (kind, stage, micro-batch), and the last
@@ -455,7 +465,7 @@ private:
   std::vector<uint8_t> unmatched;
   /// Receives whose message is for another receive.
   std::vector<uint8_t> mismatched;
-  std::vector<std::unordered_set<uint64_t>> have;
+  std::vector<llvm::DenseSet<uint64_t>> have;
   std::vector<uint8_t> done;
   /// Per send: the actor blocked on its message, or -1.
   std::vector<int32_t> waiterOnSend;

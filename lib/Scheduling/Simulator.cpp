@@ -622,17 +622,7 @@ StageLayout flexpipe::sched::stageLayoutOf(const Program &program) {
   layout.meta = program.stageMeta;
   layout.moduleNames = program.moduleNames;
   layout.edges = program.edges;
-  layout.actorsOf.assign(program.numStages, {});
-  for (int32_t a = 0; a < program.numActors; ++a)
-    for (const ProgOp &op : program.actors[a])
-      if (isCompute(op.kind) && op.stage >= 0 && op.stage < program.numStages &&
-          (layout.actorsOf[op.stage].empty() ||
-           layout.actorsOf[op.stage].back() != a))
-        layout.actorsOf[op.stage].push_back(a);
-  for (std::vector<int32_t> &actors : layout.actorsOf) {
-    std::sort(actors.begin(), actors.end());
-    actors.erase(std::unique(actors.begin(), actors.end()), actors.end());
-  }
+  layout.actorsOf = stageActors(program);
   return layout;
 }
 

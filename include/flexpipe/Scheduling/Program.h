@@ -114,6 +114,9 @@ Program toProgram(const Problem &problem, const ScheduleResult &schedule,
                   const std::vector<std::pair<int32_t, int32_t>> &stageEdges,
                   const std::vector<int32_t> &sharedStages);
 
+/// Per stage, the actors that compute it (ascending, each once).
+std::vector<std::vector<int32_t>> stageActors(const Program &program);
+
 /// Adds a send after every computation whose output another actor needs and
 /// a blocking receive right before the first computation that needs it.
 /// Same-actor edges get nothing. Existing transfers are kept; the program
