@@ -21,6 +21,8 @@
 #include "flexpipe/Scheduling/GradientSeparation.h"
 #include "flexpipe/Scheduling/EventCore.h"
 
+#include "llvm/Support/ThreadPool.h"
+
 #include <algorithm>
 #include <cmath>
 #include <deque>
@@ -781,6 +783,117 @@ bool better(const Timing &a, const Timing &b, double tol) {
   return a.finishSum < b.finishSum - tol * 1e3;
 }
 
+/// One stash-and-insert attempt: a stashed set and its re-timing.
+struct Attempt {
+  std::vector<uint8_t> stashed;
+  double diverge = 0; ///< see Separator::retime
+  Timing timing;
+};
+
+/// Re-times `attempts` under `bound` and `cutoff`, resuming from `from`;
+/// on `pool` when given, each attempt a task of its own (a re-timing reads
+/// only what the attempts share, and its result does not depend on when it
+/// runs).
+void runAttempts(const Separator &sep, std::vector<Attempt> &attempts,
+                 double bound, double cutoff,
+                 const Separator::Checkpoints *from,
+                 llvm::ThreadPoolInterface *pool) {
+  auto run = [&](Attempt &a) {
+    a.timing = sep.retime(a.stashed, bound, cutoff, from, a.diverge);
+  };
+  if (!pool || attempts.size() < 2) {
+    for (Attempt &a : attempts)
+      run(a);
+    return;
+  }
+  llvm::ThreadPoolTaskGroup group(*pool);
+  for (Attempt &a : attempts)
+    group.async([&run, &a] { run(a); });
+  group.wait();
+}
+
+/// Programs with fewer items re-time too fast for a task to pay off.
+constexpr size_t kParallelItems = 2048;
+
+/// Stash and insert, from the earliest bubble on: the weight gradients
+/// chained to a bubble are stashed when that makes a better timing than
+/// `best`, which then replaces it, and the bubbles are found again. Returns
+/// the attempts made. With a pool, the attempts of up to its concurrency
+/// bubbles run at once and the first better one in bubble order is kept:
+/// the attempts counted and the result are those of one at a time.
+///
+/// Each attempt differs from the best so far only late in the iteration
+/// (bubbles are tried earliest first, and the weights moved precede the
+/// bubble), so it resumes from the best's checkpoints (`keep`, unless null).
+int64_t stashAndInsert(const Separator &sep, const SeparationOptions &options,
+                       double bound, Timing &best,
+                       std::vector<uint8_t> &stashed,
+                       Separator::Checkpoints *keep) {
+  const size_t width =
+      options.pool && sep.items.size() >= kParallelItems
+          ? std::max<size_t>(1, options.pool->getMaxConcurrency())
+          : 1;
+  int64_t rounds = 0;
+  std::set<std::pair<int32_t, int32_t>> tried; // (actor, blocked item)
+  std::vector<Attempt> batch;
+  bool changed = true;
+  while (changed && rounds < options.maxRounds) {
+    changed = false;
+    // Bubbles: an actor idle before one of its forwards / input gradients.
+    std::vector<std::pair<double, int32_t>> bubbles; // (idle from, blocked)
+    for (size_t a = 0; a < best.order.size(); ++a) {
+      double free = 0;
+      for (int32_t id : best.order[a]) {
+        if (best.start[id] > free + sep.tol &&
+            sep.items[id].kind != OpKind::Wgrad)
+          bubbles.push_back({free, id});
+        free = best.end[id];
+      }
+    }
+    std::sort(bubbles.begin(), bubbles.end());
+    size_t next = 0;
+    while (!changed && rounds < options.maxRounds) {
+      batch.clear();
+      while (next < bubbles.size() && batch.size() < width &&
+             rounds + static_cast<int64_t>(batch.size()) < options.maxRounds) {
+        const int32_t blocked = bubbles[next++].second;
+        if (!tried.insert({sep.items[blocked].actor, blocked}).second)
+          continue;
+        std::vector<int32_t> weights = sep.chainWeights(best, blocked, stashed);
+        if (weights.empty())
+          continue;
+        Attempt &attempt = batch.emplace_back();
+        attempt.stashed = stashed;
+        for (int32_t w : weights)
+          attempt.stashed[w] = 1;
+        attempt.diverge = sep.divergence(best, stashed, attempt.stashed);
+      }
+      if (batch.empty())
+        break;
+      const double cutoff = best.makespan + sep.tol * 1e3;
+      runAttempts(sep, batch, bound, cutoff, keep, options.pool);
+      for (Attempt &attempt : batch) {
+        ++rounds;
+        if (!attempt.timing.ok || !better(attempt.timing, best, sep.tol))
+          continue;
+        if (keep) {
+          // The same re-timing again, keeping its checkpoints.
+          Separator::Checkpoints marks;
+          attempt.timing = sep.retime(attempt.stashed, bound, cutoff, keep,
+                                      attempt.diverge, &marks);
+          *keep = std::move(marks);
+        }
+        best = std::move(attempt.timing);
+        stashed = std::move(attempt.stashed);
+        tried.clear();
+        changed = true;
+        break;
+      }
+    }
+  }
+  return rounds;
+}
+
 } // namespace
 
 SeparationResult
@@ -816,60 +929,12 @@ flexpipe::sched::separateGradients(const Program &program,
       return result;
     }
 
-  // Stash and insert, from the earliest bubble on. Each candidate differs
-  // from the best so far only late in the iteration (bubbles are tried
-  // earliest first, and the weights moved precede the bubble), so it
-  // resumes from the best's checkpoints; the fused timing under the bound
-  // is the fused timing (nothing is stashed, so the bound never acts).
+  // The fused timing again, under the bound (which never acts when nothing
+  // is stashed), keeping the checkpoints the attempts resume from.
   Separator::Checkpoints marks;
   Separator::Checkpoints *keep = options.resume ? &marks : nullptr;
   Timing best = sep.retime(stashed, bound, unbounded, nullptr, 0, keep);
-  std::set<std::pair<int32_t, int32_t>> tried; // (actor, blocked item)
-  bool changed = true;
-  while (changed && result.rounds < options.maxRounds) {
-    changed = false;
-    // Bubbles: an actor idle before one of its forwards / input gradients.
-    std::vector<std::pair<double, int32_t>> bubbles; // (idle from, blocked)
-    for (int32_t a = 0; a < program.numActors; ++a) {
-      double free = 0;
-      for (int32_t id : best.order[a]) {
-        if (best.start[id] > free + sep.tol &&
-            sep.items[id].kind != OpKind::Wgrad)
-          bubbles.push_back({free, id});
-        free = best.end[id];
-      }
-    }
-    std::sort(bubbles.begin(), bubbles.end());
-    for (auto [from, blocked] : bubbles) {
-      if (result.rounds >= options.maxRounds)
-        break;
-      if (!tried.insert({sep.items[blocked].actor, blocked}).second)
-        continue;
-      std::vector<int32_t> weights = sep.chainWeights(best, blocked, stashed);
-      if (weights.empty())
-        continue;
-      std::vector<uint8_t> candidate = stashed;
-      for (int32_t w : weights)
-        candidate[w] = 1;
-      ++result.rounds;
-      const double cutoff = best.makespan + sep.tol * 1e3;
-      const double diverge = sep.divergence(best, stashed, candidate);
-      Timing t = sep.retime(candidate, bound, cutoff, keep, diverge);
-      if (t.ok && better(t, best, sep.tol)) {
-        if (keep) {
-          // The same re-timing again, keeping its checkpoints.
-          Separator::Checkpoints next;
-          t = sep.retime(candidate, bound, cutoff, keep, diverge, &next);
-          marks = std::move(next);
-        }
-        best = std::move(t);
-        stashed = std::move(candidate);
-        tried.clear();
-        changed = true;
-        break;
-      }
-    }
-  }
+  result.rounds = stashAndInsert(sep, options, bound, best, stashed, keep);
   result.strategy = "stash-and-insert";
   result.stashed = std::count(stashed.begin(), stashed.end(), 1);
 

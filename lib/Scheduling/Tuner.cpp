@@ -23,6 +23,7 @@
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/ThreadPool.h"
 
 #include <algorithm>
 #include <atomic>
@@ -30,6 +31,7 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -648,7 +650,8 @@ Evaluation flexpipe::sched::evaluate(const Candidate &c,
                                      const ModelConfig &model,
                                      const ClusterConfig &cluster,
                                      const TuneOptions &options,
-                                     EvaluationDetail *detail) {
+                                     EvaluationDetail *detail,
+                                     llvm::ThreadPoolInterface *pool) {
   Evaluation e;
   e.candidate = c;
   Prepared prepared;
@@ -699,6 +702,7 @@ Evaluation flexpipe::sched::evaluate(const Candidate &c,
     splitBackward(program);
     SeparationOptions separation;
     separation.maxRounds = options.separationRounds;
+    separation.pool = pool;
     SeparationResult separated = separateGradients(program, costs, separation);
     if (!separated.ok) {
       e.error = "gradient separation failed: " + separated.error;
@@ -957,6 +961,12 @@ void Search::runVariants() {
       pending.begin(), pending.end(),
       [](const Pending &a, const Pending &b) { return a.bound < b.bound; });
   std::mutex bestMutex;
+  // The attempts of the variants' separations share one pool of
+  // options.threads workers (their callers wait), so that a long last
+  // variant does not leave the other threads idle.
+  std::optional<llvm::StdThreadPool> attempts;
+  if (options.threads > 1)
+    attempts.emplace(llvm::hardware_concurrency(options.threads));
   parallelFor(
       pending.size(), options.threads,
       [&](size_t i) {
@@ -968,7 +978,8 @@ void Search::runVariants() {
             return;
           }
         }
-        Evaluation e = evaluate(variants[p.variant], model, cluster, options);
+        Evaluation e = evaluate(variants[p.variant], model, cluster, options,
+                                nullptr, attempts ? &*attempts : nullptr);
         ++simulated;
         if (e.ok() && e.fitsMemory) {
           std::lock_guard<std::mutex> lock(bestMutex);

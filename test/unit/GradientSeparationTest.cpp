@@ -14,6 +14,8 @@
 
 #include "TestSpecs.h"
 
+#include "llvm/Support/ThreadPool.h"
+
 #include <catch2/catch.hpp>
 
 #include <array>
@@ -234,6 +236,60 @@ TEST_CASE("gradient separation keeps its promises on random configurations",
           r.memoryBound + 1e-9);
   }
   CHECK(checked > 150);
+}
+
+TEST_CASE("attempts run on a thread pool give the result of one at a time",
+          "[separation]") {
+  // Programs of at least 2048 items (below that, attempts stay on the
+  // caller's thread): V-shape and 1F1B with uneven stage costs, an odd
+  // micro-batch count and pp not a power of two.
+  llvm::StdThreadPool pool(llvm::hardware_concurrency(2));
+  struct Config {
+    int32_t pp, m;
+    PlacementKind kind;
+    int64_t chunks;
+    Cttp cttp;
+  };
+  for (const Config &c :
+       {Config{6, 65, PlacementKind::VShape, 2, Cttp::FwdFirst},
+        Config{5, 151, PlacementKind::OneToOne, 1, Cttp::BwdFirst}}) {
+    std::vector<int64_t> limits;
+    for (int32_t a = 0; a < c.pp; ++a)
+      limits.push_back(c.kind == PlacementKind::VShape ? 2 * c.pp : c.pp - a);
+    const bool vshape = c.kind == PlacementKind::VShape;
+    Program program =
+        computeProgram(makeSpec(c.pp, c.m, c.kind, c.chunks, c.cttp,
+                                vshape ? kDepth : kBreadth, kBreadth, limits),
+                       TimeModel::Cost);
+    splitBackward(program);
+    SimCosts costs = layerCosts(program);
+    for (size_t s = 0; s < costs.duration.size(); ++s)
+      for (double &d : costs.duration[s])
+        d *= 1.0 + 0.37 * static_cast<double>(s % 3); // uneven stages
+    // Rounds end before the limit: every attempt made is counted.
+    SeparationOptions one;
+    SeparationOptions parallel = one;
+    parallel.pool = &pool;
+    const SeparationResult a = separateGradients(program, costs, one);
+    const SeparationResult b = separateGradients(program, costs, parallel);
+    INFO("pp " << c.pp << " m " << c.m << ": " << a.error << b.error);
+    REQUIRE(a.ok);
+    REQUIRE(b.ok);
+    CHECK(a.rounds > 1);
+    CHECK(a.rounds < one.maxRounds);
+    CHECK(b.rounds == a.rounds);
+    CHECK(b.time == a.time);
+    CHECK(b.strategy == a.strategy);
+    CHECK(b.stashed == a.stashed);
+    for (int32_t actor = 0; actor < program.numActors; ++actor) {
+      REQUIRE(b.program.actors[actor].size() == a.program.actors[actor].size());
+      for (size_t i = 0; i < a.program.actors[actor].size(); ++i) {
+        const ProgOp &x = a.program.actors[actor][i],
+                     &y = b.program.actors[actor][i];
+        CHECK((x.kind == y.kind && x.stage == y.stage && x.mb == y.mb));
+      }
+    }
+  }
 }
 
 TEST_CASE("tiny durations and slow messages: no false deadlock, the simulator "

@@ -36,6 +36,10 @@
 #include <string>
 #include <vector>
 
+namespace llvm {
+class ThreadPoolInterface;
+} // namespace llvm
+
 namespace flexpipe::sched {
 
 /// Replaces every Bwd by Igrad + Wgrad in place (the Igrad keeps the Bwd's
@@ -55,6 +59,11 @@ struct SeparationOptions {
   /// fraction of the time when the bubbles tried are late (ZB-V at pp = 32,
   /// m = 256: 6x). Off only to check that.
   bool resume = true;
+  /// Where attempts may run in parallel (programs of 2048 items or more):
+  /// as many bubbles' attempts at once as the pool runs, the first better
+  /// one in bubble order kept, so the result is that of one at a time.
+  /// Null: one at a time on the caller's thread.
+  llvm::ThreadPoolInterface *pool = nullptr;
 };
 
 struct SeparationResult {

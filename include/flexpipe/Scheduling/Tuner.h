@@ -33,6 +33,10 @@
 #include <tuple>
 #include <vector>
 
+namespace llvm {
+class ThreadPoolInterface;
+} // namespace llvm
+
 namespace flexpipe::sched {
 
 /// The placements the tuner tries (the paper's Table 2 and its V-shape +
@@ -203,9 +207,12 @@ double iterationLowerBound(const Candidate &candidate, const ModelConfig &model,
                            const TuneOptions &options);
 
 /// Schedules and simulates one candidate. `options` must be resolved.
+/// `pool`: where its gradient separation may run attempts in parallel
+/// (SeparationOptions::pool; the result is the same without).
 Evaluation evaluate(const Candidate &candidate, const ModelConfig &model,
                     const ClusterConfig &cluster, const TuneOptions &options,
-                    EvaluationDetail *detail = nullptr);
+                    EvaluationDetail *detail = nullptr,
+                    llvm::ThreadPoolInterface *pool = nullptr);
 
 struct TuneResult {
   /// Schedulable candidates that fit in memory, fastest first.

@@ -63,6 +63,10 @@ struct GradientSeparationPass
       sched::SeparationOptions options;
       options.memoryBound = memoryBound;
       options.maxRounds = maxRounds;
+      // Attempts on the context's threads (the result does not depend on
+      // it; --mlir-disable-threading keeps them on this one).
+      if (getContext().isMultithreadingEnabled())
+        options.pool = &getContext().getThreadPool();
       if (auto requested =
               schedule->getAttrOfType<DictionaryAttr>("flexpipe.optimize"))
       {
