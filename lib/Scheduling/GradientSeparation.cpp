@@ -751,12 +751,18 @@ Separator::chainWeights(const Timing &t, int32_t blocked,
     for (int32_t i = depStart[critical]; i < depStart[critical + 1]; ++i)
       readyAt = std::max(readyAt,
                          arrival(t, depList[i], critical, t.end[depList[i]]));
+    // An actor's items run one after another, so their ends (like their
+    // starts) do not decrease along its order: the candidates begin at the
+    // first that ends after readyAt.
     const auto &order = t.order[items[critical].actor];
-    for (int32_t id : order) {
+    auto first =
+        std::upper_bound(order.begin(), order.end(), readyAt + tol,
+                         [&](double at, int32_t id) { return at < t.end[id]; });
+    for (auto it = first; it != order.end(); ++it) {
+      const int32_t id = *it;
       if (t.start[id] >= t.start[critical] - tol)
         break;
-      if (items[id].kind == OpKind::Wgrad && !stashed[id] &&
-          t.end[id] > readyAt + tol)
+      if (items[id].kind == OpKind::Wgrad && !stashed[id])
         found.push_back(id);
     }
     cur = critical;
