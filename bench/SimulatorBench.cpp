@@ -65,9 +65,8 @@ static void row(const char *name, const PipelineSpec &s, double budget) {
   for (const auto &actor : program.actors)
     ops += actor.size();
   Simulator prepared;
-  std::string error;
-  if (!prepared.prepare(program, error)) {
-    std::printf("%s: %s\n", name, error.c_str());
+  if (llvm::Error error = prepared.prepare(program)) {
+    std::printf("%s: %s\n", name, llvm::toString(std::move(error)).c_str());
     std::exit(1);
   }
   SimCosts costs = unitCosts(program);
@@ -82,7 +81,7 @@ static void row(const char *name, const PipelineSpec &s, double budget) {
           sink += prepared.run(costs).iterationTime;
         } else if (mode == 1) {
           Simulator fresh;
-          fresh.prepare(program, error);
+          llvm::cantFail(fresh.prepare(program)); // prepared above
           sink += fresh.run(costs).iterationTime;
         } else {
           ScheduleResult again = schedule(built->problem, TimeModel::Step);
@@ -90,7 +89,7 @@ static void row(const char *name, const PipelineSpec &s, double budget) {
                                 built->stageEdges, built->sharedStages);
           insertCommunication(p);
           Simulator fresh;
-          fresh.prepare(p, error);
+          llvm::cantFail(fresh.prepare(p)); // the same program
           sink += fresh.run(unitCosts(p)).iterationTime;
         }
       }

@@ -18,6 +18,7 @@ config.substitutions.append(("%peer_orders", os.path.join(config.flexpipe_src_ro
 config.substitutions.append(("%same_order", "python3 " + os.path.join(config.flexpipe_src_root, "test", "Schedules", "same-order.py")))
 config.substitutions.append(("%configs", os.path.join(config.flexpipe_src_root, "configs")))
 config.substitutions.append(("%examples", os.path.join(config.flexpipe_src_root, "examples")))
+config.substitutions.append(("%flexpipe_include", os.path.join(config.flexpipe_src_root, "include")))
 # Scheduler plugins: the example (examples/plugins) and the loader's test
 # plugins (test/Plugin/Inputs).
 config.substitutions.append(("%example_plugin", os.path.join(config.flexpipe_obj_root, "lib", "FlexPipeExamplePlugin.so")))

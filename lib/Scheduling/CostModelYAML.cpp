@@ -142,18 +142,18 @@ public:
   const std::string *text; // the contents, when given instead of read
 };
 
-template <typename Fn> std::string guarded(const std::string &path, Fn fn) {
+template <typename Fn> llvm::Error guarded(const std::string &path, Fn fn) {
   try {
     fn();
   } catch (const Problem &problem) {
-    return problem.message;
+    return llvm::createStringError(problem.message);
   } catch (const YAML::Exception &e) {
     std::ostringstream os;
     os << path << ':' << e.mark.line + 1 << ':' << e.mark.column + 1
        << ": error: " << e.msg;
-    return os.str();
+    return llvm::createStringError(os.str());
   }
-  return {};
+  return llvm::Error::success();
 }
 
 Link readLink(const Reader &r, const YAML::Node &node, const char *what) {
@@ -258,7 +258,7 @@ MachineProfile readMeasured(const Reader &r, const YAML::Node &node) {
 
 } // namespace
 
-std::string flexpipe::sched::loadModel(const std::string &path,
+llvm::Error flexpipe::sched::loadModel(const std::string &path,
                                        ModelConfig &model,
                                        const std::string *text) {
   return guarded(path, [&] {
@@ -331,7 +331,7 @@ std::string flexpipe::sched::loadModel(const std::string &path,
   });
 }
 
-std::string flexpipe::sched::loadCluster(const std::string &path,
+llvm::Error flexpipe::sched::loadCluster(const std::string &path,
                                          ClusterConfig &cluster,
                                          const std::string *text) {
   return guarded(path, [&] {
@@ -372,7 +372,7 @@ std::string flexpipe::sched::loadCluster(const std::string &path,
   });
 }
 
-std::string flexpipe::sched::loadProfile(const std::string &path,
+llvm::Error flexpipe::sched::loadProfile(const std::string &path,
                                          Profile &profile,
                                          const std::string *text) {
   return guarded(path, [&] {
@@ -501,31 +501,31 @@ std::string flexpipe::sched::formatCluster(const ClusterConfig &cluster) {
   return os.str();
 }
 
-std::string flexpipe::sched::loadCostInputs(const std::string &modelPath,
+llvm::Error flexpipe::sched::loadCostInputs(const std::string &modelPath,
                                             const std::string &clusterPath,
                                             const std::string &profilePath,
                                             CostInputs &inputs) {
   if (modelPath.empty() != clusterPath.empty())
-    return modelPath.empty()
-               ? "a cluster file needs a model file (the cluster prices a "
-                 "model)"
-               : "a model file needs a cluster file (device throughput, "
-                 "memory and links)";
+    return llvm::createStringError(
+        modelPath.empty()
+            ? "a cluster file needs a model file (the cluster prices a model)"
+            : "a model file needs a cluster file (device throughput, memory "
+              "and links)");
   if (!modelPath.empty()) {
     ModelConfig model;
     ClusterConfig cluster;
-    if (std::string error = loadModel(modelPath, model); !error.empty())
+    if (llvm::Error error = loadModel(modelPath, model))
       return error;
-    if (std::string error = loadCluster(clusterPath, cluster); !error.empty())
+    if (llvm::Error error = loadCluster(clusterPath, cluster))
       return error;
     inputs.model = std::move(model);
     inputs.cluster = std::move(cluster);
   }
   if (!profilePath.empty()) {
     Profile profile;
-    if (std::string error = loadProfile(profilePath, profile); !error.empty())
+    if (llvm::Error error = loadProfile(profilePath, profile))
       return error;
     inputs.profile = std::move(profile);
   }
-  return {};
+  return llvm::Error::success();
 }

@@ -22,9 +22,10 @@ std::string flexpipe::sched::actionName(const ProgOp &op) {
 Timeline flexpipe::sched::unitTimeline(const Program &program) {
   Timeline t;
   Simulator simulator;
-  std::string error;
-  if (!simulator.prepare(program, error))
+  if (llvm::Error error = simulator.prepare(program)) {
+    llvm::consumeError(std::move(error)); // t.ok stays false
     return t;
+  }
   SimResult r = simulator.run(unitCosts(program));
   t.ok = true;
   t.start = std::move(r.start);

@@ -106,8 +106,8 @@ llvm::Expected<BuiltProblem> ProblemBuilder::run() {
   if (llvm::Error error = addDependencies())
     return std::move(error);
   priceCollectives();
-  if (std::string error = validate(problem); !error.empty())
-    return fail(error);
+  if (llvm::Error error = validate(problem))
+    return std::move(error);
   return std::move(built);
 }
 

@@ -23,6 +23,8 @@
 #include "flexpipe/Scheduling/Scheduler.h"
 #include "flexpipe/Scheduling/EventCore.h"
 
+#include "llvm/Support/Error.h"
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -44,7 +46,8 @@ const char *flexpipe::sched::compKindName(CompKind kind) {
   return "?";
 }
 
-std::string flexpipe::sched::validate(const Problem &p) {
+/// validate()'s checks: the first problem found, or an empty string.
+static std::string firstProblem(const Problem &p) {
   std::ostringstream os;
   if (p.numActors < 1)
     return "the problem has no actors";
@@ -151,6 +154,12 @@ std::string flexpipe::sched::validate(const Problem &p) {
     return "custom priorities must be given for every actor (empty for the "
            "built-in step function)";
   return {};
+}
+
+llvm::Error flexpipe::sched::validate(const Problem &p) {
+  if (std::string problem = firstProblem(p); !problem.empty())
+    return llvm::createStringError(problem);
+  return llvm::Error::success();
 }
 
 std::pair<int32_t, int32_t> flexpipe::sched::registeredRange(const Problem &p,
@@ -1097,8 +1106,8 @@ void Engine::complete(int32_t item, double) {
 }
 
 bool Engine::prepare() {
-  if (std::string error = validate(p); !error.empty()) {
-    result.error = error;
+  if (llvm::Error error = validate(p)) {
+    result.error = llvm::toString(std::move(error));
     return false;
   }
   build();

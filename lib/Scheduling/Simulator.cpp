@@ -155,15 +155,16 @@ static void shareCores(const ClusterConfig &cluster, const ModuleModel *module,
     c.coreGroup.clear();
 }
 
-std::string flexpipe::sched::modelCosts(const Program &program,
+llvm::Error flexpipe::sched::modelCosts(const Program &program,
                                         const ModelConfig &model,
                                         const ClusterConfig &cluster,
                                         const Profile *profile,
                                         const std::vector<int64_t> &devices,
                                         SimCosts &c) {
   if (static_cast<int32_t>(program.stageMeta.size()) != program.numStages)
-    return "the schedule does not say what its stages hold (no stage_info); "
-           "schedule it from a spec to use a model file";
+    return llvm::createStringError(
+        "the schedule does not say what its stages hold (no stage_info); "
+        "schedule it from a spec to use a model file");
   const std::vector<int32_t> sharing = actorsPerStage(program);
   c = SimCosts();
   c.unit = "s";
@@ -189,8 +190,9 @@ std::string flexpipe::sched::modelCosts(const Program &program,
       std::string known;
       for (const ModuleModel &m : model.modules)
         known += (known.empty() ? "'" : ", '") + m.name + "'";
-      return "the model file has no module '" + name + "' (stage " +
-             std::to_string(s) + " belongs to it); it defines " + known;
+      return llvm::createStringError("the model file has no module '" + name +
+                                     "' (stage " + std::to_string(s) +
+                                     " belongs to it); it defines " + known);
     }
     shape.layers = meta.layers;
     shape.first = meta.first;
@@ -259,10 +261,10 @@ std::string flexpipe::sched::modelCosts(const Program &program,
   // time.
   shareCores(cluster, model.modules.empty() ? nullptr : &model.modules.front(),
              devices, n, c);
-  return {};
+  return llvm::Error::success();
 }
 
-std::string flexpipe::sched::profileCosts(const Program &program,
+llvm::Error flexpipe::sched::profileCosts(const Program &program,
                                           const Profile &profile, SimCosts &c) {
   c = unitCosts(program);
   c.unit = "s";
@@ -277,7 +279,7 @@ std::string flexpipe::sched::profileCosts(const Program &program,
   for (int32_t a = 0; a < n; ++a)
     for (int32_t b = 0; b < n; ++b)
       c.latency[static_cast<size_t>(a) * n + b] = profile.messageTime(a, b);
-  return {};
+  return llvm::Error::success();
 }
 
 double SimResult::busyTotal() const {
@@ -289,14 +291,13 @@ double SimResult::bubbleRatio() const {
   return total > 0 ? 1 - busyTotal() / total : 0;
 }
 
-bool Simulator::prepare(const Program &program, std::string &error) {
+llvm::Error Simulator::prepare(const Program &program) {
   numActors = program.numActors;
   numStages = program.numStages;
   if (std::optional<VerifyFailure> failure =
-          buildGraph(program, ChannelRule::PerStage, graph)) {
-    error = failure->message + "; run -flexpipe-verify-schedule";
-    return false;
-  }
+          buildGraph(program, ChannelRule::PerStage, graph))
+    return llvm::createStringError(failure->message +
+                                   "; run -flexpipe-verify-schedule");
   ops.clear();
   ops.reserve(graph.numOps());
   splitActor.assign(numActors, 0);
@@ -307,7 +308,7 @@ bool Simulator::prepare(const Program &program, std::string &error) {
                                       p.kind == OpKind::Gather)});
       splitActor[a] |= p.kind == OpKind::Wgrad;
     }
-  return true;
+  return llvm::Error::success();
 }
 
 double Simulator::durationOf(const SimCosts &costs, int32_t id) const {
@@ -757,19 +758,24 @@ ScheduleJudge flexpipe::sched::sharedCoresJudge(
     program.stageMeta = built.stageMeta;
     program.moduleNames = built.moduleNames;
     SimCosts costs;
-    if (!modelCosts(program, model, cluster, profile, devices, costs).empty() ||
-        costs.coreGroup.empty())
+    if (llvm::Error error =
+            modelCosts(program, model, cluster, profile, devices, costs)) {
+      llvm::consumeError(std::move(error));
+      return std::nullopt;
+    }
+    if (costs.coreGroup.empty())
       return std::nullopt;
     insertCommunication(program);
     Simulator simulator;
-    std::string error;
-    if (!simulator.prepare(program, error))
+    if (llvm::Error error = simulator.prepare(program)) {
+      llvm::consumeError(std::move(error));
       return std::nullopt;
+    }
     return simulator.run(costs).iterationTime;
   };
 }
 
-std::string flexpipe::sched::programCosts(const Program &program,
+llvm::Error flexpipe::sched::programCosts(const Program &program,
                                           const CostInputs &inputs, int64_t dp,
                                           TimeModel withoutFiles,
                                           SimCosts &costs) {
@@ -783,5 +789,5 @@ std::string flexpipe::sched::programCosts(const Program &program,
     return profileCosts(program, *inputs.profile, costs);
   costs = withoutFiles == TimeModel::Cost ? layerCosts(program)
                                           : unitCosts(program);
-  return {};
+  return llvm::Error::success();
 }

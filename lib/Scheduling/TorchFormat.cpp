@@ -279,15 +279,15 @@ std::string flexpipe::sched::formatTorchCsv(const Program &p,
   return os.str();
 }
 
-std::string flexpipe::sched::formatTorchCsvComms(const Program &program,
-                                                 std::string &csv) {
+llvm::Expected<std::string>
+flexpipe::sched::formatTorchCsvComms(const Program &program) {
   if (std::string why = torchIncompatibility(program); !why.empty())
-    return why;
+    return llvm::createStringError(why);
   Program p = program;
   orderReceivesPerPair(p);
   if (std::optional<VerifyFailure> failure = verify(p, ChannelRule::PerPair))
-    return "the program does not run with untagged messages: " +
-           failure->message;
+    return llvm::createStringError(
+        "the program does not run with untagged messages: " + failure->message);
 
   std::ostringstream os;
   for (int32_t a = 0; a < p.numActors; ++a) {
@@ -332,8 +332,7 @@ std::string flexpipe::sched::formatTorchCsvComms(const Program &program,
       os << (i ? "," : "") << cells[i];
     os << '\n';
   }
-  csv = os.str();
-  return {};
+  return os.str();
 }
 
 namespace {
@@ -544,7 +543,7 @@ std::string rankOps(const std::vector<Located> &row, int32_t r,
 
 } // namespace
 
-std::string
+llvm::Error
 flexpipe::sched::parseTorchCsv(const std::string &text, Program &program,
                                bool *comms,
                                std::vector<std::vector<int32_t>> *cells) {
@@ -553,9 +552,9 @@ flexpipe::sched::parseTorchCsv(const std::string &text, Program &program,
   bool anyComms = false;
   std::vector<int32_t> rankOf;
   if (std::string error = readRows(text, rows, anyComms); !error.empty())
-    return error;
+    return llvm::createStringError(error);
   if (std::string error = placeStages(rows, program, rankOf); !error.empty())
-    return error;
+    return llvm::createStringError(error);
   program.numActors = static_cast<int32_t>(rows.size());
   program.actors.resize(program.numActors);
   for (int32_t s = 0; s + 1 < program.numStages; ++s)
@@ -565,7 +564,7 @@ flexpipe::sched::parseTorchCsv(const std::string &text, Program &program,
     std::vector<ProgOp> &ops = program.actors[r];
     if (std::string error = rankOps(rows[r], r, program, rankOf, ops);
         !error.empty())
-      return error;
+      return llvm::createStringError(error);
     if (anyComms)
       attachWaits(ops, nextToken);
     if (cells) {
@@ -578,5 +577,5 @@ flexpipe::sched::parseTorchCsv(const std::string &text, Program &program,
   }
   if (comms)
     *comms = anyComms;
-  return {};
+  return llvm::Error::success();
 }

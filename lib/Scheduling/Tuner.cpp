@@ -692,10 +692,9 @@ Evaluation flexpipe::sched::evaluate(const Candidate &c,
   // Messages on replica 0's devices (replicaDevices), as flexpipe-compile
   // --dp prices them when it separates and simulates.
   SimCosts costs;
-  if (std::string error =
-          modelCosts(program, sized, cluster, options.profile, devices, costs);
-      !error.empty()) {
-    e.error = error;
+  if (llvm::Error error = modelCosts(program, sized, cluster, options.profile,
+                                     devices, costs)) {
+    e.error = llvm::toString(std::move(error));
     return e;
   }
   if (c.separation) {
@@ -712,9 +711,8 @@ Evaluation flexpipe::sched::evaluate(const Candidate &c,
   }
   insertCommunication(program);
   Simulator simulator;
-  std::string error;
-  if (!simulator.prepare(program, error)) {
-    e.error = error;
+  if (llvm::Error error = simulator.prepare(program)) {
+    e.error = llvm::toString(std::move(error));
     return e;
   }
   SimResult sim = simulator.run(costs);

@@ -56,7 +56,8 @@ void checkSchedule(ScheduleOp schedule) {
 
   sched::Simulator simulator;
   std::string error;
-  FUZZ_CHECK(simulator.prepare(program, error), error.c_str());
+  error = llvm::toString(simulator.prepare(program));
+  FUZZ_CHECK(error.empty(), error.c_str());
   sched::SimCosts costs = sched::unitCosts(program);
   sched::SimResult result = simulator.run(costs);
   sched::ReportContext context;
@@ -67,12 +68,13 @@ void checkSchedule(ScheduleOp schedule) {
   if (!sched::torchIncompatibility(program).empty())
     return;
   (void)sched::formatTorchCsv(program, timeline);
-  std::string csv;
-  error = sched::formatTorchCsvComms(program, csv);
+  llvm::Expected<std::string> written = sched::formatTorchCsvComms(program);
+  error = written ? std::string() : llvm::toString(written.takeError());
   FUZZ_CHECK(error.empty(), error.c_str());
+  const std::string csv = std::move(*written);
   sched::Program imported;
   bool comms = false;
-  error = sched::parseTorchCsv(csv, imported, &comms);
+  error = llvm::toString(sched::parseTorchCsv(csv, imported, &comms));
   FUZZ_CHECK(error.empty(), (error + "\n" + csv).c_str());
   // Without transfers (one rank) the two formats are the same file.
   const bool transfers = std::any_of(

@@ -46,7 +46,8 @@ FLEXPIPE_FUZZ_TARGET(torch_csv) {
   const std::string text(reinterpret_cast<const char *>(data), size);
   Program program;
   bool comms = false;
-  const std::string error = parseTorchCsv(text, program, &comms);
+  const std::string error =
+      llvm::toString(parseTorchCsv(text, program, &comms));
   if (!error.empty()) {
     FUZZ_CHECK(!error.empty() && error.find('\n') == std::string::npos,
                error.c_str());
@@ -61,14 +62,14 @@ FLEXPIPE_FUZZ_TARGET(torch_csv) {
   Timeline timeline = unitTimeline(program);
   FUZZ_CHECK(timeline.ok, "a verified program must replay");
   Simulator simulator;
-  std::string problem;
-  FUZZ_CHECK(simulator.prepare(program, problem), problem.c_str());
+  std::string problem = llvm::toString(simulator.prepare(program));
+  FUZZ_CHECK(problem.empty(), problem.c_str());
   (void)simulator.run(unitCosts(program));
   if (comms || !torchIncompatibility(program).empty())
     return;
   const std::string csv = formatTorchCsv(program, timeline);
   Program again;
-  problem = parseTorchCsv(csv, again);
+  problem = llvm::toString(parseTorchCsv(csv, again));
   FUZZ_CHECK(problem.empty(), (problem + "\n" + csv).c_str());
   FUZZ_CHECK(computations(again) == computations(program), csv.c_str());
 }

@@ -42,7 +42,7 @@ FLEXPIPE_FUZZ_TARGET(yaml) {
   const std::string text(reinterpret_cast<const char *>(data), size);
 
   ModelConfig model;
-  std::string error = loadModel("input.yaml", model, &text);
+  std::string error = llvm::toString(loadModel("input.yaml", model, &text));
   if (!error.empty())
     checkLocated(error);
   else
@@ -50,7 +50,7 @@ FLEXPIPE_FUZZ_TARGET(yaml) {
       FUZZ_CHECK(m.layers >= 0 && m.hidden >= 0 && m.seq >= 0, text.c_str());
 
   ClusterConfig cluster;
-  error = loadCluster("input.yaml", cluster, &text);
+  error = llvm::toString(loadCluster("input.yaml", cluster, &text));
   if (!error.empty())
     checkLocated(error);
   else
@@ -61,7 +61,7 @@ FLEXPIPE_FUZZ_TARGET(yaml) {
                text.c_str());
 
   Profile profile;
-  error = loadProfile("input.yaml", profile, &text);
+  error = llvm::toString(loadProfile("input.yaml", profile, &text));
   if (!error.empty()) {
     checkLocated(error);
     return;
@@ -72,7 +72,7 @@ FLEXPIPE_FUZZ_TARGET(yaml) {
                text.c_str());
   const std::string printed = formatProfile(profile);
   Profile again;
-  error = loadProfile("printed.yaml", again, &printed);
+  error = llvm::toString(loadProfile("printed.yaml", again, &printed));
   FUZZ_CHECK(error.empty(), (error + "\n" + printed).c_str());
   FUZZ_CHECK(formatProfile(again) == printed, printed.c_str());
 }

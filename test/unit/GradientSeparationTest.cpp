@@ -54,7 +54,7 @@ Program readReference(const std::string &name) {
   std::stringstream text;
   text << in.rdbuf();
   Program p;
-  REQUIRE(parseTorchCsv(text.str(), p).empty());
+  REQUIRE(llvm::toString(parseTorchCsv(text.str(), p)).empty());
   return p;
 }
 
@@ -66,8 +66,7 @@ struct Figures {
 Figures simulateUnits(Program program) {
   insertCommunication(program);
   Simulator sim;
-  std::string error;
-  REQUIRE(sim.prepare(program, error));
+  REQUIRE(llvm::toString(sim.prepare(program)) == "");
   SimResult r = sim.run(layerCosts(program));
   return {r.iterationTime, *std::max_element(r.peakActivation.begin(),
                                              r.peakActivation.end())};
@@ -227,8 +226,7 @@ TEST_CASE("gradient separation keeps its promises on random configurations",
     std::optional<VerifyFailure> failure = verify(withComm);
     CHECK_FALSE(failure.has_value());
     Simulator sim;
-    std::string error;
-    REQUIRE(sim.prepare(withComm, error));
+    REQUIRE(llvm::toString(sim.prepare(withComm)) == "");
     SimResult simulated = sim.run(costs);
     CHECK(simulated.iterationTime == Approx(r.time));
     CHECK(*std::max_element(simulated.peakActivation.begin(),
@@ -315,7 +313,6 @@ TEST_CASE("tiny durations and slow messages: no false deadlock, the simulator "
   Program withComm = r.program;
   insertCommunication(withComm);
   Simulator sim;
-  std::string error;
-  REQUIRE(sim.prepare(withComm, error));
+  REQUIRE(llvm::toString(sim.prepare(withComm)) == "");
   CHECK(sim.run(costs).iterationTime == Approx(r.time).epsilon(1e-9));
 }

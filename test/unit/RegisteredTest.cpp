@@ -123,8 +123,7 @@ TEST_CASE("an asynchronous collective is posted and waited for",
 
   // The simulator ends the wait 0.5 after the last post, as the scheduler.
   Simulator sim;
-  std::string error;
-  REQUIRE(sim.prepare(program, error));
+  REQUIRE(llvm::toString(sim.prepare(program)) == "");
   SimCosts costs;
   costs.duration = {{1, 2, 1, 1}, {3, 6, 3, 3}, {0, 0, 0, 0}};
   costs.activationBytes.assign(3, 0);
@@ -150,8 +149,9 @@ TEST_CASE("prev and next group micro-batches into one instance",
 
   // next larger than prev asks for instances that do not exist.
   p.registered[0].next = 1;
-  CHECK(validate(p).find("has 2 instances (prev 2), but next 1 makes "
-                         "micro-batch 3 of stage 0 wait for instance 3") !=
+  CHECK(llvm::toString(validate(p))
+            .find("has 2 instances (prev 2), but next 1 makes "
+                  "micro-batch 3 of stage 0 wait for instance 3") !=
         std::string::npos);
 }
 

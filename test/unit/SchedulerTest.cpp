@@ -469,8 +469,7 @@ Figures figures(Program program) {
   insertCommunication(program);
   REQUIRE(!verify(program));
   Simulator simulator;
-  std::string error;
-  REQUIRE(simulator.prepare(program, error));
+  REQUIRE(llvm::toString(simulator.prepare(program)) == "");
   SimCosts costs = unitCosts(program);
   for (auto &d : costs.duration)
     d = {1 / v, 2 / v, 1 / v, 1 / v};

@@ -37,8 +37,7 @@ Program programFor(int32_t pp, int32_t m, PlacementKind kind, int64_t chunks,
 
 SimResult simulate(const Program &program, const SimCosts &costs) {
   Simulator simulator;
-  std::string error;
-  REQUIRE(simulator.prepare(program, error));
+  REQUIRE(llvm::toString(simulator.prepare(program)) == "");
   return simulator.run(costs);
 }
 
@@ -259,22 +258,26 @@ TEST_CASE("a measured cluster's oversubscribed ranks share cores",
   cluster.measured.coresPerNode = 2;
   cluster.jobDevices = 4;
   SimCosts costs;
-  REQUIRE(modelCosts(program, model, cluster, nullptr, {0, 2}, costs) == "");
+  REQUIRE(llvm::toString(modelCosts(program, model, cluster, nullptr, {0, 2},
+                                    costs)) == "");
   CHECK(costs.coreGroup == std::vector<int32_t>{0, 0});
   CHECK(costs.groupCores == std::vector<double>{1.0});
   // Two ranks on two cores share nothing, unless they slow each other.
   cluster.jobDevices = 2;
-  REQUIRE(modelCosts(program, model, cluster, nullptr, {0, 1}, costs) == "");
+  REQUIRE(llvm::toString(modelCosts(program, model, cluster, nullptr, {0, 1},
+                                    costs)) == "");
   CHECK(costs.coreGroup.empty());
   cluster.measured.contention = {{1, 1.0}, {2, 1.5}, {4, 3.0}};
-  REQUIRE(modelCosts(program, model, cluster, nullptr, {0, 1}, costs) == "");
+  REQUIRE(llvm::toString(modelCosts(program, model, cluster, nullptr, {0, 1},
+                                    costs)) == "");
   CHECK(costs.coreGroup == std::vector<int32_t>{0, 0});
   CHECK(costs.groupCores == std::vector<double>{2.0});
   CHECK(costs.groupSlowdown == std::vector<std::vector<double>>{{1, 1, 1.5}});
   // With dp 2 on 4 ranks, one of replica 0's actors computing stands for
   // two ranks computing.
   cluster.jobDevices = 4;
-  REQUIRE(modelCosts(program, model, cluster, nullptr, {0, 2}, costs) == "");
+  REQUIRE(llvm::toString(modelCosts(program, model, cluster, nullptr, {0, 2},
+                                    costs)) == "");
   CHECK(costs.groupCores == std::vector<double>{1.0});
   CHECK(costs.groupSlowdown == std::vector<std::vector<double>>{{1, 1.5, 3}});
   // A partly used node: 3 ranks on a node of 2 (2 cores each), dp 1; the
@@ -288,7 +291,8 @@ TEST_CASE("a measured cluster's oversubscribed ranks share cores",
   program.stageMeta = {
       {0, 2, true, false}, {0, 1, false, false}, {0, 1, false, true}};
   cluster.measured.coresPerNode = 1;
-  REQUIRE(modelCosts(program, model, cluster, nullptr, {0, 1, 2}, costs) == "");
+  REQUIRE(llvm::toString(modelCosts(program, model, cluster, nullptr, {0, 1, 2},
+                                    costs)) == "");
   CHECK(costs.coreGroup == std::vector<int32_t>{0, 0, -1});
   CHECK(costs.groupCores == std::vector<double>{1.0});
   program = programFor(2, 4, PlacementKind::OneToOne, 1, Cttp::BwdFirst, kDepth,
@@ -303,7 +307,8 @@ TEST_CASE("a measured cluster's oversubscribed ranks share cores",
   // waits for a core between them).
   Profile profile;
   profile.stages.push_back({});
-  REQUIRE(modelCosts(program, model, cluster, &profile, {0, 2}, costs) == "");
+  REQUIRE(llvm::toString(modelCosts(program, model, cluster, &profile, {0, 2},
+                                    costs)) == "");
   CHECK(costs.groupCores == std::vector<double>{1.0});
 }
 
@@ -471,7 +476,7 @@ TEST_CASE("a measured cluster file reads back as written", "[costmodel]") {
       {MeasuredLayer::Head, 64, 0, 32, 256, 8, 4e-4, 5e-4, 2e-4}};
   const std::string text = formatCluster(cluster);
   ClusterConfig back;
-  REQUIRE(loadCluster("measured.yaml", back, &text) == "");
+  REQUIRE(llvm::toString(loadCluster("measured.yaml", back, &text)) == "");
   CHECK(formatCluster(back) == text);
   CHECK(back.measured.layers.size() == 3);
   CHECK(back.measured.layers[2].kind == MeasuredLayer::Head);
@@ -480,7 +485,7 @@ TEST_CASE("a measured cluster file reads back as written", "[costmodel]") {
   // Located errors in the measured section.
   auto error = [](const std::string &yaml) {
     ClusterConfig c;
-    return loadCluster("c.yaml", c, &yaml);
+    return llvm::toString(loadCluster("c.yaml", c, &yaml));
   };
   const std::string head =
       "devices: 1\ndevices_per_node: 1\npeak_flops: 1\nefficiency: 1\n"

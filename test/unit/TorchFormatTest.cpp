@@ -25,6 +25,22 @@ using flexpipe::sched::test::oneF1BLimits;
 
 namespace {
 
+/// parseTorchCsv's error message, empty on success.
+std::string parseError(const std::string &text, Program &program,
+                       bool *comms = nullptr,
+                       std::vector<std::vector<int32_t>> *cells = nullptr) {
+  return llvm::toString(parseTorchCsv(text, program, comms, cells));
+}
+
+/// formatTorchCsvComms into `csv`: its error message, empty on success.
+std::string writeComms(const Program &program, std::string &csv) {
+  llvm::Expected<std::string> written = formatTorchCsvComms(program);
+  if (!written)
+    return llvm::toString(written.takeError());
+  csv = std::move(*written);
+  return {};
+}
+
 /// The programs of the V-shape and interleaved families and 1F1B at a size,
 /// with their communication.
 std::vector<std::pair<std::string, Program>> families(int32_t pp, int32_t m) {
@@ -73,8 +89,7 @@ std::vector<std::string> computations(const Program &p) {
 
 double unitMakespan(const Program &p) {
   Simulator sim;
-  std::string error;
-  REQUIRE(sim.prepare(p, error));
+  REQUIRE(llvm::toString(sim.prepare(p)) == "");
   return sim.run(unitCosts(p)).iterationTime;
 }
 
@@ -83,7 +98,7 @@ double unitMakespan(const Program &p) {
 TEST_CASE("compute_comms: waits, gradient reduction, exact rows", "[torch]") {
   Program p = families(2, 2)[0].second;
   std::string csv;
-  REQUIRE(formatTorchCsvComms(p, csv).empty());
+  REQUIRE(writeComms(p, csv).empty());
   CHECK(csv == "0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0WAIT_SEND_F0,0RECV_B1,"
                "0B1,0WAIT_SEND_F1,0REDUCE_GRAD,0WAIT_REDUCE_GRAD\n"
                "1RECV_F0,1F0,1B0,1SEND_B0,1RECV_F1,1F1,1B1,1SEND_B1,"
@@ -158,10 +173,10 @@ TEST_CASE("export then import gives the same programs", "[torch]") {
       for (auto [name, program] : families(pp, m)) {
         INFO(name << " pp=" << pp << " m=" << m);
         std::string csv;
-        REQUIRE(formatTorchCsvComms(program, csv).empty());
+        REQUIRE(writeComms(program, csv).empty());
         Program back;
         bool comms = false;
-        REQUIRE(parseTorchCsv(csv, back, &comms).empty());
+        REQUIRE(parseError(csv, back, &comms).empty());
         CHECK(comms);
         Program ordered = program;
         orderReceivesPerPair(ordered);
@@ -169,13 +184,13 @@ TEST_CASE("export then import gives the same programs", "[torch]") {
         CHECK_FALSE(verify(back, ChannelRule::PerPair));
         // And again: a fixed point.
         std::string again;
-        REQUIRE(formatTorchCsvComms(back, again).empty());
+        REQUIRE(writeComms(back, again).empty());
         CHECK(again == csv);
 
         // compute_only: the computations; PyTorch adds the transfers.
         Program only;
-        REQUIRE(parseTorchCsv(formatTorchCsv(program, unitTimeline(program)),
-                              only, &comms)
+        REQUIRE(parseError(formatTorchCsv(program, unitTimeline(program)), only,
+                           &comms)
                     .empty());
         CHECK_FALSE(comms);
         CHECK(computations(only) == computations(program));
@@ -191,7 +206,7 @@ TEST_CASE("what PyTorch cannot express is refused", "[torch]") {
                                                        "stage 4") ||
                                            Catch::Contains("another pipeline"));
   std::string csv;
-  CHECK_FALSE(formatTorchCsvComms(bi, csv).empty());
+  CHECK_FALSE(writeComms(bi, csv).empty());
   CHECK(csv.empty());
 
   Program p = families(2, 2)[0].second;
@@ -219,25 +234,25 @@ TEST_CASE("what PyTorch cannot express is refused", "[torch]") {
 TEST_CASE("the reader names the line and column of what it rejects",
           "[torch]") {
   Program p;
-  CHECK(parseTorchCsv("0F0,0X1\n", p) ==
+  CHECK(parseError("0F0,0X1\n", p) ==
         std::string("line 1, column 5: '0X1' is not a PyTorch action "
                     "(expected <stage><F|B|I|W|SEND_F|RECV_F|SEND_B|RECV_B|"
                     "WAIT_SEND_F|WAIT_SEND_B|REDUCE_GRAD|WAIT_REDUCE_GRAD|"
                     "UNSHARD|RESHARD><micro-batch>, e.g. 2F0)"));
   CHECK_THAT(
-      parseTorchCsv("0F0,1F0\n1F1\n", p),
+      parseError("0F0,1F0\n1F1\n", p),
       Catch::StartsWith("line 2, column 1: stage 1 also runs on rank 0"));
-  CHECK_THAT(parseTorchCsv("0F\n", p), Catch::Contains("names no micro-batch"));
-  CHECK_THAT(parseTorchCsv("0F0,0SEND_F0\n", p),
+  CHECK_THAT(parseError("0F\n", p), Catch::Contains("names no micro-batch"));
+  CHECK_THAT(parseError("0F0,0SEND_F0\n", p),
              Catch::Contains("0SEND_F0 has no neighbouring stage 1"));
-  CHECK_THAT(parseTorchCsv(",,\n", p), Catch::Contains("no computations"));
-  CHECK_THAT(parseTorchCsv("0F0\n2F0\n", p),
+  CHECK_THAT(parseError(",,\n", p), Catch::Contains("no computations"));
+  CHECK_THAT(parseError("0F0\n2F0\n", p),
              Catch::Contains("stage 1 has no computation in the file"));
   // Whole-stage actions and overlapped pairs read as PyTorch runs them.
   bool comms = true;
   std::vector<std::vector<int32_t>> cells;
-  REQUIRE(parseTorchCsv("0F0,(0F1;0B0)OVERLAP_F_B,0B1,0REDUCE_GRAD\n", p,
-                        &comms, &cells)
+  REQUIRE(parseError("0F0,(0F1;0B0)OVERLAP_F_B,0B1,0REDUCE_GRAD\n", p, &comms,
+                     &cells)
               .empty());
   CHECK_FALSE(comms);
   CHECK(computations(p) == std::vector<std::string>{"0F0 0F1 0B0 0B1 "});
@@ -255,7 +270,7 @@ TEST_CASE("PyTorch's own orders import and verify", "[torch]") {
     text << in.rdbuf();
     Program p;
     bool comms = false;
-    REQUIRE(parseTorchCsv(text.str(), p, &comms).empty());
+    REQUIRE(parseError(text.str(), p, &comms).empty());
     if (!comms)
       insertCommunication(p);
     CHECK_FALSE(

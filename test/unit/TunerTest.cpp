@@ -319,8 +319,7 @@ checkSeparationAgainstSimulator(const std::function<void(SimCosts &)> &adjust) {
     auto simulate = [&](Program program) {
       insertCommunication(program);
       Simulator simulator;
-      std::string error;
-      REQUIRE(simulator.prepare(program, error));
+      REQUIRE(llvm::toString(simulator.prepare(program)) == "");
       return simulator.run(detail.costs).iterationTime;
     };
     CHECK(sep.fusedTime == Approx(simulate(split)).epsilon(1e-9));
@@ -447,8 +446,7 @@ TEST_CASE("gradient separation handles the vocabulary-parallel slices and "
   Program fused = program;
   insertCommunication(fused);
   Simulator before;
-  std::string error;
-  REQUIRE(before.prepare(fused, error));
+  REQUIRE(llvm::toString(before.prepare(fused)) == "");
 
   splitBackward(program);
   const SeparationResult separated = separateGradients(program, costs, {});
@@ -463,7 +461,7 @@ TEST_CASE("gradient separation handles the vocabulary-parallel slices and "
   insertCommunication(out);
   CHECK_FALSE(verify(out).has_value());
   Simulator after;
-  REQUIRE(after.prepare(out, error));
+  REQUIRE(llvm::toString(after.prepare(out)) == "");
   CHECK(after.run(costs).iterationTime <=
         before.run(costs).iterationTime * (1 + 1e-9));
 }

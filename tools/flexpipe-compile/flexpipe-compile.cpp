@@ -75,9 +75,8 @@ importTorchSchedule(MLIRContext &context, const std::string &text,
   sched::Program program;
   bool comms = false;
   std::vector<std::vector<int32_t>> cells;
-  if (std::string error = sched::parseTorchCsv(text, program, &comms, &cells);
-      !error.empty())
-    return fail(error);
+  if (llvm::Error error = sched::parseTorchCsv(text, program, &comms, &cells))
+    return fail(llvm::toString(std::move(error)));
   if (!options.model.empty()) {
     if (model.modules.size() != 1)
       return fail("a PyTorch schedule is one chain of stages, but the model "
@@ -150,10 +149,9 @@ loadCostFiles(const CompileOptions &options) {
     return nullptr;
   }
   auto inputs = std::make_shared<sched::CostInputs>();
-  if (std::string problem = sched::loadCostInputs(
-          options.model, options.cluster, options.profile, *inputs);
-      !problem.empty()) {
-    llvm::errs() << problem << "\n";
+  if (llvm::Error problem = sched::loadCostInputs(
+          options.model, options.cluster, options.profile, *inputs)) {
+    llvm::errs() << llvm::toString(std::move(problem)) << "\n";
     return nullptr;
   }
   return inputs;
@@ -281,15 +279,13 @@ static LogicalResult emitSimulated(ScheduleOp schedule,
                                    const CompileOptions &options,
                                    const sched::CostInputs &inputs,
                                    raw_ostream &os) {
-  std::string error;
   sched::Simulator simulator;
-  if (!simulator.prepare(program, error))
-    return schedule.emitError() << error;
+  if (llvm::Error error = simulator.prepare(program))
+    return schedule.emitError() << llvm::toString(std::move(error));
   sched::SimCosts costs;
-  if (std::string error = sched::programCosts(program, inputs, options.dp,
-                                              sched::TimeModel::Step, costs);
-      !error.empty())
-    return schedule.emitError() << error;
+  if (llvm::Error error = sched::programCosts(program, inputs, options.dp,
+                                              sched::TimeModel::Step, costs))
+    return schedule.emitError() << llvm::toString(std::move(error));
   sched::SimResult result = simulator.run(costs);
   sched::ReportContext context;
   context.name = schedule.getSymName().str();
@@ -354,11 +350,11 @@ static LogicalResult emitReplayed(ScheduleOp schedule,
     os << sched::formatTorchCsv(program, timeline);
     return success();
   }
-  std::string csv;
-  if (std::string problem = sched::formatTorchCsvComms(program, csv);
-      !problem.empty())
-    return schedule.emitError() << "--emit=torch-csv-comms: " << problem;
-  os << csv;
+  llvm::Expected<std::string> csv = sched::formatTorchCsvComms(program);
+  if (!csv)
+    return schedule.emitError()
+           << "--emit=torch-csv-comms: " << llvm::toString(csv.takeError());
+  os << *csv;
   return success();
 }
 

@@ -367,8 +367,12 @@ runCalibrationJob(const sched::ClusterConfig &cluster,
   for (int i = 0; i < repeats; ++i) {
     const double t = runJob(dir, iterations, profile);
     sched::Profile measured;
-    if (!(t > 0) || !sched::loadProfile(profile, measured).empty())
+    if (!(t > 0))
       return fail("the calibration job failed: " + dir + "/run-mpi.sh");
+    if (llvm::Error error = sched::loadProfile(profile, measured)) {
+      llvm::consumeError(std::move(error));
+      return fail("the calibration job failed: " + dir + "/run-mpi.sh");
+    }
     std::array<double, 3> sum{};
     for (const sched::Profile::Stage &st : measured.stages) {
       sum[0] += st.fwd;
@@ -878,9 +882,8 @@ int main(int argc, char **argv) {
   }
   std::vector<sched::ModelConfig> models(o.models.size());
   for (size_t i = 0; i < o.models.size(); ++i)
-    if (std::string error = sched::loadModel(o.models[i], models[i]);
-        !error.empty()) {
-      std::fprintf(stderr, "%s\n", error.c_str());
+    if (llvm::Error error = sched::loadModel(o.models[i], models[i])) {
+      std::fprintf(stderr, "%s\n", llvm::toString(std::move(error)).c_str());
       return 1;
     }
   sched::ClusterConfig cluster;
@@ -890,9 +893,8 @@ int main(int argc, char **argv) {
   cluster.interNode = {1e9, 50e-6};
   cluster.memoryBytes = 4.0 * (1 << 30);
   if (!o.base.empty())
-    if (std::string error = sched::loadCluster(o.base, cluster);
-        !error.empty()) {
-      std::fprintf(stderr, "%s\n", error.c_str());
+    if (llvm::Error error = sched::loadCluster(o.base, cluster)) {
+      std::fprintf(stderr, "%s\n", llvm::toString(std::move(error)).c_str());
       return 1;
     }
   if (!o.name.empty())

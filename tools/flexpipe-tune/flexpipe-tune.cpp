@@ -625,13 +625,17 @@ int main(int argc, char **argv) {
   if (!loadPlugins(o, pluginFlags) ||
       !tuneOptionsOf(o, o.profile.empty() ? nullptr : &profile, options))
     return 1;
-  for (const std::string &error :
-       {loadModel(o.model, model), loadCluster(o.cluster, cluster),
-        o.profile.empty() ? std::string() : loadProfile(o.profile, profile)})
-    if (!error.empty()) {
-      llvm::errs() << "flexpipe-tune: " << error << "\n";
-      return 1;
-    }
+  auto loaded = [](llvm::Error error) {
+    if (!error)
+      return true;
+    llvm::errs() << "flexpipe-tune: " << llvm::toString(std::move(error))
+                 << "\n";
+    return false;
+  };
+  if (!loaded(loadModel(o.model, model)) ||
+      !loaded(loadCluster(o.cluster, cluster)) ||
+      (!o.profile.empty() && !loaded(loadProfile(o.profile, profile))))
+    return 1;
   const bool showProgress =
       o.progress == "on" || (o.progress == "auto" && isatty(STDERR_FILENO));
   Progress progress(showProgress);

@@ -18,19 +18,21 @@
 
 #include "flexpipe/Scheduling/CostModel.h"
 
+#include "llvm/Support/Error.h"
+
 #include <optional>
 #include <string>
 
 namespace flexpipe::sched {
 
-/// Each returns an empty string on success, else the error message. With
-/// `text`, that is the file's contents and `path` only names it in messages
-/// (the fuzz targets read from memory).
-std::string loadModel(const std::string &path, ModelConfig &model,
+/// Each returns success or an error whose message names the file, line and
+/// column. With `text`, that is the file's contents and `path` only names
+/// it in messages (the fuzz targets read from memory).
+llvm::Error loadModel(const std::string &path, ModelConfig &model,
                       const std::string *text = nullptr);
-std::string loadCluster(const std::string &path, ClusterConfig &cluster,
+llvm::Error loadCluster(const std::string &path, ClusterConfig &cluster,
                         const std::string *text = nullptr);
-std::string loadProfile(const std::string &path, Profile &profile,
+llvm::Error loadProfile(const std::string &path, Profile &profile,
                         const std::string *text = nullptr);
 
 /// The cost files of one run, read once by the driver and shared by every
@@ -48,7 +50,7 @@ struct CostInputs {
 /// Reads the files that are named (an empty path: none). A model needs a
 /// cluster and the other way round; the error says which is missing or what
 /// a file gets wrong.
-std::string loadCostInputs(const std::string &modelPath,
+llvm::Error loadCostInputs(const std::string &modelPath,
                            const std::string &clusterPath,
                            const std::string &profilePath, CostInputs &inputs);
 

@@ -28,6 +28,12 @@
 #include <utility>
 #include <vector>
 
+// Plugins include this header without LLVM's (docs/Plugins.md): validate()
+// names llvm::Error without needing its definition here.
+namespace llvm {
+class Error;
+} // namespace llvm
+
 namespace flexpipe::sched {
 
 /// Instruction types of the scheduler's instruction pool (computations).
@@ -271,8 +277,8 @@ bool waitsForInstance(const Problem &problem, int32_t r, int32_t first,
 
 /// Checks that a problem is well formed (indices in range, one policy and
 /// limit per actor, positive units and intervals, acyclic dependencies).
-/// Returns an empty string or the first problem found.
-std::string validate(const Problem &problem);
+/// Fails with the first problem found.
+llvm::Error validate(const Problem &problem);
 
 /// The time of a schedule of the problem under a fuller model than the
 /// scheduler's (the simulator's: messages, ranks sharing cores), or nothing

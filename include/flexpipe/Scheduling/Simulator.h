@@ -125,8 +125,8 @@ SimCosts layerCosts(const Program &program);
 /// `devices[a]` is the device of actor a (for intra/inter-node links, and,
 /// on a measured cluster, which actors share a node's cores).
 /// `cluster.jobDevices` says how many ranks the job has (pp x dp).
-/// Returns an empty string or an error naming what does not fit.
-std::string modelCosts(const Program &program, const ModelConfig &model,
+/// Fails with an error naming what does not fit.
+llvm::Error modelCosts(const Program &program, const ModelConfig &model,
                        const ClusterConfig &cluster, const Profile *profile,
                        const std::vector<int64_t> &devices, SimCosts &costs);
 
@@ -193,7 +193,7 @@ ScheduleJudge sharedCoresJudge(const BuiltProblem &built,
                                const std::vector<int64_t> &devices);
 
 /// Durations from a profile alone (unit costs for stages it does not list).
-std::string profileCosts(const Program &program, const Profile &profile,
+llvm::Error profileCosts(const Program &program, const Profile &profile,
                          SimCosts &costs);
 
 struct CostInputs;
@@ -203,8 +203,8 @@ struct CostInputs;
 /// entries; replica 0's devices, replicaDevices), the profile's alone, or
 /// without files one step per instruction (`TimeModel::Step`, unitCosts) or
 /// 1, 2, 1, 1 per layer (`TimeModel::Cost`, layerCosts). The one place that
-/// chooses; returns an empty string or an error.
-std::string programCosts(const Program &program, const CostInputs &inputs,
+/// chooses.
+llvm::Error programCosts(const Program &program, const CostInputs &inputs,
                          int64_t dp, TimeModel withoutFiles, SimCosts &costs);
 
 struct SimResult {
@@ -224,10 +224,10 @@ struct SimResult {
 
 class Simulator {
 public:
-  /// Prepares a program for simulation. Fails (returns false, with a
-  /// message) when a receive has no matching send or the programs cannot
-  /// run to their end; run -flexpipe-verify-schedule for a full diagnosis.
-  bool prepare(const Program &program, std::string &error);
+  /// Prepares a program for simulation. Fails when a receive has no
+  /// matching send or the programs cannot run to their end; run
+  /// -flexpipe-verify-schedule for a full diagnosis.
+  llvm::Error prepare(const Program &program);
   SimResult run(const SimCosts &costs) const;
 
 private:

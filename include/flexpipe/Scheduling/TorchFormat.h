@@ -30,6 +30,8 @@
 #include "flexpipe/Scheduling/Export.h"
 #include "flexpipe/Scheduling/Program.h"
 
+#include "llvm/Support/Error.h"
+
 #include <string>
 #include <vector>
 
@@ -59,9 +61,9 @@ std::string formatTorchCsv(const Program &program, const Timeline &timeline);
 /// verifier under that rule), a WAIT_SEND_F right after the local backward
 /// of the sent activation (it proves that the peer posted its receive), a
 /// WAIT_SEND_B at the end, and REDUCE_GRAD + WAIT_REDUCE_GRAD after each
-/// stage's last backward, as PyTorch's own lowering places them. Returns an
-/// error (the program is not expressible or not valid) or "".
-std::string formatTorchCsvComms(const Program &program, std::string &csv);
+/// stage's last backward, as PyTorch's own lowering places them. Fails when
+/// the program is not expressible or not valid.
+llvm::Expected<std::string> formatTorchCsvComms(const Program &program);
 
 /// Reads either format. Stages form one chain 0 -> 1 -> ... in stage order;
 /// rank r's row becomes actor r. A compute_comms file keeps its transfers
@@ -72,9 +74,9 @@ std::string formatTorchCsvComms(const Program &program, std::string &csv);
 /// OVERLAP_F_B runs its sub-actions in order. A compute_only file gives
 /// computations only (comms false). `cells[a][i]` (when given) is the
 /// column (1-based, in characters) of the cell that op i of actor a comes
-/// from; row a is line a + 1; 0 for the waits the reader adds. Returns an
-/// error naming the line and column, or "".
-std::string parseTorchCsv(const std::string &text, Program &program,
+/// from; row a is line a + 1; 0 for the waits the reader adds. Fails with
+/// an error naming the line and column.
+llvm::Error parseTorchCsv(const std::string &text, Program &program,
                           bool *comms = nullptr,
                           std::vector<std::vector<int32_t>> *cells = nullptr);
 

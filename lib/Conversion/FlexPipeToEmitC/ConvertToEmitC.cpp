@@ -863,9 +863,8 @@ struct ConvertToEmitCPass
     if (shared)
       model = *shared;
     else if (!modelFile.empty())
-      if (std::string error = sched::loadModel(modelFile, model);
-          !error.empty()) {
-        root.emitError() << error;
+      if (llvm::Error error = sched::loadModel(modelFile, model)) {
+        root.emitError() << llvm::toString(std::move(error));
         return signalPassFailure();
       }
     for (ScheduleOp schedule :

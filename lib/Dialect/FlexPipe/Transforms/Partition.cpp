@@ -34,9 +34,8 @@ struct PartitionPass : flexpipe::impl::PartitionPassBase<PartitionPass> {
     if (shared && shared->model)
       fileModel = *shared->model;
     else if (!modelFile.empty())
-      if (std::string error = sched::loadModel(modelFile, fileModel);
-          !error.empty()) {
-        getOperation().emitError() << error;
+      if (llvm::Error error = sched::loadModel(modelFile, fileModel)) {
+        getOperation().emitError() << llvm::toString(std::move(error));
         return signalPassFailure();
       }
 

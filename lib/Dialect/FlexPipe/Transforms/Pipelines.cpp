@@ -18,8 +18,12 @@ void flexpipe::buildSpecToSchedulePipeline(
     std::shared_ptr<const sched::CostInputs> inputs) {
   if (!inputs) {
     auto read = std::make_shared<sched::CostInputs>();
-    if (sched::loadCostInputs(options.modelFile, options.clusterFile, "", *read)
-            .empty())
+    // A file that cannot be read is left to the pass that needs it, which
+    // reports the error where it applies.
+    if (llvm::Error error = sched::loadCostInputs(
+            options.modelFile, options.clusterFile, "", *read))
+      llvm::consumeError(std::move(error));
+    else
       inputs = std::move(read);
   }
   PartitionPassOptions partition;

@@ -47,9 +47,8 @@ struct SimulatePass : flexpipe::impl::SimulatePassBase<SimulatePass> {
       }
       ScheduleProgram read = readSchedule(schedule);
       sched::Simulator simulator;
-      std::string error;
-      if (!simulator.prepare(read.program, error)) {
-        schedule.emitError() << error;
+      if (llvm::Error error = simulator.prepare(read.program)) {
+        schedule.emitError() << llvm::toString(std::move(error));
         return signalPassFailure();
       }
       FailureOr<sched::SimCosts> costs = resolveCosts(

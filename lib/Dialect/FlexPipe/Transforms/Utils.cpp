@@ -618,10 +618,10 @@ flexpipe::passCostInputs(Operation *at, StringRef passName,
   if (shared)
     return shared;
   auto inputs = std::make_shared<sched::CostInputs>();
-  if (std::string error = sched::loadCostInputs(
-          modelFile.str(), clusterFile.str(), profileFile.str(), *inputs);
-      !error.empty()) {
-    at->emitError() << "-" << passName << ": " << error;
+  if (llvm::Error error = sched::loadCostInputs(
+          modelFile.str(), clusterFile.str(), profileFile.str(), *inputs)) {
+    at->emitError() << "-" << passName << ": "
+                    << llvm::toString(std::move(error));
     return failure();
   }
   return std::shared_ptr<const sched::CostInputs>(std::move(inputs));
@@ -637,10 +637,9 @@ flexpipe::resolveCosts(Operation *at, StringRef passName,
     return failure();
   }
   sched::SimCosts costs;
-  if (std::string error =
-          sched::programCosts(program, inputs, dp, withoutFiles, costs);
-      !error.empty()) {
-    at->emitError() << error;
+  if (llvm::Error error =
+          sched::programCosts(program, inputs, dp, withoutFiles, costs)) {
+    at->emitError() << llvm::toString(std::move(error));
     return failure();
   }
   return costs;
