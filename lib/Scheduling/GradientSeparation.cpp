@@ -455,6 +455,8 @@ private:
   int64_t startedItems = 0, nextCheckpoint = 0;
   EventCore core;
   std::vector<double> held;
+  /// Per actor, the latest end of its forwards and input gradients so far.
+  std::vector<double> lastFi;
   /// Per actor, the work it has not started: the time plus that is a lower
   /// bound on when it ends.
   std::vector<double> left;
@@ -482,6 +484,7 @@ Separator::Retimer::Retimer(const Separator &s,
   t.order.assign(numActors, {});
   t.peak.assign(numActors, 0);
   held.assign(numActors, 0);
+  lastFi.assign(numActors, 0);
   left.assign(numActors, 0);
   for (const Item &item : s.items)
     left[item.actor] += item.duration;
@@ -519,6 +522,11 @@ void Separator::Retimer::atTime() {
 
 void Separator::Retimer::known(int32_t id, double end) {
   t.end[id] = end;
+  // The makespan and each actor's last F / I end, kept as ends become
+  // known, so that finishing a resumed re-timing does not scan every item.
+  t.makespan = std::max(t.makespan, end);
+  if (s.items[id].kind != OpKind::Wgrad)
+    lastFi[s.items[id].actor] = std::max(lastFi[s.items[id].actor], end);
   // A user that computes or waits for a known time answers nothing at this
   // time (step's first test), and neither changes before time moves: it is
   // asked again when its computation ends or its wait is over.
@@ -658,13 +666,7 @@ void Separator::Retimer::ended(int32_t a, int32_t id) {
 
 void Separator::Retimer::finish() {
   for (int32_t a = 0; a < s.program.numActors; ++a) {
-    double lastFi = 0;
-    for (int32_t id : t.order[a]) {
-      t.makespan = std::max(t.makespan, t.end[id]);
-      if (s.items[id].kind != OpKind::Wgrad)
-        lastFi = std::max(lastFi, t.end[id]);
-    }
-    t.finishSum += lastFi;
+    t.finishSum += lastFi[a];
     if (t.order[a].size() == s.sequence[a].size() + s.weightsOn[a])
       continue;
     // Nothing is left to happen and this actor has work: what it waits for
