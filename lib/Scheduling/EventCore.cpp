@@ -11,13 +11,12 @@
 using namespace flexpipe::sched;
 
 EventCore::EventCore(int32_t numActors)
-    : numActors(numActors), group(numActors, -1), dirty(numActors, true),
-      settleAsk(numActors) {}
+    : group(numActors, -1), dirty(numActors, true), settleAsk(numActors) {}
 
 EventCore::EventCore(int32_t numActors, const SimCosts &costs)
-    : numActors(numActors), cores(costs.groupCores),
-      slowdown(costs.groupSlowdown), running(costs.groupCores.size()),
-      dirty(numActors, true), settleAsk(numActors) {
+    : cores(costs.groupCores), slowdown(costs.groupSlowdown),
+      running(costs.groupCores.size()), dirty(numActors, true),
+      settleAsk(numActors) {
   const int32_t numGroups = static_cast<int32_t>(cores.size());
   group.assign(numActors, -1);
   for (int32_t a = 0;

@@ -243,7 +243,6 @@ private:
   /// then; false when no event is left.
   template <typename Ended> bool advance(Ended &&ended);
 
-  int32_t numActors;
   double time = 0;
   bool stopped = false;
   std::vector<int32_t> group;

@@ -20,8 +20,9 @@
 // where ranks share a node's cores (SimCosts::coreGroup, a measured
 // cluster), those computing at once share the cores and slow each other, so
 // it takes longer. Programs are then timed as events (timeShared, on the
-// EventCore that gradient separation's re-timer uses too) instead of in one
-// pass; with a core each and no contention both give the same times. The
+// EventCore that the scheduler and gradient separation's re-timer use too)
+// instead of in one pass; with a core each and no contention both give the
+// same times. The
 // scheduler's durations do not see sharing; sharedCoresJudge lets the
 // simulator choose between its two orders where ranks share cores.
 //
