@@ -1050,7 +1050,7 @@ void Engine::start(int32_t item, double now) {
     // Relative slack for the rounding of the running sum.
     cut |= end + workLeft[sp.actor] > cutoff * (1 + 1e-9);
   }
-  // Field by field, for the same reason as EventQueue's.
+  // Field by field, for the same reason as EventHeap's (EventCore.h).
   ScheduledItem &scheduledItem = result.actors[sp.actor].emplace_back();
   scheduledItem.kind = kind;
   scheduledItem.part = part;
