@@ -10,6 +10,7 @@
 #define FLEXPIPE_DIALECT_FLEXPIPE_TRANSFORMS_PASSES_H
 
 #include "flexpipe/Dialect/FlexPipe/IR/FlexPipe.h"
+#include "flexpipe/Dialect/FlexPipe/Transforms/OptionValues.h"
 #include "flexpipe/Scheduling/CostModelYAML.h"
 #include "flexpipe/Scheduling/Placement.h"
 #include "flexpipe/Scheduling/Program.h"
@@ -48,27 +49,13 @@ struct SpecToScheduleOptions
     : public mlir::PassPipelineOptions<SpecToScheduleOptions> {
   Option<sched::TimeModel> timeModel{
       *this, "time-model", llvm::cl::desc("Scheduling time model"),
-      llvm::cl::init(sched::TimeModel::Step),
-      llvm::cl::values(
-          clEnumValN(sched::TimeModel::Step, "step",
-                     "every instruction one step (the paper's)"),
-          clEnumValN(sched::TimeModel::Cost, "cost",
-                     "actors pick their next instruction when free"))};
+      llvm::cl::init(sched::TimeModel::Step), timeModelValues()};
   Option<sched::StepRule> stepRule{
       *this, "step-rule", llvm::cl::desc("Algorithm 1's step function"),
-      llvm::cl::init(sched::StepRule::NextType),
-      llvm::cl::values(
-          clEnumValN(sched::StepRule::NextType, "next-type",
-                     "a failed fetch moves on to the next instruction type"),
-          clEnumValN(sched::StepRule::Literal, "literal",
-                     "as the paper writes it: the first non-empty reorder "
-                     "queue decides"))};
+      llvm::cl::init(sched::StepRule::NextType), stepRuleValues()};
   Option<sched::Balance> balance{
       *this, "balance", llvm::cl::desc("How the partition splits layers"),
-      llvm::cl::init(sched::Balance::Layers),
-      llvm::cl::values(
-          clEnumValN(sched::Balance::Layers, "layers", "evenly"),
-          clEnumValN(sched::Balance::Cost, "cost", "balanced FLOPs"))};
+      llvm::cl::init(sched::Balance::Layers), balanceValues()};
   Option<std::string> modelFile{
       *this, "model", llvm::cl::desc("Model YAML for the cost time model"),
       llvm::cl::init("")};
@@ -83,11 +70,7 @@ struct SpecToScheduleOptions
   Option<sched::ChannelRule> channels{
       *this, "channels",
       llvm::cl::desc("What verify-schedule takes as one FIFO channel"),
-      llvm::cl::init(sched::ChannelRule::PerStage),
-      llvm::cl::values(clEnumValN(sched::ChannelRule::PerStage, "stage",
-                                  "sender, receiver, kind, sending stage"),
-                       clEnumValN(sched::ChannelRule::PerPair, "pair",
-                                  "sender and receiver: untagged runtimes"))};
+      llvm::cl::init(sched::ChannelRule::PerStage), channelRuleValues()};
 };
 
 /// partition -> place -> schedule -> [split-backward -> gradient-separation]

@@ -36,9 +36,7 @@ def PartitionPass : Pass<"flexpipe-partition", "mlir::ModuleOp"> {
     Option<"balance", "balance", "::flexpipe::sched::Balance", "::flexpipe::sched::Balance::Layers",
            "`layers` (an even split of the layers) or `cost` (balance the "
            "stages' FLOPs, embedding and LM head included)",
-           [{::llvm::cl::values(
-             clEnumValN(::flexpipe::sched::Balance::Layers, "layers", "an even split"),
-             clEnumValN(::flexpipe::sched::Balance::Cost, "cost", "balanced FLOPs"))}]>,
+           [{::flexpipe::balanceValues()}]>,
     Option<"modelFile", "model", "std::string", "\"\"",
            "Model YAML giving the sizes for `balance=cost` where a module "
            "has no `model<...>`">,
@@ -121,9 +119,7 @@ def SchedulePass : Pass<"flexpipe-schedule", "mlir::ModuleOp"> {
            "1 time units per layer, or the cost model's durations when "
            "`model` and `cluster` are given; the step model's order is kept "
            "when it finishes earlier under those durations)",
-           [{::llvm::cl::values(
-             clEnumValN(::flexpipe::sched::TimeModel::Step, "step", "every instruction one step"),
-             clEnumValN(::flexpipe::sched::TimeModel::Cost, "cost", "durations from costs"))}]>,
+           [{::flexpipe::timeModelValues()}]>,
     Option<"stepRule", "step-rule", "::flexpipe::sched::StepRule", "::flexpipe::sched::StepRule::NextType",
            "What Algorithm 1's step function does when the fetch of the "
            "preferred instruction type finds nothing schedulable in a "
@@ -131,9 +127,7 @@ def SchedulePass : Pass<"flexpipe-schedule", "mlir::ModuleOp"> {
            "function): `next-type` (FlexPipe's default) tries the next type; "
            "`literal` (the paper as written) leaves the actor idle for the "
            "step (docs/Rationale.md)",
-           [{::llvm::cl::values(
-             clEnumValN(::flexpipe::sched::StepRule::NextType, "next-type", "try the next type"),
-             clEnumValN(::flexpipe::sched::StepRule::Literal, "literal", "the paper as written"))}]>,
+           [{::flexpipe::stepRuleValues()}]>,
     Option<"modelFile", "model", "std::string", "\"\"",
            "Model YAML (docs/CostModel.md) for the cost time model">,
     Option<"clusterFile", "cluster", "std::string", "\"\"",
@@ -220,9 +214,7 @@ def GradientSeparationPass
            "(1, 2, 1, 1 for forward, backward, input and weight gradient per "
            "actor's share of the layers, or the cost model's durations with "
            "`model` and `cluster`)",
-           [{::llvm::cl::values(
-             clEnumValN(::flexpipe::sched::TimeModel::Step, "step", "every instruction one step"),
-             clEnumValN(::flexpipe::sched::TimeModel::Cost, "cost", "durations from costs"))}]>,
+           [{::flexpipe::timeModelValues()}]>,
     Option<"modelFile", "model", "std::string", "\"\"",
            "Model YAML (docs/CostModel.md)">,
     Option<"clusterFile", "cluster", "std::string", "\"\"",
@@ -326,9 +318,7 @@ def VerifySchedulePass : Pass<"flexpipe-verify-schedule", "mlir::ModuleOp"> {
            "receiver, kind and sending stage; FlexPipe's tagged runtimes) "
            "or `pair` (sender and receiver; untagged runtimes such as "
            "PyTorch's)",
-           [{::llvm::cl::values(
-             clEnumValN(::flexpipe::sched::ChannelRule::PerStage, "stage", "tagged point-to-point"),
-             clEnumValN(::flexpipe::sched::ChannelRule::PerPair, "pair", "untagged point-to-point"))}]>,
+           [{::flexpipe::channelRuleValues()}]>,
   ];
   let dependentDialects = ["flexpipe::FlexPipeDialect"];
 }
@@ -370,9 +360,7 @@ def SimulatePass : Pass<"flexpipe-simulate", "mlir::ModuleOp"> {
            "step, one unit of activation memory per stage) or `cost` "
            "(forward, backward, input and weight gradient 1, 2, 1, 1 per "
            "actor's share of the layers, memory likewise)",
-           [{::llvm::cl::values(
-             clEnumValN(::flexpipe::sched::TimeModel::Step, "step", "every instruction one step"),
-             clEnumValN(::flexpipe::sched::TimeModel::Cost, "cost", "durations from costs"))}]>,
+           [{::flexpipe::timeModelValues()}]>,
     Option<"modelFile", "model", "std::string", "\"\"",
            "Model YAML (docs/CostModel.md); needs `cluster`">,
     Option<"clusterFile", "cluster", "std::string", "\"\"",
