@@ -409,8 +409,14 @@ private:
   std::vector<int32_t> queueStore, queueSize; // see queue()
   std::vector<int32_t> remainingInPart;
   std::vector<int64_t> remainingOnActor; // per actor * kind
-  std::vector<int32_t> readyOnActor;     // per actor: items in its queues
-  std::vector<int32_t> readyByKind;      // per actor * kind: the same
+  std::vector<int32_t> readyByKind; // per actor * kind: items in its queues
+  int32_t &readyOf(int32_t actor, CompKind kind) {
+    return readyByKind[actor * kNumCompKinds + static_cast<int>(kind)];
+  }
+  bool anyReady(int32_t actor) const {
+    const int32_t *r = &readyByKind[actor * kNumCompKinds];
+    return r[0] + r[1] + r[2] + r[3] > 0;
+  }
 
   std::vector<std::vector<int32_t>> actorParts; // sorted by (depth, stage)
   std::vector<std::vector<int32_t>> partGroups; // global limits per source
@@ -528,7 +534,6 @@ void Engine::build() {
   queueSize.assign(numParts * kNumCompKinds, 0);
   remainingInPart.assign(numParts * kNumCompKinds, 0);
   remainingOnActor.assign(numActors * kNumCompKinds, 0);
-  readyOnActor.assign(numActors, 0);
   readyByKind.assign(numActors * kNumCompKinds, 0);
   for (int32_t part = 0; part < numParts; ++part)
     for (int32_t mb = p.parts[part].mbBegin; mb < p.parts[part].mbEnd; ++mb)
@@ -802,8 +807,7 @@ void Engine::enqueue(int32_t item) {
     return; // a replay reads readiness from `pending`, not the queues
   const int32_t mb = slot - partBase[part] + p.parts[part].mbBegin;
   queue(part, kind).push(mb);
-  ++readyOnActor[p.parts[part].actor];
-  ++readyByKind[p.parts[part].actor * kNumCompKinds + static_cast<int>(kind)];
+  ++readyOf(p.parts[part].actor, kind);
 }
 
 bool Engine::admissibleForward(int32_t part, int32_t mb) const {
@@ -834,8 +838,7 @@ int32_t Engine::fetch(int32_t actor, CompKind kind) {
   auto partAt = [&](int32_t i) { return parts[reverse ? n - 1 - i : i]; };
   auto take = [&](int32_t part) {
     const int32_t mb = queue(part, kind).pop();
-    --readyOnActor[actor];
-    --readyByKind[actor * kNumCompKinds + static_cast<int>(kind)];
+    --readyOf(actor, kind);
     return itemId(kind, part, mb);
   };
 
@@ -941,8 +944,7 @@ int32_t Engine::customStep(int32_t actor) {
   }
   const ReadyItem &c = candidates[choice];
   queue(c.part, c.kind).pop();
-  --readyOnActor[actor];
-  --readyByKind[actor * kNumCompKinds + static_cast<int>(c.kind)];
+  --readyOf(actor, c.kind);
   return itemId(c.kind, c.part, c.mb);
 }
 
@@ -979,7 +981,7 @@ int32_t Engine::step(int32_t actor) {
       continue;
     // Nothing of this kind ready: a fetch without an interval would find
     // nothing and change nothing (one with an interval may move on).
-    if (readyByKind[actor * kNumCompKinds + static_cast<int>(kind)] == 0 &&
+    if (readyOf(actor, kind) == 0 &&
         (kind == CompKind::Fwd ? pol.fwd : pol.bwd).interval == 0)
       continue;
     int32_t item = fetch(actor, kind);
@@ -1187,7 +1189,7 @@ bool Engine::actorStep(int32_t actor) {
       core.stop();
     return true;
   }
-  if (readyOnActor[actor] == 0)
+  if (!anyReady(actor))
     return false; // nothing to fetch: step would find nothing either
   const int32_t item = p.customPriorities.empty() || !p.customPriorities[actor]
                            ? step(actor)
