@@ -916,17 +916,30 @@ void Search::runVariants() {
   std::vector<Pending> pending;
   variantEval.assign(variants.size(), Evaluation());
   ran.assign(variants.size(), 0);
-  size_t outsideWindow = 0;
+  std::vector<size_t> twins(variants.size());
   for (size_t v = 0; v < variants.size(); ++v) {
     Candidate base = variants[v];
     base.separation = false;
-    const size_t twin = twinOf.at(base.tie());
+    twins[v] = twinOf.at(base.tie());
+  }
+  // Separation may make a variant faster than its twin: where the twin was
+  // skipped, the variant's own bound decides.
+  std::vector<double> ownBound(variants.size(), 0);
+  parallelFor(
+      variants.size(), options.threads,
+      [&](size_t v) {
+        if (fusedEval[twins[v]].skipped)
+          ownBound[v] =
+              iterationLowerBound(variants[v], model, cluster, options);
+      },
+      nullptr);
+  size_t outsideWindow = 0;
+  for (size_t v = 0; v < variants.size(); ++v) {
+    const size_t twin = twins[v];
     const Evaluation &t = fusedEval[twin];
     double bound = t.busiest + t.gradSyncTime + t.stepTime;
     if (t.skipped) {
-      // Separation may make the variant faster than its twin: its own bound
-      // decides.
-      bound = iterationLowerBound(variants[v], model, cluster, options);
+      bound = ownBound[v];
       if (const double limit = threshold(); bound > limit * (1 + 1e-9)) {
         variantEval[v] = skip(variants[v], bound, limit);
         ran[v] = 1;
@@ -1094,7 +1107,7 @@ std::optional<Evaluation> flexpipe::sched::bestBaseline(
         (!best || e.iterationTime < best->iterationTime))
       best = std::move(e);
   };
-  std::vector<std::pair<double, Candidate>> unknown;
+  std::vector<Candidate> unknown;
   for (int64_t pp : options.pp)
     for (int64_t mbs : options.mbs) {
       const int64_t dp = options.gpus / pp;
@@ -1111,20 +1124,46 @@ std::optional<Evaluation> flexpipe::sched::bestBaseline(
               found && !found->skipped)
             consider(std::move(*found));
           else
-            unknown.emplace_back(
-                options.exact > 0
-                    ? iterationLowerBound(c, model, cluster, options)
-                    : 0.0,
-                c);
+            unknown.push_back(c);
         }
     }
-  std::stable_sort(
-      unknown.begin(), unknown.end(),
-      [](const auto &a, const auto &b) { return a.first < b.first; });
-  for (const auto &[bound, c] : unknown) {
-    if (best && bound >= best->iterationTime)
+  std::vector<double> bound(unknown.size(), 0);
+  std::vector<size_t> order(unknown.size());
+  for (size_t i = 0; i < unknown.size(); ++i)
+    order[i] = i;
+  if (options.exact > 0) {
+    parallelFor(
+        unknown.size(), options.threads,
+        [&](size_t i) {
+          bound[i] = iterationLowerBound(unknown[i], model, cluster, options);
+        },
+        nullptr);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return bound[a] < bound[b]; });
+  }
+  // A batch of one candidate per thread at a time, considered in bound
+  // order: a candidate evaluated beside one that turns out better has a
+  // bound, and so a time, no better than it, so the result is the serial
+  // one's.
+  const size_t batch = std::max(1, options.threads);
+  std::vector<Evaluation> evaluated(batch);
+  for (size_t next = 0; next < order.size();) {
+    size_t end = next;
+    while (end < order.size() && end - next < batch &&
+           !(best && bound[order[end]] >= best->iterationTime))
+      ++end;
+    if (end == next)
       break;
-    consider(evaluate(c, model, cluster, options));
+    parallelFor(
+        end - next, options.threads,
+        [&](size_t k) {
+          evaluated[k] =
+              evaluate(unknown[order[next + k]], model, cluster, options);
+        },
+        nullptr);
+    for (size_t k = 0; k < end - next; ++k)
+      consider(std::move(evaluated[k]));
+    next = end;
   }
   return best;
 }

@@ -23,6 +23,7 @@
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
@@ -178,10 +179,9 @@ bool writeResults(const std::string &dir, const TuneResult &result) {
     std::replace(error.begin(), error.end(), '"', '\'');
     std::replace(error.begin(), error.end(), '\n', ' ');
     csv << (rank > 0 ? std::to_string(rank) : "") << ',' << status << ','
-        << llvm::formatv("{0:e6},{1:e6},{2:e6},{3:e6},{4:F1},{5:F6},{6:F0}",
-                         e.iterationTime, e.pipelineTime, e.gradSyncTime,
-                         e.stepTime, e.tokensPerSecond, e.bubbleRatio,
-                         e.peakBytes)
+        << llvm::format("%.6e,%.6e,%.6e,%.6e,%.1f,%.6f,%.0f", e.iterationTime,
+                        e.pipelineTime, e.gradSyncTime, e.stepTime,
+                        e.tokensPerSecond, e.bubbleRatio, e.peakBytes)
         << ',' << c.pp << ',' << c.dp << ',' << c.mbs << ',' << c.microbatches
         << ',' << tunePlacementName(c.placement) << ',' << c.chunks << ','
         << (c.vocabParallel ? 1 : 0) << ',' << cttpCell(c) << ','
@@ -190,13 +190,13 @@ bool writeResults(const std::string &dir, const TuneResult &result) {
     json << (first ? "" : ",\n")
          << "  {\"rank\": " << (rank > 0 ? std::to_string(rank) : "null")
          << ", \"status\": \"" << status
-         << "\", \"iteration_s\": " << llvm::formatv("{0:e6}", e.iterationTime)
-         << ", \"pipeline_s\": " << llvm::formatv("{0:e6}", e.pipelineTime)
-         << ", \"grad_sync_s\": " << llvm::formatv("{0:e6}", e.gradSyncTime)
-         << ", \"step_s\": " << llvm::formatv("{0:e6}", e.stepTime)
-         << ", \"tokens_per_s\": " << llvm::formatv("{0:F1}", e.tokensPerSecond)
-         << ", \"bubble_ratio\": " << llvm::formatv("{0:F6}", e.bubbleRatio)
-         << ", \"peak_bytes\": " << llvm::formatv("{0:F0}", e.peakBytes)
+         << "\", \"iteration_s\": " << llvm::format("%.6e", e.iterationTime)
+         << ", \"pipeline_s\": " << llvm::format("%.6e", e.pipelineTime)
+         << ", \"grad_sync_s\": " << llvm::format("%.6e", e.gradSyncTime)
+         << ", \"step_s\": " << llvm::format("%.6e", e.stepTime)
+         << ", \"tokens_per_s\": " << llvm::format("%.1f", e.tokensPerSecond)
+         << ", \"bubble_ratio\": " << llvm::format("%.6f", e.bubbleRatio)
+         << ", \"peak_bytes\": " << llvm::format("%.0f", e.peakBytes)
          << ", \"pp\": " << c.pp << ", \"dp\": " << c.dp
          << ", \"mbs\": " << c.mbs << ", \"microbatches\": " << c.microbatches
          << ", \"placement\": \"" << tunePlacementName(c.placement)
@@ -565,14 +565,28 @@ bool writeBestVsBaseline(const std::string &output, const ModelConfig &model,
                          const TuneOptions &resolved, const Evaluation &best,
                          const std::optional<Evaluation> &baseline) {
   EvaluationDetail bestDetail, baseDetail;
-  evaluate(best.candidate, model, cluster, resolved, &bestDetail);
+  {
+    // The two re-evaluations (for their programs) side by side.
+    std::optional<std::thread> other;
+    if (baseline) {
+      auto evaluateBaseline = [&] {
+        evaluate(baseline->candidate, model, cluster, resolved, &baseDetail);
+      };
+      if (resolved.threads > 1)
+        other.emplace(evaluateBaseline);
+      else
+        evaluateBaseline();
+    }
+    evaluate(best.candidate, model, cluster, resolved, &bestDetail);
+    if (other)
+      other->join();
+  }
   ReportContext context;
   context.name = "best: " + describe(best.candidate);
   context.tokensPerIteration =
       static_cast<double>(resolved.globalBatch * model.modules.front().seq);
   std::string svg;
   if (baseline) {
-    evaluate(baseline->candidate, model, cluster, resolved, &baseDetail);
     context.timeSpan =
         std::max(bestDetail.sim.iterationTime, baseDetail.sim.iterationTime);
     ReportContext baseContext = context;
