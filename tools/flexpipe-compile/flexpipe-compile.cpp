@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "../LongLines.h"
+#include "../ProcessSetup.h"
 #include "Options.h"
 #include "Ranks.h"
 
@@ -421,6 +422,7 @@ static int compile(const CompileOptions &options) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  flexpipe::keepFreedMemory();
   CompileOptions options;
   if (int code = parseCompileOptions(argc, argv, options); code >= 0)
     return code;

@@ -29,6 +29,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include "../CliChecks.h"
+#include "../ProcessSetup.h"
 
 #include <CLI/CLI.hpp>
 
@@ -608,6 +609,7 @@ bool writeBestVsBaseline(const std::string &output, const ModelConfig &model,
 
 int main(int argc, char **argv) {
   Options o;
+  flexpipe::keepFreedMemory();
   CLI::App app{
       "flexpipe-tune: search pipeline configurations for a model on a "
       "cluster and rank them by simulated iteration time.\n"
