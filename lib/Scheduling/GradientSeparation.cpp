@@ -163,8 +163,8 @@ private:
   std::vector<std::vector<int32_t>> sequence; ///< per actor: F, I, B items
   std::vector<size_t> weightsOn;              ///< per actor: W items
   std::vector<int32_t> depStart, depList;     ///< CSR predecessors
-  /// CSR: per item, the actors whose items depend on it (they look again
-  /// once its end is known).
+  /// CSR: per item, the items that depend on it (their actors may look
+  /// again once its end is known).
   std::vector<int32_t> userStart, userList;
   /// Blocking collectives: per item its instance (-1 for other items), and
   /// per instance its members.
@@ -386,19 +386,17 @@ void Separator::flatten(const std::vector<std::vector<int32_t>> &deps) {
   depList.clear();
   for (const auto &d : deps)
     depList.insert(depList.end(), d.begin(), d.end());
-  std::vector<std::vector<int32_t>> users(items.size());
-  for (size_t id = 0; id < items.size(); ++id)
-    for (int32_t d : deps[id])
-      users[d].push_back(items[id].actor);
   userStart.assign(items.size() + 1, 0);
-  userList.clear();
-  for (size_t i = 0; i < items.size(); ++i) {
-    std::sort(users[i].begin(), users[i].end());
-    users[i].erase(std::unique(users[i].begin(), users[i].end()),
-                   users[i].end());
-    userList.insert(userList.end(), users[i].begin(), users[i].end());
-    userStart[i + 1] = static_cast<int32_t>(userList.size());
-  }
+  for (const auto &d : deps)
+    for (int32_t from : d)
+      ++userStart[from + 1];
+  for (size_t i = 0; i < items.size(); ++i)
+    userStart[i + 1] += userStart[i];
+  userList.resize(userStart[items.size()]);
+  std::vector<int32_t> fill(userStart.begin(), userStart.end() - 1);
+  for (size_t id = 0; id < items.size(); ++id)
+    for (int32_t from : deps[id])
+      userList[fill[from]++] = static_cast<int32_t>(id);
 }
 
 /// One re-timing: the policy Separator::retime runs on the event core (its
@@ -527,13 +525,20 @@ void Separator::Retimer::known(int32_t id, double end) {
   t.makespan = std::max(t.makespan, end);
   if (s.items[id].kind != OpKind::Wgrad)
     lastFi[s.items[id].actor] = std::max(lastFi[s.items[id].actor], end);
-  // A user that computes or waits for a known time answers nothing at this
-  // time (step's first test), and neither changes before time moves: it is
-  // asked again when its computation ends or its wait is over.
+  // Only an idle actor whose next item uses this one may now do something
+  // else than when it was last asked: what step does depends on the inputs
+  // of that item alone. A user that computes or waits for a known time
+  // answers nothing at this time (step's first test) and is asked again
+  // when its computation ends or its wait is over; one at an earlier item
+  // asks about this one itself when it gets there.
   const double now = core.now();
-  for (int32_t i = s.userStart[id]; i < s.userStart[id + 1]; ++i)
-    if (const int32_t b = s.userList[i]; !busy[b] && waitUntil[b] <= now)
+  for (int32_t i = s.userStart[id]; i < s.userStart[id + 1]; ++i) {
+    const int32_t user = s.userList[i];
+    const int32_t b = s.items[user].actor;
+    if (!busy[b] && waitUntil[b] <= now &&
+        next[b] == static_cast<size_t>(s.position[user]))
       core.touch(b);
+  }
 }
 
 bool Separator::Retimer::fail(std::string error) {
