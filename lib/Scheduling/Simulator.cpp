@@ -747,32 +747,38 @@ AfterPipeline flexpipe::sched::afterPipeline(const StageLayout &layout,
 ScheduleJudge flexpipe::sched::sharedCoresJudge(
     const BuiltProblem &built, const ModelConfig &model,
     const ClusterConfig &cluster, const Profile *profile,
-    const std::vector<int64_t> &devices) {
+    const std::vector<int64_t> &devices, ProgramFinish finish) {
   // No measured cores or contention: nobody shares (shareCores).
   if (cluster.measured.coresPerNode <= 0 && cluster.measured.contention.empty())
     return nullptr;
-  return [&built, &model, &cluster, profile,
-          &devices](const ScheduleResult &result) -> std::optional<double> {
-    Program program = toProgram(built.problem, result, built.numStages,
-                                built.stageEdges, built.sharedStages);
-    program.stageMeta = built.stageMeta;
-    program.moduleNames = built.moduleNames;
-    SimCosts costs;
-    if (llvm::Error error =
-            modelCosts(program, model, cluster, profile, devices, costs)) {
-      llvm::consumeError(std::move(error));
-      return std::nullopt;
-    }
-    if (costs.coreGroup.empty())
-      return std::nullopt;
-    insertCommunication(program);
-    Simulator simulator;
-    if (llvm::Error error = simulator.prepare(program)) {
-      llvm::consumeError(std::move(error));
-      return std::nullopt;
-    }
-    return simulator.run(costs).iterationTime;
-  };
+  return
+      [&built, &model, &cluster, profile, &devices, finish = std::move(finish)](
+          const ScheduleResult &result) -> std::optional<double> {
+        Program program = toProgram(built.problem, result, built.numStages,
+                                    built.stageEdges, built.sharedStages);
+        program.stageMeta = built.stageMeta;
+        program.moduleNames = built.moduleNames;
+        SimCosts costs;
+        if (llvm::Error error =
+                modelCosts(program, model, cluster, profile, devices, costs)) {
+          llvm::consumeError(std::move(error));
+          return std::nullopt;
+        }
+        if (costs.coreGroup.empty())
+          return std::nullopt;
+        if (!finish) {
+          insertCommunication(program);
+        } else if (llvm::Error error = finish(program, costs)) {
+          llvm::consumeError(std::move(error));
+          return std::nullopt;
+        }
+        Simulator simulator;
+        if (llvm::Error error = simulator.prepare(program)) {
+          llvm::consumeError(std::move(error));
+          return std::nullopt;
+        }
+        return simulator.run(costs).iterationTime;
+      };
 }
 
 llvm::Error flexpipe::sched::programCosts(const Program &program,

@@ -677,9 +677,20 @@ Evaluation flexpipe::sched::evaluate(const Candidate &c,
     e.peakBytes = 0;
   }
   const std::vector<int64_t> devices = replicaDevices(c.pp, c.dp);
-  const ScheduleResult schedule = sched::schedule(
-      built->problem, TimeModel::Cost,
-      sharedCoresJudge(*built, sized, cluster, options.profile, devices));
+  // What the written spec asks flexpipe-compile to do after scheduling.
+  BubbleOptimizations bubbles;
+  if (c.separation) {
+    SeparationOptions &separation = bubbles.separation.emplace();
+    separation.maxRounds = options.separationRounds;
+    separation.pool = pool;
+  }
+  auto finish = [&bubbles](Program &program, const SimCosts &costs) {
+    return finishProgram(program, costs, bubbles);
+  };
+  const ScheduleResult schedule =
+      sched::schedule(built->problem, TimeModel::Cost,
+                      sharedCoresJudge(*built, sized, cluster, options.profile,
+                                       devices, finish));
   if (!schedule.ok) {
     e.error = "cannot be scheduled: " + schedule.error;
     return e;
@@ -697,19 +708,10 @@ Evaluation flexpipe::sched::evaluate(const Candidate &c,
     e.error = llvm::toString(std::move(error));
     return e;
   }
-  if (c.separation) {
-    splitBackward(program);
-    SeparationOptions separation;
-    separation.maxRounds = options.separationRounds;
-    separation.pool = pool;
-    SeparationResult separated = separateGradients(program, costs, separation);
-    if (!separated.ok) {
-      e.error = "gradient separation failed: " + separated.error;
-      return e;
-    }
-    program = std::move(separated.program);
+  if (llvm::Error error = finish(program, costs)) {
+    e.error = llvm::toString(std::move(error));
+    return e;
   }
-  insertCommunication(program);
   Simulator simulator;
   if (llvm::Error error = simulator.prepare(program)) {
     e.error = llvm::toString(std::move(error));

@@ -32,7 +32,10 @@
 #include "flexpipe/Scheduling/Program.h"
 #include "flexpipe/Scheduling/Simulator.h"
 
+#include "llvm/Support/Error.h"
+
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -88,6 +91,23 @@ struct SeparationResult {
 SeparationResult separateGradients(const Program &program,
                                    const SimCosts &costs,
                                    const SeparationOptions &options);
+
+/// The bubble optimizations a spec asks for (flexpipe.optimize), as the
+/// spec-to-schedule pipeline applies them after scheduling.
+struct BubbleOptimizations {
+  bool splitBackward = false;
+  /// Gradient separation (implies splitBackward).
+  std::optional<SeparationOptions> separation;
+  /// async_comm: receives posted this many computations early
+  /// (postReceivesEarly); 0: off.
+  int64_t asyncLookahead = 0;
+};
+
+/// What becomes of a scheduled program (toProgram's) before it runs: the
+/// split, separation priced by `costs`, insertCommunication and early
+/// receives, as `opts` asks. Fails with separation's error.
+llvm::Error finishProgram(Program &program, const SimCosts &costs,
+                          const BubbleOptimizations &opts);
 
 } // namespace flexpipe::sched
 

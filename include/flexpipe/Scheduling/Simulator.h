@@ -37,6 +37,7 @@
 
 #include <algorithm>
 #include <array>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -180,18 +181,26 @@ AfterPipeline afterPipeline(const StageLayout &layout,
                             const ModelConfig &model,
                             const ClusterConfig &cluster);
 
+/// What becomes of a scheduled program (toProgram's, without transfers)
+/// before it runs, priced by `costs`: the bubble optimizations its spec asks
+/// for and insertCommunication (finishProgram in GradientSeparation.h).
+using ProgramFinish = std::function<llvm::Error(Program &, const SimCosts &)>;
+
 /// A judge for schedule() (the cost model's choice between its greedy order
 /// and the step model's order): the simulated pipeline time of a schedule
 /// of `built` where the cluster puts ranks on shared cores (the scheduler's
 /// durations do not see that), and no opinion elsewhere (none at all for a
-/// cluster without measured cores or contention). Every argument
-/// must outlive the schedule() call. The tuner and -flexpipe-schedule both
-/// use it, so they choose the same order.
+/// cluster without measured cores or contention). Each order is simulated
+/// as it will run: after `finish` (null: insertCommunication alone), so
+/// that a schedule whose weight gradients are then separated is judged
+/// separated. Every argument must outlive the schedule() call. The tuner
+/// and -flexpipe-schedule both use it, so they choose the same order.
 ScheduleJudge sharedCoresJudge(const BuiltProblem &built,
                                const ModelConfig &model,
                                const ClusterConfig &cluster,
                                const Profile *profile,
-                               const std::vector<int64_t> &devices);
+                               const std::vector<int64_t> &devices,
+                               ProgramFinish finish = nullptr);
 
 /// Durations from a profile alone (unit costs for stages it does not list).
 llvm::Error profileCosts(const Program &program, const Profile &profile,

@@ -67,14 +67,9 @@ struct GradientSeparationPass
       // it; --mlir-disable-threading keeps them on this one).
       if (getContext().isMultithreadingEnabled())
         options.pool = &getContext().getThreadPool();
-      if (auto requested =
-              schedule->getAttrOfType<DictionaryAttr>("flexpipe.optimize"))
-      {
-        if (auto bound = requested.getAs<FloatAttr>("memory_bound"))
-          options.memoryBound = bound.getValueAsDouble();
-        if (auto rounds = requested.getAs<IntegerAttr>("max_rounds"))
-          options.maxRounds = rounds.getInt();
-      }
+      applySeparationRequest(
+          schedule->getAttrOfType<DictionaryAttr>("flexpipe.optimize"),
+          options);
       sched::SeparationResult result =
           sched::separateGradients(program, *costs, options);
       if (!result.ok) {

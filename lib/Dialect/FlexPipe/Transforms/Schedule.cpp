@@ -104,8 +104,19 @@ struct SchedulePass : flexpipe::impl::SchedulePassBase<SchedulePass> {
       if (priced) {
         cluster.jobDevices = built->problem.numActors * dp;
         devices = sched::replicaDevices(built->problem.numActors, dp);
-        judge = sched::sharedCoresJudge(*built, *(*inputs)->model, cluster,
-                                        /*profile=*/nullptr, devices);
+        // Each order judged as the rest of the pipeline will run it.
+        DictionaryAttr requested;
+        for (auto optimize : pipeline.getBody().getOps<OptimizeOp>())
+          requested = optimize->getAttrDictionary();
+        sched::BubbleOptimizations bubbles = requestedOptimizations(
+            requested, getContext().isMultithreadingEnabled()
+                           ? &getContext().getThreadPool()
+                           : nullptr);
+        judge = sched::sharedCoresJudge(
+            *built, *(*inputs)->model, cluster, /*profile=*/nullptr, devices,
+            [bubbles](sched::Program &program, const sched::SimCosts &costs) {
+              return sched::finishProgram(program, costs, bubbles);
+            });
       }
       sched::ScheduleResult result =
           sched::schedule(built->problem, timeModel, judge);

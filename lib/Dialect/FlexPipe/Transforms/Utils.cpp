@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "flexpipe/Dialect/FlexPipe/Transforms/Utils.h"
+#include "flexpipe/Dialect/FlexPipe/Transforms/Passes.h"
 
 #include "flexpipe/Plugin.h"
 #include "flexpipe/Scheduling/CostModelYAML.h"
@@ -608,6 +609,36 @@ bool flexpipe::shouldOptimize(ScheduleOp schedule, StringRef optimization,
     return true;
   auto requested = schedule->getAttrOfType<DictionaryAttr>("flexpipe.optimize");
   return requested && requested.contains(optimization);
+}
+
+void flexpipe::applySeparationRequest(DictionaryAttr requested,
+                                      sched::SeparationOptions &options) {
+  if (!requested)
+    return;
+  if (auto bound = requested.getAs<FloatAttr>("memory_bound"))
+    options.memoryBound = bound.getValueAsDouble();
+  if (auto rounds = requested.getAs<IntegerAttr>("max_rounds"))
+    options.maxRounds = rounds.getInt();
+}
+
+sched::BubbleOptimizations
+flexpipe::requestedOptimizations(DictionaryAttr requested,
+                                 llvm::ThreadPoolInterface *pool) {
+  sched::BubbleOptimizations opts;
+  if (!requested)
+    return opts;
+  opts.splitBackward = requested.contains("split_backward");
+  if (requested.contains("gradient_separation")) {
+    const GradientSeparationPassOptions defaults;
+    sched::SeparationOptions &separation = opts.separation.emplace();
+    separation.memoryBound = defaults.memoryBound;
+    separation.maxRounds = defaults.maxRounds;
+    applySeparationRequest(requested, separation);
+    separation.pool = pool;
+  }
+  if (requested.contains("async_comm"))
+    opts.asyncLookahead = AsyncCommPassOptions().lookahead;
+  return opts;
 }
 
 FailureOr<std::shared_ptr<const sched::CostInputs>>

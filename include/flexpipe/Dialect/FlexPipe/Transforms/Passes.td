@@ -80,7 +80,9 @@ def SchedulePass : Pass<"flexpipe-schedule", "mlir::ModuleOp"> {
     measured cluster), the choice between the greedy order and the step
     model's order (the cost model keeps the faster) is made by simulating
     both, sharing included, on `dp` replicas' devices, as flexpipe-tune
-    does.
+    does: each after the bubble optimizations the pipeline's
+    `flexpipe.optimize` asks for (with their passes' default options), as
+    the spec-to-schedule pipeline will run it.
 
     Before:
 

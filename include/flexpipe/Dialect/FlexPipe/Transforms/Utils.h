@@ -17,6 +17,7 @@
 
 #include "flexpipe/Dialect/FlexPipe/IR/FlexPipe.h"
 #include "flexpipe/Scheduling/CostModelYAML.h"
+#include "flexpipe/Scheduling/GradientSeparation.h"
 #include "flexpipe/Scheduling/PipelineSpec.h"
 #include "flexpipe/Scheduling/Program.h"
 #include "flexpipe/Scheduling/Simulator.h"
@@ -72,6 +73,19 @@ void rewriteSchedule(ScheduleOp schedule, const ScheduleProgram &read,
 /// `optimization`.
 bool shouldOptimize(ScheduleOp schedule, llvm::StringRef optimization,
                     bool requestedOnly);
+
+/// The stash-and-insert settings a `flexpipe.optimize` request sets
+/// (memory_bound, max_rounds) over `options`; a null request sets nothing.
+void applySeparationRequest(mlir::DictionaryAttr requested,
+                            sched::SeparationOptions &options);
+
+/// The bubble optimizations `requested` (a `flexpipe.optimize` request, or
+/// null) asks for, with their passes' defaults, as the spec-to-schedule
+/// pipeline applies them after -flexpipe-schedule (sched::finishProgram).
+/// Separation attempts run on `pool` when given.
+sched::BubbleOptimizations
+requestedOptimizations(mlir::DictionaryAttr requested,
+                       llvm::ThreadPoolInterface *pool);
 
 /// The cost files a pass prices with: `shared` when its creator read them
 /// once for the whole pipeline (flexpipe-compile), else the files the pass
