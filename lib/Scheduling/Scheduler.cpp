@@ -278,10 +278,14 @@ public:
 
 private:
   // --- Item pool -----------------------------------------------------------
-  // An item is (slot, kind) with slot = partBase[part] + mb - mbBegin.
+  // An item is (slot, kind) with slot = partBase[part] + mb - mbBegin
+  // = slotOrigin[part] + mb.
   int32_t itemId(CompKind kind, int32_t part, int32_t mb) const {
-    return (partBase[part] + mb - p.parts[part].mbBegin) * kNumCompKinds +
-           static_cast<int32_t>(kind);
+    return (slotOrigin[part] + mb) * kNumCompKinds + static_cast<int32_t>(kind);
+  }
+  /// The micro-batch of slot `slot` of `part`.
+  int32_t mbOf(int32_t part, int32_t slot) const {
+    return slot - slotOrigin[part];
   }
   bool flowsThrough(int32_t part, int32_t mb) const {
     return mb >= p.parts[part].mbBegin && mb < p.parts[part].mbEnd;
@@ -368,8 +372,7 @@ private:
 
   ReadyQueue queue(int32_t part, CompKind kind) {
     const int32_t k = static_cast<int32_t>(kind);
-    return ReadyQueue(queueStore.data() + partBase[part] * kNumCompKinds +
-                          k * (partBase[part + 1] - partBase[part]),
+    return ReadyQueue(queueStore.data() + queueBase[part * kNumCompKinds + k],
                       queueSize[part * kNumCompKinds + k]);
   }
   int32_t &remainingIn(int32_t part, CompKind kind) {
@@ -397,16 +400,22 @@ private:
   bool plugins = false;
 
   std::vector<int32_t> partBase;
+  std::vector<int32_t> slotOrigin; // per part: partBase - mbBegin
   std::vector<int32_t> slotPart; // the part owning each slot
   int32_t numSlots = 0;
-  std::vector<uint8_t> exists; // per item
+  unsigned kindExists = 0; // bit k: every slot has an item of kind k
+  bool exists(int32_t item) const {
+    return kindExists >> (item % kNumCompKinds) & 1;
+  }
   // Edges into the registered instances' readiness nodes and out of them.
   std::vector<std::pair<int32_t, int32_t>> regEdges;
   std::vector<int32_t> succStart, succList; // CSR successors
   std::vector<int32_t> pending;             // unfinished predecessors
   std::vector<uint8_t> finished, started;
 
-  std::vector<int32_t> queueStore, queueSize; // see queue()
+  // Reorder queues: per (part, kind) its storage's offset in queueStore
+  // (room for the part's micro-batches) and its size.
+  std::vector<int32_t> queueStore, queueBase, queueSize; // see queue()
   std::vector<int32_t> remainingInPart;
   std::vector<int64_t> remainingOnActor; // per actor * kind
   std::vector<int32_t> readyByKind; // per actor * kind: items in its queues
@@ -478,7 +487,6 @@ private:
   }
 
   // Hooks.
-  std::vector<int64_t> actorScheduled;
   std::string hookError;
   int32_t numItems = 0;
 
@@ -491,20 +499,20 @@ void Engine::build() {
   for (int32_t i = 0; i < numParts; ++i)
     partBase[i + 1] = partBase[i] + p.parts[i].mbEnd - p.parts[i].mbBegin;
   numSlots = partBase[numParts];
+  slotOrigin.resize(numParts);
+  for (int32_t i = 0; i < numParts; ++i)
+    slotOrigin[i] = partBase[i] - p.parts[i].mbBegin;
   slotPart.resize(numSlots);
   for (int32_t i = 0; i < numParts; ++i)
     std::fill(slotPart.begin() + partBase[i],
               slotPart.begin() + partBase[i + 1], i);
   numItems = numSlots * kNumCompKinds;
-  exists.assign(numItems, 0);
-
-  for (int32_t part = 0; part < numParts; ++part)
-    for (int32_t mb = p.parts[part].mbBegin; mb < p.parts[part].mbEnd; ++mb) {
-      exists[itemId(CompKind::Fwd, part, mb)] = 1;
-      exists[itemId(gradKind(), part, mb)] = 1;
-      if (p.splitBackward)
-        exists[itemId(CompKind::Wgrad, part, mb)] = 1;
-    }
+  // Every micro-batch of a part has a forward and the kind that carries its
+  // gradient, and a weight gradient when the backward is split.
+  kindExists = 1u << static_cast<int>(CompKind::Fwd) |
+               1u << static_cast<int>(gradKind());
+  if (p.splitBackward)
+    kindExists |= 1u << static_cast<int>(CompKind::Wgrad);
   addRegisteredEdges();
 
   // CSR successor lists and predecessor counts, over the items and the
@@ -532,17 +540,23 @@ void Engine::build() {
   started.assign(numItems, 0);
   queueStore.assign(numItems, 0);
   queueSize.assign(numParts * kNumCompKinds, 0);
+  queueBase.resize(numParts * kNumCompKinds);
+  for (int32_t part = 0; part < numParts; ++part)
+    for (int32_t k = 0; k < kNumCompKinds; ++k)
+      queueBase[part * kNumCompKinds + k] =
+          partBase[part] * kNumCompKinds +
+          k * (partBase[part + 1] - partBase[part]);
   remainingInPart.assign(numParts * kNumCompKinds, 0);
   remainingOnActor.assign(numActors * kNumCompKinds, 0);
   readyByKind.assign(numActors * kNumCompKinds, 0);
   for (int32_t part = 0; part < numParts; ++part)
-    for (int32_t mb = p.parts[part].mbBegin; mb < p.parts[part].mbEnd; ++mb)
-      for (int32_t k = 0; k < kNumCompKinds; ++k)
-        if (exists[itemId(static_cast<CompKind>(k), part, mb)]) {
-          ++remainingInPart[part * kNumCompKinds + k];
-          ++remainingOnActor[p.parts[part].actor * kNumCompKinds + k];
-          ++total;
-        }
+    for (int32_t k = 0; k < kNumCompKinds; ++k)
+      if (kindExists >> k & 1) {
+        const int32_t mbs = p.parts[part].mbEnd - p.parts[part].mbBegin;
+        remainingInPart[part * kNumCompKinds + k] = mbs;
+        remainingOnActor[p.parts[part].actor * kNumCompKinds + k] += mbs;
+        total += mbs;
+      }
 
   actorParts.assign(numActors, {});
   for (int32_t part = 0; part < numParts; ++part)
@@ -574,7 +588,6 @@ void Engine::build() {
   freeAt.assign(numActors, 0);
   result.actors.assign(numActors, {});
 
-  actorScheduled.assign(numActors, 0);
   blockedIn.assign(numActors, -1);
   replayPos.assign(numActors, 0);
   core = EventCore(numActors); // every actor is asked at the start
@@ -735,7 +748,6 @@ void Engine::runRegistered(int32_t actor, int32_t r, double now) {
     item.start = start;
     item.end = end;
     item.inst = r;
-    ++actorScheduled[member];
     ++scheduled;
   };
   switch (ri.mode) {
@@ -805,8 +817,7 @@ void Engine::enqueue(int32_t item) {
   core.touch(p.parts[part].actor);
   if (replay)
     return; // a replay reads readiness from `pending`, not the queues
-  const int32_t mb = slot - partBase[part] + p.parts[part].mbBegin;
-  queue(part, kind).push(mb);
+  queue(part, kind).push(mbOf(part, slot));
   ++readyOf(p.parts[part].actor, kind);
 }
 
@@ -895,7 +906,7 @@ StepView Engine::view(int32_t actor) const {
   v.problem = &p;
   v.actor = actor;
   v.now = core.now();
-  v.scheduled = actorScheduled[actor];
+  v.scheduled = static_cast<int64_t>(result.actors[actor].size());
   v.inflight = actorInflight[actor];
   if (!result.actors[actor].empty()) {
     const ScheduledItem &last = result.actors[actor].back();
@@ -1043,7 +1054,7 @@ void Engine::start(int32_t item, double now) {
   const CompKind kind = static_cast<CompKind>(item % kNumCompKinds);
   const int32_t part = slotPart[slot];
   const StagePart &sp = p.parts[part];
-  const int32_t mb = slot - partBase[part] + sp.mbBegin;
+  const int32_t mb = mbOf(part, slot);
   const double duration =
       model == TimeModel::Step ? 1.0 : sp.cost[static_cast<int>(kind)];
   const double end = now + duration;
@@ -1059,7 +1070,6 @@ void Engine::start(int32_t item, double now) {
   scheduledItem.mb = mb;
   scheduledItem.start = now;
   scheduledItem.end = end;
-  ++actorScheduled[sp.actor];
   freeAt[sp.actor] = end;
   started[item] = 1;
   --remainingIn(part, kind);
@@ -1082,12 +1092,11 @@ void Engine::complete(int32_t item, double) {
   const CompKind kind = static_cast<CompKind>(item % kNumCompKinds);
   const int32_t slot = item / kNumCompKinds;
   const int32_t part = slotPart[slot];
-  core.touch(p.parts[part].actor); // it is free again
   if (kind == releaseKind()) {
     --partInflight[part];
     if (p.parts[part].countsInflight) {
       --actorInflight[p.parts[part].actor];
-      const int32_t mb = slot - partBase[part] + p.parts[part].mbBegin;
+      const int32_t mb = mbOf(part, slot);
       for (int32_t g : partGroups[part])
         if (++groupReleased[groupSlot(g, mb)] ==
             groupSources[groupSlot(g, mb)]) {
@@ -1114,7 +1123,7 @@ bool Engine::prepare() {
   }
   build();
   for (int32_t item = 0; item < numSlots * kNumCompKinds; ++item)
-    if (exists[item] && pending[item] == 0)
+    if (exists(item) && pending[item] == 0)
       enqueue(item);
   // Registered instructions without sources are ready at once (each first
   // instance releases the next).
@@ -1136,7 +1145,7 @@ ScheduleResult Engine::execute() {
   if (cutoff < std::numeric_limits<double>::infinity()) {
     workLeft.assign(numActors, 0);
     for (int32_t item = 0; item < numItems; ++item)
-      if (exists[item] && !started[item]) {
+      if (exists(item) && !started[item]) {
         const StagePart &sp = p.parts[slotPart[item / kNumCompKinds]];
         workLeft[sp.actor] +=
             model == TimeModel::Step ? 1.0 : sp.cost[item % kNumCompKinds];
@@ -1372,7 +1381,7 @@ void Engine::explainFirstWaiting(int32_t actor, std::ostream &os) const {
       for (int k = 0; k < kNumCompKinds; ++k) {
         const CompKind kind = static_cast<CompKind>(k);
         const int32_t item = itemId(kind, part, mb);
-        if (!exists[item] || started[item])
+        if (!exists(item) || started[item])
           continue;
         if (pending[item] == 0) {
           os << describeItem(kind, part, mb)
