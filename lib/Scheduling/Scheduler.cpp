@@ -330,7 +330,7 @@ private:
   bool admissibleFront(CompKind kind, int32_t part) {
     return admissible(kind, part, queue(part, kind).front());
   }
-  int32_t fetch(int32_t actor, CompKind kind);
+  LLVM_ATTRIBUTE_ALWAYS_INLINE int32_t fetch(int32_t actor, CompKind kind);
   int32_t step(int32_t actor);
   bool replayStep(int32_t actor, double now);
   bool hasReady(int32_t actor, CompKind kind) {
@@ -339,7 +339,7 @@ private:
         return true;
     return false;
   }
-  void start(int32_t item, double now);
+  LLVM_ATTRIBUTE_ALWAYS_INLINE void start(int32_t item, double now);
   void complete(int32_t item, double now);
   void enqueue(int32_t item);
   /// The check functions (register_new_checkfunc) on the item `kind` of
@@ -401,7 +401,7 @@ private:
 
   std::vector<int32_t> partBase;
   std::vector<int32_t> slotOrigin; // per part: partBase - mbBegin
-  std::vector<int32_t> slotPart; // the part owning each slot
+  std::vector<int32_t> slotPart;   // the part owning each slot
   int32_t numSlots = 0;
   unsigned kindExists = 0; // bit k: every slot has an item of kind k
   bool exists(int32_t item) const {
@@ -561,10 +561,12 @@ void Engine::build() {
   actorParts.assign(numActors, {});
   for (int32_t part = 0; part < numParts; ++part)
     actorParts[p.parts[part].actor].push_back(part);
+  // Ties keep part order (what a stable sort by (depth, stage) gives,
+  // without its buffer).
   for (auto &parts : actorParts)
-    std::stable_sort(parts.begin(), parts.end(), [&](int32_t a, int32_t b) {
+    std::sort(parts.begin(), parts.end(), [&](int32_t a, int32_t b) {
       const StagePart &x = p.parts[a], &y = p.parts[b];
-      return std::tie(x.depth, x.stage) < std::tie(y.depth, y.stage);
+      return std::tie(x.depth, x.stage, a) < std::tie(y.depth, y.stage, b);
     });
 
   partGroups.assign(numParts, {});
@@ -1122,9 +1124,11 @@ bool Engine::prepare() {
     return false;
   }
   build();
-  for (int32_t item = 0; item < numSlots * kNumCompKinds; ++item)
-    if (exists(item) && pending[item] == 0)
-      enqueue(item);
+  for (int32_t slot = 0; slot < numSlots; ++slot)
+    for (int32_t k = 0; k < kNumCompKinds; ++k)
+      if (const int32_t item = slot * kNumCompKinds + k;
+          (kindExists >> k & 1) && pending[item] == 0)
+        enqueue(item);
   // Registered instructions without sources are ready at once (each first
   // instance releases the next).
   for (size_t r = 0; r < reg.size(); ++r)
