@@ -253,19 +253,17 @@ public:
   bool prepare();
   /// Runs a prepared engine to the end.
   ScheduleResult execute();
-  /// A copy of this prepared engine that times `order` instead of choosing.
-  /// It gives up (fails) as soon as some actor cannot end by `cutoff`: its
-  /// clock plus the computation it has left is past it.
-  Engine
-  replaying(const std::vector<std::vector<ScheduledItem>> &order,
-            TimeModel timeModel,
-            double cutoff = std::numeric_limits<double>::infinity()) const {
-    Engine copy(*this);
-    copy.model = timeModel;
-    copy.replay = &order;
-    copy.diagnose = false;
-    copy.cutoff = cutoff;
-    return copy;
+  /// This prepared engine (moved: its last run) timing `order` instead of
+  /// choosing. It gives up (fails) as soon as some actor cannot end by
+  /// `cutoff`: its clock plus the computation it has left is past it.
+  Engine replaying(const std::vector<std::vector<ScheduledItem>> &order,
+                   TimeModel timeModel,
+                   double cutoff = std::numeric_limits<double>::infinity()) && {
+    model = timeModel;
+    replay = &order;
+    diagnose = false;
+    this->cutoff = cutoff;
+    return std::move(*this);
   }
   /// A copy of this prepared engine with another time model, without a
   /// per-actor diagnosis.
@@ -1475,7 +1473,8 @@ ScheduleResult flexpipe::sched::schedule(const Problem &problem,
     return Engine(problem, TimeModel::Cost).run(); // reports the error
   if (uniformDurations(problem))
     return prepared.execute();
-  // The graph is built once; each run starts from a copy.
+  // The graph is built once; each run starts from a copy (the last from
+  // the prepared engine itself).
   ScheduleResult greedy = Engine(prepared).execute();
   // Only the greedy run's diagnosis is ever reported.
   ScheduleResult stepOrder = prepared.withModel(TimeModel::Step).execute();
@@ -1486,7 +1485,7 @@ ScheduleResult flexpipe::sched::schedule(const Problem &problem,
   // A replay that cannot end by the greedy order's makespan is given up
   // early: it would not be kept (unless a judge decides).
   ScheduleResult replayed =
-      prepared
+      std::move(prepared)
           .replaying(stepOrder.actors, TimeModel::Cost,
                      greedy.ok && !judge
                          ? greedy.makespan * (1 + 1e-12)
