@@ -207,7 +207,8 @@ class Facts {
 public:
   Facts(int32_t numStages, int32_t numMbs)
       : localOf(numStages, -1), numMbs(numMbs) {}
-  void insert(Tag tag, int32_t stage, int32_t mb) {
+  /// Sets the bit; false when it was set already.
+  bool insert(Tag tag, int32_t stage, int32_t mb) {
     int32_t &local = localOf[stage];
     if (local < 0) {
       local = numLocal++;
@@ -215,7 +216,10 @@ public:
           (static_cast<size_t>(numLocal) * kNumTags * numMbs + 63) / 64, 0);
     }
     const size_t b = bit(local, tag, mb);
-    words[b >> 6] |= uint64_t(1) << (b & 63);
+    const uint64_t mask = uint64_t(1) << (b & 63);
+    const bool added = !(words[b >> 6] & mask);
+    words[b >> 6] |= mask;
+    return added;
   }
   bool count(Tag tag, int32_t stage, int32_t mb) const {
     const int32_t local = localOf[stage];
@@ -251,13 +255,23 @@ flexpipe::sched::stageActors(const Program &program) {
 
 void flexpipe::sched::insertCommunication(Program &program) {
   Topology topo(program);
-  // (kind, source stage, micro-batch) and the peer it comes from.
+  // What an actor has received: (kind, source stage, micro-batch) when the
+  // source stage runs on one actor, and with the peer it comes from when
+  // it is shared (or the micro-batch is out of range: a hand-written
+  // program that the verifier will refuse).
   llvm::DenseSet<std::pair<uint64_t, int32_t>> received;
   std::vector<int32_t> peers;
+  const int32_t numMbs = std::max(1, program.numMicrobatches);
   for (int32_t a = 0; a < program.numActors; ++a) {
     std::vector<ProgOp> out;
     out.reserve(program.actors[a].size() * 3);
     received.clear();
+    Facts fromOne(program.numStages, numMbs);
+    auto firstTime = [&](Tag tag, int32_t src, int32_t mb, int32_t peer) {
+      return topo.actorsOf[src].size() == 1 && mb >= 0 && mb < numMbs
+                 ? fromOne.insert(tag, src, mb)
+                 : received.insert({key(tag, src, mb), peer}).second;
+    };
     for (const ProgOp &op : program.actors[a]) {
       const bool fwd = op.kind == OpKind::Fwd;
       const bool grad = carriesGradient(op.kind);
@@ -266,9 +280,7 @@ void flexpipe::sched::insertCommunication(Program &program) {
         const auto &sources = fwd ? topo.preds[op.stage] : topo.succs[op.stage];
         for (int32_t src : sources)
           for (int32_t peer : topo.actorsOf[src])
-            if (peer != a &&
-                received.insert({key(fwd ? Act : Grad, src, op.mb), peer})
-                    .second)
+            if (peer != a && firstTime(fwd ? Act : Grad, src, op.mb, peer))
               out.push_back({fwd ? OpKind::RecvAct : OpKind::RecvGrad, op.stage,
                              op.mb, peer});
       }
