@@ -205,27 +205,26 @@ constexpr int32_t kNumTags = 5;
 /// micro-batches are in range (checkStatic).
 class Facts {
 public:
-  Facts(int32_t numStages, int32_t numMbs)
-      : localOf(numStages, -1), numMbs(numMbs) {}
+  explicit Facts(int32_t numMbs) : numMbs(numMbs) {}
   /// Sets the bit; false when it was set already.
   bool insert(Tag tag, int32_t stage, int32_t mb) {
-    int32_t &local = localOf[stage];
-    if (local < 0) {
-      local = numLocal++;
+    auto [it, added] = localOf.try_emplace(stage, numLocal);
+    if (added) {
+      ++numLocal;
       words.resize(
           (static_cast<size_t>(numLocal) * kNumTags * numMbs + 63) / 64, 0);
     }
-    const size_t b = bit(local, tag, mb);
+    const size_t b = bit(it->second, tag, mb);
     const uint64_t mask = uint64_t(1) << (b & 63);
-    const bool added = !(words[b >> 6] & mask);
+    const bool fresh = !(words[b >> 6] & mask);
     words[b >> 6] |= mask;
-    return added;
+    return fresh;
   }
   bool count(Tag tag, int32_t stage, int32_t mb) const {
-    const int32_t local = localOf[stage];
-    if (local < 0)
+    auto it = localOf.find(stage);
+    if (it == localOf.end())
       return false;
-    const size_t b = bit(local, tag, mb);
+    const size_t b = bit(it->second, tag, mb);
     return words[b >> 6] >> (b & 63) & 1;
   }
 
@@ -233,7 +232,9 @@ private:
   size_t bit(int32_t local, Tag tag, int32_t mb) const {
     return (static_cast<size_t>(local) * kNumTags + tag) * numMbs + mb;
   }
-  std::vector<int32_t> localOf; ///< per stage: its number here, or -1
+  /// Per stage met: its number here (few per actor; a table over every
+  /// stage would cost actors x stages, 16 GB at 65,536 actors).
+  llvm::SmallDenseMap<int32_t, int32_t, 8> localOf;
   std::vector<uint64_t> words;
   int32_t numMbs, numLocal = 0;
 };
@@ -266,7 +267,7 @@ void flexpipe::sched::insertCommunication(Program &program) {
     std::vector<ProgOp> out;
     out.reserve(program.actors[a].size() * 3);
     received.clear();
-    Facts fromOne(program.numStages, numMbs);
+    Facts fromOne(numMbs);
     auto firstTime = [&](Tag tag, int32_t src, int32_t mb, int32_t peer) {
       return topo.actorsOf[src].size() == 1 && mb >= 0 && mb < numMbs
                  ? fromOne.insert(tag, src, mb)
@@ -783,7 +784,7 @@ std::optional<VerifyFailure> Replay::replay() {
   const int32_t n = p.numActors;
   const int32_t numOps = g.numOps();
   if (checkData) {
-    have.assign(n, Facts(p.numStages, std::max(1, p.numMicrobatches)));
+    have.assign(n, Facts(std::max(1, p.numMicrobatches)));
   }
   done.assign(numOps, 0);
   waiterOnSend.assign(numOps, -1);
