@@ -9,7 +9,6 @@
 #include "flexpipe/Scheduling/Program.h"
 
 #include "llvm/ADT/DenseMap.h"
-#include "llvm/ADT/DenseSet.h"
 
 #include <algorithm>
 #include <map>
@@ -180,35 +179,27 @@ inline bool carriesGradient(OpKind kind) {
   return kind == OpKind::Bwd || kind == OpKind::Igrad;
 }
 
-/// (tag, stage, mb) packed for hash sets; tags below. Stages and
-/// micro-batches are in range (non-negative, below 2^29 and 2^32), so a key
-/// is never one of DenseSet's reserved values (all ones, and all ones but
-/// the last bit: tags stop at 4).
-enum Tag : uint64_t {
+/// What an actor may have of a stage's micro-batch (Facts).
+enum Tag : int32_t {
   Act = 0,     // activation of stage available here
   Grad = 1,    // input gradient of stage available here
   FwdDone = 2, // forward of stage ran here
   IgDone = 3,  // input gradient of stage ran here
   BwdDone = 4, // full backward ran here
 };
-inline uint64_t key(uint64_t tag, int32_t stage, int32_t mb) {
-  return (tag << 61) |
-         (static_cast<uint64_t>(static_cast<uint32_t>(stage)) << 32) |
-         static_cast<uint32_t>(mb);
-}
 constexpr int32_t kNumTags = 5;
 
-/// What one actor has in a replay with data checks: a bit per (tag, stage,
-/// micro-batch) of the stages it meets, numbered as they come, so that it
-/// holds the micro-batches of a few stages rather than the whole grid (nor
-/// a hash set, which cost verify a fifth of its time). Stages and
-/// micro-batches are in range (checkStatic).
+/// What one actor has: a bit per (tag, place, micro-batch) of the places it
+/// meets (a stage, or a stage and the peer it came from), numbered as they
+/// come, so that it holds the micro-batches of a few places rather than the
+/// whole grid (nor a hash set of packed keys, which cost verify and
+/// insertCommunication a fifth of their time). Micro-batches are in range.
 class Facts {
 public:
   explicit Facts(int32_t numMbs) : numMbs(numMbs) {}
   /// Sets the bit; false when it was set already.
-  bool insert(Tag tag, int32_t stage, int32_t mb) {
-    auto [it, added] = localOf.try_emplace(stage, numLocal);
+  bool insert(Tag tag, int64_t place, int32_t mb) {
+    auto [it, added] = localOf.try_emplace(place, numLocal);
     if (added) {
       ++numLocal;
       words.resize(
@@ -220,8 +211,8 @@ public:
     words[b >> 6] |= mask;
     return fresh;
   }
-  bool count(Tag tag, int32_t stage, int32_t mb) const {
-    auto it = localOf.find(stage);
+  bool count(Tag tag, int64_t place, int32_t mb) const {
+    auto it = localOf.find(place);
     if (it == localOf.end())
       return false;
     const size_t b = bit(it->second, tag, mb);
@@ -232,9 +223,9 @@ private:
   size_t bit(int32_t local, Tag tag, int32_t mb) const {
     return (static_cast<size_t>(local) * kNumTags + tag) * numMbs + mb;
   }
-  /// Per stage met: its number here (few per actor; a table over every
+  /// Per place met: its number here (few per actor; a table over every
   /// stage would cost actors x stages, 16 GB at 65,536 actors).
-  llvm::SmallDenseMap<int32_t, int32_t, 8> localOf;
+  llvm::SmallDenseMap<int64_t, int32_t, 8> localOf;
   std::vector<uint64_t> words;
   int32_t numMbs, numLocal = 0;
 };
@@ -256,22 +247,19 @@ flexpipe::sched::stageActors(const Program &program) {
 
 void flexpipe::sched::insertCommunication(Program &program) {
   Topology topo(program);
-  // What an actor has received: (kind, source stage, micro-batch) when the
-  // source stage runs on one actor, and with the peer it comes from when
-  // it is shared (or the micro-batch is out of range: a hand-written
-  // program that the verifier will refuse).
-  llvm::DenseSet<std::pair<uint64_t, int32_t>> received;
   std::vector<int32_t> peers;
   const int32_t numMbs = std::max(1, program.numMicrobatches);
   for (int32_t a = 0; a < program.numActors; ++a) {
     std::vector<ProgOp> out;
     out.reserve(program.actors[a].size() * 3);
-    received.clear();
-    Facts fromOne(numMbs);
+    // What this actor has received: (kind, source stage and peer,
+    // micro-batch). A micro-batch out of range (a hand-written program the
+    // verifier will refuse) gets a receive each time.
+    Facts received(numMbs);
     auto firstTime = [&](Tag tag, int32_t src, int32_t mb, int32_t peer) {
-      return topo.actorsOf[src].size() == 1 && mb >= 0 && mb < numMbs
-                 ? fromOne.insert(tag, src, mb)
-                 : received.insert({key(tag, src, mb), peer}).second;
+      return mb < 0 || mb >= numMbs ||
+             received.insert(
+                 tag, static_cast<int64_t>(src) * program.numActors + peer, mb);
     };
     for (const ProgOp &op : program.actors[a]) {
       const bool fwd = op.kind == OpKind::Fwd;
