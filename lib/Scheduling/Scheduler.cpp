@@ -23,6 +23,7 @@
 #include "flexpipe/Scheduling/Scheduler.h"
 #include "flexpipe/Scheduling/EventCore.h"
 
+#include "llvm/Support/Compiler.h"
 #include "llvm/Support/Error.h"
 
 #include <algorithm>
@@ -402,9 +403,8 @@ private:
   std::vector<int32_t> slotPart;   // the part owning each slot
   int32_t numSlots = 0;
   unsigned kindExists = 0; // bit k: every slot has an item of kind k
-  bool exists(int32_t item) const {
-    return kindExists >> (item % kNumCompKinds) & 1;
-  }
+  bool hasKind(int32_t k) const { return kindExists >> k & 1; }
+  bool exists(int32_t item) const { return hasKind(item % kNumCompKinds); }
   // Edges into the registered instances' readiness nodes and out of them.
   std::vector<std::pair<int32_t, int32_t>> regEdges;
   std::vector<int32_t> succStart, succList; // CSR successors
@@ -549,7 +549,7 @@ void Engine::build() {
   readyByKind.assign(numActors * kNumCompKinds, 0);
   for (int32_t part = 0; part < numParts; ++part)
     for (int32_t k = 0; k < kNumCompKinds; ++k)
-      if (kindExists >> k & 1) {
+      if (hasKind(k)) {
         const int32_t mbs = p.parts[part].mbEnd - p.parts[part].mbBegin;
         remainingInPart[part * kNumCompKinds + k] = mbs;
         remainingOnActor[p.parts[part].actor * kNumCompKinds + k] += mbs;
@@ -1125,7 +1125,7 @@ bool Engine::prepare() {
   for (int32_t slot = 0; slot < numSlots; ++slot)
     for (int32_t k = 0; k < kNumCompKinds; ++k)
       if (const int32_t item = slot * kNumCompKinds + k;
-          (kindExists >> k & 1) && pending[item] == 0)
+          hasKind(k) && pending[item] == 0)
         enqueue(item);
   // Registered instructions without sources are ready at once (each first
   // instance releases the next).
