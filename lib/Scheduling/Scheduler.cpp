@@ -255,16 +255,21 @@ public:
   /// Runs a prepared engine to the end.
   ScheduleResult execute();
   /// This prepared engine (moved: its last run) timing `order` instead of
-  /// choosing. It gives up (fails) as soon as some actor cannot end by
-  /// `cutoff`: its clock plus the computation it has left is past it.
+  /// choosing, with `cutoff` as in cutAt().
   Engine replaying(const std::vector<std::vector<ScheduledItem>> &order,
                    TimeModel timeModel,
                    double cutoff = std::numeric_limits<double>::infinity()) && {
     model = timeModel;
     replay = &order;
     diagnose = false;
-    this->cutoff = cutoff;
-    return std::move(*this);
+    return std::move(cutAt(cutoff));
+  }
+  /// Makes the run give up (fail, with ScheduleResult::cut) as soon as some
+  /// actor cannot end by `at`: its clock plus the computation it has left
+  /// is past it.
+  Engine &cutAt(double at) {
+    cutoff = at;
+    return *this;
   }
   /// A copy of this prepared engine with another time model, without a
   /// per-actor diagnosis.
@@ -1161,8 +1166,10 @@ ScheduleResult Engine::execute() {
     result.actors.clear();
     return result;
   }
-  if (scheduled < total) {
+  // The last computation may be the one that passes the cutoff.
+  if (cut || scheduled < total) {
     if (cut) {
+      result.cut = true;
       result.error = "cannot end by the cutoff";
       result.actors.clear();
     } else if (diagnose) {
@@ -1457,7 +1464,8 @@ static bool sameOrder(const ScheduleResult &a, const ScheduleResult &b) {
 
 ScheduleResult flexpipe::sched::schedule(const Problem &problem,
                                          TimeModel model,
-                                         const ScheduleJudge &judge) {
+                                         const ScheduleJudge &judge,
+                                         double cutoff) {
   if (model == TimeModel::Step)
     return Engine(problem, TimeModel::Step).run();
   // The cost time model: actors choose when they become free, with the
@@ -1472,10 +1480,10 @@ ScheduleResult flexpipe::sched::schedule(const Problem &problem,
   if (!prepared.prepare())
     return Engine(problem, TimeModel::Cost).run(); // reports the error
   if (uniformDurations(problem))
-    return prepared.execute();
+    return prepared.cutAt(cutoff).execute();
   // The graph is built once; each run starts from a copy (the last from
   // the prepared engine itself).
-  ScheduleResult greedy = Engine(prepared).execute();
+  ScheduleResult greedy = Engine(prepared).cutAt(cutoff).execute();
   // Only the greedy run's diagnosis is ever reported.
   ScheduleResult stepOrder = prepared.withModel(TimeModel::Step).execute();
   if (!stepOrder.ok)
@@ -1488,11 +1496,11 @@ ScheduleResult flexpipe::sched::schedule(const Problem &problem,
       std::move(prepared)
           .replaying(stepOrder.actors, TimeModel::Cost,
                      greedy.ok && !judge
-                         ? greedy.makespan * (1 + 1e-12)
-                         : std::numeric_limits<double>::infinity())
+                         ? std::min(cutoff, greedy.makespan * (1 + 1e-12))
+                         : cutoff)
           .execute();
-  if (!replayed.ok)
-    return greedy;
+  if (!replayed.ok) // cut: the problem can be scheduled, just not in time
+    return replayed.cut && !greedy.ok ? replayed : greedy;
   // A fuller model (ranks sharing cores, messages) may order the two
   // differently than the scheduler's durations do.
   if (judge && greedy.ok) {

@@ -261,6 +261,15 @@ TEST_CASE("with uneven stages the cost model is not slower than the step "
     CHECK(costOrder == Approx(cost.makespan));
     CHECK(costOrder <= stepOrder * 1.01);
     improved += costOrder < stepOrder * (1 - 1e-9);
+    // A cutoff at the makespan changes nothing; one below it gives up.
+    const ScheduleResult atCut =
+        schedule(built.problem, TimeModel::Cost, nullptr, cost.makespan);
+    CHECK(atCut.ok);
+    CHECK(atCut.makespan == cost.makespan);
+    const ScheduleResult below =
+        schedule(built.problem, TimeModel::Cost, nullptr, cost.makespan * 0.99);
+    CHECK_FALSE(below.ok);
+    CHECK(below.cut);
   }
   // The cost-aware order is not only a copy of the step order.
   CHECK(improved > 0);

@@ -263,6 +263,9 @@ struct ScheduleResult {
   /// On failure: a one-sentence summary and one line per waiting actor.
   std::string error;
   std::vector<std::string> waits;
+  /// The failure is schedule()'s cutoff: no order it tried could end by it
+  /// (whether the problem can be scheduled at all was not decided).
+  bool cut = false;
 };
 
 /// The micro-batches [first, second) the instances of registered
@@ -291,8 +294,16 @@ using ScheduleJudge =
 /// reports which actors wait on what. With the cost model it also times the
 /// step model's order and keeps the faster; `judge`, where given and it has
 /// an opinion on both, decides which is faster.
-ScheduleResult schedule(const Problem &problem, TimeModel model,
-                        const ScheduleJudge &judge = nullptr);
+///
+/// `cutoff` (cost model only): a caller that has no use for a schedule
+/// ending after it (the tuner, once it knows enough faster candidates).
+/// Every run is given up as soon as some actor's clock plus the computation
+/// it has left is past it, and if none ends by it the result fails with
+/// ScheduleResult::cut.
+ScheduleResult
+schedule(const Problem &problem, TimeModel model,
+         const ScheduleJudge &judge = nullptr,
+         double cutoff = std::numeric_limits<double>::infinity());
 
 } // namespace flexpipe::sched
 
