@@ -801,6 +801,10 @@ struct Attempt {
   std::vector<uint8_t> stashed;
   double diverge = 0; ///< see Separator::retime
   Timing timing;
+  /// The same set as an attempt made since the best last changed: it would
+  /// re-time exactly as that one did (not better), so it is counted and not
+  /// run.
+  bool repeated = false;
 };
 
 /// Re-times `attempts` under `bound` and `cutoff`, resuming from `from`;
@@ -812,7 +816,8 @@ void runAttempts(const Separator &sep, std::vector<Attempt> &attempts,
                  const Separator::Checkpoints *from,
                  llvm::ThreadPoolInterface *pool) {
   auto run = [&](Attempt &a) {
-    a.timing = sep.retime(a.stashed, bound, cutoff, from, a.diverge);
+    if (!a.repeated)
+      a.timing = sep.retime(a.stashed, bound, cutoff, from, a.diverge);
   };
   if (!pool || attempts.size() < 2) {
     for (Attempt &a : attempts)
@@ -821,7 +826,8 @@ void runAttempts(const Separator &sep, std::vector<Attempt> &attempts,
   }
   llvm::ThreadPoolTaskGroup group(*pool);
   for (Attempt &a : attempts)
-    group.async([&run, &a] { run(a); });
+    if (!a.repeated)
+      group.async([&run, &a] { run(a); });
   group.wait();
 }
 
@@ -848,6 +854,9 @@ int64_t stashAndInsert(const Separator &sep, const SeparationOptions &options,
           : 1;
   int64_t rounds = 0;
   std::set<std::pair<int32_t, int32_t>> tried; // (actor, blocked item)
+  // The weight gradients each attempt since the best last changed added:
+  // chains of different bubbles often lead back to the same ones.
+  std::set<std::vector<int32_t>> added;
   std::vector<Attempt> batch;
   bool changed = true;
   while (changed && rounds < options.maxRounds) {
@@ -876,6 +885,13 @@ int64_t stashAndInsert(const Separator &sep, const SeparationOptions &options,
         if (weights.empty())
           continue;
         Attempt &attempt = batch.emplace_back();
+        std::sort(weights.begin(), weights.end());
+        weights.erase(std::unique(weights.begin(), weights.end()),
+                      weights.end());
+        if (!added.insert(weights).second) {
+          attempt.repeated = true;
+          continue;
+        }
         attempt.stashed = stashed;
         for (int32_t w : weights)
           attempt.stashed[w] = 1;
@@ -887,7 +903,8 @@ int64_t stashAndInsert(const Separator &sep, const SeparationOptions &options,
       runAttempts(sep, batch, bound, cutoff, keep, options.pool);
       for (Attempt &attempt : batch) {
         ++rounds;
-        if (!attempt.timing.ok || !better(attempt.timing, best, sep.tol))
+        if (attempt.repeated || !attempt.timing.ok ||
+            !better(attempt.timing, best, sep.tol))
           continue;
         if (keep) {
           // The same re-timing again, keeping its checkpoints.
@@ -899,6 +916,7 @@ int64_t stashAndInsert(const Separator &sep, const SeparationOptions &options,
         best = std::move(attempt.timing);
         stashed = std::move(attempt.stashed);
         tried.clear();
+        added.clear();
         changed = true;
         break;
       }
