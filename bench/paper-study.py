@@ -221,8 +221,10 @@ def main():
         "microseconds to milliseconds each, in C++ on",
         "  flat arrays, in the order of a lower bound on their time; a "
         "candidate whose bound exceeds the 16th best time",
-        "  found is skipped, as is a separation variant whose busiest actor "
-        "alone cannot beat the best (sound bounds,",
+        "  found is skipped (and one whose scheduling shows it cannot end "
+        "within that time is given up), as is a separation",
+        "  variant whose busiest actor alone cannot beat the best (sound "
+        "bounds,",
         "  docs/Tuning.md). The cost model schedules each candidate two ways (its greedy "
         "order and the step model's order timed",
         "  under the same costs, docs/Rationale.md), about a sixth of a "

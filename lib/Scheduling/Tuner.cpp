@@ -646,12 +646,11 @@ double flexpipe::sched::iterationLowerBound(const Candidate &c,
   return bound + after.gradSync + after.step;
 }
 
-Evaluation flexpipe::sched::evaluate(const Candidate &c,
-                                     const ModelConfig &model,
-                                     const ClusterConfig &cluster,
-                                     const TuneOptions &options,
-                                     EvaluationDetail *detail,
-                                     llvm::ThreadPoolInterface *pool) {
+Evaluation
+flexpipe::sched::evaluate(const Candidate &c, const ModelConfig &model,
+                          const ClusterConfig &cluster,
+                          const TuneOptions &options, EvaluationDetail *detail,
+                          llvm::ThreadPoolInterface *pool, double cutoff) {
   Evaluation e;
   e.candidate = c;
   Prepared prepared;
@@ -687,10 +686,22 @@ Evaluation flexpipe::sched::evaluate(const Candidate &c,
   auto finish = [&bubbles](Program &program, const SimCosts &costs) {
     return finishProgram(program, costs, bubbles);
   };
+  const AfterPipeline after =
+      afterPipeline(prepared.layout, held, c.dp, sized, cluster);
+  const bool cuttable = !c.separation && !options.profile;
   const ScheduleResult schedule =
       sched::schedule(built->problem, TimeModel::Cost,
                       sharedCoresJudge(*built, sized, cluster, options.profile,
-                                       devices, finish));
+                                       devices, finish),
+                      cuttable ? cutoff - after.gradSync - after.step
+                               : std::numeric_limits<double>::infinity());
+  if (schedule.cut) {
+    e.skipped = true;
+    e.error =
+        llvm::formatv("skipped: its schedule cannot end by {0:e3} s", cutoff)
+            .str();
+    return e;
+  }
   if (!schedule.ok) {
     e.error = "cannot be scheduled: " + schedule.error;
     return e;
@@ -726,8 +737,6 @@ Evaluation flexpipe::sched::evaluate(const Candidate &c,
   for (double busy : sim.busy)
     e.busiest = std::max(e.busiest, busy);
 
-  const AfterPipeline after =
-      afterPipeline(prepared.layout, held, c.dp, sized, cluster);
   e.gradSyncTime = after.gradSync;
   e.stepTime = after.step;
   e.iterationTime = e.pipelineTime + e.gradSyncTime + e.stepTime;
@@ -792,10 +801,21 @@ public:
   /// Phase two: separation variants, most promising first, pruned by bound.
   void runVariants();
   /// The evaluations ranked and rejected, with the counts.
-  void collect(TuneResult &result) const;
+  void collect(TuneResult &result);
 
 private:
   using Key = decltype(Candidate().tie());
+  /// A variant to separate, its fused twin and its lower bound.
+  struct Pending {
+    size_t variant, twin;
+    double bound;
+  };
+  /// The variants worth separating (the heuristics of TuneOptions); the
+  /// others decided here (bounded, or as their twin) get their evaluation.
+  std::vector<Pending> chooseVariants(const std::vector<size_t> &twins,
+                                      const std::vector<double> &ownBound,
+                                      size_t &variantsBounded,
+                                      size_t &outsideWindow);
   /// Progress from `offset` of all candidates on.
   std::function<void(size_t)> report(size_t offset) const {
     return [this, offset](size_t done) {
@@ -822,9 +842,17 @@ private:
   std::vector<Candidate> fused, variants;
   std::map<Key, size_t> twinOf; ///< fused twin of each candidate
   std::vector<double> fusedBound;
+  /// Per fused candidate: its scheduling was given up at its cutoff, so
+  /// that fusedBound is all that is known of its time.
+  std::vector<uint8_t> fusedCut;
   std::vector<Evaluation> fusedEval, variantEval;
   std::vector<uint8_t> ran; ///< per variant: decided (simulated or not)
+  /// Keeps `detail` when `e` is the fastest so far (with the least peak
+  /// memory among equals): collect() hands it on for ranked.front().
+  void offerDetail(const Evaluation &e, EvaluationDetail &detail);
   std::mutex topMutex;
+  std::mutex detailMutex;
+  std::optional<std::pair<Evaluation, EvaluationDetail>> fastest;
   std::vector<double> topTimes; ///< a max-heap of the exact fastest times
   double best = std::numeric_limits<double>::infinity();
   std::atomic<size_t> bounded{0}, pruned{0}, simulated{0};
@@ -858,13 +886,35 @@ void Search::recordTime(double time) {
   }
 }
 
+/// "1st", "2nd", "3rd", "4th", ..., "11th", ..., "21st".
+std::string ordinal(size_t n) {
+  const char *suffix = "th";
+  if (n % 100 < 11 || n % 100 > 13)
+    suffix = n % 10 == 1   ? "st"
+             : n % 10 == 2 ? "nd"
+             : n % 10 == 3 ? "rd"
+                           : "th";
+  return std::to_string(n) + suffix;
+}
+
+void Search::offerDetail(const Evaluation &e, EvaluationDetail &detail) {
+  if (!e.ok() || !e.fitsMemory)
+    return;
+  std::lock_guard<std::mutex> lock(detailMutex);
+  if (fastest && (fastest->first.iterationTime < e.iterationTime ||
+                  (fastest->first.iterationTime == e.iterationTime &&
+                   fastest->first.peakBytes <= e.peakBytes)))
+    return;
+  fastest.emplace(e, std::move(detail));
+}
+
 Evaluation Search::skip(const Candidate &c, double bound, double limit) const {
   Evaluation e;
   e.candidate = c;
   e.skipped = true;
   e.error = llvm::formatv("skipped: its lower bound {0:e3} s exceeds the "
-                          "{1}th best time {2:e3} s",
-                          bound, options.exact, limit)
+                          "{1} best time {2:e3} s",
+                          bound, ordinal(options.exact), limit)
                 .str();
   return e;
 }
@@ -887,18 +937,37 @@ void Search::runFused() {
     });
   }
   fusedEval.assign(fused.size(), Evaluation());
+  fusedCut.assign(fused.size(), 0);
   parallelFor(
       fused.size(), options.threads,
       [&](size_t k) {
         const size_t i = byBound[k];
-        if (const double limit = threshold();
-            fusedBound[i] > limit * (1 + 1e-9)) {
+        // Skipped when its bound, or while scheduling its schedule, shows
+        // it cannot enter the top.
+        const double limit = threshold();
+        if (fusedBound[i] > limit * (1 + 1e-9)) {
           fusedEval[i] = skip(fused[i], fusedBound[i], limit);
           ++bounded;
           return;
         }
-        fusedEval[i] = evaluate(fused[i], model, cluster, options);
-        const Evaluation &e = fusedEval[i];
+        const double cut = limit * (1 + 1e-9);
+        EvaluationDetail detail;
+        fusedEval[i] =
+            evaluate(fused[i], model, cluster, options, &detail, nullptr, cut);
+        if (options.separation != TuneOptions::Choice::On) // else unranked
+          offerDetail(fusedEval[i], detail);
+        Evaluation &e = fusedEval[i];
+        if (e.skipped) {
+          // What the cut shows is a lower bound too (twinTime).
+          fusedBound[i] = std::max(fusedBound[i], cut);
+          fusedCut[i] = 1;
+          e.error = llvm::formatv("skipped: its schedule cannot end within "
+                                  "the {0} best time {1:e3} s",
+                                  ordinal(options.exact), limit)
+                        .str();
+          ++bounded;
+          return;
+        }
         if (e.ok() && e.fitsMemory && options.exact > 0)
           recordTime(e.iterationTime);
       },
@@ -909,43 +978,31 @@ void Search::runFused() {
       best = std::min(best, e.iterationTime);
 }
 
-void Search::runVariants() {
+std::vector<Search::Pending>
+Search::chooseVariants(const std::vector<size_t> &twins,
+                       const std::vector<double> &ownBound,
+                       size_t &variantsBounded, size_t &outsideWindow) {
   const double bestFused = best;
-  struct Pending {
-    size_t variant, twin;
-    double bound;
-  };
   std::vector<Pending> pending;
-  variantEval.assign(variants.size(), Evaluation());
-  ran.assign(variants.size(), 0);
-  std::vector<size_t> twins(variants.size());
-  for (size_t v = 0; v < variants.size(); ++v) {
-    Candidate base = variants[v];
-    base.separation = false;
-    twins[v] = twinOf.at(base.tie());
-  }
-  // Separation may make a variant faster than its twin: where the twin was
-  // skipped, the variant's own bound decides.
-  std::vector<double> ownBound(variants.size(), 0);
-  parallelFor(
-      variants.size(), options.threads,
-      [&](size_t v) {
-        if (fusedEval[twins[v]].skipped)
-          ownBound[v] =
-              iterationLowerBound(variants[v], model, cluster, options);
-      },
-      nullptr);
-  size_t outsideWindow = 0;
+  variantsBounded = outsideWindow = 0;
   for (size_t v = 0; v < variants.size(); ++v) {
     const size_t twin = twins[v];
     const Evaluation &t = fusedEval[twin];
     double bound = t.busiest + t.gradSyncTime + t.stepTime;
-    if (t.skipped) {
-      bound = ownBound[v];
-      if (const double limit = threshold(); bound > limit * (1 + 1e-9)) {
+    const bool outside = options.separationWindow > 0 &&
+                         twinTime(twin) > bestFused * options.separationWindow;
+    if (fusedCut[twin]) {
+      // Chosen by its twin's time below, where only a lower bound of it is
+      // known: runVariants evaluates the twin in full if it is chosen.
+      bound = 0;
+    } else if (t.skipped) {
+      // Its own bound, where the window does not decide already.
+      bound = outside ? 0 : ownBound[v];
+      if (const double limit = threshold();
+          !outside && bound > limit * (1 + 1e-9)) {
         variantEval[v] = skip(variants[v], bound, limit);
         ran[v] = 1;
-        ++bounded;
+        ++variantsBounded;
         continue;
       }
     } else if (!t.ok() || !t.fitsMemory) {
@@ -954,8 +1011,7 @@ void Search::runVariants() {
       ran[v] = 1;
       continue;
     }
-    if (options.separationWindow > 0 &&
-        twinTime(twin) > bestFused * options.separationWindow) {
+    if (outside) {
       ++outsideWindow;
       continue;
     }
@@ -970,6 +1026,62 @@ void Search::runVariants() {
     outsideWindow += pending.size() - options.separationTop;
     pending.resize(options.separationTop);
   }
+  return pending;
+}
+
+void Search::runVariants() {
+  variantEval.assign(variants.size(), Evaluation());
+  ran.assign(variants.size(), 0);
+  std::vector<size_t> twins(variants.size());
+  for (size_t v = 0; v < variants.size(); ++v) {
+    Candidate base = variants[v];
+    base.separation = false;
+    twins[v] = twinOf.at(base.tie());
+  }
+  // Separation may make a variant faster than its twin: where the twin was
+  // skipped by its bound (and is inside the window), the variant's own
+  // bound decides.
+  std::vector<double> ownBound(variants.size(), 0);
+  std::vector<size_t> needBound;
+  for (size_t v = 0; v < variants.size(); ++v)
+    if (fusedEval[twins[v]].skipped && !fusedCut[twins[v]] &&
+        !(options.separationWindow > 0 &&
+          twinTime(twins[v]) > best * options.separationWindow))
+      needBound.push_back(v);
+  parallelFor(
+      needBound.size(), options.threads,
+      [&](size_t k) {
+        ownBound[needBound[k]] = iterationLowerBound(variants[needBound[k]],
+                                                     model, cluster, options);
+      },
+      nullptr);
+  // A chosen variant whose twin's scheduling was cut: the twin is evaluated
+  // in full and the choice made again, so that the choice is the one the
+  // twins' times make (with TuneOptions::exact >= separationTop the twins
+  // chosen are among the exact fastest, and this does not happen).
+  std::vector<Pending> pending;
+  size_t variantsBounded = 0, outsideWindow = 0;
+  for (;;) {
+    pending = chooseVariants(twins, ownBound, variantsBounded, outsideWindow);
+    std::vector<size_t> unknown;
+    for (const Pending &p : pending)
+      if (fusedCut[p.twin] && llvm::find(unknown, p.twin) == unknown.end())
+        unknown.push_back(p.twin);
+    if (unknown.empty())
+      break;
+    parallelFor(
+        unknown.size(), options.threads,
+        [&](size_t k) {
+          fusedEval[unknown[k]] =
+              evaluate(fused[unknown[k]], model, cluster, options);
+        },
+        nullptr);
+    for (size_t twin : unknown)
+      fusedCut[twin] = 0;
+    bounded -= unknown.size();
+    simulated += unknown.size();
+  }
+  bounded += variantsBounded;
   std::sort(
       pending.begin(), pending.end(),
       [](const Pending &a, const Pending &b) { return a.bound < b.bound; });
@@ -991,8 +1103,10 @@ void Search::runVariants() {
             return;
           }
         }
+        EvaluationDetail detail;
         Evaluation e = evaluate(variants[p.variant], model, cluster, options,
-                                nullptr, attempts ? &*attempts : nullptr);
+                                &detail, attempts ? &*attempts : nullptr);
+        offerDetail(e, detail);
         ++simulated;
         if (e.ok() && e.fitsMemory) {
           std::lock_guard<std::mutex> lock(bestMutex);
@@ -1006,7 +1120,7 @@ void Search::runVariants() {
   pruned += outsideWindow;
 }
 
-void Search::collect(TuneResult &result) const {
+void Search::collect(TuneResult &result) {
   result.simulated = simulated;
   result.pruned = pruned;
   result.bounded = bounded;
@@ -1028,6 +1142,9 @@ void Search::collect(TuneResult &result) const {
                        return a.iterationTime < b.iterationTime;
                      return a.peakBytes < b.peakBytes;
                    });
+  if (fastest && !result.ranked.empty() &&
+      fastest->first.candidate == result.ranked.front().candidate)
+    result.bestDetail = std::move(fastest->second);
 }
 
 /// Why nothing was ranked: the smallest candidate over the memory limit, or
@@ -1156,11 +1273,14 @@ std::optional<Evaluation> flexpipe::sched::bestBaseline(
       ++end;
     if (end == next)
       break;
+    // One that cannot end before the best so far is given up (cut).
+    const double cutoff =
+        best ? best->iterationTime : std::numeric_limits<double>::infinity();
     parallelFor(
         end - next, options.threads,
         [&](size_t k) {
-          evaluated[k] =
-              evaluate(unknown[order[next + k]], model, cluster, options);
+          evaluated[k] = evaluate(unknown[order[next + k]], model, cluster,
+                                  options, nullptr, nullptr, cutoff);
         },
         nullptr);
     for (size_t k = 0; k < end - next; ++k)

@@ -563,22 +563,27 @@ bool writeRankSpecs(const Options &o, const ModelConfig &model,
 /// scale (the best alone when no baseline fits).
 bool writeBestVsBaseline(const std::string &output, const ModelConfig &model,
                          const ClusterConfig &cluster,
-                         const TuneOptions &resolved, const Evaluation &best,
+                         const TuneOptions &resolved, const TuneResult &result,
                          const std::optional<Evaluation> &baseline) {
+  const Evaluation &best = result.ranked.front();
   EvaluationDetail bestDetail, baseDetail;
   {
-    // The two re-evaluations (for their programs) side by side.
+    // The programs: the best's kept from the search where it could be, the
+    // re-evaluations side by side.
     std::optional<std::thread> other;
     if (baseline) {
       auto evaluateBaseline = [&] {
         evaluate(baseline->candidate, model, cluster, resolved, &baseDetail);
       };
-      if (resolved.threads > 1)
+      if (resolved.threads > 1 && !result.bestDetail)
         other.emplace(evaluateBaseline);
       else
         evaluateBaseline();
     }
-    evaluate(best.candidate, model, cluster, resolved, &bestDetail);
+    if (result.bestDetail)
+      bestDetail = *result.bestDetail;
+    else
+      evaluate(best.candidate, model, cluster, resolved, &bestDetail);
     if (other)
       other->join();
   }
@@ -689,8 +694,8 @@ int main(int argc, char **argv) {
   printRanking(model, cluster, *resolved, result, baseline, top, elapsed);
   if (!writeResults(o.output, result) ||
       !writeRankSpecs(o, model, cluster, *resolved, result, top, pluginFlags) ||
-      !writeBestVsBaseline(o.output, model, cluster, *resolved,
-                           result.ranked.front(), baseline[0]))
+      !writeBestVsBaseline(o.output, model, cluster, *resolved, result,
+                           baseline[0]))
     return 1;
   llvm::outs() << "\nwrote " << o.output << "/results.csv, results.json, "
                << "rank-1.mlir .. rank-" << top << ".mlir (with .model.yaml), "

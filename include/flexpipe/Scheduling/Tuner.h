@@ -209,10 +209,18 @@ double iterationLowerBound(const Candidate &candidate, const ModelConfig &model,
 /// Schedules and simulates one candidate. `options` must be resolved.
 /// `pool`: where its gradient separation may run attempts in parallel
 /// (SeparationOptions::pool; the result is the same without).
+///
+/// `cutoff`: an iteration time the caller has no use for a candidate
+/// reaching. Without separation and a profile (the simulation then uses the
+/// scheduler's durations, and messages and shared cores only delay it), the
+/// scheduling is given up once its pipeline alone cannot end before the
+/// cutoff less the gradient sync and the optimizer step, and the result is
+/// `skipped` (with an error saying so).
 Evaluation evaluate(const Candidate &candidate, const ModelConfig &model,
                     const ClusterConfig &cluster, const TuneOptions &options,
                     EvaluationDetail *detail = nullptr,
-                    llvm::ThreadPoolInterface *pool = nullptr);
+                    llvm::ThreadPoolInterface *pool = nullptr,
+                    double cutoff = std::numeric_limits<double>::infinity());
 
 struct TuneResult {
   /// Schedulable candidates that fit in memory, fastest first.
@@ -223,8 +231,12 @@ struct TuneResult {
   /// Candidates in the space, simulated, and skipped: separation variants
   /// whose busiest actor alone was slower than the best found, or outside
   /// the window or the top of TuneOptions (pruned); candidates whose lower
-  /// bound exceeds the TuneOptions::exact-th best time (bounded).
+  /// bound, or whose schedule while it was made, exceeds the
+  /// TuneOptions::exact-th best time (bounded).
   size_t candidates = 0, simulated = 0, pruned = 0, bounded = 0;
+  /// The program, costs and simulation of ranked.front(), kept from the
+  /// search (nothing where several candidates tie and another was kept).
+  std::optional<EvaluationDetail> bestDetail;
 };
 
 /// The whole search. Separation variants are simulated only where they can
