@@ -1260,32 +1260,34 @@ std::optional<Evaluation> flexpipe::sched::bestBaseline(
     std::stable_sort(order.begin(), order.end(),
                      [&](size_t a, size_t b) { return bound[a] < bound[b]; });
   }
-  // A batch of one candidate per thread at a time, considered in bound
-  // order: a candidate evaluated beside one that turns out better has a
-  // bound, and so a time, no better than it, so the result is the serial
-  // one's.
-  const size_t batch = std::max(1, options.threads);
-  std::vector<Evaluation> evaluated(batch);
-  for (size_t next = 0; next < order.size();) {
-    size_t end = next;
-    while (end < order.size() && end - next < batch &&
-           !(best && bound[order[end]] >= best->iterationTime))
-      ++end;
-    if (end == next)
-      break;
-    // One that cannot end before the best so far is given up (cut).
-    const double cutoff =
-        best ? best->iterationTime : std::numeric_limits<double>::infinity();
-    parallelFor(
-        end - next, options.threads,
-        [&](size_t k) {
-          evaluated[k] = evaluate(unknown[order[next + k]], model, cluster,
-                                  options, nullptr, nullptr, cutoff);
-        },
-        nullptr);
-    for (size_t k = 0; k < end - next; ++k)
-      consider(std::move(evaluated[k]));
-    next = end;
-  }
+  // Every thread takes the next candidate in bound order while its bound is
+  // below the best so far, and gives its scheduling up once it cannot end
+  // before that best (evaluate's cutoff). Equal times go to the first in
+  // that order (the known evaluations before all), as one at a time would.
+  std::mutex bestMutex;
+  size_t bestAt = 0; // 0: a known evaluation; k + 1: order[k]
+  parallelFor(
+      order.size(), options.threads,
+      [&](size_t k) {
+        double limit = std::numeric_limits<double>::infinity();
+        {
+          std::lock_guard<std::mutex> lock(bestMutex);
+          if (best)
+            limit = best->iterationTime;
+        }
+        if (bound[order[k]] >= limit)
+          return;
+        Evaluation e = evaluate(unknown[order[k]], model, cluster, options,
+                                nullptr, nullptr, limit);
+        if (!e.ok() || !e.fitsMemory)
+          return;
+        std::lock_guard<std::mutex> lock(bestMutex);
+        if (!best || e.iterationTime < best->iterationTime ||
+            (e.iterationTime == best->iterationTime && k + 1 < bestAt)) {
+          best = std::move(e);
+          bestAt = k + 1;
+        }
+      },
+      nullptr);
   return best;
 }
