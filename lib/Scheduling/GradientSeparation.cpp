@@ -77,24 +77,9 @@ struct Timing {
   std::vector<double> peak;                ///< per actor
   double makespan = 0;
   double finishSum = 0; ///< sum over actors of their last F / I end
-  /// Not run to the end: from some point it was the reference timing
-  /// (Reference), so it takes the same time.
-  bool sameAsReference = false;
   double maxPeak() const {
     return peak.empty() ? 0 : *std::max_element(peak.begin(), peak.end());
   }
-};
-
-/// A timing a re-timing may turn back into: `timing` of the stashed set
-/// `stashed`, which differs from the re-timing's in `differing` weight
-/// gradients. Once the re-timing has started every one of those exactly
-/// where `timing` started it, having started everything before exactly as
-/// `timing` did, its state is that of `timing` at that point and the rest
-/// would repeat it: it stops (Timing::sameAsReference; Separator::retime).
-struct Reference {
-  const Timing *timing = nullptr;
-  const std::vector<uint8_t> *stashed = nullptr;
-  int64_t differing = 0;
 };
 
 class Separator {
@@ -122,8 +107,7 @@ public:
   Timing retime(const std::vector<uint8_t> &stashed, double bound,
                 double cutoff = std::numeric_limits<double>::infinity(),
                 const Checkpoints *from = nullptr, double divergeAt = 0,
-                Checkpoints *record = nullptr,
-                const Reference &reference = {}) const;
+                Checkpoints *record = nullptr) const;
   /// The earliest start in `timing` of an input gradient whose weight
   /// gradient is stashed in exactly one of `a` and `b`.
   double divergence(const Timing &timing, const std::vector<uint8_t> &a,
@@ -423,8 +407,6 @@ public:
           double cutoff);
   /// This state (a checkpoint) going on with another stashed set and cutoff.
   void resumeWith(const std::vector<uint8_t> &stashedNow, double cutoff);
-  /// Compares the items it starts from now on with `ref` (Reference).
-  void follow(const Reference &ref) { reference = ref; }
   /// Runs to the end; with `record`, keeps a copy of the state at about
   /// every (items / kCheckpoints) items started.
   Timing run(Checkpoints *record = nullptr);
@@ -443,9 +425,6 @@ private:
   /// Item `id`'s end is known: actors waiting for it look again.
   void known(int32_t id, double end);
   bool fail(std::string error);
-  /// Item `id` starts (or, a collective, ends its wait) on `a` now: still
-  /// the reference timing? Stops the run once it is the reference's state.
-  void compare(int32_t a, int32_t id);
   /// Starts item `id` on actor `a` now. Without a core group its end is
   /// known at once (a receiver can plan for its arrival); sharing cores,
   /// when it comes.
@@ -469,7 +448,6 @@ private:
   double bound;
   Timing t;
   Checkpoints *record = nullptr;
-  Reference reference; ///< none while `reference.timing` is null
   /// Items started so far, and the count at which the next checkpoint is
   /// due.
   int64_t startedItems = 0, nextCheckpoint = 0;
@@ -563,22 +541,6 @@ void Separator::Retimer::known(int32_t id, double end) {
   }
 }
 
-void Separator::Retimer::compare(int32_t a, int32_t id) {
-  const Timing &ref = *reference.timing;
-  const size_t k = t.order[a].size();
-  if (k >= ref.order[a].size() || ref.order[a][k] != id ||
-      ref.start[id] != t.start[id]) {
-    reference.timing = nullptr; // gone its own way: compare no more
-    return;
-  }
-  if (s.items[id].kind == OpKind::Wgrad &&
-      (*stashed)[id] != (*reference.stashed)[id] &&
-      --reference.differing == 0) {
-    t.sameAsReference = true;
-    fail("the same timing as the reference");
-  }
-}
-
 bool Separator::Retimer::fail(std::string error) {
   t.error = std::move(error);
   core.stop();
@@ -595,11 +557,6 @@ bool Separator::Retimer::start(int32_t a, int32_t id) {
     held[a] -= item.activation;
   }
   t.start[id] = now;
-  if (reference.timing) {
-    compare(a, id);
-    if (t.sameAsReference)
-      return false;
-  }
   if (core.groupOf(a) < 0)
     known(id, now + item.duration);
   t.order[a].push_back(id);
@@ -638,8 +595,6 @@ bool Separator::Retimer::arrive(int32_t a, int32_t x) {
   const double end = latest + s.items[x].duration;
   for (int32_t m : members) {
     const int32_t b = s.items[m].actor;
-    if (reference.timing)
-      compare(b, m); // a collective is no weight gradient: never stops here
     known(m, end);
     t.order[b].push_back(m);
     ++startedItems;
@@ -749,8 +704,7 @@ Timing Separator::Retimer::run(Checkpoints *keep) {
 
 Timing Separator::retime(const std::vector<uint8_t> &stashed, double bound,
                          double cutoff, const Checkpoints *from,
-                         double divergeAt, Checkpoints *record,
-                         const Reference &reference) const {
+                         double divergeAt, Checkpoints *record) const {
   size_t kept = 0;
   if (from)
     while (kept < from->states.size() && from->states[kept].time() <= divergeAt)
@@ -760,14 +714,10 @@ Timing Separator::retime(const std::vector<uint8_t> &stashed, double bound,
     for (size_t i = 0; i < kept; ++i)
       record->states.push_back(from->states[i]);
   }
-  if (kept == 0) {
-    Retimer fresh(*this, stashed, bound, cutoff);
-    fresh.follow(reference);
-    return fresh.run(record);
-  }
+  if (kept == 0)
+    return Retimer(*this, stashed, bound, cutoff).run(record);
   Retimer resumed = from->states[kept - 1];
   resumed.resumeWith(stashed, cutoff);
-  resumed.follow(reference);
   return resumed.run(record);
 }
 
@@ -849,8 +799,7 @@ bool better(const Timing &a, const Timing &b, double tol) {
 /// One stash-and-insert attempt: a stashed set and its re-timing.
 struct Attempt {
   std::vector<uint8_t> stashed;
-  double diverge = 0;    ///< see Separator::retime
-  int64_t differing = 0; ///< weight gradients stashed here, not in the best
+  double diverge = 0; ///< see Separator::retime
   Timing timing;
   /// The same set as an attempt made since the best last changed: it would
   /// re-time exactly as that one did (not better), so it is counted and not
@@ -858,21 +807,17 @@ struct Attempt {
   bool repeated = false;
 };
 
-/// Re-times `attempts` under `bound` and `cutoff`, resuming from `from`
-/// and stopping where one turns back into `best` (of `bestStashed`; never
-/// when null);
+/// Re-times `attempts` under `bound` and `cutoff`, resuming from `from`;
 /// on `pool` when given, each attempt a task of its own (a re-timing reads
 /// only what the attempts share, and its result does not depend on when it
 /// runs).
 void runAttempts(const Separator &sep, std::vector<Attempt> &attempts,
                  double bound, double cutoff,
-                 const Separator::Checkpoints *from, const Timing *best,
-                 const std::vector<uint8_t> &bestStashed,
+                 const Separator::Checkpoints *from,
                  llvm::ThreadPoolInterface *pool) {
   auto run = [&](Attempt &a) {
     if (!a.repeated)
-      a.timing = sep.retime(a.stashed, bound, cutoff, from, a.diverge, nullptr,
-                            {best, &bestStashed, a.differing});
+      a.timing = sep.retime(a.stashed, bound, cutoff, from, a.diverge);
   };
   if (!pool || attempts.size() < 2) {
     for (Attempt &a : attempts)
@@ -950,14 +895,12 @@ int64_t stashAndInsert(const Separator &sep, const SeparationOptions &options,
         attempt.stashed = stashed;
         for (int32_t w : weights)
           attempt.stashed[w] = 1;
-        attempt.differing = static_cast<int64_t>(weights.size());
         attempt.diverge = sep.divergence(best, stashed, attempt.stashed);
       }
       if (batch.empty())
         break;
       const double cutoff = best.makespan + sep.tol * 1e3;
-      runAttempts(sep, batch, bound, cutoff, keep,
-                  options.shortcuts ? &best : nullptr, stashed, options.pool);
+      runAttempts(sep, batch, bound, cutoff, keep, options.pool);
       for (Attempt &attempt : batch) {
         ++rounds;
         if (attempt.repeated || !attempt.timing.ok ||

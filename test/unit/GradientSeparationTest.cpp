@@ -189,8 +189,8 @@ TEST_CASE("gradient separation keeps its promises on random configurations",
     INFO("trial " << trial << ": " << r.error);
     REQUIRE(r.ok);
     ++checked;
-    // Resuming attempts from checkpoints, and cutting short the attempts
-    // that cannot be better, change nothing.
+    // Resuming attempts from checkpoints, and not running repeated
+    // attempts, change nothing.
     SeparationOptions fromStart;
     fromStart.resume = false;
     fromStart.shortcuts = false;
