@@ -156,7 +156,9 @@ struct TuneOptions {
   /// The search is exact for this many of the fastest candidates: a fused
   /// candidate whose lower bound (iterationLowerBound) exceeds the time of
   /// the exact-th fastest found so far is not simulated, nor is a variant
-  /// whose own bound does. 0 simulates every candidate.
+  /// whose own bound does, and a fused candidate whose schedule shows while
+  /// it is made that it cannot end within that time is given up (evaluate's
+  /// cutoff). 0 simulates every candidate.
   size_t exact = 16;
   /// Also try the forward-first computation-type priority (the paper tries
   /// it only when the user asks).
