@@ -686,13 +686,24 @@ int main(int argc, char **argv) {
     return 1;
   }
   const TuneResult &result = *tuned;
+  // The results files need no baselines: with more than one thread they are
+  // written meanwhile.
+  bool resultsWritten = false;
+  std::optional<std::thread> writer;
+  auto write = [&] { resultsWritten = writeResults(o.output, result); };
+  if (resolved->threads > 1)
+    writer.emplace(write);
   // The baselines at their best (pp, dp, mbs): Megatron's 1F1B and T-1F1B.
   const std::optional<Evaluation> baseline[2] = {
       bestBaseline(model, cluster, *resolved, false, &result),
       bestBaseline(model, cluster, *resolved, true, &result)};
+  if (writer)
+    writer->join();
+  else
+    write();
   const size_t top = std::min<size_t>(o.top, result.ranked.size());
   printRanking(model, cluster, *resolved, result, baseline, top, elapsed);
-  if (!writeResults(o.output, result) ||
+  if (!resultsWritten ||
       !writeRankSpecs(o, model, cluster, *resolved, result, top, pluginFlags) ||
       !writeBestVsBaseline(o.output, model, cluster, *resolved, result,
                            baseline[0]))
