@@ -830,6 +830,8 @@ private:
   void recordTime(double time);
   /// An evaluation that says why `c` was skipped.
   Evaluation skip(const Candidate &c, double bound, double limit) const;
+  /// A separation variant not tried, and why (`why` follows "skipped: ").
+  Evaluation notTried(size_t variant, const std::string &why) const;
   /// A twin's time, or where it was skipped its lower bound.
   double twinTime(size_t twin) const {
     return fusedEval[twin].skipped ? fusedBound[twin]
@@ -906,6 +908,14 @@ void Search::offerDetail(const Evaluation &e, EvaluationDetail &detail) {
                    fastest->first.peakBytes <= e.peakBytes)))
     return;
   fastest.emplace(e, std::move(detail));
+}
+
+Evaluation Search::notTried(size_t variant, const std::string &why) const {
+  Evaluation e;
+  e.candidate = variants[variant];
+  e.skipped = true;
+  e.error = "skipped: " + why;
+  return e;
 }
 
 Evaluation Search::skip(const Candidate &c, double bound, double limit) const {
@@ -1012,6 +1022,13 @@ Search::chooseVariants(const std::vector<size_t> &twins,
       continue;
     }
     if (outside) {
+      variantEval[v] = notTried(
+          v, llvm::formatv("separation is not tried: its fused twin takes at "
+                           "least {0:e3} s, over {1}x the best fused time "
+                           "{2:e3} s",
+                           twinTime(twin), options.separationWindow, bestFused)
+                 .str());
+      ran[v] = 1;
       ++outsideWindow;
       continue;
     }
@@ -1023,6 +1040,15 @@ Search::chooseVariants(const std::vector<size_t> &twins,
                      [&](const Pending &a, const Pending &b) {
                        return twinTime(a.twin) < twinTime(b.twin);
                      });
+    for (size_t i = options.separationTop; i < pending.size(); ++i) {
+      variantEval[pending[i].variant] = notTried(
+          pending[i].variant,
+          llvm::formatv("separation is tried on the variants of the {0} "
+                        "fastest fused candidates only",
+                        options.separationTop)
+              .str());
+      ran[pending[i].variant] = 1;
+    }
     outsideWindow += pending.size() - options.separationTop;
     pending.resize(options.separationTop);
   }
@@ -1099,6 +1125,13 @@ void Search::runVariants() {
         {
           std::lock_guard<std::mutex> lock(bestMutex);
           if (p.bound >= best * (1 - 1e-12)) {
+            variantEval[p.variant] = notTried(
+                p.variant, llvm::formatv("its busiest actor alone ({0:e3} s "
+                                         "with the gradient sync) is no "
+                                         "faster than the best time {1:e3} s",
+                                         p.bound, best)
+                               .str());
+            ran[p.variant] = 1;
             ++pruned;
             return;
           }
