@@ -271,6 +271,16 @@ public:
     cutoff = at;
     return *this;
   }
+  /// Makes a step-model run give up (fail, with ScheduleResult::cut) as
+  /// soon as its order, replayed under the parts' durations with cutoff
+  /// `at` (replaying), would give up: it keeps the earliest each computation
+  /// could end in that replay (its inputs' and its actor's previous
+  /// computation's ends; registered instructions, which only delay it,
+  /// left out) and checks it as cutAt() does.
+  Engine &replayCutAt(double at) {
+    replayCutoff = at;
+    return *this;
+  }
   /// A copy of this prepared engine with another time model, without a
   /// per-actor diagnosis.
   Engine withModel(TimeModel timeModel) const {
@@ -392,6 +402,16 @@ private:
   // (only kept with a finite cutoff).
   double cutoff = std::numeric_limits<double>::infinity();
   std::vector<double> workLeft;
+  // replayCutAt: its cutoff; per item the latest end of its inputs (once
+  // started: its own end) and per actor its clock and its work left, in
+  // the replay.
+  double replayCutoff = std::numeric_limits<double>::infinity();
+  std::vector<double> replayEnd, replayFree, replayLeft;
+  /// Whether either cutoff is finite (set by execute()).
+  bool bounded = false;
+  /// At the start of `item` (ending at `end`, `duration` long): whether it
+  /// passes either cutoff.
+  void checkCutoffs(int32_t item, double end, double duration);
   bool cut = false;
   std::vector<size_t> replayPos; // per actor: next entry of its replay order
 
@@ -1054,6 +1074,24 @@ bool Engine::replayStep(int32_t actor, double now) {
   return true;
 }
 
+void Engine::checkCutoffs(int32_t item, double end, double duration) {
+  const CompKind kind = static_cast<CompKind>(item % kNumCompKinds);
+  const StagePart &sp = p.parts[slotPart[item / kNumCompKinds]];
+  if (!replayFree.empty()) {
+    const double cost = sp.cost[static_cast<int>(kind)];
+    double &at = replayEnd[item];
+    at = std::max(at, replayFree[sp.actor]) + cost;
+    replayFree[sp.actor] = at;
+    replayLeft[sp.actor] -= cost;
+    cut |= at + replayLeft[sp.actor] > replayCutoff * (1 + 1e-9);
+  }
+  if (!workLeft.empty()) {
+    workLeft[sp.actor] -= duration;
+    // Relative slack for the rounding of the running sum.
+    cut |= end + workLeft[sp.actor] > cutoff * (1 + 1e-9);
+  }
+}
+
 void Engine::start(int32_t item, double now) {
   const int32_t slot = item / kNumCompKinds;
   const CompKind kind = static_cast<CompKind>(item % kNumCompKinds);
@@ -1063,11 +1101,8 @@ void Engine::start(int32_t item, double now) {
   const double duration =
       model == TimeModel::Step ? 1.0 : sp.cost[static_cast<int>(kind)];
   const double end = now + duration;
-  if (!workLeft.empty()) {
-    workLeft[sp.actor] -= duration;
-    // Relative slack for the rounding of the running sum.
-    cut |= end + workLeft[sp.actor] > cutoff * (1 + 1e-9);
-  }
+  if (LLVM_UNLIKELY(bounded))
+    checkCutoffs(item, end, duration);
   // Field by field, for the same reason as EventHeap's (EventCore.h).
   ScheduledItem &scheduledItem = result.actors[sp.actor].emplace_back();
   scheduledItem.kind = kind;
@@ -1110,6 +1145,10 @@ void Engine::complete(int32_t item, double) {
         }
     }
   }
+  if (LLVM_UNLIKELY(bounded) && !replayEnd.empty())
+    for (int32_t i = succStart[item]; i < succStart[item + 1]; ++i)
+      if (const int32_t succ = succList[i]; succ < numItems)
+        replayEnd[succ] = std::max(replayEnd[succ], replayEnd[item]);
   for (int32_t i = succStart[item]; i < succStart[item + 1]; ++i) {
     const int32_t succ = succList[i];
     if (--pending[succ] == 0) {
@@ -1148,6 +1187,18 @@ ScheduleResult Engine::execute() {
     for (int k = 0; k < kNumCompKinds; ++k)
       items += remainingOnActor[a * kNumCompKinds + k];
     result.actors[a].reserve(items);
+  }
+  bounded = replayCutoff < std::numeric_limits<double>::infinity() ||
+            cutoff < std::numeric_limits<double>::infinity();
+  if (replayCutoff < std::numeric_limits<double>::infinity()) {
+    replayEnd.assign(numItems, 0);
+    replayFree.assign(numActors, 0);
+    replayLeft.assign(numActors, 0);
+    for (int32_t item = 0; item < numItems; ++item)
+      if (exists(item) && !started[item]) {
+        const StagePart &sp = p.parts[slotPart[item / kNumCompKinds]];
+        replayLeft[sp.actor] += sp.cost[item % kNumCompKinds];
+      }
   }
   if (cutoff < std::numeric_limits<double>::infinity()) {
     workLeft.assign(numActors, 0);
@@ -1484,20 +1535,29 @@ ScheduleResult flexpipe::sched::schedule(const Problem &problem,
   // The graph is built once; each run starts from a copy (the last from
   // the prepared engine itself).
   ScheduleResult greedy = Engine(prepared).cutAt(cutoff).execute();
-  // Only the greedy run's diagnosis is ever reported.
-  ScheduleResult stepOrder = prepared.withModel(TimeModel::Step).execute();
+  // The step model's order is only replayed, with this cutoff (a replay
+  // that cannot end by the greedy order's makespan would not be kept,
+  // unless a judge decides): where the greedy run finished or was cut, the
+  // step run gives up as soon as that replay would, and the greedy result
+  // stands. (Where the greedy run is stuck, whether the step run is stuck
+  // too decides what is reported, so it runs to the end.) Only the greedy
+  // run's diagnosis is ever reported.
+  const double replayCutoff =
+      greedy.ok && !judge ? std::min(cutoff, greedy.makespan * (1 + 1e-12))
+                          : cutoff;
+  ScheduleResult stepOrder =
+      prepared.withModel(TimeModel::Step)
+          .replayCutAt(greedy.ok || greedy.cut
+                           ? replayCutoff
+                           : std::numeric_limits<double>::infinity())
+          .execute();
   if (!stepOrder.ok)
     return greedy;
   if (greedy.ok && sameOrder(greedy, stepOrder))
     return greedy; // the same order takes the same time
-  // A replay that cannot end by the greedy order's makespan is given up
-  // early: it would not be kept (unless a judge decides).
   ScheduleResult replayed =
       std::move(prepared)
-          .replaying(stepOrder.actors, TimeModel::Cost,
-                     greedy.ok && !judge
-                         ? std::min(cutoff, greedy.makespan * (1 + 1e-12))
-                         : cutoff)
+          .replaying(stepOrder.actors, TimeModel::Cost, replayCutoff)
           .execute();
   if (!replayed.ok) // cut: the problem can be scheduled, just not in time
     return replayed.cut && !greedy.ok ? replayed : greedy;
