@@ -837,6 +837,12 @@ private:
     return fusedEval[twin].skipped ? fusedBound[twin]
                                    : fusedEval[twin].iterationTime;
   }
+  /// Whether a twin is too slow for its variants to be tried
+  /// (TuneOptions::separationWindow; `best` is then the best fused time).
+  bool beyondWindow(size_t twin) const {
+    return options.separationWindow > 0 &&
+           twinTime(twin) > best * options.separationWindow;
+  }
 
   const ModelConfig &model;
   const ClusterConfig &cluster;
@@ -999,8 +1005,7 @@ Search::chooseVariants(const std::vector<size_t> &twins,
     const size_t twin = twins[v];
     const Evaluation &t = fusedEval[twin];
     double bound = t.busiest + t.gradSyncTime + t.stepTime;
-    const bool outside = options.separationWindow > 0 &&
-                         twinTime(twin) > bestFused * options.separationWindow;
+    const bool outside = beyondWindow(twin);
     if (fusedCut[twin]) {
       // Chosen by its twin's time below, where only a lower bound of it is
       // known: runVariants evaluates the twin in full if it is chosen.
@@ -1071,8 +1076,7 @@ void Search::runVariants() {
   std::vector<size_t> needBound;
   for (size_t v = 0; v < variants.size(); ++v)
     if (fusedEval[twins[v]].skipped && !fusedCut[twins[v]] &&
-        !(options.separationWindow > 0 &&
-          twinTime(twins[v]) > best * options.separationWindow))
+        !beyondWindow(twins[v]))
       needBound.push_back(v);
   parallelFor(
       needBound.size(), options.threads,

@@ -566,7 +566,9 @@ bool writeBestVsBaseline(const std::string &output, const ModelConfig &model,
                          const TuneOptions &resolved, const TuneResult &result,
                          const std::optional<Evaluation> &baseline) {
   const Evaluation &best = result.ranked.front();
-  EvaluationDetail bestDetail, baseDetail;
+  EvaluationDetail evaluated, baseDetail;
+  const EvaluationDetail &bestDetail =
+      result.bestDetail ? *result.bestDetail : evaluated;
   {
     // The programs: the best's kept from the search where it could be, the
     // re-evaluations side by side.
@@ -580,10 +582,8 @@ bool writeBestVsBaseline(const std::string &output, const ModelConfig &model,
       else
         evaluateBaseline();
     }
-    if (result.bestDetail)
-      bestDetail = *result.bestDetail;
-    else
-      evaluate(best.candidate, model, cluster, resolved, &bestDetail);
+    if (!result.bestDetail)
+      evaluate(best.candidate, model, cluster, resolved, &evaluated);
     if (other)
       other->join();
   }
