@@ -993,22 +993,3 @@ flexpipe::sched::separateGradients(const Program &program,
   result.ok = true;
   return result;
 }
-
-llvm::Error flexpipe::sched::finishProgram(Program &program,
-                                           const SimCosts &costs,
-                                           const BubbleOptimizations &opts) {
-  if (opts.splitBackward || opts.separation)
-    splitBackward(program);
-  if (opts.separation) {
-    SeparationResult separated =
-        separateGradients(program, costs, *opts.separation);
-    if (!separated.ok)
-      return llvm::createStringError("gradient separation failed: " +
-                                     separated.error);
-    program = std::move(separated.program);
-  }
-  insertCommunication(program);
-  if (opts.asyncLookahead > 0)
-    postReceivesEarly(program, opts.asyncLookahead);
-  return llvm::Error::success();
-}

@@ -1496,9 +1496,8 @@ static double flowTime(const ScheduleResult &result) {
   return sum;
 }
 
-/// Whether two schedules of one problem run the same items in the same
-/// order on every actor.
-static bool sameOrder(const ScheduleResult &a, const ScheduleResult &b) {
+bool flexpipe::sched::sameOrder(const ScheduleResult &a,
+                                const ScheduleResult &b) {
   if (a.actors.size() != b.actors.size())
     return false;
   for (size_t actor = 0; actor < a.actors.size(); ++actor) {

@@ -744,55 +744,29 @@ AfterPipeline flexpipe::sched::afterPipeline(const StageLayout &layout,
   return after;
 }
 
-ScheduleJudge flexpipe::sched::sharedCoresJudge(
-    const BuiltProblem &built, const ModelConfig &model,
-    const ClusterConfig &cluster, const Profile *profile,
-    const std::vector<int64_t> &devices, ProgramFinish finish) {
-  // No measured cores or contention: nobody shares (shareCores).
-  if (cluster.measured.coresPerNode <= 0 && cluster.measured.contention.empty())
-    return nullptr;
-  return
-      [&built, &model, &cluster, profile, &devices, finish = std::move(finish)](
-          const ScheduleResult &result) -> std::optional<double> {
-        Program program = toProgram(built.problem, result, built.numStages,
-                                    built.stageEdges, built.sharedStages);
-        program.stageMeta = built.stageMeta;
-        program.moduleNames = built.moduleNames;
-        SimCosts costs;
-        if (llvm::Error error =
-                modelCosts(program, model, cluster, profile, devices, costs)) {
-          llvm::consumeError(std::move(error));
-          return std::nullopt;
-        }
-        if (costs.coreGroup.empty())
-          return std::nullopt;
-        if (!finish) {
-          insertCommunication(program);
-        } else if (llvm::Error error = finish(program, costs)) {
-          llvm::consumeError(std::move(error));
-          return std::nullopt;
-        }
-        Simulator simulator;
-        if (llvm::Error error = simulator.prepare(program)) {
-          llvm::consumeError(std::move(error));
-          return std::nullopt;
-        }
-        return simulator.run(costs).iterationTime;
-      };
-}
-
 llvm::Error flexpipe::sched::programCosts(const Program &program,
                                           const CostInputs &inputs, int64_t dp,
                                           TimeModel withoutFiles,
                                           SimCosts &costs) {
-  if (inputs.hasModel()) {
-    ClusterConfig cluster = *inputs.cluster;
-    cluster.jobDevices = program.numActors * dp;
-    return modelCosts(program, *inputs.model, cluster, inputs.profileOrNull(),
+  std::optional<ClusterConfig> cluster = inputs.cluster;
+  if (cluster)
+    cluster->jobDevices = program.numActors * dp;
+  return programCosts(program, inputs.model ? &*inputs.model : nullptr,
+                      cluster ? &*cluster : nullptr, inputs.profileOrNull(), dp,
+                      withoutFiles, costs);
+}
+
+llvm::Error flexpipe::sched::programCosts(const Program &program,
+                                          const ModelConfig *model,
+                                          const ClusterConfig *cluster,
+                                          const Profile *profile, int64_t dp,
+                                          TimeModel withoutFiles,
+                                          SimCosts &costs) {
+  if (model && cluster)
+    return modelCosts(program, *model, *cluster, profile,
                       replicaDevices(program.numActors, dp), costs);
-  }
-  if (inputs.profile)
-    return profileCosts(program, *inputs.profile, costs);
+  if (profile)
+    return profileCosts(program, *profile, costs);
   costs = withoutFiles == TimeModel::Cost ? layerCosts(program)
                                           : unitCosts(program);
   return llvm::Error::success();

@@ -19,7 +19,7 @@
 
 #include "flexpipe/Scheduling/Tuner.h"
 
-#include "flexpipe/Scheduling/GradientSeparation.h"
+#include "flexpipe/Scheduling/Lowering.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -675,26 +675,30 @@ flexpipe::sched::evaluate(const Candidate &c, const ModelConfig &model,
     }
     e.peakBytes = 0;
   }
-  const std::vector<int64_t> devices = replicaDevices(c.pp, c.dp);
-  // What the written spec asks flexpipe-compile to do after scheduling.
-  BubbleOptimizations bubbles;
+  // What the written spec asks flexpipe-compile to do after scheduling;
+  // messages on replica 0's devices, as flexpipe-compile --dp prices them.
+  LoweringOptions lowering;
+  lowering.timeModel = TimeModel::Cost;
+  lowering.model = &sized;
+  lowering.cluster = &cluster;
+  lowering.profile = options.profile;
+  lowering.dp = c.dp;
+  lowering.wantCosts = true;
   if (c.separation) {
-    SeparationOptions &separation = bubbles.separation.emplace();
+    SeparationOptions &separation = lowering.bubbles.separation.emplace();
     separation.maxRounds = options.separationRounds;
     separation.pool = pool;
   }
-  auto finish = [&bubbles](Program &program, const SimCosts &costs) {
-    return finishProgram(program, costs, bubbles);
-  };
   const AfterPipeline after =
       afterPipeline(prepared.layout, held, c.dp, sized, cluster);
-  const bool cuttable = !c.separation && !options.profile;
-  const ScheduleResult schedule =
-      sched::schedule(built->problem, TimeModel::Cost,
-                      sharedCoresJudge(*built, sized, cluster, options.profile,
-                                       devices, finish),
-                      cuttable ? cutoff - after.gradSync - after.step
-                               : std::numeric_limits<double>::infinity());
+  if (!c.separation && !options.profile)
+    lowering.cutoff = cutoff - after.gradSync - after.step;
+  LoweredProgram lowered;
+  if (llvm::Error error = lowerProblem(*built, lowering, lowered)) {
+    e.error = llvm::toString(std::move(error));
+    return e;
+  }
+  const ScheduleResult &schedule = lowered.schedule;
   if (schedule.cut) {
     e.skipped = true;
     e.error =
@@ -706,23 +710,8 @@ flexpipe::sched::evaluate(const Candidate &c, const ModelConfig &model,
     e.error = "cannot be scheduled: " + schedule.error;
     return e;
   }
-  Program program = toProgram(built->problem, schedule, built->numStages,
-                              built->stageEdges, built->sharedStages);
-  program.stageMeta = built->stageMeta;
-  program.moduleNames = built->moduleNames;
-
-  // Messages on replica 0's devices (replicaDevices), as flexpipe-compile
-  // --dp prices them when it separates and simulates.
-  SimCosts costs;
-  if (llvm::Error error = modelCosts(program, sized, cluster, options.profile,
-                                     devices, costs)) {
-    e.error = llvm::toString(std::move(error));
-    return e;
-  }
-  if (llvm::Error error = finish(program, costs)) {
-    e.error = llvm::toString(std::move(error));
-    return e;
-  }
+  Program &program = lowered.program;
+  SimCosts &costs = *lowered.costs;
   Simulator simulator;
   if (llvm::Error error = simulator.prepare(program)) {
     e.error = llvm::toString(std::move(error));

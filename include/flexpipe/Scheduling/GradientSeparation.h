@@ -98,23 +98,6 @@ SeparationResult separateGradients(const Program &program,
                                    const SimCosts &costs,
                                    const SeparationOptions &options);
 
-/// The bubble optimizations a spec asks for (flexpipe.optimize), as the
-/// spec-to-schedule pipeline applies them after scheduling.
-struct BubbleOptimizations {
-  bool splitBackward = false;
-  /// Gradient separation (implies splitBackward).
-  std::optional<SeparationOptions> separation;
-  /// async_comm: receives posted this many computations early
-  /// (postReceivesEarly); 0: off.
-  int64_t asyncLookahead = 0;
-};
-
-/// What becomes of a scheduled program (toProgram's) before it runs: the
-/// split, separation priced by `costs`, insertCommunication and early
-/// receives, as `opts` asks. Fails with separation's error.
-llvm::Error finishProgram(Program &program, const SimCosts &costs,
-                          const BubbleOptimizations &opts);
-
 } // namespace flexpipe::sched
 
 #endif // FLEXPIPE_SCHEDULING_GRADIENTSEPARATION_H

@@ -283,6 +283,10 @@ bool waitsForInstance(const Problem &problem, int32_t r, int32_t first,
 /// Fails with the first problem found.
 llvm::Error validate(const Problem &problem);
 
+/// Whether two schedules of one problem run the same items in the same
+/// order on every actor.
+bool sameOrder(const ScheduleResult &a, const ScheduleResult &b);
+
 /// The time of a schedule of the problem under a fuller model than the
 /// scheduler's (the simulator's: messages, ranks sharing cores), or nothing
 /// where it has no opinion.

@@ -22,9 +22,9 @@
 // it takes longer. Programs are then timed as events (timeShared, on the
 // EventCore that the scheduler and gradient separation's re-timer use too)
 // instead of in one pass; with a core each and no contention both give the
-// same times. The
-// scheduler's durations do not see sharing; sharedCoresJudge lets the
-// simulator choose between its two orders where ranks share cores.
+// same times. The scheduler's durations do not see sharing; lowerProblem
+// (Lowering.h) lets the simulator choose between its two orders where ranks
+// share cores.
 //
 //===----------------------------------------------------------------------===//
 
@@ -181,27 +181,6 @@ AfterPipeline afterPipeline(const StageLayout &layout,
                             const ModelConfig &model,
                             const ClusterConfig &cluster);
 
-/// What becomes of a scheduled program (toProgram's, without transfers)
-/// before it runs, priced by `costs`: the bubble optimizations its spec asks
-/// for and insertCommunication (finishProgram in GradientSeparation.h).
-using ProgramFinish = std::function<llvm::Error(Program &, const SimCosts &)>;
-
-/// A judge for schedule() (the cost model's choice between its greedy order
-/// and the step model's order): the simulated pipeline time of a schedule
-/// of `built` where the cluster puts ranks on shared cores (the scheduler's
-/// durations do not see that), and no opinion elsewhere (none at all for a
-/// cluster without measured cores or contention). Each order is simulated
-/// as it will run: after `finish` (null: insertCommunication alone), so
-/// that a schedule whose weight gradients are then separated is judged
-/// separated. Every argument must outlive the schedule() call. The tuner
-/// and -flexpipe-schedule both use it, so they choose the same order.
-ScheduleJudge sharedCoresJudge(const BuiltProblem &built,
-                               const ModelConfig &model,
-                               const ClusterConfig &cluster,
-                               const Profile *profile,
-                               const std::vector<int64_t> &devices,
-                               ProgramFinish finish = nullptr);
-
 /// Durations from a profile alone (unit costs for stages it does not list).
 llvm::Error profileCosts(const Program &program, const Profile &profile,
                          SimCosts &costs);
@@ -215,6 +194,11 @@ struct CostInputs;
 /// 1, 2, 1, 1 per layer (`TimeModel::Cost`, layerCosts). The one place that
 /// chooses.
 llvm::Error programCosts(const Program &program, const CostInputs &inputs,
+                         int64_t dp, TimeModel withoutFiles, SimCosts &costs);
+/// The same from the parts (null: not given), `cluster` as given: its
+/// jobDevices set by the caller.
+llvm::Error programCosts(const Program &program, const ModelConfig *model,
+                         const ClusterConfig *cluster, const Profile *profile,
                          int64_t dp, TimeModel withoutFiles, SimCosts &costs);
 
 struct SimResult {

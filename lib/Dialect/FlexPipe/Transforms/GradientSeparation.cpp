@@ -40,7 +40,6 @@ struct GradientSeparationPass
              "memory-bound >= 0 (0: the schedule's own peak)";
       return signalPassFailure();
     }
-    Builder b(&getContext());
     std::shared_ptr<const sched::CostInputs> inputs;
     for (ScheduleOp schedule : getOperation().getOps<ScheduleOp>()) {
       if (!shouldOptimize(schedule, "gradient_separation", requestedOnly))
@@ -77,17 +76,7 @@ struct GradientSeparationPass
         return signalPassFailure();
       }
       rewriteSchedule(schedule, read, result.program);
-      NamedAttrList fields;
-      fields.append("time_before", b.getF64FloatAttr(result.fusedTime));
-      fields.append("time", b.getF64FloatAttr(result.time));
-      fields.append("peak_before", b.getF64FloatAttr(result.fusedPeak));
-      fields.append("peak", b.getF64FloatAttr(result.peak));
-      fields.append("memory_bound", b.getF64FloatAttr(result.memoryBound));
-      fields.append("stashed", b.getI64IntegerAttr(result.stashed));
-      fields.append("strategy", b.getStringAttr(result.strategy));
-      fields.append("unit", b.getStringAttr(costs->unit));
-      schedule->setAttr("flexpipe.separation",
-                        fields.getDictionary(&getContext()));
+      setSeparationFigures(schedule, result, costs->unit);
     }
   }
 

@@ -24,16 +24,19 @@ struct InsertCommPass : flexpipe::impl::InsertCommPassBase<InsertCommPass> {
   using Base::Base;
   void runOnOperation() override {
     for (ScheduleOp schedule : getOperation().getOps<ScheduleOp>()) {
+      // Schedules that have transfers (those -flexpipe-schedule{finish}
+      // wrote, complete hand-written ones) are left as they are, unread.
+      if (schedule
+              .walk([](Operation *op) {
+                return isa<SendActOp, RecvActOp, SendGradOp, RecvGradOp>(op)
+                           ? WalkResult::interrupt()
+                           : WalkResult::advance();
+              })
+              .wasInterrupted())
+        continue;
       ScheduleProgram read = readSchedule(schedule);
       // A copy: rewriteSchedule compares the result with what was read.
       sched::Program program = read.program;
-      bool hasTransfers = false;
-      for (const auto &ops : program.actors)
-        for (const sched::ProgOp &op : ops)
-          hasTransfers |= op.kind >= sched::OpKind::SendAct &&
-                          op.kind <= sched::OpKind::RecvGrad;
-      if (hasTransfers)
-        continue;
       sched::insertCommunication(program);
       rewriteSchedule(schedule, read, program);
     }

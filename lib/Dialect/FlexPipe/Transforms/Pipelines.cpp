@@ -37,22 +37,12 @@ void flexpipe::buildSpecToSchedulePipeline(
   schedule.modelFile = options.modelFile;
   schedule.clusterFile = options.clusterFile;
   schedule.dp = options.dp;
+  // The bubble optimizations the specs ask for with flexpipe.optimize, and
+  // communication, on the scheduled program before it is written.
+  schedule.finish = true;
   pm.addPass(createSchedulePass(schedule, inputs));
-  // Bubble optimizations the specs ask for with flexpipe.optimize.
-  SplitBackwardPassOptions split;
-  split.requestedOnly = true;
-  pm.addPass(createSplitBackwardPass(split));
-  GradientSeparationPassOptions separation;
-  separation.requestedOnly = true;
-  separation.timeModel = options.timeModel;
-  separation.modelFile = options.modelFile;
-  separation.clusterFile = options.clusterFile;
-  separation.dp = options.dp;
-  pm.addPass(createGradientSeparationPass(separation, inputs));
+  // Schedules handed in as IR (compute-only ones get communication).
   pm.addPass(createInsertCommPass());
-  AsyncCommPassOptions async;
-  async.requestedOnly = true;
-  pm.addPass(createAsyncCommPass(async));
   VerifySchedulePassOptions verify;
   verify.channels = options.channels;
   pm.addPass(createVerifySchedulePass(verify));
@@ -63,8 +53,10 @@ void flexpipe::registerFlexPipePassesAndPipelines() {
   PassPipelineRegistration<SpecToScheduleOptions>(
       "flexpipe-spec-to-schedule",
       "Turn flexpipe.pipeline specs into verified flexpipe.schedule programs "
-      "(partition, place, schedule, the bubble optimizations each spec asks "
-      "for with flexpipe.optimize, insert-comm, verify-schedule)",
+      "(partition, place, schedule with finish: the bubble optimizations "
+      "each spec asks for with flexpipe.optimize and communication; "
+      "insert-comm for compute-only schedules handed in as IR; "
+      "verify-schedule)",
       [](OpPassManager &pm, const SpecToScheduleOptions &options) {
         buildSpecToSchedulePipeline(pm, options);
       });

@@ -15,6 +15,7 @@
 #include "flexpipe/Dialect/FlexPipe/Transforms/Passes.h"
 #include "flexpipe/Dialect/FlexPipe/Transforms/Utils.h"
 #include "flexpipe/Scheduling/CostModelYAML.h"
+#include "flexpipe/Scheduling/Lowering.h"
 
 #include "llvm/ADT/StringMap.h"
 
@@ -30,24 +31,17 @@ using namespace flexpipe;
 
 namespace {
 
-/// Writes the computations of `result` as a flexpipe.schedule in place of
-/// `pipeline`.
-void writeSchedule(PipelineOp pipeline, const sched::BuiltProblem &built,
-                   const sched::ScheduleResult &result) {
+/// Writes `program`, lowered from `pipeline`, as a flexpipe.schedule in its
+/// place.
+void writeSchedule(PipelineOp pipeline, const sched::LoweredProgram &lowered,
+                   DictionaryAttr requested) {
   OpBuilder b(pipeline);
-  Location loc = pipeline.getLoc();
-  const sched::Problem &problem = built.problem;
-
-  sched::Program program = sched::toProgram(
-      problem, result, built.numStages, built.stageEdges, built.sharedStages);
-  // What each stage holds, for the cost model and the runtime: modules,
-  // then registered stages (named by themselves).
-  program.stageMeta = built.stageMeta;
-  program.moduleNames = built.moduleNames;
-  ScheduleOp schedule =
-      createSchedule(b, loc, pipeline.getSymNameAttr(), program);
-  for (auto optimize : pipeline.getBody().getOps<OptimizeOp>())
-    schedule->setAttr("flexpipe.optimize", optimize->getAttrDictionary());
+  ScheduleOp schedule = createSchedule(
+      b, pipeline.getLoc(), pipeline.getSymNameAttr(), lowered.program);
+  if (requested)
+    schedule->setAttr("flexpipe.optimize", requested);
+  if (lowered.separation)
+    setSeparationFigures(schedule, *lowered.separation, lowered.costs->unit);
   // The runtime operation of a registered computation gets the
   // instruction's attributes and location (for diagnostics about it).
   llvm::StringMap<InstructionOp> instructions;
@@ -83,6 +77,9 @@ struct SchedulePass : flexpipe::impl::SchedulePassBase<SchedulePass> {
     sched::ClusterConfig cluster;
     if (priced)
       cluster = *(*inputs)->cluster;
+    llvm::ThreadPoolInterface *pool = getContext().isMultithreadingEnabled()
+                                          ? &getContext().getThreadPool()
+                                          : nullptr;
 
     for (PipelineOp pipeline :
          llvm::make_early_inc_range(getOperation().getOps<PipelineOp>())) {
@@ -99,35 +96,36 @@ struct SchedulePass : flexpipe::impl::SchedulePassBase<SchedulePass> {
         return signalPassFailure();
       }
       built->problem.stepRule = stepRule;
-      sched::ScheduleJudge judge;
-      std::vector<int64_t> devices;
+      // Each order judged as the rest of the pipeline will run it, and
+      // finished that way when asked.
+      DictionaryAttr requested;
+      for (auto optimize : pipeline.getBody().getOps<OptimizeOp>())
+        requested = optimize->getAttrDictionary();
+      sched::LoweringOptions lowering;
+      lowering.timeModel = timeModel;
       if (priced) {
         cluster.jobDevices = built->problem.numActors * dp;
-        devices = sched::replicaDevices(built->problem.numActors, dp);
-        // Each order judged as the rest of the pipeline will run it.
-        DictionaryAttr requested;
-        for (auto optimize : pipeline.getBody().getOps<OptimizeOp>())
-          requested = optimize->getAttrDictionary();
-        sched::BubbleOptimizations bubbles = requestedOptimizations(
-            requested, getContext().isMultithreadingEnabled()
-                           ? &getContext().getThreadPool()
-                           : nullptr);
-        judge = sched::sharedCoresJudge(
-            *built, *(*inputs)->model, cluster, /*profile=*/nullptr, devices,
-            [bubbles](sched::Program &program, const sched::SimCosts &costs) {
-              return sched::finishProgram(program, costs, bubbles);
-            });
+        lowering.model = &*(*inputs)->model;
+        lowering.cluster = &cluster;
       }
-      sched::ScheduleResult result =
-          sched::schedule(built->problem, timeModel, judge);
-      if (!result.ok) {
+      lowering.profile = (*inputs)->profileOrNull();
+      lowering.dp = dp;
+      lowering.finish = finish;
+      lowering.bubbles = requestedOptimizations(requested, pool);
+      sched::LoweredProgram lowered;
+      if (llvm::Error error = sched::lowerProblem(*built, lowering, lowered)) {
+        pipeline.emitOpError() << llvm::toString(std::move(error));
+        return signalPassFailure();
+      }
+      if (!lowered.schedule.ok) {
         InFlightDiagnostic diag = pipeline.emitOpError()
-                                  << "cannot be scheduled: " << result.error;
-        for (const std::string &wait : result.waits)
+                                  << "cannot be scheduled: "
+                                  << lowered.schedule.error;
+        for (const std::string &wait : lowered.schedule.waits)
           diag.attachNote(pipeline.getLoc()) << wait;
         return signalPassFailure();
       }
-      writeSchedule(pipeline, *built, result);
+      writeSchedule(pipeline, lowered, requested);
     }
   }
 

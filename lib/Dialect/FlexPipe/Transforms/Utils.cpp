@@ -621,6 +621,23 @@ void flexpipe::applySeparationRequest(DictionaryAttr requested,
     options.maxRounds = rounds.getInt();
 }
 
+void flexpipe::setSeparationFigures(ScheduleOp schedule,
+                                    const sched::SeparationResult &result,
+                                    StringRef unit) {
+  Builder b(schedule.getContext());
+  NamedAttrList fields;
+  fields.append("time_before", b.getF64FloatAttr(result.fusedTime));
+  fields.append("time", b.getF64FloatAttr(result.time));
+  fields.append("peak_before", b.getF64FloatAttr(result.fusedPeak));
+  fields.append("peak", b.getF64FloatAttr(result.peak));
+  fields.append("memory_bound", b.getF64FloatAttr(result.memoryBound));
+  fields.append("stashed", b.getI64IntegerAttr(result.stashed));
+  fields.append("strategy", b.getStringAttr(result.strategy));
+  fields.append("unit", b.getStringAttr(unit));
+  schedule->setAttr("flexpipe.separation",
+                    fields.getDictionary(b.getContext()));
+}
+
 sched::BubbleOptimizations
 flexpipe::requestedOptimizations(DictionaryAttr requested,
                                  llvm::ThreadPoolInterface *pool) {

@@ -73,14 +73,16 @@ struct SpecToScheduleOptions
       llvm::cl::init(sched::ChannelRule::PerStage), channelRuleValues()};
 };
 
-/// partition -> place -> schedule -> [split-backward -> gradient-separation]
-/// -> insert-comm -> [async-comm] -> verify-schedule: a spec becomes a
-/// verified schedule; the bracketed passes act on the schedules whose spec
-/// asks for them with flexpipe.optimize. Used by flexpipe-opt
-/// (`--flexpipe-spec-to-schedule`) and flexpipe-compile alike. The cost files
-/// are read once, here (or by the caller: `inputs`), and shared by the passes
-/// that price; when they cannot be read, the first pass that needs them
-/// reports why.
+/// partition -> place -> schedule{finish} -> insert-comm -> verify-schedule:
+/// a spec becomes a verified schedule. The scheduled program is finished in
+/// memory (the bubble optimizations its spec asks for with
+/// flexpipe.optimize, then communication; sched::lowerProblem, as
+/// flexpipe-tune evaluates it) and written to IR once. Schedules handed in
+/// as IR are taken as they are, but compute-only ones get communication. Used
+/// by flexpipe-opt (`--flexpipe-spec-to-schedule`) and flexpipe-compile alike.
+/// The cost files are read once, here (or by the caller: `inputs`), and shared
+/// by the passes that price; when they cannot be read, the first pass that
+/// needs them reports why.
 void buildSpecToSchedulePipeline(
     mlir::OpPassManager &pm, const SpecToScheduleOptions &options,
     std::shared_ptr<const sched::CostInputs> inputs = nullptr);

@@ -138,6 +138,13 @@ def SchedulePass : Pass<"flexpipe-schedule", "mlir::ModuleOp"> {
            "Data-parallel replicas the job runs (pp x dp ranks share the "
            "nodes' cores; replica 0's actor a is device a x dp), for the "
            "cost model on a measured cluster">,
+    Option<"finish", "finish", "bool", "false",
+           "Also apply the bubble optimizations the pipeline's "
+           "`flexpipe.optimize` asks for (split-backward, "
+           "gradient-separation, async-comm, with their passes' default "
+           "options) and insert communication, on the scheduled program "
+           "before it is written: the program is built and written once "
+           "(-flexpipe-spec-to-schedule sets it)">,
   ];
   let dependentDialects = ["flexpipe::FlexPipeDialect"];
 }

@@ -17,7 +17,7 @@
 
 #include "flexpipe/Dialect/FlexPipe/IR/FlexPipe.h"
 #include "flexpipe/Scheduling/CostModelYAML.h"
-#include "flexpipe/Scheduling/GradientSeparation.h"
+#include "flexpipe/Scheduling/Lowering.h"
 #include "flexpipe/Scheduling/PipelineSpec.h"
 #include "flexpipe/Scheduling/Program.h"
 #include "flexpipe/Scheduling/Simulator.h"
@@ -78,6 +78,14 @@ bool shouldOptimize(ScheduleOp schedule, llvm::StringRef optimization,
 /// (memory_bound, max_rounds) over `options`; a null request sets nothing.
 void applySeparationRequest(mlir::DictionaryAttr requested,
                             sched::SeparationOptions &options);
+
+/// Records what gradient separation did on `schedule` (its
+/// `flexpipe.separation` attribute: times and peaks before and after, the
+/// memory bound, the weight gradients stashed, the strategy, the costs'
+/// unit).
+void setSeparationFigures(ScheduleOp schedule,
+                          const sched::SeparationResult &result,
+                          llvm::StringRef unit);
 
 /// The bubble optimizations `requested` (a `flexpipe.optimize` request, or
 /// null) asks for, with their passes' defaults, as the spec-to-schedule

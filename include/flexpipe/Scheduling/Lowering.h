@@ -1,0 +1,97 @@
+//===- Lowering.h - From a spec's problem to the program that runs -*- C++ -*-//
+//
+// Part of the FlexPipe project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// The one path from a built problem (buildProblem) to the per-actor program
+// that runs: the scheduler (CSSR + Algorithm 1), the program's costs, and
+// finishProgram (the bubble optimizations the spec asks for, then
+// communication). -flexpipe-schedule and the tuner both call lowerProblem,
+// so a spec compiles to the program the tuner evaluated, and the program is
+// built once: -flexpipe-spec-to-schedule writes it to IR at the end.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLEXPIPE_SCHEDULING_LOWERING_H
+#define FLEXPIPE_SCHEDULING_LOWERING_H
+
+#include "flexpipe/Scheduling/GradientSeparation.h"
+#include "flexpipe/Scheduling/PipelineSpec.h"
+
+#include <limits>
+#include <optional>
+
+namespace flexpipe::sched {
+
+/// The bubble optimizations a spec asks for (flexpipe.optimize), as the
+/// spec-to-schedule pipeline applies them after scheduling.
+struct BubbleOptimizations {
+  bool splitBackward = false;
+  /// Gradient separation (implies splitBackward).
+  std::optional<SeparationOptions> separation;
+  /// async_comm: receives posted this many computations early
+  /// (postReceivesEarly); 0: off.
+  int64_t asyncLookahead = 0;
+};
+
+/// What becomes of a scheduled program (toProgram's) before it runs: the
+/// split, separation priced by `costs`, insertCommunication and early
+/// receives, as `opts` asks. Fails with separation's error; where it ran,
+/// its figures go to `separation` (not null; its program left empty).
+llvm::Error finishProgram(Program &program, const SimCosts &costs,
+                          const BubbleOptimizations &opts,
+                          SeparationResult *separation = nullptr);
+
+/// How lowerProblem prices and finishes a problem. Every pointer must
+/// outlive the call.
+struct LoweringOptions {
+  TimeModel timeModel = TimeModel::Step;
+  /// The costs: a model and a cluster (`cluster->jobDevices`: the job's
+  /// ranks, pp x dp), with a profile's durations over them; a profile
+  /// alone; or neither (programCosts without files, by `timeModel`).
+  const ModelConfig *model = nullptr;
+  const ClusterConfig *cluster = nullptr;
+  const Profile *profile = nullptr;
+  /// Data-parallel replicas: messages are priced on replica 0's devices
+  /// (replicaDevices).
+  int64_t dp = 1;
+  /// Whether the program is finished (finishProgram with `bubbles`); false:
+  /// toProgram's compute-only program (-flexpipe-schedule on its own). The
+  /// cost model's choice between its orders judges each finished either way.
+  bool finish = true;
+  BubbleOptimizations bubbles;
+  /// Whether LoweredProgram::costs is wanted (the tuner simulates with it).
+  bool wantCosts = false;
+  /// schedule()'s cutoff (cost model only).
+  double cutoff = std::numeric_limits<double>::infinity();
+};
+
+struct LoweredProgram {
+  /// The scheduler's result. When it failed (schedule.ok false: the error,
+  /// the waiting actors, or a cut) nothing below is set.
+  ScheduleResult schedule;
+  Program program;
+  /// The program's costs, where finishing or the caller needed them.
+  std::optional<SimCosts> costs;
+  /// Gradient separation's figures, where it ran (`program` is its result;
+  /// this one's own program is left empty).
+  std::optional<SeparationResult> separation;
+};
+
+/// The compute-only program of a schedule of `built` (toProgram with the
+/// stages' metadata).
+Program programOf(const BuiltProblem &built, const ScheduleResult &schedule);
+
+/// Schedules `built.problem` (its step rule as set) and lowers the result as
+/// `options` says. A schedule that cannot be made is reported in
+/// `out.schedule`, not as an error; the error is for costs that cannot be
+/// priced and a failed gradient separation.
+llvm::Error lowerProblem(const BuiltProblem &built,
+                         const LoweringOptions &options, LoweredProgram &out);
+
+} // namespace flexpipe::sched
+
+#endif // FLEXPIPE_SCHEDULING_LOWERING_H
