@@ -87,6 +87,9 @@ struct SchedulePass : flexpipe::impl::SchedulePassBase<SchedulePass> {
       if (failed(spec))
         return signalPassFailure();
       if (priced) {
+        // The job's ranks (pp x dp share the nodes' cores), for the
+        // scheduler's durations as for the judge's and separation's.
+        cluster.jobDevices = spec->actors * dp;
         spec->model = &*(*inputs)->model;
         spec->cluster = &cluster;
       }
@@ -104,7 +107,6 @@ struct SchedulePass : flexpipe::impl::SchedulePassBase<SchedulePass> {
       sched::LoweringOptions lowering;
       lowering.timeModel = timeModel;
       if (priced) {
-        cluster.jobDevices = built->problem.numActors * dp;
         lowering.model = &*(*inputs)->model;
         lowering.cluster = &cluster;
       }
