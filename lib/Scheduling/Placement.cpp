@@ -17,20 +17,6 @@ static llvm::Error fail(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
-const char *flexpipe::sched::placementKindName(PlacementKind kind) {
-  switch (kind) {
-  case PlacementKind::OneToOne:
-    return "one_to_one";
-  case PlacementKind::Circular:
-    return "circular";
-  case PlacementKind::VShape:
-    return "vshape";
-  case PlacementKind::Explicit:
-    return "explicit";
-  }
-  return "unknown";
-}
-
 llvm::Expected<int64_t>
 flexpipe::sched::stagesPerDirection(const PlacementSpec &spec) {
   const int64_t numActors = static_cast<int64_t>(spec.actors.size());

@@ -80,9 +80,6 @@ enum class Balance : uint8_t {
 /// `layers % stages` stages get one layer more. Requires stages >= 1.
 std::vector<int64_t> evenPartition(int64_t layers, int64_t stages);
 
-/// The lowercase keyword of a placement kind as written in the dialect.
-const char *placementKindName(PlacementKind kind);
-
 } // namespace flexpipe::sched
 
 #endif // FLEXPIPE_SCHEDULING_PLACEMENT_H
