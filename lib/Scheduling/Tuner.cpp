@@ -51,20 +51,51 @@ static llvm::Error fail(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
+namespace {
+
+/// What a tuner placement is in a spec, in one place: its name, the
+/// module's placement (and its keyword), and the placement's usual in-flight
+/// rule, both as the affine map specText writes and as what the map gives
+/// for entry `i` of its scope (an actor or a stage), with `s` the spec's
+/// stage count (both directions') and `pp` the actors.
+struct PlacementRule {
+  const char *name;
+  PlacementKind kind;
+  const char *keyword;
+  InflightScope scope;
+  const char *inflight;
+  int64_t (*limit)(int64_t i, int64_t pp, int64_t s);
+};
+
+const PlacementRule &placementRule(TunePlacement placement) {
+  static const PlacementRule rules[kNumTunePlacements] = {
+      {"one_to_one", PlacementKind::OneToOne, "one_to_one",
+       InflightScope::PerActor,
+       "per_actor affine_map<(a)[pp, s, m] -> (pp - a)>",
+       [](int64_t a, int64_t pp, int64_t) { return pp - a; }},
+      {"circular", PlacementKind::Circular, "circular", InflightScope::PerActor,
+       "per_actor affine_map<(a)[pp, s, m] -> (s + pp - a * 2 - 1)>",
+       [](int64_t a, int64_t pp, int64_t s) { return s + pp - a * 2 - 1; }},
+      {"vshape", PlacementKind::VShape, "vshape", InflightScope::PerActor,
+       "per_actor affine_map<(a)[pp, s, m] -> (s)>",
+       [](int64_t, int64_t, int64_t s) { return s; }},
+      {"bidirectional", PlacementKind::OneToOne, "one_to_one",
+       InflightScope::PerStage,
+       "per_stage affine_map<(i)[pp, s, m] -> (pp - i mod pp)>",
+       [](int64_t i, int64_t pp, int64_t) { return pp - i % pp; }},
+      // s counts both directions' stages; the limit is one direction's.
+      {"vshape_bidirectional", PlacementKind::VShape, "vshape",
+       InflightScope::PerActor,
+       "per_actor affine_map<(a)[pp, s, m] -> (s floordiv 2)>",
+       [](int64_t, int64_t, int64_t s) { return s / 2; }},
+  };
+  return rules[static_cast<int>(placement)];
+}
+
+} // namespace
+
 const char *flexpipe::sched::tunePlacementName(TunePlacement placement) {
-  switch (placement) {
-  case TunePlacement::OneToOne:
-    return "one_to_one";
-  case TunePlacement::Circular:
-    return "circular";
-  case TunePlacement::VShape:
-    return "vshape";
-  case TunePlacement::Bidirectional:
-    return "bidirectional";
-  case TunePlacement::VShapeBidirectional:
-    return "vshape_bidirectional";
-  }
-  return "?";
+  return placementRule(placement).name;
 }
 
 Candidate flexpipe::sched::oneFOneB(int64_t pp, int64_t dp, int64_t mbs,
@@ -300,19 +331,8 @@ PipelineSpec flexpipe::sched::pipelineSpec(const Candidate &c,
   PlacementSpec &placement = module.placement;
   placement.chunks = c.chunks;
   placement.bidirectional = c.directions() == 2;
-  switch (c.placement) {
-  case TunePlacement::OneToOne:
-  case TunePlacement::Bidirectional:
-    placement.kind = PlacementKind::OneToOne;
-    break;
-  case TunePlacement::Circular:
-    placement.kind = PlacementKind::Circular;
-    break;
-  case TunePlacement::VShape:
-  case TunePlacement::VShapeBidirectional:
-    placement.kind = PlacementKind::VShape;
-    break;
-  }
+  const PlacementRule &rule = placementRule(c.placement);
+  placement.kind = rule.kind;
   for (int64_t a = 0; a < c.pp; ++a)
     placement.actors.push_back(a);
   spec.modules.push_back(module);
@@ -323,31 +343,13 @@ PipelineSpec flexpipe::sched::pipelineSpec(const Candidate &c,
   priority.bwd = c.bwd;
   spec.priorities.push_back(priority);
 
-  // The placement's usual in-flight rule (see specText for the formulas).
+  // The placement's usual in-flight rule, as specText writes it.
   InflightSpec in;
-  const int64_t pp = c.pp, s = c.stagesPerDirection();
-  switch (c.placement) {
-  case TunePlacement::OneToOne:
-    in.scope = InflightScope::PerActor;
-    for (int64_t a = 0; a < pp; ++a)
-      in.limits.push_back(pp - a);
-    break;
-  case TunePlacement::Circular:
-    in.scope = InflightScope::PerActor;
-    for (int64_t a = 0; a < pp; ++a)
-      in.limits.push_back(s + pp - 2 * a - 1);
-    break;
-  case TunePlacement::VShape:
-  case TunePlacement::VShapeBidirectional:
-    in.scope = InflightScope::PerActor;
-    in.limits.assign(pp, s);
-    break;
-  case TunePlacement::Bidirectional:
-    in.scope = InflightScope::PerStage;
-    for (int64_t i = 0; i < 2 * s; ++i)
-      in.limits.push_back(pp - i % pp);
-    break;
-  }
+  in.scope = rule.scope;
+  const int64_t stages = c.stagesPerDirection() * c.directions();
+  const int64_t entries = rule.scope == InflightScope::PerStage ? stages : c.pp;
+  for (int64_t i = 0; i < entries; ++i)
+    in.limits.push_back(rule.limit(i, c.pp, stages));
   spec.inflight.push_back(std::move(in));
   return spec;
 }
@@ -383,25 +385,11 @@ std::string flexpipe::sched::specText(const Candidate &c,
      << c.microbatches << ") {\n";
   os << "  flexpipe.module @" << m.name << " layers(" << m.layers
      << ") placement(";
-  // The keywords in the order of the op's assembly format.
-  switch (c.placement) {
-  case TunePlacement::OneToOne:
-  case TunePlacement::Bidirectional:
-    os << "one_to_one)";
-    break;
-  case TunePlacement::Circular:
-    os << "circular)";
-    break;
-  case TunePlacement::VShape:
-  case TunePlacement::VShapeBidirectional:
-    os << "vshape)";
-    break;
-  }
+  const PlacementRule &rule = placementRule(c.placement);
+  os << rule.keyword << ")";
   if (c.directions() == 2)
     os << " bidirectional";
-  if (c.placement == TunePlacement::Circular ||
-      c.placement == TunePlacement::VShape ||
-      c.placement == TunePlacement::VShapeBidirectional)
+  if (rule.kind != PlacementKind::OneToOne)
     os << " chunks(" << c.chunks << ")";
   if (c.vocabParallel)
     os << " vocab_parallel";
@@ -410,29 +398,7 @@ std::string flexpipe::sched::specText(const Candidate &c,
   else
     os << "\n  flexpipe.priority cttp<" << cttpKeyword(c.cttp) << "> fstp<"
        << stpKeyword(c.fwd) << "> bstp<" << stpKeyword(c.bwd) << ">\n";
-  switch (c.placement) {
-  case TunePlacement::OneToOne:
-    os << "  flexpipe.inflight per_actor affine_map<(a)[pp, s, m] -> (pp - "
-          "a)>\n";
-    break;
-  case TunePlacement::Circular:
-    os << "  flexpipe.inflight per_actor affine_map<(a)[pp, s, m] -> (s + pp "
-          "- a * 2 - 1)>\n";
-    break;
-  case TunePlacement::VShape:
-    os << "  flexpipe.inflight per_actor affine_map<(a)[pp, s, m] -> (s)>\n";
-    break;
-  case TunePlacement::VShapeBidirectional:
-    // s counts both directions' stages in the spec; the limit is one
-    // direction's.
-    os << "  flexpipe.inflight per_actor affine_map<(a)[pp, s, m] -> (s "
-          "floordiv 2)>\n";
-    break;
-  case TunePlacement::Bidirectional:
-    os << "  flexpipe.inflight per_stage affine_map<(i)[pp, s, m] -> (pp - i "
-          "mod pp)>\n";
-    break;
-  }
+  os << "  flexpipe.inflight " << rule.inflight << "\n";
   for (const std::string &check : checks)
     os << "  flexpipe.check \"" << check << "\"\n";
   if (c.separation)
