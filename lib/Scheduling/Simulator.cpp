@@ -356,77 +356,7 @@ double Simulator::waitEnd(const SimCosts &costs, int32_t id, double s,
   return end;
 }
 
-Simulator::Times Simulator::timeInOrder(const SimCosts &costs) const {
-  const int32_t n = numActors;
-  Times t;
-  t.start.assign(ops.size(), 0);
-  t.end.assign(ops.size(), 0);
-  t.cause.assign(ops.size(), -1);
-  t.busy.assign(n, 0);
-  std::vector<double> arrival(ops.size(), 0), finish(ops.size(), 0);
-  std::vector<double> clock(n, 0);
-  std::vector<int32_t> lastOp(n, -1);
-  for (int32_t id : graph.order) {
-    const Op &op = ops[id];
-    const int32_t a = op.actor;
-    double s = clock[a], e = s;
-    int32_t why = lastOp[a];
-    switch (op.kind) {
-    case OpKind::Fwd:
-    case OpKind::Bwd:
-    case OpKind::Igrad:
-    case OpKind::Wgrad:
-    case OpKind::Exec: {
-      const double d = durationOf(costs, id);
-      e = s + d;
-      t.busy[a] += d;
-      break;
-    }
-    case OpKind::SendAct:
-    case OpKind::SendGrad:
-      // Free for the sender; the message arrives later (the receiver
-      // computes when from the send's start).
-      break;
-    case OpKind::Wait:
-    case OpKind::RecvAct:
-    case OpKind::RecvGrad:
-      e = waitEnd(costs, id, s, t.start, why);
-      break;
-    case OpKind::AllGather:
-    case OpKind::Gather:
-      if (op.asyncPost) {
-        // Posted; it completes at its wait.
-      } else if (graph.lastOfGroup[id]) {
-        // Every other member is already waiting at its actor's clock; all
-        // leave when the last one has arrived.
-        double latest = s;
-        for (int32_t m = graph.groupFirst[id]; m >= 0; m = graph.groupNext[m]) {
-          if (m == id)
-            continue;
-          arrival[m] = clock[ops[m].actor];
-          if (arrival[m] > latest) {
-            latest = arrival[m];
-            why = lastOp[ops[m].actor];
-          }
-        }
-        finish[graph.groupFirst[id]] = latest + collectiveTime(costs, op);
-        e = finish[graph.groupFirst[id]];
-      } else {
-        s = arrival[id];
-        e = finish[graph.groupFirst[id]];
-      }
-      break;
-    }
-    t.start[id] = s;
-    t.end[id] = e;
-    t.cause[id] = why;
-    clock[a] = std::max(clock[a], e);
-    lastOp[a] = id;
-  }
-  return t;
-}
-
-Simulator::Times Simulator::timeShared(const SimCosts &costs) const {
+Simulator::Times Simulator::time(const SimCosts &costs) const {
   const int32_t n = numActors;
   const int32_t numOps = static_cast<int32_t>(ops.size());
   Times t;
@@ -452,8 +382,8 @@ Simulator::Times Simulator::timeShared(const SimCosts &costs) const {
     core.touchAll(); // another actor may wait for it
   };
   // Runs actor a's next op if it can: false while the actor computes, waits
-  // for an op of another actor that has not run yet, or is done. Times are
-  // those of timeInOrder; only a computation's end waits for the cores. An
+  // for an op of another actor that has not run yet, or is done. Only a
+  // computation on a shared core waits for the core's events; an
   // actor runs ahead of the core's time through everything that does not
   // compute on a shared core: its times depend only on what it waits for.
   auto step = [&](int32_t a, bool) {
@@ -541,8 +471,7 @@ Simulator::Times Simulator::timeShared(const SimCosts &costs) const {
 }
 
 SimResult Simulator::run(const SimCosts &costs) const {
-  const Times t =
-      costs.coreGroup.empty() ? timeInOrder(costs) : timeShared(costs);
+  const Times t = time(costs);
   SimResult r;
   const int32_t n = numActors;
   r.busy = t.busy;

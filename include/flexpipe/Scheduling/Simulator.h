@@ -10,8 +10,9 @@
 // per computation and per message: iteration time, busy and idle time and
 // bubble ratio per actor, the critical path, peak activation memory and total
 // memory per actor. A program is prepared once (receives matched to sends,
-// collectives grouped, a dependency order fixed); each run with new costs is
-// then one pass over flat arrays, fast enough for the tuner's inner loop.
+// collectives grouped, a dependency order fixed); each run with new costs
+// then times that graph on flat arrays, fast enough for the tuner's inner
+// loop.
 //
 // Semantics are those of Program.h: a send costs its sender nothing and its
 // message arrives `message time` later; a receive (or the wait of an
@@ -19,10 +20,10 @@
 // member arrives, plus its own duration. A computation takes its duration;
 // where ranks share a node's cores (SimCosts::coreGroup, a measured
 // cluster), those computing at once share the cores and slow each other, so
-// it takes longer. Programs are then timed as events (timeShared, on the
-// EventCore that the scheduler and gradient separation's re-timer use too)
-// instead of in one pass; with a core each and no contention both give the
-// same times. The scheduler's durations do not see sharing; lowerProblem
+// it takes longer. Programs are timed as events on the EventCore that the
+// scheduler and gradient separation's re-timer use too (one timing engine:
+// the rules of arrival, collectives and ties live there and in the helpers
+// below). The scheduler's durations do not see sharing; lowerProblem
 // (Lowering.h) lets the simulator choose between its two orders where ranks
 // share cores.
 //
@@ -239,13 +240,10 @@ private:
     std::vector<int32_t> cause;
     std::vector<double> busy;
   };
-  /// Times the ops in the graph's order, each computation taking its
-  /// duration: every actor has its own core.
-  Times timeInOrder(const SimCosts &costs) const;
-  /// Times the ops as events, computations sharing their group's cores.
-  /// With at least as many cores as actors in each group it gives what
-  /// timeInOrder gives.
-  Times timeShared(const SimCosts &costs) const;
+  /// Times the ops as events on the EventCore: computations of an actor
+  /// with a core of its own take their duration, those of a core group
+  /// share its cores.
+  Times time(const SimCosts &costs) const;
   /// The rules both share: a computation's duration, a collective's, and
   /// when a receive or wait at `s` ends (its message is there, or its
   /// asynchronous collective's last member posted plus its duration), with
