@@ -1186,11 +1186,6 @@ LogicalResult ScheduleOp::verifyRegions() {
 // Instructions
 //===----------------------------------------------------------------------===//
 
-bool FwdOp::isCompute() { return true; }
-bool BwdOp::isCompute() { return true; }
-bool IgradOp::isCompute() { return true; }
-bool WgradOp::isCompute() { return true; }
-
 int64_t SendActOp::getPeerActor() { return asSigned(getPeer()); }
 int64_t RecvActOp::getPeerActor() { return asSigned(getPeer()); }
 int64_t SendGradOp::getPeerActor() { return asSigned(getPeer()); }

@@ -391,58 +391,31 @@ ScheduleProgram flexpipe::readSchedule(ScheduleOp schedule) {
     if (id < 0 || id >= p.numActors)
       continue;
     for (Operation &op : actor.getBody().front()) {
-      sched::ProgOp entry{sched::OpKind::Wait};
+      sched::ProgOp entry{WaitOp::kOpKind};
       entry.source = static_cast<int32_t>(result.ops[id].size());
       if (auto inst = dyn_cast<InstructionOpInterface>(op)) {
+        entry.kind = inst.getOpKind();
         entry.stage = static_cast<int32_t>(inst.getStageId());
         entry.mb = static_cast<int32_t>(inst.getMicrobatchId());
         entry.peer = static_cast<int32_t>(inst.getPeerActor());
+        // Asynchronous transfers, collectives and execs return their token.
+        if (op.getNumResults() == 1)
+          entry.token = tokenOf(op.getResult(0));
       }
       llvm::TypeSwitch<Operation *>(&op)
-          .Case([&](FwdOp) { entry.kind = sched::OpKind::Fwd; })
-          .Case([&](BwdOp) { entry.kind = sched::OpKind::Bwd; })
-          .Case([&](IgradOp) { entry.kind = sched::OpKind::Igrad; })
-          .Case([&](WgradOp) { entry.kind = sched::OpKind::Wgrad; })
-          .Case([&](SendActOp o) {
-            entry.kind = sched::OpKind::SendAct;
-            entry.token = tokenOf(o.getToken());
-          })
-          .Case([&](RecvActOp o) {
-            entry.kind = sched::OpKind::RecvAct;
-            entry.token = tokenOf(o.getToken());
-          })
-          .Case([&](SendGradOp o) {
-            entry.kind = sched::OpKind::SendGrad;
-            entry.token = tokenOf(o.getToken());
-          })
-          .Case([&](RecvGradOp o) {
-            entry.kind = sched::OpKind::RecvGrad;
-            entry.token = tokenOf(o.getToken());
-          })
-          .Case([&](AllGatherOp o) {
-            entry.kind = sched::OpKind::AllGather;
-            entry.group = groupOf(o.getGroup());
-            entry.token = tokenOf(o.getToken());
-          })
+          .Case([&](AllGatherOp o) { entry.group = groupOf(o.getGroup()); })
           .Case([&](GatherOp o) {
-            entry.kind = sched::OpKind::Gather;
             entry.group = groupOf(o.getGroup());
             entry.peer = static_cast<int32_t>(o.getRoot());
-            entry.token = tokenOf(o.getToken());
           })
           .Case([&](ExecOp o) {
-            entry.kind = sched::OpKind::Exec;
-            entry.token = tokenOf(o.getToken());
             std::string name = o.getInstruction().str();
             auto it = llvm::find(p.instructions, name);
             entry.inst = static_cast<int32_t>(it - p.instructions.begin());
             if (it == p.instructions.end())
               p.instructions.push_back(std::move(name));
           })
-          .Case([&](WaitOp o) {
-            entry.kind = sched::OpKind::Wait;
-            entry.token = tokenOf(o.getToken());
-          });
+          .Case([&](WaitOp o) { entry.token = tokenOf(o.getToken()); });
       p.actors[id].push_back(entry);
       result.ops[id].push_back(&op);
     }

@@ -16,6 +16,7 @@
 
 #include "flexpipe/Scheduling/PipelineSpec.h"
 #include "flexpipe/Scheduling/Placement.h"
+#include "flexpipe/Scheduling/Program.h"
 #include "flexpipe/Scheduling/Scheduler.h"
 
 #include "mlir/Bytecode/BytecodeOpInterface.h"

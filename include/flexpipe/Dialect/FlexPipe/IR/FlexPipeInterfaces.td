@@ -26,8 +26,14 @@ def FlexPipe_InstructionOpInterface : OpInterface<"InstructionOpInterface"> {
       "int64_t", "getMicrobatchId", (ins), [{}], [{ return $_op.getMb(); }]>,
     InterfaceMethod<"The peer actor of a point-to-point transfer, or -1.",
       "int64_t", "getPeerActor", (ins), [{}], [{ return -1; }]>,
+    InterfaceMethod<"The instruction's kind in the in-memory program "
+                    "(sched::OpKind, Program.h), as its op declares it.",
+      "::flexpipe::sched::OpKind", "getOpKind", (ins), [{}],
+      [{ return std::decay_t<decltype($_op)>::kOpKind; }]>,
     InterfaceMethod<"Whether the instruction is a computation.",
-      "bool", "isCompute", (ins), [{}], [{ return false; }]>,
+      "bool", "isCompute", (ins), [{}],
+      [{ return ::flexpipe::sched::isCompute(
+             std::decay_t<decltype($_op)>::kOpKind); }]>,
   ];
 }
 

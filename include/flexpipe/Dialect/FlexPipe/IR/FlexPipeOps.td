@@ -513,18 +513,25 @@ def FlexPipe_ActorOp : FlexPipe_Op<"actor", [
   let assemblyFormat = "$id attr-dict-with-keyword $body";
 }
 
-class FlexPipe_InstOp<string mnemonic, list<Trait> traits = []>
-    : FlexPipe_Op<mnemonic, !listconcat(traits, [HasParent<"ActorOp">])>;
+// `kind`: the op's sched::OpKind (Program.h), the one table from ops to
+// the in-memory program's kinds (InstructionOpInterface::getOpKind).
+class FlexPipe_InstOp<string mnemonic, string kind, list<Trait> traits = []>
+    : FlexPipe_Op<mnemonic, !listconcat(traits, [HasParent<"ActorOp">])> {
+  let extraClassDeclaration = [{
+    static constexpr ::flexpipe::sched::OpKind kOpKind =
+        ::flexpipe::sched::OpKind::}] # kind # [{;
+  }];
+}
 
-class FlexPipe_ComputeOp<string mnemonic, string what>
-    : FlexPipe_InstOp<mnemonic, [DeclareOpInterfaceMethods<
-        FlexPipe_InstructionOpInterface, ["isCompute"]>]> {
+class FlexPipe_ComputeOp<string mnemonic, string kind, string what>
+    : FlexPipe_InstOp<mnemonic, kind, [
+        DeclareOpInterfaceMethods<FlexPipe_InstructionOpInterface>]> {
   let summary = what # " of one micro-batch on one stage";
   let arguments = (ins I64Attr:$stage, I64Attr:$mb);
   let assemblyFormat = "`stage` $stage `mb` $mb attr-dict";
 }
 
-def FlexPipe_FwdOp : FlexPipe_ComputeOp<"fwd", "forward pass"> {
+def FlexPipe_FwdOp : FlexPipe_ComputeOp<"fwd", "Fwd", "forward pass"> {
   let description = [{
     Forward pass (FwdPass) of micro-batch `mb` through stage `stage`; keeps
     the activations the backward needs.
@@ -534,7 +541,7 @@ def FlexPipe_FwdOp : FlexPipe_ComputeOp<"fwd", "forward pass"> {
     ```
   }];
 }
-def FlexPipe_BwdOp : FlexPipe_ComputeOp<"bwd", "full backward pass"> {
+def FlexPipe_BwdOp : FlexPipe_ComputeOp<"bwd", "Bwd", "full backward pass"> {
   let description = [{
     Backward pass (BwdPass): input and weight gradients together; frees the
     micro-batch's activations of this stage.
@@ -544,7 +551,7 @@ def FlexPipe_BwdOp : FlexPipe_ComputeOp<"bwd", "full backward pass"> {
     ```
   }];
 }
-def FlexPipe_IgradOp : FlexPipe_ComputeOp<"igrad", "input-gradient pass"> {
+def FlexPipe_IgradOp : FlexPipe_ComputeOp<"igrad", "Igrad", "input-gradient pass"> {
   let description = [{
     Backward for inputs only (CompInputGrad): produces the gradient sent to
     the previous stage; the activations the weight gradient needs stay alive.
@@ -554,7 +561,7 @@ def FlexPipe_IgradOp : FlexPipe_ComputeOp<"igrad", "input-gradient pass"> {
     ```
   }];
 }
-def FlexPipe_WgradOp : FlexPipe_ComputeOp<"wgrad", "weight-gradient pass"> {
+def FlexPipe_WgradOp : FlexPipe_ComputeOp<"wgrad", "Wgrad", "weight-gradient pass"> {
   let description = [{
     Backward for weights only (CompWeightGrad): accumulates this stage's
     weight gradients and frees the micro-batch's activations. Runs after the
@@ -566,8 +573,8 @@ def FlexPipe_WgradOp : FlexPipe_ComputeOp<"wgrad", "weight-gradient pass"> {
   }];
 }
 
-class FlexPipe_P2POp<string mnemonic, string dir>
-    : FlexPipe_InstOp<mnemonic, [DeclareOpInterfaceMethods<
+class FlexPipe_P2POp<string mnemonic, string kind, string dir>
+    : FlexPipe_InstOp<mnemonic, kind, [DeclareOpInterfaceMethods<
         FlexPipe_InstructionOpInterface, ["getPeerActor"]>]> {
   let arguments = (ins I64Attr:$stage, I64Attr:$mb, I64Attr:$peer);
   let results = (outs Optional<FlexPipe_TokenType>:$token);
@@ -576,7 +583,7 @@ class FlexPipe_P2POp<string mnemonic, string dir>
   let hasVerifier = 1;
 }
 
-def FlexPipe_SendActOp : FlexPipe_P2POp<"send_act", "to"> {
+def FlexPipe_SendActOp : FlexPipe_P2POp<"send_act", "SendAct", "to"> {
   let summary = "send an activation to another actor";
   let description = [{
     Sends the output of stage `stage` (on this actor) for micro-batch `mb` to
@@ -589,7 +596,7 @@ def FlexPipe_SendActOp : FlexPipe_P2POp<"send_act", "to"> {
     ```
   }];
 }
-def FlexPipe_RecvActOp : FlexPipe_P2POp<"recv_act", "from"> {
+def FlexPipe_RecvActOp : FlexPipe_P2POp<"recv_act", "RecvAct", "from"> {
   let summary = "receive an activation from another actor";
   let description = [{
     Receives the input of stage `stage` (on this actor) for micro-batch `mb`
@@ -600,7 +607,7 @@ def FlexPipe_RecvActOp : FlexPipe_P2POp<"recv_act", "from"> {
     ```
   }];
 }
-def FlexPipe_SendGradOp : FlexPipe_P2POp<"send_grad", "to"> {
+def FlexPipe_SendGradOp : FlexPipe_P2POp<"send_grad", "SendGrad", "to"> {
   let summary = "send an input gradient to another actor";
   let description = [{
     Sends the gradient with respect to the input of stage `stage` (on this
@@ -611,7 +618,7 @@ def FlexPipe_SendGradOp : FlexPipe_P2POp<"send_grad", "to"> {
     ```
   }];
 }
-def FlexPipe_RecvGradOp : FlexPipe_P2POp<"recv_grad", "from"> {
+def FlexPipe_RecvGradOp : FlexPipe_P2POp<"recv_grad", "RecvGrad", "from"> {
   let summary = "receive an output gradient from another actor";
   let description = [{
     Receives the gradient with respect to the output of stage `stage` (on
@@ -623,8 +630,9 @@ def FlexPipe_RecvGradOp : FlexPipe_P2POp<"recv_grad", "from"> {
   }];
 }
 
-class FlexPipe_CollectiveOp<string mnemonic, dag extraArgs, string extraFormat>
-    : FlexPipe_InstOp<mnemonic, [DeclareOpInterfaceMethods<
+class FlexPipe_CollectiveOp<string mnemonic, string kind, dag extraArgs,
+                            string extraFormat>
+    : FlexPipe_InstOp<mnemonic, kind, [DeclareOpInterfaceMethods<
         FlexPipe_InstructionOpInterface>]> {
   let arguments = !con((ins I64Attr:$stage, I64Attr:$mb,
                             DenseI64ArrayAttr:$group), extraArgs);
@@ -635,7 +643,7 @@ class FlexPipe_CollectiveOp<string mnemonic, dag extraArgs, string extraFormat>
 }
 
 def FlexPipe_AllGatherOp
-    : FlexPipe_CollectiveOp<"all_gather", (ins), ""> {
+    : FlexPipe_CollectiveOp<"all_gather", "AllGather", (ins), ""> {
   let summary = "all-gather synchronisation (SyncWithAllGather)";
   let description = [{
     Every actor of `group` contributes its state for the synchronisation
@@ -651,7 +659,8 @@ def FlexPipe_AllGatherOp
   }];
 }
 def FlexPipe_GatherOp
-    : FlexPipe_CollectiveOp<"gather", (ins I64Attr:$root), "`root` $root"> {
+    : FlexPipe_CollectiveOp<"gather", "Gather", (ins I64Attr:$root),
+                            "`root` $root"> {
   let summary = "gather synchronisation (SyncWithGather)";
   let description = [{
     Like `all_gather`, but only `root` (a member of the group) receives.
@@ -662,7 +671,7 @@ def FlexPipe_GatherOp
   }];
 }
 
-def FlexPipe_ExecOp : FlexPipe_InstOp<"exec", [DeclareOpInterfaceMethods<
+def FlexPipe_ExecOp : FlexPipe_InstOp<"exec", "Exec", [DeclareOpInterfaceMethods<
     FlexPipe_InstructionOpInterface>]> {
   let summary = "run a registered instruction";
   let description = [{
@@ -688,7 +697,7 @@ def FlexPipe_ExecOp : FlexPipe_InstOp<"exec", [DeclareOpInterfaceMethods<
   let hasVerifier = 1;
 }
 
-def FlexPipe_WaitOp : FlexPipe_InstOp<"wait"> {
+def FlexPipe_WaitOp : FlexPipe_InstOp<"wait", "Wait"> {
   let summary = "complete an asynchronous communication";
   let description = [{
     Blocks until the transfer that produced `token` is complete. A receive's
