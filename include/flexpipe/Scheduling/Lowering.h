@@ -39,8 +39,9 @@ struct BubbleOptimizations {
 
 /// What becomes of a scheduled program (toProgram's) before it runs: the
 /// split, separation priced by `costs`, insertCommunication and early
-/// receives, as `opts` asks. Fails with separation's error; where it ran,
-/// its figures go to `separation` (not null; its program left empty).
+/// receives, as `opts` asks. Fails with separation's error. Where
+/// separation ran and `separation` is not null, its figures go there (with
+/// an empty program: the separated one is `program`).
 llvm::Error finishProgram(Program &program, const SimCosts &costs,
                           const BubbleOptimizations &opts,
                           SeparationResult *separation = nullptr);
