@@ -88,8 +88,8 @@ void setSeparationFigures(ScheduleOp schedule,
                           llvm::StringRef unit);
 
 /// The bubble optimizations `requested` (a `flexpipe.optimize` request, or
-/// null) asks for, with their passes' defaults, as the spec-to-schedule
-/// pipeline applies them after -flexpipe-schedule (sched::finishProgram).
+/// null) asks for, with their passes' defaults, as -flexpipe-schedule{finish}
+/// applies them (sched::finishProgram) and judges the cost model's orders.
 /// Separation attempts run on `pool` when given.
 sched::BubbleOptimizations
 requestedOptimizations(mlir::DictionaryAttr requested,
