@@ -5,6 +5,7 @@ flexpipe-compile --emit=report), for every spec in schedules/ at the given
 sizes. Prints every pair over the limit and a summary line.
 
 usage: cost-vs-step.py FLEXPIPE_COMPILE SCHEDULES_DIR MODEL CLUSTER PP,.. M,..
+                       [PROFILE]
 """
 import os
 import re
@@ -12,13 +13,14 @@ import subprocess
 import sys
 
 compile_tool, schedules, model, cluster, pps, ms = sys.argv[1:7]
+profile = ["--profile", sys.argv[7]] if len(sys.argv) > 7 else []
 
 
 def seconds(spec, pp, m, time_model):
     out = subprocess.run(
         [compile_tool, spec, "--actors", str(pp), "--microbatches", str(m),
          "--model", model, "--cluster", cluster, "--time-model", time_model,
-         "--emit=report"], capture_output=True, text=True)
+         "--emit=report"] + profile, capture_output=True, text=True)
     found = re.search(r"^iteration time ([0-9.]+) (ms|s)[ ,]", out.stdout, re.M)
     if out.returncode != 0 or not found:
         return None  # a size the spec cannot serve (it says why)
