@@ -496,7 +496,8 @@ private:
   /// Collectives: per instance the number of members that must arrive, and
   /// how many have.
   std::vector<int32_t> instanceOf, instanceSize, instanceArrived;
-  /// Asynchronous receives and collectives by token: the posting op.
+  /// Asynchronous transfers and collectives by token: the posting op; for
+  /// a receive's token, the send that its wait takes.
   std::vector<int32_t> postOfToken, sendOfToken;
   /// Receives (or waits of asynchronous ones) that no send matches: they
   /// block the replay for good.
@@ -505,8 +506,9 @@ private:
   std::vector<uint8_t> mismatched;
   std::vector<Facts> have;
   std::vector<uint8_t> done;
-  /// Per send: the actor blocked on its message, or -1.
-  std::vector<int32_t> waiterOnSend;
+  /// Per send or receive: the actor blocked until it runs, or -1 (the
+  /// receiver of a send, the sender waiting on a send for its receive).
+  std::vector<int32_t> waiterOn;
   /// Per collective member: whether it has arrived.
   std::vector<uint8_t> arrived;
   /// After a replay that did not finish: each actor's position.
@@ -524,7 +526,8 @@ std::optional<VerifyFailure> Replay::match() {
     for (int32_t i = 0; i < static_cast<int32_t>(p.actors[a].size()); ++i) {
       const ProgOp &op = p.actors[a][i];
       const int32_t id = opId(a, i);
-      if (op.token >= 0 && (isReceive(op.kind) || isCollective(op.kind))) {
+      if (op.token >= 0 &&
+          (isSend(op.kind) || isReceive(op.kind) || isCollective(op.kind))) {
         if (op.token >= static_cast<int32_t>(postOfToken.size())) {
           postOfToken.resize(op.token + 1, -1);
           sendOfToken.resize(op.token + 1, -1);
@@ -565,7 +568,8 @@ void Replay::indexOps() {
   g.groupFirst.assign(numOps, -1);
   g.groupNext.assign(numOps, -1);
   g.waitsPost.assign(numOps, -1);
-  g.lastOfGroup.assign(numOps, 0);
+  g.waitsSend.assign(numOps, -1);
+  g.takenBy.assign(numOps, -1);
   instanceOf.assign(numOps, -1);
   unmatched.assign(numOps, 0);
   mismatched.assign(numOps, 0);
@@ -621,10 +625,14 @@ void Replay::joinInstance(int32_t id, const ProgOp &op) {
 
 void Replay::matchWait(int32_t id, const ProgOp &op) {
   if (op.token < 0 || op.token >= static_cast<int32_t>(postOfToken.size()))
-    return; // a send's token, or one never posted: complete at once
+    return; // an exec's token, or one never posted: complete at once
   const int32_t post = postOfToken[op.token];
   if (post < 0)
     return;
+  if (isSend(opAt(post).kind)) {
+    g.waitsSend[id] = post; // the replay finds the receive that takes it
+    return;
+  }
   if (isCollective(opAt(post).kind)) {
     g.waitsPost[id] = post;
     return;
@@ -683,6 +691,7 @@ std::optional<VerifyFailure> Replay::matchReceive(int32_t a, int32_t i) {
   // A mismatch is reported when the replay delivers the message, so that
   // the first one to happen is named.
   mismatched[id] = !matches;
+  g.takenBy[send] = id;
   if (op.token >= 0) {
     sendOfToken[op.token] = send; // its wait takes the message
   } else {
@@ -775,10 +784,8 @@ std::optional<VerifyFailure> Replay::replay() {
     have.assign(n, Facts(std::max(1, p.numMicrobatches)));
   }
   done.assign(numOps, 0);
-  waiterOnSend.assign(numOps, -1);
+  waiterOn.assign(numOps, -1);
   arrived.assign(numOps, 0);
-  g.order.clear();
-  g.order.reserve(numOps);
 
   std::vector<int32_t> pc(n), worklist(n);
   for (int32_t a = 0; a < n; ++a) {
@@ -800,7 +807,6 @@ std::optional<VerifyFailure> Replay::replay() {
     arrived[id] = 1;
     const int32_t inst = instanceOf[id];
     if (++instanceArrived[inst] == instanceSize[inst]) {
-      g.lastOfGroup[id] = opAt(id).token < 0;
       for (int32_t m = g.groupFirst[id]; m >= 0; m = g.groupNext[m])
         wake(actorOf[m]);
     }
@@ -808,18 +814,19 @@ std::optional<VerifyFailure> Replay::replay() {
   auto complete = [&](int32_t inst) {
     return instanceArrived[inst] >= instanceSize[inst];
   };
+  // Op `on` has run; otherwise actor a waits until it does.
+  auto after = [&](int32_t a, int32_t on) {
+    if (done[on])
+      return true;
+    waiterOn[on] = a;
+    return false;
+  };
   // A receive, or the wait of an asynchronous one, can take its message.
   auto ready = [&](int32_t a, int32_t id) {
     if (unmatched[id])
       return false;
     const int32_t send = g.dependsOn[id];
-    if (send < 0)
-      return true;
-    if (!done[send]) {
-      waiterOnSend[send] = a;
-      return false;
-    }
-    return true;
+    return send < 0 || after(a, send);
   };
 
   while (!worklist.empty()) {
@@ -847,15 +854,18 @@ std::optional<VerifyFailure> Replay::replay() {
         if (checkData)
           if (auto f = checkInputs(a, i))
             return f;
-        done[id] = 1; // before the waiter runs
-        if (waiterOnSend[id] >= 0)
-          wake(waiterOnSend[id]);
         break;
       case OpKind::RecvAct:
       case OpKind::RecvGrad:
       case OpKind::Wait: {
         if (op.kind == OpKind::Wait && g.waitsPost[id] >= 0) {
           advance = complete(instanceOf[g.waitsPost[id]]);
+          break;
+        }
+        if (const int32_t send = g.waitsSend[id]; send >= 0) {
+          // Delivered once its receive is posted; never, without one.
+          const int32_t recv = g.takenBy[send];
+          advance = recv >= 0 && after(a, recv);
           break;
         }
         if (op.token >= 0 && op.kind != OpKind::Wait)
@@ -881,7 +891,8 @@ std::optional<VerifyFailure> Replay::replay() {
       if (!advance)
         break;
       done[id] = 1;
-      g.order.push_back(id);
+      if (waiterOn[id] >= 0)
+        wake(waiterOn[id]);
     }
   }
   for (int32_t a = 0; a < n; ++a)
@@ -889,6 +900,16 @@ std::optional<VerifyFailure> Replay::replay() {
       for (int32_t b = 0; b < n; ++b)
         blockedAt.push_back(pc[b] - g.actorBegin[b]);
       return deadlock();
+    }
+  // The runtimes end an iteration by waiting until every send is delivered.
+  for (int32_t id = 0; id < numOps; ++id)
+    if (isSend(opAt(id).kind) && g.takenBy[id] < 0) {
+      const int32_t a = actorOf[id], i = id - g.actorBegin[a];
+      return failureAt(a, i,
+                       describeOp(p, a, i) + " is never received: actor " +
+                           std::to_string(opAt(id).peer) +
+                           " posts no receive for it, and an iteration ends "
+                           "when every send has been delivered");
     }
   return std::nullopt;
 }
@@ -916,6 +937,8 @@ int32_t Replay::waitsFor(int32_t a) const {
     return op.peer;
   int32_t collective = id;
   if (op.kind == OpKind::Wait) {
+    if (g.waitsSend[id] >= 0)
+      return opAt(g.waitsSend[id]).peer; // for the receive
     if (g.waitsPost[id] < 0) {
       const ProgOp &post =
           opAt(g.postedBy[id] >= 0 ? g.postedBy[id] : postOfToken[op.token]);
@@ -976,6 +999,16 @@ std::optional<VerifyFailure> Replay::deadlock() {
     return f;
   }
   const int32_t last = chain.back();
+  const int32_t send = g.waitsSend[g.actorBegin[last] + blockedAt[last]];
+  if (send >= 0 && g.takenBy[send] < 0) {
+    const int32_t sender = actorOf[send];
+    f.message = "the wait for " +
+                describeOp(p, sender, send - g.actorBegin[sender]) +
+                " never completes: actor " + std::to_string(opAt(send).peer) +
+                " posts no receive for it";
+    f.at.push_back({last, blockedAt[last], ""});
+    return f;
+  }
   f.message = describeOp(p, last, blockedAt[last]) + " waits for actor " +
               std::to_string(waitsFor(last)) +
               ", which finishes its program without providing it";

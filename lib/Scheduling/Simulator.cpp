@@ -338,6 +338,15 @@ double Simulator::waitEnd(const SimCosts &costs, int32_t id, double s,
         cause = m;
       }
     end = latest + collectiveTime(costs, ops[post]);
+  } else if (const int32_t sent = graph.waitsSend[id]; sent >= 0) {
+    // A send is complete when its message is in the receiver's buffer: it
+    // moves once both sides are posted, whether or not the runtime buffers
+    // messages that arrive before their receive.
+    const Op &send = ops[sent];
+    const int32_t recv = graph.takenBy[sent];
+    end = std::max(start[sent], start[recv]) +
+          costs.messageTime(numActors, send.actor, send.peer, send.stage);
+    cause = recv;
   } else if (const int32_t dep = graph.dependsOn[id]; dep >= 0) {
     // A message: sent at its send's start, posted by the receive itself, an
     // earlier asynchronous receive, or (no post) at the send.
@@ -424,6 +433,9 @@ Simulator::Times Simulator::time(const SimCosts &costs) const {
             return false;
       } else if (const int32_t dep = graph.dependsOn[id];
                  dep >= 0 && !done[dep]) {
+        return false;
+      } else if (const int32_t send = graph.waitsSend[id];
+                 send >= 0 && !done[graph.takenBy[send]]) {
         return false;
       }
       e = waitEnd(costs, id, s, t.start, why);

@@ -152,3 +152,113 @@ flexpipe.schedule @stranger actors(3) stages(2) microbatches(1) {
   flexpipe.actor 2 {
   }
 }
+
+// -----
+
+// Tests waits on sends: a send is complete once its receive is posted (MPI's
+// wait on a large message, NCCL's completion event). Each actor waits for a
+// send before it posts the receive the other one's wait needs: the 1F1B
+// steady state written with send waits deadlocks, which the verifier used to
+// accept (it completed sends at once).
+flexpipe.schedule @send_waits actors(2) stages(2) microbatches(2) {
+  flexpipe.actor 0 {
+    flexpipe.fwd stage 0 mb 0
+    flexpipe.send_act stage 0 mb 0 to 1
+    flexpipe.fwd stage 0 mb 1
+    %s = flexpipe.send_act stage 0 mb 1 to 1 : !flexpipe.token
+    // expected-error @+2 {{the programs deadlock: actors 0 1 wait for each other in a cycle}}
+    // expected-note @+1 {{actor 0 waits here for actor 1}}
+    flexpipe.wait %s
+    flexpipe.recv_grad stage 0 mb 0 from 1
+    flexpipe.bwd stage 0 mb 0
+    flexpipe.recv_grad stage 0 mb 1 from 1
+    flexpipe.bwd stage 0 mb 1
+  }
+  flexpipe.actor 1 {
+    flexpipe.recv_act stage 1 mb 0 from 0
+    flexpipe.fwd stage 1 mb 0
+    flexpipe.bwd stage 1 mb 0
+    %g = flexpipe.send_grad stage 1 mb 0 to 0 : !flexpipe.token
+    // expected-note @+1 {{actor 1 waits here for actor 0}}
+    flexpipe.wait %g
+    flexpipe.recv_act stage 1 mb 1 from 0
+    flexpipe.fwd stage 1 mb 1
+    flexpipe.bwd stage 1 mb 1
+    flexpipe.send_grad stage 1 mb 1 to 0
+  }
+}
+
+// -----
+
+// Tests the same programs with the receive posted before the wait (an
+// asynchronous receive): they verify.
+flexpipe.schedule @send_waits_posted actors(2) stages(2) microbatches(2) {
+  flexpipe.actor 0 {
+    flexpipe.fwd stage 0 mb 0
+    flexpipe.send_act stage 0 mb 0 to 1
+    flexpipe.fwd stage 0 mb 1
+    %s = flexpipe.send_act stage 0 mb 1 to 1 : !flexpipe.token
+    %r = flexpipe.recv_grad stage 0 mb 0 from 1 : !flexpipe.token
+    flexpipe.wait %s
+    flexpipe.wait %r
+    flexpipe.bwd stage 0 mb 0
+    flexpipe.recv_grad stage 0 mb 1 from 1
+    flexpipe.bwd stage 0 mb 1
+  }
+  flexpipe.actor 1 {
+    flexpipe.recv_act stage 1 mb 0 from 0
+    flexpipe.fwd stage 1 mb 0
+    flexpipe.bwd stage 1 mb 0
+    %g = flexpipe.send_grad stage 1 mb 0 to 0 : !flexpipe.token
+    flexpipe.wait %g
+    flexpipe.recv_act stage 1 mb 1 from 0
+    flexpipe.fwd stage 1 mb 1
+    flexpipe.bwd stage 1 mb 1
+    flexpipe.send_grad stage 1 mb 1 to 0
+  }
+}
+
+// -----
+
+// Tests a wait on a send that nothing receives.
+flexpipe.schedule @send_wait_unreceived actors(3) stages(2) microbatches(1) {
+  flexpipe.actor 0 {
+    flexpipe.fwd stage 0 mb 0
+    flexpipe.send_act stage 0 mb 0 to 1
+    %s = flexpipe.send_act stage 0 mb 0 to 2 : !flexpipe.token
+    // expected-error @+1 {{the wait for send_act stage 0 mb 0 to 2 on actor 0 never completes: actor 2 posts no receive for it}}
+    flexpipe.wait %s
+    flexpipe.recv_grad stage 0 mb 0 from 1
+    flexpipe.bwd stage 0 mb 0
+  }
+  flexpipe.actor 1 {
+    flexpipe.recv_act stage 1 mb 0 from 0
+    flexpipe.fwd stage 1 mb 0
+    flexpipe.bwd stage 1 mb 0
+    flexpipe.send_grad stage 1 mb 0 to 0
+  }
+  flexpipe.actor 2 {
+  }
+}
+
+// -----
+
+// Tests a send that nothing receives: the iteration's final wait for every
+// send would never end.
+flexpipe.schedule @unreceived actors(3) stages(2) microbatches(1) {
+  flexpipe.actor 0 {
+    flexpipe.fwd stage 0 mb 0
+    flexpipe.send_act stage 0 mb 0 to 1
+    // expected-error @+1 {{send_act stage 0 mb 0 to 2 on actor 0 is never received: actor 2 posts no receive for it, and an iteration ends when every send has been delivered}}
+    flexpipe.send_act stage 0 mb 0 to 2
+    flexpipe.recv_grad stage 0 mb 0 from 1
+    flexpipe.bwd stage 0 mb 0
+  }
+  flexpipe.actor 1 {
+    flexpipe.recv_act stage 1 mb 0 from 0
+    flexpipe.fwd stage 1 mb 0
+    flexpipe.bwd stage 1 mb 0
+    flexpipe.send_grad stage 1 mb 0 to 0
+  }  flexpipe.actor 2 {
+  }
+}

@@ -506,6 +506,27 @@ TEST_CASE("a measured cluster file reads back as written", "[costmodel]") {
         "c.yaml:10:7: error: missing key 'heads' in a measured layer");
 }
 
+TEST_CASE("a wait on a send ends when its message is in the receive",
+          "[simulator][async]") {
+  // The hand program's actor 0: F0, send 0, F1, send 1, recv grad 0, B0,
+  // recv grad 1, B1. Its second send gets a wait right after it.
+  Program program = handProgram();
+  auto &ops = program.actors[0];
+  REQUIRE(ops[3].kind == OpKind::SendAct);
+  ops[3].token = 0;
+  ProgOp wait{OpKind::Wait};
+  wait.token = 0;
+  ops.insert(ops.begin() + 4, wait);
+  REQUIRE_FALSE(verify(program).has_value());
+  // Actor 1 posts the receive of activation 1 after B0, at 6.5 (the
+  // hand-computed case's times): the message moves then and takes 0.5, so
+  // actor 0 leaves the wait at 7, not when it sent at 2.
+  SimResult r = simulate(program, handCosts(program));
+  CHECK(r.start[0][4] == Approx(2));
+  CHECK(r.start[0][5] == Approx(7));
+  CHECK(r.iterationTime == Approx(14));
+}
+
 TEST_CASE("receives posted early keep the program and help rendezvous",
           "[simulator][async]") {
   // The hand program's actor 1: recv F0, F0, B0, send grad 0, recv F1, F1,

@@ -12,7 +12,12 @@
 // functions and map results back; the tuner and benchmarks call them directly.
 //
 // Runtime semantics that insertion targets and the verifier replays:
-//  - a send never waits for its receive (eager/buffered; MPI_Isend);
+//  - a send is posted where it stands and the actor goes on (MPI_Isend,
+//    ncclSend on a side stream); the message is delivered once its receive
+//    is posted. An asynchronous send (with a token) blocks at its wait until
+//    then, as MPI_Wait and NCCL's completion event do; every other send must
+//    be delivered by the end of the iteration (the runtime's final wait), so
+//    every send needs a receive;
 //  - a receive blocks until its message has arrived; an asynchronous one
 //    (with a token) is posted where it stands and blocks at its wait;
 //  - a message is identified by its sender, receiver, kind (activation or
@@ -174,13 +179,11 @@ struct ProgramGraph {
   std::vector<int32_t> groupFirst, groupNext;
   /// Per wait of an asynchronous collective: the op that posted it; -1.
   std::vector<int32_t> waitsPost;
-  /// Per blocking collective: whether its arrival completes its instance
-  /// (it comes first in `order`, the members already waiting after it).
-  std::vector<uint8_t> lastOfGroup;
-  /// Every op once, each after its actor's previous op, a receive or wait
-  /// after its send, and a blocking collective's members after the one that
-  /// completes it.
-  std::vector<int32_t> order;
+  /// Per wait of an asynchronous send: that send; -1 for other ops.
+  std::vector<int32_t> waitsSend;
+  /// Per send: the receive that takes its message (a blocking receive or an
+  /// asynchronous post); -1 for other ops and for a send nothing receives.
+  std::vector<int32_t> takenBy;
 
   int32_t numOps() const { return actorBegin.empty() ? 0 : actorBegin.back(); }
 };
@@ -191,8 +194,8 @@ struct ProgramGraph {
 /// computation and send finds its inputs in program order (verify() does;
 /// programs that insertCommunication made from a schedule satisfy it by
 /// construction). Returns the first failure: a receive that would take
-/// another message, a deadlock cycle, or an actor waiting for one that
-/// finished.
+/// another message, a deadlock cycle, an actor waiting for one that
+/// finished, or a send that no receive takes.
 std::optional<VerifyFailure> buildGraph(const Program &program,
                                         ChannelRule rule, ProgramGraph &graph,
                                         bool checkData = false);

@@ -587,8 +587,10 @@ def FlexPipe_SendActOp : FlexPipe_P2POp<"send_act", "SendAct", "to"> {
   let summary = "send an activation to another actor";
   let description = [{
     Sends the output of stage `stage` (on this actor) for micro-batch `mb` to
-    actor `peer`. Blocking without a result; asynchronous with a
-    `!flexpipe.token` result that a `flexpipe.wait` completes.
+    actor `peer`. The send is posted and the actor goes on; the message is
+    delivered once `peer` posts the matching receive, and the iteration ends
+    when every send has been delivered. With a `!flexpipe.token` result, a
+    `flexpipe.wait` on it blocks until the message is delivered.
 
     ```mlir
     flexpipe.send_act stage 0 mb 3 to 1
@@ -701,8 +703,10 @@ def FlexPipe_WaitOp : FlexPipe_InstOp<"wait", "Wait"> {
   let summary = "complete an asynchronous communication";
   let description = [{
     Blocks until the transfer that produced `token` is complete. A receive's
-    data may be used only after its wait; a send's buffer may be reused only
-    after its wait.
+    data may be used only after its wait. A send is complete when its message
+    is delivered, which needs the receiver to have posted the receive: waiting
+    for a send before posting a receive that the peer is waiting for
+    deadlocks (`-flexpipe-verify-schedule` reports it).
 
     ```mlir
     %t = flexpipe.recv_act stage 1 mb 0 from 0 : !flexpipe.token

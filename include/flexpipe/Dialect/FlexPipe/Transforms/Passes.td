@@ -285,11 +285,13 @@ def InsertCommPass : Pass<"flexpipe-insert-comm", "mlir::ModuleOp"> {
     transfers are left alone.
 
     The programs target these runtime semantics, which
-    `-flexpipe-verify-schedule` replays: a send never waits for its receive; a
-    receive blocks until its message arrives; messages of one kind from one
-    sending stage to one actor arrive in the order they were sent. Under them
-    a schedule computed by `-flexpipe-schedule` cannot deadlock: every receive
-    waits for a send that the scheduler placed earlier in time.
+    `-flexpipe-verify-schedule` replays: a send is posted and the actor goes
+    on; a message is delivered once its receive is posted, and an iteration
+    ends when every send has been delivered; a receive blocks until its
+    message arrives; messages of one kind from one sending stage to one actor
+    arrive in the order they were sent. Under them a schedule computed by
+    `-flexpipe-schedule` cannot deadlock: every receive waits for a send that
+    the scheduler placed earlier in time.
 
     ```mlir
     flexpipe.actor 0 {
@@ -310,7 +312,11 @@ def VerifySchedulePass : Pass<"flexpipe-verify-schedule", "mlir::ModuleOp"> {
     at `-flexpipe-insert-comm` and checks that every computation's inputs are
     computed or received on its actor before it runs, that every forward's
     backward is completed, that sends and receives match one to one and in the
-    same order per channel, and that all programs run to their end. A deadlock
+    same order per channel, that every send is received, and that all
+    programs run to their end. A `flexpipe.wait` on a send completes once the
+    receiver has posted the receive (MPI's wait on a large message and NCCL's
+    completion event need that much): an actor that waits for a send before
+    posting what its peer waits for deadlocks. A deadlock
     is reported as one error with a note at each op of the wait cycle. The IR
     is not changed.
 
