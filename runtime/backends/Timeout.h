@@ -8,8 +8,10 @@
 //
 // The liveness rule of every backend: a rank that waits longer than
 // FLEXPIPE_TIMEOUT seconds (default 300) for a peer stops the job, naming
-// what it waited for. Header-only: the CPU and CUDA backends and the
-// bootstrap test include it.
+// what it waited for. A wait that covers much work at once (the CUDA
+// backend's host waits for a whole iteration) counts the time since the last
+// progress instead (ProgressDeadline). Header-only: the CPU and CUDA backends
+// and the bootstrap test include it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,6 +20,7 @@
 
 #include <cerrno>
 #include <cmath>
+#include <cstddef>
 #include <cstdlib>
 #include <string>
 
@@ -50,6 +53,34 @@ inline std::string timeoutFromEnv(double &seconds) {
     return {};
   return parseSeconds("FLEXPIPE_TIMEOUT", text, seconds);
 }
+
+/// When a wait gives up: after `timeout` seconds without progress, not
+/// after `timeout` seconds in all, so that a long iteration that keeps
+/// moving never times out while a stuck peer still does. The caller polls
+/// with its clock (seconds, any origin) and a count of the pieces of work
+/// seen complete so far (never decreasing); any increase is progress. Pure,
+/// so that a test can drive it with a fake clock.
+class ProgressDeadline {
+public:
+  ProgressDeadline(double timeout, double now, size_t completed = 0)
+      : timeout(timeout), lastProgress(now), lastCompleted(completed) {}
+
+  /// Whether the wait should give up at `now`, given `completed`.
+  bool expired(double now, size_t completed) {
+    if (completed != lastCompleted) {
+      lastCompleted = completed;
+      lastProgress = now;
+    }
+    return idle(now) > timeout;
+  }
+  /// Seconds since the last progress (or the start).
+  double idle(double now) const { return now - lastProgress; }
+
+private:
+  double timeout;
+  double lastProgress;
+  size_t lastCompleted;
+};
 
 } // namespace flexpipe::rt
 

@@ -847,8 +847,9 @@ double train(flexpipe_rt &rt, const Checkpoint &identity,
   return totalSeconds;
 }
 
-/// Rank 0 prints the mean iteration time and every rank's peak activation
-/// memory. Collective.
+/// Rank 0 prints the mean iteration time, every rank's peak activation
+/// memory (the bytes the executor and the layers hold) and what the backend
+/// measured of its device memory (Comm::measuredMemory). Collective.
 void printSummary(flexpipe_rt &rt, double totalSeconds) {
   Comm &comm = *rt.comm;
   const int64_t ran = rt.options.iterations - rt.firstIteration;
@@ -864,6 +865,24 @@ void printSummary(flexpipe_rt &rt, double totalSeconds) {
       std::printf(" %.1f KiB", bytes / 1024);
     std::printf("\n");
   }
+  // Every rank has the same backend, so the same list (or none).
+  const std::vector<std::pair<std::string, double>> measured =
+      comm.measuredMemory();
+  if (measured.empty()) {
+    std::fflush(stdout);
+    return;
+  }
+  std::vector<double> all(measured.size() * comm.size(), 0.0);
+  for (size_t i = 0; i < measured.size(); ++i)
+    all[i * comm.size() + comm.rank()] = measured[i].second;
+  comm.allreduceSum(all.data(), all.size());
+  if (comm.rank() == 0)
+    for (size_t i = 0; i < measured.size(); ++i) {
+      std::printf("%s per rank:", measured[i].first.c_str());
+      for (int r = 0; r < comm.size(); ++r)
+        std::printf(" %.1f MiB", all[i * comm.size() + r] / (1 << 20));
+      std::printf("\n");
+    }
   std::fflush(stdout);
 }
 

@@ -13,45 +13,18 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
-#include <numeric>
 
 using namespace flexpipe::rt;
 
 namespace {
 
-//===----------------------------------------------------------------------===//
-// Deterministic random numbers
-//===----------------------------------------------------------------------===//
-
-uint64_t splitmix(uint64_t &state) {
-  uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
-uint64_t hashName(const std::string &name) {
-  uint64_t h = 1469598103934665603ULL; // FNV-1a
-  for (char c : name)
-    h = (h ^ static_cast<uint8_t>(c)) * 1099511628211ULL;
-  return h;
-}
-
-/// N(0, std^2) values from a seed and a parameter name (Box-Muller).
-void initNormal(Tensor &t, uint64_t seed, const std::string &name, float std) {
-  uint64_t state = seed ^ hashName(name);
-  for (size_t i = 0; i < t.size(); i += 2) {
-    const double u1 = (static_cast<double>(splitmix(state) >> 11) + 1) / 9007199254740993.0;
-    const double u2 = static_cast<double>(splitmix(state) >> 11) / 9007199254740992.0;
-    const double r = std::sqrt(-2 * std::log(u1));
-    t[i] = static_cast<float>(std * r * std::cos(2 * M_PI * u2));
-    if (i + 1 < t.size())
-      t[i + 1] = static_cast<float>(std * r * std::sin(2 * M_PI * u2));
-  }
-}
-
-Parameter makeParameter(const std::string &name, size_t size) {
-  return Parameter{name, Tensor(size, 0.0f), Tensor(size, 0.0f)};
+/// Moves a layer's initial parameters (ModelData.cpp) into its members, in
+/// the order of its parameters().
+void initialise(const std::vector<Parameter *> &members,
+                std::vector<Parameter> initial) {
+  assert(members.size() == initial.size());
+  for (size_t i = 0; i < members.size(); ++i)
+    *members[i] = std::move(initial[i]);
 }
 
 //===----------------------------------------------------------------------===//
@@ -127,22 +100,7 @@ class Embedding final : public Layer {
 public:
   Embedding(const GptConfig &c, VocabSlice slice)
       : config(c), slice(slice), withPosition(slice.part == 0) {
-    // The slice's rows of the whole table, drawn as the whole is drawn.
-    const std::string name = c.prefix + "embedding.token";
-    Tensor whole(c.vocab * c.hidden);
-    initNormal(whole, c.seed, name, 0.02f);
-    token = makeParameter(slice.whole(c.vocab)
-                              ? name
-                              : sliceName(name, slice.begin, slice.end, 0,
-                                          c.hidden, c.vocab, c.hidden),
-                          slice.size() * c.hidden);
-    std::copy(whole.begin() + slice.begin * c.hidden,
-              whole.begin() + slice.end * c.hidden, token.value.begin());
-    if (withPosition) {
-      position =
-          makeParameter(c.prefix + "embedding.position", c.seq * c.hidden);
-      initNormal(position.value, c.seed, position.name, 0.02f);
-    }
+    initialise(parameters(), embeddingParameters(c, slice));
   }
   float forward(int64_t mb, const Batch &batch, const Tensor &,
                 Tensor &out) override {
@@ -208,24 +166,7 @@ private:
 class Block final : public Layer {
 public:
   Block(const GptConfig &c, int64_t index) : config(c) {
-    const int64_t h = c.hidden;
-    const std::string p = c.prefix + "block" + std::to_string(index) + ".";
-    ln1g = makeParameter(p + "ln1.gain", h);
-    ln1b = makeParameter(p + "ln1.bias", h);
-    wqkv = makeParameter(p + "attn.qkv.weight", h * 3 * h);
-    bqkv = makeParameter(p + "attn.qkv.bias", 3 * h);
-    wo = makeParameter(p + "attn.out.weight", h * h);
-    bo = makeParameter(p + "attn.out.bias", h);
-    ln2g = makeParameter(p + "ln2.gain", h);
-    ln2b = makeParameter(p + "ln2.bias", h);
-    w1 = makeParameter(p + "mlp.fc1.weight", h * 4 * h);
-    b1 = makeParameter(p + "mlp.fc1.bias", 4 * h);
-    w2 = makeParameter(p + "mlp.fc2.weight", 4 * h * h);
-    b2 = makeParameter(p + "mlp.fc2.bias", h);
-    std::fill(ln1g.value.begin(), ln1g.value.end(), 1.0f);
-    std::fill(ln2g.value.begin(), ln2g.value.end(), 1.0f);
-    for (Parameter *w : {&wqkv, &wo, &w1, &w2})
-      initNormal(w->value, c.seed, w->name, 0.02f);
+    initialise(parameters(), blockParameters(c, index));
   }
 
   float forward(int64_t mb, const Batch &, const Tensor &in,
@@ -339,10 +280,8 @@ private:
 /// The final LayerNorm.
 class FinalNorm final : public Layer {
 public:
-  explicit FinalNorm(const GptConfig &c)
-      : config(c), gain(makeParameter(c.prefix + "head.ln.gain", c.hidden)),
-        bias(makeParameter(c.prefix + "head.ln.bias", c.hidden)) {
-    std::fill(gain.value.begin(), gain.value.end(), 1.0f);
+  explicit FinalNorm(const GptConfig &c) : config(c) {
+    initialise(parameters(), finalNormParameters(c));
   }
   float forward(int64_t mb, const Batch &, const Tensor &in,
                 Tensor &out) override {
@@ -447,11 +386,7 @@ private:
 class TowerHead final : public Layer {
 public:
   explicit TowerHead(const GptConfig &c)
-      : config(c), norm(c),
-        projection(
-            makeParameter(c.prefix + "head.projection", c.hidden * c.embed)) {
-    initNormal(projection.value, c.seed, projection.name, 0.02f);
-  }
+      : config(c), norm(c), projection(towerProjectionParameter(c)) {}
   float forward(int64_t mb, const Batch &batch, const Tensor &in,
                 Tensor &out) override {
     const int64_t b = config.microBatch, seq = config.seq, h = config.hidden;
@@ -522,81 +457,6 @@ private:
 //===----------------------------------------------------------------------===//
 // Public API
 //===----------------------------------------------------------------------===//
-
-Batch flexpipe::rt::makeBatch(const GptConfig &config, int64_t iteration,
-                              int64_t microbatch) {
-  // The bigram to learn: a fixed permutation of the vocabulary.
-  std::vector<int32_t> next(config.vocab);
-  std::iota(next.begin(), next.end(), 0);
-  uint64_t state = config.seed ^ 0x5eedULL;
-  for (int64_t i = config.vocab - 1; i > 0; --i)
-    std::swap(next[i], next[splitmix(state) % (i + 1)]);
-
-  Batch batch;
-  batch.tokens.resize(config.tokens());
-  batch.targets.resize(config.tokens());
-  for (int64_t b = 0; b < config.microBatch; ++b) {
-    uint64_t s = config.seed ^ (static_cast<uint64_t>(iteration) << 40) ^
-                 (static_cast<uint64_t>(microbatch) << 20) ^
-                 static_cast<uint64_t>(b);
-    int32_t token = static_cast<int32_t>(splitmix(s) % config.vocab);
-    for (int64_t i = 0; i < config.seq; ++i) {
-      batch.tokens[b * config.seq + i] = token;
-      token = next[token];
-      batch.targets[b * config.seq + i] = token;
-    }
-  }
-  return batch;
-}
-
-Batch flexpipe::rt::makeTowerBatch(const GptConfig &config, int tower,
-                                   int64_t iteration, int64_t microbatch) {
-  // The micro-batch's classes: distinct (a prefix of a shuffle of all
-  // classes), so that each sample matches only its own pair; they depend on
-  // the micro-batch alone, so both towers agree.
-  std::vector<int64_t> classes(kPairClasses);
-  std::iota(classes.begin(), classes.end(), 0);
-  uint64_t state = config.seed ^ 0xc1a55ULL ^
-                   (static_cast<uint64_t>(iteration) << 40) ^
-                   (static_cast<uint64_t>(microbatch) << 20);
-  for (int64_t i = kPairClasses - 1; i > 0; --i)
-    std::swap(classes[i], classes[splitmix(state) % (i + 1)]);
-  // The noise differs per tower.
-  uint64_t noise = state ^ (static_cast<uint64_t>(tower + 1) << 60);
-  Batch batch;
-  batch.tokens.resize(config.tokens());
-  for (int64_t b = 0; b < config.microBatch; ++b) {
-    const uint64_t cls = static_cast<uint64_t>(classes[b % kPairClasses]);
-    for (int64_t i = 0; i < config.seq; ++i) {
-      uint64_t p = config.seed ^ 0x70e4ULL ^
-                   (static_cast<uint64_t>(tower) << 48) ^ (cls << 24) ^
-                   static_cast<uint64_t>(i);
-      const uint64_t prototype = splitmix(p) % config.vocab;
-      const uint64_t r = splitmix(noise);
-      batch.tokens[b * config.seq + i] = static_cast<int32_t>(
-          r % 4 == 0 ? (r >> 8) % config.vocab : prototype);
-    }
-  }
-  return batch;
-}
-
-VocabSlice flexpipe::rt::vocabSlice(int64_t vocab, int part, int parts) {
-  const int64_t base = vocab / parts, extra = vocab % parts;
-  VocabSlice slice;
-  slice.begin = part * base + std::min<int64_t>(part, extra);
-  slice.end = slice.begin + base + (part < extra ? 1 : 0);
-  slice.part = part;
-  slice.parts = parts;
-  return slice;
-}
-
-std::string flexpipe::rt::sliceName(const std::string &name, int64_t r0,
-                                    int64_t r1, int64_t c0, int64_t c1,
-                                    int64_t rows, int64_t cols) {
-  return name + "[" + std::to_string(r0) + ":" + std::to_string(r1) + "," +
-         std::to_string(c0) + ":" + std::to_string(c1) + "]/" +
-         std::to_string(rows) + "x" + std::to_string(cols);
-}
 
 std::unique_ptr<Layer> flexpipe::rt::makeEmbedding(const GptConfig &config,
                                                    VocabSlice slice) {
@@ -700,20 +560,7 @@ float flexpipe::rt::contrastiveLoss(const Tensor &a, const Tensor &b,
 }
 
 VocabHead::VocabHead(const GptConfig &c, VocabSlice slice)
-    : config(c), slice(slice) {
-  // The slice's columns of the whole hidden x vocab matrix.
-  const std::string name = c.prefix + "head.weight";
-  Tensor whole(c.hidden * c.vocab);
-  initNormal(whole, c.seed, name, 0.02f);
-  weight = makeParameter(slice.whole(c.vocab)
-                             ? name
-                             : sliceName(name, 0, c.hidden, slice.begin,
-                                         slice.end, c.hidden, c.vocab),
-                         c.hidden * slice.size());
-  for (int64_t r = 0; r < c.hidden; ++r)
-    std::copy_n(whole.data() + r * c.vocab + slice.begin, slice.size(),
-                weight.value.data() + r * slice.size());
-}
+    : config(c), slice(slice), weight(vocabHeadParameter(c, slice)) {}
 
 std::vector<double> VocabHead::forward(int64_t mb, const Batch &batch,
                                        const Tensor &hidden) {

@@ -7,7 +7,8 @@
 //===----------------------------------------------------------------------===//
 //
 // Catch2 tests of runtime/backends/cuda/Bootstrap.cpp, which needs no GPU:
-// launch environment, rendezvous file, process liveness and the watchdog.
+// launch environment, rendezvous file, process liveness and the watchdog;
+// and of Timeout.h's rule that a wait gives up only without progress.
 // Run by test/Runtime/bootstrap.test.
 //
 //===----------------------------------------------------------------------===//
@@ -294,4 +295,65 @@ TEST_CASE("watchdog", "[bootstrap]") {
     CHECK(failed().empty());
     Watchdog::Scope none(nullptr, "nothing", 0); // no watchdog: no effect
   }
+}
+
+TEST_CASE("timeout: measured from the last progress", "[timeout]") {
+  // A fake clock: seconds passed to each poll.
+  ProgressDeadline deadline(10, 100.0);
+  CHECK(!deadline.expired(105, 0));
+  CHECK(!deadline.expired(110, 0)); // 10 s idle: not more than the timeout
+  CHECK(deadline.expired(110.5, 0));
+  CHECK(deadline.idle(110.5) == 10.5);
+
+  // Progress (a larger count) restarts the clock, however long the wait.
+  ProgressDeadline moving(10, 0.0);
+  size_t completed = 0;
+  for (double now = 1; now < 1000; now += 9)
+    REQUIRE(!moving.expired(now, ++completed));
+  CHECK(moving.idle(1000) < 10);
+  // Then nothing completes for longer than the timeout.
+  CHECK(!moving.expired(1000, completed));
+  CHECK(moving.expired(1009.5, completed));
+  CHECK(moving.idle(1009.5) == Approx(18.5)); // since the poll at 991
+
+  // The count at the start is the baseline, not progress.
+  ProgressDeadline late(10, 0.0, 7);
+  CHECK(late.expired(11, 7));
+  CHECK(!late.expired(12, 8));
+}
+
+TEST_CASE("launch environment: a host id per rank when ranks share GPUs",
+          "[bootstrap]") {
+  LaunchEnv env;
+  REQUIRE(launch({{"RANK", "5"},
+                  {"WORLD_SIZE", "8"},
+                  {"LOCAL_RANK", "1"},
+                  {"LOCAL_WORLD_SIZE", "4"},
+                  {"FLEXPIPE_NCCL_ID_FILE", "/shared/id"}},
+                 env) == "");
+  CHECK(env.localWorld == 4);
+  // Four ranks on this machine: one GPU each needs no host id.
+  CHECK(hostIdForSharedGpu(env, 4, "node1", nullptr) == "");
+  CHECK(hostIdForSharedGpu(env, 8, "node1", nullptr) == "");
+  // Fewer GPUs: a host of its own, unless the user chose one.
+  CHECK(hostIdForSharedGpu(env, 1, "node1", nullptr) == "flexpipe-node1-rank5");
+  CHECK(hostIdForSharedGpu(env, 3, "node1", nullptr) == "flexpipe-node1-rank5");
+  CHECK(hostIdForSharedGpu(env, 1, "node1", "mine") == "");
+  // No GPU, or an unknown local rank count: nothing to decide.
+  CHECK(hostIdForSharedGpu(env, 0, "node1", nullptr) == "");
+  LaunchEnv unknown;
+  REQUIRE(launch({{"RANK", "1"},
+                  {"WORLD_SIZE", "2"},
+                  {"FLEXPIPE_NCCL_ID_FILE", "/shared/id"}},
+                 unknown) == "");
+  CHECK(unknown.localWorld == 0);
+  CHECK(hostIdForSharedGpu(unknown, 1, "node1", nullptr) == "");
+  // LOCAL_WORLD_SIZE must hold LOCAL_RANK.
+  CHECK(launch({{"RANK", "1"},
+                {"WORLD_SIZE", "2"},
+                {"LOCAL_RANK", "1"},
+                {"LOCAL_WORLD_SIZE", "1"},
+                {"FLEXPIPE_NCCL_ID_FILE", "/shared/id"}},
+               env) == "LOCAL_WORLD_SIZE must be a positive integer above "
+                       "LOCAL_RANK (1), not '1'");
 }

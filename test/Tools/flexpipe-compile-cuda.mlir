@@ -59,10 +59,11 @@
 // RANKS-NEXT: actor 1: rank 1 of 4, local 1 of 4, args --iterations 3, id file set, run set, host id unset
 // RANKS-NEXT: actor 1: rank 3 of 4, local 3 of 4, args --iterations 3, id file set, run set, host id unset
 
-// Machine 1 of 2 starts ranks 2 and 3; one NCCL host id per rank on request.
-// RUN: env FLEXPIPE_NNODES=2 FLEXPIPE_NODE_RANK=1 FLEXPIPE_RUN_ID=job7 FLEXPIPE_NCCL_ID_FILE=%t/id FLEXPIPE_HOSTID_PER_RANK=1 %t/fake/run-env.sh | sort | FileCheck %s --check-prefix=NODE
-// NODE:      actor 0: rank 2 of 4, local 0 of 2, args , id file set, run set, host id flexpipe-{{.*}}-rank2
-// NODE-NEXT: actor 1: rank 3 of 4, local 1 of 2, args , id file set, run set, host id flexpipe-{{.*}}-rank3
+// Machine 1 of 2 starts ranks 2 and 3. The launcher sets no NCCL host id: the
+// ranks do, from LOCAL_WORLD_SIZE and the GPUs they see (bootstrap.test).
+// RUN: env FLEXPIPE_NNODES=2 FLEXPIPE_NODE_RANK=1 FLEXPIPE_RUN_ID=job7 FLEXPIPE_NCCL_ID_FILE=%t/id %t/fake/run-env.sh | sort | FileCheck %s --check-prefix=NODE
+// NODE:      actor 0: rank 2 of 4, local 0 of 2, args , id file set, run set, host id unset
+// NODE-NEXT: actor 1: rank 3 of 4, local 1 of 2, args , id file set, run set, host id unset
 // RUN: not env FLEXPIPE_NNODES=2 %t/fake/run-env.sh 2>&1 | FileCheck %s --check-prefix=SHARED
 // SHARED: run-env.sh: on several machines set FLEXPIPE_NCCL_ID_FILE (on a shared file system) and FLEXPIPE_RUN_ID (the same on every machine)
 // RUN: not env FLEXPIPE_NNODES=3 %t/fake/run-env.sh 2>&1 | FileCheck %s --check-prefix=NODES

@@ -135,6 +135,14 @@ std::string flexpipe::rt::readLaunchEnv(const Getenv &getenv, bool withMpi,
              std::string(local) + "'";
     env.localRank = static_cast<int>(l);
   }
+  if (const char *local = value("LOCAL_WORLD_SIZE")) {
+    const long long l = parseCount(local);
+    if (l < 1 || l > 1 << 20 || env.localRank >= l)
+      return "LOCAL_WORLD_SIZE must be a positive integer above LOCAL_RANK (" +
+             std::to_string(env.localRank) + "), not '" + std::string(local) +
+             "'";
+    env.localWorld = static_cast<int>(l);
+  }
   if (const char *file = value("FLEXPIPE_NCCL_ID_FILE"))
     env.idFile = file;
   if (const char *run = value("FLEXPIPE_RUN_ID"))
@@ -147,6 +155,14 @@ std::string flexpipe::rt::readLaunchEnv(const Getenv &getenv, bool withMpi,
     if (c == ' ' || c == '\n' || c == '\t')
       return "FLEXPIPE_RUN_ID must not contain white space";
   return {};
+}
+
+std::string flexpipe::rt::hostIdForSharedGpu(const LaunchEnv &env, int devices,
+                                             const std::string &host,
+                                             const char *current) {
+  if (current || devices < 1 || env.localWorld <= devices)
+    return {};
+  return "flexpipe-" + host + "-rank" + std::to_string(env.rank);
 }
 
 std::string flexpipe::rt::formatIdFile(const std::string &runId, int world,

@@ -44,6 +44,9 @@ struct LaunchEnv {
   /// local rank come from MPI, the NCCL id from MPI_Bcast.
   bool mpi = false;
   int rank = 0, world = 1, localRank = 0;
+  /// The ranks on this machine (LOCAL_WORLD_SIZE, MPI's shared-memory
+  /// communicator); 0 when unknown.
+  int localWorld = 0;
   std::string idFile;   ///< FLEXPIPE_NCCL_ID_FILE
   std::string runId;    ///< FLEXPIPE_RUN_ID: tells this run's id file apart
   double timeout = kDefaultTimeout; ///< FLEXPIPE_TIMEOUT, seconds
@@ -55,9 +58,19 @@ bool startedByMpi(const Getenv &getenv);
 
 /// Reads FLEXPIPE_BOOTSTRAP (mpi, env or unset: mpi when an MPI launcher
 /// started the process and `withMpi`), RANK, WORLD_SIZE, LOCAL_RANK,
-/// FLEXPIPE_NCCL_ID_FILE, FLEXPIPE_RUN_ID and FLEXPIPE_TIMEOUT. Returns ""
-/// or what is wrong.
+/// LOCAL_WORLD_SIZE, FLEXPIPE_NCCL_ID_FILE, FLEXPIPE_RUN_ID and
+/// FLEXPIPE_TIMEOUT. Returns "" or what is wrong.
 std::string readLaunchEnv(const Getenv &getenv, bool withMpi, LaunchEnv &env);
+
+/// NCCL refuses two ranks of one communicator on one GPU ("Duplicate GPU
+/// detected") unless they look like different hosts. When this machine's
+/// ranks outnumber its `devices` GPUs, returns the NCCL_HOSTID that makes
+/// this rank a host of its own (`host` names the machine; NCCL then
+/// connects the ranks over sockets); "" when each rank has a GPU, the local
+/// rank count is unknown, or `current` (the NCCL_HOSTID already set, or
+/// nullptr) is the user's choice.
+std::string hostIdForSharedGpu(const LaunchEnv &env, int devices,
+                               const std::string &host, const char *current);
 
 /// The rendezvous file: a header, the run id, the world size and the id in
 /// hex, so that a file left by another run is never taken for this one.

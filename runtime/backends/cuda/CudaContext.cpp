@@ -10,6 +10,8 @@
 
 #include "Bootstrap.h"
 
+#include "../Timeout.h"
+
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -29,6 +31,23 @@ int fatalRank = -1;
 /// cuBLAS's workspace: 32 MiB, what NVIDIA recommends for Hopper. Set once
 /// so that cuBLAS never allocates while transfers are in flight.
 constexpr size_t kBlasWorkspaceBytes = 32u << 20;
+
+/// Progress markers in flight at once. The host runs at most an iteration
+/// ahead of the GPU (it waits for the loss), a few computations per
+/// micro-batch and stage; should it run further, re-recording the oldest
+/// marker before it completes drops it, and a wait sees no progress while
+/// the GPU works through the dropped stretch.
+constexpr size_t kMarkers = 64;
+
+/// A host wait polls its event every time and the progress (a query per
+/// marker and transfer) every this many polls.
+constexpr int kPollsPerProgressCheck = 64;
+
+double secondsNow() {
+  return std::chrono::duration<double>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 } // namespace
 
@@ -85,7 +104,6 @@ CudaContext::CudaContext(int device, double timeout)
     fatal("CUDA device " + std::to_string(device) +
           " does not support stream-ordered memory pools (cudaMallocAsync), "
           "which the CUDA backend needs");
-  cudaMemPool_t pool;
   CUDACHECK(cudaDeviceGetDefaultMemPool(&pool, device));
   // Keep freed memory in the pool instead of returning it at every
   // synchronisation.
@@ -101,6 +119,9 @@ CudaContext::CudaContext(int device, double timeout)
   CUDACHECK(cudaMalloc(&workspace, kBlasWorkspaceBytes));
   CUBLASCHECK(cublasSetWorkspace(handle, workspace, kBlasWorkspaceBytes));
   syncEvent = makeEvent();
+  markers.resize(kMarkers);
+  for (Marker &m : markers)
+    m.event = makeEvent();
 }
 
 CudaContext::~CudaContext() {
@@ -108,6 +129,8 @@ CudaContext::~CudaContext() {
   // calls only release what is left.
   if (syncEvent)
     cudaEventDestroy(syncEvent);
+  for (Marker &m : markers)
+    cudaEventDestroy(m.event);
   if (handle)
     cublasDestroy(handle);
   if (workspace)
@@ -123,8 +146,7 @@ cudaEvent_t CudaContext::makeEvent() {
 }
 
 void CudaContext::waitFor(cudaEvent_t event, const std::string &what) {
-  using Clock = std::chrono::steady_clock;
-  const Clock::time_point start = Clock::now();
+  ProgressDeadline deadline(timeoutSeconds, secondsNow(), progress());
   for (int polls = 0;; ++polls) {
     const cudaError_t status = cudaEventQuery(event);
     if (status == cudaSuccess)
@@ -133,11 +155,12 @@ void CudaContext::waitFor(cudaEvent_t event, const std::string &what) {
       failedCall("cudaEventQuery", __FILE__, __LINE__,
                  "while waiting for " + what + ": " + cudaGetErrorName(status) +
                      ": " + cudaGetErrorString(status));
-    const double waited =
-        std::chrono::duration<double>(Clock::now() - start).count();
-    if (waited > timeoutSeconds) {
+    const double now = secondsNow();
+    if (polls % kPollsPerProgressCheck == 0 &&
+        deadline.expired(now, progress())) {
       std::string message =
-          "no progress for " + std::to_string(static_cast<long>(waited)) +
+          "no progress for " +
+          std::to_string(static_cast<long>(deadline.idle(now))) +
           " s while waiting for " + what + " (FLEXPIPE_TIMEOUT)";
       if (describePending)
         message += "; " + describePending();
@@ -154,4 +177,53 @@ void CudaContext::waitFor(cudaEvent_t event, const std::string &what) {
 void CudaContext::synchronize(const std::string &what) {
   CUDACHECK(cudaEventRecord(syncEvent, computeStream));
   waitFor(syncEvent, what);
+}
+
+void CudaContext::markProgress() {
+  Marker &m = markers[nextMarker++ % markers.size()];
+  if (m.pending && completed(m.event))
+    ++markersDone;
+  CUDACHECK(cudaEventRecord(m.event, computeStream));
+  m.pending = true;
+}
+
+bool CudaContext::completed(cudaEvent_t event) {
+  const cudaError_t status = cudaEventQuery(event);
+  if (status == cudaErrorNotReady)
+    return false;
+  CUDACHECK(status);
+  return true;
+}
+
+size_t CudaContext::progress() {
+  for (Marker &m : markers)
+    if (m.pending && completed(m.event)) {
+      m.pending = false;
+      ++markersDone;
+    }
+  return markersDone + (externalProgress ? externalProgress() : 0);
+}
+
+void CudaContext::noteAllocation() {
+  uint64_t reserved = 0;
+  CUDACHECK(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent,
+                                    &reserved));
+  if (reserved <= largestReserved)
+    return;
+  // The pool grows rarely (it keeps what it reserves): a driver query then
+  // is cheap enough.
+  largestReserved = reserved;
+  size_t free = 0, total = 0;
+  CUDACHECK(cudaMemGetInfo(&free, &total));
+  inUseAtPeak = total - free;
+}
+
+std::vector<std::pair<std::string, double>> CudaContext::measuredMemory() {
+  uint64_t highWater = 0;
+  CUDACHECK(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemHigh,
+                                    &highWater));
+  return {{"device memory reserved by the pool (high-water)",
+           static_cast<double>(highWater)},
+          {"device memory in use on the GPU at that peak (cudaMemGetInfo)",
+           static_cast<double>(inUseAtPeak)}};
 }

@@ -12,6 +12,17 @@
 // handle, device arrays from the stream-ordered allocator, and host waits
 // that poll so that they can time out instead of hanging.
 //
+// Timeouts measure progress (Timeout.h's ProgressDeadline): a host wait may
+// cover a whole iteration, so it gives up only when, for FLEXPIPE_TIMEOUT
+// seconds, neither a marker on the compute stream (markProgress, after each
+// stage computation) nor a transfer (setProgress: NcclComm's count of
+// completed transfers) has completed.
+//
+// Measured memory: the pool keeps what it reserves (release threshold at its
+// maximum), so its high-water mark of reserved bytes is what the rank holds
+// on the GPU for its arrays; noteAllocation samples cudaMemGetInfo whenever
+// the pool grows, i.e. at its peak.
+//
 // Memory discipline: arrays are allocated and freed on the compute stream
 // (cudaMallocAsync / cudaFreeAsync). Another stream may use one only after
 // waiting for an event recorded on the compute stream after the allocation,
@@ -27,9 +38,11 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace flexpipe::rt {
 class Watchdog;
@@ -97,9 +110,22 @@ public:
 
   /// A fresh event without timing (cudaEventDisableTiming).
   cudaEvent_t makeEvent();
-  /// Returns when `event` has completed. Polls: after the timeout it stops
-  /// the rank with `what` and the pending transfers (setDescribePending).
+  /// Whether `event` has completed (cudaEventQuery); an error stops the
+  /// rank.
+  static bool completed(cudaEvent_t event);
+  /// Returns when `event` has completed. Polls: after the timeout without
+  /// progress it stops the rank with `what` and the pending transfers
+  /// (setDescribePending).
   void waitFor(cudaEvent_t event, const std::string &what);
+  /// Records a progress marker on the compute stream: the work issued so
+  /// far. Host waits count its completion as progress.
+  void markProgress();
+  /// Completed pieces of work: markers plus what the function given to
+  /// setProgress counts (NcclComm: transfers). Never decreases.
+  size_t progress();
+  void setProgress(std::function<size_t()> completed) {
+    externalProgress = std::move(completed);
+  }
   /// Returns when all work on the compute stream so far has finished.
   void synchronize(const std::string &what);
   /// Reports transfers that have not completed, for timeout messages.
@@ -110,6 +136,14 @@ public:
   void setWatchdog(Watchdog *w) { watchdog = w; }
   Watchdog *getWatchdog() const { return watchdog; }
 
+  /// After each allocation from the pool: when the pool has grown beyond
+  /// its largest size so far, samples the GPU's memory in use.
+  void noteAllocation();
+  /// What was measured, (what, bytes), for Comm::measuredMemory: the pool's
+  /// high-water mark of reserved bytes and the GPU's memory in use (all its
+  /// processes, cudaMemGetInfo) when the pool reached it.
+  std::vector<std::pair<std::string, double>> measuredMemory();
+
 private:
   int deviceIndex;
   double timeoutSeconds;
@@ -119,6 +153,18 @@ private:
   cudaEvent_t syncEvent = nullptr;
   std::function<std::string()> describePending;
   Watchdog *watchdog = nullptr;
+  cudaMemPool_t pool = nullptr;
+  uint64_t largestReserved = 0; ///< the pool's reserved bytes, largest seen
+  size_t inUseAtPeak = 0;       ///< cudaMemGetInfo's used bytes then
+  /// A ring of progress markers; `pending` ones were recorded and not yet
+  /// seen complete.
+  struct Marker {
+    cudaEvent_t event = nullptr;
+    bool pending = false;
+  };
+  std::vector<Marker> markers;
+  size_t nextMarker = 0, markersDone = 0;
+  std::function<size_t()> externalProgress;
 };
 
 /// `count` values of T in device memory, allocated and freed in order on
@@ -132,6 +178,7 @@ public:
       return;
     void *memory = nullptr;
     CUDACHECK(cudaMallocAsync(&memory, bytes(), context.stream()));
+    context.noteAllocation();
     pointer = static_cast<T *>(memory);
     if (zero)
       CUDACHECK(cudaMemsetAsync(pointer, 0, bytes(), context.stream()));

@@ -9,11 +9,14 @@
 // Model.cpp's layers, layer by layer, with the same split into forward,
 // input gradient and weight gradient and the same state kept between them,
 // on the compute stream: matrix products in cuBLAS (fp32, no TF32), the rest
-// in Kernels.cu. Initial weights are Model.cpp's: each layer is built once
-// on the host with Model.h's factories and its parameters are copied to the
-// GPU, so a CUDA run starts from exactly the weights of flexpipe-reference.
+// in Kernels.cu. Initial weights are Model.cpp's: each layer's parameters
+// are drawn on the host by Model.h's embeddingParameters, blockParameters
+// and headParameters (ModelData.cpp) and copied to the GPU, so a CUDA run
+// starts from exactly the weights of flexpipe-reference without linking the
+// CPU layers and OpenBLAS.
 // Nothing here waits for the GPU except takeLossSum, synchronize and
-// weights.
+// weights. Each stage computation and the optimizer step end with a progress
+// marker (CudaContext::markProgress) that host waits count as progress.
 //
 //===----------------------------------------------------------------------===//
 
@@ -39,19 +42,20 @@ struct DeviceParameter {
   Floats value, grad, m, v;
 };
 
-/// The parameters of `layer` (built on the host) copied to the GPU.
-std::vector<DeviceParameter> upload(CudaContext &context, Layer &layer) {
+/// A layer's initial parameters (drawn on the host) copied to the GPU.
+std::vector<DeviceParameter> upload(CudaContext &context,
+                                    const std::vector<Parameter> &initial) {
   std::vector<DeviceParameter> all;
-  for (Parameter *p : layer.parameters()) {
-    DeviceParameter d{p->name, Floats(context, p->value.size()),
-                      Floats(context, p->value.size(), true),
-                      Floats(context, p->value.size(), true),
-                      Floats(context, p->value.size(), true)};
-    CUDACHECK(cudaMemcpyAsync(d.value.get(), p->value.data(), d.value.bytes(),
+  for (const Parameter &p : initial) {
+    DeviceParameter d{p.name, Floats(context, p.value.size()),
+                      Floats(context, p.value.size(), true),
+                      Floats(context, p.value.size(), true),
+                      Floats(context, p.value.size(), true)};
+    CUDACHECK(cudaMemcpyAsync(d.value.get(), p.value.data(), d.value.bytes(),
                               cudaMemcpyHostToDevice, context.stream()));
     all.push_back(std::move(d));
   }
-  // The host copies are freed when `layer` goes: wait for the copies.
+  // The host copies are freed when `initial` goes: wait for the copies.
   context.synchronize("copying the initial weights to the GPU");
   return all;
 }
@@ -191,7 +195,8 @@ public:
                int64_t microbatches)
       : context(context), config(config),
         ids(context, microbatches, config.tokens()) {
-    params = upload(context, *makeEmbedding(config));
+    params = upload(
+        context, embeddingParameters(config, vocabSlice(config.vocab, 0, 1)));
   }
   void forward(int64_t mb, const Batch &batch, Floats, Floats &out,
                bool) override {
@@ -238,7 +243,7 @@ class GpuBlock final : public GpuLayer {
 public:
   GpuBlock(CudaContext &context, const GptConfig &config, int64_t index)
       : context(context), config(config) {
-    params = upload(context, *makeBlock(config, index));
+    params = upload(context, blockParameters(config, index));
   }
 
   void forward(int64_t mb, const Batch &, Floats in, Floats &out,
@@ -365,7 +370,7 @@ public:
           double *lossSum)
       : context(context), config(config),
         targets(context, microbatches, config.tokens()), lossSum(lossSum) {
-    params = upload(context, *makeHead(config));
+    params = upload(context, headParameters(config));
   }
   /// `out` is a copy of the input: the stage's output that runtime operations
   /// see (Model.cpp's Head passes its input on alike).
@@ -464,8 +469,8 @@ BufferPtr wrap(Floats array) {
 class CudaStage final : public DeviceStage {
 public:
   CudaStage(CudaContext &context, const GptConfig &config,
-            const ScheduleDesc::Stage &s, int64_t microbatches,
-            double *lossSum) {
+            const ScheduleDesc::Stage &s, int64_t microbatches, double *lossSum)
+      : context(context) {
     if (s.first)
       layers.push_back(
           std::make_unique<GpuEmbedding>(context, config, microbatches));
@@ -485,6 +490,7 @@ public:
       current = std::move(next);
     }
     out = wrap(std::move(current));
+    context.markProgress();
   }
   void inputGrad(int64_t mb, BufferPtr dout, BufferPtr &din,
                  float lossScale) override {
@@ -495,10 +501,12 @@ public:
       current = std::move(next);
     }
     din = wrap(std::move(current));
+    context.markProgress();
   }
   void weightGrad(int64_t mb) override {
     for (auto &layer : layers)
       layer->weightGrad(mb);
+    context.markProgress();
   }
   std::vector<DeviceParameter *> parameters() {
     std::vector<DeviceParameter *> all;
@@ -521,6 +529,7 @@ public:
   }
 
 private:
+  CudaContext &context;
   std::vector<std::unique_ptr<GpuLayer>> layers;
 };
 
@@ -568,6 +577,7 @@ public:
       adamStep(context->stream(), p->value.get(), p->grad.get(), p->m.get(),
                p->v.get(), p->value.size(), lr, adam.beta1, adam.beta2,
                adam.eps, c1, c2);
+    context->markProgress();
   }
   double takeLossSum() override {
     CUDACHECK(cudaMemcpyAsync(lossHost.get(), lossSum.get(), sizeof(double),

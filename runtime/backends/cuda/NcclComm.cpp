@@ -24,11 +24,19 @@
 //   event. wait(handle) makes the compute stream wait for that event; the
 //   host never blocks. Buffers are freed on the compute stream after it has
 //   waited (the executor keeps sends until waitAll).
+// - Each transfer is its own NCCL group on its channel's stream, so that
+//   every transfer progresses on its own, as the schedule verifier assumes
+//   (docs/Rationale.md). Fusing the transfers a rank posts together into one
+//   group would make them complete together, and the verifier finds that
+//   the interleaved, V-shape and bidirectional schedules deadlock under
+//   that rule.
 // - Connections are made at start-up (a warm-up exchange per channel, in
-//   one global order), so no NCCL call blocks on a peer later.
+//   one global order, and warm-up all-reduces on the replica group), so no
+//   NCCL call blocks on a peer later, nor allocates at the memory peak.
 //
 // Failure handling: host waits poll (CudaContext::waitFor) and give up after
-// FLEXPIPE_TIMEOUT seconds naming the transfers still pending; a watchdog
+// FLEXPIPE_TIMEOUT seconds without progress (no transfer and no compute
+// marker completed), naming the transfers still pending; a watchdog
 // thread polls ncclCommGetAsyncError and the liveness of ranks on the same
 // machine, and stops the rank when either fails or a host call is stuck.
 //
@@ -54,6 +62,8 @@
 #include <map>
 #include <mutex>
 #include <tuple>
+
+#include <unistd.h>
 
 using namespace flexpipe::rt;
 using namespace flexpipe::rt::cuda;
@@ -96,6 +106,7 @@ public:
         [this](const std::string &failure) { stopFromWatchdog(failure); });
     this->context->setWatchdog(watchdog.get());
     this->context->setDescribePending([this] { return describePending(); });
+    this->context->setProgress([this] { return completedTransfers(); });
     {
       Watchdog::Scope scope(watchdog.get(),
                             "initialising NCCL (ncclCommInitRankConfig); did "
@@ -112,6 +123,7 @@ public:
     // finalize() or abort() ran before; nothing may call back into this.
     setFatalHandler({});
     context->setDescribePending({});
+    context->setProgress({});
     context->setWatchdog(nullptr);
   }
 
@@ -136,11 +148,7 @@ public:
     recycleEvents();
   }
 
-  void setReplicaGroup(int colour) override {
-    replicas = split(colour, "splitting the replica groups (ncclCommSplit)");
-    NCCLCHECK(ncclCommCount(replicas, &replicaCount));
-    watch(replicas, "the replica group's communicator");
-  }
+  void setReplicaGroup(int colour) override;
 
   void openChannels(const std::vector<Channel> &all) override;
 
@@ -181,6 +189,9 @@ public:
 
   void allreduceSum(double *data, size_t n) override {
     hostAllreduce(data, n, ncclFloat64, {ncclSum});
+  }
+  std::vector<std::pair<std::string, double>> measuredMemory() override {
+    return context->measuredMemory();
   }
   void minMax(uint64_t value, uint64_t &min, uint64_t &max) override {
     uint64_t both[2] = {value, value};
@@ -234,10 +245,14 @@ private:
     cudaEvent_t done;
     int peer, tag;
     bool send;
+    bool counted = false; ///< seen complete by completedTransfers
   };
 
   int64_t post(bool send, float *data, size_t n, int peer, int tag);
   const Link &linkFor(bool send, int peer, int tag);
+  /// How many transfers have been seen complete: the progress that resets
+  /// the host's wait timeout.
+  size_t completedTransfers();
   ncclComm_t split(int colour, const char *what);
   void watch(ncclComm_t comm, const std::string &what) {
     std::lock_guard<std::mutex> lock(watchedMutex);
@@ -262,6 +277,7 @@ private:
   std::map<std::tuple<int, int, int>, size_t> linkIndex; // (from, to, tag)
   std::vector<Transfer> handles;  ///< since the last waitAll
   std::vector<Transfer> inFlight; ///< posted, not yet seen complete
+  size_t transfersDone = 0;       ///< counted by completedTransfers
   std::vector<cudaEvent_t> freeEvents;
   std::vector<ProcessId> peers;
   ProcessId self;
@@ -279,6 +295,28 @@ ncclComm_t NcclComm::split(int colour, const char *what) {
   ncclComm_t comm = nullptr;
   NCCLCHECK(ncclCommSplit(world, colour, me, &comm, &config));
   return comm;
+}
+
+void NcclComm::setReplicaGroup(int colour) {
+  replicas = split(colour, "splitting the replica groups (ncclCommSplit)");
+  NCCLCHECK(ncclCommCount(replicas, &replicaCount));
+  watch(replicas, "the replica group's communicator");
+  if (replicaCount <= 1)
+    return;
+  // NCCL connects a communicator's buffers at its first operations. Without
+  // this, the gradient all-reduce would connect at the end of iteration 0,
+  // when the memory pool is at its peak, and a missing peer would show only
+  // then. Both sizes, so that both protocols connect. (The world
+  // communicator's first all-reduces, of a few values each, come before
+  // this: the schedule hash check.)
+  DeviceArray<float> buffer(*context, kWarmUpFloats[1], true);
+  Watchdog::Scope scope(watchdog.get(),
+                        "connecting the replica group (warm-up all-reduce)",
+                        context->timeout());
+  for (size_t n : kWarmUpFloats)
+    NCCLCHECK(ncclAllReduce(buffer.get(), buffer.get(), n, ncclFloat32, ncclSum,
+                            replicas, context->stream()));
+  context->synchronize("the replica group's warm-up all-reduce");
 }
 
 void NcclComm::openChannels(const std::vector<Channel> &all) {
@@ -398,6 +436,15 @@ int64_t NcclComm::post(bool send, float *data, size_t n, int peer, int tag) {
   return static_cast<int64_t>(handles.size()) - 1;
 }
 
+size_t NcclComm::completedTransfers() {
+  for (Transfer &t : inFlight)
+    if (!t.counted && CudaContext::completed(t.done)) {
+      t.counted = true;
+      ++transfersDone;
+    }
+  return transfersDone;
+}
+
 cudaEvent_t NcclComm::takeEvent() {
   if (freeEvents.empty())
     return context->makeEvent();
@@ -411,13 +458,12 @@ void NcclComm::recycleEvents() {
   // for it took their dependency when cudaStreamWaitEvent was called.
   std::vector<Transfer> pending;
   for (const Transfer &t : inFlight) {
-    const cudaError_t status = cudaEventQuery(t.done);
-    if (status == cudaSuccess)
-      freeEvents.push_back(t.done);
-    else if (status == cudaErrorNotReady)
+    if (!CudaContext::completed(t.done)) {
       pending.push_back(t);
-    else
-      CUDACHECK(status);
+      continue;
+    }
+    transfersDone += !t.counted;
+    freeEvents.push_back(t.done);
   }
   inFlight = std::move(pending);
 }
@@ -560,6 +606,7 @@ void NcclComm::finalize() {
   freeEvents.clear();
   scratch.reset();
   context->setDescribePending({});
+  context->setProgress({});
   context->setWatchdog(nullptr);
   watchdog.reset();
   setFatalHandler({});
@@ -604,6 +651,7 @@ flexpipe::rt::cuda::startNccl(int *argc, char ***argv,
     MPICHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, env.rank,
                                  MPI_INFO_NULL, &local));
     MPICHECK(MPI_Comm_rank(local, &env.localRank));
+    MPICHECK(MPI_Comm_size(local, &env.localWorld));
     MPICHECK(MPI_Comm_free(&local));
     setFatalHandler([rank = env.rank](const std::string &message) {
       std::fflush(stdout);
@@ -628,6 +676,20 @@ flexpipe::rt::cuda::startNccl(int *argc, char ***argv,
           ". The CUDA backend needs an NVIDIA GPU and its driver; on "
           "machines without one, compile with --backend=cpu");
   context = std::make_shared<CudaContext>(env.localRank % devices, env.timeout);
+  // Before NCCL reads the environment (its first call).
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  if (const std::string hostId =
+          hostIdForSharedGpu(env, devices, host, std::getenv("NCCL_HOSTID"));
+      !hostId.empty()) {
+    ::setenv("NCCL_HOSTID", hostId.c_str(), 1);
+    if (env.localRank == 0)
+      std::fprintf(stderr,
+                   "flexpipe: %d ranks share this machine's %d GPU(s): each "
+                   "gets its own NCCL_HOSTID, and NCCL connects them over "
+                   "sockets\n",
+                   env.localWorld, devices);
+  }
 
   ncclUniqueId id;
   std::memset(&id, 0, sizeof(id));

@@ -381,3 +381,27 @@ TEST_CASE("the default model, 2 layers, on three micro-batches",
   config.layers = 2;
   compare(trainOnEmulatedGpu(config, 3, 1), trainOnCpu(config, 3));
 }
+
+TEST_CASE("measured memory: the pool's high-water mark and the GPU at it",
+          "[memory]") {
+  CudaContext context(0, 30.0);
+  // The emulated pool, like the real one, keeps what earlier cases reserved.
+  const double before = context.measuredMemory()[0].second;
+  const size_t big = static_cast<size_t>(before) + (3u << 20);
+  {
+    DeviceArray<unsigned char> a(context, big);
+    DeviceArray<unsigned char> b(context, 1u << 20);
+  }
+  const std::vector<std::pair<std::string, double>> peak =
+      context.measuredMemory();
+  REQUIRE(peak.size() == 2);
+  // Both arrays at once, in whole chunks, kept after they are freed.
+  CHECK(peak[0].second >= static_cast<double>(big + (1u << 20)));
+  // The GPU in use at that peak: the pool's reservation and what lives
+  // outside it (at least this context's cuBLAS workspace).
+  CHECK(peak[1].second >= peak[0].second + (32u << 20));
+  // Allocations within the reservation change neither figure.
+  { DeviceArray<float> small(context, 1024); }
+  CHECK(context.measuredMemory() == peak);
+  CHECK(emulation::liveDeviceAllocations() == 1); // the workspace
+}

@@ -49,9 +49,19 @@ constexpr unsigned char kGuardByte = 0xA5, kPoisonByte = 0xFF;
 struct Allocation {
   size_t bytes;
   bool device;
+  bool pooled = false; ///< from the default pool (cudaMallocAsync)
 };
 std::map<char *, Allocation> live; // user pointer -> allocation
 std::vector<char *> quarantine;    // freed blocks (their base pointers)
+
+/// The default pool: bytes of live arrays, and bytes reserved from the
+/// device, in whole 2 MiB chunks, which it keeps (release threshold at its
+/// maximum) and reuses without fragmentation.
+constexpr size_t kPoolChunk = 2u << 20;
+size_t poolUsed = 0, poolUsedHigh = 0, poolReserved = 0;
+/// Device bytes outside the pool (cudaMalloc), and the emulated GPU's size.
+size_t deviceOutsidePool = 0;
+constexpr size_t kDeviceBytes = size_t(80) << 30;
 
 void *allocate(size_t bytes, bool device) {
   char *base = static_cast<char *>(std::malloc(bytes + 2 * kGuard));
@@ -78,6 +88,10 @@ cudaError_t release(void *pointer, bool device) {
       emulationError("a write before or after an allocation of " +
                      std::to_string(bytes) + " bytes");
   std::memset(user, kPoisonByte, bytes);
+  if (it->second.pooled)
+    poolUsed -= bytes;
+  else if (device)
+    deviceOutsidePool -= bytes;
   live.erase(it);
   quarantine.push_back(user - kGuard);
   return cudaSuccess;
@@ -289,6 +303,30 @@ cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *pool, int) {
 cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t, cudaMemPoolAttr, void *) {
   return cudaSuccess;
 }
+cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t, cudaMemPoolAttr attr,
+                                    void *value) {
+  uint64_t &out = *static_cast<uint64_t *>(value);
+  switch (attr) {
+  case cudaMemPoolAttrReservedMemCurrent:
+  case cudaMemPoolAttrReservedMemHigh:
+    out = poolReserved; // never released
+    return cudaSuccess;
+  case cudaMemPoolAttrUsedMemCurrent:
+    out = poolUsed;
+    return cudaSuccess;
+  case cudaMemPoolAttrUsedMemHigh:
+    out = poolUsedHigh;
+    return cudaSuccess;
+  case cudaMemPoolAttrReleaseThreshold:
+    break;
+  }
+  return cudaErrorInvalidValue;
+}
+cudaError_t cudaMemGetInfo(size_t *free, size_t *total) {
+  *total = kDeviceBytes;
+  *free = kDeviceBytes - poolReserved - deviceOutsidePool;
+  return cudaSuccess;
+}
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *stream, unsigned) {
   *stream = new CUstream_st;
   return cudaSuccess;
@@ -299,11 +337,22 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
 }
 cudaError_t cudaMalloc(void **pointer, size_t bytes) {
   *pointer = allocate(bytes, true);
-  return *pointer ? cudaSuccess : cudaErrorMemoryAllocation;
+  if (!*pointer)
+    return cudaErrorMemoryAllocation;
+  deviceOutsidePool += bytes;
+  return cudaSuccess;
 }
 cudaError_t cudaFree(void *pointer) { return release(pointer, true); }
 cudaError_t cudaMallocAsync(void **pointer, size_t bytes, cudaStream_t) {
-  return cudaMalloc(pointer, bytes);
+  *pointer = allocate(bytes, true);
+  if (!*pointer)
+    return cudaErrorMemoryAllocation;
+  live[static_cast<char *>(*pointer)].pooled = true;
+  poolUsed += bytes;
+  poolUsedHigh = std::max(poolUsedHigh, poolUsed);
+  poolReserved = std::max(poolReserved, (poolUsed + kPoolChunk - 1) /
+                                            kPoolChunk * kPoolChunk);
+  return cudaSuccess;
 }
 cudaError_t cudaFreeAsync(void *pointer, cudaStream_t) {
   return cudaFree(pointer);

@@ -10,7 +10,8 @@
 // (CudaContext, CudaModel, Kernels), with the same names and signatures, for
 // the emulation test (Emulation.cpp): streams run at once on the host,
 // device memory is host memory that is filled with NaN when allocated and
-// freed and checked for overruns.
+// freed and checked for overruns. The default memory pool (cudaMallocAsync)
+// counts its bytes like one with the release threshold at its maximum.
 //
 //===----------------------------------------------------------------------===//
 
@@ -41,7 +42,13 @@ enum cudaMemcpyKind {
   cudaMemcpyDeviceToDevice = 3,
 };
 enum cudaDeviceAttr { cudaDevAttrMemoryPoolsSupported = 115 };
-enum cudaMemPoolAttr { cudaMemPoolAttrReleaseThreshold = 4 };
+enum cudaMemPoolAttr {
+  cudaMemPoolAttrReleaseThreshold = 4,
+  cudaMemPoolAttrReservedMemCurrent = 5,
+  cudaMemPoolAttrReservedMemHigh = 6,
+  cudaMemPoolAttrUsedMemCurrent = 7,
+  cudaMemPoolAttrUsedMemHigh = 8,
+};
 
 #define cudaStreamNonBlocking 0x01
 #define cudaEventDisableTiming 0x02
@@ -56,6 +63,9 @@ cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr attribute,
 cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *pool, int device);
 cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t pool, cudaMemPoolAttr attr,
                                     void *value);
+cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t pool, cudaMemPoolAttr attr,
+                                    void *value);
+cudaError_t cudaMemGetInfo(size_t *free, size_t *total);
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *stream, unsigned flags);
 cudaError_t cudaStreamDestroy(cudaStream_t stream);
 cudaError_t cudaMalloc(void **pointer, size_t bytes);

@@ -20,6 +20,7 @@
 #include <memory>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 namespace flexpipe::rt {
@@ -92,6 +93,13 @@ public:
   virtual void allreduceSum(double *data, size_t count) = 0;
   /// The smallest and largest value over all ranks.
   virtual void minMax(uint64_t value, uint64_t &min, uint64_t &max) = 0;
+  /// Device memory this rank's backend measured, for the run's summary
+  /// beside the executor's logical peak: (what, bytes) pairs, the same list
+  /// of `what` on every rank; empty when the backend measures nothing (its
+  /// memory is the process's own, as on the CPU).
+  virtual std::vector<std::pair<std::string, double>> measuredMemory() {
+    return {};
+  }
   /// Stops every rank with `code` after printing `message`.
   [[noreturn]] virtual void abort(const std::string &message, int code) = 0;
   virtual void finalize() = 0;

@@ -18,7 +18,9 @@
 //
 // Parameters are initialised from a seed and their names alone, so every
 // rank builds exactly the weights a single-process run builds. Matrix
-// products go through OpenBLAS's sgemm.
+// products go through OpenBLAS's sgemm. The data, the vocabulary's split and
+// the initial parameters (ModelData.cpp) need neither OpenBLAS nor the
+// layers: they are what a GPU backend shares with this model.
 //
 //===----------------------------------------------------------------------===//
 
@@ -115,6 +117,22 @@ VocabSlice vocabSlice(int64_t vocab, int part, int parts);
 /// "NAME[r0:r1,c0:c1]/ROWSxCOLS".
 std::string sliceName(const std::string &name, int64_t r0, int64_t r1,
                       int64_t c0, int64_t c1, int64_t rows, int64_t cols);
+
+/// Each layer's parameters as it starts, in the order of its parameters():
+/// zero gradients, values drawn from config.seed and the parameter's name
+/// alone (ModelData.cpp). The layers below start from them and the CUDA
+/// backend copies them to the GPU, which so starts from the same weights
+/// without linking the CPU layers (Model.cpp, OpenBLAS).
+std::vector<Parameter> embeddingParameters(const GptConfig &config,
+                                           VocabSlice slice);
+std::vector<Parameter> blockParameters(const GptConfig &config, int64_t index);
+std::vector<Parameter> finalNormParameters(const GptConfig &config);
+/// VocabHead's weight: the slice's columns of the hidden x vocab head.weight.
+Parameter vocabHeadParameter(const GptConfig &config, VocabSlice slice);
+/// makeHead's: finalNormParameters and the whole vocabulary's head.weight.
+std::vector<Parameter> headParameters(const GptConfig &config);
+/// makeTowerHead's projection (its final LayerNorm's are finalNormParameters).
+Parameter towerProjectionParameter(const GptConfig &config);
 
 /// The token embedding (plus the position embedding on part 0). A slice of
 /// the vocabulary outputs, per token, its row when the token is in the slice
