@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # End-to-end check of the CUDA backend on a machine with NVIDIA GPUs (not part
-# of scripts/test.sh: CI has no GPU). Builds, compiles three schedules for the
+# of scripts/test.sh: CI has no GPU). Builds, compiles five schedules for the
 # tiny GPT (configs/models/tiny.yaml) with --backend=cuda, trains each with
 # the environment launcher (run-env.sh), trains the same model in one process
 # on the CPU (flexpipe-reference), and compares them with
@@ -23,24 +23,284 @@
 # within 1e-5 of the CPU; a real GPU run has not been made yet.
 #
 # With fewer GPUs than ranks, the ranks share the GPUs and each gets its own
-# NCCL_HOSTID (FLEXPIPE_HOSTID_PER_RANK=1) so that NCCL accepts several ranks
-# per GPU; it then talks over sockets, and iteration times mean little.
+# NCCL_HOSTID (the CUDA backend sets it when LOCAL_WORLD_SIZE exceeds the
+# GPUs) so that NCCL accepts several ranks per GPU; it then talks over sockets, and iteration times mean little.
 #
 # Usage: scripts/gpu-test.sh [--skip-build] [--iterations N]
 # Environment: BUILD_DIR (default build), JOBS, FLEXPIPE_TIMEOUT (default 120
 # s per rank wait), GPU_TEST_DIR (default $BUILD_DIR/gpu-test).
+#
+# Without the compiler (a GPU machine with nvcc and NCCL but no LLVM/MLIR, no
+# apt, no MPI): scripts/gpu-bundle.sh packs rank sources, runtime libraries
+# and the reference's results on a machine that builds the project, and
+#
+#   scripts/gpu-test.sh --bundle DIR [--iterations N] [--link-only]
+#
+# prints what the machine has (nvcc, g++, Python packages, NCCL, mpirun,
+# GPUs), links every rank with nvcc against DIR/lib, cuBLAS and NCCL (the
+# CUDA toolkit's, or the pip wheels': see find_library), trains each
+# schedule with run-env.sh and compares with DIR's reference results. Every
+# step runs under `timeout`, and the whole finishes in about 8 minutes even
+# when a run hangs. --link-only stops after linking (no GPU needed).
+# Environment: NCCL_HOME, CUBLAS_HOME (a directory with lib/ or lib64/: only
+# that one is tried), CUDA_HOME or NVCC, CXX (nvcc's host compiler, default
+# g++), GPU_TEST_DIR (default DIR/../gpu-test), FLEXPIPE_TIMEOUT (default 30
+# s per rank wait), GPU_TEST_RUN_TIMEOUT (default 60 s per schedule),
+# GPU_TEST_BUDGET (default 450 s: a schedule that could end past it is
+# skipped), GPU_TEST_STALE_BUNDLE=1 (accept a bundle made with other
+# runtime headers).
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
-build=1 iterations=10
+# --- Bundle mode (--bundle DIR) ---------------------------------------------
+
+# A hash of the runtime's headers, which the rank sources compile against:
+# gpu-bundle.sh records it, --bundle checks it against the tree.
+header_hash() {
+  (cd "$FLEXPIPE_ROOT" && find runtime/include -type f | LC_ALL=C sort |
+    xargs cat | sha256sum | cut -c1-16)
+}
+
+# step SECONDS WHAT COMMAND...: COMMAND under `timeout`; says which step hung.
+step() {
+  local limit=$1 what=$2
+  shift 2
+  timeout --kill-after=10 "$limit" "$@"
+  local code=$?
+  if [ $code -eq 124 ] || [ $code -eq 137 ]; then
+    echo "gpu-test: HUNG: $what did not finish within $limit s" >&2
+  fi
+  return $code
+}
+
+# The directories of Python packages (namespace packages too: the pip wheels
+# put NCCL in nvidia/nccl and cuBLAS in nvidia/cublas or nvidia/cu13).
+python_dirs() {
+  command -v python3 > /dev/null || return 0
+  step 30 "python3 looking for $*" python3 - "$@" << 'PY' 2> /dev/null
+import importlib.util, sys
+for name in sys.argv[1:]:
+    try:
+        spec = importlib.util.find_spec(name)
+    except Exception:
+        spec = None
+    if spec is not None:
+        print("\n".join(spec.submodule_search_locations or []))
+PY
+}
+
+# find_library WHAT FILE HOME_VARIABLE PIP_MODULES...: the path of FILE
+# (libnccl.so.2, libcublas.so.13, ...) in lib/ or lib64/ of $HOME_VARIABLE
+# when set (only there), else of the pip packages, the CUDA toolkit and the
+# system's library directories; dies saying where it looked.
+find_library() {
+  local what=$1 file=$2 variable=$3
+  shift 3
+  local prefixes=() looked=() prefix dir
+  if [ -n "${!variable:-}" ]; then
+    prefixes=("${!variable}")
+  else
+    mapfile -t prefixes < <(python_dirs "$@")
+    prefixes+=("$CUDA_HOME" /usr /usr/local)
+  fi
+  for prefix in "${prefixes[@]}"; do
+    for dir in "$prefix/lib" "$prefix/lib64" "$prefix/lib/x86_64-linux-gnu" \
+               "$prefix/targets/x86_64-linux/lib"; do
+      looked+=("$dir")
+      if [ -e "$dir/$file" ]; then
+        echo "$dir/$file"
+        return 0
+      fi
+    done
+  done
+  echo "gpu-test: no $what ($file) found; looked in: ${looked[*]}" >&2
+  [ -n "${!variable:-}" ] || echo "gpu-test: (pip packages tried: $*; set $variable to a directory with lib/$file)" >&2
+  return 1
+}
+
+# Prints what the machine has, for the session that reads the output.
+inventory() {
+  log "Inventory"
+  echo "  host:    $(hostname), $(nproc) CPUs, $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo), $(. /etc/os-release 2>/dev/null && echo "$PRETTY_NAME")"
+  echo "  nvcc:    ${NVCC:-none} ($("${NVCC:-false}" --version 2>/dev/null | sed -n 's/.*release \([^,]*\), \(.*\)/release \1, \2/p'))"
+  echo "  $CXX:     $(command -v "$CXX" > /dev/null && "$CXX" --version | head -n 1 || echo none)"
+  echo "  cmake:   $(cmake --version 2>/dev/null | head -n 1 || echo none); ninja: $(ninja --version 2>/dev/null || echo none)"
+  echo "  mpirun:  $(command -v mpirun > /dev/null && echo "yes, $(command -v mpirun) ($(step 10 'mpirun --version' mpirun --version 2>&1 | head -n 1))" || echo no)"
+  if command -v python3 > /dev/null; then
+    echo "  python3: $(python3 --version 2>&1 | cut -d' ' -f2); $(step 30 'python3 listing packages' python3 -c '
+import importlib.metadata as m
+names = sorted({(d.metadata["Name"] or "").lower() for d in m.distributions()})
+want = ["torch", "numpy", "mpi4py"] + [n for n in names if n.startswith("nvidia-")]
+print(", ".join(n + " " + (m.version(n) if n in names else "no") for n in want))' 2>&1)"
+  else
+    echo "  python3: none"
+  fi
+  if [ "$link_only" = 0 ]; then
+    echo "  GPUs:    $(step 20 'nvidia-smi' nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1 | paste -sd ';')"
+  fi
+}
+
+# link_rank DIR ACTOR: DIR/rankACTOR from DIR/rankACTOR.cpp and the bundle.
+link_rank() {
+  local dir=$1 actor=$2
+  local command=("$NVCC" -ccbin "$CXX" -std=c++17 -O2
+    -I"$FLEXPIPE_ROOT/runtime/include" "$dir/rank$actor.cpp" -o "$dir/rank$actor"
+    "$BUNDLE/lib/libflexpipe_rt_cuda.a" "$BUNDLE/lib/libFlexPipeRuntime.a"
+    -L"$LINK_DIR" -lcublas -lnccl -lpthread "${RPATHS[@]}")
+  echo "${command[*]}" >> "$dir/link.log"
+  step 60 "linking $dir/rank$actor" "${command[@]}" >> "$dir/link.log" 2>&1
+}
+
+# run_bundled NAME: links, trains and compares one schedule of the bundle.
+run_bundled() {
+  local name=$1 dir="$WORK/$1"
+  mkdir -p "$dir"
+  cp "$BUNDLE/$name"/rank*.cpp "$BUNDLE/$name/schedule.txt" "$BUNDLE/$name/run-env.sh" "$dir/" ||
+    { summary+=("$(printf '%-12s FAIL: the bundle lacks its files' "$name")"); failures=$((failures + 1)); return; }
+  local ranks actors start=$SECONDS src
+  if [ $((SECONDS - T0 + 60)) -gt "$BUDGET" ]; then
+    summary+=("$(printf '%-12s SKIPPED: no time left in the %d s budget' "$name" "$BUDGET")")
+    failures=$((failures + 1))
+    return
+  fi
+  ranks=$(sed -n 's/^actors=[0-9]* world=\([0-9]*\)$/\1/p' "$dir/run-env.sh")
+  actors=$(ls "$dir"/rank*.cpp | wc -l)
+  for src in "$dir"/rank*.cpp; do
+    src=${src##*/rank}
+    if ! link_rank "$dir" "${src%.cpp}"; then
+      tail -n 20 "$dir/link.log"
+      summary+=("$(printf '%-12s FAIL: linking rank%s failed (see %s)' "$name" "${src%.cpp}" "$dir/link.log")")
+      failures=$((failures + 1))
+      return
+    fi
+  done
+  log "$name: linked $actors rank programs in $((SECONDS - start)) s"
+  if [ "$link_only" = 1 ]; then
+    summary+=("$(printf '%-12s LINKED: %d rank programs, %d ranks' "$name" "$actors" "$ranks")")
+    return
+  fi
+  if [ $((SECONDS - T0 + RUN_TIMEOUT)) -gt "$BUDGET" ]; then
+    summary+=("$(printf '%-12s SKIPPED: no time left in the %d s budget' "$name" "$BUDGET")")
+    failures=$((failures + 1))
+    return
+  fi
+  local share=0
+  [ "$ranks" -gt "$GPUS" ] && share=1
+  log "$name: training $iterations iterations on $ranks ranks ($GPUS GPU(s)$([ $share = 1 ] && echo ', NCCL_HOSTID per rank'))"
+  start=$SECONDS
+  step "$RUN_TIMEOUT" "$name: training (run-env.sh)" \
+    "$dir/run-env.sh" --iterations "$iterations" --losses "$dir/losses" \
+    --weights "$dir/weights" > "$dir/run.log" 2>&1
+  local code=$? took=$((SECONDS - start))
+  tail -n 15 "$dir/run.log"
+  if [ $code -ne 0 ]; then
+    summary+=("$(printf '%-12s FAIL: the run exited with code %d after %d s%s (see %s)' "$name" $code $took "$([ $code -eq 124 ] && echo ', hung')" "$dir/run.log")")
+    failures=$((failures + 1))
+    return
+  fi
+  gzip -dc "$BUNDLE/$name/ref-weights.gz" > "$dir/ref-weights"
+  local compare ok time
+  compare=$(step 60 "$name: compare-training.py" python3 \
+    "$FLEXPIPE_ROOT/scripts/compare-training.py" "$dir/losses" \
+    "$BUNDLE/$name/ref-losses" "$dir/weights" "$dir/ref-weights" \
+    --loss-tol 1e-4 --weight-tol 1e-3 2>&1)
+  ok=$?
+  echo "$compare"
+  time=$(sed -n 's/^mean iteration time \([0-9.]*\) ms.*/\1/p' "$dir/run.log")
+  summary+=("$(printf '%-12s %s: %d ranks, %d s, mean iteration time %s ms; %s' "$name" \
+    "$([ $ok -eq 0 ] && echo PASS || echo FAIL)" "$ranks" "$took" "${time:-?}" \
+    "$(echo "$compare" | tail -n 1)")")
+  [ $ok -eq 0 ] || failures=$((failures + 1))
+}
+
+# The whole of --bundle DIR.
+bundle_mode() {
+  T0=$SECONDS
+  BUNDLE=$(cd "$bundle" 2>/dev/null && pwd) || die "--bundle $bundle: no such directory"
+  [ -f "$BUNDLE/MANIFEST" ] || die "$BUNDLE has no MANIFEST: make it with scripts/gpu-bundle.sh"
+  CXX=${CXX:-g++}
+  NVCC=${NVCC:-$(command -v nvcc || echo "${CUDA_HOME:-/usr/local/cuda}/bin/nvcc")}
+  [ -x "$NVCC" ] || NVCC=
+  CUDA_HOME=${CUDA_HOME:-$([ -n "$NVCC" ] && cd "$(dirname "$(realpath "$NVCC")")/.." && pwd)}
+  inventory
+  [ -n "$NVCC" ] || die "no nvcc: looked in PATH and ${CUDA_HOME:-/usr/local/cuda}/bin (set NVCC or CUDA_HOME)"
+  command -v "$CXX" > /dev/null || die "no host C++ compiler '$CXX' (set CXX)"
+  command -v python3 > /dev/null || die "no python3 (compare-training.py needs it)"
+
+  local nccl cublas
+  nccl=$(find_library NCCL libnccl.so.2 NCCL_HOME nvidia.nccl nvidia.cu13) || exit 1
+  cublas=$(find_library cuBLAS libcublas.so.13 CUBLAS_HOME nvidia.cublas nvidia.cu13) || exit 1
+  echo "  NCCL:    $nccl"
+  echo "  cuBLAS:  $cublas"
+
+  local want have
+  want=$(sed -n 's/^runtime_include_hash=//p' "$BUNDLE/MANIFEST") have=$(header_hash)
+  if [ "$want" != "$have" ] && [ "${GPU_TEST_STALE_BUNDLE:-0}" != 1 ]; then
+    die "runtime/include differs from the bundle's ($have here, $want in $BUNDLE/MANIFEST): rerun scripts/gpu-bundle.sh, or set GPU_TEST_STALE_BUNDLE=1"
+  fi
+  local made
+  made=$(sed -n 's/^iterations=//p' "$BUNDLE/MANIFEST")
+  [ -z "$iterations" ] || [ "$iterations" = "$made" ] ||
+    die "the bundle's reference ran $made iterations, not $iterations: rerun scripts/gpu-bundle.sh --iterations $iterations"
+  iterations=$made
+
+  local gpus=0
+  if [ "$link_only" = 0 ]; then
+    gpus=$(step 20 "nvidia-smi -L" nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+    if [ "${gpus:-0}" -eq 0 ]; then
+      echo "gpu-test: no NVIDIA GPU found (nvidia-smi -L lists none); use --link-only to only link" >&2
+      exit 2
+    fi
+  fi
+  GPUS=$gpus
+  WORK=$(realpath -m "${GPU_TEST_DIR:-$BUNDLE/../gpu-test}")
+  rm -rf "$WORK" && mkdir -p "$WORK/link"
+  # -lnccl and -lcublas through links named as the linker wants them (the
+  # wheels have only the versioned names); the rank programs find the real
+  # ones through their rpath, cuBLAS's own libcublasLt through the path.
+  ln -s "$nccl" "$WORK/link/libnccl.so"
+  ln -s "$cublas" "$WORK/link/libcublas.so"
+  LINK_DIR=$WORK/link
+  RPATHS=(-Xlinker "-rpath=$(dirname "$nccl")" -Xlinker "-rpath=$(dirname "$cublas")")
+  export LD_LIBRARY_PATH="$(dirname "$nccl"):$(dirname "$cublas")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  export FLEXPIPE_TIMEOUT=${FLEXPIPE_TIMEOUT:-30}
+  RUN_TIMEOUT=${GPU_TEST_RUN_TIMEOUT:-60} BUDGET=${GPU_TEST_BUDGET:-450}
+
+  failures=0 summary=()
+  local name
+  for name in $(sed -n 's/^schedules=//p' "$BUNDLE/MANIFEST"); do
+    run_bundled "$name"
+  done
+  echo
+  log "Summary ($(sed -n 's/^commit=//p' "$BUNDLE/MANIFEST"); tolerances: losses 1e-4 relative, weights 1e-3; $((SECONDS - T0)) s in all)"
+  local line
+  for line in "${summary[@]}"; do echo "  $line"; done
+  echo "gpu-test: $((${#summary[@]} - failures)) $([ "$link_only" = 1 ] && echo linked || echo passed), $failures failed"
+  [ "$failures" -eq 0 ]
+}
+
+# --- Options ---------------------------------------------------------------
+
+usage() { sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
+build=1 iterations= bundle= link_only=0
 while [ $# -gt 0 ]; do
   case $1 in
     --skip-build) build=0 ;;
     --iterations) iterations=${2:?--iterations needs a number}; shift ;;
-    *) die "unknown option '$1' (usage: scripts/gpu-test.sh [--skip-build] [--iterations N])" ;;
+    --bundle) bundle=${2:?--bundle needs a directory}; shift ;;
+    --link-only) link_only=1 ;;
+    --header-hash) header_hash; exit ;; # for scripts/gpu-bundle.sh
+    -h|--help) usage; exit 0 ;;
+    *) die "unknown option '$1' (see scripts/gpu-test.sh --help)" ;;
   esac
   shift
 done
+if [ -n "$bundle" ]; then
+  bundle_mode
+  exit
+fi
+[ "$link_only" = 0 ] || die "--link-only needs --bundle DIR"
+iterations=${iterations:-10}
 [ "$iterations" -ge 2 ] 2>/dev/null || die "--iterations must be at least 2"
 
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
@@ -86,7 +346,7 @@ run() {
   local share=0
   [ "$ranks" -gt "$gpus" ] && share=1
   log "$name: training $iterations iterations on $ranks ranks ($gpus GPU(s)$([ $share = 1 ] && echo ', NCCL_HOSTID per rank'))"
-  FLEXPIPE_HOSTID_PER_RANK=$share timeout --kill-after=10 900 \
+  timeout --kill-after=10 900 \
     "$dir/run-env.sh" --iterations "$iterations" --losses "$dir/losses" \
     --weights "$dir/weights" > "$dir/run.log" 2>&1
   local code=$?
