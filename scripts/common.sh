@@ -57,3 +57,25 @@ build_all() {
   log "Building (ninja -j$JOBS)"
   ninja -C "$BUILD_DIR" -j "$JOBS" all flexpipe-doc || die "build failed"
 }
+
+# The schedules the GPU test trains (scripts/gpu-test.sh, gpu-bundle.sh):
+# calls FN NAME SPEC [flexpipe-compile options...] for each, with the tiny
+# GPT (configs/models/tiny.yaml); zb-v with asynchronous receives is written
+# into DIR. The zero-bubble schedules run without --model: the built-in
+# model's default sizes are the tiny model's (and gradient separation
+# rejects zb-h1 with the A800 costs, a scheduler matter).
+gpu_test_schedules() {
+  local fn=$1 dir=$2
+  local tiny=(--model "$FLEXPIPE_ROOT/configs/models/tiny.yaml"
+              --cluster "$FLEXPIPE_ROOT/configs/clusters/a800.yaml")
+  "$fn" 1f1b "$FLEXPIPE_ROOT/schedules/1f1b.mlir" "${tiny[@]}" --microbatches 8
+  "$fn" interleaved "$FLEXPIPE_ROOT/schedules/interleaved-1f1b.mlir" \
+    "${tiny[@]}" --microbatches 8
+  "$fn" dp2xpp2 "$FLEXPIPE_ROOT/schedules/1f1b.mlir" "${tiny[@]}" --actors 2 \
+    --dp 2 --microbatches 4
+  "$fn" zb-h1 "$FLEXPIPE_ROOT/schedules/zb-h1.mlir" --microbatches 8 \
+    --time-model=cost
+  sed 's/optimize gradient_separation/optimize gradient_separation async_comm/' \
+    "$FLEXPIPE_ROOT/schedules/zb-v.mlir" > "$dir/zb-v-async.mlir"
+  "$fn" zb-v-async "$dir/zb-v-async.mlir" --microbatches 8 --time-model=cost
+}

@@ -88,27 +88,18 @@ add() {
     --losses "$dir/ref-losses" --weights "$dir/ref-weights" > "$dir/ref.log" ||
     die "$name: flexpipe-reference failed (see $dir/ref.log)"
   gzip -9 "$dir/ref-weights"
+  names+=("$name")
 }
 
-# The schedules and options of scripts/gpu-test.sh's full mode.
-tiny=(--model "$FLEXPIPE_ROOT/configs/models/tiny.yaml"
-      --cluster "$FLEXPIPE_ROOT/configs/clusters/a800.yaml")
-add 1f1b "$FLEXPIPE_ROOT/schedules/1f1b.mlir" "${tiny[@]}" --microbatches 8
-add interleaved "$FLEXPIPE_ROOT/schedules/interleaved-1f1b.mlir" "${tiny[@]}" \
-  --microbatches 8
-add dp2xpp2 "$FLEXPIPE_ROOT/schedules/1f1b.mlir" "${tiny[@]}" --actors 2 --dp 2 \
-  --microbatches 4
-add zb-h1 "$FLEXPIPE_ROOT/schedules/zb-h1.mlir" --microbatches 8 --time-model=cost
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
-sed 's/optimize gradient_separation/optimize gradient_separation async_comm/' \
-  "$FLEXPIPE_ROOT/schedules/zb-v.mlir" > "$scratch/zb-v-async.mlir"
-add zb-v-async "$scratch/zb-v-async.mlir" --microbatches 8 --time-model=cost
+names=()
+gpu_test_schedules add "$scratch"
 
 # What gpu-test.sh --bundle checks before it links.
 {
   echo "iterations=$iterations"
-  echo "schedules=1f1b interleaved dp2xpp2 zb-h1 zb-v-async"
+  echo "schedules=${names[*]}"
   echo "commit=$(git -C "$FLEXPIPE_ROOT" rev-parse HEAD 2>/dev/null || echo unknown)$(
     git -C "$FLEXPIPE_ROOT" diff --quiet HEAD -- runtime 2>/dev/null || echo ' (runtime/ modified)')"
   echo "runtime_include_hash=$("$FLEXPIPE_ROOT/scripts/gpu-test.sh" --header-hash)"

@@ -322,8 +322,6 @@ REFERENCE="$BUILD_DIR/bin/flexpipe-reference"
 grep -q '#define FLEXPIPE_ENABLE_CUDA 1' "$BUILD_DIR/include/flexpipe/Config.h" ||
   die "$BUILD_DIR was configured without the CUDA backend"
 
-MODEL="$FLEXPIPE_ROOT/configs/models/tiny.yaml"
-CLUSTER="$FLEXPIPE_ROOT/configs/clusters/a800.yaml"
 WORK="${GPU_TEST_DIR:-$BUILD_DIR/gpu-test}"
 export FLEXPIPE_TIMEOUT=${FLEXPIPE_TIMEOUT:-120}
 rm -rf "$WORK" && mkdir -p "$WORK"
@@ -375,19 +373,7 @@ run() {
   [ $ok -eq 0 ] || failures=$((failures + 1))
 }
 
-tiny=(--model "$MODEL" --cluster "$CLUSTER")
-run 1f1b "$FLEXPIPE_ROOT/schedules/1f1b.mlir" "${tiny[@]}" --microbatches 8
-run interleaved "$FLEXPIPE_ROOT/schedules/interleaved-1f1b.mlir" "${tiny[@]}" \
-  --microbatches 8
-run dp2xpp2 "$FLEXPIPE_ROOT/schedules/1f1b.mlir" "${tiny[@]}" --actors 2 --dp 2 \
-  --microbatches 4
-# The zero-bubble schedules without --model: the built-in model's default
-# sizes are the tiny model's (and gradient separation rejects zb-h1 with the
-# A800 costs, a scheduler matter).
-run zb-h1 "$FLEXPIPE_ROOT/schedules/zb-h1.mlir" --microbatches 8 --time-model=cost
-sed 's/optimize gradient_separation/optimize gradient_separation async_comm/' \
-  "$FLEXPIPE_ROOT/schedules/zb-v.mlir" > "$WORK/zb-v-async.mlir"
-run zb-v-async "$WORK/zb-v-async.mlir" --microbatches 8 --time-model=cost
+gpu_test_schedules run "$WORK"
 
 echo
 log "Summary (tolerances: losses 1e-4 relative, weights 1e-3)"
