@@ -128,7 +128,8 @@ static std::optional<Toolchain> cudaToolchain(const std::string &include,
     toolchain.after.push_back(("-L" + directory).str());
     toolchain.after.push_back(("-Xlinker=-rpath=" + directory).str());
   }
-  for (const char *lib : {"-lcublas", "-lnccl", "-lopenblas"})
+  // No OpenBLAS: CUDA ranks link no CPU layers (ModelData.cpp).
+  for (const char *lib : {"-lcublas", "-lnccl"})
     toolchain.after.push_back(lib);
   return toolchain;
 }
