@@ -848,7 +848,8 @@ double train(flexpipe_rt &rt, const Checkpoint &identity,
 }
 
 /// Rank 0 prints the mean iteration time, every rank's peak activation
-/// memory (the bytes the executor and the layers hold) and what the backend
+/// memory (the bytes the executor and the layers hold) beside the cost
+/// model's prediction when the description has one, and what the backend
 /// measured of its device memory (Comm::measuredMemory). Collective.
 void printSummary(flexpipe_rt &rt, double totalSeconds) {
   Comm &comm = *rt.comm;
@@ -864,6 +865,14 @@ void printSummary(flexpipe_rt &rt, double totalSeconds) {
     for (double bytes : peaks)
       std::printf(" %.1f KiB", bytes / 1024);
     std::printf("\n");
+    // Rank r runs actor r mod actors.
+    if (!rt.desc.predictedPeak.empty()) {
+      std::printf("predicted by the cost model per rank:");
+      for (int r = 0; r < comm.size(); ++r)
+        std::printf(" %.1f KiB",
+                    rt.desc.predictedPeak[r % rt.desc.actors] / 1024);
+      std::printf("\n");
+    }
   }
   // Every rank has the same backend, so the same list (or none).
   const std::vector<std::pair<std::string, double>> measured =

@@ -10,6 +10,7 @@
 #include "flexpipe/Support/Hash.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <map>
 #include <sstream>
@@ -323,6 +324,11 @@ std::string checkDescription(ScheduleDesc &desc,
   }
   if (std::string error = checkStructure(desc, declared); !error.empty())
     return error;
+  if (!desc.predictedPeak.empty() &&
+      desc.predictedPeak.size() != static_cast<size_t>(desc.actors))
+    return "the 'predicted' line has " +
+           std::to_string(desc.predictedPeak.size()) + " numbers for " +
+           std::to_string(desc.actors) + " actors";
   for (const ScheduleDesc::Exec &exec : desc.execs)
     if (exec.stage >= desc.stages || exec.actor >= desc.actors ||
         exec.mb + exec.count > desc.microbatches)
@@ -424,6 +430,17 @@ std::string flexpipe::rt::parseSchedule(const std::string &text,
     } else if (key == "exec") {
       if (std::string error = readExec(words, desc); !error.empty())
         return fail(error);
+    } else if (key == "predicted") {
+      std::string what;
+      double bytes = 0;
+      words >> what;
+      while (words >> bytes)
+        desc.predictedPeak.push_back(bytes);
+      if (what != "peak_activation" || !words.eof() ||
+          desc.predictedPeak.empty())
+        return fail("expected 'predicted peak_activation BYTES...', one "
+                    "number per actor");
+      words.clear(std::ios::eofbit);
     } else {
       return fail("unknown key '" + key + "'");
     }
@@ -523,6 +540,12 @@ std::string flexpipe::rt::formatScheduleBody(const ScheduleDesc &desc) {
       body << (i ? "," : "") << exec.outputs[i];
     if (!exec.attrs.empty())
       body << " " << exec.attrs;
+    body << "\n";
+  }
+  if (!desc.predictedPeak.empty()) {
+    body << "predicted peak_activation";
+    for (double bytes : desc.predictedPeak)
+      body << " " << static_cast<int64_t>(std::llround(bytes));
     body << "\n";
   }
   return body.str();

@@ -20,6 +20,15 @@
 // RUN: python3 -c "import sys; v = [float(x) for x in open(sys.argv[1]).read().split('per rank:')[1].split('KiB')[:-1]]; print('falling' if all(a > b for a, b in zip(v, v[1:])) else v)" %t/1f1b/run.log | FileCheck %s --check-prefix=MEMORY
 // MEMORY: falling
 
+// With --model the description carries the cost model's peak per actor, and
+// rank 0 prints it under the measured one: both fall with the rank.
+// RUN: flexpipe-compile %schedules/1f1b.mlir --microbatches 8 --model %S/../../configs/models/tiny.yaml --cluster %S/../../configs/clusters/cpu.yaml --emit=exe -o %t/predicted
+// RUN: grep -c "^predicted peak_activation [0-9]* [0-9]* [0-9]* [0-9]*$" %t/predicted/schedule.txt | FileCheck %s --check-prefix=LINE
+// LINE: 1
+// RUN: %t/predicted/run-mpi.sh --iterations 2 > %t/predicted/run.log
+// RUN: python3 -c "import sys; rows = [[float(x) for x in l.split(':')[1].split('KiB')[:-1]] for l in open(sys.argv[1]) if 'per rank:' in l]; print(len(rows), ['falling' if all(a > b for a, b in zip(v, v[1:])) else v for v in rows])" %t/predicted/run.log | FileCheck %s --check-prefix=PREDICTED
+// PREDICTED: 2 ['falling', 'falling']
+
 // --trace writes one Chrome trace of the real run: per iteration, 16
 // computations and 16 transfers on 2 actors with 4 micro-batches.
 // RUN: flexpipe-compile %schedules/1f1b.mlir --actors 2 --microbatches 4 -o %t/traced

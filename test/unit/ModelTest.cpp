@@ -743,7 +743,8 @@ TEST_CASE("schedule descriptions round-trip through the one writer",
       "edge 0 1\nedge 1 2\nedge 2 3\nedge 4 0\nedge 3 5\n"
       "exec probe stage 1 actor 1 mb 0 count 2 outputs 0,1 file=s:x "
       "count=i:7\n"
-      "exec probe stage 2 actor 2 mb 3 count 1 outputs -\n",
+      "exec probe stage 2 actor 2 mb 3 count 1 outputs -\n"
+      "predicted peak_activation 2621440 1966080 1310720 655360\n",
       "name clip_mixed\nactors 4\nstages 7\nmicrobatches 8\ndp 1\n"
       "model microbatch=4 seed=1234 embed=32\n"
       "tower image vocab=64 seq=8 hidden=32 heads=2 layers=4\n"
@@ -767,5 +768,20 @@ TEST_CASE("schedule descriptions round-trip through the one writer",
     changed.replace(changed.find("dp "), 4, "dp 3");
     ScheduleDesc other;
     CHECK(parseSchedule(changed, other).find("check sum") != std::string::npos);
+  }
+  // The cost model's prediction: one number per actor.
+  ScheduleDesc desc;
+  REQUIRE(parseSchedule(withScheduleHeader(bodies[0], 42), desc) == "");
+  CHECK(desc.predictedPeak ==
+        std::vector<double>{2621440, 1966080, 1310720, 655360});
+  for (const char *line : {"predicted peak_activation 1 2 3\n",
+                           "predicted peak_activation 1 2 3 4 x\n",
+                           "predicted memory 1 2 3 4\n"}) {
+    std::string body = bodies[0];
+    body.replace(body.find("predicted"), std::string::npos, line);
+    ScheduleDesc bad;
+    INFO(line);
+    CHECK(parseSchedule(withScheduleHeader(body, 42), bad).find("predicted") !=
+          std::string::npos);
   }
 }

@@ -275,19 +275,30 @@ scheduleSpecs(MLIRContext &context, ModuleOp module,
 
 /// --emit=report|svg|trace: one schedule simulated with the costs the options
 /// give (model and cluster, a profile, or one unit per computation).
+/// `program` (of `schedule`) timed on the costs of `inputs`.
+static LogicalResult
+simulate(ScheduleOp schedule, const sched::Program &program,
+         const CompileOptions &options, const sched::CostInputs &inputs,
+         sched::SimCosts &costs, sched::SimResult &result) {
+  sched::Simulator simulator;
+  if (llvm::Error error = simulator.prepare(program))
+    return schedule.emitError() << llvm::toString(std::move(error));
+  if (llvm::Error error = sched::programCosts(program, inputs, options.dp,
+                                              sched::TimeModel::Step, costs))
+    return schedule.emitError() << llvm::toString(std::move(error));
+  result = simulator.run(costs);
+  return success();
+}
+
 static LogicalResult emitSimulated(ScheduleOp schedule,
                                    const sched::Program &program,
                                    const CompileOptions &options,
                                    const sched::CostInputs &inputs,
                                    raw_ostream &os) {
-  sched::Simulator simulator;
-  if (llvm::Error error = simulator.prepare(program))
-    return schedule.emitError() << llvm::toString(std::move(error));
   sched::SimCosts costs;
-  if (llvm::Error error = sched::programCosts(program, inputs, options.dp,
-                                              sched::TimeModel::Step, costs))
-    return schedule.emitError() << llvm::toString(std::move(error));
-  sched::SimResult result = simulator.run(costs);
+  sched::SimResult result;
+  if (failed(simulate(schedule, program, options, inputs, costs, result)))
+    return failure();
   sched::ReportContext context;
   context.name = schedule.getSymName().str();
   if (inputs.hasModel() && !inputs.model->modules.empty()) {
@@ -359,6 +370,27 @@ static LogicalResult emitReplayed(ScheduleOp schedule,
   return success();
 }
 
+/// --emit=cpp|exe with a model: each schedule's peak activation memory per
+/// actor as the cost model predicts it (the report's), for the ranks to
+/// print beside what they measure (kPredictedPeakAttr).
+static LogicalResult predictMemory(ModuleOp module,
+                                   const CompileOptions &options,
+                                   const sched::CostInputs &inputs) {
+  if (!inputs.hasModel())
+    return success();
+  for (ScheduleOp schedule : module.getOps<ScheduleOp>()) {
+    sched::SimCosts costs;
+    sched::SimResult result;
+    if (failed(simulate(schedule, readSchedule(schedule).program, options,
+                        inputs, costs, result)))
+      return failure();
+    schedule->setAttr(
+        kPredictedPeakAttr,
+        DenseF64ArrayAttr::get(schedule.getContext(), result.peakActivation));
+  }
+  return success();
+}
+
 static int compile(const CompileOptions &options) {
   MLIRContext context;
   DialectRegistry registry;
@@ -380,10 +412,13 @@ static int compile(const CompileOptions &options) {
     return 1;
 
   if (options.emit == "cpp" || options.emit == "exe")
-    return writeRanks(context, *module, options,
-                      inputs->model ? std::shared_ptr<const sched::ModelConfig>(
-                                          inputs, &*inputs->model)
-                                    : nullptr);
+    return failed(predictMemory(*module, options, *inputs))
+               ? 1
+               : writeRanks(context, *module, options,
+                            inputs->model
+                                ? std::shared_ptr<const sched::ModelConfig>(
+                                      inputs, &*inputs->model)
+                                : nullptr);
 
   std::string error;
   std::unique_ptr<llvm::ToolOutputFile> output =

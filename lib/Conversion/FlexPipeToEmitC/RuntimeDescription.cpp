@@ -8,6 +8,7 @@
 
 #include "RuntimeDescription.h"
 
+#include "flexpipe/Conversion/FlexPipeToEmitC/FlexPipeToEmitC.h"
 #include "flexpipe/Runtime/Schedule.h"
 #include "flexpipe/Support/Hash.h"
 
@@ -193,6 +194,11 @@ rt::ScheduleDesc descSizes(ScheduleOp schedule, int64_t dp,
   for (auto [from, to] : schedule.getEdgeList())
     desc.edges.push_back({static_cast<int>(from), static_cast<int>(to)});
   desc.execs = std::move(execs);
+  if (auto predicted =
+          schedule->getAttrOfType<DenseF64ArrayAttr>(kPredictedPeakAttr);
+      predicted && predicted.size() == desc.actors)
+    desc.predictedPeak.assign(predicted.asArrayRef().begin(),
+                              predicted.asArrayRef().end());
   return desc;
 }
 

@@ -19,6 +19,13 @@
 
 namespace flexpipe {
 
+/// A schedule's discardable attribute: per actor, the peak activation bytes
+/// the cost model predicts (an array of f64). flexpipe-compile sets it
+/// before the lowering when it has a model; the runtime description carries
+/// it, and the ranks print it beside the peak they measure.
+inline constexpr llvm::StringLiteral kPredictedPeakAttr =
+    "flexpipe.predicted_peak_activation";
+
 #define GEN_PASS_DECL
 #include "flexpipe/Conversion/Passes.h.inc"
 

@@ -75,6 +75,10 @@ struct ScheduleDesc {
     std::string attrs;
   };
   std::vector<Exec> execs;
+  /// Per actor: the peak activation memory the cost model predicts, in bytes
+  /// (the 'predicted' line, which flexpipe-compile writes when it has a
+  /// model); empty when there is none. Printed beside the measured peak.
+  std::vector<double> predictedPeak;
 
   bool twoTower() const { return !towers.empty(); }
   /// The sizes of the model that stage `s` belongs to: its tower's, or the
