@@ -61,9 +61,8 @@ build_all() {
 # The schedules the GPU test trains (scripts/gpu-test.sh, gpu-bundle.sh):
 # calls FN NAME SPEC [flexpipe-compile options...] for each, with the tiny
 # GPT (configs/models/tiny.yaml); zb-v with asynchronous receives is written
-# into DIR. The zero-bubble schedules run without --model: the built-in
-# model's default sizes are the tiny model's (and gradient separation
-# rejects zb-h1 with the A800 costs, a scheduler matter).
+# into DIR. The zero-bubble schedules run without --model (the built-in
+# model's default sizes are the tiny model's), on the cost time model.
 gpu_test_schedules() {
   local fn=$1 dir=$2
   local tiny=(--model "$FLEXPIPE_ROOT/configs/models/tiny.yaml"

@@ -264,6 +264,8 @@ bundle_mode() {
   RPATHS=(-Xlinker "-rpath=$(dirname "$nccl")" -Xlinker "-rpath=$(dirname "$cublas")")
   export LD_LIBRARY_PATH="$(dirname "$nccl"):$(dirname "$cublas")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   export FLEXPIPE_TIMEOUT=${FLEXPIPE_TIMEOUT:-30}
+  # NCCL's warnings (why a connection failed) go to each run's run.log.
+  export NCCL_DEBUG=${NCCL_DEBUG:-WARN}
   RUN_TIMEOUT=${GPU_TEST_RUN_TIMEOUT:-60} BUDGET=${GPU_TEST_BUDGET:-450}
 
   failures=0 summary=()
