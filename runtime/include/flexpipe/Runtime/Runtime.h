@@ -46,9 +46,11 @@ void flexpipe_rt_igrad(flexpipe_rt *rt, int64_t stage, int64_t mb);
 void flexpipe_rt_wgrad(flexpipe_rt *rt, int64_t stage, int64_t mb);
 
 /* Point-to-point transfers. Sends name the sending stage, receives the
- * receiving stage; `peer` is an actor. A send never waits for its receive; a
- * blocking receive returns when the data is here. The _async variants post
- * the transfer and return a token for flexpipe_rt_wait. */
+ * receiving stage; `peer` is an actor. A send returns once posted (the
+ * iteration ends when every send is delivered); a blocking receive returns
+ * when the data is here. The _async variants post the transfer and return a
+ * token for flexpipe_rt_wait, which for a send returns once the message is
+ * delivered, i.e. once its receive is posted. */
 void flexpipe_rt_send_act(flexpipe_rt *rt, int64_t stage, int64_t mb,
                           int64_t peer);
 void flexpipe_rt_recv_act(flexpipe_rt *rt, int64_t stage, int64_t mb,

@@ -251,7 +251,7 @@ def AsyncCommPass : Pass<"flexpipe-async-comm", "mlir::ModuleOp"> {
     transfer then overlaps the computations in between: with rendezvous
     transfers (NCCL, large MPI messages) data moves only once both sides are
     posted, which the simulator models. Sends are already asynchronous (a
-    send never waits for its receive). Receives keep their relative order, so
+    send does not hold up its actor). Receives keep their relative order, so
     every channel stays FIFO; posting early never creates a deadlock.
     ```mlir
     // Before:
