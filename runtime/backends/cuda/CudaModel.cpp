@@ -573,10 +573,11 @@ public:
     ++adam.step;
     const float c1 = 1 - std::pow(adam.beta1, static_cast<float>(adam.step));
     const float c2 = 1 - std::pow(adam.beta2, static_cast<float>(adam.step));
-    for (DeviceParameter *p : parameters)
-      adamStep(context->stream(), p->value.get(), p->grad.get(), p->m.get(),
-               p->v.get(), p->value.size(), lr, adam.beta1, adam.beta2,
-               adam.eps, c1, c2);
+    if (adamChunks.size() == 0)
+      uploadAdamChunks();
+    adamStep(context->stream(), adamChunks.get(),
+             static_cast<int64_t>(adamChunks.size()), lr, adam.beta1,
+             adam.beta2, adam.eps, c1, c2);
     context->markProgress();
   }
   double takeLossSum() override {
@@ -652,6 +653,24 @@ private:
   PinnedArray<double> lossHost;
   std::vector<DeviceParameter *> parameters;
   Adam adam; // hyper-parameters and the step count; moments live on the GPU
+  /// Every parameter cut into chunks for the one-launch Adam step; made at
+  /// the first step, when the stages (and their arrays) are all there.
+  DeviceArray<AdamChunk> adamChunks;
+
+  void uploadAdamChunks() {
+    std::vector<AdamChunk> chunks;
+    for (DeviceParameter *p : parameters)
+      appendAdamChunks(p->value.get(), p->grad.get(), p->m.get(), p->v.get(),
+                       static_cast<int64_t>(p->value.size()), chunks);
+    if (chunks.empty())
+      return;
+    adamChunks = DeviceArray<AdamChunk>(*context, chunks.size());
+    CUDACHECK(cudaMemcpyAsync(adamChunks.get(), chunks.data(),
+                              adamChunks.bytes(), cudaMemcpyHostToDevice,
+                              context->stream()));
+    // `chunks` goes when this returns: wait for the copy.
+    context->synchronize("copying the Adam step's table to the GPU");
+  }
 };
 
 } // namespace

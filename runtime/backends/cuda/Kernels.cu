@@ -382,15 +382,20 @@ __global__ void crossEntropyGradKernel(const float *probs,
   }
 }
 
-__global__ void adamKernel(float *value, float *grad, float *m, float *v,
-                           int64_t n, float lr, float beta1, float beta2,
-                           float eps, float c1, float c2) {
-  for (int64_t i = globalThread(); i < n; i += globalThreads()) {
-    const float g = grad[i];
-    m[i] = beta1 * m[i] + (1 - beta1) * g;
-    v[i] = beta2 * v[i] + (1 - beta2) * g * g;
-    value[i] -= lr * (m[i] / c1) / (sqrtf(v[i] / c2) + eps);
-    grad[i] = 0.0f;
+/// Every parameter of a rank in one launch: a block per chunk (grid-stride
+/// over the chunks), its threads over the chunk's values.
+__global__ void adamKernel(const AdamChunk *chunks, int64_t count, float lr,
+                           float beta1, float beta2, float eps, float c1,
+                           float c2) {
+  for (int64_t c = blockIdx.x; c < count; c += gridDim.x) {
+    const AdamChunk k = chunks[c];
+    for (int64_t i = threadIdx.x; i < k.count; i += blockDim.x) {
+      const float g = k.grad[i];
+      k.m[i] = beta1 * k.m[i] + (1 - beta1) * g;
+      k.v[i] = beta2 * k.v[i] + (1 - beta2) * g * g;
+      k.value[i] -= lr * (k.m[i] / c1) / (sqrtf(k.v[i] / c2) + eps);
+      k.grad[i] = 0.0f;
+    }
   }
 }
 
@@ -543,10 +548,17 @@ void flexpipe::rt::cuda::crossEntropyGrad(cudaStream_t stream,
                   dlogits, rows, vocab, scale);
 }
 
-void flexpipe::rt::cuda::adamStep(cudaStream_t stream, float *value,
-                                  float *grad, float *m, float *v, int64_t n,
-                                  float lr, float beta1, float beta2, float eps,
-                                  float c1, float c2) {
-  LAUNCH_ELEMENTS(adamKernel, n, stream, value, grad, m, v, n, lr, beta1, beta2,
-                  eps, c1, c2);
+void flexpipe::rt::cuda::appendAdamChunks(float *value, float *grad, float *m,
+                                          float *v, int64_t n,
+                                          std::vector<AdamChunk> &chunks) {
+  for (int64_t at = 0; at < n; at += kAdamChunkValues)
+    chunks.push_back({value + at, grad + at, m + at, v + at,
+                      std::min(kAdamChunkValues, n - at)});
+}
+
+void flexpipe::rt::cuda::adamStep(cudaStream_t stream, const AdamChunk *chunks,
+                                  int64_t count, float lr, float beta1,
+                                  float beta2, float eps, float c1, float c2) {
+  LAUNCH(adamKernel, count, 1, kThreads, stream, chunks, count, lr, beta1,
+         beta2, eps, c1, c2);
 }

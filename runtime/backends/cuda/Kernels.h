@@ -21,6 +21,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <vector>
 
 namespace flexpipe::rt::cuda {
 
@@ -89,10 +90,23 @@ void crossEntropyGrad(cudaStream_t stream, const float *probs,
                       const int32_t *targets, float *dlogits, int64_t rows,
                       int64_t vocab, float scale);
 
-/// One Adam step (Model.cpp's Adam::apply) for n values; clears grad.
-void adamStep(cudaStream_t stream, float *value, float *grad, float *m,
-              float *v, int64_t n, float lr, float beta1, float beta2,
-              float eps, float c1, float c2);
+/// `count` consecutive values of one parameter and its gradient and Adam
+/// moments: one block's share of a multi-tensor Adam step.
+struct AdamChunk {
+  float *value, *grad, *m, *v;
+  int64_t count;
+};
+/// Values per AdamChunk at most: a block's worth of work.
+constexpr int64_t kAdamChunkValues = 4096;
+/// Cuts each parameter (value, grad, m, v pointers and its size) into
+/// chunks of at most kAdamChunkValues, in order.
+void appendAdamChunks(float *value, float *grad, float *m, float *v, int64_t n,
+                      std::vector<AdamChunk> &chunks);
+/// One Adam step (Model.cpp's Adam::apply) for every value of `chunks`
+/// (device memory), in one launch; clears the gradients.
+void adamStep(cudaStream_t stream, const AdamChunk *chunks, int64_t count,
+              float lr, float beta1, float beta2, float eps, float c1,
+              float c2);
 
 } // namespace flexpipe::rt::cuda
 
