@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "flexpipe/Runtime/Model.h"
+#include "flexpipe/Support/Hash.h"
 
 #include <algorithm>
 #include <cmath>
@@ -36,16 +37,9 @@ uint64_t splitmix(uint64_t &state) {
   return z ^ (z >> 31);
 }
 
-uint64_t hashName(const std::string &name) {
-  uint64_t h = 1469598103934665603ULL; // FNV-1a
-  for (char c : name)
-    h = (h ^ static_cast<uint8_t>(c)) * 1099511628211ULL;
-  return h;
-}
-
 /// N(0, std^2) values from a seed and a parameter name (Box-Muller).
 void initNormal(Tensor &t, uint64_t seed, const std::string &name, float std) {
-  uint64_t state = seed ^ hashName(name);
+  uint64_t state = seed ^ flexpipe::fnv1a(name);
   for (size_t i = 0; i < t.size(); i += 2) {
     const double u1 =
         (static_cast<double>(splitmix(state) >> 11) + 1) / 9007199254740993.0;
