@@ -92,6 +92,14 @@ std::string flexpipe::rt::readLaunchEnv(const Getenv &getenv, bool withMpi,
             parseSeconds("FLEXPIPE_TIMEOUT", timeout, env.timeout);
         !error.empty())
       return error;
+  if (const char *math = value("FLEXPIPE_CUDA_MATH")) {
+    const std::string mode = math;
+    if (mode != "fp32" && mode != "tf32")
+      return "FLEXPIPE_CUDA_MATH must be 'fp32' (full fp32 products, the "
+             "default) or 'tf32' (TF32 tensor cores), not '" +
+             mode + "'";
+    env.tf32 = mode == "tf32";
+  }
   const char *bootstrap = value("FLEXPIPE_BOOTSTRAP");
   const std::string mode = bootstrap ? bootstrap : "";
   if (!mode.empty() && mode != "mpi" && mode != "env")

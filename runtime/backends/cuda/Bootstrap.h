@@ -50,6 +50,9 @@ struct LaunchEnv {
   std::string idFile;   ///< FLEXPIPE_NCCL_ID_FILE
   std::string runId;    ///< FLEXPIPE_RUN_ID: tells this run's id file apart
   double timeout = kDefaultTimeout; ///< FLEXPIPE_TIMEOUT, seconds
+  /// FLEXPIPE_CUDA_MATH=tf32: matrix products on TF32 tensor cores instead
+  /// of full fp32 (the default, `fp32`, which the numerics tests need).
+  bool tf32 = false;
 };
 
 /// Whether an MPI launcher (Open MPI, PMI, PMIx, MVAPICH) started this
@@ -58,8 +61,8 @@ bool startedByMpi(const Getenv &getenv);
 
 /// Reads FLEXPIPE_BOOTSTRAP (mpi, env or unset: mpi when an MPI launcher
 /// started the process and `withMpi`), RANK, WORLD_SIZE, LOCAL_RANK,
-/// LOCAL_WORLD_SIZE, FLEXPIPE_NCCL_ID_FILE, FLEXPIPE_RUN_ID and
-/// FLEXPIPE_TIMEOUT. Returns "" or what is wrong.
+/// LOCAL_WORLD_SIZE, FLEXPIPE_NCCL_ID_FILE, FLEXPIPE_RUN_ID,
+/// FLEXPIPE_TIMEOUT and FLEXPIPE_CUDA_MATH. Returns "" or what is wrong.
 std::string readLaunchEnv(const Getenv &getenv, bool withMpi, LaunchEnv &env);
 
 /// NCCL refuses two ranks of one communicator on one GPU ("Duplicate GPU

@@ -92,7 +92,7 @@ void flexpipe::rt::cuda::checkLaunch(const char *kernel, const char *file,
                    cudaGetErrorString(status));
 }
 
-CudaContext::CudaContext(int device, double timeout)
+CudaContext::CudaContext(int device, double timeout, bool tf32)
     : deviceIndex(device), timeoutSeconds(timeout) {
   CUDACHECK(cudaSetDevice(device));
   // Stream-ordered allocation (cudaMallocAsync) lets arrays be freed while
@@ -113,9 +113,11 @@ CudaContext::CudaContext(int device, double timeout)
   CUDACHECK(cudaStreamCreateWithFlags(&computeStream, cudaStreamNonBlocking));
   CUBLASCHECK(cublasCreate(&handle));
   CUBLASCHECK(cublasSetStream(handle, computeStream));
-  // Full fp32 products: the default math mode uses no TF32 tensor cores for
-  // sgemm (the CPU reference has none); said here so that it stays so.
-  CUBLASCHECK(cublasSetMathMode(handle, CUBLAS_DEFAULT_MATH));
+  // Full fp32 products by default: the default math mode uses no TF32
+  // tensor cores for sgemm (the CPU reference has none); said here so that
+  // it stays so. TF32 (10-bit mantissa inputs, fp32 sums) on request.
+  CUBLASCHECK(cublasSetMathMode(handle, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH
+                                             : CUBLAS_DEFAULT_MATH));
   CUDACHECK(cudaMalloc(&workspace, kBlasWorkspaceBytes));
   CUBLASCHECK(cublasSetWorkspace(handle, workspace, kBlasWorkspaceBytes));
   syncEvent = makeEvent();

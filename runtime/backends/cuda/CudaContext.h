@@ -96,9 +96,10 @@ void checkLaunch(const char *kernel, const char *file, int line);
 /// collective of the executor runs on, and the cuBLAS handle bound to it.
 class CudaContext {
 public:
-  /// Selects `device`, creates the stream and the cuBLAS handle. Host waits
-  /// give up after `timeout` seconds.
-  CudaContext(int device, double timeout);
+  /// Selects `device`, creates the stream and the cuBLAS handle (its
+  /// products on TF32 tensor cores with `tf32`, else in full fp32). Host
+  /// waits give up after `timeout` seconds without progress.
+  CudaContext(int device, double timeout, bool tf32 = false);
   ~CudaContext();
   CudaContext(const CudaContext &) = delete;
   CudaContext &operator=(const CudaContext &) = delete;

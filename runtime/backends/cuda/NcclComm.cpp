@@ -675,7 +675,11 @@ flexpipe::rt::cuda::startNccl(int *argc, char ***argv,
                : std::string("cudaGetDeviceCount found none")) +
           ". The CUDA backend needs an NVIDIA GPU and its driver; on "
           "machines without one, compile with --backend=cpu");
-  context = std::make_shared<CudaContext>(env.localRank % devices, env.timeout);
+  context = std::make_shared<CudaContext>(env.localRank % devices, env.timeout,
+                                          env.tf32);
+  if (env.tf32 && env.rank == 0)
+    std::fprintf(stderr, "flexpipe: matrix products on TF32 tensor cores "
+                         "(FLEXPIPE_CUDA_MATH=tf32)\n");
   // Before NCCL reads the environment (its first call).
   char host[256] = {};
   gethostname(host, sizeof(host) - 1);

@@ -23,7 +23,8 @@ enum cublasStatus_t {
   CUBLAS_STATUS_INVALID_VALUE = 7,
 };
 enum cublasOperation_t { CUBLAS_OP_N = 0, CUBLAS_OP_T = 1 };
-enum cublasMath_t { CUBLAS_DEFAULT_MATH = 0 };
+/// The emulation computes every product in fp32 whatever the mode.
+enum cublasMath_t { CUBLAS_DEFAULT_MATH = 0, CUBLAS_TF32_TENSOR_OP_MATH = 3 };
 
 struct cublasContext;
 typedef cublasContext *cublasHandle_t;
