@@ -857,41 +857,36 @@ void printSummary(flexpipe_rt &rt, double totalSeconds) {
   if (comm.rank() == 0 && ran > 1)
     std::printf("mean iteration time %.3f ms (iterations after the first)\n",
                 totalSeconds * 1e3 / (ran - 1));
-  std::vector<double> peaks(comm.size(), 0.0);
-  peaks[comm.rank()] = rt.peakBytes;
-  comm.allreduceSum(peaks.data(), peaks.size());
-  if (comm.rank() == 0) {
-    std::printf("peak activation memory per rank:");
-    for (double bytes : peaks)
-      std::printf(" %.1f KiB", bytes / 1024);
-    std::printf("\n");
-    // Rank r runs actor r mod actors.
-    if (!rt.desc.predictedPeak.empty()) {
-      std::printf("predicted by the cost model per rank:");
-      for (int r = 0; r < comm.size(); ++r)
-        std::printf(" %.1f KiB",
-                    rt.desc.predictedPeak[r % rt.desc.actors] / 1024);
-      std::printf("\n");
-    }
-  }
-  // Every rank has the same backend, so the same list (or none).
-  const std::vector<std::pair<std::string, double>> measured =
-      comm.measuredMemory();
-  if (measured.empty()) {
-    std::fflush(stdout);
-    return;
-  }
-  std::vector<double> all(measured.size() * comm.size(), 0.0);
-  for (size_t i = 0; i < measured.size(); ++i)
-    all[i * comm.size() + comm.rank()] = measured[i].second;
+  // What every rank measured, in one collective: the logical peak, then the
+  // backend's device figures (the same list on every rank).
+  std::vector<std::pair<std::string, double>> mine = {
+      {"peak activation memory", rt.peakBytes}};
+  for (auto &figure : comm.measuredMemory())
+    mine.push_back(std::move(figure));
+  const int ranks = comm.size();
+  std::vector<double> all(mine.size() * ranks, 0.0);
+  for (size_t i = 0; i < mine.size(); ++i)
+    all[i * ranks + comm.rank()] = mine[i].second;
   comm.allreduceSum(all.data(), all.size());
-  if (comm.rank() == 0)
-    for (size_t i = 0; i < measured.size(); ++i) {
-      std::printf("%s per rank:", measured[i].first.c_str());
-      for (int r = 0; r < comm.size(); ++r)
-        std::printf(" %.1f MiB", all[i * comm.size() + r] / (1 << 20));
+  if (comm.rank() == 0) {
+    auto row = [&](const std::string &what, auto bytesOf, bool mib) {
+      std::printf("%s per rank:", what.c_str());
+      for (int r = 0; r < ranks; ++r)
+        std::printf(mib ? " %.1f MiB" : " %.1f KiB",
+                    bytesOf(r) / (mib ? 1 << 20 : 1024));
       std::printf("\n");
+    };
+    for (size_t i = 0; i < mine.size(); ++i) {
+      row(
+          mine[i].first, [&](int r) { return all[i * ranks + r]; }, i > 0);
+      // Rank r runs actor r mod actors.
+      if (i == 0 && !rt.desc.predictedPeak.empty())
+        row(
+            "predicted by the cost model",
+            [&](int r) { return rt.desc.predictedPeak[r % rt.desc.actors]; },
+            false);
     }
+  }
   std::fflush(stdout);
 }
 
