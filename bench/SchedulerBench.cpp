@@ -8,7 +8,9 @@
 //
 // Prints how fast the scheduler runs on one thread:
 //  - schedules per second for 1F1B (pp=8, m=32) and interleaved 1F1B
-//    (pp=8, v=4, m=64), with and without resolving the spec each time;
+//    (pp=8, v=4, m=64), with and without resolving the spec each time: the
+//    median and the best of five repetitions (this machine is shared and
+//    noisy; the spread between the two says how much);
 //  - one pp=64, v=2, m=512 schedule including communication insertion and
 //    verification, each phase timed.
 // Targets: >= 20,000 schedules/s for 1F1B pp=8 m=32 (issue 14; issue 3
@@ -20,9 +22,11 @@
 #include "flexpipe/Scheduling/PipelineSpec.h"
 #include "flexpipe/Scheduling/Program.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <vector>
 
 using namespace flexpipe::sched;
 using Clock = std::chrono::steady_clock;
@@ -83,26 +87,35 @@ static void throughput(const char *name, const PipelineSpec &spec,
     for (const auto &actor : r.actors)
       items += actor.size();
   }
+  // Several repetitions: on a shared machine one slow stretch would drag a
+  // single long measurement down; the median and the best of them say how
+  // fast the code runs and how much the machine varied.
+  constexpr int kRepetitions = 5;
   for (bool resolve : {false, true}) {
-    int64_t runs = 0;
+    std::vector<double> rates;
     double makespan = 0;
-    Clock::time_point start = Clock::now();
-    while (seconds(start) < budget) {
-      for (int i = 0; i < 16; ++i, ++runs) {
-        if (resolve) {
-          llvm::Expected<BuiltProblem> again = buildProblem(spec);
-          makespan += schedule(again->problem, TimeModel::Step).makespan;
-        } else {
-          makespan += schedule(built->problem, TimeModel::Step).makespan;
+    for (int rep = 0; rep < kRepetitions; ++rep) {
+      int64_t runs = 0;
+      Clock::time_point start = Clock::now();
+      while (seconds(start) < budget / kRepetitions) {
+        for (int i = 0; i < 16; ++i, ++runs) {
+          if (resolve) {
+            llvm::Expected<BuiltProblem> again = buildProblem(spec);
+            makespan = schedule(again->problem, TimeModel::Step).makespan;
+          } else {
+            makespan = schedule(built->problem, TimeModel::Step).makespan;
+          }
         }
       }
+      rates.push_back(runs / seconds(start));
     }
-    const double elapsed = seconds(start);
-    std::printf("%-34s %-22s %9.0f schedules/s  (%6.1f us each, %zu "
-                "computations, makespan %.0f steps)\n",
-                name, resolve ? "spec -> schedule" : "schedule only",
-                runs / elapsed, 1e6 * elapsed / runs, items,
-                makespan / runs);
+    std::sort(rates.begin(), rates.end());
+    const double median = rates[kRepetitions / 2];
+    std::printf("%-34s %-18s %7.0f schedules/s median, %7.0f best (%5.1f us "
+                "each at the median; %zu computations, makespan %.0f "
+                "steps)\n",
+                name, resolve ? "spec -> schedule" : "schedule only", median,
+                rates.back(), 1e6 / median, items, makespan);
   }
 }
 

@@ -252,7 +252,8 @@ public:
   /// prepared engine may be copied to run the same problem again another
   /// way (the graph is built once).
   bool prepare();
-  /// Runs a prepared engine to the end.
+  /// Runs a prepared engine to the end; the result moves out (the engine is
+  /// spent).
   ScheduleResult execute();
   /// This prepared engine (moved: its last run) timing `order` instead of
   /// choosing, with `cutoff` as in cutAt().
@@ -1215,7 +1216,7 @@ ScheduleResult Engine::execute() {
   if (!hookError.empty()) {
     result.error = hookError;
     result.actors.clear();
-    return result;
+    return std::move(result);
   }
   // The last computation may be the one that passes the cutoff.
   if (cut || scheduled < total) {
@@ -1229,13 +1230,13 @@ ScheduleResult Engine::execute() {
       result.error = "no actor can make progress";
       result.actors.clear();
     }
-    return result;
+    return std::move(result);
   }
   for (const auto &items : result.actors)
     for (const ScheduledItem &item : items)
       result.makespan = std::max(result.makespan, item.end);
   result.ok = true;
-  return result;
+  return std::move(result);
 }
 
 /// What `actor` does at the core's time: registered instances first (an
