@@ -243,6 +243,11 @@ class GpuBlock final : public GpuLayer {
 public:
   GpuBlock(CudaContext &context, const GptConfig &config, int64_t index)
       : context(context), config(config) {
+    if (config.hidden / config.heads > kMaxHeadDim)
+      fatal("attention heads of " +
+            std::to_string(config.hidden / config.heads) +
+            " dimensions are wider than the CUDA kernels' " +
+            std::to_string(kMaxHeadDim) + "; use more heads");
     params = upload(context, blockParameters(config, index));
   }
 
@@ -257,10 +262,9 @@ public:
     s.mean1 = std::move(n1.mean);
     s.rstd1 = std::move(n1.rstd);
     s.qkv = linearForward(context, s.h1, wqkv(), bqkv(), t, h, 3 * h);
-    s.probs = Floats(context, config.microBatch * config.heads * config.seq *
-                                  config.seq);
+    s.lse = Floats(context, queryRows());
     s.a = Floats(context, t * h);
-    attentionForward(stream, s.qkv.get(), s.probs.get(), s.a.get(),
+    attentionForward(stream, s.qkv.get(), s.lse.get(), s.a.get(),
                      config.microBatch, config.heads, config.seq, h);
     Floats o = linearForward(context, s.a, wo(), bo(), t, h, h);
     s.x2 = Floats(context, t * h);
@@ -293,10 +297,10 @@ public:
     // Attention branch; the residual carries dx2 to x.
     s.dout = dx2.clone();
     Floats da = linearInputGrad(context, s.dout, wo(), t, h, h);
-    Floats scores(context, s.probs.size());
+    Floats delta(context, queryRows());
     s.dqkv = Floats(context, t * 3 * h);
-    attentionBackward(stream, s.qkv.get(), s.probs.get(), da.get(),
-                      scores.get(), s.dqkv.get(), config.microBatch,
+    attentionBackward(stream, s.qkv.get(), s.a.get(), s.lse.get(), da.get(),
+                      delta.get(), s.dqkv.get(), config.microBatch,
                       config.heads, config.seq, h);
     s.dh1 = linearInputGrad(context, s.dqkv, wqkv(), t, h, 3 * h);
     dx = std::move(dx2);
@@ -331,7 +335,7 @@ public:
     size_t bytes = 0;
     for (const auto &[mb, s] : states)
       bytes +=
-          floatBytes({&s.x, &s.h1, &s.qkv, &s.probs, &s.a, &s.x2, &s.h2, &s.pre,
+          floatBytes({&s.x, &s.h1, &s.qkv, &s.lse, &s.a, &s.x2, &s.h2, &s.pre,
                       &s.f, &s.dm, &s.dpre, &s.dh2, &s.dout, &s.dqkv, &s.dh1,
                       &s.mean1, &s.rstd1, &s.mean2, &s.rstd2});
     return bytes;
@@ -339,10 +343,15 @@ public:
 
 private:
   struct State {
-    Floats x, h1, qkv, probs, a, x2, h2, pre, f; // forward
+    Floats x, h1, qkv, lse, a, x2, h2, pre, f;   // forward (lse: attention's
+                                                 // log-sum-exp per query row)
     Floats mean1, rstd1, mean2, rstd2;           // LayerNorm statistics
     Floats dm, dpre, dh2, dout, dqkv, dh1;       // kept for weightGrad
   };
+  /// Attention's query rows: batch x heads x seq.
+  int64_t queryRows() const {
+    return config.microBatch * config.heads * config.seq;
+  }
   // Model.cpp's parameter order.
   DeviceParameter &ln1g() { return params[0]; }
   DeviceParameter &ln1b() { return params[1]; }

@@ -215,16 +215,13 @@ struct Heads {
   __device__ int64_t v(int64_t b, int64_t hd, int64_t j) const {
     return q(b, hd, j) + 2 * hidden;
   }
-  /// Row i of the probabilities of (b, hd).
-  __device__ int64_t p(int64_t bh, int64_t i) const {
-    return (bh * seq + i) * seq;
-  }
   /// Row i of head hd in a [batch*seq x hidden] tensor.
   __device__ int64_t o(int64_t b, int64_t hd, int64_t i) const {
     return (b * seq + i) * hidden + hd * dim;
   }
   /// Warp row `row` (of batch x heads x seq) as token i of head hd of
-  /// sequence b; bh = b * heads + hd.
+  /// sequence b; bh = b * heads + hd. `row` also indexes the per-row
+  /// statistics (log-sum-exp, delta).
   struct Row {
     int64_t i, bh, hd, b;
   };
@@ -241,20 +238,46 @@ __device__ float dot(const float *a, const float *b, int64_t n) {
   return sum;
 }
 
-/// dst[c] = sum over j < count of w[j] * rows[j * stride + c], j in order,
-/// for the warp's lanes' columns c < dim.
-__device__ void mixRows(const float *w, int64_t count, const float *rows,
-                        int64_t stride, int64_t dim, float *dst) {
-  for (int64_t c = threadIdx.x % 32; c < dim; c += 32) {
-    float value = 0;
-    for (int64_t j = 0; j < count; ++j)
-      value += w[j] * rows[j * stride + c];
-    dst[c] = value;
-  }
-}
+/// The pairs of a tile with `left` pairs still to go.
+__device__ int64_t tileSize(int64_t left) { return left < 32 ? left : 32; }
 
-/// One warp per query row i of one (batch, head).
-__global__ void attentionForwardKernel(Heads s, const float *qkv, float *probs,
+/// A warp's share of one row of a head: lane l holds columns l, l + 32, ...
+/// below `dim` (kMaxHeadDim at most).
+struct HeadRow {
+  float at[kMaxHeadDim / 32] = {};
+  __device__ void scale(float factor) {
+    for (float &value : at)
+      value *= factor;
+  }
+  /// += weight * row[c] for the lane's columns.
+  __device__ void addScaled(float weight, const float *row, int64_t dim) {
+    const int lane = threadIdx.x % 32;
+    for (int x = 0; x < kMaxHeadDim / 32; ++x)
+      if (lane + 32 * x < dim)
+        at[x] += weight * row[lane + 32 * x];
+  }
+  __device__ void store(float factor, float *row, int64_t dim) const {
+    const int lane = threadIdx.x % 32;
+    for (int x = 0; x < kMaxHeadDim / 32; ++x)
+      if (lane + 32 * x < dim)
+        row[lane + 32 * x] = at[x] * factor;
+  }
+};
+
+// The attention kernels work in tiles of 32 keys (forward, query gradient)
+// or 32 queries (key and value gradient), a lane per key or query: each lane
+// computes its pair's score as a whole dot product, then the warp goes
+// through the tile's pairs in order, broadcasting each pair's weight, and
+// gathers rows of v, k, q or dout into lane-strided columns. Nothing of size
+// seq x seq is kept: the forward keeps each query row's log-sum-exp, from
+// which the backward recomputes the probabilities (the flash-attention
+// recipe), and every sum runs in the order Model.cpp's runs in, so results
+// are deterministic.
+
+/// One warp per query row i of one (batch, head): the online softmax over
+/// the keys j <= i (a running maximum and sum rescale what the row has
+/// gathered so far), then out_i and lse_i = log sum_j exp(score_ij).
+__global__ void attentionForwardKernel(Heads s, const float *qkv, float *lse,
                                        float *out) {
   const int lane = threadIdx.x % 32;
   const float scale = 1.0f / sqrtf(static_cast<float>(s.dim));
@@ -262,77 +285,113 @@ __global__ void attentionForwardKernel(Heads s, const float *qkv, float *probs,
        r += rowStride()) {
     const auto [i, bh, hd, b] = s.row(r);
     const float *q = qkv + s.q(b, hd, i);
-    float *p = probs + s.p(bh, i);
-    float localMax = -1e30f;
-    for (int64_t j = lane; j < s.seq; j += 32) {
-      p[j] = j > i ? 0 : dot(q, qkv + s.k(b, hd, j), s.dim) * scale;
-      if (j <= i)
-        localMax = fmaxf(localMax, p[j]);
+    HeadRow gathered;
+    float runMax = -INFINITY, runSum = 0;
+    for (int64_t j0 = 0; j0 <= i; j0 += 32) {
+      const int64_t j = j0 + lane;
+      const float score =
+          j <= i ? dot(q, qkv + s.k(b, hd, j), s.dim) * scale : -INFINITY;
+      const float newMax = fmaxf(runMax, warpMax(score));
+      const float rescale = expf(runMax - newMax); // 0 on the first tile
+      const float p = j <= i ? expf(score - newMax) : 0.0f;
+      runSum = runSum * rescale + warpSum(p);
+      gathered.scale(rescale);
+      const int64_t count = tileSize(i - j0 + 1);
+      for (int jj = 0; jj < count; ++jj)
+        gathered.addScaled(__shfl_sync(kFullMask, p, jj),
+                           qkv + s.v(b, hd, j0 + jj), s.dim);
+      runMax = newMax;
     }
-    const float maxScore = warpMax(localMax);
-    __syncwarp();
-    float localSum = 0;
-    for (int64_t j = lane; j <= i; j += 32) {
-      p[j] = expf(p[j] - maxScore);
-      localSum += p[j];
-    }
-    const float sum = warpSum(localSum);
-    __syncwarp();
-    for (int64_t j = lane; j <= i; j += 32)
-      p[j] /= sum;
-    __syncwarp();
-    mixRows(p, i + 1, qkv + s.v(b, hd, 0), 3 * s.hidden, s.dim,
-            out + s.o(b, hd, i));
+    gathered.store(1.0f / runSum, out + s.o(b, hd, i), s.dim);
+    if (lane == 0)
+      lse[r] = runMax + logf(runSum);
   }
 }
 
-/// One warp per query row i: the score gradients ds[i][j] (kept in
-/// `scores`) and dq_i = sum over j of ds[i][j] k_j.
-__global__ void attentionScoresGradKernel(Heads s, const float *qkv,
-                                          const float *probs, const float *dout,
-                                          float *scores, float *dqkv) {
+/// One warp per query row: delta_i = dout_i . out_i, which equals
+/// sum_j p_ij (dout_i . v_j), the softmax gradient's subtrahend.
+__global__ void attentionDeltaKernel(Heads s, const float *out,
+                                     const float *dout, float *delta) {
+  const int lane = threadIdx.x % 32;
+  for (int64_t r = firstRow(); r < s.batch * s.heads * s.seq;
+       r += rowStride()) {
+    const auto [i, bh, hd, b] = s.row(r);
+    const int64_t at = s.o(b, hd, i);
+    float local = 0;
+    for (int64_t c = lane; c < s.dim; c += 32)
+      local += dout[at + c] * out[at + c];
+    const float sum = warpSum(local);
+    if (lane == 0)
+      delta[r] = sum;
+  }
+}
+
+/// The probability p_ij and the score gradient ds_ij of query i and key j
+/// of (b, hd), from the forward's log-sum-exp of row `row` (query i).
+struct PairGrad {
+  float p, ds;
+};
+__device__ PairGrad pairGrad(const Heads &s, const float *qkv,
+                             const float *dout, const float *lse,
+                             const float *delta, int64_t b, int64_t hd,
+                             int64_t i, int64_t j, int64_t row, float scale) {
+  const float score =
+      dot(qkv + s.q(b, hd, i), qkv + s.k(b, hd, j), s.dim) * scale;
+  const float p = expf(score - lse[row]);
+  const float dp = dot(dout + s.o(b, hd, i), qkv + s.v(b, hd, j), s.dim);
+  return {p, p * (dp - delta[row]) * scale};
+}
+
+/// One warp per query row i: dq_i = sum over j <= i of ds_ij k_j.
+__global__ void attentionQueryGradKernel(Heads s, const float *qkv,
+                                         const float *dout, const float *lse,
+                                         const float *delta, float *dqkv) {
   const int lane = threadIdx.x % 32;
   const float scale = 1.0f / sqrtf(static_cast<float>(s.dim));
   for (int64_t r = firstRow(); r < s.batch * s.heads * s.seq;
        r += rowStride()) {
     const auto [i, bh, hd, b] = s.row(r);
-    const float *p = probs + s.p(bh, i);
-    const float *d = dout + s.o(b, hd, i);
-    float *ds = scores + s.p(bh, i);
-    float localDot = 0;
-    for (int64_t j = lane; j < s.seq; j += 32) {
-      ds[j] = j > i ? 0 : dot(d, qkv + s.v(b, hd, j), s.dim);
-      localDot += p[j] * ds[j]; // p is 0 above the diagonal
+    HeadRow dq;
+    for (int64_t j0 = 0; j0 <= i; j0 += 32) {
+      const int64_t j = j0 + lane;
+      const float ds =
+          j <= i ? pairGrad(s, qkv, dout, lse, delta, b, hd, i, j, r, scale).ds
+                 : 0.0f;
+      const int64_t count = tileSize(i - j0 + 1);
+      for (int jj = 0; jj < count; ++jj)
+        dq.addScaled(__shfl_sync(kFullMask, ds, jj), qkv + s.k(b, hd, j0 + jj),
+                     s.dim);
     }
-    const float dot = warpSum(localDot);
-    __syncwarp();
-    for (int64_t j = lane; j <= i; j += 32)
-      ds[j] = p[j] * (ds[j] - dot) * scale;
-    __syncwarp();
-    mixRows(ds, i + 1, qkv + s.k(b, hd, 0), 3 * s.hidden, s.dim,
-            dqkv + s.q(b, hd, i));
+    dq.store(1.0f, dqkv + s.q(b, hd, i), s.dim);
   }
 }
 
-/// One warp per key row j: dk_j = sum over i >= j of ds[i][j] q_i and
-/// dv_j = sum over i >= j of p[i][j] dout_i, i in order.
+/// One warp per key row j: dk_j = sum over i >= j of ds_ij q_i and
+/// dv_j = sum over i >= j of p_ij dout_i, i in order.
 __global__ void attentionKeyValueGradKernel(Heads s, const float *qkv,
-                                            const float *probs,
-                                            const float *dout,
-                                            const float *scores, float *dqkv) {
+                                            const float *dout, const float *lse,
+                                            const float *delta, float *dqkv) {
   const int lane = threadIdx.x % 32;
+  const float scale = 1.0f / sqrtf(static_cast<float>(s.dim));
   for (int64_t r = firstRow(); r < s.batch * s.heads * s.seq;
        r += rowStride()) {
     const auto [j, bh, hd, b] = s.row(r);
-    for (int64_t c = lane; c < s.dim; c += 32) {
-      float dk = 0, dv = 0;
-      for (int64_t i = j; i < s.seq; ++i) {
-        dv += probs[s.p(bh, i) + j] * dout[s.o(b, hd, i) + c];
-        dk += scores[s.p(bh, i) + j] * qkv[s.q(b, hd, i) + c];
+    HeadRow dk, dv;
+    for (int64_t i0 = j; i0 < s.seq; i0 += 32) {
+      const int64_t i = i0 + lane;
+      const PairGrad g = i < s.seq ? pairGrad(s, qkv, dout, lse, delta, b, hd,
+                                              i, j, bh * s.seq + i, scale)
+                                   : PairGrad{0.0f, 0.0f};
+      const int64_t count = tileSize(s.seq - i0);
+      for (int ii = 0; ii < count; ++ii) {
+        const float p = __shfl_sync(kFullMask, g.p, ii);
+        const float ds = __shfl_sync(kFullMask, g.ds, ii);
+        dk.addScaled(ds, qkv + s.q(b, hd, i0 + ii), s.dim);
+        dv.addScaled(p, dout + s.o(b, hd, i0 + ii), s.dim);
       }
-      dqkv[s.k(b, hd, j) + c] = dk;
-      dqkv[s.v(b, hd, j) + c] = dv;
     }
+    dk.store(1.0f, dqkv + s.k(b, hd, j), s.dim);
+    dv.store(1.0f, dqkv + s.v(b, hd, j), s.dim);
   }
 }
 
@@ -505,25 +564,27 @@ void flexpipe::rt::cuda::geluBackward(cudaStream_t stream, const float *dy,
 }
 
 void flexpipe::rt::cuda::attentionForward(cudaStream_t stream, const float *qkv,
-                                          float *probs, float *out,
-                                          int64_t batch, int64_t heads,
-                                          int64_t seq, int64_t hidden) {
+                                          float *lse, float *out, int64_t batch,
+                                          int64_t heads, int64_t seq,
+                                          int64_t hidden) {
   const Heads shape{batch, heads, seq, hidden, hidden / heads};
   LAUNCH_ROWS(attentionForwardKernel, batch * heads * seq, stream, shape, qkv,
-              probs, out);
+              lse, out);
 }
 
 void flexpipe::rt::cuda::attentionBackward(cudaStream_t stream,
-                                           const float *qkv, const float *probs,
-                                           const float *dout, float *scores,
-                                           float *dqkv, int64_t batch,
-                                           int64_t heads, int64_t seq,
-                                           int64_t hidden) {
+                                           const float *qkv, const float *out,
+                                           const float *lse, const float *dout,
+                                           float *delta, float *dqkv,
+                                           int64_t batch, int64_t heads,
+                                           int64_t seq, int64_t hidden) {
   const Heads shape{batch, heads, seq, hidden, hidden / heads};
-  LAUNCH_ROWS(attentionScoresGradKernel, batch * heads * seq, stream, shape,
-              qkv, probs, dout, scores, dqkv);
-  LAUNCH_ROWS(attentionKeyValueGradKernel, batch * heads * seq, stream, shape,
-              qkv, probs, dout, scores, dqkv);
+  const int64_t rows = batch * heads * seq;
+  LAUNCH_ROWS(attentionDeltaKernel, rows, stream, shape, out, dout, delta);
+  LAUNCH_ROWS(attentionQueryGradKernel, rows, stream, shape, qkv, dout, lse,
+              delta, dqkv);
+  LAUNCH_ROWS(attentionKeyValueGradKernel, rows, stream, shape, qkv, dout, lse,
+              delta, dqkv);
 }
 
 void flexpipe::rt::cuda::softmaxCrossEntropy(cudaStream_t stream, float *logits,

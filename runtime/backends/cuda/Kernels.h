@@ -25,6 +25,9 @@
 
 namespace flexpipe::rt::cuda {
 
+/// The widest attention head the attention kernels take.
+constexpr int64_t kMaxHeadDim = 256;
+
 /// out[r][c] = token[ids[r]][c] + position[r % seq][c].
 void embeddingForward(cudaStream_t stream, const int32_t *ids,
                       const float *token, const float *position, float *out,
@@ -67,18 +70,20 @@ void geluBackward(cudaStream_t stream, const float *dy, const float *x,
                   float *dx, int64_t n);
 
 /// Causal multi-head attention: qkv [batch*seq x 3*hidden] (q | k | v) into
-/// out [batch*seq x hidden], keeping probs [batch x heads x seq x seq].
-void attentionForward(cudaStream_t stream, const float *qkv, float *probs,
+/// out [batch*seq x hidden]. Keeps per query row (batch x heads x seq) only
+/// the log-sum-exp of its scores in `lse`, not its probabilities (batch x
+/// heads x seq x seq). Heads have at most kMaxHeadDim dimensions.
+void attentionForward(cudaStream_t stream, const float *qkv, float *lse,
                       float *out, int64_t batch, int64_t heads, int64_t seq,
                       int64_t hidden);
-/// dqkv from dout; `scores` is scratch of probs' size.
-void attentionBackward(cudaStream_t stream, const float *qkv,
-                       const float *probs, const float *dout, float *scores,
+/// The gradient of qkv (`dqkv`, laid out as qkv) from the forward's `out`
+/// and `lse` and the output gradient `dout`; `delta` is scratch of one float
+/// per query row.
+void attentionBackward(cudaStream_t stream, const float *qkv, const float *out,
+                       const float *lse, const float *dout, float *delta,
                        float *dqkv, int64_t batch, int64_t heads, int64_t seq,
                        int64_t hidden);
 
-/// Turns logits into softmax probabilities in place and writes each row's
-/// cross-entropy log(sum exp) + max - logit[target] to rowLoss.
 void softmaxCrossEntropy(cudaStream_t stream, float *logits,
                          const int32_t *targets, double *rowLoss, int64_t rows,
                          int64_t vocab);

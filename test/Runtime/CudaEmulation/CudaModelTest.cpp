@@ -375,6 +375,16 @@ TEST_CASE("one stage with embedding and head; narrow heads; a wide MLP",
   compare(trainOnEmulatedGpu(config, 3, 1), trainOnCpu(config, 3));
 }
 
+TEST_CASE("heads wider than a warp and not a multiple of it; a partial key "
+          "tile",
+          "[cuda-emulation]") {
+  // 40 dimensions per head: lanes 0-7 hold two columns of a head's row;
+  // 36 tokens: the attention kernels' second tile of keys (or queries) is
+  // partial.
+  const GptConfig config{64, 36, 80, 2, 1, 2};
+  compare(trainOnEmulatedGpu(config, 2, 1), trainOnCpu(config, 2));
+}
+
 TEST_CASE("the default model, 2 layers, on three micro-batches",
           "[cuda-emulation]") {
   GptConfig config; // vocab 256, seq 32, hidden 64, heads 4
