@@ -105,8 +105,11 @@ void linearWeightGrad(CudaContext &context, const Floats &x, const Floats &dy,
                       DeviceParameter &w, DeviceParameter *b, int64_t t,
                       int64_t in, int64_t out) {
   gemm(context, true, false, in, out, t, x.get(), dy.get(), 1.0f, w.grad.get());
-  if (b)
-    addColumnSums(context.stream(), dy.get(), b->grad.get(), t, out);
+  if (b) {
+    Floats scratch(context, rowSumScratch(t, out));
+    addColumnSums(context.stream(), dy.get(), b->grad.get(), scratch.get(), t,
+                  out);
+  }
 }
 
 /// LayerNorm's output and statistics.
@@ -120,6 +123,18 @@ Normalized layerNorm(CudaContext &context, const Floats &x,
   layerNormForward(context.stream(), x.get(), g.value.get(), b.value.get(),
                    n.y.get(), n.mean.get(), n.rstd.get(), t, h);
   return n;
+}
+
+/// LayerNorm's gain and bias gradients from its input x, statistics and
+/// output gradient dy.
+void normWeightGrad(CudaContext &context, const Floats &x, const Floats &dy,
+                    const Floats &mean, const Floats &rstd,
+                    DeviceParameter &gain, DeviceParameter &bias, int64_t t,
+                    int64_t h) {
+  Floats scratch(context, 2 * rowSumScratch(t, h));
+  layerNormWeightGrad(context.stream(), x.get(), dy.get(), mean.get(),
+                      rstd.get(), gain.grad.get(), bias.grad.get(),
+                      scratch.get(), t, h);
 }
 
 /// Per micro-batch token ids (tokens or targets): copied from the host
@@ -310,18 +325,14 @@ public:
 
   void weightGrad(int64_t mb) override {
     const int64_t t = config.tokens(), h = config.hidden;
-    cudaStream_t stream = context.stream();
     State &s = stateOf(states, mb, "a block's weight gradient");
     linearWeightGrad(context, s.f, s.dm, w2(), &b2(), t, 4 * h, h);
     linearWeightGrad(context, s.h2, s.dpre, w1(), &b1(), t, h, 4 * h);
-    layerNormWeightGrad(stream, s.x2.get(), s.dh2.get(), s.mean2.get(),
-                        s.rstd2.get(), ln2g().grad.get(), ln2b().grad.get(), t,
-                        h);
+    normWeightGrad(context, s.x2, s.dh2, s.mean2, s.rstd2, ln2g(), ln2b(), t,
+                   h);
     linearWeightGrad(context, s.a, s.dout, wo(), &bo(), t, h, h);
     linearWeightGrad(context, s.h1, s.dqkv, wqkv(), &bqkv(), t, h, 3 * h);
-    layerNormWeightGrad(stream, s.x.get(), s.dh1.get(), s.mean1.get(),
-                        s.rstd1.get(), ln1g().grad.get(), ln1b().grad.get(), t,
-                        h);
+    normWeightGrad(context, s.x, s.dh1, s.mean1, s.rstd1, ln1g(), ln1b(), t, h);
     states.erase(mb);
   }
 
@@ -422,9 +433,7 @@ public:
     State &s = stateOf(states, mb, "the head's weight gradient");
     gemm(context, true, false, h, v, t, s.hf.get(), s.dlogits.get(), 1.0f,
          weight().grad.get());
-    layerNormWeightGrad(context.stream(), s.x.get(), s.dhf.get(), s.mean.get(),
-                        s.rstd.get(), gain().grad.get(), bias().grad.get(), t,
-                        h);
+    normWeightGrad(context, s.x, s.dhf, s.mean, s.rstd, gain(), bias(), t, h);
     states.erase(mb);
   }
   std::vector<DeviceParameter *> parameters() override {

@@ -8,9 +8,12 @@
 //
 // Three shapes of kernel: elementwise (grid-stride loops), one warp per row
 // (sums within a row are warp tree reductions, in double where Model.cpp
-// sums in double), and one thread per column (sums over rows run in row
-// order, as in Model.cpp, so gradients that add up rows need no atomics and
-// are deterministic).
+// sums in double), and sums over rows (weight and bias gradients) in two
+// passes: a warp per chunk of kRowsPerChunk rows and 32 columns sums its
+// chunk in row order (a lane per column: coalesced reads) into a partial
+// per chunk and column, then a thread per column adds the chunks' partials
+// in chunk order. No atomics: the results are deterministic. The
+// embedding's scatter-add alone runs one thread per column over all rows.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,6 +28,8 @@ using namespace flexpipe::rt::cuda;
 namespace {
 
 constexpr int kThreads = 256;
+/// Rows a warp sums in the first pass of a sum over rows.
+constexpr int64_t kRowsPerChunk = 64;
 constexpr int kWarpsPerBlock = 4;
 constexpr unsigned kFullMask = 0xffffffffu;
 /// Model.cpp's constants.
@@ -108,12 +113,43 @@ __global__ void broadcastRowsKernel(const float *row, float *out, int64_t rows,
     out[i] = row[i % cols];
 }
 
-__global__ void addColumnSumsKernel(const float *x, float *sums, int64_t rows,
-                                    int64_t cols) {
+/// A first pass over rows: warp w (of chunks x column tiles) covers rows
+/// [chunk * kRowsPerChunk, +kRowsPerChunk) of column tile * 32 + lane;
+/// `body(c, first, end)` sums them.
+template <typename Body>
+__device__ void forEachChunk(int64_t rows, int64_t cols, Body body) {
+  const int64_t tiles = (cols + 31) / 32;
+  const int64_t chunks = (rows + kRowsPerChunk - 1) / kRowsPerChunk;
+  for (int64_t w = firstRow(); w < chunks * tiles; w += rowStride()) {
+    const int64_t chunk = w / tiles;
+    const int64_t c = (w % tiles) * 32 + threadIdx.x % 32;
+    const int64_t first = chunk * kRowsPerChunk;
+    const int64_t end =
+        first + kRowsPerChunk < rows ? first + kRowsPerChunk : rows;
+    if (c < cols)
+      body(chunk, c, first, end);
+  }
+}
+
+/// partials[chunk][c] = sum of x[r][c] over the chunk's rows.
+__global__ void columnPartialsKernel(const float *x, float *partials,
+                                     int64_t rows, int64_t cols) {
+  forEachChunk(rows, cols,
+               [&](int64_t chunk, int64_t c, int64_t first, int64_t end) {
+                 float sum = 0;
+                 for (int64_t r = first; r < end; ++r)
+                   sum += x[r * cols + c];
+                 partials[chunk * cols + c] = sum;
+               });
+}
+
+/// sums[c] += partials[0][c] + partials[1][c] + ..., in chunk order.
+__global__ void addPartialsKernel(const float *partials, float *sums,
+                                  int64_t chunks, int64_t cols) {
   for (int64_t c = globalThread(); c < cols; c += globalThreads()) {
     float sum = sums[c];
-    for (int64_t r = 0; r < rows; ++r)
-      sum += x[r * cols + c];
+    for (int64_t k = 0; k < chunks; ++k)
+      sum += partials[k * cols + c];
     sums[c] = sum;
   }
 }
@@ -176,20 +212,24 @@ __global__ void layerNormInputGradKernel(const float *x, const float *dy,
   }
 }
 
-__global__ void layerNormWeightGradKernel(const float *x, const float *dy,
-                                          const float *mean, const float *rstd,
-                                          float *gainGrad, float *biasGrad,
-                                          int64_t rows, int64_t hidden) {
-  for (int64_t c = globalThread(); c < hidden; c += globalThreads()) {
-    float g = gainGrad[c], b = biasGrad[c];
-    for (int64_t r = 0; r < rows; ++r) {
-      const float xhat = (x[r * hidden + c] - mean[r]) * rstd[r];
-      g += dy[r * hidden + c] * xhat;
-      b += dy[r * hidden + c];
-    }
-    gainGrad[c] = g;
-    biasGrad[c] = b;
-  }
+/// LayerNorm's weight gradients per chunk: the gain's (dy * xhat) in
+/// partials[0 .. chunks), the bias's (dy) in partials[chunks .. 2 chunks).
+__global__ void layerNormPartialsKernel(const float *x, const float *dy,
+                                        const float *mean, const float *rstd,
+                                        float *partials, int64_t rows,
+                                        int64_t hidden) {
+  const int64_t chunks = (rows + kRowsPerChunk - 1) / kRowsPerChunk;
+  forEachChunk(rows, hidden,
+               [&](int64_t chunk, int64_t c, int64_t first, int64_t end) {
+                 float g = 0, b = 0;
+                 for (int64_t r = first; r < end; ++r) {
+                   const float xhat = (x[r * hidden + c] - mean[r]) * rstd[r];
+                   g += dy[r * hidden + c] * xhat;
+                   b += dy[r * hidden + c];
+                 }
+                 partials[chunk * hidden + c] = g;
+                 partials[(chunks + chunk) * hidden + c] = b;
+               });
 }
 
 __global__ void geluForwardKernel(const float *x, float *y, int64_t n) {
@@ -514,10 +554,18 @@ void flexpipe::rt::cuda::broadcastRows(cudaStream_t stream, const float *row,
                   cols);
 }
 
+int64_t flexpipe::rt::cuda::rowSumScratch(int64_t rows, int64_t cols) {
+  return (rows + kRowsPerChunk - 1) / kRowsPerChunk * cols;
+}
+
 void flexpipe::rt::cuda::addColumnSums(cudaStream_t stream, const float *x,
-                                       float *sums, int64_t rows,
-                                       int64_t cols) {
-  LAUNCH_ELEMENTS(addColumnSumsKernel, cols, stream, x, sums, rows, cols);
+                                       float *sums, float *scratch,
+                                       int64_t rows, int64_t cols) {
+  const int64_t chunks = (rows + kRowsPerChunk - 1) / kRowsPerChunk;
+  LAUNCH_ROWS(columnPartialsKernel, chunks * ((cols + 31) / 32), stream, x,
+              scratch, rows, cols);
+  LAUNCH_ELEMENTS(addPartialsKernel, chunks > 0 ? cols : 0, stream, scratch,
+                  sums, chunks, cols);
 }
 
 void flexpipe::rt::cuda::add(cudaStream_t stream, const float *a,
@@ -547,10 +595,15 @@ void flexpipe::rt::cuda::layerNormWeightGrad(cudaStream_t stream,
                                              const float *x, const float *dy,
                                              const float *mean,
                                              const float *rstd, float *gainGrad,
-                                             float *biasGrad, int64_t rows,
-                                             int64_t hidden) {
-  LAUNCH_ELEMENTS(layerNormWeightGradKernel, hidden, stream, x, dy, mean, rstd,
-                  gainGrad, biasGrad, rows, hidden);
+                                             float *biasGrad, float *scratch,
+                                             int64_t rows, int64_t hidden) {
+  const int64_t chunks = (rows + kRowsPerChunk - 1) / kRowsPerChunk;
+  LAUNCH_ROWS(layerNormPartialsKernel, chunks * ((hidden + 31) / 32), stream, x,
+              dy, mean, rstd, scratch, rows, hidden);
+  LAUNCH_ELEMENTS(addPartialsKernel, chunks > 0 ? hidden : 0, stream, scratch,
+                  gainGrad, chunks, hidden);
+  LAUNCH_ELEMENTS(addPartialsKernel, chunks > 0 ? hidden : 0, stream,
+                  scratch + chunks * hidden, biasGrad, chunks, hidden);
 }
 
 void flexpipe::rt::cuda::geluForward(cudaStream_t stream, const float *x,

@@ -43,9 +43,12 @@ void embeddingWeightGrad(cudaStream_t stream, const int32_t *ids,
 void broadcastRows(cudaStream_t stream, const float *row, float *out,
                    int64_t rows, int64_t cols);
 /// sums[c] += x[0][c] + x[1][c] + ... (bias gradients).
+/// The scratch floats a sum over `rows` rows of `cols` columns needs
+/// (addColumnSums; layerNormWeightGrad takes twice this).
+int64_t rowSumScratch(int64_t rows, int64_t cols);
+/// sums[c] += sum over rows of x[r][c].
 void addColumnSums(cudaStream_t stream, const float *x, float *sums,
-                   int64_t rows, int64_t cols);
-/// out = a + b (out may be a or b).
+                   float *scratch, int64_t rows, int64_t cols);
 void add(cudaStream_t stream, const float *a, const float *b, float *out,
          int64_t n);
 
@@ -59,9 +62,12 @@ void layerNormInputGrad(cudaStream_t stream, const float *x, const float *dy,
                         float *dx, int64_t rows, int64_t hidden,
                         bool accumulate);
 /// gainGrad += sum over rows of dy * xhat, biasGrad += sum of dy.
+/// gainGrad[c] += sum over rows of dy * xhat, biasGrad[c] += sum of dy;
+/// `scratch` holds 2 rowSumScratch(rows, hidden) floats.
 void layerNormWeightGrad(cudaStream_t stream, const float *x, const float *dy,
                          const float *mean, const float *rstd, float *gainGrad,
-                         float *biasGrad, int64_t rows, int64_t hidden);
+                         float *biasGrad, float *scratch, int64_t rows,
+                         int64_t hidden);
 
 /// y = GELU(x) (tanh approximation).
 void geluForward(cudaStream_t stream, const float *x, float *y, int64_t n);
