@@ -79,12 +79,16 @@ void gemm(CudaContext &context, bool transA, bool transB, int64_t m, int64_t n,
       asInt(transA ? m : k, "lda"), &beta, c, asInt(n, "ldc")));
 }
 
-/// y[t x out] = x[t x in] W[in x out] + b.
+/// y[t x out] = x[t x in] W[in x out] + b, plus `residual` where given (the
+/// residual and the bias are added in one pass before the product adds to
+/// them).
 Floats linearForward(CudaContext &context, const Floats &x,
                      const DeviceParameter &w, const DeviceParameter &b,
-                     int64_t t, int64_t in, int64_t out) {
+                     int64_t t, int64_t in, int64_t out,
+                     const Floats *residual = nullptr) {
   Floats y(context, t * out);
-  broadcastRows(context.stream(), b.value.get(), y.get(), t, out);
+  addRow(context.stream(), residual ? residual->get() : nullptr, b.value.get(),
+         y.get(), t, out);
   gemm(context, false, false, t, out, in, x.get(), w.value.get(), 1.0f,
        y.get());
   return y;
@@ -281,9 +285,7 @@ public:
     s.a = Floats(context, t * h);
     attentionForward(stream, s.qkv.get(), s.lse.get(), s.a.get(),
                      config.microBatch, config.heads, config.seq, h);
-    Floats o = linearForward(context, s.a, wo(), bo(), t, h, h);
-    s.x2 = Floats(context, t * h);
-    add(stream, s.x.get(), o.get(), s.x2.get(), t * h);
+    s.x2 = linearForward(context, s.a, wo(), bo(), t, h, h, &s.x);
     Normalized n2 = layerNorm(context, s.x2, ln2g(), ln2b(), t, h);
     s.h2 = std::move(n2.y);
     s.mean2 = std::move(n2.mean);
@@ -291,9 +293,7 @@ public:
     s.pre = linearForward(context, s.h2, w1(), b1(), t, h, 4 * h);
     s.f = Floats(context, s.pre.size());
     geluForward(stream, s.pre.get(), s.f.get(), s.pre.size());
-    Floats m = linearForward(context, s.f, w2(), b2(), t, 4 * h, h);
-    out = Floats(context, t * h);
-    add(stream, s.x2.get(), m.get(), out.get(), t * h);
+    out = linearForward(context, s.f, w2(), b2(), t, 4 * h, h, &s.x2);
   }
 
   void inputGrad(int64_t mb, Floats dy, Floats &dx, float) override {

@@ -107,10 +107,11 @@ __global__ void embeddingWeightGradKernel(const int32_t *ids, const float *dout,
     }
 }
 
-__global__ void broadcastRowsKernel(const float *row, float *out, int64_t rows,
-                                    int64_t cols) {
+/// out[r][c] = row[c], plus base[r][c] where there is a base.
+__global__ void addRowKernel(const float *base, const float *row, float *out,
+                             int64_t rows, int64_t cols) {
   for (int64_t i = globalThread(); i < rows * cols; i += globalThreads())
-    out[i] = row[i % cols];
+    out[i] = base ? base[i] + row[i % cols] : row[i % cols];
 }
 
 /// A first pass over rows: warp w (of chunks x column tiles) covers rows
@@ -548,9 +549,10 @@ void flexpipe::rt::cuda::embeddingWeightGrad(
                   tokenGrad, positionGrad, tokens, hidden, seq);
 }
 
-void flexpipe::rt::cuda::broadcastRows(cudaStream_t stream, const float *row,
-                                       float *out, int64_t rows, int64_t cols) {
-  LAUNCH_ELEMENTS(broadcastRowsKernel, rows * cols, stream, row, out, rows,
+void flexpipe::rt::cuda::addRow(cudaStream_t stream, const float *base,
+                                const float *row, float *out, int64_t rows,
+                                int64_t cols) {
+  LAUNCH_ELEMENTS(addRowKernel, rows * cols, stream, base, row, out, rows,
                   cols);
 }
 
