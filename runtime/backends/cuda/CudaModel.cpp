@@ -418,9 +418,11 @@ public:
     const int64_t t = config.tokens(), h = config.hidden, v = config.vocab;
     cudaStream_t stream = context.stream();
     State &s = stateOf(states, mb, "the head's input gradient");
-    s.dlogits = Floats(context, t * v);
-    crossEntropyGrad(stream, s.probs.get(), targets.at(mb), s.dlogits.get(), t,
-                     v, lossScale / static_cast<float>(t));
+    // The logit gradients replace the probabilities in place: the head
+    // keeps one vocabulary-wide array per micro-batch, not two.
+    s.dlogits = std::move(s.probs);
+    crossEntropyGrad(stream, s.dlogits.get(), targets.at(mb), s.dlogits.get(),
+                     t, v, lossScale / static_cast<float>(t));
     s.dhf = Floats(context, t * h);
     gemm(context, false, true, t, h, v, s.dlogits.get(), weight().value.get(),
          0.0f, s.dhf.get());

@@ -96,7 +96,7 @@ void softmaxCrossEntropy(cudaStream_t stream, float *logits,
 /// *sum += float(mean of rowLoss), the rows added in order.
 void addMeanLoss(cudaStream_t stream, const double *rowLoss, int64_t rows,
                  double *sum);
-/// dlogits = (probs - onehot(target)) * scale.
+/// dlogits = (probs - onehot(target)) * scale; dlogits may be probs.
 void crossEntropyGrad(cudaStream_t stream, const float *probs,
                       const int32_t *targets, float *dlogits, int64_t rows,
                       int64_t vocab, float scale);
