@@ -116,15 +116,19 @@ TEST_CASE("launch environment: defaults and errors", "[bootstrap]") {
         "FLEXPIPE_TIMEOUT must be a positive number of seconds, not '5s'");
   CHECK(launch({{"FLEXPIPE_BOOTSTRAP", "pmi"}}, env) ==
         "FLEXPIPE_BOOTSTRAP must be 'mpi' or 'env', not 'pmi'");
-  // Full fp32 products unless TF32 is asked for.
+  // Full fp32 products unless tensor cores are asked for.
+  for (MathMode mode : {MathMode::Tf32, MathMode::Bf16, MathMode::Fp32}) {
+    LaunchEnv math;
+    CHECK(launch({}, math) == "");
+    CHECK(math.math == MathMode::Fp32);
+    CHECK(launch({{"FLEXPIPE_CUDA_MATH", mathModeName(mode)}}, math) == "");
+    CHECK(math.math == mode);
+  }
   LaunchEnv math;
-  CHECK(launch({}, math) == "");
-  CHECK_FALSE(math.tf32);
-  CHECK(launch({{"FLEXPIPE_CUDA_MATH", "tf32"}}, math) == "");
-  CHECK(math.tf32);
-  CHECK(launch({{"FLEXPIPE_CUDA_MATH", "bf16"}}, math) ==
-        "FLEXPIPE_CUDA_MATH must be 'fp32' (full fp32 products, the default) "
-        "or 'tf32' (TF32 tensor cores), not 'bf16'");
+  CHECK(launch({{"FLEXPIPE_CUDA_MATH", "fp16"}}, math) ==
+        "FLEXPIPE_CUDA_MATH must be 'fp32' (full fp32 products, the default), "
+        "'tf32' (TF32 tensor cores) or 'bf16' (bf16 tensor cores), not "
+        "'fp16'");
 }
 
 TEST_CASE("launch environment: MPI launchers", "[bootstrap]") {

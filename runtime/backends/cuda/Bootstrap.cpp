@@ -94,11 +94,17 @@ std::string flexpipe::rt::readLaunchEnv(const Getenv &getenv, bool withMpi,
       return error;
   if (const char *math = value("FLEXPIPE_CUDA_MATH")) {
     const std::string mode = math;
-    if (mode != "fp32" && mode != "tf32")
+    bool known = false;
+    for (MathMode m : {MathMode::Fp32, MathMode::Tf32, MathMode::Bf16})
+      if (mode == mathModeName(m)) {
+        env.math = m;
+        known = true;
+      }
+    if (!known)
       return "FLEXPIPE_CUDA_MATH must be 'fp32' (full fp32 products, the "
-             "default) or 'tf32' (TF32 tensor cores), not '" +
+             "default), 'tf32' (TF32 tensor cores) or 'bf16' (bf16 tensor "
+             "cores), not '" +
              mode + "'";
-    env.tf32 = mode == "tf32";
   }
   const char *bootstrap = value("FLEXPIPE_BOOTSTRAP");
   const std::string mode = bootstrap ? bootstrap : "";

@@ -38,6 +38,21 @@ namespace flexpipe::rt {
 /// Looks up an environment variable (std::getenv, or a table in tests).
 using Getenv = std::function<const char *(const char *)>;
 
+/// How cuBLAS computes the backend's matrix products. Every array stays
+/// fp32; the reduced modes round the products' inputs on tensor cores and
+/// sum in fp32.
+enum class MathMode {
+  Fp32, ///< full fp32 products (FLEXPIPE_CUDA_MATH=fp32, the default)
+  Tf32, ///< TF32 tensor cores: inputs rounded to 10-bit mantissas
+  Bf16, ///< bf16 tensor cores: inputs rounded to 7-bit mantissas
+};
+/// The FLEXPIPE_CUDA_MATH spelling of `mode`.
+inline const char *mathModeName(MathMode mode) {
+  return mode == MathMode::Tf32   ? "tf32"
+         : mode == MathMode::Bf16 ? "bf16"
+                                  : "fp32";
+}
+
 /// How this process was started and which rank it is.
 struct LaunchEnv {
   /// Started by an MPI launcher and the runtime has MPI: rank, world and
@@ -50,9 +65,9 @@ struct LaunchEnv {
   std::string idFile;   ///< FLEXPIPE_NCCL_ID_FILE
   std::string runId;    ///< FLEXPIPE_RUN_ID: tells this run's id file apart
   double timeout = kDefaultTimeout; ///< FLEXPIPE_TIMEOUT, seconds
-  /// FLEXPIPE_CUDA_MATH=tf32: matrix products on TF32 tensor cores instead
-  /// of full fp32 (the default, `fp32`, which the numerics tests need).
-  bool tf32 = false;
+  /// FLEXPIPE_CUDA_MATH: how cuBLAS computes matrix products of the fp32
+  /// arrays (fp32, the default, which the numerics tests need).
+  MathMode math = MathMode::Fp32;
 };
 
 /// Whether an MPI launcher (Open MPI, PMI, PMIx, MVAPICH) started this

@@ -92,7 +92,7 @@ void flexpipe::rt::cuda::checkLaunch(const char *kernel, const char *file,
                    cudaGetErrorString(status));
 }
 
-CudaContext::CudaContext(int device, double timeout, bool tf32)
+CudaContext::CudaContext(int device, double timeout, MathMode math)
     : deviceIndex(device), timeoutSeconds(timeout) {
   CUDACHECK(cudaSetDevice(device));
   // Stream-ordered allocation (cudaMallocAsync) lets arrays be freed while
@@ -113,11 +113,13 @@ CudaContext::CudaContext(int device, double timeout, bool tf32)
   CUDACHECK(cudaStreamCreateWithFlags(&computeStream, cudaStreamNonBlocking));
   CUBLASCHECK(cublasCreate(&handle));
   CUBLASCHECK(cublasSetStream(handle, computeStream));
-  // Full fp32 products by default: the default math mode uses no TF32
-  // tensor cores for sgemm (the CPU reference has none); said here so that
-  // it stays so. TF32 (10-bit mantissa inputs, fp32 sums) on request.
-  CUBLASCHECK(cublasSetMathMode(handle, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH
-                                             : CUBLAS_DEFAULT_MATH));
+  // Products go through cublasGemmEx with this compute type: full fp32 by
+  // default (the CPU reference has no reduced precision); on request TF32
+  // or bf16 tensor cores, which round the fp32 inputs (10- or 7-bit
+  // mantissas) and sum in fp32.
+  compute = math == MathMode::Tf32   ? CUBLAS_COMPUTE_32F_FAST_TF32
+            : math == MathMode::Bf16 ? CUBLAS_COMPUTE_32F_FAST_16BF
+                                     : CUBLAS_COMPUTE_32F;
   CUDACHECK(cudaMalloc(&workspace, kBlasWorkspaceBytes));
   CUBLASCHECK(cublasSetWorkspace(handle, workspace, kBlasWorkspaceBytes));
   syncEvent = makeEvent();

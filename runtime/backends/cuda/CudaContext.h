@@ -34,6 +34,8 @@
 #ifndef FLEXPIPE_RUNTIME_BACKENDS_CUDA_CUDACONTEXT_H
 #define FLEXPIPE_RUNTIME_BACKENDS_CUDA_CUDACONTEXT_H
 
+#include "Bootstrap.h"
+
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
@@ -97,9 +99,9 @@ void checkLaunch(const char *kernel, const char *file, int line);
 class CudaContext {
 public:
   /// Selects `device`, creates the stream and the cuBLAS handle (its
-  /// products on TF32 tensor cores with `tf32`, else in full fp32). Host
-  /// waits give up after `timeout` seconds without progress.
-  CudaContext(int device, double timeout, bool tf32 = false);
+  /// products computed as `math` says). Host waits give up after `timeout`
+  /// seconds without progress.
+  CudaContext(int device, double timeout, MathMode math = MathMode::Fp32);
   ~CudaContext();
   CudaContext(const CudaContext &) = delete;
   CudaContext &operator=(const CudaContext &) = delete;
@@ -107,6 +109,8 @@ public:
   int device() const { return deviceIndex; }
   cudaStream_t stream() const { return computeStream; }
   cublasHandle_t blas() const { return handle; }
+  /// How cuBLAS computes this context's products of fp32 arrays.
+  cublasComputeType_t computeType() const { return compute; }
   double timeout() const { return timeoutSeconds; }
 
   /// A fresh event without timing (cudaEventDisableTiming).
@@ -150,6 +154,7 @@ private:
   double timeoutSeconds;
   cudaStream_t computeStream = nullptr;
   cublasHandle_t handle = nullptr;
+  cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
   void *workspace = nullptr;
   cudaEvent_t syncEvent = nullptr;
   std::function<std::string()> describePending;

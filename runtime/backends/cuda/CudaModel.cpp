@@ -8,7 +8,8 @@
 //
 // Model.cpp's layers, layer by layer, with the same split into forward,
 // input gradient and weight gradient and the same state kept between them,
-// on the compute stream: matrix products in cuBLAS (fp32, no TF32), the rest
+// on the compute stream: matrix products in cuBLAS (fp32 arrays; full fp32
+// math unless FLEXPIPE_CUDA_MATH asks for TF32 or bf16 tensor cores), the rest
 // in Kernels.cu. Initial weights are Model.cpp's: each layer's parameters
 // are drawn on the host by Model.h's embeddingParameters, blockParameters
 // and headParameters (ModelData.cpp) and copied to the GPU, so a CUDA run
@@ -72,11 +73,12 @@ int asInt(int64_t value, const char *what) {
 void gemm(CudaContext &context, bool transA, bool transB, int64_t m, int64_t n,
           int64_t k, const float *a, const float *b, float beta, float *c) {
   const float alpha = 1.0f;
-  CUBLASCHECK(cublasSgemm(
+  CUBLASCHECK(cublasGemmEx(
       context.blas(), transB ? CUBLAS_OP_T : CUBLAS_OP_N,
       transA ? CUBLAS_OP_T : CUBLAS_OP_N, asInt(n, "n"), asInt(m, "m"),
-      asInt(k, "k"), &alpha, b, asInt(transB ? k : n, "ldb"), a,
-      asInt(transA ? m : k, "lda"), &beta, c, asInt(n, "ldc")));
+      asInt(k, "k"), &alpha, b, CUDA_R_32F, asInt(transB ? k : n, "ldb"), a,
+      CUDA_R_32F, asInt(transA ? m : k, "lda"), &beta, c, CUDA_R_32F,
+      asInt(n, "ldc"), context.computeType(), CUBLAS_GEMM_DEFAULT));
 }
 
 /// y[t x out] = x[t x in] W[in x out] + b, plus `residual` where given (the

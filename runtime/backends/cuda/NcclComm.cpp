@@ -676,10 +676,13 @@ flexpipe::rt::cuda::startNccl(int *argc, char ***argv,
           ". The CUDA backend needs an NVIDIA GPU and its driver; on "
           "machines without one, compile with --backend=cpu");
   context = std::make_shared<CudaContext>(env.localRank % devices, env.timeout,
-                                          env.tf32);
-  if (env.tf32 && env.rank == 0)
-    std::fprintf(stderr, "flexpipe: matrix products on TF32 tensor cores "
-                         "(FLEXPIPE_CUDA_MATH=tf32)\n");
+                                          env.math);
+  if (env.math != MathMode::Fp32 && env.rank == 0)
+    std::fprintf(stderr,
+                 "flexpipe: matrix products on %s tensor cores "
+                 "(FLEXPIPE_CUDA_MATH=%s)\n",
+                 env.math == MathMode::Tf32 ? "TF32" : "bf16",
+                 mathModeName(env.math));
   // Before NCCL reads the environment (its first call).
   char host[256] = {};
   gethostname(host, sizeof(host) - 1);

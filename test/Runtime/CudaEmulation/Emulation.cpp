@@ -403,26 +403,49 @@ cublasStatus_t cublasDestroy(cublasHandle_t handle) {
 cublasStatus_t cublasSetStream(cublasHandle_t, cudaStream_t) {
   return CUBLAS_STATUS_SUCCESS;
 }
-cublasStatus_t cublasSetMathMode(cublasHandle_t, cublasMath_t) {
-  return CUBLAS_STATUS_SUCCESS;
-}
 cublasStatus_t cublasSetWorkspace(cublasHandle_t, void *workspace,
                                   size_t bytes) {
   checkRange(workspace, bytes, "cublasSetWorkspace");
   return CUBLAS_STATUS_SUCCESS;
 }
 
+/// `x` rounded to `mantissa` explicit bits, to nearest even (what TF32 and
+/// bf16 tensor cores take of an fp32 input).
+static float roundMantissa(float x, int mantissa) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  if ((bits & 0x7f800000u) == 0x7f800000u)
+    return x; // infinity or NaN
+  const int dropped = 23 - mantissa;
+  const uint32_t half = 1u << (dropped - 1);
+  const uint32_t odd = (bits >> dropped) & 1u;
+  bits = (bits + half - 1 + odd) & ~((1u << dropped) - 1);
+  std::memcpy(&x, &bits, sizeof x);
+  return x;
+}
+
 /// C = alpha op(A) op(B) + beta C, column-major, as cuBLAS defines it (C is
-/// not read when beta is 0).
-cublasStatus_t cublasSgemm(cublasHandle_t, cublasOperation_t transa,
-                           cublasOperation_t transb, int m, int n, int k,
-                           const float *alpha, const float *a, int lda,
-                           const float *b, int ldb, const float *beta, float *c,
-                           int ldc) {
+/// not read when beta is 0), for fp32 arrays.
+cublasStatus_t cublasGemmEx(cublasHandle_t, cublasOperation_t transa,
+                            cublasOperation_t transb, int m, int n, int k,
+                            const void *alphaPtr, const void *aPtr,
+                            cudaDataType_t aType, int lda, const void *bPtr,
+                            cudaDataType_t bType, int ldb, const void *betaPtr,
+                            void *cPtr, cudaDataType_t cType, int ldc,
+                            cublasComputeType_t computeType, cublasGemmAlgo_t) {
   const bool ta = transa == CUBLAS_OP_T, tb = transb == CUBLAS_OP_T;
-  if (m < 0 || n < 0 || k < 0 || lda < std::max(1, ta ? k : m) ||
+  if (aType != CUDA_R_32F || bType != CUDA_R_32F || cType != CUDA_R_32F ||
+      m < 0 || n < 0 || k < 0 || lda < std::max(1, ta ? k : m) ||
       ldb < std::max(1, tb ? n : k) || ldc < std::max(1, m))
     return CUBLAS_STATUS_INVALID_VALUE;
+  const float *a = static_cast<const float *>(aPtr),
+              *b = static_cast<const float *>(bPtr);
+  const float alpha = *static_cast<const float *>(alphaPtr),
+              beta = *static_cast<const float *>(betaPtr);
+  float *c = static_cast<float *>(cPtr);
+  const int mantissa = computeType == CUBLAS_COMPUTE_32F_FAST_TF32   ? 10
+                       : computeType == CUBLAS_COMPUTE_32F_FAST_16BF ? 7
+                                                                     : 23;
   if (m == 0 || n == 0)
     return CUBLAS_STATUS_SUCCESS;
   // The footprints: A is (ta ? m : k) columns of lda, B (tb ? k : n) of ldb.
@@ -430,10 +453,22 @@ cublasStatus_t cublasSgemm(cublasHandle_t, cublasOperation_t transa,
     return (static_cast<size_t>(columns - 1) * ld + rows) * sizeof(float);
   };
   if (k > 0) {
-    checkRange(a, footprint(ta ? m : k, lda, ta ? k : m), "cublasSgemm A");
-    checkRange(b, footprint(tb ? k : n, ldb, tb ? n : k), "cublasSgemm B");
+    checkRange(a, footprint(ta ? m : k, lda, ta ? k : m), "cublasGemmEx A");
+    checkRange(b, footprint(tb ? k : n, ldb, tb ? n : k), "cublasGemmEx B");
   }
-  checkRange(c, footprint(n, ldc, m), "cublasSgemm C");
+  checkRange(c, footprint(n, ldc, m), "cublasGemmEx C");
+  // The fast compute types take rounded copies of the inputs.
+  std::vector<float> roundedA, roundedB;
+  if (mantissa < 23 && k > 0) {
+    auto rounded = [&](const float *x, size_t bytes, std::vector<float> &to) {
+      to.assign(x, x + bytes / sizeof(float));
+      for (float &value : to)
+        value = roundMantissa(value, mantissa);
+      return to.data();
+    };
+    a = rounded(a, footprint(ta ? m : k, lda, ta ? k : m), roundedA);
+    b = rounded(b, footprint(tb ? k : n, ldb, tb ? n : k), roundedB);
+  }
   for (int j = 0; j < n; ++j)
     for (int i = 0; i < m; ++i) {
       float sum = 0;
@@ -445,7 +480,7 @@ cublasStatus_t cublasSgemm(cublasHandle_t, cublasOperation_t transa,
         sum += x * y;
       }
       float &out = c[i + static_cast<size_t>(j) * ldc];
-      out = *beta == 0 ? *alpha * sum : *alpha * sum + *beta * out;
+      out = beta == 0 ? alpha * sum : alpha * sum + beta * out;
     }
   return CUBLAS_STATUS_SUCCESS;
 }

@@ -7,9 +7,11 @@
 //===----------------------------------------------------------------------===//
 //
 // The part of cuBLAS the CUDA backend uses, for the emulation test:
-// cublasSgemm is a plain column-major reference product that checks its
-// sizes and leading dimensions as cuBLAS does, so the backend's row-major
-// mapping is tested against an independent definition.
+// cublasGemmEx on fp32 arrays is a plain column-major reference product that
+// checks its sizes and leading dimensions as cuBLAS does, so the backend's
+// row-major mapping is tested against an independent definition. The fast
+// compute types round each input as tensor cores do (to TF32's 10-bit or
+// bf16's 7-bit mantissa, to nearest even) and sum in fp32.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,8 +25,13 @@ enum cublasStatus_t {
   CUBLAS_STATUS_INVALID_VALUE = 7,
 };
 enum cublasOperation_t { CUBLAS_OP_N = 0, CUBLAS_OP_T = 1 };
-/// The emulation computes every product in fp32 whatever the mode.
-enum cublasMath_t { CUBLAS_DEFAULT_MATH = 0, CUBLAS_TF32_TENSOR_OP_MATH = 3 };
+enum cudaDataType_t { CUDA_R_32F = 0, CUDA_R_16BF = 14 };
+enum cublasComputeType_t {
+  CUBLAS_COMPUTE_32F = 68,
+  CUBLAS_COMPUTE_32F_FAST_16BF = 75,
+  CUBLAS_COMPUTE_32F_FAST_TF32 = 77,
+};
+enum cublasGemmAlgo_t { CUBLAS_GEMM_DEFAULT = -1 };
 
 struct cublasContext;
 typedef cublasContext *cublasHandle_t;
@@ -32,14 +39,16 @@ typedef cublasContext *cublasHandle_t;
 cublasStatus_t cublasCreate(cublasHandle_t *handle);
 cublasStatus_t cublasDestroy(cublasHandle_t handle);
 cublasStatus_t cublasSetStream(cublasHandle_t handle, cudaStream_t stream);
-cublasStatus_t cublasSetMathMode(cublasHandle_t handle, cublasMath_t mode);
 cublasStatus_t cublasSetWorkspace(cublasHandle_t handle, void *workspace,
                                   size_t bytes);
-cublasStatus_t cublasSgemm(cublasHandle_t handle, cublasOperation_t transa,
-                           cublasOperation_t transb, int m, int n, int k,
-                           const float *alpha, const float *a, int lda,
-                           const float *b, int ldb, const float *beta, float *c,
-                           int ldc);
+cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa,
+                            cublasOperation_t transb, int m, int n, int k,
+                            const void *alpha, const void *a,
+                            cudaDataType_t aType, int lda, const void *b,
+                            cudaDataType_t bType, int ldb, const void *beta,
+                            void *c, cudaDataType_t cType, int ldc,
+                            cublasComputeType_t computeType,
+                            cublasGemmAlgo_t algo);
 const char *cublasGetStatusName(cublasStatus_t status);
 const char *cublasGetStatusString(cublasStatus_t status);
 
