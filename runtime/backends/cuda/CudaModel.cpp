@@ -323,6 +323,13 @@ public:
     dx = std::move(dx2);
     layerNormInputGrad(stream, s.x.get(), s.dh1.get(), ln1g().value.get(),
                        s.mean1.get(), s.rstd1.get(), dx.get(), t, h, true);
+    // What only the input gradient reads goes now (the stream-ordered
+    // allocator frees it after the kernels above): the weight gradient
+    // needs each product's input and output gradient, not qkv, lse or the
+    // MLP's pre-activation.
+    s.qkv = Floats();
+    s.lse = Floats();
+    s.pre = Floats();
   }
 
   void weightGrad(int64_t mb) override {
@@ -356,10 +363,11 @@ public:
 
 private:
   struct State {
-    Floats x, h1, qkv, lse, a, x2, h2, pre, f;   // forward (lse: attention's
-                                                 // log-sum-exp per query row)
-    Floats mean1, rstd1, mean2, rstd2;           // LayerNorm statistics
-    Floats dm, dpre, dh2, dout, dqkv, dh1;       // kept for weightGrad
+    // Forward (lse: attention's log-sum-exp per query row; the input
+    // gradient frees qkv, lse and pre).
+    Floats x, h1, qkv, lse, a, x2, h2, pre, f;
+    Floats mean1, rstd1, mean2, rstd2;     // LayerNorm statistics
+    Floats dm, dpre, dh2, dout, dqkv, dh1; // kept for weightGrad
   };
   /// Attention's query rows: batch x heads x seq.
   int64_t queryRows() const {

@@ -422,6 +422,35 @@ TEST_CASE("the default model, 2 layers, on three micro-batches",
   compare(trainOnEmulatedGpu(config, 3, 1), trainOnCpu(config, 3));
 }
 
+TEST_CASE("a block keeps from its input to its weight gradient only what "
+          "the weight gradient reads",
+          "[memory]") {
+  const GptConfig config{64, 40, 64, 2, 2, 2};
+  const size_t t = config.tokens(), h = config.hidden, heads = config.heads;
+  auto context = std::make_shared<CudaContext>(0, 30.0);
+  ScheduleDesc desc;
+  desc.model = config;
+  desc.microbatches = 1;
+  std::unique_ptr<Device> device = makeCudaDevice(context, desc);
+  ScheduleDesc::Stage middle{0, 1, 1, false, false}; // one block
+  std::unique_ptr<DeviceStage> stage = device->makeStage(middle);
+  BufferPtr out;
+  stage->forward(0, makeBatch(config, 0, 0), device->allocate(t * h), out,
+                 false);
+  // x, h1, qkv (3), a, x2, h2, pre (4), f (4); LayerNorm's mean and rstd
+  // twice, attention's log-sum-exp per head: no seq x seq array.
+  CHECK(stage->cachedBytes() ==
+        sizeof(float) * (16 * t * h + 4 * t + heads * t));
+  BufferPtr dx;
+  stage->inputGrad(0, device->allocate(t * h), dx, 1.0f);
+  // qkv, pre and lse go; the output gradients of the four products and of
+  // the two LayerNorms come: dm, dpre (4), dh2, dout, dqkv (3), dh1.
+  CHECK(stage->cachedBytes() ==
+        sizeof(float) * ((16 - 7 + 11) * t * h + 4 * t));
+  stage->weightGrad(0);
+  CHECK(stage->cachedBytes() == 0);
+}
+
 TEST_CASE("measured memory: the pool's high-water mark and the GPU at it",
           "[memory]") {
   CudaContext context(0, 30.0);
