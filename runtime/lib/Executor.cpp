@@ -373,13 +373,23 @@ std::string missingOperation(const ScheduleDesc &d) {
   return {};
 }
 
+/// Writes `path` through `write(FILE *)` (to a temporary renamed over it
+/// once whole); a file that cannot be written stops every rank.
+template <typename Write>
+void writeFile(Comm &comm, const std::string &path, Write &&write) {
+  OutputFile file(path);
+  if (FILE *f = file.get())
+    write(f);
+  if (!file.commit())
+    comm.abort(file.error(), 1);
+}
+
 /// Every rank writes its events next to FILE; rank 0 merges them into one
 /// Chrome trace (one process per replica, one track per actor).
 void writeTrace(flexpipe_rt &rt) {
   Comm &comm = *rt.comm;
   const std::string part = rt.options.trace + ".rank" + std::to_string(comm.rank());
-  OutputFile partFile(part);
-  if (FILE *f = partFile.get()) {
+  writeFile(comm, part, [&](FILE *f) {
     for (const Event &e : rt.events) {
       std::fprintf(f,
                    ",\n{\"name\": \"%s%s%s\", \"cat\": \"%s\", \"ph\": \"X\", "
@@ -390,40 +400,35 @@ void writeTrace(flexpipe_rt &rt) {
                    rt.replica, rt.actor, e.start * 1e6, (e.end - e.start) * 1e6,
                    e.stage, e.mb, e.peer);
     }
-  }
-  if (!partFile.commit())
-    comm.abort(partFile.error(), 1);
+  });
   double done = 1;
   comm.allreduceSum(&done, 1); // every part is written
   if (comm.rank() != 0)
     return;
-  OutputFile traceFile(rt.options.trace);
-  FILE *out = traceFile.get();
-  if (!out)
-    comm.abort(traceFile.error(), 1);
-  std::fprintf(out, "{\"displayTimeUnit\": \"ms\", \"otherData\": "
-                    "{\"schedule\": \"%s\"}, \"traceEvents\": [\n"
-                    "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 0, "
-                    "\"args\": {\"name\": \"replica 0\"}}",
-               rt.desc.name.c_str());
-  for (int r = 0; r < comm.size(); ++r) {
+  writeFile(comm, rt.options.trace, [&](FILE *out) {
     std::fprintf(out,
-                 ",\n{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": %d, "
-                 "\"tid\": %d, \"args\": {\"name\": \"actor %d\"}}",
-                 r / rt.desc.actors, r % rt.desc.actors, r % rt.desc.actors);
-    const std::string path = rt.options.trace + ".rank" + std::to_string(r);
-    if (FILE *in = std::fopen(path.c_str(), "r")) {
-      char buffer[1 << 16];
-      size_t n;
-      while ((n = std::fread(buffer, 1, sizeof(buffer), in)) > 0)
-        std::fwrite(buffer, 1, n, out);
-      std::fclose(in);
-      std::remove(path.c_str());
+                 "{\"displayTimeUnit\": \"ms\", \"otherData\": "
+                 "{\"schedule\": \"%s\"}, \"traceEvents\": [\n"
+                 "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 0, "
+                 "\"args\": {\"name\": \"replica 0\"}}",
+                 rt.desc.name.c_str());
+    for (int r = 0; r < comm.size(); ++r) {
+      std::fprintf(out,
+                   ",\n{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": %d, "
+                   "\"tid\": %d, \"args\": {\"name\": \"actor %d\"}}",
+                   r / rt.desc.actors, r % rt.desc.actors, r % rt.desc.actors);
+      const std::string path = rt.options.trace + ".rank" + std::to_string(r);
+      if (FILE *in = std::fopen(path.c_str(), "r")) {
+        char buffer[1 << 16];
+        size_t n;
+        while ((n = std::fread(buffer, 1, sizeof(buffer), in)) > 0)
+          std::fwrite(buffer, 1, n, out);
+        std::fclose(in);
+        std::remove(path.c_str());
+      }
     }
-  }
-  std::fprintf(out, "\n]}\n");
-  if (!traceFile.commit())
-    comm.abort(traceFile.error(), 1);
+    std::fprintf(out, "\n]}\n");
+  });
 }
 
 /// --resume: every rank's file of the newest generation that all ranks have
@@ -895,24 +900,21 @@ void printSummary(flexpipe_rt &rt, double totalSeconds) {
 void writeLossesAndWeights(flexpipe_rt &rt, const std::vector<double> &losses) {
   Comm &comm = *rt.comm;
   if (comm.rank() == 0 && !rt.options.losses.empty()) {
-    OutputFile file(rt.options.losses);
-    if (FILE *f = file.get())
+    writeFile(comm, rt.options.losses, [&](FILE *f) {
       for (double l : losses)
         std::fprintf(f, "%.9g\n", l);
-    if (!file.commit())
-      comm.abort(file.error(), 1);
+    });
   }
   if (rt.replica == 0 && !rt.options.weights.empty()) {
-    OutputFile file(rt.options.weights + ".actor" + std::to_string(rt.actor));
-    if (FILE *f = file.get())
-      for (const auto &[name, values] : rt.device->weights()) {
-        std::fprintf(f, "%s %zu", name.c_str(), values.size());
-        for (float x : values)
-          std::fprintf(f, " %.9g", x);
-        std::fprintf(f, "\n");
-      }
-    if (!file.commit())
-      comm.abort(file.error(), 1);
+    writeFile(comm, rt.options.weights + ".actor" + std::to_string(rt.actor),
+              [&](FILE *f) {
+                for (const auto &[name, values] : rt.device->weights()) {
+                  std::fprintf(f, "%s %zu", name.c_str(), values.size());
+                  for (float x : values)
+                    std::fprintf(f, " %.9g", x);
+                  std::fprintf(f, "\n");
+                }
+              });
   }
 }
 
@@ -936,46 +938,42 @@ void writeProfile(flexpipe_rt &rt,
   comm.allreduceSum(profile.data(), profile.size());
   if (comm.rank() != 0 || rt.options.profile.empty())
     return;
-  OutputFile file(rt.options.profile);
-  FILE *f = file.get();
-  if (!f)
-    comm.abort(file.error(), 1);
-  std::fprintf(f, "# FlexPipe profile measured by the runtime: mean seconds "
-                  "per stage and instruction type for one micro-batch\n"
-                  "stages:\n");
-  const size_t half = rt.busy.size();
-  for (int s = 0; s < d.stages; ++s) {
-    auto mean = [&](int kind) {
-      const double n = profile[half + s * 4 + kind];
-      return n > 0 ? profile[s * 4 + kind] / n : 0.0;
-    };
-    double fwd = mean(0), bwd = mean(1), igrad = mean(2), wgrad = mean(3);
-    if (bwd == 0)
-      bwd = igrad + wgrad;
-    if (igrad == 0 && wgrad == 0) {
-      igrad = bwd / 2;
-      wgrad = bwd - igrad;
+  writeFile(comm, rt.options.profile, [&](FILE *f) {
+    std::fprintf(f, "# FlexPipe profile measured by the runtime: mean seconds "
+                    "per stage and instruction type for one micro-batch\n"
+                    "stages:\n");
+    const size_t half = rt.busy.size();
+    for (int s = 0; s < d.stages; ++s) {
+      auto mean = [&](int kind) {
+        const double n = profile[half + s * 4 + kind];
+        return n > 0 ? profile[s * 4 + kind] / n : 0.0;
+      };
+      double fwd = mean(0), bwd = mean(1), igrad = mean(2), wgrad = mean(3);
+      if (bwd == 0)
+        bwd = igrad + wgrad;
+      if (igrad == 0 && wgrad == 0) {
+        igrad = bwd / 2;
+        wgrad = bwd - igrad;
+      }
+      std::fprintf(f,
+                   "  - {stage: %d, fwd_s: %.9g, bwd_s: %.9g, igrad_s: %.9g, "
+                   "wgrad_s: %.9g}\n",
+                   s, fwd, bwd, igrad, wgrad);
     }
-    std::fprintf(f,
-                 "  - {stage: %d, fwd_s: %.9g, bwd_s: %.9g, igrad_s: %.9g, "
-                 "wgrad_s: %.9g}\n",
-                 s, fwd, bwd, igrad, wgrad);
-  }
-  bool header = false;
-  for (int a = 0; a < d.actors; ++a)
-    for (int b = 0; b < d.actors; ++b) {
-      const double n = profile[pairsAt + table + a * d.actors + b];
-      if (n == 0)
-        continue;
-      if (!header)
-        std::fprintf(f, "messages:\n");
-      header = true;
-      std::fprintf(f, "  - {from: %d, to: %d, seconds: %.9g}\n", a, b,
-                   profile[pairsAt + a * d.actors + b] / n);
-    }
-  std::fprintf(f, "default_message_s: 0\n");
-  if (!file.commit())
-    comm.abort(file.error(), 1);
+    bool header = false;
+    for (int a = 0; a < d.actors; ++a)
+      for (int b = 0; b < d.actors; ++b) {
+        const double n = profile[pairsAt + table + a * d.actors + b];
+        if (n == 0)
+          continue;
+        if (!header)
+          std::fprintf(f, "messages:\n");
+        header = true;
+        std::fprintf(f, "  - {from: %d, to: %d, seconds: %.9g}\n", a, b,
+                     profile[pairsAt + a * d.actors + b] / n);
+      }
+    std::fprintf(f, "default_message_s: 0\n");
+  });
 }
 
 } // namespace
