@@ -270,7 +270,18 @@ struct Heads {
     const int64_t bh = row / seq;
     return {row % seq, bh, bh % heads, bh / heads};
   }
+  /// The scores' scale, 1 / sqrt(dim).
+  __device__ float scale() const {
+    return 1.0f / sqrtf(static_cast<float>(dim));
+  }
 };
+
+/// body(r, row) for the warp's rows r of batch x heads x seq.
+template <typename Body>
+__device__ void forEachHeadRow(const Heads &s, Body body) {
+  for (int64_t r = firstRow(); r < s.batch * s.heads * s.seq; r += rowStride())
+    body(r, s.row(r));
+}
 
 __device__ float dot(const float *a, const float *b, int64_t n) {
   float sum = 0;
@@ -321,10 +332,9 @@ struct HeadRow {
 __global__ void attentionForwardKernel(Heads s, const float *qkv, float *lse,
                                        float *out) {
   const int lane = threadIdx.x % 32;
-  const float scale = 1.0f / sqrtf(static_cast<float>(s.dim));
-  for (int64_t r = firstRow(); r < s.batch * s.heads * s.seq;
-       r += rowStride()) {
-    const auto [i, bh, hd, b] = s.row(r);
+  const float scale = s.scale();
+  forEachHeadRow(s, [&](int64_t r, Heads::Row row) {
+    const auto [i, bh, hd, b] = row;
     const float *q = qkv + s.q(b, hd, i);
     HeadRow gathered;
     float runMax = -INFINITY, runSum = 0;
@@ -346,7 +356,7 @@ __global__ void attentionForwardKernel(Heads s, const float *qkv, float *lse,
     gathered.store(1.0f / runSum, out + s.o(b, hd, i), s.dim);
     if (lane == 0)
       lse[r] = runMax + logf(runSum);
-  }
+  });
 }
 
 /// One warp per query row: delta_i = dout_i . out_i, which equals
@@ -354,9 +364,8 @@ __global__ void attentionForwardKernel(Heads s, const float *qkv, float *lse,
 __global__ void attentionDeltaKernel(Heads s, const float *out,
                                      const float *dout, float *delta) {
   const int lane = threadIdx.x % 32;
-  for (int64_t r = firstRow(); r < s.batch * s.heads * s.seq;
-       r += rowStride()) {
-    const auto [i, bh, hd, b] = s.row(r);
+  forEachHeadRow(s, [&](int64_t r, Heads::Row row) {
+    const auto [i, bh, hd, b] = row;
     const int64_t at = s.o(b, hd, i);
     float local = 0;
     for (int64_t c = lane; c < s.dim; c += 32)
@@ -364,7 +373,7 @@ __global__ void attentionDeltaKernel(Heads s, const float *out,
     const float sum = warpSum(local);
     if (lane == 0)
       delta[r] = sum;
-  }
+  });
 }
 
 /// The probability p_ij and the score gradient ds_ij of query i and key j
@@ -388,10 +397,9 @@ __global__ void attentionQueryGradKernel(Heads s, const float *qkv,
                                          const float *dout, const float *lse,
                                          const float *delta, float *dqkv) {
   const int lane = threadIdx.x % 32;
-  const float scale = 1.0f / sqrtf(static_cast<float>(s.dim));
-  for (int64_t r = firstRow(); r < s.batch * s.heads * s.seq;
-       r += rowStride()) {
-    const auto [i, bh, hd, b] = s.row(r);
+  const float scale = s.scale();
+  forEachHeadRow(s, [&](int64_t r, Heads::Row row) {
+    const auto [i, bh, hd, b] = row;
     HeadRow dq;
     for (int64_t j0 = 0; j0 <= i; j0 += 32) {
       const int64_t j = j0 + lane;
@@ -404,7 +412,7 @@ __global__ void attentionQueryGradKernel(Heads s, const float *qkv,
                      s.dim);
     }
     dq.store(1.0f, dqkv + s.q(b, hd, i), s.dim);
-  }
+  });
 }
 
 /// One warp per key row j: dk_j = sum over i >= j of ds_ij q_i and
@@ -413,10 +421,9 @@ __global__ void attentionKeyValueGradKernel(Heads s, const float *qkv,
                                             const float *dout, const float *lse,
                                             const float *delta, float *dqkv) {
   const int lane = threadIdx.x % 32;
-  const float scale = 1.0f / sqrtf(static_cast<float>(s.dim));
-  for (int64_t r = firstRow(); r < s.batch * s.heads * s.seq;
-       r += rowStride()) {
-    const auto [j, bh, hd, b] = s.row(r);
+  const float scale = s.scale();
+  forEachHeadRow(s, [&](int64_t r, Heads::Row row) {
+    const auto [j, bh, hd, b] = row;
     HeadRow dk, dv;
     for (int64_t i0 = j; i0 < s.seq; i0 += 32) {
       const int64_t i = i0 + lane;
@@ -433,7 +440,7 @@ __global__ void attentionKeyValueGradKernel(Heads s, const float *qkv,
     }
     dk.store(1.0f, dqkv + s.k(b, hd, j), s.dim);
     dv.store(1.0f, dqkv + s.v(b, hd, j), s.dim);
-  }
+  });
 }
 
 __global__ void softmaxCrossEntropyKernel(float *logits, const int32_t *targets,
