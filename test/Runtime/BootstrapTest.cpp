@@ -370,3 +370,21 @@ TEST_CASE("launch environment: a host id per rank when ranks share GPUs",
                env) == "LOCAL_WORLD_SIZE must be a positive integer above "
                        "LOCAL_RANK (1), not '1'");
 }
+
+TEST_CASE("streams beyond the GPU's hardware queues are warned about",
+          "[bootstrap]") {
+  // What the backend asks for unless the user set it: every stream of a
+  // rank with up to 31 channels has a queue.
+  CHECK(sharedQueueWarning(kDeviceConnections,
+                           std::to_string(kDeviceConnections).c_str()) == "");
+  // CUDA's default, 8 queues, when the variable is unset or unreadable.
+  CHECK(sharedQueueWarning(8, nullptr) == "");
+  CHECK(sharedQueueWarning(8, "lots") == "");
+  const std::string warning = sharedQueueWarning(9, nullptr);
+  CHECK(warning.find("9 streams (compute and one per channel) share the "
+                     "GPU's 8 hardware queues") == 0);
+  CHECK(warning.find("may hang") != std::string::npos);
+  // A user's smaller setting (Megatron-style 1) is kept, and warned about.
+  CHECK(sharedQueueWarning(1, "1") == "");
+  CHECK(sharedQueueWarning(3, "1").find("3 streams") == 0);
+}

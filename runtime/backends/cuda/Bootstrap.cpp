@@ -171,6 +171,25 @@ std::string flexpipe::rt::readLaunchEnv(const Getenv &getenv, bool withMpi,
   return {};
 }
 
+std::string flexpipe::rt::sharedQueueWarning(int streams, const char *setting) {
+  int queues = 8; // CUDA's default
+  if (setting && *setting) {
+    char *end = nullptr;
+    const long value = std::strtol(setting, &end, 10);
+    if (*end == '\0' && value > 0)
+      queues = static_cast<int>(value);
+  }
+  if (streams <= queues)
+    return {};
+  return std::to_string(streams) +
+         " streams (compute and one per channel) share the GPU's " +
+         std::to_string(queues) +
+         " hardware queues (CUDA_DEVICE_MAX_CONNECTIONS, at most 32): "
+         "kernels on streams that share a queue wait for each other, so a "
+         "transfer waiting for its peer may hold back one that the peer "
+         "waits for, and the run may hang";
+}
+
 std::string flexpipe::rt::hostIdForSharedGpu(const LaunchEnv &env, int devices,
                                              const std::string &host,
                                              const char *current) {

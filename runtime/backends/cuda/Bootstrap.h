@@ -80,6 +80,19 @@ bool startedByMpi(const Getenv &getenv);
 /// FLEXPIPE_TIMEOUT and FLEXPIPE_CUDA_MATH. Returns "" or what is wrong.
 std::string readLaunchEnv(const Getenv &getenv, bool withMpi, LaunchEnv &env);
 
+/// The hardware queues a rank asks the GPU for (CUDA_DEVICE_MAX_CONNECTIONS,
+/// CUDA's largest; its default is 8) unless the user set them: every stream
+/// a rank uses (compute, one per channel) should get a queue of its own.
+constexpr int kDeviceConnections = 32;
+
+/// When a rank's `streams` streams (the compute stream and one per channel)
+/// outnumber the GPU's hardware queues (`setting`, the value of
+/// CUDA_DEVICE_MAX_CONNECTIONS, or nullptr: CUDA's default 8), the warning
+/// to print: streams that share a queue run their kernels in the order they
+/// were queued, so an NCCL transfer waiting for its peer can hold back one
+/// that the peer waits for. "" when every stream has a queue.
+std::string sharedQueueWarning(int streams, const char *setting);
+
 /// NCCL refuses two ranks of one communicator on one GPU ("Duplicate GPU
 /// detected") unless they look like different hosts. When this machine's
 /// ranks outnumber its `devices` GPUs, returns the NCCL_HOSTID that makes

@@ -116,7 +116,7 @@ __global__ void addRowKernel(const float *base, const float *row, float *out,
 
 /// A first pass over rows: warp w (of chunks x column tiles) covers rows
 /// [chunk * kRowsPerChunk, +kRowsPerChunk) of column tile * 32 + lane;
-/// `body(c, first, end)` sums them.
+/// `body(chunk, c, first, end)` sums rows [first, end) of column c.
 template <typename Body>
 __device__ void forEachChunk(int64_t rows, int64_t cols, Body body) {
   const int64_t tiles = (cols + 31) / 32;

@@ -367,6 +367,12 @@ void NcclComm::openChannels(const std::vector<Channel> &all) {
   }
   std::sort(links.begin(), links.end(),
             [](const Link &a, const Link &b) { return a.order < b.order; });
+  if (const std::string warning =
+          sharedQueueWarning(static_cast<int>(links.size()) + 1,
+                             std::getenv("CUDA_DEVICE_MAX_CONNECTIONS"));
+      !warning.empty())
+    std::fprintf(stderr, "flexpipe: rank %d: warning: %s\n", me,
+                 warning.c_str());
   for (size_t i = 0; i < links.size(); ++i) {
     const Channel &c = links[i].channel;
     linkIndex[{c.from, c.to, c.tag}] = i;
@@ -640,6 +646,10 @@ flexpipe::rt::cuda::startNccl(int *argc, char ***argv,
   // lazy load may wait for the whole device, and so for an NCCL kernel that
   // waits for a peer (CUDA's lazy-loading caveats). A user's choice stays.
   ::setenv("CUDA_MODULE_LOADING", "EAGER", 0);
+  // A hardware queue per stream (compute, one per channel) where CUDA's
+  // default of 8 would make streams share them; a user's choice stays.
+  ::setenv("CUDA_DEVICE_MAX_CONNECTIONS",
+           std::to_string(kDeviceConnections).c_str(), 0);
 
 #if FLEXPIPE_ENABLE_MPI
   if (env.mpi) {
