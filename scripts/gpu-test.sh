@@ -146,7 +146,7 @@ link_rank() {
   local command=("$NVCC" -ccbin "$CXX" -std=c++17 -O2
     -I"$FLEXPIPE_ROOT/runtime/include" "$dir/rank$actor.cpp" -o "$dir/rank$actor"
     "$BUNDLE/lib/libflexpipe_rt_cuda.a" "$BUNDLE/lib/libFlexPipeRuntime.a"
-    -L"$LINK_DIR" -lcublas -lnccl -lpthread "${RPATHS[@]}")
+    -L"$LINK_DIR" -lcublas -lcublasLt -lnccl -lpthread "${RPATHS[@]}")
   echo "${command[*]}" >> "$dir/link.log"
   step 60 "linking $dir/rank$actor" "${command[@]}" >> "$dir/link.log" 2>&1
 }
@@ -227,11 +227,14 @@ bundle_mode() {
   command -v "$CXX" > /dev/null || die "no host C++ compiler '$CXX' (set CXX)"
   command -v python3 > /dev/null || die "no python3 (compare-training.py needs it)"
 
-  local nccl cublas
+  local nccl cublas cublasLt
   nccl=$(find_library NCCL libnccl.so.2 NCCL_HOME nvidia.nccl nvidia.cu13) || exit 1
   cublas=$(find_library cuBLAS libcublas.so.13 CUBLAS_HOME nvidia.cublas nvidia.cu13) || exit 1
+  # cuBLASLt ships beside cuBLAS (the toolkit's lib64, the cuBLAS wheel).
+  cublasLt=$(dirname "$cublas")/libcublasLt.so.13
+  [ -e "$cublasLt" ] || die "no libcublasLt.so.13 beside $cublas"
   echo "  NCCL:    $nccl"
-  echo "  cuBLAS:  $cublas"
+  echo "  cuBLAS:  $cublas (and libcublasLt.so.13)"
 
   local want have
   want=$(sed -n 's/^runtime_include_hash=//p' "$BUNDLE/MANIFEST") have=$(header_hash)
@@ -255,11 +258,12 @@ bundle_mode() {
   GPUS=$gpus
   WORK=$(realpath -m "${GPU_TEST_DIR:-$BUNDLE/../gpu-test}")
   rm -rf "$WORK" && mkdir -p "$WORK/link"
-  # -lnccl and -lcublas through links named as the linker wants them (the
-  # wheels have only the versioned names); the rank programs find the real
-  # ones through their rpath, cuBLAS's own libcublasLt through the path.
+  # -lnccl, -lcublas and -lcublasLt through links named as the linker wants
+  # them (the wheels have only the versioned names); the rank programs find
+  # the real ones through their rpath.
   ln -s "$nccl" "$WORK/link/libnccl.so"
   ln -s "$cublas" "$WORK/link/libcublas.so"
+  ln -s "$cublasLt" "$WORK/link/libcublasLt.so"
   LINK_DIR=$WORK/link
   RPATHS=(-Xlinker "-rpath=$(dirname "$nccl")" -Xlinker "-rpath=$(dirname "$cublas")")
   export LD_LIBRARY_PATH="$(dirname "$nccl"):$(dirname "$cublas")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"

@@ -24,7 +24,7 @@
 // RUN: flexpipe-compile %examples/ops/log-norms.mlir --actors 2 --microbatches 2 --backend=cuda --ops %examples/ops/ActivationNorms.cpp --emit=cpp -o %t/cpp
 // RUN: FileCheck %s --check-prefix=BUILD < %t/cpp/build.sh
 // BUILD: nvcc -ccbin {{.*}} -c ActivationNorms.cpp -o ActivationNorms.o
-// BUILD: nvcc -ccbin {{.*}} rank1.cpp ActivationNorms.o -o rank1 {{.*}}libflexpipe_rt_cuda.a {{.*}}-lcublas -lnccl{{$}}
+// BUILD: nvcc -ccbin {{.*}} rank1.cpp ActivationNorms.o -o rank1 {{.*}}libflexpipe_rt_cuda.a {{.*}}-lcublas -lcublasLt -lnccl{{$}}
 
 // RUN: flexpipe-compile %examples/ops/log-norms.mlir --actors 2 --microbatches 2 --backend=cuda -o %t/none 2>&1 | FileCheck %s --check-prefix=WARN
 // WARN: warning: the program runs @log_norms, but no --ops file was given

@@ -129,7 +129,7 @@ static std::optional<Toolchain> cudaToolchain(const std::string &include,
     toolchain.after.push_back(("-Xlinker=-rpath=" + directory).str());
   }
   // No OpenBLAS: CUDA ranks link no CPU layers (ModelData.cpp).
-  for (const char *lib : {"-lcublas", "-lnccl"})
+  for (const char *lib : {"-lcublas", "-lcublasLt", "-lnccl"})
     toolchain.after.push_back(lib);
   return toolchain;
 }

@@ -28,8 +28,9 @@ std::mutex fatalMutex;
 std::function<void(const std::string &)> fatalHandler;
 int fatalRank = -1;
 
-/// cuBLAS's workspace: 32 MiB, what NVIDIA recommends for Hopper. Set once
-/// so that cuBLAS never allocates while transfers are in flight.
+/// cuBLAS's workspace (cuBLASLt's too): 32 MiB, what NVIDIA recommends for
+/// Hopper. Set once so that cuBLAS never allocates while transfers are in
+/// flight.
 constexpr size_t kBlasWorkspaceBytes = 32u << 20;
 
 /// Progress markers in flight at once. The host runs at most an iteration
@@ -120,12 +121,24 @@ CudaContext::CudaContext(int device, double timeout, MathMode math)
   compute = math == MathMode::Tf32   ? CUBLAS_COMPUTE_32F_FAST_TF32
             : math == MathMode::Bf16 ? CUBLAS_COMPUTE_32F_FAST_16BF
                                      : CUBLAS_COMPUTE_32F;
+  CUBLASCHECK(cublasLtCreate(&ltHandle));
   CUDACHECK(cudaMalloc(&workspace, kBlasWorkspaceBytes));
   CUBLASCHECK(cublasSetWorkspace(handle, workspace, kBlasWorkspaceBytes));
   syncEvent = makeEvent();
   markers.resize(kMarkers);
   for (Marker &m : markers)
     m.event = makeEvent();
+}
+
+size_t CudaContext::blasWorkspaceBytes() const { return kBlasWorkspaceBytes; }
+
+const cublasLtMatmulAlgo_t &
+CudaContext::blasLtAlgo(const std::array<int64_t, 4> &shape,
+                        const std::function<cublasLtMatmulAlgo_t()> &choose) {
+  auto it = ltAlgos.find(shape);
+  if (it == ltAlgos.end())
+    it = ltAlgos.emplace(shape, choose()).first;
+  return it->second;
 }
 
 CudaContext::~CudaContext() {
@@ -137,6 +150,8 @@ CudaContext::~CudaContext() {
     cudaEventDestroy(m.event);
   if (handle)
     cublasDestroy(handle);
+  if (ltHandle)
+    cublasLtDestroy(ltHandle);
   if (workspace)
     cudaFree(workspace);
   if (computeStream)

@@ -36,12 +36,15 @@
 
 #include "Bootstrap.h"
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -109,6 +112,17 @@ public:
   int device() const { return deviceIndex; }
   cudaStream_t stream() const { return computeStream; }
   cublasHandle_t blas() const { return handle; }
+  /// The cuBLASLt handle (products with epilogues) and the workspace it
+  /// shares with the cuBLAS handle (both run on the compute stream).
+  cublasLtHandle_t blasLt() const { return ltHandle; }
+  void *blasWorkspace() const { return workspace; }
+  size_t blasWorkspaceBytes() const;
+  /// The cuBLASLt algorithm for a product of this shape (m, n, k and
+  /// whether it reads C): `choose` (the heuristic) runs on the first use of
+  /// a shape only.
+  const cublasLtMatmulAlgo_t &
+  blasLtAlgo(const std::array<int64_t, 4> &shape,
+             const std::function<cublasLtMatmulAlgo_t()> &choose);
   /// How cuBLAS computes this context's products of fp32 arrays.
   cublasComputeType_t computeType() const { return compute; }
   double timeout() const { return timeoutSeconds; }
@@ -154,6 +168,8 @@ private:
   double timeoutSeconds;
   cudaStream_t computeStream = nullptr;
   cublasHandle_t handle = nullptr;
+  cublasLtHandle_t ltHandle = nullptr;
+  std::map<std::array<int64_t, 4>, cublasLtMatmulAlgo_t> ltAlgos;
   cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
   void *workspace = nullptr;
   cudaEvent_t syncEvent = nullptr;

@@ -81,18 +81,68 @@ void gemm(CudaContext &context, bool transA, bool transB, int64_t m, int64_t n,
       asInt(n, "ldc"), context.computeType(), CUBLAS_GEMM_DEFAULT));
 }
 
+/// D[m x n] = A[m x k] B[k x n] + bias[n] (+ C[m x n] where given),
+/// row-major, in one cuBLASLt product whose epilogue adds the bias (C, the
+/// residual, with beta 1). Column-major, that is D^T = B^T A^T: cuBLASLt's
+/// A is our B (n x k, leading dimension n), its B our A (k x m, ld k), and
+/// the bias runs along D^T's rows, our columns.
+void matmulBias(CudaContext &context, int64_t m, int64_t n, int64_t k,
+                const float *a, const float *b, const float *bias,
+                const float *c, float *d) {
+  cublasLtMatmulDesc_t desc = nullptr;
+  CUBLASCHECK(
+      cublasLtMatmulDescCreate(&desc, context.computeType(), CUDA_R_32F));
+  const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+  CUBLASCHECK(cublasLtMatmulDescSetAttribute(
+      desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
+  CUBLASCHECK(cublasLtMatmulDescSetAttribute(
+      desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
+  cublasLtMatrixLayout_t ours[3] = {}; // B^T, A^T, D^T (and C^T)
+  const int64_t shapes[3][2] = {{n, k}, {k, m}, {n, m}};
+  for (int i = 0; i < 3; ++i)
+    CUBLASCHECK(cublasLtMatrixLayoutCreate(&ours[i], CUDA_R_32F, shapes[i][0],
+                                           shapes[i][1], shapes[i][0]));
+  // cuBLASLt's heuristic picks the algorithm, once per shape, within the
+  // context's workspace.
+  const cublasLtMatmulAlgo_t &algo =
+      context.blasLtAlgo({m, n, k, c != nullptr}, [&] {
+        cublasLtMatmulPreference_t preference = nullptr;
+        CUBLASCHECK(cublasLtMatmulPreferenceCreate(&preference));
+        const size_t bytes = context.blasWorkspaceBytes();
+        CUBLASCHECK(cublasLtMatmulPreferenceSetAttribute(
+            preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &bytes,
+            sizeof(bytes)));
+        cublasLtMatmulHeuristicResult_t result = {};
+        int found = 0;
+        CUBLASCHECK(cublasLtMatmulAlgoGetHeuristic(
+            context.blasLt(), desc, ours[0], ours[1], ours[2], ours[2],
+            preference, 1, &result, &found));
+        CUBLASCHECK(cublasLtMatmulPreferenceDestroy(preference));
+        if (found < 1 || result.state != CUBLAS_STATUS_SUCCESS)
+          fatal("cuBLASLt has no algorithm for a " + std::to_string(m) + " x " +
+                std::to_string(n) + " x " + std::to_string(k) +
+                " fp32 product with a bias epilogue");
+        return result.algo;
+      });
+  const float alpha = 1.0f, beta = c ? 1.0f : 0.0f;
+  CUBLASCHECK(cublasLtMatmul(context.blasLt(), desc, &alpha, b, ours[0], a,
+                             ours[1], &beta, c ? c : d, ours[2], d, ours[2],
+                             &algo, context.blasWorkspace(),
+                             context.blasWorkspaceBytes(), context.stream()));
+  for (cublasLtMatrixLayout_t layout : ours)
+    CUBLASCHECK(cublasLtMatrixLayoutDestroy(layout));
+  CUBLASCHECK(cublasLtMatmulDescDestroy(desc));
+}
+
 /// y[t x out] = x[t x in] W[in x out] + b, plus `residual` where given (the
-/// residual and the bias are added in one pass before the product adds to
-/// them).
+/// projections that end a residual branch).
 Floats linearForward(CudaContext &context, const Floats &x,
                      const DeviceParameter &w, const DeviceParameter &b,
                      int64_t t, int64_t in, int64_t out,
                      const Floats *residual = nullptr) {
   Floats y(context, t * out);
-  addRow(context.stream(), residual ? residual->get() : nullptr, b.value.get(),
-         y.get(), t, out);
-  gemm(context, false, false, t, out, in, x.get(), w.value.get(), 1.0f,
-       y.get());
+  matmulBias(context, t, out, in, x.get(), w.value.get(), b.value.get(),
+             residual ? residual->get() : nullptr, y.get());
   return y;
 }
 

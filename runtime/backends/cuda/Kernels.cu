@@ -107,13 +107,6 @@ __global__ void embeddingWeightGradKernel(const int32_t *ids, const float *dout,
     }
 }
 
-/// out[r][c] = row[c], plus base[r][c] where there is a base.
-__global__ void addRowKernel(const float *base, const float *row, float *out,
-                             int64_t rows, int64_t cols) {
-  for (int64_t i = globalThread(); i < rows * cols; i += globalThreads())
-    out[i] = base ? base[i] + row[i % cols] : row[i % cols];
-}
-
 /// A first pass over rows: warp w (of chunks x column tiles) covers rows
 /// [chunk * kRowsPerChunk, +kRowsPerChunk) of column tile * 32 + lane;
 /// `body(chunk, c, first, end)` sums rows [first, end) of column c.
@@ -554,13 +547,6 @@ void flexpipe::rt::cuda::embeddingWeightGrad(
     int64_t seq) {
   LAUNCH_ELEMENTS(embeddingWeightGradKernel, hidden, stream, ids, dout,
                   tokenGrad, positionGrad, tokens, hidden, seq);
-}
-
-void flexpipe::rt::cuda::addRow(cudaStream_t stream, const float *base,
-                                const float *row, float *out, int64_t rows,
-                                int64_t cols) {
-  LAUNCH_ELEMENTS(addRowKernel, rows * cols, stream, base, row, out, rows,
-                  cols);
 }
 
 int64_t flexpipe::rt::cuda::rowSumScratch(int64_t rows, int64_t cols) {

@@ -40,9 +40,6 @@ void embeddingWeightGrad(cudaStream_t stream, const int32_t *ids,
                          int64_t seq);
 
 /// out[r][c] = row[c] (a bias broadcast before a product adds to it).
-/// out[r][c] = base[r][c] + row[c]; base may be null (a broadcast).
-void addRow(cudaStream_t stream, const float *base, const float *row,
-            float *out, int64_t rows, int64_t cols);
 /// The scratch floats a sum over `rows` rows of `cols` columns needs
 /// (addColumnSums; layerNormWeightGrad takes twice this).
 int64_t rowSumScratch(int64_t rows, int64_t cols);

@@ -17,6 +17,7 @@
 #include "Emulation.h"
 #include "DeviceCode.h"
 
+#include "cublasLt.h"
 #include "cublas_v2.h"
 
 #include <ucontext.h>
@@ -424,65 +425,271 @@ static float roundMantissa(float x, int mantissa) {
   return x;
 }
 
-/// C = alpha op(A) op(B) + beta C, column-major, as cuBLAS defines it (C is
-/// not read when beta is 0), for fp32 arrays.
+namespace {
+
+/// One product of fp32 column-major matrices, as cuBLAS and cuBLASLt define
+/// it: D = alpha op(A) op(B) + beta C (+ bias[i] on row i of D), op(A) m x
+/// k, op(B) k x n; C is not read when beta is 0 and may be D. The inputs are
+/// rounded as `computeType`'s tensor cores round them. Checks sizes,
+/// leading dimensions and every footprint.
+struct Product {
+  bool ta = false, tb = false;
+  int64_t m = 0, n = 0, k = 0;
+  float alpha = 1, beta = 0;
+  const float *a = nullptr, *b = nullptr, *c = nullptr, *bias = nullptr;
+  float *d = nullptr;
+  int64_t lda = 0, ldb = 0, ldc = 0, ldd = 0;
+  cublasComputeType_t computeType = CUBLAS_COMPUTE_32F;
+
+  cublasStatus_t run(const char *who) const {
+    auto atLeast = [](int64_t ld, int64_t rows) {
+      return ld >= std::max<int64_t>(1, rows);
+    };
+    if (m < 0 || n < 0 || k < 0 || !atLeast(lda, ta ? k : m) ||
+        !atLeast(ldb, tb ? n : k) || !atLeast(ldc, m) || !atLeast(ldd, m))
+      return CUBLAS_STATUS_INVALID_VALUE;
+    if (m == 0 || n == 0)
+      return CUBLAS_STATUS_SUCCESS;
+    const std::string name = who;
+    // The footprint of `columns` columns of `rows` rows, `ld` apart.
+    auto footprint = [](int64_t columns, int64_t ld, int64_t rows) {
+      return (static_cast<size_t>(columns - 1) * ld + rows) * sizeof(float);
+    };
+    const float *inA = a, *inB = b;
+    std::vector<float> roundedA, roundedB;
+    if (k > 0) {
+      const size_t aBytes = footprint(ta ? m : k, lda, ta ? k : m),
+                   bBytes = footprint(tb ? k : n, ldb, tb ? n : k);
+      checkRange(a, aBytes, (name + " A").c_str());
+      checkRange(b, bBytes, (name + " B").c_str());
+      const int mantissa = computeType == CUBLAS_COMPUTE_32F_FAST_TF32   ? 10
+                           : computeType == CUBLAS_COMPUTE_32F_FAST_16BF ? 7
+                                                                         : 23;
+      // The fast compute types take rounded copies of the inputs.
+      auto rounded = [&](const float *x, size_t bytes, std::vector<float> &to) {
+        to.assign(x, x + bytes / sizeof(float));
+        for (float &value : to)
+          value = roundMantissa(value, mantissa);
+        return to.data();
+      };
+      if (mantissa < 23) {
+        inA = rounded(a, aBytes, roundedA);
+        inB = rounded(b, bBytes, roundedB);
+      }
+    }
+    if (beta != 0)
+      checkRange(c, footprint(n, ldc, m), (name + " C").c_str());
+    checkRange(d, footprint(n, ldd, m), (name + " D").c_str());
+    if (bias)
+      checkRange(bias, m * sizeof(float), (name + " bias").c_str());
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t i = 0; i < m; ++i) {
+        float sum = 0;
+        for (int64_t l = 0; l < k; ++l) {
+          const float x = ta ? inA[l + static_cast<size_t>(i) * lda]
+                             : inA[i + static_cast<size_t>(l) * lda];
+          const float y = tb ? inB[j + static_cast<size_t>(l) * ldb]
+                             : inB[l + static_cast<size_t>(j) * ldb];
+          sum += x * y;
+        }
+        float value = alpha * sum;
+        if (beta != 0)
+          value += beta * c[i + static_cast<size_t>(j) * ldc];
+        if (bias)
+          value += bias[i];
+        d[i + static_cast<size_t>(j) * ldd] = value;
+      }
+    return CUBLAS_STATUS_SUCCESS;
+  }
+};
+
+} // namespace
+
+/// C = alpha op(A) op(B) + beta C, column-major, for fp32 arrays.
 cublasStatus_t cublasGemmEx(cublasHandle_t, cublasOperation_t transa,
                             cublasOperation_t transb, int m, int n, int k,
-                            const void *alphaPtr, const void *aPtr,
-                            cudaDataType_t aType, int lda, const void *bPtr,
-                            cudaDataType_t bType, int ldb, const void *betaPtr,
-                            void *cPtr, cudaDataType_t cType, int ldc,
+                            const void *alpha, const void *a,
+                            cudaDataType_t aType, int lda, const void *b,
+                            cudaDataType_t bType, int ldb, const void *beta,
+                            void *c, cudaDataType_t cType, int ldc,
                             cublasComputeType_t computeType, cublasGemmAlgo_t) {
-  const bool ta = transa == CUBLAS_OP_T, tb = transb == CUBLAS_OP_T;
-  if (aType != CUDA_R_32F || bType != CUDA_R_32F || cType != CUDA_R_32F ||
-      m < 0 || n < 0 || k < 0 || lda < std::max(1, ta ? k : m) ||
-      ldb < std::max(1, tb ? n : k) || ldc < std::max(1, m))
+  if (aType != CUDA_R_32F || bType != CUDA_R_32F || cType != CUDA_R_32F)
     return CUBLAS_STATUS_INVALID_VALUE;
-  const float *a = static_cast<const float *>(aPtr),
-              *b = static_cast<const float *>(bPtr);
-  const float alpha = *static_cast<const float *>(alphaPtr),
-              beta = *static_cast<const float *>(betaPtr);
-  float *c = static_cast<float *>(cPtr);
-  const int mantissa = computeType == CUBLAS_COMPUTE_32F_FAST_TF32   ? 10
-                       : computeType == CUBLAS_COMPUTE_32F_FAST_16BF ? 7
-                                                                     : 23;
-  if (m == 0 || n == 0)
-    return CUBLAS_STATUS_SUCCESS;
-  // The footprints: A is (ta ? m : k) columns of lda, B (tb ? k : n) of ldb.
-  auto footprint = [](int columns, int ld, int rows) {
-    return (static_cast<size_t>(columns - 1) * ld + rows) * sizeof(float);
-  };
-  if (k > 0) {
-    checkRange(a, footprint(ta ? m : k, lda, ta ? k : m), "cublasGemmEx A");
-    checkRange(b, footprint(tb ? k : n, ldb, tb ? n : k), "cublasGemmEx B");
-  }
-  checkRange(c, footprint(n, ldc, m), "cublasGemmEx C");
-  // The fast compute types take rounded copies of the inputs.
-  std::vector<float> roundedA, roundedB;
-  if (mantissa < 23 && k > 0) {
-    auto rounded = [&](const float *x, size_t bytes, std::vector<float> &to) {
-      to.assign(x, x + bytes / sizeof(float));
-      for (float &value : to)
-        value = roundMantissa(value, mantissa);
-      return to.data();
-    };
-    a = rounded(a, footprint(ta ? m : k, lda, ta ? k : m), roundedA);
-    b = rounded(b, footprint(tb ? k : n, ldb, tb ? n : k), roundedB);
-  }
-  for (int j = 0; j < n; ++j)
-    for (int i = 0; i < m; ++i) {
-      float sum = 0;
-      for (int l = 0; l < k; ++l) {
-        const float x = ta ? a[l + static_cast<size_t>(i) * lda]
-                           : a[i + static_cast<size_t>(l) * lda];
-        const float y = tb ? b[j + static_cast<size_t>(l) * ldb]
-                           : b[l + static_cast<size_t>(j) * ldb];
-        sum += x * y;
-      }
-      float &out = c[i + static_cast<size_t>(j) * ldc];
-      out = beta == 0 ? alpha * sum : alpha * sum + beta * out;
-    }
+  Product p;
+  p.ta = transa == CUBLAS_OP_T;
+  p.tb = transb == CUBLAS_OP_T;
+  p.m = m, p.n = n, p.k = k;
+  p.alpha = *static_cast<const float *>(alpha);
+  p.beta = *static_cast<const float *>(beta);
+  p.a = static_cast<const float *>(a);
+  p.b = static_cast<const float *>(b);
+  p.c = p.d = static_cast<float *>(c);
+  p.lda = lda, p.ldb = ldb, p.ldc = p.ldd = ldc;
+  p.computeType = computeType;
+  return p.run("cublasGemmEx");
+}
+
+// cuBLASLt: a descriptor holds the compute type and the attributes set; a
+// layout the type, rows, columns and leading dimension.
+struct cublasLtContext {};
+struct cublasLtMatmulDescOpaque {
+  cublasComputeType_t computeType;
+  cublasOperation_t transa = CUBLAS_OP_N, transb = CUBLAS_OP_N;
+  cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+  const float *bias = nullptr;
+};
+struct cublasLtMatrixLayoutOpaque {
+  cudaDataType_t type;
+  uint64_t rows, cols;
+  int64_t ld;
+};
+
+cublasStatus_t cublasLtCreate(cublasLtHandle_t *handle) {
+  *handle = new cublasLtContext;
   return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtDestroy(cublasLtHandle_t handle) {
+  delete handle;
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t *desc,
+                                        cublasComputeType_t computeType,
+                                        cudaDataType_t scaleType) {
+  if (scaleType != CUDA_R_32F)
+    return CUBLAS_STATUS_INVALID_VALUE;
+  *desc = new cublasLtMatmulDescOpaque{computeType};
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t desc) {
+  delete desc;
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t
+cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc,
+                               cublasLtMatmulDescAttributes_t attribute,
+                               const void *value, size_t bytes) {
+  auto set = [&](auto &field) {
+    if (bytes != sizeof(field))
+      return CUBLAS_STATUS_INVALID_VALUE;
+    std::memcpy(&field, value, bytes);
+    return CUBLAS_STATUS_SUCCESS;
+  };
+  switch (attribute) {
+  case CUBLASLT_MATMUL_DESC_TRANSA:
+    return set(desc->transa);
+  case CUBLASLT_MATMUL_DESC_TRANSB:
+    return set(desc->transb);
+  case CUBLASLT_MATMUL_DESC_EPILOGUE:
+    return set(desc->epilogue);
+  case CUBLASLT_MATMUL_DESC_BIAS_POINTER:
+    return set(desc->bias);
+  }
+  return CUBLAS_STATUS_INVALID_VALUE;
+}
+cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t *layout,
+                                          cudaDataType_t type, uint64_t rows,
+                                          uint64_t cols, int64_t ld) {
+  *layout = new cublasLtMatrixLayoutOpaque{type, rows, cols, ld};
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t layout) {
+  delete layout;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+struct cublasLtMatmulPreferenceOpaque {
+  size_t maxWorkspace = 0;
+};
+cublasStatus_t
+cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t *pref) {
+  *pref = new cublasLtMatmulPreferenceOpaque;
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t
+cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t pref) {
+  delete pref;
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatmulPreferenceSetAttribute(
+    cublasLtMatmulPreference_t pref,
+    cublasLtMatmulPreferenceAttributes_t attribute, const void *value,
+    size_t bytes) {
+  if (attribute != CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES ||
+      bytes != sizeof(pref->maxWorkspace))
+    return CUBLAS_STATUS_INVALID_VALUE;
+  std::memcpy(&pref->maxWorkspace, value, bytes);
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+namespace {
+
+/// The product cublasLtMatmul runs, from its descriptor and layouts (op(A)
+/// must be D's rows x the inner size, op(B) the inner size x D's columns, C
+/// shaped as D); false when they do not fit.
+bool ltProduct(cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t aDesc,
+               cublasLtMatrixLayout_t bDesc, cublasLtMatrixLayout_t cDesc,
+               cublasLtMatrixLayout_t dDesc, Product &p) {
+  for (cublasLtMatrixLayout_t layout : {aDesc, bDesc, cDesc, dDesc})
+    if (layout->type != CUDA_R_32F)
+      return false;
+  p.ta = desc->transa == CUBLAS_OP_T;
+  p.tb = desc->transb == CUBLAS_OP_T;
+  const int64_t aRows = p.ta ? aDesc->cols : aDesc->rows,
+                aCols = p.ta ? aDesc->rows : aDesc->cols,
+                bRows = p.tb ? bDesc->cols : bDesc->rows,
+                bCols = p.tb ? bDesc->rows : bDesc->cols;
+  if (aRows != static_cast<int64_t>(dDesc->rows) || aCols != bRows ||
+      bCols != static_cast<int64_t>(dDesc->cols) ||
+      cDesc->rows != dDesc->rows || cDesc->cols != dDesc->cols ||
+      (desc->epilogue == CUBLASLT_EPILOGUE_BIAS && !desc->bias))
+    return false;
+  p.m = aRows, p.n = bCols, p.k = aCols;
+  p.bias = desc->epilogue == CUBLASLT_EPILOGUE_BIAS ? desc->bias : nullptr;
+  p.lda = aDesc->ld, p.ldb = bDesc->ld, p.ldc = cDesc->ld, p.ldd = dDesc->ld;
+  p.computeType = desc->computeType;
+  return true;
+}
+
+} // namespace
+
+cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
+    cublasLtHandle_t, cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t aDesc,
+    cublasLtMatrixLayout_t bDesc, cublasLtMatrixLayout_t cDesc,
+    cublasLtMatrixLayout_t dDesc, cublasLtMatmulPreference_t, int requested,
+    cublasLtMatmulHeuristicResult_t results[], int *returned) {
+  if (requested < 1)
+    return CUBLAS_STATUS_INVALID_VALUE;
+  Product p;
+  *returned = 0;
+  if (!ltProduct(desc, aDesc, bDesc, cDesc, dDesc, p))
+    return CUBLAS_STATUS_INVALID_VALUE;
+  results[0] = {};
+  results[0].state = CUBLAS_STATUS_SUCCESS;
+  *returned = 1;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+/// D = alpha op(A) op(B) + beta C, then the epilogue.
+cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc,
+                              const void *alpha, const void *a,
+                              cublasLtMatrixLayout_t aDesc, const void *b,
+                              cublasLtMatrixLayout_t bDesc, const void *beta,
+                              const void *c, cublasLtMatrixLayout_t cDesc,
+                              void *d, cublasLtMatrixLayout_t dDesc,
+                              const cublasLtMatmulAlgo_t *algo, void *workspace,
+                              size_t workspaceBytes, cudaStream_t) {
+  Product p;
+  if (!algo || !ltProduct(desc, aDesc, bDesc, cDesc, dDesc, p))
+    return CUBLAS_STATUS_INVALID_VALUE;
+  if (workspaceBytes > 0)
+    checkRange(workspace, workspaceBytes, "cublasLtMatmul workspace");
+  p.alpha = *static_cast<const float *>(alpha);
+  p.beta = *static_cast<const float *>(beta);
+  p.a = static_cast<const float *>(a);
+  p.b = static_cast<const float *>(b);
+  p.c = static_cast<const float *>(c);
+  p.d = static_cast<float *>(d);
+  return p.run("cublasLtMatmul");
 }
 
 const char *cublasGetStatusName(cublasStatus_t status) {
