@@ -107,14 +107,18 @@ __global__ void embeddingWeightGradKernel(const int32_t *ids, const float *dout,
     }
 }
 
+/// The chunks of kRowsPerChunk rows that `rows` rows make.
+__host__ __device__ int64_t rowChunks(int64_t rows) {
+  return (rows + kRowsPerChunk - 1) / kRowsPerChunk;
+}
+
 /// A first pass over rows: warp w (of chunks x column tiles) covers rows
 /// [chunk * kRowsPerChunk, +kRowsPerChunk) of column tile * 32 + lane;
 /// `body(chunk, c, first, end)` sums rows [first, end) of column c.
 template <typename Body>
 __device__ void forEachChunk(int64_t rows, int64_t cols, Body body) {
   const int64_t tiles = (cols + 31) / 32;
-  const int64_t chunks = (rows + kRowsPerChunk - 1) / kRowsPerChunk;
-  for (int64_t w = firstRow(); w < chunks * tiles; w += rowStride()) {
+  for (int64_t w = firstRow(); w < rowChunks(rows) * tiles; w += rowStride()) {
     const int64_t chunk = w / tiles;
     const int64_t c = (w % tiles) * 32 + threadIdx.x % 32;
     const int64_t first = chunk * kRowsPerChunk;
@@ -212,7 +216,7 @@ __global__ void layerNormPartialsKernel(const float *x, const float *dy,
                                         const float *mean, const float *rstd,
                                         float *partials, int64_t rows,
                                         int64_t hidden) {
-  const int64_t chunks = (rows + kRowsPerChunk - 1) / kRowsPerChunk;
+  const int64_t chunks = rowChunks(rows);
   forEachChunk(rows, hidden,
                [&](int64_t chunk, int64_t c, int64_t first, int64_t end) {
                  float g = 0, b = 0;
@@ -550,17 +554,28 @@ void flexpipe::rt::cuda::embeddingWeightGrad(
 }
 
 int64_t flexpipe::rt::cuda::rowSumScratch(int64_t rows, int64_t cols) {
-  return (rows + kRowsPerChunk - 1) / kRowsPerChunk * cols;
+  return rowChunks(rows) * cols;
+}
+
+/// The warps of a first pass over rows (forEachChunk): one per chunk and 32
+/// columns.
+static int64_t chunkWarps(int64_t rows, int64_t cols) {
+  return rowChunks(rows) * ((cols + 31) / 32);
+}
+
+/// The second pass over rows: sums[c] += the chunks' partials, in order.
+static void addPartials(cudaStream_t stream, const float *partials, float *sums,
+                        int64_t rows, int64_t cols) {
+  LAUNCH_ELEMENTS(addPartialsKernel, rows > 0 ? cols : 0, stream, partials,
+                  sums, rowChunks(rows), cols);
 }
 
 void flexpipe::rt::cuda::addColumnSums(cudaStream_t stream, const float *x,
                                        float *sums, float *scratch,
                                        int64_t rows, int64_t cols) {
-  const int64_t chunks = (rows + kRowsPerChunk - 1) / kRowsPerChunk;
-  LAUNCH_ROWS(columnPartialsKernel, chunks * ((cols + 31) / 32), stream, x,
-              scratch, rows, cols);
-  LAUNCH_ELEMENTS(addPartialsKernel, chunks > 0 ? cols : 0, stream, scratch,
-                  sums, chunks, cols);
+  LAUNCH_ROWS(columnPartialsKernel, chunkWarps(rows, cols), stream, x, scratch,
+              rows, cols);
+  addPartials(stream, scratch, sums, rows, cols);
 }
 
 void flexpipe::rt::cuda::add(cudaStream_t stream, const float *a,
@@ -592,13 +607,11 @@ void flexpipe::rt::cuda::layerNormWeightGrad(cudaStream_t stream,
                                              const float *rstd, float *gainGrad,
                                              float *biasGrad, float *scratch,
                                              int64_t rows, int64_t hidden) {
-  const int64_t chunks = (rows + kRowsPerChunk - 1) / kRowsPerChunk;
-  LAUNCH_ROWS(layerNormPartialsKernel, chunks * ((hidden + 31) / 32), stream, x,
-              dy, mean, rstd, scratch, rows, hidden);
-  LAUNCH_ELEMENTS(addPartialsKernel, chunks > 0 ? hidden : 0, stream, scratch,
-                  gainGrad, chunks, hidden);
-  LAUNCH_ELEMENTS(addPartialsKernel, chunks > 0 ? hidden : 0, stream,
-                  scratch + chunks * hidden, biasGrad, chunks, hidden);
+  LAUNCH_ROWS(layerNormPartialsKernel, chunkWarps(rows, hidden), stream, x, dy,
+              mean, rstd, scratch, rows, hidden);
+  addPartials(stream, scratch, gainGrad, rows, hidden);
+  addPartials(stream, scratch + rowSumScratch(rows, hidden), biasGrad, rows,
+              hidden);
 }
 
 void flexpipe::rt::cuda::geluForward(cudaStream_t stream, const float *x,
