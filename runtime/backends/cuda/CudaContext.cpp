@@ -132,13 +132,13 @@ CudaContext::CudaContext(int device, double timeout, MathMode math)
 
 size_t CudaContext::blasWorkspaceBytes() const { return kBlasWorkspaceBytes; }
 
-const cublasLtMatmulAlgo_t &
-CudaContext::blasLtAlgo(const std::array<int64_t, 4> &shape,
-                        const std::function<cublasLtMatmulAlgo_t()> &choose) {
-  auto it = ltAlgos.find(shape);
+const cublasLtMatmulAlgo_t *CudaContext::blasLtAlgo(
+    const LtKey &key,
+    const std::function<std::optional<cublasLtMatmulAlgo_t>()> &choose) {
+  auto it = ltAlgos.find(key);
   if (it == ltAlgos.end())
-    it = ltAlgos.emplace(shape, choose()).first;
-  return it->second;
+    it = ltAlgos.emplace(key, choose()).first;
+  return it->second ? &*it->second : nullptr;
 }
 
 CudaContext::~CudaContext() {

@@ -45,6 +45,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -117,12 +118,14 @@ public:
   cublasLtHandle_t blasLt() const { return ltHandle; }
   void *blasWorkspace() const { return workspace; }
   size_t blasWorkspaceBytes() const;
-  /// The cuBLASLt algorithm for a product of this shape (m, n, k and
-  /// whether it reads C): `choose` (the heuristic) runs on the first use of
-  /// a shape only.
-  const cublasLtMatmulAlgo_t &
-  blasLtAlgo(const std::array<int64_t, 4> &shape,
-             const std::function<cublasLtMatmulAlgo_t()> &choose);
+  /// The cuBLASLt algorithm for a product of this kind (the caller's key:
+  /// its shape, transpositions, epilogue and whether it reads C), or null
+  /// when cuBLASLt has none: `choose` (the heuristic) runs on the first use
+  /// of a key only.
+  using LtKey = std::array<int64_t, 6>;
+  const cublasLtMatmulAlgo_t *blasLtAlgo(
+      const LtKey &key,
+      const std::function<std::optional<cublasLtMatmulAlgo_t>()> &choose);
   /// How cuBLAS computes this context's products of fp32 arrays.
   cublasComputeType_t computeType() const { return compute; }
   double timeout() const { return timeoutSeconds; }
@@ -169,7 +172,7 @@ private:
   cudaStream_t computeStream = nullptr;
   cublasHandle_t handle = nullptr;
   cublasLtHandle_t ltHandle = nullptr;
-  std::map<std::array<int64_t, 4>, cublasLtMatmulAlgo_t> ltAlgos;
+  std::map<LtKey, std::optional<cublasLtMatmulAlgo_t>> ltAlgos;
   cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
   void *workspace = nullptr;
   cudaEvent_t syncEvent = nullptr;

@@ -8,16 +8,17 @@
 //
 // Model.cpp's layers, layer by layer, with the same split into forward,
 // input gradient and weight gradient and the same state kept between them,
-// on the compute stream: matrix products in cuBLAS (fp32 arrays; full fp32
-// math unless FLEXPIPE_CUDA_MATH asks for TF32 or bf16 tensor cores), the rest
-// in Kernels.cu. Initial weights are Model.cpp's: each layer's parameters
-// are drawn on the host by Model.h's embeddingParameters, blockParameters
-// and headParameters (ModelData.cpp) and copied to the GPU, so a CUDA run
-// starts from exactly the weights of flexpipe-reference without linking the
-// CPU layers and OpenBLAS.
-// Nothing here waits for the GPU except takeLossSum, synchronize and
-// weights. Each stage computation and the optimizer step end with a progress
-// marker (CudaContext::markProgress) that host waits count as progress.
+// on the compute stream: matrix products in cuBLAS and cuBLASLt (fp32
+// arrays; full fp32 math unless FLEXPIPE_CUDA_MATH asks for TF32 or bf16
+// tensor cores), with biases, the residual and the MLP's GELU (forward and
+// derivative) in cuBLASLt's epilogues; the rest in Kernels.cu. Initial weights
+// are Model.cpp's: each layer's parameters are drawn on the host by Model.h's
+// embeddingParameters, blockParameters and headParameters (ModelData.cpp) and
+// copied to the GPU, so a CUDA run starts from exactly the weights of
+// flexpipe-reference without linking the CPU layers and OpenBLAS. Nothing here
+// waits for the GPU except takeLossSum, synchronize and weights. Each stage
+// computation and the optimizer step end with a progress marker
+// (CudaContext::markProgress) that host waits count as progress.
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,6 +29,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <set>
 
 using namespace flexpipe::rt;
@@ -81,31 +83,66 @@ void gemm(CudaContext &context, bool transA, bool transB, int64_t m, int64_t n,
       asInt(n, "ldc"), context.computeType(), CUBLAS_GEMM_DEFAULT));
 }
 
-/// D[m x n] = A[m x k] B[k x n] + bias[n] (+ C[m x n] where given),
-/// row-major, in one cuBLASLt product whose epilogue adds the bias (C, the
-/// residual, with beta 1). Column-major, that is D^T = B^T A^T: cuBLASLt's
-/// A is our B (n x k, leading dimension n), its B our A (k x m, ld k), and
-/// the bias runs along D^T's rows, our columns.
-void matmulBias(CudaContext &context, int64_t m, int64_t n, int64_t k,
-                const float *a, const float *b, const float *bias,
-                const float *c, float *d) {
+/// What a cuBLASLt product does after D = A op(B) (+ C): add a bias (Bias),
+/// add a bias, keep the sum in `aux` and apply GELU (GeluAuxBias), or
+/// multiply by GELU's derivative at `aux` (DGelu).
+enum class Epilogue : int64_t { Bias, GeluAuxBias, DGelu };
+
+/// D[m x n] = A[m x k] op(B) (+ C[m x n], the residual, where given), then
+/// the epilogue, row-major: op(B) is B[k x n], or B[n x k] transposed with
+/// `transB`.
+struct LtProduct {
+  int64_t m, n, k;
+  const float *a, *b;
+  bool transB;
+  Epilogue epilogue;
+  const float *bias; ///< n values (Bias, GeluAuxBias)
+  float *aux;        ///< m x n: GELU's input, written or read
+  const float *c;
+  float *d;
+};
+
+/// Runs `p` as one cuBLASLt product on the compute stream. Column-major,
+/// that is D^T = op(B)^T A^T: cuBLASLt's A is our B (n x k, or k x n
+/// transposed), its B our A (k x m, ld k), and the bias runs along D^T's
+/// rows, our columns. cuBLASLt's heuristic picks the algorithm once per kind
+/// of product, within the context's workspace. False, with nothing enqueued,
+/// when cuBLASLt has no algorithm for a GELU epilogue (the caller computes
+/// GELU apart); a bias product without one stops the rank.
+bool ltMatmul(CudaContext &context, const LtProduct &p) {
   cublasLtMatmulDesc_t desc = nullptr;
   CUBLASCHECK(
       cublasLtMatmulDescCreate(&desc, context.computeType(), CUDA_R_32F));
-  const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+  const cublasOperation_t transA = p.transB ? CUBLAS_OP_T : CUBLAS_OP_N;
+  CUBLASCHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA,
+                                             &transA, sizeof(transA)));
+  const cublasLtEpilogue_t epilogue =
+      p.epilogue == Epilogue::Bias          ? CUBLASLT_EPILOGUE_BIAS
+      : p.epilogue == Epilogue::GeluAuxBias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS
+                                            : CUBLASLT_EPILOGUE_DGELU;
   CUBLASCHECK(cublasLtMatmulDescSetAttribute(
       desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
-  CUBLASCHECK(cublasLtMatmulDescSetAttribute(
-      desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
-  cublasLtMatrixLayout_t ours[3] = {}; // B^T, A^T, D^T (and C^T)
-  const int64_t shapes[3][2] = {{n, k}, {k, m}, {n, m}};
+  if (p.epilogue != Epilogue::DGelu)
+    CUBLASCHECK(cublasLtMatmulDescSetAttribute(
+        desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &p.bias, sizeof(p.bias)));
+  if (p.epilogue != Epilogue::Bias) {
+    const int64_t auxLd = p.n; // D^T's leading dimension
+    CUBLASCHECK(cublasLtMatmulDescSetAttribute(
+        desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &p.aux,
+        sizeof(p.aux)));
+    CUBLASCHECK(cublasLtMatmulDescSetAttribute(
+        desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &auxLd, sizeof(auxLd)));
+  }
+  cublasLtMatrixLayout_t ours[3] = {}; // op(B)^T, A^T, D^T (and C^T)
+  const int64_t shapes[3][2] = {
+      {p.transB ? p.k : p.n, p.transB ? p.n : p.k}, {p.k, p.m}, {p.n, p.m}};
   for (int i = 0; i < 3; ++i)
     CUBLASCHECK(cublasLtMatrixLayoutCreate(&ours[i], CUDA_R_32F, shapes[i][0],
                                            shapes[i][1], shapes[i][0]));
-  // cuBLASLt's heuristic picks the algorithm, once per shape, within the
-  // context's workspace.
-  const cublasLtMatmulAlgo_t &algo =
-      context.blasLtAlgo({m, n, k, c != nullptr}, [&] {
+  const cublasLtMatmulAlgo_t *algo = context.blasLtAlgo(
+      {p.m, p.n, p.k, p.transB, static_cast<int64_t>(p.epilogue),
+       p.c != nullptr},
+      [&]() -> std::optional<cublasLtMatmulAlgo_t> {
         cublasLtMatmulPreference_t preference = nullptr;
         CUBLASCHECK(cublasLtMatmulPreferenceCreate(&preference));
         const size_t bytes = context.blasWorkspaceBytes();
@@ -114,25 +151,36 @@ void matmulBias(CudaContext &context, int64_t m, int64_t n, int64_t k,
             sizeof(bytes)));
         cublasLtMatmulHeuristicResult_t result = {};
         int found = 0;
-        CUBLASCHECK(cublasLtMatmulAlgoGetHeuristic(
+        // Not checked: "not supported" is an answer here.
+        const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
             context.blasLt(), desc, ours[0], ours[1], ours[2], ours[2],
-            preference, 1, &result, &found));
+            preference, 1, &result, &found);
         CUBLASCHECK(cublasLtMatmulPreferenceDestroy(preference));
-        if (found < 1 || result.state != CUBLAS_STATUS_SUCCESS)
-          fatal("cuBLASLt has no algorithm for a " + std::to_string(m) + " x " +
-                std::to_string(n) + " x " + std::to_string(k) +
+        if (status == CUBLAS_STATUS_SUCCESS && found > 0 &&
+            result.state == CUBLAS_STATUS_SUCCESS)
+          return result.algo;
+        if (p.epilogue == Epilogue::Bias)
+          fatal("cuBLASLt has no algorithm for a " + std::to_string(p.m) +
+                " x " + std::to_string(p.n) + " x " + std::to_string(p.k) +
                 " fp32 product with a bias epilogue");
-        return result.algo;
+        return std::nullopt;
       });
-  const float alpha = 1.0f, beta = c ? 1.0f : 0.0f;
-  CUBLASCHECK(cublasLtMatmul(context.blasLt(), desc, &alpha, b, ours[0], a,
-                             ours[1], &beta, c ? c : d, ours[2], d, ours[2],
-                             &algo, context.blasWorkspace(),
-                             context.blasWorkspaceBytes(), context.stream()));
+  if (algo) {
+    const float alpha = 1.0f, beta = p.c ? 1.0f : 0.0f;
+    CUBLASCHECK(cublasLtMatmul(context.blasLt(), desc, &alpha, p.b, ours[0],
+                               p.a, ours[1], &beta, p.c ? p.c : p.d, ours[2],
+                               p.d, ours[2], algo, context.blasWorkspace(),
+                               context.blasWorkspaceBytes(), context.stream()));
+  }
   for (cublasLtMatrixLayout_t layout : ours)
     CUBLASCHECK(cublasLtMatrixLayoutDestroy(layout));
   CUBLASCHECK(cublasLtMatmulDescDestroy(desc));
+  return algo != nullptr;
 }
+
+/// cuBLASLt's GELU epilogues want GELU's input with a leading dimension
+/// divisible by 8.
+bool geluEpilogueFits(int64_t n) { return n % 8 == 0; }
 
 /// y[t x out] = x[t x in] W[in x out] + b, plus `residual` where given (the
 /// projections that end a residual branch).
@@ -141,9 +189,28 @@ Floats linearForward(CudaContext &context, const Floats &x,
                      int64_t t, int64_t in, int64_t out,
                      const Floats *residual = nullptr) {
   Floats y(context, t * out);
-  matmulBias(context, t, out, in, x.get(), w.value.get(), b.value.get(),
-             residual ? residual->get() : nullptr, y.get());
+  ltMatmul(context, {t, out, in, x.get(), w.value.get(), false, Epilogue::Bias,
+                     b.value.get(), nullptr,
+                     residual ? residual->get() : nullptr, y.get()});
   return y;
+}
+
+/// pre = x W + b and f = GELU(pre) (the MLP's first product), in one
+/// cuBLASLt product where its GELU epilogue serves.
+void linearGeluForward(CudaContext &context, const Floats &x,
+                       const DeviceParameter &w, const DeviceParameter &b,
+                       int64_t t, int64_t in, int64_t out, Floats &pre,
+                       Floats &f) {
+  f = Floats(context, t * out);
+  if (geluEpilogueFits(out)) {
+    pre = Floats(context, t * out);
+    if (ltMatmul(context, {t, out, in, x.get(), w.value.get(), false,
+                           Epilogue::GeluAuxBias, b.value.get(), pre.get(),
+                           nullptr, f.get()}))
+      return;
+  }
+  pre = linearForward(context, x, w, b, t, in, out);
+  geluForward(context.stream(), pre.get(), f.get(), pre.size());
 }
 
 /// dx[t x in] = dy[t x out] W^T.
@@ -154,6 +221,23 @@ Floats linearInputGrad(CudaContext &context, const Floats &dy,
   gemm(context, false, true, t, in, out, dy.get(), w.value.get(), 0.0f,
        dx.get());
   return dx;
+}
+
+/// dpre[t x in] = (dy[t x out] W^T) * GELU'(pre): the input gradient of
+/// the product after a GELU, in one cuBLASLt product where its GELU
+/// derivative epilogue serves.
+Floats geluLinearInputGrad(CudaContext &context, const Floats &dy,
+                           const DeviceParameter &w, const Floats &pre,
+                           int64_t t, int64_t in, int64_t out) {
+  Floats dpre(context, t * in);
+  if (geluEpilogueFits(in) &&
+      ltMatmul(context,
+               {t, in, out, dy.get(), w.value.get(), true, Epilogue::DGelu,
+                nullptr, const_cast<float *>(pre.get()), nullptr, dpre.get()}))
+    return dpre;
+  Floats df = linearInputGrad(context, dy, w, t, in, out);
+  geluBackward(context.stream(), df.get(), pre.get(), dpre.get(), df.size());
+  return dpre;
 }
 
 /// dW += x^T dy, db += column sums of dy.
@@ -342,9 +426,7 @@ public:
     s.h2 = std::move(n2.y);
     s.mean2 = std::move(n2.mean);
     s.rstd2 = std::move(n2.rstd);
-    s.pre = linearForward(context, s.h2, w1(), b1(), t, h, 4 * h);
-    s.f = Floats(context, s.pre.size());
-    geluForward(stream, s.pre.get(), s.f.get(), s.pre.size());
+    linearGeluForward(context, s.h2, w1(), b1(), t, h, 4 * h, s.pre, s.f);
     out = linearForward(context, s.f, w2(), b2(), t, 4 * h, h, &s.x2);
   }
 
@@ -354,9 +436,7 @@ public:
     State &s = stateOf(states, mb, "a block's input gradient");
     // MLP branch; the residual carries dy to x2.
     s.dm = std::move(dy);
-    Floats df = linearInputGrad(context, s.dm, w2(), t, 4 * h, h);
-    s.dpre = Floats(context, df.size());
-    geluBackward(stream, df.get(), s.pre.get(), s.dpre.get(), df.size());
+    s.dpre = geluLinearInputGrad(context, s.dm, w2(), s.pre, t, 4 * h, h);
     s.dh2 = linearInputGrad(context, s.dpre, w1(), t, h, 4 * h);
     Floats dx2 = s.dm.clone();
     layerNormInputGrad(stream, s.x2.get(), s.dh2.get(), ln2g().value.get(),

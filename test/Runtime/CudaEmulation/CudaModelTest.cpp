@@ -393,6 +393,38 @@ TEST_CASE("heads wider than a warp and not a multiple of it; a partial key "
   compare(trainOnEmulatedGpu(config, 2, 1), trainOnCpu(config, 2));
 }
 
+TEST_CASE("the MLP's GELU and its derivative run in cuBLASLt's epilogues, "
+          "and in kernels of their own where those do not serve",
+          "[cuda-emulation]") {
+  auto calls = [] {
+    return std::pair{emulation::ltMatmulsWith(CUBLASLT_EPILOGUE_GELU_AUX_BIAS),
+                     emulation::ltMatmulsWith(CUBLASLT_EPILOGUE_DGELU)};
+  };
+  const GptConfig config{64, 8, 48, 3, 2, 2};
+  const Trained cpu = trainOnCpu(config, 2);
+  // Fused: one GELU_AUX_BIAS product per block and forward, one DGELU per
+  // block and input gradient (2 blocks, 2 micro-batches, 3 iterations).
+  auto before = calls();
+  compare(trainOnEmulatedGpu(config, 2, 1), cpu);
+  CHECK(calls().first - before.first == 12);
+  CHECK(calls().second - before.second == 12);
+  // cuBLASLt without an algorithm for them (as on some GPUs and types):
+  // the same training through the bias product and the GELU kernels.
+  before = calls();
+  emulation::refuseLtEpilogue(CUBLASLT_EPILOGUE_GELU_AUX_BIAS);
+  emulation::refuseLtEpilogue(CUBLASLT_EPILOGUE_DGELU);
+  compare(trainOnEmulatedGpu(config, 2, 1), cpu);
+  emulation::refuseLtEpilogue(CUBLASLT_EPILOGUE_GELU_AUX_BIAS, false);
+  emulation::refuseLtEpilogue(CUBLASLT_EPILOGUE_DGELU, false);
+  CHECK(calls() == before);
+  // An odd hidden size: GELU's input (4 x hidden wide) has no leading
+  // dimension cuBLASLt takes, so the epilogues are not asked for.
+  const GptConfig odd{64, 8, 45, 3, 1, 2}; // 15 dimensions per head
+  before = calls();
+  compare(trainOnEmulatedGpu(odd, 2, 1), trainOnCpu(odd, 2));
+  CHECK(calls() == before);
+}
+
 TEST_CASE("tensor-core products (FLEXPIPE_CUDA_MATH=tf32, bf16) follow the "
           "CPU within their inputs' precision",
           "[cuda-emulation]") {

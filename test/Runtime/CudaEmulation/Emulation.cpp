@@ -23,6 +23,7 @@
 #include <ucontext.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -427,18 +428,35 @@ static float roundMantissa(float x, int mantissa) {
 
 namespace {
 
+/// GELU, tanh approximation, and its derivative: what cuBLASLt's GELU
+/// epilogues compute (it documents GELU; PyTorch's fallback for the same
+/// fused product applies the tanh form).
+float geluTanh(float x) {
+  return 0.5f * x *
+         (1 + std::tanh(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+}
+float geluTanhGrad(float x) {
+  const float c = 0.7978845608028654f;
+  const float t = std::tanh(c * (x + 0.044715f * x * x * x));
+  return 0.5f * (1 + t) +
+         0.5f * x * (1 - t * t) * c * (1 + 3 * 0.044715f * x * x);
+}
+
 /// One product of fp32 column-major matrices, as cuBLAS and cuBLASLt define
 /// it: D = alpha op(A) op(B) + beta C (+ bias[i] on row i of D), op(A) m x
-/// k, op(B) k x n; C is not read when beta is 0 and may be D. The inputs are
-/// rounded as `computeType`'s tensor cores round them. Checks sizes,
+/// k, op(B) k x n; C is not read when beta is 0 and may be D. Then, with
+/// `aux`, cuBLASLt's GELU epilogues: `geluAux` keeps that value in aux and
+/// writes its GELU to D, else D is the value times GELU' at aux. The inputs
+/// are rounded as `computeType`'s tensor cores round them. Checks sizes,
 /// leading dimensions and every footprint.
 struct Product {
   bool ta = false, tb = false;
   int64_t m = 0, n = 0, k = 0;
   float alpha = 1, beta = 0;
   const float *a = nullptr, *b = nullptr, *c = nullptr, *bias = nullptr;
-  float *d = nullptr;
-  int64_t lda = 0, ldb = 0, ldc = 0, ldd = 0;
+  float *d = nullptr, *aux = nullptr;
+  bool geluAux = false;
+  int64_t lda = 0, ldb = 0, ldc = 0, ldd = 0, ldaux = 0;
   cublasComputeType_t computeType = CUBLAS_COMPUTE_32F;
 
   cublasStatus_t run(const char *who) const {
@@ -482,6 +500,8 @@ struct Product {
     checkRange(d, footprint(n, ldd, m), (name + " D").c_str());
     if (bias)
       checkRange(bias, m * sizeof(float), (name + " bias").c_str());
+    if (aux)
+      checkRange(aux, footprint(n, ldaux, m), (name + " aux").c_str());
     for (int64_t j = 0; j < n; ++j)
       for (int64_t i = 0; i < m; ++i) {
         float sum = 0;
@@ -497,6 +517,12 @@ struct Product {
           value += beta * c[i + static_cast<size_t>(j) * ldc];
         if (bias)
           value += bias[i];
+        if (aux) {
+          float &kept = aux[i + static_cast<size_t>(j) * ldaux];
+          if (geluAux)
+            kept = value;
+          value = geluAux ? geluTanh(value) : value * geluTanhGrad(kept);
+        }
         d[i + static_cast<size_t>(j) * ldd] = value;
       }
     return CUBLAS_STATUS_SUCCESS;
@@ -537,7 +563,11 @@ struct cublasLtMatmulDescOpaque {
   cublasOperation_t transa = CUBLAS_OP_N, transb = CUBLAS_OP_N;
   cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
   const float *bias = nullptr;
+  float *aux = nullptr;
+  int64_t auxLd = 0;
 };
+std::map<int, size_t> ltEpilogueCalls; // cublasLtMatmul calls by epilogue
+std::set<int> refusedEpilogues;        // refuseLtEpilogue
 struct cublasLtMatrixLayoutOpaque {
   cudaDataType_t type;
   uint64_t rows, cols;
@@ -583,6 +613,10 @@ cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc,
     return set(desc->epilogue);
   case CUBLASLT_MATMUL_DESC_BIAS_POINTER:
     return set(desc->bias);
+  case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER:
+    return set(desc->aux);
+  case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD:
+    return set(desc->auxLd);
   }
   return CUBLAS_STATUS_INVALID_VALUE;
 }
@@ -638,13 +672,23 @@ bool ltProduct(cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t aDesc,
                 aCols = p.ta ? aDesc->rows : aDesc->cols,
                 bRows = p.tb ? bDesc->cols : bDesc->rows,
                 bCols = p.tb ? bDesc->rows : bDesc->cols;
+  const bool biased = desc->epilogue == CUBLASLT_EPILOGUE_BIAS ||
+                      desc->epilogue == CUBLASLT_EPILOGUE_GELU_AUX_BIAS,
+             gelu = desc->epilogue == CUBLASLT_EPILOGUE_GELU_AUX_BIAS ||
+                    desc->epilogue == CUBLASLT_EPILOGUE_DGELU;
+  // GELU's input: D's shape, a leading dimension divisible by 8.
   if (aRows != static_cast<int64_t>(dDesc->rows) || aCols != bRows ||
       bCols != static_cast<int64_t>(dDesc->cols) ||
       cDesc->rows != dDesc->rows || cDesc->cols != dDesc->cols ||
-      (desc->epilogue == CUBLASLT_EPILOGUE_BIAS && !desc->bias))
+      (biased && !desc->bias) ||
+      (gelu && (!desc->aux || desc->auxLd % 8 != 0 ||
+                desc->auxLd < static_cast<int64_t>(dDesc->rows))))
     return false;
   p.m = aRows, p.n = bCols, p.k = aCols;
-  p.bias = desc->epilogue == CUBLASLT_EPILOGUE_BIAS ? desc->bias : nullptr;
+  p.bias = biased ? desc->bias : nullptr;
+  p.aux = gelu ? desc->aux : nullptr;
+  p.ldaux = desc->auxLd;
+  p.geluAux = desc->epilogue == CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
   p.lda = aDesc->ld, p.ldb = bDesc->ld, p.ldc = cDesc->ld, p.ldd = dDesc->ld;
   p.computeType = desc->computeType;
   return true;
@@ -663,6 +707,8 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
   *returned = 0;
   if (!ltProduct(desc, aDesc, bDesc, cDesc, dDesc, p))
     return CUBLAS_STATUS_INVALID_VALUE;
+  if (refusedEpilogues.count(desc->epilogue))
+    return CUBLAS_STATUS_NOT_SUPPORTED;
   results[0] = {};
   results[0].state = CUBLAS_STATUS_SUCCESS;
   *returned = 1;
@@ -689,12 +735,28 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc,
   p.b = static_cast<const float *>(b);
   p.c = static_cast<const float *>(c);
   p.d = static_cast<float *>(d);
+  ++ltEpilogueCalls[desc->epilogue];
   return p.run("cublasLtMatmul");
+}
+
+size_t flexpipe::rt::cuda::emulation::ltMatmulsWith(int epilogue) {
+  auto it = ltEpilogueCalls.find(epilogue);
+  return it == ltEpilogueCalls.end() ? 0 : it->second;
+}
+
+void flexpipe::rt::cuda::emulation::refuseLtEpilogue(int epilogue,
+                                                     bool refused) {
+  if (refused)
+    refusedEpilogues.insert(epilogue);
+  else
+    refusedEpilogues.erase(epilogue);
 }
 
 const char *cublasGetStatusName(cublasStatus_t status) {
   return status == CUBLAS_STATUS_SUCCESS ? "CUBLAS_STATUS_SUCCESS"
-                                         : "CUBLAS_STATUS_INVALID_VALUE";
+         : status == CUBLAS_STATUS_NOT_SUPPORTED
+             ? "CUBLAS_STATUS_NOT_SUPPORTED"
+             : "CUBLAS_STATUS_INVALID_VALUE";
 }
 const char *cublasGetStatusString(cublasStatus_t status) {
   return cublasGetStatusName(status);

@@ -16,6 +16,13 @@ namespace flexpipe::rt::cuda::emulation {
 /// Device allocations not freed yet.
 size_t liveDeviceAllocations();
 
+/// cublasLtMatmul calls so far with `epilogue` (a cublasLtEpilogue_t).
+size_t ltMatmulsWith(int epilogue);
+/// From now on, cublasLtMatmulAlgoGetHeuristic finds no algorithm for
+/// `epilogue` (as cuBLASLt may for some types and GPUs), or again finds
+/// one when `refused` is false.
+void refuseLtEpilogue(int epilogue, bool refused = true);
+
 } // namespace flexpipe::rt::cuda::emulation
 
 #endif // FLEXPIPE_TEST_CUDA_EMULATION_EMULATION_H

@@ -7,11 +7,13 @@
 //===----------------------------------------------------------------------===//
 //
 // The part of cuBLASLt the CUDA backend uses, for the emulation test: fp32
-// products D = alpha op(A) op(B) + beta C with the default or the BIAS
-// epilogue (the bias vector added to every column of D, its length D's
-// rows), column-major layouts with leading dimensions, checked as cuBLASLt
-// checks them, and the same compute types (and input rounding) as the
-// emulated cublasGemmEx.
+// products D = alpha op(A) op(B) + beta C with the default, BIAS (the bias
+// vector added to every column of D, its length D's rows), GELU_AUX_BIAS
+// (bias added, the sum kept in the auxiliary matrix, then GELU) or DGELU
+// (times GELU's derivative at the auxiliary matrix) epilogue, GELU being
+// the tanh approximation as in cuBLASLt; column-major layouts with leading
+// dimensions, checked as cuBLASLt checks them, and the same compute types
+// (and input rounding) as the emulated cublasGemmEx.
 //
 //===----------------------------------------------------------------------===//
 
@@ -50,10 +52,14 @@ enum cublasLtMatmulDescAttributes_t {
   CUBLASLT_MATMUL_DESC_TRANSB = 4,
   CUBLASLT_MATMUL_DESC_EPILOGUE = 7,
   CUBLASLT_MATMUL_DESC_BIAS_POINTER = 8,
+  CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER = 11,
+  CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD = 12,
 };
 enum cublasLtEpilogue_t {
   CUBLASLT_EPILOGUE_DEFAULT = 1,
   CUBLASLT_EPILOGUE_BIAS = 4,
+  CUBLASLT_EPILOGUE_GELU_AUX_BIAS = 164,
+  CUBLASLT_EPILOGUE_DGELU = 192,
 };
 
 cublasStatus_t cublasLtCreate(cublasLtHandle_t *handle);

@@ -23,6 +23,7 @@
 enum cublasStatus_t {
   CUBLAS_STATUS_SUCCESS = 0,
   CUBLAS_STATUS_INVALID_VALUE = 7,
+  CUBLAS_STATUS_NOT_SUPPORTED = 15,
 };
 enum cublasOperation_t { CUBLAS_OP_N = 0, CUBLAS_OP_T = 1 };
 enum cudaDataType_t { CUDA_R_32F = 0, CUDA_R_16BF = 14 };
