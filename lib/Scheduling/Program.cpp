@@ -1037,6 +1037,59 @@ std::optional<VerifyFailure> flexpipe::sched::verify(const Program &program,
   return buildGraph(program, rule, graph, /*checkData=*/true);
 }
 
+std::vector<TransferPair>
+flexpipe::sched::mirroredTransferPairs(const Program &program,
+                                       const ProgramGraph &graph) {
+  const int32_t numOps = graph.numOps();
+  std::vector<int32_t> actorOf(numOps), takes(numOps, -1);
+  for (int32_t a = 0; a < program.numActors; ++a)
+    for (int32_t id = graph.actorBegin[a]; id < graph.actorBegin[a + 1]; ++id)
+      actorOf[id] = a;
+  // Per receive (or asynchronous post): the send whose message it takes.
+  for (int32_t id = 0; id < numOps; ++id)
+    if (graph.takenBy[id] >= 0)
+      takes[graph.takenBy[id]] = id;
+  auto opAt = [&](int32_t id) -> const ProgOp & {
+    return program.actors[actorOf[id]][id - graph.actorBegin[actorOf[id]]];
+  };
+  // Ops id and id + 1 of one actor: a send and a receive with one peer, a
+  // blocking receive not first. Returns the send, or -1.
+  auto pairSend = [&](int32_t id) {
+    if (id < 0 || id + 1 >= graph.actorBegin[actorOf[id] + 1])
+      return -1;
+    const ProgOp &x = opAt(id), &y = opAt(id + 1);
+    if (x.peer != y.peer || x.peer < 0)
+      return -1;
+    if (isSend(x.kind) && isReceive(y.kind))
+      return id;
+    if (isReceive(x.kind) && x.token >= 0 && isSend(y.kind))
+      return id + 1;
+    return -1;
+  };
+  std::vector<uint8_t> claimed(numOps, 0);
+  std::vector<TransferPair> pairs;
+  for (int32_t id = 0; id < numOps; ++id) {
+    const int32_t send = pairSend(id);
+    if (send < 0 || claimed[id] || claimed[id + 1])
+      continue;
+    const int32_t recv = send == id ? id + 1 : id;
+    // The peer's receive of our send and its send of our receive.
+    const int32_t theirRecv = graph.takenBy[send], theirSend = takes[recv];
+    if (theirRecv < 0 || theirSend < 0 ||
+        actorOf[theirRecv] != actorOf[theirSend])
+      continue;
+    const int32_t first = std::min(theirRecv, theirSend);
+    if (std::max(theirRecv, theirSend) != first + 1 || pairSend(first) < 0 ||
+        claimed[first] || claimed[first + 1])
+      continue;
+    for (int32_t op : {id, id + 1, first, first + 1})
+      claimed[op] = 1;
+    pairs.push_back({actorOf[id], id - graph.actorBegin[actorOf[id]]});
+    pairs.push_back({actorOf[first], first - graph.actorBegin[actorOf[first]]});
+  }
+  return pairs;
+}
+
 int64_t flexpipe::sched::postReceivesEarly(Program &program,
                                            int64_t lookahead) {
   int32_t nextToken = 0;

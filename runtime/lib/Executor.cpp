@@ -227,6 +227,10 @@ struct flexpipe_rt {
   /// and its use).
   std::map<int64_t, std::function<void()>> tokens;
   int64_t nextToken = 0;
+  /// Between flexpipe_rt_group_start and _end: the blocking receives posted
+  /// so far, which complete at the group's end.
+  bool inGroup = false;
+  std::vector<int64_t> groupReceives;
   /// Per all-gather stage on this actor (a vocabulary-parallel head, the sync
   /// stage of a two-tower model): its group (Comm::openGroups), the number of
   /// members, the stage whose statistics it exchanges and combines (the head
@@ -818,6 +822,10 @@ double train(flexpipe_rt &rt, const Checkpoint &identity,
     const Clock::time_point start = Clock::now();
     rt.readersLeft = rt.outputReaders;
     program(&rt);
+    if (rt.inGroup)
+      comm.abort("the program ended inside a transfer group (group_start "
+                 "without group_end)",
+                 1);
     comm.waitAll();
     rt.sending.clear();
     rt.kept.clear();
@@ -1256,17 +1264,44 @@ void flexpipe_rt_send_grad(flexpipe_rt *rt, int64_t s, int64_t mb,
   rt->traced("SEND_B", s, mb, peer,
              [&] { postSend(rt, rt->inputGrad, true, s, mb, peer); });
 }
+/// A blocking receive: waits for `handle` now, or inside a transfer group
+/// at the group's end.
+static void receive(flexpipe_rt *rt, int64_t handle) {
+  if (rt->inGroup)
+    rt->groupReceives.push_back(handle);
+  else
+    rt->comm->wait(handle);
+}
 void flexpipe_rt_recv_act(flexpipe_rt *rt, int64_t s, int64_t mb,
                           int64_t peer) {
-  rt->traced("RECV_F", s, mb, peer, [&] {
-    rt->comm->wait(postRecv(rt, rt->input, false, s, mb, peer));
-  });
+  rt->traced("RECV_F", s, mb, peer,
+             [&] { receive(rt, postRecv(rt, rt->input, false, s, mb, peer)); });
 }
 void flexpipe_rt_recv_grad(flexpipe_rt *rt, int64_t s, int64_t mb,
                            int64_t peer) {
   rt->traced("RECV_B", s, mb, peer, [&] {
-    rt->comm->wait(postRecv(rt, rt->outputGrad, true, s, mb, peer));
+    receive(rt, postRecv(rt, rt->outputGrad, true, s, mb, peer));
   });
+}
+void flexpipe_rt_group_start(flexpipe_rt *rt) {
+  if (rt->inGroup)
+    rt->comm->abort("group_start inside a transfer group; groups do not nest",
+                    1);
+  rt->inGroup = true;
+  rt->comm->groupStart();
+}
+void flexpipe_rt_group_end(flexpipe_rt *rt) {
+  if (!rt->inGroup)
+    rt->comm->abort("group_end without a group_start", 1);
+  rt->inGroup = false;
+  rt->comm->groupEnd();
+  std::vector<int64_t> handles = std::move(rt->groupReceives);
+  rt->groupReceives.clear();
+  if (!handles.empty())
+    rt->traced("WAIT", -1, -1, -1, [&] {
+      for (int64_t handle : handles)
+        rt->comm->wait(handle);
+    });
 }
 
 static int64_t remember(flexpipe_rt *rt, int64_t handle) {
@@ -1293,6 +1328,11 @@ void flexpipe_rt_wait(flexpipe_rt *rt, int64_t token) {
   auto it = rt->tokens.find(token);
   if (it == rt->tokens.end())
     rt->comm->abort("wait on unknown token " + std::to_string(token), 1);
+  if (rt->inGroup)
+    rt->comm->abort("wait on token " + std::to_string(token) +
+                        " inside a transfer group; a group's transfers "
+                        "start at its group_end",
+                    1);
   std::function<void()> complete = std::move(it->second);
   rt->tokens.erase(it);
   rt->traced("WAIT", -1, -1, -1, complete);

@@ -19,6 +19,7 @@
 #include <limits>
 #include <random>
 #include <regex>
+#include <set>
 #include <sstream>
 
 using namespace flexpipe::sched;
@@ -94,6 +95,59 @@ Run run(const PipelineSpec &spec, TimeModel model = TimeModel::Step) {
   return {std::move(*built), std::move(result)};
 }
 
+bool sendKind(OpKind k) {
+  return k == OpKind::SendAct || k == OpKind::SendGrad;
+}
+bool receiveKind(OpKind k) {
+  return k == OpKind::RecvAct || k == OpKind::RecvGrad;
+}
+
+/// Checks what mirroredTransferPairs promises on a verified `program`: each
+/// pair is a send and a receive with one peer, adjacent, a blocking receive
+/// only second; no op in two pairs; the peer's receive of the send and its
+/// send of the receive are a pair too. Returns the number of pairs.
+size_t checkMirroredPairs(const Program &program) {
+  ProgramGraph graph;
+  REQUIRE(!buildGraph(program, ChannelRule::PerStage, graph));
+  const std::vector<TransferPair> pairs = mirroredTransferPairs(program, graph);
+  std::set<std::pair<int32_t, int32_t>> starts, used;
+  for (const TransferPair &p : pairs)
+    starts.insert({p.actor, p.first});
+  std::vector<int32_t> takes(graph.numOps(), -1); // receive -> its send
+  for (int32_t id = 0; id < graph.numOps(); ++id)
+    if (graph.takenBy[id] >= 0)
+      takes[graph.takenBy[id]] = id;
+  auto actorOf = [&](int32_t id) {
+    int32_t a = 0;
+    while (graph.actorBegin[a + 1] <= id)
+      ++a;
+    return a;
+  };
+  for (const TransferPair &p : pairs) {
+    const std::vector<ProgOp> &ops = program.actors[p.actor];
+    REQUIRE(p.first + 1 < static_cast<int32_t>(ops.size()));
+    const ProgOp &x = ops[p.first], &y = ops[p.first + 1];
+    INFO("actor " << p.actor << " op " << p.first);
+    CHECK(x.peer == y.peer);
+    const bool sendFirst = sendKind(x.kind) && receiveKind(y.kind);
+    CHECK((sendFirst ||
+           (receiveKind(x.kind) && x.token >= 0 && sendKind(y.kind))));
+    CHECK(used.insert({p.actor, p.first}).second);
+    CHECK(used.insert({p.actor, p.first + 1}).second);
+    const int32_t id = graph.actorBegin[p.actor] + p.first;
+    const int32_t send = sendFirst ? id : id + 1,
+                  recv = sendFirst ? id + 1 : id;
+    const int32_t theirRecv = graph.takenBy[send], theirSend = takes[recv];
+    REQUIRE(theirRecv >= 0);
+    REQUIRE(theirSend >= 0);
+    CHECK(actorOf(theirRecv) == x.peer);
+    CHECK(std::abs(theirRecv - theirSend) == 1);
+    CHECK(starts.count({x.peer, std::min(theirRecv, theirSend) -
+                                    graph.actorBegin[x.peer]}) == 1);
+  }
+  return pairs.size();
+}
+
 /// Inserts communication and verifies; returns the number of transfers.
 size_t commAndVerify(const Run &r) {
   Program program = toProgram(r.built.problem, r.result, r.built.numStages,
@@ -108,6 +162,12 @@ size_t commAndVerify(const Run &r) {
   std::optional<VerifyFailure> failure = verify(program);
   INFO((failure ? failure->message : std::string()));
   CHECK(!failure);
+  checkMirroredPairs(program);
+  // With receives posted ahead, the pairs may differ; the promises hold.
+  Program early = program;
+  postReceivesEarly(early, 1);
+  REQUIRE(!verify(early));
+  checkMirroredPairs(early);
   return all - computes;
 }
 
@@ -355,6 +415,69 @@ TEST_CASE("an interval traversal that waits forever is diagnosed",
             "actor 1 has 19 computations left: its forward traversal "
             "(interval 1) waits at stage 7 while fwd stage 4 mb 4 (actor 1) "
             "is ready"});
+}
+
+TEST_CASE("1F1B's steady state posts each send with the receive from the "
+          "same peer, mirrored there: pairs for NCCL groups",
+          "[verifier]") {
+  Run r = run(makeSpec(3, 5, PlacementKind::OneToOne, 1, Cttp::BwdFirst,
+                       kBreadth, kBreadth, test::oneF1BLimits(3)));
+  Program program = toProgram(r.built.problem, r.result, r.built.numStages,
+                              r.built.stageEdges, r.built.sharedStages);
+  insertCommunication(program);
+  REQUIRE(!verify(program));
+  // Actor 0: its last 3 forwards' sends, each with the next gradient's
+  // receive; actor 2: 4 gradient sends, each with the next activation's
+  // receive; actor 1 mirrors both: 3 + 4 on each side.
+  CHECK(checkMirroredPairs(program) == 14);
+  ProgramGraph graph;
+  REQUIRE(!buildGraph(program, ChannelRule::PerStage, graph));
+  const std::vector<TransferPair> pairs = mirroredTransferPairs(program, graph);
+  // Actor 0: fwd 2, send_act mb 2 -> 1, recv_grad mb 0 <- 1 (a blocking
+  // receive, second); actor 1: bwd 0, send_grad mb 0 -> 0, recv_act mb 2.
+  auto has = [&](int32_t actor, OpKind kind, int32_t mb) {
+    for (const TransferPair &p : pairs)
+      if (p.actor == actor && program.actors[actor][p.first].kind == kind &&
+          program.actors[actor][p.first].mb == mb)
+        return true;
+    return false;
+  };
+  CHECK(has(0, OpKind::SendAct, 2));
+  CHECK(has(1, OpKind::SendGrad, 0));
+  CHECK(has(1, OpKind::SendAct, 1));
+  CHECK(has(2, OpKind::SendGrad, 0));
+  CHECK(!has(0, OpKind::SendAct, 0)); // warm-up: no receive follows
+  // A receive that blocks first would wait before its send is posted: not
+  // a pair, and neither then is its mirror.
+  Program swapped;
+  swapped.numActors = 2;
+  swapped.numStages = 2;
+  swapped.numMicrobatches = 2;
+  swapped.edges = {{0, 1}};
+  swapped.actors = {{{OpKind::Fwd, 0, 0},
+                     {OpKind::SendAct, 0, 0, 1},
+                     {OpKind::Fwd, 0, 1},
+                     {OpKind::SendAct, 0, 1, 1},
+                     {OpKind::RecvGrad, 0, 0, 1},
+                     {OpKind::Bwd, 0, 0},
+                     {OpKind::RecvGrad, 0, 1, 1},
+                     {OpKind::Bwd, 0, 1}},
+                    {{OpKind::RecvAct, 1, 0, 0},
+                     {OpKind::Fwd, 1, 0},
+                     {OpKind::Bwd, 1, 0},
+                     {OpKind::RecvAct, 1, 1, 0},
+                     {OpKind::SendGrad, 1, 0, 0},
+                     {OpKind::Fwd, 1, 1},
+                     {OpKind::Bwd, 1, 1},
+                     {OpKind::SendGrad, 1, 1, 0}}};
+  REQUIRE(!verify(swapped));
+  CHECK(checkMirroredPairs(swapped) == 0);
+  // Posted ahead (a token and a later wait), the same receive may go first.
+  swapped.actors[1][3].token = 0;
+  swapped.actors[1].insert(swapped.actors[1].begin() + 5,
+                           ProgOp{OpKind::Wait, 0, 0, -1, 0});
+  REQUIRE(!verify(swapped));
+  CHECK(checkMirroredPairs(swapped) == 2);
 }
 
 TEST_CASE("the verifier finds deadlocks and mismatched channels",

@@ -53,6 +53,16 @@ def ConvertToEmitCPass : Pass<"flexpipe-convert-to-emitc", "mlir::ModuleOp"> {
     }
     ```
 
+    A send and a receive with one peer that an actor posts one right after
+    the other, whose counterparts the peer posts one right after the other
+    too (1F1B's steady state), are bracketed by
+    `flexpipe_rt_group_start(rt)` and `flexpipe_rt_group_end(rt)`: the NCCL
+    backend posts the two as one NCCL group, as PyTorch's `batch_isend_irecv`
+    does; a blocking receive among them completes at the group's end. Each
+    of the four transfers would complete at the same moment without the
+    groups, so they add no wait (docs/Rationale.md). A schedule the replay
+    rejects gets no groups.
+
     The model's sizes come from the `model` file (its single module must be
     a GPT with a vocabulary) or default to the tiny model of
     configs/models/tiny.yaml. The stages of a bidirectional pipeline's second

@@ -200,6 +200,28 @@ std::optional<VerifyFailure> buildGraph(const Program &program,
                                         ChannelRule rule, ProgramGraph &graph,
                                         bool checkData = false);
 
+/// Two transfers that an actor posts one right after the other, ops `first`
+/// and `first + 1` of `actor`: a send to a peer and a receive from the same
+/// peer (a blocking receive only second: it waits where it stands).
+struct TransferPair {
+  int32_t actor, first;
+  bool operator==(const TransferPair &o) const {
+    return actor == o.actor && first == o.first;
+  }
+};
+
+/// The pairs whose counterparts the peer posts as a pair too: the receive
+/// of our send and the send of our receive, one right after the other. Both
+/// pairs are returned, each op in one pair at most (the first found, in
+/// actor and program order). Posting each as one NCCL group (ncclGroupStart
+/// / End, what PyTorch's batch_isend_irecv does in 1F1B's steady state)
+/// lets NCCL progress the two directions together; it cannot deadlock a
+/// program that the replay passes, because both actors post all four
+/// transfers of the two pairs at once: each would complete at the same
+/// moment alone (docs/Rationale.md). `graph` is the program's (buildGraph).
+std::vector<TransferPair> mirroredTransferPairs(const Program &program,
+                                                const ProgramGraph &graph);
+
 /// Checks that operands are in range, every forward has its backward and
 /// every micro-batch is computed, then, through buildGraph, that every data
 /// dependency is satisfied in program order, that sends and receives match

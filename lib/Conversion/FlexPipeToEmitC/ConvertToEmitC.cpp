@@ -10,7 +10,10 @@
 // `flexpipe_program` function that calls the runtime in the actor's order,
 // and a `main` that hands the runtime the schedule's description
 // (RuntimeDescription.h). The walk is by hand, not by conversion patterns:
-// each op becomes one call, and only tokens thread state between ops.
+// each op becomes one call, and only tokens thread state between ops. A
+// send and a receive with one peer that the peer mirrors
+// (sched::mirroredTransferPairs) are bracketed by flexpipe_rt_group_start /
+// _end, which the NCCL backend turns into one NCCL group.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,10 +22,12 @@
 #include "RuntimeDescription.h"
 
 #include "flexpipe/Dialect/FlexPipe/IR/FlexPipe.h"
+#include "flexpipe/Dialect/FlexPipe/Transforms/Utils.h"
 #include "flexpipe/Scheduling/CostModelYAML.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -61,9 +66,23 @@ std::string runtimeCall(Operation *op, bool async) {
       .str();
 }
 
+/// The first op of each transfer pair to post as one group (its next op is
+/// the second); none for a schedule the replay rejects.
+llvm::DenseSet<Operation *> groupedPairs(ScheduleOp schedule) {
+  const ScheduleProgram read = readSchedule(schedule);
+  sched::ProgramGraph graph;
+  llvm::DenseSet<Operation *> firsts;
+  if (sched::buildGraph(read.program, sched::ChannelRule::PerStage, graph))
+    return firsts;
+  for (const sched::TransferPair &pair :
+       sched::mirroredTransferPairs(read.program, graph))
+    firsts.insert(read.ops[pair.actor][pair.first]);
+  return firsts;
+}
+
 LogicalResult lowerActor(OpBuilder &b, ScheduleOp schedule, ActorOp actor,
-                         StringRef description,
-                         const ExecInstances &instances) {
+                         StringRef description, const ExecInstances &instances,
+                         const llvm::DenseSet<Operation *> &groupFirsts) {
   MLIRContext *ctx = b.getContext();
   Location loc = actor.getLoc();
   const int64_t id = static_cast<int64_t>(actor.getId());
@@ -93,7 +112,12 @@ LogicalResult lowerActor(OpBuilder &b, ScheduleOp schedule, ActorOp actor,
         b, loc, result ? TypeRange{result} : TypeRange{}, callee,
         ValueRange{rt}, b.getArrayAttr(args));
   };
+  Operation *groupLast = nullptr; // the second op of an open group
   for (Operation &op : actor.getBody().front()) {
+    if (groupFirsts.contains(&op)) {
+      call("flexpipe_rt_group_start", {});
+      groupLast = op.getNextNode();
+    }
     auto inst = dyn_cast<InstructionOpInterface>(op);
     const int64_t s = inst ? inst.getStageId() : 0;
     const int64_t mb = inst ? inst.getMicrobatchId() : 0;
@@ -153,6 +177,8 @@ LogicalResult lowerActor(OpBuilder &b, ScheduleOp schedule, ActorOp actor,
             });
     if (failed(result))
       return failure();
+    if (&op == groupLast)
+      call("flexpipe_rt_group_end", {});
   }
   emitc::ReturnOp::create(b, loc, Value());
 
@@ -206,9 +232,11 @@ struct ConvertToEmitCPass
           schedule, sized ? &model : nullptr, dataParallel, seed, instances);
       if (failed(description))
         return signalPassFailure();
+      const llvm::DenseSet<Operation *> groupFirsts = groupedPairs(schedule);
       OpBuilder b(schedule);
       for (auto actor : schedule.getBody().getOps<ActorOp>())
-        if (failed(lowerActor(b, schedule, actor, *description, instances)))
+        if (failed(lowerActor(b, schedule, actor, *description, instances,
+                              groupFirsts)))
           return signalPassFailure();
       schedule.erase();
     }

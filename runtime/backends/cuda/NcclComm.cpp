@@ -26,10 +26,14 @@
 //   waited (the executor keeps sends until waitAll).
 // - Each transfer is its own NCCL group on its channel's stream, so that
 //   every transfer progresses on its own, as the schedule verifier assumes
-//   (docs/Rationale.md). Fusing the transfers a rank posts together into one
-//   group would make them complete together, and the verifier finds that
-//   the interleaved, V-shape and bidirectional schedules deadlock under
-//   that rule.
+//   (docs/Rationale.md), except the mirrored pairs the lowering brackets
+//   with groupStart / groupEnd: a send to a peer and the receive from it,
+//   posted one after the other on both sides (1F1B's steady state). Those
+//   go in one NCCL group, so that NCCL progresses both directions together;
+//   each of the four would complete at the same moment alone, so the group
+//   adds no wait. Fusing every run of posts into one group would make them
+//   complete together, and the verifier finds that the interleaved, V-shape
+//   and bidirectional schedules deadlock under that rule.
 // - Connections are made at start-up (a warm-up exchange per channel, in
 //   one global order, and warm-up all-reduces on the replica group), so no
 //   NCCL call blocks on a peer later, nor allocates at the memory peak.
@@ -139,6 +143,10 @@ public:
   void wait(int64_t handle) override {
     if (handle < 0 || handle >= static_cast<int64_t>(handles.size()))
       abort("wait on unknown transfer " + std::to_string(handle), 1);
+    if (grouping)
+      abort("a wait inside a transfer group: its transfers start at the "
+            "group's end",
+            1);
     CUDACHECK(cudaStreamWaitEvent(context->stream(), handles[handle].done, 0));
   }
   void waitAll() override {
@@ -249,6 +257,8 @@ private:
   };
 
   int64_t post(bool send, float *data, size_t n, int peer, int tag);
+  void groupStart() override;
+  void groupEnd() override;
   const Link &linkFor(bool send, int peer, int tag);
   /// How many transfers have been seen complete: the progress that resets
   /// the host's wait timeout.
@@ -277,6 +287,10 @@ private:
   std::map<std::tuple<int, int, int>, size_t> linkIndex; // (from, to, tag)
   std::vector<Transfer> handles;  ///< since the last waitAll
   std::vector<Transfer> inFlight; ///< posted, not yet seen complete
+  /// Inside groupStart / groupEnd: the handles posted so far, with their
+  /// channel's stream, whose completion events groupEnd records.
+  bool grouping = false;
+  std::vector<std::pair<size_t, cudaStream_t>> grouped;
   size_t transfersDone = 0;       ///< counted by completedTransfers
   std::vector<cudaEvent_t> freeEvents;
   std::vector<ProcessId> peers;
@@ -436,10 +450,39 @@ int64_t NcclComm::post(bool send, float *data, size_t n, int peer, int tag) {
     NCCLCHECK(ncclGroupEnd());
   }
   const Transfer transfer{takeEvent(), peer, tag, send};
-  CUDACHECK(cudaEventRecord(transfer.done, link.stream));
   handles.push_back(transfer);
+  if (grouping) {
+    // NCCL enqueues the group's operations at its ncclGroupEnd: their
+    // completion events are recorded then.
+    grouped.push_back({handles.size() - 1, link.stream});
+    return static_cast<int64_t>(handles.size()) - 1;
+  }
+  CUDACHECK(cudaEventRecord(transfer.done, link.stream));
   inFlight.push_back(transfer);
   return static_cast<int64_t>(handles.size()) - 1;
+}
+
+void NcclComm::groupStart() {
+  if (grouping)
+    abort("a transfer group started inside another; groups do not nest", 1);
+  grouping = true;
+  NCCLCHECK(ncclGroupStart());
+}
+
+void NcclComm::groupEnd() {
+  if (!grouping)
+    abort("a transfer group ended that was not started", 1);
+  grouping = false;
+  {
+    Watchdog::Scope scope(watchdog.get(), "posting a group of NCCL transfers",
+                          context->timeout());
+    NCCLCHECK(ncclGroupEnd());
+  }
+  for (const auto &[handle, stream] : grouped) {
+    CUDACHECK(cudaEventRecord(handles[handle].done, stream));
+    inFlight.push_back(handles[handle]);
+  }
+  grouped.clear();
 }
 
 size_t NcclComm::completedTransfers() {

@@ -32,6 +32,29 @@
 // CHECK-NEXT:      call_opaque "flexpipe_rt_send_grad"(%[[RT]]) {args = [0 : index, 1, 0, 0]} : {{.*}} -> ()
 // CHECK-NEXT:      return
 
+// A send and the receive from the same peer, posted one after the other
+// on both sides (1F1B's steady state), go between flexpipe_rt_group_start
+// and _end (one NCCL group on GPUs); a blocking receive may come second. The
+// warm-up's send and the last receive stay alone.
+// CHECK-LABEL: module @pairs_rank0
+// CHECK:           call_opaque "flexpipe_rt_send_act"(%[[RT:.*]]) {args = [0 : index, 0, 0, 1]}
+// CHECK-NEXT:      call_opaque "flexpipe_rt_fwd"(%[[RT]]) {args = [0 : index, 0, 1]}
+// CHECK-NEXT:      call_opaque "flexpipe_rt_group_start"(%[[RT]]) {args = [0 : index]}
+// CHECK-NEXT:      call_opaque "flexpipe_rt_send_act"(%[[RT]]) {args = [0 : index, 0, 1, 1]}
+// CHECK-NEXT:      call_opaque "flexpipe_rt_recv_grad"(%[[RT]]) {args = [0 : index, 0, 0, 1]}
+// CHECK-NEXT:      call_opaque "flexpipe_rt_group_end"(%[[RT]]) {args = [0 : index]}
+// CHECK-NEXT:      call_opaque "flexpipe_rt_bwd"(%[[RT]]) {args = [0 : index, 0, 0]}
+// CHECK-NEXT:      call_opaque "flexpipe_rt_recv_grad"(%[[RT]]) {args = [0 : index, 0, 1, 1]}
+// CHECK-LABEL: module @pairs_rank1
+// CHECK:           call_opaque "flexpipe_rt_bwd"(%[[RT:.*]]) {args = [0 : index, 1, 0]}
+// CHECK-NEXT:      call_opaque "flexpipe_rt_group_start"(%[[RT]]) {args = [0 : index]}
+// CHECK-NEXT:      call_opaque "flexpipe_rt_send_grad"(%[[RT]]) {args = [0 : index, 1, 0, 0]}
+// CHECK-NEXT:      call_opaque "flexpipe_rt_recv_act"(%[[RT]]) {args = [0 : index, 1, 1, 0]}
+// CHECK-NEXT:      call_opaque "flexpipe_rt_group_end"(%[[RT]]) {args = [0 : index]}
+// CHECK-NEXT:      call_opaque "flexpipe_rt_fwd"(%[[RT]]) {args = [0 : index, 1, 1]}
+// CHECK-NOT:       group_start
+// CHECK:           return
+
 // The data-parallel degree goes into the description; the programs are the
 // same.
 // DP: flexpipe.description = "{{.*}}\0Adp 3\0A
@@ -52,6 +75,28 @@ module {
       flexpipe.fwd stage 1 mb 0
       flexpipe.bwd stage 1 mb 0
       flexpipe.send_grad stage 1 mb 0 to 0
+    }
+  }
+  flexpipe.schedule @pairs actors(2) stages(2) microbatches(2) stage_info [#flexpipe.stage_info<"gpt", 1, first>, #flexpipe.stage_info<"gpt", 1, last>] {
+    flexpipe.actor 0 {
+      flexpipe.fwd stage 0 mb 0
+      flexpipe.send_act stage 0 mb 0 to 1
+      flexpipe.fwd stage 0 mb 1
+      flexpipe.send_act stage 0 mb 1 to 1
+      flexpipe.recv_grad stage 0 mb 0 from 1
+      flexpipe.bwd stage 0 mb 0
+      flexpipe.recv_grad stage 0 mb 1 from 1
+      flexpipe.bwd stage 0 mb 1
+    }
+    flexpipe.actor 1 {
+      flexpipe.recv_act stage 1 mb 0 from 0
+      flexpipe.fwd stage 1 mb 0
+      flexpipe.bwd stage 1 mb 0
+      flexpipe.send_grad stage 1 mb 0 to 0
+      flexpipe.recv_act stage 1 mb 1 from 0
+      flexpipe.fwd stage 1 mb 1
+      flexpipe.bwd stage 1 mb 1
+      flexpipe.send_grad stage 1 mb 1 to 0
     }
   }
 }

@@ -37,6 +37,12 @@ public:
                         int tag) = 0;
   virtual int64_t irecv(float *data, size_t count, int peer, int tag) = 0;
   virtual void wait(int64_t handle) = 0;
+  /// Brackets transfers posted together (a send and the receive from the
+  /// same peer, mirrored there) that the backend may start as one (NCCL:
+  /// one ncclGroupStart / End; MPI's requests progress on their own, so
+  /// nothing). No wait inside; groups do not nest.
+  virtual void groupStart() {}
+  virtual void groupEnd() {}
   /// Waits for every transfer still outstanding and forgets all handles.
   virtual void waitAll() = 0;
   /// Collective over all ranks, once: ranks passing the same `colour` form

@@ -69,6 +69,14 @@ int64_t flexpipe_rt_recv_grad_async(flexpipe_rt *rt, int64_t stage,
                                     int64_t mb, int64_t peer);
 void flexpipe_rt_wait(flexpipe_rt *rt, int64_t token);
 
+/* A transfer group: the transfers posted between group_start and group_end
+ * (the lowering brackets a send and the receive from the same peer that the
+ * peer mirrors) start together: one NCCL group on the CUDA backend. A
+ * blocking receive inside returns at group_end; no wait may come inside,
+ * and groups do not nest. */
+void flexpipe_rt_group_start(flexpipe_rt *rt);
+void flexpipe_rt_group_end(flexpipe_rt *rt);
+
 /* The all-gather of stage `stage` for micro-batch `mb` (docs/Runtime.md):
  * of a vocabulary-parallel LM head (a shared stage), after its forward, the
  * actors holding its vocabulary slices exchange per-token softmax
