@@ -280,11 +280,21 @@ void normWeightGrad(CudaContext &context, const Floats &x, const Floats &dy,
 /// Per micro-batch token ids (tokens or targets): copied from the host
 /// through page-locked memory, one slot per micro-batch. A slot is rewritten
 /// in the next iteration only, after the executor's end-of-iteration wait.
+/// With `grouped`, each slot also holds its rows grouped by token
+/// (groupRowsByToken), for the embedding's weight gradient.
 class TokenSlots {
 public:
-  TokenSlots(CudaContext &context, int64_t slots, int64_t perSlot)
+  TokenSlots(CudaContext &context, int64_t slots, int64_t perSlot,
+             bool grouped = false)
       : context(context), perSlot(perSlot), host(slots * perSlot),
-        device(context, slots * perSlot) {}
+        device(context, slots * perSlot) {
+    if (!grouped)
+      return;
+    // Per slot: perSlot rows in `order`, then perSlot + 1 group starts.
+    groupHost = PinnedArray<int32_t>(slots * (2 * perSlot + 1));
+    groupDevice = DeviceArray<int32_t>(context, slots * (2 * perSlot + 1));
+    groupCount.assign(slots, 0);
+  }
   const int32_t *upload(int64_t mb, const std::vector<int32_t> &ids,
                         int64_t vocab) {
     if (mb < 0 || (mb + 1) * perSlot > static_cast<int64_t>(host.size()) ||
@@ -299,15 +309,33 @@ public:
     CUDACHECK(cudaMemcpyAsync(
         device.get() + mb * perSlot, host.get() + mb * perSlot,
         perSlot * sizeof(int32_t), cudaMemcpyHostToDevice, context.stream()));
+    if (!groupCount.empty()) {
+      int32_t *slot = groupHost.get() + mb * (2 * perSlot + 1);
+      groupRowsByToken(ids.data(), perSlot, slot, slot + perSlot,
+                       groupCount[mb]);
+      CUDACHECK(cudaMemcpyAsync(groupDevice.get() + mb * (2 * perSlot + 1),
+                                slot, (2 * perSlot + 1) * sizeof(int32_t),
+                                cudaMemcpyHostToDevice, context.stream()));
+    }
     return at(mb);
   }
   const int32_t *at(int64_t mb) const { return device.get() + mb * perSlot; }
+  /// Micro-batch mb's rows grouped by token: the order, the groups' starts
+  /// and their number (a grouped slot's, after its upload).
+  const int32_t *order(int64_t mb) const {
+    return groupDevice.get() + mb * (2 * perSlot + 1);
+  }
+  const int32_t *starts(int64_t mb) const { return order(mb) + perSlot; }
+  int64_t groups(int64_t mb) const { return groupCount[mb]; }
 
 private:
   CudaContext &context;
   int64_t perSlot;
   PinnedArray<int32_t> host;
   DeviceArray<int32_t> device;
+  PinnedArray<int32_t> groupHost;
+  DeviceArray<int32_t> groupDevice;
+  std::vector<int64_t> groupCount;
 };
 
 /// What a layer keeps for micro-batch `mb`; stops the rank when `what`
@@ -349,7 +377,7 @@ public:
   GpuEmbedding(CudaContext &context, const GptConfig &config,
                int64_t microbatches)
       : context(context), config(config),
-        ids(context, microbatches, config.tokens()) {
+        ids(context, microbatches, config.tokens(), /*grouped=*/true) {
     params = upload(
         context, embeddingParameters(config, vocabSlice(config.vocab, 0, 1)));
   }
@@ -368,7 +396,8 @@ public:
   }
   void weightGrad(int64_t mb) override {
     const Floats &d = stateOf(grads, mb, "the embedding's weight gradient");
-    embeddingWeightGrad(context.stream(), ids.at(mb), d.get(),
+    embeddingWeightGrad(context.stream(), ids.at(mb), ids.order(mb),
+                        ids.starts(mb), ids.groups(mb), d.get(),
                         params[0].grad.get(), params[1].grad.get(),
                         config.tokens(), config.hidden, config.seq);
     grads.erase(mb);

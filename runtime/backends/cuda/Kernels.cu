@@ -13,7 +13,9 @@
 // chunk in row order (a lane per column: coalesced reads) into a partial
 // per chunk and column, then a thread per column adds the chunks' partials
 // in chunk order. No atomics: the results are deterministic. The
-// embedding's scatter-add alone runs one thread per column over all rows.
+// embedding's scatter-add runs a thread per (token, column) over that
+// token's rows, in row order (the host groups the rows by token), and a
+// thread per (position, column) over the sequences.
 //
 //===----------------------------------------------------------------------===//
 
@@ -96,15 +98,32 @@ __global__ void embeddingForwardKernel(const int32_t *ids, const float *token,
   }
 }
 
-__global__ void embeddingWeightGradKernel(const int32_t *ids, const float *dout,
-                                          float *tokenGrad, float *positionGrad,
-                                          int64_t tokens, int64_t hidden,
-                                          int64_t seq) {
-  for (int64_t c = globalThread(); c < hidden; c += globalThreads())
-    for (int64_t r = 0; r < tokens; ++r) {
-      tokenGrad[ids[r] * hidden + c] += dout[r * hidden + c];
-      positionGrad[(r % seq) * hidden + c] += dout[r * hidden + c];
-    }
+/// Thread (g, c): column c of the token of group g, its rows
+/// order[starts[g] .. starts[g + 1]) added in that (row) order.
+__global__ void tokenGradKernel(const int32_t *ids, const int32_t *order,
+                                const int32_t *starts, int64_t groups,
+                                const float *dout, float *tokenGrad,
+                                int64_t hidden) {
+  for (int64_t i = globalThread(); i < groups * hidden; i += globalThreads()) {
+    const int64_t g = i / hidden, c = i % hidden;
+    float *into = tokenGrad + ids[order[starts[g]]] * hidden + c;
+    float sum = *into;
+    for (int32_t k = starts[g]; k < starts[g + 1]; ++k)
+      sum += dout[order[k] * hidden + c];
+    *into = sum;
+  }
+}
+
+/// Thread (p, c): column c of position p, the sequences' rows in order.
+__global__ void positionGradKernel(const float *dout, float *positionGrad,
+                                   int64_t tokens, int64_t hidden,
+                                   int64_t seq) {
+  for (int64_t i = globalThread(); i < seq * hidden; i += globalThreads()) {
+    float sum = positionGrad[i];
+    for (int64_t r = i / hidden; r < tokens; r += seq)
+      sum += dout[r * hidden + i % hidden];
+    positionGrad[i] = sum;
+  }
 }
 
 /// The chunks of kRowsPerChunk rows that `rows` rows make.
@@ -545,12 +564,28 @@ void flexpipe::rt::cuda::embeddingForward(cudaStream_t stream,
                   position, out, tokens, hidden, seq);
 }
 
+void flexpipe::rt::cuda::groupRowsByToken(const int32_t *ids, int64_t tokens,
+                                          int32_t *order, int32_t *starts,
+                                          int64_t &groups) {
+  for (int64_t r = 0; r < tokens; ++r)
+    order[r] = static_cast<int32_t>(r);
+  std::stable_sort(order, order + tokens,
+                   [&](int32_t a, int32_t b) { return ids[a] < ids[b]; });
+  groups = 0;
+  for (int64_t k = 0; k < tokens; ++k)
+    if (k == 0 || ids[order[k]] != ids[order[k - 1]])
+      starts[groups++] = static_cast<int32_t>(k);
+  starts[groups] = static_cast<int32_t>(tokens);
+}
+
 void flexpipe::rt::cuda::embeddingWeightGrad(
-    cudaStream_t stream, const int32_t *ids, const float *dout,
-    float *tokenGrad, float *positionGrad, int64_t tokens, int64_t hidden,
-    int64_t seq) {
-  LAUNCH_ELEMENTS(embeddingWeightGradKernel, hidden, stream, ids, dout,
-                  tokenGrad, positionGrad, tokens, hidden, seq);
+    cudaStream_t stream, const int32_t *ids, const int32_t *order,
+    const int32_t *starts, int64_t groups, const float *dout, float *tokenGrad,
+    float *positionGrad, int64_t tokens, int64_t hidden, int64_t seq) {
+  LAUNCH_ELEMENTS(tokenGradKernel, groups * hidden, stream, ids, order, starts,
+                  groups, dout, tokenGrad, hidden);
+  LAUNCH_ELEMENTS(positionGradKernel, seq * hidden, stream, dout, positionGrad,
+                  tokens, hidden, seq);
 }
 
 int64_t flexpipe::rt::cuda::rowSumScratch(int64_t rows, int64_t cols) {

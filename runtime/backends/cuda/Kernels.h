@@ -32,10 +32,18 @@ constexpr int64_t kMaxHeadDim = 256;
 void embeddingForward(cudaStream_t stream, const int32_t *ids,
                       const float *token, const float *position, float *out,
                       int64_t tokens, int64_t hidden, int64_t seq);
+/// On the host: the rows 0..tokens-1 grouped by token id (`order`, rows in
+/// order within a group), the groups' first places in `order` and, after
+/// the last, `tokens` (`starts`, groups + 1 entries; at most tokens + 1).
+void groupRowsByToken(const int32_t *ids, int64_t tokens, int32_t *order,
+                      int32_t *starts, int64_t &groups);
 /// token.grad[ids[r]] += dout[r], position.grad[r % seq] += dout[r], rows in
-/// order (no atomics: repeated tokens add up deterministically).
+/// order (no atomics: repeated tokens add up deterministically), a thread
+/// per (token group, column) and per (position, column); `order`, `starts`
+/// and `groups` are groupRowsByToken's for `ids`, on the GPU.
 void embeddingWeightGrad(cudaStream_t stream, const int32_t *ids,
-                         const float *dout, float *tokenGrad,
+                         const int32_t *order, const int32_t *starts,
+                         int64_t groups, const float *dout, float *tokenGrad,
                          float *positionGrad, int64_t tokens, int64_t hidden,
                          int64_t seq);
 

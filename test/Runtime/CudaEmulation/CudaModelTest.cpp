@@ -22,6 +22,7 @@
 
 #include "CudaBackend.h"
 #include "Emulation.h"
+#include "Kernels.h"
 
 #include <algorithm>
 #include <cmath>
@@ -391,6 +392,20 @@ TEST_CASE("heads wider than a warp and not a multiple of it; a partial key "
   // partial.
   const GptConfig config{64, 36, 80, 2, 1, 2};
   compare(trainOnEmulatedGpu(config, 2, 1), trainOnCpu(config, 2));
+}
+
+TEST_CASE("the embedding's weight gradient groups rows by token, rows in "
+          "order within a group",
+          "[cuda-emulation]") {
+  const std::vector<int32_t> ids{3, 1, 3, 0, 1, 3};
+  std::vector<int32_t> order(ids.size()), starts(ids.size() + 1);
+  int64_t groups = 0;
+  groupRowsByToken(ids.data(), static_cast<int64_t>(ids.size()), order.data(),
+                   starts.data(), groups);
+  CHECK(groups == 3);
+  CHECK(order == std::vector<int32_t>{3, 1, 4, 0, 2, 5});
+  starts.resize(groups + 1);
+  CHECK(starts == std::vector<int32_t>{0, 1, 3, 6});
 }
 
 TEST_CASE("the MLP's GELU and its derivative run in cuBLASLt's epilogues, "
