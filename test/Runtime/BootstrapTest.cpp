@@ -126,9 +126,9 @@ TEST_CASE("launch environment: defaults and errors", "[bootstrap]") {
   }
   LaunchEnv math;
   CHECK(launch({{"FLEXPIPE_CUDA_MATH", "fp16"}}, math) ==
-        "FLEXPIPE_CUDA_MATH must be 'fp32' (full fp32 products, the default), "
-        "'tf32' (TF32 tensor cores) or 'bf16' (bf16 tensor cores), not "
-        "'fp16'");
+        "FLEXPIPE_CUDA_MATH must be 'fp32' (fp32 arrays and products, the "
+        "default), 'tf32' (TF32 tensor cores) or 'bf16' (mixed precision: bf16 "
+        "activations and products, fp32 master weights), not 'fp16'");
 }
 
 TEST_CASE("launch environment: MPI launchers", "[bootstrap]") {

@@ -101,9 +101,10 @@ std::string flexpipe::rt::readLaunchEnv(const Getenv &getenv, bool withMpi,
         known = true;
       }
     if (!known)
-      return "FLEXPIPE_CUDA_MATH must be 'fp32' (full fp32 products, the "
-             "default), 'tf32' (TF32 tensor cores) or 'bf16' (bf16 tensor "
-             "cores), not '" +
+      return "FLEXPIPE_CUDA_MATH must be 'fp32' (fp32 arrays and products, "
+             "the default), 'tf32' (TF32 tensor cores) or 'bf16' (mixed "
+             "precision: bf16 activations and products, fp32 master "
+             "weights), not '" +
              mode + "'";
   }
   const char *bootstrap = value("FLEXPIPE_BOOTSTRAP");

@@ -38,13 +38,16 @@ namespace flexpipe::rt {
 /// Looks up an environment variable (std::getenv, or a table in tests).
 using Getenv = std::function<const char *(const char *)>;
 
-/// How cuBLAS computes the backend's matrix products. Every array stays
-/// fp32; the reduced modes round the products' inputs on tensor cores and
-/// sum in fp32.
+/// The backend's precision (FLEXPIPE_CUDA_MATH). Parameters, their
+/// gradients and Adam's moments are fp32 in every mode, and products sum in
+/// fp32.
 enum class MathMode {
-  Fp32, ///< full fp32 products (FLEXPIPE_CUDA_MATH=fp32, the default)
-  Tf32, ///< TF32 tensor cores: inputs rounded to 10-bit mantissas
-  Bf16, ///< bf16 tensor cores: inputs rounded to 7-bit mantissas
+  Fp32, ///< fp32 arrays, full fp32 products (the default)
+  Tf32, ///< fp32 arrays, TF32 tensor cores: inputs rounded to 10-bit mantissas
+  /// Mixed precision: activations and their gradients stored in bf16 inside
+  /// a stage, products on bf16 copies of the weights (bf16 tensor cores),
+  /// fp32 master weights updated by Adam
+  Bf16,
 };
 /// The FLEXPIPE_CUDA_MATH spelling of `mode`.
 inline const char *mathModeName(MathMode mode) {

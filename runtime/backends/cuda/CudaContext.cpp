@@ -94,7 +94,7 @@ void flexpipe::rt::cuda::checkLaunch(const char *kernel, const char *file,
 }
 
 CudaContext::CudaContext(int device, double timeout, MathMode math)
-    : deviceIndex(device), timeoutSeconds(timeout) {
+    : deviceIndex(device), timeoutSeconds(timeout), mathMode(math) {
   CUDACHECK(cudaSetDevice(device));
   // Stream-ordered allocation (cudaMallocAsync) lets arrays be freed while
   // transfers are in flight without a device-wide synchronisation.
@@ -114,13 +114,13 @@ CudaContext::CudaContext(int device, double timeout, MathMode math)
   CUDACHECK(cudaStreamCreateWithFlags(&computeStream, cudaStreamNonBlocking));
   CUBLASCHECK(cublasCreate(&handle));
   CUBLASCHECK(cublasSetStream(handle, computeStream));
-  // Products go through cublasGemmEx with this compute type: full fp32 by
-  // default (the CPU reference has no reduced precision); on request TF32
-  // or bf16 tensor cores, which round the fp32 inputs (10- or 7-bit
-  // mantissas) and sum in fp32.
-  compute = math == MathMode::Tf32   ? CUBLAS_COMPUTE_32F_FAST_TF32
-            : math == MathMode::Bf16 ? CUBLAS_COMPUTE_32F_FAST_16BF
-                                     : CUBLAS_COMPUTE_32F;
+  // Products of fp32 arrays go through cublasGemmEx with this compute type:
+  // full fp32 by default (the CPU reference has no reduced precision); on
+  // request TF32 tensor cores, which round the fp32 inputs to 10-bit
+  // mantissas and sum in fp32. With bf16 the arrays are bf16 themselves
+  // (CudaModel.cpp) and the products sum in fp32.
+  compute = math == MathMode::Tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                   : CUBLAS_COMPUTE_32F;
   CUBLASCHECK(cublasLtCreate(&ltHandle));
   CUDACHECK(cudaMalloc(&workspace, kBlasWorkspaceBytes));
   CUBLASCHECK(cublasSetWorkspace(handle, workspace, kBlasWorkspaceBytes));

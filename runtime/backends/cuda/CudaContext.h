@@ -128,6 +128,8 @@ public:
       const std::function<std::optional<cublasLtMatmulAlgo_t>()> &choose);
   /// How cuBLAS computes this context's products of fp32 arrays.
   cublasComputeType_t computeType() const { return compute; }
+  /// FLEXPIPE_CUDA_MATH: with Bf16, the model keeps its activations in bf16.
+  MathMode math() const { return mathMode; }
   double timeout() const { return timeoutSeconds; }
 
   /// A fresh event without timing (cudaEventDisableTiming).
@@ -169,6 +171,7 @@ public:
 private:
   int deviceIndex;
   double timeoutSeconds;
+  MathMode mathMode;
   cudaStream_t computeStream = nullptr;
   cublasHandle_t handle = nullptr;
   cublasLtHandle_t ltHandle = nullptr;

@@ -8,16 +8,19 @@
 //
 // Model.cpp's layers, layer by layer, with the same split into forward,
 // input gradient and weight gradient and the same state kept between them,
-// on the compute stream: matrix products in cuBLAS and cuBLASLt (fp32
-// arrays; full fp32 math unless FLEXPIPE_CUDA_MATH asks for TF32 or bf16
-// tensor cores), with biases, the residual and the MLP's GELU (forward and
-// derivative) in cuBLASLt's epilogues; the rest in Kernels.cu. Initial weights
-// are Model.cpp's: each layer's parameters are drawn on the host by Model.h's
-// embeddingParameters, blockParameters and headParameters (ModelData.cpp) and
-// copied to the GPU, so a CUDA run starts from exactly the weights of
-// flexpipe-reference without linking the CPU layers and OpenBLAS. Nothing here
-// waits for the GPU except takeLossSum, synchronize and weights. Each stage
-// computation and the optimizer step end with a progress marker
+// on the compute stream: matrix products in cuBLAS and cuBLASLt, with
+// biases, the residual and the MLP's GELU (forward and derivative) in
+// cuBLASLt's epilogues; the rest in Kernels.cu. The layers are templates over
+// the activations' type T: float (FLEXPIPE_CUDA_MATH fp32 or tf32), or bf16
+// (mixed precision: activations, their gradients and the products' weights
+// in bf16, fp32 master weights, gradients and Adam). Stages hand fp32 arrays
+// to the executor either way: a bf16 stage converts its input and output.
+// Initial weights are Model.cpp's: each layer's parameters are drawn on the
+// host by Model.h's embeddingParameters, blockParameters and headParameters
+// (ModelData.cpp) and copied to the GPU, so a CUDA run starts from exactly the
+// weights of flexpipe-reference without linking the CPU layers and OpenBLAS.
+// Nothing here waits for the GPU except takeLossSum, synchronize and weights.
+// Each stage computation and the optimizer step end with a progress marker
 // (CudaContext::markProgress) that host waits count as progress.
 //
 //===----------------------------------------------------------------------===//
@@ -31,6 +34,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <type_traits>
 
 using namespace flexpipe::rt;
 using namespace flexpipe::rt::cuda;
@@ -38,14 +42,35 @@ using namespace flexpipe::rt::cuda;
 namespace {
 
 using Floats = DeviceArray<float>;
+template <typename T> using Acts = DeviceArray<T>;
 
-/// A parameter on the GPU with its gradient and Adam's moments.
+/// A parameter on the GPU with its gradient and Adam's moments, and in
+/// mixed precision the bf16 copy of its values that products read (Adam
+/// writes it with the values).
 struct DeviceParameter {
   std::string name;
   Floats value, grad, m, v;
+  Acts<bf16> copy;
+  /// Rounds the values into the copy, where there is one.
+  void refreshCopy(CudaContext &context) {
+    if (copy)
+      convert(context.stream(), value.get(), copy.get(),
+              static_cast<int64_t>(value.size()));
+  }
 };
 
-/// A layer's initial parameters (drawn on the host) copied to the GPU.
+/// The values products read: the parameter's own, or its bf16 copy.
+template <typename T> const T *weights(const DeviceParameter &p);
+template <> const float *weights<float>(const DeviceParameter &p) {
+  return p.value.get();
+}
+template <> const bf16 *weights<bf16>(const DeviceParameter &p) {
+  return p.copy.get();
+}
+
+/// A layer's initial parameters (drawn on the host) copied to the GPU, with
+/// bf16 copies for activations of type T = bf16.
+template <typename T>
 std::vector<DeviceParameter> upload(CudaContext &context,
                                     const std::vector<Parameter> &initial) {
   std::vector<DeviceParameter> all;
@@ -56,6 +81,10 @@ std::vector<DeviceParameter> upload(CudaContext &context,
                       Floats(context, p.value.size(), true)};
     CUDACHECK(cudaMemcpyAsync(d.value.get(), p.value.data(), d.value.bytes(),
                               cudaMemcpyHostToDevice, context.stream()));
+    if (std::is_same_v<T, bf16>) {
+      d.copy = Acts<bf16>(context, p.value.size());
+      d.refreshCopy(context);
+    }
     all.push_back(std::move(d));
   }
   // The host copies are freed when `initial` goes: wait for the copies.
@@ -70,17 +99,30 @@ int asInt(int64_t value, const char *what) {
   return static_cast<int>(value);
 }
 
-/// C[m x n] = op(A) op(B) + beta C, row-major (Model.cpp's gemm). cuBLAS is
-/// column-major: it computes C^T = op(B)^T op(A)^T on the same memory.
+/// cuBLAS's name of an element type.
+template <typename T> constexpr cudaDataType_t dataType() {
+  return std::is_same_v<T, bf16> ? CUDA_R_16BF : CUDA_R_32F;
+}
+/// How products with inputs of type T sum: bf16 inputs in fp32; fp32 inputs
+/// as the context says (fp32, or TF32 tensor cores).
+template <typename T> cublasComputeType_t computeType(CudaContext &context) {
+  return std::is_same_v<T, bf16> ? CUBLAS_COMPUTE_32F : context.computeType();
+}
+
+/// C[m x n] = op(A) op(B) + beta C, row-major (Model.cpp's gemm), inputs of
+/// type In, C of type Out (a weight gradient: fp32 whatever the inputs).
+/// cuBLAS is column-major: it computes C^T = op(B)^T op(A)^T on the same
+/// memory.
+template <typename In, typename Out>
 void gemm(CudaContext &context, bool transA, bool transB, int64_t m, int64_t n,
-          int64_t k, const float *a, const float *b, float beta, float *c) {
+          int64_t k, const In *a, const In *b, float beta, Out *c) {
   const float alpha = 1.0f;
   CUBLASCHECK(cublasGemmEx(
       context.blas(), transB ? CUBLAS_OP_T : CUBLAS_OP_N,
       transA ? CUBLAS_OP_T : CUBLAS_OP_N, asInt(n, "n"), asInt(m, "m"),
-      asInt(k, "k"), &alpha, b, CUDA_R_32F, asInt(transB ? k : n, "ldb"), a,
-      CUDA_R_32F, asInt(transA ? m : k, "lda"), &beta, c, CUDA_R_32F,
-      asInt(n, "ldc"), context.computeType(), CUBLAS_GEMM_DEFAULT));
+      asInt(k, "k"), &alpha, b, dataType<In>(), asInt(transB ? k : n, "ldb"), a,
+      dataType<In>(), asInt(transA ? m : k, "lda"), &beta, c, dataType<Out>(),
+      asInt(n, "ldc"), computeType<In>(context), CUBLAS_GEMM_DEFAULT));
 }
 
 /// What a cuBLASLt product does after D = A op(B) (+ C): add a bias (Bias),
@@ -90,16 +132,16 @@ enum class Epilogue : int64_t { Bias, GeluAuxBias, DGelu };
 
 /// D[m x n] = A[m x k] op(B) (+ C[m x n], the residual, where given), then
 /// the epilogue, row-major: op(B) is B[k x n], or B[n x k] transposed with
-/// `transB`.
-struct LtProduct {
+/// `transB`. Every matrix and the bias are of type T.
+template <typename T> struct LtProduct {
   int64_t m, n, k;
-  const float *a, *b;
+  const T *a, *b;
   bool transB;
   Epilogue epilogue;
-  const float *bias; ///< n values (Bias, GeluAuxBias)
-  float *aux;        ///< m x n: GELU's input, written or read
-  const float *c;
-  float *d;
+  const T *bias; ///< n values (Bias, GeluAuxBias)
+  T *aux;        ///< m x n: GELU's input, written or read
+  const T *c;
+  T *d;
 };
 
 /// Runs `p` as one cuBLASLt product on the compute stream. Column-major,
@@ -109,10 +151,11 @@ struct LtProduct {
 /// of product, within the context's workspace. False, with nothing enqueued,
 /// when cuBLASLt has no algorithm for a GELU epilogue (the caller computes
 /// GELU apart); a bias product without one stops the rank.
-bool ltMatmul(CudaContext &context, const LtProduct &p) {
+template <typename T>
+bool ltMatmul(CudaContext &context, const LtProduct<T> &p) {
   cublasLtMatmulDesc_t desc = nullptr;
   CUBLASCHECK(
-      cublasLtMatmulDescCreate(&desc, context.computeType(), CUDA_R_32F));
+      cublasLtMatmulDescCreate(&desc, computeType<T>(context), CUDA_R_32F));
   const cublasOperation_t transA = p.transB ? CUBLAS_OP_T : CUBLAS_OP_N;
   CUBLASCHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA,
                                              &transA, sizeof(transA)));
@@ -137,8 +180,8 @@ bool ltMatmul(CudaContext &context, const LtProduct &p) {
   const int64_t shapes[3][2] = {
       {p.transB ? p.k : p.n, p.transB ? p.n : p.k}, {p.k, p.m}, {p.n, p.m}};
   for (int i = 0; i < 3; ++i)
-    CUBLASCHECK(cublasLtMatrixLayoutCreate(&ours[i], CUDA_R_32F, shapes[i][0],
-                                           shapes[i][1], shapes[i][0]));
+    CUBLASCHECK(cublasLtMatrixLayoutCreate(
+        &ours[i], dataType<T>(), shapes[i][0], shapes[i][1], shapes[i][0]));
   const cublasLtMatmulAlgo_t *algo = context.blasLtAlgo(
       {p.m, p.n, p.k, p.transB, static_cast<int64_t>(p.epilogue),
        p.c != nullptr},
@@ -162,7 +205,8 @@ bool ltMatmul(CudaContext &context, const LtProduct &p) {
         if (p.epilogue == Epilogue::Bias)
           fatal("cuBLASLt has no algorithm for a " + std::to_string(p.m) +
                 " x " + std::to_string(p.n) + " x " + std::to_string(p.k) +
-                " fp32 product with a bias epilogue");
+                (std::is_same_v<T, bf16> ? " bf16" : " fp32") +
+                " product with a bias epilogue");
         return std::nullopt;
       });
   if (algo) {
@@ -184,29 +228,31 @@ bool geluEpilogueFits(int64_t n) { return n % 8 == 0; }
 
 /// y[t x out] = x[t x in] W[in x out] + b, plus `residual` where given (the
 /// projections that end a residual branch).
-Floats linearForward(CudaContext &context, const Floats &x,
-                     const DeviceParameter &w, const DeviceParameter &b,
-                     int64_t t, int64_t in, int64_t out,
-                     const Floats *residual = nullptr) {
-  Floats y(context, t * out);
-  ltMatmul(context, {t, out, in, x.get(), w.value.get(), false, Epilogue::Bias,
-                     b.value.get(), nullptr,
-                     residual ? residual->get() : nullptr, y.get()});
+template <typename T>
+Acts<T> linearForward(CudaContext &context, const Acts<T> &x,
+                      const DeviceParameter &w, const DeviceParameter &b,
+                      int64_t t, int64_t in, int64_t out,
+                      const Acts<T> *residual = nullptr) {
+  Acts<T> y(context, t * out);
+  ltMatmul<T>(context, {t, out, in, x.get(), weights<T>(w), false,
+                        Epilogue::Bias, weights<T>(b), nullptr,
+                        residual ? residual->get() : nullptr, y.get()});
   return y;
 }
 
 /// pre = x W + b and f = GELU(pre) (the MLP's first product), in one
 /// cuBLASLt product where its GELU epilogue serves.
-void linearGeluForward(CudaContext &context, const Floats &x,
+template <typename T>
+void linearGeluForward(CudaContext &context, const Acts<T> &x,
                        const DeviceParameter &w, const DeviceParameter &b,
-                       int64_t t, int64_t in, int64_t out, Floats &pre,
-                       Floats &f) {
-  f = Floats(context, t * out);
+                       int64_t t, int64_t in, int64_t out, Acts<T> &pre,
+                       Acts<T> &f) {
+  f = Acts<T>(context, t * out);
   if (geluEpilogueFits(out)) {
-    pre = Floats(context, t * out);
-    if (ltMatmul(context, {t, out, in, x.get(), w.value.get(), false,
-                           Epilogue::GeluAuxBias, b.value.get(), pre.get(),
-                           nullptr, f.get()}))
+    pre = Acts<T>(context, t * out);
+    if (ltMatmul<T>(context, {t, out, in, x.get(), weights<T>(w), false,
+                              Epilogue::GeluAuxBias, weights<T>(b), pre.get(),
+                              nullptr, f.get()}))
       return;
   }
   pre = linearForward(context, x, w, b, t, in, out);
@@ -214,11 +260,12 @@ void linearGeluForward(CudaContext &context, const Floats &x,
 }
 
 /// dx[t x in] = dy[t x out] W^T.
-Floats linearInputGrad(CudaContext &context, const Floats &dy,
-                       const DeviceParameter &w, int64_t t, int64_t in,
-                       int64_t out) {
-  Floats dx(context, t * in);
-  gemm(context, false, true, t, in, out, dy.get(), w.value.get(), 0.0f,
+template <typename T>
+Acts<T> linearInputGrad(CudaContext &context, const Acts<T> &dy,
+                        const DeviceParameter &w, int64_t t, int64_t in,
+                        int64_t out) {
+  Acts<T> dx(context, t * in);
+  gemm(context, false, true, t, in, out, dy.get(), weights<T>(w), 0.0f,
        dx.get());
   return dx;
 }
@@ -226,22 +273,24 @@ Floats linearInputGrad(CudaContext &context, const Floats &dy,
 /// dpre[t x in] = (dy[t x out] W^T) * GELU'(pre): the input gradient of
 /// the product after a GELU, in one cuBLASLt product where its GELU
 /// derivative epilogue serves.
-Floats geluLinearInputGrad(CudaContext &context, const Floats &dy,
-                           const DeviceParameter &w, const Floats &pre,
-                           int64_t t, int64_t in, int64_t out) {
-  Floats dpre(context, t * in);
+template <typename T>
+Acts<T> geluLinearInputGrad(CudaContext &context, const Acts<T> &dy,
+                            const DeviceParameter &w, const Acts<T> &pre,
+                            int64_t t, int64_t in, int64_t out) {
+  Acts<T> dpre(context, t * in);
   if (geluEpilogueFits(in) &&
-      ltMatmul(context,
-               {t, in, out, dy.get(), w.value.get(), true, Epilogue::DGelu,
-                nullptr, const_cast<float *>(pre.get()), nullptr, dpre.get()}))
+      ltMatmul<T>(context,
+                  {t, in, out, dy.get(), weights<T>(w), true, Epilogue::DGelu,
+                   nullptr, const_cast<T *>(pre.get()), nullptr, dpre.get()}))
     return dpre;
-  Floats df = linearInputGrad(context, dy, w, t, in, out);
+  Acts<T> df = linearInputGrad(context, dy, w, t, in, out);
   geluBackward(context.stream(), df.get(), pre.get(), dpre.get(), df.size());
   return dpre;
 }
 
-/// dW += x^T dy, db += column sums of dy.
-void linearWeightGrad(CudaContext &context, const Floats &x, const Floats &dy,
+/// dW += x^T dy, db += column sums of dy (fp32 gradients).
+template <typename T>
+void linearWeightGrad(CudaContext &context, const Acts<T> &x, const Acts<T> &dy,
                       DeviceParameter &w, DeviceParameter *b, int64_t t,
                       int64_t in, int64_t out) {
   gemm(context, true, false, in, out, t, x.get(), dy.get(), 1.0f, w.grad.get());
@@ -253,13 +302,16 @@ void linearWeightGrad(CudaContext &context, const Floats &x, const Floats &dy,
 }
 
 /// LayerNorm's output and statistics.
-struct Normalized {
-  Floats y, mean, rstd;
+template <typename T> struct Normalized {
+  Acts<T> y;
+  Floats mean, rstd;
 };
-Normalized layerNorm(CudaContext &context, const Floats &x,
-                     const DeviceParameter &g, const DeviceParameter &b,
-                     int64_t t, int64_t h) {
-  Normalized n{Floats(context, t * h), Floats(context, t), Floats(context, t)};
+template <typename T>
+Normalized<T> layerNorm(CudaContext &context, const Acts<T> &x,
+                        const DeviceParameter &g, const DeviceParameter &b,
+                        int64_t t, int64_t h) {
+  Normalized<T> n{Acts<T>(context, t * h), Floats(context, t),
+                  Floats(context, t)};
   layerNormForward(context.stream(), x.get(), g.value.get(), b.value.get(),
                    n.y.get(), n.mean.get(), n.rstd.get(), t, h);
   return n;
@@ -267,7 +319,8 @@ Normalized layerNorm(CudaContext &context, const Floats &x,
 
 /// LayerNorm's gain and bias gradients from its input x, statistics and
 /// output gradient dy.
-void normWeightGrad(CudaContext &context, const Floats &x, const Floats &dy,
+template <typename T>
+void normWeightGrad(CudaContext &context, const Acts<T> &x, const Acts<T> &dy,
                     const Floats &mean, const Floats &rstd,
                     DeviceParameter &gain, DeviceParameter &bias, int64_t t,
                     int64_t h) {
@@ -348,54 +401,53 @@ T &stateOf(std::map<int64_t, T> &states, int64_t mb, const std::string &what) {
   return it->second;
 }
 
-size_t floatBytes(std::initializer_list<const Floats *> arrays) {
-  size_t bytes = 0;
-  for (const Floats *a : arrays)
-    bytes += a->bytes();
-  return bytes;
+/// The bytes of `arrays`, of any element types.
+template <typename... Arrays> size_t bytesOf(const Arrays &...arrays) {
+  return (arrays.bytes() + ... + size_t{0});
 }
 
 //===----------------------------------------------------------------------===//
 // Layers
 //===----------------------------------------------------------------------===//
 
-/// Model.h's Layer on the GPU; arrays move in and out.
-class GpuLayer {
+/// Model.h's Layer on the GPU, its activations of type T; arrays move in and
+/// out.
+template <typename T> class GpuLayer {
 public:
   virtual ~GpuLayer() = default;
-  virtual void forward(int64_t mb, const Batch &batch, Floats in, Floats &out,
+  virtual void forward(int64_t mb, const Batch &batch, Acts<T> in, Acts<T> &out,
                        bool countLoss) = 0;
-  virtual void inputGrad(int64_t mb, Floats dout, Floats &din,
+  virtual void inputGrad(int64_t mb, Acts<T> dout, Acts<T> &din,
                          float lossScale) = 0;
   virtual void weightGrad(int64_t mb) = 0;
   virtual std::vector<DeviceParameter *> parameters() = 0;
   virtual size_t cachedBytes() const = 0;
 };
 
-class GpuEmbedding final : public GpuLayer {
+template <typename T> class GpuEmbedding final : public GpuLayer<T> {
 public:
   GpuEmbedding(CudaContext &context, const GptConfig &config,
                int64_t microbatches)
       : context(context), config(config),
         ids(context, microbatches, config.tokens(), /*grouped=*/true) {
-    params = upload(
+    params = upload<T>(
         context, embeddingParameters(config, vocabSlice(config.vocab, 0, 1)));
   }
-  void forward(int64_t mb, const Batch &batch, Floats, Floats &out,
+  void forward(int64_t mb, const Batch &batch, Acts<T>, Acts<T> &out,
                bool) override {
     const int64_t t = config.tokens(), h = config.hidden;
     const int32_t *tokens = ids.upload(mb, batch.tokens, config.vocab);
-    out = Floats(context, t * h);
+    out = Acts<T>(context, t * h);
     embeddingForward(context.stream(), tokens, params[0].value.get(),
                      params[1].value.get(), out.get(), t, h, config.seq);
     live.insert(mb);
   }
-  void inputGrad(int64_t mb, Floats dout, Floats &din, float) override {
-    din = Floats(); // token ids have no gradient
+  void inputGrad(int64_t mb, Acts<T> dout, Acts<T> &din, float) override {
+    din = Acts<T>(); // token ids have no gradient
     grads[mb] = std::move(dout);
   }
   void weightGrad(int64_t mb) override {
-    const Floats &d = stateOf(grads, mb, "the embedding's weight gradient");
+    const Acts<T> &d = stateOf(grads, mb, "the embedding's weight gradient");
     embeddingWeightGrad(context.stream(), ids.at(mb), ids.order(mb),
                         ids.starts(mb), ids.groups(mb), d.get(),
                         params[0].grad.get(), params[1].grad.get(),
@@ -419,11 +471,11 @@ private:
   std::vector<DeviceParameter> params; // token, position
   TokenSlots ids;
   std::set<int64_t> live;
-  std::map<int64_t, Floats> grads;
+  std::map<int64_t, Acts<T>> grads;
 };
 
 /// x -> x + Attn(LN1(x)) -> x2 + MLP(LN2(x2)).
-class GpuBlock final : public GpuLayer {
+template <typename T> class GpuBlock final : public GpuLayer<T> {
 public:
   GpuBlock(CudaContext &context, const GptConfig &config, int64_t index)
       : context(context), config(config) {
@@ -432,26 +484,26 @@ public:
             std::to_string(config.hidden / config.heads) +
             " dimensions are wider than the CUDA kernels' " +
             std::to_string(kMaxHeadDim) + "; use more heads");
-    params = upload(context, blockParameters(config, index));
+    params = upload<T>(context, blockParameters(config, index));
   }
 
-  void forward(int64_t mb, const Batch &, Floats in, Floats &out,
+  void forward(int64_t mb, const Batch &, Acts<T> in, Acts<T> &out,
                bool) override {
     const int64_t t = config.tokens(), h = config.hidden;
     cudaStream_t stream = context.stream();
     State &s = states[mb];
     s.x = std::move(in);
-    Normalized n1 = layerNorm(context, s.x, ln1g(), ln1b(), t, h);
+    Normalized<T> n1 = layerNorm(context, s.x, ln1g(), ln1b(), t, h);
     s.h1 = std::move(n1.y);
     s.mean1 = std::move(n1.mean);
     s.rstd1 = std::move(n1.rstd);
     s.qkv = linearForward(context, s.h1, wqkv(), bqkv(), t, h, 3 * h);
     s.lse = Floats(context, queryRows());
-    s.a = Floats(context, t * h);
+    s.a = Acts<T>(context, t * h);
     attentionForward(stream, s.qkv.get(), s.lse.get(), s.a.get(),
                      config.microBatch, config.heads, config.seq, h);
     s.x2 = linearForward(context, s.a, wo(), bo(), t, h, h, &s.x);
-    Normalized n2 = layerNorm(context, s.x2, ln2g(), ln2b(), t, h);
+    Normalized<T> n2 = layerNorm(context, s.x2, ln2g(), ln2b(), t, h);
     s.h2 = std::move(n2.y);
     s.mean2 = std::move(n2.mean);
     s.rstd2 = std::move(n2.rstd);
@@ -459,7 +511,7 @@ public:
     out = linearForward(context, s.f, w2(), b2(), t, 4 * h, h, &s.x2);
   }
 
-  void inputGrad(int64_t mb, Floats dy, Floats &dx, float) override {
+  void inputGrad(int64_t mb, Acts<T> dy, Acts<T> &dx, float) override {
     const int64_t t = config.tokens(), h = config.hidden;
     cudaStream_t stream = context.stream();
     State &s = stateOf(states, mb, "a block's input gradient");
@@ -467,14 +519,14 @@ public:
     s.dm = std::move(dy);
     s.dpre = geluLinearInputGrad(context, s.dm, w2(), s.pre, t, 4 * h, h);
     s.dh2 = linearInputGrad(context, s.dpre, w1(), t, h, 4 * h);
-    Floats dx2 = s.dm.clone();
+    Acts<T> dx2 = s.dm.clone();
     layerNormInputGrad(stream, s.x2.get(), s.dh2.get(), ln2g().value.get(),
                        s.mean2.get(), s.rstd2.get(), dx2.get(), t, h, true);
     // Attention branch; the residual carries dx2 to x.
     s.dout = dx2.clone();
-    Floats da = linearInputGrad(context, s.dout, wo(), t, h, h);
+    Acts<T> da = linearInputGrad(context, s.dout, wo(), t, h, h);
     Floats delta(context, queryRows());
-    s.dqkv = Floats(context, t * 3 * h);
+    s.dqkv = Acts<T>(context, t * 3 * h);
     attentionBackward(stream, s.qkv.get(), s.a.get(), s.lse.get(), da.get(),
                       delta.get(), s.dqkv.get(), config.microBatch,
                       config.heads, config.seq, h);
@@ -486,9 +538,9 @@ public:
     // allocator frees it after the kernels above): the weight gradient
     // needs each product's input and output gradient, not qkv, lse or the
     // MLP's pre-activation.
-    s.qkv = Floats();
+    s.qkv = Acts<T>();
     s.lse = Floats();
-    s.pre = Floats();
+    s.pre = Acts<T>();
   }
 
   void weightGrad(int64_t mb) override {
@@ -513,10 +565,9 @@ public:
   size_t cachedBytes() const override {
     size_t bytes = 0;
     for (const auto &[mb, s] : states)
-      bytes +=
-          floatBytes({&s.x, &s.h1, &s.qkv, &s.lse, &s.a, &s.x2, &s.h2, &s.pre,
-                      &s.f, &s.dm, &s.dpre, &s.dh2, &s.dout, &s.dqkv, &s.dh1,
-                      &s.mean1, &s.rstd1, &s.mean2, &s.rstd2});
+      bytes += bytesOf(s.x, s.h1, s.qkv, s.lse, s.a, s.x2, s.h2, s.pre, s.f,
+                       s.dm, s.dpre, s.dh2, s.dout, s.dqkv, s.dh1, s.mean1,
+                       s.rstd1, s.mean2, s.rstd2);
     return bytes;
   }
 
@@ -524,9 +575,10 @@ private:
   struct State {
     // Forward (lse: attention's log-sum-exp per query row; the input
     // gradient frees qkv, lse and pre).
-    Floats x, h1, qkv, lse, a, x2, h2, pre, f;
-    Floats mean1, rstd1, mean2, rstd2;     // LayerNorm statistics
-    Floats dm, dpre, dh2, dout, dqkv, dh1; // kept for weightGrad
+    Acts<T> x, h1, qkv, a, x2, h2, pre, f;
+    Floats lse;
+    Floats mean1, rstd1, mean2, rstd2;      // LayerNorm statistics
+    Acts<T> dm, dpre, dh2, dout, dqkv, dh1; // kept for weightGrad
   };
   /// Attention's query rows: batch x heads x seq.
   int64_t queryRows() const {
@@ -552,18 +604,20 @@ private:
   std::map<int64_t, State> states;
 };
 
-/// Final LayerNorm, LM head (no bias) and mean cross-entropy.
-class GpuHead final : public GpuLayer {
+/// Final LayerNorm, LM head (no bias) and mean cross-entropy. The logits
+/// and their softmax are fp32 whatever T (as mixed-precision training keeps
+/// the loss); their gradient is of type T.
+template <typename T> class GpuHead final : public GpuLayer<T> {
 public:
   GpuHead(CudaContext &context, const GptConfig &config, int64_t microbatches,
           double *lossSum)
       : context(context), config(config),
         targets(context, microbatches, config.tokens()), lossSum(lossSum) {
-    params = upload(context, headParameters(config));
+    params = upload<T>(context, headParameters(config));
   }
   /// `out` is a copy of the input: the stage's output that runtime operations
   /// see (Model.cpp's Head passes its input on alike).
-  void forward(int64_t mb, const Batch &batch, Floats in, Floats &out,
+  void forward(int64_t mb, const Batch &batch, Acts<T> in, Acts<T> &out,
                bool countLoss) override {
     const int64_t t = config.tokens(), h = config.hidden, v = config.vocab;
     cudaStream_t stream = context.stream();
@@ -571,31 +625,39 @@ public:
     s.x = std::move(in);
     out = s.x.clone();
     const int32_t *target = targets.upload(mb, batch.targets, v);
-    Normalized n = layerNorm(context, s.x, gain(), bias(), t, h);
+    Normalized<T> n = layerNorm(context, s.x, gain(), bias(), t, h);
     s.hf = std::move(n.y);
     s.mean = std::move(n.mean);
     s.rstd = std::move(n.rstd);
     s.probs = Floats(context, t * v);
-    gemm(context, false, false, t, v, h, s.hf.get(), weight().value.get(), 0.0f,
+    gemm(context, false, false, t, v, h, s.hf.get(), weights<T>(weight()), 0.0f,
          s.probs.get());
     DeviceArray<double> rowLoss(context, t);
     softmaxCrossEntropy(stream, s.probs.get(), target, rowLoss.get(), t, v);
     if (countLoss)
       addMeanLoss(stream, rowLoss.get(), t, lossSum);
   }
-  void inputGrad(int64_t mb, Floats, Floats &din, float lossScale) override {
+  void inputGrad(int64_t mb, Acts<T>, Acts<T> &din, float lossScale) override {
     const int64_t t = config.tokens(), h = config.hidden, v = config.vocab;
     cudaStream_t stream = context.stream();
     State &s = stateOf(states, mb, "the head's input gradient");
-    // The logit gradients replace the probabilities in place: the head
-    // keeps one vocabulary-wide array per micro-batch, not two.
-    s.dlogits = std::move(s.probs);
-    crossEntropyGrad(stream, s.dlogits.get(), targets.at(mb), s.dlogits.get(),
-                     t, v, lossScale / static_cast<float>(t));
-    s.dhf = Floats(context, t * h);
-    gemm(context, false, true, t, h, v, s.dlogits.get(), weight().value.get(),
+    // The logit gradients replace the probabilities (in place for fp32):
+    // the head keeps one vocabulary-wide array per micro-batch, not two.
+    const float scale = lossScale / static_cast<float>(t);
+    if constexpr (std::is_same_v<T, float>) {
+      s.dlogits = std::move(s.probs);
+      crossEntropyGrad(stream, s.dlogits.get(), targets.at(mb), s.dlogits.get(),
+                       t, v, scale);
+    } else {
+      s.dlogits = Acts<T>(context, t * v);
+      crossEntropyGrad(stream, s.probs.get(), targets.at(mb), s.dlogits.get(),
+                       t, v, scale);
+      s.probs = Floats();
+    }
+    s.dhf = Acts<T>(context, t * h);
+    gemm(context, false, true, t, h, v, s.dlogits.get(), weights<T>(weight()),
          0.0f, s.dhf.get());
-    din = Floats(context, t * h);
+    din = Acts<T>(context, t * h);
     layerNormInputGrad(stream, s.x.get(), s.dhf.get(), gain().value.get(),
                        s.mean.get(), s.rstd.get(), din.get(), t, h, false);
   }
@@ -613,15 +675,16 @@ public:
   size_t cachedBytes() const override {
     size_t bytes = 0;
     for (const auto &[mb, s] : states)
-      bytes += floatBytes({&s.x, &s.hf, &s.probs, &s.mean, &s.rstd, &s.dlogits,
-                           &s.dhf}) +
+      bytes += bytesOf(s.x, s.hf, s.probs, s.mean, s.rstd, s.dlogits, s.dhf) +
                config.tokens() * sizeof(int32_t);
     return bytes;
   }
 
 private:
   struct State {
-    Floats x, hf, probs, mean, rstd, dlogits, dhf;
+    Acts<T> x, hf;
+    Floats probs, mean, rstd;
+    Acts<T> dlogits, dhf;
   };
   DeviceParameter &gain() { return params[0]; }
   DeviceParameter &bias() { return params[1]; }
@@ -655,41 +718,77 @@ BufferPtr wrap(Floats array) {
   return array ? std::make_unique<CudaBuffer>(std::move(array)) : nullptr;
 }
 
-class CudaStage final : public DeviceStage {
+/// An executor's fp32 array as activations of type T and back: the array
+/// itself for fp32, a converted copy for bf16 (the original is freed in
+/// stream order).
+template <typename T> Acts<T> toActs(CudaContext &context, Floats array) {
+  if constexpr (std::is_same_v<T, float>) {
+    return array;
+  } else {
+    Acts<T> out;
+    if (array) {
+      out = Acts<T>(context, array.size());
+      convert(context.stream(), array.get(), out.get(),
+              static_cast<int64_t>(array.size()));
+    }
+    return out;
+  }
+}
+template <typename T> Floats toFloats(CudaContext &context, Acts<T> array) {
+  if constexpr (std::is_same_v<T, float>) {
+    return array;
+  } else {
+    Floats out;
+    if (array) {
+      out = Floats(context, array.size());
+      convert(context.stream(), array.get(), out.get(),
+              static_cast<int64_t>(array.size()));
+    }
+    return out;
+  }
+}
+
+/// The device's view of a stage, whatever its activations' type.
+class AnyCudaStage : public DeviceStage {
+public:
+  virtual std::vector<DeviceParameter *> parameters() = 0;
+};
+
+template <typename T> class CudaStage final : public AnyCudaStage {
 public:
   CudaStage(CudaContext &context, const GptConfig &config,
             const ScheduleDesc::Stage &s, int64_t microbatches, double *lossSum)
       : context(context) {
     if (s.first)
       layers.push_back(
-          std::make_unique<GpuEmbedding>(context, config, microbatches));
+          std::make_unique<GpuEmbedding<T>>(context, config, microbatches));
     for (int64_t i = 0; i < s.blocks; ++i)
       layers.push_back(
-          std::make_unique<GpuBlock>(context, config, s.firstBlock + i));
+          std::make_unique<GpuBlock<T>>(context, config, s.firstBlock + i));
     if (s.last)
       layers.push_back(
-          std::make_unique<GpuHead>(context, config, microbatches, lossSum));
+          std::make_unique<GpuHead<T>>(context, config, microbatches, lossSum));
   }
   void forward(int64_t mb, const Batch &batch, BufferPtr in, BufferPtr &out,
                bool countLoss) override {
-    Floats current = unwrap(std::move(in));
+    Acts<T> current = toActs<T>(context, unwrap(std::move(in)));
     for (auto &layer : layers) {
-      Floats next;
+      Acts<T> next;
       layer->forward(mb, batch, std::move(current), next, countLoss);
       current = std::move(next);
     }
-    out = wrap(std::move(current));
+    out = wrap(toFloats(context, std::move(current)));
     context.markProgress();
   }
   void inputGrad(int64_t mb, BufferPtr dout, BufferPtr &din,
                  float lossScale) override {
-    Floats current = unwrap(std::move(dout));
+    Acts<T> current = toActs<T>(context, unwrap(std::move(dout)));
     for (auto it = layers.rbegin(); it != layers.rend(); ++it) {
-      Floats next;
+      Acts<T> next;
       (*it)->inputGrad(mb, std::move(current), next, lossScale);
       current = std::move(next);
     }
-    din = wrap(std::move(current));
+    din = wrap(toFloats(context, std::move(current)));
     context.markProgress();
   }
   void weightGrad(int64_t mb) override {
@@ -697,7 +796,7 @@ public:
       layer->weightGrad(mb);
     context.markProgress();
   }
-  std::vector<DeviceParameter *> parameters() {
+  std::vector<DeviceParameter *> parameters() override {
     std::vector<DeviceParameter *> all;
     for (auto &layer : layers)
       for (DeviceParameter *p : layer->parameters())
@@ -719,7 +818,7 @@ public:
 
 private:
   CudaContext &context;
-  std::vector<std::unique_ptr<GpuLayer>> layers;
+  std::vector<std::unique_ptr<GpuLayer<T>>> layers;
 };
 
 class CudaDevice final : public Device {
@@ -744,8 +843,13 @@ public:
   }
   std::unique_ptr<DeviceStage>
   makeStage(const ScheduleDesc::Stage &s) override {
-    auto stage = std::make_unique<CudaStage>(*context, desc.model, s,
-                                             desc.microbatches, lossSum.get());
+    std::unique_ptr<AnyCudaStage> stage;
+    if (context->math() == MathMode::Bf16)
+      stage = std::make_unique<CudaStage<bf16>>(
+          *context, desc.model, s, desc.microbatches, lossSum.get());
+    else
+      stage = std::make_unique<CudaStage<float>>(
+          *context, desc.model, s, desc.microbatches, lossSum.get());
     for (DeviceParameter *p : stage->parameters())
       parameters.push_back(p);
     return stage;
@@ -828,6 +932,7 @@ public:
             std::make_pair(&saved.m, &p.m), std::make_pair(&saved.v, &p.v)})
         CUDACHECK(cudaMemcpyAsync(to->get(), from->data(), to->bytes(),
                                   cudaMemcpyHostToDevice, context->stream()));
+      p.refreshCopy(*context);
     }
     adam.step = s.adamStep;
     // `s` may go once this returns: wait for the copies.
@@ -850,7 +955,8 @@ private:
     std::vector<AdamChunk> chunks;
     for (DeviceParameter *p : parameters)
       appendAdamChunks(p->value.get(), p->grad.get(), p->m.get(), p->v.get(),
-                       static_cast<int64_t>(p->value.size()), chunks);
+                       p->copy.get(), static_cast<int64_t>(p->value.size()),
+                       chunks);
     if (chunks.empty())
       return;
     adamChunks = DeviceArray<AdamChunk>(*context, chunks.size());

@@ -75,6 +75,18 @@ __device__ float warpMax(float value) {
   return __shfl_sync(kFullMask, value, 0);
 }
 
+/// Activations (float or bf16) are read into float and rounded once when
+/// stored.
+__host__ __device__ inline float toFloat(float x) { return x; }
+__host__ __device__ inline float toFloat(bf16 x) { return __bfloat162float(x); }
+template <typename T> __host__ __device__ inline T fromFloat(float x);
+template <> __host__ __device__ inline float fromFloat<float>(float x) {
+  return x;
+}
+template <> __host__ __device__ inline bf16 fromFloat<bf16>(float x) {
+  return __float2bfloat16(x);
+}
+
 __device__ float gelu(float x) {
   return 0.5f * x * (1 + tanhf(kGeluC * (x + 0.044715f * x * x * x)));
 }
@@ -88,40 +100,44 @@ __device__ float geluGrad(float x) {
 // Kernels
 //===----------------------------------------------------------------------===//
 
+template <typename T>
 __global__ void embeddingForwardKernel(const int32_t *ids, const float *token,
-                                       const float *position, float *out,
+                                       const float *position, T *out,
                                        int64_t tokens, int64_t hidden,
                                        int64_t seq) {
   for (int64_t i = globalThread(); i < tokens * hidden; i += globalThreads()) {
     const int64_t r = i / hidden, c = i % hidden;
-    out[i] = token[ids[r] * hidden + c] + position[(r % seq) * hidden + c];
+    out[i] = fromFloat<T>(token[ids[r] * hidden + c] +
+                          position[(r % seq) * hidden + c]);
   }
 }
 
 /// Thread (g, c): column c of the token of group g, its rows
 /// order[starts[g] .. starts[g + 1]) added in that (row) order.
+template <typename T>
 __global__ void tokenGradKernel(const int32_t *ids, const int32_t *order,
                                 const int32_t *starts, int64_t groups,
-                                const float *dout, float *tokenGrad,
+                                const T *dout, float *tokenGrad,
                                 int64_t hidden) {
   for (int64_t i = globalThread(); i < groups * hidden; i += globalThreads()) {
     const int64_t g = i / hidden, c = i % hidden;
     float *into = tokenGrad + ids[order[starts[g]]] * hidden + c;
     float sum = *into;
     for (int32_t k = starts[g]; k < starts[g + 1]; ++k)
-      sum += dout[order[k] * hidden + c];
+      sum += toFloat(dout[order[k] * hidden + c]);
     *into = sum;
   }
 }
 
 /// Thread (p, c): column c of position p, the sequences' rows in order.
-__global__ void positionGradKernel(const float *dout, float *positionGrad,
+template <typename T>
+__global__ void positionGradKernel(const T *dout, float *positionGrad,
                                    int64_t tokens, int64_t hidden,
                                    int64_t seq) {
   for (int64_t i = globalThread(); i < seq * hidden; i += globalThreads()) {
     float sum = positionGrad[i];
     for (int64_t r = i / hidden; r < tokens; r += seq)
-      sum += dout[r * hidden + i % hidden];
+      sum += toFloat(dout[r * hidden + i % hidden]);
     positionGrad[i] = sum;
   }
 }
@@ -149,13 +165,14 @@ __device__ void forEachChunk(int64_t rows, int64_t cols, Body body) {
 }
 
 /// partials[chunk][c] = sum of x[r][c] over the chunk's rows.
-__global__ void columnPartialsKernel(const float *x, float *partials,
-                                     int64_t rows, int64_t cols) {
+template <typename T>
+__global__ void columnPartialsKernel(const T *x, float *partials, int64_t rows,
+                                     int64_t cols) {
   forEachChunk(rows, cols,
                [&](int64_t chunk, int64_t c, int64_t first, int64_t end) {
                  float sum = 0;
                  for (int64_t r = first; r < end; ++r)
-                   sum += x[r * cols + c];
+                   sum += toFloat(x[r * cols + c]);
                  partials[chunk * cols + c] = sum;
                });
 }
@@ -177,20 +194,20 @@ __global__ void addKernel(const float *a, const float *b, float *out,
     out[i] = a[i] + b[i];
 }
 
-__global__ void layerNormForwardKernel(const float *x, const float *gain,
-                                       const float *bias, float *y, float *mean,
-                                       float *rstd, int64_t rows,
-                                       int64_t hidden) {
+template <typename T>
+__global__ void
+layerNormForwardKernel(const T *x, const float *gain, const float *bias, T *y,
+                       float *mean, float *rstd, int64_t rows, int64_t hidden) {
   const int lane = threadIdx.x % 32;
   for (int64_t r = firstRow(); r < rows; r += rowStride()) {
-    const float *row = x + r * hidden;
+    const T *row = x + r * hidden;
     double m = 0;
     for (int64_t c = lane; c < hidden; c += 32)
-      m += row[c];
+      m += toFloat(row[c]);
     m = warpSum(m) / hidden;
     double v = 0;
     for (int64_t c = lane; c < hidden; c += 32)
-      v += (row[c] - m) * (row[c] - m);
+      v += (toFloat(row[c]) - m) * (toFloat(row[c]) - m);
     v = warpSum(v) / hidden;
     const float mu = static_cast<float>(m);
     const float inv = static_cast<float>(1.0 / sqrt(v + kLayerNormEps));
@@ -199,39 +216,42 @@ __global__ void layerNormForwardKernel(const float *x, const float *gain,
       rstd[r] = inv;
     }
     for (int64_t c = lane; c < hidden; c += 32)
-      y[r * hidden + c] = (row[c] - mu) * inv * gain[c] + bias[c];
+      y[r * hidden + c] =
+          fromFloat<T>((toFloat(row[c]) - mu) * inv * gain[c] + bias[c]);
   }
 }
 
-__global__ void layerNormInputGradKernel(const float *x, const float *dy,
+template <typename T>
+__global__ void layerNormInputGradKernel(const T *x, const T *dy,
                                          const float *gain, const float *mean,
-                                         const float *rstd, float *dx,
-                                         int64_t rows, int64_t hidden,
-                                         bool accumulate) {
+                                         const float *rstd, T *dx, int64_t rows,
+                                         int64_t hidden, bool accumulate) {
   const int lane = threadIdx.x % 32;
   for (int64_t r = firstRow(); r < rows; r += rowStride()) {
     const float mu = mean[r], inv = rstd[r];
     double meanD = 0, meanDX = 0;
     for (int64_t c = lane; c < hidden; c += 32) {
-      const double xhat = (x[r * hidden + c] - mu) * inv;
-      const double d = dy[r * hidden + c] * gain[c];
+      const double xhat = (toFloat(x[r * hidden + c]) - mu) * inv;
+      const double d = toFloat(dy[r * hidden + c]) * gain[c];
       meanD += d;
       meanDX += d * xhat;
     }
     meanD = warpSum(meanD) / hidden;
     meanDX = warpSum(meanDX) / hidden;
     for (int64_t c = lane; c < hidden; c += 32) {
-      const double xhat = (x[r * hidden + c] - mu) * inv;
-      const double d = dy[r * hidden + c] * gain[c];
+      const double xhat = (toFloat(x[r * hidden + c]) - mu) * inv;
+      const double d = toFloat(dy[r * hidden + c]) * gain[c];
       const float value = static_cast<float>(inv * (d - meanD - xhat * meanDX));
-      dx[r * hidden + c] = accumulate ? dx[r * hidden + c] + value : value;
+      dx[r * hidden + c] = fromFloat<T>(
+          accumulate ? toFloat(dx[r * hidden + c]) + value : value);
     }
   }
 }
 
 /// LayerNorm's weight gradients per chunk: the gain's (dy * xhat) in
 /// partials[0 .. chunks), the bias's (dy) in partials[chunks .. 2 chunks).
-__global__ void layerNormPartialsKernel(const float *x, const float *dy,
+template <typename T>
+__global__ void layerNormPartialsKernel(const T *x, const T *dy,
                                         const float *mean, const float *rstd,
                                         float *partials, int64_t rows,
                                         int64_t hidden) {
@@ -240,24 +260,37 @@ __global__ void layerNormPartialsKernel(const float *x, const float *dy,
                [&](int64_t chunk, int64_t c, int64_t first, int64_t end) {
                  float g = 0, b = 0;
                  for (int64_t r = first; r < end; ++r) {
-                   const float xhat = (x[r * hidden + c] - mean[r]) * rstd[r];
-                   g += dy[r * hidden + c] * xhat;
-                   b += dy[r * hidden + c];
+                   const float xhat =
+                       (toFloat(x[r * hidden + c]) - mean[r]) * rstd[r];
+                   const float d = toFloat(dy[r * hidden + c]);
+                   g += d * xhat;
+                   b += d;
                  }
                  partials[chunk * hidden + c] = g;
                  partials[(chunks + chunk) * hidden + c] = b;
                });
 }
 
-__global__ void geluForwardKernel(const float *x, float *y, int64_t n) {
+template <typename T>
+__global__ void geluForwardKernel(const T *x, T *y, int64_t n) {
   for (int64_t i = globalThread(); i < n; i += globalThreads())
-    y[i] = gelu(x[i]);
+    y[i] = fromFloat<T>(gelu(toFloat(x[i])));
 }
 
-__global__ void geluBackwardKernel(const float *dy, const float *x, float *dx,
-                                   int64_t n) {
+template <typename T>
+__global__ void geluBackwardKernel(const T *dy, const T *x, T *dx, int64_t n) {
   for (int64_t i = globalThread(); i < n; i += globalThreads())
-    dx[i] = dy[i] * geluGrad(x[i]);
+    dx[i] = fromFloat<T>(toFloat(dy[i]) * geluGrad(toFloat(x[i])));
+}
+
+__global__ void toBf16Kernel(const float *from, bf16 *to, int64_t n) {
+  for (int64_t i = globalThread(); i < n; i += globalThreads())
+    to[i] = fromFloat<bf16>(from[i]);
+}
+
+__global__ void toFloatKernel(const bf16 *from, float *to, int64_t n) {
+  for (int64_t i = globalThread(); i < n; i += globalThreads())
+    to[i] = toFloat(from[i]);
 }
 
 /// The offsets of one (batch, head) in qkv: row `token` of q, k or v.
@@ -299,10 +332,10 @@ __device__ void forEachHeadRow(const Heads &s, Body body) {
     body(r, s.row(r));
 }
 
-__device__ float dot(const float *a, const float *b, int64_t n) {
+template <typename T> __device__ float dot(const T *a, const T *b, int64_t n) {
   float sum = 0;
   for (int64_t c = 0; c < n; ++c)
-    sum += a[c] * b[c];
+    sum += toFloat(a[c]) * toFloat(b[c]);
   return sum;
 }
 
@@ -318,17 +351,19 @@ struct HeadRow {
       value *= factor;
   }
   /// += weight * row[c] for the lane's columns.
-  __device__ void addScaled(float weight, const float *row, int64_t dim) {
+  template <typename T>
+  __device__ void addScaled(float weight, const T *row, int64_t dim) {
     const int lane = threadIdx.x % 32;
     for (int x = 0; x < kMaxHeadDim / 32; ++x)
       if (lane + 32 * x < dim)
-        at[x] += weight * row[lane + 32 * x];
+        at[x] += weight * toFloat(row[lane + 32 * x]);
   }
-  __device__ void store(float factor, float *row, int64_t dim) const {
+  template <typename T>
+  __device__ void store(float factor, T *row, int64_t dim) const {
     const int lane = threadIdx.x % 32;
     for (int x = 0; x < kMaxHeadDim / 32; ++x)
       if (lane + 32 * x < dim)
-        row[lane + 32 * x] = at[x] * factor;
+        row[lane + 32 * x] = fromFloat<T>(at[x] * factor);
   }
 };
 
@@ -345,13 +380,14 @@ struct HeadRow {
 /// One warp per query row i of one (batch, head): the online softmax over
 /// the keys j <= i (a running maximum and sum rescale what the row has
 /// gathered so far), then out_i and lse_i = log sum_j exp(score_ij).
-__global__ void attentionForwardKernel(Heads s, const float *qkv, float *lse,
-                                       float *out) {
+template <typename T>
+__global__ void attentionForwardKernel(Heads s, const T *qkv, float *lse,
+                                       T *out) {
   const int lane = threadIdx.x % 32;
   const float scale = s.scale();
   forEachHeadRow(s, [&](int64_t r, Heads::Row row) {
     const auto [i, bh, hd, b] = row;
-    const float *q = qkv + s.q(b, hd, i);
+    const T *q = qkv + s.q(b, hd, i);
     HeadRow gathered;
     float runMax = -INFINITY, runSum = 0;
     for (int64_t j0 = 0; j0 <= i; j0 += 32) {
@@ -377,15 +413,16 @@ __global__ void attentionForwardKernel(Heads s, const float *qkv, float *lse,
 
 /// One warp per query row: delta_i = dout_i . out_i, which equals
 /// sum_j p_ij (dout_i . v_j), the softmax gradient's subtrahend.
-__global__ void attentionDeltaKernel(Heads s, const float *out,
-                                     const float *dout, float *delta) {
+template <typename T>
+__global__ void attentionDeltaKernel(Heads s, const T *out, const T *dout,
+                                     float *delta) {
   const int lane = threadIdx.x % 32;
   forEachHeadRow(s, [&](int64_t r, Heads::Row row) {
     const auto [i, bh, hd, b] = row;
     const int64_t at = s.o(b, hd, i);
     float local = 0;
     for (int64_t c = lane; c < s.dim; c += 32)
-      local += dout[at + c] * out[at + c];
+      local += toFloat(dout[at + c]) * toFloat(out[at + c]);
     const float sum = warpSum(local);
     if (lane == 0)
       delta[r] = sum;
@@ -397,10 +434,11 @@ __global__ void attentionDeltaKernel(Heads s, const float *out,
 struct PairGrad {
   float p, ds;
 };
-__device__ PairGrad pairGrad(const Heads &s, const float *qkv,
-                             const float *dout, const float *lse,
-                             const float *delta, int64_t b, int64_t hd,
-                             int64_t i, int64_t j, int64_t row, float scale) {
+template <typename T>
+__device__ PairGrad pairGrad(const Heads &s, const T *qkv, const T *dout,
+                             const float *lse, const float *delta, int64_t b,
+                             int64_t hd, int64_t i, int64_t j, int64_t row,
+                             float scale) {
   const float score =
       dot(qkv + s.q(b, hd, i), qkv + s.k(b, hd, j), s.dim) * scale;
   const float p = expf(score - lse[row]);
@@ -409,9 +447,10 @@ __device__ PairGrad pairGrad(const Heads &s, const float *qkv,
 }
 
 /// One warp per query row i: dq_i = sum over j <= i of ds_ij k_j.
-__global__ void attentionQueryGradKernel(Heads s, const float *qkv,
-                                         const float *dout, const float *lse,
-                                         const float *delta, float *dqkv) {
+template <typename T>
+__global__ void attentionQueryGradKernel(Heads s, const T *qkv, const T *dout,
+                                         const float *lse, const float *delta,
+                                         T *dqkv) {
   const int lane = threadIdx.x % 32;
   const float scale = s.scale();
   forEachHeadRow(s, [&](int64_t r, Heads::Row row) {
@@ -433,9 +472,10 @@ __global__ void attentionQueryGradKernel(Heads s, const float *qkv,
 
 /// One warp per key row j: dk_j = sum over i >= j of ds_ij q_i and
 /// dv_j = sum over i >= j of p_ij dout_i, i in order.
-__global__ void attentionKeyValueGradKernel(Heads s, const float *qkv,
-                                            const float *dout, const float *lse,
-                                            const float *delta, float *dqkv) {
+template <typename T>
+__global__ void attentionKeyValueGradKernel(Heads s, const T *qkv,
+                                            const T *dout, const float *lse,
+                                            const float *delta, T *dqkv) {
   const int lane = threadIdx.x % 32;
   const float scale = s.scale();
   forEachHeadRow(s, [&](int64_t r, Heads::Row row) {
@@ -493,15 +533,15 @@ __global__ void addMeanLossKernel(const double *rowLoss, int64_t rows,
   *sum += static_cast<float>(loss / rows);
 }
 
-__global__ void crossEntropyGradKernel(const float *probs,
-                                       const int32_t *targets, float *dlogits,
-                                       int64_t rows, int64_t vocab,
-                                       float scale) {
+template <typename T>
+__global__ void
+crossEntropyGradKernel(const float *probs, const int32_t *targets, T *dlogits,
+                       int64_t rows, int64_t vocab, float scale) {
   for (int64_t i = globalThread(); i < rows * vocab; i += globalThreads()) {
     float g = probs[i];
     if (i % vocab == targets[i / vocab])
       g -= 1.0f;
-    dlogits[i] = g * scale;
+    dlogits[i] = fromFloat<T>(g * scale);
   }
 }
 
@@ -517,6 +557,8 @@ __global__ void adamKernel(const AdamChunk *chunks, int64_t count, float lr,
       k.m[i] = beta1 * k.m[i] + (1 - beta1) * g;
       k.v[i] = beta2 * k.v[i] + (1 - beta2) * g * g;
       k.value[i] -= lr * (k.m[i] / c1) / (sqrtf(k.v[i] / c2) + eps);
+      if (k.copy)
+        k.copy[i] = fromFloat<bf16>(k.value[i]);
       k.grad[i] = 0.0f;
     }
   }
@@ -554,14 +596,15 @@ __global__ void adamKernel(const AdamChunk *chunks, int64_t count, float lr,
 #define LAUNCH_ROWS(kernel, rows, stream, ...)                                 \
   LAUNCH(kernel, rows, kWarpsPerBlock, kWarpsPerBlock * 32, stream, __VA_ARGS__)
 
+template <typename T>
 void flexpipe::rt::cuda::embeddingForward(cudaStream_t stream,
                                           const int32_t *ids,
                                           const float *token,
-                                          const float *position, float *out,
+                                          const float *position, T *out,
                                           int64_t tokens, int64_t hidden,
                                           int64_t seq) {
-  LAUNCH_ELEMENTS(embeddingForwardKernel, tokens * hidden, stream, ids, token,
-                  position, out, tokens, hidden, seq);
+  LAUNCH_ELEMENTS(embeddingForwardKernel<T>, tokens * hidden, stream, ids,
+                  token, position, out, tokens, hidden, seq);
 }
 
 void flexpipe::rt::cuda::groupRowsByToken(const int32_t *ids, int64_t tokens,
@@ -578,14 +621,15 @@ void flexpipe::rt::cuda::groupRowsByToken(const int32_t *ids, int64_t tokens,
   starts[groups] = static_cast<int32_t>(tokens);
 }
 
+template <typename T>
 void flexpipe::rt::cuda::embeddingWeightGrad(
     cudaStream_t stream, const int32_t *ids, const int32_t *order,
-    const int32_t *starts, int64_t groups, const float *dout, float *tokenGrad,
+    const int32_t *starts, int64_t groups, const T *dout, float *tokenGrad,
     float *positionGrad, int64_t tokens, int64_t hidden, int64_t seq) {
-  LAUNCH_ELEMENTS(tokenGradKernel, groups * hidden, stream, ids, order, starts,
-                  groups, dout, tokenGrad, hidden);
-  LAUNCH_ELEMENTS(positionGradKernel, seq * hidden, stream, dout, positionGrad,
-                  tokens, hidden, seq);
+  LAUNCH_ELEMENTS(tokenGradKernel<T>, groups * hidden, stream, ids, order,
+                  starts, groups, dout, tokenGrad, hidden);
+  LAUNCH_ELEMENTS(positionGradKernel<T>, seq * hidden, stream, dout,
+                  positionGrad, tokens, hidden, seq);
 }
 
 int64_t flexpipe::rt::cuda::rowSumScratch(int64_t rows, int64_t cols) {
@@ -605,11 +649,12 @@ static void addPartials(cudaStream_t stream, const float *partials, float *sums,
                   sums, rowChunks(rows), cols);
 }
 
-void flexpipe::rt::cuda::addColumnSums(cudaStream_t stream, const float *x,
+template <typename T>
+void flexpipe::rt::cuda::addColumnSums(cudaStream_t stream, const T *x,
                                        float *sums, float *scratch,
                                        int64_t rows, int64_t cols) {
-  LAUNCH_ROWS(columnPartialsKernel, chunkWarps(rows, cols), stream, x, scratch,
-              rows, cols);
+  LAUNCH_ROWS(columnPartialsKernel<T>, chunkWarps(rows, cols), stream, x,
+              scratch, rows, cols);
   addPartials(stream, scratch, sums, rows, cols);
 }
 
@@ -618,69 +663,84 @@ void flexpipe::rt::cuda::add(cudaStream_t stream, const float *a,
   LAUNCH_ELEMENTS(addKernel, n, stream, a, b, out, n);
 }
 
-void flexpipe::rt::cuda::layerNormForward(cudaStream_t stream, const float *x,
+template <typename T>
+void flexpipe::rt::cuda::layerNormForward(cudaStream_t stream, const T *x,
                                           const float *gain, const float *bias,
-                                          float *y, float *mean, float *rstd,
+                                          T *y, float *mean, float *rstd,
                                           int64_t rows, int64_t hidden) {
-  LAUNCH_ROWS(layerNormForwardKernel, rows, stream, x, gain, bias, y, mean,
+  LAUNCH_ROWS(layerNormForwardKernel<T>, rows, stream, x, gain, bias, y, mean,
               rstd, rows, hidden);
 }
 
-void flexpipe::rt::cuda::layerNormInputGrad(cudaStream_t stream, const float *x,
-                                            const float *dy, const float *gain,
+template <typename T>
+void flexpipe::rt::cuda::layerNormInputGrad(cudaStream_t stream, const T *x,
+                                            const T *dy, const float *gain,
                                             const float *mean,
-                                            const float *rstd, float *dx,
+                                            const float *rstd, T *dx,
                                             int64_t rows, int64_t hidden,
                                             bool accumulate) {
-  LAUNCH_ROWS(layerNormInputGradKernel, rows, stream, x, dy, gain, mean, rstd,
-              dx, rows, hidden, accumulate);
+  LAUNCH_ROWS(layerNormInputGradKernel<T>, rows, stream, x, dy, gain, mean,
+              rstd, dx, rows, hidden, accumulate);
 }
 
-void flexpipe::rt::cuda::layerNormWeightGrad(cudaStream_t stream,
-                                             const float *x, const float *dy,
-                                             const float *mean,
+template <typename T>
+void flexpipe::rt::cuda::layerNormWeightGrad(cudaStream_t stream, const T *x,
+                                             const T *dy, const float *mean,
                                              const float *rstd, float *gainGrad,
                                              float *biasGrad, float *scratch,
                                              int64_t rows, int64_t hidden) {
-  LAUNCH_ROWS(layerNormPartialsKernel, chunkWarps(rows, hidden), stream, x, dy,
-              mean, rstd, scratch, rows, hidden);
+  LAUNCH_ROWS(layerNormPartialsKernel<T>, chunkWarps(rows, hidden), stream, x,
+              dy, mean, rstd, scratch, rows, hidden);
   addPartials(stream, scratch, gainGrad, rows, hidden);
   addPartials(stream, scratch + rowSumScratch(rows, hidden), biasGrad, rows,
               hidden);
 }
 
-void flexpipe::rt::cuda::geluForward(cudaStream_t stream, const float *x,
-                                     float *y, int64_t n) {
-  LAUNCH_ELEMENTS(geluForwardKernel, n, stream, x, y, n);
+template <typename T>
+void flexpipe::rt::cuda::geluForward(cudaStream_t stream, const T *x, T *y,
+                                     int64_t n) {
+  LAUNCH_ELEMENTS(geluForwardKernel<T>, n, stream, x, y, n);
 }
 
-void flexpipe::rt::cuda::geluBackward(cudaStream_t stream, const float *dy,
-                                      const float *x, float *dx, int64_t n) {
-  LAUNCH_ELEMENTS(geluBackwardKernel, n, stream, dy, x, dx, n);
+template <typename T>
+void flexpipe::rt::cuda::geluBackward(cudaStream_t stream, const T *dy,
+                                      const T *x, T *dx, int64_t n) {
+  LAUNCH_ELEMENTS(geluBackwardKernel<T>, n, stream, dy, x, dx, n);
 }
 
-void flexpipe::rt::cuda::attentionForward(cudaStream_t stream, const float *qkv,
-                                          float *lse, float *out, int64_t batch,
+void flexpipe::rt::cuda::convert(cudaStream_t stream, const float *from,
+                                 bf16 *to, int64_t n) {
+  LAUNCH_ELEMENTS(toBf16Kernel, n, stream, from, to, n);
+}
+
+void flexpipe::rt::cuda::convert(cudaStream_t stream, const bf16 *from,
+                                 float *to, int64_t n) {
+  LAUNCH_ELEMENTS(toFloatKernel, n, stream, from, to, n);
+}
+
+template <typename T>
+void flexpipe::rt::cuda::attentionForward(cudaStream_t stream, const T *qkv,
+                                          float *lse, T *out, int64_t batch,
                                           int64_t heads, int64_t seq,
                                           int64_t hidden) {
   const Heads shape{batch, heads, seq, hidden, hidden / heads};
-  LAUNCH_ROWS(attentionForwardKernel, batch * heads * seq, stream, shape, qkv,
-              lse, out);
+  LAUNCH_ROWS(attentionForwardKernel<T>, batch * heads * seq, stream, shape,
+              qkv, lse, out);
 }
 
-void flexpipe::rt::cuda::attentionBackward(cudaStream_t stream,
-                                           const float *qkv, const float *out,
-                                           const float *lse, const float *dout,
-                                           float *delta, float *dqkv,
+template <typename T>
+void flexpipe::rt::cuda::attentionBackward(cudaStream_t stream, const T *qkv,
+                                           const T *out, const float *lse,
+                                           const T *dout, float *delta, T *dqkv,
                                            int64_t batch, int64_t heads,
                                            int64_t seq, int64_t hidden) {
   const Heads shape{batch, heads, seq, hidden, hidden / heads};
   const int64_t rows = batch * heads * seq;
-  LAUNCH_ROWS(attentionDeltaKernel, rows, stream, shape, out, dout, delta);
-  LAUNCH_ROWS(attentionQueryGradKernel, rows, stream, shape, qkv, dout, lse,
+  LAUNCH_ROWS(attentionDeltaKernel<T>, rows, stream, shape, out, dout, delta);
+  LAUNCH_ROWS(attentionQueryGradKernel<T>, rows, stream, shape, qkv, dout, lse,
               delta, dqkv);
-  LAUNCH_ROWS(attentionKeyValueGradKernel, rows, stream, shape, qkv, dout, lse,
-              delta, dqkv);
+  LAUNCH_ROWS(attentionKeyValueGradKernel<T>, rows, stream, shape, qkv, dout,
+              lse, delta, dqkv);
 }
 
 void flexpipe::rt::cuda::softmaxCrossEntropy(cudaStream_t stream, float *logits,
@@ -696,20 +756,58 @@ void flexpipe::rt::cuda::addMeanLoss(cudaStream_t stream, const double *rowLoss,
   LAUNCH(addMeanLossKernel, rows, rows, 1, stream, rowLoss, rows, sum);
 }
 
+template <typename T>
 void flexpipe::rt::cuda::crossEntropyGrad(cudaStream_t stream,
                                           const float *probs,
-                                          const int32_t *targets,
-                                          float *dlogits, int64_t rows,
-                                          int64_t vocab, float scale) {
-  LAUNCH_ELEMENTS(crossEntropyGradKernel, rows * vocab, stream, probs, targets,
-                  dlogits, rows, vocab, scale);
+                                          const int32_t *targets, T *dlogits,
+                                          int64_t rows, int64_t vocab,
+                                          float scale) {
+  LAUNCH_ELEMENTS(crossEntropyGradKernel<T>, rows * vocab, stream, probs,
+                  targets, dlogits, rows, vocab, scale);
 }
 
+// The launchers for both activation types.
+#define FLEXPIPE_ACTIVATION_LAUNCHERS(T)                                       \
+  template void flexpipe::rt::cuda::embeddingForward<T>(                       \
+      cudaStream_t, const int32_t *, const float *, const float *, T *,        \
+      int64_t, int64_t, int64_t);                                              \
+  template void flexpipe::rt::cuda::embeddingWeightGrad<T>(                    \
+      cudaStream_t, const int32_t *, const int32_t *, const int32_t *,         \
+      int64_t, const T *, float *, float *, int64_t, int64_t, int64_t);        \
+  template void flexpipe::rt::cuda::addColumnSums<T>(                          \
+      cudaStream_t, const T *, float *, float *, int64_t, int64_t);            \
+  template void flexpipe::rt::cuda::layerNormForward<T>(                       \
+      cudaStream_t, const T *, const float *, const float *, T *, float *,     \
+      float *, int64_t, int64_t);                                              \
+  template void flexpipe::rt::cuda::layerNormInputGrad<T>(                     \
+      cudaStream_t, const T *, const T *, const float *, const float *,        \
+      const float *, T *, int64_t, int64_t, bool);                             \
+  template void flexpipe::rt::cuda::layerNormWeightGrad<T>(                    \
+      cudaStream_t, const T *, const T *, const float *, const float *,        \
+      float *, float *, float *, int64_t, int64_t);                            \
+  template void flexpipe::rt::cuda::geluForward<T>(cudaStream_t, const T *,    \
+                                                   T *, int64_t);              \
+  template void flexpipe::rt::cuda::geluBackward<T>(cudaStream_t, const T *,   \
+                                                    const T *, T *, int64_t);  \
+  template void flexpipe::rt::cuda::attentionForward<T>(                       \
+      cudaStream_t, const T *, float *, T *, int64_t, int64_t, int64_t,        \
+      int64_t);                                                                \
+  template void flexpipe::rt::cuda::attentionBackward<T>(                      \
+      cudaStream_t, const T *, const T *, const float *, const T *, float *,   \
+      T *, int64_t, int64_t, int64_t, int64_t);                                \
+  template void flexpipe::rt::cuda::crossEntropyGrad<T>(                       \
+      cudaStream_t, const float *, const int32_t *, T *, int64_t, int64_t,     \
+      float);
+FLEXPIPE_ACTIVATION_LAUNCHERS(float)
+FLEXPIPE_ACTIVATION_LAUNCHERS(bf16)
+#undef FLEXPIPE_ACTIVATION_LAUNCHERS
+
 void flexpipe::rt::cuda::appendAdamChunks(float *value, float *grad, float *m,
-                                          float *v, int64_t n,
+                                          float *v, bf16 *copy, int64_t n,
                                           std::vector<AdamChunk> &chunks) {
   for (int64_t at = 0; at < n; at += kAdamChunkValues)
     chunks.push_back({value + at, grad + at, m + at, v + at,
+                      copy ? copy + at : nullptr,
                       std::min(kAdamChunkValues, n - at)});
 }
 

@@ -13,11 +13,18 @@
 // a row are tree reductions. Every launcher enqueues on `stream` and checks
 // the launch. Matrices are row-major; sizes are element counts.
 //
+// Activations and their gradients are arrays of `T`: float, or bf16 with
+// FLEXPIPE_CUDA_MATH=bf16, read into float, computed in float (double where
+// Model.cpp sums in double) and rounded once when stored. Parameters, their
+// gradients, LayerNorm's statistics, attention's log-sum-exp and the
+// logits stay float.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef FLEXPIPE_RUNTIME_BACKENDS_CUDA_KERNELS_H
 #define FLEXPIPE_RUNTIME_BACKENDS_CUDA_KERNELS_H
 
+#include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
@@ -25,12 +32,16 @@
 
 namespace flexpipe::rt::cuda {
 
+/// bf16 storage (FLEXPIPE_CUDA_MATH=bf16).
+using bf16 = __nv_bfloat16;
+
 /// The widest attention head the attention kernels take.
 constexpr int64_t kMaxHeadDim = 256;
 
 /// out[r][c] = token[ids[r]][c] + position[r % seq][c].
+template <typename T>
 void embeddingForward(cudaStream_t stream, const int32_t *ids,
-                      const float *token, const float *position, float *out,
+                      const float *token, const float *position, T *out,
                       int64_t tokens, int64_t hidden, int64_t seq);
 /// On the host: the rows 0..tokens-1 grouped by token id (`order`, rows in
 /// order within a group), the groups' first places in `order` and, after
@@ -41,9 +52,10 @@ void groupRowsByToken(const int32_t *ids, int64_t tokens, int32_t *order,
 /// order (no atomics: repeated tokens add up deterministically), a thread
 /// per (token group, column) and per (position, column); `order`, `starts`
 /// and `groups` are groupRowsByToken's for `ids`, on the GPU.
+template <typename T>
 void embeddingWeightGrad(cudaStream_t stream, const int32_t *ids,
                          const int32_t *order, const int32_t *starts,
-                         int64_t groups, const float *dout, float *tokenGrad,
+                         int64_t groups, const T *dout, float *tokenGrad,
                          float *positionGrad, int64_t tokens, int64_t hidden,
                          int64_t seq);
 
@@ -52,47 +64,54 @@ void embeddingWeightGrad(cudaStream_t stream, const int32_t *ids,
 /// (addColumnSums; layerNormWeightGrad takes twice this).
 int64_t rowSumScratch(int64_t rows, int64_t cols);
 /// sums[c] += sum over rows of x[r][c].
-void addColumnSums(cudaStream_t stream, const float *x, float *sums,
-                   float *scratch, int64_t rows, int64_t cols);
+template <typename T>
+void addColumnSums(cudaStream_t stream, const T *x, float *sums, float *scratch,
+                   int64_t rows, int64_t cols);
 void add(cudaStream_t stream, const float *a, const float *b, float *out,
          int64_t n);
 
 /// Row-wise LayerNorm with mean and 1/std per row kept.
-void layerNormForward(cudaStream_t stream, const float *x, const float *gain,
-                      const float *bias, float *y, float *mean, float *rstd,
+template <typename T>
+void layerNormForward(cudaStream_t stream, const T *x, const float *gain,
+                      const float *bias, T *y, float *mean, float *rstd,
                       int64_t rows, int64_t hidden);
 /// dx (+)= LayerNorm's input gradient (= when !accumulate).
-void layerNormInputGrad(cudaStream_t stream, const float *x, const float *dy,
+template <typename T>
+void layerNormInputGrad(cudaStream_t stream, const T *x, const T *dy,
                         const float *gain, const float *mean, const float *rstd,
-                        float *dx, int64_t rows, int64_t hidden,
-                        bool accumulate);
+                        T *dx, int64_t rows, int64_t hidden, bool accumulate);
 /// gainGrad += sum over rows of dy * xhat, biasGrad += sum of dy.
 /// gainGrad[c] += sum over rows of dy * xhat, biasGrad[c] += sum of dy;
 /// `scratch` holds 2 rowSumScratch(rows, hidden) floats.
-void layerNormWeightGrad(cudaStream_t stream, const float *x, const float *dy,
+template <typename T>
+void layerNormWeightGrad(cudaStream_t stream, const T *x, const T *dy,
                          const float *mean, const float *rstd, float *gainGrad,
                          float *biasGrad, float *scratch, int64_t rows,
                          int64_t hidden);
 
 /// y = GELU(x) (tanh approximation).
-void geluForward(cudaStream_t stream, const float *x, float *y, int64_t n);
+template <typename T>
+void geluForward(cudaStream_t stream, const T *x, T *y, int64_t n);
 /// dx = dy * GELU'(x).
-void geluBackward(cudaStream_t stream, const float *dy, const float *x,
-                  float *dx, int64_t n);
+template <typename T>
+void geluBackward(cudaStream_t stream, const T *dy, const T *x, T *dx,
+                  int64_t n);
 
 /// Causal multi-head attention: qkv [batch*seq x 3*hidden] (q | k | v) into
 /// out [batch*seq x hidden]. Keeps per query row (batch x heads x seq) only
 /// the log-sum-exp of its scores in `lse`, not its probabilities (batch x
 /// heads x seq x seq). Heads have at most kMaxHeadDim dimensions.
-void attentionForward(cudaStream_t stream, const float *qkv, float *lse,
-                      float *out, int64_t batch, int64_t heads, int64_t seq,
+template <typename T>
+void attentionForward(cudaStream_t stream, const T *qkv, float *lse, T *out,
+                      int64_t batch, int64_t heads, int64_t seq,
                       int64_t hidden);
 /// The gradient of qkv (`dqkv`, laid out as qkv) from the forward's `out`
 /// and `lse` and the output gradient `dout`; `delta` is scratch of one float
 /// per query row.
-void attentionBackward(cudaStream_t stream, const float *qkv, const float *out,
-                       const float *lse, const float *dout, float *delta,
-                       float *dqkv, int64_t batch, int64_t heads, int64_t seq,
+template <typename T>
+void attentionBackward(cudaStream_t stream, const T *qkv, const T *out,
+                       const float *lse, const T *dout, float *delta, T *dqkv,
+                       int64_t batch, int64_t heads, int64_t seq,
                        int64_t hidden);
 
 void softmaxCrossEntropy(cudaStream_t stream, float *logits,
@@ -102,22 +121,28 @@ void softmaxCrossEntropy(cudaStream_t stream, float *logits,
 void addMeanLoss(cudaStream_t stream, const double *rowLoss, int64_t rows,
                  double *sum);
 /// dlogits = (probs - onehot(target)) * scale; dlogits may be probs.
+template <typename T>
 void crossEntropyGrad(cudaStream_t stream, const float *probs,
-                      const int32_t *targets, float *dlogits, int64_t rows,
+                      const int32_t *targets, T *dlogits, int64_t rows,
                       int64_t vocab, float scale);
+/// to[i] = from[i], converted (float <-> bf16, rounding to nearest even).
+void convert(cudaStream_t stream, const float *from, bf16 *to, int64_t n);
+void convert(cudaStream_t stream, const bf16 *from, float *to, int64_t n);
 
 /// `count` consecutive values of one parameter and its gradient and Adam
 /// moments: one block's share of a multi-tensor Adam step.
 struct AdamChunk {
   float *value, *grad, *m, *v;
+  bf16 *copy; ///< the values' bf16 copy, updated too; may be null
   int64_t count;
 };
 /// Values per AdamChunk at most: a block's worth of work.
 constexpr int64_t kAdamChunkValues = 4096;
-/// Cuts each parameter (value, grad, m, v pointers and its size) into
+/// Cuts each parameter (value, grad, m, v and bf16 copy pointers, the copy
+/// null without one, and its size) into
 /// chunks of at most kAdamChunkValues, in order.
-void appendAdamChunks(float *value, float *grad, float *m, float *v, int64_t n,
-                      std::vector<AdamChunk> &chunks);
+void appendAdamChunks(float *value, float *grad, float *m, float *v, bf16 *copy,
+                      int64_t n, std::vector<AdamChunk> &chunks);
 /// One Adam step (Model.cpp's Adam::apply) for every value of `chunks`
 /// (device memory), in one launch; clears the gradients.
 void adamStep(cudaStream_t stream, const AdamChunk *chunks, int64_t count,

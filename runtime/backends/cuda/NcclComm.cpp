@@ -731,10 +731,11 @@ flexpipe::rt::cuda::startNccl(int *argc, char ***argv,
   context = std::make_shared<CudaContext>(env.localRank % devices, env.timeout,
                                           env.math);
   if (env.math != MathMode::Fp32 && env.rank == 0)
-    std::fprintf(stderr,
-                 "flexpipe: matrix products on %s tensor cores "
-                 "(FLEXPIPE_CUDA_MATH=%s)\n",
-                 env.math == MathMode::Tf32 ? "TF32" : "bf16",
+    std::fprintf(stderr, "flexpipe: %s (FLEXPIPE_CUDA_MATH=%s)\n",
+                 env.math == MathMode::Tf32
+                     ? "matrix products on TF32 tensor cores"
+                     : "mixed precision: bf16 activations and products, "
+                       "fp32 master weights and Adam",
                  mathModeName(env.math));
   // Before NCCL reads the environment (its first call).
   char host[256] = {};

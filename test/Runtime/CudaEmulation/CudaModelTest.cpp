@@ -296,11 +296,12 @@ bool sameBits(const std::vector<float> &a, const std::vector<float> &b) {
 } // namespace
 
 TEST_CASE("state and setState: a device restored from another's state "
-          "trains on bitwise alike",
+          "trains on bitwise alike, bf16 copies of the weights included",
           "[cuda-emulation]") {
   const GptConfig config{64, 8, 32, 2, 2, 2};
-  {
-    auto context = std::make_shared<CudaContext>(0, 30.0);
+  for (MathMode math : {MathMode::Fp32, MathMode::Bf16}) {
+    INFO("FLEXPIPE_CUDA_MATH=" << mathModeName(math));
+    auto context = std::make_shared<CudaContext>(0, 30.0, math);
     TwoStages straight(context, config, 2, 1);
     const std::vector<double> losses = straight.train(0, 4);
 
@@ -440,13 +441,15 @@ TEST_CASE("the MLP's GELU and its derivative run in cuBLASLt's epilogues, "
   CHECK(calls() == before);
 }
 
-TEST_CASE("tensor-core products (FLEXPIPE_CUDA_MATH=tf32, bf16) follow the "
-          "CPU within their inputs' precision",
+TEST_CASE("TF32 products and bf16 mixed precision (FLEXPIPE_CUDA_MATH=tf32, "
+          "bf16) follow the CPU within their precision",
           "[cuda-emulation]") {
   const GptConfig config{96, 8, 48, 3, 2, 2};
   const Trained cpu = trainOnCpu(config, 2);
   const Trained fp32 = trainOnEmulatedGpu(config, 2, 1);
-  // bf16 keeps 8 significant bits of each product input, TF32 11. Adam
+  // TF32 keeps 11 significant bits of each product input; bf16 mixed
+  // precision keeps 8 of every activation, gradient and product weight
+  // (measured: 8e-4 and 8e-3 of the largest gradient). Adam
   // moves a weight by about lr a step whatever its gradient's size, so one
   // whose gradient is near 0 may move the other way: weights are only held
   // to 2 lr per iteration (the gradients are the sharp check).
@@ -457,7 +460,7 @@ TEST_CASE("tensor-core products (FLEXPIPE_CUDA_MATH=tf32, bf16) follow the "
     INFO("FLEXPIPE_CUDA_MATH=" << mathModeName(math));
     const Trained reduced = trainOnEmulatedGpu(config, 2, 1, math);
     compare(reduced, cpu, tolerance);
-    // The compute type reaches the products: the first loss moves.
+    // The precision reaches the model: the first loss moves.
     CHECK(reduced.losses.front() != fp32.losses.front());
   }
 }
@@ -470,32 +473,40 @@ TEST_CASE("the default model, 2 layers, on three micro-batches",
 }
 
 TEST_CASE("a block keeps from its input to its weight gradient only what "
-          "the weight gradient reads",
+          "the weight gradient reads; bf16 halves its activations",
           "[memory]") {
   const GptConfig config{64, 40, 64, 2, 2, 2};
   const size_t t = config.tokens(), h = config.hidden, heads = config.heads;
-  auto context = std::make_shared<CudaContext>(0, 30.0);
-  ScheduleDesc desc;
-  desc.model = config;
-  desc.microbatches = 1;
-  std::unique_ptr<Device> device = makeCudaDevice(context, desc);
-  ScheduleDesc::Stage middle{0, 1, 1, false, false}; // one block
-  std::unique_ptr<DeviceStage> stage = device->makeStage(middle);
-  BufferPtr out;
-  stage->forward(0, makeBatch(config, 0, 0), device->allocate(t * h), out,
-                 false);
-  // x, h1, qkv (3), a, x2, h2, pre (4), f (4); LayerNorm's mean and rstd
-  // twice, attention's log-sum-exp per head: no seq x seq array.
-  CHECK(stage->cachedBytes() ==
-        sizeof(float) * (16 * t * h + 4 * t + heads * t));
-  BufferPtr dx;
-  stage->inputGrad(0, device->allocate(t * h), dx, 1.0f);
-  // qkv, pre and lse go; the output gradients of the four products and of
-  // the two LayerNorms come: dm, dpre (4), dh2, dout, dqkv (3), dh1.
-  CHECK(stage->cachedBytes() ==
-        sizeof(float) * ((16 - 7 + 11) * t * h + 4 * t));
-  stage->weightGrad(0);
-  CHECK(stage->cachedBytes() == 0);
+  for (auto [math, bytes] : {std::pair{MathMode::Fp32, size_t{4}},
+                             std::pair{MathMode::Bf16, size_t{2}}}) {
+    INFO("FLEXPIPE_CUDA_MATH=" << mathModeName(math));
+    auto context = std::make_shared<CudaContext>(0, 30.0, math);
+    ScheduleDesc desc;
+    desc.model = config;
+    desc.microbatches = 1;
+    std::unique_ptr<Device> device = makeCudaDevice(context, desc);
+    ScheduleDesc::Stage middle{0, 1, 1, false, false}; // one block
+    std::unique_ptr<DeviceStage> stage = device->makeStage(middle);
+    BufferPtr out;
+    stage->forward(0, makeBatch(config, 0, 0), device->allocate(t * h), out,
+                   false);
+    // The stage hands fp32 to the executor either way.
+    CHECK(out->size() == t * h);
+    // x, h1, qkv (3), a, x2, h2, pre (4), f (4) as activations; LayerNorm's
+    // mean and rstd twice and attention's log-sum-exp per head in fp32: no
+    // seq x seq array.
+    CHECK(stage->cachedBytes() ==
+          bytes * 16 * t * h + sizeof(float) * (4 * t + heads * t));
+    BufferPtr dx;
+    stage->inputGrad(0, device->allocate(t * h), dx, 1.0f);
+    CHECK(dx->size() == t * h);
+    // qkv, pre and lse go; the output gradients of the four products and of
+    // the two LayerNorms come: dm, dpre (4), dh2, dout, dqkv (3), dh1.
+    CHECK(stage->cachedBytes() ==
+          bytes * (16 - 7 + 11) * t * h + sizeof(float) * 4 * t);
+    stage->weightGrad(0);
+    CHECK(stage->cachedBytes() == 0);
+  }
 }
 
 TEST_CASE("measured memory: the pool's high-water mark and the GPU at it",

@@ -19,6 +19,7 @@
 
 #include "cublasLt.h"
 #include "cublas_v2.h"
+#include "cuda_bf16.h"
 
 #include <ucontext.h>
 
@@ -442,19 +443,37 @@ float geluTanhGrad(float x) {
          0.5f * x * (1 - t * t) * c * (1 + 3 * 0.044715f * x * x);
 }
 
-/// One product of fp32 column-major matrices, as cuBLAS and cuBLASLt define
-/// it: D = alpha op(A) op(B) + beta C (+ bias[i] on row i of D), op(A) m x
-/// k, op(B) k x n; C is not read when beta is 0 and may be D. Then, with
-/// `aux`, cuBLASLt's GELU epilogues: `geluAux` keeps that value in aux and
-/// writes its GELU to D, else D is the value times GELU' at aux. The inputs
-/// are rounded as `computeType`'s tensor cores round them. Checks sizes,
-/// leading dimensions and every footprint.
+/// An element of a matrix of `type` (fp32 or bf16) as float, and back
+/// (bf16 rounded to nearest even).
+size_t elementBytes(cudaDataType_t type) { return type == CUDA_R_16BF ? 2 : 4; }
+float readElement(const void *base, cudaDataType_t type, size_t index) {
+  if (type == CUDA_R_16BF)
+    return __bfloat162float(static_cast<const __nv_bfloat16 *>(base)[index]);
+  return static_cast<const float *>(base)[index];
+}
+void writeElement(void *base, cudaDataType_t type, size_t index, float value) {
+  if (type == CUDA_R_16BF)
+    static_cast<__nv_bfloat16 *>(base)[index] = __float2bfloat16(value);
+  else
+    static_cast<float *>(base)[index] = value;
+}
+
+/// One product of column-major matrices, as cuBLAS and cuBLASLt define it:
+/// D = alpha op(A) op(B) + beta C (+ bias[i] on row i of D), op(A) m x k,
+/// op(B) k x n, in fp32 whatever the types (fp32 or bf16; bias and aux of
+/// D's type); C is not read when beta is 0 and may be D. Then, with `aux`,
+/// cuBLASLt's GELU epilogues: `geluAux` keeps that value in aux and writes
+/// its GELU to D, else D is the value times GELU' at aux. fp32 inputs are
+/// rounded as `computeType`'s tensor cores round them. Checks sizes, leading
+/// dimensions and every footprint.
 struct Product {
   bool ta = false, tb = false;
   int64_t m = 0, n = 0, k = 0;
   float alpha = 1, beta = 0;
-  const float *a = nullptr, *b = nullptr, *c = nullptr, *bias = nullptr;
-  float *d = nullptr, *aux = nullptr;
+  const void *a = nullptr, *b = nullptr, *c = nullptr, *bias = nullptr;
+  void *d = nullptr, *aux = nullptr;
+  cudaDataType_t aType = CUDA_R_32F, bType = CUDA_R_32F, cType = CUDA_R_32F,
+                 dType = CUDA_R_32F;
   bool geluAux = false;
   int64_t lda = 0, ldb = 0, ldc = 0, ldd = 0, ldaux = 0;
   cublasComputeType_t computeType = CUBLAS_COMPUTE_32F;
@@ -470,38 +489,40 @@ struct Product {
       return CUBLAS_STATUS_SUCCESS;
     const std::string name = who;
     // The footprint of `columns` columns of `rows` rows, `ld` apart.
-    auto footprint = [](int64_t columns, int64_t ld, int64_t rows) {
-      return (static_cast<size_t>(columns - 1) * ld + rows) * sizeof(float);
+    auto footprint = [](int64_t columns, int64_t ld, int64_t rows,
+                        cudaDataType_t type) {
+      return (static_cast<size_t>(columns - 1) * ld + rows) *
+             elementBytes(type);
     };
-    const float *inA = a, *inB = b;
-    std::vector<float> roundedA, roundedB;
+    const int mantissa = computeType == CUBLAS_COMPUTE_32F_FAST_TF32   ? 10
+                         : computeType == CUBLAS_COMPUTE_32F_FAST_16BF ? 7
+                                                                       : 23;
+    // The inputs as float, rounded as the fast compute types round them.
+    auto widened = [&](const void *x, cudaDataType_t type, size_t bytes,
+                       std::vector<float> &to) {
+      to.resize(bytes / elementBytes(type));
+      for (size_t i = 0; i < to.size(); ++i)
+        to[i] = mantissa < 23 ? roundMantissa(readElement(x, type, i), mantissa)
+                              : readElement(x, type, i);
+      return to.data();
+    };
+    std::vector<float> wideA, wideB;
+    const float *inA = nullptr, *inB = nullptr;
     if (k > 0) {
-      const size_t aBytes = footprint(ta ? m : k, lda, ta ? k : m),
-                   bBytes = footprint(tb ? k : n, ldb, tb ? n : k);
+      const size_t aBytes = footprint(ta ? m : k, lda, ta ? k : m, aType),
+                   bBytes = footprint(tb ? k : n, ldb, tb ? n : k, bType);
       checkRange(a, aBytes, (name + " A").c_str());
       checkRange(b, bBytes, (name + " B").c_str());
-      const int mantissa = computeType == CUBLAS_COMPUTE_32F_FAST_TF32   ? 10
-                           : computeType == CUBLAS_COMPUTE_32F_FAST_16BF ? 7
-                                                                         : 23;
-      // The fast compute types take rounded copies of the inputs.
-      auto rounded = [&](const float *x, size_t bytes, std::vector<float> &to) {
-        to.assign(x, x + bytes / sizeof(float));
-        for (float &value : to)
-          value = roundMantissa(value, mantissa);
-        return to.data();
-      };
-      if (mantissa < 23) {
-        inA = rounded(a, aBytes, roundedA);
-        inB = rounded(b, bBytes, roundedB);
-      }
+      inA = widened(a, aType, aBytes, wideA);
+      inB = widened(b, bType, bBytes, wideB);
     }
     if (beta != 0)
-      checkRange(c, footprint(n, ldc, m), (name + " C").c_str());
-    checkRange(d, footprint(n, ldd, m), (name + " D").c_str());
+      checkRange(c, footprint(n, ldc, m, cType), (name + " C").c_str());
+    checkRange(d, footprint(n, ldd, m, dType), (name + " D").c_str());
     if (bias)
-      checkRange(bias, m * sizeof(float), (name + " bias").c_str());
+      checkRange(bias, m * elementBytes(dType), (name + " bias").c_str());
     if (aux)
-      checkRange(aux, footprint(n, ldaux, m), (name + " aux").c_str());
+      checkRange(aux, footprint(n, ldaux, m, dType), (name + " aux").c_str());
     for (int64_t j = 0; j < n; ++j)
       for (int64_t i = 0; i < m; ++i) {
         float sum = 0;
@@ -514,16 +535,18 @@ struct Product {
         }
         float value = alpha * sum;
         if (beta != 0)
-          value += beta * c[i + static_cast<size_t>(j) * ldc];
+          value +=
+              beta * readElement(c, cType, i + static_cast<size_t>(j) * ldc);
         if (bias)
-          value += bias[i];
+          value += readElement(bias, dType, i);
         if (aux) {
-          float &kept = aux[i + static_cast<size_t>(j) * ldaux];
+          const size_t at = i + static_cast<size_t>(j) * ldaux;
           if (geluAux)
-            kept = value;
-          value = geluAux ? geluTanh(value) : value * geluTanhGrad(kept);
+            writeElement(aux, dType, at, value);
+          value = geluAux ? geluTanh(value)
+                          : value * geluTanhGrad(readElement(aux, dType, at));
         }
-        d[i + static_cast<size_t>(j) * ldd] = value;
+        writeElement(d, dType, i + static_cast<size_t>(j) * ldd, value);
       }
     return CUBLAS_STATUS_SUCCESS;
   }
@@ -531,7 +554,8 @@ struct Product {
 
 } // namespace
 
-/// C = alpha op(A) op(B) + beta C, column-major, for fp32 arrays.
+/// C = alpha op(A) op(B) + beta C, column-major: A and B both fp32 or both
+/// bf16, C fp32 or of their type.
 cublasStatus_t cublasGemmEx(cublasHandle_t, cublasOperation_t transa,
                             cublasOperation_t transb, int m, int n, int k,
                             const void *alpha, const void *a,
@@ -539,7 +563,8 @@ cublasStatus_t cublasGemmEx(cublasHandle_t, cublasOperation_t transa,
                             cudaDataType_t bType, int ldb, const void *beta,
                             void *c, cudaDataType_t cType, int ldc,
                             cublasComputeType_t computeType, cublasGemmAlgo_t) {
-  if (aType != CUDA_R_32F || bType != CUDA_R_32F || cType != CUDA_R_32F)
+  if (aType != bType || (cType != CUDA_R_32F && cType != aType) ||
+      (aType == CUDA_R_16BF && computeType != CUBLAS_COMPUTE_32F))
     return CUBLAS_STATUS_INVALID_VALUE;
   Product p;
   p.ta = transa == CUBLAS_OP_T;
@@ -547,9 +572,8 @@ cublasStatus_t cublasGemmEx(cublasHandle_t, cublasOperation_t transa,
   p.m = m, p.n = n, p.k = k;
   p.alpha = *static_cast<const float *>(alpha);
   p.beta = *static_cast<const float *>(beta);
-  p.a = static_cast<const float *>(a);
-  p.b = static_cast<const float *>(b);
-  p.c = p.d = static_cast<float *>(c);
+  p.a = a, p.b = b, p.c = c, p.d = c;
+  p.aType = aType, p.bType = bType, p.cType = p.dType = cType;
   p.lda = lda, p.ldb = ldb, p.ldc = p.ldd = ldc;
   p.computeType = computeType;
   return p.run("cublasGemmEx");
@@ -562,8 +586,8 @@ struct cublasLtMatmulDescOpaque {
   cublasComputeType_t computeType;
   cublasOperation_t transa = CUBLAS_OP_N, transb = CUBLAS_OP_N;
   cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
-  const float *bias = nullptr;
-  float *aux = nullptr;
+  const void *bias = nullptr;
+  void *aux = nullptr;
   int64_t auxLd = 0;
 };
 std::map<int, size_t> ltEpilogueCalls; // cublasLtMatmul calls by epilogue
@@ -663,9 +687,14 @@ namespace {
 bool ltProduct(cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t aDesc,
                cublasLtMatrixLayout_t bDesc, cublasLtMatrixLayout_t cDesc,
                cublasLtMatrixLayout_t dDesc, Product &p) {
+  // One type for every matrix: fp32, or bf16 summed in fp32.
   for (cublasLtMatrixLayout_t layout : {aDesc, bDesc, cDesc, dDesc})
-    if (layout->type != CUDA_R_32F)
+    if (layout->type != dDesc->type ||
+        (layout->type != CUDA_R_32F && layout->type != CUDA_R_16BF))
       return false;
+  if (dDesc->type == CUDA_R_16BF && desc->computeType != CUBLAS_COMPUTE_32F)
+    return false;
+  p.aType = p.bType = p.cType = p.dType = dDesc->type;
   p.ta = desc->transa == CUBLAS_OP_T;
   p.tb = desc->transb == CUBLAS_OP_T;
   const int64_t aRows = p.ta ? aDesc->cols : aDesc->rows,
@@ -731,10 +760,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc,
     checkRange(workspace, workspaceBytes, "cublasLtMatmul workspace");
   p.alpha = *static_cast<const float *>(alpha);
   p.beta = *static_cast<const float *>(beta);
-  p.a = static_cast<const float *>(a);
-  p.b = static_cast<const float *>(b);
-  p.c = static_cast<const float *>(c);
-  p.d = static_cast<float *>(d);
+  p.a = a, p.b = b, p.c = c, p.d = d;
   ++ltEpilogueCalls[desc->epilogue];
   return p.run("cublasLtMatmul");
 }
