@@ -63,11 +63,28 @@ build_all() {
 # GPT (configs/models/tiny.yaml); zb-v with asynchronous receives is written
 # into DIR. The zero-bubble schedules run without --model (the built-in
 # model's default sizes are the tiny model's), on the cost time model.
+# gpu_test_tolerances NAME: FLEXPIPE_CUDA_MATH, the loss and the weight
+# tolerances for schedule NAME against the fp32 CPU reference: 1e-4 / 1e-3
+# (the GPU sums in other orders); for NAME ending in -bf16, bf16 mixed
+# precision and 2e-2 / 2e-2 (8 significant bits in every activation; the
+# emulation measures 8e-3 of the largest gradient, and Adam moves a weight by
+# up to 2 lr a step whatever its gradient's size).
+gpu_test_tolerances() {
+  case $1 in
+    *-bf16) echo bf16 2e-2 2e-2 ;;
+    *) echo fp32 1e-4 1e-3 ;;
+  esac
+}
+
 gpu_test_schedules() {
   local fn=$1 dir=$2
   local tiny=(--model "$FLEXPIPE_ROOT/configs/models/tiny.yaml"
               --cluster "$FLEXPIPE_ROOT/configs/clusters/a800.yaml")
   "$fn" 1f1b "$FLEXPIPE_ROOT/schedules/1f1b.mlir" "${tiny[@]}" --microbatches 8
+  # The same ranks in bf16 mixed precision (FLEXPIPE_CUDA_MATH=bf16):
+  # gpu_test_tolerances gives its looser tolerances.
+  "$fn" 1f1b-bf16 "$FLEXPIPE_ROOT/schedules/1f1b.mlir" "${tiny[@]}" \
+    --microbatches 8
   "$fn" interleaved "$FLEXPIPE_ROOT/schedules/interleaved-1f1b.mlir" \
     "${tiny[@]}" --microbatches 8
   "$fn" dp2xpp2 "$FLEXPIPE_ROOT/schedules/1f1b.mlir" "${tiny[@]}" --actors 2 \

@@ -8,6 +8,9 @@
 # exits non-zero if any failed.
 #
 #   1f1b         4 actors, 8 micro-batches
+#   1f1b-bf16    the same in bf16 mixed precision (FLEXPIPE_CUDA_MATH=bf16),
+#                losses and weights within 2e-2 of the fp32 CPU reference
+
 #   interleaved  interleaved 1F1B, 4 actors, 8 stages, 8 micro-batches
 #   dp2xpp2      1F1B on 2 actors, 2 data-parallel replicas, 4 micro-batches
 #   zb-h1        zero bubble H1: separate input and weight gradients (I, W)
@@ -20,7 +23,9 @@
 # the looser check: Adam's step lr * m / sqrt(v) turns a rounding difference
 # in a gradient near zero into up to 2 lr (2e-3) for that weight. These are
 # estimates: the emulated kernels (test/Runtime/cuda-emulation.test) stay
-# within 1e-5 of the CPU; a real GPU run has not been made yet.
+# within 1e-5 of the CPU; a real GPU run has not been made yet. The bf16 run
+# is held to 2e-2 for both (emulated over 10 iterations: weights within
+# 8.5e-3, gradients 8e-3).
 #
 # With fewer GPUs than ranks, the ranks share the GPUs and each gets its own
 # NCCL_HOSTID (the CUDA backend sets it when LOCAL_WORLD_SIZE exceeds the
@@ -188,7 +193,10 @@ run_bundled() {
   [ "$ranks" -gt "$GPUS" ] && share=1
   log "$name: training $iterations iterations on $ranks ranks ($GPUS GPU(s)$([ $share = 1 ] && echo ', NCCL_HOSTID per rank'))"
   start=$SECONDS
-  step "$RUN_TIMEOUT" "$name: training (run-env.sh)" \
+    local math losstol weighttol
+  read -r math losstol weighttol <<< "$(gpu_test_tolerances "$name")"
+  step "$RUN_TIMEOUT" "$name: training (run-env.sh, FLEXPIPE_CUDA_MATH=$math)" \
+    env FLEXPIPE_CUDA_MATH="$math" \
     "$dir/run-env.sh" --iterations "$iterations" --losses "$dir/losses" \
     --weights "$dir/weights" > "$dir/run.log" 2>&1
   local code=$? took=$((SECONDS - start))
@@ -202,8 +210,8 @@ run_bundled() {
   local compare ok time
   compare=$(step 60 "$name: compare-training.py" python3 \
     "$FLEXPIPE_ROOT/scripts/compare-training.py" "$dir/losses" \
-    "$BUNDLE/$name/ref-losses" "$dir/weights" "$dir/ref-weights" \
-    --loss-tol 1e-4 --weight-tol 1e-3 2>&1)
+        "$BUNDLE/$name/ref-losses" "$dir/weights" "$dir/ref-weights" \
+    --loss-tol "$losstol" --weight-tol "$weighttol" 2>&1)
   ok=$?
   echo "$compare"
   time=$(sed -n 's/^mean iteration time \([0-9.]*\) ms.*/\1/p' "$dir/run.log")
@@ -278,7 +286,7 @@ bundle_mode() {
     run_bundled "$name"
   done
   echo
-  log "Summary ($(sed -n 's/^commit=//p' "$BUNDLE/MANIFEST"); tolerances: losses 1e-4 relative, weights 1e-3; $((SECONDS - T0)) s in all)"
+    log "Summary ($(sed -n 's/^commit=//p' "$BUNDLE/MANIFEST"); tolerances: losses 1e-4 relative, weights 1e-3, bf16 runs 2e-2 and 2e-2; $((SECONDS - T0)) s in all)"
   local line
   for line in "${summary[@]}"; do echo "  $line"; done
   echo "gpu-test: $((${#summary[@]} - failures)) $([ "$link_only" = 1 ] && echo linked || echo passed), $failures failed"
@@ -350,7 +358,9 @@ run() {
   local share=0
   [ "$ranks" -gt "$gpus" ] && share=1
   log "$name: training $iterations iterations on $ranks ranks ($gpus GPU(s)$([ $share = 1 ] && echo ', NCCL_HOSTID per rank'))"
-  timeout --kill-after=10 900 \
+    local math losstol weighttol
+  read -r math losstol weighttol <<< "$(gpu_test_tolerances "$name")"
+  FLEXPIPE_CUDA_MATH=$math timeout --kill-after=10 900 \
     "$dir/run-env.sh" --iterations "$iterations" --losses "$dir/losses" \
     --weights "$dir/weights" > "$dir/run.log" 2>&1
   local code=$?
@@ -365,8 +375,8 @@ run() {
     --losses "$dir/ref-losses" --weights "$dir/ref-weights" > "$dir/ref.log"
   local compare
   compare=$(python3 "$FLEXPIPE_ROOT/scripts/compare-training.py" "$dir/losses" \
-    "$dir/ref-losses" "$dir/weights" "$dir/ref-weights" \
-    --loss-tol 1e-4 --weight-tol 1e-3)
+        "$dir/ref-losses" "$dir/weights" "$dir/ref-weights" \
+    --loss-tol "$losstol" --weight-tol "$weighttol")
   local ok=$?
   echo "$compare"
   local time
@@ -382,7 +392,7 @@ run() {
 gpu_test_schedules run "$WORK"
 
 echo
-log "Summary (tolerances: losses 1e-4 relative, weights 1e-3)"
+log "Summary (tolerances: losses 1e-4 relative, weights 1e-3, bf16 runs 2e-2 and 2e-2)"
 for line in "${summary[@]}"; do echo "  $line"; done
 echo "gpu-test: $((${#summary[@]} - failures)) passed, $failures failed"
 [ "$failures" -eq 0 ]
