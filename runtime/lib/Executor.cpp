@@ -265,14 +265,14 @@ struct flexpipe_rt {
     for (const auto *map : {&input, &outputGrad})
       for (const auto &[key, parts] : *map)
         for (const auto &[actor, buffer] : parts)
-          bytes += buffer->size() * sizeof(float);
+          bytes += buffer->bytes();
     for (const auto *map : {&output, &inputGrad})
       for (const auto &[key, outgoing] : *map)
-        bytes += outgoing.buffer->size() * sizeof(float);
+        bytes += outgoing.buffer->bytes();
     for (const BufferPtr &buffer : sending)
-      bytes += buffer->size() * sizeof(float);
+      bytes += buffer->bytes();
     for (const auto &[key, buffer] : kept)
-      bytes += buffer->size() * sizeof(float);
+      bytes += buffer->bytes();
     peakBytes = std::max(peakBytes, bytes);
   }
 
@@ -643,6 +643,17 @@ void checkStages(flexpipe_rt &rt) {
     comm.abort("this backend does not run the two-tower model (towers "
                "joined by a contrastive loss); use the CPU backend",
                1);
+  // Messages between stages hold the devices' activations: every rank must
+  // use the same element type (the CUDA backend's FLEXPIPE_CUDA_MATH=bf16
+  // sends bf16).
+  uint64_t narrowest, widest;
+  comm.minMax(rt.device->allocate(0)->elementBytes(), narrowest, widest);
+  if (narrowest != widest)
+    comm.abort("the ranks pass activations of " + std::to_string(narrowest) +
+                   " and " + std::to_string(widest) +
+                   " bytes per element between stages; start every rank "
+                   "with the same FLEXPIPE_CUDA_MATH",
+               1);
   // All-gathers are matched by micro-batch (the tag) within their group.
   if ((vocabParallel || d.twoTower()) && d.microbatches > kExchangeTag)
     comm.abort(std::string(vocabParallel ? "vocabulary parallelism"
@@ -776,10 +787,10 @@ std::map<std::pair<int, int>, double> timeMessages(flexpipe_rt &rt) {
       continue;
     const int peer = rt.rankOf(rt.actor == a ? b : a);
     auto send = [&] {
-      comm.wait(comm.isend(buffer.data(), buffer.size(), peer, kExchangeTag));
+      comm.wait(comm.isend(buffer.data(), buffer.bytes(), peer, kExchangeTag));
     };
     auto receive = [&] {
-      comm.wait(comm.irecv(buffer.data(), buffer.size(), peer, kExchangeTag));
+      comm.wait(comm.irecv(buffer.data(), buffer.bytes(), peer, kExchangeTag));
     };
     const Clock::time_point start = Clock::now();
     for (int round = 0; round < kRounds; ++round) {
@@ -1193,7 +1204,7 @@ static int64_t postSend(flexpipe_rt *rt,
                     1);
   Buffer &buffer = *it->second.buffer;
   const int64_t handle =
-      rt->comm->isend(buffer.data(), buffer.size(), rt->rankOf(peer),
+      rt->comm->isend(buffer.data(), buffer.bytes(), rt->rankOf(peer),
                       tag(gradient, static_cast<int>(s)));
   // The last send keeps the buffer alive until the iteration's waitAll.
   if (--it->second.sends == 0) {
@@ -1212,7 +1223,7 @@ static int64_t postRecv(flexpipe_rt *rt,
   parts.push_back({static_cast<int>(peer),
                    rt->device->allocate(rt->messageSize(static_cast<int>(s)))});
   Buffer &buffer = *parts.back().second;
-  return rt->comm->irecv(buffer.data(), buffer.size(), rt->rankOf(peer),
+  return rt->comm->irecv(buffer.data(), buffer.bytes(), rt->rankOf(peer),
                          tag(gradient, sender));
 }
 

@@ -247,12 +247,13 @@ double pingPong(rt::Comm &comm, size_t count, int rounds) {
   std::vector<float> buffer(std::max<size_t>(count, 1));
   const int me = comm.rank(), peer = 1 - me;
   auto once = [&] {
+    const size_t bytes = count * sizeof(float);
     if (me == 0) {
-      comm.wait(comm.isend(buffer.data(), count, peer, 0));
-      comm.wait(comm.irecv(buffer.data(), count, peer, 0));
+      comm.wait(comm.isend(buffer.data(), bytes, peer, 0));
+      comm.wait(comm.irecv(buffer.data(), bytes, peer, 0));
     } else {
-      comm.wait(comm.irecv(buffer.data(), count, peer, 0));
-      comm.wait(comm.isend(buffer.data(), count, peer, 0));
+      comm.wait(comm.irecv(buffer.data(), bytes, peer, 0));
+      comm.wait(comm.isend(buffer.data(), bytes, peer, 0));
     }
   };
   std::vector<double> samples;

@@ -34,7 +34,7 @@ static std::vector<GradientRef> gradientRefs(Stage &stage) {
 class HostBuffer final : public Buffer {
 public:
   explicit HostBuffer(Tensor values) : values(std::move(values)) {}
-  float *data() override { return values.data(); }
+  void *data() override { return values.data(); }
   size_t size() const override { return values.size(); }
   Tensor values;
 };
@@ -198,7 +198,7 @@ public:
         static_cast<HostBuffer &>(buffer).values);
   }
   const float *hostData(Buffer &buffer, std::vector<float> &) override {
-    return buffer.data();
+    return static_cast<HostBuffer &>(buffer).values.data();
   }
   std::unique_ptr<DeviceStage>
   makeStage(const ScheduleDesc::Stage &s) override {
@@ -230,8 +230,8 @@ public:
     return stage;
   }
   void accumulate(Buffer &into, Buffer &from) override {
-    float *a = into.data();
-    const float *b = from.data();
+    float *a = static_cast<HostBuffer &>(into).values.data();
+    const float *b = static_cast<HostBuffer &>(from).values.data();
     for (size_t i = 0; i < into.size(); ++i)
       a[i] += b[i];
   }

@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <thread>
@@ -67,15 +68,15 @@ public:
   int rank() const override { return me; }
   int size() const override { return count; }
 
-  int64_t isend(const float *data, size_t n, int peer, int tag) override {
+  int64_t isend(const void *data, size_t bytes, int peer, int tag) override {
     MPI_Request &request = post({true, peer, tag});
-    MPICHECK(MPI_Isend(data, static_cast<int>(n), MPI_FLOAT, peer, tag,
+    MPICHECK(MPI_Isend(data, messageCount(bytes), MPI_BYTE, peer, tag,
                        MPI_COMM_WORLD, &request));
     return static_cast<int64_t>(requests.size() - 1);
   }
-  int64_t irecv(float *data, size_t n, int peer, int tag) override {
+  int64_t irecv(void *data, size_t bytes, int peer, int tag) override {
     MPI_Request &request = post({false, peer, tag});
-    MPICHECK(MPI_Irecv(data, static_cast<int>(n), MPI_FLOAT, peer, tag,
+    MPICHECK(MPI_Irecv(data, messageCount(bytes), MPI_BYTE, peer, tag,
                        MPI_COMM_WORLD, &request));
     return static_cast<int64_t>(requests.size() - 1);
   }
@@ -223,6 +224,16 @@ private:
     int tag;
     int member = -1;
   };
+  /// An MPI count of `bytes` bytes; a message of 2 GiB or more stops the
+  /// rank with what to change.
+  int messageCount(size_t bytes) {
+    if (bytes > static_cast<size_t>(INT_MAX))
+      abort("a message of " + std::to_string(bytes) +
+                " bytes is larger than one MPI message of bytes carries "
+                "(2 GiB); use smaller micro-batches or more stages",
+            1);
+    return static_cast<int>(bytes);
+  }
   MPI_Request &post(Transfer what) {
     requests.emplace_back();
     transfers.push_back(what);

@@ -44,9 +44,9 @@ using Getenv = std::function<const char *(const char *)>;
 enum class MathMode {
   Fp32, ///< fp32 arrays, full fp32 products (the default)
   Tf32, ///< fp32 arrays, TF32 tensor cores: inputs rounded to 10-bit mantissas
-  /// Mixed precision: activations and their gradients stored in bf16 inside
-  /// a stage, products on bf16 copies of the weights (bf16 tensor cores),
-  /// fp32 master weights updated by Adam
+        /// Mixed precision: activations and their gradients stored (and sent
+  /// between stages) in bf16, products on bf16 copies of the weights (bf16
+  /// tensor cores), fp32 master weights updated by Adam
   Bf16,
 };
 /// The FLEXPIPE_CUDA_MATH spelling of `mode`.

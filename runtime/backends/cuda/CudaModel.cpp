@@ -13,8 +13,8 @@
 // cuBLASLt's epilogues; the rest in Kernels.cu. The layers are templates over
 // the activations' type T: float (FLEXPIPE_CUDA_MATH fp32 or tf32), or bf16
 // (mixed precision: activations, their gradients and the products' weights
-// in bf16, fp32 master weights, gradients and Adam). Stages hand fp32 arrays
-// to the executor either way: a bf16 stage converts its input and output.
+// in bf16, fp32 master weights, gradients and Adam). A bf16 stage hands bf16
+// arrays to the executor, so messages between stages are bf16 too.
 // Initial weights are Model.cpp's: each layer's parameters are drawn on the
 // host by Model.h's embeddingParameters, blockParameters and headParameters
 // (ModelData.cpp) and copied to the GPU, so a CUDA run starts from exactly the
@@ -702,50 +702,24 @@ private:
 // Stage and device
 //===----------------------------------------------------------------------===//
 
-class CudaBuffer final : public Buffer {
+/// An executor's buffer: activations of type T (the type the stages of the
+/// device pass on, so messages between stages are bf16 in mixed
+/// precision).
+template <typename T> class CudaBuffer final : public Buffer {
 public:
-  explicit CudaBuffer(Floats array) : array(std::move(array)) {}
-  float *data() override { return array.get(); }
+  explicit CudaBuffer(Acts<T> array) : array(std::move(array)) {}
+  void *data() override { return array.get(); }
   size_t size() const override { return array.size(); }
-  Floats array;
+  size_t elementBytes() const override { return sizeof(T); }
+  Acts<T> array;
 };
 
-Floats unwrap(BufferPtr buffer) {
-  return buffer ? std::move(static_cast<CudaBuffer &>(*buffer).array)
-                : Floats();
+template <typename T> Acts<T> unwrap(BufferPtr buffer) {
+  return buffer ? std::move(static_cast<CudaBuffer<T> &>(*buffer).array)
+                : Acts<T>();
 }
-BufferPtr wrap(Floats array) {
-  return array ? std::make_unique<CudaBuffer>(std::move(array)) : nullptr;
-}
-
-/// An executor's fp32 array as activations of type T and back: the array
-/// itself for fp32, a converted copy for bf16 (the original is freed in
-/// stream order).
-template <typename T> Acts<T> toActs(CudaContext &context, Floats array) {
-  if constexpr (std::is_same_v<T, float>) {
-    return array;
-  } else {
-    Acts<T> out;
-    if (array) {
-      out = Acts<T>(context, array.size());
-      convert(context.stream(), array.get(), out.get(),
-              static_cast<int64_t>(array.size()));
-    }
-    return out;
-  }
-}
-template <typename T> Floats toFloats(CudaContext &context, Acts<T> array) {
-  if constexpr (std::is_same_v<T, float>) {
-    return array;
-  } else {
-    Floats out;
-    if (array) {
-      out = Floats(context, array.size());
-      convert(context.stream(), array.get(), out.get(),
-              static_cast<int64_t>(array.size()));
-    }
-    return out;
-  }
+template <typename T> BufferPtr wrap(Acts<T> array) {
+  return array ? std::make_unique<CudaBuffer<T>>(std::move(array)) : nullptr;
 }
 
 /// The device's view of a stage, whatever its activations' type.
@@ -771,24 +745,24 @@ public:
   }
   void forward(int64_t mb, const Batch &batch, BufferPtr in, BufferPtr &out,
                bool countLoss) override {
-    Acts<T> current = toActs<T>(context, unwrap(std::move(in)));
+    Acts<T> current = unwrap<T>(std::move(in));
     for (auto &layer : layers) {
       Acts<T> next;
       layer->forward(mb, batch, std::move(current), next, countLoss);
       current = std::move(next);
     }
-    out = wrap(toFloats(context, std::move(current)));
+    out = wrap(std::move(current));
     context.markProgress();
   }
   void inputGrad(int64_t mb, BufferPtr dout, BufferPtr &din,
                  float lossScale) override {
-    Acts<T> current = toActs<T>(context, unwrap(std::move(dout)));
+    Acts<T> current = unwrap<T>(std::move(dout));
     for (auto it = layers.rbegin(); it != layers.rend(); ++it) {
       Acts<T> next;
       (*it)->inputGrad(mb, std::move(current), next, lossScale);
       current = std::move(next);
     }
-    din = wrap(toFloats(context, std::move(current)));
+    din = wrap(std::move(current));
     context.markProgress();
   }
   void weightGrad(int64_t mb) override {
@@ -827,15 +801,27 @@ public:
       : context(std::move(context)), desc(desc),
         lossSum(*this->context, 1, true), lossHost(1) {}
   BufferPtr allocate(size_t count) override {
-    return std::make_unique<CudaBuffer>(Floats(*context, count, true));
+    if (bf16Activations())
+      return std::make_unique<CudaBuffer<bf16>>(
+          Acts<bf16>(*context, count, true));
+    return std::make_unique<CudaBuffer<float>>(Floats(*context, count, true));
   }
   BufferPtr copy(Buffer &buffer) override {
-    return std::make_unique<CudaBuffer>(
-        static_cast<CudaBuffer &>(buffer).array.clone());
+    if (bf16Activations())
+      return wrap(static_cast<CudaBuffer<bf16> &>(buffer).array.clone());
+    return wrap(static_cast<CudaBuffer<float> &>(buffer).array.clone());
   }
   const float *hostData(Buffer &buffer, std::vector<float> &scratch) override {
     scratch.resize(buffer.size());
-    CUDACHECK(cudaMemcpyAsync(scratch.data(), buffer.data(),
+    Floats converted;
+    const void *from = buffer.data();
+    if (bf16Activations()) {
+      converted = Floats(*context, buffer.size());
+      convert(context->stream(), static_cast<const bf16 *>(buffer.data()),
+              converted.get(), static_cast<int64_t>(buffer.size()));
+      from = converted.get();
+    }
+    CUDACHECK(cudaMemcpyAsync(scratch.data(), from,
                               buffer.size() * sizeof(float),
                               cudaMemcpyDeviceToHost, context->stream()));
     context->synchronize("copying an output for a runtime operation");
@@ -844,7 +830,7 @@ public:
   std::unique_ptr<DeviceStage>
   makeStage(const ScheduleDesc::Stage &s) override {
     std::unique_ptr<AnyCudaStage> stage;
-    if (context->math() == MathMode::Bf16)
+    if (bf16Activations())
       stage = std::make_unique<CudaStage<bf16>>(
           *context, desc.model, s, desc.microbatches, lossSum.get());
     else
@@ -858,7 +844,13 @@ public:
   // model are not ported to the GPU: vocabParallel() and twoTower() stay
   // false and the executor stops at start-up.
   void accumulate(Buffer &into, Buffer &from) override {
-    add(context->stream(), into.data(), from.data(), into.data(),
+    // Only vocabulary-parallel stages have parts to add, and the CUDA backend
+    // runs none (vocabParallel() is false): fp32 is all it needs.
+    if (bf16Activations())
+      fatal("adding the parts of a message is not implemented for bf16 "
+            "activations");
+    float *sum = static_cast<float *>(into.data());
+    add(context->stream(), sum, static_cast<const float *>(from.data()), sum,
         static_cast<int64_t>(into.size()));
   }
   void step(float lr) override {
@@ -941,6 +933,9 @@ public:
   }
 
 private:
+  /// Mixed precision: stages, messages and buffers hold bf16.
+  bool bf16Activations() const { return context->math() == MathMode::Bf16; }
+
   std::shared_ptr<CudaContext> context;
   ScheduleDesc desc;
   DeviceArray<double> lossSum;

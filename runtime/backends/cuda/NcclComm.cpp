@@ -134,11 +134,11 @@ public:
   int rank() const override { return me; }
   int size() const override { return count; }
 
-  int64_t isend(const float *data, size_t n, int peer, int tag) override {
-    return post(true, const_cast<float *>(data), n, peer, tag);
+  int64_t isend(const void *data, size_t bytes, int peer, int tag) override {
+    return post(true, const_cast<void *>(data), bytes, peer, tag);
   }
-  int64_t irecv(float *data, size_t n, int peer, int tag) override {
-    return post(false, data, n, peer, tag);
+  int64_t irecv(void *data, size_t bytes, int peer, int tag) override {
+    return post(false, data, bytes, peer, tag);
   }
   void wait(int64_t handle) override {
     if (handle < 0 || handle >= static_cast<int64_t>(handles.size()))
@@ -256,7 +256,8 @@ private:
     bool counted = false; ///< seen complete by completedTransfers
   };
 
-  int64_t post(bool send, float *data, size_t n, int peer, int tag);
+  /// A transfer of `bytes` bytes (ncclUint8: fp32 or bf16 alike).
+  int64_t post(bool send, void *data, size_t bytes, int peer, int tag);
   void groupStart() override;
   void groupEnd() override;
   const Link &linkFor(bool send, int peer, int tag);
@@ -429,7 +430,7 @@ const NcclComm::Link &NcclComm::linkFor(bool send, int peer, int tag) {
   return links[it->second];
 }
 
-int64_t NcclComm::post(bool send, float *data, size_t n, int peer, int tag) {
+int64_t NcclComm::post(bool send, void *data, size_t bytes, int peer, int tag) {
   const Link &link = linkFor(send, peer, tag);
   // The channel's stream starts after what the compute stream has done so
   // far: the data is computed and the buffer allocated.
@@ -442,10 +443,10 @@ int64_t NcclComm::post(bool send, float *data, size_t n, int peer, int tag) {
                           context->timeout());
     NCCLCHECK(ncclGroupStart());
     if (send)
-      NCCLCHECK(ncclSend(data, n, ncclFloat32, link.peerInComm, link.comm,
+      NCCLCHECK(ncclSend(data, bytes, ncclUint8, link.peerInComm, link.comm,
                          link.stream));
     else
-      NCCLCHECK(ncclRecv(data, n, ncclFloat32, link.peerInComm, link.comm,
+      NCCLCHECK(ncclRecv(data, bytes, ncclUint8, link.peerInComm, link.comm,
                          link.stream));
     NCCLCHECK(ncclGroupEnd());
   }

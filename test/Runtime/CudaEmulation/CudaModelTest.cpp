@@ -131,9 +131,11 @@ Trained trainOnEmulatedGpu(const GptConfig &config, int microbatches, int split,
       stages.push_back(device->makeStage(second));
     }
     const float scale = 1.0f / static_cast<float>(microbatches);
+    size_t outputElementBytes = 0; // of the last stage's output
     for (int it = 0; it < kIterations; ++it) {
       for (int mb = 0; mb < microbatches; ++mb) {
         BufferPtr current = forwardAll(stages, config, it, mb);
+        outputElementBytes = current ? current->elementBytes() : 0;
         // The head passes its input on (what runtime operations see),
         // which hostData copies to the host.
         REQUIRE(current != nullptr);
@@ -169,15 +171,19 @@ Trained trainOnEmulatedGpu(const GptConfig &config, int microbatches, int split,
     }
     for (auto &[name, values] : device->weights())
       result.weights[name] = values;
-    // Buffers: zeros of the asked size; copies are copies.
+    // Buffers: zeros of the asked size, of the stages' activations (bf16
+    // in mixed precision: messages between stages are bf16 too); copies
+    // are copies.
     BufferPtr zeros = device->allocate(5);
     REQUIRE(zeros->size() == 5);
-    std::vector<float> host(5, 1.0f);
-    REQUIRE(cudaMemcpyAsync(host.data(), zeros->data(), 5 * sizeof(float),
-                            cudaMemcpyDeviceToHost, nullptr) == cudaSuccess);
-    CHECK(host == std::vector<float>(5, 0.0f));
+    CHECK(zeros->elementBytes() == (math == MathMode::Bf16 ? 2 : 4));
+    CHECK(outputElementBytes == zeros->elementBytes());
+    std::vector<float> scratch(5, 1.0f);
+    const float *host = device->hostData(*zeros, scratch);
+    CHECK(std::vector<float>(host, host + 5) == std::vector<float>(5, 0.0f));
     BufferPtr copy = device->copy(*zeros);
     CHECK(copy->size() == 5);
+    CHECK(copy->bytes() == zeros->bytes());
     CHECK(copy->data() != zeros->data());
   }
   // Everything the device and the context allocated is freed.

@@ -6,7 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// The executor is backend-neutral; a backend moves floats between ranks. One
+// The executor is backend-neutral; a backend moves bytes between ranks (the
+// activations of a Device's buffers) and floats in its collectives. One
 // implementation per folder under runtime/backends (cpu: MPI on host memory,
 // cuda: NCCL on device memory, Device.h's buffers).
 //
@@ -30,12 +31,12 @@ public:
   virtual ~Comm() = default;
   virtual int rank() const = 0;
   virtual int size() const = 0;
-  /// Posts a transfer and returns a handle for wait(). A send's buffer must
-  /// stay alive until its wait; messages with the same (peer, tag) arrive in
-  /// the order they were sent.
-  virtual int64_t isend(const float *data, size_t count, int peer,
-                        int tag) = 0;
-  virtual int64_t irecv(float *data, size_t count, int peer, int tag) = 0;
+  /// Posts a transfer of `bytes` bytes and returns a handle for wait(). A
+  /// send's buffer must stay alive until its wait; messages with the same
+  /// (peer, tag) arrive in the order they were sent; a receive's size must
+  /// be its send's.
+  virtual int64_t isend(const void *data, size_t bytes, int peer, int tag) = 0;
+  virtual int64_t irecv(void *data, size_t bytes, int peer, int tag) = 0;
   virtual void wait(int64_t handle) = 0;
   /// Brackets transfers posted together (a send and the receive from the
   /// same peer, mirrored there) that the backend may start as one (NCCL:

@@ -35,9 +35,12 @@ namespace flexpipe::rt {
 class Buffer {
 public:
   virtual ~Buffer() = default;
-  /// The floats in the device's address space (what Comm moves).
-  virtual float *data() = 0;
+  /// The elements in the device's address space (what Comm moves): floats,
+  /// or a device's narrower activations (the CUDA backend's bf16).
+  virtual void *data() = 0;
   virtual size_t size() const = 0;
+  virtual size_t elementBytes() const { return sizeof(float); }
+  size_t bytes() const { return size() * elementBytes(); }
 };
 using BufferPtr = std::unique_ptr<Buffer>;
 
@@ -112,10 +115,12 @@ stateMismatch(const DeviceState &state,
 class Device {
 public:
   virtual ~Device() = default;
-  /// A buffer of `count` zeros.
+  /// A buffer of `count` zero elements of the type the device's stages pass
+  /// on (a message's receive buffer).
   virtual BufferPtr allocate(size_t count) = 0;
   virtual BufferPtr copy(Buffer &buffer) = 0;
-  /// The floats of `buffer` in host memory, for a runtime operation to read:
+  /// The elements of `buffer` as floats in host memory, for a runtime
+  /// operation to read:
   /// the buffer's own when the device keeps them on the host, otherwise a
   /// copy in `scratch` once the work issued so far has finished.
   virtual const float *hostData(Buffer &buffer,
