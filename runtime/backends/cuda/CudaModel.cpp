@@ -844,14 +844,16 @@ public:
   // model are not ported to the GPU: vocabParallel() and twoTower() stay
   // false and the executor stops at start-up.
   void accumulate(Buffer &into, Buffer &from) override {
-    // Only vocabulary-parallel stages have parts to add, and the CUDA backend
-    // runs none (vocabParallel() is false): fp32 is all it needs.
-    if (bf16Activations())
-      fatal("adding the parts of a message is not implemented for bf16 "
-            "activations");
-    float *sum = static_cast<float *>(into.data());
-    add(context->stream(), sum, static_cast<const float *>(from.data()), sum,
-        static_cast<int64_t>(into.size()));
+    const int64_t n = static_cast<int64_t>(into.size());
+    if (bf16Activations()) {
+      bf16 *sum = static_cast<bf16 *>(into.data());
+      add(context->stream(), sum, static_cast<const bf16 *>(from.data()), sum,
+          n);
+    } else {
+      float *sum = static_cast<float *>(into.data());
+      add(context->stream(), sum, static_cast<const float *>(from.data()), sum,
+          n);
+    }
   }
   void step(float lr) override {
     // Model.cpp's Adam::apply, bias corrections computed alike on the host.

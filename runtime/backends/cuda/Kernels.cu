@@ -188,10 +188,10 @@ __global__ void addPartialsKernel(const float *partials, float *sums,
   }
 }
 
-__global__ void addKernel(const float *a, const float *b, float *out,
-                          int64_t n) {
+template <typename T>
+__global__ void addKernel(const T *a, const T *b, T *out, int64_t n) {
   for (int64_t i = globalThread(); i < n; i += globalThreads())
-    out[i] = a[i] + b[i];
+    out[i] = fromFloat<T>(toFloat(a[i]) + toFloat(b[i]));
 }
 
 template <typename T>
@@ -658,9 +658,10 @@ void flexpipe::rt::cuda::addColumnSums(cudaStream_t stream, const T *x,
   addPartials(stream, scratch, sums, rows, cols);
 }
 
-void flexpipe::rt::cuda::add(cudaStream_t stream, const float *a,
-                             const float *b, float *out, int64_t n) {
-  LAUNCH_ELEMENTS(addKernel, n, stream, a, b, out, n);
+template <typename T>
+void flexpipe::rt::cuda::add(cudaStream_t stream, const T *a, const T *b,
+                             T *out, int64_t n) {
+  LAUNCH_ELEMENTS(addKernel<T>, n, stream, a, b, out, n);
 }
 
 template <typename T>
@@ -795,6 +796,8 @@ void flexpipe::rt::cuda::crossEntropyGrad(cudaStream_t stream,
   template void flexpipe::rt::cuda::attentionBackward<T>(                      \
       cudaStream_t, const T *, const T *, const float *, const T *, float *,   \
       T *, int64_t, int64_t, int64_t, int64_t);                                \
+  template void flexpipe::rt::cuda::add<T>(cudaStream_t, const T *, const T *, \
+                                           T *, int64_t);                      \
   template void flexpipe::rt::cuda::crossEntropyGrad<T>(                       \
       cudaStream_t, const float *, const int32_t *, T *, int64_t, int64_t,     \
       float);

@@ -67,8 +67,9 @@ int64_t rowSumScratch(int64_t rows, int64_t cols);
 template <typename T>
 void addColumnSums(cudaStream_t stream, const T *x, float *sums, float *scratch,
                    int64_t rows, int64_t cols);
-void add(cudaStream_t stream, const float *a, const float *b, float *out,
-         int64_t n);
+/// out = a + b, element by element (the parts of a message).
+template <typename T>
+void add(cudaStream_t stream, const T *a, const T *b, T *out, int64_t n);
 
 /// Row-wise LayerNorm with mean and 1/std per row kept.
 template <typename T>

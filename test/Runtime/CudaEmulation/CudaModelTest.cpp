@@ -146,6 +146,13 @@ Trained trainOnEmulatedGpu(const GptConfig &config, int microbatches, int split,
           const float *host = device->hostData(*current, scratch);
           CHECK(host == scratch.data());
           result.headInput.assign(host, host + current->size());
+          // accumulate adds element by element (doubling is exact).
+          BufferPtr twice = device->copy(*current);
+          device->accumulate(*twice, *current);
+          std::vector<float> sums;
+          const float *doubled = device->hostData(*twice, sums);
+          for (size_t i = 0; i < current->size(); ++i)
+            REQUIRE(doubled[i] == 2 * result.headInput[i]);
         }
       }
       size_t cached = 0;
