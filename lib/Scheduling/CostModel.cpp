@@ -16,8 +16,10 @@
 // forward, the input gradient and the weight gradient each; the softmax and
 // cross-entropy add about 5 b s V. The token embedding is a lookup.
 // Activations kept per layer (Korthikanti et al., no recomputation):
-// s b h (34 + 5 a s / h) bytes at 2-byte precision; the LM head keeps its
-// logits and their fp32 softmax, b s V (dtype + 4) bytes.
+// s b h (34 + 5 a s / h) bytes at 2-byte precision; with flash attention the
+// scores' softmax (the 5 a s / h) is not kept, only an fp32 log-sum-exp per
+// query row and head, 4 a s b bytes; the LM head keeps its logits and their
+// fp32 softmax, b s V (dtype + 4) bytes.
 // Static memory: parameters x (2 x dtype for weights and gradients + 12 for
 // fp32 master weights and Adam's two moments).
 //
@@ -155,7 +157,9 @@ StageCost flexpipe::sched::stageCost(const StageShape &shape,
   const double v = static_cast<double>(m.vocab);
   const double d = static_cast<double>(model.dtypeBytes);
   const double layers = static_cast<double>(shape.layers);
-  c.activationBytes = layers * s * b * h * (34 + 5 * a * s / h) * d / 2;
+  c.activationBytes = model.flashAttention
+                          ? layers * (s * b * h * 34 * d / 2 + 4 * a * s * b)
+                          : layers * s * b * h * (34 + 5 * a * s / h) * d / 2;
   c.parameters = layers * (12 * h * h + 13 * h);
   if (shape.first && m.vocab > 0) {
     c.activationBytes += s * b * h * d; // embedding output

@@ -266,8 +266,8 @@ llvm::Error flexpipe::sched::loadModel(const std::string &path,
     YAML::Node root = r.load();
     const std::string what = "the model file";
     r.expectMap(root, what,
-                {"name", "dtype", "global_batch_size", "micro_batch_size",
-                 "modules"});
+                {"name", "dtype", "attention", "global_batch_size",
+                 "micro_batch_size", "modules"});
     if (root["name"])
       model.name = r.string(root["name"], "name");
     if (YAML::Node dtype = root["dtype"]) {
@@ -279,6 +279,14 @@ llvm::Error flexpipe::sched::loadModel(const std::string &path,
       else
         r.fail(dtype.Mark(),
                "key 'dtype' must be bf16, fp16 or fp32, got '" + d + "'");
+    }
+    if (YAML::Node attention = root["attention"]) {
+      const std::string a = r.string(attention, "attention");
+      if (a != "materialized" && a != "flash")
+        r.fail(attention.Mark(),
+               "key 'attention' must be materialized or flash, got '" + a +
+                   "'");
+      model.flashAttention = a == "flash";
     }
     YAML::Node gbs = r.required(root, "global_batch_size", what);
     model.globalBatchSize = r.integer(gbs, "global_batch_size", 1);

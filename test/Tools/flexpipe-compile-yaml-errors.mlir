@@ -21,6 +21,14 @@
 // RUN: not flexpipe-compile %t/spec.mlir --model %t/good-model.yaml --cluster %t/huge.yaml --emit=report 2>&1 | FileCheck %s --check-prefix=HUGE
 // RUN: not flexpipe-compile %t/spec.mlir --profile %t/nan.yaml --emit=trace 2>&1 | FileCheck %s --check-prefix=NAN
 // RUN: not flexpipe-compile %t/spec.mlir --model %t/twice.yaml --cluster %t/good-cluster.yaml 2>&1 | FileCheck %s --check-prefix=TWICE
+// RUN: not flexpipe-compile %t/spec.mlir --model %t/attention.yaml --cluster %t/good-cluster.yaml 2>&1 | FileCheck %s --check-prefix=ATTENTION
+// Flash attention keeps no scores, only a log-sum-exp per query row and
+// head: per layer s h 34 + 4 a s bytes (bf16) instead of s h (34 + 5 a s / h),
+// 70144 instead of 90112 bytes; the LM head's 49152 and the embedding's 4096
+// stay; actor 0 holds 3 micro-batches at its peak.
+// RUN: flexpipe-compile %t/spec.mlir --model %t/good-model.yaml --cluster %t/good-cluster.yaml --emit=cpp -o %t/materialized > /dev/null
+// RUN: flexpipe-compile %t/spec.mlir --model %t/flash.yaml --cluster %t/good-cluster.yaml --emit=cpp -o %t/flash > /dev/null
+// RUN: cat %t/materialized/schedule.txt %t/flash/schedule.txt | FileCheck %s --check-prefix=FLASH
 // RUN: not flexpipe-tune --model %t/good-model.yaml --cluster %t/inf.yaml -o %t/tune-inf 2>&1 | FileCheck %s --check-prefix=INF
 
 // MISSING: missing.yaml:2:1: error: missing key 'micro_batch_size' in the model file
@@ -38,6 +46,9 @@
 // INF: inf.yaml:6:53: error: key 'latency_s' must be a finite number of at most 1e+18, got '.inf'
 // HUGE: huge.yaml:3:13: error: key 'peak_flops' must be a finite number of at most 1e+18, got '1e308'
 // TWICE: twice.yaml:6:5: error: key 'layers' appears twice in a module
+// ATTENTION: attention.yaml:1:12: error: key 'attention' must be materialized or flash, got 'sparse'
+// FLASH: predicted peak_activation 552960 229376
+// FLASH: predicted peak_activation 433152 189440
 // NAN: nan.yaml:2:23: error: key 'fwd_s' must be a finite number of at most 1e+18, got '.nan'
 
 //--- spec.mlir
@@ -166,3 +177,15 @@ modules:
     heads: 4
     seq: 32
     vocab: 256
+//--- attention.yaml
+attention: sparse
+global_batch_size: 8
+micro_batch_size: 1
+modules:
+  - {name: gpt, layers: 4, hidden: 64, heads: 4, seq: 32, vocab: 256}
+//--- flash.yaml
+attention: flash
+global_batch_size: 8
+micro_batch_size: 1
+modules:
+  - {name: gpt, layers: 4, hidden: 64, heads: 4, seq: 32, vocab: 256}

@@ -359,8 +359,17 @@ TEST_CASE("the cost model counts embedding and LM head where they sit",
   // The cost-balanced split leaves the LM head's stage one layer.
   std::vector<int64_t> split = costBalancedPartition(gpt, 8);
   CHECK(split == std::vector<int64_t>{9, 9, 9, 9, 9, 9, 9, 1});
-  CHECK(transferTime(ClusterConfig{"", 16, 8, 1, 1, 1, {100, 1}, {10, 2}}, 0,
-                     9, 100) == Approx(12));
+  CHECK(transferTime(ClusterConfig{"", 16, 8, 1, 1, 1, {100, 1}, {10, 2}}, 0, 9,
+                     100) == Approx(12));
+  // Activations per layer: s b h (34 + 5 a s / h) dtype / 2 (Korthikanti);
+  // flash attention keeps an fp32 log-sum-exp per query row and head
+  // instead of the scores' softmax.
+  const double s = 512, h = 2560, a = 64;
+  CHECK(stageCost(middle, model, cluster).activationBytes ==
+        Approx(8 * s * h * (34 + 5 * a * s / h)));
+  model.flashAttention = true;
+  CHECK(stageCost(middle, model, cluster).activationBytes ==
+        Approx(8 * (s * h * 34 + 4 * a * s)));
 }
 
 TEST_CASE("a measured cluster prices layers, contention and the optimizer",

@@ -226,6 +226,7 @@ std::string modelYaml(const ModelConfig &model, int64_t mbs,
   os << "# " << model.name << " with the batch sizes flexpipe-tune chose\n"
      << "name: " << model.name << "\n"
      << "dtype: " << (model.dtypeBytes == 4 ? "fp32" : "bf16") << "\n"
+     << (model.flashAttention ? "attention: flash\n" : "")
      << "global_batch_size: " << globalBatch << "\n"
      << "micro_batch_size: " << mbs << "\n"
      << "modules:\n"

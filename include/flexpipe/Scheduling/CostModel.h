@@ -46,6 +46,10 @@ struct ModelConfig {
   std::string name;
   /// Bytes per element of weights, activations and messages (bf16: 2).
   int64_t dtypeBytes = 2;
+  /// Attention keeps its scores' softmax for the backward (Korthikanti's
+  /// 5 a s / h term), or, flash-style, only a log-sum-exp per query row and
+  /// head (fp32): the model file's `attention: materialized | flash`.
+  bool flashAttention = false;
   int64_t globalBatchSize = 1;
   int64_t microBatchSize = 1;
   std::vector<ModuleModel> modules;
