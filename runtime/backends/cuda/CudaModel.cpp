@@ -248,14 +248,16 @@ void linearGeluForward(CudaContext &context, const Acts<T> &x,
                        int64_t t, int64_t in, int64_t out, Acts<T> &pre,
                        Acts<T> &f) {
   f = Acts<T>(context, t * out);
-  if (geluEpilogueFits(out)) {
-    pre = Acts<T>(context, t * out);
-    if (ltMatmul<T>(context, {t, out, in, x.get(), weights<T>(w), false,
-                              Epilogue::GeluAuxBias, weights<T>(b), pre.get(),
-                              nullptr, f.get()}))
-      return;
-  }
-  pre = linearForward(context, x, w, b, t, in, out);
+  pre = Acts<T>(context, t * out);
+  if (geluEpilogueFits(out) &&
+      ltMatmul<T>(context, {t, out, in, x.get(), weights<T>(w), false,
+                            Epilogue::GeluAuxBias, weights<T>(b), pre.get(),
+                            nullptr, f.get()}))
+    return;
+  // Without the GELU epilogue: the bias product into the same `pre`.
+  ltMatmul<T>(context,
+              {t, out, in, x.get(), weights<T>(w), false, Epilogue::Bias,
+               weights<T>(b), nullptr, nullptr, pre.get()});
   geluForward(context.stream(), pre.get(), f.get(), pre.size());
 }
 
