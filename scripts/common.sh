@@ -12,6 +12,7 @@ FLEXPIPE_PACKAGES=(
   cmake ninja-build g++ python3
   libyaml-cpp-dev libcli11-dev catch2
   libopenmpi-dev openmpi-bin libopenblas-dev libeigen3-dev
+  libboost-context-dev
 )
 
 if [ -t 1 ]; then

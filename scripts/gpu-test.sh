@@ -31,7 +31,16 @@
 # NCCL_HOSTID (the CUDA backend sets it when LOCAL_WORLD_SIZE exceeds the
 # GPUs) so that NCCL accepts several ranks per GPU; it then talks over sockets, and iteration times mean little.
 #
-# Usage: scripts/gpu-test.sh [--skip-build] [--iterations N]
+# Usage: scripts/gpu-test.sh [--skip-build] [--iterations N] [--emulation]
+#
+# --emulation runs the same schedules where there is no GPU: the ranks are
+# built with --backend=cuda-emulation (the CUDA backend's host code, kernels,
+# streams and NCCL calls on the CPU: test/Runtime/CudaEmulation), so the
+# executor, NcclComm's channels, groups and events, and the kernels run as a
+# whole, with streams side by side and NCCL sends that wait for their
+# receives. It finds ordering and hang mistakes and wrong numerics, not what
+# only a GPU shows (speed, NCCL's own transports, memory races within a
+# kernel). test/Runtime/cuda-executor-emulation.test runs it.
 # Environment: BUILD_DIR (default build), JOBS, FLEXPIPE_TIMEOUT (default 120
 # s per rank wait), GPU_TEST_DIR (default $BUILD_DIR/gpu-test).
 #
@@ -296,10 +305,11 @@ bundle_mode() {
 # --- Options ---------------------------------------------------------------
 
 usage() { sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
-build=1 iterations= bundle= link_only=0
+build=1 iterations= bundle= link_only=0 emulation=0
 while [ $# -gt 0 ]; do
   case $1 in
     --skip-build) build=0 ;;
+    --emulation) emulation=1 ;;
     --iterations) iterations=${2:?--iterations needs a number}; shift ;;
     --bundle) bundle=${2:?--bundle needs a directory}; shift ;;
     --link-only) link_only=1 ;;
@@ -317,13 +327,19 @@ fi
 iterations=${iterations:-10}
 [ "$iterations" -ge 2 ] 2>/dev/null || die "--iterations must be at least 2"
 
-gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
-if [ "${gpus:-0}" -eq 0 ]; then
-  echo "gpu-test: no NVIDIA GPU found (nvidia-smi -L lists none); this check needs one" >&2
-  exit 2
+backend=cuda
+if [ "$emulation" = 1 ]; then
+  backend=cuda-emulation gpus=1 # the emulation has one GPU
+  log "No GPU: the CUDA backend's ranks run on the CPU (--backend=cuda-emulation)"
+else
+  gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+  if [ "${gpus:-0}" -eq 0 ]; then
+    echo "gpu-test: no NVIDIA GPU found (nvidia-smi -L lists none); this check needs one (or use --emulation)" >&2
+    exit 2
+  fi
+  log "GPUs: $gpus"
+  nvidia-smi -L
 fi
-log "GPUs: $gpus"
-nvidia-smi -L
 
 if [ "$build" = 1 ]; then
   JOBS=${JOBS:-$(( $(nproc) < 8 ? $(nproc) : 8 ))}
@@ -333,7 +349,8 @@ fi
 COMPILE="$BUILD_DIR/bin/flexpipe-compile"
 REFERENCE="$BUILD_DIR/bin/flexpipe-reference"
 [ -x "$COMPILE" ] && [ -x "$REFERENCE" ] || die "no flexpipe-compile in $BUILD_DIR/bin (build first)"
-grep -q '#define FLEXPIPE_ENABLE_CUDA 1' "$BUILD_DIR/include/flexpipe/Config.h" ||
+[ "$emulation" = 1 ] ||
+  grep -q '#define FLEXPIPE_ENABLE_CUDA 1' "$BUILD_DIR/include/flexpipe/Config.h" ||
   die "$BUILD_DIR was configured without the CUDA backend"
 
 WORK="${GPU_TEST_DIR:-$BUILD_DIR/gpu-test}"
@@ -348,7 +365,7 @@ run() {
   shift 2
   local dir="$WORK/$name"
   log "$name: compiling"
-  if ! "$COMPILE" "$spec" --backend=cuda --emit=exe -o "$dir" "$@"; then
+  if ! "$COMPILE" "$spec" --backend="$backend" --emit=exe -o "$dir" "$@"; then
     summary+=("$(printf '%-12s FAIL: flexpipe-compile failed' "$name")")
     failures=$((failures + 1))
     return
@@ -357,8 +374,8 @@ run() {
   ranks=$(( $(grep -c . "$dir/slurm.conf") - 1 ))
   local share=0
   [ "$ranks" -gt "$gpus" ] && share=1
-  log "$name: training $iterations iterations on $ranks ranks ($gpus GPU(s)$([ $share = 1 ] && echo ', NCCL_HOSTID per rank'))"
-    local math losstol weighttol
+  log "$name: training $iterations iterations on $ranks ranks ($gpus $([ "$emulation" = 1 ] && echo emulated) GPU(s)$([ $share = 1 ] && echo ', NCCL_HOSTID per rank'))"
+  local math losstol weighttol
   read -r math losstol weighttol <<< "$(gpu_test_tolerances "$name")"
   FLEXPIPE_CUDA_MATH=$math timeout --kill-after=10 900 \
     "$dir/run-env.sh" --iterations "$iterations" --losses "$dir/losses" \
@@ -392,7 +409,7 @@ run() {
 gpu_test_schedules run "$WORK"
 
 echo
-log "Summary (tolerances: losses 1e-4 relative, weights 1e-3, bf16 runs 2e-2 and 2e-2)"
+log "Summary ($([ "$emulation" = 1 ] && echo "CUDA emulation on the CPU; ")tolerances: losses 1e-4 relative, weights 1e-3, bf16 runs 2e-2 and 2e-2)"
 for line in "${summary[@]}"; do echo "  $line"; done
 echo "gpu-test: $((${#summary[@]} - failures)) passed, $failures failed"
 [ "$failures" -eq 0 ]

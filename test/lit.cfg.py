@@ -35,6 +35,8 @@ import shutil
 if shutil.which("mpirun") and shutil.which("mpicxx"):
     config.available_features.add("mpi")
 config.substitutions.append(("%train", "bash " + os.path.join(config.flexpipe_src_root, "test", "Runtime", "train.sh") + " %t"))
+# The GPU test's script, run with --emulation on this build.
+config.substitutions.append(("%gpu_test", "env BUILD_DIR=" + config.flexpipe_obj_root + " bash " + os.path.join(config.flexpipe_src_root, "scripts", "gpu-test.sh")))
 
 # The CUDA backend: `cuda` when this build has it (compile and link tests run
 # without a GPU); `cuda-device` when a GPU is visible (run tests).

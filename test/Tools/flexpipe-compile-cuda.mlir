@@ -45,7 +45,7 @@
 // RUN: not env FLEXPIPE_NVCC=no-such-nvcc flexpipe-compile %schedules/1f1b.mlir --actors 2 --backend=cuda -o %t/bad 2>&1 | FileCheck %s --check-prefix=NONVCC
 // NONVCC: flexpipe-compile: cannot find nvcc 'no-such-nvcc' (set FLEXPIPE_NVCC)
 // RUN: not flexpipe-compile %schedules/1f1b.mlir --backend=rocm 2>&1 | FileCheck %s --check-prefix=BACKEND
-// BACKEND: --backend: rocm not in {cpu,cuda}
+// BACKEND: --backend: rocm not in {cpu,cuda,cuda-emulation}
 
 // run-env.sh with stand-in rank programs (no GPU): it starts every rank with
 // torchrun's variables, passes the arguments on, and exits 0 when all do.

@@ -90,8 +90,12 @@ int flexpipe::parseCompileOptions(int argc, char **argv,
                  "cpu (OpenBLAS and MPI; launch with run-mpi.sh) or cuda "
                  "(one GPU per rank: cuBLAS, own kernels, NCCL; built with "
                  "nvcc, launched with run-env.sh, or run-mpi.sh when the "
-                 "runtime has MPI; needs a build with FLEXPIPE_ENABLE_CUDA)")
-      ->check(CLI::IsMember({"cpu", "cuda"}))
+                 "runtime has MPI; needs a build with FLEXPIPE_ENABLE_CUDA) "
+                 "or cuda-emulation (the cuda backend compiled for the CPU: "
+                 "its kernels, cuBLAS products, streams and NCCL emulated, "
+                 "slowly, to check a CUDA run where there is no GPU; "
+                 "launched as cuda)")
+      ->check(CLI::IsMember({"cpu", "cuda", "cuda-emulation"}))
       ->capture_default_str();
   app.add_option("--dp", options.dp,
                  "Data-parallel replicas of the pipeline for --emit=cpp|exe "

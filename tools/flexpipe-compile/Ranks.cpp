@@ -59,20 +59,36 @@ struct Toolchain {
   std::vector<std::string> before, after;
 };
 
-/// The cpu backend: the MPI compiler wrapper against the runtime.
-static std::optional<Toolchain> cpuToolchain(const std::string &include,
-                                             const std::string &libs,
-                                             raw_ostream &errs) {
-  llvm::ErrorOr<std::string> compiler =
-      llvm::sys::findProgramByName(environmentOr("FLEXPIPE_CXX", "mpicxx"));
+/// The backends built with the host compiler: cpu (the MPI compiler wrapper
+/// against the runtime) and cuda-emulation (the CUDA backend compiled for
+/// the CPU: mpicxx when the runtime has MPI).
+static std::optional<Toolchain> hostToolchain(bool emulation,
+                                              const std::string &include,
+                                              const std::string &libs,
+                                              raw_ostream &errs) {
+  const char *compilerDefault =
+      !emulation || FLEXPIPE_ENABLE_MPI ? "mpicxx" : "c++";
+  llvm::ErrorOr<std::string> compiler = llvm::sys::findProgramByName(
+      environmentOr("FLEXPIPE_CXX", compilerDefault));
   if (!compiler) {
-    errs << "flexpipe-compile: cannot find the MPI C++ compiler "
-            "'mpicxx' (install openmpi-bin or set FLEXPIPE_CXX)\n";
+    errs << "flexpipe-compile: cannot find the C++ compiler '"
+         << environmentOr("FLEXPIPE_CXX", compilerDefault)
+         << "' (install openmpi-bin or set FLEXPIPE_CXX)\n";
     return std::nullopt;
   }
-  Toolchain toolchain{{*compiler, "-std=c++17", "-O2", "-I" + include},
-                      {libs + "/libflexpipe_rt_cpu.a",
-                       libs + "/libFlexPipeRuntime.a", "-lopenblas"}};
+  const std::string backend =
+      libs + (emulation ? "/libflexpipe_rt_cuda_emulation.a"
+                        : "/libflexpipe_rt_cpu.a");
+  if (!llvm::sys::fs::exists(backend)) {
+    errs << "flexpipe-compile: cannot find " << backend
+         << " (build the runtime, or set FLEXPIPE_RUNTIME_LIB)\n";
+    return std::nullopt;
+  }
+  Toolchain toolchain{
+      {*compiler, "-std=c++17", "-O2", "-I" + include},
+      {backend, libs + "/libFlexPipeRuntime.a", "-lopenblas", "-pthread"}};
+  if (emulation)
+    toolchain.after.push_back("-lboost_context"); // the emulated warps
   // The build's own extra flags (a sanitizer build's -fsanitize=...).
   SmallVector<StringRef> extra;
   StringRef(FLEXPIPE_RANK_FLAGS).split(extra, ' ', -1, false);
@@ -577,15 +593,19 @@ int flexpipe::writeRanks(MLIRContext &context, ModuleOp module,
       !copyOpsFiles(out, options))
     return 1;
 
-  const bool cuda = options.backend == "cuda";
+  // The emulation runs the CUDA backend's ranks: its launchers.
+  const bool cuda = options.backend != "cpu";
   const bool exe = options.emit == "exe";
   const std::string include =
       environmentOr("FLEXPIPE_RUNTIME_INCLUDE", FLEXPIPE_RUNTIME_INCLUDE_DIR);
   const std::string libs =
       environmentOr("FLEXPIPE_RUNTIME_LIB", FLEXPIPE_RUNTIME_LIB_DIR);
   raw_ostream &errs = exe ? llvm::errs() : llvm::nulls();
-  std::optional<Toolchain> toolchain = cuda ? cudaToolchain(include, libs, errs)
-                                            : cpuToolchain(include, libs, errs);
+  std::optional<Toolchain> toolchain =
+      options.backend == "cuda"
+          ? cudaToolchain(include, libs, errs)
+          : hostToolchain(options.backend == "cuda-emulation", include, libs,
+                          errs);
   if (!exe) {
     if (!toolchain) {
       llvm::errs() << "flexpipe-compile: note: no build.sh written: the "

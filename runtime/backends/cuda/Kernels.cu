@@ -575,7 +575,8 @@ __global__ void adamKernel(const AdamChunk *chunks, int64_t count, float lr,
 // on the CPU, one warp of fibers at a time, to check the kernels against
 // Model.cpp on machines without a GPU.
 #define KERNEL_CALL(kernel, blocks, threads, stream, ...)                      \
-  ::flexpipe::rt::cuda::emulation::launch(kernel, blocks, threads, __VA_ARGS__)
+  ::flexpipe::rt::cuda::emulation::launch(stream, kernel, blocks, threads,     \
+                                          __VA_ARGS__)
 #else
 #define KERNEL_CALL(kernel, blocks, threads, stream, ...)                      \
   kernel<<<blocks, threads, 0, stream>>>(__VA_ARGS__)

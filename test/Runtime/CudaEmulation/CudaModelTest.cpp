@@ -168,9 +168,10 @@ Trained trainOnEmulatedGpu(const GptConfig &config, int microbatches, int split,
         for (auto &stage : stages)
           for (GradientRef g : stage->gradients()) {
             std::vector<float> values(g.size);
-            REQUIRE(cudaMemcpyAsync(
-                        values.data(), g.data, g.size * sizeof(float),
-                        cudaMemcpyDeviceToHost, nullptr) == cudaSuccess);
+            REQUIRE(cudaMemcpyAsync(values.data(), g.data,
+                                    g.size * sizeof(float),
+                                    cudaMemcpyDeviceToHost,
+                                    context->stream()) == cudaSuccess);
             result.gradients.push_back(std::move(values));
           }
       device->step(kLr);

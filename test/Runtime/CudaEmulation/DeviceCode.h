@@ -8,15 +8,18 @@
 //
 // What runtime/backends/cuda/Kernels.cu needs to compile as C++ and run on
 // the CPU (Kernels.cpp includes it first): the qualifiers, threadIdx and
-// friends, warp shuffles and __syncwarp, and launch(). A launch runs its
-// blocks and warps one after another; the lanes of a warp are fibers that
-// meet at every shuffle and __syncwarp, so warp-synchronous code runs as on
-// a GPU, and a warp whose lanes diverge at a full-mask shuffle is reported.
+// friends, warp shuffles and __syncwarp, and launch(). A launch runs on its
+// stream's thread (Streams.cpp), its blocks and warps one after another;
+// the lanes of a warp are fibers that meet at every shuffle and __syncwarp,
+// so warp-synchronous code runs as on a GPU, and a warp whose lanes diverge
+// at a full-mask shuffle is reported.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef FLEXPIPE_TEST_CUDA_EMULATION_DEVICECODE_H
 #define FLEXPIPE_TEST_CUDA_EMULATION_DEVICECODE_H
+
+#include "cuda_runtime_api.h"
 
 #include <math.h>
 
@@ -44,15 +47,21 @@ void warpBarrier();
 /// Leaves `bytes` of `value` for the other lanes / reads lane `source`'s.
 void deposit(const void *value, size_t bytes);
 void fetch(int source, void *value, size_t bytes);
-/// Runs `body` as `blocks` x `threads` lanes; `kernel` identifies it.
+/// Runs `body` as `blocks` x `threads` lanes on the calling thread;
+/// `kernel` identifies it.
 void runGrid(const void *kernel, unsigned blocks, unsigned threads,
              const std::function<void()> &body);
+/// runGrid when `stream` gets there (Streams.cpp).
+void launchOn(cudaStream_t stream, const void *kernel, unsigned blocks,
+              unsigned threads, std::function<void()> body);
 
+/// kernel<<<blocks, threads, 0, stream>>>(args...): the arguments are
+/// copied at the launch, as CUDA copies them.
 template <typename... Params, typename... Args>
-void launch(void (*kernel)(Params...), unsigned blocks, unsigned threads,
-            Args... args) {
-  runGrid(reinterpret_cast<const void *>(kernel), blocks, threads,
-          [&] { kernel(args...); });
+void launch(cudaStream_t stream, void (*kernel)(Params...), unsigned blocks,
+            unsigned threads, Args... args) {
+  launchOn(stream, reinterpret_cast<const void *>(kernel), blocks, threads,
+           [=] { kernel(args...); });
 }
 
 } // namespace flexpipe::rt::cuda::emulation

@@ -10,18 +10,20 @@
 // freed memory is filled with NaN bytes, so a kernel that leaves an output
 // element unwritten, or reads freed memory, turns the loss into NaN. Freed
 // blocks stay quarantined (never reused) until the process ends; guard
-// bytes are checked when a block is freed.
+// bytes are checked when a block is freed. Streams and events are in
+// Streams.cpp, NCCL in Nccl.cpp; cuBLAS's products run on their streams.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Emulation.h"
 #include "DeviceCode.h"
+#include "Internal.h"
 
 #include "cublasLt.h"
 #include "cublas_v2.h"
 #include "cuda_bf16.h"
 
-#include <ucontext.h>
+#include <boost/context/fiber.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -29,18 +31,19 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <set>
 #include <string>
 #include <vector>
 
 using namespace flexpipe::rt::cuda::emulation;
 
-namespace {
-
-[[noreturn]] void emulationError(const std::string &message) {
+void flexpipe::rt::cuda::emulation::emulationError(const std::string &message) {
   std::fprintf(stderr, "CUDA emulation: %s\n", message.c_str());
   std::abort();
 }
+
+namespace {
 
 //===----------------------------------------------------------------------===//
 // Memory
@@ -53,7 +56,14 @@ struct Allocation {
   size_t bytes;
   bool device;
   bool pooled = false; ///< from the default pool (cudaMallocAsync)
+  /// Still counted as used: cudaFreeAsync gives a pool block back at the
+  /// call (work enqueued after it on the stream may reuse it) and poisons
+  /// it when the stream gets there.
+  bool counted = true;
 };
+/// Guards the allocations and the pool's counts: the host allocates, and
+/// streams free (cudaFreeAsync) and check ranges.
+std::recursive_mutex memoryMutex;
 std::map<char *, Allocation> live; // user pointer -> allocation
 std::vector<char *> quarantine;    // freed blocks (their base pointers)
 
@@ -67,6 +77,7 @@ size_t deviceOutsidePool = 0;
 constexpr size_t kDeviceBytes = size_t(80) << 30;
 
 void *allocate(size_t bytes, bool device) {
+  std::lock_guard<std::recursive_mutex> lock(memoryMutex);
   char *base = static_cast<char *>(std::malloc(bytes + 2 * kGuard));
   if (!base)
     return nullptr;
@@ -78,6 +89,7 @@ void *allocate(size_t bytes, bool device) {
 }
 
 cudaError_t release(void *pointer, bool device) {
+  std::lock_guard<std::recursive_mutex> lock(memoryMutex);
   auto it = live.find(static_cast<char *>(pointer));
   if (it == live.end() || it->second.device != device)
     emulationError("free of a pointer that is not a live " +
@@ -91,75 +103,107 @@ cudaError_t release(void *pointer, bool device) {
       emulationError("a write before or after an allocation of " +
                      std::to_string(bytes) + " bytes");
   std::memset(user, kPoisonByte, bytes);
-  if (it->second.pooled)
+  if (it->second.counted && it->second.pooled)
     poolUsed -= bytes;
-  else if (device)
+  else if (it->second.counted && device)
     deviceOutsidePool -= bytes;
   live.erase(it);
   quarantine.push_back(user - kGuard);
   return cudaSuccess;
 }
 
-/// Checks that [pointer, pointer + bytes) lies in one live allocation.
-void checkRange(const void *pointer, size_t bytes, const char *what) {
+} // namespace
+
+void flexpipe::rt::cuda::emulation::checkRange(const void *pointer,
+                                               size_t bytes, const char *what) {
   if (bytes == 0)
     return;
+  std::lock_guard<std::recursive_mutex> lock(memoryMutex);
   const char *p = static_cast<const char *>(pointer);
   auto it = live.upper_bound(const_cast<char *>(p));
   if (it == live.begin())
     emulationError(std::string(what) + ": not in an allocation");
   --it;
-  if (p < it->first || p + bytes > it->first + it->second.bytes)
+  if (p >= it->first + it->second.bytes)
+    emulationError(std::string(what) + ": " + std::to_string(bytes) +
+                   " bytes not in a live allocation (freed already?)");
+  if (p + bytes > it->first + it->second.bytes)
     emulationError(std::string(what) + ": " + std::to_string(bytes) +
                    " bytes at offset " + std::to_string(p - it->first) +
                    " of an allocation of " + std::to_string(it->second.bytes));
 }
 
+bool flexpipe::rt::cuda::emulation::isPinnedHost(const void *pointer) {
+  std::lock_guard<std::recursive_mutex> lock(memoryMutex);
+  auto it = live.upper_bound(static_cast<char *>(const_cast<void *>(pointer)));
+  if (it == live.begin())
+    return false;
+  --it;
+  return !it->second.device &&
+         static_cast<const char *>(pointer) < it->first + it->second.bytes;
+}
+
+namespace {
+
 //===----------------------------------------------------------------------===//
 // Warps
 //===----------------------------------------------------------------------===//
 
+// Lanes are Boost.Context fibers: a switch saves and restores registers
+// only (ucontext's also changes the signal mask, a system call each time,
+// which made up most of the emulation's time).
+namespace fibers = boost::context;
+
 constexpr size_t kStackBytes = 256 * 1024;
+
+/// Gives a lane's fiber the lane's own stack, made once per thread.
+struct LaneStack {
+  char *base;
+  fibers::stack_context allocate() {
+    fibers::stack_context stack;
+    stack.size = kStackBytes;
+    stack.sp = base + kStackBytes;
+    return stack;
+  }
+  void deallocate(fibers::stack_context &) noexcept {}
+};
 
 struct Lane {
   LaneState state;
-  ucontext_t context;
+  fibers::fiber fiber; ///< where the lane goes on, while it waits
   bool finished = false, waiting = false;
   unsigned char slot[16];
 };
 
 struct Warp {
-  ucontext_t scheduler;
+  fibers::fiber scheduler; ///< where a waiting lane returns to
   Lane lanes[32];
   int count = 0, current = 0;
   const std::function<void()> *body = nullptr;
   bool fibers = false;
   std::vector<std::vector<char>> stacks;
-} warp;
+};
+/// Each stream's thread runs its kernels' warps.
+thread_local Warp warp;
 
 /// Kernels seen to use shuffles or __syncwarp: these run with fibers.
-std::set<const void *> warpKernels, plainKernels;
-const void *runningKernel = nullptr;
-bool barrierSeen = false;
-
-void laneEntry() {
-  (*warp.body)();
-  warp.lanes[warp.current].finished = true;
-  // Returning continues at uc_link, the scheduler.
-}
+thread_local std::set<const void *> warpKernels, plainKernels;
+thread_local const void *runningKernel = nullptr;
+thread_local bool barrierSeen = false;
 
 /// Runs the current warp's lanes as fibers until every lane has finished.
 void runFibers() {
   if (warp.stacks.empty())
     warp.stacks.assign(32, std::vector<char>(kStackBytes));
-  for (int l = 0; l < warp.count; ++l) {
-    Lane &lane = warp.lanes[l];
-    getcontext(&lane.context);
-    lane.context.uc_stack.ss_sp = warp.stacks[l].data();
-    lane.context.uc_stack.ss_size = kStackBytes;
-    lane.context.uc_link = &warp.scheduler;
-    makecontext(&lane.context, laneEntry, 0);
-  }
+  for (int l = 0; l < warp.count; ++l)
+    warp.lanes[l].fiber =
+        fibers::fiber(std::allocator_arg, LaneStack{warp.stacks[l].data()},
+                      [](fibers::fiber &&scheduler) {
+                        warp.scheduler = std::move(scheduler);
+                        (*warp.body)();
+                        warp.lanes[warp.current].finished = true;
+                        return std::move(warp.scheduler);
+                      });
   while (true) {
     for (int l = 0; l < warp.count; ++l) {
       Lane &lane = warp.lanes[l];
@@ -167,7 +211,7 @@ void runFibers() {
         continue;
       warp.current = l;
       lane.waiting = false;
-      swapcontext(&warp.scheduler, &lane.context);
+      lane.fiber = std::move(lane.fiber).resume();
     }
     int finished = 0;
     for (int l = 0; l < warp.count; ++l)
@@ -203,9 +247,8 @@ void flexpipe::rt::cuda::emulation::warpBarrier() {
     emulationError("a warp operation in a warp of " +
                    std::to_string(warp.count) + " lanes");
   barrierSeen = true;
-  Lane &self = warp.lanes[warp.current];
-  self.waiting = true;
-  swapcontext(&self.context, &warp.scheduler);
+  warp.lanes[warp.current].waiting = true;
+  warp.scheduler = std::move(warp.scheduler).resume();
 }
 
 void flexpipe::rt::cuda::emulation::deposit(const void *value, size_t bytes) {
@@ -255,6 +298,8 @@ void flexpipe::rt::cuda::emulation::runGrid(const void *kernel, unsigned blocks,
 }
 
 size_t flexpipe::rt::cuda::emulation::liveDeviceAllocations() {
+  drainAll();
+  std::lock_guard<std::recursive_mutex> lock(memoryMutex);
   size_t count = 0;
   for (const auto &[pointer, allocation] : live)
     count += allocation.device;
@@ -265,10 +310,10 @@ size_t flexpipe::rt::cuda::emulation::liveDeviceAllocations() {
 // CUDA runtime
 //===----------------------------------------------------------------------===//
 
-struct CUstream_st {};
-struct CUevent_st {};
 struct CUmemPoolHandle_st {};
-struct cublasContext {};
+struct cublasContext {
+  cudaStream_t stream = nullptr;
+};
 
 const char *cudaGetErrorName(cudaError_t error) {
   switch (error) {
@@ -308,6 +353,7 @@ cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t, cudaMemPoolAttr, void *) {
 }
 cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t, cudaMemPoolAttr attr,
                                     void *value) {
+  std::lock_guard<std::recursive_mutex> lock(memoryMutex);
   uint64_t &out = *static_cast<uint64_t *>(value);
   switch (attr) {
   case cudaMemPoolAttrReservedMemCurrent:
@@ -326,27 +372,25 @@ cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t, cudaMemPoolAttr attr,
   return cudaErrorInvalidValue;
 }
 cudaError_t cudaMemGetInfo(size_t *free, size_t *total) {
+  std::lock_guard<std::recursive_mutex> lock(memoryMutex);
   *total = kDeviceBytes;
   *free = kDeviceBytes - poolReserved - deviceOutsidePool;
   return cudaSuccess;
 }
-cudaError_t cudaStreamCreateWithFlags(cudaStream_t *stream, unsigned) {
-  *stream = new CUstream_st;
-  return cudaSuccess;
-}
-cudaError_t cudaStreamDestroy(cudaStream_t stream) {
-  delete stream;
-  return cudaSuccess;
-}
 cudaError_t cudaMalloc(void **pointer, size_t bytes) {
+  std::lock_guard<std::recursive_mutex> lock(memoryMutex);
   *pointer = allocate(bytes, true);
   if (!*pointer)
     return cudaErrorMemoryAllocation;
   deviceOutsidePool += bytes;
   return cudaSuccess;
 }
-cudaError_t cudaFree(void *pointer) { return release(pointer, true); }
+cudaError_t cudaFree(void *pointer) {
+  drainAll(); // cudaFree synchronises the device
+  return release(pointer, true);
+}
 cudaError_t cudaMallocAsync(void **pointer, size_t bytes, cudaStream_t) {
+  std::lock_guard<std::recursive_mutex> lock(memoryMutex);
   *pointer = allocate(bytes, true);
   if (!*pointer)
     return cudaErrorMemoryAllocation;
@@ -357,40 +401,27 @@ cudaError_t cudaMallocAsync(void **pointer, size_t bytes, cudaStream_t) {
                                             kPoolChunk * kPoolChunk);
   return cudaSuccess;
 }
-cudaError_t cudaFreeAsync(void *pointer, cudaStream_t) {
-  return cudaFree(pointer);
-}
-cudaError_t cudaMemsetAsync(void *pointer, int value, size_t bytes,
-                            cudaStream_t) {
-  checkRange(pointer, bytes, "cudaMemsetAsync");
-  std::memset(pointer, value, bytes);
-  return cudaSuccess;
-}
-cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes,
-                            cudaMemcpyKind kind, cudaStream_t) {
-  if (kind != cudaMemcpyDeviceToHost)
-    checkRange(dst, bytes, "cudaMemcpyAsync destination");
-  if (kind != cudaMemcpyHostToDevice)
-    checkRange(src, bytes, "cudaMemcpyAsync source");
-  std::memcpy(dst, src, bytes);
+cudaError_t cudaFreeAsync(void *pointer, cudaStream_t stream) {
+  {
+    std::lock_guard<std::recursive_mutex> lock(memoryMutex);
+    auto it = live.find(static_cast<char *>(pointer));
+    if (it == live.end() || !it->second.pooled || !it->second.counted)
+      emulationError("cudaFreeAsync of a pointer that is not a live "
+                     "cudaMallocAsync allocation");
+    poolUsed -= it->second.bytes;
+    it->second.counted = false;
+  }
+  enqueue(stream, [pointer] { release(pointer, true); });
   return cudaSuccess;
 }
 cudaError_t cudaMallocHost(void **pointer, size_t bytes) {
   *pointer = allocate(bytes, false);
   return *pointer ? cudaSuccess : cudaErrorMemoryAllocation;
 }
-cudaError_t cudaFreeHost(void *pointer) { return release(pointer, false); }
-cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned) {
-  *event = new CUevent_st;
-  return cudaSuccess;
+cudaError_t cudaFreeHost(void *pointer) {
+  drainAll(); // as cudaFree
+  return release(pointer, false);
 }
-cudaError_t cudaEventDestroy(cudaEvent_t event) {
-  delete event;
-  return cudaSuccess;
-}
-cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t) { return cudaSuccess; }
-cudaError_t cudaEventQuery(cudaEvent_t) { return cudaSuccess; }
-
 //===----------------------------------------------------------------------===//
 // cuBLAS
 //===----------------------------------------------------------------------===//
@@ -403,7 +434,8 @@ cublasStatus_t cublasDestroy(cublasHandle_t handle) {
   delete handle;
   return CUBLAS_STATUS_SUCCESS;
 }
-cublasStatus_t cublasSetStream(cublasHandle_t, cudaStream_t) {
+cublasStatus_t cublasSetStream(cublasHandle_t handle, cudaStream_t stream) {
+  handle->stream = stream;
   return CUBLAS_STATUS_SUCCESS;
 }
 cublasStatus_t cublasSetWorkspace(cublasHandle_t, void *workspace,
@@ -478,15 +510,21 @@ struct Product {
   int64_t lda = 0, ldb = 0, ldc = 0, ldd = 0, ldaux = 0;
   cublasComputeType_t computeType = CUBLAS_COMPUTE_32F;
 
-  cublasStatus_t run(const char *who) const {
+  /// What the call returns: sizes and leading dimensions.
+  cublasStatus_t check() const {
     auto atLeast = [](int64_t ld, int64_t rows) {
       return ld >= std::max<int64_t>(1, rows);
     };
     if (m < 0 || n < 0 || k < 0 || !atLeast(lda, ta ? k : m) ||
         !atLeast(ldb, tb ? n : k) || !atLeast(ldc, m) || !atLeast(ldd, m))
       return CUBLAS_STATUS_INVALID_VALUE;
+    return CUBLAS_STATUS_SUCCESS;
+  }
+
+  /// Checks the footprints and computes D; on the product's stream.
+  void run(const char *who) const {
     if (m == 0 || n == 0)
-      return CUBLAS_STATUS_SUCCESS;
+      return;
     const std::string name = who;
     // The footprint of `columns` columns of `rows` rows, `ld` apart.
     auto footprint = [](int64_t columns, int64_t ld, int64_t rows,
@@ -548,6 +586,13 @@ struct Product {
         }
         writeElement(d, dType, i + static_cast<size_t>(j) * ldd, value);
       }
+  }
+
+  /// Checks the call and enqueues the product on `stream`.
+  cublasStatus_t enqueueOn(cudaStream_t stream, const char *who) const {
+    if (cublasStatus_t status = check(); status != CUBLAS_STATUS_SUCCESS)
+      return status;
+    enqueue(stream, [product = *this, who] { product.run(who); });
     return CUBLAS_STATUS_SUCCESS;
   }
 };
@@ -556,7 +601,7 @@ struct Product {
 
 /// C = alpha op(A) op(B) + beta C, column-major: A and B both fp32 or both
 /// bf16, C fp32 or of their type.
-cublasStatus_t cublasGemmEx(cublasHandle_t, cublasOperation_t transa,
+cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa,
                             cublasOperation_t transb, int m, int n, int k,
                             const void *alpha, const void *a,
                             cudaDataType_t aType, int lda, const void *b,
@@ -576,7 +621,7 @@ cublasStatus_t cublasGemmEx(cublasHandle_t, cublasOperation_t transa,
   p.aType = aType, p.bType = bType, p.cType = p.dType = cType;
   p.lda = lda, p.ldb = ldb, p.ldc = p.ldd = ldc;
   p.computeType = computeType;
-  return p.run("cublasGemmEx");
+  return p.enqueueOn(handle->stream, "cublasGemmEx");
 }
 
 // cuBLASLt: a descriptor holds the compute type and the attributes set; a
@@ -752,7 +797,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc,
                               const void *c, cublasLtMatrixLayout_t cDesc,
                               void *d, cublasLtMatrixLayout_t dDesc,
                               const cublasLtMatmulAlgo_t *algo, void *workspace,
-                              size_t workspaceBytes, cudaStream_t) {
+                              size_t workspaceBytes, cudaStream_t stream) {
   Product p;
   if (!algo || !ltProduct(desc, aDesc, bDesc, cDesc, dDesc, p))
     return CUBLAS_STATUS_INVALID_VALUE;
@@ -762,7 +807,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc,
   p.beta = *static_cast<const float *>(beta);
   p.a = a, p.b = b, p.c = c, p.d = d;
   ++ltEpilogueCalls[desc->epilogue];
-  return p.run("cublasLtMatmul");
+  return p.enqueueOn(stream, "cublasLtMatmul");
 }
 
 size_t flexpipe::rt::cuda::emulation::ltMatmulsWith(int epilogue) {

@@ -7,11 +7,12 @@
 //===----------------------------------------------------------------------===//
 //
 // The part of the CUDA runtime API that the CUDA backend's model uses
-// (CudaContext, CudaModel, Kernels), with the same names and signatures, for
-// the emulation test (Emulation.cpp): streams run at once on the host,
-// device memory is host memory that is filled with NaN when allocated and
-// freed and checked for overruns. The default memory pool (cudaMallocAsync)
-// counts its bytes like one with the release threshold at its maximum.
+// (CudaContext, CudaModel, Kernels, NcclComm), with the same names and
+// signatures, for the emulation (Emulation.cpp, Streams.cpp): each stream
+// runs on a host thread of its own, device memory is host memory that is filled
+// with NaN when allocated and freed and checked for overruns. The default
+// memory pool (cudaMallocAsync) counts its bytes like one with the release
+// threshold at its maximum.
 //
 //===----------------------------------------------------------------------===//
 
@@ -82,5 +83,7 @@ cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned flags);
 cudaError_t cudaEventDestroy(cudaEvent_t event);
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream);
 cudaError_t cudaEventQuery(cudaEvent_t event);
+cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event,
+                                unsigned flags);
 
 #endif // FLEXPIPE_TEST_CUDA_EMULATION_CUDA_RUNTIME_API_H
