@@ -387,4 +387,6 @@ TEST_CASE("streams beyond the GPU's hardware queues are warned about",
   // A user's smaller setting (Megatron-style 1) is kept, and warned about.
   CHECK(sharedQueueWarning(1, "1") == "");
   CHECK(sharedQueueWarning(3, "1").find("3 streams") == 0);
+  CHECK(sharedQueueWarning(3, "1").find("set it to at least 3") !=
+        std::string::npos);
 }

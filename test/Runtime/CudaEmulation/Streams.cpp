@@ -12,6 +12,16 @@
 // side as they do with a GPU, so an ordering mistake between streams, or a
 // transfer that waits for a peer forever, shows here as it would there.
 //
+// Streams share the GPU's hardware queues as CUDA maps them: there are
+// CUDA_DEVICE_MAX_CONNECTIONS of them (8 unless set, at most 32; read when
+// the first stream is made), stream n goes to queue n mod that, and a queue
+// starts its operations in the order they were enqueued: an operation
+// starts once the one before it on its own stream has finished and, for an
+// event wait, once the event's record has completed. Until it starts,
+// everything behind it in the queue waits, of any stream (CUDA's false
+// dependencies between streams that share a queue). Started operations run
+// side by side.
+//
 // An event record is a token that its stream completes when it gets there;
 // the event holds its latest token. cudaStreamWaitEvent waits for the token
 // the event holds when it is called (CUDA's semantics: later records of the
@@ -25,6 +35,7 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <memory>
@@ -35,48 +46,129 @@
 
 using namespace flexpipe::rt::cuda::emulation;
 
-struct CUstream_st {
-  std::mutex mutex;
-  std::condition_variable changed;
-  std::deque<std::function<void()>> queue;
-  bool busy = false, stopping = false;
-  std::thread worker;
-
-  CUstream_st() : worker([this] { run(); }) {}
-
-  void run() {
-    std::unique_lock<std::mutex> lock(mutex);
-    while (true) {
-      changed.wait(lock, [&] { return stopping || !queue.empty(); });
-      if (queue.empty())
-        return; // stopping, and nothing left
-      std::function<void()> work = std::move(queue.front());
-      queue.pop_front();
-      busy = true;
-      lock.unlock();
-      work();
-      lock.lock();
-      busy = false;
-      changed.notify_all();
-    }
-  }
-  void drain() {
-    std::unique_lock<std::mutex> lock(mutex);
-    changed.wait(lock, [&] { return queue.empty() && !busy; });
-  }
-};
-
 namespace {
-
-std::mutex streamsMutex;
-std::set<cudaStream_t> streams; // every stream not destroyed
 
 /// A record of an event: complete once its stream has reached it.
 struct Token {
   bool done = false;
 };
-std::mutex tokenMutex;
-std::condition_variable tokenDone;
+
+/// One operation of a stream.
+struct Operation {
+  cudaStream_t stream;
+  std::function<void()> work;
+  std::shared_ptr<Token> waitFor; ///< an event wait: no work, this token
+  bool started = false;
+};
+
+/// A hardware queue: operations of its streams, in the order enqueued,
+/// not started yet.
+struct HardwareQueue {
+  std::deque<std::shared_ptr<Operation>> waiting;
+};
+
+/// The scheduler's state, under one lock; made once and never destroyed
+/// (streams' threads may outlive main).
+struct Scheduler {
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::vector<HardwareQueue *> queues;
+  std::set<cudaStream_t> streams; // every stream not destroyed
+  size_t made = 0;                // streams made so far
+};
+Scheduler &scheduler() {
+  static Scheduler *instance = new Scheduler;
+  return *instance;
+}
+
+} // namespace
+
+namespace {
+void advance(HardwareQueue &queue);
+} // namespace
+
+struct CUstream_st {
+  HardwareQueue *queue = nullptr;
+  /// Its operations not finished, in order: the first may have started.
+  std::deque<std::shared_ptr<Operation>> pending;
+  bool stopping = false;
+  std::thread worker;
+
+  /// Runs the stream's operations as its queue starts them.
+  void run() {
+    Scheduler &state = scheduler();
+    std::unique_lock<std::mutex> lock(state.mutex);
+    while (true) {
+      state.changed.wait(lock, [&] {
+        return (stopping && pending.empty()) ||
+               (!pending.empty() && pending.front()->started);
+      });
+      if (pending.empty())
+        return;
+      std::shared_ptr<Operation> op = pending.front();
+      lock.unlock();
+      if (op->work)
+        op->work();
+      lock.lock();
+      pending.pop_front();
+      advance(*queue);
+      state.changed.notify_all();
+    }
+  }
+};
+
+namespace {
+
+/// Starts the queue's operations in order while the first may start (the
+/// caller holds the scheduler's lock and wakes the streams).
+void advance(HardwareQueue &queue) {
+  while (!queue.waiting.empty()) {
+    Operation &op = *queue.waiting.front();
+    if (op.stream->pending.front().get() != &op ||
+        (op.waitFor && !op.waitFor->done))
+      return;
+    op.started = true;
+    queue.waiting.pop_front();
+  }
+}
+
+/// The queue of the next stream made.
+HardwareQueue *nextQueue(Scheduler &state) {
+  if (state.queues.empty()) {
+    const char *set = std::getenv("CUDA_DEVICE_MAX_CONNECTIONS");
+    const int count = std::clamp(set && *set ? std::atoi(set) : 8, 1, 32);
+    for (int q = 0; q < count; ++q)
+      state.queues.push_back(new HardwareQueue);
+  }
+  return state.queues[state.made++ % state.queues.size()];
+}
+
+/// Enqueues `op` on its stream and its stream's queue.
+void submit(std::shared_ptr<Operation> op) {
+  Scheduler &state = scheduler();
+  std::lock_guard<std::mutex> lock(state.mutex);
+  if (op->stream->stopping)
+    emulationError("work enqueued on a destroyed stream");
+  HardwareQueue &queue = *op->stream->queue;
+  op->stream->pending.push_back(op);
+  queue.waiting.push_back(std::move(op));
+  advance(queue);
+  state.changed.notify_all();
+}
+
+void completeToken(Token &token) {
+  Scheduler &state = scheduler();
+  std::lock_guard<std::mutex> lock(state.mutex);
+  token.done = true;
+  for (HardwareQueue *queue : state.queues)
+    advance(*queue); // an event wait may start now
+  state.changed.notify_all();
+}
+
+bool tokenDone(const Token &token) {
+  std::lock_guard<std::mutex> lock(scheduler().mutex);
+  return token.done;
+}
 
 } // namespace
 
@@ -91,26 +183,27 @@ void flexpipe::rt::cuda::emulation::enqueue(cudaStream_t stream,
     work();
     return;
   }
-  std::lock_guard<std::mutex> lock(stream->mutex);
-  if (stream->stopping)
-    emulationError("work enqueued on a destroyed stream");
-  stream->queue.push_back(std::move(work));
-  stream->changed.notify_all();
+  submit(std::make_shared<Operation>(
+      Operation{stream, std::move(work), nullptr, false}));
 }
 
 void flexpipe::rt::cuda::emulation::drain(cudaStream_t stream) {
-  if (stream)
-    stream->drain();
+  if (!stream)
+    return;
+  Scheduler &state = scheduler();
+  std::unique_lock<std::mutex> lock(state.mutex);
+  state.changed.wait(lock, [&] { return stream->pending.empty(); });
 }
 
 void flexpipe::rt::cuda::emulation::drainAll() {
-  std::vector<cudaStream_t> all;
-  {
-    std::lock_guard<std::mutex> lock(streamsMutex);
-    all.assign(streams.begin(), streams.end());
-  }
-  for (cudaStream_t stream : all)
-    stream->drain();
+  Scheduler &state = scheduler();
+  std::unique_lock<std::mutex> lock(state.mutex);
+  state.changed.wait(lock, [&] {
+    for (cudaStream_t stream : state.streams)
+      if (!stream->pending.empty())
+        return false;
+    return true;
+  });
 }
 
 void flexpipe::rt::cuda::emulation::launchOn(cudaStream_t stream,
@@ -121,24 +214,27 @@ void flexpipe::rt::cuda::emulation::launchOn(cudaStream_t stream,
 }
 
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *stream, unsigned) {
-  *stream = new CUstream_st;
-  std::lock_guard<std::mutex> lock(streamsMutex);
-  streams.insert(*stream);
+  Scheduler &state = scheduler();
+  {
+    std::lock_guard<std::mutex> lock(state.mutex);
+    *stream = new CUstream_st;
+    (*stream)->queue = nextQueue(state);
+    state.streams.insert(*stream);
+  }
+  (*stream)->worker = std::thread([stream = *stream] { stream->run(); });
   return cudaSuccess;
 }
 
 cudaError_t cudaStreamDestroy(cudaStream_t stream) {
   // CUDA lets the stream's work finish after the call returns; here the
   // call waits for it.
+  Scheduler &state = scheduler();
   {
-    std::lock_guard<std::mutex> lock(streamsMutex);
-    if (!streams.erase(stream))
+    std::lock_guard<std::mutex> lock(state.mutex);
+    if (!state.streams.erase(stream))
       emulationError("cudaStreamDestroy of a stream that does not exist");
-  }
-  {
-    std::lock_guard<std::mutex> lock(stream->mutex);
     stream->stopping = true;
-    stream->changed.notify_all();
+    state.changed.notify_all();
   }
   stream->worker.join();
   delete stream;
@@ -162,11 +258,7 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
     std::lock_guard<std::mutex> lock(event->mutex);
     event->last = token;
   }
-  enqueue(stream, [token] {
-    std::lock_guard<std::mutex> lock(tokenMutex);
-    token->done = true;
-    tokenDone.notify_all();
-  });
+  enqueue(stream, [token] { completeToken(*token); });
   return cudaSuccess;
 }
 
@@ -176,10 +268,7 @@ cudaError_t cudaEventQuery(cudaEvent_t event) {
     std::lock_guard<std::mutex> lock(event->mutex);
     token = event->last;
   }
-  if (!token)
-    return cudaSuccess;
-  std::lock_guard<std::mutex> lock(tokenMutex);
-  return token->done ? cudaSuccess : cudaErrorNotReady;
+  return !token || tokenDone(*token) ? cudaSuccess : cudaErrorNotReady;
 }
 
 cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event,
@@ -191,10 +280,13 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event,
   }
   if (!token)
     return cudaSuccess;
-  enqueue(stream, [token] {
-    std::unique_lock<std::mutex> lock(tokenMutex);
-    tokenDone.wait(lock, [&] { return token->done; });
-  });
+  if (!stream) {
+    std::unique_lock<std::mutex> lock(scheduler().mutex);
+    scheduler().changed.wait(lock, [&] { return token->done; });
+    return cudaSuccess;
+  }
+  // The wait starts (and lets its queue go on) once the token is complete.
+  submit(std::make_shared<Operation>(Operation{stream, {}, token, false}));
   return cudaSuccess;
 }
 
