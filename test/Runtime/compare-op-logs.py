@@ -5,11 +5,14 @@ same name in REF_DIR must hold the same lines (in any order: the reference
 runs the instances in micro-batch order per stage, the ranks in program
 order). With --iteration I only the lines of iteration I count (a run with
 data parallelism sums gradients in another order, so later iterations
-differ in the last bits). With --positive the last field of every line must
-be a positive number. Prints one line per rank file, then a summary; exits 1
-on any difference.
+differ in the last bits). With --rel-tol X numbers may differ by X relative
+(a GPU or the CUDA emulation sums in other orders; the other fields must
+match). With --positive the last field of every line must be a positive
+number. Prints one line per rank file, then a summary; exits 1 on any
+difference.
 
 Usage: compare-op-logs.py RUN_DIR REF_DIR PREFIX [--iteration I] [--positive]
+                          [--rel-tol X]
 """
 
 import glob
@@ -27,14 +30,60 @@ def lines(path, iteration):
     return sorted(result)
 
 
+def number(token):
+    """A token's value when it is a real number; integers (iterations,
+    stages, micro-batches) are names and must match exactly."""
+    if re.fullmatch(r"[-+]?\d+", token):
+        return None
+    try:
+        return float(token)
+    except ValueError:
+        return None
+
+
+def close(a, b, tol):
+    """Whether lines a and b match: the same fields, numbers within tol."""
+    x, y = a.split(), b.split()
+    if len(x) != len(y):
+        return False
+    for s, t in zip(x, y):
+        u, v = number(s), number(t)
+        if u is None or v is None:
+            if s != t:
+                return False
+        elif abs(u - v) > tol * max(abs(u), abs(v), 1e-30):
+            return False
+    return True
+
+
+def shape(line):
+    """The line with its numbers left out: how lines pair up under --rel-tol."""
+    return tuple(t if number(t) is None else "#" for t in line.split())
+
+
+def differs(run, ref, tol):
+    """The first line of run or ref without its match in the other, or None."""
+    if tol is None:
+        only = sorted(set(run) ^ set(ref))
+        return only[0] if only else None
+    if len(run) != len(ref):
+        return (run if len(run) > len(ref) else ref)[min(len(run), len(ref))]
+    for a, b in zip(sorted(run, key=shape), sorted(ref, key=shape)):
+        if not close(a, b, tol):
+            return a
+    return None
+
+
 def main():
-    args, iteration, positive = [], None, False
+    args, iteration, positive, tol = [], None, False, None
     argv = iter(sys.argv[1:])
     for arg in argv:
         if arg == "--iteration":
             iteration = int(next(argv))
         elif arg == "--positive":
             positive = True
+        elif arg == "--rel-tol":
+            tol = float(next(argv))
         else:
             args.append(arg)
     if len(args) != 3:
@@ -56,9 +105,9 @@ def main():
         status = "same as the reference"
         if ref is None:
             status, failed = "FAIL: the reference wrote no " + name, True
-        elif run != ref:
-            only = sorted(set(run) ^ set(ref))
-            status, failed = "FAIL: differs from the reference, e.g. " + only[0], True
+        elif differs(run, ref, tol) is not None:
+            status, failed = ("FAIL: differs from the reference, e.g. " +
+                              differs(run, ref, tol)), True
         if positive:
             bad = [line for line in run if not float(line.split()[-1]) > 0]
             if bad:
