@@ -838,8 +838,13 @@ public:
     else
       stage = std::make_unique<CudaStage<float>>(
           *context, desc.model, s, desc.microbatches, lossSum.get());
-    for (DeviceParameter *p : stage->parameters())
-      parameters.push_back(p);
+    for (DeviceParameter *p : stage->parameters()) {
+      auto [it, isNew] = byName.try_emplace(p->name, p);
+      if (isNew)
+        parameters.push_back(p);
+      else
+        copies.push_back({it->second, p});
+    }
     return stage;
   }
   // Vocabulary-parallel stages (shared embedding and head) and the two-tower
@@ -864,9 +869,18 @@ public:
     const float c2 = 1 - std::pow(adam.beta2, static_cast<float>(adam.step));
     if (adamChunks.size() == 0)
       uploadAdamChunks();
+    // A copy's gradient goes into its first holder's, which Adam steps
+    // (Model.cpp's rule, as the CPU device applies it).
+    for (auto [first, copy] : copies) {
+      add(context->stream(), first->grad.get(), copy->grad.get(),
+          first->grad.get(), static_cast<int64_t>(first->grad.size()));
+      CUDACHECK(cudaMemsetAsync(copy->grad.get(), 0, copy->grad.bytes(),
+                                context->stream()));
+    }
     adamStep(context->stream(), adamChunks.get(),
              static_cast<int64_t>(adamChunks.size()), lr, adam.beta1,
              adam.beta2, adam.eps, c1, c2);
+    refreshCopies();
     context->markProgress();
   }
   double takeLossSum() override {
@@ -914,11 +928,8 @@ public:
   }
   std::string setState(const DeviceState &s) override {
     std::vector<std::pair<std::string, size_t>> expected;
-    std::map<std::string, DeviceParameter *> byName;
-    for (DeviceParameter *p : parameters) {
+    for (DeviceParameter *p : parameters)
       expected.push_back({p->name, p->value.size()});
-      byName[p->name] = p;
-    }
     if (std::string error = stateMismatch(s, expected); !error.empty())
       return error;
     for (const DeviceState::Parameter &saved : s.parameters) {
@@ -930,6 +941,7 @@ public:
                                   cudaMemcpyHostToDevice, context->stream()));
       p.refreshCopy(*context);
     }
+    refreshCopies();
     adam.step = s.adamStep;
     // `s` may go once this returns: wait for the copies.
     context->synchronize("copying a checkpoint to the GPU");
@@ -944,11 +956,26 @@ private:
   ScheduleDesc desc;
   DeviceArray<double> lossSum;
   PinnedArray<double> lossHost;
-  std::vector<DeviceParameter *> parameters;
+  std::vector<DeviceParameter *> parameters; // what Adam steps, each once
+  std::map<std::string, DeviceParameter *> byName;
+  /// Parameters a second stage of this device holds again (the middle
+  /// stage of a bidirectional pipeline on an odd number of actors), as
+  /// (first holder, copy).
+  std::vector<std::pair<DeviceParameter *, DeviceParameter *>> copies;
   Adam adam; // hyper-parameters and the step count; moments live on the GPU
   /// Every parameter cut into chunks for the one-launch Adam step; made at
   /// the first step, when the stages (and their arrays) are all there.
   DeviceArray<AdamChunk> adamChunks;
+
+  /// Each copy takes its first holder's values (and bf16 copy).
+  void refreshCopies() {
+    for (auto [first, copy] : copies) {
+      CUDACHECK(cudaMemcpyAsync(copy->value.get(), first->value.get(),
+                                copy->value.bytes(), cudaMemcpyDeviceToDevice,
+                                context->stream()));
+      copy->refreshCopy(*context);
+    }
+  }
 
   void uploadAdamChunks() {
     std::vector<AdamChunk> chunks;
