@@ -3,24 +3,81 @@
 the others stop within seconds with a non-zero exit and a message naming the
 dead rank.
 
-Usage: kill_rank.py RUN_DIR ACTOR [KILL|STOP]
+Usage: kill_rank.py RUN_DIR ACTOR [KILL|STOP] [--direct]
 
 STOP sends SIGSTOP instead of SIGKILL: the rank stays alive but silent, which
 only the liveness rule (FLEXPIPE_TIMEOUT, set to 3 s here) detects.
+
+By default the ranks start under run-mpi.sh. With --direct each rank starts
+on its own, with the variables run-env.sh sets (CUDA backend), and no
+launcher stops the others: they must find the dead rank themselves (the
+CUDA backend's watchdog). Prints each rank's exit code and last words.
 """
 
 import os
 import re
+import select
 import signal
 import subprocess
 import sys
 import time
 
 
+def direct(run_dir, actor, how, env):
+    """Starts every rank on its own, kills rank ACTOR, waits for the rest."""
+    with open(os.path.join(run_dir, "run-env.sh")) as f:
+        sizes = re.search(r"^actors=(\d+) world=(\d+)$", f.read(), re.M)
+    actors, world = int(sizes.group(1)), int(sizes.group(2))
+    env = dict(env, WORLD_SIZE=str(world), LOCAL_WORLD_SIZE=str(world),
+               FLEXPIPE_NCCL_ID_FILE=os.path.join(run_dir, "kill-rank-id"),
+               FLEXPIPE_RUN_ID="kill-rank-%d" % os.getpid())
+    ranks = []
+    for r in range(world):
+        ranks.append(subprocess.Popen(
+            [os.path.join(run_dir, "rank%d" % (r % actors)), "--iterations",
+             "1000000"], env=dict(env, RANK=str(r), LOCAL_RANK=str(r)),
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+    victim = ranks[int(actor)]
+    # Past start-up (NCCL connected): rank 0 has printed iteration 0.
+    watched = ranks[0] if victim is not ranks[0] else ranks[1]
+    seen, deadline = "", time.time() + 120
+    while "iteration 0:" not in seen and time.time() < deadline:
+        ready, _, _ = select.select([watched.stdout], [], [], 1)
+        if ready:
+            chunk = os.read(watched.stdout.fileno(), 4096).decode()
+            if not chunk:
+                break
+            seen += chunk
+    os.kill(victim.pid, signal.SIGSTOP if how == "STOP" else signal.SIGKILL)
+    killed, failed = time.time(), 0
+    for r, rank in enumerate(ranks):
+        if rank is victim:
+            continue
+        try:
+            output, _ = rank.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            rank.kill()
+            output, _ = rank.communicate()
+            print(f"FAIL: rank {r} still ran 30 s after the {how}")
+            failed = 1
+        if rank is watched:
+            output = seen + output
+        last = [line for line in output.splitlines() if "flexpipe:" in line]
+        print(f"rank {r}: exit code {rank.returncode} after "
+              f"{time.time() - killed:.1f} s: {last[-1] if last else ''}")
+        failed |= rank.returncode == 0
+    victim.kill()
+    victim.communicate()
+    return failed
+
+
 def main():
     run_dir, actor = sys.argv[1], sys.argv[2]
-    how = sys.argv[3] if len(sys.argv) > 3 else "KILL"
+    how = sys.argv[3] if len(sys.argv) > 3 and sys.argv[3] != "--direct" \
+        else "KILL"
     env = dict(os.environ, FLEXPIPE_TIMEOUT="3")
+    if "--direct" in sys.argv[3:]:
+        return direct(run_dir, actor, how, env)
     job = subprocess.Popen([os.path.join(run_dir, "run-mpi.sh"),
                             "--iterations", "1000000"],
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
