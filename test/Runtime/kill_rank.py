@@ -23,6 +23,21 @@ import sys
 import time
 
 
+def until_training(stream):
+    """Reads `stream` until rank 0 has printed iteration 0 (start-up is
+    over: a rank stopped earlier may hold the others in MPI_Init or NCCL's
+    initialisation, which no timeout covers); returns what it read."""
+    seen, deadline = "", time.time() + 120
+    while "iteration 0:" not in seen and time.time() < deadline:
+        ready, _, _ = select.select([stream], [], [], 1)
+        if ready:
+            chunk = os.read(stream.fileno(), 4096).decode()
+            if not chunk:
+                break
+            seen += chunk
+    return seen
+
+
 def direct(run_dir, actor, how, env):
     """Starts every rank on its own, kills rank ACTOR, waits for the rest."""
     with open(os.path.join(run_dir, "run-env.sh")) as f:
@@ -38,16 +53,8 @@ def direct(run_dir, actor, how, env):
              "1000000"], env=dict(env, RANK=str(r), LOCAL_RANK=str(r)),
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
     victim = ranks[int(actor)]
-    # Past start-up (NCCL connected): rank 0 has printed iteration 0.
     watched = ranks[0] if victim is not ranks[0] else ranks[1]
-    seen, deadline = "", time.time() + 120
-    while "iteration 0:" not in seen and time.time() < deadline:
-        ready, _, _ = select.select([watched.stdout], [], [], 1)
-        if ready:
-            chunk = os.read(watched.stdout.fileno(), 4096).decode()
-            if not chunk:
-                break
-            seen += chunk
+    seen = until_training(watched.stdout)
     os.kill(victim.pid, signal.SIGSTOP if how == "STOP" else signal.SIGKILL)
     killed, failed = time.time(), 0
     for r, rank in enumerate(ranks):
@@ -97,7 +104,7 @@ def main():
         os.killpg(job.pid, signal.SIGKILL)
         print("FAIL: rank process never appeared")
         return 1
-    time.sleep(1)
+    seen = until_training(job.stdout)
     os.kill(victim, signal.SIGSTOP if how == "STOP" else signal.SIGKILL)
     killed = time.time()
     try:
@@ -113,6 +120,7 @@ def main():
             except ProcessLookupError:
                 pass
     seconds = time.time() - killed
+    output = seen + output
     print(output[-2000:])
     print(f"exit code {job.returncode} after {seconds:.1f} s")
     return 0 if job.returncode != 0 else 1
