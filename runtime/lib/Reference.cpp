@@ -25,11 +25,10 @@
 
 #include "OutputFile.h"
 #include "ParseNumber.h"
+#include "flexpipe/Runtime/Host.h"
 #include "flexpipe/Runtime/Model.h"
 #include "flexpipe/Runtime/Schedule.h"
 #include "flexpipe/Runtime/UserOps.h"
-
-#include <cblas.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -475,7 +474,7 @@ int flexpipe::rt::runReference(int argc, char **argv) {
     return failed(errors.front());
   ReferenceRun run(desc);
   run.plan();
-  openblas_set_num_threads(1);
+  prepareHostProcess();
   run.makeModels();
   if (!o.weights.empty())
     if (std::string error = OutputFile::check(o.weights); !error.empty())

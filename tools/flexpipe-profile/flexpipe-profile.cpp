@@ -25,6 +25,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "flexpipe/Runtime/Host.h"
 #include "flexpipe/Runtime/Model.h"
 #include "flexpipe/Scheduling/CostModelYAML.h"
 #include "flexpipe/Scheduling/Tuner.h"
@@ -846,8 +847,8 @@ int main(int argc, char **argv) {
   Options o;
   if (int code = parseOptions(argc, argv, o); code >= 0)
     return code;
-  // One thread per rank, as the CPU backend runs its kernels.
-  openblas_set_num_threads(1);
+  // As the CPU backend runs its kernels: one thread per rank.
+  rt::prepareHostProcess();
 
   if (!o.worker.empty()) {
 #ifdef FLEXPIPE_PROFILE_MPI

@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "flexpipe/Runtime/Device.h"
+#include "flexpipe/Runtime/Host.h"
 
 #include <cblas.h>
 
@@ -187,7 +188,7 @@ class CpuDevice final : public Device {
 public:
   explicit CpuDevice(const ScheduleDesc &desc)
       : model(desc.model), towers(desc.towers) {
-    openblas_set_num_threads(1);
+    prepareHostProcess();
   }
   void setThreads(int threads) override { openblas_set_num_threads(threads); }
   BufferPtr allocate(size_t count) override {
