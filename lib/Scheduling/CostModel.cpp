@@ -184,8 +184,10 @@ double flexpipe::sched::coreOversubscription(const ClusterConfig &cluster) {
   const int64_t cores = cluster.measured.coresPerNode;
   if (cores <= 0)
     return 1;
-  return std::max(1.0, static_cast<double>(jobRanksPerNode(cluster)) /
-                           static_cast<double>(cores));
+  // Ranks bound round robin (coreOf): the busiest core has the ceiling.
+  const int64_t ranks = jobRanksPerNode(cluster);
+  return ranks <= cores ? 1.0
+                        : static_cast<double>((ranks + cores - 1) / cores);
 }
 
 /// The contention points that apply to `module`: those measured with its

@@ -107,49 +107,77 @@ double flexpipe::sched::registeredCollectiveTime(
   return allGatherTime(cluster, group, bytes);
 }
 
+/// Adds a core group: `actors` (of replica 0) share `cores` cores and, while
+/// k of them compute, are slowed by `module`'s contention at k x `replicas`
+/// ranks of the node computing. Nothing when they neither share nor slow.
+static void addCoreGroup(const ClusterConfig &cluster,
+                         const ModuleModel *module,
+                         const std::vector<int32_t> &actors, double cores,
+                         double replicas, SimCosts &c) {
+  std::vector<double> slowdown(actors.size() + 1, 1.0);
+  bool contended = false;
+  for (size_t k = 1; k <= actors.size(); ++k) {
+    slowdown[k] =
+        computeSlowdown(cluster, module, static_cast<double>(k) * replicas);
+    contended |= slowdown[k] != 1.0;
+  }
+  if (cores >= static_cast<double>(actors.size()) && !contended)
+    return;
+  for (int32_t a : actors)
+    c.coreGroup[a] = static_cast<int32_t>(c.groupCores.size());
+  c.groupCores.push_back(cores);
+  c.groupSlowdown.push_back(std::move(slowdown));
+}
+
 /// The ranks of a node share its cores and slow each other down (a
-/// measured cluster): the actors simulated on a node take turns on its
-/// cores in proportion to their share of the job's ranks there (the job's
-/// other replicas, not simulated, run on the same node in step with them
-/// and use the rest), and while k of them compute, about k times the
-/// replicas of the node's ranks do, slowed by `module`'s contention there.
+/// measured cluster). With no more ranks than cores, each has a core and
+/// the actors simulated on the node form one group for the contention
+/// (the job's other replicas, not simulated, run on the same node in step
+/// with them, so while k of them compute, about k times the replicas of
+/// the node's ranks do). With more, the runtime binds device d's rank to
+/// core coreOf(d, cores) (flexpipe/Support/Layout.h): the actors on one
+/// core form a group that takes turns on it with the other replicas' ranks
+/// bound there, which compute in step with their own actors.
 static void shareCores(const ClusterConfig &cluster, const ModuleModel *module,
                        const std::vector<int64_t> &devices, int32_t numActors,
                        SimCosts &c) {
-  const double cores = static_cast<double>(cluster.measured.coresPerNode);
+  const int64_t cores = cluster.measured.coresPerNode;
   if (cores <= 0 && cluster.measured.contention.empty())
     return;
   const int64_t perNode = std::max<int64_t>(1, cluster.devicesPerNode);
   const int64_t jobRanks =
       cluster.jobDevices > 0 ? cluster.jobDevices : cluster.devices;
+  auto deviceOfActor = [&](int32_t a) -> int64_t {
+    return a < static_cast<int32_t>(devices.size()) ? devices[a] : a;
+  };
   std::map<int64_t, std::vector<int32_t>> byNode;
   for (int32_t a = 0; a < numActors; ++a)
-    byNode[(a < static_cast<int32_t>(devices.size()) ? devices[a] : a) /
-           perNode]
-        .push_back(a);
+    byNode[deviceOfActor(a) / perNode].push_back(a);
   c.coreGroup.assign(numActors, -1);
   for (const auto &[node, actors] : byNode) {
-    const double members = static_cast<double>(actors.size());
     // The job's ranks on this node (the last node may be partly used).
-    const double ranks =
-        std::max(members, static_cast<double>(std::clamp<int64_t>(
-                              jobRanks - node * perNode, 1, perNode)));
-    const double replicas = ranks / members;
-    std::vector<double> slowdown(actors.size() + 1, 1.0);
-    bool contended = false;
-    for (size_t k = 1; k <= actors.size(); ++k) {
-      slowdown[k] =
-          computeSlowdown(cluster, module, static_cast<double>(k) * replicas);
-      contended |= slowdown[k] != 1.0;
-    }
-    const double share =
-        cores > 0 ? members * std::min(1.0, cores / ranks) : members;
-    if (share >= members && !contended)
+    const int64_t first = node * perNode;
+    const int64_t ranks =
+        std::max<int64_t>(static_cast<int64_t>(actors.size()),
+                          std::clamp<int64_t>(jobRanks - first, 1, perNode));
+    if (cores <= 0 || ranks <= cores) {
+      const double members = static_cast<double>(actors.size());
+      addCoreGroup(cluster, module, actors, members,
+                   static_cast<double>(ranks) / members, c);
       continue;
+    }
+    std::map<int64_t, std::vector<int32_t>> byCore;
     for (int32_t a : actors)
-      c.coreGroup[a] = static_cast<int32_t>(c.groupCores.size());
-    c.groupCores.push_back(share);
-    c.groupSlowdown.push_back(std::move(slowdown));
+      byCore[coreOf(deviceOfActor(a), cores)].push_back(a);
+    for (const auto &[core, members] : byCore) {
+      int64_t bound = 0; // the job's ranks on this node bound to `core`
+      for (int64_t d = first; d < first + ranks; ++d)
+        bound += coreOf(d, cores) == core ? 1 : 0;
+      const double size = static_cast<double>(members.size());
+      addCoreGroup(cluster, module, members,
+                   size / static_cast<double>(std::max<int64_t>(1, bound)),
+                   static_cast<double>(ranks) / size, c);
+    }
   }
   if (c.groupCores.empty())
     c.coreGroup.clear();

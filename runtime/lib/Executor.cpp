@@ -25,6 +25,7 @@
 #include "flexpipe/Runtime/Model.h"
 #include "flexpipe/Runtime/Schedule.h"
 #include "flexpipe/Runtime/UserOps.h"
+#include "flexpipe/Support/Layout.h"
 
 #include <algorithm>
 #include <chrono>
@@ -1026,6 +1027,8 @@ int flexpipe::rt::runRank(int argc, char **argv, const char *description,
   checkLaunch(rt);
   rt.actor = comm.rank() % d.actors;
   rt.replica = comm.rank() / d.actors;
+  if (rt.options.threads == 1) // a rank with threads keeps all the cores
+    comm.place(deviceOf(rt.actor, rt.replica, comm.size() / d.actors));
   checkOutputs(rt);
   const Checkpoint identity = identityOf(rt);
   Checkpoint resumed;

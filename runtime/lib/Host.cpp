@@ -9,8 +9,13 @@
 #include "flexpipe/Runtime/Host.h"
 
 #include <cblas.h>
+#include <sched.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <climits>
+#include <cstring>
+#include <thread>
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
@@ -29,4 +34,33 @@ void flexpipe::rt::prepareHostProcess() {
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
   mallopt(M_TRIM_THRESHOLD, INT_MAX);
 #endif
+}
+
+int flexpipe::rt::allowedCpus() {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (sched_getaffinity(0, sizeof allowed, &allowed) == 0)
+    return CPU_COUNT(&allowed);
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+std::string flexpipe::rt::bindToCore(int64_t core) {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0)
+    return std::string("cannot read the CPU affinity: ") + std::strerror(errno);
+  const int count = CPU_COUNT(&allowed);
+  if (count == 0)
+    return "no CPU to bind to";
+  const int64_t wanted = core % count;
+  int cpu = -1;
+  for (int64_t seen = -1; seen < wanted && cpu + 1 < CPU_SETSIZE;)
+    seen += CPU_ISSET(++cpu, &allowed) ? 1 : 0;
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(cpu, &one);
+  if (sched_setaffinity(0, sizeof one, &one) != 0)
+    return "cannot bind to CPU " + std::to_string(cpu) + ": " +
+           std::strerror(errno);
+  return "";
 }

@@ -280,6 +280,33 @@ TEST_CASE("a measured cluster's oversubscribed ranks share cores",
                                     costs)) == "");
   CHECK(costs.groupCores == std::vector<double>{1.0});
   CHECK(costs.groupSlowdown == std::vector<std::vector<double>>{{1, 1.5, 3}});
+  // The runtime binds the ranks round robin (coreOf): pp 4 on 2 cores puts
+  // actors 0 and 2 on one core and 1 and 3 on the other; while both actors
+  // of a core compute, 2 of each core's 2 ranks do (4 on the node).
+  Program four = programFor(4, 4, PlacementKind::OneToOne, 1, Cttp::BwdFirst,
+                            kDepth, kBreadth, {});
+  four.moduleNames = {"gpt"};
+  four.stageMeta = {{0, 1, true, false},
+                    {0, 1, false, false},
+                    {0, 1, false, false},
+                    {0, 1, false, true}};
+  REQUIRE(llvm::toString(modelCosts(four, model, cluster, nullptr, {0, 1, 2, 3},
+                                    costs)) == "");
+  CHECK(costs.coreGroup == std::vector<int32_t>{0, 1, 0, 1});
+  CHECK(costs.groupCores == std::vector<double>{1.0, 1.0});
+  CHECK(costs.groupSlowdown ==
+        std::vector<std::vector<double>>{{1, 1.5, 3}, {1, 1.5, 3}});
+  // pp 1 x dp 4: replica 0's one actor shares its core with replica 2's,
+  // which computes in step with it: half a core.
+  Program one = programFor(1, 4, PlacementKind::OneToOne, 1, Cttp::BwdFirst,
+                           kDepth, kBreadth, {});
+  one.moduleNames = {"gpt"};
+  one.stageMeta = {{0, 4, true, true}};
+  REQUIRE(llvm::toString(
+              modelCosts(one, model, cluster, nullptr, {0}, costs)) == "");
+  CHECK(costs.coreGroup == std::vector<int32_t>{0});
+  CHECK(costs.groupCores == std::vector<double>{0.5});
+  CHECK(costs.groupSlowdown == std::vector<std::vector<double>>{{1, 3}});
   // A partly used node: 3 ranks on a node of 2 (2 cores each), dp 1; the
   // second node's one rank has a core to itself.
   cluster.measured.contention.clear();
@@ -435,8 +462,12 @@ TEST_CASE("a measured cluster prices layers, contention and the optimizer",
   // A stage's durations are its time alone; the simulator slows it by the
   // ranks computing beside it.
   CHECK(stageCost(last, model, cluster).fwd == Approx(0.6 + 0.02));
-  CHECK(coreOversubscription(cluster) == Approx(1.5));
-  CHECK(optimizerStepTime(cluster, &gpt, 1e6) == Approx(1.7 * 1.5 * 1e-2));
+  // Bound round robin, 3 ranks put 2 on the busiest core.
+  CHECK(coreOversubscription(cluster) == Approx(2));
+  CHECK(optimizerStepTime(cluster, &gpt, 1e6) == Approx(1.7 * 2 * 1e-2));
+  cluster.jobDevices = 2;
+  CHECK(coreOversubscription(cluster) == Approx(1));
+  cluster.jobDevices = 3;
   // Points of a module's own shape take precedence for its computation;
   // message latency comes from the points without a shape.
   m.contention[1].latency = 1e-4;

@@ -29,6 +29,7 @@
 #include "flexpipe/Runtime/Model.h"
 #include "flexpipe/Scheduling/CostModelYAML.h"
 #include "flexpipe/Scheduling/Tuner.h"
+#include "flexpipe/Support/Layout.h"
 
 #include "../CliChecks.h"
 
@@ -526,8 +527,11 @@ std::string calibrate(sched::ClusterConfig &cluster,
 
 /// Rounds per second of `shape`'s layers (four copies, one micro-batch) in
 /// each of `k` processes started together and run for `seconds`, the
-/// slowest process's; 0 on failure (or rounds longer than `seconds`).
-double concurrentRate(const Shape &shape, int k, double seconds) {
+/// slowest process's; 0 on failure (or rounds longer than `seconds`). With
+/// more processes than `cores`, process i is bound to core coreOf(i, cores),
+/// as the runtime binds ranks that share cores.
+double concurrentRate(const Shape &shape, int k, int64_t cores,
+                      double seconds) {
   int ready[2], go[2], result[2];
   if (pipe(ready) != 0 || pipe(go) != 0 || pipe(result) != 0)
     return 0;
@@ -537,6 +541,8 @@ double concurrentRate(const Shape &shape, int k, double seconds) {
     if (pid < 0)
       break;
     if (pid == 0) {
+      if (k > cores && !rt::bindToCore(flexpipe::coreOf(i, cores)).empty())
+        _exit(1);
       LayerRunner runner(shape,
                          shape.kind == sched::MeasuredLayer::Block ? 4 : 1, 1);
       std::array<double, 3> times;
@@ -609,18 +615,20 @@ void measureContention(sched::MachineProfile &measured,
       point.seq = m.seq;
     }
     measured.contention.push_back(point);
-    const double alone = concurrentRate(shape, 1, seconds);
+    const int64_t cores = measured.coresPerNode;
+    const double alone = concurrentRate(shape, 1, cores, seconds);
     if (!(alone > 0))
       progress(model.name + ": its blocks take longer than " +
                std::to_string(seconds) + " s; no contention measured");
     std::string text = model.name + ", blocks computing at once, slowdown:";
     for (int64_t k = 2; k <= ranks && alone > 0; ++k) {
-      const double rate = concurrentRate(shape, static_cast<int>(k), seconds);
+      const double rate =
+          concurrentRate(shape, static_cast<int>(k), cores, seconds);
       if (!(rate > 0))
         break;
+      // The busiest core's processes take turns on it.
       const double turns =
-          std::max(1.0, static_cast<double>(k) /
-                            static_cast<double>(measured.coresPerNode));
+          k > cores ? static_cast<double>((k + cores - 1) / cores) : 1.0;
       point.ranks = k;
       point.slowdown = std::max(1.0, alone / rate / turns);
       measured.contention.push_back(point);

@@ -19,6 +19,8 @@
 #ifndef FLEXPIPE_SCHEDULING_COSTMODEL_H
 #define FLEXPIPE_SCHEDULING_COSTMODEL_H
 
+#include "flexpipe/Support/Layout.h"
+
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -179,11 +181,12 @@ std::vector<int64_t> costBalancedPartition(const ModuleModel &module,
 /// The job's ranks on one node: min(job devices, devices per node).
 int64_t jobRanksPerNode(const ClusterConfig &cluster);
 
-/// How many of the job's ranks share each core of a node when all compute
-/// at once: job ranks per node over the measured cores per node, at least
-/// 1 (1 when the cores are unknown). The simulator gives a node's computing
-/// ranks the cores by processor sharing (SimCosts::groupCores); this is
-/// that sharing's factor when every rank computes.
+/// How many of the job's ranks share the busiest core of a node when all
+/// compute at once: 1 with no more ranks per node than measured cores (or
+/// the cores unknown), else the ranks over the cores rounded up, as the
+/// runtime binds them (coreOf). The simulator gives each core's computing
+/// ranks the core by processor sharing (SimCosts::groupCores); this is that
+/// sharing's factor when every rank computes.
 double coreOversubscription(const ClusterConfig &cluster);
 
 /// How much slower `module`'s computation runs while `computing` ranks of a
@@ -224,15 +227,12 @@ using Durations = std::array<double, 4>;
 Durations stageDurations(const StageShape &shape, const ModelConfig &model,
                          const ClusterConfig &cluster, double share);
 
-/// The devices of one pipeline replica's actors when `dp` replicas run side
-/// by side: replica r's actor a is device a * dp + r (Megatron-LM's order:
-/// the data-parallel groups, whose gradient all-reduce moves the most
-/// bytes, are neighbours), so replica 0's actor a is device a * dp.
-/// flexpipe-tune, flexpipe-compile --dp and the passes' `dp` option all
-/// price messages with this layout.
-inline int64_t deviceOf(int64_t actor, int64_t replica, int64_t dp) {
-  return actor * dp + replica;
-}
+/// Replica r's actor a is device flexpipe::deviceOf(a, r, dp), bound to core
+/// flexpipe::coreOf(device, cores) where a node's ranks outnumber its cores
+/// (flexpipe/Support/Layout.h); flexpipe-tune, flexpipe-compile --dp, the
+/// passes' `dp` option and the runtime all place ranks by them.
+using flexpipe::coreOf;
+using flexpipe::deviceOf;
 /// deviceOf for every actor of replica 0.
 std::vector<int64_t> replicaDevices(int64_t actors, int64_t dp);
 

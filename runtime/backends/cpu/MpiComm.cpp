@@ -14,15 +14,18 @@
 //===----------------------------------------------------------------------===//
 
 #include "flexpipe/Runtime/Comm.h"
+#include "flexpipe/Runtime/Host.h"
 
 #include "../MpiCheck.h"
 #include "../Timeout.h"
+#include "flexpipe/Support/Layout.h"
 
 #include <algorithm>
 #include <chrono>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -59,13 +62,29 @@ public:
     MPI_Comm node;
     MPICHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, me,
                                  MPI_INFO_NULL, &node));
-    int local = 1;
-    MPICHECK(MPI_Comm_size(node, &local));
+    MPICHECK(MPI_Comm_size(node, &nodeRanks));
     MPICHECK(MPI_Comm_free(&node));
-    const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-    spinPolls = static_cast<unsigned>(local) > cores ? 0 : 10000;
+    spinPolls = nodeRanks > cores ? 0 : 10000;
   }
   int rank() const override { return me; }
+  void place(int64_t device) override {
+    if (nodeRanks <= cores)
+      return;
+    const char *bind = std::getenv("FLEXPIPE_BIND");
+    const std::string how = bind ? bind : "cores";
+    if (how == "none")
+      return;
+    if (how != "cores")
+      abort("FLEXPIPE_BIND is '" + how + "'; expected 'cores' or 'none'", 1);
+    if (allowedCpus() < cores)
+      return; // the launcher placed this rank
+    if (std::string error = bindToCore(flexpipe::coreOf(device, cores));
+        !error.empty())
+      std::fprintf(stderr,
+                   "flexpipe: rank %d: %s; it runs where the kernel "
+                   "puts it\n",
+                   me, error.c_str());
+  }
   int size() const override { return count; }
 
   int64_t isend(const void *data, size_t bytes, int peer, int tag) override {
@@ -299,6 +318,10 @@ private:
   }
 
   int me = 0, count = 1;
+  /// Ranks on this node and the node's cores.
+  int nodeRanks = 1;
+  const int cores =
+      static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   double timeout = kDefaultTimeout;
   /// Polls a wait spins before it sleeps between polls (0: oversubscribed).
   long spinPolls = 10000;

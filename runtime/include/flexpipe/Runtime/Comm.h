@@ -49,6 +49,13 @@ public:
   /// Collective over all ranks, once: ranks passing the same `colour` form
   /// this rank's replica group (the data-parallel copies of its actor).
   virtual void setReplicaGroup(int colour) = 0;
+  /// Where this rank's process runs, once its place in the job is known:
+  /// `device` is flexpipe::deviceOf(actor, replica, dp). When a node has
+  /// more ranks than cores, the MPI backend binds the process to core
+  /// flexpipe::coreOf(device, cores), the placement the cost model prices,
+  /// unless the launcher already bound it or FLEXPIPE_BIND=none; the
+  /// others run where their launcher put them.
+  virtual void place(int64_t device) {}
   /// One FIFO channel of messages: every (sender, receiver, tag) that isend
   /// and irecv will use, and for exchangeAdd and ping-pongs one entry per
   /// pair of ranks (from < to) used both ways (`both`).

@@ -15,12 +15,23 @@
 #ifndef FLEXPIPE_RUNTIME_HOST_H
 #define FLEXPIPE_RUNTIME_HOST_H
 
+#include <cstdint>
+#include <string>
+
 namespace flexpipe::rt {
 
 /// OpenBLAS on one thread (a rank per core), and glibc's allocator keeping
 /// freed memory for the next micro-batch instead of returning it to the
 /// kernel (docs/Runtime.md, "The built-in model").
 void prepareHostProcess();
+
+/// The CPUs this process may run on (its affinity mask), or the machine's
+/// online CPUs where the mask cannot be read.
+int allowedCpus();
+
+/// Binds the calling process to the `core`-th CPU (from 0, modulo their
+/// count) of those it may run on. Returns an error message, or "".
+std::string bindToCore(int64_t core);
 
 } // namespace flexpipe::rt
 
