@@ -843,13 +843,17 @@ double train(flexpipe_rt &rt, const Checkpoint &identity,
     rt.kept.clear();
     // A bidirectional pipeline holds each stage twice, on two actors: sum the
     // copies' gradients (in block order, the same on both sides).
-    for (auto &[s, other] : copies)
-      comm.exchangeAdd(floatsOf(rt.stages[s]->gradients()),
-                       rt.rankOf(d.stage[other].actor), kExchangeTag);
-    comm.allreduceReplicas(replicaGradients);
-    rt.device->step(o.lr);
+    // Traced as EXCHANGE, ALLREDUCE, STEP and LOSS after the instructions.
+    rt.traced("EXCHANGE", -1, -1, -1, [&] {
+      for (auto &[s, other] : copies)
+        comm.exchangeAdd(floatsOf(rt.stages[s]->gradients()),
+                         rt.rankOf(d.stage[other].actor), kExchangeTag);
+    });
+    rt.traced("ALLREDUCE", -1, -1, -1,
+              [&] { comm.allreduceReplicas(replicaGradients); });
+    rt.traced("STEP", -1, -1, -1, [&] { rt.device->step(o.lr); });
     double loss = rt.device->takeLossSum();
-    comm.allreduceSum(&loss, 1);
+    rt.traced("LOSS", -1, -1, -1, [&] { comm.allreduceSum(&loss, 1); });
     loss *= rt.lossScale;
     const double seconds =
         std::chrono::duration<double>(Clock::now() - start).count();

@@ -30,13 +30,15 @@
 // PREDICTED: 2 ['falling', 'falling']
 
 // --trace writes one Chrome trace of the real run: per iteration, 16
-// computations and 16 transfers on 2 actors with 4 micro-batches, and the
+// computations and 16 transfers on 2 actors with 4 micro-batches, the
 // wait at the end of each of the 6 transfer groups (1F1B's steady state:
-// a send with the receive from the same peer, mirrored there).
+// a send with the receive from the same peer, mirrored there), and on each
+// rank the stage copies' exchange, the replicas' all-reduce, Adam's step
+// and the loss's all-reduce.
 // RUN: flexpipe-compile %schedules/1f1b.mlir --actors 2 --microbatches 4 -o %t/traced
 // RUN: %t/traced/run-mpi.sh --iterations 2 --trace %t/traced/trace.json
 // RUN: python3 -c "import json, sys; d = [e for e in json.load(open(sys.argv[1]))['traceEvents'] if e['ph'] == 'X']; print(len(d), sorted({e['cat'] for e in d}))" %t/traced/trace.json | FileCheck %s --check-prefix=TRACE
-// TRACE: 76 ['B', 'F', 'RECV_B', 'RECV_F', 'SEND_B', 'SEND_F', 'WAIT']
+// TRACE: 92 ['ALLREDUCE', 'B', 'EXCHANGE', 'F', 'LOSS', 'RECV_B', 'RECV_F', 'SEND_B', 'SEND_F', 'STEP', 'WAIT']
 
 // Ranks compiled from different schedules refuse to start.
 // RUN: flexpipe-compile %schedules/1f1b.mlir --actors 2 --microbatches 4 --emit=exe -o %t/a
