@@ -76,3 +76,9 @@
 // RUN: python3 %S/kill_rank.py %t/a-good 1 STOP 2>&1 | FileCheck %s --check-prefix=STOP
 // STOP: flexpipe: rank 0: no progress for {{[3-9]}} s (FLEXPIPE_TIMEOUT) waiting for {{the message from rank 1|the send to rank 1|an all-reduce of the ranks}}
 // STOP: exit code {{[1-9][0-9]*}} after
+// Two replicas of one actor meet only in all-reduces; the gradients' is
+// MPI's blocking all-reduce, which the watchdog bounds.
+// RUN: flexpipe-compile %schedules/1f1b.mlir --actors 1 --microbatches 2 --dp 2 --emit=exe -o %t/dp2
+// RUN: python3 %S/kill_rank.py %t/dp2 0 STOP 2>&1 | FileCheck %s --check-prefix=STOPDP
+// STOPDP: flexpipe: rank {{[01]}}: no progress for {{[3-9]}} s {{while in the data-parallel gradient all-reduce|\(FLEXPIPE_TIMEOUT\) waiting for an all-reduce of the ranks}}
+// STOPDP: exit code {{[1-9][0-9]*}} after

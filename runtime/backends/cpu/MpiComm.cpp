@@ -18,6 +18,7 @@
 
 #include "../MpiCheck.h"
 #include "../Timeout.h"
+#include "../Watchdog.h"
 #include "flexpipe/Support/Layout.h"
 
 #include <algorithm>
@@ -157,10 +158,15 @@ public:
     // One packed buffer: every ring step of the all-reduce is one message,
     // not one per tensor (which costs a wake-up each on a shared core).
     const size_t n = pack(parts, packed);
-    MPI_Request request;
-    MPICHECK(MPI_Iallreduce(MPI_IN_PLACE, packed.data(), static_cast<int>(n),
-                            MPI_FLOAT, MPI_SUM, replicas, &request));
-    waitCollective(request, "the data-parallel gradient all-reduce");
+    // MPI's blocking all-reduce: its shared-memory algorithms beat the
+    // non-blocking one's (28 MiB between 2 ranks: 11 against 26 ms), and
+    // the watchdog keeps the liveness rule that polling keeps elsewhere.
+    {
+      Watchdog::Scope scope(
+          &watchdog, "in the data-parallel gradient all-reduce", timeout);
+      MPICHECK(MPI_Allreduce(MPI_IN_PLACE, packed.data(), static_cast<int>(n),
+                             MPI_FLOAT, MPI_SUM, replicas));
+    }
     unpack(packed, parts, false);
   }
   void exchangeAdd(const std::vector<Floats> &parts, int peer,
@@ -328,6 +334,15 @@ private:
   std::vector<MPI_Request> requests;
   std::vector<Transfer> transfers; // parallel to requests
   MPI_Comm replicas = MPI_COMM_NULL;
+  /// Stops this rank when a blocking call outlasts `timeout`. From its own
+  /// thread MPI may not be called: the rank exits, and the launcher stops
+  /// the others.
+  Watchdog watchdog{nullptr, [this](const std::string &failure) {
+                      std::fprintf(stderr, "flexpipe: rank %d: %s\n", me,
+                                   failure.c_str());
+                      std::fflush(stderr);
+                      std::_Exit(1);
+                    }};
   int replicaCount = 1;
   std::vector<MPI_Comm> groups; // openGroups, by handle
 };

@@ -24,6 +24,7 @@
 #define FLEXPIPE_RUNTIME_BACKENDS_CUDA_BOOTSTRAP_H
 
 #include "../Timeout.h"
+#include "../Watchdog.h"
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -132,52 +133,6 @@ ProcessId thisProcess();
 /// Whether `p`, on this machine, still runs: false once it has exited (a
 /// zombie counts as exited) or its pid belongs to another process.
 bool processRunning(const ProcessId &p);
-
-/// A thread that stops the process when something goes wrong while the main
-/// thread may be blocked: `check` (run every `interval` seconds) returns a
-/// failure, still there `grace` seconds later, or the main thread has been
-/// inside one Scope for longer than its limit. Then it calls `fail` once
-/// with the message (which normally exits) and stops.
-class Watchdog {
-public:
-  using Check = std::function<std::string()>;
-  using Fail = std::function<void(const std::string &)>;
-  Watchdog(Check check, Fail fail, double interval = 0.25, double grace = 2);
-  ~Watchdog();
-  Watchdog(const Watchdog &) = delete;
-  Watchdog &operator=(const Watchdog &) = delete;
-
-  /// The main thread is in `what` (a string literal) until destroyed.
-  class Scope {
-  public:
-    Scope(Watchdog *watchdog, const char *what, double limit);
-    ~Scope();
-    Scope(const Scope &) = delete;
-    Scope &operator=(const Scope &) = delete;
-
-  private:
-    Watchdog *watchdog;
-    const char *previousWhat;
-    double previousSince, previousLimit;
-  };
-
-  /// Stops running `check` (peers may now exit normally); scopes are still
-  /// timed.
-  void quiet() { quieted = true; }
-
-private:
-  void loop();
-  Check check;
-  Fail fail;
-  double interval, grace;
-  std::atomic<const char *> what{nullptr};
-  std::atomic<double> since{0}, limit{0};
-  std::atomic<bool> quieted{false};
-  std::mutex mutex;
-  std::condition_variable wake;
-  bool stopping = false;
-  std::thread thread;
-};
 
 } // namespace flexpipe::rt
 
