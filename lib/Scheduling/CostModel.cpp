@@ -256,8 +256,11 @@ double flexpipe::sched::transferTime(const ClusterConfig &cluster, int64_t from,
                                      int64_t to, double bytes,
                                      bool collective) {
   const int64_t perNode = std::max<int64_t>(1, cluster.devicesPerNode);
-  const Link &link =
-      from / perNode == to / perNode ? cluster.intraNode : cluster.interNode;
+  const bool sameNode = from / perNode == to / perNode;
+  const Link &link = !sameNode ? cluster.interNode
+                     : collective && cluster.measured.allReduce.bandwidth > 0
+                         ? cluster.measured.allReduce
+                         : cluster.intraNode;
   const double latency =
       collective ? link.latency : messageLatency(cluster, link);
   if (link.bandwidth <= 0)

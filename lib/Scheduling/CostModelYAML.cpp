@@ -179,15 +179,17 @@ void readList(const Reader &r, const YAML::Node &node, const char *key,
 /// The `measured` section of a cluster file (flexpipe-profile writes it).
 MachineProfile readMeasured(const Reader &r, const YAML::Node &node) {
   const std::string what = "the measured section";
-  r.expectMap(
-      node, what,
-      {"cores_per_node", "optimizer_s_per_parameter", "contention", "layers"});
+  r.expectMap(node, what,
+              {"cores_per_node", "optimizer_s_per_parameter", "allreduce",
+               "contention", "layers"});
   MachineProfile m;
   if (node["cores_per_node"])
     m.coresPerNode = r.integer(node["cores_per_node"], "cores_per_node", 1);
   if (node["optimizer_s_per_parameter"])
     m.optimizerPerParameter = r.number(node["optimizer_s_per_parameter"],
                                        "optimizer_s_per_parameter", 0, false);
+  if (YAML::Node allReduce = node["allreduce"])
+    m.allReduce = readLink(r, allReduce, "allreduce");
   if (YAML::Node contention = node["contention"])
     readList(r, contention, "contention", [&](const YAML::Node &item) {
       const std::string cwhat = "a contention point";
@@ -478,6 +480,9 @@ std::string flexpipe::sched::formatCluster(const ClusterConfig &cluster) {
   if (m.coresPerNode > 0)
     os << "  cores_per_node: " << m.coresPerNode << "\n";
   os << "  optimizer_s_per_parameter: " << m.optimizerPerParameter << "\n";
+  if (m.allReduce.bandwidth > 0)
+    os << "  allreduce: {bandwidth_bytes_per_s: " << m.allReduce.bandwidth
+       << ", latency_s: " << m.allReduce.latency << "}\n";
   if (!m.contention.empty()) {
     os << "  contention:\n";
     for (const MachineProfile::Contention &c : m.contention) {

@@ -508,6 +508,7 @@ TEST_CASE("a measured cluster file reads back as written", "[costmodel]") {
   cluster.intraNode = cluster.interNode = {1.5e9, 5e-7};
   cluster.measured.coresPerNode = 2;
   cluster.measured.optimizerPerParameter = 1.25e-8;
+  cluster.measured.allReduce = {7.5e8, 2.5e-6};
   cluster.measured.contention = {
       {1, 1.0}, {3, 2.125, 1e-4, 2e-3}, {1, 1.0, 0, 0, 256, 4, 128}};
   cluster.measured.layers = {
@@ -521,6 +522,16 @@ TEST_CASE("a measured cluster file reads back as written", "[costmodel]") {
   CHECK(back.measured.layers.size() == 3);
   CHECK(back.measured.layers[2].kind == MeasuredLayer::Head);
   CHECK(back.measured.contention[1].slowdown == 2.125);
+  CHECK(back.measured.allReduce.bandwidth == 7.5e8);
+  // The measured all-reduce prices every ring step within a node; a ring
+  // over two nodes, and pipeline messages, keep the links.
+  CHECK(allReduceTime(back, {0, 1}, 1.5e6) ==
+        Approx(2 * (2.5e-6 + 0.75e6 / 7.5e8)));
+  CHECK(transferTime(back, 0, 1, 1.5e9) == Approx(1.0).epsilon(1e-3));
+  CHECK(transferTime(back, 0, 1, 1.5e9, true) == Approx(2.5e-6 + 2.0));
+  back.devicesPerNode = 2;
+  CHECK(allReduceTime(back, {0, 2}, 1.5e6) ==
+        Approx(2 * (5e-7 + 0.75e6 / 1.5e9)));
 
   // Located errors in the measured section.
   auto error = [](const std::string &yaml) {

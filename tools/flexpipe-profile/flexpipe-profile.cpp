@@ -268,14 +268,45 @@ double pingPong(rt::Comm &comm, size_t count, int rounds) {
   return median(samples);
 }
 
-/// Under mpirun with two ranks: latency (8 bytes) and bandwidth (4 MiB).
+/// The runtime's gradient all-reduce (Comm::allreduceReplicas, as the rank
+/// programs call it after each iteration) of `count` floats over all ranks,
+/// seconds on this rank, the median of `rounds`; the ranks line up before
+/// each.
+double allReduce(rt::Comm &comm, size_t count, int rounds) {
+  std::vector<float> values(std::max<size_t>(count, 1), 1.0f);
+  const std::vector<rt::Comm::Floats> parts{{values.data(), values.size()}};
+  std::vector<double> samples;
+  for (int i = 0; i < rounds + 1; ++i) {
+    double together = 0;
+    comm.allreduceSum(&together, 1);
+    const Clock::time_point t0 = Clock::now();
+    comm.allreduceReplicas(parts);
+    if (i >= 1)
+      samples.push_back(since(t0));
+  }
+  return median(samples);
+}
+
+/// Under mpirun with two ranks: latency (8 bytes) and bandwidth (4 MiB) of
+/// a message, and of the gradient all-reduce as a ring's step: with two
+/// ranks the ring takes 2 steps of latency and moves the bytes once
+/// (CostModel.h's allReduceTime), so 1 KiB and 16 MiB give both.
 int pingPongWorker(rt::Comm &comm) {
   const size_t large = 1 << 20; // floats
   const double small = pingPong(comm, 2, 200);
   const double big = pingPong(comm, large, 20);
+  comm.setReplicaGroup(0);
+  const size_t tiny = 256, gradients = 4 << 20; // floats
+  const double reduceSmall = allReduce(comm, tiny, 50);
+  const double reduceLarge = allReduce(comm, gradients, 8);
   if (comm.rank() == 0)
-    std::printf("latency_s %.9g\nbandwidth_bytes_per_s %.9g\n", small,
-                4.0 * large / std::max(big - small, 1e-12));
+    std::printf("latency_s %.9g\nbandwidth_bytes_per_s %.9g\n"
+                "allreduce_latency_s %.9g\n"
+                "allreduce_bandwidth_bytes_per_s %.9g\n",
+                small, 4.0 * large / std::max(big - small, 1e-12),
+                reduceSmall / 2,
+                4.0 * static_cast<double>(gradients - tiny) /
+                    std::max(reduceLarge - reduceSmall, 1e-12));
   return 0;
 }
 #endif
@@ -764,6 +795,14 @@ std::string measureWithMpi(sched::ClusterConfig &cluster,
       cluster.interNode = cluster.intraNode;
       progress("messages between two ranks: " + std::to_string(latency * 1e6) +
                " us latency, " + std::to_string(bandwidth / 1e9) + " GB/s");
+      const sched::Link reduce{field(out, "allreduce_bandwidth_bytes_per_s"),
+                               field(out, "allreduce_latency_s")};
+      if (reduce.bandwidth > 0 && reduce.latency > 0) {
+        cluster.measured.allReduce = reduce;
+        progress("gradient all-reduce, as a ring step: " +
+                 std::to_string(reduce.latency * 1e6) + " us latency, " +
+                 std::to_string(reduce.bandwidth / 1e9) + " GB/s");
+      }
     } else {
       std::fprintf(stderr,
                    "flexpipe-profile: warning: '%s' failed: no "

@@ -108,8 +108,14 @@ struct MachineProfile {
     int64_t hidden = 0, heads = 0, seq = 0;
   };
   std::vector<Contention> contention;
+  /// The runtime's gradient all-reduce within a node as one step of a ring
+  /// (bandwidth 0: not measured; the links then price it): flexpipe-profile
+  /// fits it to the runtime's all-reduce between two ranks. Every ring
+  /// collective within a node (transferTime's `collective`) takes it.
+  Link allReduce;
   bool empty() const {
-    return layers.empty() && optimizerPerParameter == 0 && contention.empty();
+    return layers.empty() && optimizerPerParameter == 0 && contention.empty() &&
+           allReduce.bandwidth == 0;
   }
   /// `kind`'s durations for `microBatch` sequences of `module`: measured
   /// points of the same shape interpolated linearly in the micro-batch size
@@ -250,7 +256,9 @@ double iterationOverhead(const ClusterConfig &cluster);
 /// Seconds to move `bytes` from device `from` to device `to`: the latency
 /// plus bytes over the link's bandwidth. A pipeline message pays
 /// messageLatency (its receiver may be busy computing); a step of a
-/// `collective`, whose members all wait in it, the link's latency.
+/// `collective`, whose members all wait in it, the link's latency, and
+/// within a node the measured all-reduce's step where there is one
+/// (MachineProfile::allReduce).
 double transferTime(const ClusterConfig &cluster, int64_t from, int64_t to,
                     double bytes, bool collective = false);
 
