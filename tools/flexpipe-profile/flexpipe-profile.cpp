@@ -450,12 +450,10 @@ std::array<double, 3> layerTotals(const sched::MachineProfile &measured,
 ///    slower in a real run (its working set, the runtime's own work around
 ///    each computation), so each kind of that model's layers is scaled by
 ///    the run's time over theirs;
-///  - for the first model, 1F1B over 2, 3, ... `ranks` ranks: the
-///    per-iteration overhead of a job of r ranks (on the points without a
-///    shape) at which the tuner's simulation of the job (its ranks taking
-///    turns on the cores, slowed by the measured contention) takes as long
-///    as its run (bisection): what the simulation of computation, messages
-///    and collectives misses.
+///  - for the first model, 1F1B over 2, 3, ... `ranks` ranks, each printed
+///    beside the tuner's simulation of the same job: a check. (Fitting a
+///    per-iteration overhead to them, as flexpipe-profile once did, followed
+///    these jobs' noise: docs/Tuning.md.)
 /// Returns an error, or empty.
 std::string calibrate(sched::ClusterConfig &cluster,
                       const std::vector<sched::ModelConfig> &models,
@@ -498,29 +496,15 @@ std::string calibrate(sched::ClusterConfig &cluster,
     progress(line);
   }
 
-  // The overhead of jobs of r ranks, on the points without a shape.
+  // Jobs of r ranks: a check of the model, printed, not fitted.
   const sched::ModelConfig &model = models.front();
   for (int64_t r = 2; r <= std::min(ranks, model.modules.front().layers); ++r) {
     const sched::Candidate job = jobFor(model, r);
     llvm::Expected<JobResult> run =
         runCalibrationJob(cluster, job, model, paths.front(), compiler,
-                          work + "/model-0-" + std::to_string(r), 7, 6.0);
+                          work + "/model-0-" + std::to_string(r), 5, 4.0);
     if (!run)
       return llvm::toString(run.takeError());
-    // The point of r ranks without a shape (made if missing: a point with
-    // the slowdown interpolated there).
-    auto &points = measured.contention;
-    auto at = std::find_if(points.begin(), points.end(), [&](const auto &p) {
-      return p.hidden == 0 && p.ranks >= r;
-    });
-    if (at == points.end() || at->ranks != r) {
-      sched::MachineProfile::Contention point;
-      point.ranks = r;
-      point.slowdown =
-          sched::computeSlowdown(cluster, nullptr, static_cast<double>(r));
-      at = points.insert(at, point);
-    }
-    const size_t index = static_cast<size_t>(at - points.begin());
     sched::TuneOptions options;
     options.gpus = r;
     options.pp = {r};
@@ -528,29 +512,16 @@ std::string calibrate(sched::ClusterConfig &cluster,
         sched::resolveOptions(model, cluster, options);
     if (!resolved)
       return llvm::toString(resolved.takeError());
-    sched::ClusterConfig trial = cluster;
-    trial.jobDevices = r;
-    auto predict = [&](double overhead) {
-      trial.measured.contention[index].overhead = overhead;
-      return sched::evaluate(job, model, trial, *resolved).iterationTime;
-    };
-    const double simulated = predict(0);
-    double lo = 0, hi = 1e-4;
-    if (simulated < run->iteration) {
-      while (predict(hi) < run->iteration && hi < 0.1)
-        hi *= 2;
-      for (int b = 0; b < 40; ++b) {
-        const double mid = (lo + hi) / 2;
-        (predict(mid) < run->iteration ? lo : hi) = mid;
-      }
-      points[index].overhead = (lo + hi) / 2;
-    }
+    sched::ClusterConfig jobCluster = cluster;
+    jobCluster.jobDevices = r;
+    const double simulated =
+        sched::evaluate(job, model, jobCluster, *resolved).iterationTime;
     std::snprintf(line, sizeof line,
                   "%s, 1F1B over %lld ranks: %.3f ms per iteration, simulated "
-                  "%.3f ms; overhead %.3f ms per iteration",
+                  "%.3f ms (%+.1f%%)",
                   model.name.c_str(), static_cast<long long>(r),
                   run->iteration * 1e3, simulated * 1e3,
-                  points[index].overhead * 1e3);
+                  (simulated / run->iteration - 1) * 100);
     progress(line);
   }
   return {};

@@ -94,14 +94,14 @@ struct MachineProfile {
     int64_t ranks = 1;
     double slowdown = 1;
     /// What a pipeline message costs in a job of that many ranks (seconds;
-    /// 0: the link's latency). flexpipe-profile leaves it 0 and fits
-    /// `overhead` instead, which ranked candidates better (docs/Tuning.md);
-    /// a file may still set it. Only points without a shape give it.
+    /// 0: the link's latency). flexpipe-profile leaves it 0; a file may
+    /// still set it. Only points without a shape give it.
     double latency = 0;
     /// Seconds an iteration of a job of that many ranks takes beyond what
     /// the simulation of its pipeline, collectives and optimizer step gives
-    /// (0: nothing): flexpipe-profile fits it (bisection) to a 1F1B job's
-    /// run. Only points without a shape give it.
+    /// (0: nothing). flexpipe-profile leaves it 0 (fitted to 1F1B jobs, it
+    /// followed their noise: docs/CostModel.md); a file may still set it.
+    /// Only points without a shape give it.
     double overhead = 0;
     /// The module shape the point was measured with; 0: any module without
     /// points of its own.
