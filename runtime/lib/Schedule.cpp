@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <sstream>
@@ -121,10 +122,13 @@ std::string checkSizes(const GptConfig &c, const std::string &what) {
   const double largest = std::max(
       {double(c.vocab) * c.hidden, double(c.microBatch) * c.seq * 4 * c.hidden,
        double(c.microBatch) * c.heads * c.seq * c.seq});
-  if (largest > double(kMaxTensor))
-    return what + " needs a tensor of " +
-           std::to_string(static_cast<long long>(largest)) +
+  if (largest > double(kMaxTensor)) {
+    // Up to 2^72 floats: printed from the double, not through an integer.
+    char floats[48];
+    std::snprintf(floats, sizeof floats, "%.0f", largest);
+    return what + " needs a tensor of " + floats +
            " floats; one process holds at most 2^31";
+  }
   return {};
 }
 
