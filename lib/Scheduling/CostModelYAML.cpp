@@ -459,6 +459,29 @@ std::string flexpipe::sched::formatProfile(const Profile &profile) {
   return os.str();
 }
 
+std::string flexpipe::sched::formatModel(const ModelConfig &model,
+                                         int64_t mbs, int64_t globalBatch) {
+  std::ostringstream os;
+  const ModuleModel &m = model.modules.front();
+  os << "# " << model.name << " at micro-batch size " << mbs
+     << ", global batch " << globalBatch << "\n"
+     << "name: " << model.name << "\n"
+     << "dtype: " << (model.dtypeBytes == 4 ? "fp32" : "bf16") << "\n"
+     << (model.flashAttention ? "attention: flash\n" : "")
+     << "global_batch_size: " << globalBatch << "\n"
+     << "micro_batch_size: " << mbs << "\n"
+     << "modules:\n"
+     << "  - name: " << m.name << "\n"
+     << "    layers: " << m.layers << "\n"
+     << "    hidden: " << m.hidden << "\n"
+     << "    heads: " << m.heads << "\n"
+     << "    seq: " << m.seq << "\n"
+     << "    vocab: " << m.vocab << "\n";
+  if (!m.lmHead)
+    os << "    lm_head: false\n";
+  return os.str();
+}
+
 std::string flexpipe::sched::formatCluster(const ClusterConfig &cluster) {
   std::ostringstream os;
   os.precision(12);

@@ -218,29 +218,6 @@ bool writeResults(const std::string &dir, const TuneResult &result) {
   return true;
 }
 
-/// A model file with the candidate's batch sizes, for flexpipe-compile.
-std::string modelYaml(const ModelConfig &model, int64_t mbs,
-                      int64_t globalBatch) {
-  std::ostringstream os;
-  const ModuleModel &m = model.modules.front();
-  os << "# " << model.name << " with the batch sizes flexpipe-tune chose\n"
-     << "name: " << model.name << "\n"
-     << "dtype: " << (model.dtypeBytes == 4 ? "fp32" : "bf16") << "\n"
-     << (model.flashAttention ? "attention: flash\n" : "")
-     << "global_batch_size: " << globalBatch << "\n"
-     << "micro_batch_size: " << mbs << "\n"
-     << "modules:\n"
-     << "  - name: " << m.name << "\n"
-     << "    layers: " << m.layers << "\n"
-     << "    hidden: " << m.hidden << "\n"
-     << "    heads: " << m.heads << "\n"
-     << "    seq: " << m.seq << "\n"
-     << "    vocab: " << m.vocab << "\n";
-  if (!m.lmHead)
-    os << "    lm_head: false\n";
-  return os.str();
-}
-
 bool writeFile(const std::string &path, const std::string &text) {
   std::error_code ec;
   llvm::raw_fd_ostream out(path, ec);
@@ -554,7 +531,7 @@ bool writeRankSpecs(const Options &o, const ModelConfig &model,
                      resolved.separationRounds, o.checks);
     if (!writeFile(stem + ".mlir", spec.str()) ||
         !writeFile(stem + ".model.yaml",
-                   modelYaml(model, c.mbs, resolved.globalBatch)))
+                   formatModel(model, c.mbs, resolved.globalBatch)))
       return false;
   }
   return true;

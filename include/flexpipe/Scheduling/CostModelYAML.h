@@ -56,6 +56,11 @@ llvm::Error loadCostInputs(const std::string &modelPath,
 
 /// Writes a profile in the format loadProfile reads.
 std::string formatProfile(const Profile &profile);
+/// A model file of `model`'s first module at micro-batch size `mbs` and
+/// global batch `globalBatch`, which loadModel reads back (flexpipe-tune's
+/// candidates, flexpipe-profile's calibration jobs).
+std::string formatModel(const ModelConfig &model, int64_t mbs,
+                        int64_t globalBatch);
 /// A cluster file that loadCluster reads back to the same configuration
 /// (flexpipe-profile writes its measurements with it).
 std::string formatCluster(const ClusterConfig &cluster);
