@@ -180,11 +180,13 @@ void readList(const Reader &r, const YAML::Node &node, const char *key,
 MachineProfile readMeasured(const Reader &r, const YAML::Node &node) {
   const std::string what = "the measured section";
   r.expectMap(node, what,
-              {"cores_per_node", "optimizer_s_per_parameter", "allreduce",
-               "contention", "layers"});
+              {"cores_per_node", "time_slice_s", "optimizer_s_per_parameter",
+               "allreduce", "contention", "layers"});
   MachineProfile m;
   if (node["cores_per_node"])
     m.coresPerNode = r.integer(node["cores_per_node"], "cores_per_node", 1);
+  if (node["time_slice_s"])
+    m.timeSlice = r.number(node["time_slice_s"], "time_slice_s", 0, false);
   if (node["optimizer_s_per_parameter"])
     m.optimizerPerParameter = r.number(node["optimizer_s_per_parameter"],
                                        "optimizer_s_per_parameter", 0, false);
@@ -502,6 +504,8 @@ std::string flexpipe::sched::formatCluster(const ClusterConfig &cluster) {
   os << "measured:\n";
   if (m.coresPerNode > 0)
     os << "  cores_per_node: " << m.coresPerNode << "\n";
+  if (m.timeSlice > 0)
+    os << "  time_slice_s: " << m.timeSlice << "\n";
   os << "  optimizer_s_per_parameter: " << m.optimizerPerParameter << "\n";
   if (m.allReduce.bandwidth > 0)
     os << "  allreduce: {bandwidth_bytes_per_s: " << m.allReduce.bandwidth

@@ -8,6 +8,8 @@
 
 #include "flexpipe/Scheduling/EventCore.h"
 
+#include <cmath>
+
 using namespace flexpipe::sched;
 
 EventCore::EventCore(int32_t numActors)
@@ -15,7 +17,9 @@ EventCore::EventCore(int32_t numActors)
 
 EventCore::EventCore(int32_t numActors, const SimCosts &costs)
     : cores(costs.groupCores), slowdown(costs.groupSlowdown),
-      running(costs.groupCores.size()), dirty(numActors, true),
+      running(costs.groupCores.size()), slice(costs.groupSlice),
+      turns(costs.groupCores.size()), progressing(costs.groupCores.size()),
+      sliceEnd(costs.groupCores.size()), dirty(numActors, true),
       settleAsk(numActors) {
   const int32_t numGroups = static_cast<int32_t>(cores.size());
   group.assign(numActors, -1);
@@ -31,7 +35,9 @@ double EventCore::rate(int32_t g) const {
       g < static_cast<int32_t>(slowdown.size()) && k < slowdown[g].size()
           ? slowdown[g][k]
           : 1.0;
-  return std::min(1.0, cores[g] / static_cast<double>(k)) / slow;
+  // Taking turns, the one computation running has the whole share.
+  const double share = takesTurns(g) ? 1.0 : static_cast<double>(k);
+  return std::min(1.0, cores[g] / share) / slow;
 }
 
 double EventCore::maxRate() const {
@@ -55,4 +61,32 @@ void EventCore::computeShared(int32_t actor, int32_t id, double work,
 
 void EventCore::wakeAt(double at, int32_t actor) {
   wakes.push(at, actor, actor);
+}
+
+double EventCore::settleTurn(size_t g) {
+  std::vector<Job> &jobs = running[g];
+  Turn &turn = turns[g];
+  auto held = std::find_if(jobs.begin(), jobs.end(), [&](const Job &job) {
+    return job.actor == turn.holder;
+  });
+  if (held == jobs.end()) {
+    // The holder waits (or none yet): the next in line takes the core.
+    turn = {jobs.front().actor, time};
+  } else {
+    // The holder goes on: its next computation comes first.
+    std::rotate(jobs.begin(), held, held + 1);
+  }
+  if (jobs.size() == 1)
+    return std::numeric_limits<double>::infinity();
+  // Alone, the holder's slices were renewed every `slice`: the one running
+  // now ends at the next multiple; at it, the core passes on.
+  const double slices =
+      std::max(1.0, std::ceil((time - turn.start) / slice - 1e-9));
+  double end = turn.start + slice * slices;
+  if (end <= time + 1e-9 * slice) {
+    std::rotate(jobs.begin(), jobs.begin() + 1, jobs.end());
+    turn = {jobs.front().actor, time};
+    end = time + slice;
+  }
+  return end;
 }

@@ -181,6 +181,8 @@ static void shareCores(const ClusterConfig &cluster, const ModuleModel *module,
   }
   if (c.groupCores.empty())
     c.coreGroup.clear();
+  else
+    c.groupSlice = cluster.measured.timeSlice;
 }
 
 llvm::Error flexpipe::sched::modelCosts(const Program &program,

@@ -145,3 +145,79 @@ TEST_CASE("computations in a core group share its cores",
   costs.groupSlowdown = {{1.0, 0.5}};
   CHECK(EventCore(3, costs).maxRate() == 2.0);
 }
+
+TEST_CASE("computations of a one-core group with a time slice take turns",
+          "[simulator][eventcore]") {
+  // Actors 0 and 1 share one core with a slice of 1. Short computations run
+  // one after the other (the first ready keeps the core); long ones
+  // alternate slice by slice; the holder keeps the core across computations
+  // started as its last one ends.
+  SimCosts costs;
+  costs.coreGroup = {0, 0};
+  costs.groupCores = {1.0};
+  costs.groupSlice = 1.0;
+  auto runWith = [&](std::vector<std::pair<int32_t, double>> first,
+                     std::vector<double> next0) {
+    EventCore core(2, costs);
+    std::vector<std::pair<int32_t, double>> ends;
+    bool started = false, idle0 = false;
+    size_t chained = 0;
+    core.run(
+        [&](int32_t actor, bool) {
+          if (actor == 0 && idle0 && chained < next0.size()) {
+            // Actor 0 goes on at once with its next computation.
+            idle0 = false;
+            core.compute(0, static_cast<int32_t>(100 + chained), next0[chained],
+                         core.now());
+            ++chained;
+            return true;
+          }
+          if (started)
+            return false;
+          started = true;
+          for (size_t i = 0; i < first.size(); ++i)
+            core.compute(first[i].first, static_cast<int32_t>(i),
+                         first[i].second, 0.0);
+          return false;
+        },
+        [&](int32_t actor, int32_t id) {
+          ends.push_back({id, core.now()});
+          idle0 |= actor == 0;
+        });
+    return ends;
+  };
+  using Ends = std::vector<std::pair<int32_t, double>>;
+  // Two of 0.5: the first ends at 0.5 (processor sharing: both at 1).
+  Ends ends = runWith({{0, 0.5}, {1, 0.5}}, {});
+  REQUIRE(ends.size() == 2);
+  CHECK(ends[0].first == 0);
+  CHECK(ends[0].second == Approx(0.5));
+  CHECK(ends[1].second == Approx(1.0));
+  // Two of 2.5: 0 runs [0,1) and [2,3) and [4,4.5); 1 runs [1,2), [3,4),
+  // [4.5,5).
+  ends = runWith({{0, 2.5}, {1, 2.5}}, {});
+  REQUIRE(ends.size() == 2);
+  CHECK(ends[0] == std::pair<int32_t, double>{0, 4.5});
+  CHECK(ends[1].first == 1);
+  CHECK(ends[1].second == Approx(5.0));
+  // Actor 0 chains 0.25 + 0.25 + 0.25 within its slice, then a fourth
+  // computation of 0.5 runs past it: at 1 the core passes to actor 1.
+  ends = runWith({{0, 0.25}, {1, 0.5}}, {0.25, 0.25, 0.5});
+  REQUIRE(ends.size() == 5);
+  CHECK(ends[0].first == 0);
+  CHECK(ends[0].second == Approx(0.25));
+  CHECK(ends[1].first == 100);
+  CHECK(ends[1].second == Approx(0.5));
+  CHECK(ends[2].first == 101);
+  CHECK(ends[2].second == Approx(0.75));
+  CHECK(ends[3].first == 1); // actor 1 ran [1, 1.5)
+  CHECK(ends[3].second == Approx(1.5));
+  CHECK(ends[4].first == 102); // actor 0's last: [0.75, 1) and [1.5, 1.75)
+  CHECK(ends[4].second == Approx(1.75));
+  // More than one core in the group: processor sharing as before.
+  costs.groupCores = {2.0};
+  ends = runWith({{0, 0.5}, {1, 0.5}}, {});
+  REQUIRE(ends.size() == 2);
+  CHECK(ends[0].second == Approx(0.5));
+  CHECK(ends[1].second == Approx(0.5));
+}

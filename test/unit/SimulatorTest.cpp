@@ -262,6 +262,12 @@ TEST_CASE("a measured cluster's oversubscribed ranks share cores",
                                     costs)) == "");
   CHECK(costs.coreGroup == std::vector<int32_t>{0, 0});
   CHECK(costs.groupCores == std::vector<double>{1.0});
+  CHECK(costs.groupSlice == 0.0); // none measured: processor sharing
+  cluster.measured.timeSlice = 2.5e-3;
+  REQUIRE(llvm::toString(modelCosts(program, model, cluster, nullptr, {0, 2},
+                                    costs)) == "");
+  CHECK(costs.groupSlice == 2.5e-3);
+  cluster.measured.timeSlice = 0;
   // Two ranks on two cores share nothing, unless they slow each other.
   cluster.jobDevices = 2;
   REQUIRE(llvm::toString(modelCosts(program, model, cluster, nullptr, {0, 1},
@@ -507,6 +513,7 @@ TEST_CASE("a measured cluster file reads back as written", "[costmodel]") {
   cluster.memoryBytes = 4e9;
   cluster.intraNode = cluster.interNode = {1.5e9, 5e-7};
   cluster.measured.coresPerNode = 2;
+  cluster.measured.timeSlice = 2.5e-3;
   cluster.measured.optimizerPerParameter = 1.25e-8;
   cluster.measured.allReduce = {7.5e8, 2.5e-6};
   cluster.measured.contention = {
@@ -523,6 +530,7 @@ TEST_CASE("a measured cluster file reads back as written", "[costmodel]") {
   CHECK(back.measured.layers[2].kind == MeasuredLayer::Head);
   CHECK(back.measured.contention[1].slowdown == 2.125);
   CHECK(back.measured.allReduce.bandwidth == 7.5e8);
+  CHECK(back.measured.timeSlice == 2.5e-3);
   // The measured all-reduce prices every ring step within a node; a ring
   // over two nodes, and pipeline messages, keep the links.
   CHECK(allReduceTime(back, {0, 1}, 1.5e6) ==

@@ -86,6 +86,11 @@ struct MachineProfile {
   /// a job's ranks on a node than cores, the simulator shares the cores
   /// among the ranks computing at each moment (processor sharing).
   int64_t coresPerNode = 0;
+  /// How long a rank computes on a shared core before the OS scheduler
+  /// gives the core to another rank ready to compute, in seconds (0: not
+  /// measured; the cores are then shared among the ranks computing at each
+  /// moment). flexpipe-profile measures it with two processes on one core.
+  double timeSlice = 0;
   /// Slowdown of computation while `ranks` ranks of a node compute at
   /// once, by increasing ranks (measured from 1), beyond their taking turns
   /// on shared cores: flexpipe-profile runs the layers in that many
@@ -115,7 +120,7 @@ struct MachineProfile {
   Link allReduce;
   bool empty() const {
     return layers.empty() && optimizerPerParameter == 0 && contention.empty() &&
-           allReduce.bandwidth == 0;
+           allReduce.bandwidth == 0 && timeSlice == 0;
   }
   /// `kind`'s durations for `microBatch` sequences of `module`: measured
   /// points of the same shape interpolated linearly in the micro-batch size

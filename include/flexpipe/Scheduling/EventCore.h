@@ -32,7 +32,14 @@
 //    after its start (equal durations tie exactly). The computations of a
 //    core group (ranks sharing a node's cores, SimCosts::coreGroup) progress
 //    together at min(1, cores / k) / slowdown[k] each while k of them run
-//    (processor sharing); their ends are known only when they come.
+//    (processor sharing); their ends are known only when they come. With a
+//    time slice (SimCosts::groupSlice), a group of at most one core runs
+//    one computation at a time instead, as an OS scheduler does: the rank
+//    holding the core keeps it, across its computations, until it waits or
+//    its slice runs out while another is ready, which then takes the core
+//    (round robin in the order they became ready). The one computing
+//    progresses at min(1, cores) / slowdown[k]: the group does as much work
+//    as under processor sharing, in another order.
 //
 //===----------------------------------------------------------------------===//
 
@@ -184,7 +191,8 @@ public:
   /// Sweeps and moves time until no event is left (or stop()). `step(actor,
   /// settled)` is what an actor does at now(): true when it did something
   /// (it is asked again), false when it has nothing to do at this time.
-  /// `ended(actor, id)`: computation `id` of `actor` ended at now().
+  /// `ended(actor, id)`: computation `id` of `actor` ended at now(); it
+  /// starts nothing (the end touches the actor, whose step then does).
   /// Returns the time of the last event.
   /// `atTime()` is called at each new event time once its ends have been
   /// reported, before any actor is asked: a copy of the core (and of the
@@ -225,6 +233,12 @@ private:
   using MinHeap =
       std::priority_queue<Timed, std::vector<Timed>, std::greater<Timed>>;
   double rate(int32_t g) const;
+  /// Whether group `g`'s computations take turns on its core.
+  bool takesTurns(size_t g) const { return slice > 0 && cores[g] <= 1; }
+  /// Puts group `g`'s computation that holds the core first: the holder's,
+  /// while its slice lasts, else the next in line, whose slice starts now.
+  /// Returns when the holder's slice ends (infinity while no other waits).
+  double settleTurn(size_t g);
   /// compute() on a core group.
   void computeShared(int32_t actor, int32_t id, double work, double at);
   /// Asks the actors flagged in `asked`, in id order, each until it does
@@ -249,8 +263,20 @@ private:
   std::vector<double> cores;
   std::vector<std::vector<double>> slowdown;
   std::vector<std::vector<Job>> running; ///< per group
-  EventHeap exactEnds;                   ///< computations without a group
-  MinHeap later;                         ///< group computations to start
+  /// Groups taking turns (slice > 0): the actor holding the core and when
+  /// its slice started (renewed every `slice` while nobody else waits).
+  double slice = 0;
+  struct Turn {
+    int32_t holder = -1;
+    double start = 0;
+  };
+  std::vector<Turn> turns;
+  /// advance()'s per group: the computations progressing (the first ones)
+  /// and when the holder's slice ends.
+  std::vector<size_t> progressing;
+  std::vector<double> sliceEnd;
+  EventHeap exactEnds; ///< computations without a group
+  MinHeap later;       ///< group computations to start
   EventHeap wakes;
   ActorSet dirty, settleAsk;
 };
@@ -263,12 +289,21 @@ template <typename Ended> bool EventCore::advance(Ended &&ended) {
     at = std::min(at, later.top().time);
   if (!wakes.empty())
     at = std::min(at, wakes.topTime());
+  // Per group, how many of its computations progress (the first ones):
+  // all, or the one holding the core.
   for (size_t g = 0; g < running.size(); ++g) {
+    progressing[g] = running[g].size();
+    sliceEnd[g] = std::numeric_limits<double>::infinity();
     if (running[g].empty())
       continue;
+    if (takesTurns(g)) {
+      sliceEnd[g] = settleTurn(g);
+      progressing[g] = 1;
+      at = std::min(at, sliceEnd[g]);
+    }
     const double r = rate(static_cast<int32_t>(g));
-    for (const Job &job : running[g])
-      at = std::min(at, time + job.left / r);
+    for (size_t j = 0; j < progressing[g]; ++j)
+      at = std::min(at, time + running[g][j].left / r);
   }
   if (at == std::numeric_limits<double>::infinity())
     return false;
@@ -276,8 +311,8 @@ template <typename Ended> bool EventCore::advance(Ended &&ended) {
     if (running[g].empty())
       continue;
     const double r = rate(static_cast<int32_t>(g));
-    for (Job &job : running[g])
-      job.left -= (at - time) * r;
+    for (size_t j = 0; j < progressing[g]; ++j)
+      running[g][j].left -= (at - time) * r;
   }
   time = at;
   for (size_t g = 0; g < running.size(); ++g) {
@@ -291,8 +326,16 @@ template <typename Ended> bool EventCore::advance(Ended &&ended) {
       ended(job.actor, job.id);
       return true;
     };
-    running[g].erase(std::remove_if(running[g].begin(), running[g].end(), done),
-                     running[g].end());
+    const auto kept = std::remove_if(running[g].begin(),
+                                     running[g].begin() + progressing[g], done);
+    const bool holderEnded = kept == running[g].begin() && takesTurns(g);
+    running[g].erase(kept, running[g].begin() + progressing[g]);
+    // A slice that ran out with the computation unfinished: the next in
+    // line takes the core.
+    if (!holderEnded && time >= sliceEnd[g] && running[g].size() > 1) {
+      std::rotate(running[g].begin(), running[g].begin() + 1, running[g].end());
+      turns[g] = {running[g].front().actor, time};
+    }
   }
   while (!exactEnds.empty() && exactEnds.topTime() <= time) {
     const int32_t actor = exactEnds.topActor(), id = exactEnds.topId();

@@ -84,6 +84,11 @@ struct SimCosts {
   std::vector<int32_t> coreGroup;
   std::vector<double> groupCores;
   std::vector<std::vector<double>> groupSlowdown;
+  /// The OS scheduler's time slice (seconds; 0: processor sharing): in a
+  /// group of at most one core, one computation runs at a time, and the
+  /// rank computing keeps the core until it waits or has run a slice while
+  /// another rank is ready (EventCore, "take turns").
+  double groupSlice = 0;
 
   double messageTime(int32_t numActors, int32_t from, int32_t to,
                      int32_t stage) const;
