@@ -12,12 +12,14 @@
 // head (final norm, LM head, loss) of every model given, at every micro-batch
 // size that divides its global batch; the optimizer (Adam) step per
 // parameter; the sgemm rate; how much each model's blocks slow down while
-// several processes compute at once (beyond taking turns on the cores); with
-// mpirun, the latency and bandwidth between two ranks; then calibration
-// jobs: 1F1B specs compiled with flexpipe-compile and trained over 1, 2, ...
-// ranks, which scale the layers to what they take inside a run and fit a
-// per-iteration overhead so that the tuner's simulation of the job matches
-// its run. Writes a cluster file (the paper's profiling database)
+// several processes compute at once (beyond taking turns on the cores) and,
+// where ranks outnumber the cores, the OS scheduler's time slice; with
+// mpirun, the latency and bandwidth between two ranks and their gradient
+// all-reduce; then calibration jobs: 1F1B specs compiled with
+// flexpipe-compile and trained on one rank, which scale the layers to what
+// they take inside a run, and over 2, 3, ... ranks, printed beside the
+// tuner's simulation of the same job (a check, nothing fitted). Writes a
+// cluster file (the paper's profiling database)
 // that flexpipe-tune, flexpipe-compile and the passes read like any other
 // (docs/CostModel.md, "Measured cluster").
 //
@@ -182,20 +184,20 @@ private:
   rt::Tensor in, dout, out, din;
 };
 
-/// Median durations of a layer over rounds that take at least `seconds` in
-/// all (and at least 5 rounds), after one warm-up round.
-std::array<double, 3> timeLayer(const Shape &s, double seconds) {
+/// Layer durations of `s` from rounds that take at least `seconds` in all
+/// (and at least 2 rounds), after one warm-up round, appended to `samples`
+/// (forward, input gradient, weight gradient).
+void timeLayer(const Shape &s, double seconds,
+               std::array<std::vector<double>, 3> &samples) {
   LayerRunner runner(s, s.kind == sched::MeasuredLayer::Block ? 4 : 1, 4);
   std::array<double, 3> times;
   runner.round(times);
-  std::array<std::vector<double>, 3> samples;
   const Clock::time_point start = Clock::now();
-  for (int i = 0; i < 5 || (since(start) < seconds && i < 100000); ++i) {
+  for (int i = 0; i < 2 || (since(start) < seconds && i < 100000); ++i) {
     runner.round(times);
     for (int k = 0; k < 3; ++k)
       samples[k].push_back(times[k]);
   }
-  return {median(samples[0]), median(samples[1]), median(samples[2])};
 }
 
 /// Seconds per parameter of one Adam step over about a million parameters.
@@ -356,6 +358,16 @@ double runJob(const std::string &dir, int iterations,
   return std::atof(out.c_str() + at + 20) * 1e-3;
 }
 
+/// The micro-batch sizes measured for `model`: those that divide its
+/// global batch.
+std::vector<int64_t> microBatchSizes(const sched::ModelConfig &model) {
+  std::vector<int64_t> sizes;
+  for (int64_t b = 1; b <= model.globalBatchSize; ++b)
+    if (model.globalBatchSize % b == 0)
+      sizes.push_back(b);
+  return sizes;
+}
+
 /// What a calibration job measured: the iteration time and, per micro-batch
 /// through every stage, the forward, input-gradient and weight-gradient
 /// time the runtime timed (medians over the repeats).
@@ -368,19 +380,23 @@ struct JobResult {
 /// rank, its micro-batch size and global batch), compiled with
 /// flexpipe-compile and run with the runtime `repeats` times, for about
 /// `seconds` in all (at least 4 iterations a run).
-llvm::Expected<JobResult>
-runCalibrationJob(const sched::ClusterConfig &cluster,
-                  const sched::Candidate &job, const sched::ModelConfig &model,
-                  const std::string &modelPath, const std::string &compiler,
-                  const std::string &dir, int repeats, double seconds) {
+llvm::Expected<JobResult> runCalibrationJob(const sched::ClusterConfig &cluster,
+                                            const sched::Candidate &job,
+                                            const sched::ModelConfig &model,
+                                            const std::string &compiler,
+                                            const std::string &dir, int repeats,
+                                            double seconds) {
   auto fail = [](const std::string &what) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(), what);
   };
   const std::string spec = dir + ".mlir", clusterFile = dir + ".cluster.yaml",
+                    modelPath = dir + ".model.yaml",
                     profile = dir + ".profile.yaml";
   {
     std::ofstream(spec) << sched::specText(job, model, "calibrate");
     std::ofstream(clusterFile) << sched::formatCluster(cluster);
+    std::ofstream(modelPath) << sched::formatModel(model, model.microBatchSize,
+                                                   model.globalBatchSize);
   }
   const std::string compile =
       shellQuote(compiler) + " " + shellQuote(spec) + " --model " +
@@ -446,10 +462,10 @@ std::array<double, 3> layerTotals(const sched::MachineProfile &measured,
 }
 
 /// Runs the calibration jobs and folds them into `cluster`:
-///  - per model, 1F1B on one rank: the layers measured alone run faster or
-///    slower in a real run (its working set, the runtime's own work around
-///    each computation), so each kind of that model's layers is scaled by
-///    the run's time over theirs;
+///  - per model and micro-batch size, 1F1B on one rank: the layers
+///    measured alone run faster or slower in a real run (its working set,
+///    the runtime's own work around each computation), so each kind of that
+///    model's layers at that size is scaled by the run's time over theirs;
 ///  - for the first model, 1F1B over 2, 3, ... `ranks` ranks, each printed
 ///    beside the tuner's simulation of the same job: a check. (Fitting a
 ///    per-iteration overhead to them, as flexpipe-profile once did, followed
@@ -457,43 +473,51 @@ std::array<double, 3> layerTotals(const sched::MachineProfile &measured,
 /// Returns an error, or empty.
 std::string calibrate(sched::ClusterConfig &cluster,
                       const std::vector<sched::ModelConfig> &models,
-                      const std::vector<std::string> &paths, int64_t ranks,
-                      const std::string &compiler, const std::string &work,
+                      int64_t ranks, const std::string &compiler,
+                      const std::string &work,
                       const std::function<void(std::string)> &progress) {
   sched::MachineProfile &measured = cluster.measured;
   auto jobFor = [](const sched::ModelConfig &model, int64_t pp) {
     const int64_t mbs = model.microBatchSize;
     return sched::oneFOneB(pp, 1, mbs, model.globalBatchSize / mbs, false);
   };
-  char line[240];
   for (size_t i = 0; i < models.size(); ++i) {
-    const sched::ModelConfig &model = models[i];
-    const sched::ModuleModel &m = model.modules.front();
-    const std::string stem = work + "/model-" + std::to_string(i);
-    llvm::Expected<JobResult> run =
-        runCalibrationJob(cluster, jobFor(model, 1), model, paths[i], compiler,
-                          stem + "-1", 7, 6.0);
-    if (!run)
-      return llvm::toString(run.takeError());
-    const std::array<double, 3> alone = layerTotals(measured, model);
-    std::array<double, 3> scale;
-    for (int k = 0; k < 3; ++k)
-      scale[k] = alone[k] > 0 ? run->stages[k] / alone[k] : 1.0;
-    for (sched::MeasuredLayer &l : measured.layers)
-      if (l.hidden == m.hidden && l.seq == m.seq &&
-          (l.kind == sched::MeasuredLayer::Block ? l.heads == m.heads
-                                                 : l.vocab == m.vocab)) {
-        l.fwd *= scale[0];
-        l.igrad *= scale[1];
-        l.wgrad *= scale[2];
-      }
-    std::snprintf(line, sizeof line,
-                  "%s, 1F1B on 1 rank: %.3f ms per iteration; in a run its "
-                  "layers take %.2fx (F), %.2fx (I), %.2fx (W) their time "
-                  "alone",
-                  model.name.c_str(), run->iteration * 1e3, scale[0], scale[1],
-                  scale[2]);
-    progress(line);
+    const sched::ModuleModel &m = models[i].modules.front();
+    std::string text = models[i].name + ", 1F1B on 1 rank, its layers' time "
+                                        "in a run over alone (F, I, W) at "
+                                        "micro-batch";
+    // Every micro-batch size measured (it divides the global batch): how a
+    // layer's working set meets the caches in a run depends on it (the
+    // tiny GPT at 4 ran its F and I 26-29% slower in a run than alone,
+    // at 1 as fast). The model's own size gets more runs.
+    for (int64_t b : microBatchSizes(models[i])) {
+      sched::ModelConfig model = models[i];
+      model.microBatchSize = b;
+      const bool own = b == models[i].microBatchSize;
+      llvm::Expected<JobResult> run = runCalibrationJob(
+          cluster, jobFor(model, 1), model, compiler,
+          work + "/model-" + std::to_string(i) + "-mbs" + std::to_string(b),
+          own ? 7 : 3, own ? 6.0 : 2.0);
+      if (!run)
+        return llvm::toString(run.takeError());
+      const std::array<double, 3> alone = layerTotals(measured, model);
+      std::array<double, 3> scale;
+      for (int k = 0; k < 3; ++k)
+        scale[k] = alone[k] > 0 ? run->stages[k] / alone[k] : 1.0;
+      for (sched::MeasuredLayer &l : measured.layers)
+        if (l.microBatch == b && l.hidden == m.hidden && l.seq == m.seq &&
+            (l.kind == sched::MeasuredLayer::Block ? l.heads == m.heads
+                                                   : l.vocab == m.vocab)) {
+          l.fwd *= scale[0];
+          l.igrad *= scale[1];
+          l.wgrad *= scale[2];
+        }
+      char part[96];
+      std::snprintf(part, sizeof part, " %lld: %.2fx %.2fx %.2fx",
+                    static_cast<long long>(b), scale[0], scale[1], scale[2]);
+      text += part;
+    }
+    progress(text);
   }
 
   // Jobs of r ranks: a check of the model, printed, not fitted.
@@ -501,7 +525,7 @@ std::string calibrate(sched::ClusterConfig &cluster,
   for (int64_t r = 2; r <= std::min(ranks, model.modules.front().layers); ++r) {
     const sched::Candidate job = jobFor(model, r);
     llvm::Expected<JobResult> run =
-        runCalibrationJob(cluster, job, model, paths.front(), compiler,
+        runCalibrationJob(cluster, job, model, compiler,
                           work + "/model-0-" + std::to_string(r), 5, 4.0);
     if (!run)
       return llvm::toString(run.takeError());
@@ -516,6 +540,7 @@ std::string calibrate(sched::ClusterConfig &cluster,
     jobCluster.jobDevices = r;
     const double simulated =
         sched::evaluate(job, model, jobCluster, *resolved).iterationTime;
+    char line[240];
     std::snprintf(line, sizeof line,
                   "%s, 1F1B over %lld ranks: %.3f ms per iteration, simulated "
                   "%.3f ms (%+.1f%%)",
@@ -596,6 +621,60 @@ double concurrentRate(const Shape &shape, int k, int64_t cores,
   return ok ? slowest : 0;
 }
 
+/// How long the OS scheduler lets a process compute on a shared core while
+/// another one is ready there: two processes bound to one core spin for
+/// `seconds`, each counting the stretches it ran (a gap of more than 20 us
+/// between its clock readings ends one); their time over their stretches.
+/// 0 when it cannot be measured (no binding here).
+double measureTimeSlice(double seconds) {
+  int result[2];
+  if (pipe(result) != 0)
+    return 0;
+  std::vector<pid_t> children;
+  for (int i = 0; i < 2; ++i) {
+    const pid_t pid = fork();
+    if (pid < 0)
+      break;
+    if (pid == 0) {
+      if (!rt::bindToCore(0).empty())
+        _exit(1);
+      const Clock::time_point start = Clock::now();
+      Clock::time_point last = start;
+      double ran = 0, stretch = 0;
+      long stretches = 1;
+      for (double now = 0; now < seconds;) {
+        const Clock::time_point t = Clock::now();
+        const double gap = std::chrono::duration<double>(t - last).count();
+        if (gap > 20e-6) {
+          ran += stretch;
+          stretch = 0;
+          ++stretches;
+        } else {
+          stretch += gap;
+        }
+        last = t;
+        now = std::chrono::duration<double>(t - start).count();
+      }
+      const double mean = (ran + stretch) / static_cast<double>(stretches);
+      _exit(write(result[1], &mean, sizeof mean) == sizeof mean ? 0 : 1);
+    }
+    children.push_back(pid);
+  }
+  close(result[1]);
+  std::vector<double> means;
+  for (size_t i = 0; i < children.size(); ++i) {
+    double mean;
+    if (read(result[0], &mean, sizeof mean) == sizeof mean && mean > 0)
+      means.push_back(mean);
+  }
+  close(result[0]);
+  for (pid_t pid : children)
+    waitpid(pid, nullptr, 0);
+  if (means.size() != 2)
+    return 0;
+  return (means[0] + means[1]) / 2;
+}
+
 /// How much each model's blocks slow down while 2, 3, ... `ranks`
 /// processes compute at once, beyond taking turns on `cores` cores: the
 /// contention points (the first model's without a shape, the others' with
@@ -618,33 +697,42 @@ void measureContention(sched::MachineProfile &measured,
     }
     measured.contention.push_back(point);
     const int64_t cores = measured.coresPerNode;
-    // The median of 3 measurements: one process slowed by something else
-    // on the machine made a single one read 1.69x for hidden 256 at 2
-    // processes where the others read 1.0-1.16x (docs/Tuning.md, run (k)).
-    auto rate = [&](int64_t k) {
-      std::vector<double> rates;
+    // Each slowdown is the median of 3 pairs, each the rate alone
+    // measured just before the rate among k: one process slowed by
+    // something else on the machine made a single measurement read 1.69x
+    // for hidden 256 at 2 processes where the others read 1.0-1.16x
+    // (docs/Tuning.md, run (k)); and this machine's speed moves by about
+    // 10% from one second to the next (one tiny-GPT job: 12.8-15.4 ms per
+    // iteration in 8 runs), which medians taken apart (alone first, then
+    // each k) read as contention: the tiny GPT's blocks read 1.15x at 2 in
+    // one profile, 1.01x in the next.
+    auto ratio = [&](int64_t k) {
+      std::vector<double> ratios;
       for (int i = 0; i < 3; ++i) {
-        rates.push_back(
-            concurrentRate(shape, static_cast<int>(k), cores, seconds));
-        if (!(rates.back() > 0))
+        const double alone = concurrentRate(shape, 1, cores, seconds);
+        const double together =
+            alone > 0
+                ? concurrentRate(shape, static_cast<int>(k), cores, seconds)
+                : 0;
+        if (!(together > 0))
           return 0.0;
+        ratios.push_back(alone / together);
       }
-      return median(rates);
+      return median(ratios);
     };
-    const double alone = rate(1);
-    if (!(alone > 0))
-      progress(model.name + ": its blocks take longer than " +
-               std::to_string(seconds) + " s; no contention measured");
     std::string text = model.name + ", blocks computing at once, slowdown:";
-    for (int64_t k = 2; k <= ranks && alone > 0; ++k) {
-      const double together = rate(k);
-      if (!(together > 0))
+    for (int64_t k = 2; k <= ranks; ++k) {
+      const double slower = ratio(k);
+      if (!(slower > 0)) {
+        progress(model.name + ": its blocks take longer than " +
+                 std::to_string(seconds) + " s; no contention measured");
         break;
+      }
       // The busiest core's processes take turns on it.
       const double turns =
           k > cores ? static_cast<double>((k + cores - 1) / cores) : 1.0;
       point.ranks = k;
-      point.slowdown = std::max(1.0, alone / together / turns);
+      point.slowdown = std::max(1.0, slower / turns);
       measured.contention.push_back(point);
       char part[64];
       std::snprintf(part, sizeof part, " %lld: %.2fx",
@@ -666,9 +754,7 @@ void measureLayers(const std::vector<sched::ModelConfig> &models,
   std::map<std::string, bool> seen;
   for (const sched::ModelConfig &model : models)
     for (const sched::ModuleModel &m : model.modules)
-      for (int64_t b = 1; b <= model.globalBatchSize; ++b) {
-        if (model.globalBatchSize % b)
-          continue;
+      for (int64_t b : microBatchSizes(model)) {
         const rt::GptConfig c = configOf(m, b);
         std::vector<sched::MeasuredLayer::Kind> kinds = {
             sched::MeasuredLayer::Block};
@@ -686,9 +772,22 @@ void measureLayers(const std::vector<sched::ModelConfig> &models,
         }
       }
 
+  // Three passes over the shapes, each a third of the time, and the median
+  // of all rounds: shapes whose working set leaves the core's cache (the
+  // tiny GPT's block from micro-batch 4) read 0.29-0.45 ms for one forward
+  // in three profiles measured in one pass, as the machine's shared cache
+  // was busier or not at that moment.
+  constexpr int kPasses = 3;
+  std::vector<std::array<std::vector<double>, 3>> samples(shapes.size());
+  for (int pass = 0; pass < kPasses; ++pass) {
+    if (pass > 0)
+      progress("layers, pass " + std::to_string(pass + 1) + " of " +
+               std::to_string(kPasses));
+    for (size_t i = 0; i < shapes.size(); ++i)
+      timeLayer(shapes[i], seconds / kPasses, samples[i]);
+  }
   for (size_t i = 0; i < shapes.size(); ++i) {
     const Shape &s = shapes[i];
-    const std::array<double, 3> t = timeLayer(s, seconds);
     sched::MeasuredLayer l;
     l.kind = s.kind;
     l.hidden = s.config.hidden;
@@ -698,9 +797,9 @@ void measureLayers(const std::vector<sched::ModelConfig> &models,
     else
       l.vocab = s.config.vocab;
     l.microBatch = s.config.microBatch;
-    l.fwd = t[0];
-    l.igrad = t[1];
-    l.wgrad = t[2];
+    l.fwd = median(samples[i][0]);
+    l.igrad = median(samples[i][1]);
+    l.wgrad = median(samples[i][2]);
     measured.layers.push_back(l);
     char line[200];
     std::snprintf(line, sizeof line,
@@ -802,8 +901,8 @@ std::string measureWithMpi(sched::ClusterConfig &cluster,
       if (!mkdtemp(scratch)) {
         return "cannot make a scratch directory in /tmp";
       }
-      if (std::string error = calibrate(cluster, models, o.models, ranks,
-                                        compiler, scratch, progress);
+      if (std::string error =
+              calibrate(cluster, models, ranks, compiler, scratch, progress);
           !error.empty()) {
         std::system(("rm -rf " + shellQuote(scratch)).c_str());
         return error;
@@ -823,10 +922,12 @@ int parseOptions(int argc, char **argv, Options &o) {
       "durations (forward, input gradient, weight gradient of a block, the "
       "embedding and the head) at every micro-batch size that divides each "
       "model's global batch, the optimizer step, the sgemm rate and the "
-      "blocks' slowdown while 2, 3, ... processes compute at once; with "
-      "mpirun, the latency and bandwidth between two ranks and calibration "
-      "jobs (1F1B compiled and trained over 1, 2, ... ranks: the layers' "
-      "in-run time, a per-iteration overhead). Writes a cluster file that "
+      "blocks' slowdown while 2, 3, ... processes compute at once, the OS "
+      "time slice of ranks sharing a core (more --ranks than cores); with "
+      "mpirun, the latency and bandwidth between two ranks, their gradient "
+      "all-reduce and calibration jobs (1F1B compiled and trained on 1 "
+      "rank: the layers' in-run time; over 2, 3, ... ranks: printed beside "
+      "the simulation as a check). Writes a cluster file that "
       "flexpipe-tune --cluster, "
       "flexpipe-compile --cluster and the passes read (docs/CostModel.md, "
       "\"Measured cluster\").",
@@ -947,6 +1048,12 @@ int main(int argc, char **argv) {
   measureLayers(models, o.seconds, measured, progress);
   measureContention(measured, models, ranks, std::max(0.1, 6 * o.seconds),
                     progress);
+
+  if (ranks > cores) {
+    measured.timeSlice = measureTimeSlice(std::max(0.2, 2 * o.seconds));
+    progress("time slice of ranks sharing a core: " +
+             std::to_string(measured.timeSlice * 1e3) + " ms");
+  }
 
   measured.optimizerPerParameter = timeOptimizer(o.seconds);
   progress("optimizer (Adam): " +
