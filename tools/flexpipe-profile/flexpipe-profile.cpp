@@ -487,9 +487,10 @@ std::string calibrate(sched::ClusterConfig &cluster,
                                         "in a run over alone (F, I, W) at "
                                         "micro-batch";
     // Every micro-batch size measured (it divides the global batch): how a
-    // layer's working set meets the caches in a run depends on it (the
-    // tiny GPT at 4 ran its F and I 26-29% slower in a run than alone,
-    // at 1 as fast). The model's own size gets more runs.
+    // layer's working set meets the caches in a run depends on it (scaled
+    // by a run at micro-batch 1, the tiny GPT's blocks at 4 ran their F and
+    // I 26-29% slower in a run than priced). The model's own size gets
+    // more runs.
     for (int64_t b : microBatchSizes(models[i])) {
       sched::ModelConfig model = models[i];
       model.microBatchSize = b;
@@ -775,8 +776,8 @@ void measureLayers(const std::vector<sched::ModelConfig> &models,
   // Three passes over the shapes, each a third of the time, and the median
   // of all rounds: shapes whose working set leaves the core's cache (the
   // tiny GPT's block from micro-batch 4) read 0.29-0.45 ms for one forward
-  // in three profiles measured in one pass, as the machine's shared cache
-  // was busier or not at that moment.
+  // in three profiles in a row measured in one pass each (the sizes below
+  // stable to 3%): one moment of the machine's noise decided the figure.
   constexpr int kPasses = 3;
   std::vector<std::array<std::vector<double>, 3>> samples(shapes.size());
   for (int pass = 0; pass < kPasses; ++pass) {
@@ -1051,8 +1052,12 @@ int main(int argc, char **argv) {
 
   if (ranks > cores) {
     measured.timeSlice = measureTimeSlice(std::max(0.2, 2 * o.seconds));
-    progress("time slice of ranks sharing a core: " +
-             std::to_string(measured.timeSlice * 1e3) + " ms");
+    progress(measured.timeSlice > 0
+                 ? "time slice of ranks sharing a core: " +
+                       std::to_string(measured.timeSlice * 1e3) + " ms"
+                 : std::string("time slice: not measured (cannot bind to a "
+                               "core here); ranks sharing a core are "
+                               "priced by processor sharing"));
   }
 
   measured.optimizerPerParameter = timeOptimizer(o.seconds);
