@@ -19,8 +19,7 @@ EventCore::EventCore(int32_t numActors, const SimCosts &costs)
     : cores(costs.groupCores), slowdown(costs.groupSlowdown),
       running(costs.groupCores.size()), slice(costs.groupSlice),
       turns(costs.groupCores.size()), progressing(costs.groupCores.size()),
-      sliceEnd(costs.groupCores.size()), dirty(numActors, true),
-      settleAsk(numActors) {
+      dirty(numActors, true), settleAsk(numActors) {
   const int32_t numGroups = static_cast<int32_t>(cores.size());
   group.assign(numActors, -1);
   for (int32_t a = 0;
@@ -79,7 +78,9 @@ double EventCore::settleTurn(size_t g) {
   if (jobs.size() == 1)
     return std::numeric_limits<double>::infinity();
   // Alone, the holder's slices were renewed every `slice`: the one running
-  // now ends at the next multiple; at it, the core passes on.
+  // now ends at the next multiple; at it (a slice that just ran out, with
+  // the holder's computation unfinished or a new one started), the core
+  // passes on.
   const double slices =
       std::max(1.0, std::ceil((time - turn.start) / slice - 1e-9));
   double end = turn.start + slice * slices;

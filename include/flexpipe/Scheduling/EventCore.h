@@ -271,10 +271,8 @@ private:
     double start = 0;
   };
   std::vector<Turn> turns;
-  /// advance()'s per group: the computations progressing (the first ones)
-  /// and when the holder's slice ends.
+  /// advance()'s per group: the computations progressing (the first ones).
   std::vector<size_t> progressing;
-  std::vector<double> sliceEnd;
   EventHeap exactEnds; ///< computations without a group
   MinHeap later;       ///< group computations to start
   EventHeap wakes;
@@ -293,13 +291,11 @@ template <typename Ended> bool EventCore::advance(Ended &&ended) {
   // all, or the one holding the core.
   for (size_t g = 0; g < running.size(); ++g) {
     progressing[g] = running[g].size();
-    sliceEnd[g] = std::numeric_limits<double>::infinity();
     if (running[g].empty())
       continue;
     if (takesTurns(g)) {
-      sliceEnd[g] = settleTurn(g);
+      at = std::min(at, settleTurn(g));
       progressing[g] = 1;
-      at = std::min(at, sliceEnd[g]);
     }
     const double r = rate(static_cast<int32_t>(g));
     for (size_t j = 0; j < progressing[g]; ++j)
@@ -326,16 +322,10 @@ template <typename Ended> bool EventCore::advance(Ended &&ended) {
       ended(job.actor, job.id);
       return true;
     };
-    const auto kept = std::remove_if(running[g].begin(),
-                                     running[g].begin() + progressing[g], done);
-    const bool holderEnded = kept == running[g].begin() && takesTurns(g);
-    running[g].erase(kept, running[g].begin() + progressing[g]);
-    // A slice that ran out with the computation unfinished: the next in
-    // line takes the core.
-    if (!holderEnded && time >= sliceEnd[g] && running[g].size() > 1) {
-      std::rotate(running[g].begin(), running[g].begin() + 1, running[g].end());
-      turns[g] = {running[g].front().actor, time};
-    }
+    // (A slice that ran out passes the core on in the next settleTurn.)
+    running[g].erase(std::remove_if(running[g].begin(),
+                                    running[g].begin() + progressing[g], done),
+                     running[g].begin() + progressing[g]);
   }
   while (!exactEnds.empty() && exactEnds.topTime() <= time) {
     const int32_t actor = exactEnds.topActor(), id = exactEnds.topId();
