@@ -114,10 +114,10 @@ CudaContext::CudaContext(int device, double timeout, MathMode math)
   CUDACHECK(cudaStreamCreateWithFlags(&computeStream, cudaStreamNonBlocking));
   CUBLASCHECK(cublasCreate(&handle));
   CUBLASCHECK(cublasSetStream(handle, computeStream));
-  // Products of fp32 arrays go through cublasGemmEx with this compute type:
-  // full fp32 by default (the CPU reference has no reduced precision); on
-  // request TF32 tensor cores, which round the fp32 inputs to 10-bit
-  // mantissas and sum in fp32. With bf16 the arrays are bf16 themselves
+  // Products of fp32 arrays go through cublasGemmStridedBatchedEx with this
+  // compute type: full fp32 by default (the CPU reference has no reduced
+  // precision); on request TF32 tensor cores, which round the fp32 inputs to
+  // 10-bit mantissas and sum in fp32. With bf16 the arrays are bf16 themselves
   // (CudaModel.cpp) and the products sum in fp32.
   compute = math == MathMode::Tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32
                                    : CUBLAS_COMPUTE_32F;

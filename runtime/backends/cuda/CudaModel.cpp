@@ -109,21 +109,118 @@ template <typename T> cublasComputeType_t computeType(CudaContext &context) {
   return std::is_same_v<T, bf16> ? CUBLAS_COMPUTE_32F : context.computeType();
 }
 
-/// C[m x n] = op(A) op(B) + beta C, row-major (Model.cpp's gemm), inputs of
-/// type In, C of type Out (a weight gradient: fp32 whatever the inputs).
-/// cuBLAS is column-major: it computes C^T = op(B)^T op(A)^T on the same
-/// memory.
+/// One row-major matrix of a batched product: its elements, leading
+/// dimension and the distance between consecutive matrices of the batch.
+template <typename T> struct Strided {
+  T *at;
+  int64_t ld, stride = 0;
+};
+
+/// C_i[m x n] = alpha op(A_i) op(B_i) + beta C_i for the `count` matrices
+/// of each operand, row-major, inputs of type In, C of type Out (a weight
+/// gradient or attention's scores: fp32 whatever the inputs). cuBLAS is
+/// column-major: it computes C^T = op(B)^T op(A)^T on the same memory.
+template <typename In, typename Out>
+void gemmBatched(CudaContext &context, bool transA, bool transB, int64_t m,
+                 int64_t n, int64_t k, float alpha, Strided<const In> a,
+                 Strided<const In> b, float beta, Strided<Out> c,
+                 int64_t count) {
+  CUBLASCHECK(cublasGemmStridedBatchedEx(
+      context.blas(), transB ? CUBLAS_OP_T : CUBLAS_OP_N,
+      transA ? CUBLAS_OP_T : CUBLAS_OP_N, asInt(n, "n"), asInt(m, "m"),
+      asInt(k, "k"), &alpha, b.at, dataType<In>(), asInt(b.ld, "ldb"), b.stride,
+      a.at, dataType<In>(), asInt(a.ld, "lda"), a.stride, &beta, c.at,
+      dataType<Out>(), asInt(c.ld, "ldc"), c.stride, asInt(count, "batch"),
+      computeType<In>(context), CUBLAS_GEMM_DEFAULT));
+}
+
+/// C[m x n] = op(A) op(B) + beta C, row-major (Model.cpp's gemm), dense.
 template <typename In, typename Out>
 void gemm(CudaContext &context, bool transA, bool transB, int64_t m, int64_t n,
           int64_t k, const In *a, const In *b, float beta, Out *c) {
-  const float alpha = 1.0f;
-  CUBLASCHECK(cublasGemmEx(
-      context.blas(), transB ? CUBLAS_OP_T : CUBLAS_OP_N,
-      transA ? CUBLAS_OP_T : CUBLAS_OP_N, asInt(n, "n"), asInt(m, "m"),
-      asInt(k, "k"), &alpha, b, dataType<In>(), asInt(transB ? k : n, "ldb"), a,
-      dataType<In>(), asInt(transA ? m : k, "lda"), &beta, c, dataType<Out>(),
-      asInt(n, "ldc"), computeType<In>(context), CUBLAS_GEMM_DEFAULT));
+  gemmBatched<In, Out>(context, transA, transB, m, n, k, 1.0f,
+                       {a, transA ? m : k}, {b, transB ? k : n}, beta, {c, n},
+                       1);
 }
+
+/// Causal multi-head attention of one sequence after another: qkv
+/// [batch*seq x 3*hidden] (q | k | v of each head side by side) into out
+/// [batch*seq x hidden], keeping per query row (batch x heads x seq) the
+/// log-sum-exp of its scores in `lse`. Per sequence, the scores of all heads
+/// (heads x seq x seq, fp32) and the probabilities (of type T) live only
+/// during the call; cuBLAS's batched products do the work: scores =
+/// q k^T / sqrt(dim), out = probs v.
+template <typename T> struct Attention {
+  CudaContext &context;
+  int64_t batch, heads, seq, hidden;
+
+  int64_t dim() const { return hidden / heads; }
+  float scale() const { return 1.0f / std::sqrt(static_cast<float>(dim())); }
+  int64_t rows() const { return heads * seq; }
+  /// The heads of sequence b in qkv or dqkv (which: 0 q, 1 k, 2 v).
+  template <typename U>
+  Strided<U> part(U *qkv, int64_t b, int64_t which) const {
+    return {qkv + b * seq * 3 * hidden + which * hidden, 3 * hidden, dim()};
+  }
+  /// The heads of sequence b in a [batch*seq x hidden] tensor.
+  template <typename U> Strided<U> headsOf(U *x, int64_t b) const {
+    return {x + b * seq * hidden, hidden, dim()};
+  }
+  /// The heads' seq x seq matrices (scores, probabilities).
+  template <typename U> Strided<U> square(U *x) const {
+    return {x, seq, seq * seq};
+  }
+  /// scores = q k^T * scale for sequence b.
+  void scores(const T *qkv, int64_t b, float *into) {
+    gemmBatched<T, float>(context, false, true, seq, seq, dim(), scale(),
+                          part(qkv, b, 0), part(qkv, b, 1), 0.0f, square(into),
+                          heads);
+  }
+
+  void forward(const T *qkv, float *lse, T *out) {
+    Floats s(context, rows() * seq);
+    Acts<T> p(context, rows() * seq);
+    for (int64_t b = 0; b < batch; ++b) {
+      scores(qkv, b, s.get());
+      causalSoftmax(context.stream(), s.get(), p.get(), lse + b * rows(),
+                    rows(), seq);
+      gemmBatched<T, T>(context, false, false, seq, dim(), seq, 1.0f,
+                        square<const T>(p.get()), part(qkv, b, 2), 0.0f,
+                        headsOf(out, b), heads);
+    }
+  }
+
+  /// dqkv (laid out as qkv) from the forward's out and lse and the output
+  /// gradient dout: per sequence the probabilities again from lse, then
+  /// dv = p^T dout, dp = dout v^T, ds = p (dp - delta) scale, dq = ds k and
+  /// dk = ds^T q.
+  void backward(const T *qkv, const T *out, const float *lse, const T *dout,
+                T *dqkv) {
+    Floats delta(context, batch * rows()), s(context, rows() * seq);
+    Acts<T> p(context, rows() * seq);
+    attentionDelta(context.stream(), out, dout, delta.get(), batch, heads, seq,
+                   hidden);
+    for (int64_t b = 0; b < batch; ++b) {
+      const Strided<const T> dOb = headsOf(dout, b);
+      scores(qkv, b, s.get());
+      causalProbs(context.stream(), s.get(), lse + b * rows(), p.get(), rows(),
+                  seq);
+      gemmBatched<T, T>(context, true, false, seq, dim(), seq, 1.0f,
+                        square<const T>(p.get()), dOb, 0.0f, part(dqkv, b, 2),
+                        heads);
+      gemmBatched<T, float>(context, false, true, seq, seq, dim(), 1.0f, dOb,
+                            part(qkv, b, 2), 0.0f, square(s.get()), heads);
+      softmaxGrad(context.stream(), s.get(), p.get(), delta.get() + b * rows(),
+                  rows(), seq, scale());
+      gemmBatched<T, T>(context, false, false, seq, dim(), seq, 1.0f,
+                        square<const T>(p.get()), part(qkv, b, 1), 0.0f,
+                        part(dqkv, b, 0), heads);
+      gemmBatched<T, T>(context, true, false, seq, dim(), seq, 1.0f,
+                        square<const T>(p.get()), part(qkv, b, 0), 0.0f,
+                        part(dqkv, b, 1), heads);
+    }
+  }
+};
 
 /// What a cuBLASLt product does after D = A op(B) (+ C): add a bias (Bias),
 /// add a bias, keep the sum in `aux` and apply GELU (GeluAuxBias), or
@@ -481,18 +578,12 @@ template <typename T> class GpuBlock final : public GpuLayer<T> {
 public:
   GpuBlock(CudaContext &context, const GptConfig &config, int64_t index)
       : context(context), config(config) {
-    if (config.hidden / config.heads > kMaxHeadDim)
-      fatal("attention heads of " +
-            std::to_string(config.hidden / config.heads) +
-            " dimensions are wider than the CUDA kernels' " +
-            std::to_string(kMaxHeadDim) + "; use more heads");
     params = upload<T>(context, blockParameters(config, index));
   }
 
   void forward(int64_t mb, const Batch &, Acts<T> in, Acts<T> &out,
                bool) override {
     const int64_t t = config.tokens(), h = config.hidden;
-    cudaStream_t stream = context.stream();
     State &s = states[mb];
     s.x = std::move(in);
     Normalized<T> n1 = layerNorm(context, s.x, ln1g(), ln1b(), t, h);
@@ -502,8 +593,7 @@ public:
     s.qkv = linearForward(context, s.h1, wqkv(), bqkv(), t, h, 3 * h);
     s.lse = Floats(context, queryRows());
     s.a = Acts<T>(context, t * h);
-    attentionForward(stream, s.qkv.get(), s.lse.get(), s.a.get(),
-                     config.microBatch, config.heads, config.seq, h);
+    attention().forward(s.qkv.get(), s.lse.get(), s.a.get());
     s.x2 = linearForward(context, s.a, wo(), bo(), t, h, h, &s.x);
     Normalized<T> n2 = layerNorm(context, s.x2, ln2g(), ln2b(), t, h);
     s.h2 = std::move(n2.y);
@@ -527,11 +617,9 @@ public:
     // Attention branch; the residual carries dx2 to x.
     s.dout = dx2.clone();
     Acts<T> da = linearInputGrad(context, s.dout, wo(), t, h, h);
-    Floats delta(context, queryRows());
     s.dqkv = Acts<T>(context, t * 3 * h);
-    attentionBackward(stream, s.qkv.get(), s.a.get(), s.lse.get(), da.get(),
-                      delta.get(), s.dqkv.get(), config.microBatch,
-                      config.heads, config.seq, h);
+    attention().backward(s.qkv.get(), s.a.get(), s.lse.get(), da.get(),
+                         s.dqkv.get());
     s.dh1 = linearInputGrad(context, s.dqkv, wqkv(), t, h, 3 * h);
     dx = std::move(dx2);
     layerNormInputGrad(stream, s.x.get(), s.dh1.get(), ln1g().value.get(),
@@ -585,6 +673,10 @@ private:
   /// Attention's query rows: batch x heads x seq.
   int64_t queryRows() const {
     return config.microBatch * config.heads * config.seq;
+  }
+  Attention<T> attention() {
+    return {context, config.microBatch, config.heads, config.seq,
+            config.hidden};
   }
   // Model.cpp's parameter order.
   DeviceParameter &ln1g() { return params[0]; }

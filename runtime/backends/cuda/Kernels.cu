@@ -293,210 +293,87 @@ __global__ void toFloatKernel(const bf16 *from, float *to, int64_t n) {
     to[i] = toFloat(from[i]);
 }
 
-/// The offsets of one (batch, head) in qkv: row `token` of q, k or v.
-struct Heads {
-  int64_t batch, heads, seq, hidden, dim;
-  __device__ int64_t q(int64_t b, int64_t hd, int64_t i) const {
-    return (b * seq + i) * 3 * hidden + hd * dim;
-  }
-  __device__ int64_t k(int64_t b, int64_t hd, int64_t j) const {
-    return q(b, hd, j) + hidden;
-  }
-  __device__ int64_t v(int64_t b, int64_t hd, int64_t j) const {
-    return q(b, hd, j) + 2 * hidden;
-  }
-  /// Row i of head hd in a [batch*seq x hidden] tensor.
-  __device__ int64_t o(int64_t b, int64_t hd, int64_t i) const {
-    return (b * seq + i) * hidden + hd * dim;
-  }
-  /// Warp row `row` (of batch x heads x seq) as token i of head hd of
-  /// sequence b; bh = b * heads + hd. `row` also indexes the per-row
-  /// statistics (log-sum-exp, delta).
-  struct Row {
-    int64_t i, bh, hd, b;
-  };
-  __device__ Row row(int64_t row) const {
-    const int64_t bh = row / seq;
-    return {row % seq, bh, bh % heads, bh / heads};
-  }
-  /// The scores' scale, 1 / sqrt(dim).
-  __device__ float scale() const {
-    return 1.0f / sqrtf(static_cast<float>(dim));
-  }
-};
+// Attention's products (scores, the weighted values and their gradients)
+// are cuBLAS's batched products over the heads (CudaModel.cpp); these
+// kernels are the row-wise steps between them, one warp per score row
+// (head, query i) of one sequence: lane l takes keys l, l + 32, ...
+// (coalesced). Keys j > i are masked (causal): their probabilities and
+// gradients are 0.
 
-/// body(r, row) for the warp's rows r of batch x heads x seq.
-template <typename Body>
-__device__ void forEachHeadRow(const Heads &s, Body body) {
-  for (int64_t r = firstRow(); r < s.batch * s.heads * s.seq; r += rowStride())
-    body(r, s.row(r));
-}
-
-template <typename T> __device__ float dot(const T *a, const T *b, int64_t n) {
-  float sum = 0;
-  for (int64_t c = 0; c < n; ++c)
-    sum += toFloat(a[c]) * toFloat(b[c]);
-  return sum;
-}
-
-/// The pairs of a tile with `left` pairs still to go.
-__device__ int64_t tileSize(int64_t left) { return left < 32 ? left : 32; }
-
-/// A warp's share of one row of a head: lane l holds columns l, l + 32, ...
-/// below `dim` (kMaxHeadDim at most).
-struct HeadRow {
-  float at[kMaxHeadDim / 32] = {};
-  __device__ void scale(float factor) {
-    for (float &value : at)
-      value *= factor;
-  }
-  /// += weight * row[c] for the lane's columns.
-  template <typename T>
-  __device__ void addScaled(float weight, const T *row, int64_t dim) {
-    const int lane = threadIdx.x % 32;
-    for (int x = 0; x < kMaxHeadDim / 32; ++x)
-      if (lane + 32 * x < dim)
-        at[x] += weight * toFloat(row[lane + 32 * x]);
-  }
-  template <typename T>
-  __device__ void store(float factor, T *row, int64_t dim) const {
-    const int lane = threadIdx.x % 32;
-    for (int x = 0; x < kMaxHeadDim / 32; ++x)
-      if (lane + 32 * x < dim)
-        row[lane + 32 * x] = fromFloat<T>(at[x] * factor);
-  }
-};
-
-// The attention kernels work in tiles of 32 keys (forward, query gradient)
-// or 32 queries (key and value gradient), a lane per key or query: each lane
-// computes its pair's score as a whole dot product, then the warp goes
-// through the tile's pairs in order, broadcasting each pair's weight, and
-// gathers rows of v, k, q or dout into lane-strided columns. Nothing of size
-// seq x seq is kept: the forward keeps each query row's log-sum-exp, from
-// which the backward recomputes the probabilities (the flash-attention
-// recipe), and every sum runs in the order Model.cpp's runs in, so results
-// are deterministic.
-
-/// One warp per query row i of one (batch, head): the online softmax over
-/// the keys j <= i (a running maximum and sum rescale what the row has
-/// gathered so far), then out_i and lse_i = log sum_j exp(score_ij).
+/// probs = softmax over j <= i of scores[row] (already scaled), and
+/// lse[row] = log sum_j exp(score_j); rows = heads x seq.
 template <typename T>
-__global__ void attentionForwardKernel(Heads s, const T *qkv, float *lse,
-                                       T *out) {
+__global__ void causalSoftmaxKernel(const float *scores, T *probs, float *lse,
+                                    int64_t rows, int64_t seq) {
   const int lane = threadIdx.x % 32;
-  const float scale = s.scale();
-  forEachHeadRow(s, [&](int64_t r, Heads::Row row) {
-    const auto [i, bh, hd, b] = row;
-    const T *q = qkv + s.q(b, hd, i);
-    HeadRow gathered;
-    float runMax = -INFINITY, runSum = 0;
-    for (int64_t j0 = 0; j0 <= i; j0 += 32) {
-      const int64_t j = j0 + lane;
-      const float score =
-          j <= i ? dot(q, qkv + s.k(b, hd, j), s.dim) * scale : -INFINITY;
-      const float newMax = fmaxf(runMax, warpMax(score));
-      const float rescale = expf(runMax - newMax); // 0 on the first tile
-      const float p = j <= i ? expf(score - newMax) : 0.0f;
-      runSum = runSum * rescale + warpSum(p);
-      gathered.scale(rescale);
-      const int64_t count = tileSize(i - j0 + 1);
-      for (int jj = 0; jj < count; ++jj)
-        gathered.addScaled(__shfl_sync(kFullMask, p, jj),
-                           qkv + s.v(b, hd, j0 + jj), s.dim);
-      runMax = newMax;
-    }
-    gathered.store(1.0f / runSum, out + s.o(b, hd, i), s.dim);
-    if (lane == 0)
-      lse[r] = runMax + logf(runSum);
-  });
-}
-
-/// One warp per query row: delta_i = dout_i . out_i, which equals
-/// sum_j p_ij (dout_i . v_j), the softmax gradient's subtrahend.
-template <typename T>
-__global__ void attentionDeltaKernel(Heads s, const T *out, const T *dout,
-                                     float *delta) {
-  const int lane = threadIdx.x % 32;
-  forEachHeadRow(s, [&](int64_t r, Heads::Row row) {
-    const auto [i, bh, hd, b] = row;
-    const int64_t at = s.o(b, hd, i);
+  for (int64_t r = firstRow(); r < rows; r += rowStride()) {
+    const int64_t i = r % seq;
+    const float *row = scores + r * seq;
+    float localMax = -INFINITY;
+    for (int64_t j = lane; j <= i; j += 32)
+      localMax = fmaxf(localMax, row[j]);
+    const float rowMax = warpMax(localMax);
     float local = 0;
-    for (int64_t c = lane; c < s.dim; c += 32)
+    for (int64_t j = lane; j <= i; j += 32)
+      local += expf(row[j] - rowMax);
+    const float sum = warpSum(local);
+    for (int64_t j = lane; j < seq; j += 32)
+      probs[r * seq + j] =
+          fromFloat<T>(j <= i ? expf(row[j] - rowMax) / sum : 0.0f);
+    if (lane == 0)
+      lse[r] = rowMax + logf(sum);
+  }
+}
+
+/// probs = exp(scores - lse[row]) for j <= i, else 0: the forward's
+/// probabilities again from its log-sum-exp.
+template <typename T>
+__global__ void causalProbsKernel(const float *scores, const float *lse,
+                                  T *probs, int64_t rows, int64_t seq) {
+  const int lane = threadIdx.x % 32;
+  for (int64_t r = firstRow(); r < rows; r += rowStride()) {
+    const int64_t i = r % seq;
+    for (int64_t j = lane; j < seq; j += 32)
+      probs[r * seq + j] =
+          fromFloat<T>(j <= i ? expf(scores[r * seq + j] - lse[r]) : 0.0f);
+  }
+}
+
+/// The scores' gradient, in place of the probabilities:
+/// ds = p * (dp - delta[row]) * scale.
+template <typename T>
+__global__ void softmaxGradKernel(const float *dprobs, T *probs,
+                                  const float *delta, int64_t rows, int64_t seq,
+                                  float scale) {
+  const int lane = threadIdx.x % 32;
+  for (int64_t r = firstRow(); r < rows; r += rowStride())
+    for (int64_t j = lane; j < seq; j += 32) {
+      const int64_t at = r * seq + j;
+      probs[at] =
+          fromFloat<T>(toFloat(probs[at]) * (dprobs[at] - delta[r]) * scale);
+    }
+}
+
+/// One warp per query row r = (batch x heads + head) x seq + i of
+/// out [batch*seq x hidden]: delta_r = dout_i . out_i over the head's
+/// columns, which equals sum_j p_ij (dout_i . v_j), the softmax gradient's
+/// subtrahend.
+template <typename T>
+__global__ void attentionDeltaKernel(const T *out, const T *dout, float *delta,
+                                     int64_t rows, int64_t heads, int64_t seq,
+                                     int64_t hidden) {
+  const int lane = threadIdx.x % 32;
+  const int64_t dim = hidden / heads;
+  for (int64_t r = firstRow(); r < rows; r += rowStride()) {
+    const int64_t i = r % seq, bh = r / seq;
+    const int64_t at = ((bh / heads) * seq + i) * hidden + (bh % heads) * dim;
+    float local = 0;
+    for (int64_t c = lane; c < dim; c += 32)
       local += toFloat(dout[at + c]) * toFloat(out[at + c]);
     const float sum = warpSum(local);
     if (lane == 0)
       delta[r] = sum;
-  });
-}
-
-/// The probability p_ij and the score gradient ds_ij of query i and key j
-/// of (b, hd), from the forward's log-sum-exp of row `row` (query i).
-struct PairGrad {
-  float p, ds;
-};
-template <typename T>
-__device__ PairGrad pairGrad(const Heads &s, const T *qkv, const T *dout,
-                             const float *lse, const float *delta, int64_t b,
-                             int64_t hd, int64_t i, int64_t j, int64_t row,
-                             float scale) {
-  const float score =
-      dot(qkv + s.q(b, hd, i), qkv + s.k(b, hd, j), s.dim) * scale;
-  const float p = expf(score - lse[row]);
-  const float dp = dot(dout + s.o(b, hd, i), qkv + s.v(b, hd, j), s.dim);
-  return {p, p * (dp - delta[row]) * scale};
-}
-
-/// One warp per query row i: dq_i = sum over j <= i of ds_ij k_j.
-template <typename T>
-__global__ void attentionQueryGradKernel(Heads s, const T *qkv, const T *dout,
-                                         const float *lse, const float *delta,
-                                         T *dqkv) {
-  const int lane = threadIdx.x % 32;
-  const float scale = s.scale();
-  forEachHeadRow(s, [&](int64_t r, Heads::Row row) {
-    const auto [i, bh, hd, b] = row;
-    HeadRow dq;
-    for (int64_t j0 = 0; j0 <= i; j0 += 32) {
-      const int64_t j = j0 + lane;
-      const float ds =
-          j <= i ? pairGrad(s, qkv, dout, lse, delta, b, hd, i, j, r, scale).ds
-                 : 0.0f;
-      const int64_t count = tileSize(i - j0 + 1);
-      for (int jj = 0; jj < count; ++jj)
-        dq.addScaled(__shfl_sync(kFullMask, ds, jj), qkv + s.k(b, hd, j0 + jj),
-                     s.dim);
-    }
-    dq.store(1.0f, dqkv + s.q(b, hd, i), s.dim);
-  });
-}
-
-/// One warp per key row j: dk_j = sum over i >= j of ds_ij q_i and
-/// dv_j = sum over i >= j of p_ij dout_i, i in order.
-template <typename T>
-__global__ void attentionKeyValueGradKernel(Heads s, const T *qkv,
-                                            const T *dout, const float *lse,
-                                            const float *delta, T *dqkv) {
-  const int lane = threadIdx.x % 32;
-  const float scale = s.scale();
-  forEachHeadRow(s, [&](int64_t r, Heads::Row row) {
-    const auto [j, bh, hd, b] = row;
-    HeadRow dk, dv;
-    for (int64_t i0 = j; i0 < s.seq; i0 += 32) {
-      const int64_t i = i0 + lane;
-      const PairGrad g = i < s.seq ? pairGrad(s, qkv, dout, lse, delta, b, hd,
-                                              i, j, bh * s.seq + i, scale)
-                                   : PairGrad{0.0f, 0.0f};
-      const int64_t count = tileSize(s.seq - i0);
-      for (int ii = 0; ii < count; ++ii) {
-        const float p = __shfl_sync(kFullMask, g.p, ii);
-        const float ds = __shfl_sync(kFullMask, g.ds, ii);
-        dk.addScaled(ds, qkv + s.q(b, hd, i0 + ii), s.dim);
-        dv.addScaled(p, dout + s.o(b, hd, i0 + ii), s.dim);
-      }
-    }
-    dk.store(1.0f, dqkv + s.k(b, hd, j), s.dim);
-    dv.store(1.0f, dqkv + s.v(b, hd, j), s.dim);
-  });
+  }
 }
 
 __global__ void softmaxCrossEntropyKernel(float *logits, const int32_t *targets,
@@ -721,28 +598,37 @@ void flexpipe::rt::cuda::convert(cudaStream_t stream, const bf16 *from,
 }
 
 template <typename T>
-void flexpipe::rt::cuda::attentionForward(cudaStream_t stream, const T *qkv,
-                                          float *lse, T *out, int64_t batch,
-                                          int64_t heads, int64_t seq,
-                                          int64_t hidden) {
-  const Heads shape{batch, heads, seq, hidden, hidden / heads};
-  LAUNCH_ROWS(attentionForwardKernel<T>, batch * heads * seq, stream, shape,
-              qkv, lse, out);
+void flexpipe::rt::cuda::causalSoftmax(cudaStream_t stream, const float *scores,
+                                       T *probs, float *lse, int64_t rows,
+                                       int64_t seq) {
+  LAUNCH_ROWS(causalSoftmaxKernel<T>, rows, stream, scores, probs, lse, rows,
+              seq);
 }
 
 template <typename T>
-void flexpipe::rt::cuda::attentionBackward(cudaStream_t stream, const T *qkv,
-                                           const T *out, const float *lse,
-                                           const T *dout, float *delta, T *dqkv,
-                                           int64_t batch, int64_t heads,
-                                           int64_t seq, int64_t hidden) {
-  const Heads shape{batch, heads, seq, hidden, hidden / heads};
+void flexpipe::rt::cuda::causalProbs(cudaStream_t stream, const float *scores,
+                                     const float *lse, T *probs, int64_t rows,
+                                     int64_t seq) {
+  LAUNCH_ROWS(causalProbsKernel<T>, rows, stream, scores, lse, probs, rows,
+              seq);
+}
+
+template <typename T>
+void flexpipe::rt::cuda::softmaxGrad(cudaStream_t stream, const float *dprobs,
+                                     T *probs, const float *delta, int64_t rows,
+                                     int64_t seq, float scale) {
+  LAUNCH_ROWS(softmaxGradKernel<T>, rows, stream, dprobs, probs, delta, rows,
+              seq, scale);
+}
+
+template <typename T>
+void flexpipe::rt::cuda::attentionDelta(cudaStream_t stream, const T *out,
+                                        const T *dout, float *delta,
+                                        int64_t batch, int64_t heads,
+                                        int64_t seq, int64_t hidden) {
   const int64_t rows = batch * heads * seq;
-  LAUNCH_ROWS(attentionDeltaKernel<T>, rows, stream, shape, out, dout, delta);
-  LAUNCH_ROWS(attentionQueryGradKernel<T>, rows, stream, shape, qkv, dout, lse,
-              delta, dqkv);
-  LAUNCH_ROWS(attentionKeyValueGradKernel<T>, rows, stream, shape, qkv, dout,
-              lse, delta, dqkv);
+  LAUNCH_ROWS(attentionDeltaKernel<T>, rows, stream, out, dout, delta, rows,
+              heads, seq, hidden);
 }
 
 void flexpipe::rt::cuda::softmaxCrossEntropy(cudaStream_t stream, float *logits,
@@ -791,12 +677,16 @@ void flexpipe::rt::cuda::crossEntropyGrad(cudaStream_t stream,
                                                    T *, int64_t);              \
   template void flexpipe::rt::cuda::geluBackward<T>(cudaStream_t, const T *,   \
                                                     const T *, T *, int64_t);  \
-  template void flexpipe::rt::cuda::attentionForward<T>(                       \
-      cudaStream_t, const T *, float *, T *, int64_t, int64_t, int64_t,        \
+  template void flexpipe::rt::cuda::causalSoftmax<T>(                          \
+      cudaStream_t, const float *, T *, float *, int64_t, int64_t);            \
+  template void flexpipe::rt::cuda::causalProbs<T>(                            \
+      cudaStream_t, const float *, const float *, T *, int64_t, int64_t);      \
+  template void flexpipe::rt::cuda::softmaxGrad<T>(                            \
+      cudaStream_t, const float *, T *, const float *, int64_t, int64_t,       \
+      float);                                                                  \
+  template void flexpipe::rt::cuda::attentionDelta<T>(                         \
+      cudaStream_t, const T *, const T *, float *, int64_t, int64_t, int64_t,  \
       int64_t);                                                                \
-  template void flexpipe::rt::cuda::attentionBackward<T>(                      \
-      cudaStream_t, const T *, const T *, const float *, const T *, float *,   \
-      T *, int64_t, int64_t, int64_t, int64_t);                                \
   template void flexpipe::rt::cuda::add<T>(cudaStream_t, const T *, const T *, \
                                            T *, int64_t);                      \
   template void flexpipe::rt::cuda::crossEntropyGrad<T>(                       \

@@ -98,22 +98,27 @@ template <typename T>
 void geluBackward(cudaStream_t stream, const T *dy, const T *x, T *dx,
                   int64_t n);
 
-/// Causal multi-head attention: qkv [batch*seq x 3*hidden] (q | k | v) into
-/// out [batch*seq x hidden]. Keeps per query row (batch x heads x seq) only
-/// the log-sum-exp of its scores in `lse`, not its probabilities (batch x
-/// heads x seq x seq). Heads have at most kMaxHeadDim dimensions.
+/// Causal attention's row-wise steps (CudaModel.cpp runs the products with
+/// cuBLAS): `rows` score rows of `seq` keys each, row r being query r mod
+/// seq of its head. causalSoftmax: probs = the softmax of each row's keys
+/// j <= i (0 beyond), lse = each row's log-sum-exp.
 template <typename T>
-void attentionForward(cudaStream_t stream, const T *qkv, float *lse, T *out,
-                      int64_t batch, int64_t heads, int64_t seq,
-                      int64_t hidden);
-/// The gradient of qkv (`dqkv`, laid out as qkv) from the forward's `out`
-/// and `lse` and the output gradient `dout`; `delta` is scratch of one float
-/// per query row.
+void causalSoftmax(cudaStream_t stream, const float *scores, T *probs,
+                   float *lse, int64_t rows, int64_t seq);
+/// probs = exp(scores - lse) for keys j <= i, else 0.
 template <typename T>
-void attentionBackward(cudaStream_t stream, const T *qkv, const T *out,
-                       const float *lse, const T *dout, float *delta, T *dqkv,
-                       int64_t batch, int64_t heads, int64_t seq,
-                       int64_t hidden);
+void causalProbs(cudaStream_t stream, const float *scores, const float *lse,
+                 T *probs, int64_t rows, int64_t seq);
+/// probs becomes the scores' gradient probs * (dprobs - delta) * scale.
+template <typename T>
+void softmaxGrad(cudaStream_t stream, const float *dprobs, T *probs,
+                 const float *delta, int64_t rows, int64_t seq, float scale);
+/// delta[(b x heads + head) x seq + i] = dout . out over row i of the head's
+/// columns of out and dout [batch*seq x hidden].
+template <typename T>
+void attentionDelta(cudaStream_t stream, const T *out, const T *dout,
+                    float *delta, int64_t batch, int64_t heads, int64_t seq,
+                    int64_t hidden);
 
 void softmaxCrossEntropy(cudaStream_t stream, float *logits,
                          const int32_t *targets, double *rowLoss, int64_t rows,

@@ -399,12 +399,12 @@ TEST_CASE("one stage with embedding and head; narrow heads; a wide MLP",
   compare(trainOnEmulatedGpu(config, 3, 1), trainOnCpu(config, 3));
 }
 
-TEST_CASE("heads wider than a warp and not a multiple of it; a partial key "
-          "tile",
+TEST_CASE("heads wider than a warp and not a multiple of it; a partial "
+          "warp of keys",
           "[cuda-emulation]") {
-  // 40 dimensions per head: lanes 0-7 hold two columns of a head's row;
-  // 36 tokens: the attention kernels' second tile of keys (or queries) is
-  // partial.
+  // 40 dimensions per head: the batched products' operands are 40 columns
+  // of rows 3 x 80 apart; 36 tokens: the row-wise softmax kernels' second
+  // round of keys is partial.
   const GptConfig config{64, 36, 80, 2, 1, 2};
   compare(trainOnEmulatedGpu(config, 2, 1), trainOnCpu(config, 2));
 }

@@ -599,17 +599,18 @@ struct Product {
 
 } // namespace
 
-/// C = alpha op(A) op(B) + beta C, column-major: A and B both fp32 or both
-/// bf16, C fp32 or of their type.
-cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa,
-                            cublasOperation_t transb, int m, int n, int k,
-                            const void *alpha, const void *a,
-                            cudaDataType_t aType, int lda, const void *b,
-                            cudaDataType_t bType, int ldb, const void *beta,
-                            void *c, cudaDataType_t cType, int ldc,
-                            cublasComputeType_t computeType, cublasGemmAlgo_t) {
+/// C_i = alpha op(A_i) op(B_i) + beta C_i for the `count` matrices of each
+/// operand, `stride` elements apart, column-major: A and B both fp32 or
+/// both bf16, C fp32 or of their type. Each is one product on the stream.
+cublasStatus_t cublasGemmStridedBatchedEx(
+    cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb,
+    int m, int n, int k, const void *alpha, const void *a, cudaDataType_t aType,
+    int lda, long long strideA, const void *b, cudaDataType_t bType, int ldb,
+    long long strideB, const void *beta, void *c, cudaDataType_t cType, int ldc,
+    long long strideC, int count, cublasComputeType_t computeType,
+    cublasGemmAlgo_t) {
   if (aType != bType || (cType != CUDA_R_32F && cType != aType) ||
-      (aType == CUDA_R_16BF && computeType != CUBLAS_COMPUTE_32F))
+      (aType == CUDA_R_16BF && computeType != CUBLAS_COMPUTE_32F) || count < 0)
     return CUBLAS_STATUS_INVALID_VALUE;
   Product p;
   p.ta = transa == CUBLAS_OP_T;
@@ -617,11 +618,23 @@ cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa,
   p.m = m, p.n = n, p.k = k;
   p.alpha = *static_cast<const float *>(alpha);
   p.beta = *static_cast<const float *>(beta);
-  p.a = a, p.b = b, p.c = c, p.d = c;
   p.aType = aType, p.bType = bType, p.cType = p.dType = cType;
   p.lda = lda, p.ldb = ldb, p.ldc = p.ldd = ldc;
   p.computeType = computeType;
-  return p.enqueueOn(handle->stream, "cublasGemmEx");
+  auto offset = [](const void *x, cudaDataType_t type, long long elements) {
+    return static_cast<const char *>(x) + elements * elementBytes(type);
+  };
+  for (int i = 0; i < count; ++i) {
+    p.a = offset(a, aType, i * strideA);
+    p.b = offset(b, bType, i * strideB);
+    p.d = const_cast<char *>(offset(c, cType, i * strideC));
+    p.c = p.d;
+    if (cublasStatus_t status =
+            p.enqueueOn(handle->stream, "cublasGemmStridedBatchedEx");
+        status != CUBLAS_STATUS_SUCCESS)
+      return status;
+  }
+  return CUBLAS_STATUS_SUCCESS;
 }
 
 // cuBLASLt: a descriptor holds the compute type and the attributes set; a

@@ -13,7 +13,7 @@
 // (times GELU's derivative at the auxiliary matrix) epilogue, GELU being
 // the tanh approximation as in cuBLASLt; column-major layouts with leading
 // dimensions, checked as cuBLASLt checks them, and the same compute types
-// (and input rounding) as the emulated cublasGemmEx.
+// (and input rounding) as the emulated cublasGemmStridedBatchedEx.
 //
 //===----------------------------------------------------------------------===//
 

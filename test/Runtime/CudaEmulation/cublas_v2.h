@@ -7,9 +7,10 @@
 //===----------------------------------------------------------------------===//
 //
 // The part of cuBLAS the CUDA backend uses, for the emulation test:
-// cublasGemmEx on fp32 arrays is a plain column-major reference product that
-// checks its sizes and leading dimensions as cuBLAS does, so the backend's
-// row-major mapping is tested against an independent definition. The fast
+// cublasGemmStridedBatchedEx is a plain column-major reference product per
+// matrix of the batch that checks its sizes and leading dimensions as cuBLAS
+// does, so the backend's row-major mapping is tested against an independent
+// definition. The fast
 // compute types round each input as tensor cores do (to TF32's 10-bit or
 // bf16's 7-bit mantissa, to nearest even) and sum in fp32.
 //
@@ -42,14 +43,13 @@ cublasStatus_t cublasDestroy(cublasHandle_t handle);
 cublasStatus_t cublasSetStream(cublasHandle_t handle, cudaStream_t stream);
 cublasStatus_t cublasSetWorkspace(cublasHandle_t handle, void *workspace,
                                   size_t bytes);
-cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa,
-                            cublasOperation_t transb, int m, int n, int k,
-                            const void *alpha, const void *a,
-                            cudaDataType_t aType, int lda, const void *b,
-                            cudaDataType_t bType, int ldb, const void *beta,
-                            void *c, cudaDataType_t cType, int ldc,
-                            cublasComputeType_t computeType,
-                            cublasGemmAlgo_t algo);
+cublasStatus_t cublasGemmStridedBatchedEx(
+    cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb,
+    int m, int n, int k, const void *alpha, const void *a, cudaDataType_t aType,
+    int lda, long long strideA, const void *b, cudaDataType_t bType, int ldb,
+    long long strideB, const void *beta, void *c, cudaDataType_t cType, int ldc,
+    long long strideC, int batchCount, cublasComputeType_t computeType,
+    cublasGemmAlgo_t algo);
 const char *cublasGetStatusName(cublasStatus_t status);
 const char *cublasGetStatusString(cublasStatus_t status);
 
