@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Trains FlexPipe's built-in GPT in PyTorch: the speed and numerics yardstick.
 
-    torch-gpt.py --weights INIT --batches BATCHES --hidden H --heads A
+    torch-gpt.py [--weights INIT --batches BATCHES] --hidden H --heads A
                  --seq S --vocab V --layers L --microbatches M
-                 [--ranks 1|2] [--iterations N] [--losses FLEXPIPE_LOSSES]
+                 [--micro-batch-size B] [--ranks 1|2] [--iterations N]
+                 [--device cpu|cuda] [--math fp32|tf32|bf16]
+                 [--losses FLEXPIPE_LOSSES]
 
 Builds the same model as runtime/lib/Model.cpp (token + position embedding;
 pre-LayerNorm blocks with causal multi-head attention and a tanh-GELU MLP;
@@ -14,6 +16,13 @@ F.gelu, F.cross_entropy). With --ranks 2 it splits the layers into two
 stages and runs torch.distributed.pipelining's Schedule1F1B over gloo, one
 thread per rank; with --ranks 1 it accumulates the micro-batches' gradients
 in one process. Adam as FlexPipe's (lr 1e-3, betas 0.9/0.999, eps 1e-8).
+
+Without --weights and --batches it draws random weights (normal, 0.02) and
+tokens: speed only (models whose weight files would be too large to carry).
+--device cuda runs --ranks 1 on the GPU (scripts/gpu-test.sh): --math tf32
+lets the products use TF32 tensor cores, bf16 runs them under autocast
+(bf16 products, fp32 master weights and Adam: FlexPipe's
+FLEXPIPE_CUDA_MATH=bf16); it also prints the peak of allocated device memory.
 
 Prints the mean iteration time over the iterations after the first and, with
 --losses, the largest difference from FlexPipe's per-iteration losses.
@@ -42,6 +51,35 @@ def read_weights(path):
             parts = line.split()
             weights[parts[0]] = torch.tensor([float(x) for x in parts[2:]], dtype=torch.float32)
     return weights
+
+
+def random_weights(args, device):
+    """Weights of FlexPipe's names and sizes: gains 1, biases 0, the rest
+    normal with standard deviation 0.02."""
+    h, v, s = args.hidden, args.vocab, args.seq
+    g = torch.Generator(device=device).manual_seed(1)
+    normal = lambda n: torch.randn(n, generator=g, device=device) * 0.02
+    ones = lambda n: torch.ones(n, device=device)
+    zeros = lambda n: torch.zeros(n, device=device)
+    w = {"embedding.token": normal(v * h), "embedding.position": normal(s * h),
+         "head.ln.gain": ones(h), "head.ln.bias": zeros(h), "head.weight": normal(h * v)}
+    for i in range(args.layers):
+        p = f"block{i}."
+        w.update({p + "ln1.gain": ones(h), p + "ln1.bias": zeros(h),
+                  p + "attn.qkv.weight": normal(h * 3 * h), p + "attn.qkv.bias": zeros(3 * h),
+                  p + "attn.out.weight": normal(h * h), p + "attn.out.bias": zeros(h),
+                  p + "ln2.gain": ones(h), p + "ln2.bias": zeros(h),
+                  p + "mlp.fc1.weight": normal(h * 4 * h), p + "mlp.fc1.bias": zeros(4 * h),
+                  p + "mlp.fc2.weight": normal(4 * h * h), p + "mlp.fc2.bias": zeros(h)})
+    return w
+
+
+def random_batches(args, device):
+    g = torch.Generator(device=device).manual_seed(2)
+    shape = (args.micro_batch_size, args.seq)
+    draw = lambda: torch.randint(args.vocab, shape, generator=g, device=device)
+    return {(it, mb): (draw(), draw())
+            for it in range(args.iterations) for mb in range(args.microbatches)}
 
 
 def read_batches(path, seq):
@@ -132,21 +170,27 @@ def adam(params):
 
 def run_single(args, w, batches):
     torch.set_num_threads(1)
-    model = build(args, w, True, True, range(args.layers))
+    device = torch.device(args.device)
+    model = build(args, w, True, True, range(args.layers)).to(device)
     opt = adam(model.parameters())
+    cuda = device.type == "cuda"
+    autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=cuda and args.math == "bf16")
     times, losses = [], []
     for it in range(args.iterations):
+        if cuda:
+            torch.cuda.synchronize()
         start = time.perf_counter()
-        total = 0.0
+        total = torch.zeros((), device=device)
         for mb in range(args.microbatches):
-            tokens, targets = batches[(it, mb)]
-            loss = loss_fn(model(tokens), targets) / args.microbatches
+            tokens, targets = (t.to(device) for t in batches[(it, mb)])
+            with autocast:
+                loss = loss_fn(model(tokens), targets) / args.microbatches
             loss.backward()
-            total += loss.item()
+            total += loss.detach()
         opt.step()
         opt.zero_grad()
+        losses.append(total.item())  # waits for the GPU
         times.append(time.perf_counter() - start)
-        losses.append(total)
     return times, losses
 
 
@@ -192,15 +236,36 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     for name in ("hidden", "heads", "seq", "vocab", "layers", "microbatches"):
         parser.add_argument("--" + name, type=int, required=True)
-    parser.add_argument("--weights", required=True)
-    parser.add_argument("--batches", required=True)
+    parser.add_argument("--weights", help="flexpipe-reference --initial-weights (else random)")
+    parser.add_argument("--batches", help="flexpipe-reference --batches (else random)")
+    parser.add_argument("--micro-batch-size", type=int, default=1)
     parser.add_argument("--ranks", type=int, choices=[1, 2], default=2)
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    parser.add_argument("--math", choices=["fp32", "tf32", "bf16"], default="fp32")
     parser.add_argument("--iterations", type=int, default=6)
     parser.add_argument("--losses", help="FlexPipe's losses, one per iteration")
     args = parser.parse_args()
+    if (args.weights is None) != (args.batches is None):
+        parser.error("give both --weights and --batches, or neither (random)")
+    if args.weights is None and args.losses:
+        parser.error("--losses needs FlexPipe's initial weights (--weights, --batches)")
+    if args.device == "cuda":
+        if args.ranks != 1:
+            parser.error("--device cuda runs --ranks 1")
+        if not torch.cuda.is_available():
+            parser.error("--device cuda: this PyTorch sees no GPU")
+        tf32 = args.math == "tf32"
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        torch.backends.cudnn.allow_tf32 = tf32
+    elif args.math != "fp32":
+        parser.error("--math tf32 and bf16 need --device cuda")
 
-    w = read_weights(args.weights)
-    batches = read_batches(args.batches, args.seq)
+    if args.weights is None:
+        w = random_weights(args, args.device)
+        batches = random_batches(args, args.device)
+    else:
+        w = read_weights(args.weights)
+        batches = read_batches(args.batches, args.seq)
     if args.ranks == 1:
         times, losses = run_single(args, w, batches)
     else:
@@ -217,8 +282,10 @@ def main():
                 result = json.load(f)
         times, losses = result["times"], result["losses"]
     later = times[1:] if len(times) > 1 else times
-    print(f"pytorch {torch.__version__} ranks {args.ranks}: mean iteration time "
-          f"{1e3 * sum(later) / len(later):.3f} ms (iterations after the first)")
+    print(f"pytorch {torch.__version__} ranks {args.ranks} on {args.device} ({args.math}): "
+          f"mean iteration time {1e3 * sum(later) / len(later):.3f} ms (iterations after the first)")
+    if args.device == "cuda":
+        print(f"peak allocated device memory {torch.cuda.max_memory_allocated() / 2**20:.1f} MiB")
     if args.losses:
         with open(args.losses) as f:
             theirs = [float(x) for x in f if x.strip()]

@@ -14,6 +14,15 @@
 #   DIR/lib/libFlexPipeRuntime.a     schedule, executor, model data
 #   DIR/NAME/rank*.cpp schedule.txt run-env.sh
 #   DIR/NAME/ref-losses ref-weights.gz
+#   DIR/NAME/kind iterations         what gpu-test.sh does with NAME
+#
+# Beyond the six compared runs (kind 'compare'), three entries for what only
+# a GPU shows:
+#   stress    1F1B on 4 ranks of a GPT with 2 MiB messages
+#             (configs/models/gpt-h256-long.yaml), losses only (kind stress)
+#   h4096     two hidden-4096 layers on one rank (configs/models/gpt-h4096.yaml):
+#             speed, memory and PyTorch beside it; no reference (kind speed)
+#   sanitize  the tiny GPT on one rank, for compute-sanitizer (kind sanitize)
 #
 # Runs here, where the project builds: flexpipe-compile from BUILD_DIR
 # (default build, not rebuilt), the runtime and flexpipe-reference built in
@@ -67,13 +76,14 @@ REFERENCE="$GPU_BUILD_DIR/bin/flexpipe-reference"
 rm -rf "$out" && mkdir -p "$out/lib"
 cp "$GPU_BUILD_DIR/lib/libflexpipe_rt_cuda.a" "$GPU_BUILD_DIR/lib/libFlexPipeRuntime.a" "$out/lib/"
 
-# add NAME SPEC [flexpipe-compile options...]: rank sources, launcher and
-# the reference's results of one schedule.
-add() {
-  local name=$1 spec=$2
-  shift 2
+# entry NAME KIND ITERATIONS REFERENCE SPEC [flexpipe-compile options...]:
+# rank sources, launcher and (REFERENCE: full, losses or none) the
+# reference's results of one schedule.
+entry() {
+  local name=$1 kind=$2 runs=$3 reference=$4 spec=$5
+  shift 5
   local dir="$out/$name"
-  log "$name: rank sources and reference ($iterations iterations)"
+  log "$name: rank sources$([ "$reference" = none ] || echo " and reference ($runs iterations)")"
   "$COMPILE" "$spec" --backend=cuda --emit=cpp -o "$dir" "$@" ||
     die "$name: flexpipe-compile failed"
   rm -f "$dir/build.sh" # this machine's paths; gpu-test.sh links instead
@@ -84,18 +94,52 @@ add() {
     "$FLEXPIPE_ROOT/tools/flexpipe-compile/templates/run-env.sh.in" > "$dir/run-env.sh"
   chmod +x "$dir/run-env.sh"
   echo "flexpipe-compile ${spec#"$FLEXPIPE_ROOT/"} $*" > "$dir/compile-command"
-  "$REFERENCE" "$dir/schedule.txt" --iterations "$iterations" \
-    --losses "$dir/ref-losses" --weights "$dir/ref-weights" > "$dir/ref.log" ||
-    die "$name: flexpipe-reference failed (see $dir/ref.log)"
-  gzip -9 "$dir/ref-weights"
+  echo "$kind" > "$dir/kind"
+  echo "$runs" > "$dir/iterations"
+  # The report: the cost model's iteration time and memory for this schedule.
+  "$COMPILE" "$spec" --emit=report "$@" > "$dir/report.txt" 2>&1 || true
+  case $reference in
+    full)
+      "$REFERENCE" "$dir/schedule.txt" --iterations "$runs" \
+        --losses "$dir/ref-losses" --weights "$dir/ref-weights" > "$dir/ref.log" ||
+        die "$name: flexpipe-reference failed (see $dir/ref.log)"
+      gzip -9 "$dir/ref-weights" ;;
+    losses)
+      "$REFERENCE" "$dir/schedule.txt" --iterations "$runs" \
+        --losses "$dir/ref-losses" > "$dir/ref.log" ||
+        die "$name: flexpipe-reference failed (see $dir/ref.log)" ;;
+  esac
   names+=("$name")
+}
+# add NAME SPEC [options...]: a run trained and compared with the reference.
+add() {
+  local name=$1
+  shift
+  entry "$name" compare "$iterations" full "$@"
 }
 
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 names=()
 gpu_test_schedules add "$scratch"
-
+# model_field YAML KEY: the first 'KEY: value' of a model YAML.
+model_field() { sed -n "s/^ *$2: *\([0-9]*\).*/\1/p" "$1" | head -n 1; }
+entry stress stress 3 losses "$FLEXPIPE_ROOT/schedules/1f1b.mlir" \
+  --model "$FLEXPIPE_ROOT/configs/models/gpt-h256-long.yaml" \
+  --cluster "$FLEXPIPE_ROOT/configs/clusters/a800.yaml"
+echo "2 MiB messages" > "$out/stress/about"
+big=$FLEXPIPE_ROOT/configs/models/gpt-h4096.yaml
+entry h4096 speed 5 none "$FLEXPIPE_ROOT/schedules/1f1b.mlir" --model "$big" --microbatches 4 \
+  --cluster "$FLEXPIPE_ROOT/configs/clusters/a800.yaml" --actors 1
+# Model FLOPs of one iteration (matrix products, attention counted whole, a
+# backward twice the forward) and bench/torch-gpt.py's arguments for it.
+read -r L h a s V mbs gbs <<< "$(for k in layers hidden heads seq vocab micro_batch_size global_batch_size; do model_field "$big" $k; done | paste -sd ' ')"
+awk -v L="$L" -v h="$h" -v s="$s" -v V="$V" -v g="$gbs" \
+  'BEGIN { printf "%.0f\n", 3 * g * s * (L * (24 * h * h + 4 * s * h) + 2 * h * V) }' > "$out/h4096/model-flops"
+echo "--hidden $h --heads $a --seq $s --vocab $V --layers $L --microbatches $((gbs / mbs)) --micro-batch-size $mbs" > "$out/h4096/model-args"
+entry sanitize sanitize 3 none "$FLEXPIPE_ROOT/schedules/1f1b.mlir" \
+  --model "$FLEXPIPE_ROOT/configs/models/tiny.yaml" \
+  --cluster "$FLEXPIPE_ROOT/configs/clusters/a800.yaml" --actors 1 --microbatches 2
 # What gpu-test.sh --bundle checks before it links.
 {
   echo "iterations=$iterations"
