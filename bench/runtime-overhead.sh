@@ -17,7 +17,7 @@ rm -rf "$RUN"
 "$RUN/run-mpi.sh" --iterations "$ITERATIONS" --profile "$RUN/profile.yaml" > "$RUN/train.log"
 "$COMPILE" "${ARGS[@]}" --profile "$RUN/profile.yaml" --emit=report > "$RUN/report.txt"
 measured=$(sed -n 's/^mean iteration time \([0-9.]*\) ms.*/\1/p' "$RUN/train.log")
-predicted=$(sed -n 's/^iteration time \([0-9.]*\) ms,.*/\1/p' "$RUN/report.txt")
+predicted=$(sed -n 's/^iteration time \([0-9.]*\) ms[ ,].*/\1/p' "$RUN/report.txt")
 echo "1F1B, tiny GPT, 2 CPU ranks, 8 micro-batches, $ITERATIONS iterations"
 echo "measured iteration time:   $measured ms (mean over iterations after the first)"
 echo "simulated from the profile: $predicted ms"

@@ -67,5 +67,5 @@ pipeline=$(sed -n 's/^iteration time .* = pipeline \([0-9.]*\) \(m\{0,1\}s\) .*/
 bubble=$(sed -n 's/.*bubble ratio \([0-9.]*%\).*/\1/p' "$RUN/report.txt")
 echo "measured iteration time:              $measured ms"
 [ -n "$TUNED" ] && echo "predicted by flexpipe-tune:           $TUNED (from this machine's measured cluster)"
-echo "simulated from this run's profile:    $predicted (pipeline ${pipeline:-$predicted} from the run's profile, bubble ratio $bubble; the all-reduce and optimizer step after it from the cluster file)"
+echo "simulated from this run's profile:    $predicted (pipeline ${pipeline:-$predicted} and optimizer step from the run's profile, bubble ratio $bubble; the all-reduce after it from the cluster file)"
 log "Done. Next: scripts/test.sh runs every test suite; docs/GettingStarted.md is the tutorial."

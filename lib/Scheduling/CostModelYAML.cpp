@@ -391,7 +391,8 @@ llvm::Error flexpipe::sched::loadProfile(const std::string &path,
     Reader r(path, text);
     YAML::Node root = r.load();
     const std::string what = "the profile file";
-    r.expectMap(root, what, {"stages", "messages", "default_message_s"});
+    r.expectMap(root, what,
+                {"stages", "messages", "default_message_s", "optimizer_s"});
     YAML::Node stages = r.required(root, "stages", what);
     if (!stages.IsSequence())
       r.fail(stages.Mark(), "key 'stages' must be a list");
@@ -434,6 +435,15 @@ llvm::Error flexpipe::sched::loadProfile(const std::string &path,
     }
     if (YAML::Node d = root["default_message_s"])
       profile.defaultMessageTime = r.number(d, "default_message_s", 0, false);
+    profile.optimizerStep.clear();
+    if (YAML::Node steps = root["optimizer_s"]) {
+      if (!steps.IsSequence())
+        r.fail(steps.Mark(),
+               "key 'optimizer_s' must be a list of seconds, one per actor");
+      for (const YAML::Node &step : steps)
+        profile.optimizerStep.push_back(
+            r.number(step, "optimizer_s", 0, false));
+    }
   });
 }
 
@@ -442,7 +452,7 @@ std::string flexpipe::sched::formatProfile(const Profile &profile) {
   os.precision(9);
   os << "# FlexPipe profile: mean seconds per stage and instruction type for "
         "one micro-batch\n";
-  os << "stages:\n";
+  os << (profile.stages.empty() ? "stages: []\n" : "stages:\n");
   for (const Profile::Stage &s : profile.stages) {
     os << "  - {stage: " << s.stage << ", fwd_s: " << s.fwd
        << ", bwd_s: " << s.bwd << ", igrad_s: " << s.igrad
@@ -458,6 +468,12 @@ std::string flexpipe::sched::formatProfile(const Profile &profile) {
          << ", seconds: " << m.seconds << "}\n";
   }
   os << "default_message_s: " << profile.defaultMessageTime << "\n";
+  if (!profile.optimizerStep.empty()) {
+    os << "optimizer_s: [";
+    for (size_t a = 0; a < profile.optimizerStep.size(); ++a)
+      os << (a ? ", " : "") << profile.optimizerStep[a];
+    os << "]\n";
+  }
   return os.str();
 }
 

@@ -644,7 +644,8 @@ AfterPipeline flexpipe::sched::afterPipeline(const StageLayout &layout,
                                              const ActorHoldings &held,
                                              int64_t dp,
                                              const ModelConfig &model,
-                                             const ClusterConfig &cluster) {
+                                             const ClusterConfig &cluster,
+                                             const Profile *profile) {
   const int32_t n = layout.numActors;
   const int32_t numStages = static_cast<int32_t>(layout.meta.size());
   const ModuleModel *first =
@@ -697,8 +698,10 @@ AfterPipeline flexpipe::sched::afterPipeline(const StageLayout &layout,
                                          deviceOf(pair.second, 0, dp), bytes,
                                          /*collective=*/true));
   for (int32_t a = 0; a < n; ++a) {
+    const double analytic =
+        optimizerStepTime(cluster, first, held.parameters[a]);
     after.step = std::max(
-        after.step, optimizerStepTime(cluster, first, held.parameters[a]));
+        after.step, profile ? profile->optimizerStepOr(a, analytic) : analytic);
     if (dp < 2)
       continue;
     std::vector<int64_t> group(dp);

@@ -255,6 +255,8 @@ struct flexpipe_rt {
   // Profile: per stage and kind (fwd, bwd, igrad, wgrad) total seconds and
   // count, over iterations after the first.
   std::vector<double> busy, calls;
+  /// Seconds and count of the optimizer steps after the first iteration.
+  double stepSeconds = 0, steps = 0;
 
   /// Peak bytes of activations and gradients alive on this rank: what the
   /// layers keep between forward and backward plus what is in flight.
@@ -349,16 +351,28 @@ struct flexpipe_rt {
                ? makeTowerBatch(desc.towers[tower], tower, iteration, index)
                : makeBatch(desc.model, iteration, index);
   }
-  template <typename Fn> void timed(int64_t s, int kind, Fn fn) {
+  /// Runs `fn`; after the first iteration adds its seconds to `seconds`
+  /// and one to `count` (for --profile; an asynchronous device finishes it
+  /// first when timings are synchronous).
+  template <typename Fn> void timeInto(double &seconds, double &count, Fn fn) {
     const Clock::time_point start = Clock::now();
     fn();
     if (syncTimings)
       device->synchronize();
     if (iteration > firstIteration) {
-      busy[s * 4 + kind] +=
-          std::chrono::duration<double>(Clock::now() - start).count();
-      calls[s * 4 + kind] += 1;
+      seconds += std::chrono::duration<double>(Clock::now() - start).count();
+      count += 1;
     }
+  }
+  template <typename Fn> void timed(int64_t s, int kind, Fn fn) {
+    timeInto(busy[s * 4 + kind], calls[s * 4 + kind], fn);
+  }
+  /// The optimizer step, timed apart from what the device still runs of
+  /// the pipeline and the all-reduces.
+  template <typename Fn> void timedStep(Fn fn) {
+    if (syncTimings)
+      device->synchronize();
+    timeInto(stepSeconds, steps, fn);
   }
 };
 
@@ -851,7 +865,8 @@ double train(flexpipe_rt &rt, const Checkpoint &identity,
     });
     rt.traced("ALLREDUCE", -1, -1, -1,
               [&] { comm.allreduceReplicas(replicaGradients); });
-    rt.traced("STEP", -1, -1, -1, [&] { rt.device->step(o.lr); });
+    rt.traced("STEP", -1, -1, -1,
+              [&] { rt.timedStep([&] { rt.device->step(o.lr); }); });
     double loss = rt.device->takeLossSum();
     rt.traced("LOSS", -1, -1, -1, [&] { comm.allreduceSum(&loss, 1); });
     loss *= rt.lossScale;
@@ -942,9 +957,10 @@ void writeLossesAndWeights(flexpipe_rt &rt, const std::vector<double> &losses) {
   }
 }
 
-/// --profile: mean seconds per stage and kind over all ranks, and the
-/// message times measured by both ends (of replica 0) as an actors x actors
-/// table, averaged; rank 0 writes them. Collective.
+/// --profile: mean seconds per stage and kind over all ranks, the message
+/// times measured by both ends (of replica 0) as an actors x actors table,
+/// averaged, and each actor's mean optimizer step over its replicas; rank 0
+/// writes them. Collective.
 void writeProfile(flexpipe_rt &rt,
                   const std::map<std::pair<int, int>, double> &messages) {
   const ScheduleDesc &d = rt.desc;
@@ -953,7 +969,10 @@ void writeProfile(flexpipe_rt &rt,
   profile.insert(profile.end(), rt.calls.begin(), rt.calls.end());
   const size_t pairsAt = profile.size();
   const size_t table = static_cast<size_t>(d.actors) * d.actors;
-  profile.resize(pairsAt + 2 * table, 0.0);
+  const size_t stepsAt = pairsAt + 2 * table;
+  profile.resize(stepsAt + 2 * d.actors, 0.0);
+  profile[stepsAt + rt.actor] = rt.stepSeconds;
+  profile[stepsAt + d.actors + rt.actor] = rt.steps;
   if (rt.replica == 0)
     for (auto [pair, seconds] : messages) {
       profile[pairsAt + pair.first * d.actors + pair.second] += seconds;
@@ -997,6 +1016,16 @@ void writeProfile(flexpipe_rt &rt,
                      profile[pairsAt + a * d.actors + b] / n);
       }
     std::fprintf(f, "default_message_s: 0\n");
+    // The optimizer step after the pipeline, per actor.
+    if (rt.steps > 0) {
+      std::fprintf(f, "optimizer_s: [");
+      for (int a = 0; a < d.actors; ++a) {
+        const double n = profile[stepsAt + d.actors + a];
+        std::fprintf(f, "%s%.9g", a ? ", " : "",
+                     n > 0 ? profile[stepsAt + a] / n : 0.0);
+      }
+      std::fprintf(f, "]\n");
+    }
   });
 }
 

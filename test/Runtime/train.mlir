@@ -69,6 +69,11 @@
 // OUTPUTS-NEXT: w.actor0
 // OUTPUTS-NEXT: w.actor1
 // OUTPUTS-NOT: tmp
+// The profile ends with each actor's optimizer step (seconds).
+// RUN: FileCheck %s --check-prefix=PROFILEFILE < %t/out/p.yaml
+// PROFILEFILE: stages:
+// PROFILEFILE: default_message_s: 0
+// PROFILEFILE-NEXT: optimizer_s: [{{[0-9.e-]+}}, {{[0-9.e-]+}}]
 
 // A rank that stops answering (SIGSTOP) is found by the liveness rule
 // (FLEXPIPE_TIMEOUT, 3 s in the script): the other rank names it and stops.

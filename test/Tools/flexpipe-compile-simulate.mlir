@@ -50,3 +50,14 @@
 // RUN: flexpipe-compile %schedules/1f1b.mlir --profile %t.profile.yaml --emit=report | FileCheck %s --check-prefix=PROFILE
 // PROFILE: iteration time 38.000 s
 // PROFILE: 3      32.000 s      6.000 s       15.8%
+
+// A run's own profile also says how long each actor's optimizer step took
+// (the runtime's --profile writes optimizer_s); with a model and cluster
+// the slowest of them is the step after the pipeline (the analytic step of
+// configs/clusters/cpu.yaml, which has no measured Adam rate, is 0).
+// RUN: printf 'stages:\n  - {stage: 0, fwd_s: 0.001, bwd_s: 0.002}\noptimizer_s: [0.0015, 0.0025]\n' > %t.steps.yaml
+// RUN: flexpipe-compile %schedules/1f1b.mlir --actors 2 --model %configs/models/tiny.yaml --cluster %configs/clusters/cpu.yaml --profile %t.steps.yaml --emit=report | FileCheck %s --check-prefix=STEPS
+// STEPS: iteration time {{[0-9.]+}} ms = pipeline {{[0-9.]+}} ms + gradient sync {{[0-9.]+}} ms + optimizer step 2.500 ms
+// RUN: printf 'stages: []\noptimizer_s: 0.5\n' > %t.badsteps.yaml
+// RUN: not flexpipe-compile %schedules/1f1b.mlir --profile %t.badsteps.yaml --emit=report 2>&1 | FileCheck %s --check-prefix=BADSTEPS
+// BADSTEPS: badsteps.yaml:2:{{[0-9]+}}: error: key 'optimizer_s' must be a list of seconds, one per actor

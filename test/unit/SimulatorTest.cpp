@@ -661,3 +661,47 @@ TEST_CASE("early posts verify at sizes and lookaheads the tests did not "
     }
   }
 }
+
+TEST_CASE("a run's own profile prices the optimizer step of the actors it "
+          "lists",
+          "[costmodel]") {
+  Program program = programFor(2, 4, PlacementKind::OneToOne, 1, Cttp::BwdFirst,
+                               kDepth, kBreadth, {});
+  ModuleModel gpt{"gpt", 4, 64, 4, 32, 256, true};
+  ModelConfig model;
+  model.microBatchSize = 1;
+  model.globalBatchSize = 4;
+  model.modules = {gpt};
+  program.moduleNames = {"gpt"};
+  program.stageMeta = {{0, 2, true, false}, {0, 2, false, true}};
+  ClusterConfig cluster;
+  cluster.deviceKind = "cpu";
+  cluster.devices = cluster.devicesPerNode = 2;
+  cluster.peakFlops = 1e9;
+  cluster.measured.optimizerPerParameter = 1e-9;
+  const StageLayout layout = stageLayoutOf(program);
+  const ActorHoldings held = actorHoldings(layout, model, cluster);
+  const double step0 = optimizerStepTime(cluster, &gpt, held.parameters[0]),
+               step1 = optimizerStepTime(cluster, &gpt, held.parameters[1]);
+  REQUIRE(step0 > 0);
+  REQUIRE(step1 > 0);
+  // Without a profile, or with none measured: the rate's, the slowest
+  // actor counting.
+  CHECK(afterPipeline(layout, held, 1, model, cluster).step ==
+        std::max(step0, step1));
+  Profile profile;
+  CHECK(afterPipeline(layout, held, 1, model, cluster, &profile).step ==
+        std::max(step0, step1));
+  // Measured for both actors: the slowest counts, whatever the rate says.
+  profile.optimizerStep = {0.5, 0.25};
+  CHECK(afterPipeline(layout, held, 1, model, cluster, &profile).step == 0.5);
+  // Measured for actor 0 only: actor 1 keeps the rate's step.
+  profile.optimizerStep = {0.0};
+  CHECK(afterPipeline(layout, held, 1, model, cluster, &profile).step == step1);
+  // The YAML round trip.
+  profile.optimizerStep = {0.0015, 0.0025};
+  Profile read;
+  const std::string text = formatProfile(profile);
+  REQUIRE(llvm::toString(loadProfile("p.yaml", read, &text)) == "");
+  CHECK(read.optimizerStep == profile.optimizerStep);
+}

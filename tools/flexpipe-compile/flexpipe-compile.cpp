@@ -309,11 +309,12 @@ static LogicalResult emitSimulated(ScheduleOp schedule,
                                  model.microBatchSize *
                                  model.modules.front().seq;
     // The gradient all-reduce, exchanges and optimizer step after the
-    // pipeline, as flexpipe-tune prices them.
+    // pipeline, as flexpipe-tune prices them (the step as a run's own
+    // profile measured it, where it did).
     const sched::StageLayout layout = sched::stageLayoutOf(program);
     context.after = sched::afterPipeline(
         layout, sched::actorHoldings(layout, model, cluster), options.dp, model,
-        cluster);
+        cluster, inputs.profileOrNull());
   }
   if (options.emit == "report")
     os << sched::formatReport(program, result, costs, context);

@@ -312,6 +312,9 @@ struct Profile {
   };
   std::vector<Message> messages;
   double defaultMessageTime = 0;
+  /// Seconds of each actor's optimizer step (index: actor), as the run
+  /// measured it; empty where the profile has none.
+  std::vector<double> optimizerStep;
 
   const Stage *stage(int64_t id) const;
   /// Stage `id`'s measured durations where the profile lists it, else
@@ -321,6 +324,13 @@ struct Profile {
     return measured ? measured->durations() : analytic;
   }
   double messageTime(int64_t from, int64_t to) const;
+  /// Actor `actor`'s measured optimizer step where the profile has one,
+  /// else `analytic`.
+  double optimizerStepOr(int64_t actor, double analytic) const {
+    return actor >= 0 && actor < static_cast<int64_t>(optimizerStep.size())
+               ? optimizerStep[static_cast<size_t>(actor)]
+               : analytic;
+  }
 };
 
 } // namespace flexpipe::sched

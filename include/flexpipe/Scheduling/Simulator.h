@@ -177,15 +177,18 @@ ActorHoldings actorHoldings(const StageLayout &layout, const ModelConfig &model,
 /// all-reduce of each actor's gradients over its dp peers (deviceOf); the
 /// all-reduce of the loss over every rank where a measured cluster prices
 /// small messages; the measured per-iteration overhead; and the optimizer
-/// step over each actor's parameters. `gradSync` is the collectives and
-/// the overhead; the iteration is the pipeline plus both.
+/// step over each actor's parameters, or as `profile` measured it (a run's
+/// own profile of this program; Profile::optimizerStepOr). `gradSync` is
+/// the collectives and the overhead; the iteration is the pipeline plus
+/// both.
 struct AfterPipeline {
   double gradSync = 0, step = 0;
 };
 AfterPipeline afterPipeline(const StageLayout &layout,
                             const ActorHoldings &held, int64_t dp,
                             const ModelConfig &model,
-                            const ClusterConfig &cluster);
+                            const ClusterConfig &cluster,
+                            const Profile *profile = nullptr);
 
 /// Durations from a profile alone (unit costs for stages it does not list).
 llvm::Error profileCosts(const Program &program, const Profile &profile,
