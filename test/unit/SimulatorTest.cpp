@@ -238,23 +238,36 @@ TEST_CASE("ranks sharing cores take turns on them", "[simulator]") {
   }
 }
 
-TEST_CASE("a measured cluster's oversubscribed ranks share cores",
-          "[costmodel]") {
-  // pp 2 x dp 2 on a node of 2 cores: the two simulated actors (replica 0)
-  // have one core between them, the other replica the other core.
+namespace {
+/// 1F1B of a 4-layer GPT on 2 actors (2 blocks each; the embedding on the
+/// first, the head on the last) and a CPU cluster of `devices` devices.
+struct TwoStageGpt {
   Program program = programFor(2, 4, PlacementKind::OneToOne, 1, Cttp::BwdFirst,
                                kDepth, kBreadth, {});
   ModuleModel gpt{"gpt", 4, 64, 4, 32, 256, true};
   ModelConfig model;
-  model.microBatchSize = 1;
-  model.globalBatchSize = 4;
-  model.modules = {gpt};
-  program.moduleNames = {"gpt"};
-  program.stageMeta = {{0, 2, true, false}, {0, 2, false, true}};
   ClusterConfig cluster;
-  cluster.deviceKind = "cpu";
-  cluster.devices = cluster.devicesPerNode = 4;
-  cluster.peakFlops = 1e9;
+  explicit TwoStageGpt(int64_t devices) {
+    model.microBatchSize = 1;
+    model.globalBatchSize = 4;
+    model.modules = {gpt};
+    program.moduleNames = {"gpt"};
+    program.stageMeta = {{0, 2, true, false}, {0, 2, false, true}};
+    cluster.deviceKind = "cpu";
+    cluster.devices = cluster.devicesPerNode = devices;
+    cluster.peakFlops = 1e9;
+  }
+};
+} // namespace
+
+TEST_CASE("a measured cluster's oversubscribed ranks share cores",
+          "[costmodel]") {
+  // pp 2 x dp 2 on a node of 2 cores: the two simulated actors (replica 0)
+  // have one core between them, the other replica the other core.
+  TwoStageGpt setup(4);
+  Program &program = setup.program;
+  const ModelConfig &model = setup.model;
+  ClusterConfig &cluster = setup.cluster;
   cluster.measured.coresPerNode = 2;
   cluster.jobDevices = 4;
   SimCosts costs;
@@ -665,21 +678,12 @@ TEST_CASE("early posts verify at sizes and lookaheads the tests did not "
 TEST_CASE("a run's own profile prices the optimizer step of the actors it "
           "lists",
           "[costmodel]") {
-  Program program = programFor(2, 4, PlacementKind::OneToOne, 1, Cttp::BwdFirst,
-                               kDepth, kBreadth, {});
-  ModuleModel gpt{"gpt", 4, 64, 4, 32, 256, true};
-  ModelConfig model;
-  model.microBatchSize = 1;
-  model.globalBatchSize = 4;
-  model.modules = {gpt};
-  program.moduleNames = {"gpt"};
-  program.stageMeta = {{0, 2, true, false}, {0, 2, false, true}};
-  ClusterConfig cluster;
-  cluster.deviceKind = "cpu";
-  cluster.devices = cluster.devicesPerNode = 2;
-  cluster.peakFlops = 1e9;
+  TwoStageGpt setup(2);
+  const ModelConfig &model = setup.model;
+  ClusterConfig &cluster = setup.cluster;
+  const ModuleModel &gpt = setup.gpt;
   cluster.measured.optimizerPerParameter = 1e-9;
-  const StageLayout layout = stageLayoutOf(program);
+  const StageLayout layout = stageLayoutOf(setup.program);
   const ActorHoldings held = actorHoldings(layout, model, cluster);
   const double step0 = optimizerStepTime(cluster, &gpt, held.parameters[0]),
                step1 = optimizerStepTime(cluster, &gpt, held.parameters[1]);
