@@ -35,9 +35,6 @@ namespace flexpipe::rt::cuda {
 /// bf16 storage (FLEXPIPE_CUDA_MATH=bf16).
 using bf16 = __nv_bfloat16;
 
-/// The widest attention head the attention kernels take.
-constexpr int64_t kMaxHeadDim = 256;
-
 /// out[r][c] = token[ids[r]][c] + position[r % seq][c].
 template <typename T>
 void embeddingForward(cudaStream_t stream, const int32_t *ids,
