@@ -553,12 +553,12 @@ std::string calibrate(sched::ClusterConfig &cluster,
   return {};
 }
 
-/// Rounds per second of `shape`'s layers (four copies, one micro-batch) in
-/// each of `k` processes started together and run for `seconds`, the
-/// slowest process's; 0 on failure (or rounds longer than `seconds`). With
-/// more processes than `cores`, process i is bound to core coreOf(i, cores),
-/// as the runtime binds ranks that share cores.
-double concurrentRate(const Shape &shape, int k, int64_t cores,
+/// Rounds per second of `copies` copies of `shape`'s layer (one
+/// micro-batch) in each of `k` processes started together and run for
+/// `seconds`, the slowest process's; 0 on failure (or rounds longer than
+/// `seconds`). With more processes than `cores`, process i is bound to core
+/// coreOf(i, cores), as the runtime binds ranks that share cores.
+double concurrentRate(const Shape &shape, int copies, int k, int64_t cores,
                       double seconds) {
   int ready[2], go[2], result[2];
   if (pipe(ready) != 0 || pipe(go) != 0 || pipe(result) != 0)
@@ -571,8 +571,7 @@ double concurrentRate(const Shape &shape, int k, int64_t cores,
     if (pid == 0) {
       if (k > cores && !rt::bindToCore(flexpipe::coreOf(i, cores)).empty())
         _exit(1);
-      LayerRunner runner(shape,
-                         shape.kind == sched::MeasuredLayer::Block ? 4 : 1, 1);
+      LayerRunner runner(shape, copies, 1);
       std::array<double, 3> times;
       runner.round(times);
       char c = 'r';
@@ -707,14 +706,23 @@ void measureContention(sched::MachineProfile &measured,
     // iteration in 8 runs), which medians taken apart (alone first, then
     // each k) read as contention: the tiny GPT's blocks read 1.15x at 2 in
     // one profile, 1.01x in the next.
+    // Each process holds the blocks of one stage of a pipeline over the k
+    // ranks (the layers over k, rounded up): how much they slow each other
+    // depends on how much memory they sweep. With four blocks each
+    // whatever k, hidden 256 read 1.16x at 4 processes, and its 4-rank
+    // pipelines (2 blocks a rank) ran up to 21% faster than priced
+    // (docs/Tuning.md, run (o)); held so, it read 1.07x and those pipelines
+    // came within 15% (run (p)).
     auto ratio = [&](int64_t k) {
+      const int copies =
+          static_cast<int>(std::max<int64_t>(1, (m.layers + k - 1) / k));
       std::vector<double> ratios;
       for (int i = 0; i < 3; ++i) {
-        const double alone = concurrentRate(shape, 1, cores, seconds);
+        const double alone = concurrentRate(shape, copies, 1, cores, seconds);
         const double together =
-            alone > 0
-                ? concurrentRate(shape, static_cast<int>(k), cores, seconds)
-                : 0;
+            alone > 0 ? concurrentRate(shape, copies, static_cast<int>(k),
+                                       cores, seconds)
+                      : 0;
         if (!(together > 0))
           return 0.0;
         ratios.push_back(alone / together);
