@@ -217,7 +217,8 @@ train() {
 }
 
 # check_compare NAME DIR: trains and compares with the reference's losses
-# and weights (losses only where the bundle has no ref-weights.gz).
+# and weights (ref-weights, or the bundle's ref-weights.gz; losses only
+# where there is neither).
 check_compare() {
   local name=$1 dir=$2 math losstol weighttol start=$SECONDS
   read -r math losstol weighttol <<< "$(gpu_test_tolerances "$name")"
@@ -230,10 +231,8 @@ check_compare() {
     return
   fi
   local weights=()
-  if [ -f "$dir/ref-weights.gz" ]; then
-    gzip -dc "$dir/ref-weights.gz" > "$dir/ref-weights"
-    weights=("$dir/weights" "$dir/ref-weights")
-  fi
+  [ -f "$dir/ref-weights.gz" ] && gzip -dc "$dir/ref-weights.gz" > "$dir/ref-weights"
+  [ -f "$dir/ref-weights" ] && weights=("$dir/weights" "$dir/ref-weights")
   local compare ok
   compare=$(step 60 "$name: compare-training.py" python3 \
     "$FLEXPIPE_ROOT/scripts/compare-training.py" "$dir/losses" \
@@ -506,51 +505,25 @@ rm -rf "$WORK" && mkdir -p "$WORK"
 
 failures=0
 summary=()
-# run NAME SPEC [flexpipe-compile options...]
+GPUS=$gpus RUN_TIMEOUT=900
+# run NAME SPEC [flexpipe-compile options...]: compiles, trains the
+# reference, then trains the ranks and compares (check_compare).
 run() {
   local name=$1 spec=$2
   shift 2
-  local dir="$WORK/$name"
+  local dir="$WORK/$name" ranks
   log "$name: compiling"
   if ! "$COMPILE" "$spec" --backend="$backend" --emit=exe -o "$dir" "$@"; then
-    summary+=("$(printf '%-12s FAIL: flexpipe-compile failed' "$name")")
-    failures=$((failures + 1))
+    record "$name" 1 "flexpipe-compile failed"
     return
   fi
-  local ranks
-  ranks=$(( $(grep -c . "$dir/slurm.conf") - 1 ))
-  local share=0
-  [ "$ranks" -gt "$gpus" ] && share=1
-  log "$name: training $iterations iterations on $ranks ranks ($gpus $([ "$emulation" = 1 ] && echo emulated) GPU(s)$([ $share = 1 ] && echo ', NCCL_HOSTID per rank'))"
-  local math losstol weighttol
-  read -r math losstol weighttol <<< "$(gpu_test_tolerances "$name")"
-  FLEXPIPE_CUDA_MATH=$math timeout --kill-after=10 900 \
-    "$dir/run-env.sh" --iterations "$iterations" --losses "$dir/losses" \
-    --weights "$dir/weights" > "$dir/run.log" 2>&1
-  local code=$?
-  cat "$dir/run.log"
-  if [ $code -ne 0 ]; then
-    [ $code -eq 124 ] && echo "gpu-test: $name timed out after 900 s" >&2
-    summary+=("$(printf '%-12s FAIL: the run exited with code %d (see %s)' "$name" $code "$dir/run.log")")
-    failures=$((failures + 1))
+  ranks=$(($(grep -c . "$dir/slurm.conf") - 1))
+  if ! "$REFERENCE" "$dir/schedule.txt" --iterations "$iterations" \
+       --losses "$dir/ref-losses" --weights "$dir/ref-weights" > "$dir/ref.log"; then
+    record "$name" 1 "flexpipe-reference failed (see $dir/ref.log)"
     return
   fi
-  "$REFERENCE" "$dir/schedule.txt" --iterations "$iterations" \
-    --losses "$dir/ref-losses" --weights "$dir/ref-weights" > "$dir/ref.log"
-  local compare
-  compare=$(python3 "$FLEXPIPE_ROOT/scripts/compare-training.py" "$dir/losses" \
-        "$dir/ref-losses" "$dir/weights" "$dir/ref-weights" \
-    --loss-tol "$losstol" --weight-tol "$weighttol")
-  local ok=$?
-  echo "$compare"
-  local time
-  time=$(sed -n 's/^mean iteration time \([0-9.]*\) ms.*/\1/p' "$dir/run.log")
-  local line
-  line=$(printf '%-12s %s: %d ranks, mean iteration time %s ms; %s' "$name" \
-    "$([ $ok -eq 0 ] && echo PASS || echo FAIL)" "$ranks" "${time:-?}" \
-    "$(echo "$compare" | tail -n 1)")
-  summary+=("$line")
-  [ $ok -eq 0 ] || failures=$((failures + 1))
+  check_compare "$name" "$dir"
 }
 
 gpu_test_schedules run "$WORK"
