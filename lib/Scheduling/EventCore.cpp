@@ -9,6 +9,7 @@
 #include "flexpipe/Scheduling/EventCore.h"
 
 #include <cmath>
+#include <map>
 
 using namespace flexpipe::sched;
 
@@ -17,35 +18,57 @@ EventCore::EventCore(int32_t numActors)
 
 EventCore::EventCore(int32_t numActors, const SimCosts &costs)
     : cores(costs.groupCores), slowdown(costs.groupSlowdown),
-      running(costs.groupCores.size()), slice(costs.groupSlice),
-      turns(costs.groupCores.size()), progressing(costs.groupCores.size()),
-      dirty(numActors, true), settleAsk(numActors) {
+      rates(costs.groupCores.size()), running(costs.groupCores.size()),
+      slice(costs.groupSlice), turns(costs.groupCores.size()),
+      progressing(costs.groupCores.size()), dirty(numActors, true),
+      settleAsk(numActors) {
   const int32_t numGroups = static_cast<int32_t>(cores.size());
   group.assign(numActors, -1);
   for (int32_t a = 0;
        a < numActors && a < static_cast<int32_t>(costs.coreGroup.size()); ++a)
     if (costs.coreGroup[a] >= 0 && costs.coreGroup[a] < numGroups)
       group[a] = costs.coreGroup[a];
+  // Nodes numbered from 0; a group without one is a node of its own.
+  std::map<int32_t, int32_t> number;
+  node.resize(numGroups);
+  for (int32_t g = 0; g < numGroups; ++g) {
+    const bool given = g < static_cast<int32_t>(costs.groupNode.size()) &&
+                       costs.groupNode[g] >= 0;
+    const int32_t key = given ? costs.groupNode[g] : -1 - g;
+    node[g] =
+        number.emplace(key, static_cast<int32_t>(number.size())).first->second;
+  }
+  onNode.resize(number.size());
 }
 
-double EventCore::rate(int32_t g) const {
-  const size_t k = running[g].size();
+double EventCore::rate(int32_t g, size_t n) const {
   const double slow =
-      g < static_cast<int32_t>(slowdown.size()) && k < slowdown[g].size()
-          ? slowdown[g][k]
+      g < static_cast<int32_t>(slowdown.size()) && n < slowdown[g].size()
+          ? slowdown[g][n]
           : 1.0;
   // Taking turns, the one computation running has the whole share.
-  const double share = takesTurns(g) ? 1.0 : static_cast<double>(k);
+  const double share =
+      takesTurns(g) ? 1.0 : static_cast<double>(running[g].size());
   return std::min(1.0, cores[g] / share) / slow;
 }
 
+void EventCore::groupRates() {
+  std::fill(onNode.begin(), onNode.end(), 0);
+  for (size_t g = 0; g < running.size(); ++g)
+    onNode[node[g]] += running[g].size();
+  for (size_t g = 0; g < running.size(); ++g)
+    rates[g] = running[g].empty()
+                   ? 0.0
+                   : rate(static_cast<int32_t>(g), onNode[node[g]]);
+}
+
 double EventCore::maxRate() const {
+  // One computation alone in its group, at the least slowdown of its node.
   double fastest = 1;
   for (size_t g = 0; g < cores.size(); ++g)
-    for (size_t k = 1; g < slowdown.size() && k < slowdown[g].size(); ++k)
-      if (slowdown[g][k] > 0)
-        fastest =
-            std::max(fastest, std::min(1.0, cores[g] / k) / slowdown[g][k]);
+    for (size_t n = 1; g < slowdown.size() && n < slowdown[g].size(); ++n)
+      if (slowdown[g][n] > 0)
+        fastest = std::max(fastest, std::min(1.0, cores[g]) / slowdown[g][n]);
   return fastest;
 }
 

@@ -107,37 +107,42 @@ double flexpipe::sched::registeredCollectiveTime(
   return allGatherTime(cluster, group, bytes);
 }
 
-/// Adds a core group: `actors` (of replica 0) share `cores` cores and, while
-/// k of them compute, are slowed by `module`'s contention at k x `replicas`
-/// ranks of the node computing. Nothing when they neither share nor slow.
+/// Adds a core group on node `node`: `actors` (of replica 0) share `cores`
+/// cores and, while n of the `onNode` actors simulated on the node compute,
+/// are slowed by `module`'s contention at n x `replicas` ranks of the node
+/// computing. Nothing when they neither share nor slow.
 static void addCoreGroup(const ClusterConfig &cluster,
                          const ModuleModel *module,
                          const std::vector<int32_t> &actors, double cores,
-                         double replicas, SimCosts &c) {
-  std::vector<double> slowdown(actors.size() + 1, 1.0);
+                         int32_t node, size_t onNode, double replicas,
+                         SimCosts &c) {
+  std::vector<double> slowdown(onNode + 1, 1.0);
   bool contended = false;
-  for (size_t k = 1; k <= actors.size(); ++k) {
-    slowdown[k] =
-        computeSlowdown(cluster, module, static_cast<double>(k) * replicas);
-    contended |= slowdown[k] != 1.0;
+  for (size_t n = 1; n <= onNode; ++n) {
+    slowdown[n] =
+        computeSlowdown(cluster, module, static_cast<double>(n) * replicas);
+    contended |= slowdown[n] != 1.0;
   }
   if (cores >= static_cast<double>(actors.size()) && !contended)
     return;
   for (int32_t a : actors)
     c.coreGroup[a] = static_cast<int32_t>(c.groupCores.size());
   c.groupCores.push_back(cores);
+  c.groupNode.push_back(node);
   c.groupSlowdown.push_back(std::move(slowdown));
 }
 
 /// The ranks of a node share its cores and slow each other down (a
-/// measured cluster). With no more ranks than cores, each has a core and
-/// the actors simulated on the node form one group for the contention
-/// (the job's other replicas, not simulated, run on the same node in step
-/// with them, so while k of them compute, about k times the replicas of
-/// the node's ranks do). With more, the runtime binds device d's rank to
-/// core coreOf(d, cores) (flexpipe/Support/Layout.h): the actors on one
-/// core form a group that takes turns on it with the other replicas' ranks
-/// bound there, which compute in step with their own actors.
+/// measured cluster) by how many of them compute at once. With no more
+/// ranks than cores, each has a core and the actors simulated on the node
+/// form one group. With more, the runtime binds device d's rank to core
+/// coreOf(d, cores) (flexpipe/Support/Layout.h): the actors on one core
+/// form a group that takes turns on it with the other replicas' ranks bound
+/// there, which compute in step with their own actors. Either way the
+/// job's other replicas, not simulated, run on the node in step with
+/// theirs, so while n of the node's simulated actors compute, about n x
+/// the node's ranks over those actors do (n with one replica: pp 4 with
+/// one micro-batch computes on one rank at a time, and none slows it).
 static void shareCores(const ClusterConfig &cluster, const ModuleModel *module,
                        const std::vector<int64_t> &devices, int32_t numActors,
                        SimCosts &c) {
@@ -160,10 +165,12 @@ static void shareCores(const ClusterConfig &cluster, const ModuleModel *module,
     const int64_t ranks =
         std::max<int64_t>(static_cast<int64_t>(actors.size()),
                           std::clamp<int64_t>(jobRanks - first, 1, perNode));
+    const double replicas =
+        static_cast<double>(ranks) / static_cast<double>(actors.size());
+    const int32_t id = static_cast<int32_t>(node);
     if (cores <= 0 || ranks <= cores) {
-      const double members = static_cast<double>(actors.size());
-      addCoreGroup(cluster, module, actors, members,
-                   static_cast<double>(ranks) / members, c);
+      addCoreGroup(cluster, module, actors, static_cast<double>(actors.size()),
+                   id, actors.size(), replicas, c);
       continue;
     }
     std::map<int64_t, std::vector<int32_t>> byCore;
@@ -173,10 +180,10 @@ static void shareCores(const ClusterConfig &cluster, const ModuleModel *module,
       int64_t bound = 0; // the job's ranks on this node bound to `core`
       for (int64_t d = first; d < first + ranks; ++d)
         bound += coreOf(d, cores) == core ? 1 : 0;
-      const double size = static_cast<double>(members.size());
       addCoreGroup(cluster, module, members,
-                   size / static_cast<double>(std::max<int64_t>(1, bound)),
-                   static_cast<double>(ranks) / size, c);
+                   static_cast<double>(members.size()) /
+                       static_cast<double>(std::max<int64_t>(1, bound)),
+                   id, actors.size(), replicas, c);
     }
   }
   if (c.groupCores.empty())

@@ -146,6 +146,65 @@ TEST_CASE("computations in a core group share its cores",
   CHECK(EventCore(3, costs).maxRate() == 2.0);
 }
 
+TEST_CASE("groups on one node slow each other by the node's computations",
+          "[simulator][eventcore]") {
+  // Two one-core groups on one node (actors 0 and 1 on one core, 2 on the
+  // other), slowed 1.5x while 2 computations run on the node and 2x while
+  // 3 do. Actor 0 alone first: full speed. Then actors 0 and 2 at once
+  // (one per core): 1.5x each. A group of its own node (no groupNode)
+  // counts only its own computations.
+  SimCosts costs;
+  costs.coreGroup = {0, 0, 1};
+  costs.groupCores = {1.0, 1.0};
+  costs.groupNode = {0, 0};
+  costs.groupSlowdown = {{1, 1, 1.5, 2}, {1, 1, 1.5, 2}};
+  auto ends = [&](const SimCosts &c) {
+    EventCore core(3, c);
+    std::vector<double> at(3);
+    bool started = false;
+    core.run(
+        [&](int32_t a, bool) {
+          if (started || a != 0)
+            return false;
+          started = true;
+          core.compute(0, 0, 1.0, 0.0);
+          core.compute(0, 1, 1.0, 1.0);
+          core.compute(2, 2, 1.0, 1.0);
+          return false;
+        },
+        [&](int32_t, int32_t id) { at[id] = core.now(); });
+    return at;
+  };
+  std::vector<double> at = ends(costs);
+  CHECK(at[0] == Approx(1.0));
+  CHECK(at[1] == Approx(2.5));
+  CHECK(at[2] == Approx(2.5));
+  costs.groupNode.clear();
+  at = ends(costs);
+  CHECK(at[1] == Approx(2.0));
+  CHECK(at[2] == Approx(2.0));
+  // All three at once: actors 0 and 1 share their core (half each) and
+  // the node runs 3, 2x on top; once actor 2 ends (at 2), the other two
+  // have half their work left, at half a core 1.5x slower.
+  costs.groupNode = {0, 0};
+  EventCore core(3, costs);
+  std::vector<double> at3(3);
+  bool started = false;
+  core.run(
+      [&](int32_t a, bool) {
+        if (started || a != 0)
+          return false;
+        started = true;
+        for (int32_t i = 0; i < 3; ++i)
+          core.compute(i, i, 1.0, 0.0);
+        return false;
+      },
+      [&](int32_t, int32_t id) { at3[id] = core.now(); });
+  CHECK(at3[0] == Approx(3.5));
+  CHECK(at3[1] == Approx(3.5));
+  CHECK(at3[2] == Approx(2.0));
+}
+
 TEST_CASE("computations of a one-core group with a time slice take turns",
           "[simulator][eventcore]") {
   // Actors 0 and 1 share one core with a slice of 1. Short computations run

@@ -300,8 +300,9 @@ TEST_CASE("a measured cluster's oversubscribed ranks share cores",
   CHECK(costs.groupCores == std::vector<double>{1.0});
   CHECK(costs.groupSlowdown == std::vector<std::vector<double>>{{1, 1.5, 3}});
   // The runtime binds the ranks round robin (coreOf): pp 4 on 2 cores puts
-  // actors 0 and 2 on one core and 1 and 3 on the other; while both actors
-  // of a core compute, 2 of each core's 2 ranks do (4 on the node).
+  // actors 0 and 2 on one core and 1 and 3 on the other; one replica, so n
+  // of the 4 actors computing are n ranks of the node computing (a lone
+  // one is not slowed, however many ranks the node has).
   Program four = programFor(4, 4, PlacementKind::OneToOne, 1, Cttp::BwdFirst,
                             kDepth, kBreadth, {});
   four.moduleNames = {"gpt"};
@@ -313,8 +314,34 @@ TEST_CASE("a measured cluster's oversubscribed ranks share cores",
                                     costs)) == "");
   CHECK(costs.coreGroup == std::vector<int32_t>{0, 1, 0, 1});
   CHECK(costs.groupCores == std::vector<double>{1.0, 1.0});
-  CHECK(costs.groupSlowdown ==
-        std::vector<std::vector<double>>{{1, 1.5, 3}, {1, 1.5, 3}});
+  CHECK(costs.groupNode == std::vector<int32_t>{0, 0});
+  CHECK(costs.groupSlowdown == std::vector<std::vector<double>>{
+                                   {1, 1, 1.5, 2.25, 3}, {1, 1, 1.5, 2.25, 3}});
+  // With one micro-batch the pipeline computes on one rank at a time, and
+  // the contention changes nothing; with four, ranks compute at once and
+  // slow each other.
+  for (int32_t m : {1, 4}) {
+    Program chain = programFor(4, m, PlacementKind::OneToOne, 1, Cttp::BwdFirst,
+                               kDepth, kBreadth, {});
+    chain.moduleNames = four.moduleNames;
+    chain.stageMeta = four.stageMeta;
+    auto simulated = [&] {
+      SimCosts c;
+      REQUIRE(llvm::toString(modelCosts(chain, model, cluster, nullptr,
+                                        {0, 1, 2, 3}, c)) == "");
+      return simulate(chain, c).iterationTime;
+    };
+    const double contended = simulated();
+    const auto measured = cluster.measured.contention;
+    cluster.measured.contention = {{1, 1.0}};
+    const double free = simulated();
+    cluster.measured.contention = measured;
+    INFO("m " << m);
+    if (m == 1)
+      CHECK(contended == Approx(free));
+    else
+      CHECK(contended > free * 1.2);
+  }
   // pp 1 x dp 4: replica 0's one actor shares its core with replica 2's,
   // which computes in step with it: half a core.
   Program one = programFor(1, 4, PlacementKind::OneToOne, 1, Cttp::BwdFirst,

@@ -31,14 +31,15 @@
 //  - A computation of an actor without a core group ends exactly its work
 //    after its start (equal durations tie exactly). The computations of a
 //    core group (ranks sharing a node's cores, SimCosts::coreGroup) progress
-//    together at min(1, cores / k) / slowdown[k] each while k of them run
-//    (processor sharing); their ends are known only when they come. With a
+//    together at min(1, cores / k) / slowdown[n] each while k of them and n
+//    of their node's run (processor sharing); their ends are known only
+//    when they come. With a
 //    time slice (SimCosts::groupSlice), a group of at most one core runs
 //    one computation at a time instead, as an OS scheduler does: the rank
 //    holding the core keeps it, across its computations, until it waits or
 //    its slice runs out while another is ready, which then takes the core
 //    (round robin in the order they became ready). The one computing
-//    progresses at min(1, cores) / slowdown[k]: the group does as much work
+//    progresses at min(1, cores) / slowdown[n]: the group does as much work
 //    as under processor sharing, in another order.
 //
 //===----------------------------------------------------------------------===//
@@ -232,7 +233,11 @@ private:
   };
   using MinHeap =
       std::priority_queue<Timed, std::vector<Timed>, std::greater<Timed>>;
-  double rate(int32_t g) const;
+  /// Group `g`'s computations progress at rate(g) each while `onNode`
+  /// computations run on its node.
+  double rate(int32_t g, size_t onNode) const;
+  /// rate() of every group now (into `rates`).
+  void groupRates();
   /// Whether group `g`'s computations take turns on its core.
   bool takesTurns(size_t g) const { return slice > 0 && cores[g] <= 1; }
   /// Puts group `g`'s computation that holds the core first: the holder's,
@@ -261,7 +266,11 @@ private:
   bool stopped = false;
   std::vector<int32_t> group;
   std::vector<double> cores;
+  std::vector<int32_t> node; ///< per group, its node (0 ..)
   std::vector<std::vector<double>> slowdown;
+  /// advance()'s per node: computations running; per group: their rate.
+  std::vector<size_t> onNode;
+  std::vector<double> rates;
   std::vector<std::vector<Job>> running; ///< per group
   /// Groups taking turns (slice > 0): the actor holding the core and when
   /// its slice started (renewed every `slice` while nobody else waits).
@@ -288,7 +297,8 @@ template <typename Ended> bool EventCore::advance(Ended &&ended) {
   if (!wakes.empty())
     at = std::min(at, wakes.topTime());
   // Per group, how many of its computations progress (the first ones):
-  // all, or the one holding the core.
+  // all, or the one holding the core; and at what rate.
+  groupRates();
   for (size_t g = 0; g < running.size(); ++g) {
     progressing[g] = running[g].size();
     if (running[g].empty())
@@ -297,24 +307,19 @@ template <typename Ended> bool EventCore::advance(Ended &&ended) {
       at = std::min(at, settleTurn(g));
       progressing[g] = 1;
     }
-    const double r = rate(static_cast<int32_t>(g));
     for (size_t j = 0; j < progressing[g]; ++j)
-      at = std::min(at, time + running[g][j].left / r);
+      at = std::min(at, time + running[g][j].left / rates[g]);
   }
   if (at == std::numeric_limits<double>::infinity())
     return false;
-  for (size_t g = 0; g < running.size(); ++g) {
-    if (running[g].empty())
-      continue;
-    const double r = rate(static_cast<int32_t>(g));
+  for (size_t g = 0; g < running.size(); ++g)
     for (size_t j = 0; j < progressing[g]; ++j)
-      running[g][j].left -= (at - time) * r;
-  }
+      running[g][j].left -= (at - time) * rates[g];
   time = at;
   for (size_t g = 0; g < running.size(); ++g) {
     if (running[g].empty())
       continue;
-    const double r = rate(static_cast<int32_t>(g));
+    const double r = rates[g];
     auto done = [&](const Job &job) {
       if (job.left > 1e-9 * job.work && time + job.left / r > time)
         return false;

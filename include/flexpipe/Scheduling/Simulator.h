@@ -75,14 +75,17 @@ struct SimCosts {
   std::string unit = "steps";
   /// Ranks sharing a node (a measured cluster): per actor, its core group
   /// (-1: a core of its own and no contention), per group the cores its
-  /// actors have, and per group and number k of its actors computing at
-  /// once (index k, from 1) the slowdown each computation then suffers
-  /// (caches, memory bandwidth; missing: 1). The computations running in a
-  /// group at a moment progress at min(1, cores / k) / slowdown[k] each
-  /// (processor sharing); messages, waits and collectives take no core.
-  /// Empty: every actor computes alone on its own core.
+  /// actors have and the node it is on (groupNode; empty: each group a node
+  /// of its own), and per group and number n of computations at once on its
+  /// node (index n, from 1) the slowdown each computation then suffers
+  /// (caches, memory bandwidth; missing: 1). While k of a group's and n of
+  /// its node's computations run, each of the group's progresses at
+  /// min(1, cores / k) / slowdown[n] (processor sharing); messages, waits
+  /// and collectives take no core. Empty: every actor computes alone on
+  /// its own core.
   std::vector<int32_t> coreGroup;
   std::vector<double> groupCores;
+  std::vector<int32_t> groupNode;
   std::vector<std::vector<double>> groupSlowdown;
   /// The OS scheduler's time slice (seconds; 0: processor sharing): in a
   /// group of at most one core, one computation runs at a time, and the
