@@ -376,22 +376,18 @@ struct JobResult {
   std::array<double, 3> stages{};
 };
 
-/// A calibration job over `ranks` ranks: 1F1B of `model` (one stage per
-/// rank, its micro-batch size and global batch), compiled with
-/// flexpipe-compile and run with the runtime `repeats` times, for about
-/// `seconds` in all (at least 4 iterations a run).
-llvm::Expected<JobResult> runCalibrationJob(const sched::ClusterConfig &cluster,
-                                            const sched::Candidate &job,
-                                            const sched::ModelConfig &model,
-                                            const std::string &compiler,
-                                            const std::string &dir, int repeats,
-                                            double seconds) {
-  auto fail = [](const std::string &what) {
-    return llvm::createStringError(llvm::inconvertibleErrorCode(), what);
-  };
+llvm::Error jobError(const std::string &what) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), what);
+}
+
+/// Writes calibration job `job` of `model` (1F1B, one stage per rank) into
+/// `dir` and compiles it with flexpipe-compile into rank executables.
+llvm::Error compileJob(const sched::ClusterConfig &cluster,
+                       const sched::Candidate &job,
+                       const sched::ModelConfig &model,
+                       const std::string &compiler, const std::string &dir) {
   const std::string spec = dir + ".mlir", clusterFile = dir + ".cluster.yaml",
-                    modelPath = dir + ".model.yaml",
-                    profile = dir + ".profile.yaml";
+                    modelPath = dir + ".model.yaml";
   {
     std::ofstream(spec) << sched::specText(job, model, "calibrate");
     std::ofstream(clusterFile) << sched::formatCluster(cluster);
@@ -403,37 +399,67 @@ llvm::Expected<JobResult> runCalibrationJob(const sched::ClusterConfig &cluster,
       shellQuote(modelPath) + " --cluster " + shellQuote(clusterFile) +
       " --time-model=cost --emit=exe -o " + shellQuote(dir);
   if (std::system(
-          (compile + " > " + shellQuote(dir + ".log") + " 2>&1").c_str()) !=
-      0) {
-    std::ifstream log(dir + ".log");
-    std::string first;
-    std::getline(log, first);
-    return fail("cannot compile the calibration job (" + compile +
-                "): " + first);
+          (compile + " > " + shellQuote(dir + ".log") + " 2>&1").c_str()) == 0)
+    return llvm::Error::success();
+  std::ifstream log(dir + ".log");
+  std::string first;
+  std::getline(log, first);
+  return jobError("cannot compile the calibration job (" + compile +
+                  "): " + first);
+}
+
+/// One run of the job compiled into `dir`: its mean iteration time and the
+/// stages' time for one micro-batch, summed over the stages.
+llvm::Expected<JobResult> runJobOnce(const std::string &dir, int iterations) {
+  const std::string profile = dir + ".profile.yaml";
+  const double t = runJob(dir, iterations, profile);
+  sched::Profile measured;
+  if (!(t > 0))
+    return jobError("the calibration job failed: " + dir + "/run-mpi.sh");
+  if (llvm::Error error = sched::loadProfile(profile, measured)) {
+    llvm::consumeError(std::move(error));
+    return jobError("the calibration job failed: " + dir + "/run-mpi.sh");
   }
+  JobResult r;
+  r.iteration = t;
+  for (const sched::Profile::Stage &st : measured.stages) {
+    r.stages[0] += st.fwd;
+    r.stages[1] += st.igrad;
+    r.stages[2] += st.wgrad;
+  }
+  return r;
+}
+
+/// Iterations of a job whose iterations take `t` seconds for a run of about
+/// `seconds` (4 to 40).
+int iterationsFor(double seconds, double t) {
+  return std::clamp(static_cast<int>(seconds / t), 4, 40);
+}
+
+/// A calibration job over `ranks` ranks: 1F1B of `model` (one stage per
+/// rank, its micro-batch size and global batch), compiled with
+/// flexpipe-compile and run with the runtime `repeats` times, for about
+/// `seconds` in all (at least 4 iterations a run).
+llvm::Expected<JobResult> runCalibrationJob(const sched::ClusterConfig &cluster,
+                                            const sched::Candidate &job,
+                                            const sched::ModelConfig &model,
+                                            const std::string &compiler,
+                                            const std::string &dir, int repeats,
+                                            double seconds) {
+  if (llvm::Error error = compileJob(cluster, job, model, compiler, dir))
+    return std::move(error);
   std::vector<double> times;
   std::array<std::vector<double>, 3> stages;
   int iterations = 6;
   for (int i = 0; i < repeats; ++i) {
-    const double t = runJob(dir, iterations, profile);
-    sched::Profile measured;
-    if (!(t > 0))
-      return fail("the calibration job failed: " + dir + "/run-mpi.sh");
-    if (llvm::Error error = sched::loadProfile(profile, measured)) {
-      llvm::consumeError(std::move(error));
-      return fail("the calibration job failed: " + dir + "/run-mpi.sh");
-    }
-    std::array<double, 3> sum{};
-    for (const sched::Profile::Stage &st : measured.stages) {
-      sum[0] += st.fwd;
-      sum[1] += st.igrad;
-      sum[2] += st.wgrad;
-    }
-    times.push_back(t);
+    llvm::Expected<JobResult> run = runJobOnce(dir, iterations);
+    if (!run)
+      return run.takeError();
+    times.push_back(run->iteration);
     for (int k = 0; k < 3; ++k)
-      stages[k].push_back(sum[k]);
+      stages[k].push_back(run->stages[k]);
     // The first run tells how many iterations fill the time.
-    iterations = std::clamp(static_cast<int>(seconds / repeats / t), 4, 40);
+    iterations = iterationsFor(seconds / repeats, run->iteration);
   }
   JobResult r;
   r.iteration = median(times);
@@ -461,11 +487,159 @@ std::array<double, 3> layerTotals(const sched::MachineProfile &measured,
   return total;
 }
 
+/// The simulated time of one micro-batch through every stage of `job`
+/// (its actors' compute time over the micro-batches) on `cluster`.
+double simulatedStageTime(const sched::Candidate &job,
+                          const sched::ModelConfig &model,
+                          const sched::ClusterConfig &cluster, int64_t r) {
+  sched::TuneOptions options;
+  options.gpus = r;
+  options.pp = {r};
+  llvm::Expected<sched::TuneOptions> resolved =
+      sched::resolveOptions(model, cluster, options);
+  if (!resolved) {
+    llvm::consumeError(resolved.takeError());
+    return 0;
+  }
+  sched::ClusterConfig jobCluster = cluster;
+  jobCluster.jobDevices = r;
+  sched::EvaluationDetail detail;
+  if (!sched::evaluate(job, model, jobCluster, *resolved, &detail).ok())
+    return 0;
+  return detail.sim.busyTotal() /
+         static_cast<double>(model.globalBatchSize / model.microBatchSize);
+}
+
+/// The contention at `k` ranks that module `m`'s layers suffer in a real
+/// run, where each rank has a core (k <= cores): 1F1B of `model` over k
+/// ranks and on one rank, run in turn 3 times (the machine's speed moves
+/// from one second to the next), gives the runtime's time for one
+/// micro-batch through every stage in both; the slowdown is the one at
+/// which the simulation of the k-rank job computes as much longer than
+/// alone as the run did (the median ratio), since only part of the ranks'
+/// computations overlap. Blocks run in loops by processes at once
+/// (measureContention) keep their working set in the caches: the tiny
+/// GPT's blocks read 1.00x at 2 processes, where its 2-rank runs computed
+/// 6-12% longer than its 1-rank ones. Sets the point of `m`'s shape
+/// (`shaped`; else the points without one) at k, added where missing.
+llvm::Expected<double>
+fitRunContention(sched::ClusterConfig &cluster, const sched::ModelConfig &model,
+                 bool shaped, int64_t k, const sched::Candidate &alone,
+                 const sched::Candidate &together, const std::string &compiler,
+                 const std::string &dir) {
+  if (llvm::Error error =
+          compileJob(cluster, alone, model, compiler, dir + "-alone"))
+    return std::move(error);
+  if (llvm::Error error =
+          compileJob(cluster, together, model, compiler, dir + "-together"))
+    return std::move(error);
+  std::vector<double> ratios;
+  int iterations[2] = {4, 4};
+  for (int i = 0; i < 3; ++i) {
+    double stageTime[2];
+    for (int j = 0; j < 2; ++j) {
+      llvm::Expected<JobResult> run =
+          runJobOnce(dir + (j == 0 ? "-alone" : "-together"), iterations[j]);
+      if (!run)
+        return run.takeError();
+      stageTime[j] = run->stages[0] + run->stages[1] + run->stages[2];
+      iterations[j] = iterationsFor(1.0, run->iteration);
+    }
+    if (stageTime[0] > 0)
+      ratios.push_back(stageTime[1] / stageTime[0]);
+  }
+  const double measuredRatio = ratios.empty() ? 1.0 : median(ratios);
+
+  const sched::ModuleModel &m = model.modules.front();
+  std::vector<sched::MachineProfile::Contention> &points =
+      cluster.measured.contention;
+  auto matches = [&](const sched::MachineProfile::Contention &p) {
+    return shaped ? p.hidden == m.hidden && p.heads == m.heads && p.seq == m.seq
+                  : p.hidden == 0;
+  };
+  auto at = std::find_if(points.begin(), points.end(), [&](const auto &p) {
+    return matches(p) && p.ranks == k;
+  });
+  if (at == points.end()) {
+    sched::MachineProfile::Contention point;
+    point.ranks = k;
+    if (shaped) {
+      point.hidden = m.hidden;
+      point.heads = m.heads;
+      point.seq = m.seq;
+    }
+    // Kept in increasing ranks within the shape's points.
+    at = std::find_if(points.begin(), points.end(),
+                      [&](const auto &p) { return matches(p) && p.ranks > k; });
+    at = points.insert(at, point);
+  }
+  const size_t index = static_cast<size_t>(at - points.begin());
+  auto simulatedRatio = [&](double slowdown) {
+    points[index].slowdown = slowdown;
+    const double slowed = simulatedStageTime(together, model, cluster, k);
+    points[index].slowdown = 1;
+    const double free = simulatedStageTime(together, model, cluster, k);
+    return free > 0 ? slowed / free : 0;
+  };
+  // The simulated ratio grows with the slowdown: bisect in [1, 4].
+  double lo = 1, hi = 4;
+  if (simulatedRatio(hi) <= measuredRatio) {
+    lo = hi;
+  } else {
+    for (int i = 0; i < 30 && simulatedRatio(lo) < measuredRatio; ++i) {
+      const double mid = (lo + hi) / 2;
+      (simulatedRatio(mid) < measuredRatio ? lo : hi) = mid;
+    }
+  }
+  points[index].slowdown = lo;
+  return measuredRatio;
+}
+
+/// The contention in runs at 2 .. cores ranks (each rank with a core of
+/// its own), per model at its own micro-batch size (fitRunContention), into
+/// `cluster`; `jobFor(model, k)`: 1F1B of the model over k ranks. Returns an
+/// error, or empty.
+template <typename JobFor>
+std::string
+measureRunContention(sched::ClusterConfig &cluster,
+                     const std::vector<sched::ModelConfig> &models,
+                     int64_t ranks, JobFor jobFor, const std::string &compiler,
+                     const std::string &work,
+                     const std::function<void(std::string)> &progress) {
+  const int64_t cores = cluster.measured.coresPerNode;
+  for (size_t i = 0; i < models.size(); ++i) {
+    const sched::ModelConfig &model = models[i];
+    std::string text = model.name + ", computing in runs over k ranks "
+                                    "against 1 (the slowdown fitted):";
+    const int64_t most = std::min({cores, ranks, model.modules.front().layers});
+    for (int64_t k = 2; k <= most; ++k) {
+      llvm::Expected<double> ratio = fitRunContention(
+          cluster, model, i > 0, k, jobFor(model, 1), jobFor(model, k),
+          compiler,
+          work + "/contention-" + std::to_string(i) + "-" + std::to_string(k));
+      if (!ratio)
+        return llvm::toString(ratio.takeError());
+      const double fitted = sched::computeSlowdown(
+          cluster, i > 0 ? &model.modules.front() : nullptr,
+          static_cast<double>(k));
+      char part[64];
+      std::snprintf(part, sizeof part, " %lld: %.2fx (%.2fx)",
+                    static_cast<long long>(k), *ratio, fitted);
+      text += part;
+    }
+    if (most >= 2)
+      progress(text);
+  }
+  return {};
+}
+
 /// Runs the calibration jobs and folds them into `cluster`:
 ///  - per model and micro-batch size, 1F1B on one rank: the layers
 ///    measured alone run faster or slower in a real run (its working set,
 ///    the runtime's own work around each computation), so each kind of that
 ///    model's layers at that size is scaled by the run's time over theirs;
+///  - per model, 1F1B over k = 2 .. cores ranks against 1 rank: the
+///    contention point at k (fitRunContention);
 ///  - for the first model, 1F1B over 2, 3, ... `ranks` ranks, each printed
 ///    beside the tuner's simulation of the same job: a check. (Fitting a
 ///    per-iteration overhead to them, as flexpipe-profile once did, followed
@@ -520,6 +694,11 @@ std::string calibrate(sched::ClusterConfig &cluster,
     }
     progress(text);
   }
+
+  if (std::string error = measureRunContention(cluster, models, ranks, jobFor,
+                                               compiler, work, progress);
+      !error.empty())
+    return error;
 
   // Jobs of r ranks: a check of the model, printed, not fitted.
   const sched::ModelConfig &model = models.front();
@@ -900,7 +1079,7 @@ std::string measureWithMpi(sched::ClusterConfig &cluster,
                    "messages or calibration jobs measured\n",
                    o.mpirun.c_str());
     }
-    // Calibration jobs: 1F1B of the first model over 1, 2, ... ranks.
+    // Calibration jobs (calibrate).
     if (latency > 0 && bandwidth > 0 && o.jobs) {
       std::string compiler = o.compiler;
       if (compiler.empty())
@@ -935,10 +1114,11 @@ int parseOptions(int argc, char **argv, Options &o) {
       "time slice of ranks sharing a core (more --ranks than cores); with "
       "mpirun, the latency and bandwidth between two ranks, their gradient "
       "all-reduce and calibration jobs (1F1B compiled and trained on 1 "
-      "rank: the layers' in-run time; over 2, 3, ... ranks: printed beside "
+      "rank: the layers' in-run time; over 2 .. cores ranks against 1, per "
+      "model: the slowdown in runs; over 2, 3, ... ranks: printed beside "
       "the simulation as a check). Writes a cluster file that "
-      "flexpipe-tune --cluster, "
-      "flexpipe-compile --cluster and the passes read (docs/CostModel.md, "
+      "flexpipe-tune --cluster, flexpipe-compile --cluster and the passes "
+      "read (docs/CostModel.md, "
       "\"Measured cluster\").",
       "flexpipe-profile"};
   app.add_option("--model", o.models,
