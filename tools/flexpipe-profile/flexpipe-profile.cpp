@@ -487,6 +487,11 @@ std::array<double, 3> layerTotals(const sched::MachineProfile &measured,
   return total;
 }
 
+/// Where model `i`'s 1-rank calibration job at micro-batch size `b` is.
+std::string calibrationDir(const std::string &work, size_t i, int64_t b) {
+  return work + "/model-" + std::to_string(i) + "-mbs" + std::to_string(b);
+}
+
 /// The simulated time of one micro-batch through every stage of `job`
 /// (its actors' compute time over the micro-batches) on `cluster`.
 double simulatedStageTime(const sched::Candidate &job,
@@ -522,16 +527,14 @@ double simulatedStageTime(const sched::Candidate &job,
 /// GPT's blocks read 1.00x at 2 processes, where its 2-rank runs computed
 /// 6-12% longer than its 1-rank ones. Sets the point of `m`'s shape
 /// (`shaped`; else the points without one) at k, added where missing.
+/// `alone`: the directory of the model's 1-rank calibration job at its own
+/// micro-batch size, compiled already.
 llvm::Expected<double>
 fitRunContention(sched::ClusterConfig &cluster, const sched::ModelConfig &model,
-                 bool shaped, int64_t k, const sched::Candidate &alone,
+                 bool shaped, int64_t k, const std::string &alone,
                  const sched::Candidate &together, const std::string &compiler,
                  const std::string &dir) {
-  if (llvm::Error error =
-          compileJob(cluster, alone, model, compiler, dir + "-alone"))
-    return std::move(error);
-  if (llvm::Error error =
-          compileJob(cluster, together, model, compiler, dir + "-together"))
+  if (llvm::Error error = compileJob(cluster, together, model, compiler, dir))
     return std::move(error);
   std::vector<double> ratios;
   int iterations[2] = {4, 4};
@@ -539,7 +542,7 @@ fitRunContention(sched::ClusterConfig &cluster, const sched::ModelConfig &model,
     double stageTime[2];
     for (int j = 0; j < 2; ++j) {
       llvm::Expected<JobResult> run =
-          runJobOnce(dir + (j == 0 ? "-alone" : "-together"), iterations[j]);
+          runJobOnce(j == 0 ? alone : dir, iterations[j]);
       if (!run)
         return run.takeError();
       stageTime[j] = run->stages[0] + run->stages[1] + run->stages[2];
@@ -573,25 +576,26 @@ fitRunContention(sched::ClusterConfig &cluster, const sched::ModelConfig &model,
                       [&](const auto &p) { return matches(p) && p.ranks > k; });
     at = points.insert(at, point);
   }
-  const size_t index = static_cast<size_t>(at - points.begin());
+  sched::MachineProfile::Contention &point = *at;
+  point.slowdown = 1;
+  const double free = simulatedStageTime(together, model, cluster, k);
   auto simulatedRatio = [&](double slowdown) {
-    points[index].slowdown = slowdown;
-    const double slowed = simulatedStageTime(together, model, cluster, k);
-    points[index].slowdown = 1;
-    const double free = simulatedStageTime(together, model, cluster, k);
-    return free > 0 ? slowed / free : 0;
+    point.slowdown = slowdown;
+    return free > 0 ? simulatedStageTime(together, model, cluster, k) / free
+                    : 0;
   };
-  // The simulated ratio grows with the slowdown: bisect in [1, 4].
+  // The simulated ratio grows with the slowdown: bisect in [1, 4] (1 when
+  // the runs computed no longer on k ranks, 4 at most).
   double lo = 1, hi = 4;
-  if (simulatedRatio(hi) <= measuredRatio) {
+  if (measuredRatio <= 1 || free <= 0)
+    hi = 1;
+  else if (simulatedRatio(hi) <= measuredRatio)
     lo = hi;
-  } else {
-    for (int i = 0; i < 30 && simulatedRatio(lo) < measuredRatio; ++i) {
-      const double mid = (lo + hi) / 2;
-      (simulatedRatio(mid) < measuredRatio ? lo : hi) = mid;
-    }
+  while (hi - lo > 1e-4) {
+    const double mid = (lo + hi) / 2;
+    (simulatedRatio(mid) < measuredRatio ? lo : hi) = mid;
   }
-  points[index].slowdown = lo;
+  point.slowdown = lo;
   return measuredRatio;
 }
 
@@ -614,7 +618,8 @@ measureRunContention(sched::ClusterConfig &cluster,
     const int64_t most = std::min({cores, ranks, model.modules.front().layers});
     for (int64_t k = 2; k <= most; ++k) {
       llvm::Expected<double> ratio = fitRunContention(
-          cluster, model, i > 0, k, jobFor(model, 1), jobFor(model, k),
+          cluster, model, i > 0, k,
+          calibrationDir(work, i, model.microBatchSize), jobFor(model, k),
           compiler,
           work + "/contention-" + std::to_string(i) + "-" + std::to_string(k));
       if (!ratio)
@@ -671,8 +676,7 @@ std::string calibrate(sched::ClusterConfig &cluster,
       const bool own = b == models[i].microBatchSize;
       llvm::Expected<JobResult> run = runCalibrationJob(
           cluster, jobFor(model, 1), model, compiler,
-          work + "/model-" + std::to_string(i) + "-mbs" + std::to_string(b),
-          own ? 7 : 3, own ? 6.0 : 2.0);
+          calibrationDir(work, i, b), own ? 7 : 3, own ? 6.0 : 2.0);
       if (!run)
         return llvm::toString(run.takeError());
       const std::array<double, 3> alone = layerTotals(measured, model);
