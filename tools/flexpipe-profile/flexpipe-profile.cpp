@@ -431,22 +431,29 @@ llvm::Expected<JobResult> runJobOnce(const std::string &dir, int iterations) {
 }
 
 /// Iterations of a job whose iterations take `t` seconds for a run of about
-/// `seconds` (4 to 40).
-int iterationsFor(double seconds, double t) {
-  return std::clamp(static_cast<int>(seconds / t), 4, 40);
+/// `seconds` (`least` to 40).
+int iterationsFor(double seconds, double t, int least = 4) {
+  return std::clamp(static_cast<int>(seconds / t), least, 40);
 }
 
-/// A calibration job over `ranks` ranks: 1F1B of `model` (one stage per
-/// rank, its micro-batch size and global batch), compiled with
+/// The calibration job of `model` over `pp` ranks: 1F1B, one stage per
+/// rank, at its micro-batch size and global batch.
+sched::Candidate calibrationJob(const sched::ModelConfig &model, int64_t pp) {
+  const int64_t mbs = model.microBatchSize;
+  return sched::oneFOneB(pp, 1, mbs, model.globalBatchSize / mbs, false);
+}
+
+/// A calibration job over `ranks` ranks (calibrationJob), compiled with
 /// flexpipe-compile and run with the runtime `repeats` times, for about
 /// `seconds` in all (at least 4 iterations a run).
 llvm::Expected<JobResult> runCalibrationJob(const sched::ClusterConfig &cluster,
-                                            const sched::Candidate &job,
                                             const sched::ModelConfig &model,
+                                            int64_t ranks,
                                             const std::string &compiler,
                                             const std::string &dir, int repeats,
                                             double seconds) {
-  if (llvm::Error error = compileJob(cluster, job, model, compiler, dir))
+  if (llvm::Error error = compileJob(cluster, calibrationJob(model, ranks),
+                                     model, compiler, dir))
     return std::move(error);
   std::vector<double> times;
   std::array<std::vector<double>, 3> stages;
@@ -468,6 +475,97 @@ llvm::Expected<JobResult> runCalibrationJob(const sched::ClusterConfig &cluster,
   return r;
 }
 
+/// Where model `i`'s 1-rank calibration job at micro-batch size `b` is.
+std::string calibrationDir(const std::string &work, size_t i, int64_t b) {
+  return work + "/model-" + std::to_string(i) + "-mbs" + std::to_string(b);
+}
+
+/// A calibration job run in rounds: 1F1B of model `model` over `ranks`
+/// ranks at micro-batch size `microBatch`, compiled into `dir`, and its
+/// runs so far.
+struct RoundJob {
+  size_t model = 0;
+  int64_t microBatch = 1;
+  int64_t ranks = 1;
+  std::string dir;
+  /// About how long a run takes once the first run has sized it (seconds).
+  double seconds = 0.5;
+  int iterations = 2;
+  std::vector<JobResult> runs;
+  /// The runtime's time for one micro-batch through every stage in run `r`.
+  double stageTime(size_t r) const {
+    return runs[r].stages[0] + runs[r].stages[1] + runs[r].stages[2];
+  }
+};
+
+/// Rounds of the calibration jobs in a profile (runRound): at the start,
+/// after each of the three passes over the layers, after the contention
+/// and after the optimizer step.
+constexpr int kRounds = 6;
+
+/// Writes the calibration jobs run in rounds into `work` and compiles them
+/// (a 1F1B job's order does not depend on the costs, so the cluster may
+/// still be unmeasured), per model in the order a round runs them:
+///  - 1F1B on one rank at every micro-batch size measured, the model's own
+///    size last (foldAloneJobs);
+///  - 1F1B over k = 2 .. cores ranks at its own size, right after the
+///    1-rank job it is compared with (fitRunContention).
+llvm::Expected<std::vector<RoundJob>>
+compileRoundJobs(const sched::ClusterConfig &cluster,
+                 const std::vector<sched::ModelConfig> &models, int64_t ranks,
+                 const std::string &compiler, const std::string &work) {
+  std::vector<RoundJob> jobs;
+  for (size_t i = 0; i < models.size(); ++i) {
+    const int64_t own = models[i].microBatchSize;
+    std::vector<std::pair<int64_t, int64_t>> shapes; // (ranks, micro-batch)
+    for (int64_t b : microBatchSizes(models[i]))
+      if (b != own)
+        shapes.push_back({1, b});
+    shapes.push_back({1, own});
+    const int64_t most = std::min({cluster.measured.coresPerNode, ranks,
+                                   models[i].modules.front().layers});
+    for (int64_t k = 2; k <= most; ++k)
+      shapes.push_back({k, own});
+    for (auto [r, b] : shapes) {
+      sched::ModelConfig model = models[i];
+      model.microBatchSize = b;
+      RoundJob job;
+      job.model = i;
+      job.microBatch = b;
+      job.ranks = r;
+      job.dir = r == 1 ? calibrationDir(work, i, b)
+                       : work + "/contention-" + std::to_string(i) + "-" +
+                             std::to_string(r);
+      // The model's own size gets longer runs.
+      job.seconds = b == own ? 1.0 : 0.4;
+      if (llvm::Error error = compileJob(cluster, calibrationJob(model, r),
+                                         model, compiler, job.dir))
+        return std::move(error);
+      jobs.push_back(std::move(job));
+    }
+  }
+  return jobs;
+}
+
+/// Runs every job of `jobs` once. A profile runs kRounds rounds spread over
+/// its minutes, between its other measurements, and takes medians over
+/// them: the machine's speed moves for longer than a job's runs take in a
+/// row (in one profile the hidden-256 jobs on one rank at micro-batch 2
+/// and 4, 7 and 3 runs in a row, about 25 s, read 8-13% faster than the
+/// layers alone, where other profiles read them 0-11% slower, and every
+/// candidate of that model was then priced about 13% fast).
+llvm::Error runRound(std::vector<RoundJob> &jobs) {
+  for (RoundJob &job : jobs) {
+    llvm::Expected<JobResult> run = runJobOnce(job.dir, job.iterations);
+    if (!run)
+      return run.takeError();
+    job.runs.push_back(*run);
+    // The runtime times the iterations after the first: at least one.
+    job.iterations = iterationsFor(job.seconds, run->iteration, 2);
+  }
+  return llvm::Error::success();
+}
+
 /// What the measured layers of `model` add up to for one micro-batch
 /// through every stage (the stages cover each layer once), per kind.
 std::array<double, 3> layerTotals(const sched::MachineProfile &measured,
@@ -485,11 +583,6 @@ std::array<double, 3> layerTotals(const sched::MachineProfile &measured,
       total[2] += n * l->wgrad;
     }
   return total;
-}
-
-/// Where model `i`'s 1-rank calibration job at micro-batch size `b` is.
-std::string calibrationDir(const std::string &work, size_t i, int64_t b) {
-  return work + "/model-" + std::to_string(i) + "-mbs" + std::to_string(b);
 }
 
 /// The simulated time of one micro-batch through every stage of `job`
@@ -516,43 +609,20 @@ double simulatedStageTime(const sched::Candidate &job,
 }
 
 /// The contention at `k` ranks that module `m`'s layers suffer in a real
-/// run, where each rank has a core (k <= cores): 1F1B of `model` over k
-/// ranks and on one rank, run in turn 3 times (the machine's speed moves
-/// from one second to the next), gives the runtime's time for one
-/// micro-batch through every stage in both; the slowdown is the one at
-/// which the simulation of the k-rank job computes as much longer than
-/// alone as the run did (the median ratio), since only part of the ranks'
+/// run, where each rank has a core (k <= cores): in each round, 1F1B of
+/// `model` over k ranks ran right after it ran on one rank, and the
+/// runtime's time for one micro-batch through every stage in both gives a
+/// ratio (`ratio`, the median over the rounds); the slowdown is the one at
+/// which the simulation of the k-rank job (`together`) computes as much
+/// longer than alone as the run did, since only part of the ranks'
 /// computations overlap. Blocks run in loops by processes at once
 /// (measureContention) keep their working set in the caches: the tiny
 /// GPT's blocks read 1.00x at 2 processes, where its 2-rank runs computed
 /// 6-12% longer than its 1-rank ones. Sets the point of `m`'s shape
 /// (`shaped`; else the points without one) at k, added where missing.
-/// `alone`: the directory of the model's 1-rank calibration job at its own
-/// micro-batch size, compiled already.
-llvm::Expected<double>
-fitRunContention(sched::ClusterConfig &cluster, const sched::ModelConfig &model,
-                 bool shaped, int64_t k, const std::string &alone,
-                 const sched::Candidate &together, const std::string &compiler,
-                 const std::string &dir) {
-  if (llvm::Error error = compileJob(cluster, together, model, compiler, dir))
-    return std::move(error);
-  std::vector<double> ratios;
-  int iterations[2] = {4, 4};
-  for (int i = 0; i < 3; ++i) {
-    double stageTime[2];
-    for (int j = 0; j < 2; ++j) {
-      llvm::Expected<JobResult> run =
-          runJobOnce(j == 0 ? alone : dir, iterations[j]);
-      if (!run)
-        return run.takeError();
-      stageTime[j] = run->stages[0] + run->stages[1] + run->stages[2];
-      iterations[j] = iterationsFor(1.0, run->iteration);
-    }
-    if (stageTime[0] > 0)
-      ratios.push_back(stageTime[1] / stageTime[0]);
-  }
-  const double measuredRatio = ratios.empty() ? 1.0 : median(ratios);
-
+void fitRunContention(sched::ClusterConfig &cluster,
+                      const sched::ModelConfig &model, bool shaped, int64_t k,
+                      double measuredRatio, const sched::Candidate &together) {
   const sched::ModuleModel &m = model.modules.front();
   std::vector<sched::MachineProfile::Contention> &points =
       cluster.measured.contention;
@@ -596,120 +666,115 @@ fitRunContention(sched::ClusterConfig &cluster, const sched::ModelConfig &model,
     (simulatedRatio(mid) < measuredRatio ? lo : hi) = mid;
   }
   point.slowdown = lo;
-  return measuredRatio;
 }
 
-/// The contention in runs at 2 .. cores ranks (each rank with a core of
-/// its own), per model at its own micro-batch size (fitRunContention), into
-/// `cluster`; `jobFor(model, k)`: 1F1B of the model over k ranks. Returns an
-/// error, or empty.
-template <typename JobFor>
-std::string
-measureRunContention(sched::ClusterConfig &cluster,
-                     const std::vector<sched::ModelConfig> &models,
-                     int64_t ranks, JobFor jobFor, const std::string &compiler,
-                     const std::string &work,
-                     const std::function<void(std::string)> &progress) {
-  const int64_t cores = cluster.measured.coresPerNode;
-  for (size_t i = 0; i < models.size(); ++i) {
-    const sched::ModelConfig &model = models[i];
-    std::string text = model.name + ", computing in runs over k ranks "
-                                    "against 1 (the slowdown fitted):";
-    const int64_t most = std::min({cores, ranks, model.modules.front().layers});
-    for (int64_t k = 2; k <= most; ++k) {
-      llvm::Expected<double> ratio = fitRunContention(
-          cluster, model, i > 0, k,
-          calibrationDir(work, i, model.microBatchSize), jobFor(model, k),
-          compiler,
-          work + "/contention-" + std::to_string(i) + "-" + std::to_string(k));
-      if (!ratio)
-        return llvm::toString(ratio.takeError());
-      const double fitted = sched::computeSlowdown(
-          cluster, i > 0 ? &model.modules.front() : nullptr,
-          static_cast<double>(k));
-      char part[64];
-      std::snprintf(part, sizeof part, " %lld: %.2fx (%.2fx)",
-                    static_cast<long long>(k), *ratio, fitted);
-      text += part;
-    }
-    if (most >= 2)
-      progress(text);
-  }
-  return {};
-}
-
-/// Runs the calibration jobs and folds them into `cluster`:
-///  - per model and micro-batch size, 1F1B on one rank: the layers
-///    measured alone run faster or slower in a real run (its working set,
-///    the runtime's own work around each computation), so each kind of that
-///    model's layers at that size is scaled by the run's time over theirs;
-///  - per model, 1F1B over k = 2 .. cores ranks against 1 rank: the
-///    contention point at k (fitRunContention);
-///  - for the first model, 1F1B over 2, 3, ... `ranks` ranks, each printed
-///    beside the tuner's simulation of the same job: a check. (Fitting a
-///    per-iteration overhead to them, as flexpipe-profile once did, followed
-///    these jobs' noise: docs/Tuning.md.)
-/// Returns an error, or empty.
-std::string calibrate(sched::ClusterConfig &cluster,
-                      const std::vector<sched::ModelConfig> &models,
-                      int64_t ranks, const std::string &compiler,
-                      const std::string &work,
-                      const std::function<void(std::string)> &progress) {
+/// Folds the calibration jobs' rounds into `cluster`:
+///  - each kind of every model's layers at each micro-batch size is scaled
+///    by what its 1-rank job measured in a real run (the median over the
+///    rounds) over what those layers add up to: the layers measured alone
+///    run faster or slower in a run (its working set, the runtime's own
+///    work around each computation), and how far depends on the size
+///    (scaled by a run at micro-batch 1, the tiny GPT's blocks at 4 ran
+///    their F and I 26-29% slower in a run than priced);
+///  - then, per model, the contention in runs at 2 .. cores ranks
+///    (fitRunContention) from its k-rank jobs against its 1-rank job at its
+///    own size.
+void foldRoundJobs(sched::ClusterConfig &cluster,
+                   const std::vector<sched::ModelConfig> &models,
+                   const std::vector<RoundJob> &jobs,
+                   const std::function<void(std::string)> &progress) {
   sched::MachineProfile &measured = cluster.measured;
-  auto jobFor = [](const sched::ModelConfig &model, int64_t pp) {
-    const int64_t mbs = model.microBatchSize;
-    return sched::oneFOneB(pp, 1, mbs, model.globalBatchSize / mbs, false);
-  };
+  // Per model, by micro-batch size.
+  std::vector<std::map<int64_t, std::string>> scales(models.size());
+  std::vector<std::string> slowdowns(models.size());
+  for (size_t i = 0; i < models.size(); ++i)
+    slowdowns[i] = models[i].name + ", computing in runs over k ranks "
+                                    "against 1 (the slowdown fitted):";
+  for (const RoundJob &job : jobs) {
+    if (job.ranks != 1 || job.runs.empty())
+      continue;
+    sched::ModelConfig model = models[job.model];
+    model.microBatchSize = job.microBatch;
+    const sched::ModuleModel &m = model.modules.front();
+    const std::array<double, 3> alone = layerTotals(measured, model);
+    std::array<double, 3> scale;
+    for (int k = 0; k < 3; ++k) {
+      std::vector<double> run;
+      for (const JobResult &r : job.runs)
+        run.push_back(r.stages[k]);
+      scale[k] = alone[k] > 0 ? median(run) / alone[k] : 1.0;
+    }
+    for (sched::MeasuredLayer &l : measured.layers)
+      if (l.microBatch == job.microBatch && l.hidden == m.hidden &&
+          l.seq == m.seq &&
+          (l.kind == sched::MeasuredLayer::Block ? l.heads == m.heads
+                                                 : l.vocab == m.vocab)) {
+        l.fwd *= scale[0];
+        l.igrad *= scale[1];
+        l.wgrad *= scale[2];
+      }
+    char part[96];
+    std::snprintf(part, sizeof part, " %lld: %.2fx %.2fx %.2fx",
+                  static_cast<long long>(job.microBatch), scale[0], scale[1],
+                  scale[2]);
+    scales[job.model][job.microBatch] = part;
+  }
   for (size_t i = 0; i < models.size(); ++i) {
-    const sched::ModuleModel &m = models[i].modules.front();
-    std::string text = models[i].name + ", 1F1B on 1 rank, its layers' time "
+    std::string line = models[i].name + ", 1F1B on 1 rank, its layers' time "
                                         "in a run over alone (F, I, W) at "
                                         "micro-batch";
-    // Every micro-batch size measured (it divides the global batch): how a
-    // layer's working set meets the caches in a run depends on it (scaled
-    // by a run at micro-batch 1, the tiny GPT's blocks at 4 ran their F and
-    // I 26-29% slower in a run than priced). The model's own size gets
-    // more runs.
-    for (int64_t b : microBatchSizes(models[i])) {
-      sched::ModelConfig model = models[i];
-      model.microBatchSize = b;
-      const bool own = b == models[i].microBatchSize;
-      llvm::Expected<JobResult> run = runCalibrationJob(
-          cluster, jobFor(model, 1), model, compiler,
-          calibrationDir(work, i, b), own ? 7 : 3, own ? 6.0 : 2.0);
-      if (!run)
-        return llvm::toString(run.takeError());
-      const std::array<double, 3> alone = layerTotals(measured, model);
-      std::array<double, 3> scale;
-      for (int k = 0; k < 3; ++k)
-        scale[k] = alone[k] > 0 ? run->stages[k] / alone[k] : 1.0;
-      for (sched::MeasuredLayer &l : measured.layers)
-        if (l.microBatch == b && l.hidden == m.hidden && l.seq == m.seq &&
-            (l.kind == sched::MeasuredLayer::Block ? l.heads == m.heads
-                                                   : l.vocab == m.vocab)) {
-          l.fwd *= scale[0];
-          l.igrad *= scale[1];
-          l.wgrad *= scale[2];
-        }
-      char part[96];
-      std::snprintf(part, sizeof part, " %lld: %.2fx %.2fx %.2fx",
-                    static_cast<long long>(b), scale[0], scale[1], scale[2]);
-      text += part;
-    }
-    progress(text);
+    for (const auto &[b, part] : scales[i])
+      line += part;
+    progress(line);
   }
 
-  if (std::string error = measureRunContention(cluster, models, ranks, jobFor,
-                                               compiler, work, progress);
-      !error.empty())
-    return error;
+  for (const RoundJob &job : jobs) {
+    if (job.ranks == 1)
+      continue;
+    const sched::ModelConfig &model = models[job.model];
+    // The model's 1-rank job at its own size, which ran just before.
+    auto alone = std::find_if(jobs.begin(), jobs.end(), [&](const auto &j) {
+      return j.model == job.model && j.ranks == 1 &&
+             j.microBatch == model.microBatchSize;
+    });
+    std::vector<double> ratios;
+    for (size_t r = 0; r < job.runs.size() && r < alone->runs.size(); ++r)
+      if (alone->stageTime(r) > 0)
+        ratios.push_back(job.stageTime(r) / alone->stageTime(r));
+    const double ratio = ratios.empty() ? 1.0 : median(ratios);
+    const bool shaped = job.model > 0;
+    fitRunContention(cluster, model, shaped, job.ranks, ratio,
+                     calibrationJob(model, job.ranks));
+    const double fitted = sched::computeSlowdown(
+        cluster, shaped ? &model.modules.front() : nullptr,
+        static_cast<double>(job.ranks));
+    char part[64];
+    std::snprintf(part, sizeof part, " %lld: %.2fx (%.2fx)",
+                  static_cast<long long>(job.ranks), ratio, fitted);
+    slowdowns[job.model] += part;
+  }
+  for (size_t i = 0; i < models.size(); ++i)
+    if (slowdowns[i].back() != ':')
+      progress(slowdowns[i]);
+}
+
+/// Folds the calibration jobs' rounds into `cluster` (foldRoundJobs), then
+/// runs 1F1B of the first model over 2, 3, ... `ranks` ranks, each printed
+/// beside the tuner's simulation of the same job: a check. (Fitting a
+/// per-iteration overhead to them, as flexpipe-profile once did, followed
+/// these jobs' noise: docs/Tuning.md.) Returns an error, or empty.
+std::string calibrate(sched::ClusterConfig &cluster,
+                      const std::vector<sched::ModelConfig> &models,
+                      const std::vector<RoundJob> &rounds, int64_t ranks,
+                      const std::string &compiler, const std::string &work,
+                      const std::function<void(std::string)> &progress) {
+  foldRoundJobs(cluster, models, rounds, progress);
 
   // Jobs of r ranks: a check of the model, printed, not fitted.
   const sched::ModelConfig &model = models.front();
   for (int64_t r = 2; r <= std::min(ranks, model.modules.front().layers); ++r) {
-    const sched::Candidate job = jobFor(model, r);
     llvm::Expected<JobResult> run =
-        runCalibrationJob(cluster, job, model, compiler,
+        runCalibrationJob(cluster, model, r, compiler,
                           work + "/model-0-" + std::to_string(r), 5, 4.0);
     if (!run)
       return llvm::toString(run.takeError());
@@ -723,7 +788,8 @@ std::string calibrate(sched::ClusterConfig &cluster,
     sched::ClusterConfig jobCluster = cluster;
     jobCluster.jobDevices = r;
     const double simulated =
-        sched::evaluate(job, model, jobCluster, *resolved).iterationTime;
+        sched::evaluate(calibrationJob(model, r), model, jobCluster, *resolved)
+            .iterationTime;
     char line[240];
     std::snprintf(line, sizeof line,
                   "%s, 1F1B over %lld ranks: %.3f ms per iteration, simulated "
@@ -936,10 +1002,12 @@ void measureContention(sched::MachineProfile &measured,
 }
 
 /// Times every module's block, embedding and head at every micro-batch size
-/// that divides its model's global batch (each shape once) into `measured`.
+/// that divides its model's global batch (each shape once) into `measured`;
+/// calls `afterPass` after each pass over the shapes.
 void measureLayers(const std::vector<sched::ModelConfig> &models,
                    double seconds, sched::MachineProfile &measured,
-                   const std::function<void(std::string)> &progress) {
+                   const std::function<void(std::string)> &progress,
+                   const std::function<void()> &afterPass) {
   // The shapes: every module's block, embedding and head at every
   // micro-batch size that divides its global batch (each shape once).
   std::vector<Shape> shapes;
@@ -977,6 +1045,7 @@ void measureLayers(const std::vector<sched::ModelConfig> &models,
                std::to_string(kPasses));
     for (size_t i = 0; i < shapes.size(); ++i)
       timeLayer(shapes[i], seconds / kPasses, samples[i]);
+    afterPass();
   }
   for (size_t i = 0; i < shapes.size(); ++i) {
     const Shape &s = shapes[i];
@@ -1032,78 +1101,116 @@ struct Options {
   std::string worker;
 };
 
-/// With mpirun: the latency and bandwidth between two ranks (this tool's
-/// ping-pong worker, placed as mpirun places rank executables), then the
-/// calibration jobs. Returns an error, or empty.
-std::string measureWithMpi(sched::ClusterConfig &cluster,
-                           const std::vector<sched::ModelConfig> &models,
-                           const Options &o, const char *argv0, int64_t ranks,
-                           const std::function<void(std::string)> &progress) {
-  // Messages (the ping-pong worker under mpirun, placed as mpirun places
-  // rank executables) and the calibration jobs.
-  std::string self = argv0;
-  {
-    char path[4096];
-    const ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
-    if (n > 0)
-      self.assign(path, n);
-  }
+/// This executable's path (the ping-pong worker and the flexpipe-compile
+/// beside it).
+std::string selfPath(const char *argv0) {
+  char path[4096];
+  const ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+  return n > 0 ? std::string(path, n) : std::string(argv0);
+}
+
+/// With mpirun: the latency and bandwidth between two ranks and their
+/// gradient all-reduce (this tool's ping-pong worker, placed as mpirun
+/// places rank executables) into `cluster`. Returns whether mpirun ran
+/// (without it, no calibration jobs either).
+bool measureMessages(sched::ClusterConfig &cluster, const Options &o,
+                     const std::string &self,
+                     const std::function<void(std::string)> &progress) {
+#ifdef FLEXPIPE_PROFILE_MPI
+  if (o.mpirun == "none")
+    return false;
   const std::string launch =
       (getuid() == 0 ? "OMPI_ALLOW_RUN_AS_ROOT=1 "
                        "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
                      : "") +
       shellQuote(o.mpirun) + " --oversubscribe -np ";
-#ifdef FLEXPIPE_PROFILE_MPI
-  const bool withMpi = o.mpirun != "none";
-#else
-  const bool withMpi = false;
-  progress("built without MPI: no messages or calibration jobs measured");
-#endif
-  if (withMpi) {
-    const std::string out =
-        capture(launch + "2 " + shellQuote(self) + " --worker ping-pong");
-    const double latency = field(out, "latency_s"),
-                 bandwidth = field(out, "bandwidth_bytes_per_s");
-    if (latency > 0 && bandwidth > 0) {
-      cluster.intraNode = {bandwidth, latency};
-      cluster.interNode = cluster.intraNode;
-      progress("messages between two ranks: " + std::to_string(latency * 1e6) +
-               " us latency, " + std::to_string(bandwidth / 1e9) + " GB/s");
-      const sched::Link reduce{field(out, "allreduce_bandwidth_bytes_per_s"),
-                               field(out, "allreduce_latency_s")};
-      if (reduce.bandwidth > 0 && reduce.latency > 0) {
-        cluster.measured.allReduce = reduce;
-        progress("gradient all-reduce, as a ring step: " +
-                 std::to_string(reduce.latency * 1e6) + " us latency, " +
-                 std::to_string(reduce.bandwidth / 1e9) + " GB/s");
-      }
-    } else {
-      std::fprintf(stderr,
-                   "flexpipe-profile: warning: '%s' failed: no "
-                   "messages or calibration jobs measured\n",
-                   o.mpirun.c_str());
-    }
-    // Calibration jobs (calibrate).
-    if (latency > 0 && bandwidth > 0 && o.jobs) {
-      std::string compiler = o.compiler;
-      if (compiler.empty())
-        compiler =
-            self.substr(0, self.find_last_of('/') + 1) + "flexpipe-compile";
-      char scratch[] = "/tmp/flexpipe-profile-XXXXXX";
-      if (!mkdtemp(scratch)) {
-        return "cannot make a scratch directory in /tmp";
-      }
-      if (std::string error =
-              calibrate(cluster, models, ranks, compiler, scratch, progress);
-          !error.empty()) {
-        std::system(("rm -rf " + shellQuote(scratch)).c_str());
-        return error;
-      }
-      std::system(("rm -rf " + shellQuote(scratch)).c_str());
-    }
+  const std::string out =
+      capture(launch + "2 " + shellQuote(self) + " --worker ping-pong");
+  const double latency = field(out, "latency_s"),
+               bandwidth = field(out, "bandwidth_bytes_per_s");
+  if (!(latency > 0 && bandwidth > 0)) {
+    std::fprintf(stderr,
+                 "flexpipe-profile: warning: '%s' failed: no messages or "
+                 "calibration jobs measured\n",
+                 o.mpirun.c_str());
+    return false;
   }
+  cluster.intraNode = {bandwidth, latency};
+  cluster.interNode = cluster.intraNode;
+  progress("messages between two ranks: " + std::to_string(latency * 1e6) +
+           " us latency, " + std::to_string(bandwidth / 1e9) + " GB/s");
+  const sched::Link reduce{field(out, "allreduce_bandwidth_bytes_per_s"),
+                           field(out, "allreduce_latency_s")};
+  if (reduce.bandwidth > 0 && reduce.latency > 0) {
+    cluster.measured.allReduce = reduce;
+    progress("gradient all-reduce, as a ring step: " +
+             std::to_string(reduce.latency * 1e6) + " us latency, " +
+             std::to_string(reduce.bandwidth / 1e9) + " GB/s");
+  }
+  return true;
+#else
+  (void)cluster, (void)o, (void)self;
+  progress("built without MPI: no messages or calibration jobs measured");
+  return false;
+#endif
+}
 
-  return {};
+/// A scratch directory in /tmp, removed with everything in it at the end.
+struct ScratchDir {
+  std::string path;
+  ScratchDir() {
+    char name[] = "/tmp/flexpipe-profile-XXXXXX";
+    if (mkdtemp(name))
+      path = name;
+  }
+  ~ScratchDir() {
+    if (!path.empty())
+      std::system(("rm -rf " + shellQuote(path)).c_str());
+  }
+  ScratchDir(const ScratchDir &) = delete;
+  ScratchDir &operator=(const ScratchDir &) = delete;
+};
+
+/// Runs this tool as `worker` under mpirun (measureMessages); its exit
+/// code.
+int runWorker(int argc, char **argv, const std::string &worker) {
+#ifdef FLEXPIPE_PROFILE_MPI
+  std::unique_ptr<rt::Comm> comm = rt::makeMpiComm(&argc, &argv);
+  int code = 1;
+  if (worker == "ping-pong" && comm->size() == 2)
+    code = pingPongWorker(*comm);
+  comm->finalize();
+  return code;
+#else
+  (void)argc, (void)argv, (void)worker;
+  std::fprintf(stderr, "flexpipe-profile: built without MPI\n");
+  return 1;
+#endif
+}
+
+/// Writes the measured `cluster` to `path` (through a file beside it,
+/// renamed when complete); false, with a message, when it cannot.
+bool writeCluster(const sched::ClusterConfig &cluster,
+                  const std::string &path) {
+  std::ostringstream os;
+  os << "# Measured by flexpipe-profile on this machine ("
+     << cluster.measured.coresPerNode
+     << " cores): the CPU runtime's layer durations and optimizer step,\n"
+     << "# contention of ranks sharing the cores, messages between two "
+        "ranks. Read by\n"
+     << "# flexpipe-tune --cluster and flexpipe-compile --cluster "
+        "(docs/CostModel.md).\n";
+  os << sched::formatCluster(cluster);
+  const std::string partial = path + ".partial";
+  std::ofstream file(partial);
+  file << os.str();
+  file.close();
+  if (!file || std::rename(partial.c_str(), path.c_str()) != 0) {
+    std::remove(partial.c_str());
+    std::fprintf(stderr, "flexpipe-profile: cannot write '%s'\n", path.c_str());
+    return false;
+  }
+  return true;
 }
 
 /// Parses the command line into `o`; returns an exit code to stop with
@@ -1174,20 +1281,8 @@ int main(int argc, char **argv) {
   // As the CPU backend runs its kernels: one thread per rank.
   rt::prepareHostProcess();
 
-  if (!o.worker.empty()) {
-#ifdef FLEXPIPE_PROFILE_MPI
-    std::unique_ptr<rt::Comm> comm = rt::makeMpiComm(&argc, &argv);
-    int code = 1;
-    if (o.worker == "ping-pong" && comm->size() == 2) {
-      code = pingPongWorker(*comm);
-    }
-    comm->finalize();
-    return code;
-#else
-    std::fprintf(stderr, "flexpipe-profile: built without MPI\n");
-    return 1;
-#endif
-  }
+  if (!o.worker.empty())
+    return runWorker(argc, argv, o.worker);
   if (o.models.empty()) {
     std::fprintf(stderr, "flexpipe-profile: give at least one --model (the "
                          "shapes to measure); see --help\n");
@@ -1238,9 +1333,51 @@ int main(int argc, char **argv) {
       std::fprintf(stderr, "flexpipe-profile: %s\n", line.c_str());
   };
 
-  measureLayers(models, o.seconds, measured, progress);
+  // Messages first: the calibration jobs need mpirun. Their 1-rank jobs
+  // run in rounds between the other measurements (runRound).
+  const std::string self = selfPath(argv[0]);
+  const bool withMpi = measureMessages(cluster, o, self, progress);
+  // The sgemm rate before the jobs compile: a cluster file needs a rate.
+  cluster.peakFlops = timeSgemm(o.seconds);
+  progress("sgemm 256: " + std::to_string(cluster.peakFlops / 1e9) +
+           " GFLOP/s");
+  const std::string compiler =
+      !o.compiler.empty()
+          ? o.compiler
+          : self.substr(0, self.find_last_of('/') + 1) + "flexpipe-compile";
+  ScratchDir scratch;
+  std::vector<RoundJob> rounds;
+  if (withMpi && o.jobs) {
+    if (scratch.path.empty()) {
+      std::fprintf(stderr, "flexpipe-profile: cannot make a scratch "
+                           "directory in /tmp\n");
+      return 1;
+    }
+    llvm::Expected<std::vector<RoundJob>> jobs =
+        compileRoundJobs(cluster, models, ranks, compiler, scratch.path);
+    if (!jobs) {
+      std::fprintf(stderr, "flexpipe-profile: %s\n",
+                   llvm::toString(jobs.takeError()).c_str());
+      return 1;
+    }
+    rounds = std::move(*jobs);
+  }
+  std::string failure;
+  int round = 0;
+  auto calibrationRound = [&] {
+    if (rounds.empty() || !failure.empty())
+      return;
+    progress("calibration jobs, round " + std::to_string(++round) + " of " +
+             std::to_string(kRounds));
+    if (llvm::Error error = runRound(rounds))
+      failure = llvm::toString(std::move(error));
+  };
+
+  calibrationRound();
+  measureLayers(models, o.seconds, measured, progress, calibrationRound);
   measureContention(measured, models, ranks, std::max(0.1, 6 * o.seconds),
                     progress);
+  calibrationRound();
 
   if (ranks > cores) {
     measured.timeSlice = measureTimeSlice(std::max(0.2, 2 * o.seconds));
@@ -1256,14 +1393,13 @@ int main(int argc, char **argv) {
   progress("optimizer (Adam): " +
            std::to_string(measured.optimizerPerParameter * 1e9) +
            " ns per parameter");
-  cluster.peakFlops = timeSgemm(o.seconds);
-  progress("sgemm 256: " + std::to_string(cluster.peakFlops / 1e9) +
-           " GFLOP/s");
+  calibrationRound();
 
-  if (std::string error =
-          measureWithMpi(cluster, models, o, argv[0], ranks, progress);
-      !error.empty()) {
-    std::fprintf(stderr, "flexpipe-profile: %s\n", error.c_str());
+  if (failure.empty() && !rounds.empty())
+    failure = calibrate(cluster, models, rounds, ranks, compiler, scratch.path,
+                        progress);
+  if (!failure.empty()) {
+    std::fprintf(stderr, "flexpipe-profile: %s\n", failure.c_str());
     return 1;
   }
 
@@ -1271,24 +1407,8 @@ int main(int argc, char **argv) {
   progress("the first model's blocks reach " +
            std::to_string(cluster.efficiency * 100) + "% of the sgemm rate");
 
-  std::ostringstream os;
-  os << "# Measured by flexpipe-profile on this machine (" << cores
-     << " cores): the CPU runtime's layer durations and optimizer step,\n"
-     << "# contention of ranks sharing the cores, messages between two "
-        "ranks. Read by\n"
-     << "# flexpipe-tune --cluster and flexpipe-compile --cluster "
-        "(docs/CostModel.md).\n";
-  os << sched::formatCluster(cluster);
-  const std::string partial = o.output + ".partial";
-  std::ofstream file(partial);
-  file << os.str();
-  file.close();
-  if (!file || std::rename(partial.c_str(), o.output.c_str()) != 0) {
-    std::remove(partial.c_str());
-    std::fprintf(stderr, "flexpipe-profile: cannot write '%s'\n",
-                 o.output.c_str());
+  if (!writeCluster(cluster, o.output))
     return 1;
-  }
   progress("wrote " + o.output);
   return 0;
 }
