@@ -37,6 +37,13 @@ Fast candidates so run many iterations: 12 iterations of the tiny GPT's
 15 ms on 4 ranks differed by 16% between runs, 150 by 6%. The iterations
 each candidate ran are in the tables.
 
+Before and after each group's runs, flexpipe-profile --check runs the
+group's model's 1-rank calibration job against the cluster file (a few
+seconds) and the group's heading says how much slower (> 1) or faster the
+machine ran it than the file says: on a machine shared with others the
+speed moves by 10-20% within minutes, and every candidate of a group
+moves with it.
+
 With more ranks than CPUs (R = 4 on a 2-CPU machine) the ranks share cores,
 and the measured times include that contention; the tables say so.
 
@@ -224,6 +231,9 @@ class Group:
     spec_count: int = 0       # rank-K.mlir files written
     tune_s: float = 0.0       # flexpipe-tune's wall time
     ratio: float = None       # probe: measured / predicted of rank 1
+    # flexpipe-profile --check before and after the runs: the machine's
+    # speed now against the cluster file's (None: not checked).
+    drift: list = dataclasses.field(default_factory=list)
     error: str = ""           # why the whole group failed (the tuner)
 
     @property
@@ -582,6 +592,10 @@ def report(groups, overall, args, models, elapsed, markdown):
                  f"specs for ranks 1..{g.spec_count}")
         if g.ratio is not None:
             title += f", probe measured / predicted {g.ratio:.2f}"
+        if g.drift:
+            title += ("; the model's 1-rank job against the cluster file "
+                      "before and after the runs " +
+                      " and ".join(f"{d:.2f}x" for d in g.drift))
         if g.ranks > cpus():
             title += f"; {g.ranks} ranks oversubscribe {cpus()} CPUs"
         if markdown:
@@ -686,6 +700,7 @@ def validate_group(args, group, model_path, work):
     for c in group.candidates:
         c.iterations = iterations_for(args, group, c) if not c.error else 0
 
+    check_drift(args, group, model_path)
     # Interleaved repeats: every candidate once, then again, ...
     for repeat in range(1, args.repeats + 1):
         for i, c in enumerate(group.candidates, 1):
@@ -701,6 +716,28 @@ def validate_group(args, group, model_path, work):
             log(f"{label} repeat {repeat}/{args.repeats}, {i}/{n} rank "
                 f"{c.rank}: {ms:.3f} ms ({c.iterations} iterations; "
                 f"predicted {c.predicted_ms:.3f} ms)")
+    check_drift(args, group, model_path)
+
+
+def check_drift(args, group, model_path):
+    """flexpipe-profile --check of the cluster file for the group's model:
+    how much slower (> 1) or faster the machine runs the model's 1-rank
+    calibration job now than the file says, appended to group.drift.
+    Nothing for a cluster file without measured layers of the model (the
+    nominal ones) or with --no-drift-check."""
+    if not args.drift_check:
+        return
+    command = [os.path.join(args.build_dir, "bin", "flexpipe-profile"),
+               "--check", args.cluster, "--model", model_path,
+               "--tolerance", "1000"]
+    result = subprocess.run(command, capture_output=True, text=True)
+    match = re.search(r": ([0-9.]+)x$", result.stdout.strip())
+    if result.returncode != 0 or not match:
+        log(f"[{group.label}] no drift check: "
+            f"{tail(result.stderr or result.stdout, 1)}")
+        return
+    group.drift.append(float(match.group(1)))
+    log(f"[{group.label}] {result.stdout.strip()}")
 
 
 def parse_args():
@@ -711,6 +748,10 @@ def parse_args():
     add = parser.add_argument
     add("build_dir", metavar="BUILD_DIR",
         help="build directory with bin/flexpipe-tune and bin/flexpipe-compile")
+    add("--no-drift-check", dest="drift_check", action="store_false",
+        help="do not run flexpipe-profile --check before and after each "
+             "group's runs (it says how far the machine has moved from a "
+             "measured cluster file; a few seconds each)")
     add("--cluster", required=True, metavar="YAML",
         help="cluster file for the tuner and the compiler (a bare name is "
              "looked up in configs/clusters)")

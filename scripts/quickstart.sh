@@ -2,8 +2,10 @@
 # FlexPipe quick start on a fresh Debian 12 machine: installs what is missing,
 # builds, and runs the main job on the embedded default.
 #
-# The main job: measure this machine once with flexpipe-profile (cached in
-# build/machine-profile.yaml, remade when the runtime changes), tune the tiny
+# The main job: measure this machine with flexpipe-profile (cached in
+# build/machine-profile.yaml; remade when the runtime changes or when
+# flexpipe-profile --check finds the machine 10% faster or slower than the
+# cached figures), tune the tiny
 # GPT (configs/models/tiny.yaml) for 4 CPU ranks on that measured cluster
 # with flexpipe-tune, print its ranked table, compile the winning spec into
 # one executable per rank, train it with mpirun, and print the tuner's
@@ -23,13 +25,24 @@ COMPILE="$BUILD_DIR/bin/flexpipe-compile"
 DP=1
 TUNED=""
 
-if [ ! -s "$CLUSTER" ] || [ "$BUILD_DIR/bin/flexpipe-profile" -nt "$CLUSTER" ]; then
-  log "Measuring this machine for the cost model (once; flexpipe-profile)"
+# A cached profile is checked against the machine first (a few seconds):
+# a machine shared with others runs faster or slower from one hour to the
+# next, and a profile of another hour prices every candidate off by that.
+measure=1
+if [ -s "$CLUSTER" ] && [ ! "$BUILD_DIR/bin/flexpipe-profile" -nt "$CLUSTER" ]; then
+  log "Checking this machine's measured cluster $CLUSTER against the machine now"
+  if "$BUILD_DIR/bin/flexpipe-profile" --check "$CLUSTER" --model "$MODEL"; then
+    measure=0
+    log "Using $CLUSTER (delete it to measure again)"
+  else
+    log "The machine has moved since $CLUSTER was measured: measuring again"
+  fi
+fi
+if [ "$measure" = 1 ]; then
+  log "Measuring this machine for the cost model (flexpipe-profile)"
   "$BUILD_DIR/bin/flexpipe-profile" --model "$MODEL" --ranks "$RANKS" \
     -o "$CLUSTER.tmp"
   mv "$CLUSTER.tmp" "$CLUSTER"
-else
-  log "Using this machine's measured cluster $CLUSTER (delete it to measure again)"
 fi
 
 if [ $# -ge 1 ]; then

@@ -21,7 +21,8 @@
 // tuner's simulation of the same job (a check, nothing fitted). Writes a
 // cluster file (the paper's profiling database)
 // that flexpipe-tune, flexpipe-compile and the passes read like any other
-// (docs/CostModel.md, "Measured cluster").
+// (docs/CostModel.md, "Measured cluster"). With --check, compares such a
+// file with the machine now instead (checkCluster).
 //
 // Plain C++ apart from the YAML readers, built with exceptions for CLI11.
 //
@@ -559,9 +560,18 @@ llvm::Error runRound(std::vector<RoundJob> &jobs) {
     llvm::Expected<JobResult> run = runJobOnce(job.dir, job.iterations);
     if (!run)
       return run.takeError();
+    // A job's first run sizes its runs (the runtime times the iterations
+    // after the first: at least one); one that took much less than a run
+    // should is run again at that size (the tiny GPT's 1-rank job timed
+    // over one iteration read 1.9 to 4.5 ms for a micro-batch).
+    const int iterations = iterationsFor(job.seconds, run->iteration, 2);
+    if (job.runs.empty() && iterations > 2 * job.iterations) {
+      run = runJobOnce(job.dir, iterations);
+      if (!run)
+        return run.takeError();
+    }
     job.runs.push_back(*run);
-    // The runtime times the iterations after the first: at least one.
-    job.iterations = iterationsFor(job.seconds, run->iteration, 2);
+    job.iterations = iterations;
   }
   return llvm::Error::success();
 }
@@ -1097,6 +1107,9 @@ struct Options {
   std::string mpirun = "mpirun", compiler;
   bool jobs = true;
   bool quiet = false;
+  // --check: a cluster file to compare with this machine now.
+  std::string check;
+  double tolerance = 0.1;
   // The ping-pong worker (under mpirun; not shown in --help).
   std::string worker;
 };
@@ -1107,6 +1120,14 @@ std::string selfPath(const char *argv0) {
   char path[4096];
   const ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
   return n > 0 ? std::string(path, n) : std::string(argv0);
+}
+
+/// The flexpipe-compile the calibration jobs use: --compiler, else the one
+/// beside this tool (`self`).
+std::string compilerPath(const Options &o, const std::string &self) {
+  return !o.compiler.empty()
+             ? o.compiler
+             : self.substr(0, self.find_last_of('/') + 1) + "flexpipe-compile";
 }
 
 /// With mpirun: the latency and bandwidth between two ranks and their
@@ -1213,6 +1234,68 @@ bool writeCluster(const sched::ClusterConfig &cluster,
   return true;
 }
 
+/// --check: runs each model's 1-rank calibration job at its own
+/// micro-batch size three times and compares the runtime's time for one
+/// micro-batch through every layer (the median) with what `cluster`'s
+/// measured layers add up to, which the profile scaled to that job's runs
+/// (foldRoundJobs). Prints one line per model on standard output; returns
+/// the exit code (0: every model within `tolerance`, 3: further, 1: error).
+int checkCluster(const sched::ClusterConfig &cluster,
+                 const std::vector<sched::ModelConfig> &models,
+                 const std::string &file, const std::string &compiler,
+                 double tolerance) {
+  ScratchDir scratch;
+  if (scratch.path.empty()) {
+    std::fprintf(stderr, "flexpipe-profile: cannot make a scratch directory "
+                         "in /tmp\n");
+    return 1;
+  }
+  int code = 0;
+  for (size_t i = 0; i < models.size(); ++i) {
+    const sched::ModelConfig &model = models[i];
+    const std::array<double, 3> layers = layerTotals(cluster.measured, model);
+    const double profiled = layers[0] + layers[1] + layers[2];
+    if (!(profiled > 0)) {
+      std::fprintf(stderr,
+                   "flexpipe-profile: %s has no measured layers of %s at "
+                   "micro-batch size %lld (written by flexpipe-profile "
+                   "--model for that model?)\n",
+                   file.c_str(), model.name.c_str(),
+                   static_cast<long long>(model.microBatchSize));
+      return 1;
+    }
+    RoundJob job;
+    job.dir = calibrationDir(scratch.path, i, model.microBatchSize);
+    job.seconds = 1.0;
+    if (llvm::Error error = compileJob(cluster, calibrationJob(model, 1), model,
+                                       compiler, job.dir)) {
+      std::fprintf(stderr, "flexpipe-profile: %s\n",
+                   llvm::toString(std::move(error)).c_str());
+      return 1;
+    }
+    std::vector<RoundJob> jobs{std::move(job)};
+    std::vector<double> times;
+    for (int r = 0; r < 3; ++r) {
+      if (llvm::Error error = runRound(jobs)) {
+        std::fprintf(stderr, "flexpipe-profile: %s\n",
+                     llvm::toString(std::move(error)).c_str());
+        return 1;
+      }
+      times.push_back(jobs[0].stageTime(r));
+    }
+    const double ratio = median(times) / profiled;
+    const bool moved = std::abs(ratio - 1) > tolerance;
+    std::printf("%s: a micro-batch through its layers takes %.3f ms now "
+                "(runs %.3f %.3f %.3f), %.3f ms in %s: %.2fx%s\n",
+                model.name.c_str(), median(times) * 1e3, times[0] * 1e3,
+                times[1] * 1e3, times[2] * 1e3, profiled * 1e3, file.c_str(),
+                ratio, moved ? " (moved beyond the tolerance)" : "");
+    if (moved)
+      code = 3;
+  }
+  return code;
+}
+
 /// Parses the command line into `o`; returns an exit code to stop with
 /// (after --help or an error), or -1 to go on.
 int parseOptions(int argc, char **argv, Options &o) {
@@ -1260,6 +1343,19 @@ int parseOptions(int argc, char **argv, Options &o) {
   app.add_flag("!--no-jobs", o.jobs,
                "Skip the calibration jobs (1F1B over 1, 2, ... ranks, "
                "compiled and trained)");
+  app.add_option("--check", o.check,
+                 "Measure nothing new: run each --model's 1-rank calibration "
+                 "job at its micro-batch size three times and compare what "
+                 "a micro-batch through its layers takes with this cluster "
+                 "file's figures (a few seconds). Exit status 0 when every "
+                 "model is within --tolerance, 3 when the machine has moved "
+                 "further (measure again), 1 on an error")
+      ->check(CLI::ExistingFile);
+  app.add_option("--tolerance", o.tolerance,
+                 "With --check: how far (relative) the machine may have "
+                 "moved")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   app.add_flag("-q,--quiet", o.quiet, "No progress on standard error");
   app.add_option("-o,--output", o.output, "The cluster file to write")
       ->capture_default_str();
@@ -1289,6 +1385,21 @@ int main(int argc, char **argv) {
     return 1;
   }
 
+  std::vector<sched::ModelConfig> models(o.models.size());
+  for (size_t i = 0; i < o.models.size(); ++i)
+    if (llvm::Error error = sched::loadModel(o.models[i], models[i])) {
+      std::fprintf(stderr, "%s\n", llvm::toString(std::move(error)).c_str());
+      return 1;
+    }
+  if (!o.check.empty()) {
+    sched::ClusterConfig profiled;
+    if (llvm::Error error = sched::loadCluster(o.check, profiled)) {
+      std::fprintf(stderr, "%s\n", llvm::toString(std::move(error)).c_str());
+      return 1;
+    }
+    return checkCluster(profiled, models, o.check,
+                        compilerPath(o, selfPath(argv[0])), o.tolerance);
+  }
   // Where the result goes must be writable before minutes of measuring.
   {
     const std::string partial = o.output + ".partial";
@@ -1301,12 +1412,6 @@ int main(int argc, char **argv) {
     }
     std::remove(partial.c_str());
   }
-  std::vector<sched::ModelConfig> models(o.models.size());
-  for (size_t i = 0; i < o.models.size(); ++i)
-    if (llvm::Error error = sched::loadModel(o.models[i], models[i])) {
-      std::fprintf(stderr, "%s\n", llvm::toString(std::move(error)).c_str());
-      return 1;
-    }
   sched::ClusterConfig cluster;
   cluster.name = "cpu-measured";
   cluster.deviceKind = "cpu";
@@ -1341,10 +1446,7 @@ int main(int argc, char **argv) {
   cluster.peakFlops = timeSgemm(o.seconds);
   progress("sgemm 256: " + std::to_string(cluster.peakFlops / 1e9) +
            " GFLOP/s");
-  const std::string compiler =
-      !o.compiler.empty()
-          ? o.compiler
-          : self.substr(0, self.find_last_of('/') + 1) + "flexpipe-compile";
+  const std::string compiler = compilerPath(o, self);
   ScratchDir scratch;
   std::vector<RoundJob> rounds;
   if (withMpi && o.jobs) {
