@@ -432,9 +432,9 @@ llvm::Expected<JobResult> runJobOnce(const std::string &dir, int iterations) {
 }
 
 /// Iterations of a job whose iterations take `t` seconds for a run of about
-/// `seconds` (`least` to 40).
-int iterationsFor(double seconds, double t, int least = 4) {
-  return std::clamp(static_cast<int>(seconds / t), least, 40);
+/// `seconds` (2 to 40: the runtime times the iterations after the first).
+int iterationsFor(double seconds, double t) {
+  return std::clamp(static_cast<int>(seconds / t), 2, 40);
 }
 
 /// The calibration job of `model` over `pp` ranks: 1F1B, one stage per
@@ -442,38 +442,6 @@ int iterationsFor(double seconds, double t, int least = 4) {
 sched::Candidate calibrationJob(const sched::ModelConfig &model, int64_t pp) {
   const int64_t mbs = model.microBatchSize;
   return sched::oneFOneB(pp, 1, mbs, model.globalBatchSize / mbs, false);
-}
-
-/// A calibration job over `ranks` ranks (calibrationJob), compiled with
-/// flexpipe-compile and run with the runtime `repeats` times, for about
-/// `seconds` in all (at least 4 iterations a run).
-llvm::Expected<JobResult> runCalibrationJob(const sched::ClusterConfig &cluster,
-                                            const sched::ModelConfig &model,
-                                            int64_t ranks,
-                                            const std::string &compiler,
-                                            const std::string &dir, int repeats,
-                                            double seconds) {
-  if (llvm::Error error = compileJob(cluster, calibrationJob(model, ranks),
-                                     model, compiler, dir))
-    return std::move(error);
-  std::vector<double> times;
-  std::array<std::vector<double>, 3> stages;
-  int iterations = 6;
-  for (int i = 0; i < repeats; ++i) {
-    llvm::Expected<JobResult> run = runJobOnce(dir, iterations);
-    if (!run)
-      return run.takeError();
-    times.push_back(run->iteration);
-    for (int k = 0; k < 3; ++k)
-      stages[k].push_back(run->stages[k]);
-    // The first run tells how many iterations fill the time.
-    iterations = iterationsFor(seconds / repeats, run->iteration);
-  }
-  JobResult r;
-  r.iteration = median(times);
-  for (int k = 0; k < 3; ++k)
-    r.stages[k] = median(stages[k]);
-  return r;
 }
 
 /// Where model `i`'s 1-rank calibration job at micro-batch size `b` is.
@@ -497,6 +465,13 @@ struct RoundJob {
   double stageTime(size_t r) const {
     return runs[r].stages[0] + runs[r].stages[1] + runs[r].stages[2];
   }
+  /// The median over the runs of `of(run)`.
+  template <typename Of> double medianOf(Of of) const {
+    std::vector<double> values;
+    for (const JobResult &r : runs)
+      values.push_back(of(r));
+    return median(values);
+  }
 };
 
 /// Rounds of the calibration jobs in a profile (runRound): at the start,
@@ -508,7 +483,7 @@ constexpr int kRounds = 6;
 /// (a 1F1B job's order does not depend on the costs, so the cluster may
 /// still be unmeasured), per model in the order a round runs them:
 ///  - 1F1B on one rank at every micro-batch size measured, the model's own
-///    size last (foldAloneJobs);
+///    size last (foldRoundJobs);
 ///  - 1F1B over k = 2 .. cores ranks at its own size, right after the
 ///    1-rank job it is compared with (fitRunContention).
 llvm::Expected<std::vector<RoundJob>>
@@ -564,7 +539,7 @@ llvm::Error runRound(std::vector<RoundJob> &jobs) {
     // after the first: at least one); one that took much less than a run
     // should is run again at that size (the tiny GPT's 1-rank job timed
     // over one iteration read 1.9 to 4.5 ms for a micro-batch).
-    const int iterations = iterationsFor(job.seconds, run->iteration, 2);
+    const int iterations = iterationsFor(job.seconds, run->iteration);
     if (job.runs.empty() && iterations > 2 * job.iterations) {
       run = runJobOnce(job.dir, iterations);
       if (!run)
@@ -573,6 +548,25 @@ llvm::Error runRound(std::vector<RoundJob> &jobs) {
     job.runs.push_back(*run);
     job.iterations = iterations;
   }
+  return llvm::Error::success();
+}
+
+/// Calibration job `job` (its model at its micro-batch size over its ranks,
+/// into its dir) compiled with flexpipe-compile and run `repeats` times
+/// (runRound), each run about its seconds.
+llvm::Error runCalibrationJob(const sched::ClusterConfig &cluster,
+                              sched::ModelConfig model,
+                              const std::string &compiler, RoundJob &job,
+                              int repeats) {
+  model.microBatchSize = job.microBatch;
+  if (llvm::Error error = compileJob(cluster, calibrationJob(model, job.ranks),
+                                     model, compiler, job.dir))
+    return error;
+  std::vector<RoundJob> jobs{std::move(job)};
+  for (int i = 0; i < repeats; ++i)
+    if (llvm::Error error = runRound(jobs))
+      return error;
+  job = std::move(jobs.front());
   return llvm::Error::success();
 }
 
@@ -708,12 +702,11 @@ void foldRoundJobs(sched::ClusterConfig &cluster,
     const sched::ModuleModel &m = model.modules.front();
     const std::array<double, 3> alone = layerTotals(measured, model);
     std::array<double, 3> scale;
-    for (int k = 0; k < 3; ++k) {
-      std::vector<double> run;
-      for (const JobResult &r : job.runs)
-        run.push_back(r.stages[k]);
-      scale[k] = alone[k] > 0 ? median(run) / alone[k] : 1.0;
-    }
+    for (int k = 0; k < 3; ++k)
+      scale[k] = alone[k] > 0 ? job.medianOf([k](const JobResult &r) {
+        return r.stages[k];
+      }) / alone[k]
+                              : 1.0;
     for (sched::MeasuredLayer &l : measured.layers)
       if (l.microBatch == job.microBatch && l.hidden == m.hidden &&
           l.seq == m.seq &&
@@ -783,11 +776,15 @@ std::string calibrate(sched::ClusterConfig &cluster,
   // Jobs of r ranks: a check of the model, printed, not fitted.
   const sched::ModelConfig &model = models.front();
   for (int64_t r = 2; r <= std::min(ranks, model.modules.front().layers); ++r) {
-    llvm::Expected<JobResult> run =
-        runCalibrationJob(cluster, model, r, compiler,
-                          work + "/model-0-" + std::to_string(r), 5, 4.0);
-    if (!run)
-      return llvm::toString(run.takeError());
+    RoundJob run;
+    run.microBatch = model.microBatchSize;
+    run.ranks = r;
+    run.dir = work + "/model-0-" + std::to_string(r);
+    run.seconds = 0.8;
+    if (llvm::Error error = runCalibrationJob(cluster, model, compiler, run, 5))
+      return llvm::toString(std::move(error));
+    const double iteration =
+        run.medianOf([](const JobResult &j) { return j.iteration; });
     sched::TuneOptions options;
     options.gpus = r;
     options.pp = {r};
@@ -805,8 +802,8 @@ std::string calibrate(sched::ClusterConfig &cluster,
                   "%s, 1F1B over %lld ranks: %.3f ms per iteration, simulated "
                   "%.3f ms (%+.1f%%)",
                   model.name.c_str(), static_cast<long long>(r),
-                  run->iteration * 1e3, simulated * 1e3,
-                  (simulated / run->iteration - 1) * 100);
+                  iteration * 1e3, simulated * 1e3,
+                  (simulated / iteration - 1) * 100);
     progress(line);
   }
   return {};
@@ -1265,24 +1262,18 @@ int checkCluster(const sched::ClusterConfig &cluster,
       return 1;
     }
     RoundJob job;
+    job.microBatch = model.microBatchSize;
     job.dir = calibrationDir(scratch.path, i, model.microBatchSize);
     job.seconds = 1.0;
-    if (llvm::Error error = compileJob(cluster, calibrationJob(model, 1), model,
-                                       compiler, job.dir)) {
+    if (llvm::Error error =
+            runCalibrationJob(cluster, model, compiler, job, 3)) {
       std::fprintf(stderr, "flexpipe-profile: %s\n",
                    llvm::toString(std::move(error)).c_str());
       return 1;
     }
-    std::vector<RoundJob> jobs{std::move(job)};
     std::vector<double> times;
-    for (int r = 0; r < 3; ++r) {
-      if (llvm::Error error = runRound(jobs)) {
-        std::fprintf(stderr, "flexpipe-profile: %s\n",
-                     llvm::toString(std::move(error)).c_str());
-        return 1;
-      }
-      times.push_back(jobs[0].stageTime(r));
-    }
+    for (size_t r = 0; r < job.runs.size(); ++r)
+      times.push_back(job.stageTime(r));
     const double ratio = median(times) / profiled;
     const bool moved = std::abs(ratio - 1) > tolerance;
     std::printf("%s: a micro-batch through its layers takes %.3f ms now "
