@@ -92,6 +92,15 @@ const PlacementRule &placementRule(TunePlacement placement) {
   return rules[static_cast<int>(placement)];
 }
 
+/// The divisors of `n` that are at most `most`, increasing.
+std::vector<int64_t> divisorsUpTo(int64_t n, int64_t most) {
+  std::vector<int64_t> out;
+  for (int64_t d = 1; d <= n && d <= most; ++d)
+    if (n % d == 0)
+      out.push_back(d);
+  return out;
+}
+
 } // namespace
 
 const char *flexpipe::sched::tunePlacementName(TunePlacement placement) {
@@ -150,10 +159,11 @@ flexpipe::sched::resolveOptions(const ModelConfig &model,
   if (o.threads < 1)
     o.threads = 1;
 
+  // The paper enumerates powers of two; for a power-of-two device count and
+  // global batch the divisors are exactly those, and for 3, 6 or 12 devices
+  // (or a batch of 12) they keep pp = 3 x dp = 1 and the like in the space.
   if (o.pp.empty()) {
-    for (int64_t pp = 1; pp <= o.gpus && pp <= m.layers; pp *= 2)
-      if (o.gpus % pp == 0)
-        o.pp.push_back(pp);
+    o.pp = divisorsUpTo(o.gpus, m.layers);
   } else {
     for (int64_t pp : o.pp) {
       if (pp < 1 || o.gpus % pp != 0)
@@ -166,8 +176,7 @@ flexpipe::sched::resolveOptions(const ModelConfig &model,
     }
   }
   if (o.mbs.empty()) {
-    for (int64_t mbs = 1; mbs <= o.globalBatch; mbs *= 2)
-      o.mbs.push_back(mbs);
+    o.mbs = divisorsUpTo(o.globalBatch, o.globalBatch);
   } else {
     for (int64_t mbs : o.mbs)
       if (mbs < 1)
@@ -303,14 +312,13 @@ flexpipe::sched::enumerateCandidates(const ModelConfig &model,
       message += (i ? ", " : "") + std::to_string(o.pp[i]);
     message += ")";
     if (o.pp.empty())
-      message += llvm::formatv("; pp must be a power of two that divides the "
-                               "device count and is at most the {0} layers",
+      message += llvm::formatv("; pp must divide the device count and be at "
+                               "most the {0} layers",
                                m.layers)
                      .str();
     else if (!whyNot.empty())
-      message += "; " + whyNot.front() +
-                 "; use a global batch divisible by dp x mbs or a device count "
-                 "that is a power of two";
+      message +=
+          "; " + whyNot.front() + "; use a global batch divisible by dp x mbs";
     else
       message += "; no placement fits the layer count";
     return fail(message);

@@ -15,6 +15,7 @@
 
 #include <functional>
 #include <limits>
+#include <set>
 
 using namespace flexpipe::sched;
 
@@ -168,17 +169,44 @@ TEST_CASE("the tuner's options are resolved or refused with advice",
         "pp = 3 does not divide the 8 GPUs; pp x dp must equal the number of "
         "GPUs");
 
+  // Not powers of two: every divisor, pp at most the layers.
   o.pp.clear();
   o.gpus = 6;
-  o.globalBatch = 16;
+  o.globalBatch = 12;
   llvm::Expected<TuneOptions> six = resolveOptions(model, c, o);
   REQUIRE(static_cast<bool>(six));
-  CHECK(six->pp == std::vector<int64_t>{1, 2});
-  llvm::Expected<std::vector<Candidate>> none =
+  CHECK(six->pp == std::vector<int64_t>{1, 2, 3, 6});
+  CHECK(six->mbs == std::vector<int64_t>{1, 2, 3, 4, 6, 12});
+  llvm::Expected<std::vector<Candidate>> sixSpace =
       enumerateCandidates(model, *six);
+  REQUIRE(static_cast<bool>(sixSpace));
+  std::set<std::pair<int64_t, int64_t>> shapes; // (pp, mbs)
+  for (const Candidate &candidate : *sixSpace) {
+    CHECK(candidate.pp * candidate.dp == 6);
+    CHECK(12 % (candidate.dp * candidate.mbs) == 0);
+    shapes.insert({candidate.pp, candidate.mbs});
+  }
+  CHECK(shapes.count({3, 3})); // dp 2, m 2
+  CHECK(shapes.count({6, 3})); // dp 1, m 4
+  CHECK(shapes.count({2, 2})); // dp 3, m 2
+  llvm::Expected<TuneOptions> shallow =
+      resolveOptions(gptModel(4, 32000), c, o);
+  REQUIRE(static_cast<bool>(shallow));
+  CHECK(shallow->pp == std::vector<int64_t>{1, 2, 3});
+
+  // 6 devices and 16 sequences with pp 1 or 2: dp 6 or 3 divides no batch.
+  o.globalBatch = 16;
+  o.pp = {1, 2};
+  llvm::Expected<TuneOptions> narrow = resolveOptions(model, c, o);
+  REQUIRE(static_cast<bool>(narrow));
+  llvm::Expected<std::vector<Candidate>> none =
+      enumerateCandidates(model, *narrow);
   REQUIRE_FALSE(static_cast<bool>(none));
-  CHECK(llvm::StringRef(llvm::toString(none.takeError()))
-            .starts_with("the search space is empty for 6 devices"));
+  CHECK(llvm::toString(none.takeError()) ==
+        "the search space is empty for 6 devices and a global batch of 16 "
+        "(pp tried: 1, 2); pp 1 x dp 6 with micro-batch size 1: dp x mbs = 6 "
+        "does not divide the global batch 16; use a global batch divisible "
+        "by dp x mbs");
 
   // The vocabulary is split over two actors at least: one actor's spec
   // would not compile (its all_gather needs a group of two).

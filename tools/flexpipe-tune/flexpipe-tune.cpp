@@ -596,8 +596,9 @@ int main(int argc, char **argv) {
   CLI::App app{
       "flexpipe-tune: search pipeline configurations for a model on a "
       "cluster and rank them by simulated iteration time.\n"
-      "The space (the paper's section 6): pp x dp = GPUs with pp a power of "
-      "two, micro-batch sizes that divide the global batch, placements "
+      "The space (the paper's section 6): pp x dp = GPUs with pp any divisor "
+      "(the paper's powers of two for 2, 4, 8, ... GPUs), micro-batch sizes "
+      "that divide the global batch, placements "
       "one_to_one, circular (v = 2, 4), vshape, bidirectional and "
       "vshape_bidirectional, each with and without the vocabulary-parallel "
       "embedding and LM head, computation-type priorities bwd_first and "

@@ -132,7 +132,9 @@ struct TuneOptions {
   int64_t globalBatch = 0;
   /// Device memory in bytes; 0: the cluster's.
   double memoryLimit = 0;
-  /// Values to try; empty: every power of two that fits.
+  /// Values to try; empty: every divisor of the devices (pp, at most the
+  /// layers) or of the global batch (mbs), the powers of two the paper
+  /// enumerates when those are powers of two.
   std::vector<int64_t> pp, mbs;
   /// Placements to try; empty: all.
   std::vector<TunePlacement> placements;
