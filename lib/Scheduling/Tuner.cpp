@@ -225,15 +225,26 @@ flexpipe::sched::enumerateCandidates(const ModelConfig &model,
   if (o.allowFwdFirst)
     cttps.push_back(Cttp::FwdFirst);
 
-  std::vector<std::string> whyNot; // for an empty space
+  // For an empty space: per pp without a candidate, the first reason met.
+  std::vector<std::string> whyNot;
+  bool batchReason = false;
   for (int64_t pp : o.pp) {
     const int64_t dp = o.gpus / pp;
+    const size_t before = out.size();
+    std::string reason;
+    bool reasonIsBatch = false;
+    auto note = [&](std::string why, bool isBatch = false) {
+      if (!reason.empty())
+        return;
+      reason = std::move(why);
+      reasonIsBatch = isBatch;
+    };
     for (int64_t mbs : o.mbs) {
       if (o.globalBatch % (dp * mbs) != 0) {
-        whyNot.push_back(llvm::formatv("pp {0} x dp {1} with micro-batch size "
-                                       "{2}: dp x mbs = {3} does not divide "
-                                       "the global batch {4}",
-                                       pp, dp, mbs, dp * mbs, o.globalBatch));
+        note(llvm::formatv("pp {0} x dp {1} with micro-batch size {2}: dp x "
+                           "mbs = {3} does not divide the global batch {4}",
+                           pp, dp, mbs, dp * mbs, o.globalBatch),
+             true);
         continue;
       }
       const int64_t micro = o.globalBatch / (dp * mbs);
@@ -250,11 +261,20 @@ flexpipe::sched::enumerateCandidates(const ModelConfig &model,
         // One actor: every placement is the same single stage.
         if (pp == 1 && placement != TunePlacement::OneToOne)
           continue;
-        if (bidirectional && micro < 2)
+        if (bidirectional && micro < 2) {
+          note(llvm::formatv("pp {0} with {1}: {2} micro-batch, fewer than "
+                             "the 2 its two directions need",
+                             pp, tunePlacementName(placement), micro));
           continue;
+        }
         for (int64_t v : chunkChoices) {
-          if (m.layers < pp * v)
+          if (m.layers < pp * v) {
+            note(llvm::formatv("pp {0} with {1}: {2} stages of one layer at "
+                               "least, but the model has {3} layers",
+                               pp, tunePlacementName(placement), pp * v,
+                               m.layers));
             continue;
+          }
           std::vector<StagePriority> stps = {{StageOrder::BreadthFirst, 0},
                                              {StageOrder::DepthFirst, 0}};
           if (placement == TunePlacement::Circular) {
@@ -302,6 +322,10 @@ flexpipe::sched::enumerateCandidates(const ModelConfig &model,
         }
       }
     }
+    if (out.size() == before && !reason.empty()) {
+      whyNot.push_back(std::move(reason));
+      batchReason |= reasonIsBatch;
+    }
   }
   if (out.empty()) {
     std::string message = llvm::formatv(
@@ -316,10 +340,12 @@ flexpipe::sched::enumerateCandidates(const ModelConfig &model,
                                "most the {0} layers",
                                m.layers)
                      .str();
-    else if (!whyNot.empty())
-      message +=
-          "; " + whyNot.front() + "; use a global batch divisible by dp x mbs";
-    else
+    else if (!whyNot.empty()) {
+      for (const std::string &why : whyNot)
+        message += "; " + why;
+      if (batchReason)
+        message += "; use a global batch divisible by dp x mbs";
+    } else
       message += "; no placement fits the layer count";
     return fail(message);
   }

@@ -205,8 +205,27 @@ TEST_CASE("the tuner's options are resolved or refused with advice",
   CHECK(llvm::toString(none.takeError()) ==
         "the search space is empty for 6 devices and a global batch of 16 "
         "(pp tried: 1, 2); pp 1 x dp 6 with micro-batch size 1: dp x mbs = 6 "
-        "does not divide the global batch 16; use a global batch divisible "
-        "by dp x mbs");
+        "does not divide the global batch 16; pp 2 x dp 3 with micro-batch "
+        "size 1: dp x mbs = 3 does not divide the global batch 16; use a "
+        "global batch divisible by dp x mbs");
+
+  // Each pp says why it has no candidate: the batch, or the layers.
+  o.gpus = 5;
+  o.globalBatch = 8;
+  o.pp.clear();
+  o.placements = {TunePlacement::VShape};
+  llvm::Expected<TuneOptions> five = resolveOptions(model, c, o);
+  REQUIRE(static_cast<bool>(five));
+  llvm::Expected<std::vector<Candidate>> noV =
+      enumerateCandidates(model, *five);
+  REQUIRE_FALSE(static_cast<bool>(noV));
+  CHECK(llvm::toString(noV.takeError()) ==
+        "the search space is empty for 5 devices and a global batch of 8 (pp "
+        "tried: 1, 5); pp 1 x dp 5 with micro-batch size 1: dp x mbs = 5 does "
+        "not divide the global batch 8; pp 5 with vshape: 10 stages of one "
+        "layer at least, but the model has 8 layers; use a global batch "
+        "divisible by dp x mbs");
+  o.placements.clear();
 
   // The vocabulary is split over two actors at least: one actor's spec
   // would not compile (its all_gather needs a group of two).
