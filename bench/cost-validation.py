@@ -99,7 +99,8 @@ def resolve(path, what, folder=""):
     for candidate in tries:
         if os.path.exists(candidate):
             return os.path.abspath(candidate)
-    sys.exit(f"cost-validation: {what} {path} does not exist")
+    sys.exit(f"{os.path.basename(sys.argv[0])}: {what} {path} does not "
+             f"exist")
 
 
 def tail(text, lines=3):

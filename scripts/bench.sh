@@ -32,6 +32,10 @@ if command -v mpirun >/dev/null && [ -f "$BUILD_DIR/lib/libflexpipe_rt_cpu.a" ];
   python3 "$FLEXPIPE_ROOT/bench/cost-validation.py" "$BUILD_DIR" \
     --cluster "$BUILD_DIR/bench-machine.yaml" --work "$BUILD_DIR/cost-validation" \
     --markdown "$BUILD_DIR/cost-validation.md" | grep -v '^disagreeing pair' || true
+  echo
+  echo "Its noise floor: each group's best candidate run 10 more times (bench/noise-floor.py; about 2 minutes):"
+  python3 "$FLEXPIPE_ROOT/bench/noise-floor.py" "$BUILD_DIR" \
+    --work "$BUILD_DIR/cost-validation" --runs 10 2>/dev/null || true
 else
   echo "cost validation: skipped (no MPI runtime built)"
 fi
