@@ -19,6 +19,9 @@ config.substitutions.append(("%same_order", "python3 " + os.path.join(config.fle
 config.substitutions.append(("%configs", os.path.join(config.flexpipe_src_root, "configs")))
 config.substitutions.append(("%examples", os.path.join(config.flexpipe_src_root, "examples")))
 config.substitutions.append(("%flexpipe_include", os.path.join(config.flexpipe_src_root, "include")))
+# The benchmark scripts (bench/) and the build directory they take.
+config.substitutions.append(("%bench", os.path.join(config.flexpipe_src_root, "bench")))
+config.substitutions.append(("%build_dir", config.flexpipe_obj_root))
 # Scheduler plugins: the example (examples/plugins) and the loader's test
 # plugins (test/Plugin/Inputs).
 config.substitutions.append(("%example_plugin", os.path.join(config.flexpipe_obj_root, "lib", "FlexPipeExamplePlugin.so")))
