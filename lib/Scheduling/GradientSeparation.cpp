@@ -151,8 +151,7 @@ private:
     const Item &d = items[dep], &i = items[item];
     // A collective waits for its members' forwards themselves; its own
     // duration covers the exchange.
-    if (d.actor == i.actor || i.kind == OpKind::AllGather ||
-        i.kind == OpKind::Gather)
+    if (d.actor == i.actor || isCollective(i.kind))
       return t.end[dep];
     return costs.arrival(program.numActors, d.actor, i.actor, d.stage,
                          t.end[dep], posted);
@@ -226,9 +225,7 @@ std::string Separator::collectItems() {
     const auto &ops = program.actors[a];
     for (int32_t i = 0; i < static_cast<int32_t>(ops.size()); ++i) {
       const ProgOp &op = ops[i];
-      const bool gather =
-          (op.kind == OpKind::AllGather || op.kind == OpKind::Gather) &&
-          op.token < 0;
+      const bool gather = isCollective(op.kind) && op.token < 0;
       if (!isCompute(op.kind) && !gather) {
         std::ostringstream os;
         os << "actor " << a << " has a " << opKindName(op.kind)
@@ -286,8 +283,7 @@ void Separator::groupCollectives() {
     for (size_t k = 0; k < sequence[a].size(); ++k) {
       const int32_t id = sequence[a][k];
       position[id] = static_cast<int32_t>(k);
-      if (items[id].kind == OpKind::AllGather ||
-          items[id].kind == OpKind::Gather)
+      if (isCollective(items[id].kind))
         gathersOf[static_cast<int64_t>(items[id].stage) * numMbs + items[id].mb]
             .push_back(id);
     }

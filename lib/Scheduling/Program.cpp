@@ -299,11 +299,8 @@ std::string describeOp(const Program &p, int32_t actor, int32_t index) {
   const ProgOp &op = p.actors[actor][index];
   std::ostringstream os;
   os << opKindName(op.kind) << " stage " << op.stage << " mb " << op.mb;
-  if (op.kind >= OpKind::SendAct && op.kind <= OpKind::RecvGrad)
-    os << ((op.kind == OpKind::SendAct || op.kind == OpKind::SendGrad)
-               ? " to "
-               : " from ")
-       << op.peer;
+  if (isTransfer(op.kind))
+    os << (isSend(op.kind) ? " to " : " from ") << op.peer;
   os << " on actor " << actor;
   return os.str();
 }
@@ -313,16 +310,6 @@ VerifyFailure failureAt(int32_t actor, int32_t index, std::string message) {
   f.message = std::move(message);
   f.at.push_back({actor, index, ""});
   return f;
-}
-
-inline bool isReceive(OpKind kind) {
-  return kind == OpKind::RecvAct || kind == OpKind::RecvGrad;
-}
-inline bool isSend(OpKind kind) {
-  return kind == OpKind::SendAct || kind == OpKind::SendGrad;
-}
-inline bool isCollective(OpKind kind) {
-  return kind == OpKind::AllGather || kind == OpKind::Gather;
 }
 
 /// One instruction list per actor, at least one actor.
@@ -368,11 +355,10 @@ std::optional<VerifyFailure> checkStatic(const Program &p) {
         fwdAt[cell] = 1 + (static_cast<int64_t>(a) << 32 | i);
       if (op.kind == OpKind::Bwd || op.kind == OpKind::Wgrad)
         backAt[cell] = 1;
-      const bool p2p =
-          op.kind >= OpKind::SendAct && op.kind <= OpKind::RecvGrad;
-      if (p2p && (op.peer < 0 || op.peer >= p.numActors || op.peer == a))
+      if (isTransfer(op.kind) &&
+          (op.peer < 0 || op.peer >= p.numActors || op.peer == a))
         return failure(a, i, describe(a, i) + " names an invalid peer");
-      if ((op.kind == OpKind::AllGather || op.kind == OpKind::Gather) &&
+      if (isCollective(op.kind) &&
           (op.group < 0 || op.group >= static_cast<int32_t>(p.groups.size())))
         return failure(a, i, describe(a, i) + " has no group");
     }

@@ -90,8 +90,7 @@ double flexpipe::sched::registeredCollectiveTime(
     bool member = false;
     double contribution = 0;
     for (const ProgOp &op : program.actors[a]) {
-      if ((op.kind == OpKind::AllGather || op.kind == OpKind::Gather) &&
-          op.stage == stage)
+      if (isCollective(op.kind) && op.stage == stage)
         member = true;
       if (op.kind == OpKind::Fwd && op.stage >= 0 &&
           op.stage < static_cast<int32_t>(program.stageMeta.size()) &&
@@ -341,8 +340,7 @@ llvm::Error Simulator::prepare(const Program &program) {
   for (int32_t a = 0; a < numActors; ++a)
     for (const ProgOp &p : program.actors[a]) {
       ops.push_back({p.kind, a, p.stage, p.mb, p.peer,
-                     p.token >= 0 && (p.kind == OpKind::AllGather ||
-                                      p.kind == OpKind::Gather)});
+                     p.token >= 0 && isCollective(p.kind)});
       splitActor[a] |= p.kind == OpKind::Wgrad;
     }
   return llvm::Error::success();
@@ -584,9 +582,8 @@ SimResult Simulator::run(const SimCosts &costs) const {
       last = id;
   for (int32_t id = last; id >= 0; id = t.cause[id]) {
     const Op &op = ops[id];
-    if (isCompute(op.kind) || op.kind == OpKind::SendAct ||
-        op.kind == OpKind::SendGrad || op.kind == OpKind::Exec ||
-        op.kind == OpKind::AllGather || op.kind == OpKind::Gather)
+    if (isCompute(op.kind) || isSend(op.kind) || isCollective(op.kind) ||
+        op.kind == OpKind::Exec)
       r.criticalPath.push_back({op.actor, id - graph.actorBegin[op.actor]});
     if (r.criticalPath.size() > ops.size())
       break;

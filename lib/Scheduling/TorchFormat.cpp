@@ -18,13 +18,6 @@ using namespace flexpipe::sched;
 
 namespace {
 
-bool isRecv(OpKind kind) {
-  return kind == OpKind::RecvAct || kind == OpKind::RecvGrad;
-}
-bool isSend(OpKind kind) {
-  return kind == OpKind::SendAct || kind == OpKind::SendGrad;
-}
-
 /// Whether `op` is the computation that needs what receive `recv` brings.
 bool consumes(const ProgOp &op, const ProgOp &recv) {
   if (op.stage != recv.stage || op.mb != recv.mb)
@@ -41,7 +34,7 @@ bool consumes(const ProgOp &op, const ProgOp &recv) {
 void attachWaits(std::vector<ProgOp> &ops, int32_t &nextToken) {
   std::multimap<size_t, int32_t> waitsBefore; // consumer index -> token
   for (size_t i = 0; i < ops.size(); ++i) {
-    if (!isRecv(ops[i].kind) || ops[i].token >= 0)
+    if (!isReceive(ops[i].kind) || ops[i].token >= 0)
       continue;
     bool adjacent = true;
     for (size_t j = i + 1; j < ops.size(); ++j) {
@@ -52,7 +45,7 @@ void attachWaits(std::vector<ProgOp> &ops, int32_t &nextToken) {
         }
         break;
       }
-      adjacent = adjacent && isRecv(ops[j].kind);
+      adjacent = adjacent && isReceive(ops[j].kind);
     }
   }
   if (waitsBefore.empty())
@@ -93,8 +86,7 @@ std::string flexpipe::sched::torchIncompatibility(const Program &p) {
   std::ostringstream os;
   for (int32_t a = 0; a < p.numActors; ++a)
     for (const ProgOp &op : p.actors[a])
-      if (op.kind == OpKind::AllGather || op.kind == OpKind::Gather ||
-          op.kind == OpKind::Exec) {
+      if (isCollective(op.kind) || op.kind == OpKind::Exec) {
         os << "actor " << a << " runs " << opKindName(op.kind);
         if (op.kind == OpKind::Exec && op.inst >= 0 &&
             op.inst < static_cast<int32_t>(p.instructions.size()))
@@ -191,7 +183,7 @@ void flexpipe::sched::orderReceivesPerPair(Program &program) {
     std::vector<ProgOp> rest;
     std::vector<Recv> recvs;
     for (const ProgOp &op : ops) {
-      if (!isRecv(op.kind)) {
+      if (!isReceive(op.kind)) {
         rest.push_back(op);
         continue;
       }

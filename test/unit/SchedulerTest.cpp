@@ -96,13 +96,6 @@ Run run(const PipelineSpec &spec, TimeModel model = TimeModel::Step) {
   return {std::move(*built), std::move(result)};
 }
 
-bool sendKind(OpKind k) {
-  return k == OpKind::SendAct || k == OpKind::SendGrad;
-}
-bool receiveKind(OpKind k) {
-  return k == OpKind::RecvAct || k == OpKind::RecvGrad;
-}
-
 /// `program` with each pair's transfers completing together, as an NCCL
 /// group does: a blocking send becomes asynchronous, a blocking receive an
 /// asynchronous post, and wherever the receive was waited for (after the
@@ -136,7 +129,7 @@ Program coupleGroups(const Program &program,
         continue;
       }
       ProgOp x = ops[i], y = ops[i + 1];
-      ProgOp &send = sendKind(x.kind) ? x : y, &recv = sendKind(x.kind) ? y : x;
+      ProgOp &send = isSend(x.kind) ? x : y, &recv = isSend(x.kind) ? y : x;
       ++i;
       if (send.token >= 0) {
         out.push_back(x);
@@ -188,9 +181,8 @@ size_t checkMirroredPairs(const Program &program) {
     const ProgOp &x = ops[p.first], &y = ops[p.first + 1];
     INFO("actor " << p.actor << " op " << p.first);
     CHECK(x.peer == y.peer);
-    const bool sendFirst = sendKind(x.kind) && receiveKind(y.kind);
-    CHECK((sendFirst ||
-           (receiveKind(x.kind) && x.token >= 0 && sendKind(y.kind))));
+    const bool sendFirst = isSend(x.kind) && isReceive(y.kind);
+    CHECK((sendFirst || (isReceive(x.kind) && x.token >= 0 && isSend(y.kind))));
     CHECK(used.insert({p.actor, p.first}).second);
     CHECK(used.insert({p.actor, p.first + 1}).second);
     const int32_t id = graph.actorBegin[p.actor] + p.first;

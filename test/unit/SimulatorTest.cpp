@@ -647,7 +647,7 @@ TEST_CASE("receives posted early keep the program and help rendezvous",
   std::set<int32_t> posted;
   for (const auto &ops : async.actors)
     for (const ProgOp &op : ops)
-      if (op.kind == OpKind::RecvAct || op.kind == OpKind::RecvGrad)
+      if (isReceive(op.kind))
         CHECK(posted.insert(op.token).second);
   for (const auto &ops : async.actors)
     for (const ProgOp &op : ops)
@@ -680,8 +680,7 @@ TEST_CASE("early posts verify at sizes and lookaheads the tests did not "
         int64_t receives = 0;
         for (const auto &ops : program.actors)
           for (const ProgOp &op : ops)
-            receives +=
-                op.kind == OpKind::RecvAct || op.kind == OpKind::RecvGrad;
+            receives += isReceive(op.kind);
         Program async = program;
         INFO("pp " << pp << " m " << m << " lookahead " << lookahead);
         CHECK(postReceivesEarly(async, lookahead) == receives);

@@ -63,6 +63,17 @@ const char *opKindName(OpKind kind);
 /// nullptr for kinds it has no letter for.
 const char *opLetter(OpKind kind);
 inline bool isCompute(OpKind kind) { return kind <= OpKind::Wgrad; }
+inline bool isSend(OpKind kind) {
+  return kind == OpKind::SendAct || kind == OpKind::SendGrad;
+}
+inline bool isReceive(OpKind kind) {
+  return kind == OpKind::RecvAct || kind == OpKind::RecvGrad;
+}
+/// A point-to-point transfer: a send or a receive.
+inline bool isTransfer(OpKind kind) { return isSend(kind) || isReceive(kind); }
+inline bool isCollective(OpKind kind) {
+  return kind == OpKind::AllGather || kind == OpKind::Gather;
+}
 OpKind toOpKind(CompKind kind);
 
 struct ProgOp {
