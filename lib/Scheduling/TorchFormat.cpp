@@ -153,25 +153,25 @@ std::string flexpipe::sched::torchIncompatibility(const Program &p) {
 
 void flexpipe::sched::orderReceivesPerPair(Program &program) {
   const int32_t n = program.numActors;
-  std::vector<std::vector<int32_t>> preds(program.numStages),
-      succs(program.numStages);
-  for (auto [from, to] : program.edges)
-    if (from >= 0 && to >= 0 && from < program.numStages &&
-        to < program.numStages) {
-      succs[from].push_back(to);
-      preds[to].push_back(from);
+  // Each receive's place among its peer's sends to it, from the one
+  // matching of receives to sends (buildGraph, tagged channels: the program
+  // is valid under them).
+  ProgramGraph graph;
+  if (buildGraph(program, ChannelRule::PerStage, graph))
+    return;
+  std::vector<int32_t> sequence(graph.numOps(), -1);
+  for (int32_t src = 0; src < n; ++src) {
+    std::map<int32_t, int32_t> sendsTo;
+    for (int32_t id = graph.actorBegin[src]; id < graph.actorBegin[src + 1];
+         ++id) {
+      const ProgOp &op = program.actors[src][id - graph.actorBegin[src]];
+      if (!isSend(op.kind))
+        continue;
+      const int32_t index = sendsTo[op.peer]++;
+      if (graph.takenBy[id] >= 0)
+        sequence[graph.takenBy[id]] = index;
     }
-  // Each message's place among its sender's sends to its receiver (keyed by
-  // message, not held per actor pair: pairs are many, messages few).
-  using Message = std::tuple<int32_t, int32_t, bool, int32_t, int32_t>;
-  std::map<Message, int32_t> sendIndex; // (src, dst, grad, stage, mb)
-  std::map<std::pair<int32_t, int32_t>, int32_t> sendsTo; // (src, dst)
-  for (int32_t src = 0; src < n; ++src)
-    for (const ProgOp &op : program.actors[src])
-      if (isSend(op.kind) && op.peer >= 0 && op.peer < n)
-        sendIndex.emplace(
-            Message{src, op.peer, op.kind == OpKind::SendGrad, op.stage, op.mb},
-            sendsTo[{src, op.peer}]++);
+  }
 
   int32_t nextToken = nextFreeToken(program);
   for (int32_t dst = 0; dst < n; ++dst) {
@@ -182,23 +182,14 @@ void flexpipe::sched::orderReceivesPerPair(Program &program) {
     };
     std::vector<ProgOp> rest;
     std::vector<Recv> recvs;
-    for (const ProgOp &op : ops) {
-      if (!isReceive(op.kind)) {
-        rest.push_back(op);
+    for (size_t i = 0; i < ops.size(); ++i) {
+      if (!isReceive(ops[i].kind)) {
+        rest.push_back(ops[i]);
         continue;
       }
-      Recv r{op, static_cast<int32_t>(recvs.size()),
-             static_cast<int32_t>(rest.size()), -1};
-      const bool grad = op.kind == OpKind::RecvGrad;
-      if (op.peer >= 0 && op.peer < n && op.stage >= 0 &&
-          op.stage < program.numStages) {
-        for (int32_t from : grad ? succs[op.stage] : preds[op.stage])
-          if (auto it =
-                  sendIndex.find(Message{op.peer, dst, grad, from, op.mb});
-              it != sendIndex.end())
-            r.sequence = it->second;
-      }
-      recvs.push_back(r);
+      recvs.push_back({ops[i], static_cast<int32_t>(recvs.size()),
+                       static_cast<int32_t>(rest.size()),
+                       sequence[graph.actorBegin[dst] + i]});
     }
     if (recvs.empty())
       continue;
