@@ -549,7 +549,7 @@ bool Separator::Retimer::start(int32_t a, int32_t id) {
   if (item.kind == OpKind::Fwd) {
     held[a] += item.activation;
     t.peak[a] = std::max(t.peak[a], held[a]);
-  } else if (item.kind == OpKind::Wgrad || item.kind == OpKind::Bwd) {
+  } else if (endsBackward(item.kind)) {
     held[a] -= item.activation;
   }
   t.start[id] = now;

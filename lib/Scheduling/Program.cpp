@@ -175,10 +175,6 @@ struct Topology {
   }
 };
 
-inline bool carriesGradient(OpKind kind) {
-  return kind == OpKind::Bwd || kind == OpKind::Igrad;
-}
-
 /// What an actor may have of a stage's micro-batch (Facts).
 enum Tag : int32_t {
   Act = 0,     // activation of stage available here
@@ -263,7 +259,7 @@ void flexpipe::sched::insertCommunication(Program &program) {
     };
     for (const ProgOp &op : program.actors[a]) {
       const bool fwd = op.kind == OpKind::Fwd;
-      const bool grad = carriesGradient(op.kind);
+      const bool grad = makesInputGradient(op.kind);
       if ((fwd || grad) && op.stage >= 0 && op.stage < program.numStages) {
         // Receives right before the first computation that needs them.
         const auto &sources = fwd ? topo.preds[op.stage] : topo.succs[op.stage];
@@ -353,7 +349,7 @@ std::optional<VerifyFailure> checkStatic(const Program &p) {
           static_cast<int64_t>(op.stage) * p.numMicrobatches + op.mb;
       if (op.kind == OpKind::Fwd)
         fwdAt[cell] = 1 + (static_cast<int64_t>(a) << 32 | i);
-      if (op.kind == OpKind::Bwd || op.kind == OpKind::Wgrad)
+      if (endsBackward(op.kind))
         backAt[cell] = 1;
       if (isTransfer(op.kind) &&
           (op.peer < 0 || op.peer >= p.numActors || op.peer == a))

@@ -22,9 +22,8 @@ namespace {
 bool consumes(const ProgOp &op, const ProgOp &recv) {
   if (op.stage != recv.stage || op.mb != recv.mb)
     return false;
-  return recv.kind == OpKind::RecvAct
-             ? op.kind == OpKind::Fwd
-             : op.kind == OpKind::Bwd || op.kind == OpKind::Igrad;
+  return recv.kind == OpKind::RecvAct ? op.kind == OpKind::Fwd
+                                      : makesInputGradient(op.kind);
 }
 
 /// A blocking receive with anything but receives between it and the
@@ -293,7 +292,7 @@ flexpipe::sched::formatTorchCsvComms(const Program &program) {
       cells.push_back(actionName(op));
       if (isSend(op.kind))
         pending.emplace_back(op.kind == OpKind::SendAct, op.stage, op.mb);
-      if (op.kind == OpKind::Bwd || op.kind == OpKind::Igrad) {
+      if (makesInputGradient(op.kind)) {
         // The local backward of a sent activation proves that the peer has
         // posted its receive: the send's wait cannot stall here.
         auto it = std::find(pending.begin(), pending.end(),
@@ -303,8 +302,7 @@ flexpipe::sched::formatTorchCsvComms(const Program &program) {
           pending.erase(it);
         }
       }
-      if ((op.kind == OpKind::Bwd || op.kind == OpKind::Wgrad) &&
-          ++backwards[op.stage] == p.numMicrobatches)
+      if (endsBackward(op.kind) && ++backwards[op.stage] == p.numMicrobatches)
         reduce.push_back(op.stage);
     }
     flushReductions();

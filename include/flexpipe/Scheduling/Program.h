@@ -74,6 +74,16 @@ inline bool isTransfer(OpKind kind) { return isSend(kind) || isReceive(kind); }
 inline bool isCollective(OpKind kind) {
   return kind == OpKind::AllGather || kind == OpKind::Gather;
 }
+/// A computation that makes its stage's input gradient (what the stage
+/// before receives): a full backward or its input-gradient half.
+inline bool makesInputGradient(OpKind kind) {
+  return kind == OpKind::Bwd || kind == OpKind::Igrad;
+}
+/// A computation that ends a micro-batch's backward on its stage (its
+/// activations are freed): a full backward or its weight-gradient half.
+inline bool endsBackward(OpKind kind) {
+  return kind == OpKind::Bwd || kind == OpKind::Wgrad;
+}
 OpKind toOpKind(CompKind kind);
 
 struct ProgOp {
