@@ -45,6 +45,16 @@ TuneOptions resolved(const ModelConfig &model, const ClusterConfig &cluster,
   return *r;
 }
 
+/// Why the space of `options` is empty (the test stops if it is not).
+std::string emptySpaceReason(const ModelConfig &model,
+                             const ClusterConfig &cluster,
+                             TuneOptions options) {
+  llvm::Expected<std::vector<Candidate>> space =
+      enumerateCandidates(model, resolved(model, cluster, std::move(options)));
+  REQUIRE_FALSE(static_cast<bool>(space));
+  return llvm::toString(space.takeError());
+}
+
 } // namespace
 
 TEST_CASE("a collective starts on all members at once and gates their "
@@ -197,12 +207,7 @@ TEST_CASE("the tuner's options are resolved or refused with advice",
   // 6 devices and 16 sequences with pp 1 or 2: dp 6 or 3 divides no batch.
   o.globalBatch = 16;
   o.pp = {1, 2};
-  llvm::Expected<TuneOptions> narrow = resolveOptions(model, c, o);
-  REQUIRE(static_cast<bool>(narrow));
-  llvm::Expected<std::vector<Candidate>> none =
-      enumerateCandidates(model, *narrow);
-  REQUIRE_FALSE(static_cast<bool>(none));
-  CHECK(llvm::toString(none.takeError()) ==
+  CHECK(emptySpaceReason(model, c, o) ==
         "the search space is empty for 6 devices and a global batch of 16 "
         "(pp tried: 1, 2); pp 1 x dp 6 with micro-batch size 1: dp x mbs = 6 "
         "does not divide the global batch 16; pp 2 x dp 3 with micro-batch "
@@ -214,12 +219,7 @@ TEST_CASE("the tuner's options are resolved or refused with advice",
   o.globalBatch = 8;
   o.pp.clear();
   o.placements = {TunePlacement::VShape};
-  llvm::Expected<TuneOptions> five = resolveOptions(model, c, o);
-  REQUIRE(static_cast<bool>(five));
-  llvm::Expected<std::vector<Candidate>> noV =
-      enumerateCandidates(model, *five);
-  REQUIRE_FALSE(static_cast<bool>(noV));
-  CHECK(llvm::toString(noV.takeError()) ==
+  CHECK(emptySpaceReason(model, c, o) ==
         "the search space is empty for 5 devices and a global batch of 8 (pp "
         "tried: 1, 5); pp 1 x dp 5 with micro-batch size 1: dp x mbs = 5 does "
         "not divide the global batch 8; pp 5 with vshape: 10 stages of one "
