@@ -17,6 +17,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cerrno>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -45,6 +46,24 @@ inline CLI::Validator integerAtLeast(int64_t min, int64_t max = INT32_MAX) {
       min == 1   ? "POSITIVE"
       : min == 0 ? "NONNEGATIVE"
                  : "INTEGER");
+}
+
+/// A finite number greater than 0 (seconds, a tolerance).
+inline CLI::Validator positiveNumber() {
+  return CLI::Validator(
+      [](std::string &text) -> std::string {
+        char *end = nullptr;
+        errno = 0;
+        const double value = std::strtod(text.c_str(), &end);
+        if (text.empty() || *end != '\0')
+          return "'" + text.substr(0, 40) + "' is not a number";
+        if (errno != 0 || !std::isfinite(value))
+          return "'" + text.substr(0, 40) + "' is not a finite number";
+        if (!(value > 0))
+          return "must be a positive number, got " + text;
+        return {};
+      },
+      "POSITIVE");
 }
 
 } // namespace flexpipe

@@ -1319,7 +1319,7 @@ int parseOptions(int argc, char **argv, Options &o) {
       ->check(flexpipe::integerAtLeast(1));
   app.add_option("--seconds", o.seconds,
                  "Measuring time per shape (more: steadier figures)")
-      ->check(CLI::PositiveNumber)
+      ->check(flexpipe::positiveNumber())
       ->capture_default_str();
   app.add_option("--name", o.name,
                  "The cluster's name (default: cpu-measured)");
@@ -1345,7 +1345,7 @@ int parseOptions(int argc, char **argv, Options &o) {
   app.add_option("--tolerance", o.tolerance,
                  "With --check: how far (relative) the machine may have "
                  "moved")
-      ->check(CLI::PositiveNumber)
+      ->check(flexpipe::positiveNumber())
       ->capture_default_str();
   app.add_flag("-q,--quiet", o.quiet, "No progress on standard error");
   app.add_option("-o,--output", o.output, "The cluster file to write")
