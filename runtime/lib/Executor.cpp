@@ -61,6 +61,15 @@ struct Options {
   int64_t checkpointEvery = 0;
 };
 
+/// What is wrong when actor `program`'s executable runs as rank `rank` of a
+/// schedule with `actors` actors.
+std::string startedAsWrongRank(int program, int rank, int actors) {
+  return "this executable is actor " + std::to_string(program) +
+         "'s program (rank" + std::to_string(program) + "), started as rank " +
+         std::to_string(rank) + ": start rankA as every rank r with r mod " +
+         std::to_string(actors) + " = A (run-mpi.sh and slurm.conf do)";
+}
+
 /// One instruction as it ran, for --trace.
 struct Event {
   const char *kind;
@@ -310,13 +319,8 @@ struct flexpipe_rt {
       std::string message = "stage " + std::to_string(s) +
                             " does not run on actor " + std::to_string(actor);
       if (s >= 0 && s < desc.stages && !desc.stage[s].shared())
-        message += "; this executable is actor " +
-                   std::to_string(desc.stage[s].actor) + "'s program (rank" +
-                   std::to_string(desc.stage[s].actor) + "), started as rank " +
-                   std::to_string(comm->rank()) +
-                   ": start rankA as every rank r with r mod " +
-                   std::to_string(desc.actors) +
-                   " = A (run-mpi.sh and slurm.conf do)";
+        message += "; " + startedAsWrongRank(desc.stage[s].actor, comm->rank(),
+                                             desc.actors);
       comm->abort(message, 1);
     }
     return *it->second;
@@ -407,7 +411,8 @@ void writeFile(Comm &comm, const std::string &path, Write &&write) {
 /// Chrome trace (one process per replica, one track per actor).
 void writeTrace(flexpipe_rt &rt) {
   Comm &comm = *rt.comm;
-  const std::string part = rt.options.trace + ".rank" + std::to_string(comm.rank());
+  const std::string part =
+      rt.options.trace + ".rank" + std::to_string(comm.rank());
   writeFile(comm, part, [&](FILE *f) {
     for (const Event &e : rt.events) {
       std::fprintf(f,
@@ -599,6 +604,57 @@ void checkLaunch(flexpipe_rt &rt) {
                    std::to_string(lo) + " and " + std::to_string(hi) +
                    "); compile all ranks from one spec",
                1);
+  // Every executable embeds the same schedule; its `program` line says which
+  // actor's program it runs (programs that start with a receive would
+  // otherwise wait on each other until FLEXPIPE_TIMEOUT).
+  if (d.program >= 0 && d.program != comm.rank() % d.actors)
+    comm.abort(startedAsWrongRank(d.program, comm.rank(), d.actors), 1);
+}
+
+/// Every rank trains the same way: options that decide how many iterations
+/// run, what they compute and which collectives they call are the same on
+/// all ranks (mpirun's colon syntax hands each executable its own options).
+/// Collective; aborts with the first that differs.
+void checkOptionsAgree(flexpipe_rt &rt) {
+  const Options &o = rt.options;
+  uint32_t lrBits = 0;
+  static_assert(sizeof(lrBits) == sizeof(o.lr));
+  std::memcpy(&lrBits, &o.lr, sizeof(lrBits));
+  const auto lrText = [](uint64_t bits) {
+    float lr = 0;
+    const auto narrow = static_cast<uint32_t>(bits);
+    std::memcpy(&lr, &narrow, sizeof(lr));
+    char text[32];
+    std::snprintf(text, sizeof(text), "%g", static_cast<double>(lr));
+    return std::string(text);
+  };
+  const auto count = [](uint64_t v) { return std::to_string(v); };
+  const auto given = [](uint64_t v) {
+    return std::string(v ? "given" : "not given");
+  };
+  const struct {
+    const char *option;
+    uint64_t value;
+    std::function<std::string(uint64_t)> show;
+  } options[] = {
+      {"--iterations", static_cast<uint64_t>(o.iterations), count},
+      {"--lr", lrBits, lrText},
+      {"--checkpoint-every", static_cast<uint64_t>(o.checkpointEvery), count},
+      {"--checkpoint", !o.checkpoint.empty(), given},
+      {"--resume", !o.resume.empty(), given},
+  };
+  for (const auto &option : options) {
+    uint64_t lo, hi;
+    rt.comm->minMax(option.value, lo, hi);
+    if (lo != hi)
+      rt.comm->abort(std::string("the ranks were started with different ") +
+                         option.option + " (" + option.show(lo) + " and " +
+                         option.show(hi) +
+                         "); give every rank the same options (with "
+                         "mpirun's colon syntax, each executable takes its "
+                         "own)",
+                     1);
+  }
 }
 
 /// The files this rank will write, checked before any work.
@@ -1058,6 +1114,7 @@ int flexpipe::rt::runRank(int argc, char **argv, const char *description,
     return 1;
   }
   checkLaunch(rt);
+  checkOptionsAgree(rt);
   rt.actor = comm.rank() % d.actors;
   rt.replica = comm.rank() / d.actors;
   if (rt.options.threads == 1) // a rank with threads keeps all the cores

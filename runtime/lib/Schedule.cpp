@@ -328,6 +328,9 @@ std::string checkDescription(ScheduleDesc &desc,
   }
   if (std::string error = checkStructure(desc, declared); !error.empty())
     return error;
+  if (desc.program >= desc.actors)
+    return "the 'program' line names actor " + std::to_string(desc.program) +
+           ", but the schedule has " + std::to_string(desc.actors) + " actors";
   if (!desc.predictedPeak.empty() &&
       desc.predictedPeak.size() != static_cast<size_t>(desc.actors))
     return "the 'predicted' line has " +
@@ -380,6 +383,11 @@ std::string flexpipe::rt::parseSchedule(const std::string &text,
     }
     if (key == "name") {
       words >> desc.name;
+    } else if (key == "program") {
+      words >> desc.program;
+      if (words && desc.program < 0)
+        return fail("program must name an actor, got " +
+                    std::to_string(desc.program));
     } else if (key == "hash") {
       words >> desc.hash;
       hashLine = number;
@@ -559,4 +567,14 @@ std::string flexpipe::rt::withScheduleHeader(const std::string &body,
                                              uint64_t hash) {
   return "flexpipe-schedule 1\nhash " + std::to_string(hash) + "\ncheck " +
          std::to_string(fnv1a(body)) + "\n" + body;
+}
+
+std::string flexpipe::rt::forProgram(const std::string &description,
+                                     int actor) {
+  const size_t header = description.find('\n');
+  if (header == std::string::npos)
+    return description;
+  std::string text = description;
+  text.insert(header + 1, "program " + std::to_string(actor) + "\n");
+  return text;
 }

@@ -48,7 +48,18 @@
 // HASH: the ranks were compiled from different schedules
 // One rank's executable started as every rank names what is wrong.
 // RUN: not env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 60 mpirun --oversubscribe -np 2 %t/a/rank0 2>&1 | FileCheck %s --check-prefix=WRONG
-// WRONG: flexpipe: rank 1: stage 0 does not run on actor 1; this executable is actor 0's program (rank0), started as rank 1: start rankA as every rank r with r mod 2 = A (run-mpi.sh and slurm.conf do)
+// WRONG: flexpipe: rank 1: this executable is actor 0's program (rank0), started as rank 1: start rankA as every rank r with r mod 2 = A (run-mpi.sh and slurm.conf do)
+// So do programs that start with a receive (rank1 and rank2 swapped), which
+// would otherwise wait for each other until FLEXPIPE_TIMEOUT.
+// RUN: flexpipe-compile %schedules/1f1b.mlir --actors 3 --microbatches 5 --emit=exe -o %t/three
+// RUN: not env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 60 mpirun --oversubscribe -np 1 %t/three/rank0 : -np 1 %t/three/rank2 : -np 1 %t/three/rank1 2>&1 | FileCheck %s --check-prefix=SWAPPED
+// SWAPPED: this executable is actor {{[12]}}'s program (rank{{[12]}}), started as rank {{[12]}}
+// Ranks started with different options (mpirun's colon syntax gives each
+// executable its own) refuse to start instead of hanging or training apart.
+// RUN: not env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 60 mpirun --oversubscribe -np 1 %t/three/rank0 : -np 1 %t/three/rank1 : -np 1 %t/three/rank2 --iterations 3 2>&1 | FileCheck %s --check-prefix=ITERS
+// ITERS: flexpipe: rank 0: the ranks were started with different --iterations (3 and 10); give every rank the same options
+// RUN: not env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 60 mpirun --oversubscribe -np 1 %t/three/rank0 --lr 0.05 : -np 1 %t/three/rank1 : -np 1 %t/three/rank2 2>&1 | FileCheck %s --check-prefix=LR
+// LR: the ranks were started with different --lr (0.001 and 0.05)
 
 // A rank that dies stops every other rank with a non-zero exit.
 // RUN: flexpipe-compile %schedules/1f1b.mlir --actors 2 --microbatches 4 --emit=exe -o %t/a-good

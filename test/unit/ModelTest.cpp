@@ -74,8 +74,9 @@ void checkGradient(const std::string &what, Tensor &value,
     const double down = objective();
     value[i] = saved;
     const double numeric = (up - down) / (2 * eps);
-    const double error = std::abs(numeric - analytic[i]) /
-                         std::max(1e-2, std::abs(numeric) + std::abs(analytic[i]));
+    const double error =
+        std::abs(numeric - analytic[i]) /
+        std::max(1e-2, std::abs(numeric) + std::abs(analytic[i]));
     worst = std::max(worst, error);
     INFO(what << "[" << i << "]: analytic " << analytic[i] << ", numeric "
               << numeric);
@@ -185,8 +186,7 @@ TEST_CASE("a whole stage: embedding, blocks and head", "[model][gradcheck]") {
                   2e-3f);
 }
 
-TEST_CASE("input and weight gradients split equal a full backward",
-          "[model]") {
+TEST_CASE("input and weight gradients split equal a full backward", "[model]") {
   const GptConfig c = small();
   Batch batch = makeBatch(c, 0, 0);
   Tensor x = randomTensor(c.tokens() * c.hidden, 5),
@@ -768,6 +768,24 @@ TEST_CASE("schedule descriptions round-trip through the one writer",
     changed.replace(changed.find("dp "), 4, "dp 3");
     ScheduleDesc other;
     CHECK(parseSchedule(changed, other).find("check sum") != std::string::npos);
+  }
+  // A rank's copy names its actor, outside the check sum; the reader keeps
+  // it and refuses an actor the schedule does not have.
+  {
+    ScheduleDesc shared, rank3;
+    const std::string text = withScheduleHeader(bodies[0], 42);
+    REQUIRE(parseSchedule(text, shared) == "");
+    CHECK(shared.program == -1);
+    REQUIRE(parseSchedule(forProgram(text, 3), rank3) == "");
+    CHECK(rank3.program == 3);
+    CHECK(forProgram(text, 3).rfind("flexpipe-schedule 1\nprogram 3\nhash",
+                                    0) == 0);
+    for (int actor : {4, -1}) {
+      ScheduleDesc bad;
+      INFO(actor);
+      CHECK(parseSchedule(forProgram(text, actor), bad).find("program") !=
+            std::string::npos);
+    }
   }
   // The cost model's prediction: one number per actor.
   ScheduleDesc desc;

@@ -23,6 +23,7 @@
 
 #include "flexpipe/Dialect/FlexPipe/IR/FlexPipe.h"
 #include "flexpipe/Dialect/FlexPipe/Transforms/Utils.h"
+#include "flexpipe/Runtime/Schedule.h"
 #include "flexpipe/Scheduling/CostModelYAML.h"
 
 #include "mlir/IR/Builders.h"
@@ -86,17 +87,16 @@ LogicalResult lowerActor(OpBuilder &b, ScheduleOp schedule, ActorOp actor,
   MLIRContext *ctx = b.getContext();
   Location loc = actor.getLoc();
   const int64_t id = static_cast<int64_t>(actor.getId());
-  auto module = ModuleOp::create(b, loc,
-                                 (schedule.getSymName() + "_rank" +
-                                  std::to_string(id))
-                                     .str());
+  auto module = ModuleOp::create(
+      b, loc, (schedule.getSymName() + "_rank" + std::to_string(id)).str());
   module->setAttr("flexpipe.actor", b.getI64IntegerAttr(id));
   module->setAttr("flexpipe.description", b.getStringAttr(description));
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToEnd(module.getBody());
   emitc::IncludeOp::create(b, loc, "flexpipe/Runtime/Runtime.h", false);
 
-  Type rtType = emitc::PointerType::get(emitc::OpaqueType::get(ctx, "flexpipe_rt"));
+  Type rtType =
+      emitc::PointerType::get(emitc::OpaqueType::get(ctx, "flexpipe_rt"));
   auto program = emitc::FuncOp::create(b, loc, "flexpipe_program",
                                        b.getFunctionType({rtType}, {}));
   Block *entry = program.addEntryBlock();
@@ -195,7 +195,8 @@ LogicalResult lowerActor(OpBuilder &b, ScheduleOp schedule, ActorOp actor,
       b, loc, TypeRange{b.getI32Type()}, "flexpipe_rt_main",
       ValueRange{mainEntry->getArgument(0), mainEntry->getArgument(1)},
       b.getArrayAttr({b.getIndexAttr(0), b.getIndexAttr(1),
-                      emitc::OpaqueAttr::get(ctx, quote(description)),
+                      emitc::OpaqueAttr::get(
+                          ctx, quote(rt::forProgram(description.str(), id))),
                       emitc::OpaqueAttr::get(ctx, "flexpipe_program")}));
   emitc::ReturnOp::create(b, loc, runMain.getResult(0));
   return success();

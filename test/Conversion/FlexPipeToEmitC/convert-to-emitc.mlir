@@ -23,7 +23,7 @@
 // CHECK-NEXT:      call_opaque "flexpipe_rt_wgrad"(%[[RT]]) {args = [0 : index, 0, 0]}
 // CHECK-NEXT:      return
 // CHECK:         emitc.func @main(%[[ARGC:.*]]: i32, %[[ARGV:.*]]: !emitc.ptr<!emitc.ptr<!emitc.opaque<"char">>>) -> i32 {
-// CHECK-NEXT:      %[[CODE:.*]] = call_opaque "flexpipe_rt_main"(%[[ARGC]], %[[ARGV]]) {args = [0 : index, 1 : index, #emitc.opaque<"\22flexpipe-schedule 1\\nhash {{.*}}\22">, #emitc.opaque<"flexpipe_program">]}
+// CHECK-NEXT:      %[[CODE:.*]] = call_opaque "flexpipe_rt_main"(%[[ARGC]], %[[ARGV]]) {args = [0 : index, 1 : index, #emitc.opaque<"\22flexpipe-schedule 1\\nprogram 0\\nhash {{.*}}\22">, #emitc.opaque<"flexpipe_program">]}
 // CHECK-NEXT:      return %[[CODE]] : i32
 // CHECK-LABEL: module @tiny_rank1 attributes {flexpipe.actor = 1 : i64
 // CHECK:           call_opaque "flexpipe_rt_recv_act"(%[[RT:.*]]) {args = [0 : index, 1, 0, 0]} : {{.*}} -> ()

@@ -24,6 +24,10 @@ namespace flexpipe::rt {
 struct ScheduleDesc {
   std::string name;
   uint64_t hash = 0;
+  /// The actor whose program the executable embedding this description
+  /// runs (its `program` line); -1 where the description serves every rank
+  /// (schedule.txt, flexpipe-reference).
+  int program = -1;
   int actors = 1, stages = 1, microbatches = 1, dp = 1;
   /// The GPT's sizes; for a two-tower model only microBatch and seed count.
   GptConfig model;
@@ -108,6 +112,11 @@ std::string formatScheduleBody(const ScheduleDesc &desc);
 /// A whole description: the header (`flexpipe-schedule 1`, `hash` and the
 /// check sum of the body that parseSchedule verifies) and `body`.
 std::string withScheduleHeader(const std::string &body, uint64_t hash);
+
+/// `description` (a whole one) as actor `actor`'s executable embeds it: with
+/// a `program` line after the first, which the runtime checks against the
+/// rank the executable was started as.
+std::string forProgram(const std::string &description, int actor);
 
 /// One encoded attribute, `KEY=K:VALUE` (the format decodeOpAttributes
 /// reads; `kind` one of s, i, f, b, u, `value` as text). The lowering joins
