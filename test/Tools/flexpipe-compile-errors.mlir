@@ -10,6 +10,26 @@
 // RUN: not flexpipe-compile %t/empty.mlir 2>&1 | FileCheck %s --check-prefix=EMPTY
 // RUN: not flexpipe-compile %t/syntax.mlir 2>&1 | FileCheck %s --check-prefix=SYNTAX
 
+// A spec is verified at the sizes it is compiled at: --actors and the model
+// file's layers apply first, and an error at what they changed says so.
+// RUN: not flexpipe-compile %t/two-layers.mlir --emit=text 2>&1 | FileCheck %s --check-prefix=WRITTEN
+// RUN: flexpipe-compile %t/two-layers.mlir --actors 2 --emit=text | FileCheck %s --check-prefix=TWO
+// RUN: flexpipe-compile %t/two-layers.mlir --model %S/../../configs/models/tiny.yaml --cluster %S/../../configs/clusters/cpu.yaml --emit=report | FileCheck %s --check-prefix=MODEL
+// RUN: not flexpipe-compile %schedules/interleaved-1f1b.mlir --actors 5 --model %S/../../configs/models/tiny.yaml --cluster %S/../../configs/clusters/cpu.yaml --emit=report 2>&1 | FileCheck %s --check-prefix=NOTE
+// RUN: not flexpipe-compile %t/two-layers.mlir --actors 4 --emit=text 2>&1 | FileCheck %s --check-prefix=SCALED
+// RUN: not flexpipe-compile %t/two-layers.mlir --microbatches 1 --emit=text 2>&1 | FileCheck %s --check-prefix=WRITTEN
+
+// A write that fails (a full disk) is an error message, not LLVM's fatal
+// "IO failure on output stream".
+// RUN: not flexpipe-compile %schedules/1f1b.mlir --emit=report -o /dev/full 2>&1 | FileCheck %s --check-prefix=FULL
+// RUN: not flexpipe-compile %schedules/1f1b.mlir --emit=text > /dev/full 2> %t/full.err
+// RUN: FileCheck %s --check-prefix=STDOUT --input-file %t/full.err
+// RUN: not flexpipe-opt %schedules/1f1b.mlir -o /dev/full 2>&1 | FileCheck %s --check-prefix=OPTFULL
+// FULL: flexpipe-compile: cannot write '/dev/full': No space left on device
+// FULL-NOT: LLVM ERROR
+// STDOUT: flexpipe-compile: cannot write '<stdout>': No space left on device
+// OPTFULL: flexpipe-opt: cannot write '/dev/full': No space left on device
+
 // INFLIGHT: inflight.mlir:3:3: error: 'flexpipe.inflight' op gives actor 0 an in-flight limit of 0; every limit must be at least 1
 // IDLE: idle.mlir:1:1: error: 'flexpipe.pipeline' op leaves actor 3 without any stage
 // INTERVAL: interval.mlir:3:25: error: custom op 'flexpipe.priority' a stage traversal interval must be at least 1, got 0; omit it to take the first item
@@ -20,6 +40,14 @@
 // STUCK: note: actor 0 has 18 computations left: fwd stage 3 mb 0 (actor 0) is ready but the actor's in-flight limit 6 is reached
 // EMPTY: error: '{{.*}}empty.mlir' holds no flexpipe.pipeline or flexpipe.schedule to compile
 // SYNTAX: syntax.mlir:2:3: error: custom op 'flexpipe.modul' is unknown
+// WRITTEN: two-layers.mlir:2:3: error: 'flexpipe.module' op cannot split 2 layers over 3 stages
+// WRITTEN-NOT: note:
+// TWO: schedule @p: 2 actors, 2 stages, 3 micro-batches
+// MODEL: schedule @p: 3 actors, 3 stages, 3 micro-batches
+// NOTE: interleaved-1f1b.mlir:7:3: error: 'flexpipe.module' op cannot split 8 layers over 10 stages
+// NOTE: interleaved-1f1b.mlir:7:3: note: the model file '{{.*}}tiny.yaml' gives @gpt 8 layers, in place of the spec's layers(16)
+// SCALED: two-layers.mlir:2:3: error: 'flexpipe.module' op cannot split 3 layers over 4 stages
+// SCALED: two-layers.mlir:2:3: note: --actors 4 scaled layers(2) to 3 (layers per actor kept)
 
 //--- inflight.mlir
 flexpipe.pipeline @p actors(4) microbatches(8) {
@@ -59,4 +87,8 @@ func.func @nothing() {
 //--- syntax.mlir
 flexpipe.pipeline @p actors(4) microbatches(8) {
   flexpipe.modul @gpt layers(8) placement(one_to_one)
+}
+//--- two-layers.mlir
+flexpipe.pipeline @p actors(3) microbatches(3) {
+  flexpipe.module @gpt layers(2) placement(one_to_one)
 }

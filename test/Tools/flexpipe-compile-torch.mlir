@@ -29,6 +29,16 @@
 // Refused: what PyTorch's format cannot express gets no file.
 // RUN: not flexpipe-compile %schedules/bidirectional.mlir --emit=torch-csv-comms -o %t.bi.csv 2>&1 | FileCheck %s --check-prefix=BIDI
 // RUN: not test -e %t.bi.csv
+// A refused export leaves a file already at -o as it was.
+// RUN: echo kept > %t.kept.csv
+// RUN: not flexpipe-compile %schedules/bidirectional.mlir --emit=torch-csv-comms -o %t.kept.csv 2>&1 | FileCheck %s --check-prefix=BIDI
+// RUN: FileCheck %s --check-prefix=KEPT --input-file %t.kept.csv
+// KEPT: kept
+// A file named just ".csv" gives a schedule that reads back.
+// RUN: rm -rf %t.dot && mkdir %t.dot && cp %S/Inputs/torch-compute-only.csv %t.dot/.csv
+// RUN: flexpipe-compile %t.dot/.csv --emit=schedule -o %t.dot/back.mlir
+// RUN: flexpipe-compile %t.dot/back.mlir --emit=text | FileCheck %s --check-prefix=DOTNAME
+// DOTNAME: schedule @torch_schedule:
 // BIDI: bidirectional.mlir:4:1: error: --emit=torch-csv-comms cannot write 'bidirectional': stage 4 starts another pipeline of the model (replicated weights, as in bidirectional pipelines); PyTorch's schedule format runs one chain of stages, each on one rank
 // RUN: not flexpipe-compile %examples/clip-mixed.mlir --emit=torch-csv 2>&1 | FileCheck %s --check-prefix=CLIP
 // CLIP: error: --emit=torch-csv cannot write 'clip_mixed': actor {{[0-9]+}} runs {{all_gather|gather|exec}}

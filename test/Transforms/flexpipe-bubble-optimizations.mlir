@@ -4,6 +4,8 @@
 // RUN: not flexpipe-opt %s -flexpipe-gradient-separation=time-model=fast 2>&1 | FileCheck %s --check-prefix=MODEL
 // RUN: not flexpipe-opt %s -flexpipe-gradient-separation=dp=0 2>&1 | FileCheck %s --check-prefix=DP
 // RUN: not flexpipe-opt %s -flexpipe-simulate=dp=0 2>&1 | FileCheck %s --check-prefix=SIMDP
+// RUN: not flexpipe-opt %s -flexpipe-schedule=dp=-3 2>&1 | FileCheck %s --check-prefix=SCHEDDP
+// RUN: not flexpipe-opt %s -flexpipe-spec-to-schedule=dp=0 2>&1 | FileCheck %s --check-prefix=PIPEDP
 // RUN: not flexpipe-opt %s -flexpipe-insert-comm -flexpipe-gradient-separation 2>&1 | FileCheck %s --check-prefix=COMM
 // RUN: not flexpipe-opt %s -flexpipe-async-comm=lookahead=0 2>&1 | FileCheck %s --check-prefix=LOOKAHEAD
 // Only schedules whose spec asked for it change under requested-only.
@@ -71,6 +73,8 @@ flexpipe.schedule @s actors(2) stages(2) microbatches(2) {
 // MODEL: for the --time-model option: Cannot find option named 'fast'!
 // DP: error: -flexpipe-gradient-separation needs dp >= 1, not 0
 // SIMDP: error: -flexpipe-simulate needs dp >= 1, not 0
+// SCHEDDP: error: -flexpipe-schedule needs dp >= 1, not -3
+// PIPEDP: error: -flexpipe-schedule needs dp >= 1, not 0
 // COMM: error: gradient separation failed: actor 0 has a send_act; gradient separation works on programs of computations and blocking collectives (run it before communication is inserted; asynchronous collectives and exec are not supported yet)
 // LOOKAHEAD: error: -flexpipe-async-comm needs lookahead >= 1, not 0
 // UNCHANGED: flexpipe.bwd stage 0 mb 0

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Ranks.h"
+#include "../OutputFile.h"
 
 #include "flexpipe/Config.h"
 #include "flexpipe/Conversion/FlexPipeToEmitC/FlexPipeToEmitC.h"
@@ -336,16 +337,10 @@ static bool prepareDirectory(const RankOutput &out, size_t numRanks) {
 /// Writes `file` with `fn`; reports and returns false when it cannot.
 static bool writeFile(const std::string &file,
                       function_ref<LogicalResult(raw_ostream &)> fn) {
-  std::string error;
-  std::unique_ptr<llvm::ToolOutputFile> out = openOutputFile(file, &error);
-  if (!out) {
-    llvm::errs() << "flexpipe-compile: " << error << "\n";
-    return false;
-  }
-  if (failed(fn(out->os())))
-    return false;
-  out->keep();
-  return true;
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  return succeeded(fn(os)) &&
+         flexpipe::writeOutputFile("flexpipe-compile", file, text);
 }
 
 /// Writes `text` to `file`, executable when asked.

@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "../LongLines.h"
+#include "../OutputFile.h"
 #include "../ProcessSetup.h"
 #include "Options.h"
 #include "Ranks.h"
@@ -40,6 +41,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FileUtilities.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -104,8 +106,10 @@ importTorchSchedule(MLIRContext &context, const std::string &text,
   Location loc = FileLineColLoc::get(&context, file, 1, 1);
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
   OpBuilder b(module->getBody(), module->getBody()->end());
+  // Named after the file ("torch_schedule" for a file named ".csv").
+  StringRef name = llvm::sys::path::stem(options.input);
   ScheduleOp schedule = createSchedule(
-      b, loc, b.getStringAttr(llvm::sys::path::stem(options.input)), program);
+      b, loc, b.getStringAttr(name.empty() ? "torch_schedule" : name), program);
   // Each instruction at its cell (line = rank + 1), so that the verifier's
   // diagnostics point into the file.
   for (auto actor : schedule.getBody().getOps<ActorOp>()) {
@@ -193,17 +197,23 @@ readInput(MLIRContext &context, const CompileOptions &options,
   }
   longLines.emplace(handler, &context, input->getBuffer());
   sourceMgr.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
-  return parseSourceFile<ModuleOp>(sourceMgr, &context);
+  // Verified by applyOverrides, once --actors, --microbatches and the model
+  // file have set the sizes the spec is compiled at.
+  return parseSourceFile<ModuleOp>(
+      sourceMgr, ParserConfig(&context, /*verifyAfterParse=*/false));
 }
 
 /// --actors, --microbatches and the model file's layer counts, applied to
-/// every spec; schedules keep their sizes. Verifies the result: an override
-/// may make a spec invalid (an explicit map for other sizes, an in-flight
-/// rule that starves an actor).
+/// every spec; schedules keep their sizes. Then verifies the module (parsed
+/// unverified): a spec is judged at the sizes it is compiled at, so a spec
+/// written for other sizes may become valid or invalid (an explicit map, an
+/// in-flight rule that starves an actor). An error at an op whose size an
+/// option set gets a note that says where that size came from.
 static LogicalResult applyOverrides(ModuleOp module,
                                     const CompileOptions &options,
                                     const sched::ModelConfig &model) {
   Builder b(module.getContext());
+  llvm::DenseMap<Operation *, std::string> changed;
   size_t specs = 0, schedules = 0;
   for (Operation &op : module.getBody()->getOperations()) {
     if (isa<ScheduleOp>(op))
@@ -212,6 +222,11 @@ static LogicalResult applyOverrides(ModuleOp module,
     if (!pipeline)
       continue;
     ++specs;
+    // The attributes read below exist (the rest is verified at the end).
+    if (failed(pipeline.verifyInvariantsImpl()) ||
+        llvm::any_of(pipeline.getBody().getOps<ModalityOp>(),
+                     [](auto m) { return failed(m.verifyInvariantsImpl()); }))
+      return failure();
     if (options.actors > 0) {
       // Without a model, a spec's layer counts only set its stages'
       // relative sizes: they scale with the actors (layers per stage kept)
@@ -219,13 +234,25 @@ static LogicalResult applyOverrides(ModuleOp module,
       const int64_t written = pipeline.getActors();
       if (options.model.empty() && written > 0)
         for (auto m : pipeline.getBody().getOps<ModalityOp>())
-          if (!m.getActorGroup() && !m.getPartition())
-            m.setLayersAttr(b.getI64IntegerAttr(
-                (m.getLayers() * options.actors + written - 1) / written));
+          if (!m.getActorGroup() && !m.getPartition()) {
+            const int64_t layers =
+                (m.getLayers() * options.actors + written - 1) / written;
+            changed[m] = llvm::formatv("--actors {0} scaled layers({1}) to "
+                                       "{2} (layers per actor kept)",
+                                       options.actors, m.getLayers(), layers);
+            m.setLayersAttr(b.getI64IntegerAttr(layers));
+          }
+      changed[pipeline] = llvm::formatv("--actors {0} replaced actors({1})",
+                                        options.actors, written);
       pipeline.setActorsAttr(b.getI64IntegerAttr(options.actors));
     }
-    if (options.microbatches > 0)
+    if (options.microbatches > 0) {
+      std::string &note = changed[pipeline];
+      note += llvm::formatv("{0}--microbatches {1} replaced microbatches({2})",
+                            note.empty() ? "" : "; ", options.microbatches,
+                            pipeline.getMicrobatches());
       pipeline.setMicrobatchesAttr(b.getI64IntegerAttr(options.microbatches));
+    }
     // The model file's sizes replace the spec's layer counts.
     if (!options.model.empty())
       for (auto m : pipeline.getBody().getOps<ModalityOp>()) {
@@ -234,9 +261,20 @@ static LogicalResult applyOverrides(ModuleOp module,
           return m.emitError() << "module @" << m.getSymName()
                                << " is not in the model file '" << options.model
                                << "'; name its modules after the spec's";
+        changed[m] = llvm::formatv(
+            "the model file '{0}' gives @{1} {2} layers, in place of the "
+            "spec's layers({3})",
+            options.model, m.getSymName(), sizes->layers, m.getLayers());
         m.setLayersAttr(b.getI64IntegerAttr(sizes->layers));
       }
   }
+  ScopedDiagnosticHandler notes(module.getContext(), [&](Diagnostic &diag) {
+    if (diag.getSeverity() == DiagnosticSeverity::Error)
+      for (const auto &[op, note] : changed)
+        if (op->getLoc() == diag.getLocation())
+          diag.attachNote() << note;
+    return failure(); // on to the handler that prints it
+  });
   if (specs + schedules == 0)
     return emitError(module.getLoc())
            << "'" << options.input
@@ -421,18 +459,12 @@ static int compile(const CompileOptions &options) {
                                       inputs, &*inputs->model)
                                 : nullptr);
 
-  std::string error;
-  std::unique_ptr<llvm::ToolOutputFile> output =
-      openOutputFile(options.output, &error);
-  if (!output) {
-    llvm::errs() << "flexpipe-compile: " << error << "\n";
-    return 1;
-  }
-  llvm::raw_ostream &os = output->os();
+  // Rendered whole, then written: a refused export leaves -o as it was.
+  std::string text;
+  llvm::raw_string_ostream os(text);
   if (options.emit == "schedule") {
     module->print(os);
-    output->keep();
-    return 0;
+    return writeOutputFile("flexpipe-compile", options.output, text) ? 0 : 1;
   }
   SmallVector<ScheduleOp> all(module->getOps<ScheduleOp>());
   const bool many = options.emit == "text" || options.emit == "report";
@@ -452,8 +484,7 @@ static int compile(const CompileOptions &options) {
                    : emitReplayed(schedule, read.program, options, os)))
       return 1;
   }
-  output->keep();
-  return 0;
+  return writeOutputFile("flexpipe-compile", options.output, text) ? 0 : 1;
 }
 
 int main(int argc, char **argv) {

@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "../LongLines.h"
+#include "../OutputFile.h"
 #include "flexpipe/Conversion/FlexPipeToEmitC/FlexPipeToEmitC.h"
 #include "flexpipe/Dialect/FlexPipe/IR/FlexPipe.h"
 #include "flexpipe/Dialect/FlexPipe/Transforms/Passes.h"
@@ -142,20 +143,15 @@ int main(int argc, char **argv) {
       !parsesWithShortDiagnostics(*buffer, input == "-" ? "<stdin>" : input,
                                   registry))
     return 1;
-  if (input != "-")
-    return mlir::asMainReturnCode(
-        mlir::MlirOptMain(argc, argv, input, output, registry));
-  // Standard input can be read once: hand MLIR the buffer already read.
-  std::unique_ptr<llvm::ToolOutputFile> out =
-      mlir::openOutputFile(output, &error);
-  if (!out) {
-    llvm::errs() << error << "\n";
-    return 1;
-  }
+  // MLIR gets the buffer already read (standard input can be read once)
+  // and writes into memory; the output file is written whole at the end
+  // (OutputFile.h: a failed run leaves -o as it was, a full disk is an
+  // error message).
+  std::string text;
+  llvm::raw_string_ostream os(text);
   if (mlir::failed(
-          mlir::MlirOptMain(out->os(), std::move(buffer), registry,
+          mlir::MlirOptMain(os, std::move(buffer), registry,
                             mlir::MlirOptMainConfig::createFromCLOptions())))
     return 1;
-  out->keep();
-  return 0;
+  return flexpipe::writeOutputFile("flexpipe-opt", output, text) ? 0 : 1;
 }

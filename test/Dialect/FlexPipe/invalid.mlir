@@ -159,6 +159,15 @@ flexpipe.pipeline @p actors(2) microbatches(8) {
 
 // -----
 
+// Tests a stage with more layers than the module, which would also let
+// counts near 2^63 wrap the sum around to the module's layers.
+flexpipe.pipeline @p actors(4) microbatches(8) {
+  // expected-error @+1 {{'flexpipe.module' op partition gives stage 0 9223372036854775807 layers, but the module has 8}}
+  flexpipe.module @gpt layers(8) placement(one_to_one) partition [9223372036854775807, 9223372036854775807, 5, 5]
+}
+
+// -----
+
 // Tests an even split with fewer layers than stages.
 flexpipe.pipeline @p actors(4) microbatches(8) {
   // expected-error @+1 {{'flexpipe.module' op cannot split 6 layers over 8 stages with at least one layer each; add layers, use fewer stages, or give `partition [...]`}}

@@ -631,6 +631,10 @@ LogicalResult ModalityOp::verify() {
       if (count < 0)
         return emitOpError() << "partition gives stage " << stage
                              << " a negative layer count (" << count << ")";
+      if (count > layers) // also keeps the sum from overflowing
+        return emitOpError() << "partition gives stage " << stage << " "
+                             << count << " layers, but the module has "
+                             << layers;
       sum += count;
     }
     if (sum != layers)

@@ -65,8 +65,10 @@ struct SchedulePass : flexpipe::impl::SchedulePassBase<SchedulePass> {
 
   void runOnOperation() override {
     if (dp < 1) {
-      getOperation().emitError()
-          << "-" << getArgument() << " needs dp >= 1, not " << dp;
+      // An option, not the IR: no location, no dump of the module.
+      emitError(UnknownLoc::get(&getContext()))
+          << "-" << getArgument() << " needs dp >= 1, not "
+          << static_cast<int64_t>(dp);
       return signalPassFailure();
     }
     FailureOr<std::shared_ptr<const sched::CostInputs>> inputs = passCostInputs(
