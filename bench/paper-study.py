@@ -227,8 +227,8 @@ def main():
         "bounds,",
         "  docs/Tuning.md). The cost model schedules each candidate two ways (its greedy "
         "order and the step model's order timed",
-        "  under the same costs, docs/Rationale.md), about a sixth of a "
-        "single-thread search. The paper's FlexPipe is Python.",
+        "  under the same costs) and, where they differ, simulates both with "
+        "messages (docs/Rationale.md). The paper's FlexPipe is Python.",
         "",
     ]
     # Keep the CLIP section, which bench/clip-study.py writes.

@@ -79,18 +79,16 @@ llvm::Error lowerOrder(const BuiltProblem &built, const ScheduleResult &order,
 llvm::Error flexpipe::sched::lowerProblem(const BuiltProblem &built,
                                           const LoweringOptions &options,
                                           LoweredProgram &out) {
-  // The cost model's choice between its greedy order and the step model's
-  // is judged by the simulation where the cluster puts ranks on shared
-  // cores (the scheduler's durations do not see that): each order as it
-  // will run, finished, so that one whose weight gradients are then
-  // separated is judged separated. The judged orders are kept: the chosen
-  // one is not lowered twice.
+  // With a model and a cluster, the cost model's choice between its greedy
+  // order and the step model's is judged by the simulation: the scheduler's
+  // durations see neither messages (on a fast device a small model's
+  // latencies outweigh its computations) nor ranks that share cores. Each
+  // order is judged as it will run, finished, so that one whose weight
+  // gradients are then separated is judged separated. The judged orders
+  // are kept: the chosen one is not lowered twice.
   std::vector<LoweredProgram> judged;
   ScheduleJudge judge;
-  const ClusterConfig *cluster = options.cluster;
-  if (options.model && cluster &&
-      (cluster->measured.coresPerNode > 0 ||
-       !cluster->measured.contention.empty()))
+  if (options.model && options.cluster)
     judge = [&](const ScheduleResult &order) -> std::optional<double> {
       LoweredProgram lowered;
       lowered.schedule = order;
@@ -100,8 +98,6 @@ llvm::Error flexpipe::sched::lowerProblem(const BuiltProblem &built,
         llvm::consumeError(std::move(error));
         return std::nullopt;
       }
-      if (lowered.costs->coreGroup.empty())
-        return std::nullopt; // nobody shares a core: no opinion
       if (llvm::Error error = finishLowered(options, lowered)) {
         llvm::consumeError(std::move(error));
         return std::nullopt;

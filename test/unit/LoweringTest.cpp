@@ -37,7 +37,7 @@ bool sameOps(const Program &a, const Program &b) {
 
 // The finished program lowerProblem returns is the scheduled order lowered
 // from scratch and finished (finishProgram with the program's own costs).
-// On a cluster whose ranks share cores the judge finishes both orders and
+// With a model and a cluster the judge finishes both orders and
 // lowerProblem reuses the one it keeps: that reuse must give the same
 // program, costs and separation figures. Uneven stages (layers that do not
 // divide), pp not a power of two, odd m, dp 1 and 2.

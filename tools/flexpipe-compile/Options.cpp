@@ -52,7 +52,8 @@ int flexpipe::parseCompileOptions(int argc, char **argv,
                  "backward, input- and weight-gradient take 1, 2, 1, 1 units "
                  "per layer, or the cost model's durations with --model and "
                  "--cluster; the step model's order is kept when it finishes "
-                 "earlier under those costs)")
+                 "earlier under those costs, or, with --model and --cluster, "
+                 "in the simulation with messages and shared cores)")
       ->check(CLI::IsMember({"step", "cost"}))
       ->capture_default_str();
   app.add_option("--step-rule", options.stepRule,

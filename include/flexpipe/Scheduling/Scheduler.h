@@ -234,9 +234,10 @@ enum class TimeModel {
   Step,
   /// Every actor picks its next instruction when it becomes free, with the
   /// parts' durations; the step model's order, timed under the same
-  /// durations, is kept instead when it finishes earlier, so the cost model
-  /// is never slower than the step model. Identical to Step (scaled) when
-  /// every duration is the same.
+  /// durations (or judged faster by a fuller model, schedule()'s `judge`),
+  /// is kept instead when it finishes earlier, so the cost model is never
+  /// slower than the step model. Identical to Step (scaled) when every
+  /// duration is the same.
   Cost,
 };
 

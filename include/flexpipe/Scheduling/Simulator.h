@@ -23,9 +23,9 @@
 // it takes longer. Programs are timed as events on the EventCore that the
 // scheduler and gradient separation's re-timer use too (one timing engine:
 // the rules of arrival, collectives and ties live there and in the helpers
-// below). The scheduler's durations do not see sharing; lowerProblem
-// (Lowering.h) lets the simulator choose between its two orders where ranks
-// share cores.
+// below). The scheduler's durations see neither messages nor sharing;
+// lowerProblem (Lowering.h) lets the simulator choose between its two
+// orders wherever a model and a cluster price them.
 //
 //===----------------------------------------------------------------------===//
 

@@ -120,7 +120,9 @@ def SchedulePass : Pass<"flexpipe-schedule", "mlir::ModuleOp"> {
            "backward, input- and weight-gradient of a stage take 1, 2, 1 and "
            "1 time units per layer, or the cost model's durations when "
            "`model` and `cluster` are given; the step model's order is kept "
-           "when it finishes earlier under those durations)",
+           "when it finishes earlier under those durations, or, with "
+           "`model` and `cluster`, in the simulation with messages and "
+           "shared cores)",
            [{::flexpipe::timeModelValues()}]>,
     Option<"stepRule", "step-rule", "::flexpipe::sched::StepRule", "::flexpipe::sched::StepRule::NextType",
            "What Algorithm 1's step function does when the fetch of the "
