@@ -128,7 +128,8 @@ importTorchSchedule(MLIRContext &context, const std::string &text,
   return module;
 }
 
-/// The most cells (actors x steps) --emit=text draws: about 300 MB of text.
+/// The most cells (actors x steps) --emit=text and torch-csv write: about
+/// 300 MB of text.
 constexpr double kMaxTextGridCells = 1 << 26;
 
 /// Option combinations the parser cannot see, and the cost files, read once
@@ -372,17 +373,21 @@ static LogicalResult emitReplayed(ScheduleOp schedule,
   sched::Timeline timeline = sched::unitTimeline(program);
   if (!timeline.ok)
     return schedule.emitError() << "cannot be replayed to a timeline";
+  // The grid and PyTorch's compute_only CSV have a cell per actor and step,
+  // most of them idle at large sizes: bounded so that they stay files to
+  // read, not gigabytes built in memory.
+  const double cells =
+      static_cast<double>(program.numActors) * timeline.makespan;
+  if ((options.emit == "text" || options.emit == "torch-csv") &&
+      cells > kMaxTextGridCells)
+    return schedule.emitError()
+           << "--emit=" << options.emit << " would write " << program.numActors
+           << " actors x " << static_cast<int64_t>(timeline.makespan)
+           << " steps, more than " << static_cast<int64_t>(kMaxTextGridCells)
+           << " cells; use --emit=report, svg, trace"
+           << (options.emit == "torch-csv" ? ", schedule or torch-csv-comms"
+                                           : " or schedule");
   if (options.emit == "text") {
-    // One cell per actor and step, most of them idle at large sizes:
-    // bounded so that the grid stays a page to read, not gigabytes.
-    const double cells =
-        static_cast<double>(program.numActors) * timeline.makespan;
-    if (cells > kMaxTextGridCells)
-      return schedule.emitError()
-             << "--emit=text would draw " << program.numActors << " actors x "
-             << static_cast<int64_t>(timeline.makespan) << " steps, more than "
-             << static_cast<int64_t>(kMaxTextGridCells)
-             << " cells; use --emit=report, svg, trace or schedule";
     os << "schedule @" << schedule.getSymName() << ": " << program.numActors
        << " actors, " << program.numStages << " stages, "
        << program.numMicrobatches << " micro-batches, "
