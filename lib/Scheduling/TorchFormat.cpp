@@ -365,31 +365,79 @@ struct Located {
   int32_t line, column;
 };
 
+/// One cell of a CSV line: its text without surrounding blanks and quotes
+/// (a quoted cell may hold commas; "" is a quote), and its 1-based column.
+struct Cell {
+  std::string text;
+  int32_t column;
+};
+
+/// The cells of `line` (a line of a PyTorch CSV, which Python's csv module
+/// writes and reads), or an error with the column.
+std::string splitCells(const std::string &line, std::vector<Cell> &cells) {
+  size_t i = 0;
+  while (true) {
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t'))
+      ++i;
+    Cell cell{"", static_cast<int32_t>(i + 1)};
+    if (i < line.size() && line[i] == '"') {
+      const size_t open = i++;
+      while (true) {
+        if (i >= line.size())
+          return "column " + std::to_string(open + 1) +
+                 ": a quoted cell that does not end on its line";
+        if (line[i] == '"' && (i + 1 >= line.size() || line[i + 1] != '"'))
+          break;
+        cell.text += line[i];
+        i += line[i] == '"' ? 2 : 1;
+      }
+      ++i; // the closing quote
+      cell.column = static_cast<int32_t>(open + 2);
+    } else {
+      while (i < line.size() && line[i] != ',')
+        cell.text += line[i++];
+    }
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t'))
+      ++i;
+    const size_t last = cell.text.find_last_not_of(" \t");
+    cell.text.erase(last == std::string::npos ? 0 : last + 1);
+    const size_t first = cell.text.find_first_not_of(" \t");
+    cell.column += static_cast<int32_t>(first == std::string::npos ? 0 : first);
+    cell.text.erase(0, first == std::string::npos ? cell.text.size() : first);
+    cells.push_back(std::move(cell));
+    if (i >= line.size())
+      return {};
+    if (line[i] != ',')
+      return "column " + std::to_string(i + 1) +
+             ": text after a quoted cell; separate cells with commas";
+    ++i;
+  }
+}
+
 /// The actions of each row (rank) of a PyTorch CSV, in order; `anyComms`
-/// tells whether any is a transfer or a wait (a compute_comms file). Returns
-/// a located error or "".
+/// tells whether any is a transfer or a wait (a compute_comms file). Row r
+/// is rank r, so every row must hold an action (blank lines at the end
+/// excepted). Returns a located error or "".
 std::string readRows(const std::string &text,
                      std::vector<std::vector<Located>> &rows, bool &anyComms) {
   std::istringstream in(text);
   std::string line;
+  std::vector<int32_t> rowLine; // the line of each row
+  std::vector<bool> blankLine;  // whether it is empty or blanks only
   for (int32_t lineNo = 1; std::getline(in, line); ++lineNo) {
     if (!line.empty() && line.back() == '\r')
       line.pop_back();
+    std::vector<Cell> cells;
+    if (std::string error = splitCells(line, cells); !error.empty())
+      return "line " + std::to_string(lineNo) + ", " + error;
     std::vector<Located> row;
-    for (size_t begin = 0; begin <= line.size();) {
-      size_t end = line.find(',', begin);
-      if (end == std::string::npos)
-        end = line.size();
-      std::string c = line.substr(begin, end - begin);
-      const size_t b = c.find_first_not_of(" \t\"");
-      const auto column = static_cast<int32_t>(begin + b + 1);
-      begin = end + 1;
-      if (b == std::string::npos)
+    for (const Cell &cell : cells) {
+      const std::string &c = cell.text;
+      if (c.empty())
         continue; // an idle slot of the lock-step grid
-      c = c.substr(b, c.find_last_not_of(" \t\"") - b + 1);
       auto where = [&] {
         return "line " + std::to_string(lineNo) + ", column " +
-               std::to_string(column) + ": ";
+               std::to_string(cell.column) + ": ";
       };
       std::vector<std::string> parts{c};
       const std::string overlap = ")OVERLAP_F_B";
@@ -404,6 +452,8 @@ std::string readRows(const std::string &text,
         std::istringstream subs(c.substr(1, c.size() - overlap.size() - 1));
         for (std::string sub; std::getline(subs, sub, ';');)
           parts.push_back(sub);
+        if (parts.empty())
+          return where() + "'" + c + "' groups no action";
       }
       for (const std::string &part : parts) {
         Action act;
@@ -412,7 +462,8 @@ std::string readRows(const std::string &text,
                  (part.size() > 24 ? part.substr(0, 21) + "..." : part) +
                  "' is not a PyTorch action (expected <stage><F|B|I|W|SEND_F|"
                  "RECV_F|SEND_B|RECV_B|WAIT_SEND_F|WAIT_SEND_B|REDUCE_GRAD|"
-                 "WAIT_REDUCE_GRAD|UNSHARD|RESHARD><micro-batch>, e.g. 2F0)";
+                 "WAIT_REDUCE_GRAD|UNSHARD|RESHARD><micro-batch>, numbers of "
+                 "at most 7 digits, e.g. 2F0)";
         const bool whole = act.type == "REDUCE_GRAD" ||
                            act.type == "WAIT_REDUCE_GRAD" ||
                            act.type == "UNSHARD" || act.type == "RESHARD";
@@ -424,13 +475,25 @@ std::string readRows(const std::string &text,
         anyComms |= act.type.rfind("SEND_", 0) == 0 ||
                     act.type.rfind("RECV_", 0) == 0 ||
                     act.type.rfind("WAIT_", 0) == 0;
-        row.push_back({act, lineNo, column});
+        row.push_back({act, lineNo, cell.column});
       }
     }
     rows.push_back(std::move(row));
+    rowLine.push_back(lineNo);
+    blankLine.push_back(line.find_first_not_of(" \t") == std::string::npos);
   }
-  while (!rows.empty() && rows.back().empty())
+  // Row r is rank r: blank lines may end the file, but no rank is empty.
+  while (!rows.empty() && rows.back().empty() && blankLine.back()) {
     rows.pop_back();
+    blankLine.pop_back();
+  }
+  for (size_t r = 0; r < rows.size(); ++r)
+    if (rows[r].empty())
+      return "line " + std::to_string(rowLine[r]) + ": rank " +
+             std::to_string(r) + " has no action (" +
+             (blankLine[r] ? "a blank line" : "a row of empty cells") +
+             "); row r is rank r, and every rank of a PyTorch schedule runs "
+             "a stage";
   return {};
 }
 

@@ -238,14 +238,35 @@ TEST_CASE("the reader names the line and column of what it rejects",
         std::string("line 1, column 5: '0X1' is not a PyTorch action "
                     "(expected <stage><F|B|I|W|SEND_F|RECV_F|SEND_B|RECV_B|"
                     "WAIT_SEND_F|WAIT_SEND_B|REDUCE_GRAD|WAIT_REDUCE_GRAD|"
-                    "UNSHARD|RESHARD><micro-batch>, e.g. 2F0)"));
+                    "UNSHARD|RESHARD><micro-batch>, numbers of at most 7 "
+                    "digits, e.g. 2F0)"));
   CHECK_THAT(
       parseError("0F0,1F0\n1F1\n", p),
       Catch::StartsWith("line 2, column 1: stage 1 also runs on rank 0"));
   CHECK_THAT(parseError("0F\n", p), Catch::Contains("names no micro-batch"));
   CHECK_THAT(parseError("0F0,0SEND_F0\n", p),
              Catch::Contains("0SEND_F0 has no neighbouring stage 1"));
-  CHECK_THAT(parseError(",,\n", p), Catch::Contains("no computations"));
+  CHECK_THAT(parseError("\n \n", p), Catch::Contains("no computations"));
+  // Row r is rank r (as PyTorch's _load_csv reads it): an empty row before
+  // the last rank is an error, blank lines after it are not.
+  CHECK(parseError(",,\n", p) ==
+        "line 1: rank 0 has no action (a row of empty cells); row r is rank "
+        "r, and every rank of a PyTorch schedule runs a stage");
+  CHECK_THAT(parseError("\n0F0,0B0\n", p),
+             Catch::StartsWith("line 1: rank 0 has no action (a blank line)"));
+  CHECK_THAT(parseError("0F0,0F1,0B0,0B1\n,1F0,1B0,1F1,1B1\n,,,\n", p),
+             Catch::StartsWith("line 3: rank 2 has no action"));
+  CHECK(parseError("0F0,0B0\n\n\n", p).empty());
+  // Cells as Python's csv module writes them: quoted (commas inside), with
+  // blanks around; an unterminated quote or an empty group is an error.
+  CHECK(parseError("\"0F0\", 0B0 \n", p).empty());
+  CHECK(parseError("\"0F0,0B0\n", p) ==
+        "line 1, column 1: a quoted cell that does not end on its line");
+  CHECK(parseError("\"0F0\"x,0B0\n", p) ==
+        "line 1, column 6: text after a quoted cell; separate cells with "
+        "commas");
+  CHECK(parseError("()OVERLAP_F_B,0F0,0B0\n", p) ==
+        "line 1, column 1: '()OVERLAP_F_B' groups no action");
   CHECK_THAT(parseError("0F0\n2F0\n", p),
              Catch::Contains("stage 1 has no computation in the file"));
   // Whole-stage actions and overlapped pairs read as PyTorch runs them.
