@@ -109,8 +109,9 @@ int flexpipe::parseCompileOptions(int argc, char **argv,
       ->capture_default_str();
   app.add_option("--model", options.model,
                  "Model YAML (docs/CostModel.md): its modules' sizes replace "
-                 "the spec's layer counts, and with --cluster its costs drive "
-                 "the simulation and --time-model=cost")
+                 "the spec's layer counts (and size the rank executables), "
+                 "and its costs on --cluster, which it needs, drive the "
+                 "simulation and --time-model=cost")
       ->check(CLI::ExistingFile);
   app.add_option("--cluster", options.cluster,
                  "Cluster YAML (docs/CostModel.md): device throughput, memory "
