@@ -18,6 +18,7 @@
 // RUN: not flexpipe-compile %schedules/interleaved-1f1b.mlir --actors 5 --model %S/../../configs/models/tiny.yaml --cluster %S/../../configs/clusters/cpu.yaml --emit=report 2>&1 | FileCheck %s --check-prefix=NOTE
 // RUN: not flexpipe-compile %t/two-layers.mlir --actors 4 --emit=text 2>&1 | FileCheck %s --check-prefix=SCALED
 // RUN: not flexpipe-compile %t/two-layers.mlir --microbatches 1 --emit=text 2>&1 | FileCheck %s --check-prefix=WRITTEN
+// RUN: not flexpipe-compile %t/vocab.mlir --actors 1 --emit=text 2>&1 | FileCheck %s --check-prefix=VOCAB
 
 // A write that fails (a full disk) is an error message, not LLVM's fatal
 // "IO failure on output stream".
@@ -49,9 +50,11 @@
 // TWO: schedule @p: 2 actors, 2 stages, 3 micro-batches
 // MODEL: schedule @p: 3 actors, 3 stages, 3 micro-batches
 // NOTE: interleaved-1f1b.mlir:7:3: error: 'flexpipe.module' op cannot split 8 layers over 10 stages
-// NOTE: interleaved-1f1b.mlir:7:3: note: the model file '{{.*}}tiny.yaml' gives @gpt 8 layers, in place of the spec's layers(16)
+// NOTE: interleaved-1f1b.mlir:7:3: note: --actors 5 replaced actors(4); the model file '{{.*}}tiny.yaml' gives @gpt 8 layers, in place of the spec's layers(16)
+// VOCAB: vocab.mlir:2:3: error: 'flexpipe.module' op is vocab_parallel, which splits the token embedding and LM head over its actors and needs at least 2, but it has 1
+// VOCAB: vocab.mlir:2:3: note: --actors 1 replaced actors(4) and scaled layers(8) to 2 (layers per actor kept)
 // SCALED: two-layers.mlir:2:3: error: 'flexpipe.module' op cannot split 3 layers over 4 stages
-// SCALED: two-layers.mlir:2:3: note: --actors 4 scaled layers(2) to 3 (layers per actor kept)
+// SCALED: two-layers.mlir:2:3: note: --actors 4 replaced actors(3) and scaled layers(2) to 3 (layers per actor kept)
 
 //--- inflight.mlir
 flexpipe.pipeline @p actors(4) microbatches(8) {
@@ -95,4 +98,8 @@ flexpipe.pipeline @p actors(4) microbatches(8) {
 //--- two-layers.mlir
 flexpipe.pipeline @p actors(3) microbatches(3) {
   flexpipe.module @gpt layers(2) placement(one_to_one)
+}
+//--- vocab.mlir
+flexpipe.pipeline @p actors(4) microbatches(8) {
+  flexpipe.module @gpt layers(8) placement(one_to_one) vocab_parallel
 }

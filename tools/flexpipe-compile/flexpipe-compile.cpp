@@ -225,6 +225,10 @@ static LogicalResult applyOverrides(ModuleOp module,
                                     const sched::ModelConfig &model) {
   Builder b(module.getContext());
   llvm::DenseMap<Operation *, std::string> changed;
+  auto note = [&](Operation *op, const std::string &what) {
+    std::string &text = changed[op];
+    text += (text.empty() ? "" : "; ") + what;
+  };
   size_t specs = 0, schedules = 0;
   for (Operation &op : module.getBody()->getOperations()) {
     if (isa<ScheduleOp>(op))
@@ -243,25 +247,29 @@ static LogicalResult applyOverrides(ModuleOp module,
       // relative sizes: they scale with the actors (layers per stage kept)
       // so that every size gets the stages the spec was written with.
       const int64_t written = pipeline.getActors();
-      if (options.model.empty() && written > 0)
-        for (auto m : pipeline.getBody().getOps<ModalityOp>())
-          if (!m.getActorGroup() && !m.getPartition()) {
-            const int64_t layers =
-                (m.getLayers() * options.actors + written - 1) / written;
-            changed[m] = llvm::formatv("--actors {0} scaled layers({1}) to "
-                                       "{2} (layers per actor kept)",
-                                       options.actors, m.getLayers(), layers);
-            m.setLayersAttr(b.getI64IntegerAttr(layers));
-          }
-      changed[pipeline] = llvm::formatv("--actors {0} replaced actors({1})",
-                                        options.actors, written);
+      const std::string actors = llvm::formatv(
+          "--actors {0} replaced actors({1})", options.actors, written);
+      note(pipeline, actors);
+      for (auto m : pipeline.getBody().getOps<ModalityOp>()) {
+        if (!options.model.empty() || written < 1 || m.getActorGroup() ||
+            m.getPartition()) {
+          note(m, actors);
+          continue;
+        }
+        const int64_t layers =
+            (m.getLayers() * options.actors + written - 1) / written;
+        note(m, llvm::formatv("{0} and scaled layers({1}) to {2} (layers per "
+                              "actor kept)",
+                              actors, m.getLayers(), layers));
+        m.setLayersAttr(b.getI64IntegerAttr(layers));
+      }
       pipeline.setActorsAttr(b.getI64IntegerAttr(options.actors));
     }
     if (options.microbatches > 0) {
-      std::string &note = changed[pipeline];
-      note += llvm::formatv("{0}--microbatches {1} replaced microbatches({2})",
-                            note.empty() ? "" : "; ", options.microbatches,
-                            pipeline.getMicrobatches());
+      note(pipeline,
+           llvm::formatv("--microbatches {0} replaced "
+                         "microbatches({1})",
+                         options.microbatches, pipeline.getMicrobatches()));
       pipeline.setMicrobatchesAttr(b.getI64IntegerAttr(options.microbatches));
     }
     // The model file's sizes replace the spec's layer counts.
@@ -272,10 +280,10 @@ static LogicalResult applyOverrides(ModuleOp module,
           return m.emitError() << "module @" << m.getSymName()
                                << " is not in the model file '" << options.model
                                << "'; name its modules after the spec's";
-        changed[m] = llvm::formatv(
-            "the model file '{0}' gives @{1} {2} layers, in place of the "
-            "spec's layers({3})",
-            options.model, m.getSymName(), sizes->layers, m.getLayers());
+        note(m, llvm::formatv("the model file '{0}' gives @{1} {2} layers, "
+                              "in place of the spec's layers({3})",
+                              options.model, m.getSymName(), sizes->layers,
+                              m.getLayers()));
         m.setLayersAttr(b.getI64IntegerAttr(sizes->layers));
       }
   }

@@ -176,6 +176,14 @@ flexpipe.pipeline @p actors(4) microbatches(8) {
 
 // -----
 
+// Tests a vocabulary-parallel module on one actor.
+flexpipe.pipeline @p actors(1) microbatches(8) {
+  // expected-error @+1 {{'flexpipe.module' op is vocab_parallel, which splits the token embedding and LM head over its actors and needs at least 2, but it has 1}}
+  flexpipe.module @gpt layers(8) placement(one_to_one) vocab_parallel
+}
+
+// -----
+
 // Tests a bidirectional pipeline with a single micro-batch.
 flexpipe.pipeline @p actors(4) microbatches(1) {
   // expected-error @+1 {{'flexpipe.module' op is bidirectional, which splits micro-batches between two directions and needs at least 2, but the pipeline has 1}}

@@ -632,9 +632,9 @@ LogicalResult ModalityOp::verify() {
         return emitOpError() << "partition gives stage " << stage
                              << " a negative layer count (" << count << ")";
       if (count > layers) // also keeps the sum from overflowing
-        return emitOpError() << "partition gives stage " << stage << " "
-                             << count << " layers, but the module has "
-                             << layers;
+        return emitOpError()
+               << "partition gives stage " << stage << " " << count
+               << " layers, but the module has " << layers;
       sum += count;
     }
     if (sum != layers)
@@ -668,6 +668,12 @@ LogicalResult ModalityOp::verify() {
                                 "connected to other modules";
     }
   }
+  if (const size_t actors = getActorIds().size();
+      getVocabParallel() && actors < 2)
+    return emitOpError() << "is vocab_parallel, which splits the token "
+                            "embedding and LM head over its actors and needs "
+                            "at least 2, but it has "
+                         << actors;
   if (getBidirectional() && asSigned(pipeline.getMicrobatches()) < 2)
     return emitOpError()
            << "is bidirectional, which splits micro-batches between two "
