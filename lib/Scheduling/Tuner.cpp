@@ -1074,17 +1074,21 @@ void Search::runVariants() {
                                                      model, cluster, options);
       },
       nullptr);
-  // A chosen variant whose twin's scheduling was cut: the twin is evaluated
-  // in full and the choice made again, so that the choice is the one the
-  // twins' times make (with TuneOptions::exact >= separationTop the twins
-  // chosen are among the exact fastest, and this does not happen).
+  // A chosen variant whose twin was skipped by its bound or given up while
+  // being scheduled: the twin is evaluated in full and the choice made
+  // again, so that the choice is the one the twins' times make, as in an
+  // exhaustive search (a twin chosen by its lower bound stands in front of
+  // twins it may be slower than; one not chosen is slower than every one
+  // chosen). With TuneOptions::exact >= separationTop the twins chosen are
+  // among the exact fastest, and this does not happen.
   std::vector<Pending> pending;
   size_t variantsBounded = 0, outsideWindow = 0;
   for (;;) {
     pending = chooseVariants(twins, ownBound, variantsBounded, outsideWindow);
     std::vector<size_t> unknown;
     for (const Pending &p : pending)
-      if (fusedCut[p.twin] && llvm::find(unknown, p.twin) == unknown.end())
+      if ((fusedCut[p.twin] || fusedEval[p.twin].skipped) &&
+          llvm::find(unknown, p.twin) == unknown.end())
         unknown.push_back(p.twin);
     if (unknown.empty())
       break;
