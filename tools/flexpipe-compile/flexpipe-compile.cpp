@@ -251,8 +251,10 @@ static LogicalResult applyOverrides(ModuleOp module,
           "--actors {0} replaced actors({1})", options.actors, written);
       note(pipeline, actors);
       for (auto m : pipeline.getBody().getOps<ModalityOp>()) {
+        // (A count beyond int32 is left for the verifier to refuse, not
+        // scaled past 2^64 into a small one.)
         if (!options.model.empty() || written < 1 || m.getActorGroup() ||
-            m.getPartition()) {
+            m.getPartition() || m.getLayers() > INT32_MAX) {
           note(m, actors);
           continue;
         }
