@@ -1120,8 +1120,13 @@ void Search::runVariants() {
       [&](size_t i) {
         const Pending &p = pending[i];
         {
+          // With --separation on the fused candidates are not ranked: a
+          // variant that can only tie the best of them (nothing to move
+          // into bubbles, as at pp 1) is the one that ranks it.
           std::lock_guard<std::mutex> lock(bestMutex);
-          if (p.bound >= best * (1 - 1e-12)) {
+          if (options.separation == TuneOptions::Choice::On
+                  ? p.bound > best * (1 + 1e-12)
+                  : p.bound >= best * (1 - 1e-12)) {
             variantEval[p.variant] = notTried(
                 p.variant, llvm::formatv("its busiest actor alone ({0:e3} s "
                                          "with the gradient sync) is no "
