@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "flexpipe/Scheduling/CostModelYAML.h"
+#include "flexpipe/Support/InputLimits.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -20,6 +21,7 @@
 #include <sstream>
 
 using namespace flexpipe::sched;
+using flexpipe::kMaxCount;
 
 namespace {
 
@@ -294,6 +296,11 @@ llvm::Error flexpipe::sched::loadModel(const std::string &path,
     }
     YAML::Node gbs = r.required(root, "global_batch_size", what);
     model.globalBatchSize = r.integer(gbs, "global_batch_size", 1);
+    if (model.globalBatchSize > kMaxCount)
+      r.fail(gbs.Mark(), "global_batch_size " +
+                             std::to_string(model.globalBatchSize) +
+                             " is more than the " + std::to_string(kMaxCount) +
+                             " micro-batches a schedule may have");
     YAML::Node mbs = r.required(root, "micro_batch_size", what);
     model.microBatchSize = r.integer(mbs, "micro_batch_size", 1);
     if (model.globalBatchSize % model.microBatchSize != 0)

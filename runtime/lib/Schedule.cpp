@@ -8,6 +8,7 @@
 
 #include "flexpipe/Runtime/Schedule.h"
 #include "flexpipe/Support/Hash.h"
+#include "flexpipe/Support/InputLimits.h"
 
 #include <algorithm>
 #include <cmath>
@@ -100,8 +101,9 @@ std::string readExec(std::istringstream &words, ScheduleDesc &desc) {
 
 /// What one process can hold: the limits of the compiler's verifiers
 /// (docs/Rationale.md, "Sizes"), and tensors of at most 2^31 floats.
-constexpr int64_t kMaxActors = 65536, kMaxCount = 1 << 20,
-                  kMaxTensor = int64_t(1) << 31, kMaxDimension = 1 << 24;
+using flexpipe::kMaxActors;
+using flexpipe::kMaxCount;
+constexpr int64_t kMaxTensor = int64_t(1) << 31, kMaxDimension = 1 << 24;
 
 /// Sizes of a model (or tower) `what` that the layers can be built with.
 std::string checkSizes(const GptConfig &c, const std::string &what) {

@@ -5,6 +5,7 @@
 // RUN: not flexpipe-compile %t/spec.mlir --model %t/missing.yaml --cluster %t/good-cluster.yaml 2>&1 | FileCheck %s --check-prefix=MISSING
 // RUN: not flexpipe-compile %t/spec.mlir --model %t/negative.yaml --cluster %t/good-cluster.yaml 2>&1 | FileCheck %s --check-prefix=NEGATIVE
 // RUN: not flexpipe-compile %t/spec.mlir --model %t/unknown.yaml --cluster %t/good-cluster.yaml 2>&1 | FileCheck %s --check-prefix=UNKNOWN
+// RUN: not flexpipe-compile %t/spec.mlir --model %t/batch.yaml --cluster %t/good-cluster.yaml 2>&1 | FileCheck %s --check-prefix=BATCH
 // RUN: not flexpipe-compile %t/spec.mlir --model %t/type.yaml --cluster %t/good-cluster.yaml 2>&1 | FileCheck %s --check-prefix=TYPE
 // RUN: not flexpipe-compile %t/spec.mlir --model %t/syntax.yaml --cluster %t/good-cluster.yaml 2>&1 | FileCheck %s --check-prefix=SYNTAX
 // RUN: not flexpipe-compile %t/spec.mlir --model %t/heads.yaml --cluster %t/good-cluster.yaml 2>&1 | FileCheck %s --check-prefix=HEADS
@@ -33,6 +34,7 @@
 
 // MISSING: missing.yaml:2:1: error: missing key 'micro_batch_size' in the model file
 // NEGATIVE: negative.yaml:8:13: error: key 'layers' must be at least 1, got -4
+// BATCH: batch.yaml:3:20: error: global_batch_size 4294967304 is more than the 1048576 micro-batches a schedule may have
 // UNKNOWN: unknown.yaml:9:5: error: unknown key 'hiden' in a module; expected one of: name, layers, hidden, heads, seq, vocab, lm_head
 // TYPE: type.yaml:10:12: error: key 'heads' must be an integer, got 'many'
 // SYNTAX: syntax.yaml:5:1: error: invalid YAML: end of map flow not found
@@ -82,6 +84,17 @@ modules:
   - name: gpt
     hidden: 64
     layers: -4
+    heads: 4
+    seq: 32
+//--- batch.yaml
+name: batch
+dtype: bf16
+global_batch_size: 4294967304
+micro_batch_size: 1
+modules:
+  - name: gpt
+    hidden: 64
+    layers: 4
     heads: 4
     seq: 32
 //--- unknown.yaml

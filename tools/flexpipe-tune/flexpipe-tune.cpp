@@ -20,6 +20,7 @@
 #include "flexpipe/Scheduling/CostModelYAML.h"
 #include "flexpipe/Scheduling/Export.h"
 #include "flexpipe/Scheduling/Tuner.h"
+#include "flexpipe/Support/InputLimits.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
@@ -282,7 +283,7 @@ void addOptions(CLI::App &app, Options &o) {
       ->type_name("N");
   app.add_option("--global-batch", o.globalBatch,
                  "Sequences per iteration (default: the model file's)")
-      ->check(flexpipe::integerAtLeast(1))
+      ->check(flexpipe::integerAtLeast(1, flexpipe::kMaxCount))
       ->type_name("B");
   app.add_option("--profile", o.profile,
                  "Measured profile YAML whose durations replace the analytic "

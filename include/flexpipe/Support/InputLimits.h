@@ -18,10 +18,20 @@
 #define FLEXPIPE_SUPPORT_INPUTLIMITS_H
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
 namespace flexpipe {
+
+/// Sizes the tools handle (docs/Rationale.md, "Sizes"): actor ids are 32-bit
+/// and the scheduler's pool is bounded. The dialect's verifiers, the model
+/// file's reader, flexpipe-tune's options and the runtime's description
+/// reader check against these.
+constexpr int64_t kMaxActors = 65536;
+/// Micro-batches, layers and stages (and so a global batch: micro-batches
+/// of one sequence).
+constexpr int64_t kMaxCount = 1 << 20;
 
 /// The deepest nesting of (), [] and {} an input may have.
 constexpr int kMaxNesting = 256;

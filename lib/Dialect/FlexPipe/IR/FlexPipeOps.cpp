@@ -13,6 +13,7 @@
 
 #include "flexpipe/Dialect/FlexPipe/IR/FlexPipe.h"
 #include "flexpipe/Plugin.h"
+#include "flexpipe/Support/InputLimits.h"
 
 #include "mlir/IR/AffineExpr.h"
 #include "mlir/IR/AffineMap.h"
@@ -266,9 +267,8 @@ static ModalityOp lookupModule(Operation *from, FlatSymbolRefAttr symbol) {
 
 static int64_t asSigned(uint64_t value) { return static_cast<int64_t>(value); }
 
-/// Sizes the tools handle (ids are 32-bit; the scheduler's pool is bounded).
-constexpr int64_t kMaxActors = 65536;
-constexpr int64_t kMaxCount = 1 << 20; // micro-batches, layers, stages
+/// Chunks per actor a placement may ask for (kMaxActors and kMaxCount:
+/// InputLimits.h).
 constexpr int64_t kMaxChunks = 4096;
 
 /// `value` of `what` is at most `max`.
