@@ -85,8 +85,8 @@ std::optional<double> parseBytes(std::string text) {
                                                    {"tib", 1099511627776.0},
                                                    {"pib", 1125899906842624.0}};
   for (auto [name, scale] : units)
-    if (unit == name && value > 0)
-      return value * scale;
+    if (unit == name && value * scale >= 1 && value * scale <= 1e18)
+      return value * scale; // (NaN and infinity fail both comparisons)
   return std::nullopt;
 }
 
@@ -304,16 +304,20 @@ void addOptions(CLI::App &app, Options &o) {
       ->capture_default_str()
       ->type_name("N");
   app.add_flag("--exhaustive", o.exhaustive,
-               "Simulate every candidate (no lower-bound skipping)");
+               "Simulate every fused candidate and every separation variant "
+               "the two heuristics choose (no lower-bound skipping; "
+               "docs/Tuning.md)");
   app.add_option("--threads", o.threads,
                  "Worker threads (default: all hardware threads)")
       ->check(flexpipe::integerAtLeast(0));
   app.add_option("--pp", o.pp, "Only these pipeline sizes (comma-separated)")
       ->delimiter(',')
+      ->check(flexpipe::integerAtLeast(1, flexpipe::kMaxActors))
       ->type_name("LIST");
   app.add_option("--mbs", o.mbs,
                  "Only these micro-batch sizes (comma-separated)")
       ->delimiter(',')
+      ->check(flexpipe::integerAtLeast(1, flexpipe::kMaxCount))
       ->type_name("LIST");
   app.add_option("--placements", o.placements,
                  "Only these placements (comma-separated: one_to_one, "
@@ -398,17 +402,25 @@ bool tuneOptionsOf(const Options &o, const Profile *profile,
     std::optional<double> bytes = parseBytes(o.memoryLimit);
     if (!bytes) {
       llvm::errs() << "flexpipe-tune: --memory-limit '" << o.memoryLimit
-                   << "' is not a positive size (e.g. 80GiB, 75e9, 512MiB)\n";
+                   << "' is not a size from 1 B to 1e18 B (e.g. 80GiB, 75e9, "
+                      "512MiB)\n";
       return false;
     }
     options.memoryLimit = *bytes;
   }
-  options.pp = o.pp;
-  options.mbs = o.mbs;
+  // Each listed value once (--pp 4,4 searched every pp 4 candidate twice).
+  auto once = [](auto &list, const auto &value) {
+    if (std::find(list.begin(), list.end(), value) == list.end())
+      list.push_back(value);
+  };
+  for (int64_t pp : o.pp)
+    once(options.pp, pp);
+  for (int64_t mbs : o.mbs)
+    once(options.mbs, mbs);
   for (const std::string &name : o.placements)
     for (int p = 0; p < kNumTunePlacements; ++p)
       if (name == tunePlacementName(static_cast<TunePlacement>(p)))
-        options.placements.push_back(static_cast<TunePlacement>(p));
+        once(options.placements, static_cast<TunePlacement>(p));
   auto choice = [](const std::string &value) {
     return value == "on"    ? TuneOptions::Choice::On
            : value == "off" ? TuneOptions::Choice::Off
