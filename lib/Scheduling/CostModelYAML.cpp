@@ -27,7 +27,8 @@ namespace {
 
 /// The largest number a model, cluster or profile file may hold (1 EB, 1e18
 /// FLOP/s, 1e18 s): far beyond any real machine, small enough that sums over
-/// millions of instructions stay finite.
+/// millions of instructions stay finite. Rates (FLOP/s, bytes/s) are at
+/// least 1, so that what they divide stays within it too.
 constexpr double kLargestNumber = 1e18;
 
 /// Thrown inside this file only, with the formatted message.
@@ -162,7 +163,7 @@ Link readLink(const Reader &r, const YAML::Node &node, const char *what) {
   r.expectMap(node, what, {"bandwidth_bytes_per_s", "latency_s"});
   Link link;
   link.bandwidth = r.number(r.required(node, "bandwidth_bytes_per_s", what),
-                            "bandwidth_bytes_per_s", 0, true);
+                            "bandwidth_bytes_per_s", 1, false);
   link.latency = r.number(r.required(node, "latency_s", what), "latency_s", 0,
                           false);
   return link;
@@ -373,8 +374,8 @@ llvm::Error flexpipe::sched::loadCluster(const std::string &path,
         r.integer(r.required(root, "devices", what), "devices", 1);
     cluster.devicesPerNode = r.integer(r.required(root, "devices_per_node", what),
                                        "devices_per_node", 1);
-    cluster.peakFlops = r.number(r.required(root, "peak_flops", what),
-                                 "peak_flops", 0, true);
+    cluster.peakFlops =
+        r.number(r.required(root, "peak_flops", what), "peak_flops", 1, false);
     YAML::Node efficiency = r.required(root, "efficiency", what);
     cluster.efficiency = r.number(efficiency, "efficiency", 0, true);
     if (cluster.efficiency > 1)

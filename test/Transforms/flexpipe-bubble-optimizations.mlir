@@ -6,6 +6,7 @@
 // RUN: not flexpipe-opt %s -flexpipe-simulate=dp=0 2>&1 | FileCheck %s --check-prefix=SIMDP
 // RUN: not flexpipe-opt %s -flexpipe-schedule=dp=-3 2>&1 | FileCheck %s --check-prefix=SCHEDDP
 // RUN: not flexpipe-opt %s -flexpipe-spec-to-schedule=dp=0 2>&1 | FileCheck %s --check-prefix=PIPEDP
+// RUN: not flexpipe-opt %s -flexpipe-simulate=dp=9223372036854775807 2>&1 | FileCheck %s --check-prefix=HUGEDP
 // RUN: not flexpipe-opt %s -flexpipe-insert-comm -flexpipe-gradient-separation 2>&1 | FileCheck %s --check-prefix=COMM
 // RUN: not flexpipe-opt %s -flexpipe-async-comm=lookahead=0 2>&1 | FileCheck %s --check-prefix=LOOKAHEAD
 // Only schedules whose spec asked for it change under requested-only.
@@ -71,10 +72,11 @@ flexpipe.schedule @s actors(2) stages(2) microbatches(2) {
 
 // BOUND: error: gradient separation failed: the memory bound 1 is below the 2 that actor 0 needs even with every weight gradient right after its input gradient
 // MODEL: for the --time-model option: Cannot find option named 'fast'!
-// DP: error: -flexpipe-gradient-separation needs dp >= 1, not 0
-// SIMDP: error: -flexpipe-simulate needs dp >= 1, not 0
-// SCHEDDP: error: -flexpipe-schedule needs dp >= 1, not -3
-// PIPEDP: error: -flexpipe-schedule needs dp >= 1, not 0
+// DP: error: -flexpipe-gradient-separation needs dp from 1 to 65536, not 0
+// SIMDP: error: -flexpipe-simulate needs dp from 1 to 65536, not 0
+// SCHEDDP: error: -flexpipe-schedule needs dp from 1 to 65536, not -3
+// PIPEDP: error: -flexpipe-schedule needs dp from 1 to 65536, not 0
+// HUGEDP: error: -flexpipe-simulate needs dp from 1 to 65536, not 9223372036854775807
 // COMM: error: gradient separation failed: actor 0 has a send_act; gradient separation works on programs of computations and blocking collectives (run it before communication is inserted; asynchronous collectives and exec are not supported yet)
 // LOOKAHEAD: error: -flexpipe-async-comm needs lookahead >= 1, not 0
 // UNCHANGED: flexpipe.bwd stage 0 mb 0

@@ -9,6 +9,7 @@
 #include "Options.h"
 
 #include "../CliChecks.h"
+#include "flexpipe/Support/InputLimits.h"
 
 #include <CLI/CLI.hpp>
 
@@ -105,7 +106,7 @@ int flexpipe::parseCompileOptions(int argc, char **argv,
                  "(Megatron-LM's order, as flexpipe-tune assumes), and for "
                  "report the gradient all-reduce over the replicas after the "
                  "pipeline")
-      ->check(integerAtLeast(1))
+      ->check(integerAtLeast(1, kMaxActors))
       ->capture_default_str();
   app.add_option("--model", options.model,
                  "Model YAML (docs/CostModel.md): its modules' sizes replace "

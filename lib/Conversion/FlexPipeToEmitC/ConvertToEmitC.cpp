@@ -211,11 +211,8 @@ struct ConvertToEmitCPass
 
   void runOnOperation() override {
     ModuleOp root = getOperation();
-    if (dataParallel < 1) {
-      root.emitError() << "-flexpipe-convert-to-emitc needs dp >= 1, got "
-                       << dataParallel.getValue();
+    if (failed(checkReplicas(&getContext(), getArgument(), dataParallel)))
       return signalPassFailure();
-    }
     // The model's sizes: read once by the pass's creator, or here.
     sched::ModelConfig model;
     const bool sized = shared || !modelFile.empty();

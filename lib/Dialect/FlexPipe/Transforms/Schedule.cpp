@@ -64,13 +64,8 @@ struct SchedulePass : flexpipe::impl::SchedulePassBase<SchedulePass> {
       : Base(options), shared(std::move(inputs)) {}
 
   void runOnOperation() override {
-    if (dp < 1) {
-      // An option, not the IR: no location, no dump of the module.
-      emitError(UnknownLoc::get(&getContext()))
-          << "-" << getArgument() << " needs dp >= 1, not "
-          << static_cast<int64_t>(dp);
+    if (failed(checkReplicas(&getContext(), getArgument(), dp)))
       return signalPassFailure();
-    }
     FailureOr<std::shared_ptr<const sched::CostInputs>> inputs = passCostInputs(
         getOperation(), getArgument(), shared, modelFile, clusterFile, "");
     if (failed(inputs))

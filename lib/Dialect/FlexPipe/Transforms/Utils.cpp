@@ -11,6 +11,7 @@
 
 #include "flexpipe/Plugin.h"
 #include "flexpipe/Scheduling/CostModelYAML.h"
+#include "flexpipe/Support/InputLimits.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallPtrSet.h"
@@ -648,15 +649,23 @@ flexpipe::passCostInputs(Operation *at, StringRef passName,
   return std::shared_ptr<const sched::CostInputs>(std::move(inputs));
 }
 
+LogicalResult flexpipe::checkReplicas(MLIRContext *context, StringRef passName,
+                                      int64_t dp) {
+  if (dp >= 1 && dp <= kMaxActors)
+    return success();
+  // An option, not the IR: no location, no dump of the module.
+  return emitError(UnknownLoc::get(context))
+         << "-" << passName << " needs dp from 1 to " << kMaxActors << ", not "
+         << dp;
+}
+
 FailureOr<sched::SimCosts>
 flexpipe::resolveCosts(Operation *at, StringRef passName,
                        const sched::Program &program,
                        const sched::CostInputs &inputs, int64_t dp,
                        sched::TimeModel withoutFiles) {
-  if (dp < 1) {
-    at->emitError() << "-" << passName << " needs dp >= 1, not " << dp;
+  if (failed(checkReplicas(at->getContext(), passName, dp)))
     return failure();
-  }
   sched::SimCosts costs;
   if (llvm::Error error =
           sched::programCosts(program, inputs, dp, withoutFiles, costs)) {

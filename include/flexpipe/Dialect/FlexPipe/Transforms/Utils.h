@@ -104,6 +104,12 @@ passCostInputs(mlir::Operation *at, llvm::StringRef passName,
                llvm::StringRef modelFile, llvm::StringRef clusterFile,
                llvm::StringRef profileFile);
 
+/// Whether a pass's `dp` option is a replica count the tools handle (1 to
+/// kMaxActors, InputLimits.h); emits an unlocated error naming the pass
+/// otherwise.
+mlir::LogicalResult checkReplicas(mlir::MLIRContext *context,
+                                  llvm::StringRef passName, int64_t dp);
+
 /// The costs a pass times a schedule with (sched::programCosts: the cost
 /// model's, the profile's, or unit costs by `withoutFiles`), messages priced
 /// on sched::replicaDevices(actors, dp). Emits an error at `at` and fails on
