@@ -14,6 +14,7 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <utility>
 
 using namespace flexpipe::sched;
 
@@ -414,6 +415,18 @@ Simulator::Times Simulator::time(const SimCosts &costs) const {
   std::vector<uint8_t> done(numOps, 0), arrived(numOps, 0), computing(n, 0);
   for (int32_t a = 0; a < n; ++a)
     next[a] = graph.actorBegin[a];
+  // The actors waiting for each op to be timed (a list through waitNext:
+  // an actor waits for one op at a time), asked again when it is. Touching
+  // every actor instead made a schedule of n actors cost n per op.
+  std::vector<int32_t> waitHead(numOps, -1), waitNext(n, -1), waitingOn(n, -1);
+  auto waitFor = [&](int32_t a, int32_t op) {
+    if (waitingOn[a] == op)
+      return false;
+    waitingOn[a] = op;
+    waitNext[a] = waitHead[op];
+    waitHead[op] = a;
+    return false;
+  };
 
   auto finishOp = [&](int32_t id, double e, int32_t why) {
     const int32_t a = ops[id].actor;
@@ -423,7 +436,11 @@ Simulator::Times Simulator::time(const SimCosts &costs) const {
     clock[a] = std::max(clock[a], e);
     lastOp[a] = id;
     ++next[a];
-    core.touchAll(); // another actor may wait for it
+    core.touch(a);
+    for (int32_t w = std::exchange(waitHead[id], -1); w >= 0; w = waitNext[w]) {
+      waitingOn[w] = -1;
+      core.touch(w);
+    }
   };
   // Runs actor a's next op if it can: false while the actor computes, waits
   // for an op of another actor that has not run yet, or is done. Only a
@@ -465,13 +482,13 @@ Simulator::Times Simulator::time(const SimCosts &costs) const {
       if (const int32_t post = graph.waitsPost[id]; post >= 0) {
         for (int32_t m = graph.groupFirst[post]; m >= 0; m = graph.groupNext[m])
           if (!done[m])
-            return false;
+            return waitFor(a, m);
       } else if (const int32_t dep = graph.dependsOn[id];
                  dep >= 0 && !done[dep]) {
-        return false;
+        return waitFor(a, dep);
       } else if (const int32_t send = graph.waitsSend[id];
                  send >= 0 && !done[graph.takenBy[send]]) {
-        return false;
+        return waitFor(a, graph.takenBy[send]);
       }
       e = waitEnd(costs, id, s, t.start, why);
       break;
