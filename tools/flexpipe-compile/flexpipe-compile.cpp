@@ -132,6 +132,12 @@ importTorchSchedule(MLIRContext &context, const std::string &text,
 /// 300 MB of text.
 constexpr double kMaxTextGridCells = 1 << 26;
 
+/// Whether --emit=`emit` writes what the simulator times (report, svg,
+/// trace), the outputs --dp changes besides the rank programs.
+static bool isSimulated(StringRef emit) {
+  return emit == "report" || emit == "svg" || emit == "trace";
+}
+
 /// Option combinations the parser cannot see, and the cost files, read once
 /// for every step that prices (the passes, the report, the lowering).
 /// Reports and returns null on an error.
@@ -144,9 +150,7 @@ loadCostFiles(const CompileOptions &options) {
         << options.emit << "\n";
     return nullptr;
   }
-  const bool priced = options.emit == "report" || options.emit == "svg" ||
-                      options.emit == "trace";
-  if (options.dp != 1 && !priced && options.emit != "cpp" &&
+  if (options.dp != 1 && !isSimulated(options.emit) && options.emit != "cpp" &&
       options.emit != "exe") {
     llvm::errs() << "flexpipe-compile: --dp sets the replicas of the rank "
                     "programs (--emit=cpp, exe) and of the simulated devices "
@@ -500,8 +504,7 @@ static int compile(const CompileOptions &options) {
         << "; keep one pipeline per file";
     return 1;
   }
-  const bool simulated = options.emit == "report" || options.emit == "svg" ||
-                         options.emit == "trace";
+  const bool simulated = isSimulated(options.emit);
   for (ScheduleOp schedule : all) {
     ScheduleProgram read = readSchedule(schedule);
     if (failed(simulated
