@@ -58,8 +58,13 @@ ctest_total=${ctest_total:-0}; ctest_fail=${ctest_fail:-0}
 record ctest $((ctest_total - ctest_fail)) "$ctest_fail"
 
 log "differential (schedules/ against PyTorch 2.15's generators)"
+# Where ../shared is beside the checkout, the orders are also compared cell
+# by cell with PyTorch's at its grid's sizes (a table, not a check).
+peer_grid="$FLEXPIPE_ROOT/../shared/reference/peer-orders/grid"
+orders=(); [ -d "$peer_grid" ] && orders=(--orders "$peer_grid")
 diff_out=$(python3 "$FLEXPIPE_ROOT/test/Differential/differential.py" \
-  --compile "$BUILD_DIR/bin/flexpipe-compile" --grid ci --jobs "$JOBS" 2>&1); diff_rc=$?
+  --compile "$BUILD_DIR/bin/flexpipe-compile" --grid ci --jobs "$JOBS" \
+  "${orders[@]}" 2>&1); diff_rc=$?
 echo "$diff_out" | grep -vE '^PASS:'
 diff_pass=$(echo "$diff_out" | sed -n 's/^differential: \([0-9]*\) passed, \([0-9]*\) failed$/\1/p')
 diff_fail=$(echo "$diff_out" | sed -n 's/^differential: \([0-9]*\) passed, \([0-9]*\) failed$/\2/p')

@@ -21,8 +21,15 @@ Without --model, flexpipe-compile keeps the spec's layers per stage when
 --actors changes, so the cost time model sees the same uniform stages as the
 replay (backward twice the forward).
 
+With --orders GRID (../shared/reference/peer-orders/grid), the exports are
+also compared cell by cell with PyTorch's own orders at the sizes GRID holds
+(ppP_mM/FAMILY.csv): a table says at how many of them each spec's order is
+PyTorch's, and where not. That is information, not a check: a spec may order
+differently at no cost (docs/Schedules.md says where and why). PyTorch's
+1F1B numbers its last rank's forwards 1..M; they are read as 0..M-1.
+
 Usage: differential.py --compile BUILD/bin/flexpipe-compile
-           [--grid ci|full] [--jobs N] [--verbose]
+           [--grid ci|full] [--jobs N] [--verbose] [--orders GRID]
 Prints one line per failure, a table of the tightest margins per spec, and
 'differential: N passed, M failed'; exits 1 on any failure.
 """
@@ -30,6 +37,7 @@ Prints one line per failure, a table of the tightest margins per spec, and
 import argparse
 import concurrent.futures
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -76,8 +84,8 @@ def load_reference(path):
     return table
 
 
-def run_case(tool, spec, pp, m, model):
-    """Compiles and replays one case: (makespan, peak) or an error string."""
+def export(tool, spec, pp, m, model):
+    """The spec's order at one size: its rows of cells, or an error string."""
     path = os.path.join(ROOT, "schedules", spec + ".mlir")
     with tempfile.NamedTemporaryFile(suffix=".csv", delete=False) as f:
         out = f.name
@@ -88,13 +96,60 @@ def run_case(tool, spec, pp, m, model):
             capture_output=True, text=True)
         if proc.returncode != 0:
             return f"flexpipe-compile failed: {proc.stderr.strip()[:300]}"
-        rows = replay.load(out)
-        result = replay.replay(rows, SPECS[spec][1])
-        return result.makespan, result.peak
+        return replay.load(out)
     except replay.ReplayError as error:
-        return f"replay failed: {error}"
+        return f"cannot read the export: {error}"
     finally:
         os.unlink(out)
+
+
+def run_case(tool, spec, pp, m, model):
+    """Compiles and replays one case: (makespan, peak) or an error string."""
+    rows = export(tool, spec, pp, m, model)
+    if isinstance(rows, str):
+        return rows
+    try:
+        result = replay.replay(rows, SPECS[spec][1])
+    except replay.ReplayError as error:
+        return f"replay failed: {error}"
+    return result.makespan, result.peak
+
+
+def pytorch_order(grid_dir, family, pp, m):
+    """PyTorch's order of `family` at one size from GRID, or None."""
+    path = os.path.join(grid_dir, f"pp{pp}_m{m}", family + ".csv")
+    if not os.path.exists(path):
+        return None
+    rows = replay.load(path)
+    if family == "1F1B":  # the last rank's forwards are numbered 1..M
+        rows[-1] = [tuple(replay.Action(a.stage, a.kind, a.microbatch - 1)
+                          if a.kind == "F" else a for a in cell)
+                    for cell in rows[-1]]
+    return rows
+
+
+def compare_orders(tool, grid_dir, jobs):
+    """Prints, per spec and time model, at which of GRID's sizes the export
+    is PyTorch's order cell for cell."""
+    names = (re.fullmatch(r"pp(\d+)_m(\d+)", d) for d in os.listdir(grid_dir))
+    sizes = sorted((int(n[1]), int(n[2])) for n in names if n)
+    cases = [(spec, pp, m, model) for spec in SPECS for (pp, m) in sizes
+             for model in ("step", "cost")
+             if pytorch_order(grid_dir, SPECS[spec][0], pp, m) is not None]
+    with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
+        ours = list(pool.map(lambda c: export(tool, *c), cases))
+    table = {}  # (spec, model) -> (same, total, sizes that differ)
+    for (spec, pp, m, model), rows in zip(cases, ours):
+        same, total, differ = table.get((spec, model), (0, 0, []))
+        if rows == pytorch_order(grid_dir, SPECS[spec][0], pp, m):
+            same += 1
+        else:
+            differ = differ + [f"{pp}x{m}"]
+        table[(spec, model)] = (same, total + 1, differ)
+    print(f"{'spec':18} {'model':5} {'same order as PyTorch':>22}  differs at")
+    for (spec, model), (same, total, differ) in sorted(table.items()):
+        print(f"{spec:18} {model:5} {f'{same} of {total} sizes':>22}  "
+              + (" ".join(differ) or "-"))
 
 
 def main():
@@ -105,6 +160,8 @@ def main():
     parser.add_argument("--grid", choices=["ci", "full"], default="full")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--verbose", action="store_true")
+    parser.add_argument("--orders", metavar="GRID",
+                        help="also compare orders cell by cell with GRID's")
     args = parser.parse_args()
     reference = load_reference(args.reference)
 
@@ -159,6 +216,8 @@ def main():
     print(f"{'spec':18} {'model':5} {'worst makespan / PyTorch':>26}  at")
     for (spec, model), (ratio, pp, m) in sorted(tightest.items()):
         print(f"{spec:18} {model:5} {float(ratio):26.4f}  pp={pp} m={m}")
+    if args.orders:
+        compare_orders(args.compile, args.orders, args.jobs)
     print(f"differential: {passed} passed, {failed} failed")
     return 1 if failed else 0
 
