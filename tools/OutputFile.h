@@ -1,5 +1,4 @@
-//===- OutputFile.h - Writing a tool's output file whole ---------*- C++
-//-*-===//
+//===- OutputFile.h - Writing a tool's output file whole --------*- C++ -*-===//
 //
 // Part of the FlexPipe project, under the Apache License v2.0 with LLVM
 // Exceptions. See LICENSE for license information.

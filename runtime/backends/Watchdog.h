@@ -1,5 +1,4 @@
-//===- Watchdog.h - A thread that stops a blocked rank -----------*- C++
-//-*-===//
+//===- Watchdog.h - A thread that stops a blocked rank ----------*- C++ -*-===//
 //
 // Part of the FlexPipe project, under the Apache License v2.0 with LLVM
 // Exceptions. See LICENSE for license information.

@@ -1,5 +1,4 @@
-//===- Layout.h - Where a job's ranks run ------------------------*- C++
-//-*-===//
+//===- Layout.h - Where a job's ranks run -----------------------*- C++ -*-===//
 //
 // Part of the FlexPipe project, under the Apache License v2.0 with LLVM
 // Exceptions. See LICENSE for license information.

@@ -1,5 +1,4 @@
-//===- RuntimeDescription.h - A schedule as the runtime reads it -*- C++
-//-*-===//
+//===- RuntimeDescription.h - A schedule for the runtime --------*- C++ -*-===//
 //
 // Part of the FlexPipe project, under the Apache License v2.0 with LLVM
 // Exceptions. See LICENSE for license information.
