@@ -1321,7 +1321,8 @@ int parseOptions(int argc, char **argv, Options &o) {
       ->check(CLI::ExistingFile);
   app.add_option("--ranks", o.ranks,
                  "Ranks the cluster file offers (its devices; the calibration "
-                 "jobs run on up to this many); default: twice the cores")
+                 "jobs run on up to this many); default: twice the cores, "
+                 "at most max(8, 4 x cores)")
       ->check(flexpipe::integerAtLeast(1));
   app.add_option("--seconds", o.seconds,
                  "Measuring time per shape (more: steadier figures)")
@@ -1424,6 +1425,20 @@ int main(int argc, char **argv) {
     cluster.name = o.name;
   const int64_t cores =
       std::max<int64_t>(1, std::thread::hardware_concurrency());
+  // The contention step starts 2, 3, ..., ranks processes at once, and the
+  // calibration jobs run up to that many ranks: past a few per core they
+  // would only measure the OS's time slicing, for hours.
+  const int64_t mostRanks = std::max<int64_t>(8, 4 * cores);
+  if (o.ranks > mostRanks) {
+    std::fprintf(stderr,
+                 "flexpipe-profile: --ranks %lld is more than %lld (4 ranks "
+                 "per core on this machine's %lld cores, at least 8): the "
+                 "profiler starts up to that many processes at once\n",
+                 static_cast<long long>(o.ranks),
+                 static_cast<long long>(mostRanks),
+                 static_cast<long long>(cores));
+    return 1;
+  }
   const int64_t ranks = o.ranks > 0 ? o.ranks : 2 * cores;
   cluster.devices = cluster.devicesPerNode = ranks;
   sched::MachineProfile &measured = cluster.measured;
