@@ -852,6 +852,9 @@ private:
   std::optional<std::pair<Evaluation, EvaluationDetail>> fastest;
   std::vector<double> topTimes; ///< a max-heap of the exact fastest times
   double best = std::numeric_limits<double>::infinity();
+  /// What became of the fused candidates (counted where they are
+  /// candidates, not with --separation on) and of the variants.
+  std::atomic<size_t> fusedBounded{0}, fusedSimulated{0};
   std::atomic<size_t> bounded{0}, pruned{0}, simulated{0};
 };
 
@@ -952,7 +955,7 @@ void Search::runFused() {
         const double limit = threshold();
         if (fusedBound[i] > limit * (1 + 1e-9)) {
           fusedEval[i] = skip(fused[i], fusedBound[i], limit);
-          ++bounded;
+          ++fusedBounded;
           return;
         }
         const double cut = limit * (1 + 1e-9);
@@ -970,14 +973,15 @@ void Search::runFused() {
                                   "the {0} best time {1:e3} s",
                                   ordinal(options.exact), limit)
                         .str();
-          ++bounded;
+          ++fusedBounded;
           return;
         }
+        if (e.ok() && e.fitsMemory)
+          ++fusedSimulated;
         if (e.ok() && e.fitsMemory && options.exact > 0)
           recordTime(e.iterationTime);
       },
       report(0));
-  simulated += fused.size() - bounded;
   for (const Evaluation &e : fusedEval)
     if (e.ok() && e.fitsMemory)
       best = std::min(best, e.iterationTime);
@@ -1099,10 +1103,11 @@ void Search::runVariants() {
               evaluate(fused[unknown[k]], model, cluster, options);
         },
         nullptr);
-    for (size_t twin : unknown)
+    for (size_t twin : unknown) {
       fusedCut[twin] = 0;
-    bounded -= unknown.size();
-    simulated += unknown.size();
+      fusedSimulated += fusedEval[twin].ok() && fusedEval[twin].fitsMemory;
+    }
+    fusedBounded -= unknown.size();
   }
   bounded += variantsBounded;
   std::sort(
@@ -1142,7 +1147,7 @@ void Search::runVariants() {
         Evaluation e = evaluate(variants[p.variant], model, cluster, options,
                                 &detail, attempts ? &*attempts : nullptr);
         offerDetail(e, detail);
-        ++simulated;
+        simulated += e.ok() && e.fitsMemory;
         if (e.ok() && e.fitsMemory) {
           std::lock_guard<std::mutex> lock(bestMutex);
           best = std::min(best, e.iterationTime);
@@ -1156,9 +1161,10 @@ void Search::runVariants() {
 }
 
 void Search::collect(TuneResult &result) {
-  result.simulated = simulated;
+  const bool fusedRanked = options.separation != TuneOptions::Choice::On;
+  result.simulated = simulated + (fusedRanked ? fusedSimulated.load() : 0);
   result.pruned = pruned;
-  result.bounded = bounded;
+  result.bounded = bounded + (fusedRanked ? fusedBounded.load() : 0);
   auto keep = [&](const Evaluation &e) {
     if (e.ok() && e.fitsMemory)
       result.ranked.push_back(e);

@@ -232,7 +232,10 @@ struct TuneResult {
   /// The others: unschedulable, over the memory limit, or skipped by their
   /// lower bound (Evaluation::skipped).
   std::vector<Evaluation> rejected;
-  /// Candidates in the space, simulated, and skipped: separation variants
+  /// Candidates in the space; those scheduled and simulated within the
+  /// memory limit (with the rejected ones over memory or unschedulable, and
+  /// the skipped ones, each candidate counts once); and those skipped:
+  /// separation variants
   /// whose busiest actor alone was slower than the best found, or outside
   /// the window or the top of TuneOptions (pruned); candidates whose lower
   /// bound, or whose schedule while it was made, exceeds the
