@@ -200,8 +200,10 @@ llvm::Error flexpipe::sched::modelCosts(const Program &program,
                                         SimCosts &c) {
   if (static_cast<int32_t>(program.stageMeta.size()) != program.numStages)
     return llvm::createStringError(
-        "the schedule does not say what its stages hold (no stage_info); "
-        "schedule it from a spec to use a model file");
+        "the schedule does not say what its stages hold (no stage_info) "
+        "to price with a model file: schedule it from a spec, give it a "
+        "stage_info, or let flexpipe-compile --model split a one-module "
+        "model evenly over its stages");
   const std::vector<int32_t> sharing = actorsPerStage(program);
   c = SimCosts();
   c.unit = "s";

@@ -64,7 +64,7 @@
 // RUN: not flexpipe-compile %S/Inputs/torch-compute-only.csv --actors 4 --emit=text 2>&1 | FileCheck %s --check-prefix=SIZES
 // SIZES: error: --actors and --microbatches change specs; '{{.*}}' holds only schedules, whose sizes are fixed
 // RUN: not flexpipe-compile %S/Inputs/torch-compute-only.csv --model %configs/models/clip-tiny.yaml --cluster %configs/clusters/cpu.yaml --emit=report 2>&1 | FileCheck %s --check-prefix=MODULES
-// MODULES: torch-compute-only.csv: error: a PyTorch schedule is one chain of stages, but the model file '{{.*}}clip-tiny.yaml' has 2 modules; give it one
+// MODULES: torch-compute-only.csv: error: a schedule without stage_info is read as one chain of stages, but the model file '{{.*}}clip-tiny.yaml' has 2 modules; give it one, or the schedule a stage_info
 // RUN: not flexpipe-compile %s --from=torch-csv 2>&1 | FileCheck %s --check-prefix=FROM
 // FROM: error: line 1, column 1: '// PyTorch's schedule...' is not a PyTorch action
 

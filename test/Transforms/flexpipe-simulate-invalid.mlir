@@ -3,7 +3,7 @@
 
 // Tests a model file on a hand-written schedule that does not say what its
 // stages hold.
-// expected-error @+1 {{the schedule does not say what its stages hold (no stage_info); schedule it from a spec to use a model file}}
+// expected-error @+1 {{the schedule does not say what its stages hold (no stage_info) to price with a model file: schedule it from a spec, give it a stage_info, or let flexpipe-compile --model split a one-module model evenly over its stages}}
 flexpipe.schedule @hand actors(1) stages(1) microbatches(1) {
   flexpipe.actor 0 {
     flexpipe.fwd stage 0 mb 0

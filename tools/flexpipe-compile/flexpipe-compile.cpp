@@ -61,10 +61,43 @@ using namespace flexpipe;
 /// PyTorch's rule of one FIFO channel per rank pair.
 static constexpr llvm::StringLiteral kUntaggedAttr = "flexpipe.untagged";
 
+/// What a schedule that does not say what its stages hold (no stage_info: a
+/// PyTorch CSV, a hand-written schedule) holds with a model file: the
+/// file's one module, its layers split evenly over the stages in order
+/// (sched::evenPartition), for the cost model and the runtime. Returns why
+/// not, or an empty string.
+static std::string splitModelEvenly(sched::Program &program,
+                                    const sched::ModelConfig &model,
+                                    const std::string &modelFile) {
+  if (model.modules.size() != 1)
+    return "a schedule without stage_info is read as one chain of stages, "
+           "but the model file '" +
+           modelFile + "' has " + std::to_string(model.modules.size()) +
+           " modules; give it one, or the schedule a stage_info";
+  const sched::ModuleModel &module = model.modules.front();
+  if (module.layers < program.numStages)
+    return "cannot split the " + std::to_string(module.layers) +
+           " layers of module '" + module.name + "' over " +
+           std::to_string(program.numStages) + " stages";
+  const std::vector<int64_t> layers =
+      sched::evenPartition(module.layers, program.numStages);
+  program.moduleNames = {module.name};
+  program.stageMeta.clear();
+  for (int32_t s = 0; s < program.numStages; ++s) {
+    sched::StageMeta meta;
+    meta.module = 0;
+    meta.layers = layers[s];
+    meta.first = s == 0;
+    meta.last = s == program.numStages - 1;
+    program.stageMeta.push_back(meta);
+  }
+  return "";
+}
+
 /// Reads a PyTorch schedule CSV into a module holding one flexpipe.schedule
-/// named after the file. With a model file, its one module's layers are
-/// split evenly over the stages (stage_info, for the cost model). Prints an
-/// error naming the file and returns null when the file cannot be read.
+/// named after the file, its stages sized by the model file where one is
+/// given (splitModelEvenly). Prints an error naming the file and returns
+/// null when the file cannot be read.
 static OwningOpRef<ModuleOp>
 importTorchSchedule(MLIRContext &context, const std::string &text,
                     const CompileOptions &options,
@@ -80,29 +113,10 @@ importTorchSchedule(MLIRContext &context, const std::string &text,
   std::vector<std::vector<int32_t>> cells;
   if (llvm::Error error = sched::parseTorchCsv(text, program, &comms, &cells))
     return fail(llvm::toString(std::move(error)));
-  if (!options.model.empty()) {
-    if (model.modules.size() != 1)
-      return fail("a PyTorch schedule is one chain of stages, but the model "
-                  "file '" +
-                  options.model + "' has " +
-                  std::to_string(model.modules.size()) +
-                  " modules; give it one");
-    const sched::ModuleModel &module = model.modules.front();
-    if (module.layers < program.numStages)
-      return fail("cannot split the " + std::to_string(module.layers) +
-                  " layers of module '" + module.name + "' over " +
-                  std::to_string(program.numStages) + " stages");
-    program.moduleNames = {module.name};
-    for (int32_t s = 0; s < program.numStages; ++s) {
-      sched::StageMeta meta;
-      meta.module = 0;
-      meta.layers = module.layers / program.numStages +
-                    (s < module.layers % program.numStages ? 1 : 0);
-      meta.first = s == 0;
-      meta.last = s == program.numStages - 1;
-      program.stageMeta.push_back(meta);
-    }
-  }
+  if (!options.model.empty())
+    if (std::string problem = splitModelEvenly(program, model, options.model);
+        !problem.empty())
+      return fail(problem);
   Location loc = FileLineColLoc::get(&context, file, 1, 1);
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
   OpBuilder b(module->getBody(), module->getBody()->end());
@@ -218,6 +232,32 @@ readInput(MLIRContext &context, const CompileOptions &options,
       sourceMgr, ParserConfig(&context, /*verifyAfterParse=*/false));
 }
 
+/// With a model file, a schedule that does not say what its stages hold
+/// (no stage_info) holds the model's one module split evenly, as an
+/// imported PyTorch CSV does; a stage DAG or shared stages need a stage_info.
+static LogicalResult sizeSchedule(ScheduleOp schedule,
+                                  const CompileOptions &options,
+                                  const sched::ModelConfig &model) {
+  if (options.model.empty() || failed(schedule.verifyInvariantsImpl()))
+    return success(options.model.empty());
+  if (schedule.getStageInfoAttr())
+    return success();
+  if (schedule.getEdgesAttr() || schedule.getSharedAttr())
+    return schedule.emitOpError()
+           << "does not say what its stages hold (no stage_info), and its "
+              "stages are not one chain (edges or shared stages): give it a "
+              "stage_info to price it with the model file '"
+           << options.model << "'";
+  sched::Program program;
+  program.numStages = static_cast<int32_t>(schedule.getStages());
+  if (std::string problem = splitModelEvenly(program, model, options.model);
+      !problem.empty())
+    return schedule.emitError() << problem;
+  Builder b(schedule.getContext());
+  schedule.setStageInfoAttr(stageInfoAttr(b, program));
+  return success();
+}
+
 /// --actors, --microbatches and the model file's layer counts, applied to
 /// every spec; schedules keep their sizes. Then verifies the module (parsed
 /// unverified): a spec is judged at the sizes it is compiled at, so a spec
@@ -235,8 +275,12 @@ static LogicalResult applyOverrides(ModuleOp module,
   };
   size_t specs = 0, schedules = 0;
   for (Operation &op : module.getBody()->getOperations()) {
-    if (isa<ScheduleOp>(op))
+    if (auto schedule = dyn_cast<ScheduleOp>(op)) {
       ++schedules;
+      if (failed(sizeSchedule(schedule, options, model)))
+        return failure();
+      continue;
+    }
     auto pipeline = dyn_cast<PipelineOp>(op);
     if (!pipeline)
       continue;

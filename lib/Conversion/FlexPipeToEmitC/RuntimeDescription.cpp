@@ -667,8 +667,9 @@ flexpipe::describeForRuntime(ScheduleOp schedule,
   a.info = schedule.getStageInfoAttr();
   if (!a.info)
     return schedule.emitOpError()
-           << "does not say what its stages hold (no stage_info); compile "
-              "it from a spec";
+           << "does not say what its stages hold (no stage_info): compile "
+              "it from a spec, give it a stage_info, or let flexpipe-compile "
+              "--model split a one-module model evenly over its stages";
   if (failed(classifyStages(schedule, a)) || failed(collectActors(schedule, a)))
     return failure();
   // Registered computations: operations see no output of shared and sync

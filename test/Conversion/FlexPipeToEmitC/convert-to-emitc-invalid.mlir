@@ -3,7 +3,7 @@
 
 // RUN: flexpipe-opt --flexpipe-convert-to-emitc --split-input-file --verify-diagnostics %s
 
-// expected-error @below {{does not say what its stages hold (no stage_info); compile it from a spec}}
+// expected-error @below {{does not say what its stages hold (no stage_info): compile it from a spec, give it a stage_info, or let flexpipe-compile --model split a one-module model evenly over its stages}}
 flexpipe.schedule @bare actors(1) stages(1) microbatches(1) {
   flexpipe.actor 0 {
     flexpipe.fwd stage 0 mb 0

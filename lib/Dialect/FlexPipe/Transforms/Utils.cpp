@@ -487,6 +487,17 @@ Operation *flexpipe::createInstruction(OpBuilder &b, Location loc,
   return created;
 }
 
+ArrayAttr flexpipe::stageInfoAttr(Builder &b, const sched::Program &program) {
+  if (program.stageMeta.empty())
+    return {};
+  SmallVector<Attribute> stages;
+  for (const sched::StageMeta &meta : program.stageMeta)
+    stages.push_back(StageInfoAttr::get(
+        b.getContext(), b.getStringAttr(program.moduleNames[meta.module]),
+        meta.layers, meta.first, meta.last));
+  return b.getArrayAttr(stages);
+}
+
 ScheduleOp flexpipe::createSchedule(OpBuilder &b, Location loc, StringAttr name,
                                     const sched::Program &program) {
   // The edges attribute only when the DAG is not the default chain.
@@ -509,20 +520,11 @@ ScheduleOp flexpipe::createSchedule(OpBuilder &b, Location loc, StringAttr name,
   if (!program.sharedStages.empty())
     shared = b.getDenseI64ArrayAttr(SmallVector<int64_t>(
         program.sharedStages.begin(), program.sharedStages.end()));
-  // What each stage holds, for the cost model and the runtime.
-  ArrayAttr info;
-  if (!program.stageMeta.empty()) {
-    SmallVector<Attribute> stages;
-    for (const sched::StageMeta &meta : program.stageMeta)
-      stages.push_back(StageInfoAttr::get(
-          b.getContext(), b.getStringAttr(program.moduleNames[meta.module]),
-          meta.layers, meta.first, meta.last));
-    info = b.getArrayAttr(stages);
-  }
-  auto schedule = ScheduleOp::create(
-      b, loc, name, b.getI64IntegerAttr(program.numActors),
-      b.getI64IntegerAttr(program.numStages),
-      b.getI64IntegerAttr(program.numMicrobatches), edges, shared, info);
+  auto schedule =
+      ScheduleOp::create(b, loc, name, b.getI64IntegerAttr(program.numActors),
+                         b.getI64IntegerAttr(program.numStages),
+                         b.getI64IntegerAttr(program.numMicrobatches), edges,
+                         shared, stageInfoAttr(b, program));
   Block &body = schedule.getBody().emplaceBlock();
   for (int32_t a = 0; a < program.numActors; ++a) {
     b.setInsertionPointToEnd(&body);

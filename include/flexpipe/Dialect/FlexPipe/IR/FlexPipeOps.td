@@ -451,7 +451,9 @@ def FlexPipe_ScheduleOp : FlexPipe_Op<"schedule", [
     stages form the chain 0 -> 1 -> ... -> stages - 1. `shared [...]` lists
     stages that run on several actors (each its own part). `stage_info [...]`
     says what each stage holds (module, layers, first/last), for the cost
-    model; schedules from `-flexpipe-schedule` carry it.
+    model and the runtime; schedules from `-flexpipe-schedule` carry it.
+    Without it, `flexpipe-compile --model` reads a chain of stages as the
+    model's one module split evenly over them.
 
     The verifier checks what can be checked per op and per schedule: ids in
     range, each (instruction, stage, micro-batch) at most once (per actor for

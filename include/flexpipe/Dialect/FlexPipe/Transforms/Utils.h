@@ -51,6 +51,11 @@ createInstruction(mlir::OpBuilder &builder, mlir::Location loc,
                   const sched::ProgOp &op, const sched::Program &program,
                   llvm::DenseMap<int32_t, mlir::Value> *tokens = nullptr);
 
+/// The `stage_info` of `program`'s stages (what each holds, for the cost
+/// model and the runtime); null when the program does not say.
+mlir::ArrayAttr stageInfoAttr(mlir::Builder &builder,
+                              const sched::Program &program);
+
 /// Creates a flexpipe.schedule named `name` at the builder's insertion point
 /// holding `program`: its sizes, its edges when they are not the default
 /// chain, its shared stages, its stage_info (when the program has stage
