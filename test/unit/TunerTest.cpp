@@ -422,7 +422,15 @@ TEST_CASE("skipping by lower bound keeps the exact fastest candidates",
   REQUIRE(static_cast<bool>(exhaustive));
   CHECK(exhaustive->bounded == 0);
   CHECK(bounded->bounded > 0); // it skips something here
-  CHECK(bounded->simulated + bounded->bounded == exhaustive->simulated);
+  // Every candidate counted once: simulated (within memory), skipped,
+  // pruned, or rejected over memory or unschedulable.
+  for (const TuneResult *result : {&*bounded, &*exhaustive}) {
+    size_t rejected = 0;
+    for (const Evaluation &e : result->rejected)
+      rejected += !e.skipped;
+    CHECK(result->simulated + result->bounded + result->pruned + rejected ==
+          result->candidates);
+  }
   REQUIRE(bounded->ranked.size() >= 6);
   for (size_t i = 0; i < 6; ++i) {
     CHECK(bounded->ranked[i].candidate == exhaustive->ranked[i].candidate);
