@@ -11,7 +11,7 @@ config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.flexpipe_obj_root, "test")
-config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "unit", "train.sh", "kill_rank.py", "BootstrapTest.cpp", "check-prediction.py", "replay.py", "differential.py"]
+config.excludes = ["CMakeLists.txt", "Inputs", "lit.cfg.py", "lit.site.cfg.py", "unit", "train.sh", "kill_rank.py", "BootstrapTest.cpp", "check-prediction.py", "replay.py", "differential.py"]
 
 config.substitutions.append(("%schedules", os.path.join(config.flexpipe_src_root, "schedules")))
 config.substitutions.append(("%peer_orders", os.path.join(config.flexpipe_src_root, "test", "unit", "data", "peer-orders")))
