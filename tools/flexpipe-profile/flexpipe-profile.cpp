@@ -1293,6 +1293,24 @@ int checkCluster(const sched::ClusterConfig &cluster,
   return code;
 }
 
+/// The ranks the cluster file offers (--ranks, default twice the cores), or
+/// -1 after an error: the contention step starts 2, 3, ..., ranks processes
+/// at once, and the calibration jobs run up to that many ranks, so past a
+/// few per core they would only measure the OS's time slicing, for hours.
+int64_t profiledRanks(int64_t requested, int64_t cores) {
+  const int64_t most = std::max<int64_t>(8, 4 * cores);
+  if (requested > most) {
+    std::fprintf(stderr,
+                 "flexpipe-profile: --ranks %lld is more than %lld (4 ranks "
+                 "per core on this machine's %lld cores, at least 8): the "
+                 "profiler starts up to that many processes at once\n",
+                 static_cast<long long>(requested),
+                 static_cast<long long>(most), static_cast<long long>(cores));
+    return -1;
+  }
+  return requested > 0 ? requested : 2 * cores;
+}
+
 /// Parses the command line into `o`; returns an exit code to stop with
 /// (after --help or an error), or -1 to go on.
 int parseOptions(int argc, char **argv, Options &o) {
@@ -1425,21 +1443,9 @@ int main(int argc, char **argv) {
     cluster.name = o.name;
   const int64_t cores =
       std::max<int64_t>(1, std::thread::hardware_concurrency());
-  // The contention step starts 2, 3, ..., ranks processes at once, and the
-  // calibration jobs run up to that many ranks: past a few per core they
-  // would only measure the OS's time slicing, for hours.
-  const int64_t mostRanks = std::max<int64_t>(8, 4 * cores);
-  if (o.ranks > mostRanks) {
-    std::fprintf(stderr,
-                 "flexpipe-profile: --ranks %lld is more than %lld (4 ranks "
-                 "per core on this machine's %lld cores, at least 8): the "
-                 "profiler starts up to that many processes at once\n",
-                 static_cast<long long>(o.ranks),
-                 static_cast<long long>(mostRanks),
-                 static_cast<long long>(cores));
+  const int64_t ranks = profiledRanks(o.ranks, cores);
+  if (ranks < 0)
     return 1;
-  }
-  const int64_t ranks = o.ranks > 0 ? o.ranks : 2 * cores;
   cluster.devices = cluster.devicesPerNode = ranks;
   sched::MachineProfile &measured = cluster.measured;
   measured = {};
