@@ -8,6 +8,9 @@
 
 #include "flexpipe/Scheduling/Lowering.h"
 
+#include <map>
+#include <sstream>
+
 using namespace flexpipe::sched;
 
 Program flexpipe::sched::programOf(const BuiltProblem &built,
@@ -41,6 +44,105 @@ llvm::Error flexpipe::sched::finishProgram(Program &program,
   if (opts.asyncLookahead > 0)
     postReceivesEarly(program, opts.asyncLookahead);
   return llvm::Error::success();
+}
+
+namespace {
+
+/// The op of `actor` that computes `kind` of (`stage`, `mb`): where the
+/// backward was split, a whole backward ends with its weight gradient and
+/// begins with its input gradient; where it was not, either half is it.
+int32_t computationOp(const Program &program, const ProgramGraph &graph,
+                      int32_t actor, CompKind kind, int32_t stage, int32_t mb,
+                      bool asSource) {
+  auto find = [&](OpKind want) {
+    const std::vector<ProgOp> &ops = program.actors[actor];
+    for (size_t i = 0; i < ops.size(); ++i)
+      if (ops[i].kind == want && ops[i].stage == stage && ops[i].mb == mb)
+        return graph.actorBegin[actor] + static_cast<int32_t>(i);
+    return -1;
+  };
+  switch (kind) {
+  case CompKind::Fwd:
+    return find(OpKind::Fwd);
+  case CompKind::Bwd:
+    if (int32_t op = find(OpKind::Bwd); op >= 0)
+      return op;
+    return find(asSource ? OpKind::Wgrad : OpKind::Igrad);
+  case CompKind::Igrad:
+  case CompKind::Wgrad:
+    if (int32_t op =
+            find(kind == CompKind::Igrad ? OpKind::Igrad : OpKind::Wgrad);
+        op >= 0)
+      return op;
+    return find(OpKind::Bwd);
+  }
+  return -1;
+}
+
+} // namespace
+
+std::optional<BrokenDependency>
+flexpipe::sched::brokenDependency(const Problem &problem,
+                                  const Program &program) {
+  if (problem.extraDependencies.empty())
+    return std::nullopt;
+  bool communicates = false;
+  for (const std::vector<ProgOp> &ops : program.actors)
+    for (const ProgOp &op : ops)
+      communicates |= isTransfer(op.kind);
+  Program withComm;
+  if (!communicates) {
+    withComm = program;
+    insertCommunication(withComm);
+  }
+  const Program &run = communicates ? program : withComm;
+  ProgramGraph graph;
+  if (buildGraph(run, ChannelRule::PerStage, graph))
+    return std::nullopt; // the verifier reports what is wrong with it
+  std::map<int32_t, std::vector<int32_t>> lastOf; // per source actor
+  for (const ExtraDependency &dep : problem.extraDependencies) {
+    const StagePart &src = problem.parts[dep.srcPart];
+    const StagePart &dst = problem.parts[dep.dstPart];
+    auto [it, fresh] = lastOf.try_emplace(src.actor);
+    if (fresh)
+      it->second = lastOpBefore(run, graph, src.actor);
+    for (int32_t mb = std::max(src.mbBegin, dst.mbBegin);
+         mb < std::min(src.mbEnd, dst.mbEnd); ++mb) {
+      const int32_t from = computationOp(run, graph, src.actor, dep.srcKind,
+                                         src.stage, mb, /*asSource=*/true);
+      const int32_t to = computationOp(run, graph, dst.actor, dep.dstKind,
+                                       dst.stage, mb, /*asSource=*/false);
+      if (from < 0 || to < 0 || it->second[to] >= from)
+        continue;
+      std::ostringstream os;
+      os << "is not kept when the schedule runs: at micro-batch " << mb << ", "
+         << compKindName(dep.srcKind) << " of stage " << src.stage << " (actor "
+         << src.actor << ") does not happen before "
+         << compKindName(dep.dstKind) << " of stage " << dst.stage << " (actor "
+         << dst.actor << ")";
+      const OpKind fromKind =
+          run.actors[src.actor][from - graph.actorBegin[src.actor]].kind;
+      if (fromKind == OpKind::Wgrad)
+        os << ": the backward was split after scheduling and the weight "
+              "gradient placed on its own, where no message or later "
+              "computation orders it (flexpipe.optimize split_backward or "
+              "gradient_separation); start the dependency at igrad, or "
+              "leave the backward whole";
+      else if (src.actor == dst.actor)
+        os << ": the actor runs them the other way round (the split "
+              "backward's weight gradients are placed after scheduling, "
+              "which sees no extra dependency)";
+      else
+        os << ": nothing the two actors exchange orders them (the "
+              "scheduler did, but no message makes actor "
+           << dst.actor
+           << " wait); connect the stages with data (`inputs`), place "
+              "them on one actor, or order them through a registered "
+              "instruction";
+      return BrokenDependency{dep.source, os.str()};
+    }
+  }
+  return std::nullopt;
 }
 
 namespace {
@@ -123,8 +225,12 @@ llvm::Error flexpipe::sched::lowerProblem(const BuiltProblem &built,
         out.program = std::move(lowered.program);
         out.costs = std::move(lowered.costs);
         out.separation = std::move(lowered.separation);
+        out.broken = brokenDependency(built.problem, out.program);
         return llvm::Error::success();
       }
-  return lowerOrder(built, out.schedule, options, options.finish,
-                    options.wantCosts, out);
+  if (llvm::Error error = lowerOrder(built, out.schedule, options,
+                                     options.finish, options.wantCosts, out))
+    return error;
+  out.broken = brokenDependency(built.problem, out.program);
+  return llvm::Error::success();
 }

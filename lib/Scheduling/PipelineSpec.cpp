@@ -585,7 +585,8 @@ llvm::Error ProblemBuilder::registerInstructions() {
 /// and a registered instruction.
 llvm::Error ProblemBuilder::addDependencies() {
   const int32_t numInsts = static_cast<int32_t>(spec.instructions.size());
-  for (const DependencySpec &dep : spec.dependencies) {
+  for (size_t index = 0; index < spec.dependencies.size(); ++index) {
+    const DependencySpec &dep = spec.dependencies[index];
     if (dep.srcInst >= 0 && dep.dstInst >= 0)
       return fail("a dependency between two registered instructions (@" +
                   spec.instructions[dep.srcInst].name + " and @" +
@@ -613,7 +614,8 @@ llvm::Error ProblemBuilder::addDependencies() {
       return fail("an extra dependency names a stage out of range");
     for (int32_t a : partsOfStage[*src])
       for (int32_t b : partsOfStage[*dst])
-        problem.extraDependencies.push_back({dep.srcKind, a, dep.dstKind, b});
+        problem.extraDependencies.push_back(
+            {dep.srcKind, a, dep.dstKind, b, static_cast<int32_t>(index)});
   }
   return llvm::Error::success();
 }

@@ -1000,6 +1000,71 @@ std::optional<VerifyFailure> Replay::deadlock() {
 
 } // namespace
 
+std::vector<int32_t> flexpipe::sched::lastOpBefore(const Program &program,
+                                                   const ProgramGraph &graph,
+                                                   int32_t actor) {
+  const int32_t n = graph.numOps();
+  std::vector<const ProgOp *> ops;
+  ops.reserve(n);
+  for (const std::vector<ProgOp> &actorOps : program.actors)
+    for (const ProgOp &op : actorOps)
+      ops.push_back(&op);
+  // A blocking collective instance is one node (its first member): every
+  // member leaves it after all arrived. An asynchronous one's posts stay
+  // apart; each wait comes after all of them.
+  auto node = [&](int32_t op) {
+    const int32_t first = graph.groupFirst[op];
+    return first >= 0 && ops[op]->token < 0 ? first : op;
+  };
+  std::vector<std::vector<int32_t>> successors(n);
+  std::vector<int32_t> pending(n, 0);
+  auto edge = [&](int32_t from, int32_t to) {
+    from = node(from);
+    to = node(to);
+    if (from == to)
+      return;
+    successors[from].push_back(to);
+    ++pending[to];
+  };
+  for (size_t a = 0; a + 1 < graph.actorBegin.size(); ++a)
+    for (int32_t op = graph.actorBegin[a]; op < graph.actorBegin[a + 1]; ++op) {
+      if (op > graph.actorBegin[a])
+        edge(op - 1, op);
+      if (graph.dependsOn[op] >= 0)
+        edge(graph.dependsOn[op], op);
+      if (graph.waitsPost[op] >= 0)
+        for (int32_t m = graph.groupFirst[graph.waitsPost[op]]; m >= 0;
+             m = graph.groupNext[m])
+          edge(m, op);
+    }
+  // Kahn's order over the nodes (the replay that built the graph ran the
+  // programs to their end, so they form no cycle).
+  const int32_t begin = graph.actorBegin[actor],
+                end = graph.actorBegin[actor + 1];
+  auto mine = [&](int32_t op) { return op >= begin && op < end ? op : -1; };
+  std::vector<int32_t> last(n, -1), ready;
+  for (int32_t op = 0; op < n; ++op)
+    if (node(op) == op && pending[op] == 0)
+      ready.push_back(op);
+  while (!ready.empty()) {
+    const int32_t op = ready.back();
+    ready.pop_back();
+    last[op] = std::max(last[op], mine(op));
+    if (node(op) == op && graph.groupFirst[op] == op) // a blocking instance
+      for (int32_t m = op; m >= 0; m = graph.groupNext[m])
+        last[op] = std::max(last[op], mine(m));
+    for (int32_t next : successors[op]) {
+      last[next] = std::max(last[next], last[op]);
+      if (--pending[next] == 0)
+        ready.push_back(next);
+    }
+  }
+  for (int32_t op = 0; op < n; ++op)
+    if (node(op) != op)
+      last[op] = last[node(op)];
+  return last;
+}
+
 std::optional<VerifyFailure> flexpipe::sched::buildGraph(const Program &program,
                                                          ChannelRule rule,
                                                          ProgramGraph &graph,

@@ -159,3 +159,73 @@ TEST_CASE("lowerProblem reports a schedule it cannot make, not an error",
   CHECK(out.schedule.cut);
   CHECK_FALSE(out.costs);
 }
+
+namespace {
+
+ProgOp op(OpKind kind, int32_t stage, int32_t token = -1, int32_t group = -1) {
+  ProgOp o{kind};
+  o.stage = stage;
+  o.token = token;
+  o.group = group;
+  return o;
+}
+
+/// The id of op `index` of `actor`.
+int32_t id(const ProgramGraph &graph, int32_t actor, int32_t index) {
+  return graph.actorBegin[actor] + index;
+}
+
+} // namespace
+
+TEST_CASE("lastOpBefore follows messages and collectives, not timing",
+          "[lowering]") {
+  // Stages 0 -> 1 on actors 0 and 1; stage 2 alone on actor 2.
+  Program p;
+  p.numActors = 3;
+  p.numStages = 3;
+  p.numMicrobatches = 1;
+  p.edges = {{0, 1}};
+  p.actors = {{op(OpKind::Fwd, 0), op(OpKind::Bwd, 0)},
+              {op(OpKind::Fwd, 1), op(OpKind::Bwd, 1)},
+              {op(OpKind::Fwd, 2), op(OpKind::Bwd, 2)}};
+  insertCommunication(
+      p); // actor 0: F, send, recv, B; actor 1: recv, F, B, send
+  ProgramGraph graph;
+  REQUIRE(!buildGraph(p, ChannelRule::PerStage, graph));
+  const std::vector<int32_t> last = lastOpBefore(p, graph, 0);
+  CHECK(last[id(graph, 1, 1)] == id(graph, 0, 1)); // F1 after 0's send
+  CHECK(last[id(graph, 0, 3)] == id(graph, 0, 3)); // B0 is its own
+  CHECK(last[id(graph, 2, 0)] == -1);              // actor 2 hears nothing
+  CHECK(last[id(graph, 2, 1)] == -1);
+
+  // A blocking all-gather of actors 0 and 2 after their forwards: actor 2's
+  // backward comes after actor 0's forward. Posted asynchronously before the
+  // forward, its wait orders nothing of actor 0's but the post.
+  for (bool async : {false, true}) {
+    Program q;
+    q.numActors = 3;
+    q.numStages = 3;
+    q.numMicrobatches = 1;
+    q.groups = {{0, 2}};
+    const int32_t token = async ? 0 : -1;
+    ProgOp gather = op(OpKind::AllGather, 2, token, 0);
+    std::vector<ProgOp> zero = {op(OpKind::Fwd, 0), gather, op(OpKind::Bwd, 0)};
+    std::vector<ProgOp> two = {op(OpKind::Fwd, 2), gather, op(OpKind::Bwd, 2)};
+    if (async) {
+      zero = {gather, op(OpKind::Fwd, 0), op(OpKind::Wait, 0, 0),
+              op(OpKind::Bwd, 0)};
+      two = {gather, op(OpKind::Wait, 0, 0), op(OpKind::Fwd, 2),
+             op(OpKind::Bwd, 2)};
+    }
+    q.actors = {zero, {op(OpKind::Fwd, 1), op(OpKind::Bwd, 1)}, two};
+    ProgramGraph g;
+    std::optional<VerifyFailure> failure =
+        buildGraph(q, ChannelRule::PerStage, g);
+    INFO((failure ? failure->message : std::string()));
+    REQUIRE(!failure);
+    const std::vector<int32_t> before = lastOpBefore(q, g, 0);
+    const int32_t backward2 = id(g, 2, async ? 3 : 2);
+    CHECK(before[backward2] == id(g, 0, async ? 0 : 1));
+    CHECK(before[id(g, 1, 1)] == -1);
+  }
+}

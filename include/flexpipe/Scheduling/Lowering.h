@@ -70,10 +70,31 @@ struct LoweringOptions {
   double cutoff = std::numeric_limits<double>::infinity();
 };
 
+/// An extra dependency between two computations that a program does not
+/// keep when it runs.
+struct BrokenDependency {
+  /// The spec's dependency (PipelineSpec::dependencies).
+  int32_t dependency = -1;
+  std::string message;
+};
+
+/// The first extra dependency between computations of `problem` (built as
+/// `program`'s schedule was) that `program` does not keep: for some
+/// micro-batch its source does not happen before its destination through
+/// program order, messages and collectives (lastOpBefore), as when the two
+/// run on actors that exchange nothing, or when the split backward's
+/// weight gradients were moved after scheduling. A program without
+/// communication is checked as insertCommunication would make it.
+std::optional<BrokenDependency> brokenDependency(const Problem &problem,
+                                                 const Program &program);
+
 struct LoweredProgram {
   /// The scheduler's result. When it failed (schedule.ok false: the error,
   /// the waiting actors, or a cut) nothing below is set.
   ScheduleResult schedule;
+  /// Set where `program` does not keep an extra dependency of the problem
+  /// (brokenDependency).
+  std::optional<BrokenDependency> broken;
   Program program;
   /// The program's costs, where finishing or the caller needed them.
   std::optional<SimCosts> costs;

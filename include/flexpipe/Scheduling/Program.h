@@ -221,6 +221,14 @@ std::optional<VerifyFailure> buildGraph(const Program &program,
                                         ChannelRule rule, ProgramGraph &graph,
                                         bool checkData = false);
 
+/// For every op of `graph` (built from `program`), the last op of `actor`
+/// that happens before it or is it: through program order, the messages
+/// receives and waits take, and collectives (a blocking instance ends
+/// after every member reached it, an asynchronous one's wait after every
+/// member posted). -1 where no op of `actor` does.
+std::vector<int32_t> lastOpBefore(const Program &program,
+                                  const ProgramGraph &graph, int32_t actor);
+
 /// Two transfers that an actor posts one right after the other, ops `first`
 /// and `first + 1` of `actor`: a send to a peer and a receive from the same
 /// peer (a blocking receive only second: it waits where it stands).

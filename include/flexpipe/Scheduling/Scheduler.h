@@ -108,6 +108,8 @@ struct ExtraDependency {
   int32_t srcPart;
   CompKind dstKind;
   int32_t dstPart;
+  /// The spec's dependency it comes from (PipelineSpec::dependencies).
+  int32_t source = -1;
 };
 
 /// How the member actors of a registered instruction run an instance.

@@ -124,6 +124,12 @@ struct SchedulePass : flexpipe::impl::SchedulePassBase<SchedulePass> {
           diag.attachNote(pipeline.getLoc()) << wait;
         return signalPassFailure();
       }
+      if (lowered.broken) {
+        auto deps = pipeline.getBody().getOps<DependencyOp>();
+        auto dep = std::next(deps.begin(), lowered.broken->dependency);
+        (*dep).emitOpError() << lowered.broken->message;
+        return signalPassFailure();
+      }
       writeSchedule(pipeline, lowered, requested);
     }
   }

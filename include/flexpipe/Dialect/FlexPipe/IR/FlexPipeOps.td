@@ -257,6 +257,15 @@ def FlexPipe_DependencyOp : FlexPipe_Op<"dependency", [
     instruction must be named with the stage it is attached to. Extra
     dependencies must not form a cycle.
 
+    Between two computations, the order must also hold when the schedule
+    runs: `-flexpipe-schedule` refuses, at this op, a schedule in which A
+    does not happen before B through program order, the messages the
+    actors exchange and their collectives (two towers on actors that
+    exchange nothing, or a weight gradient that the split backward placed
+    on its own). It checks the program it writes (finished, where asked);
+    passes run on the schedule afterwards do not see the spec's
+    dependencies.
+
     ```mlir
     flexpipe.dependency fwd @image[-1] -> @sync_gather @sync
     flexpipe.dependency @sync_gather @sync -> bwd @image[-1]

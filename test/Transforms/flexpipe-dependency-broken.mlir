@@ -1,0 +1,28 @@
+// RUN: flexpipe-opt %s -split-input-file -flexpipe-spec-to-schedule -verify-diagnostics
+
+// An extra dependency between computations must hold when the schedule
+// runs, not only in the scheduler's steps: the source must happen before
+// the destination through program order, messages or collectives.
+
+// Two towers on actors that exchange nothing: the scheduler orders 1F0
+// after 0F0, but no message makes actor 1 wait.
+flexpipe.pipeline @apart actors(2) microbatches(2) {
+  flexpipe.module @image layers(1) placement(one_to_one) actors [0]
+  flexpipe.module @text layers(1) placement(one_to_one) actors [1]
+  // expected-error @+1 {{'flexpipe.dependency' op is not kept when the schedule runs: at micro-batch 0, fwd of stage 0 (actor 0) does not happen before fwd of stage 1 (actor 1): nothing the two actors exchange orders them (the scheduler did, but no message makes actor 1 wait); connect the stages with data (`inputs`), place them on one actor, or order them through a registered instruction}}
+  flexpipe.dependency fwd @image[0] -> fwd @text[0]
+}
+
+// -----
+
+// The weight gradient of stage 2 sends nothing once the backward is split,
+// and gradient separation places it after the input gradients it should
+// precede.
+flexpipe.pipeline @split actors(3) microbatches(4) {
+  flexpipe.module @gpt layers(3) placement(one_to_one)
+  flexpipe.priority cttp<bwd_first> fstp<breadth_first> bstp<breadth_first>
+  flexpipe.inflight per_actor affine_map<(a)[pp, s, m] -> (pp - a)>
+  // expected-error @+1 {{'flexpipe.dependency' op is not kept when the schedule runs: at micro-batch 0, wgrad of stage 2 (actor 2) does not happen before igrad of stage 1 (actor 1): the backward was split after scheduling and the weight gradient placed on its own, where no message or later computation orders it (flexpipe.optimize split_backward or gradient_separation); start the dependency at igrad, or leave the backward whole}}
+  flexpipe.dependency wgrad @gpt[2] -> igrad @gpt[1]
+  flexpipe.optimize gradient_separation
+}
