@@ -83,3 +83,12 @@ flexpipe.pipeline @plugins actors(2) microbatches(2) {
   // expected-error-re @+1 {{'flexpipe.inflight' op uses in-flight rule "nowhere", which no loaded plugin registers; load it with --load-plugin{{.*}}}}
   flexpipe.inflight per_stage rule("nowhere")
 }
+
+// -----
+
+// A count past 64 bits does not evaluate.
+flexpipe.pipeline @overflow actors(3) microbatches(5) {
+  flexpipe.module @gpt layers(6) placement(circular) chunks(2)
+  // expected-error @+1 {{'flexpipe.priority' op gives a forward unit `9223372036854775807 * 2`, which does not evaluate (a division by zero, or past 64 bits) at pp = 3, s = 6, m = 5; it must be at least 1 there}}
+  flexpipe.priority cttp<interleaved, 9223372036854775807 * 2, 1> fstp<breadth_first> bstp<breadth_first>
+}

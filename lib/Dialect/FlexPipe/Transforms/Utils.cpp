@@ -47,7 +47,7 @@ static FailureOr<int64_t> evaluateCountAt(Operation *op, AffineMap count,
   if (value)
     diag << "is " << *value;
   else
-    diag << "does not evaluate (a division by zero)";
+    diag << "does not evaluate (a division by zero, or past 64 bits)";
   return diag << " at pp = " << scope.pp << ", s = " << scope.s
               << ", m = " << scope.m << "; it must be at least 1 there";
 }
