@@ -374,10 +374,13 @@ private:
   /// `os`: it waits in or for a registered instruction (when it has no
   /// computations left or is blocked in one); a ready forward held back by
   /// an in-flight limit; a stage traversal interval holding it at a stage
-  /// with nothing ready; its first unstarted item and what that waits for.
+  /// with nothing it may run while another stage's item could run (after
+  /// the limit, where both hold it); its first unstarted item and what that
+  /// waits for.
   void explainRegistered(int32_t actor, std::ostream &os) const;
   bool explainInflight(int32_t actor, std::ostream &os);
-  bool explainInterval(int32_t actor, std::ostream &os);
+  /// `more`: a reason was written already (this one is appended to it).
+  bool explainInterval(int32_t actor, std::ostream &os, bool more);
   void explainFirstWaiting(int32_t actor, std::ostream &os) const;
   /// Item (kind, part, mb) waits for an instance of a registered
   /// instruction that has not completed: says which.
@@ -1321,7 +1324,8 @@ void Engine::diagnoseStuck(ScheduleResult &res, double now) {
     os << " left: ";
     if (left == 0 || blockedIn[actor] >= 0)
       explainRegistered(actor, os);
-    else if (!explainInflight(actor, os) && !explainInterval(actor, os))
+    else if (const bool limited = explainInflight(actor, os);
+             !explainInterval(actor, os, limited) && !limited)
       explainFirstWaiting(actor, os);
     res.waits.push_back(os.str());
   }
@@ -1385,7 +1389,7 @@ bool Engine::explainInflight(int32_t actor, std::ostream &os) {
   return true;
 }
 
-bool Engine::explainInterval(int32_t actor, std::ostream &os) {
+bool Engine::explainInterval(int32_t actor, std::ostream &os, bool more) {
   for (CompKind kind : {CompKind::Fwd, gradKind(), CompKind::Wgrad}) {
     const ActorPolicy &pol = p.policies[actor];
     const StagePriority &sp = kind == CompKind::Fwd ? pol.fwd : pol.bwd;
@@ -1397,12 +1401,16 @@ bool Engine::explainInterval(int32_t actor, std::ostream &os) {
     const int32_t n = static_cast<int32_t>(parts.size());
     const int32_t held =
         parts[sp.order == StageOrder::DepthFirst ? n - 1 - st.pos : st.pos];
-    if (!queue(held, kind).empty())
+    // The traversal holds the actor at a stage with nothing to run, or
+    // with a next item an in-flight limit holds back.
+    if (!queue(held, kind).empty() && admissibleFront(kind, held))
       continue;
     for (int32_t other : parts) {
-      if (other == held || queue(other, kind).empty())
+      if (other == held || queue(other, kind).empty() ||
+          !admissibleFront(kind, other))
         continue;
-      os << "its " << (kind == CompKind::Fwd ? "forward" : "backward")
+      os << (more ? "; and " : "") << "its "
+         << (kind == CompKind::Fwd ? "forward" : "backward")
          << " traversal (interval " << sp.interval << ") waits at stage "
          << p.parts[held].stage << " while "
          << describeItem(kind, other, queue(other, kind).front())

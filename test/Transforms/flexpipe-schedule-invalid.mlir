@@ -92,3 +92,17 @@ flexpipe.pipeline @overflow actors(3) microbatches(5) {
   // expected-error @+1 {{'flexpipe.priority' op gives a forward unit `9223372036854775807 * 2`, which does not evaluate (a division by zero, or past 64 bits) at pp = 3, s = 6, m = 5; it must be at least 1 there}}
   flexpipe.priority cttp<interleaved, 9223372036854775807 * 2, 1> fstp<breadth_first> bstp<breadth_first>
 }
+
+// -----
+
+// Two holds at once: stage 0's in-flight limit stops its next forward, and
+// the depth-first interval keeps actor 0 at stage 0, so the ready forward
+// of stage 2 waits too. Both are said.
+// expected-error @+3 {{'flexpipe.pipeline' op cannot be scheduled: no actor can make progress at step 2 with 2 of 32 computations scheduled; the priorities and in-flight limits admit no further step}}
+// expected-note @+2 {{actor 0 has 15 computations left: fwd stage 0 mb 1 (actor 0) is ready but stage 0's in-flight limit 1 is reached; and its forward traversal (interval 2) waits at stage 0 while fwd stage 2 mb 0 (actor 0) is ready}}
+// expected-note @+1 {{actor 1 has 15 computations left: bwd stage 1 mb 0 (actor 1) waits for bwd stage 2 mb 0 (actor 0), which is not scheduled}}
+flexpipe.pipeline @interval_and_limit actors(2) microbatches(4) {
+  flexpipe.module @gpt layers(4) placement(circular) chunks(2)
+  flexpipe.priority cttp<fwd_first> fstp<depth_first, 2> bstp<breadth_first>
+  flexpipe.inflight per_stage [1, 4, 4, 4]
+}
