@@ -404,6 +404,7 @@ llvm::Error flexpipe::sched::loadProfile(const std::string &path,
     YAML::Node stages = r.required(root, "stages", what);
     if (!stages.IsSequence())
       r.fail(stages.Mark(), "key 'stages' must be a list");
+    profile.path = path;
     profile.stages.clear();
     for (const YAML::Node &node : stages) {
       const std::string swhat = "a profiled stage";

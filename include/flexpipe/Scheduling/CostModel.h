@@ -295,6 +295,8 @@ double vocabStatsTime(const ClusterConfig &cluster,
 /// A measured profile: mean durations per stage and message timings, in the
 /// format the runtime writes.
 struct Profile {
+  /// The file it was read from (for messages), or empty.
+  std::string path;
   struct Stage {
     int64_t stage = 0;
     double fwd = 0, bwd = 0, igrad = 0, wgrad = 0;

@@ -204,7 +204,9 @@ struct CostInputs;
 /// entries; replica 0's devices, replicaDevices), the profile's alone, or
 /// without files one step per instruction (`TimeModel::Step`, unitCosts) or
 /// 1, 2, 1, 1 per layer (`TimeModel::Cost`, layerCosts). The one place that
-/// chooses.
+/// chooses. A profile that names stages or actors `program` does not have
+/// (measured on another job) is an error here; flexpipe-tune, which prices
+/// candidates of every size with one profile, uses the overload below.
 llvm::Error programCosts(const Program &program, const CostInputs &inputs,
                          int64_t dp, TimeModel withoutFiles, SimCosts &costs);
 /// The same from the parts (null: not given), `cluster` as given: its
