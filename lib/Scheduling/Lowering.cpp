@@ -10,6 +10,7 @@
 
 #include <map>
 #include <sstream>
+#include <tuple>
 
 using namespace flexpipe::sched;
 
@@ -48,36 +49,58 @@ llvm::Error flexpipe::sched::finishProgram(Program &program,
 
 namespace {
 
-/// The op of `actor` that computes `kind` of (`stage`, `mb`): where the
-/// backward was split, a whole backward ends with its weight gradient and
-/// begins with its input gradient; where it was not, either half is it.
-int32_t computationOp(const Program &program, const ProgramGraph &graph,
-                      int32_t actor, CompKind kind, int32_t stage, int32_t mb,
-                      bool asSource) {
-  auto find = [&](OpKind want) {
-    const std::vector<ProgOp> &ops = program.actors[actor];
-    for (size_t i = 0; i < ops.size(); ++i)
-      if (ops[i].kind == want && ops[i].stage == stage && ops[i].mb == mb)
-        return graph.actorBegin[actor] + static_cast<int32_t>(i);
+/// The ops of a program's computations by (actor, kind, stage), each a
+/// list by micro-batch, made as the dependencies ask for them (one pass
+/// over the actor's program each).
+class ComputationIndex {
+public:
+  ComputationIndex(const Program &program, const ProgramGraph &graph)
+      : program(program), graph(graph) {}
+
+  /// The op of `actor` that computes `kind` of (`stage`, `mb`), or -1:
+  /// where the backward was split, a whole backward ends with its weight
+  /// gradient and begins with its input gradient; where it was not, either
+  /// half is it.
+  int32_t find(int32_t actor, CompKind kind, int32_t stage, int32_t mb,
+               bool asSource) {
+    switch (kind) {
+    case CompKind::Fwd:
+      return op(actor, OpKind::Fwd, stage, mb);
+    case CompKind::Bwd:
+      if (int32_t id = op(actor, OpKind::Bwd, stage, mb); id >= 0)
+        return id;
+      return op(actor, asSource ? OpKind::Wgrad : OpKind::Igrad, stage, mb);
+    case CompKind::Igrad:
+    case CompKind::Wgrad: {
+      const OpKind half =
+          kind == CompKind::Igrad ? OpKind::Igrad : OpKind::Wgrad;
+      if (int32_t id = op(actor, half, stage, mb); id >= 0)
+        return id;
+      return op(actor, OpKind::Bwd, stage, mb);
+    }
+    }
     return -1;
-  };
-  switch (kind) {
-  case CompKind::Fwd:
-    return find(OpKind::Fwd);
-  case CompKind::Bwd:
-    if (int32_t op = find(OpKind::Bwd); op >= 0)
-      return op;
-    return find(asSource ? OpKind::Wgrad : OpKind::Igrad);
-  case CompKind::Igrad:
-  case CompKind::Wgrad:
-    if (int32_t op =
-            find(kind == CompKind::Igrad ? OpKind::Igrad : OpKind::Wgrad);
-        op >= 0)
-      return op;
-    return find(OpKind::Bwd);
   }
-  return -1;
-}
+
+private:
+  int32_t op(int32_t actor, OpKind kind, int32_t stage, int32_t mb) {
+    auto [it, fresh] = byMb.try_emplace({actor, kind, stage});
+    std::vector<int32_t> &ids = it->second;
+    if (fresh) {
+      ids.assign(program.numMicrobatches, -1);
+      const std::vector<ProgOp> &ops = program.actors[actor];
+      for (size_t i = 0; i < ops.size(); ++i)
+        if (ops[i].kind == kind && ops[i].stage == stage && ops[i].mb >= 0 &&
+            ops[i].mb < program.numMicrobatches)
+          ids[ops[i].mb] = graph.actorBegin[actor] + static_cast<int32_t>(i);
+    }
+    return mb >= 0 && mb < static_cast<int32_t>(ids.size()) ? ids[mb] : -1;
+  }
+
+  const Program &program;
+  const ProgramGraph &graph;
+  std::map<std::tuple<int32_t, OpKind, int32_t>, std::vector<int32_t>> byMb;
+};
 
 } // namespace
 
@@ -99,6 +122,7 @@ flexpipe::sched::brokenDependency(const Problem &problem,
   ProgramGraph graph;
   if (buildGraph(run, ChannelRule::PerStage, graph))
     return std::nullopt; // the verifier reports what is wrong with it
+  ComputationIndex index(run, graph);
   std::map<int32_t, std::vector<int32_t>> lastOf; // per source actor
   for (const ExtraDependency &dep : problem.extraDependencies) {
     const StagePart &src = problem.parts[dep.srcPart];
@@ -108,10 +132,10 @@ flexpipe::sched::brokenDependency(const Problem &problem,
       it->second = lastOpBefore(run, graph, src.actor);
     for (int32_t mb = std::max(src.mbBegin, dst.mbBegin);
          mb < std::min(src.mbEnd, dst.mbEnd); ++mb) {
-      const int32_t from = computationOp(run, graph, src.actor, dep.srcKind,
-                                         src.stage, mb, /*asSource=*/true);
-      const int32_t to = computationOp(run, graph, dst.actor, dep.dstKind,
-                                       dst.stage, mb, /*asSource=*/false);
+      const int32_t from = index.find(src.actor, dep.srcKind, src.stage, mb,
+                                      /*asSource=*/true);
+      const int32_t to = index.find(dst.actor, dep.dstKind, dst.stage, mb,
+                                    /*asSource=*/false);
       if (from < 0 || to < 0 || it->second[to] >= from)
         continue;
       std::ostringstream os;
