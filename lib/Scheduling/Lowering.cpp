@@ -243,18 +243,20 @@ llvm::Error flexpipe::sched::lowerProblem(const BuiltProblem &built,
       schedule(built.problem, options.timeModel, judge, options.cutoff);
   if (!out.schedule.ok)
     return llvm::Error::success();
+  auto kept = judged.end();
   if (options.finish)
-    for (LoweredProgram &lowered : judged)
-      if (sameOrder(lowered.schedule, out.schedule)) {
-        out.program = std::move(lowered.program);
-        out.costs = std::move(lowered.costs);
-        out.separation = std::move(lowered.separation);
-        out.broken = brokenDependency(built.problem, out.program);
-        return llvm::Error::success();
-      }
-  if (llvm::Error error = lowerOrder(built, out.schedule, options,
-                                     options.finish, options.wantCosts, out))
+    kept = llvm::find_if(judged, [&](const LoweredProgram &lowered) {
+      return sameOrder(lowered.schedule, out.schedule);
+    });
+  if (kept != judged.end()) {
+    out.program = std::move(kept->program);
+    out.costs = std::move(kept->costs);
+    out.separation = std::move(kept->separation);
+  } else if (llvm::Error error =
+                 lowerOrder(built, out.schedule, options, options.finish,
+                            options.wantCosts, out)) {
     return error;
+  }
   out.broken = brokenDependency(built.problem, out.program);
   return llvm::Error::success();
 }
