@@ -27,6 +27,8 @@
 
 #include "flexpipe/Scheduling/CostModel.h"
 
+#include "llvm/Support/FormatVariadic.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -176,8 +178,22 @@ StageCost flexpipe::sched::stageCost(const StageShape &shape,
 
 int64_t flexpipe::sched::jobRanksPerNode(const ClusterConfig &cluster) {
   return std::max<int64_t>(
-      1, std::min(cluster.jobDevices > 0 ? cluster.jobDevices : cluster.devices,
-                  cluster.devicesPerNode));
+      1, std::min(cluster.jobRanks(), cluster.devicesPerNode));
+}
+
+llvm::Expected<ClusterConfig>
+flexpipe::sched::clusterForJob(ClusterConfig cluster, int64_t actors,
+                               int64_t dp) {
+  cluster.jobDevices = actors * dp;
+  if (cluster.jobDevices > cluster.devices)
+    return llvm::createStringError(
+        llvm::formatv("the job runs on {0} actors x dp {1} = {2} {3}, but "
+                      "cluster '{4}' has {5}; give the cluster file more "
+                      "devices, or use fewer actors or replicas",
+                      actors, dp, cluster.jobDevices, cluster.devicesWord(),
+                      cluster.name, cluster.devices)
+            .str());
+  return cluster;
 }
 
 double flexpipe::sched::coreOversubscription(const ClusterConfig &cluster) {

@@ -150,8 +150,7 @@ static void shareCores(const ClusterConfig &cluster, const ModuleModel *module,
   if (cores <= 0 && cluster.measured.contention.empty())
     return;
   const int64_t perNode = std::max<int64_t>(1, cluster.devicesPerNode);
-  const int64_t jobRanks =
-      cluster.jobDevices > 0 ? cluster.jobDevices : cluster.devices;
+  const int64_t jobRanks = cluster.jobRanks();
   auto deviceOfActor = [&](int32_t a) -> int64_t {
     return a < static_cast<int32_t>(devices.size()) ? devices[a] : a;
   };
@@ -774,9 +773,14 @@ llvm::Error flexpipe::sched::programCosts(const Program &program,
   if (const Profile *profile = inputs.profileOrNull())
     if (llvm::Error error = checkProfileFits(program, *profile))
       return error;
-  std::optional<ClusterConfig> cluster = inputs.cluster;
-  if (cluster)
-    cluster->jobDevices = program.numActors * dp;
+  std::optional<ClusterConfig> cluster;
+  if (inputs.cluster) {
+    llvm::Expected<ClusterConfig> job =
+        clusterForJob(*inputs.cluster, program.numActors, dp);
+    if (!job)
+      return job.takeError();
+    cluster = std::move(*job);
+  }
   return programCosts(program, inputs.model ? &*inputs.model : nullptr,
                       cluster ? &*cluster : nullptr, inputs.profileOrNull(), dp,
                       withoutFiles, costs);

@@ -66,8 +66,10 @@
 // RUN: python3 %S/clip-schedule.py --tower image 4 0,1 2 --tower text 2 1,2 1 > %t/clip-overlap.mlir
 // RUN: %train clip-overlap %t/clip-overlap.mlir --model %S/../../configs/models/clip-tiny.yaml --cluster %S/../../configs/clusters/cpu.yaml | FileCheck %s
 
-// Data parallelism: two replicas, each with its own sync group.
-// RUN: %train clip-dp2 %s --dp 2 --model %S/../../configs/models/clip-tiny.yaml --cluster %S/../../configs/clusters/cpu.yaml | FileCheck %s
+// Data parallelism: two replicas, each with its own sync group: 8 ranks, on
+// the CPU cluster grown to 8 of them.
+// RUN: sed 's/^devices: 4/devices: 8/' %S/../../configs/clusters/cpu.yaml > %t/cpu-8.yaml
+// RUN: %train clip-dp2 %s --dp 2 --model %S/../../configs/models/clip-tiny.yaml --cluster %t/cpu-8.yaml | FileCheck %s
 
 // CHECK: training: 4 iterations, loss {{.*}}, worst loss difference {{.*}}, worst weight difference {{.*}}, 82 parameters
 

@@ -20,6 +20,13 @@
 // RUN: not flexpipe-compile %t/two-layers.mlir --microbatches 1 --emit=text 2>&1 | FileCheck %s --check-prefix=WRITTEN
 // RUN: not flexpipe-compile %t/vocab.mlir --actors 1 --emit=text 2>&1 | FileCheck %s --check-prefix=VOCAB
 
+// A job needs a device for each rank (actors x dp): the cluster must have them,
+// whether the scheduler or the simulator prices it.
+// RUN: not flexpipe-compile %schedules/1f1b.mlir --actors 3 --dp 2 --model %S/../../configs/models/tiny.yaml --cluster %S/../../configs/clusters/cpu.yaml --emit=report 2>&1 | FileCheck %s --check-prefix=CLUSTER
+// RUN: not flexpipe-compile %schedules/1f1b.mlir --actors 5 --model %S/../../configs/models/tiny.yaml --cluster %S/../../configs/clusters/cpu.yaml --time-model=cost --emit=text 2>&1 | FileCheck %s --check-prefix=CLUSTER5
+// CLUSTER: error: 'flexpipe.pipeline' op the job runs on 3 actors x dp 2 = 6 CPU ranks, but cluster 'cpu' has 4; give the cluster file more devices, or use fewer actors or replicas
+// CLUSTER5: error: 'flexpipe.pipeline' op the job runs on 5 actors x dp 1 = 5 CPU ranks, but cluster 'cpu' has 4
+
 // A write that fails (a full disk) is an error message, not LLVM's fatal
 // "IO failure on output stream".
 // RUN: not flexpipe-compile %schedules/1f1b.mlir --emit=report -o /dev/full 2>&1 | FileCheck %s --check-prefix=FULL

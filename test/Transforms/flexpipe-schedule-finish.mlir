@@ -13,8 +13,10 @@
 // Handed back in, the finished schedules are taken as they are (before the
 // finish, the pipeline separated them again and failed on the transfers).
 // RUN: flexpipe-opt %t.once -flexpipe-spec-to-schedule -mlir-print-debuginfo | diff - %t.once
-// RUN: flexpipe-opt %s -flexpipe-spec-to-schedule="time-model=cost model=%S/Inputs/three-modules.yaml cluster=%S/../Tools/Inputs/measured-cpu.yaml dp=2" > %t.cost.once
-// RUN: flexpipe-opt %s -flexpipe-partition=model=%S/Inputs/three-modules.yaml -flexpipe-place -flexpipe-schedule="time-model=cost model=%S/Inputs/three-modules.yaml cluster=%S/../Tools/Inputs/measured-cpu.yaml dp=2" -flexpipe-split-backward=requested-only=true -flexpipe-gradient-separation="requested-only=true time-model=cost model=%S/Inputs/three-modules.yaml cluster=%S/../Tools/Inputs/measured-cpu.yaml dp=2" -flexpipe-insert-comm -flexpipe-async-comm=requested-only=true -flexpipe-verify-schedule > %t.cost.steps
+// Up to 6 actors x dp 2: the measured cluster grown to 12 ranks.
+// RUN: sed 's/^devices: 4/devices: 12/' %S/../Tools/Inputs/measured-cpu.yaml > %t.cluster.yaml
+// RUN: flexpipe-opt %s -flexpipe-spec-to-schedule="time-model=cost model=%S/Inputs/three-modules.yaml cluster=%t.cluster.yaml dp=2" > %t.cost.once
+// RUN: flexpipe-opt %s -flexpipe-partition=model=%S/Inputs/three-modules.yaml -flexpipe-place -flexpipe-schedule="time-model=cost model=%S/Inputs/three-modules.yaml cluster=%t.cluster.yaml dp=2" -flexpipe-split-backward=requested-only=true -flexpipe-gradient-separation="requested-only=true time-model=cost model=%S/Inputs/three-modules.yaml cluster=%t.cluster.yaml dp=2" -flexpipe-insert-comm -flexpipe-async-comm=requested-only=true -flexpipe-verify-schedule > %t.cost.steps
 // RUN: diff %t.cost.once %t.cost.steps
 // RUN: FileCheck %s --check-prefix=COST < %t.cost.once
 

@@ -410,8 +410,9 @@ static LogicalResult emitSimulated(ScheduleOp schedule,
   context.name = schedule.getSymName().str();
   if (inputs.hasModel() && !inputs.model->modules.empty()) {
     const sched::ModelConfig &model = *inputs.model;
-    sched::ClusterConfig cluster = *inputs.cluster;
-    cluster.jobDevices = program.numActors * options.dp;
+    // simulate() checked that the cluster holds the job.
+    const sched::ClusterConfig cluster = llvm::cantFail(
+        sched::clusterForJob(*inputs.cluster, program.numActors, options.dp));
     context.tokensPerIteration = static_cast<double>(program.numMicrobatches) *
                                  model.microBatchSize *
                                  model.modules.front().seq;

@@ -20,6 +20,7 @@
 #define FLEXPIPE_SCHEDULING_COSTMODEL_H
 
 #include "flexpipe/Support/Layout.h"
+#include "llvm/Support/Error.h"
 
 #include <array>
 #include <cstdint>
@@ -147,6 +148,8 @@ struct ClusterConfig {
   /// Devices the job being priced runs on (pp x dp); 0: `devices`. Only the
   /// contention of ranks sharing a node's cores depends on it.
   int64_t jobDevices = 0;
+  /// The ranks the job runs on: jobDevices, or all `devices` when unset.
+  int64_t jobRanks() const { return jobDevices > 0 ? jobDevices : devices; }
   /// "GPUs" or "CPU ranks", for messages.
   const char *devicesWord() const {
     return deviceKind == "cpu" ? "CPU ranks" : "GPUs";
@@ -246,6 +249,11 @@ using flexpipe::coreOf;
 using flexpipe::deviceOf;
 /// deviceOf for every actor of replica 0.
 std::vector<int64_t> replicaDevices(int64_t actors, int64_t dp);
+
+/// `cluster` for a job of `actors` x `dp` ranks (jobDevices set); an error
+/// when the cluster has fewer devices than that.
+llvm::Expected<ClusterConfig> clusterForJob(ClusterConfig cluster,
+                                            int64_t actors, int64_t dp);
 
 /// A message's latency over `link` (one of the cluster's): the link's, or
 /// within a node of a measured cluster the contention points' (without a

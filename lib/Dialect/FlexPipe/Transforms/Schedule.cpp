@@ -72,8 +72,6 @@ struct SchedulePass : flexpipe::impl::SchedulePassBase<SchedulePass> {
       return signalPassFailure();
     const bool priced = (*inputs)->hasModel();
     sched::ClusterConfig cluster;
-    if (priced)
-      cluster = *(*inputs)->cluster;
     llvm::ThreadPoolInterface *pool = getContext().isMultithreadingEnabled()
                                           ? &getContext().getThreadPool()
                                           : nullptr;
@@ -86,7 +84,13 @@ struct SchedulePass : flexpipe::impl::SchedulePassBase<SchedulePass> {
       if (priced) {
         // The job's ranks (pp x dp share the nodes' cores), for the
         // scheduler's durations as for the judge's and separation's.
-        cluster.jobDevices = spec->actors * dp;
+        llvm::Expected<sched::ClusterConfig> job =
+            sched::clusterForJob(*(*inputs)->cluster, spec->actors, dp);
+        if (!job) {
+          pipeline.emitOpError() << llvm::toString(job.takeError());
+          return signalPassFailure();
+        }
+        cluster = std::move(*job);
         spec->model = &*(*inputs)->model;
         spec->cluster = &cluster;
       }
