@@ -1113,7 +1113,12 @@ void Search::runVariants() {
   std::sort(
       pending.begin(), pending.end(),
       [](const Pending &a, const Pending &b) { return a.bound < b.bound; });
-  std::mutex bestMutex;
+  // A variant enters the top the fused candidates entered (with --separation
+  // on, where they are not ranked, the top of the variants alone).
+  if (options.separation == TuneOptions::Choice::On) {
+    std::lock_guard<std::mutex> lock(topMutex);
+    topTimes.clear();
+  }
   // The attempts of the variants' separations share one pool of
   // options.threads workers (their callers wait), so that a long last
   // variant does not leave the other threads idle.
@@ -1124,34 +1129,25 @@ void Search::runVariants() {
       pending.size(), options.threads,
       [&](size_t i) {
         const Pending &p = pending[i];
-        {
-          // With --separation on the fused candidates are not ranked: a
-          // variant that can only tie the best of them (nothing to move
-          // into bubbles, as at pp 1) is the one that ranks it.
-          std::lock_guard<std::mutex> lock(bestMutex);
-          if (options.separation == TuneOptions::Choice::On
-                  ? p.bound > best * (1 + 1e-12)
-                  : p.bound >= best * (1 - 1e-12)) {
-            variantEval[p.variant] = notTried(
-                p.variant, llvm::formatv("its busiest actor alone ({0:e3} s "
-                                         "with the gradient sync) is no "
-                                         "faster than the best time {1:e3} s",
-                                         p.bound, best)
-                               .str());
-            ran[p.variant] = 1;
-            ++pruned;
-            return;
-          }
+        if (const double limit = threshold(); p.bound > limit * (1 + 1e-9)) {
+          variantEval[p.variant] = notTried(
+              p.variant,
+              llvm::formatv("its busiest actor alone ({0:e3} s with the "
+                            "gradient sync) exceeds the {1} best time "
+                            "{2:e3} s",
+                            p.bound, ordinal(options.exact), limit)
+                  .str());
+          ran[p.variant] = 1;
+          ++pruned;
+          return;
         }
         EvaluationDetail detail;
         Evaluation e = evaluate(variants[p.variant], model, cluster, options,
                                 &detail, attempts ? &*attempts : nullptr);
         offerDetail(e, detail);
         simulated += e.ok() && e.fitsMemory;
-        if (e.ok() && e.fitsMemory) {
-          std::lock_guard<std::mutex> lock(bestMutex);
-          best = std::min(best, e.iterationTime);
-        }
+        if (e.ok() && e.fitsMemory && options.exact > 0)
+          recordTime(e.iterationTime);
         variantEval[p.variant] = std::move(e);
         ran[p.variant] = 1;
       },

@@ -458,6 +458,49 @@ TEST_CASE("skipping by lower bound keeps the exact fastest candidates",
   }
 }
 
+TEST_CASE("a bounded search with separation keeps the exact fastest "
+          "candidates",
+          "[tuner]") {
+  // GPT 5B with a 64K vocabulary on 7 devices: separation variants make the
+  // top several times, and each must be tried while it can still enter the
+  // top 16, not only while it can beat the best.
+  ModelConfig model = gptModel(64, 64000);
+  model.globalBatchSize = 128;
+  model.modules.front().hidden = 2560;
+  model.modules.front().heads = 64;
+  ClusterConfig c = test::testCluster(7); // as configs/clusters/a800.yaml
+  c.devicesPerNode = 8;
+  c.peakFlops = 312e12;
+  c.memoryBytes = 85899345920;
+  c.intraNode = {200e9, 5e-6};
+  c.interNode = {25e9, 10e-6};
+  TuneOptions o;
+  o.threads = 1; // the order in which the threshold falls, fixed
+  const TuneOptions r = resolved(model, c, o);
+  REQUIRE(r.exact == 16);
+  TuneOptions all = r;
+  all.exact = 0;
+  llvm::Expected<TuneResult> exhaustive = tune(model, c, all);
+  REQUIRE(static_cast<bool>(exhaustive));
+  REQUIRE(exhaustive->ranked.size() >= 16);
+  for (int threads : {1, 2}) {
+    TuneOptions t = r;
+    t.threads = threads;
+    llvm::Expected<TuneResult> bounded = tune(model, c, t);
+    REQUIRE(static_cast<bool>(bounded));
+    REQUIRE(bounded->ranked.size() >= 16);
+    size_t separated = 0;
+    for (size_t i = 0; i < 16; ++i) {
+      CHECK(bounded->ranked[i].candidate == exhaustive->ranked[i].candidate);
+      CHECK(bounded->ranked[i].iterationTime ==
+            exhaustive->ranked[i].iterationTime);
+      separated += bounded->ranked[i].candidate.separation;
+    }
+    // Three variants tie for the best time, more follow.
+    CHECK(separated >= 4);
+  }
+}
+
 TEST_CASE("a candidate's spec text names what its PipelineSpec holds",
           "[tuner]") {
   const ModelConfig model = gptModel(16, 32000);
