@@ -89,15 +89,24 @@ std::optional<MeasuredLayer> MachineProfile::layer(MeasuredLayer::Kind kind,
     out.wgrad *= scale;
     return out;
   }
-  // The segment that holds b, or the nearest one beyond the ends.
+  // The segment that holds b, or the nearest one beyond the ends. Beyond
+  // them, whatever slope noisy points give that segment, a larger batch is
+  // not faster than the last point, and a smaller one not slower than the
+  // first nor faster than its time scaled down in proportion.
   size_t hi = 1;
   while (hi + 1 < points.size() && points[hi]->microBatch < microBatch)
     ++hi;
   const MeasuredLayer &p0 = *points[hi - 1], &p1 = *points[hi];
   const double t = (b - static_cast<double>(p0.microBatch)) /
                    static_cast<double>(p1.microBatch - p0.microBatch);
+  const double below = b / static_cast<double>(p0.microBatch);
   auto lerp = [&](double y0, double y1) {
-    return std::max(0.0, y0 + t * (y1 - y0));
+    const double y = y0 + t * (y1 - y0);
+    if (t > 1)
+      return std::max(y, y1);
+    if (t < 0)
+      return std::clamp(y, y0 * below, y0);
+    return y;
   };
   out.fwd = lerp(p0.fwd, p1.fwd);
   out.igrad = lerp(p0.igrad, p1.igrad);

@@ -258,6 +258,13 @@ MachineProfile readMeasured(const Reader &r, const YAML::Node &node) {
           r.number(r.required(item, "igrad_s", lwhat), "igrad_s", 0, false);
       l.wgrad =
           r.number(r.required(item, "wgrad_s", lwhat), "wgrad_s", 0, false);
+      for (const MeasuredLayer &other : m.layers)
+        if (other.kind == l.kind && other.hidden == l.hidden &&
+            other.seq == l.seq && other.heads == l.heads &&
+            other.vocab == l.vocab && other.microBatch == l.microBatch)
+          r.fail(item.Mark(), "this layer is measured twice at micro_batch " +
+                                  std::to_string(l.microBatch) +
+                                  " (same kind and shape)");
       m.layers.push_back(l);
     });
   return m;
@@ -418,8 +425,15 @@ llvm::Error flexpipe::sched::loadProfile(const std::string &path,
       // Without a measured split, the backward divides evenly.
       s.igrad = node["igrad_s"] ? r.number(node["igrad_s"], "igrad_s", 0, false)
                                 : s.bwd / 2;
-      s.wgrad = node["wgrad_s"] ? r.number(node["wgrad_s"], "wgrad_s", 0, false)
-                                : s.bwd - s.igrad;
+      if (node["wgrad_s"])
+        s.wgrad = r.number(node["wgrad_s"], "wgrad_s", 0, false);
+      else if (s.igrad <= s.bwd)
+        s.wgrad = s.bwd - s.igrad;
+      else
+        r.fail(node["igrad_s"].Mark(),
+               "igrad_s exceeds bwd_s, and the weight gradient (bwd_s - "
+               "igrad_s when wgrad_s is not given) would take negative time; "
+               "give wgrad_s, or an igrad_s within bwd_s");
       if (node["activation_bytes"])
         s.activationBytes =
             r.number(node["activation_bytes"], "activation_bytes", 0, false);
@@ -439,6 +453,15 @@ llvm::Error flexpipe::sched::loadProfile(const std::string &path,
         m.to = r.integer(r.required(node, "to", mwhat), "to", 0);
         m.seconds =
             r.number(r.required(node, "seconds", mwhat), "seconds", 0, false);
+        if (m.from == m.to)
+          r.fail(node.Mark(), "a message from actor " + std::to_string(m.from) +
+                                  " to itself (an actor sends none)");
+        for (const Profile::Message &other : profile.messages)
+          if (other.from == m.from && other.to == m.to)
+            r.fail(node.Mark(), "messages from actor " +
+                                    std::to_string(m.from) + " to actor " +
+                                    std::to_string(m.to) +
+                                    " are profiled twice");
         profile.messages.push_back(m);
       }
     }

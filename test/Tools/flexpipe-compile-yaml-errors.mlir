@@ -32,6 +32,16 @@
 // RUN: cat %t/materialized/schedule.txt %t/flash/schedule.txt | FileCheck %s --check-prefix=FLASH
 // RUN: not flexpipe-tune --model %t/good-model.yaml --cluster %t/inf.yaml -o %t/tune-inf 2>&1 | FileCheck %s --check-prefix=INF
 
+// Measurements that would price something at no time or a negative one.
+// RUN: not flexpipe-compile %t/spec.mlir --profile %t/negative-wgrad.yaml --emit=report 2>&1 | FileCheck %s --check-prefix=NEGW
+// RUN: not flexpipe-compile %t/spec.mlir --profile %t/self-message.yaml --emit=report 2>&1 | FileCheck %s --check-prefix=SELF
+// RUN: not flexpipe-compile %t/spec.mlir --profile %t/message-twice.yaml --emit=report 2>&1 | FileCheck %s --check-prefix=MSGTWICE
+// RUN: not flexpipe-compile %t/spec.mlir --model %t/good-model.yaml --cluster %t/layer-twice.yaml --emit=report 2>&1 | FileCheck %s --check-prefix=LAYERTWICE
+// NEGW: negative-wgrad.yaml:2:45: error: igrad_s exceeds bwd_s, and the weight gradient (bwd_s - igrad_s when wgrad_s is not given) would take negative time; give wgrad_s, or an igrad_s within bwd_s
+// SELF: self-message.yaml:4:5: error: a message from actor 1 to itself (an actor sends none)
+// MSGTWICE: message-twice.yaml:5:5: error: messages from actor 0 to actor 1 are profiled twice
+// LAYERTWICE: layer-twice.yaml:11:7: error: this layer is measured twice at micro_batch 1 (same kind and shape)
+
 // MISSING: missing.yaml:2:1: error: missing key 'micro_batch_size' in the model file
 // NEGATIVE: negative.yaml:8:13: error: key 'layers' must be at least 1, got -4
 // BATCH: batch.yaml:3:20: error: global_batch_size 4294967304 is more than the 1048576 micro-batches a schedule may have
@@ -202,3 +212,30 @@ global_batch_size: 8
 micro_batch_size: 1
 modules:
   - {name: gpt, layers: 4, hidden: 64, heads: 4, seq: 32, vocab: 256}
+//--- negative-wgrad.yaml
+stages:
+  - {stage: 0, fwd_s: 1, bwd_s: 1, igrad_s: 5}
+  - {stage: 1, fwd_s: 1, bwd_s: 1}
+//--- self-message.yaml
+stages:
+  - {stage: 0, fwd_s: 1, bwd_s: 1}
+messages:
+  - {from: 1, to: 1, seconds: 1e-3}
+//--- message-twice.yaml
+stages:
+  - {stage: 0, fwd_s: 1, bwd_s: 1}
+messages:
+  - {from: 0, to: 1, seconds: 1e-3}
+  - {from: 0, to: 1, seconds: 2e-3}
+//--- layer-twice.yaml
+devices: 2
+devices_per_node: 2
+peak_flops: 1e12
+efficiency: 0.5
+memory_bytes: 1e9
+intra_node: {bandwidth_bytes_per_s: 1e9, latency_s: 1e-6}
+inter_node: {bandwidth_bytes_per_s: 1e8, latency_s: 1e-5}
+measured:
+  layers:
+    - {kind: block, hidden: 64, seq: 32, heads: 4, micro_batch: 1, fwd_s: 1e-3, igrad_s: 1e-3, wgrad_s: 1e-3}
+    - {kind: block, hidden: 64, seq: 32, heads: 4, micro_batch: 1, fwd_s: 0.5, igrad_s: 0.5, wgrad_s: 0.5}

@@ -475,6 +475,27 @@ TEST_CASE("a measured cluster prices layers, contention and the optimizer",
   CHECK(block(8).fwd == Approx(0.8));
   CHECK(m.layer(MeasuredLayer::Head, gpt, 4)->wgrad == Approx(0.12));
   CHECK_FALSE(m.layer(MeasuredLayer::Embedding, gpt, 1));
+  {
+    // Noisy points whose segment falls: beyond them a larger batch is not
+    // faster than the last point, a smaller one not slower than the first
+    // (nor under its time scaled down), and no time reaches 0.
+    MachineProfile noisy;
+    noisy.layers = {
+        {MeasuredLayer::Block, 64, 4, 32, 0, 4, 2e-3, 2e-3, 1e-3},
+        {MeasuredLayer::Block, 64, 4, 32, 0, 8, 1.5e-3, 1e-3, 1e-3}};
+    const MeasuredLayer big = *noisy.layer(MeasuredLayer::Block, gpt, 32);
+    CHECK(big.fwd == Approx(1.5e-3));
+    CHECK(big.igrad == Approx(1e-3));
+    CHECK(big.wgrad == Approx(1e-3)); // flat: the nearest point's
+    const MeasuredLayer small = *noisy.layer(MeasuredLayer::Block, gpt, 1);
+    CHECK(small.fwd == Approx(2e-3)); // rising towards smaller: capped
+    CHECK(small.wgrad == Approx(1e-3));
+    // Rising faster than in proportion: extrapolated above, and below the
+    // first point not under its time scaled down.
+    noisy.layers[1].fwd = 8e-3;
+    CHECK(noisy.layer(MeasuredLayer::Block, gpt, 16)->fwd == Approx(20e-3));
+    CHECK(noisy.layer(MeasuredLayer::Block, gpt, 2)->fwd == Approx(1e-3));
+  }
 
   // A stage's durations: its blocks and head measured, the embedding (not
   // measured) analytic, which has no FLOPs.
