@@ -89,6 +89,9 @@ public:
 
   /// Builds items and dependencies; returns an error or "".
   std::string build();
+  /// Per actor, memory the bound counts beside its activations (its static
+  /// bytes, where the bound is the schedule's peak; else none).
+  std::vector<double> reserved;
   /// States of one re-timing at the start of some of its event times,
   /// earliest first (defined below).
   struct Checkpoints;
@@ -177,6 +180,7 @@ private:
 };
 
 std::string Separator::build() {
+  reserved.assign(program.numActors, 0);
   if (std::string error = collectItems(); !error.empty())
     return error;
   double shortest = 0;
@@ -627,11 +631,12 @@ bool Separator::Retimer::step(int32_t a, bool settled) {
     at = std::max(at, s.arrival(t, d, x, now));
   }
   if (item.kind == OpKind::Fwd &&
-      held[a] + item.activation > bound * (1 + 1e-9)) {
+      s.reserved[a] + held[a] + item.activation > bound * (1 + 1e-9)) {
     if (stash[a].empty()) {
       std::ostringstream os;
-      os << "actor " << a << " needs more than the memory bound " << bound
-         << " for fwd stage " << item.stage << " mb " << item.mb;
+      os << "actor " << a << " needs more than the memory bound "
+         << bound - s.reserved[a] << " for fwd stage " << item.stage << " mb "
+         << item.mb;
       return fail(os.str());
     }
     return startStashed(a);
@@ -942,9 +947,19 @@ flexpipe::sched::separateGradients(const Program &program,
   }
   result.fusedTime = fused.makespan;
   result.fusedPeak = fused.maxPeak();
-  const double bound =
-      options.memoryBound > 0 ? options.memoryBound : result.fusedPeak;
-  result.memoryBound = bound;
+  // Without a bound given, what keeps the schedule's peak (an actor's static
+  // and activation memory, the largest over actors) where the fused program
+  // has it: an actor with less static memory may hold more activations.
+  double bound = options.memoryBound;
+  if (bound <= 0) {
+    sep.reserved =
+        actorStaticBytes(stageActors(program), program.numActors, costs);
+    for (int32_t a = 0; a < program.numActors; ++a)
+      bound = std::max(bound, sep.reserved[a] + fused.peak[a]);
+  }
+  result.memoryBound = 0; // the most activation memory an actor may hold
+  for (int32_t a = 0; a < program.numActors; ++a)
+    result.memoryBound = std::max(result.memoryBound, bound - sep.reserved[a]);
   for (int32_t a = 0; a < program.numActors; ++a)
     if (fused.peak[a] > bound * (1 + 1e-9)) {
       std::ostringstream os;

@@ -336,6 +336,7 @@ llvm::Error Simulator::prepare(const Program &program) {
           buildGraph(program, ChannelRule::PerStage, graph))
     return llvm::createStringError(failure->message +
                                    "; run -flexpipe-verify-schedule");
+  actorsOfStage = stageActors(program);
   ops.clear();
   ops.reserve(graph.numOps());
   splitActor.assign(numActors, 0);
@@ -535,6 +536,17 @@ Simulator::Times Simulator::time(const SimCosts &costs) const {
   return t;
 }
 
+std::vector<double> flexpipe::sched::actorStaticBytes(
+    const std::vector<std::vector<int32_t>> &actorsOfStage, int32_t numActors,
+    const SimCosts &costs) {
+  std::vector<double> bytes(numActors, 0);
+  for (size_t s = 0; s < actorsOfStage.size() && s < costs.staticBytes.size();
+       ++s)
+    for (int32_t a : actorsOfStage[s])
+      bytes[a] += costs.staticBytes[s];
+  return bytes;
+}
+
 SimResult Simulator::run(const SimCosts &costs) const {
   const Times t = time(costs);
   SimResult r;
@@ -576,17 +588,8 @@ SimResult Simulator::run(const SimCosts &costs) const {
     }
   }
 
-  // Static memory: every stage an actor computes, once.
+  r.staticBytes = actorStaticBytes(actorsOfStage, n, costs);
   for (int32_t a = 0; a < n; ++a) {
-    std::vector<int32_t> stages;
-    for (int32_t id = graph.actorBegin[a]; id < graph.actorBegin[a + 1]; ++id)
-      if (isCompute(ops[id].kind))
-        stages.push_back(ops[id].stage);
-    std::sort(stages.begin(), stages.end());
-    stages.erase(std::unique(stages.begin(), stages.end()), stages.end());
-    for (int32_t s : stages)
-      if (s >= 0 && s < static_cast<int32_t>(costs.staticBytes.size()))
-        r.staticBytes[a] += costs.staticBytes[s];
     r.totalBytes[a] = r.staticBytes[a] + r.peakActivation[a];
     r.overMemory[a] =
         costs.memoryLimit > 0 && r.totalBytes[a] > costs.memoryLimit;

@@ -52,7 +52,10 @@ int64_t splitBackward(Program &program);
 struct SeparationOptions {
   /// Peak activation memory allowed on every actor, in the units of
   /// SimCosts::activationBytes; 0: the peak of the program with every weight
-  /// gradient fused (the schedule without separation).
+  /// gradient fused (the schedule without separation), counted with each
+  /// actor's static memory (SimCosts::staticBytes): an actor's static plus
+  /// activation memory stays within the largest such sum of the fused
+  /// program.
   double memoryBound = 0;
   /// Most stash-and-insert attempts (each one re-times the programs).
   int64_t maxRounds = 2000;

@@ -230,6 +230,13 @@ struct SimResult {
   double bubbleRatio() const; ///< idle share of all actors' time
 };
 
+/// Per actor, the static bytes (SimCosts::staticBytes) of the stages it
+/// computes, each once (`actorsOfStage`: stageActors of the program): what
+/// it holds whatever the order of its computations.
+std::vector<double>
+actorStaticBytes(const std::vector<std::vector<int32_t>> &actorsOfStage,
+                 int32_t numActors, const SimCosts &costs);
+
 class Simulator {
 public:
   /// Prepares a program for simulation. Fails when a receive has no
@@ -272,6 +279,7 @@ private:
   /// verifier's replay (Program.h), which this simulator only times.
   ProgramGraph graph;
   std::vector<uint8_t> splitActor; // actor uses igrad/wgrad
+  std::vector<std::vector<int32_t>> actorsOfStage; // stageActors
 };
 
 } // namespace flexpipe::sched

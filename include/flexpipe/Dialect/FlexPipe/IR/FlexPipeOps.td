@@ -410,7 +410,9 @@ def FlexPipe_OptimizeOp : FlexPipe_Op<"optimize", [HasParent<"PipelineOp">]> {
     - `gradient_separation`: additionally moves weight gradients into later
       bubbles with the stash-and-insert algorithm, never exceeding
       `memory_bound` (peak activation memory per actor in the simulator's
-      units; the schedule's own peak without separation when omitted) and
+      units; when omitted, the schedule's own peak without separation:
+      each actor's static plus activation memory stays within the largest
+      such sum over actors) and
       trying at most `max_rounds` stash-and-insert rounds (the pass's
       option, 2000 by default, when omitted)
       (`-flexpipe-gradient-separation`, which implies `split_backward`);
