@@ -193,6 +193,9 @@ std::string parseOptions(int argc, char **argv, Options &o) {
   }
   if (o.iterations < 1)
     return "--iterations must be at least 1";
+  if (!o.profile.empty() && o.iterations < 2)
+    return "--profile needs at least 2 iterations: the first (a warm-up) is "
+           "left out of the means";
   if (o.checkpointEvery > 0 && o.checkpoint.empty())
     return "--checkpoint-every needs --checkpoint DIR";
   if (o.threads < 1 || o.threads > 1024)
@@ -1122,8 +1125,18 @@ int flexpipe::rt::runRank(int argc, char **argv, const char *description,
   checkOutputs(rt);
   const Checkpoint identity = identityOf(rt);
   Checkpoint resumed;
-  if (!rt.options.resume.empty())
+  if (!rt.options.resume.empty()) {
     resumed = resumeFrom(rt, identity);
+    if (!rt.options.profile.empty() &&
+        rt.options.iterations - resumed.iterations < 2)
+      comm.abort(
+          "--profile needs at least 2 iterations to run, and the "
+          "checkpoint leaves " +
+              std::to_string(rt.options.iterations - resumed.iterations) +
+              " of --iterations " + std::to_string(rt.options.iterations) +
+              ": the first (a warm-up) is left out of the means",
+          1);
+  }
   comm.setReplicaGroup(rt.actor);
   comm.openChannels(channelsOf(d));
   rt.device = backend.makeDevice(d);

@@ -80,6 +80,9 @@
 // OUTPUTS-NEXT: w.actor0
 // OUTPUTS-NEXT: w.actor1
 // OUTPUTS-NOT: tmp
+// A profile leaves the first iteration out: one iteration would give none.
+// RUN: not %t/a-good/run-mpi.sh --iterations 1 --profile %t/out/p1.yaml 2>&1 | FileCheck %s --check-prefix=PROFILEONE
+// PROFILEONE: --profile needs at least 2 iterations: the first (a warm-up) is left out of the means
 // The profile ends with each actor's optimizer step (seconds).
 // RUN: FileCheck %s --check-prefix=PROFILEFILE < %t/out/p.yaml
 // PROFILEFILE: stages:
