@@ -743,27 +743,25 @@ AfterPipeline flexpipe::sched::afterPipeline(const StageLayout &layout,
   return after;
 }
 
-/// A profile names stages and actors of the job it was measured on: one
-/// that names others than `program` has was measured on another job.
-static llvm::Error checkProfileFits(const Program &program,
-                                    const Profile &profile) {
+llvm::Error flexpipe::sched::checkProfileFits(const Profile &profile,
+                                              int32_t numStages,
+                                              int32_t numActors) {
   auto other = [&](const std::string &what) {
     return llvm::createStringError(
         "the profile" +
         (profile.path.empty() ? "" : " '" + profile.path + "'") + " " + what +
-        ", but the schedule has " + std::to_string(program.numStages) +
-        " stages and " + std::to_string(program.numActors) +
-        " actors: was it measured on another job?");
+        ", but the schedule has " + std::to_string(numStages) + " stages and " +
+        std::to_string(numActors) + " actors: was it measured on another job?");
   };
   for (const Profile::Stage &stage : profile.stages)
-    if (stage.stage < 0 || stage.stage >= program.numStages)
+    if (stage.stage < 0 || stage.stage >= numStages)
       return other("lists stage " + std::to_string(stage.stage));
   for (const Profile::Message &message : profile.messages)
-    if (message.from < 0 || message.from >= program.numActors ||
-        message.to < 0 || message.to >= program.numActors)
+    if (message.from < 0 || message.from >= numActors || message.to < 0 ||
+        message.to >= numActors)
       return other("times messages from actor " + std::to_string(message.from) +
                    " to actor " + std::to_string(message.to));
-  if (profile.optimizerStep.size() > static_cast<size_t>(program.numActors))
+  if (profile.optimizerStep.size() > static_cast<size_t>(numActors))
     return other("has " + std::to_string(profile.optimizerStep.size()) +
                  " optimizer steps (optimizer_s)");
   return llvm::Error::success();
@@ -774,7 +772,8 @@ llvm::Error flexpipe::sched::programCosts(const Program &program,
                                           TimeModel withoutFiles,
                                           SimCosts &costs) {
   if (const Profile *profile = inputs.profileOrNull())
-    if (llvm::Error error = checkProfileFits(program, *profile))
+    if (llvm::Error error =
+            checkProfileFits(*profile, program.numStages, program.numActors))
       return error;
   std::optional<ClusterConfig> cluster;
   if (inputs.cluster) {

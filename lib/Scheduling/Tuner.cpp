@@ -522,6 +522,26 @@ void prepareCandidate(const Candidate &c, const ModelConfig &model,
     out.error = llvm::toString(built.takeError());
     return;
   }
+  // A run's profile prices the job it was measured on: a candidate with as
+  // many stages, every one of them listed (priced as flexpipe-compile
+  // --profile prices it).
+  if (const Profile *profile = options.profile) {
+    if (llvm::Error error = checkProfileFits(*profile, built->numStages,
+                                             static_cast<int32_t>(c.pp))) {
+      out.error = llvm::toString(std::move(error));
+      return;
+    }
+    if (profile->stages.size() < static_cast<size_t>(built->numStages)) {
+      out.error = llvm::formatv("the profile lists {0} of the candidate's {1} "
+                                "stages: a run's profile prices the job it "
+                                "was measured on (restrict the search to its "
+                                "--pp and --mbs, or tune on a measured "
+                                "cluster from flexpipe-profile)",
+                                profile->stages.size(), built->numStages)
+                      .str();
+      return;
+    }
+  }
   out.built = std::move(*built);
   out.layout = layoutOf(*out.built);
   out.held = actorHoldings(out.layout, out.sized, cluster);
@@ -641,8 +661,9 @@ double flexpipe::sched::iterationLowerBound(const Candidate &c,
                     head[part] + gradient + w, head[part] + own + tail[part]});
     }
   }
-  const AfterPipeline after = afterPipeline(prepared.layout, prepared.held,
-                                            c.dp, prepared.sized, cluster);
+  const AfterPipeline after =
+      afterPipeline(prepared.layout, prepared.held, c.dp, prepared.sized,
+                    cluster, options.profile);
   return bound + after.gradSync + after.step;
 }
 
@@ -689,8 +710,8 @@ flexpipe::sched::evaluate(const Candidate &c, const ModelConfig &model,
     separation.maxRounds = options.separationRounds;
     separation.pool = pool;
   }
-  const AfterPipeline after =
-      afterPipeline(prepared.layout, held, c.dp, sized, cluster);
+  const AfterPipeline after = afterPipeline(prepared.layout, held, c.dp, sized,
+                                            cluster, options.profile);
   if (!c.separation && !options.profile)
     lowering.cutoff = cutoff - after.gradSync - after.step;
   LoweredProgram lowered;
@@ -953,7 +974,10 @@ void Search::runFused() {
         // Skipped when its bound, or while scheduling its schedule, shows
         // it cannot enter the top.
         const double limit = threshold();
-        if (fusedBound[i] > limit * (1 + 1e-9)) {
+        // An infinite bound: the candidate cannot be prepared, and its
+        // evaluation says why at once.
+        if (fusedBound[i] > limit * (1 + 1e-9) &&
+            std::isfinite(fusedBound[i])) {
           fusedEval[i] = skip(fused[i], fusedBound[i], limit);
           ++fusedBounded;
           return;

@@ -286,8 +286,9 @@ void addOptions(CLI::App &app, Options &o) {
       ->check(flexpipe::integerAtLeast(1, flexpipe::kMaxCount))
       ->type_name("B");
   app.add_option("--profile", o.profile,
-                 "Measured profile YAML whose durations replace the analytic "
-                 "ones")
+                 "A run's profile (rank executables' --profile) whose "
+                 "durations replace the analytic ones; only candidates with "
+                 "the run's stages are priced (use the run's --pp and --mbs)")
       ->check(CLI::ExistingFile);
   app.add_option("--memory-limit", o.memoryLimit,
                  "Device memory, e.g. 80GiB or 75e9 (default: the cluster's)")
@@ -538,8 +539,11 @@ bool writeRankSpecs(const Options &o, const ModelConfig &model,
          << formatBytes(e.peakBytes) << " per device\n"
          << "// flexpipe-compile rank-" << i + 1 << ".mlir --time-model=cost"
          << " --model rank-" << i + 1 << ".model.yaml --cluster "
-         << llvm::sys::path::filename(o.cluster).str() << " --dp " << c.dp
-         << pluginFlags << " --emit=report\n"
+         << llvm::sys::path::filename(o.cluster).str()
+         << (o.profile.empty()
+                 ? std::string()
+                 : " --profile " + llvm::sys::path::filename(o.profile).str())
+         << " --dp " << c.dp << pluginFlags << " --emit=report\n"
          << specText(c, model, "rank" + std::to_string(i + 1),
                      resolved.separationRounds, o.checks);
     if (!writeFile(stem + ".mlir", spec.str()) ||

@@ -205,10 +205,14 @@ struct CostInputs;
 /// without files one step per instruction (`TimeModel::Step`, unitCosts) or
 /// 1, 2, 1, 1 per layer (`TimeModel::Cost`, layerCosts). The one place that
 /// chooses. A profile that names stages or actors `program` does not have
-/// (measured on another job) is an error here; flexpipe-tune, which prices
-/// candidates of every size with one profile, uses the overload below.
+/// (measured on another job) is an error here (checkProfileFits).
 llvm::Error programCosts(const Program &program, const CostInputs &inputs,
                          int64_t dp, TimeModel withoutFiles, SimCosts &costs);
+/// A profile names the stages and actors of the job it was measured on: an
+/// error when it names others than a schedule of `numStages` stages on
+/// `numActors` actors has (or more optimizer steps than actors).
+llvm::Error checkProfileFits(const Profile &profile, int32_t numStages,
+                             int32_t numActors);
 /// The same from the parts (null: not given), `cluster` as given: its
 /// jobDevices set by the caller.
 llvm::Error programCosts(const Program &program, const ModelConfig *model,

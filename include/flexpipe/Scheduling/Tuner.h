@@ -168,7 +168,7 @@ struct TuneOptions {
   /// Worker threads (at least 1).
   int threads = 1;
   /// Measured durations that replace the analytic ones.
-  const Profile *profile = nullptr;
+  const Profile *profile = nullptr; ///< a candidate it does not fit fails
   /// Plugin hooks (flexpipe-tune --check, --priority; docs/Plugins.md) with
   /// the names written into the specs. Every evaluation (the baselines'
   /// included) consults all the checks; each priority adds the candidates of
