@@ -15,12 +15,15 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cmath>
 #include <initializer_list>
+#include <limits>
 #include <set>
 #include <sstream>
 
 using namespace flexpipe::sched;
+using flexpipe::kMaxActors;
 using flexpipe::kMaxCount;
 
 namespace {
@@ -43,8 +46,9 @@ public:
 
   [[noreturn]] void fail(const YAML::Mark &mark, const std::string &what) const {
     std::ostringstream os;
-    os << path << ':' << mark.line + 1 << ':' << mark.column + 1
-       << ": error: " << what;
+    // A null node (an empty file) has no place: its file's start.
+    os << path << ':' << std::max(mark.line, 0) + 1 << ':'
+       << std::max(mark.column, 0) + 1 << ": error: " << what;
     throw Problem{os.str()};
   }
 
@@ -78,7 +82,8 @@ public:
     return node;
   }
 
-  int64_t integer(const YAML::Node &node, const char *key, int64_t min) const {
+  int64_t integer(const YAML::Node &node, const char *key, int64_t min,
+                  int64_t max = std::numeric_limits<int64_t>::max()) const {
     int64_t value;
     try {
       value = node.as<int64_t>();
@@ -89,6 +94,10 @@ public:
     if (value < min)
       fail(node.Mark(), "key '" + std::string(key) + "' must be at least " +
                             std::to_string(min) + ", got " +
+                            std::to_string(value));
+    if (value > max)
+      fail(node.Mark(), "key '" + std::string(key) + "' must be at most " +
+                            std::to_string(max) + ", got " +
                             std::to_string(value));
     return value;
   }
@@ -327,7 +336,8 @@ llvm::Error flexpipe::sched::loadModel(const std::string &path,
                    "lm_head"});
       ModuleModel m;
       m.name = r.string(r.required(node, "name", mwhat), "name");
-      m.layers = r.integer(r.required(node, "layers", mwhat), "layers", 1);
+      m.layers =
+          r.integer(r.required(node, "layers", mwhat), "layers", 1, kMaxCount);
       YAML::Node hidden = r.required(node, "hidden", mwhat);
       m.hidden = r.integer(hidden, "hidden", 1);
       m.heads = r.integer(r.required(node, "heads", mwhat), "heads", 1);
@@ -377,8 +387,9 @@ llvm::Error flexpipe::sched::loadCluster(const std::string &path,
         r.fail(kind.Mark(), "key 'device_kind' must be 'gpu' or 'cpu', got '" +
                                 cluster.deviceKind + "'");
     }
+    // A job's actors and replicas are each at most kMaxActors.
     cluster.devices =
-        r.integer(r.required(root, "devices", what), "devices", 1);
+        r.integer(r.required(root, "devices", what), "devices", 1, kMaxActors);
     cluster.devicesPerNode = r.integer(r.required(root, "devices_per_node", what),
                                        "devices_per_node", 1);
     cluster.peakFlops =

@@ -37,6 +37,14 @@
 // RUN: not flexpipe-compile %t/spec.mlir --profile %t/self-message.yaml --emit=report 2>&1 | FileCheck %s --check-prefix=SELF
 // RUN: not flexpipe-compile %t/spec.mlir --profile %t/message-twice.yaml --emit=report 2>&1 | FileCheck %s --check-prefix=MSGTWICE
 // RUN: not flexpipe-compile %t/spec.mlir --model %t/good-model.yaml --cluster %t/layer-twice.yaml --emit=report 2>&1 | FileCheck %s --check-prefix=LAYERTWICE
+// Sizes past what a schedule may have, and an empty file (located at its
+// start).
+// RUN: not flexpipe-compile %t/spec.mlir --model %t/many-layers.yaml --cluster %t/good-cluster.yaml 2>&1 | FileCheck %s --check-prefix=LAYERS
+// RUN: not flexpipe-tune --model %t/good-model.yaml --cluster %t/many-devices.yaml -o %t/tune-many 2>&1 | FileCheck %s --check-prefix=DEVICES
+// RUN: not flexpipe-compile %t/spec.mlir --model %t/empty.yaml --cluster %t/good-cluster.yaml 2>&1 | FileCheck %s --check-prefix=EMPTYFILE
+// LAYERS: many-layers.yaml:4:25: error: key 'layers' must be at most 1048576, got 2000000
+// DEVICES: many-devices.yaml:1:10: error: key 'devices' must be at most 65536, got 1048576
+// EMPTYFILE: empty.yaml:1:1: error:
 // NEGW: negative-wgrad.yaml:2:45: error: igrad_s exceeds bwd_s, and the weight gradient (bwd_s - igrad_s when wgrad_s is not given) would take negative time; give wgrad_s, or an igrad_s within bwd_s
 // SELF: self-message.yaml:4:5: error: a message from actor 1 to itself (an actor sends none)
 // MSGTWICE: message-twice.yaml:5:5: error: messages from actor 0 to actor 1 are profiled twice
@@ -239,3 +247,18 @@ measured:
   layers:
     - {kind: block, hidden: 64, seq: 32, heads: 4, micro_batch: 1, fwd_s: 1e-3, igrad_s: 1e-3, wgrad_s: 1e-3}
     - {kind: block, hidden: 64, seq: 32, heads: 4, micro_batch: 1, fwd_s: 0.5, igrad_s: 0.5, wgrad_s: 0.5}
+//--- many-layers.yaml
+global_batch_size: 8
+micro_batch_size: 1
+modules:
+  - {name: gpt, layers: 2000000, hidden: 64, heads: 4, seq: 32, vocab: 256}
+//--- many-devices.yaml
+devices: 1048576
+devices_per_node: 8
+peak_flops: 1e12
+efficiency: 0.5
+memory_bytes: 1e9
+intra_node: {bandwidth_bytes_per_s: 1e9, latency_s: 1e-6}
+inter_node: {bandwidth_bytes_per_s: 1e8, latency_s: 1e-5}
+//--- empty.yaml
+# nothing but a comment
