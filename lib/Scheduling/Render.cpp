@@ -8,6 +8,8 @@
 
 #include "flexpipe/Scheduling/Export.h"
 #include "flexpipe/Scheduling/Simulator.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
 #include <cmath>
@@ -285,12 +287,19 @@ std::string flexpipe::sched::formatTrace(const Program &p, const SimResult &r,
   const double scale = costs.unit == "s" ? 1e6 : 1e3;
   std::ostringstream os;
   os.precision(12);
-  os << "{\"displayTimeUnit\": \"ms\", \"otherData\": {\"schedule\": \""
-     << context.name << "\", \"time_unit\": \"" << costs.unit
-     << "\"}, \"traceEvents\": [\n";
+  // Names are quoted and escaped as JSON strings (a schedule's symbol may
+  // hold any character).
+  auto quoted = [](const std::string &text) {
+    std::string out;
+    llvm::raw_string_ostream(out) << llvm::json::Value(text);
+    return out;
+  };
+  os << "{\"displayTimeUnit\": \"ms\", \"otherData\": {\"schedule\": "
+     << quoted(context.name) << ", \"time_unit\": " << quoted(costs.unit)
+     << "}, \"traceEvents\": [\n";
   os << "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 0, \"args\": "
-        "{\"name\": \"@"
-     << context.name << "\"}}";
+        "{\"name\": "
+     << quoted("@" + context.name) << "}}";
   for (int32_t a = 0; a < p.numActors; ++a)
     os << ",\n{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": 0, \"tid\": "
        << a << ", \"args\": {\"name\": \"actor " << a << "\"}}";
