@@ -17,8 +17,8 @@
 #ifndef FLEXPIPE_TOOLS_OUTPUTFILE_H
 #define FLEXPIPE_TOOLS_OUTPUTFILE_H
 
-#include "mlir/Support/FileUtilities.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -32,11 +32,12 @@ namespace flexpipe {
 /// returns false.
 inline bool writeOutputFile(llvm::StringRef tool, llvm::StringRef path,
                             llvm::StringRef text) {
-  std::string error;
-  std::unique_ptr<llvm::ToolOutputFile> out =
-      mlir::openOutputFile(path, &error);
-  if (!out) {
-    llvm::errs() << tool << ": " << error << "\n";
+  std::error_code openError;
+  auto out = std::make_unique<llvm::ToolOutputFile>(path, openError,
+                                                    llvm::sys::fs::OF_None);
+  if (openError) {
+    llvm::errs() << tool << ": cannot open output file '" << path
+                 << "': " << openError.message() << "\n";
     return false;
   }
   out->os() << text;

@@ -30,6 +30,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include "../CliChecks.h"
+#include "../OutputFile.h"
 #include "../ProcessSetup.h"
 
 #include <CLI/CLI.hpp>
@@ -156,16 +157,15 @@ bool resolveHooks(const std::vector<std::string> &names, const char *option,
   return true;
 }
 
+/// Writes a result file whole, or says why not (OutputFile.h).
+bool writeFile(const std::string &path, const std::string &text) {
+  return flexpipe::writeOutputFile("flexpipe-tune", path, text);
+}
+
 /// One CSV / JSON row per evaluation.
 bool writeResults(const std::string &dir, const TuneResult &result) {
-  std::error_code csvError, jsonError;
-  llvm::raw_fd_ostream csv(dir + "/results.csv", csvError);
-  llvm::raw_fd_ostream json(dir + "/results.json", jsonError);
-  if (csvError || jsonError) {
-    llvm::errs() << "flexpipe-tune: cannot write " << dir << "/results.*: "
-                 << (csvError ? csvError : jsonError).message() << "\n";
-    return false;
-  }
+  std::string csvText, jsonText;
+  llvm::raw_string_ostream csv(csvText), json(jsonText);
   csv << "rank,status,iteration_s,pipeline_s,grad_sync_s,step_s,tokens_per_s,"
          "bubble_ratio,peak_bytes,pp,dp,mbs,microbatches,placement,chunks,"
          "vocab_parallel,cttp,fstp,bstp,separation,error\n";
@@ -216,19 +216,8 @@ bool writeResults(const std::string &dir, const TuneResult &result) {
   for (const Evaluation &e : result.rejected)
     row(e, 0);
   json << "\n]\n";
-  return true;
-}
-
-bool writeFile(const std::string &path, const std::string &text) {
-  std::error_code ec;
-  llvm::raw_fd_ostream out(path, ec);
-  if (ec) {
-    llvm::errs() << "flexpipe-tune: cannot write " << path << ": "
-                 << ec.message() << "\n";
-    return false;
-  }
-  out << text;
-  return true;
+  return writeFile(dir + "/results.csv", csvText) &&
+         writeFile(dir + "/results.json", jsonText);
 }
 
 /// Two timelines on one time scale, stacked.
