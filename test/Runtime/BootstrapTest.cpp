@@ -389,4 +389,13 @@ TEST_CASE("streams beyond the GPU's hardware queues are warned about",
   CHECK(sharedQueueWarning(3, "1").find("3 streams") == 0);
   CHECK(sharedQueueWarning(3, "1").find("set it to at least 3") !=
         std::string::npos);
+  // A setting above CUDA's largest counts as that: it hides nothing.
+  CHECK(sharedQueueWarning(kDeviceConnections, "64") == "");
+  CHECK(sharedQueueWarning(kDeviceConnections + 1, "64")
+            .find("share the GPU's 32 hardware queues") != std::string::npos);
+  // More streams than any GPU has queues: an error, not advice.
+  CHECK(tooManyStreams(kDeviceConnections) == "");
+  CHECK(tooManyStreams(kDeviceConnections + 4)
+            .find("this rank needs 36 streams (compute and one per channel), "
+                  "more than the 32 hardware queues a GPU has") == 0);
 }

@@ -10,6 +10,7 @@
 
 #include "flexpipe/Support/Hash.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -172,13 +173,28 @@ std::string flexpipe::rt::readLaunchEnv(const Getenv &getenv, bool withMpi,
   return {};
 }
 
+std::string flexpipe::rt::tooManyStreams(int streams) {
+  if (streams <= kDeviceConnections)
+    return {};
+  return "this rank needs " + std::to_string(streams) +
+         " streams (compute and one per channel), more than the " +
+         std::to_string(kDeviceConnections) +
+         " hardware queues a GPU has: streams that share a queue can hold "
+         "back a transfer its peer waits for, and the run would hang; on the "
+         "CUDA backend a rank exchanges on at most " +
+         std::to_string(kDeviceConnections - 1) +
+         " channels (one per peer, direction and sending stage): give its "
+         "actor fewer stages (chunks)";
+}
+
 std::string flexpipe::rt::sharedQueueWarning(int streams, const char *setting) {
   int queues = 8; // CUDA's default
   if (setting && *setting) {
     char *end = nullptr;
     const long value = std::strtol(setting, &end, 10);
+    // CUDA keeps at most kDeviceConnections queues, whatever is asked.
     if (*end == '\0' && value > 0)
-      queues = static_cast<int>(value);
+      queues = static_cast<int>(std::min<long>(value, kDeviceConnections));
   }
   if (streams <= queues)
     return {};

@@ -96,6 +96,9 @@ constexpr int kDeviceConnections = 32;
 /// were queued, so an NCCL transfer waiting for its peer can hold back one
 /// that the peer waits for. "" when every stream has a queue.
 std::string sharedQueueWarning(int streams, const char *setting);
+/// The error when a rank's `streams` streams exceed the kDeviceConnections
+/// queues a GPU can have at all (no setting helps); "" otherwise.
+std::string tooManyStreams(int streams);
 
 /// NCCL refuses two ranks of one communicator on one GPU ("Duplicate GPU
 /// detected") unless they look like different hosts. When this machine's
