@@ -12,6 +12,7 @@
 
 #include "flexpipe/Scheduling/CostModelYAML.h"
 #include "flexpipe/Support/InputLimits.h"
+#include "llvm/Support/FormatVariadic.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -132,6 +133,18 @@ public:
     if (!node.IsScalar())
       fail(node.Mark(), "key '" + std::string(key) + "' must be a string");
     return node.as<std::string>();
+  }
+
+  /// A name: a non-empty string on one line (the tools write it into
+  /// comments and other files).
+  std::string name(const YAML::Node &node) const {
+    std::string text = string(node, "name");
+    if (text.empty())
+      fail(node.Mark(), "key 'name' must not be empty");
+    if (llvm::any_of(text, [](unsigned char c) { return c < 0x20; }))
+      fail(node.Mark(), "key 'name' must be one line without control "
+                        "characters");
+    return text;
   }
 
   static std::string scalar(const YAML::Node &node) {
@@ -292,7 +305,7 @@ llvm::Error flexpipe::sched::loadModel(const std::string &path,
                 {"name", "dtype", "attention", "global_batch_size",
                  "micro_batch_size", "modules"});
     if (root["name"])
-      model.name = r.string(root["name"], "name");
+      model.name = r.name(root["name"]);
     if (YAML::Node dtype = root["dtype"]) {
       const std::string d = r.string(dtype, "dtype");
       if (d == "bf16" || d == "fp16")
@@ -335,7 +348,7 @@ llvm::Error flexpipe::sched::loadModel(const std::string &path,
                   {"name", "layers", "hidden", "heads", "seq", "vocab",
                    "lm_head"});
       ModuleModel m;
-      m.name = r.string(r.required(node, "name", mwhat), "name");
+      m.name = r.name(r.required(node, "name", mwhat));
       m.layers =
           r.integer(r.required(node, "layers", mwhat), "layers", 1, kMaxCount);
       YAML::Node hidden = r.required(node, "hidden", mwhat);
@@ -380,7 +393,7 @@ llvm::Error flexpipe::sched::loadCluster(const std::string &path,
                  "peak_flops", "efficiency", "memory_bytes", "intra_node",
                  "inter_node", "measured"});
     if (root["name"])
-      cluster.name = r.string(root["name"], "name");
+      cluster.name = r.name(root["name"]);
     if (YAML::Node kind = root["device_kind"]) {
       cluster.deviceKind = r.string(kind, "device_kind");
       if (cluster.deviceKind != "gpu" && cluster.deviceKind != "cpu")
@@ -520,19 +533,33 @@ std::string flexpipe::sched::formatProfile(const Profile &profile) {
   return os.str();
 }
 
+/// `text` as a double-quoted YAML scalar (names may hold any character).
+static std::string yamlQuoted(const std::string &text) {
+  std::string out = "\"";
+  for (unsigned char c : text) {
+    if (c == '"' || c == '\\')
+      out += {'\\', static_cast<char>(c)};
+    else if (c < 0x20 || c == 0x7f)
+      out += llvm::formatv("\\x{0:x-2}", static_cast<unsigned>(c)).str();
+    else
+      out += static_cast<char>(c);
+  }
+  return out + "\"";
+}
+
 std::string flexpipe::sched::formatModel(const ModelConfig &model,
                                          int64_t mbs, int64_t globalBatch) {
   std::ostringstream os;
   const ModuleModel &m = model.modules.front();
   os << "# " << model.name << " at micro-batch size " << mbs
      << ", global batch " << globalBatch << "\n"
-     << "name: " << model.name << "\n"
+     << "name: " << yamlQuoted(model.name) << "\n"
      << "dtype: " << (model.dtypeBytes == 4 ? "fp32" : "bf16") << "\n"
      << (model.flashAttention ? "attention: flash\n" : "")
      << "global_batch_size: " << globalBatch << "\n"
      << "micro_batch_size: " << mbs << "\n"
      << "modules:\n"
-     << "  - name: " << m.name << "\n"
+     << "  - name: " << yamlQuoted(m.name) << "\n"
      << "    layers: " << m.layers << "\n"
      << "    hidden: " << m.hidden << "\n"
      << "    heads: " << m.heads << "\n"
@@ -546,7 +573,7 @@ std::string flexpipe::sched::formatModel(const ModelConfig &model,
 std::string flexpipe::sched::formatCluster(const ClusterConfig &cluster) {
   std::ostringstream os;
   os.precision(12);
-  os << "name: " << cluster.name << "\n"
+  os << "name: " << yamlQuoted(cluster.name) << "\n"
      << "device_kind: " << cluster.deviceKind << "\n"
      << "devices: " << cluster.devices << "\n"
      << "devices_per_node: " << cluster.devicesPerNode << "\n"

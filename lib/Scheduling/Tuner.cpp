@@ -27,6 +27,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -408,6 +409,28 @@ std::string flexpipe::sched::stpKeyword(const StagePriority &p) {
   return text;
 }
 
+/// `@name` as MLIR prints a symbol: bare when it is an identifier, else
+/// quoted with escapes.
+static std::string symbolRef(const std::string &name) {
+  auto identifier = [](unsigned char c) {
+    return std::isalnum(c) || c == '_' || c == '$' || c == '.';
+  };
+  if (!name.empty() &&
+      (std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_') &&
+      llvm::all_of(name, identifier))
+    return "@" + name;
+  std::string out = "@\"";
+  for (unsigned char c : name) {
+    if (c == '"' || c == '\\')
+      out += {'\\', static_cast<char>(c)};
+    else if (c < 0x20 || c >= 0x7f)
+      out += llvm::formatv("\\{0:X-2}", static_cast<unsigned>(c)).str();
+    else
+      out += static_cast<char>(c);
+  }
+  return out + "\"";
+}
+
 std::string flexpipe::sched::specText(const Candidate &c,
                                       const ModelConfig &model,
                                       const std::string &name,
@@ -417,7 +440,7 @@ std::string flexpipe::sched::specText(const Candidate &c,
   std::ostringstream os;
   os << "flexpipe.pipeline @" << name << " actors(" << c.pp << ") microbatches("
      << c.microbatches << ") {\n";
-  os << "  flexpipe.module @" << m.name << " layers(" << m.layers
+  os << "  flexpipe.module " << symbolRef(m.name) << " layers(" << m.layers
      << ") placement(";
   const PlacementRule &rule = placementRule(c.placement);
   os << rule.keyword << ")";
