@@ -17,6 +17,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <initializer_list>
 #include <limits>
@@ -533,8 +534,13 @@ std::string flexpipe::sched::formatProfile(const Profile &profile) {
   return os.str();
 }
 
-/// `text` as a double-quoted YAML scalar (names may hold any character).
+/// `text` as a YAML scalar: bare when it is a plain word (letters, digits,
+/// '_', '-', '.'), else double-quoted (names may hold any character).
 static std::string yamlQuoted(const std::string &text) {
+  if (!text.empty() && llvm::all_of(text, [](unsigned char c) {
+        return std::isalnum(c) || c == '_' || c == '-' || c == '.';
+      }))
+    return text;
   std::string out = "\"";
   for (unsigned char c : text) {
     if (c == '"' || c == '\\')
