@@ -33,6 +33,8 @@
 #include "flexpipe/Scheduling/CostModelYAML.h"
 #include "flexpipe/Scheduling/Tuner.h"
 #include "flexpipe/Support/Layout.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Signals.h"
 
 #include "../CliChecks.h"
 
@@ -44,10 +46,12 @@
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <limits>
@@ -1173,17 +1177,30 @@ bool measureMessages(sched::ClusterConfig &cluster, const Options &o,
 #endif
 }
 
-/// A scratch directory in /tmp, removed with everything in it at the end.
+/// The scratch directory an interrupt (SIGINT, SIGTERM) removes.
+char interruptedScratch[64];
+void removeScratchOnInterrupt() {
+  if (interruptedScratch[0])
+    (void)llvm::sys::fs::remove_directories(interruptedScratch);
+}
+
+/// A scratch directory in /tmp, removed with everything in it at the end,
+/// or when the tool is interrupted.
 struct ScratchDir {
   std::string path;
   ScratchDir() {
     char name[] = "/tmp/flexpipe-profile-XXXXXX";
-    if (mkdtemp(name))
-      path = name;
+    if (!mkdtemp(name))
+      return;
+    path = name;
+    std::snprintf(interruptedScratch, sizeof interruptedScratch, "%s", name);
+    llvm::sys::SetInterruptFunction(removeScratchOnInterrupt);
   }
   ~ScratchDir() {
-    if (!path.empty())
-      std::system(("rm -rf " + shellQuote(path)).c_str());
+    if (path.empty())
+      return;
+    interruptedScratch[0] = '\0';
+    (void)llvm::sys::fs::remove_directories(path);
   }
   ScratchDir(const ScratchDir &) = delete;
   ScratchDir &operator=(const ScratchDir &) = delete;
@@ -1206,6 +1223,20 @@ int runWorker(int argc, char **argv, const std::string &worker) {
 #endif
 }
 
+/// Why the result cannot be written to `path` (through `path`.partial,
+/// renamed over it); "" when it can.
+std::string cannotWrite(const std::string &path) {
+  if (llvm::sys::fs::is_directory(path))
+    return "it is a directory";
+  const std::string partial = path + ".partial";
+  std::FILE *file = std::fopen(partial.c_str(), "w");
+  if (!file)
+    return std::strerror(errno);
+  std::fclose(file);
+  std::remove(partial.c_str());
+  return {};
+}
+
 /// Writes the measured `cluster` to `path` (through a file beside it,
 /// renamed when complete); false, with a message, when it cannot.
 bool writeCluster(const sched::ClusterConfig &cluster,
@@ -1224,8 +1255,10 @@ bool writeCluster(const sched::ClusterConfig &cluster,
   file << os.str();
   file.close();
   if (!file || std::rename(partial.c_str(), path.c_str()) != 0) {
+    const std::string why = std::strerror(errno);
     std::remove(partial.c_str());
-    std::fprintf(stderr, "flexpipe-profile: cannot write '%s'\n", path.c_str());
+    std::fprintf(stderr, "flexpipe-profile: cannot write '%s': %s\n",
+                 path.c_str(), why.c_str());
     return false;
   }
   return true;
@@ -1417,16 +1450,12 @@ int main(int argc, char **argv) {
                         compilerPath(o, selfPath(argv[0])), o.tolerance);
   }
   // Where the result goes must be writable before minutes of measuring.
-  {
-    const std::string partial = o.output + ".partial";
-    if (!std::ofstream(partial)) {
-      std::fprintf(stderr,
-                   "flexpipe-profile: cannot write '%s' (checked before "
-                   "measuring)\n",
-                   o.output.c_str());
-      return 1;
-    }
-    std::remove(partial.c_str());
+  if (const std::string why = cannotWrite(o.output); !why.empty()) {
+    std::fprintf(stderr,
+                 "flexpipe-profile: cannot write '%s': %s (checked before "
+                 "measuring)\n",
+                 o.output.c_str(), why.c_str());
+    return 1;
   }
   sched::ClusterConfig cluster;
   cluster.name = "cpu-measured";
