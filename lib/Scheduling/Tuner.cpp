@@ -290,8 +290,13 @@ flexpipe::sched::enumerateCandidates(const ModelConfig &model,
           for (bool vp : vocabChoices) {
             // The vocabulary is split over the actors: one actor has
             // nothing to split it with (its spec would not compile).
-            if (vp && pp < 2)
+            if (vp && pp < 2) {
+              note(llvm::formatv("pp {0}: the vocabulary-parallel embedding "
+                                 "and head need 2 actors or more to split "
+                                 "the vocabulary over",
+                                 pp));
               continue;
+            }
             Candidate c;
             c.pp = pp;
             c.dp = dp;
