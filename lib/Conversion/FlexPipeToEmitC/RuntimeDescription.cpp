@@ -15,7 +15,10 @@
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <iterator>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -127,11 +130,20 @@ LogicalResult analyzeExecs(ScheduleOp schedule,
     for (auto &[key, execs] : groups) {
       llvm::sort(execs,
                  [](ExecOp a, ExecOp b) { return a.getMb() < b.getMb(); });
+      // The last instance covers its stage's micro-batches up to the last
+      // this actor forwards (a bidirectional pipeline's copy of the stage
+      // here runs only its direction's), or to the end.
+      const int64_t s = key.second;
+      int64_t stageEnd = numMicrobatches;
+      auto after =
+          forwarded.lower_bound({s + 1, std::numeric_limits<int64_t>::min()});
+      if (after != forwarded.begin() && std::prev(after)->first == s)
+        stageEnd = std::prev(after)->second + 1;
       for (auto [i, exec] : llvm::enumerate(execs)) {
         const auto mb = static_cast<int64_t>(exec.getMb());
         const int64_t end = i + 1 < execs.size()
                                 ? static_cast<int64_t>(execs[i + 1].getMb())
-                                : numMicrobatches;
+                                : std::max(mb + 1, stageEnd);
         ExecInstance &instance = instances[exec];
         instance.count = end - mb;
         llvm::erase_if(instance.outputs, [&](int64_t m) { return m >= end; });
