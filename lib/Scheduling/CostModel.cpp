@@ -31,7 +31,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 
 using namespace flexpipe::sched;
 

@@ -11,7 +11,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <sstream>
 
 using namespace flexpipe::sched;
 

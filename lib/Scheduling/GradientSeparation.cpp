@@ -24,7 +24,6 @@
 #include "llvm/Support/ThreadPool.h"
 
 #include <algorithm>
-#include <cmath>
 #include <deque>
 #include <limits>
 #include <set>

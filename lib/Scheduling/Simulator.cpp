@@ -11,7 +11,6 @@
 #include "flexpipe/Scheduling/EventCore.h"
 
 #include <algorithm>
-#include <limits>
 #include <map>
 #include <numeric>
 #include <utility>

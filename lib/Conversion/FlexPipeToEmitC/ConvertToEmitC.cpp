@@ -32,8 +32,6 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
 
-#define DEBUG_TYPE "flexpipe-convert-to-emitc"
-
 namespace flexpipe {
 #define GEN_PASS_DEF_CONVERTTOEMITCPASS
 #include "flexpipe/Conversion/Passes.h.inc"

@@ -29,9 +29,6 @@ namespace {
 struct GradientSeparationPass
     : flexpipe::impl::GradientSeparationPassBase<GradientSeparationPass> {
   using Base::Base;
-  GradientSeparationPass(const GradientSeparationPassOptions &options,
-                         std::shared_ptr<const sched::CostInputs> inputs)
-      : Base(options), shared(std::move(inputs)) {}
 
   void runOnOperation() override {
     if (maxRounds < 0 || !(memoryBound >= 0)) {
@@ -46,7 +43,7 @@ struct GradientSeparationPass
         continue;
       if (!inputs) {
         FailureOr<std::shared_ptr<const sched::CostInputs>> read =
-            passCostInputs(schedule, getArgument(), shared, modelFile,
+            passCostInputs(schedule, getArgument(), nullptr, modelFile,
                            clusterFile, "");
         if (failed(read))
           return signalPassFailure();
@@ -79,14 +76,5 @@ struct GradientSeparationPass
       setSeparationFigures(schedule, result, costs->unit);
     }
   }
-
-  /// Cost files read once by the pipeline's creator; null: the options'.
-  std::shared_ptr<const sched::CostInputs> shared;
 };
 } // namespace
-
-std::unique_ptr<Pass> flexpipe::createGradientSeparationPass(
-    const GradientSeparationPassOptions &options,
-    std::shared_ptr<const sched::CostInputs> inputs) {
-  return std::make_unique<GradientSeparationPass>(options, std::move(inputs));
-}

@@ -9,8 +9,6 @@
 #include "flexpipe/Dialect/FlexPipe/Transforms/Passes.h"
 #include "flexpipe/Dialect/FlexPipe/Transforms/Utils.h"
 
-#define DEBUG_TYPE "flexpipe-insert-comm"
-
 namespace flexpipe {
 #define GEN_PASS_DEF_INSERTCOMMPASS
 #include "flexpipe/Dialect/FlexPipe/Transforms/Passes.h.inc"

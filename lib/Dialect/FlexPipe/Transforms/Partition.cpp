@@ -11,8 +11,6 @@
 #include "flexpipe/Scheduling/CostModelYAML.h"
 #include "flexpipe/Scheduling/Placement.h"
 
-#define DEBUG_TYPE "flexpipe-partition"
-
 namespace flexpipe {
 #define GEN_PASS_DEF_PARTITIONPASS
 #include "flexpipe/Dialect/FlexPipe/Transforms/Passes.h.inc"

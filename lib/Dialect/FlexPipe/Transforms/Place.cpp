@@ -9,8 +9,6 @@
 #include "flexpipe/Dialect/FlexPipe/Transforms/Passes.h"
 #include "flexpipe/Scheduling/Placement.h"
 
-#define DEBUG_TYPE "flexpipe-place"
-
 namespace flexpipe {
 #define GEN_PASS_DEF_PLACEPASS
 #include "flexpipe/Dialect/FlexPipe/Transforms/Passes.h.inc"

@@ -19,8 +19,6 @@
 
 #include "llvm/ADT/StringMap.h"
 
-#define DEBUG_TYPE "flexpipe-schedule"
-
 namespace flexpipe {
 #define GEN_PASS_DEF_SCHEDULEPASS
 #include "flexpipe/Dialect/FlexPipe/Transforms/Passes.h.inc"

@@ -13,10 +13,6 @@
 
 #include "mlir/IR/Builders.h"
 
-#include <numeric>
-
-#define DEBUG_TYPE "flexpipe-simulate"
-
 namespace flexpipe {
 #define GEN_PASS_DEF_SIMULATEPASS
 #include "flexpipe/Dialect/FlexPipe/Transforms/Passes.h.inc"
@@ -28,9 +24,6 @@ using namespace flexpipe;
 namespace {
 struct SimulatePass : flexpipe::impl::SimulatePassBase<SimulatePass> {
   using Base::Base;
-  SimulatePass(const SimulatePassOptions &options,
-               std::shared_ptr<const sched::CostInputs> inputs)
-      : Base(options), shared(std::move(inputs)) {}
 
   void runOnOperation() override {
     ModuleOp root = getOperation();
@@ -39,7 +32,7 @@ struct SimulatePass : flexpipe::impl::SimulatePassBase<SimulatePass> {
     for (ScheduleOp schedule : root.getOps<ScheduleOp>()) {
       if (!inputs) {
         FailureOr<std::shared_ptr<const sched::CostInputs>> read =
-            passCostInputs(schedule, getArgument(), shared, modelFile,
+            passCostInputs(schedule, getArgument(), nullptr, modelFile,
                            clusterFile, profileFile);
         if (failed(read))
           return signalPassFailure();
@@ -79,14 +72,5 @@ struct SimulatePass : flexpipe::impl::SimulatePassBase<SimulatePass> {
                         fields.getDictionary(&getContext()));
     }
   }
-
-  /// Cost files read once by the pipeline's creator; null: the options'.
-  std::shared_ptr<const sched::CostInputs> shared;
 };
 } // namespace
-
-std::unique_ptr<Pass>
-flexpipe::createSimulatePass(const SimulatePassOptions &options,
-                             std::shared_ptr<const sched::CostInputs> inputs) {
-  return std::make_unique<SimulatePass>(options, std::move(inputs));
-}

@@ -19,8 +19,6 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/TypeSwitch.h"
 
-#include <numeric>
-
 using namespace mlir;
 using namespace flexpipe;
 

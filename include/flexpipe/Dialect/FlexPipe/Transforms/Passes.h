@@ -28,20 +28,15 @@ namespace flexpipe {
 #define GEN_PASS_REGISTRATION
 #include "flexpipe/Dialect/FlexPipe/Transforms/Passes.h.inc"
 
-/// The passes that price schedules, with the cost files read once by their
-/// creator (`inputs`; their file options are then not read). flexpipe-compile
-/// reads --model, --cluster and --profile once and hands them to each.
+/// The passes of flexpipe-compile's pipeline that price schedules, with the
+/// cost files read once by their creator (`inputs`; their file options are
+/// then not read): it reads --model, --cluster and --profile once and hands
+/// them to each.
 std::unique_ptr<mlir::Pass>
 createPartitionPass(const PartitionPassOptions &options,
                     std::shared_ptr<const sched::CostInputs> inputs);
 std::unique_ptr<mlir::Pass>
 createSchedulePass(const SchedulePassOptions &options,
-                   std::shared_ptr<const sched::CostInputs> inputs);
-std::unique_ptr<mlir::Pass>
-createGradientSeparationPass(const GradientSeparationPassOptions &options,
-                             std::shared_ptr<const sched::CostInputs> inputs);
-std::unique_ptr<mlir::Pass>
-createSimulatePass(const SimulatePassOptions &options,
                    std::shared_ptr<const sched::CostInputs> inputs);
 
 /// Options of the spec-to-schedule pipeline.
