@@ -231,8 +231,8 @@ std::string Separator::collectItems() {
       const bool gather = isCollective(op.kind) && op.token < 0;
       if (!isCompute(op.kind) && !gather) {
         std::ostringstream os;
-        os << "actor " << a << " has a " << opKindName(op.kind)
-           << "; gradient separation works on programs of computations and "
+        os << "actor " << a << " has an op of kind '" << opKindName(op.kind)
+           << "'; gradient separation works on programs of computations and "
               "blocking collectives (run it before communication is inserted; "
               "asynchronous collectives and exec are not supported yet)";
         return os.str();

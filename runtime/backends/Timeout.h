@@ -21,6 +21,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstddef>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -42,6 +43,14 @@ inline std::string parseSeconds(const char *name, const char *text,
            (text ? text : "") + "'";
   seconds = value;
   return {};
+}
+
+/// "no progress for N s" as every backend says it: whole seconds, or two
+/// significant digits below 1 s (FLEXPIPE_TIMEOUT may be a fraction).
+inline std::string noProgressFor(double seconds) {
+  char text[32];
+  std::snprintf(text, sizeof text, seconds < 1 ? "%.2g" : "%.0f", seconds);
+  return std::string("no progress for ") + text + " s";
 }
 
 /// FLEXPIPE_TIMEOUT from the environment, or the default when unset or

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Watchdog.h"
+#include "Timeout.h"
 
 #include <chrono>
 #include <cstdio>
@@ -79,10 +80,7 @@ void Watchdog::loop() {
     const char *blockedIn = what.load();
     const double blockedFor = now() - since.load();
     if (failure.empty() && blockedIn && blockedFor > limit.load()) {
-      char seconds[32];
-      std::snprintf(seconds, sizeof(seconds), "%.0f", blockedFor);
-      failure = "no progress for " + std::string(seconds) + " s while " +
-                blockedIn +
+      failure = noProgressFor(blockedFor) + " while " + blockedIn +
                 " (FLEXPIPE_TIMEOUT); a peer rank may have died or hung";
     }
     if (!failure.empty()) {

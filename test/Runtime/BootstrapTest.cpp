@@ -310,6 +310,13 @@ TEST_CASE("watchdog", "[bootstrap]") {
   }
 }
 
+TEST_CASE("timeout: the message says how long, below a second too",
+          "[timeout]") {
+  CHECK(noProgressFor(300.4) == "no progress for 300 s");
+  CHECK(noProgressFor(3.2) == "no progress for 3 s");
+  CHECK(noProgressFor(0.0012) == "no progress for 0.0012 s");
+}
+
 TEST_CASE("timeout: measured from the last progress", "[timeout]") {
   // A fake clock: seconds passed to each poll.
   ProgressDeadline deadline(10, 100.0);

@@ -274,8 +274,8 @@ private:
       const double waited =
           std::chrono::duration<double>(Clock::now() - start).count();
       if (waited > timeout)
-        abort("no progress for " + std::to_string(static_cast<long>(waited)) +
-                  " s (FLEXPIPE_TIMEOUT) waiting for " + describe(),
+        abort(noProgressFor(waited) + " (FLEXPIPE_TIMEOUT) waiting for " +
+                  describe(),
               1);
       // Spin while the wait is short, then leave the core to others.
       if (spinSeconds == 0)

@@ -177,10 +177,9 @@ void CudaContext::waitFor(cudaEvent_t event, const std::string &what) {
     const double now = secondsNow();
     if (polls % kPollsPerProgressCheck == 0 &&
         deadline.expired(now, progress())) {
-      std::string message =
-          "no progress for " +
-          std::to_string(static_cast<long>(deadline.idle(now))) +
-          " s while waiting for " + what + " (FLEXPIPE_TIMEOUT)";
+      std::string message = noProgressFor(deadline.idle(now)) +
+                            " while waiting for " + what +
+                            " (FLEXPIPE_TIMEOUT)";
       if (describePending)
         message += "; " + describePending();
       fatal(message);
