@@ -179,6 +179,25 @@ std::string checkStructure(const ScheduleDesc &desc,
              " to " + std::to_string(stage.firstBlock + stage.blocks - 1) +
              ", but the model has " + std::to_string(c.layers) + " layers";
   }
+  // Every block of the model (of each tower) is held by some stage: a
+  // description that left some out would train a smaller model than it
+  // names.
+  std::map<int, std::vector<char>> held; // by tower (-1: the model)
+  for (int s = 0; s < desc.stages; ++s) {
+    const ScheduleDesc::Stage &stage = desc.stage[s];
+    if (stage.sync)
+      continue;
+    std::vector<char> &blocks = held[stage.tower];
+    blocks.resize(desc.config(s).layers, 0);
+    std::fill_n(blocks.begin() + stage.firstBlock, stage.blocks, 1);
+  }
+  for (const auto &[tower, blocks] : held)
+    if (auto missing = std::find(blocks.begin(), blocks.end(), 0);
+        missing != blocks.end())
+      return "block " + std::to_string(missing - blocks.begin()) + " of " +
+             (tower < 0 ? std::string("the model")
+                        : "tower " + std::to_string(tower)) +
+             " is held by no stage";
   for (auto [from, to] : desc.edges)
     if (from < 0 || from >= desc.stages || to < 0 || to >= desc.stages ||
         from == to)

@@ -615,6 +615,11 @@ TEST_CASE("the schedule description of a GPT and of two towers",
   CHECK(problem(replaced("blocks 4 4", "blocks 6 4")) ==
         "schedule description: stage 1 holds blocks 6 to 9, but the model has "
         "8 layers");
+  // Stages that leave blocks out would train a smaller model than named.
+  CHECK(problem(replaced("blocks 4 4", "blocks 4 3")) ==
+        "schedule description: block 7 of the model is held by no stage");
+  CHECK(problem(replaced("blocks 4 4", "blocks 5 3")) ==
+        "schedule description: block 4 of the model is held by no stage");
   CHECK(problem(replaced("stages 2", "stages 0")) ==
         "schedule description line 3: stages must be between 1 and 1048576");
   CHECK(problem(gpt + "stage 1 actor 1 blocks 4 4 first_last 0 1\n") ==
