@@ -494,10 +494,12 @@ void printRanking(const ModelConfig &model, const ClusterConfig &cluster,
       continue;
     }
     line(vp ? "T1F1B" : "1F1B", *baseline[vp]);
+    // A search restricted (--pp, --placements, ...) may not reach it.
+    const double ratio = baseline[vp]->iterationTime / best.iterationTime;
     llvm::outs() << llvm::formatv(
-        "      best is {0:F2}x faster than {1} at "
-        "its best (pp, dp, mbs)\n",
-        baseline[vp]->iterationTime / best.iterationTime, names[vp]);
+        "      best is {0:F2}x {1} than {2} at its best (pp, dp, mbs)\n",
+        ratio >= 1 ? ratio : 1 / ratio, ratio >= 1 ? "faster" : "slower",
+        names[vp]);
   }
 }
 
