@@ -19,6 +19,11 @@
 // RUN: not flexpipe-compile %t/two-layers.mlir --actors 4 --emit=text 2>&1 | FileCheck %s --check-prefix=SCALED
 // RUN: not flexpipe-compile %t/two-layers.mlir --microbatches 1 --emit=text 2>&1 | FileCheck %s --check-prefix=WRITTEN
 // RUN: not flexpipe-compile %t/vocab.mlir --actors 1 --emit=text 2>&1 | FileCheck %s --check-prefix=VOCAB
+// An error about micro-batches at a module gets the --microbatches note too.
+// RUN: not flexpipe-compile %schedules/bidirectional.mlir --actors 3 --microbatches 1 --emit=text 2>&1 | FileCheck %s --check-prefix=BIDIMB
+// BIDIMB: bidirectional.mlir:5:3: error: 'flexpipe.module' op is bidirectional, which splits micro-batches between two directions and needs at least 2, but the pipeline has 1
+// BIDIMB: note: --actors 3 replaced actors(4)
+// BIDIMB: note: --microbatches 1 replaced microbatches(8)
 
 // A job needs a device for each rank (actors x dp): the cluster must have them,
 // whether the scheduler or the simulator prices it.

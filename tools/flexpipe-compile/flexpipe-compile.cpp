@@ -269,6 +269,9 @@ static LogicalResult applyOverrides(ModuleOp module,
                                     const sched::ModelConfig &model) {
   Builder b(module.getContext());
   llvm::DenseMap<Operation *, std::string> changed;
+  // Notes for errors about micro-batches at the ops inside a pipeline too
+  // (a module that needs more of them than --microbatches gave).
+  llvm::DenseMap<Operation *, std::string> within;
   auto note = [&](Operation *op, const std::string &what) {
     std::string &text = changed[op];
     text += (text.empty() ? "" : "; ") + what;
@@ -316,10 +319,11 @@ static LogicalResult applyOverrides(ModuleOp module,
       pipeline.setActorsAttr(b.getI64IntegerAttr(options.actors));
     }
     if (options.microbatches > 0) {
-      note(pipeline,
-           llvm::formatv("--microbatches {0} replaced "
-                         "microbatches({1})",
-                         options.microbatches, pipeline.getMicrobatches()));
+      const std::string replaced =
+          llvm::formatv("--microbatches {0} replaced microbatches({1})",
+                        options.microbatches, pipeline.getMicrobatches());
+      note(pipeline, replaced);
+      within[pipeline] = replaced;
       pipeline.setMicrobatchesAttr(b.getI64IntegerAttr(options.microbatches));
     }
     // The model file's sizes replace the spec's layer counts.
@@ -338,10 +342,24 @@ static LogicalResult applyOverrides(ModuleOp module,
       }
   }
   ScopedDiagnosticHandler notes(module.getContext(), [&](Diagnostic &diag) {
-    if (diag.getSeverity() == DiagnosticSeverity::Error)
-      for (const auto &[op, note] : changed)
-        if (op->getLoc() == diag.getLocation())
-          diag.attachNote() << note;
+    if (diag.getSeverity() != DiagnosticSeverity::Error)
+      return failure();
+    for (const auto &[op, note] : changed)
+      if (op->getLoc() == diag.getLocation())
+        diag.attachNote() << note;
+    const bool aboutMicrobatches =
+        llvm::StringRef(diag.str()).contains("micro-batch");
+    for (const auto &[op, note] : within) {
+      if (!aboutMicrobatches)
+        break;
+      auto at = [&](Operation *inner) {
+        return inner != op && inner->getLoc() == diag.getLocation()
+                   ? WalkResult::interrupt()
+                   : WalkResult::advance();
+      };
+      if (op->getLoc() != diag.getLocation() && op->walk(at).wasInterrupted())
+        diag.attachNote() << note;
+    }
     return failure(); // on to the handler that prints it
   });
   if (specs + schedules == 0)
