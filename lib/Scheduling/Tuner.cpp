@@ -335,9 +335,9 @@ flexpipe::sched::enumerateCandidates(const ModelConfig &model,
   }
   if (out.empty()) {
     std::string message = llvm::formatv(
-        "the search space is empty for {0} devices and a global batch of {1} "
-        "(pp tried: ",
-        o.gpus, o.globalBatch);
+        "the search space is empty for {0} device{1} and a global batch of "
+        "{2} (pp tried: ",
+        o.gpus, o.gpus == 1 ? "" : "s", o.globalBatch);
     for (size_t i = 0; i < o.pp.size(); ++i)
       message += (i ? ", " : "") + std::to_string(o.pp[i]);
     message += ")";
