@@ -207,8 +207,8 @@ TEST_CASE("outputs of the covered micro-batches only") {
 
 TEST_CASE("the description's exec lines") {
   const std::string head = "flexpipe-schedule 1\nactors 2\nstages 2\n"
-                           "microbatches 4\nstage 0 actor 0 blocks 0 1 "
-                           "first_last 1 0\nstage 1 actor 1 blocks 1 1 "
+                           "microbatches 4\nstage 0 actor 0 blocks 0 4 "
+                           "first_last 1 0\nstage 1 actor 1 blocks 4 4 "
                            "first_last 0 1\nedge 0 1\n";
   ScheduleDesc desc;
   REQUIRE(parseSchedule(head +

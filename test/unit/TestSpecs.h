@@ -86,6 +86,19 @@ inline ClusterConfig testCluster(int64_t devices) {
   return c;
 }
 
+/// configs/clusters/a800.yaml with `devices` devices (8 per node, 312
+/// TFLOP/s peak at half efficiency, 80 GiB each).
+inline ClusterConfig a800Cluster(int64_t devices) {
+  ClusterConfig c = testCluster(devices);
+  c.name = "a800";
+  c.devicesPerNode = 8;
+  c.peakFlops = 312e12;
+  c.memoryBytes = 85899345920;
+  c.intraNode = {200e9, 5e-6};
+  c.interNode = {25e9, 10e-6};
+  return c;
+}
+
 } // namespace flexpipe::sched::test
 
 #endif // FLEXPIPE_TEST_UNIT_TESTSPECS_H

@@ -468,12 +468,7 @@ TEST_CASE("a bounded search with separation keeps the exact fastest "
   model.globalBatchSize = 128;
   model.modules.front().hidden = 2560;
   model.modules.front().heads = 64;
-  ClusterConfig c = test::testCluster(7); // as configs/clusters/a800.yaml
-  c.devicesPerNode = 8;
-  c.peakFlops = 312e12;
-  c.memoryBytes = 85899345920;
-  c.intraNode = {200e9, 5e-6};
-  c.interNode = {25e9, 10e-6};
+  const ClusterConfig c = test::a800Cluster(7);
   TuneOptions o;
   o.threads = 1; // the order in which the threshold falls, fixed
   const TuneOptions r = resolved(model, c, o);
