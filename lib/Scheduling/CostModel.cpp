@@ -376,12 +376,8 @@ flexpipe::sched::costBalancedPartition(const ModuleModel &module,
   if (stages < 1 || layers < stages)
     return {};
   auto cost = [&](int64_t count, int64_t position) {
-    StageShape shape;
-    shape.module = &module;
-    shape.layers = count;
-    shape.first = position == 0;
-    shape.last = position == stages - 1;
-    const StageFlops f = stageFlops(shape, 1);
+    const StageFlops f =
+        stageFlops({&module, count, position == 0, position == stages - 1}, 1);
     return f.fwd + f.igrad + f.wgrad;
   };
   // Every layer costs the same; a stage adds a fixed extra (embedding, LM

@@ -285,11 +285,9 @@ llvm::Error ProblemBuilder::buildModuleParts(int32_t m) {
     for (int k = 0; k < kNumCompKinds; ++k)
       part.cost[k] = spec.costPerLayer[k] * layers;
     if (*model) {
-      StageShape shape;
-      shape.module = *model;
-      shape.layers = layout.layersPerStage[index];
-      shape.first = !vp && index == 0;
-      shape.last = !vp && index == perDirection - 1;
+      const StageShape shape{*model, layout.layersPerStage[index],
+                             !vp && index == 0,
+                             !vp && index == perDirection - 1};
       const Durations d =
           stageDurations(shape, *spec.model, *spec.cluster,
                          std::max<size_t>(1, sharedActors[local].size()));
@@ -348,11 +346,7 @@ llvm::Error ProblemBuilder::buildVocabParts(int32_t m) {
       for (int k = 0; k < kNumCompKinds; ++k)
         part.cost[k] = spec.costPerLayer[k] / share;
       if (model) {
-        StageShape shape;
-        shape.module = model;
-        shape.layers = 0;
-        shape.first = !head;
-        shape.last = head;
+        const StageShape shape{model, 0, !head, head};
         const Durations durations =
             stageDurations(shape, *spec.model, *spec.cluster, share);
         std::copy(durations.begin(), durations.end(), part.cost);
@@ -633,13 +627,10 @@ void ProblemBuilder::priceCollectives() {
     double bytes = 0;
     for (const PartKind &src : r.after) {
       const StageMeta &meta = built.stageMeta[problem.parts[src.part].stage];
-      StageShape shape;
-      shape.module = spec.model->module(built.moduleNames[meta.module]);
+      const StageShape shape{spec.model->module(built.moduleNames[meta.module]),
+                             meta.layers, meta.first, meta.last};
       if (!shape.module)
         continue;
-      shape.layers = meta.layers;
-      shape.first = meta.first;
-      shape.last = meta.last;
       bytes = std::max(
           bytes, stageCost(shape, *spec.model, *spec.cluster).messageBytes);
     }

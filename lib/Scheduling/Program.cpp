@@ -70,20 +70,6 @@ const char *flexpipe::sched::opLetter(OpKind kind) {
   }
 }
 
-OpKind flexpipe::sched::toOpKind(CompKind kind) {
-  switch (kind) {
-  case CompKind::Fwd:
-    return OpKind::Fwd;
-  case CompKind::Bwd:
-    return OpKind::Bwd;
-  case CompKind::Igrad:
-    return OpKind::Igrad;
-  case CompKind::Wgrad:
-    return OpKind::Wgrad;
-  }
-  return OpKind::Fwd;
-}
-
 Program flexpipe::sched::toProgram(
     const Problem &problem, const ScheduleResult &schedule, int32_t numStages,
     const std::vector<std::pair<int32_t, int32_t>> &stageEdges,

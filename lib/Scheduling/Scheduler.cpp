@@ -22,6 +22,7 @@
 
 #include "flexpipe/Scheduling/Scheduler.h"
 #include "flexpipe/Scheduling/EventCore.h"
+#include "flexpipe/Scheduling/Program.h"
 
 #include "llvm/Support/Compiler.h"
 #include "llvm/Support/Error.h"
@@ -34,17 +35,7 @@
 using namespace flexpipe::sched;
 
 const char *flexpipe::sched::compKindName(CompKind kind) {
-  switch (kind) {
-  case CompKind::Fwd:
-    return "fwd";
-  case CompKind::Bwd:
-    return "bwd";
-  case CompKind::Igrad:
-    return "igrad";
-  case CompKind::Wgrad:
-    return "wgrad";
-  }
-  return "?";
+  return opKindName(toOpKind(kind));
 }
 
 /// validate()'s checks: the first problem found, or an empty string.

@@ -221,8 +221,8 @@ llvm::Error flexpipe::sched::modelCosts(const Program &program,
       c.duration[s] = {0, 0, 0, 0};
       continue; // its instructions' durations follow
     }
-    StageShape shape;
-    shape.module = model.module(name);
+    const StageShape shape{model.module(name), meta.layers, meta.first,
+                           meta.last};
     if (!shape.module) {
       std::string known;
       for (const ModuleModel &m : model.modules)
@@ -231,9 +231,6 @@ llvm::Error flexpipe::sched::modelCosts(const Program &program,
                                      "' (stage " + std::to_string(s) +
                                      " belongs to it); it defines " + known);
     }
-    shape.layers = meta.layers;
-    shape.first = meta.first;
-    shape.last = meta.last;
     StageCost cost = stageCost(shape, model, cluster);
     const double k = sharing[s];
     c.duration[s] = stageDurations(shape, model, cluster, k);
@@ -647,11 +644,8 @@ ActorHoldings flexpipe::sched::actorHoldings(const StageLayout &layout,
         moduleOf(layout, static_cast<int32_t>(s), model);
     if (actors.empty() || !module)
       continue;
-    StageShape shape;
-    shape.module = module;
-    shape.layers = layout.meta[s].layers;
-    shape.first = layout.meta[s].first;
-    shape.last = layout.meta[s].last;
+    const StageShape shape{module, layout.meta[s].layers, layout.meta[s].first,
+                           layout.meta[s].last};
     const StageCost cost = stageCost(shape, model, cluster);
     const double k = static_cast<double>(actors.size());
     for (int32_t a : actors) {
@@ -704,11 +698,7 @@ AfterPipeline flexpipe::sched::afterPipeline(const StageLayout &layout,
           y.module != x.module || y.layers != x.layers || y.first != x.first ||
           y.last != x.last || firstBlock[t] != firstBlock[s])
         continue;
-      StageShape shape;
-      shape.module = module;
-      shape.layers = x.layers;
-      shape.first = x.first;
-      shape.last = x.last;
+      const StageShape shape{module, x.layers, x.first, x.last};
       const int32_t b = layout.actorsOf[t].front();
       exchange[{std::min(a, b), std::max(a, b)}] +=
           stageCost(shape, model, cluster).parameters *

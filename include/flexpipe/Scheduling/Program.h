@@ -84,7 +84,13 @@ inline bool makesInputGradient(OpKind kind) {
 inline bool endsBackward(OpKind kind) {
   return kind == OpKind::Bwd || kind == OpKind::Wgrad;
 }
-OpKind toOpKind(CompKind kind);
+/// The scheduler's computation kinds are the first four op kinds, in order.
+static_assert(
+    static_cast<int>(OpKind::Fwd) == static_cast<int>(CompKind::Fwd) &&
+    static_cast<int>(OpKind::Bwd) == static_cast<int>(CompKind::Bwd) &&
+    static_cast<int>(OpKind::Igrad) == static_cast<int>(CompKind::Igrad) &&
+    static_cast<int>(OpKind::Wgrad) == static_cast<int>(CompKind::Wgrad));
+inline OpKind toOpKind(CompKind kind) { return static_cast<OpKind>(kind); }
 
 struct ProgOp {
   OpKind kind;
