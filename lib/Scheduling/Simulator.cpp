@@ -551,7 +551,6 @@ SimResult Simulator::run(const SimCosts &costs) const {
   r.idle.assign(n, 0);
   r.bubble.assign(n, 0);
   r.peakActivation.assign(n, 0);
-  r.staticBytes.assign(n, 0);
   r.totalBytes.assign(n, 0);
   r.overMemory.assign(n, false);
   r.start.resize(n);
