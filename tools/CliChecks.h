@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 namespace flexpipe {
 
@@ -64,6 +65,35 @@ inline CLI::Validator positiveNumber() {
         return {};
       },
       "POSITIVE");
+}
+
+/// The items of a comma-separated list, empty ones included.
+inline std::vector<std::string> commaItems(const std::string &text) {
+  std::vector<std::string> items(1);
+  for (char c : text) {
+    if (c == ',')
+      items.emplace_back();
+    else
+      items.back() += c;
+  }
+  return items;
+}
+
+/// A comma-separated list whose every item passes `item`. (CLI11's own
+/// delimiter drops empty items silently: `--pp 1,,2` would read as 1,2.)
+inline CLI::Validator commaList(CLI::Validator item) {
+  const std::string name = "LIST";
+  return CLI::Validator(
+      [item](std::string &text) -> std::string {
+        for (std::string part : commaItems(text)) {
+          if (part.empty())
+            return "'" + text.substr(0, 40) + "' has an empty item";
+          if (std::string error = item(part); !error.empty())
+            return error;
+        }
+        return {};
+      },
+      name);
 }
 
 } // namespace flexpipe

@@ -19,10 +19,12 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <fstream>
 #include <initializer_list>
 #include <limits>
 #include <set>
 #include <sstream>
+#include <vector>
 
 using namespace flexpipe::sched;
 using flexpipe::kMaxActors;
@@ -156,7 +158,20 @@ public:
 
   YAML::Node load() const {
     try {
-      return text ? YAML::Load(*text) : YAML::LoadFile(path);
+      std::vector<YAML::Node> documents;
+      if (text) {
+        documents = YAML::LoadAll(*text);
+      } else {
+        std::ifstream in(path);
+        if (!in)
+          throw YAML::BadFile(path);
+        documents = YAML::LoadAll(in);
+      }
+      // A second document ("---") would be ignored without a word.
+      if (documents.size() > 1)
+        fail(documents[1].Mark(), "a second YAML document; the file must "
+                                  "hold one");
+      return documents.empty() ? YAML::Node() : documents.front();
     } catch (const YAML::BadFile &) {
       throw Problem{path + ": error: cannot open the file"};
     } catch (const YAML::ParserException &e) {
@@ -270,6 +285,11 @@ MachineProfile readMeasured(const Reader &r, const YAML::Node &node) {
                                 name + "'");
       l.hidden = r.integer(r.required(item, "hidden", lwhat), "hidden", 1);
       l.seq = r.integer(r.required(item, "seq", lwhat), "seq", 1);
+      // A key of the other kinds would be ignored without a word.
+      const char *other = l.kind == MeasuredLayer::Block ? "vocab" : "heads";
+      if (item[other])
+        r.fail(item[other].Mark(), "key '" + std::string(other) +
+                                       "' is not for a layer of kind " + name);
       if (l.kind == MeasuredLayer::Block)
         l.heads = r.integer(r.required(item, "heads", lwhat), "heads", 1);
       else
@@ -414,7 +434,7 @@ llvm::Error flexpipe::sched::loadCluster(const std::string &path,
       r.fail(efficiency.Mark(), "key 'efficiency' is a fraction of the peak "
                                 "and must be at most 1");
     cluster.memoryBytes = r.number(r.required(root, "memory_bytes", what),
-                                   "memory_bytes", 0, true);
+                                   "memory_bytes", 1, false);
     cluster.intraNode =
         readLink(r, r.required(root, "intra_node", what), "intra_node");
     cluster.interNode =

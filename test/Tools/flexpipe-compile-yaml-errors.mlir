@@ -42,6 +42,16 @@
 // RUN: not flexpipe-compile %t/spec.mlir --model %t/many-layers.yaml --cluster %t/good-cluster.yaml 2>&1 | FileCheck %s --check-prefix=LAYERS
 // RUN: not flexpipe-tune --model %t/good-model.yaml --cluster %t/many-devices.yaml -o %t/tune-many 2>&1 | FileCheck %s --check-prefix=DEVICES
 // RUN: not flexpipe-compile %t/spec.mlir --model %t/empty.yaml --cluster %t/good-cluster.yaml 2>&1 | FileCheck %s --check-prefix=EMPTYFILE
+// Keys and documents that would be ignored without a word, and a memory
+// below one byte.
+// RUN: not flexpipe-compile %t/spec.mlir --model %t/good-model.yaml --cluster %t/two-documents.yaml 2>&1 | FileCheck %s --check-prefix=TWODOCS
+// RUN: not flexpipe-compile %t/spec.mlir --model %t/good-model.yaml --cluster %t/block-vocab.yaml --emit=report 2>&1 | FileCheck %s --check-prefix=BLOCKVOCAB
+// RUN: not flexpipe-compile %t/spec.mlir --model %t/good-model.yaml --cluster %t/head-heads.yaml --emit=report 2>&1 | FileCheck %s --check-prefix=HEADHEADS
+// RUN: not flexpipe-compile %t/spec.mlir --model %t/good-model.yaml --cluster %t/tiny-memory.yaml --emit=report 2>&1 | FileCheck %s --check-prefix=TINYMEM
+// TWODOCS: two-documents.yaml:8:1: error: a second YAML document; the file must hold one
+// BLOCKVOCAB: block-vocab.yaml:10:59: error: key 'vocab' is not for a layer of kind block
+// HEADHEADS: head-heads.yaml:10:60: error: key 'heads' is not for a layer of kind head
+// TINYMEM: tiny-memory.yaml:5:15: error: key 'memory_bytes' must be at least 1, got 1e-300
 // LAYERS: many-layers.yaml:4:25: error: key 'layers' must be at most 1048576, got 2000000
 // DEVICES: many-devices.yaml:1:10: error: key 'devices' must be at most 65536, got 1048576
 // EMPTYFILE: empty.yaml:1:1: error:
@@ -247,6 +257,45 @@ measured:
   layers:
     - {kind: block, hidden: 64, seq: 32, heads: 4, micro_batch: 1, fwd_s: 1e-3, igrad_s: 1e-3, wgrad_s: 1e-3}
     - {kind: block, hidden: 64, seq: 32, heads: 4, micro_batch: 1, fwd_s: 0.5, igrad_s: 0.5, wgrad_s: 0.5}
+//--- two-documents.yaml
+devices: 2
+devices_per_node: 2
+peak_flops: 1e12
+efficiency: 0.5
+memory_bytes: 1e9
+intra_node: {bandwidth_bytes_per_s: 1e9, latency_s: 1e-6}
+---
+inter_node: {bandwidth_bytes_per_s: 1e8, latency_s: 1e-5}
+//--- block-vocab.yaml
+devices: 2
+devices_per_node: 2
+peak_flops: 1e12
+efficiency: 0.5
+memory_bytes: 1e9
+intra_node: {bandwidth_bytes_per_s: 1e9, latency_s: 1e-6}
+inter_node: {bandwidth_bytes_per_s: 1e8, latency_s: 1e-5}
+measured:
+  layers:
+    - {kind: block, hidden: 64, seq: 32, heads: 4, vocab: 256, micro_batch: 1, fwd_s: 1e-3, igrad_s: 1e-3, wgrad_s: 1e-3}
+//--- head-heads.yaml
+devices: 2
+devices_per_node: 2
+peak_flops: 1e12
+efficiency: 0.5
+memory_bytes: 1e9
+intra_node: {bandwidth_bytes_per_s: 1e9, latency_s: 1e-6}
+inter_node: {bandwidth_bytes_per_s: 1e8, latency_s: 1e-5}
+measured:
+  layers:
+    - {kind: head, hidden: 64, seq: 32, vocab: 256, heads: 4, micro_batch: 1, fwd_s: 1e-3, igrad_s: 1e-3, wgrad_s: 1e-3}
+//--- tiny-memory.yaml
+devices: 2
+devices_per_node: 2
+peak_flops: 1e12
+efficiency: 0.5
+memory_bytes: 1e-300
+intra_node: {bandwidth_bytes_per_s: 1e9, latency_s: 1e-6}
+inter_node: {bandwidth_bytes_per_s: 1e8, latency_s: 1e-5}
 //--- many-layers.yaml
 global_batch_size: 8
 micro_batch_size: 1

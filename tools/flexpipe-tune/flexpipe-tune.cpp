@@ -54,8 +54,7 @@ struct Options {
   int64_t exact = 16;
   bool exhaustive = false;
   int threads = 0;
-  std::vector<int64_t> pp, mbs;
-  std::vector<std::string> placements;
+  std::vector<std::string> pp, mbs, placements; // comma-separated lists
   std::string vocabParallel = "auto", separation = "auto";
   bool allowFwdFirst = false;
   std::string progress = "auto";
@@ -281,6 +280,13 @@ void addOptions(CLI::App &app, Options &o) {
       ->check(CLI::ExistingFile);
   app.add_option("--memory-limit", o.memoryLimit,
                  "Device memory, e.g. 80GiB or 75e9 (default: the cluster's)")
+      ->check([](const std::string &text) -> std::string {
+        if (parseBytes(text))
+          return {};
+        return "'" + text.substr(0, 40) +
+               "' is not a size from 1 B to 1e18 B (e.g. 80GiB, 75e9, "
+               "512MiB)";
+      })
       ->type_name("BYTES");
   app.add_option("--top", o.top,
                  "How many of the best to write as specs and print")
@@ -299,22 +305,22 @@ void addOptions(CLI::App &app, Options &o) {
                "docs/Tuning.md)");
   app.add_option("--threads", o.threads,
                  "Worker threads (default: all hardware threads)")
-      ->check(flexpipe::integerAtLeast(0));
+      ->check(flexpipe::integerAtLeast(0, 4096));
   app.add_option("--pp", o.pp, "Only these pipeline sizes (comma-separated)")
-      ->delimiter(',')
-      ->check(flexpipe::integerAtLeast(1, flexpipe::kMaxActors))
+      ->check(flexpipe::commaList(
+          flexpipe::integerAtLeast(1, flexpipe::kMaxActors)))
       ->type_name("LIST");
   app.add_option("--mbs", o.mbs,
                  "Only these micro-batch sizes (comma-separated)")
-      ->delimiter(',')
-      ->check(flexpipe::integerAtLeast(1, flexpipe::kMaxCount))
+      ->check(
+          flexpipe::commaList(flexpipe::integerAtLeast(1, flexpipe::kMaxCount)))
       ->type_name("LIST");
   app.add_option("--placements", o.placements,
                  "Only these placements (comma-separated: one_to_one, "
                  "circular, vshape, bidirectional, vshape_bidirectional)")
-      ->delimiter(',')
-      ->check(CLI::IsMember({"one_to_one", "circular", "vshape",
-                             "bidirectional", "vshape_bidirectional"}))
+      ->check(flexpipe::commaList(
+          CLI::IsMember({"one_to_one", "circular", "vshape", "bidirectional",
+                         "vshape_bidirectional"})))
       ->type_name("LIST");
   app.add_option("--vocab-parallel", o.vocabParallel,
                  "The MLLM placement (embedding and LM head split along the "
@@ -388,29 +394,25 @@ bool tuneOptionsOf(const Options &o, const Profile *profile,
     return false;
   options.gpus = o.gpus;
   options.globalBatch = o.globalBatch;
-  if (!o.memoryLimit.empty()) {
-    std::optional<double> bytes = parseBytes(o.memoryLimit);
-    if (!bytes) {
-      llvm::errs() << "flexpipe-tune: --memory-limit '" << o.memoryLimit
-                   << "' is not a size from 1 B to 1e18 B (e.g. 80GiB, 75e9, "
-                      "512MiB)\n";
-      return false;
-    }
-    options.memoryLimit = *bytes;
-  }
+  if (std::optional<double> bytes = parseBytes(o.memoryLimit))
+    options.memoryLimit = *bytes; // (checked while parsing; empty: not given)
   // Each listed value once (--pp 4,4 searched every pp 4 candidate twice).
   auto once = [](auto &list, const auto &value) {
     if (std::find(list.begin(), list.end(), value) == list.end())
       list.push_back(value);
   };
-  for (int64_t pp : o.pp)
-    once(options.pp, pp);
-  for (int64_t mbs : o.mbs)
-    once(options.mbs, mbs);
-  for (const std::string &name : o.placements)
-    for (int p = 0; p < kNumTunePlacements; ++p)
-      if (name == tunePlacementName(static_cast<TunePlacement>(p)))
-        once(options.placements, static_cast<TunePlacement>(p));
+  // (Each item was checked while parsing.)
+  for (const std::string &list : o.pp)
+    for (const std::string &item : flexpipe::commaItems(list))
+      once(options.pp, std::stoll(item));
+  for (const std::string &list : o.mbs)
+    for (const std::string &item : flexpipe::commaItems(list))
+      once(options.mbs, std::stoll(item));
+  for (const std::string &list : o.placements)
+    for (const std::string &name : flexpipe::commaItems(list))
+      for (int p = 0; p < kNumTunePlacements; ++p)
+        if (name == tunePlacementName(static_cast<TunePlacement>(p)))
+          once(options.placements, static_cast<TunePlacement>(p));
   auto choice = [](const std::string &value) {
     return value == "on"    ? TuneOptions::Choice::On
            : value == "off" ? TuneOptions::Choice::Off
