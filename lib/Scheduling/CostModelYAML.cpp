@@ -328,14 +328,14 @@ llvm::Error flexpipe::sched::loadModel(const std::string &path,
     if (root["name"])
       model.name = r.name(root["name"]);
     if (YAML::Node dtype = root["dtype"]) {
-      const std::string d = r.string(dtype, "dtype");
-      if (d == "bf16" || d == "fp16")
+      model.dtype = r.string(dtype, "dtype");
+      if (model.dtype == "bf16" || model.dtype == "fp16")
         model.dtypeBytes = 2;
-      else if (d == "fp32")
+      else if (model.dtype == "fp32")
         model.dtypeBytes = 4;
       else
-        r.fail(dtype.Mark(),
-               "key 'dtype' must be bf16, fp16 or fp32, got '" + d + "'");
+        r.fail(dtype.Mark(), "key 'dtype' must be bf16, fp16 or fp32, got '" +
+                                 model.dtype + "'");
     }
     if (YAML::Node attention = root["attention"]) {
       const std::string a = r.string(attention, "attention");
@@ -580,7 +580,7 @@ std::string flexpipe::sched::formatModel(const ModelConfig &model,
   os << "# " << model.name << " at micro-batch size " << mbs
      << ", global batch " << globalBatch << "\n"
      << "name: " << yamlQuoted(model.name) << "\n"
-     << "dtype: " << (model.dtypeBytes == 4 ? "fp32" : "bf16") << "\n"
+     << "dtype: " << model.dtype << "\n"
      << (model.flashAttention ? "attention: flash\n" : "")
      << "global_batch_size: " << globalBatch << "\n"
      << "micro_batch_size: " << mbs << "\n"

@@ -49,6 +49,8 @@ struct ModelConfig {
   std::string name;
   /// Bytes per element of weights, activations and messages (bf16: 2).
   int64_t dtypeBytes = 2;
+  /// The model file's `dtype` (bf16, fp16 or fp32), written back as read.
+  std::string dtype = "bf16";
   /// Attention keeps its scores' softmax for the backward (Korthikanti's
   /// 5 a s / h term), or, flash-style, only a log-sum-exp per query row and
   /// head (fp32): the model file's `attention: materialized | flash`.
