@@ -236,9 +236,9 @@ def GradientSeparationPass
            "flexpipe-compile --dp and flexpipe-tune lay them out)">,
     Option<"memoryBound", "memory-bound", "double", "0",
            "Peak activation memory allowed per actor, in the costs' units "
-           "(bytes with a model); 0: the schedule's peak without separation "
-           "(each actor's static plus activation memory within the largest "
-           "such sum). "
+           "(bytes with a model); 0: the input schedule's peak with every "
+           "weight gradient right after its input gradient (each actor's "
+           "static plus activation memory within the largest such sum). "
            "A spec's `flexpipe.optimize memory_bound(...)` takes precedence">,
     Option<"maxRounds", "max-rounds", "int64_t", "2000",
            "Most stash-and-insert attempts per schedule">,
