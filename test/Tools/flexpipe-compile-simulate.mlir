@@ -13,6 +13,16 @@
 // UNIT-NEXT: 3      16 steps      6 steps       27.3%    1 mb
 // UNIT:      critical path (22 computations): 0F0 -> 1F0 -> 2F0 -> 3F0 -> 3B0 -> 3F1
 
+// With --time-model=cost and no files the report times what the scheduler
+// timed: 1, 2, 1, 1 units per layer for F, B, I and W (every computation was
+// one step: ZB-H1 then looked slower than 1F1B, 27 against 22). 1F1B: the
+// closed form (m + p - 1)(1 + 2) = 33; ZB-H1's weight gradients fill its
+// bubbles.
+// RUN: flexpipe-compile %schedules/1f1b.mlir --time-model=cost --emit=report | FileCheck %s --check-prefix=COST1F1B
+// RUN: flexpipe-compile %schedules/zb-h1.mlir --time-model=cost --emit=report | FileCheck %s --check-prefix=COSTZB
+// COST1F1B: iteration time 33 units, bubble ratio 27.3%
+// COSTZB:   iteration time 27 units, bubble ratio 11.1%
+
 // The GPT 5B model with a 1M vocabulary on A800s: the last stage carries the
 // LM head (about 31 layers' worth of FLOPs) and the first the embedding.
 // RUN: flexpipe-compile %schedules/1f1b.mlir --model %S/../../configs/models/gpt-5b-1m.yaml --cluster %S/../../configs/clusters/a800.yaml --microbatches 32 --emit=report | FileCheck %s --check-prefix=GPT

@@ -54,7 +54,9 @@ int flexpipe::parseCompileOptions(int argc, char **argv,
                  "per layer, or the cost model's durations with --model and "
                  "--cluster; the step model's order is kept when it finishes "
                  "earlier under those costs, or, with --model and --cluster, "
-                 "in the simulation with messages and shared cores)")
+                 "in the simulation with messages and shared cores); without "
+                 "--model, --cluster and --profile, report, svg and trace "
+                 "time the program the same way")
       ->check(CLI::IsMember({"step", "cost"}))
       ->capture_default_str();
   app.add_option("--step-rule", options.stepRule,

@@ -399,8 +399,8 @@ scheduleSpecs(MLIRContext &context, ModuleOp module,
 }
 
 /// --emit=report|svg|trace: one schedule simulated with the costs the options
-/// give (model and cluster, a profile, or one unit per computation).
-/// `program` (of `schedule`) timed on the costs of `inputs`.
+/// give (model and cluster, a profile, or else by --time-model: one unit per
+/// computation, or 1, 2, 1, 1 per layer as the scheduler timed them).
 static LogicalResult
 simulate(ScheduleOp schedule, const sched::Program &program,
          const CompileOptions &options, const sched::CostInputs &inputs,
@@ -408,8 +408,11 @@ simulate(ScheduleOp schedule, const sched::Program &program,
   sched::Simulator simulator;
   if (llvm::Error error = simulator.prepare(program))
     return schedule.emitError() << llvm::toString(std::move(error));
-  if (llvm::Error error = sched::programCosts(program, inputs, options.dp,
-                                              sched::TimeModel::Step, costs))
+  const sched::TimeModel withoutFiles = options.timeModel == "cost"
+                                            ? sched::TimeModel::Cost
+                                            : sched::TimeModel::Step;
+  if (llvm::Error error =
+          sched::programCosts(program, inputs, options.dp, withoutFiles, costs))
     return schedule.emitError() << llvm::toString(std::move(error));
   result = simulator.run(costs);
   return success();
