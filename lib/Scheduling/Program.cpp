@@ -9,6 +9,7 @@
 #include "flexpipe/Scheduling/Program.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 
 #include <algorithm>
 #include <map>
@@ -303,87 +304,214 @@ std::optional<VerifyFailure> checkShape(const Program &p) {
   return f;
 }
 
-/// Operands in range, tokens waited once, every forward with its backward,
-/// every micro-batch computed: what verify() checks before replaying.
-std::optional<VerifyFailure> checkStatic(const Program &p) {
-  auto failure = [&](int32_t a, int32_t i, std::string message) {
-    return failureAt(a, i, std::move(message));
-  };
-  auto describe = [&](int32_t a, int32_t i) { return describeOp(p, a, i); };
-  std::vector<int32_t> tokenUses;
-  const int64_t cells =
-      static_cast<int64_t>(p.numStages) * std::max(1, p.numMicrobatches);
-  // Per (stage, mb): 1 + the actor and index of its forward, packed.
-  std::vector<int64_t> fwdAt(cells, 0);
-  std::vector<int8_t> backAt(cells, 0);
+/// A computation of checkStatic: where its (stage, micro-batch) is, and
+/// whether it is a forward or ends the backward.
+struct Computed {
+  int32_t stage, mb, actor, index;
+  bool forward;
+};
+
+/// Operands in range, tokens waited once; collects the computations.
+std::optional<VerifyFailure> checkOperands(const Program &p,
+                                           std::vector<Computed> &computed) {
+  llvm::DenseSet<int32_t> waited;
   for (int32_t a = 0; a < p.numActors; ++a) {
     for (int32_t i = 0; i < static_cast<int32_t>(p.actors[a].size()); ++i) {
       const ProgOp &op = p.actors[a][i];
       if (op.kind == OpKind::Wait) {
         if (op.token < 0)
-          return failure(a, i, "wait names no transfer");
-        if (op.token >= static_cast<int32_t>(tokenUses.size()))
-          tokenUses.resize(op.token + 1, 0);
-        if (++tokenUses[op.token] > 1)
-          return failure(a, i, "a transfer is waited twice");
+          return failureAt(a, i, "wait names no transfer");
+        if (!waited.insert(op.token).second)
+          return failureAt(a, i, "a transfer is waited twice");
         continue;
       }
       if (op.stage < 0 || op.stage >= p.numStages || op.mb < 0 ||
           op.mb >= p.numMicrobatches)
-        return failure(a, i, describe(a, i) + " is out of range");
-      const int64_t cell =
-          static_cast<int64_t>(op.stage) * p.numMicrobatches + op.mb;
-      if (op.kind == OpKind::Fwd)
-        fwdAt[cell] = 1 + (static_cast<int64_t>(a) << 32 | i);
-      if (endsBackward(op.kind))
-        backAt[cell] = 1;
+        return failureAt(a, i, describeOp(p, a, i) + " is out of range");
+      if (op.kind == OpKind::Fwd || endsBackward(op.kind))
+        computed.push_back({op.stage, op.mb, a, i, op.kind == OpKind::Fwd});
       if (isTransfer(op.kind) &&
           (op.peer < 0 || op.peer >= p.numActors || op.peer == a))
-        return failure(a, i, describe(a, i) + " names an invalid peer");
+        return failureAt(a, i, describeOp(p, a, i) + " names an invalid peer");
       if (isCollective(op.kind) &&
           (op.group < 0 || op.group >= static_cast<int32_t>(p.groups.size())))
-        return failure(a, i, describe(a, i) + " has no group");
-    }
-  }
-  for (int32_t s = 0; s < p.numStages; ++s)
-    for (int32_t mb = 0; mb < p.numMicrobatches; ++mb) {
-      const int64_t cell = static_cast<int64_t>(s) * p.numMicrobatches + mb;
-      if (fwdAt[cell] && !backAt[cell]) {
-        VerifyFailure f;
-        std::ostringstream os;
-        os << "stage " << s << " micro-batch " << mb
-           << " runs a forward but never completes its backward; every "
-              "forward needs a bwd (or igrad and wgrad)";
-        f.message = os.str();
-        const int64_t at = fwdAt[cell] - 1;
-        f.at.push_back({static_cast<int32_t>(at >> 32),
-                        static_cast<int32_t>(at & 0xffffffff), ""});
-        return f;
-      }
-    }
-  // Every micro-batch is computed: the runtime averages the loss and the
-  // gradients over all of them.
-  // (A program of registered instructions only computes nothing.)
-  bool anyComputation = false;
-  for (const std::vector<ProgOp> &ops : p.actors)
-    for (const ProgOp &op : ops)
-      anyComputation |= isCompute(op.kind);
-  for (int32_t mb = 0; anyComputation && mb < p.numMicrobatches; ++mb) {
-    bool computed = false;
-    for (int32_t s = 0; s < p.numStages && !computed; ++s)
-      computed = fwdAt[static_cast<int64_t>(s) * p.numMicrobatches + mb] != 0;
-    if (!computed) {
-      VerifyFailure f;
-      std::ostringstream os;
-      os << "micro-batch " << mb << " is never computed, but the schedule has "
-         << p.numMicrobatches
-         << " micro-batches; every one needs its forward and backward on "
-            "every stage";
-      f.message = os.str();
-      return f;
+        return failureAt(a, i, describeOp(p, a, i) + " has no group");
     }
   }
   return std::nullopt;
+}
+
+/// "actors 0, 2 and 3".
+std::string actorList(const std::vector<int32_t> &actors) {
+  std::ostringstream os;
+  os << (actors.size() == 1 ? "actor " : "actors ");
+  for (size_t i = 0; i < actors.size(); ++i)
+    os << (i == 0 ? "" : i + 1 == actors.size() ? " and " : ", ") << actors[i];
+  return os.str();
+}
+
+/// Per (stage, micro-batch), in that order: a forward has its backward and
+/// a backward its forward, on every member of a shared stage.
+std::optional<VerifyFailure> checkPairs(const Program &p,
+                                        std::vector<Computed> &computed) {
+  std::sort(computed.begin(), computed.end(),
+            [](const Computed &x, const Computed &y) {
+              return std::tie(x.stage, x.mb, x.actor, x.index) <
+                     std::tie(y.stage, y.mb, y.actor, y.index);
+            });
+  const std::vector<std::vector<int32_t>> members = stageActors(p);
+  std::vector<bool> shared(p.numStages, false);
+  for (int32_t s : p.sharedStages)
+    if (s >= 0 && s < p.numStages)
+      shared[s] = true;
+  for (size_t begin = 0, end; begin < computed.size(); begin = end) {
+    const Computed &first = computed[begin];
+    std::vector<int32_t> fwdOn, backOn; // actors, ascending
+    const Computed *fwd = nullptr, *back = nullptr;
+    for (end = begin;
+         end < computed.size() && computed[end].stage == first.stage &&
+         computed[end].mb == first.mb;
+         ++end) {
+      const Computed &c = computed[end];
+      std::vector<int32_t> &on = c.forward ? fwdOn : backOn;
+      if (on.empty() || on.back() != c.actor)
+        on.push_back(c.actor);
+      if (c.forward && !fwd)
+        fwd = &c;
+      if (!c.forward && !back)
+        back = &c;
+    }
+    std::ostringstream os;
+    os << "stage " << first.stage << " micro-batch " << first.mb;
+    if (fwd && !back)
+      return failureAt(fwd->actor, fwd->index,
+                       os.str() + " runs a forward but never completes its "
+                                  "backward; every forward needs a bwd (or "
+                                  "igrad and wgrad)");
+    if (back && !fwd)
+      return failureAt(back->actor, back->index,
+                       os.str() + " completes a backward but runs no forward; "
+                                  "every backward needs its forward");
+    const std::vector<int32_t> &all = members[first.stage];
+    if (shared[first.stage] && (fwdOn != all || backOn != all)) {
+      const bool forwards = fwdOn != all;
+      os << " runs its " << (forwards ? "forward" : "backward") << " on "
+         << actorList(forwards ? fwdOn : backOn) << " only, but the stage is "
+         << "shared by " << actorList(all) << "; every member computes its "
+         << "part for every micro-batch";
+      return failureAt(fwd->actor, fwd->index, os.str());
+    }
+  }
+  return std::nullopt;
+}
+
+/// Every micro-batch is computed (the runtime averages the loss and the
+/// gradients over all of them), on every stage of each part of the stage
+/// DAG it enters, and on one part per module: a bidirectional pipeline's
+/// down and up copies are two parts of one module, and a micro-batch that
+/// took both would count its gradient twice. `computed` is in checkPairs'
+/// order.
+std::optional<VerifyFailure>
+checkMicrobatches(const Program &p, std::vector<Computed> &computed) {
+  // (A program of registered instructions only computes nothing.)
+  if (computed.empty())
+    return std::nullopt;
+  // The stage DAG's weakly connected parts and how many stages each has.
+  std::vector<int32_t> part(p.numStages);
+  for (int32_t s = 0; s < p.numStages; ++s)
+    part[s] = s;
+  auto root = [&](int32_t s) {
+    while (part[s] != s)
+      s = part[s] = part[part[s]];
+    return s;
+  };
+  for (auto [from, to] : p.edges)
+    if (from >= 0 && from < p.numStages && to >= 0 && to < p.numStages)
+      part[root(from)] = root(to);
+  const bool modules = static_cast<int32_t>(p.stageMeta.size()) == p.numStages;
+  std::vector<int32_t> size(p.numStages, 0);
+  for (int32_t s = 0; s < p.numStages; ++s)
+    if (!modules || !p.stageMeta[s].isRegistered())
+      ++size[root(s)];
+  // One forward per (stage, micro-batch), by micro-batch.
+  computed.erase(std::remove_if(computed.begin(), computed.end(),
+                                [](const Computed &c) { return !c.forward; }),
+                 computed.end());
+  computed.erase(std::unique(computed.begin(), computed.end(),
+                             [](const Computed &x, const Computed &y) {
+                               return x.stage == y.stage && x.mb == y.mb;
+                             }),
+                 computed.end());
+  std::stable_sort(
+      computed.begin(), computed.end(),
+      [](const Computed &x, const Computed &y) { return x.mb < y.mb; });
+  std::vector<int32_t> count(p.numStages, 0);
+  size_t begin = 0;
+  for (int32_t mb = 0; mb < p.numMicrobatches; ++mb) {
+    size_t end = begin;
+    while (end < computed.size() && computed[end].mb == mb)
+      ++end;
+    std::ostringstream os;
+    os << "micro-batch " << mb;
+    if (begin == end)
+      return VerifyFailure{
+          os.str() + " is never computed, but the schedule has " +
+              std::to_string(p.numMicrobatches) +
+              " micro-batches; every one needs its forward and backward on "
+              "every stage",
+          {}};
+    for (size_t i = begin; i < end; ++i)
+      ++count[root(computed[i].stage)];
+    std::optional<VerifyFailure> failure;
+    std::map<int32_t, const Computed *> partOfModule;
+    for (size_t i = begin; i < end && !failure; ++i) {
+      const Computed &c = computed[i];
+      const int32_t r = root(c.stage);
+      if (count[r] != size[r]) {
+        os << " runs " << count[r] << " of the " << size[r]
+           << " stages connected to stage " << c.stage
+           << "; it needs its forward and backward on every one";
+        failure = failureAt(c.actor, c.index, os.str());
+        break;
+      }
+      if (!modules)
+        continue;
+      const int32_t module = p.stageMeta[c.stage].module;
+      auto [it, added] = partOfModule.insert({module, &c});
+      if (!added && root(it->second->stage) != r) {
+        os << " runs stage " << it->second->stage << " and stage " << c.stage
+           << " of module '"
+           << (module >= 0 &&
+                       module < static_cast<int32_t>(p.moduleNames.size())
+                   ? p.moduleNames[module]
+                   : std::to_string(module))
+           << "', which no stage edge connects (two directions of a "
+              "bidirectional pipeline); a micro-batch takes one";
+        failure = failureAt(c.actor, c.index, os.str());
+        failure->at.push_back(
+            {it->second->actor, it->second->index, "its other forward"});
+      }
+    }
+    if (failure)
+      return failure;
+    for (size_t i = begin; i < end; ++i)
+      count[root(computed[i].stage)] = 0;
+    begin = end;
+  }
+  return std::nullopt;
+}
+
+/// Operands in range, tokens waited once, every forward with its backward,
+/// every micro-batch computed: what verify() checks before replaying. Time
+/// and memory grow with the program's computations, not with its stages
+/// times micro-batches.
+std::optional<VerifyFailure> checkStatic(const Program &p) {
+  std::vector<Computed> computed;
+  if (auto f = checkOperands(p, computed))
+    return f;
+  if (auto f = checkPairs(p, computed))
+    return f;
+  return checkMicrobatches(p, computed);
 }
 
 /// Builds a ProgramGraph: static matching, then a replay to the end.
@@ -1060,11 +1188,16 @@ std::optional<VerifyFailure> flexpipe::sched::buildGraph(const Program &program,
   return Replay(program, rule, graph, checkData).run();
 }
 
-std::optional<VerifyFailure> flexpipe::sched::verify(const Program &program,
-                                                     ChannelRule rule) {
+std::optional<VerifyFailure>
+flexpipe::sched::verifyComputations(const Program &program) {
   if (auto f = checkShape(program))
     return f;
-  if (auto f = checkStatic(program))
+  return checkStatic(program);
+}
+
+std::optional<VerifyFailure> flexpipe::sched::verify(const Program &program,
+                                                     ChannelRule rule) {
+  if (auto f = verifyComputations(program))
     return f;
   ProgramGraph graph;
   return buildGraph(program, rule, graph, /*checkData=*/true);

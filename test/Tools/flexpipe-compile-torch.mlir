@@ -51,7 +51,7 @@
 
 // PyTorch's own 1F1B generator numbers the last rank's micro-batches from 1.
 // RUN: not flexpipe-compile %S/Inputs/torch-1f1b-pp2-m4.csv --emit=text 2>&1 | FileCheck %s --check-prefix=BUG
-// BUG: torch-1f1b-pp2-m4.csv:2:25: error: stage 1 micro-batch 4 runs a forward but never completes its backward; every forward needs a bwd (or igrad and wgrad)
+// BUG: torch-1f1b-pp2-m4.csv:2:5: error: stage 1 micro-batch 0 completes a backward but runs no forward; every backward needs its forward
 
 // A compute_comms file is checked with PyTorch's rule: one FIFO channel per
 // rank pair.

@@ -262,3 +262,106 @@ flexpipe.schedule @unreceived actors(3) stages(2) microbatches(1) {
   }  flexpipe.actor 2 {
   }
 }
+
+// -----
+
+// Tests a backward with no forward (reported there, before any message is
+// matched: it was reported as a receive taking another micro-batch's
+// message, at ops the user never wrote).
+flexpipe.schedule @no_forward actors(1) stages(1) microbatches(2) {
+  flexpipe.actor 0 {
+    flexpipe.fwd stage 0 mb 1
+    // expected-error @+1 {{stage 0 micro-batch 0 completes a backward but runs no forward; every backward needs its forward}}
+    flexpipe.bwd stage 0 mb 0
+    flexpipe.bwd stage 0 mb 1
+  }
+}
+
+// -----
+
+// Tests a micro-batch that takes both directions of a bidirectional pipeline
+// (its gradient counted twice; this verified and simulated).
+flexpipe.schedule @both_ways actors(2) stages(4) microbatches(2) edges [0 -> 1, 2 -> 3] stage_info [#flexpipe.stage_info<"gpt", 1, first>, #flexpipe.stage_info<"gpt", 1, last>, #flexpipe.stage_info<"gpt", 1, first>, #flexpipe.stage_info<"gpt", 1, last>] {
+  flexpipe.actor 0 {
+    // expected-note @+1 {{its other forward}}
+    flexpipe.fwd stage 0 mb 0
+    flexpipe.send_act stage 0 mb 0 to 1
+    flexpipe.fwd stage 0 mb 1
+    flexpipe.send_act stage 0 mb 1 to 1
+    flexpipe.recv_act stage 3 mb 0 from 1
+    flexpipe.fwd stage 3 mb 0
+    flexpipe.bwd stage 3 mb 0
+    flexpipe.send_grad stage 3 mb 0 to 1
+    flexpipe.recv_grad stage 0 mb 0 from 1
+    flexpipe.bwd stage 0 mb 0
+    flexpipe.recv_grad stage 0 mb 1 from 1
+    flexpipe.bwd stage 0 mb 1
+  }
+  flexpipe.actor 1 {
+    // expected-error @+1 {{micro-batch 0 runs stage 0 and stage 2 of module 'gpt', which no stage edge connects (two directions of a bidirectional pipeline); a micro-batch takes one}}
+    flexpipe.fwd stage 2 mb 0
+    flexpipe.send_act stage 2 mb 0 to 0
+    flexpipe.recv_act stage 1 mb 0 from 0
+    flexpipe.fwd stage 1 mb 0
+    flexpipe.bwd stage 1 mb 0
+    flexpipe.send_grad stage 1 mb 0 to 0
+    flexpipe.recv_act stage 1 mb 1 from 0
+    flexpipe.fwd stage 1 mb 1
+    flexpipe.bwd stage 1 mb 1
+    flexpipe.send_grad stage 1 mb 1 to 0
+    flexpipe.recv_grad stage 2 mb 0 from 0
+    flexpipe.bwd stage 2 mb 0
+  }
+}
+
+// -----
+
+// Tests a micro-batch that skips a stage of its pipeline.
+flexpipe.schedule @skips actors(2) stages(2) microbatches(2) {
+  flexpipe.actor 0 {
+    flexpipe.fwd stage 0 mb 0
+    flexpipe.send_act stage 0 mb 0 to 1
+    // expected-error @+1 {{micro-batch 1 runs 1 of the 2 stages connected to stage 0; it needs its forward and backward on every one}}
+    flexpipe.fwd stage 0 mb 1
+    flexpipe.recv_grad stage 0 mb 0 from 1
+    flexpipe.bwd stage 0 mb 0
+    flexpipe.bwd stage 0 mb 1
+  }
+  flexpipe.actor 1 {
+    flexpipe.recv_act stage 1 mb 0 from 0
+    flexpipe.fwd stage 1 mb 0
+    flexpipe.bwd stage 1 mb 0
+    flexpipe.send_grad stage 1 mb 0 to 0
+  }
+}
+
+// -----
+
+// Tests a shared (vocabulary-parallel) stage that one member leaves out for
+// a micro-batch: that micro-batch would miss a vocabulary slice.
+flexpipe.schedule @slice actors(2) stages(1) microbatches(2) shared [0] {
+  flexpipe.actor 0 {
+    flexpipe.fwd stage 0 mb 0
+    // expected-error @+1 {{stage 0 micro-batch 1 runs its forward on actor 0 only, but the stage is shared by actors 0 and 1; every member computes its part for every micro-batch}}
+    flexpipe.fwd stage 0 mb 1
+    flexpipe.bwd stage 0 mb 0
+    flexpipe.bwd stage 0 mb 1
+  }
+  flexpipe.actor 1 {
+    flexpipe.fwd stage 0 mb 0
+    flexpipe.bwd stage 0 mb 0
+  }
+}
+
+// -----
+
+// Tests a small program that declares the most stages and micro-batches a
+// schedule may have: the checks take memory per computation (one cell per
+// stage and micro-batch was 2^40 of them: std::bad_alloc).
+flexpipe.schedule @sparse actors(1) stages(1048576) microbatches(1048576) {
+  flexpipe.actor 0 {
+    // expected-error @+1 {{micro-batch 0 runs 1 of the 1048576 stages connected to stage 0; it needs its forward and backward on every one}}
+    flexpipe.fwd stage 0 mb 0
+    flexpipe.bwd stage 0 mb 0
+  }
+}

@@ -609,6 +609,103 @@ TEST_CASE("the verifier finds deadlocks and mismatched channels",
         "backward; every forward needs a bwd (or igrad and wgrad)");
 }
 
+TEST_CASE("the verifier checks each micro-batch's path through the stages",
+          "[verify]") {
+  // Two directions of one module (a bidirectional pipeline): stages 0 -> 1
+  // and 2 -> 3, micro-batch 0 down, 1 up.
+  Program program;
+  program.numActors = 2;
+  program.numStages = 4;
+  program.numMicrobatches = 2;
+  program.edges = {{0, 1}, {2, 3}};
+  program.moduleNames = {"gpt"};
+  program.stageMeta.assign(4, StageMeta{0, 1, false, false});
+  program.actors = {{{OpKind::Fwd, 0, 0},
+                     {OpKind::Fwd, 3, 1},
+                     {OpKind::Bwd, 3, 1},
+                     {OpKind::Bwd, 0, 0}},
+                    {{OpKind::Fwd, 2, 1},
+                     {OpKind::Fwd, 1, 0},
+                     {OpKind::Bwd, 1, 0},
+                     {OpKind::Bwd, 2, 1}}};
+  CHECK_FALSE(verifyComputations(program));
+
+  // Micro-batch 0 also going up counts its gradient twice.
+  Program both = program;
+  both.actors[1].insert(both.actors[1].begin(), {OpKind::Fwd, 2, 0});
+  both.actors[0].insert(both.actors[0].begin() + 1, {OpKind::Fwd, 3, 0});
+  both.actors[0].insert(both.actors[0].begin() + 2, {OpKind::Bwd, 3, 0});
+  both.actors[1].push_back({OpKind::Bwd, 2, 0});
+  std::optional<VerifyFailure> failure = verifyComputations(both);
+  REQUIRE(failure);
+  CHECK(failure->message ==
+        "micro-batch 0 runs stage 0 and stage 2 of module 'gpt', which no "
+        "stage edge connects (two directions of a bidirectional pipeline); a "
+        "micro-batch takes one");
+  REQUIRE(failure->at.size() == 2);
+  CHECK(failure->at[0].actor == 1);
+  CHECK(failure->at[1].actor == 0);
+
+  // Two modules (two towers) are two parts a micro-batch takes both of.
+  Program towers = both;
+  towers.moduleNames = {"image", "text"};
+  towers.stageMeta[2].module = towers.stageMeta[3].module = 1;
+  CHECK_FALSE(verifyComputations(towers));
+
+  // Skipping a stage of the part it entered.
+  Program skips = program;
+  skips.actors[1] = {{OpKind::Fwd, 2, 1}, {OpKind::Bwd, 2, 1}};
+  failure = verifyComputations(skips);
+  REQUIRE(failure);
+  CHECK(failure->message == "micro-batch 0 runs 1 of the 2 stages connected "
+                            "to stage 0; it needs its forward and backward "
+                            "on every one");
+
+  // A backward without its forward is reported at the backward.
+  Program backOnly = program;
+  backOnly.actors[1].erase(backOnly.actors[1].begin() + 1);
+  failure = verifyComputations(backOnly);
+  REQUIRE(failure);
+  CHECK(failure->message == "stage 1 micro-batch 0 completes a backward but "
+                            "runs no forward; every backward needs its "
+                            "forward");
+  CHECK(failure->at[0].actor == 1);
+  CHECK(failure->at[0].index == 1);
+
+  // A shared stage: every member computes every micro-batch.
+  Program shared;
+  shared.numActors = 2;
+  shared.numStages = 1;
+  shared.numMicrobatches = 2;
+  shared.sharedStages = {0};
+  shared.actors = {{{OpKind::Fwd, 0, 0},
+                    {OpKind::Fwd, 0, 1},
+                    {OpKind::Bwd, 0, 0},
+                    {OpKind::Bwd, 0, 1}},
+                   {{OpKind::Fwd, 0, 0}, {OpKind::Bwd, 0, 0}}};
+  failure = verifyComputations(shared);
+  REQUIRE(failure);
+  CHECK(failure->message ==
+        "stage 0 micro-batch 1 runs its forward on actor 0 only, but the "
+        "stage is shared by actors 0 and 1; every member computes its part "
+        "for every micro-batch");
+  shared.actors[1] = shared.actors[0];
+  CHECK_FALSE(verifyComputations(shared));
+
+  // The most stages and micro-batches a schedule may declare, few used:
+  // memory by computations (stages x micro-batches cells were 2^40).
+  Program sparse;
+  sparse.numActors = 1;
+  sparse.numStages = 1 << 20;
+  sparse.numMicrobatches = 1 << 20;
+  sparse.actors.resize(1);
+  for (int32_t mb = 0; mb < sparse.numMicrobatches; ++mb) {
+    sparse.actors[0].push_back({OpKind::Fwd, mb % 2, mb});
+    sparse.actors[0].push_back({OpKind::Bwd, mb % 2, mb});
+  }
+  CHECK_FALSE(verifyComputations(sparse)); // no edges: each stage alone
+}
+
 namespace {
 
 /// A PyTorch order (compute cells only) as a compute program over a chain of

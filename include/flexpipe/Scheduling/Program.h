@@ -257,8 +257,15 @@ struct TransferPair {
 std::vector<TransferPair> mirroredTransferPairs(const Program &program,
                                                 const ProgramGraph &graph);
 
-/// Checks that operands are in range, every forward has its backward and
-/// every micro-batch is computed, then, through buildGraph, that every data
+/// verify()'s checks of the computations alone, which a compute-only program
+/// (before insertCommunication) passes too: operands in range, every forward
+/// with its backward and every backward with its forward (on every member
+/// of a shared stage), every micro-batch computed on every stage of the
+/// part of the stage DAG it enters, and on one part per module (a
+/// bidirectional pipeline's directions are two parts of one module).
+std::optional<VerifyFailure> verifyComputations(const Program &program);
+
+/// Checks verifyComputations(), then, through buildGraph, that every data
 /// dependency is satisfied in program order, that sends and receives match
 /// one to one and in the same order per channel (channels as `rule` says)
 /// and that the programs terminate. Returns the first failure.
