@@ -21,6 +21,7 @@
 #include "flexpipe/Scheduling/GradientSeparation.h"
 #include "flexpipe/Scheduling/EventCore.h"
 
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/Support/ThreadPool.h"
 
 #include <algorithm>
@@ -171,7 +172,14 @@ private:
   /// per instance its members.
   std::vector<int32_t> instanceOf;
   std::vector<std::vector<int32_t>> instanceMembers;
-  std::vector<int32_t> lookup, sameNext; ///< see slotKey
+  /// See slotKey: sized by the items, not by stages times micro-batches
+  /// (a schedule may declare 2^20 of each and use few).
+  llvm::DenseMap<int64_t, int32_t> lookup;
+  std::vector<int32_t> sameNext;
+  int32_t firstOf(OpKind kind, int32_t stage, int32_t mb) const {
+    auto it = lookup.find(slotKey(kind, stage, mb));
+    return it == lookup.end() ? -1 : it->second;
+  }
   /// Per item its place in its actor's sequence; per (stage, micro-batch)
   /// the members of a blocking collective.
   std::vector<int32_t> position;
@@ -203,16 +211,14 @@ int64_t Separator::slotKey(OpKind kind, int32_t stage, int32_t mb) const {
 std::vector<int32_t> Separator::allOf(OpKind kind, int32_t stage,
                                       int32_t mb) const {
   std::vector<int32_t> found;
-  for (int32_t id = lookup[slotKey(kind, stage, mb)]; id >= 0;
-       id = sameNext[id])
+  for (int32_t id = firstOf(kind, stage, mb); id >= 0; id = sameNext[id])
     found.push_back(id);
   return found;
 }
 
 int32_t Separator::findOn(OpKind kind, int32_t stage, int32_t mb,
                           int32_t actor) const {
-  for (int32_t id = lookup[slotKey(kind, stage, mb)]; id >= 0;
-       id = sameNext[id])
+  for (int32_t id = firstOf(kind, stage, mb); id >= 0; id = sameNext[id])
     if (items[id].actor == actor)
       return id;
   return -1;
@@ -220,7 +226,7 @@ int32_t Separator::findOn(OpKind kind, int32_t stage, int32_t mb,
 
 std::string Separator::collectItems() {
   const int32_t numStages = program.numStages, numMbs = program.numMicrobatches;
-  lookup.assign(static_cast<size_t>(numStages) * numMbs * 4, -1);
+  lookup.clear();
   sameNext.clear();
   sequence.assign(program.numActors, {});
   weightsOn.assign(program.numActors, 0);
@@ -250,7 +256,9 @@ std::string Separator::collectItems() {
         sameNext.push_back(-1);
         continue;
       }
-      int32_t *slot = &lookup[slotKey(op.kind, op.stage, op.mb)];
+      // (No other insertion into `lookup` until `slot` is written.)
+      int32_t *slot = &lookup.try_emplace(slotKey(op.kind, op.stage, op.mb), -1)
+                           .first->second;
       while (*slot >= 0) {
         if (items[*slot].actor == a) {
           std::ostringstream os;
