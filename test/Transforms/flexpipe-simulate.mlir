@@ -37,15 +37,16 @@ flexpipe.schedule @gpipe actors(2) stages(2) microbatches(2) stage_info [#flexpi
 // CHECK-LABEL: flexpipe.schedule @sync
 // CHECK-SAME: bubble = array<f64: 0.33333333333333331, 0.33333333333333331>
 // CHECK-SAME: iteration_time = 3.000000e+00 : f64
-flexpipe.schedule @sync actors(2) stages(2) microbatches(1) edges [] stage_info [#flexpipe.stage_info<"gpt", 1, first, last>, #flexpipe.stage_info<"gpt", 1, first, last>] {
+// (Two directions of one module, each micro-batch taking one.)
+flexpipe.schedule @sync actors(2) stages(2) microbatches(2) edges [] stage_info [#flexpipe.stage_info<"gpt", 1, first, last>, #flexpipe.stage_info<"gpt", 1, first, last>] {
   flexpipe.actor 0 {
     flexpipe.fwd stage 0 mb 0
     flexpipe.all_gather stage 0 mb 0 group [0, 1]
     flexpipe.bwd stage 0 mb 0
   }
   flexpipe.actor 1 {
-    flexpipe.fwd stage 1 mb 0
-    flexpipe.bwd stage 1 mb 0
+    flexpipe.fwd stage 1 mb 1
+    flexpipe.bwd stage 1 mb 1
     flexpipe.all_gather stage 0 mb 0 group [0, 1]
   }
 }

@@ -14,14 +14,17 @@ include "mlir/Pass/PassBase.td"
 def ConvertToEmitCPass : Pass<"flexpipe-convert-to-emitc", "mlir::ModuleOp"> {
   let summary = "lower each actor's program to EmitC calls into the runtime";
   let description = [{
-    Replaces every verified `flexpipe.schedule` by one `builtin.module` per
+    Replaces every `flexpipe.schedule` by one `builtin.module` per
     actor (`@NAME_rankA`, attribute `flexpipe.actor = A`) holding an
     `emitc.func @flexpipe_program` with one `emitc.call_opaque` into the
     runtime (runtime/include/flexpipe/Runtime/Runtime.h) per instruction, and
     an `emitc.func @main` that hands it to `flexpipe_rt_main` with the
     schedule's description (docs/Runtime.md; also attached to the module as
     `flexpipe.description`). MLIR's C++ emitter (`translateToCpp`) prints
-    each module as one rank's source.
+    each module as one rank's source. A schedule that fails
+    `-flexpipe-verify-schedule` (a deadlock, a message taken by the wrong
+    receive, a micro-batch left out) is reported as that pass does and not
+    lowered.
 
     ```mlir
     flexpipe.actor 1 {

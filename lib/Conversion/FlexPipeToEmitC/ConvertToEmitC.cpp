@@ -228,6 +228,11 @@ struct ConvertToEmitCPass
           schedule, sized ? &model : nullptr, dataParallel, seed, instances);
       if (failed(description))
         return signalPassFailure();
+      // The rank programs would hang on a schedule the replay rejects, or
+      // train on the wrong data.
+      if (failed(verifyRead(schedule, readSchedule(schedule),
+                            sched::ChannelRule::PerStage)))
+        return signalPassFailure();
       const llvm::DenseSet<Operation *> groupFirsts = groupedPairs(schedule);
       OpBuilder b(schedule);
       for (auto actor : schedule.getBody().getOps<ActorOp>())

@@ -50,6 +50,9 @@ struct GradientSeparationPass
         inputs = *read;
       }
       ScheduleProgram read = readSchedule(schedule);
+      if (failed(verifyRead(schedule, read, sched::ChannelRule::PerStage,
+                            /*replay=*/false)))
+        return signalPassFailure();
       sched::Program program = read.program;
       sched::splitBackward(program);
       FailureOr<sched::SimCosts> costs = resolveCosts(

@@ -39,15 +39,19 @@ struct SimulatePass : flexpipe::impl::SimulatePassBase<SimulatePass> {
         inputs = *read;
       }
       ScheduleProgram read = readSchedule(schedule);
+      FailureOr<sched::SimCosts> costs = resolveCosts(
+          schedule, getArgument(), read.program, *inputs, dp, timeModel);
+      if (failed(costs))
+        return signalPassFailure();
+      // (An invalid schedule got impossible figures: a backward before its
+      // forward, no memory; a compute-only one, no dependencies.)
+      if (failed(verifyRead(schedule, read, sched::ChannelRule::PerStage)))
+        return signalPassFailure();
       sched::Simulator simulator;
       if (llvm::Error error = simulator.prepare(read.program)) {
         schedule.emitError() << llvm::toString(std::move(error));
         return signalPassFailure();
       }
-      FailureOr<sched::SimCosts> costs = resolveCosts(
-          schedule, getArgument(), read.program, *inputs, dp, timeModel);
-      if (failed(costs))
-        return signalPassFailure();
       costs->rendezvous = rendezvous;
       sched::SimResult r = simulator.run(*costs);
       SmallVector<int64_t> over;

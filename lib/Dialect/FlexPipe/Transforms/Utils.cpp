@@ -422,6 +422,30 @@ ScheduleProgram flexpipe::readSchedule(ScheduleOp schedule) {
   return result;
 }
 
+LogicalResult flexpipe::verifyRead(ScheduleOp schedule,
+                                   const ScheduleProgram &read,
+                                   sched::ChannelRule rule, bool replay) {
+  std::optional<sched::VerifyFailure> problem =
+      replay ? sched::verify(read.program, rule)
+             : sched::verifyComputations(read.program);
+  if (!problem)
+    return success();
+  auto locate = [&](const sched::VerifyFailure::At &at) -> Operation * {
+    if (at.actor < 0 || at.actor >= static_cast<int32_t>(read.ops.size()) ||
+        at.index < 0 ||
+        at.index >= static_cast<int32_t>(read.ops[at.actor].size()))
+      return schedule;
+    return read.ops[at.actor][at.index];
+  };
+  Operation *primary =
+      problem->at.empty() ? schedule.getOperation() : locate(problem->at[0]);
+  InFlightDiagnostic diag = primary->emitError() << problem->message;
+  for (const sched::VerifyFailure::At &at : problem->at)
+    if (!at.note.empty())
+      diag.attachNote(locate(at)->getLoc()) << at.note;
+  return failure();
+}
+
 static Operation *createInstructionOp(OpBuilder &b, Location loc,
                                       const sched::ProgOp &op,
                                       const sched::Program &program,

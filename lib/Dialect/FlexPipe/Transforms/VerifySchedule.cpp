@@ -22,29 +22,9 @@ struct VerifySchedulePass : flexpipe::impl::VerifySchedulePassBase<VerifySchedul
   using Base::Base;
   void runOnOperation() override {
     const sched::ChannelRule rule = channels;
-    for (ScheduleOp schedule : getOperation().getOps<ScheduleOp>()) {
-      ScheduleProgram read = readSchedule(schedule);
-      std::optional<sched::VerifyFailure> failure =
-          sched::verify(read.program, rule);
-      if (!failure)
-        continue;
-      auto locate = [&](const sched::VerifyFailure::At &at) -> Operation * {
-        if (at.actor < 0 || at.actor >= static_cast<int32_t>(read.ops.size()) ||
-            at.index < 0 ||
-            at.index >= static_cast<int32_t>(read.ops[at.actor].size()))
-          return schedule;
-        return read.ops[at.actor][at.index];
-      };
-      Operation *primary =
-          failure->at.empty() ? schedule.getOperation() : locate(failure->at[0]);
-      InFlightDiagnostic diag = primary->emitError() << failure->message;
-      for (const sched::VerifyFailure::At &at : failure->at) {
-        if (at.note.empty())
-          continue;
-        diag.attachNote(locate(at)->getLoc()) << at.note;
-      }
-      signalPassFailure();
-    }
+    for (ScheduleOp schedule : getOperation().getOps<ScheduleOp>())
+      if (failed(verifyRead(schedule, readSchedule(schedule), rule)))
+        signalPassFailure();
   }
 };
 } // namespace

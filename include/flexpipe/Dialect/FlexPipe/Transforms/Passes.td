@@ -179,7 +179,10 @@ def GradientSeparationPass
   let summary = "move weight gradients into bubbles (stash and insert)";
   let description = [{
     The paper's bubble optimizer, on compute-only schedules (run it before
-    `-flexpipe-insert-comm`). Backwards are split first where needed. Each
+    `-flexpipe-insert-comm`) whose computations pass
+    `-flexpipe-verify-schedule`'s checks (every forward with its backward,
+    every micro-batch on every stage of its pipeline). Backwards are split
+    first where needed. Each
     actor keeps its order of forwards and input gradients; weight gradients
     move later:
 
@@ -351,6 +354,9 @@ def SimulatePass : Pass<"flexpipe-simulate", "mlir::ModuleOp"> {
     `steps` for unit costs), and per actor `busy`, `bubble`,
     `peak_activation` and `total_bytes`, plus `over_memory` (the actors that
     do not fit a device) and `critical_path` (its number of computations).
+    A schedule must pass `-flexpipe-verify-schedule` first (reported as that
+    pass does): with its communication (`-flexpipe-insert-comm`), since a
+    compute-only one says nothing of the waits between actors.
 
     Costs: without options every computation takes one step and messages
     nothing; with `model` and `cluster` the analytic cost model

@@ -42,6 +42,16 @@ struct ScheduleProgram {
 };
 ScheduleProgram readSchedule(ScheduleOp schedule);
 
+/// sched::verify on a schedule read with readSchedule (without `replay`,
+/// sched::verifyComputations, which compute-only schedules pass): a failure
+/// is reported at the op it names, with a note at each other one.
+/// -flexpipe-verify-schedule is this; the passes that would otherwise time,
+/// separate or lower an invalid schedule (simulate and convert-to-emitc;
+/// gradient-separation, on compute-only schedules, without `replay`) call it
+/// first.
+mlir::LogicalResult verifyRead(ScheduleOp schedule, const ScheduleProgram &read,
+                               sched::ChannelRule rule, bool replay = true);
+
 /// Creates one instruction op for `op` at the builder's insertion point.
 /// With `tokens`, ops the program gives a token produce a !flexpipe.token
 /// (recorded there) and waits use it; without, they are created blocking
