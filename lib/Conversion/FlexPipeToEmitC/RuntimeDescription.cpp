@@ -11,6 +11,7 @@
 #include "flexpipe/Conversion/FlexPipeToEmitC/FlexPipeToEmitC.h"
 #include "flexpipe/Runtime/Schedule.h"
 #include "flexpipe/Support/Hash.h"
+#include "flexpipe/Support/InputLimits.h"
 
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
@@ -628,6 +629,11 @@ FailureOr<std::string> describeGpt(ScheduleOp schedule, const Analysis &a,
     layers =
         std::max(layers, blockOf(s) + cast<StageInfoAttr>(info[s]).getLayers());
 
+  // (The description's block indices are ints.)
+  if (layers > kMaxCount)
+    return schedule.emitOpError()
+           << "holds " << layers << " layers along its stages; a model may "
+           << "have at most " << kMaxCount;
   sched::ModuleModel sizes{module.str(), layers, 64, 4, 32, 256, true};
   int64_t microBatch = 1;
   if (model) {

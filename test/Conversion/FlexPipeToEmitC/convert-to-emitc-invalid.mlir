@@ -40,3 +40,23 @@ flexpipe.schedule @shared actors(2) stages(2) microbatches(1) shared [0] stage_i
     flexpipe.bwd stage 0 mb 0
   }
 }
+
+// -----
+
+// Tests more layers along the stages than a model may have (each stage
+// within the limit; the description's block indices are ints).
+// expected-error @+1 {{'flexpipe.schedule' op holds 2097152 layers along its stages; a model may have at most 1048576}}
+flexpipe.schedule @too_deep actors(2) stages(2) microbatches(1) stage_info [#flexpipe.stage_info<"gpt", 1048576, first>, #flexpipe.stage_info<"gpt", 1048576, last>] {
+  flexpipe.actor 0 {
+    flexpipe.fwd stage 0 mb 0
+    flexpipe.send_act stage 0 mb 0 to 1
+    flexpipe.recv_grad stage 0 mb 0 from 1
+    flexpipe.bwd stage 0 mb 0
+  }
+  flexpipe.actor 1 {
+    flexpipe.recv_act stage 1 mb 0 from 0
+    flexpipe.fwd stage 1 mb 0
+    flexpipe.bwd stage 1 mb 0
+    flexpipe.send_grad stage 1 mb 0 to 0
+  }
+}

@@ -769,3 +769,15 @@ flexpipe.pipeline @p actors(2) microbatches(2) {
   // expected-error @+1 {{expected an in-flight limit: an integer, a list [a, b, ...], an affine_map<...> or rule("name")}}
   flexpipe.inflight per_stage "oops"
 }
+
+// -----
+
+// Tests a stage with more layers than a module may have (the runtime's
+// description truncated 2^62 to 0 blocks).
+// expected-error @+1 {{a stage cannot hold 4611686018427387904 layers; at most 1048576}}
+flexpipe.schedule @huge_stage actors(1) stages(1) microbatches(1) stage_info [#flexpipe.stage_info<"gpt", 4611686018427387904, first, last>] {
+  flexpipe.actor 0 {
+    flexpipe.fwd stage 0 mb 0
+    flexpipe.bwd stage 0 mb 0
+  }
+}

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "flexpipe/Dialect/FlexPipe/IR/FlexPipe.h"
+#include "flexpipe/Support/InputLimits.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
@@ -458,5 +459,10 @@ StageInfoAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "a stage_info needs the module's name";
   if (layers < 0)
     return emitError() << "a stage cannot hold " << layers << " layers";
+  // As a module's `layers` (the runtime's description, with int layer
+  // indices, truncated 2^62 to 0).
+  if (layers > kMaxCount)
+    return emitError() << "a stage cannot hold " << layers
+                       << " layers; at most " << kMaxCount;
   return success();
 }
