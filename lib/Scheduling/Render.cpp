@@ -62,6 +62,26 @@ std::string label(const ProgOp &op) {
          std::to_string(op.mb);
 }
 
+/// What a trace calls op `i` of `ops`: a wait is named after the transfer
+/// or collective it completes (posted earlier on the same actor with its
+/// token), whose stage and micro-batch it carries (a wait has neither).
+ProgOp traced(const std::vector<ProgOp> &ops, size_t i, std::string &name) {
+  ProgOp op = ops[i];
+  name = label(op);
+  if (op.kind != OpKind::Wait)
+    return op;
+  for (size_t j = i; j-- > 0;)
+    if (ops[j].kind != OpKind::Wait && ops[j].token == op.token) {
+      name = "wait " + label(ops[j]);
+      op.stage = ops[j].stage;
+      op.mb = ops[j].mb;
+      op.peer = ops[j].peer;
+      return op;
+    }
+  name = "wait";
+  return op;
+}
+
 std::string escape(const std::string &text) {
   std::string out;
   for (char c : text) {
@@ -305,10 +325,12 @@ std::string flexpipe::sched::formatTrace(const Program &p, const SimResult &r,
        << a << ", \"args\": {\"name\": \"actor " << a << "\"}}";
   for (int32_t a = 0; a < p.numActors; ++a)
     for (size_t i = 0; i < p.actors[a].size(); ++i) {
-      const ProgOp &op = p.actors[a][i];
-      os << ",\n{\"name\": \"" << label(op) << "\", \"cat\": \""
-         << opKindName(op.kind) << "\", \"ph\": \"X\", \"pid\": 0, \"tid\": "
-         << a << ", \"ts\": " << r.start[a][i] * scale
+      std::string name;
+      const ProgOp op = traced(p.actors[a], i, name);
+      os << ",\n{\"name\": \"" << name << "\", \"cat\": \""
+         << opKindName(op.kind)
+         << "\", \"ph\": \"X\", \"pid\": 0, \"tid\": " << a
+         << ", \"ts\": " << r.start[a][i] * scale
          << ", \"dur\": " << (r.end[a][i] - r.start[a][i]) * scale
          << ", \"args\": {\"stage\": " << op.stage << ", \"mb\": " << op.mb;
       if (op.peer >= 0)
