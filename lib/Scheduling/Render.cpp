@@ -26,10 +26,18 @@ std::string fixed(double value, int digits) {
   return buffer;
 }
 
+/// `unit` ("steps", "units") for `value` of it: "1 step".
+std::string counted(double value, const std::string &unit) {
+  return value == 1 && unit.size() > 1 && unit.back() == 's'
+             ? unit.substr(0, unit.size() - 1)
+             : unit;
+}
+
 /// A time in the costs' unit, readable.
 std::string time(double value, const SimCosts &costs) {
   if (costs.unit != "s")
-    return fixed(value, std::floor(value) == value ? 0 : 2) + " " + costs.unit;
+    return fixed(value, std::floor(value) == value ? 0 : 2) + " " +
+           counted(value, costs.unit);
   if (value >= 1)
     return fixed(value, 3) + " s";
   return fixed(value * 1e3, 3) + " ms";
@@ -45,11 +53,16 @@ std::string tick(double value, double step, const SimCosts &costs) {
   return fixed(shown, digits) + " " + (ms ? "ms" : seconds ? "s" : costs.unit);
 }
 
-/// Memory: bytes with a model, stage-micro-batches without.
+/// Memory: bytes with a model (in GiB, or MiB, KiB or B below one of them:
+/// a tiny model's memory read 0.00 GiB), stage-micro-batches without.
 std::string memory(double value, const SimCosts &costs) {
   if (costs.unit != "s")
     return fixed(value, 0) + " mb";
-  return fixed(value / (1024.0 * 1024 * 1024), 2) + " GiB";
+  const char *units[] = {"B", "KiB", "MiB", "GiB"};
+  int unit = 0;
+  for (; unit < 3 && std::fabs(value) >= 1024; ++unit)
+    value /= 1024;
+  return fixed(value, unit == 0 ? 0 : 2) + " " + units[unit];
 }
 
 std::string pad(const std::string &text, size_t width) {
@@ -166,7 +179,8 @@ std::string flexpipe::sched::formatReport(const Program &p,
     if (isCompute(op.kind))
       path.push_back(label(op));
   }
-  os << "\ncritical path (" << path.size() << " computations): ";
+  os << "\ncritical path (" << path.size()
+     << (path.size() == 1 ? " computation): " : " computations): ");
   const size_t shown = 24;
   for (size_t i = 0; i < path.size(); ++i) {
     if (path.size() > shown && i == shown / 2) {

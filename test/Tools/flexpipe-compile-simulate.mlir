@@ -23,6 +23,11 @@
 // COST1F1B: iteration time 33 units, bubble ratio 27.3%
 // COSTZB:   iteration time 27 units, bubble ratio 11.1%
 
+// A small model's memory in MiB and KiB (it read 0.00 GiB throughout).
+// RUN: flexpipe-compile %schedules/1f1b.mlir --model %S/../../configs/models/tiny.yaml --cluster %S/../../configs/clusters/cpu.yaml --emit=report | FileCheck %s --check-prefix=TINY
+// TINY:      0      {{.*}}    1.41 MiB     2.26 MiB    3.66 MiB
+// TINY:      3      {{.*}}    416.00 KiB   2.22 MiB    2.63 MiB
+
 // The GPT 5B model with a 1M vocabulary on A800s: the last stage carries the
 // LM head (about 31 layers' worth of FLOPs) and the first the embedding.
 // RUN: flexpipe-compile %schedules/1f1b.mlir --model %S/../../configs/models/gpt-5b-1m.yaml --cluster %S/../../configs/clusters/a800.yaml --microbatches 32 --emit=report | FileCheck %s --check-prefix=GPT
