@@ -33,8 +33,12 @@ inline CLI::Validator integerAtLeast(int64_t min, int64_t max = INT32_MAX) {
         char *end = nullptr;
         errno = 0;
         const long long value = std::strtoll(text.c_str(), &end, 10);
-        if (text.empty() || *end != '\0' || errno != 0)
+        if (text.empty() || *end != '\0')
           return "'" + text.substr(0, 40) + "' is not an integer";
+        // (Past long long: out of range, not "not an integer".)
+        if (errno == ERANGE && value > 0)
+          return "must be at most " + std::to_string(max) + ", got " +
+                 text.substr(0, 40);
         if (value < min)
           return "must be " +
                  std::string(min == 1 ? "a positive integer"

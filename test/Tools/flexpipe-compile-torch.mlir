@@ -48,6 +48,9 @@
 // ONLY:      schedule @torch-compute-only: 2 actors, 2 stages, 2 micro-batches, 6 steps
 // ONLY:      actor 0 | 0F0 0F1 .   0B0 .   0B1
 // ONLY-NEXT: actor 1 | .   1F0 1B0 1F1 1B1 .
+// From standard input the schedule gets a name of its own (it was @-).
+// RUN: flexpipe-compile - --from torch-csv --emit=text < %S/Inputs/torch-compute-only.csv | FileCheck %s --check-prefix=STDIN
+// STDIN: schedule @torch_schedule: 2 actors
 
 // PyTorch's own 1F1B generator numbers the last rank's micro-batches from 1.
 // RUN: not flexpipe-compile %S/Inputs/torch-1f1b-pp2-m4.csv --emit=text 2>&1 | FileCheck %s --check-prefix=BUG

@@ -120,8 +120,10 @@ importTorchSchedule(MLIRContext &context, const std::string &text,
   Location loc = FileLineColLoc::get(&context, file, 1, 1);
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
   OpBuilder b(module->getBody(), module->getBody()->end());
-  // Named after the file ("torch_schedule" for a file named ".csv").
-  StringRef name = llvm::sys::path::stem(options.input);
+  // Named after the file ("torch_schedule" for a file named ".csv" or for
+  // standard input).
+  StringRef name =
+      options.input == "-" ? "" : llvm::sys::path::stem(options.input);
   ScheduleOp schedule = createSchedule(
       b, loc, b.getStringAttr(name.empty() ? "torch_schedule" : name), program);
   // Each instruction at its cell (line = rank + 1), so that the verifier's
