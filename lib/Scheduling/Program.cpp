@@ -744,6 +744,13 @@ std::optional<VerifyFailure> Replay::matchReceive(int32_t a, int32_t i) {
   if (op.peer < 0 || op.peer >= p.numActors || op.stage < 0 ||
       op.stage >= p.numStages)
     return outOfRange(a, i);
+  // A receive names the stage it receives for, on its own actor.
+  if (const auto &own = topo.actorsOf[op.stage];
+      !std::binary_search(own.begin(), own.end(), a))
+    return failureAt(a, i,
+                     describeOp(p, a, i) + " receives for stage " +
+                         std::to_string(op.stage) + ", which actor " +
+                         std::to_string(a) + " does not compute");
   const bool grad = op.kind == OpKind::RecvGrad;
   int32_t ch = -1;
   if (rule == ChannelRule::PerPair) {

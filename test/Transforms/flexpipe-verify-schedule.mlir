@@ -365,3 +365,23 @@ flexpipe.schedule @sparse actors(1) stages(1048576) microbatches(1048576) {
     flexpipe.bwd stage 0 mb 0
   }
 }
+
+// -----
+
+// Tests a receive for a stage its actor does not compute (it was reported as
+// the peer running no stage adjacent to it).
+flexpipe.schedule @foreign_stage actors(2) stages(2) microbatches(1) {
+  flexpipe.actor 0 {
+    flexpipe.fwd stage 0 mb 0
+    flexpipe.send_act stage 0 mb 0 to 1
+    // expected-error @+1 {{recv_grad stage 1 mb 0 from 1 on actor 0 receives for stage 1, which actor 0 does not compute}}
+    flexpipe.recv_grad stage 1 mb 0 from 1
+    flexpipe.bwd stage 0 mb 0
+  }
+  flexpipe.actor 1 {
+    flexpipe.recv_act stage 1 mb 0 from 0
+    flexpipe.fwd stage 1 mb 0
+    flexpipe.bwd stage 1 mb 0
+    flexpipe.send_grad stage 1 mb 0 to 0
+  }
+}

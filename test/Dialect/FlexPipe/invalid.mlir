@@ -781,3 +781,13 @@ flexpipe.schedule @huge_stage actors(1) stages(1) microbatches(1) stage_info [#f
     flexpipe.bwd stage 0 mb 0
   }
 }
+
+// -----
+
+// Tests a global limit that cannot be evaluated (named no actor: a global
+// limit has none).
+flexpipe.pipeline @global_div0 actors(2) microbatches(2) {
+  flexpipe.module @gpt layers(2) placement(one_to_one)
+  // expected-error @+1 {{cannot evaluate affine_map<()[s0, s1, s2] -> (s2 floordiv 0)> for the scope}}
+  flexpipe.inflight global affine_map<()[pp, s, m] -> (m floordiv 0)>
+}

@@ -929,9 +929,15 @@ FailureOr<SmallVector<int64_t>> InflightOp::evaluate(int64_t numActors,
       AffineExpr value =
           map.getResult(0).replaceDimsAndSymbols(dimValues, symbols);
       auto constant = dyn_cast<AffineConstantExpr>(value);
-      if (!constant)
-        return emitOpError() << "cannot evaluate " << AffineMapAttr::get(map)
-                             << " for " << unit << " " << index;
+      if (!constant) {
+        InFlightDiagnostic diag = emitOpError() << "cannot evaluate "
+                                                << AffineMapAttr::get(map);
+        if (isGlobal) // (a global limit has no actor or stage)
+          diag << " for the scope";
+        else
+          diag << " for " << unit << " " << index;
+        return diag;
+      }
       limits.push_back(constant.getValue());
     }
   }
