@@ -167,10 +167,12 @@ public:
           throw YAML::BadFile(path);
         documents = YAML::LoadAll(in);
       }
-      // A second document ("---") would be ignored without a word.
-      if (documents.size() > 1)
-        fail(documents[1].Mark(), "a second YAML document; the file must "
-                                  "hold one");
+      // A second document ("---") would be ignored without a word (an
+      // empty one after a trailing "---" holds nothing to ignore).
+      for (size_t i = 1; i < documents.size(); ++i)
+        if (!documents[i].IsNull())
+          fail(documents[i].Mark(), "a second YAML document; the file must "
+                                    "hold one");
       return documents.empty() ? YAML::Node() : documents.front();
     } catch (const YAML::BadFile &) {
       throw Problem{path + ": error: cannot open the file"};

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <sstream>
 #include <tuple>
 
@@ -341,6 +342,13 @@ std::optional<VerifyFailure> checkOperands(const Program &p,
   return std::nullopt;
 }
 
+/// Module `module`'s name (its number where the program has none).
+std::string moduleName(const Program &p, int32_t module) {
+  return module >= 0 && module < static_cast<int32_t>(p.moduleNames.size())
+             ? p.moduleNames[module]
+             : std::to_string(module);
+}
+
 /// "actors 0, 2 and 3".
 std::string actorList(const std::vector<int32_t> &actors) {
   std::ostringstream os;
@@ -395,11 +403,21 @@ std::optional<VerifyFailure> checkPairs(const Program &p,
     const std::vector<int32_t> &all = members[first.stage];
     if (shared[first.stage] && (fwdOn != all || backOn != all)) {
       const bool forwards = fwdOn != all;
+      const std::vector<int32_t> &on = forwards ? fwdOn : backOn;
       os << " runs its " << (forwards ? "forward" : "backward") << " on "
-         << actorList(forwards ? fwdOn : backOn) << " only, but the stage is "
-         << "shared by " << actorList(all) << "; every member computes its "
-         << "part for every micro-batch";
-      return failureAt(fwd->actor, fwd->index, os.str());
+         << actorList(on) << " only, but the stage is shared by "
+         << actorList(all) << "; every member computes its part for every "
+         << "micro-batch";
+      // At the first member without it: its forward, when it has one.
+      int32_t missing = 0;
+      while (missing < static_cast<int32_t>(on.size()) &&
+             on[missing] == all[missing])
+        ++missing;
+      const Computed *at = fwd;
+      for (size_t i = begin; i < end; ++i)
+        if (computed[i].forward && computed[i].actor == all[missing])
+          at = &computed[i];
+      return failureAt(at->actor, at->index, os.str());
     }
   }
   return std::nullopt;
@@ -428,11 +446,22 @@ checkMicrobatches(const Program &p, std::vector<Computed> &computed) {
   for (auto [from, to] : p.edges)
     if (from >= 0 && from < p.numStages && to >= 0 && to < p.numStages)
       part[root(from)] = root(to);
+  // A part's stages: those any forward computes, and every other one but a
+  // registered stage's (which holds nothing to compute; a stage of 0
+  // layers may be computed all the same).
   const bool modules = static_cast<int32_t>(p.stageMeta.size()) == p.numStages;
+  std::vector<bool> computes(p.numStages, false);
+  for (const Computed &c : computed)
+    computes[c.stage] = computes[c.stage] || c.forward;
   std::vector<int32_t> size(p.numStages, 0);
+  // The modules a micro-batch must each run one part of.
+  std::set<int32_t> required;
   for (int32_t s = 0; s < p.numStages; ++s)
-    if (!modules || !p.stageMeta[s].isRegistered())
+    if (computes[s] || !modules || !p.stageMeta[s].isRegistered()) {
       ++size[root(s)];
+      if (modules && computes[s])
+        required.insert(p.stageMeta[s].module);
+    }
   // One forward per (stage, micro-batch), by micro-batch.
   computed.erase(std::remove_if(computed.begin(), computed.end(),
                                 [](const Computed &c) { return !c.forward; }),
@@ -480,11 +509,7 @@ checkMicrobatches(const Program &p, std::vector<Computed> &computed) {
       auto [it, added] = partOfModule.insert({module, &c});
       if (!added && root(it->second->stage) != r) {
         os << " runs stage " << it->second->stage << " and stage " << c.stage
-           << " of module '"
-           << (module >= 0 &&
-                       module < static_cast<int32_t>(p.moduleNames.size())
-                   ? p.moduleNames[module]
-                   : std::to_string(module))
+           << " of module '" << moduleName(p, module)
            << "', which no stage edge connects (two directions of a "
               "bidirectional pipeline); a micro-batch takes one";
         failure = failureAt(c.actor, c.index, os.str());
@@ -494,6 +519,13 @@ checkMicrobatches(const Program &p, std::vector<Computed> &computed) {
     }
     if (failure)
       return failure;
+    if (modules && partOfModule.size() != required.size())
+      for (int32_t module : required)
+        if (!partOfModule.count(module))
+          return failureAt(computed[begin].actor, computed[begin].index,
+                           os.str() + " runs no stage of module '" +
+                               moduleName(p, module) +
+                               "'; every micro-batch runs each module");
     for (size_t i = begin; i < end; ++i)
       count[root(computed[i].stage)] = 0;
     begin = end;

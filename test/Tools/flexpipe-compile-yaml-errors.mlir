@@ -49,6 +49,9 @@
 // RUN: not flexpipe-compile %t/spec.mlir --model %t/good-model.yaml --cluster %t/head-heads.yaml --emit=report 2>&1 | FileCheck %s --check-prefix=HEADHEADS
 // RUN: not flexpipe-compile %t/spec.mlir --model %t/good-model.yaml --cluster %t/tiny-memory.yaml --emit=report 2>&1 | FileCheck %s --check-prefix=TINYMEM
 // TWODOCS: two-documents.yaml:8:1: error: a second YAML document; the file must hold one
+// A trailing "---" (an empty second document) is fine.
+// RUN: cp %t/good-cluster.yaml %t/trailing.yaml && echo --- >> %t/trailing.yaml
+// RUN: flexpipe-compile %t/spec.mlir --model %t/good-model.yaml --cluster %t/trailing.yaml --emit=report > /dev/null
 // BLOCKVOCAB: block-vocab.yaml:10:59: error: key 'vocab' is not for a layer of kind block
 // HEADHEADS: head-heads.yaml:10:60: error: key 'heads' is not for a layer of kind head
 // TINYMEM: tiny-memory.yaml:5:15: error: key 'memory_bytes' must be at least 1, got 1e-300

@@ -385,3 +385,36 @@ flexpipe.schedule @foreign_stage actors(2) stages(2) microbatches(1) {
     flexpipe.send_grad stage 1 mb 0 to 0
   }
 }
+
+// -----
+
+// Tests a stage of no layers (a spec's `partition [4, 0, 4, 0]` makes them):
+// still a stage every micro-batch runs, not a registered one.
+flexpipe.schedule @zero_layers actors(1) stages(3) microbatches(1) stage_info [#flexpipe.stage_info<"gpt", 1, first>, #flexpipe.stage_info<"gpt", 0>, #flexpipe.stage_info<"gpt", 1, last>] {
+  flexpipe.actor 0 {
+    flexpipe.fwd stage 0 mb 0
+    flexpipe.fwd stage 1 mb 0
+    flexpipe.fwd stage 2 mb 0
+    flexpipe.bwd stage 2 mb 0
+    flexpipe.bwd stage 1 mb 0
+    flexpipe.bwd stage 0 mb 0
+  }
+}
+
+// -----
+
+// Tests a micro-batch that skips a whole tower (its gradient averaged over
+// fewer micro-batches than the other's).
+flexpipe.schedule @skips_tower actors(2) stages(2) microbatches(2) edges [] stage_info [#flexpipe.stage_info<"image", 1, first, last>, #flexpipe.stage_info<"text", 1, first, last>] {
+  flexpipe.actor 0 {
+    flexpipe.fwd stage 0 mb 0
+    flexpipe.bwd stage 0 mb 0
+    // expected-error @+1 {{micro-batch 1 runs no stage of module 'text'; every micro-batch runs each module}}
+    flexpipe.fwd stage 0 mb 1
+    flexpipe.bwd stage 0 mb 1
+  }
+  flexpipe.actor 1 {
+    flexpipe.fwd stage 1 mb 0
+    flexpipe.bwd stage 1 mb 0
+  }
+}

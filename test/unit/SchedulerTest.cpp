@@ -647,10 +647,29 @@ TEST_CASE("the verifier checks each micro-batch's path through the stages",
   CHECK(failure->at[1].actor == 0);
 
   // Two modules (two towers) are two parts a micro-batch takes both of.
-  Program towers = both;
+  Program towers = program;
   towers.moduleNames = {"image", "text"};
   towers.stageMeta[2].module = towers.stageMeta[3].module = 1;
+  towers.actors.assign(2, {});
+  for (int32_t mb = 0; mb < 2; ++mb) {
+    for (int32_t stage : {0, 3})
+      towers.actors[0].insert(
+          towers.actors[0].end(),
+          {{OpKind::Fwd, stage, mb}, {OpKind::Bwd, stage, mb}});
+    for (int32_t stage : {2, 1})
+      towers.actors[1].insert(
+          towers.actors[1].end(),
+          {{OpKind::Fwd, stage, mb}, {OpKind::Bwd, stage, mb}});
+  }
   CHECK_FALSE(verifyComputations(towers));
+  // ... and must take: micro-batch 1 leaving out the text tower.
+  Program oneTower = program;
+  oneTower.moduleNames = {"image", "text"};
+  oneTower.stageMeta[2].module = oneTower.stageMeta[3].module = 1;
+  failure = verifyComputations(oneTower);
+  REQUIRE(failure);
+  CHECK(failure->message == "micro-batch 0 runs no stage of module 'text'; "
+                            "every micro-batch runs each module");
 
   // Skipping a stage of the part it entered.
   Program skips = program;
