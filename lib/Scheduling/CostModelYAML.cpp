@@ -14,6 +14,7 @@
 #include "flexpipe/Support/InputLimits.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -21,7 +22,9 @@
 #include <cmath>
 #include <fstream>
 #include <initializer_list>
+#include <iterator>
 #include <limits>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <vector>
@@ -157,29 +160,59 @@ public:
   }
 
   YAML::Node load() const {
+    std::string contents;
+    if (text) {
+      contents = *text;
+    } else {
+      std::ifstream in(path, std::ios::binary);
+      if (!in)
+        throw Problem{path + ": error: cannot open the file"};
+      contents.assign(std::istreambuf_iterator<char>(in), {});
+    }
     try {
-      std::vector<YAML::Node> documents;
-      if (text) {
-        documents = YAML::LoadAll(*text);
-      } else {
-        std::ifstream in(path);
-        if (!in)
-          throw YAML::BadFile(path);
-        documents = YAML::LoadAll(in);
-      }
+      YAML::Node root = YAML::Load(contents);
       // A second document ("---") would be ignored without a word (an
-      // empty one after a trailing "---" holds nothing to ignore).
-      for (size_t i = 1; i < documents.size(); ++i)
-        if (!documents[i].IsNull())
-          fail(documents[i].Mark(), "a second YAML document; the file must "
-                                    "hold one");
-      return documents.empty() ? YAML::Node() : documents.front();
-    } catch (const YAML::BadFile &) {
-      throw Problem{path + ": error: cannot open the file"};
+      // empty one after a trailing "---" holds nothing to ignore). Read
+      // event by event, two documents at most: yaml-cpp 0.7's LoadAll
+      // loops on some malformed streams (found by fuzzing).
+      std::istringstream in(contents);
+      YAML::Parser parser(in);
+      Content first, second;
+      if (parser.HandleNextDocument(first) &&
+          parser.HandleNextDocument(second) && second.mark)
+        fail(*second.mark, "a second YAML document; the file must hold one");
+      return root;
     } catch (const YAML::ParserException &e) {
       fail(e.mark, "invalid YAML: " + e.msg);
     }
   }
+
+  /// Where a document's first content is, if it has any besides nulls.
+  struct Content : YAML::EventHandler {
+    std::optional<YAML::Mark> mark;
+    void at(const YAML::Mark &m) {
+      if (!mark)
+        mark = m;
+    }
+    void OnDocumentStart(const YAML::Mark &) override {}
+    void OnDocumentEnd() override {}
+    void OnNull(const YAML::Mark &, YAML::anchor_t) override {}
+    void OnAlias(const YAML::Mark &m, YAML::anchor_t) override { at(m); }
+    void OnScalar(const YAML::Mark &m, const std::string &, YAML::anchor_t,
+                  const std::string &) override {
+      at(m);
+    }
+    void OnSequenceStart(const YAML::Mark &m, const std::string &,
+                         YAML::anchor_t, YAML::EmitterStyle::value) override {
+      at(m);
+    }
+    void OnSequenceEnd() override {}
+    void OnMapStart(const YAML::Mark &m, const std::string &, YAML::anchor_t,
+                    YAML::EmitterStyle::value) override {
+      at(m);
+    }
+    void OnMapEnd() override {}
+  };
 
   const std::string path;
   const std::string *text; // the contents, when given instead of read
