@@ -8,8 +8,11 @@
 
 #include "flexpipe/Scheduling/Program.h"
 
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallVector.h"
 
 #include <algorithm>
 #include <map>
@@ -350,7 +353,7 @@ std::string moduleName(const Program &p, int32_t module) {
 }
 
 /// "actors 0, 2 and 3".
-std::string actorList(const std::vector<int32_t> &actors) {
+std::string actorList(llvm::ArrayRef<int32_t> actors) {
   std::ostringstream os;
   os << (actors.size() == 1 ? "actor " : "actors ");
   for (size_t i = 0; i < actors.size(); ++i)
@@ -374,14 +377,16 @@ std::optional<VerifyFailure> checkPairs(const Program &p,
       shared[s] = true;
   for (size_t begin = 0, end; begin < computed.size(); begin = end) {
     const Computed &first = computed[begin];
-    std::vector<int32_t> fwdOn, backOn; // actors, ascending
+    // Actors, ascending (no allocation per (stage, micro-batch) in the
+    // common case of one or a few).
+    llvm::SmallVector<int32_t, 4> fwdOn, backOn;
     const Computed *fwd = nullptr, *back = nullptr;
     for (end = begin;
          end < computed.size() && computed[end].stage == first.stage &&
          computed[end].mb == first.mb;
          ++end) {
       const Computed &c = computed[end];
-      std::vector<int32_t> &on = c.forward ? fwdOn : backOn;
+      llvm::SmallVectorImpl<int32_t> &on = c.forward ? fwdOn : backOn;
       if (on.empty() || on.back() != c.actor)
         on.push_back(c.actor);
       if (c.forward && !fwd)
@@ -389,23 +394,28 @@ std::optional<VerifyFailure> checkPairs(const Program &p,
       if (!c.forward && !back)
         back = &c;
     }
-    std::ostringstream os;
-    os << "stage " << first.stage << " micro-batch " << first.mb;
+    // (The message only on a failure: this loop runs per computation.)
+    auto cell = [&] {
+      return "stage " + std::to_string(first.stage) + " micro-batch " +
+             std::to_string(first.mb);
+    };
     if (fwd && !back)
       return failureAt(fwd->actor, fwd->index,
-                       os.str() + " runs a forward but never completes its "
-                                  "backward; every forward needs a bwd (or "
-                                  "igrad and wgrad)");
+                       cell() + " runs a forward but never completes its "
+                                "backward; every forward needs a bwd (or "
+                                "igrad and wgrad)");
     if (back && !fwd)
       return failureAt(back->actor, back->index,
-                       os.str() + " completes a backward but runs no forward; "
-                                  "every backward needs its forward");
-    const std::vector<int32_t> &all = members[first.stage];
-    if (shared[first.stage] && (fwdOn != all || backOn != all)) {
-      const bool forwards = fwdOn != all;
-      const std::vector<int32_t> &on = forwards ? fwdOn : backOn;
-      os << " runs its " << (forwards ? "forward" : "backward") << " on "
-         << actorList(on) << " only, but the stage is shared by "
+                       cell() + " completes a backward but runs no forward; "
+                                "every backward needs its forward");
+    const llvm::ArrayRef<int32_t> all = members[first.stage];
+    if (shared[first.stage] &&
+        (all != llvm::ArrayRef(fwdOn) || all != llvm::ArrayRef(backOn))) {
+      const bool forwards = all != llvm::ArrayRef(fwdOn);
+      const llvm::ArrayRef<int32_t> on = forwards ? fwdOn : backOn;
+      std::ostringstream os;
+      os << cell() << " runs its " << (forwards ? "forward" : "backward")
+         << " on " << actorList(on) << " only, but the stage is shared by "
          << actorList(all) << "; every member computes its part for every "
          << "micro-batch";
       // At the first member without it: its forward, when it has one.
@@ -480,11 +490,10 @@ checkMicrobatches(const Program &p, std::vector<Computed> &computed) {
     size_t end = begin;
     while (end < computed.size() && computed[end].mb == mb)
       ++end;
-    std::ostringstream os;
-    os << "micro-batch " << mb;
+    auto name = [&] { return "micro-batch " + std::to_string(mb); };
     if (begin == end)
       return VerifyFailure{
-          os.str() + " is never computed, but the schedule has " +
+          name() + " is never computed, but the schedule has " +
               std::to_string(p.numMicrobatches) +
               " micro-batches; every one needs its forward and backward on "
               "every stage",
@@ -492,12 +501,18 @@ checkMicrobatches(const Program &p, std::vector<Computed> &computed) {
     for (size_t i = begin; i < end; ++i)
       ++count[root(computed[i].stage)];
     std::optional<VerifyFailure> failure;
-    std::map<int32_t, const Computed *> partOfModule;
+    // Per module the first forward of its part (few modules: a list).
+    llvm::SmallVector<std::pair<int32_t, const Computed *>, 4> partOfModule;
+    auto partOf = [&](int32_t module) {
+      return llvm::find_if(partOfModule,
+                           [&](const auto &m) { return m.first == module; });
+    };
     for (size_t i = begin; i < end && !failure; ++i) {
       const Computed &c = computed[i];
       const int32_t r = root(c.stage);
       if (count[r] != size[r]) {
-        os << " runs " << count[r] << " of the " << size[r]
+        std::ostringstream os;
+        os << name() << " runs " << count[r] << " of the " << size[r]
            << " stages connected to stage " << c.stage
            << "; it needs its forward and backward on every one";
         failure = failureAt(c.actor, c.index, os.str());
@@ -506,10 +521,13 @@ checkMicrobatches(const Program &p, std::vector<Computed> &computed) {
       if (!modules)
         continue;
       const int32_t module = p.stageMeta[c.stage].module;
-      auto [it, added] = partOfModule.insert({module, &c});
-      if (!added && root(it->second->stage) != r) {
-        os << " runs stage " << it->second->stage << " and stage " << c.stage
-           << " of module '" << moduleName(p, module)
+      auto it = partOf(module);
+      if (it == partOfModule.end()) {
+        partOfModule.push_back({module, &c});
+      } else if (root(it->second->stage) != r) {
+        std::ostringstream os;
+        os << name() << " runs stage " << it->second->stage << " and stage "
+           << c.stage << " of module '" << moduleName(p, module)
            << "', which no stage edge connects (two directions of a "
               "bidirectional pipeline); a micro-batch takes one";
         failure = failureAt(c.actor, c.index, os.str());
@@ -521,9 +539,9 @@ checkMicrobatches(const Program &p, std::vector<Computed> &computed) {
       return failure;
     if (modules && partOfModule.size() != required.size())
       for (int32_t module : required)
-        if (!partOfModule.count(module))
+        if (partOf(module) == partOfModule.end())
           return failureAt(computed[begin].actor, computed[begin].index,
-                           os.str() + " runs no stage of module '" +
+                           name() + " runs no stage of module '" +
                                moduleName(p, module) +
                                "'; every micro-batch runs each module");
     for (size_t i = begin; i < end; ++i)
