@@ -889,12 +889,27 @@ int32_t Engine::fetch(int32_t actor, CompKind kind) {
   // (cyclically, skipping stages with nothing left), waiting at the current
   // stage while its next item is not schedulable. The traversal begins at the
   // first stage in the direction that has a schedulable item.
+  //
+  // The slices of a vocabulary-parallel embedding or head are outside the
+  // traversal, as they are outside the in-flight limits: a schedulable one
+  // is taken first. Inside it, the head would wait for the traversal to come
+  // round while the forward the traversal holds at waits for the backward
+  // the head starts (interleaved 1F1B at every m > 1).
+  for (int32_t i = 0; i < n; ++i) {
+    const int32_t part = partAt(i);
+    if (!p.parts[part].countsInflight && !queue(part, kind).empty() &&
+        admissibleFront(kind, part) && passesChecks(actor, kind, part))
+      return take(part);
+  }
+  auto inTraversal = [&](int32_t i) {
+    return p.parts[partAt(i)].countsInflight;
+  };
   IntervalState &st = intervals[actor * kNumCompKinds + static_cast<int>(kind)];
   if (!st.started) {
     for (int32_t i = 0; i < n; ++i) {
       const int32_t part = partAt(i);
-      if (!queue(part, kind).empty() && admissibleFront(kind, part) &&
-          passesChecks(actor, kind, part)) {
+      if (inTraversal(i) && !queue(part, kind).empty() &&
+          admissibleFront(kind, part) && passesChecks(actor, kind, part)) {
         st.started = true;
         st.pos = i;
         st.stepped = 1;
@@ -906,7 +921,7 @@ int32_t Engine::fetch(int32_t actor, CompKind kind) {
   if (st.stepped >= sp.interval || remainingIn(partAt(st.pos), kind) == 0) {
     for (int32_t step = 1; step <= n; ++step) {
       int32_t next = (st.pos + step) % n;
-      if (remainingIn(partAt(next), kind) > 0) {
+      if (inTraversal(next) && remainingIn(partAt(next), kind) > 0) {
         st.pos = next;
         break;
       }

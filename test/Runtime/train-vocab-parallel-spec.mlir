@@ -27,9 +27,17 @@
 // RUN:     -e 's/cttp<bwd_first> fstp<breadth_first> bstp<depth_first>/cttp<interleaved> fstp<depth_first> bstp<depth_first>/' \
 // RUN:     -e 's/(pp - a)>/(s floordiv 2)>/' %s > %t/vshape-bidirectional.mlir
 // RUN: %train vshape-bidirectional %t/vshape-bidirectional.mlir --actors 2 --microbatches 4 | FileCheck %s --check-prefix=TWO
+// Interleaved 1F1B with its round intervals at an odd size (3 actors, 5
+// micro-batches): the slices run outside the stage traversal
+// (docs/Rationale.md; inside it no m > 1 could be scheduled).
+// RUN: sed -e 's/layers(8) placement(one_to_one)/layers(8) placement(circular) chunks(2)/' \
+// RUN:     -e 's/cttp<bwd_first> fstp<breadth_first> bstp<depth_first>/cttp<interleaved> fstp<breadth_first, round> bstp<depth_first, round>/' \
+// RUN:     -e 's/(a)\[pp, s, m\] -> (pp - a)>/(a)[pp, s, m, round] -> ((s floordiv pp - 1) * round + pp * 2 - a * 2 - 1)>/' %s > %t/interleaved.mlir
+// RUN: %train interleaved %t/interleaved.mlir --actors 3 --microbatches 5 | FileCheck %s --check-prefix=THREE
 // CHECK: training: 4 iterations, loss {{.*}}, worst loss difference {{.*}}, worst weight difference {{.*}}, 101 parameters
 // GATHERS: 8
 // (two slices of each vocabulary-parallel stage instead of four)
+// THREE: training: 4 iterations, loss {{.*}}, worst loss difference {{.*}}, worst weight difference {{.*}}, {{[0-9]+}} parameters
 // TWO: training: 4 iterations, loss {{.*}}, worst loss difference {{.*}}, worst weight difference {{.*}}, 53 parameters
 flexpipe.pipeline @t1f1b actors(4) microbatches(8) {
   flexpipe.module @gpt layers(8) placement(one_to_one) vocab_parallel

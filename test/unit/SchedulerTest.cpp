@@ -474,6 +474,41 @@ TEST_CASE("an interval traversal that waits forever is diagnosed",
             "is ready"});
 }
 
+TEST_CASE("vocabulary slices are outside a stage traversal interval",
+          "[scheduler][vocab]") {
+  // Interleaved 1F1B with the MLLM placement. Inside the traversal, an
+  // actor's head slice waited for the traversal to come round while the
+  // forward it held at waited, behind the in-flight limit, for the backward
+  // that head starts: no m > 1 could be scheduled.
+  for (int32_t pp = 2; pp <= 6; ++pp)
+    for (int32_t m = 1; m <= 9; ++m) {
+      std::vector<int64_t> limits;
+      for (int32_t a = 0; a < pp; ++a)
+        limits.push_back(pp + 2 * (pp - a) - 1);
+      PipelineSpec spec = makeSpec(
+          pp, m, PlacementKind::Circular, 2, Cttp::Interleaved,
+          {StageOrder::BreadthFirst, pp}, {StageOrder::DepthFirst, pp}, limits);
+      spec.modules[0].vocabParallel = true;
+      INFO("pp=" << pp << " m=" << m);
+      Run r = run(spec);
+      // A slice never waits for the traversal: each actor's head forward of
+      // micro-batch 0 comes right after the last stage's forward of it
+      // (one step for the activation to arrive).
+      const int32_t last = 2 * pp - 1, head = 2 * pp + 1;
+      double lastEnd = -1;
+      for (const ScheduledItem &item : r.result.actors[last % pp])
+        if (r.built.problem.parts[item.part].stage == last &&
+            item.kind == CompKind::Fwd && item.mb == 0)
+          lastEnd = item.end;
+      for (const auto &items : r.result.actors)
+        for (const ScheduledItem &item : items)
+          if (r.built.problem.parts[item.part].stage == head &&
+              item.kind == CompKind::Fwd && item.mb == 0)
+            CHECK(item.start == lastEnd);
+      commAndVerify(r);
+    }
+}
+
 TEST_CASE("1F1B's steady state posts each send with the receive from the "
           "same peer, mirrored there: pairs for NCCL groups",
           "[verifier]") {

@@ -92,7 +92,9 @@ def FlexPipe_ModalityOp : FlexPipe_Op<"module", [
       vocabulary. Every actor runs its slice for every micro-batch; the
       head's slices exchange the loss statistics in an `all_gather` that
       the scheduler places after each head forward (all members join it
-      together). These slices do not count against in-flight limits. A
+      together). These slices do not count against in-flight limits and
+      are outside a stage traversal interval: an actor with an interval
+      runs a ready slice before its traversal's next item. A
       vocabulary-parallel module cannot be connected to other modules.
 
     The number of stages per direction is `chunks` times the number of actors,
