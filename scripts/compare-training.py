@@ -12,8 +12,15 @@ which must be covered. --loss-tol and --weight-tol change the two bounds
 losses are compared (runs whose weights are too large to carry). Prints a
 summary line; exits 1 on any difference.
 
+Adam steps a weight by about lr whatever its gradient's size, so a gradient
+that cancels to rounding noise (a token's row summed over a batch to 1e-8
+where the row's median is 1e-2) can step the run and the reference opposite
+ways. A few weights, one in 100,000 compared and at least one, may be apart
+by up to 2 lr per iteration (--lr, the runtime's default 1e-3); the summary
+names them, and more of them, or farther apart, fail.
+
 Usage: compare-training.py RUN_LOSSES REF_LOSSES [RUN_WEIGHTS_PREFIX REF_WEIGHTS]
-                           [--loss-tol X] [--weight-tol Y]
+                           [--loss-tol X] [--weight-tol Y] [--lr Z]
 """
 
 import glob
@@ -72,18 +79,18 @@ def weights(paths):
 
 
 def main():
-    args, loss_tol, weight_tol = [], 1e-5, 1e-4
+    args, tol = [], {"--loss-tol": 1e-5, "--weight-tol": 1e-4, "--lr": 1e-3}
     argv = iter(sys.argv[1:])
     for arg in argv:
-        if arg in ("--loss-tol", "--weight-tol"):
-            value = float(next(argv, "nan"))
-            if not value > 0:
+        if arg in tol:
+            try:
+                value = float(next(argv, "nan"))
+            except ValueError:
+                value = float("nan")
+            if not 0 < value < float("inf"):
                 print(f"{arg} needs a positive number", file=sys.stderr)
                 return 2
-            if arg == "--loss-tol":
-                loss_tol = value
-            else:
-                weight_tol = value
+            tol[arg] = value
         else:
             args.append(arg)
     if len(args) not in (2, 4):
@@ -98,7 +105,7 @@ def main():
     for i, (a, b) in enumerate(zip(run_losses, ref_losses)):
         rel = abs(a - b) / max(abs(b), 1e-12)
         worst_loss = max(worst_loss, rel)
-        if rel > loss_tol:
+        if rel > tol["--loss-tol"]:
             failures.append(f"iteration {i}: loss {a:.9g}, reference {b:.9g}")
     if len(run_losses) > 1 and not run_losses[-1] < run_losses[0]:
         failures.append(f"the loss did not fall ({run_losses[0]:.6f} -> "
@@ -115,19 +122,30 @@ def main():
     if set(run_weights) != set(ref_weights):
         missing = sorted(set(ref_weights) - set(run_weights))
         failures.append(f"parameters differ; missing in the run: {missing[:5]}")
-    worst_weight = 0.0
+    worst_weight, compared, apart = 0.0, 0, []
+    adam_step = 2 * tol["--lr"] * len(ref_losses)
     for name in sorted(set(run_weights) & set(ref_weights)):
-        for a, b in zip(run_weights[name], ref_weights[name]):
+        for i, (a, b) in enumerate(zip(run_weights[name], ref_weights[name])):
             diff = abs(a - b) / max(1.0, abs(b))
-            worst_weight = max(worst_weight, diff)
-    if worst_weight > weight_tol:
+            compared += 1
+            if tol["--weight-tol"] < diff <= adam_step:
+                apart.append((diff, f"{name}[{i}]"))
+            else:
+                worst_weight = max(worst_weight, diff)
+    if len(apart) > max(1, compared // 100000):
+        worst_weight = max(worst_weight, max(apart)[0])
+        failures.append(f"{len(apart)} of {compared} weights are apart by "
+                        "more than the tolerance")
+    if worst_weight > tol["--weight-tol"]:
         failures.append(f"weights differ by up to {worst_weight:.3g}")
     for failure in failures:
         print("FAIL:", failure)
+    flips = "".join(f"; {where} an Adam step apart ({diff:.2e})"
+                    for diff, where in apart)
     print(f"training: {len(run_losses)} iterations, loss {run_losses[0]:.6f} "
           f"-> {run_losses[-1]:.6f}, worst loss difference {worst_loss:.2e}, "
           f"worst weight difference {worst_weight:.2e}, "
-          f"{len(run_weights)} parameters")
+          f"{len(run_weights)} parameters{flips}")
     return 1 if failures else 0
 
 

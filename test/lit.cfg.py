@@ -21,6 +21,8 @@ config.substitutions.append(("%examples", os.path.join(config.flexpipe_src_root,
 config.substitutions.append(("%flexpipe_include", os.path.join(config.flexpipe_src_root, "include")))
 # The benchmark scripts (bench/) and the build directory they take.
 config.substitutions.append(("%bench", os.path.join(config.flexpipe_src_root, "bench")))
+# The helper scripts (scripts/).
+config.substitutions.append(("%scripts", os.path.join(config.flexpipe_src_root, "scripts")))
 config.substitutions.append(("%build_dir", config.flexpipe_obj_root))
 # Scheduler plugins: the example (examples/plugins) and the loader's test
 # plugins (test/Plugin/Inputs).
