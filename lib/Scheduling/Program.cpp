@@ -146,10 +146,14 @@ namespace {
 struct Topology {
   std::vector<std::vector<int32_t>> preds, succs;
   std::vector<std::vector<int32_t>> actorsOf; // sorted, unique
+  /// Per stage: a vocabulary-parallel head, whose slices need the
+  /// all_gather of each micro-batch's loss statistics before its backward
+  /// (known from the stage metadata, when the program has it).
+  std::vector<uint8_t> vocabHead;
 
   explicit Topology(const Program &program)
       : preds(program.numStages), succs(program.numStages),
-        actorsOf(stageActors(program)) {
+        actorsOf(stageActors(program)), vocabHead(program.numStages, 0) {
     for (auto [from, to] : program.edges) {
       if (from < 0 || to < 0 || from >= program.numStages ||
           to >= program.numStages)
@@ -157,6 +161,12 @@ struct Topology {
       succs[from].push_back(to);
       preds[to].push_back(from);
     }
+    if (program.stageMeta.size() == static_cast<size_t>(program.numStages))
+      for (int32_t s : program.sharedStages)
+        if (s >= 0 && s < program.numStages) {
+          const StageMeta &meta = program.stageMeta[s];
+          vocabHead[s] = meta.layers == 0 && meta.last && !meta.first;
+        }
   }
   bool hasEdge(int32_t from, int32_t to) const {
     if (from < 0 || from >= static_cast<int32_t>(succs.size()))
@@ -168,13 +178,14 @@ struct Topology {
 
 /// What an actor may have of a stage's micro-batch (Facts).
 enum Tag : int32_t {
-  Act = 0,     // activation of stage available here
-  Grad = 1,    // input gradient of stage available here
-  FwdDone = 2, // forward of stage ran here
-  IgDone = 3,  // input gradient of stage ran here
-  BwdDone = 4, // full backward ran here
+  Act = 0,      // activation of stage available here
+  Grad = 1,     // input gradient of stage available here
+  FwdDone = 2,  // forward of stage ran here
+  IgDone = 3,   // input gradient of stage ran here
+  BwdDone = 4,  // full backward ran here
+  Gathered = 5, // all_gather of stage completed here
 };
-constexpr int32_t kNumTags = 5;
+constexpr int32_t kNumTags = 6;
 
 /// What one actor has: a bit per (tag, place, micro-batch) of the places it
 /// meets (a stage, or a stage and the peer it came from), numbered as they
@@ -594,6 +605,13 @@ private:
   std::optional<VerifyFailure> checkInputs(int32_t actor, int32_t index);
   void produce(int32_t actor, const ProgOp &op);
   void deliver(int32_t actor, int32_t send);
+  /// A collective completed on `actor`: an all_gather's result is there.
+  void gathered(int32_t actor, const ProgOp &collective) {
+    if (collective.kind == OpKind::AllGather && collective.stage >= 0 &&
+        collective.stage < p.numStages && collective.mb >= 0 &&
+        collective.mb < p.numMicrobatches)
+      have[actor].insert(Gathered, collective.stage, collective.mb);
+  }
   std::optional<VerifyFailure> deadlock();
   VerifyFailure mismatch(int32_t recv, int32_t send) const;
 
@@ -907,6 +925,11 @@ std::optional<VerifyFailure> Replay::checkInputs(int32_t actor, int32_t index) {
   case OpKind::Igrad:
     if (!h.count(FwdDone, op.stage, op.mb))
       return missing(stageMb("the fwd of", op.stage));
+    if (topo.vocabHead[op.stage] && !h.count(Gathered, op.stage, op.mb))
+      return missing(
+          stageMb("the all_gather of the loss statistics of", op.stage) +
+          " (a vocabulary-parallel head's slices exchange them) completes "
+          "here");
     for (int32_t succ : topo.succs[op.stage])
       if (!h.count(Grad, succ, op.mb))
         return missing(stageMb("the gradient from", succ) +
@@ -1013,6 +1036,8 @@ std::optional<VerifyFailure> Replay::replay() {
       case OpKind::Wait: {
         if (op.kind == OpKind::Wait && g.waitsPost[id] >= 0) {
           advance = complete(instanceOf[g.waitsPost[id]]);
+          if (advance && checkData)
+            gathered(a, opAt(g.waitsPost[id]));
           break;
         }
         if (const int32_t send = g.waitsSend[id]; send >= 0) {
@@ -1037,6 +1062,8 @@ std::optional<VerifyFailure> Replay::replay() {
       case OpKind::Gather:
         arrive(id);
         advance = op.token >= 0 || complete(instanceOf[id]);
+        if (advance && op.token < 0 && checkData)
+          gathered(a, op);
         break;
       case OpKind::Exec:
         break;

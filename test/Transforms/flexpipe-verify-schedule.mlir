@@ -418,3 +418,80 @@ flexpipe.schedule @skips_tower actors(2) stages(2) microbatches(2) edges [] stag
     flexpipe.bwd stage 1 mb 0
   }
 }
+
+// -----
+
+// Tests a vocabulary-parallel head (stage 3: shared, no layers, last)
+// whose all_gather of the loss statistics is left out on both members: the
+// slices' backwards would take their local softmax for the whole one.
+flexpipe.schedule @vp_no_gather actors(2) stages(4) microbatches(1) edges [0 -> 1, 2 -> 0, 1 -> 3] shared [2, 3] stage_info [#flexpipe.stage_info<"gpt", 2>, #flexpipe.stage_info<"gpt", 2>, #flexpipe.stage_info<"gpt", 0, first>, #flexpipe.stage_info<"gpt", 0, last>] {
+  flexpipe.actor 0 {
+    flexpipe.fwd stage 2 mb 0
+    flexpipe.recv_act stage 0 mb 0 from 1
+    flexpipe.fwd stage 0 mb 0
+    flexpipe.send_act stage 0 mb 0 to 1
+    flexpipe.recv_act stage 3 mb 0 from 1
+    flexpipe.fwd stage 3 mb 0
+    flexpipe.bwd stage 3 mb 0
+    flexpipe.send_grad stage 3 mb 0 to 1
+    flexpipe.recv_grad stage 0 mb 0 from 1
+    flexpipe.bwd stage 0 mb 0
+    flexpipe.send_grad stage 0 mb 0 to 1
+    flexpipe.bwd stage 2 mb 0
+  }
+  flexpipe.actor 1 {
+    flexpipe.fwd stage 2 mb 0
+    flexpipe.send_act stage 2 mb 0 to 0
+    flexpipe.recv_act stage 1 mb 0 from 0
+    flexpipe.fwd stage 1 mb 0
+    flexpipe.send_act stage 1 mb 0 to 0
+    flexpipe.fwd stage 3 mb 0
+    // expected-error @+1 {{bwd stage 3 mb 0 on actor 1 runs before the all_gather of the loss statistics of stage 3 mb 0 (a vocabulary-parallel head's slices exchange them) completes here}}
+    flexpipe.bwd stage 3 mb 0
+    flexpipe.recv_grad stage 1 mb 0 from 0
+    flexpipe.bwd stage 1 mb 0
+    flexpipe.send_grad stage 1 mb 0 to 0
+    flexpipe.recv_grad stage 2 mb 0 from 0
+    flexpipe.bwd stage 2 mb 0
+  }
+}
+
+// -----
+
+// Tests the same head with an asynchronous all_gather: its wait completes
+// it, and the backward after the wait is fine; one before it is not.
+flexpipe.schedule @vp_async_gather actors(2) stages(4) microbatches(1) edges [0 -> 1, 2 -> 0, 1 -> 3] shared [2, 3] stage_info [#flexpipe.stage_info<"gpt", 2>, #flexpipe.stage_info<"gpt", 2>, #flexpipe.stage_info<"gpt", 0, first>, #flexpipe.stage_info<"gpt", 0, last>] {
+  flexpipe.actor 0 {
+    flexpipe.fwd stage 2 mb 0
+    flexpipe.recv_act stage 0 mb 0 from 1
+    flexpipe.fwd stage 0 mb 0
+    flexpipe.send_act stage 0 mb 0 to 1
+    flexpipe.recv_act stage 3 mb 0 from 1
+    flexpipe.fwd stage 3 mb 0
+    %t = flexpipe.all_gather stage 3 mb 0 group [0, 1] : !flexpipe.token
+    flexpipe.wait %t
+    flexpipe.bwd stage 3 mb 0
+    flexpipe.send_grad stage 3 mb 0 to 1
+    flexpipe.recv_grad stage 0 mb 0 from 1
+    flexpipe.bwd stage 0 mb 0
+    flexpipe.send_grad stage 0 mb 0 to 1
+    flexpipe.bwd stage 2 mb 0
+  }
+  flexpipe.actor 1 {
+    flexpipe.fwd stage 2 mb 0
+    flexpipe.send_act stage 2 mb 0 to 0
+    flexpipe.recv_act stage 1 mb 0 from 0
+    flexpipe.fwd stage 1 mb 0
+    flexpipe.send_act stage 1 mb 0 to 0
+    flexpipe.fwd stage 3 mb 0
+    %t = flexpipe.all_gather stage 3 mb 0 group [0, 1] : !flexpipe.token
+    // expected-error @+1 {{bwd stage 3 mb 0 on actor 1 runs before the all_gather of the loss statistics of stage 3 mb 0}}
+    flexpipe.bwd stage 3 mb 0
+    flexpipe.wait %t
+    flexpipe.recv_grad stage 1 mb 0 from 0
+    flexpipe.bwd stage 1 mb 0
+    flexpipe.send_grad stage 1 mb 0 to 0
+    flexpipe.recv_grad stage 2 mb 0 from 0
+    flexpipe.bwd stage 2 mb 0
+  }
+}
