@@ -54,6 +54,21 @@ static llvm::Error fail(const llvm::Twine &message) {
 
 namespace {
 
+/// An iteration time as ranks compare it: on a grid of relative width 1e-9,
+/// so that two schedules whose times differ only by rounding (the same sums
+/// in another order) tie and memory decides.
+double rankTime(double seconds) {
+  return seconds > 0 ? std::round(std::log(seconds) * 1e9) : seconds;
+}
+
+/// Whether `a` ranks before `b`: faster, or as fast and smaller.
+bool ranksBefore(const Evaluation &a, const Evaluation &b) {
+  const double ta = rankTime(a.iterationTime), tb = rankTime(b.iterationTime);
+  if (ta != tb)
+    return ta < tb;
+  return a.peakBytes < b.peakBytes;
+}
+
 /// What a tuner placement is in a spec, in one place: its name, the
 /// module's placement (and its keyword), and the placement's usual in-flight
 /// rule, both as the affine map specText writes and as what the map gives
@@ -950,9 +965,7 @@ void Search::offerDetail(const Evaluation &e, EvaluationDetail &detail) {
   if (!e.ok() || !e.fitsMemory)
     return;
   std::lock_guard<std::mutex> lock(detailMutex);
-  if (fastest && (fastest->first.iterationTime < e.iterationTime ||
-                  (fastest->first.iterationTime == e.iterationTime &&
-                   fastest->first.peakBytes <= e.peakBytes)))
+  if (fastest && !ranksBefore(e, fastest->first))
     return;
   fastest.emplace(e, std::move(detail));
 }
@@ -1225,12 +1238,7 @@ void Search::collect(TuneResult &result) {
   for (size_t v = 0; v < variants.size(); ++v)
     if (ran[v])
       keep(variantEval[v]);
-  std::stable_sort(result.ranked.begin(), result.ranked.end(),
-                   [](const Evaluation &a, const Evaluation &b) {
-                     if (a.iterationTime != b.iterationTime)
-                       return a.iterationTime < b.iterationTime;
-                     return a.peakBytes < b.peakBytes;
-                   });
+  std::stable_sort(result.ranked.begin(), result.ranked.end(), ranksBefore);
   if (fastest && !result.ranked.empty() &&
       fastest->first.candidate == result.ranked.front().candidate)
     result.bestDetail = std::move(fastest->second);
@@ -1311,8 +1319,7 @@ std::optional<Evaluation> flexpipe::sched::bestBaseline(
   // bounds, simulated only while they can still beat the best.
   std::optional<Evaluation> best;
   auto consider = [&](Evaluation e) {
-    if (e.ok() && e.fitsMemory &&
-        (!best || e.iterationTime < best->iterationTime))
+    if (e.ok() && e.fitsMemory && (!best || ranksBefore(e, *best)))
       best = std::move(e);
   };
   std::vector<Candidate> unknown;
@@ -1371,8 +1378,8 @@ std::optional<Evaluation> flexpipe::sched::bestBaseline(
         if (!e.ok() || !e.fitsMemory)
           return;
         std::lock_guard<std::mutex> lock(bestMutex);
-        if (!best || e.iterationTime < best->iterationTime ||
-            (e.iterationTime == best->iterationTime && k + 1 < bestAt)) {
+        if (!best || ranksBefore(e, *best) ||
+            (!ranksBefore(*best, e) && k + 1 < bestAt)) {
           best = std::move(e);
           bestAt = k + 1;
         }
