@@ -496,15 +496,21 @@ TEST_CASE("vocabulary slices are outside a stage traversal interval",
       // (one step for the activation to arrive).
       const int32_t last = 2 * pp - 1, head = 2 * pp + 1;
       double lastEnd = -1;
+      auto is = [&](const ScheduledItem &item, int32_t stage) {
+        return !item.isRegistered() && item.kind == CompKind::Fwd &&
+               item.mb == 0 && r.built.problem.parts[item.part].stage == stage;
+      };
       for (const ScheduledItem &item : r.result.actors[last % pp])
-        if (r.built.problem.parts[item.part].stage == last &&
-            item.kind == CompKind::Fwd && item.mb == 0)
+        if (is(item, last))
           lastEnd = item.end;
+      int heads = 0;
       for (const auto &items : r.result.actors)
         for (const ScheduledItem &item : items)
-          if (r.built.problem.parts[item.part].stage == head &&
-              item.kind == CompKind::Fwd && item.mb == 0)
+          if (is(item, head)) {
             CHECK(item.start == lastEnd);
+            ++heads;
+          }
+      CHECK(heads == pp);
       commAndVerify(r);
     }
 }
