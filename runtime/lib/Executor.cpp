@@ -142,9 +142,14 @@ std::string parseOptions(int argc, char **argv, Options &o) {
       return i + 1 < argc ? argv[++i] : nullptr;
     };
     const char *v = nullptr;
+    // An empty value would read as the option not given.
     if ((arg == "--checkpoint" || arg == "--resume") && i + 1 < argc &&
         !*argv[i + 1])
       return arg + " needs a directory";
+    if ((arg == "--losses" || arg == "--weights" || arg == "--profile" ||
+         arg == "--trace") &&
+        i + 1 < argc && !*argv[i + 1])
+      return arg + " needs a file name";
     int64_t number = 0;
     if (arg == "--iterations" && (v = value())) {
       if (!parseInteger(v, 1, int64_t(1) << 40, o.iterations))

@@ -22,6 +22,7 @@
 #include <cstring>
 #include <string>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace flexpipe::rt {
@@ -31,8 +32,14 @@ public:
   explicit OutputFile(std::string path)
       : path(std::move(path)),
         temporary(this->path + ".tmp" + std::to_string(::getpid())),
-        file(std::fopen(temporary.c_str(), "w")) {
-    if (!file)
+        file(nullptr) {
+    // The rename at the end would fail on these, after all the work.
+    struct stat info;
+    if (this->path.empty())
+      problem = "cannot write '': the path is empty";
+    else if (::stat(this->path.c_str(), &info) == 0 && S_ISDIR(info.st_mode))
+      problem = "cannot write '" + this->path + "': it is a directory";
+    else if (!(file = std::fopen(temporary.c_str(), "w")))
       problem = "cannot write '" + this->path + "': " + std::strerror(errno);
   }
   OutputFile(const OutputFile &) = delete;

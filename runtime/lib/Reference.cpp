@@ -211,6 +211,12 @@ std::optional<int> parseReferenceOptions(int argc, char **argv,
     }
     const char *value = argv[++i];
     double number = 0;
+    // An empty file name would read as the option not given.
+    if (!*value && arg != "--iterations" && arg != "--lr") {
+      std::fprintf(stderr, "flexpipe-reference: %s needs a file name\n",
+                   arg.c_str());
+      return 1;
+    }
     if (arg == "--iterations") {
       if (!parseInteger(value, 1, int64_t(1) << 40, o.iterations)) {
         std::fprintf(stderr,

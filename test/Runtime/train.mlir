@@ -71,6 +71,14 @@
 // UNWRITABLE: flexpipe: rank 0: cannot write '{{.*}}missing-dir/losses': No such file or directory (checked before training)
 // RUN: not timeout 60 flexpipe-reference %t/a-good/schedule.txt --iterations 1000000 --weights %t/missing-dir/w 2>&1 | FileCheck %s --check-prefix=REFUNWRITABLE
 // REFUNWRITABLE: flexpipe-reference: cannot write '{{.*}}missing-dir/w': No such file or directory (checked before training)
+// A directory there (the rename at the end would fail), and an empty name
+// (it would read as none):
+// RUN: mkdir -p %t/a-dir && not timeout 60 %t/a-good/run-mpi.sh --iterations 1000000 --losses %t/a-dir 2>&1 | FileCheck %s --check-prefix=DIRECTORY
+// DIRECTORY: flexpipe: rank 0: cannot write '{{.*}}a-dir': it is a directory (checked before training)
+// RUN: not timeout 60 flexpipe-reference %t/a-good/schedule.txt --iterations 1000000 --losses '' 2>&1 | FileCheck %s --check-prefix=REFEMPTY
+// REFEMPTY: flexpipe-reference: --losses needs a file name
+// RUN: not timeout 60 %t/a-good/run-mpi.sh --iterations 1000000 --weights '' 2>&1 | FileCheck %s --check-prefix=RANKEMPTY
+// RANKEMPTY: --weights needs a file name
 // RUN: rm -rf %t/out && mkdir %t/out && %t/a-good/run-mpi.sh --iterations 2 --losses %t/out/losses --weights %t/out/w --profile %t/out/p.yaml --trace %t/out/t.json > /dev/null
 // RUN: ls %t/out | FileCheck %s --check-prefix=OUTPUTS
 // OUTPUTS-NOT: tmp
