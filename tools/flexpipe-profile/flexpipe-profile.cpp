@@ -1106,6 +1106,9 @@ struct Options {
   int64_t ranks = 0;
   double seconds = 0.2;
   std::string mpirun = "mpirun", compiler;
+  /// --mpirun was given: its failure stops the profile (the default's only
+  /// leaves the messages unmeasured, on a machine without MPI).
+  bool mpirunGiven = false;
   bool jobs = true;
   bool quiet = false;
   // --check: a cluster file to compare with this machine now.
@@ -1152,8 +1155,10 @@ bool measureMessages(sched::ClusterConfig &cluster, const Options &o,
                bandwidth = field(out, "bandwidth_bytes_per_s");
   if (!(latency > 0 && bandwidth > 0)) {
     std::fprintf(stderr,
-                 "flexpipe-profile: warning: '%s' failed: no messages or "
-                 "calibration jobs measured\n",
+                 o.mpirunGiven ? "flexpipe-profile: error: --mpirun '%s' "
+                                 "failed to run the message measurement\n"
+                               : "flexpipe-profile: warning: '%s' failed: no "
+                                 "messages or calibration jobs measured\n",
                  o.mpirun.c_str());
     return false;
   }
@@ -1226,6 +1231,8 @@ int runWorker(int argc, char **argv, const std::string &worker) {
 /// Why the result cannot be written to `path` (through `path`.partial,
 /// renamed over it); "" when it can.
 std::string cannotWrite(const std::string &path) {
+  if (path.empty())
+    return "the path is empty";
   if (llvm::sys::fs::is_directory(path))
     return "it is a directory";
   const std::string partial = path + ".partial";
@@ -1384,7 +1391,8 @@ int parseOptions(int argc, char **argv, Options &o) {
   app.add_option("--mpirun", o.mpirun,
                  "mpirun to launch the message measurement with; 'none' "
                  "skips it and the calibration jobs (which run-mpi.sh "
-                 "launches with the mpirun on PATH)")
+                 "launches with the mpirun on PATH); when given, its failure "
+                 "stops the profile (the default's is a warning)")
       ->capture_default_str();
   app.add_option("--compiler", o.compiler,
                  "flexpipe-compile for the calibration jobs (default: the "
@@ -1414,6 +1422,7 @@ int parseOptions(int argc, char **argv, Options &o) {
   } catch (const CLI::ParseError &error) {
     return app.exit(error) == 0 ? 0 : 1;
   }
+  o.mpirunGiven = app.count("--mpirun") > 0 && o.mpirun != "none";
   return -1;
 }
 
@@ -1489,6 +1498,13 @@ int main(int argc, char **argv) {
   // run in rounds between the other measurements (runRound).
   const std::string self = selfPath(argv[0]);
   const bool withMpi = measureMessages(cluster, o, self, progress);
+  if (!withMpi && o.mpirunGiven) {
+#ifndef FLEXPIPE_PROFILE_MPI
+    std::fprintf(stderr, "flexpipe-profile: error: --mpirun given, but this "
+                         "flexpipe-profile was built without MPI\n");
+#endif
+    return 1;
+  }
   // The sgemm rate before the jobs compile: a cluster file needs a rate.
   cluster.peakFlops = timeSgemm(o.seconds);
   progress("sgemm 256: " + std::to_string(cluster.peakFlops / 1e9) +
