@@ -249,8 +249,10 @@ flexpipe::sched::enumerateCandidates(const ModelConfig &model,
     const size_t before = out.size();
     std::string reason;
     bool reasonIsBatch = false;
+    // The first reason, a placement's before the batch's (the batch's holds
+    // for a few micro-batch sizes; a placement's for all of them).
     auto note = [&](std::string why, bool isBatch = false) {
-      if (!reason.empty())
+      if (!reason.empty() && (isBatch || !reasonIsBatch))
         return;
       reason = std::move(why);
       reasonIsBatch = isBatch;
@@ -275,8 +277,12 @@ flexpipe::sched::enumerateCandidates(const ModelConfig &model,
             placement == TunePlacement::Bidirectional ||
             placement == TunePlacement::VShapeBidirectional;
         // One actor: every placement is the same single stage.
-        if (pp == 1 && placement != TunePlacement::OneToOne)
+        if (pp == 1 && placement != TunePlacement::OneToOne) {
+          note(llvm::formatv("pp 1 with {0}: one actor holds the one stage, "
+                             "which only one_to_one places",
+                             tunePlacementName(placement)));
           continue;
+        }
         if (bidirectional && micro < 2) {
           note(llvm::formatv("pp {0} with {1}: {2} micro-batch, fewer than "
                              "the 2 its two directions need",
