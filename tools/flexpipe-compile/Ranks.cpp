@@ -8,6 +8,7 @@
 
 #include "Ranks.h"
 #include "../OutputFile.h"
+#include "../ShellQuote.h"
 
 #include "flexpipe/Config.h"
 #include "flexpipe/Conversion/FlexPipeToEmitC/FlexPipeToEmitC.h"
@@ -160,18 +161,6 @@ substitute(std::string text,
          at = text.find(key, at + value.size()))
       text.replace(at, key.size(), value);
   return text;
-}
-
-/// `arg` quoted for sh where it needs quotes.
-static std::string shellQuote(StringRef arg) {
-  if (!arg.empty() && llvm::all_of(arg, [](char c) {
-        return llvm::isAlnum(c) || StringRef("_-./=:+,@%").contains(c);
-      }))
-    return arg.str();
-  std::string quoted = "'";
-  for (char c : arg)
-    quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return quoted + "'";
 }
 
 /// One build command and what to say when it fails.

@@ -37,6 +37,7 @@
 #include "llvm/Support/Signals.h"
 
 #include "../CliChecks.h"
+#include "../ShellQuote.h"
 
 #include <CLI/CLI.hpp>
 #include <cblas.h>
@@ -68,6 +69,7 @@
 
 namespace rt = flexpipe::rt;
 namespace sched = flexpipe::sched;
+using flexpipe::shellQuote;
 
 namespace {
 
@@ -341,13 +343,6 @@ double field(const std::string &text, const std::string &key) {
     if (name == key)
       return value;
   return std::nan("");
-}
-
-std::string shellQuote(const std::string &s) {
-  std::string out = "'";
-  for (char c : s)
-    out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
 }
 
 /// The mean iteration time a compiled job's run-mpi.sh prints, in seconds;

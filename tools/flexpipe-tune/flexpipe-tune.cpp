@@ -32,6 +32,7 @@
 #include "../CliChecks.h"
 #include "../OutputFile.h"
 #include "../ProcessSetup.h"
+#include "../ShellQuote.h"
 
 #include <CLI/CLI.hpp>
 
@@ -447,6 +448,23 @@ bool prepareOutput(const std::string &output) {
   if (!writeFile(probe, ""))
     return false;
   llvm::sys::fs::remove(probe);
+  // An earlier run's files go, so that none of them (a rank-K beyond this
+  // run's top, results of a run that then fails) is taken for this run's.
+  std::error_code ec;
+  for (llvm::sys::fs::directory_iterator it(output, ec), end; it != end && !ec;
+       it.increment(ec)) {
+    const llvm::StringRef name = llvm::sys::path::filename(it->path());
+    llvm::StringRef number = name;
+    const bool rankFile =
+        number.consume_front("rank-") &&
+        (number.consume_back(".mlir") || number.consume_back(".model.yaml")) &&
+        !number.empty() && llvm::all_of(number, llvm::isDigit);
+    // Regular files only: a link there is the user's.
+    if ((rankFile || name == "results.csv" || name == "results.json" ||
+         name == "best-vs-1f1b.svg") &&
+        it->type() == llvm::sys::fs::file_type::regular_file)
+      llvm::sys::fs::remove(it->path());
+  }
   return true;
 }
 
@@ -505,6 +523,15 @@ void printRanking(const ModelConfig &model, const ClusterConfig &cluster,
   }
 }
 
+/// `path` made absolute and quoted for sh: the reproduce line of rank-K.mlir
+/// runs in the output directory, wherever the tuner ran.
+std::string absolute(const std::string &path) {
+  llvm::SmallString<256> full(path);
+  llvm::sys::fs::make_absolute(full);
+  llvm::sys::path::remove_dots(full, /*remove_dot_dot=*/true);
+  return flexpipe::shellQuote(full);
+}
+
 /// rank-K.mlir (a spec flexpipe-compile builds, with its prediction in a
 /// comment) and rank-K.model.yaml for each of the `top` best.
 bool writeRankSpecs(const Options &o, const ModelConfig &model,
@@ -532,10 +559,9 @@ bool writeRankSpecs(const Options &o, const ModelConfig &model,
          << formatBytes(e.peakBytes) << " per device\n"
          << "// flexpipe-compile rank-" << i + 1 << ".mlir --time-model=cost"
          << " --model rank-" << i + 1 << ".model.yaml --cluster "
-         << llvm::sys::path::filename(o.cluster).str()
-         << (o.profile.empty()
-                 ? std::string()
-                 : " --profile " + llvm::sys::path::filename(o.profile).str())
+         << absolute(o.cluster)
+         << (o.profile.empty() ? std::string()
+                               : " --profile " + absolute(o.profile))
          << " --dp " << c.dp << pluginFlags << " --emit=report\n"
          << specText(c, model, "rank" + std::to_string(i + 1),
                      resolved.separationRounds, o.checks);
