@@ -789,6 +789,28 @@ void openGatherGroups(flexpipe_rt &rt) {
   }
 }
 
+/// The trace's time 0 on every rank: the wall clock of the first rank to
+/// get here. Each rank's steady clock times its events, offset by how much
+/// later than that rank its wall clock read; ranks on one host share the
+/// wall clock, so their events line up to the clock reads (each rank's own
+/// start, after different start-up work, put receives before their sends by
+/// milliseconds), and across hosts they line up as well as the hosts' clocks
+/// agree.
+void startTraceClock(flexpipe_rt &rt) {
+  const Clock::time_point steady = Clock::now();
+  if (!rt.tracing) {
+    rt.epoch = steady;
+    return;
+  }
+  const auto wall = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                        std::chrono::system_clock::now().time_since_epoch())
+                        .count();
+  uint64_t first = 0, last = 0;
+  rt.comm->minMax(static_cast<uint64_t>(wall), first, last);
+  rt.epoch =
+      steady - std::chrono::nanoseconds(static_cast<uint64_t>(wall) - first);
+}
+
 /// The stage graph, this actor's device stages and the readers of its
 /// outputs; the per-iteration bookkeeping starts empty.
 void makeStages(flexpipe_rt &rt) {
@@ -1149,7 +1171,7 @@ int flexpipe::rt::runRank(int argc, char **argv, const char *description,
   checkStages(rt);
   openGatherGroups(rt);
   makeStages(rt);
-  rt.epoch = Clock::now(); // after the start-up collectives: close on all ranks
+  startTraceClock(rt);
   std::map<std::pair<int, int>, double> messageSeconds;
   if (!rt.options.profile.empty())
     messageSeconds = timeMessages(rt);

@@ -81,6 +81,12 @@
 // RANKEMPTY: --weights needs a file name
 // RUN: rm -rf %t/out && mkdir %t/out && %t/a-good/run-mpi.sh --iterations 2 --losses %t/out/losses --weights %t/out/w --profile %t/out/p.yaml --trace %t/out/t.json > /dev/null
 // RUN: ls %t/out | FileCheck %s --check-prefix=OUTPUTS
+// The trace's ranks share one clock: no message arrives before it is sent
+// (each rank's own start put receives milliseconds before their sends).
+// RUN: flexpipe-compile %schedules/1f1b.mlir --actors 3 --microbatches 5 --dp 2 --emit=exe -o %t/a-three
+// RUN: %t/a-three/run-mpi.sh --iterations 2 --trace %t/out/three.json > /dev/null
+// RUN: python3 %S/trace-order.py %t/out/three.json | FileCheck %s --check-prefix=ORDER
+// ORDER: 80 receives, 0 complete before their send begins
 // OUTPUTS-NOT: tmp
 // OUTPUTS: losses
 // OUTPUTS-NEXT: p.yaml
