@@ -326,9 +326,16 @@ flexpipe::sched::enumerateCandidates(const ModelConfig &model,
             c.placement = placement;
             c.chunks = v;
             c.vocabParallel = vp;
+            // One stage per actor (one_to_one, one direction, no slices):
+            // a stage order has nothing to choose between, and every order
+            // would be the same schedule again.
+            const bool oneStageEach =
+                placement == TunePlacement::OneToOne && !vp;
+            const std::vector<StagePriority> &orders =
+                oneStageEach ? std::vector<StagePriority>{stps.front()} : stps;
             for (Cttp cttp : cttps)
-              for (const StagePriority &fwd : stps)
-                for (const StagePriority &bwd : stps)
+              for (const StagePriority &fwd : orders)
+                for (const StagePriority &bwd : orders)
                   for (bool sep : separationChoices) {
                     c.cttp = cttp;
                     c.fwd = fwd;
@@ -1103,13 +1110,35 @@ Search::chooseVariants(const std::vector<size_t> &twins,
     }
     pending.push_back({v, twin, bound});
   }
-  // The heuristic limits: the fastest fused twins only, then by bound.
+  // The heuristic limits: the fastest fused twins only, then by bound. A
+  // variant whose busiest actor alone takes as long as its twin (a twin
+  // without bubbles: one actor) cannot be faster than the twin; the places
+  // go to those that can.
   if (options.separationTop > 0 && pending.size() > options.separationTop) {
+    auto canGain = [&](const Pending &p) {
+      return fusedCut[p.twin] || fusedEval[p.twin].skipped ||
+             p.bound < twinTime(p.twin) * (1 - 1e-9);
+    };
     std::stable_sort(pending.begin(), pending.end(),
                      [&](const Pending &a, const Pending &b) {
+                       if (canGain(a) != canGain(b))
+                         return canGain(a);
                        return twinTime(a.twin) < twinTime(b.twin);
                      });
+    for (size_t i = options.separationTop; i < pending.size(); ++i)
+      if (!canGain(pending[i])) {
+        variantEval[pending[i].variant] = notTried(
+            pending[i].variant,
+            llvm::formatv("separation cannot beat its fused twin: the "
+                          "busiest actor alone ({0:e3} s with the gradient "
+                          "sync) takes as long",
+                          pending[i].bound)
+                .str());
+        ran[pending[i].variant] = 1;
+      }
     for (size_t i = options.separationTop; i < pending.size(); ++i) {
+      if (ran[pending[i].variant])
+        continue;
       variantEval[pending[i].variant] = notTried(
           pending[i].variant,
           llvm::formatv("separation is tried on the variants of the {0} "

@@ -57,6 +57,8 @@ struct Options {
   int threads = 0;
   std::vector<std::string> pp, mbs, placements; // comma-separated lists
   std::string vocabParallel = "auto", separation = "auto";
+  int64_t separationTop = 8;
+  double separationWindow = 1.25;
   bool allowFwdFirst = false;
   std::string progress = "auto";
   std::vector<std::string> plugins, checks, priorities;
@@ -329,10 +331,30 @@ void addOptions(CLI::App &app, Options &o) {
       ->check(CLI::IsMember({"auto", "on", "off"}))
       ->capture_default_str();
   app.add_option("--separation", o.separation,
-                 "Gradient separation: auto tries both (variants of the 8 "
-                 "fastest fused candidates within 1.25x of the best, see "
+                 "Gradient separation: auto tries both (on the variants "
+                 "--separation-top and --separation-window choose; "
                  "docs/Tuning.md)")
       ->check(CLI::IsMember({"auto", "on", "off"}))
+      ->capture_default_str();
+  app.add_option("--separation-top", o.separationTop,
+                 "Try separation on the variants of this many fastest fused "
+                 "candidates (0: all of them; slower, docs/Tuning.md)")
+      ->check(flexpipe::integerAtLeast(0))
+      ->capture_default_str();
+  app.add_option("--separation-window", o.separationWindow,
+                 "... and only of those within this factor of the best fused "
+                 "time (0: no window)")
+      ->check(CLI::Validator(
+          [](std::string &text) -> std::string {
+            char *end = nullptr;
+            const double value = std::strtod(text.c_str(), &end);
+            if (text.empty() || *end != '\0' || !std::isfinite(value) ||
+                !(value == 0 || value >= 1))
+              return "must be 0 (no window) or a factor of at least 1, got " +
+                     text.substr(0, 40);
+            return {};
+          },
+          "FACTOR"))
       ->capture_default_str();
   app.add_flag("--allow-fwd-first", o.allowFwdFirst,
                "Also try the forward-first computation-type priority");
@@ -422,6 +444,8 @@ bool tuneOptionsOf(const Options &o, const Profile *profile,
   options.vocabParallel = choice(o.vocabParallel);
   options.separation = choice(o.separation);
   options.allowFwdFirst = o.allowFwdFirst;
+  options.separationTop = static_cast<size_t>(o.separationTop);
+  options.separationWindow = o.separationWindow;
   options.exact = o.exhaustive ? 0 : std::max<size_t>(o.exact, o.top);
   options.threads = o.threads > 0
                         ? o.threads
