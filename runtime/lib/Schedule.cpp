@@ -330,6 +330,74 @@ std::string readStage(std::istringstream &words, ScheduleDesc &desc,
   return {};
 }
 
+/// A single model's stages (no towers) form its pipelines: every block is
+/// held by as many stages (one per direction, k), k stages are first and k
+/// last, each edge hands the blocks on where they stop (an embedding's
+/// output to block 0, the last block's to the head), every stage but the
+/// first ones has an input and every one but the last ones an output, and
+/// the edges have no cycle. A description the compiler did not write gets
+/// the first of these that fails (each once trained without a word).
+std::string checkChain(const ScheduleDesc &desc) {
+  std::vector<int> holders(desc.model.layers, 0);
+  int firsts = 0, lasts = 0;
+  for (const ScheduleDesc::Stage &stage : desc.stage) {
+    for (int b = stage.firstBlock; b < stage.firstBlock + stage.blocks; ++b)
+      ++holders[b];
+    firsts += stage.first;
+    lasts += stage.last;
+  }
+  const int k = holders.empty() ? 1 : holders.front();
+  for (size_t b = 1; b < holders.size(); ++b)
+    if (holders[b] != k)
+      return "block " + std::to_string(b) + " of the model is held by " +
+             std::to_string(holders[b]) + " stages and block 0 by " +
+             std::to_string(k) + "; each block once per pipeline direction";
+  if (firsts != k || lasts != k)
+    return std::to_string(firsts) + " first and " + std::to_string(lasts) +
+           " last stages for " + std::to_string(k) +
+           " pipeline direction(s); one of each per direction";
+  std::vector<int> inputs(desc.stages, 0), outputs(desc.stages, 0);
+  std::vector<std::vector<int>> succs(desc.stages);
+  for (auto [from, to] : desc.edges) {
+    const ScheduleDesc::Stage &u = desc.stage[from], &v = desc.stage[to];
+    if (v.firstBlock != u.firstBlock + u.blocks)
+      return "edge " + std::to_string(from) + " " + std::to_string(to) +
+             " hands the output after block " +
+             std::to_string(u.firstBlock + u.blocks - 1) + " to stage " +
+             std::to_string(to) + ", which starts at block " +
+             std::to_string(v.firstBlock);
+    ++outputs[from];
+    ++inputs[to];
+    succs[from].push_back(to);
+  }
+  for (int s = 0; s < desc.stages; ++s) {
+    const ScheduleDesc::Stage &stage = desc.stage[s];
+    if (!stage.first && inputs[s] == 0)
+      return "stage " + std::to_string(s) +
+             " is not a first stage but no edge leads to it";
+    if (!stage.last && outputs[s] == 0)
+      return "stage " + std::to_string(s) +
+             " is not a last stage but no edge leaves it";
+  }
+  // Kahn's algorithm: stages left over lie on a cycle.
+  std::vector<int> ready;
+  for (int s = 0; s < desc.stages; ++s)
+    if (inputs[s] == 0)
+      ready.push_back(s);
+  int ordered = 0;
+  while (!ready.empty()) {
+    const int s = ready.back();
+    ready.pop_back();
+    ++ordered;
+    for (int t : succs[s])
+      if (--inputs[t] == 0)
+        ready.push_back(t);
+  }
+  if (ordered != desc.stages)
+    return "the edges form a cycle";
+  return {};
+}
+
 /// The whole description after its last line: stages declared, towers or
 /// none, the structure, the execs' ranges; marks the stage that holds the
 /// final LayerNorm. Returns an error or "".
@@ -349,6 +417,9 @@ std::string checkDescription(ScheduleDesc &desc,
   }
   if (std::string error = checkStructure(desc, declared); !error.empty())
     return error;
+  if (desc.towers.empty())
+    if (std::string error = checkChain(desc); !error.empty())
+      return error;
   if (desc.program >= desc.actors)
     return "the 'program' line names actor " + std::to_string(desc.program) +
            ", but the schedule has " + std::to_string(desc.actors) + " actors";

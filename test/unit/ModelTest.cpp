@@ -620,6 +620,28 @@ TEST_CASE("the schedule description of a GPT and of two towers",
         "schedule description: block 7 of the model is held by no stage");
   CHECK(problem(replaced("blocks 4 4", "blocks 5 3")) ==
         "schedule description: block 4 of the model is held by no stage");
+  // Stages that do not make pipelines of the model (each trained without a
+  // word): a block twice, no first stage, no edge, an edge that skips
+  // blocks, a cycle of stages without blocks.
+  CHECK(problem(replaced("blocks 0 4", "blocks 0 5")) ==
+        "schedule description: block 4 of the model is held by 2 stages and "
+        "block 0 by 1; each block once per pipeline direction");
+  CHECK(problem(replaced("blocks 0 4 first_last 1 0",
+                         "blocks 0 4 first_last 0 0")) ==
+        "schedule description: 0 first and 1 last stages for 1 pipeline "
+        "direction(s); one of each per direction");
+  CHECK(problem(replaced("edge 0 1\n", "")) ==
+        "schedule description: stage 0 is not a last stage but no edge leaves "
+        "it");
+  CHECK(problem(replaced("edge 0 1\n", "edge 1 0\n")) ==
+        "schedule description: edge 1 0 hands the output after block 7 to "
+        "stage 0, which starts at block 0");
+  std::string cycle =
+      replaced("edge 0 1\n", "stage 2 actor 0 blocks 4 0 first_last 0 0\n"
+                             "stage 3 actor 0 blocks 4 0 first_last 0 0\n"
+                             "edge 0 2\nedge 2 3\nedge 3 2\nedge 2 1\n");
+  cycle.replace(cycle.find("stages 2"), 8, "stages 4");
+  CHECK(problem(cycle) == "schedule description: the edges form a cycle");
   CHECK(problem(replaced("stages 2", "stages 0")) ==
         "schedule description line 3: stages must be between 1 and 1048576");
   CHECK(problem(gpt + "stage 1 actor 1 blocks 4 4 first_last 0 1\n") ==
