@@ -198,8 +198,9 @@ flexpipe::sched::clusterForJob(ClusterConfig cluster, int64_t actors,
         llvm::formatv("the job runs on {0} actors x dp {1} = {2} {3}, but "
                       "cluster '{4}' has {5}; give the cluster file more "
                       "devices, or use fewer actors or replicas",
-                      actors, dp, cluster.jobDevices, cluster.devicesWord(),
-                      cluster.name, cluster.devices)
+                      actors, dp, cluster.jobDevices,
+                      cluster.devicesWord(cluster.jobDevices), cluster.name,
+                      cluster.devices)
             .str());
   return cluster;
 }

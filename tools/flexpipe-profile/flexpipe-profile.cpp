@@ -985,6 +985,7 @@ void measureContention(sched::MachineProfile &measured,
       return median(ratios);
     };
     std::string text = model.name + ", blocks computing at once, slowdown:";
+    bool any = false;
     for (int64_t k = 2; k <= ranks; ++k) {
       const double slower = ratio(k);
       if (!(slower > 0)) {
@@ -1002,8 +1003,10 @@ void measureContention(sched::MachineProfile &measured,
       std::snprintf(part, sizeof part, " %lld: %.2fx",
                     static_cast<long long>(k), point.slowdown);
       text += part;
+      any = true;
     }
-    progress(text);
+    if (any) // else the line above says why not
+      progress(text);
   }
 }
 

@@ -510,8 +510,8 @@ void printRanking(const ModelConfig &model, const ClusterConfig &cluster,
       model.name, cluster.name, resolved.gpus, resolved.globalBatch,
       resolved.memoryLimit > 0 ? formatBytes(resolved.memoryLimit) : "none",
       result.candidates, result.simulated, result.pruned, overMemory,
-      unschedulable, elapsed, resolved.threads, cluster.devicesWord(),
-      result.bounded);
+      unschedulable, elapsed, resolved.threads,
+      cluster.devicesWord(resolved.gpus), result.bounded);
   llvm::outs() << llvm::formatv("{0,-5} {1,-11} {2,-11} {3,-7} {4,-10} "
                                 "{5,-4} {6,-4} {7,-4} {8,-4} {9}\n",
                                 "rank", "iteration", "tokens/s", "bubble",
@@ -533,8 +533,15 @@ void printRanking(const ModelConfig &model, const ClusterConfig &cluster,
   llvm::outs() << "\n";
   const char *names[2] = {"Megatron-LM 1F1B", "T-1F1B (1F1B, vocab-parallel)"};
   for (int vp = 0; vp < 2; ++vp) {
+    const ModuleModel &m = model.modules.front();
+    const bool possible =
+        !vp || (m.vocab > 0 && m.lmHead &&
+                llvm::any_of(resolved.pp, [](int64_t pp) { return pp >= 2; }));
     if (!baseline[vp]) {
-      llvm::outs() << names[vp] << ": no configuration fits\n";
+      llvm::outs() << names[vp]
+                   << (possible ? ": no configuration fits\n"
+                                : ": not possible here (it needs a "
+                                  "vocabulary and pp >= 2)\n");
       continue;
     }
     line(vp ? "T1F1B" : "1F1B", *baseline[vp]);
@@ -569,8 +576,8 @@ bool writeRankSpecs(const Options &o, const ModelConfig &model,
     std::ostringstream spec;
     spec << "// flexpipe-tune rank " << i + 1 << " for " << model.name << " on "
          << cluster.name << ", " << resolved.gpus << " "
-         << cluster.devicesWord() << ": pp " << c.pp << " x dp " << c.dp
-         << ", micro-batch size " << c.mbs << ", " << c.microbatches
+         << cluster.devicesWord(resolved.gpus) << ": pp " << c.pp << " x dp "
+         << c.dp << ", micro-batch size " << c.mbs << ", " << c.microbatches
          << " micro-batches\n"
          << "// " << describe(c) << "\n"
          << "// predicted: iteration " << seconds(e.iterationTime)
@@ -748,7 +755,10 @@ int main(int argc, char **argv) {
                            baseline[0]))
     return 1;
   llvm::outs() << "\nwrote " << o.output << "/results.csv, results.json, "
-               << "rank-1.mlir .. rank-" << top << ".mlir (with .model.yaml), "
+               << (top == 1
+                       ? std::string("rank-1.mlir")
+                       : "rank-1.mlir .. rank-" + std::to_string(top) + ".mlir")
+               << " (with .model.yaml), "
                << "best-vs-1f1b.svg\n";
   return 0;
 }

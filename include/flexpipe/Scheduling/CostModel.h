@@ -153,8 +153,12 @@ struct ClusterConfig {
   /// The ranks the job runs on: jobDevices, or all `devices` when unset.
   int64_t jobRanks() const { return jobDevices > 0 ? jobDevices : devices; }
   /// "GPUs" or "CPU ranks", for messages.
-  const char *devicesWord() const {
-    return deviceKind == "cpu" ? "CPU ranks" : "GPUs";
+  /// What `count` devices are called: "GPUs", "CPU ranks" (singular for
+  /// one).
+  const char *devicesWord(int64_t count = 2) const {
+    if (deviceKind == "cpu")
+      return count == 1 ? "CPU rank" : "CPU ranks";
+    return count == 1 ? "GPU" : "GPUs";
   }
 };
 
