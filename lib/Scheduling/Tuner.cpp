@@ -61,6 +61,24 @@ double rankTime(double seconds) {
   return seconds > 0 ? std::round(std::log(seconds) * 1e9) : seconds;
 }
 
+/// The stage priorities (forward and backward alike) a candidate tries:
+/// breadth- and depth-first, with the circular placement also both with
+/// interval pp (the paper's rule). Where each actor holds one stage
+/// (one_to_one, one direction, no vocabulary slices) an order has nothing to
+/// choose between, and every order would be the same schedule again: one.
+std::vector<StagePriority> stageOrders(TunePlacement placement, int64_t pp,
+                                       bool vocabParallel) {
+  if (placement == TunePlacement::OneToOne && !vocabParallel)
+    return {{StageOrder::BreadthFirst, 0}};
+  std::vector<StagePriority> orders = {{StageOrder::BreadthFirst, 0},
+                                       {StageOrder::DepthFirst, 0}};
+  if (placement == TunePlacement::Circular) {
+    orders.push_back({StageOrder::BreadthFirst, pp});
+    orders.push_back({StageOrder::DepthFirst, pp});
+  }
+  return orders;
+}
+
 /// Whether `a` ranks before `b`: faster, or as fast and smaller.
 bool ranksBefore(const Evaluation &a, const Evaluation &b) {
   const double ta = rankTime(a.iterationTime), tb = rankTime(b.iterationTime);
@@ -240,6 +258,11 @@ flexpipe::sched::enumerateCandidates(const ModelConfig &model,
   std::vector<Cttp> cttps = {Cttp::BwdFirst, Cttp::Interleaved};
   if (o.allowFwdFirst)
     cttps.push_back(Cttp::FwdFirst);
+  std::vector<bool> separationChoices;
+  if (o.separation != TuneOptions::Choice::On)
+    separationChoices.push_back(false);
+  if (o.separation != TuneOptions::Choice::Off)
+    separationChoices.push_back(true);
 
   // For an empty space: per pp without a candidate, the first reason met.
   std::vector<std::string> whyNot;
@@ -297,17 +320,6 @@ flexpipe::sched::enumerateCandidates(const ModelConfig &model,
                                m.layers));
             continue;
           }
-          std::vector<StagePriority> stps = {{StageOrder::BreadthFirst, 0},
-                                             {StageOrder::DepthFirst, 0}};
-          if (placement == TunePlacement::Circular) {
-            stps.push_back({StageOrder::BreadthFirst, pp});
-            stps.push_back({StageOrder::DepthFirst, pp});
-          }
-          std::vector<bool> separationChoices;
-          if (o.separation != TuneOptions::Choice::On)
-            separationChoices.push_back(false);
-          if (o.separation != TuneOptions::Choice::Off)
-            separationChoices.push_back(true);
           for (bool vp : vocabChoices) {
             // The vocabulary is split over the actors: one actor has
             // nothing to split it with (its spec would not compile).
@@ -326,13 +338,8 @@ flexpipe::sched::enumerateCandidates(const ModelConfig &model,
             c.placement = placement;
             c.chunks = v;
             c.vocabParallel = vp;
-            // One stage per actor (one_to_one, one direction, no slices):
-            // a stage order has nothing to choose between, and every order
-            // would be the same schedule again.
-            const bool oneStageEach =
-                placement == TunePlacement::OneToOne && !vp;
-            const std::vector<StagePriority> &orders =
-                oneStageEach ? std::vector<StagePriority>{stps.front()} : stps;
+            const std::vector<StagePriority> orders =
+                stageOrders(placement, pp, vp);
             for (Cttp cttp : cttps)
               for (const StagePriority &fwd : orders)
                 for (const StagePriority &bwd : orders)
