@@ -53,7 +53,9 @@ def direct(run_dir, actor, how, env):
              "1000000"], env=dict(env, RANK=str(r), LOCAL_RANK=str(r)),
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
     victim = ranks[int(actor)]
-    watched = ranks[0] if victim is not ranks[0] else ranks[1]
+    # Rank 0 prints the iterations, also when it is the victim (watching
+    # rank 1 then waited for a line it never prints, 120 s).
+    watched = ranks[0]
     seen = until_training(watched.stdout)
     os.kill(victim.pid, signal.SIGSTOP if how == "STOP" else signal.SIGKILL)
     killed, failed = time.time(), 0
