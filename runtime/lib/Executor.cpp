@@ -650,6 +650,9 @@ void checkOptionsAgree(flexpipe_rt &rt) {
       {"--checkpoint-every", static_cast<uint64_t>(o.checkpointEvery), count},
       {"--checkpoint", !o.checkpoint.empty(), given},
       {"--resume", !o.resume.empty(), given},
+      // Both add collectives (the trace's clock, the message timings).
+      {"--profile", !o.profile.empty(), given},
+      {"--trace", !o.trace.empty(), given},
   };
   for (const auto &option : options) {
     uint64_t lo, hi;

@@ -60,6 +60,8 @@
 // ITERS: flexpipe: rank 0: the ranks were started with different --iterations (3 and 10); give every rank the same options
 // RUN: not env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 60 mpirun --oversubscribe -np 1 %t/three/rank0 --lr 0.05 : -np 1 %t/three/rank1 : -np 1 %t/three/rank2 2>&1 | FileCheck %s --check-prefix=LR
 // LR: the ranks were started with different --lr (0.001 and 0.05)
+// RUN: not env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 60 mpirun --oversubscribe -np 1 %t/three/rank0 --trace %t/one-trace.json : -np 1 %t/three/rank1 : -np 1 %t/three/rank2 2>&1 | FileCheck %s --check-prefix=ONETRACE
+// ONETRACE: the ranks were started with different --trace (not given and given)
 
 // A rank that dies stops every other rank with a non-zero exit.
 // RUN: flexpipe-compile %schedules/1f1b.mlir --actors 2 --microbatches 4 --emit=exe -o %t/a-good
