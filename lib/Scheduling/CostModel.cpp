@@ -55,7 +55,7 @@ StageFlops flexpipe::sched::stageFlops(const StageShape &shape,
   f.fwd = layers * (matmul + attention);
   f.igrad = layers * (matmul + 2 * attention);
   f.wgrad = layers * matmul;
-  if (shape.last && m.lmHead && m.vocab > 0) {
+  if (shape.last && m.hasHead()) {
     const double v = static_cast<double>(m.vocab);
     const double head = 2 * b * s * h * v, loss = 5 * b * s * v;
     f.fwd += head + loss;
@@ -155,7 +155,7 @@ StageCost flexpipe::sched::stageCost(const StageShape &shape,
           static_cast<double>(shape.layers));
     if (shape.first && m.vocab > 0)
       add(MeasuredLayer::Embedding, {&m, 0, true, false}, 1);
-    if (shape.last && m.lmHead && m.vocab > 0)
+    if (shape.last && m.hasHead())
       add(MeasuredLayer::Head, {&m, 0, false, true}, 1);
   }
   c.bwd = c.igrad + c.wgrad;
@@ -175,7 +175,7 @@ StageCost flexpipe::sched::stageCost(const StageShape &shape,
     c.activationBytes += s * b * h * d; // embedding output
     c.parameters += v * h + s * h;      // token and position embeddings
   }
-  if (shape.last && m.lmHead && m.vocab > 0) {
+  if (shape.last && m.hasHead()) {
     c.activationBytes += b * s * v * (d + 4); // logits + fp32 softmax
     c.parameters += v * h + 2 * h;            // LM head and final norm
   }

@@ -325,7 +325,7 @@ llvm::Error ProblemBuilder::buildVocabParts(int32_t m) {
   if (!found)
     return found.takeError();
   const ModuleModel *model = *found;
-  if (model && (model->vocab <= 0 || !model->lmHead))
+  if (model && !model->hasHead())
     return fail("module @" + module.name +
                 " is vocabulary-parallel but the model file gives "
                 "it no vocabulary and LM head");

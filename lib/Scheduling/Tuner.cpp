@@ -222,7 +222,7 @@ flexpipe::sched::resolveOptions(const ModelConfig &model,
   for (int64_t v : o.circularChunks)
     if (v < 2)
       return fail("circular placements need at least 2 chunks per actor");
-  if (o.vocabParallel == TuneOptions::Choice::On && (m.vocab <= 0 || !m.lmHead))
+  if (o.vocabParallel == TuneOptions::Choice::On && !m.hasHead())
     return fail("module '" + m.name +
                 "' has no vocabulary and LM head to split; drop "
                 "--vocab-parallel=on");
@@ -253,7 +253,7 @@ flexpipe::sched::enumerateCandidates(const ModelConfig &model,
   std::vector<bool> vocabChoices;
   if (o.vocabParallel != TuneOptions::Choice::On)
     vocabChoices.push_back(false);
-  if (o.vocabParallel != TuneOptions::Choice::Off && m.vocab > 0 && m.lmHead)
+  if (o.vocabParallel != TuneOptions::Choice::Off && m.hasHead())
     vocabChoices.push_back(true);
   std::vector<Cttp> cttps = {Cttp::BwdFirst, Cttp::Interleaved};
   if (o.allowFwdFirst)
@@ -323,7 +323,7 @@ flexpipe::sched::enumerateCandidates(const ModelConfig &model,
           for (bool vp : vocabChoices) {
             // The vocabulary is split over the actors: one actor has
             // nothing to split it with (its spec would not compile).
-            if (vp && pp < 2) {
+            if (vp && !m.canSplitVocabulary(pp)) {
               note(llvm::formatv("pp {0}: the vocabulary-parallel embedding "
                                  "and head need 2 actors or more to split "
                                  "the vocabulary over",
@@ -1349,7 +1349,7 @@ std::optional<Evaluation> flexpipe::sched::bestBaseline(
     return std::nullopt;
   };
   const ModuleModel &m = model.modules.front();
-  if (vocabParallel && (m.vocab <= 0 || !m.lmHead))
+  if (vocabParallel && !m.hasHead())
     return std::nullopt;
   // One stage per actor: without vocabulary parallelism every stage order
   // is the same; with it the head and embedding slices make the order of
@@ -1369,7 +1369,7 @@ std::optional<Evaluation> flexpipe::sched::bestBaseline(
     for (int64_t mbs : options.mbs) {
       const int64_t dp = options.gpus / pp;
       if (options.globalBatch % (dp * mbs) != 0 || m.layers < pp ||
-          (vocabParallel && pp < 2))
+          (vocabParallel && !m.canSplitVocabulary(pp)))
         continue;
       for (const StagePriority &fwd : orders)
         for (const StagePriority &bwd : orders) {

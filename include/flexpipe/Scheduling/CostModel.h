@@ -43,6 +43,13 @@ struct ModuleModel {
   /// Whether the last stage ends in an LM head over the vocabulary and a
   /// cross-entropy loss (a GPT: yes; a CLIP text tower: no).
   bool lmHead = false;
+
+  /// Whether the last stage ends in an LM head over a vocabulary: what the
+  /// head's costs, vocabulary parallelism (its slices) and T-1F1B need.
+  bool hasHead() const { return vocab > 0 && lmHead; }
+  /// Whether its vocabulary can be split over `pp` actors: a head, and
+  /// another actor than the one that holds it.
+  bool canSplitVocabulary(int64_t pp) const { return hasHead() && pp >= 2; }
 };
 
 struct ModelConfig {

@@ -638,7 +638,7 @@ FailureOr<std::string> describeGpt(ScheduleOp schedule, const Analysis &a,
   int64_t microBatch = 1;
   if (model) {
     const sched::ModuleModel *m = model->module(module.str());
-    if (!m || model->modules.size() != 1 || m->vocab <= 0 || !m->lmHead)
+    if (!m || model->modules.size() != 1 || !m->hasHead())
       return schedule.emitOpError()
              << "needs a model file with one GPT module named '"
              << module.getValue() << "' (with a vocabulary and an LM head)";
