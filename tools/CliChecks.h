@@ -20,6 +20,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -53,10 +54,10 @@ inline CLI::Validator integerAtLeast(int64_t min, int64_t max = INT32_MAX) {
                  : "INTEGER");
 }
 
-/// A finite number greater than 0 (seconds, a tolerance).
-inline CLI::Validator positiveNumber() {
+/// A finite number greater than 0 (seconds, a tolerance) and at most `max`.
+inline CLI::Validator positiveNumber(double max = HUGE_VAL) {
   return CLI::Validator(
-      [](std::string &text) -> std::string {
+      [max](std::string &text) -> std::string {
         char *end = nullptr;
         errno = 0;
         const double value = std::strtod(text.c_str(), &end);
@@ -66,9 +67,30 @@ inline CLI::Validator positiveNumber() {
           return "'" + text.substr(0, 40) + "' is not a finite number";
         if (!(value > 0))
           return "must be a positive number, got " + text;
+        if (value > max) {
+          std::ostringstream limit;
+          limit << max;
+          return "must be at most " + limit.str() + ", got " +
+                 text.substr(0, 40);
+        }
         return {};
       },
       "POSITIVE");
+}
+
+/// 0 (no limit) or a finite factor of at least 1.
+inline CLI::Validator factorOrZero() {
+  return CLI::Validator(
+      [](std::string &text) -> std::string {
+        char *end = nullptr;
+        const double value = std::strtod(text.c_str(), &end);
+        if (text.empty() || *end != '\0' || !std::isfinite(value) ||
+            !(value == 0 || value >= 1))
+          return "must be 0 (no limit) or a factor of at least 1, got " +
+                 text.substr(0, 40);
+        return {};
+      },
+      "FACTOR");
 }
 
 /// The items of a comma-separated list, empty ones included.

@@ -1029,7 +1029,7 @@ void measureLayers(const std::vector<sched::ModelConfig> &models,
             sched::MeasuredLayer::Block};
         if (m.vocab > 0)
           kinds.push_back(sched::MeasuredLayer::Embedding);
-        if (m.vocab > 0 && m.lmHead)
+        if (m.hasHead())
           kinds.push_back(sched::MeasuredLayer::Head);
         for (auto kind : kinds) {
           std::ostringstream key;
@@ -1381,8 +1381,9 @@ int parseOptions(int argc, char **argv, Options &o) {
                  "at most max(8, 4 x cores)")
       ->check(flexpipe::integerAtLeast(1));
   app.add_option("--seconds", o.seconds,
-                 "Measuring time per shape (more: steadier figures)")
-      ->check(flexpipe::positiveNumber())
+                 "Measuring time per shape (more: steadier figures; the "
+                 "profile takes a few hundred times this)")
+      ->check(flexpipe::positiveNumber(60))
       ->capture_default_str();
   app.add_option("--name", o.name,
                  "The cluster's name (default: cpu-measured)");

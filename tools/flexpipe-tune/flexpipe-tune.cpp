@@ -344,17 +344,7 @@ void addOptions(CLI::App &app, Options &o) {
   app.add_option("--separation-window", o.separationWindow,
                  "... and only of those within this factor of the best fused "
                  "time (0: no window)")
-      ->check(CLI::Validator(
-          [](std::string &text) -> std::string {
-            char *end = nullptr;
-            const double value = std::strtod(text.c_str(), &end);
-            if (text.empty() || *end != '\0' || !std::isfinite(value) ||
-                !(value == 0 || value >= 1))
-              return "must be 0 (no window) or a factor of at least 1, got " +
-                     text.substr(0, 40);
-            return {};
-          },
-          "FACTOR"))
+      ->check(flexpipe::factorOrZero())
       ->capture_default_str();
   app.add_flag("--allow-fwd-first", o.allowFwdFirst,
                "Also try the forward-first computation-type priority");
@@ -534,9 +524,9 @@ void printRanking(const ModelConfig &model, const ClusterConfig &cluster,
   const char *names[2] = {"Megatron-LM 1F1B", "T-1F1B (1F1B, vocab-parallel)"};
   for (int vp = 0; vp < 2; ++vp) {
     const ModuleModel &m = model.modules.front();
-    const bool possible =
-        !vp || (m.vocab > 0 && m.lmHead &&
-                llvm::any_of(resolved.pp, [](int64_t pp) { return pp >= 2; }));
+    const bool possible = !vp || llvm::any_of(resolved.pp, [&](int64_t pp) {
+      return m.canSplitVocabulary(pp);
+    });
     if (!baseline[vp]) {
       llvm::outs() << names[vp]
                    << (possible ? ": no configuration fits\n"
