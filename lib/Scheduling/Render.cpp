@@ -8,6 +8,7 @@
 
 #include "flexpipe/Scheduling/Export.h"
 #include "flexpipe/Scheduling/Simulator.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -95,26 +96,10 @@ ProgOp traced(const std::vector<ProgOp> &ops, size_t i, std::string &name) {
   return op;
 }
 
-std::string escape(const std::string &text) {
+std::string escape(llvm::StringRef text) {
   std::string out;
-  for (char c : text) {
-    switch (c) {
-    case '&':
-      out += "&amp;";
-      break;
-    case '<':
-      out += "&lt;";
-      break;
-    case '>':
-      out += "&gt;";
-      break;
-    case '"':
-      out += "&quot;";
-      break;
-    default:
-      out += c;
-    }
-  }
+  llvm::raw_string_ostream os(out);
+  llvm::printHTMLEscaped(text, os);
   return out;
 }
 
