@@ -4,7 +4,8 @@
 Losses (one per line) must agree within 1e-5 relative per iteration; final
 weights (files of 'NAME COUNT VALUES...' lines; the run's are split over
 WEIGHTS.actorN files) within 1e-4 (absolute, or relative for large values);
-and the loss must fall. A slice of a parameter (vocabulary parallelism) is
+and the loss must fall where the reference's falls (over a few iterations on
+changing batches both may end higher; the summary says so). A slice of a parameter (vocabulary parallelism) is
 written as 'NAME[r0:r1,c0:c1]/ROWSxCOLS COUNT VALUES' (the block's values row
 by row); the slices of NAME are joined into the whole ROWS x COLS parameter,
 which must be covered. --loss-tol and --weight-tol change the two bounds
@@ -107,15 +108,22 @@ def main():
         worst_loss = max(worst_loss, rel)
         if rel > tol["--loss-tol"]:
             failures.append(f"iteration {i}: loss {a:.9g}, reference {b:.9g}")
+    notes = []
     if len(run_losses) > 1 and not run_losses[-1] < run_losses[0]:
-        failures.append(f"the loss did not fall ({run_losses[0]:.6f} -> "
-                        f"{run_losses[-1]:.6f})")
+        # A few iterations on changing batches may end higher than they
+        # began; then the reference does too, and the run did what it did.
+        if len(ref_losses) > 1 and not ref_losses[-1] < ref_losses[0]:
+            notes.append("the loss did not fall in either (too few "
+                         "iterations to show training)")
+        else:
+            failures.append(f"the loss did not fall ({run_losses[0]:.6f} -> "
+                            f"{run_losses[-1]:.6f})")
     if len(args) == 2:
         for failure in failures:
             print("FAIL:", failure)
         print(f"training: {len(run_losses)} iterations, loss {run_losses[0]:.6f} "
               f"-> {run_losses[-1]:.6f}, worst loss difference {worst_loss:.2e} "
-              f"(losses only)")
+              f"(losses only){''.join('; ' + n for n in notes)}")
         return 1 if failures else 0
     run_weights = weights(sorted(glob.glob(args[2] + ".actor*")))
     ref_weights = weights([args[3]])
@@ -145,7 +153,8 @@ def main():
     print(f"training: {len(run_losses)} iterations, loss {run_losses[0]:.6f} "
           f"-> {run_losses[-1]:.6f}, worst loss difference {worst_loss:.2e}, "
           f"worst weight difference {worst_weight:.2e}, "
-          f"{len(run_weights)} parameters{flips}")
+          f"{len(run_weights)} parameters{flips}"
+          f"{''.join('; ' + n for n in notes)}")
     return 1 if failures else 0
 
 
