@@ -21,10 +21,8 @@ std::string flexpipe::sched::actionName(const ProgOp &op) {
 Timeline flexpipe::sched::unitTimeline(const Program &program) {
   Timeline t;
   Simulator simulator;
-  if (llvm::Error error = simulator.prepare(program)) {
-    llvm::consumeError(std::move(error)); // t.ok stays false
-    return t;
-  }
+  if (llvm::errorToBool(simulator.prepare(program)))
+    return t; // t.ok stays false
   SimResult r = simulator.run(unitCosts(program));
   t.ok = true;
   t.start = std::move(r.start);

@@ -218,21 +218,14 @@ llvm::Error flexpipe::sched::lowerProblem(const BuiltProblem &built,
     judge = [&](const ScheduleResult &order) -> std::optional<double> {
       LoweredProgram lowered;
       lowered.schedule = order;
-      if (llvm::Error error =
-              lowerOrder(built, order, options, /*finish=*/false,
-                         /*price=*/true, lowered)) {
-        llvm::consumeError(std::move(error));
-        return std::nullopt;
-      }
-      if (llvm::Error error = finishLowered(options, lowered)) {
-        llvm::consumeError(std::move(error));
-        return std::nullopt;
-      }
       Simulator simulator;
-      if (llvm::Error error = simulator.prepare(lowered.program)) {
-        llvm::consumeError(std::move(error));
+      // An order that cannot be lowered or replayed is not a candidate.
+      if (llvm::errorToBool(lowerOrder(built, order, options,
+                                       /*finish=*/false, /*price=*/true,
+                                       lowered)) ||
+          llvm::errorToBool(finishLowered(options, lowered)) ||
+          llvm::errorToBool(simulator.prepare(lowered.program)))
         return std::nullopt;
-      }
       const double time = simulator.run(*lowered.costs).iterationTime;
       judged.push_back(std::move(lowered));
       return time;

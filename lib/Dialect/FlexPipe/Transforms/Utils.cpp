@@ -113,11 +113,10 @@ private:
 } // namespace
 
 int64_t SpecReader::normalize(ModalityOp module, int64_t index) {
-  llvm::Expected<sched::ModulePlacement> placed = module.computePlacement();
-  if (!placed) {
-    llvm::consumeError(placed.takeError());
+  std::optional<sched::ModulePlacement> placed =
+      llvm::expectedToOptional(module.computePlacement());
+  if (!placed)
     return index;
-  }
   return index < 0 ? index + placed->stagesPerDirection : index;
 }
 
