@@ -8,6 +8,8 @@
 
 #include "flexpipe/Scheduling/TorchFormat.h"
 
+#include "llvm/Support/FormatVariadic.h"
+
 #include <algorithm>
 #include <map>
 #include <set>
@@ -150,91 +152,162 @@ std::string flexpipe::sched::torchIncompatibility(const Program &p) {
   return {};
 }
 
-void flexpipe::sched::orderReceivesPerPair(Program &program) {
+llvm::Error flexpipe::sched::orderTransfersPerPair(Program &program) {
   const int32_t n = program.numActors;
-  // Each receive's place among its peer's sends to it, from the one
-  // matching of receives to sends (buildGraph, tagged channels: the program
-  // is valid under them).
-  ProgramGraph graph;
-  if (buildGraph(program, ChannelRule::PerStage, graph))
-    return;
-  std::vector<int32_t> sequence(graph.numOps(), -1);
-  for (int32_t src = 0; src < n; ++src) {
-    std::map<int32_t, int32_t> sendsTo;
-    for (int32_t id = graph.actorBegin[src]; id < graph.actorBegin[src + 1];
-         ++id) {
-      const ProgOp &op = program.actors[src][id - graph.actorBegin[src]];
-      if (!isSend(op.kind))
-        continue;
-      const int32_t index = sendsTo[op.peer]++;
-      if (graph.takenBy[id] >= 0)
-        sequence[graph.takenBy[id]] = index;
-    }
-  }
-
-  int32_t nextToken = nextFreeToken(program);
-  for (int32_t dst = 0; dst < n; ++dst) {
-    std::vector<ProgOp> &ops = program.actors[dst];
-    struct Recv {
-      ProgOp op;
-      int32_t original, deadline, sequence, position = 0;
-    };
-    std::vector<ProgOp> rest;
-    std::vector<Recv> recvs;
-    for (size_t i = 0; i < ops.size(); ++i) {
-      if (!isReceive(ops[i].kind)) {
-        rest.push_back(ops[i]);
+  // Receives by (receiver, sender, activation?, mb), in program order; a
+  // send takes the first one left whose stage its stage feeds (activations)
+  // or is fed by (gradients): the message each receive names.
+  std::set<std::pair<int32_t, int32_t>> edges(program.edges.begin(),
+                                              program.edges.end());
+  using Key = std::tuple<int32_t, int32_t, bool, int32_t>;
+  std::map<Key, std::vector<std::optional<ProgOp>>> receives;
+  for (int32_t a = 0; a < n; ++a)
+    for (ProgOp op : program.actors[a])
+      if (isReceive(op.kind)) {
+        op.token = -1;
+        receives[{a, op.peer, op.kind == OpKind::RecvAct, op.mb}].push_back(op);
+      }
+  auto take = [&](int32_t from, const ProgOp &send) -> std::optional<ProgOp> {
+    const bool act = send.kind == OpKind::SendAct;
+    auto it = receives.find({send.peer, from, act, send.mb});
+    if (it == receives.end())
+      return std::nullopt;
+    for (std::optional<ProgOp> &recv : it->second)
+      if (recv && edges.count(act ? std::make_pair(send.stage, recv->stage)
+                                  : std::make_pair(recv->stage, send.stage))) {
+        std::optional<ProgOp> taken = recv;
+        recv.reset();
+        return taken;
+      }
+    return std::nullopt;
+  };
+  // Each actor's ops without its receives and their waits; per kept op, how
+  // many receives it consumes, and for a send its receive.
+  std::vector<std::vector<ProgOp>> rest(n);
+  std::vector<std::vector<int32_t>> needs(n);
+  std::vector<std::vector<std::optional<ProgOp>>> receiveOf(n);
+  for (int32_t a = 0; a < n; ++a) {
+    const std::vector<ProgOp> &ops = program.actors[a];
+    std::set<int32_t> receiveTokens;
+    for (const ProgOp &op : ops)
+      if (isReceive(op.kind) && op.token >= 0)
+        receiveTokens.insert(op.token);
+    std::vector<ProgOp> pending; // receives not yet consumed
+    for (const ProgOp &op : ops) {
+      if (isReceive(op.kind)) {
+        pending.push_back(op);
         continue;
       }
-      recvs.push_back({ops[i], static_cast<int32_t>(recvs.size()),
-                       static_cast<int32_t>(rest.size()),
-                       sequence[graph.actorBegin[dst] + i]});
-    }
-    if (recvs.empty())
-      continue;
-    // Per peer, in the order of its sends: each receive is posted no later
-    // than every receive after it must be (a suffix minimum of deadlines).
-    std::map<int32_t, std::vector<int32_t>> byPeer;
-    for (int32_t i = 0; i < static_cast<int32_t>(recvs.size()); ++i)
-      byPeer[recvs[i].op.peer].push_back(i);
-    for (auto &[peer, list] : byPeer) {
-      std::stable_sort(list.begin(), list.end(), [&](int32_t x, int32_t y) {
-        return recvs[x].sequence < recvs[y].sequence;
+      if (op.kind == OpKind::Wait && receiveTokens.count(op.token))
+        continue;
+      int32_t consumed = 0;
+      llvm::erase_if(pending, [&](const ProgOp &recv) {
+        return consumes(op, recv) && ++consumed;
       });
-      int32_t earliest = static_cast<int32_t>(rest.size());
-      for (auto it = list.rbegin(); it != list.rend(); ++it) {
-        earliest = std::min(earliest, recvs[*it].deadline);
-        recvs[*it].position = earliest;
-      }
+      rest[a].push_back(op);
+      needs[a].push_back(consumed);
+      receiveOf[a].emplace_back();
+      if (isSend(op.kind) && !(receiveOf[a].back() = take(a, op)))
+        return llvm::createStringError(
+            llvm::formatv("{0} stage {1} mb {2} on actor {3} has no receive "
+                          "on actor {4}",
+                          opKindName(op.kind), op.stage, op.mb, a, op.peer));
     }
-    // Rebuild: at each position the receives in their original order,
-    // except that one peer's receives take its slots in send order.
-    std::vector<int32_t> order(recvs.size());
-    for (size_t i = 0; i < order.size(); ++i)
-      order[i] = static_cast<int32_t>(i);
-    std::stable_sort(order.begin(), order.end(), [&](int32_t x, int32_t y) {
-      return recvs[x].position < recvs[y].position;
-    });
-    for (auto &[peer, list] : byPeer) {
-      std::vector<int32_t> slots;
-      for (size_t k = 0; k < order.size(); ++k)
-        if (recvs[order[k]].op.peer == peer)
-          slots.push_back(static_cast<int32_t>(k));
-      for (size_t k = 0; k < slots.size(); ++k)
-        order[slots[k]] = list[k];
-    }
-    std::vector<ProgOp> out;
-    out.reserve(ops.size());
-    size_t next = 0;
-    for (int32_t k = 0; k <= static_cast<int32_t>(rest.size()); ++k) {
-      for (; next < order.size() && recvs[order[next]].position == k; ++next)
-        out.push_back(recvs[order[next]].op);
-      if (k < static_cast<int32_t>(rest.size()))
-        out.push_back(rest[k]);
-    }
-    ops = std::move(out);
-    attachWaits(ops, nextToken);
   }
+  // Lock-step rounds, actors in order: an actor runs its next computation
+  // when the receives it needs are posted, with the sends after it; each
+  // send posts its receive on the peer at once.
+  std::vector<std::vector<ProgOp>> out(n);
+  std::vector<size_t> next(n, 0);
+  // Per actor, receives posted per (activation?, stage, mb).
+  std::vector<std::map<std::tuple<bool, int32_t, int32_t>, int32_t>> posted(n);
+  auto postedFor = [&](int32_t a, const ProgOp &op) {
+    auto it = posted[a].find({op.kind == OpKind::Fwd, op.stage, op.mb});
+    return it == posted[a].end() ? 0 : it->second;
+  };
+  for (bool left = true; left;) {
+    left = false;
+    bool progress = false;
+    for (int32_t a = 0; a < n; ++a) {
+      size_t &k = next[a];
+      if (k == rest[a].size())
+        continue;
+      if (needs[a][k] > postedFor(a, rest[a][k])) {
+        left = true;
+        continue;
+      }
+      progress = true;
+      do {
+        out[a].push_back(rest[a][k]);
+        if (const std::optional<ProgOp> &recv = receiveOf[a][k]) {
+          const int32_t peer = rest[a][k].peer;
+          out[peer].push_back(*recv);
+          ++posted[peer]
+                  [{recv->kind == OpKind::RecvAct, recv->stage, recv->mb}];
+        }
+        ++k;
+      } while (k < rest[a].size() && !isCompute(rest[a][k].kind));
+      left = left || k < rest[a].size();
+    }
+    if (left && !progress)
+      return llvm::createStringError(
+          "the programs cannot be ordered: every actor waits for a message "
+          "no send brings");
+  }
+  int32_t nextToken = nextFreeToken(program);
+  for (int32_t a = 0; a < n; ++a) {
+    attachWaits(out[a], nextToken);
+    program.actors[a] = std::move(out[a]);
+  }
+  return llvm::Error::success();
+}
+
+std::string flexpipe::sched::pairOrderProblem(const Program &program) {
+  // Per (actor, peer), the transfers between them in program order: what
+  // the message is (activation?, sending stage, mb), and the op.
+  struct Transfer {
+    std::tuple<bool, int32_t, int32_t> message;
+    const ProgOp *op;
+  };
+  std::map<std::pair<int32_t, int32_t>, std::vector<Transfer>> seen;
+  for (int32_t a = 0; a < program.numActors; ++a)
+    for (const ProgOp &op : program.actors[a]) {
+      if (!isTransfer(op.kind))
+        continue;
+      const bool activation =
+          op.kind == OpKind::SendAct || op.kind == OpKind::RecvAct;
+      // A receive names its own stage; the sender's is the neighbour.
+      const int32_t sender =
+          isSend(op.kind) ? op.stage : op.stage + (activation ? -1 : 1);
+      seen[{a, op.peer}].push_back({{activation, sender, op.mb}, &op});
+    }
+  auto name = [](const Transfer *t) {
+    return t ? std::string(opKindName(t->op->kind)) + " stage " +
+                   std::to_string(t->op->stage) + " mb " +
+                   std::to_string(t->op->mb)
+             : std::string("none");
+  };
+  for (const auto &[pair, mine] : seen) {
+    const auto [a, b] = pair;
+    auto it = seen.find({b, a});
+    const std::vector<Transfer> none;
+    const std::vector<Transfer> &theirs = it == seen.end() ? none : it->second;
+    for (size_t k = 0; k < std::max(mine.size(), theirs.size()); ++k) {
+      const Transfer *x = k < mine.size() ? &mine[k] : nullptr;
+      const Transfer *y = k < theirs.size() ? &theirs[k] : nullptr;
+      if (x && y && x->message == y->message)
+        continue;
+      std::ostringstream os;
+      os << "transfer " << k + 1 << " between actors " << a << " and " << b
+         << " is " << name(x) << " on actor " << a << " but " << name(y)
+         << " on actor " << b
+         << "; PyTorch's NCCL point-to-point runs a pair's transfers on one "
+            "stream in the order posted, so both sides must post them in "
+            "one order";
+      return os.str();
+    }
+  }
+  return {};
 }
 
 std::string flexpipe::sched::formatTorchCsv(const Program &p,
@@ -266,10 +339,13 @@ flexpipe::sched::formatTorchCsvComms(const Program &program) {
   if (std::string why = torchIncompatibility(program); !why.empty())
     return llvm::createStringError(why);
   Program p = program;
-  orderReceivesPerPair(p);
+  if (llvm::Error error = orderTransfersPerPair(p))
+    return std::move(error);
   if (std::optional<VerifyFailure> failure = verify(p, ChannelRule::PerPair))
     return llvm::createStringError(
         "the program does not run with untagged messages: " + failure->message);
+  if (std::string problem = pairOrderProblem(p); !problem.empty())
+    return llvm::createStringError(problem);
 
   std::ostringstream os;
   for (int32_t a = 0; a < p.numActors; ++a) {

@@ -6,15 +6,18 @@
 // stage's last backward.
 // RUN: flexpipe-compile %s --actors 2 --microbatches 2 --emit=torch-csv-comms | FileCheck %s --check-prefix=COMMS
 // COMMS:      0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0WAIT_SEND_F0,0RECV_B1,0B1,0WAIT_SEND_F1,0REDUCE_GRAD,0WAIT_REDUCE_GRAD
-// COMMS-NEXT: 1RECV_F0,1F0,1B0,1SEND_B0,1RECV_F1,1F1,1B1,1SEND_B1,1REDUCE_GRAD,1WAIT_REDUCE_GRAD,1WAIT_SEND_B0,1WAIT_SEND_B1
+// Rank 1 posts RECV_F1 when rank 0 sends F1, before its own SEND_B0: on
+// NCCL a pair's transfers run on one stream in the order posted, and rank 0
+// posts SEND_F1 before RECV_B0.
+// COMMS-NEXT: 1RECV_F0,1F0,1RECV_F1,1B0,1SEND_B0,1F1,1B1,1SEND_B1,1REDUCE_GRAD,1WAIT_REDUCE_GRAD,1WAIT_SEND_B0,1WAIT_SEND_B1
 
 // The V shape: rank 1 posts the receive of micro-batch 6's activation (rank
 // 0 sends it first) before the gradient of micro-batch 0 that it needs
 // earlier; in program order the gradient's receive would come first.
 // RUN: flexpipe-compile %schedules/zb-v.mlir --actors 4 --microbatches 8 --emit=torch-csv-comms -o %t.zbv.csv
 // RUN: FileCheck %s --check-prefix=VSHAPE < %t.zbv.csv
-// VSHAPE:      0F0,0SEND_F0,0F1,0SEND_F1,0F2,0SEND_F2,0F3,0SEND_F3,0F4,0SEND_F4,0F5,0SEND_F5,0F6,0SEND_F6,7RECV_F0,
-// VSHAPE-NEXT: {{.*}}1RECV_F6,6RECV_B0,6I0,
+// VSHAPE:      0F0,0SEND_F0,0F1,0SEND_F1,0F2,0SEND_F2,0F3,0SEND_F3,0F4,0SEND_F4,0F5,0SEND_F5,7RECV_F0,0F6,0SEND_F6,7F0,
+// VSHAPE-NEXT: {{.*}}1RECV_F6,{{.*}}6RECV_B0,6I0,
 // The file reads back as the same programs: exporting it again is the same.
 // RUN: flexpipe-compile %t.zbv.csv --emit=torch-csv-comms | diff - %t.zbv.csv
 // RUN: flexpipe-compile %t.zbv.csv --emit=text | FileCheck %s --check-prefix=IMPORTED
@@ -43,11 +46,17 @@
 // RUN: not flexpipe-compile %examples/clip-mixed.mlir --emit=torch-csv 2>&1 | FileCheck %s --check-prefix=CLIP
 // CLIP: error: --emit=torch-csv cannot write 'clip_mixed': actor {{[0-9]+}} runs {{all_gather|gather|exec}}
 
-// Import: compute_only gets FlexPipe's communication.
+// Import: compute_only gets the communication PyTorch's runtime adds.
 // RUN: flexpipe-compile %S/Inputs/torch-compute-only.csv --emit=text | FileCheck %s --check-prefix=ONLY
 // ONLY:      schedule @torch-compute-only: 2 actors, 2 stages, 2 micro-batches, 6 steps
 // ONLY:      actor 0 | 0F0 0F1 .   0B0 .   0B1
 // ONLY-NEXT: actor 1 | .   1F0 1B0 1F1 1B1 .
+// Rank 1 computes micro-batch 1 first: it posts both receives in rank 0's
+// send order, as PyTorch does (receives right before each forward would
+// take micro-batch 0's activation for micro-batch 1).
+// RUN: flexpipe-compile %S/Inputs/torch-compute-only-swapped.csv --emit=torch-csv-comms | FileCheck %s --check-prefix=SWAPPED
+// SWAPPED:      0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,
+// SWAPPED-NEXT: 1RECV_F0,1RECV_F1,1F1,1F0,1B0,1SEND_B0,1B1,1SEND_B1,
 // From standard input the schedule gets a name of its own (it was @-).
 // RUN: flexpipe-compile - --from torch-csv --emit=text < %S/Inputs/torch-compute-only.csv | FileCheck %s --check-prefix=STDIN
 // STDIN: schedule @torch_schedule: 2 actors
@@ -61,6 +70,11 @@
 // RUN: not flexpipe-compile %S/Inputs/torch-comms-unordered.csv --emit=text 2>&1 | FileCheck %s --check-prefix=FIFO
 // FIFO: torch-comms-unordered.csv:2:10: error: recv_act stage 1 mb 0 from 0 on actor 1 would receive the message of send_act stage 0 mb 1 to 1 on actor 0: without tags, the receives an actor posts for a peer must come in the order of that peer's sends
 // FIFO: torch-comms-unordered.csv:1:18: note: the send it would match
+
+// ... and the transfers between two ranks must come in one order on both
+// (FlexPipe's exports before it ordered them so):
+// RUN: not flexpipe-compile %S/Inputs/torch-comms-pair-order.csv --emit=text 2>&1 | FileCheck %s --check-prefix=PAIR
+// PAIR: torch-comms-pair-order.csv: error: transfer 2 between actors 0 and 1 is send_act stage 0 mb 1 on actor 0 but send_grad stage 1 mb 0 on actor 1; PyTorch's NCCL point-to-point runs a pair's transfers on one stream in the order posted, so both sides must post them in one order
 
 // RUN: not flexpipe-compile %S/Inputs/torch-bad-cell.csv 2>&1 | FileCheck %s --check-prefix=CELL
 // CELL: torch-bad-cell.csv: error: line 1, column 9: '0X1' is not a PyTorch action

@@ -113,6 +113,31 @@ importTorchSchedule(MLIRContext &context, const std::string &text,
   std::vector<std::vector<int32_t>> cells;
   if (llvm::Error error = sched::parseTorchCsv(text, program, &comms, &cells))
     return fail(llvm::toString(std::move(error)));
+  if (comms) {
+    // As written: on NCCL a pair's transfers run in the order posted. (The
+    // verifier's located errors, for a file it refuses, come first.)
+    if (!sched::verify(program, sched::ChannelRule::PerPair))
+      if (std::string problem = sched::pairOrderProblem(program);
+          !problem.empty())
+        return fail(problem);
+  } else if (sched::Program lowered = program;
+             sched::insertCommunication(lowered),
+             !llvm::errorToBool(sched::orderTransfersPerPair(lowered))) {
+    // What PyTorch's runtime adds to a compute_only file: each receive
+    // posted where its sender sends. (A program that cannot be ordered so
+    // is left to the verifier, which says where it goes wrong.)
+    for (int32_t a = 0; a < lowered.numActors; ++a) {
+      std::vector<int32_t> columns;
+      size_t next = 0;
+      for (const sched::ProgOp &op : lowered.actors[a])
+        columns.push_back(sched::isCompute(op.kind) && next < cells[a].size()
+                              ? cells[a][next++]
+                              : 0);
+      cells[a] = std::move(columns);
+    }
+    program = std::move(lowered);
+    comms = true;
+  }
   if (!options.model.empty())
     if (std::string problem = splitModelEvenly(program, model, options.model);
         !problem.empty())

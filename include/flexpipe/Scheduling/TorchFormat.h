@@ -17,9 +17,11 @@
 //    backward (the gradient scaling by 1/m and data-parallel reduction).
 //
 // PyTorch's runtime posts a receive where RECV stands and waits for it at the
-// computation that needs it; a send never blocks its sender. Messages carry no
-// tag: between two ranks the n-th receive takes the n-th send (one FIFO
-// channel per ordered pair, ChannelRule::PerPair). Its stages form one chain
+// computation that needs it; a send does not block its sender's host, but on
+// NCCL a pair's transfers run on one stream in the order posted, and a send
+// waits there for its receive. Messages carry no tag: between two ranks the
+// n-th receive takes the n-th send (one FIFO channel per ordered pair,
+// ChannelRule::PerPair). Its stages form one chain
 // 0 -> 1 -> ... -> S-1, each stage on exactly one rank.
 //
 //===----------------------------------------------------------------------===//
@@ -42,14 +44,23 @@ namespace flexpipe::sched {
 /// collective, a stage graph that is not one chain), or "" when it can.
 std::string torchIncompatibility(const Program &program);
 
-/// Moves receives earlier (never later) so that on every actor the receives
-/// from each peer come in the order of that peer's sends to it: the program
-/// then also holds under ChannelRule::PerPair. A receive that moves becomes
-/// asynchronous: posted where it now stands, waited right before the
-/// computation that needs it, so no computation starts earlier or later. The
-/// program must have its communication inserted and be valid under
-/// ChannelRule::PerStage.
-void orderReceivesPerPair(Program &program);
+/// Orders the transfers of a program with its communication inserted (and
+/// valid under ChannelRule::PerStage) the way PyTorch's own lowering of a
+/// compute_only schedule does: in lock-step rounds over the actors, each
+/// posts a receive at the moment its sender sends. Between two actors the
+/// transfers, both ways, then come in one order on both sides, which
+/// PyTorch's NCCL point-to-point needs (it runs a pair's transfers on one
+/// stream in the order posted, and a send waits there for its receive), and
+/// the receives from each peer come in its send order (its messages have no
+/// tag: ChannelRule::PerPair). Computations keep their order; a receive
+/// posted before other work becomes asynchronous, waited right before the
+/// computation that needs it. Fails when the program is not valid.
+llvm::Error orderTransfersPerPair(Program &program);
+
+/// Why two actors of `program` post their transfers with each other in
+/// different orders (the n-th transfer of one is not the n-th of the other,
+/// a send matching a receive), or "" when every pair agrees.
+std::string pairOrderProblem(const Program &program);
 
 /// PyTorch's compute_only CSV: one row per actor, computations in order, an
 /// empty cell for each idle step of `timeline` (the step model's). The
@@ -57,12 +68,12 @@ void orderReceivesPerPair(Program &program);
 std::string formatTorchCsv(const Program &program, const Timeline &timeline);
 
 /// PyTorch's compute_comms CSV of a program with its communication inserted:
-/// receives ordered per actor pair (orderReceivesPerPair, checked with the
-/// verifier under that rule), a WAIT_SEND_F right after the local backward
-/// of the sent activation (it proves that the peer posted its receive), a
-/// WAIT_SEND_B at the end, and REDUCE_GRAD + WAIT_REDUCE_GRAD after each
-/// stage's last backward, as PyTorch's own lowering places them. Fails when
-/// the program is not expressible or not valid.
+/// transfers ordered per actor pair (orderTransfersPerPair, checked with the
+/// verifier under ChannelRule::PerPair and pairOrderProblem), a WAIT_SEND_F
+/// right after the local backward of the sent activation (it proves that the
+/// peer posted its receive), a WAIT_SEND_B at the end, and REDUCE_GRAD +
+/// WAIT_REDUCE_GRAD after each stage's last backward, as PyTorch's own lowering
+/// places them. Fails when the program is not expressible or not valid.
 llvm::Expected<std::string> formatTorchCsvComms(const Program &program);
 
 /// Reads either format. Stages form one chain 0 -> 1 -> ... in stage order;
