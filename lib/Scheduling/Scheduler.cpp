@@ -23,6 +23,7 @@
 #include "flexpipe/Scheduling/Scheduler.h"
 #include "flexpipe/Scheduling/EventCore.h"
 #include "flexpipe/Scheduling/Program.h"
+#include "flexpipe/Support/InputLimits.h"
 
 #include "llvm/Support/Compiler.h"
 #include "llvm/Support/Error.h"
@@ -114,8 +115,10 @@ static std::string firstProblem(const Problem &p) {
       if (r.actors[i] < 0 || r.actors[i] >= p.numActors ||
           (i > 0 && r.actors[i] <= r.actors[i - 1]))
         return os.str() + "needs distinct actors of the mesh, ascending";
-    if (r.prev < 1 || r.next < 1 || r.unit < 1)
-      return os.str() + "has prev, next or unit below 1";
+    if (std::min({r.prev, r.next, r.unit}) < 1 ||
+        std::max({r.prev, r.next, r.unit}) > flexpipe::kMaxCount)
+      return os.str() + "has prev, next or unit outside 1 to " +
+             std::to_string(flexpipe::kMaxCount);
     if (r.duration < 0)
       return os.str() + "has a negative duration";
     if (r.runtime == InstRuntime::Gather &&
@@ -663,9 +666,10 @@ void Engine::addRegisteredEdges() {
     st.base = numInstances;
     numInstances += st.instances;
     for (int32_t i = 0; i < st.instances; ++i) {
-      const int32_t from = st.lo + static_cast<int32_t>(i * ri.prev);
-      const int32_t to = std::min<int32_t>(
-          st.hi, st.lo + static_cast<int32_t>((i + 1) * ri.prev));
+      const auto from = static_cast<int32_t>(
+          std::min<int64_t>(st.hi, st.lo + int64_t(i) * ri.prev));
+      const auto to = static_cast<int32_t>(
+          std::min<int64_t>(st.hi, st.lo + (int64_t(i) + 1) * ri.prev));
       for (const PartKind &src : ri.after) {
         const CompKind kind = existing(src.kind, /*asSource=*/true);
         for (int32_t mb = std::max(from, p.parts[src.part].mbBegin);
@@ -813,9 +817,11 @@ void Engine::completeRegistered(int32_t event) {
     core.touch(actor); // members leave the instance
   const Registered &ri = p.registered[r];
   const int32_t i = instance - reg[r].base;
-  const int32_t from = reg[r].lo + static_cast<int32_t>(i * ri.next);
-  const int32_t to = std::min<int32_t>(
-      reg[r].hi, reg[r].lo + static_cast<int32_t>((i + 1) * ri.next));
+  // (In 64 bits: instances times next passes 2^31 at large counts.)
+  const auto from = static_cast<int32_t>(
+      std::min<int64_t>(reg[r].hi, reg[r].lo + int64_t(i) * ri.next));
+  const auto to = static_cast<int32_t>(
+      std::min<int64_t>(reg[r].hi, reg[r].lo + (int64_t(i) + 1) * ri.next));
   for (const PartKind &dst : ri.before) {
     const StagePart &part = p.parts[dst.part];
     if (member >= 0 && part.actor != member && memberIndex(r, part.actor) >= 0)

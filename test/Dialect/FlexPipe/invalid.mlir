@@ -377,8 +377,19 @@ flexpipe.pipeline @p actors(2) microbatches(8) {
 // Tests a registered instruction with prev(0).
 flexpipe.pipeline @p actors(2) microbatches(8) {
   flexpipe.module @gpt layers(8) placement(one_to_one)
-  // expected-error @+1 {{'flexpipe.instruction' op prev must be at least 1, got 0}}
+  // expected-error @+1 {{'flexpipe.instruction' op prev must be between 1 and 1048576 (the most micro-batches a pipeline has), got 0}}
   flexpipe.instruction @scale kind(compute) on(@gpt[0]) prev(0)
+}
+
+// -----
+
+// Tests a registered instruction with next(2^32), which the scheduler's
+// 32-bit micro-batch arithmetic divided by zero.
+flexpipe.pipeline @p actors(3) microbatches(5) {
+  flexpipe.module @gpt layers(3) placement(one_to_one)
+  // expected-error @+1 {{'flexpipe.instruction' op next must be between 1 and 1048576 (the most micro-batches a pipeline has), got 4294967296}}
+  flexpipe.instruction @n kind(compute) on(@gpt[-1]) next(4294967296)
+  flexpipe.dependency fwd @gpt[-1] -> @n @gpt[-1]
 }
 
 // -----

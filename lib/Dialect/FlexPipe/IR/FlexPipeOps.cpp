@@ -743,8 +743,10 @@ LogicalResult InstructionOp::verify() {
        {std::pair<const char *, int64_t>{"prev", asSigned(getPrev())},
         {"next", asSigned(getNext())},
         {"unit", asSigned(getUnit())}})
-    if (value < 1)
-      return emitOpError() << name << " must be at least 1, got " << value;
+    if (value < 1 || value > kMaxCount)
+      return emitOpError() << name << " must be between 1 and " << kMaxCount
+                           << " (the most micro-batches a pipeline has), got "
+                           << value;
   FailureOr<StageKey> stage =
       resolveStageRef(*this, "its", getStageAttr(), getStageIndex());
   if (failed(stage))
