@@ -15,7 +15,9 @@
 using namespace flexpipe::sched;
 
 std::string flexpipe::sched::actionName(const ProgOp &op) {
-  return std::to_string(op.stage) + opLetter(op.kind) + std::to_string(op.mb);
+  const char *letter = opLetter(op.kind);
+  return std::to_string(op.stage) + (letter ? letter : opKindName(op.kind)) +
+         std::to_string(op.mb);
 }
 
 Timeline flexpipe::sched::unitTimeline(const Program &program) {
@@ -58,7 +60,8 @@ std::string flexpipe::sched::formatTextGrid(const Program &p,
   for (int32_t a = 0; a < p.numActors; ++a) {
     for (size_t i = 0; i < p.actors[a].size(); ++i) {
       const ProgOp &op = p.actors[a][i];
-      if (!isCompute(op.kind))
+      // Computations and registered instructions take steps.
+      if (!isCompute(op.kind) && op.kind != OpKind::Exec)
         continue;
       const int64_t step = static_cast<int64_t>(t.start[a][i]);
       if (step >= 0 && step < steps) {

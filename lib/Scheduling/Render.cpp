@@ -70,23 +70,17 @@ std::string pad(const std::string &text, size_t width) {
   return text.size() >= width ? text : text + std::string(width - text.size(), ' ');
 }
 
-std::string label(const ProgOp &op) {
-  const char *letter = opLetter(op.kind);
-  return std::to_string(op.stage) + (letter ? letter : opKindName(op.kind)) +
-         std::to_string(op.mb);
-}
-
 /// What a trace calls op `i` of `ops`: a wait is named after the transfer
 /// or collective it completes (posted earlier on the same actor with its
 /// token), whose stage and micro-batch it carries (a wait has neither).
 ProgOp traced(const std::vector<ProgOp> &ops, size_t i, std::string &name) {
   ProgOp op = ops[i];
-  name = label(op);
+  name = actionName(op);
   if (op.kind != OpKind::Wait)
     return op;
   for (size_t j = i; j-- > 0;)
     if (ops[j].kind != OpKind::Wait && ops[j].token == op.token) {
-      name = "wait " + label(ops[j]);
+      name = "wait " + actionName(ops[j]);
       op.stage = ops[j].stage;
       op.mb = ops[j].mb;
       op.peer = ops[j].peer;
@@ -162,7 +156,7 @@ std::string flexpipe::sched::formatReport(const Program &p,
   for (auto [actor, index] : r.criticalPath) {
     const ProgOp &op = p.actors[actor][index];
     if (isCompute(op.kind))
-      path.push_back(label(op));
+      path.push_back(actionName(op));
   }
   os << "\ncritical path (" << path.size()
      << (path.size() == 1 ? " computation): " : " computations): ");

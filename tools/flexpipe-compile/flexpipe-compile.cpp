@@ -511,7 +511,16 @@ static LogicalResult emitReplayed(ScheduleOp schedule,
        << static_cast<int64_t>(timeline.makespan)
        << " steps when every computation takes one step\n"
        << "(cells: stage, F forward / B backward / I input gradient / W "
-          "weight gradient, micro-batch; . idle)\n"
+          "weight gradient"
+       << (llvm::any_of(program.actors,
+                        [](const auto &ops) {
+                          return llvm::any_of(ops, [](const sched::ProgOp &op) {
+                            return op.kind == sched::OpKind::Exec;
+                          });
+                        })
+               ? " / exec a registered instruction"
+               : "")
+       << ", micro-batch; . idle)\n"
        << sched::formatTextGrid(program, timeline);
     return success();
   }

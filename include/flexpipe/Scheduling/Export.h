@@ -36,8 +36,9 @@ Timeline unitTimeline(const Program &program);
 int64_t peakInflight(const Program &program);
 
 /// `<stage><F|B|I|W|SEND_F|RECV_F|SEND_B|RECV_B><micro-batch>`: a cell of
-/// the text grid and an action of PyTorch's CSV (sends name the sender's
-/// stage, receives the receiver's).
+/// the text grid, an action of PyTorch's CSV (sends name the sender's stage,
+/// receives the receiver's) and a name in timelines; other ops by their
+/// kind's name (`2exec0`).
 std::string actionName(const ProgOp &op);
 
 /// An ASCII grid like the paper's figures: one row per actor, one column per
