@@ -365,6 +365,18 @@ flexpipe.pipeline @p actors(4) microbatches(8) {
 
 // -----
 
+// Tests a stage shared twice (stage -3 of 3 is stage 0): the schedule has
+// one actor list per stage.
+flexpipe.pipeline @p actors(3) microbatches(4) {
+  flexpipe.module @gpt layers(6) placement(one_to_one)
+  // expected-note @+1 {{first shared here}}
+  flexpipe.share @gpt stage 0 actors [0, 1]
+  // expected-error @+1 {{'flexpipe.share' op shares stage 0 of module @gpt again; give each stage one flexpipe.share}}
+  flexpipe.share @gpt stage -3 actors [0, 2]
+}
+
+// -----
+
 // Tests a registered instruction with a reserved name.
 flexpipe.pipeline @p actors(2) microbatches(8) {
   flexpipe.module @gpt layers(8) placement(one_to_one)

@@ -491,6 +491,32 @@ LogicalResult PipelineOp::verifyRegions() {
               "one (check the modules' actor groups, chunks and maps, or "
               "lower actors())";
 
+  // A stage is shared once (the schedule has one actor list per stage).
+  llvm::DenseMap<std::pair<StringAttr, int64_t>, ShareOp> sharedSeen;
+  for (auto share : getBody().getOps<ShareOp>()) {
+    ModalityOp module = lookupModule(share, share.getModuleAttr());
+    std::optional<sched::ModulePlacement> placed =
+        module ? llvm::expectedToOptional(module.computePlacement())
+               : std::nullopt;
+    if (!placed)
+      continue; // the share reported it
+    std::optional<int64_t> stage =
+        normalizeStageIndex(asSigned(share.getStage()),
+                            placed->stagesPerDirection, placed->numStages());
+    if (!stage)
+      continue;
+    auto [it, inserted] = sharedSeen.try_emplace(
+        {share.getModuleAttr().getAttr(), *stage}, share);
+    if (inserted)
+      continue;
+    InFlightDiagnostic diag = share.emitOpError()
+                              << "shares stage " << *stage << " of module "
+                              << share.getModuleAttr()
+                              << " again; give each stage one flexpipe.share";
+    diag.attachNote(it->second.getLoc()) << "first shared here";
+    return diag;
+  }
+
   // No two priority ops set the same field for the same scope.
   using PriorityKey = std::tuple<StringAttr, int64_t, unsigned>;
   llvm::DenseMap<PriorityKey, PriorityOp> prioritySeen;
