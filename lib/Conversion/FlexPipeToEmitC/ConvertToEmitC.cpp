@@ -209,6 +209,8 @@ struct ConvertToEmitCPass
 
   void runOnOperation() override {
     ModuleOp root = getOperation();
+    if (failed(checkTopLevel(root)))
+      return signalPassFailure();
     if (failed(checkReplicas(&getContext(), getArgument(), dataParallel)))
       return signalPassFailure();
     // The model's sizes: read once by the pass's creator, or here.

@@ -23,6 +23,8 @@ namespace {
 struct AsyncCommPass : flexpipe::impl::AsyncCommPassBase<AsyncCommPass> {
   using Base::Base;
   void runOnOperation() override {
+    if (failed(checkTopLevel(getOperation())))
+      return signalPassFailure();
     if (lookahead < 1) {
       getOperation().emitError()
           << "-flexpipe-async-comm needs lookahead >= 1, not "

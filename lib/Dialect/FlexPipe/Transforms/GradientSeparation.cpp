@@ -31,6 +31,8 @@ struct GradientSeparationPass
   using Base::Base;
 
   void runOnOperation() override {
+    if (failed(checkTopLevel(getOperation())))
+      return signalPassFailure();
     if (maxRounds < 0 || !(memoryBound >= 0)) {
       getOperation().emitError()
           << "-flexpipe-gradient-separation needs max-rounds >= 0 and "

@@ -21,6 +21,8 @@ namespace {
 struct InsertCommPass : flexpipe::impl::InsertCommPassBase<InsertCommPass> {
   using Base::Base;
   void runOnOperation() override {
+    if (failed(checkTopLevel(getOperation())))
+      return signalPassFailure();
     for (ScheduleOp schedule : getOperation().getOps<ScheduleOp>()) {
       // Schedules that have transfers (those -flexpipe-schedule{finish}
       // wrote, complete hand-written ones) are left as they are, unread.

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "flexpipe/Dialect/FlexPipe/Transforms/Passes.h"
+#include "flexpipe/Dialect/FlexPipe/Transforms/Utils.h"
 #include "flexpipe/Scheduling/CostModel.h"
 #include "flexpipe/Scheduling/CostModelYAML.h"
 #include "flexpipe/Scheduling/Placement.h"
@@ -27,6 +28,8 @@ struct PartitionPass : flexpipe::impl::PartitionPassBase<PartitionPass> {
       : Base(options), shared(std::move(inputs)) {}
 
   void runOnOperation() override {
+    if (failed(checkTopLevel(getOperation())))
+      return signalPassFailure();
     // The model file's sizes: read once by the pipeline's creator, or here.
     sched::ModelConfig fileModel;
     if (shared && shared->model)

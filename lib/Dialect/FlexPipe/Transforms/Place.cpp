@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "flexpipe/Dialect/FlexPipe/Transforms/Passes.h"
+#include "flexpipe/Dialect/FlexPipe/Transforms/Utils.h"
 #include "flexpipe/Scheduling/Placement.h"
 
 namespace flexpipe {
@@ -21,6 +22,8 @@ namespace {
 struct PlacePass : flexpipe::impl::PlacePassBase<PlacePass> {
   using Base::Base;
   void runOnOperation() override {
+    if (failed(checkTopLevel(getOperation())))
+      return signalPassFailure();
     getOperation().walk([&](ModalityOp module) {
       if (module.getPlacement() == PlacementKind::Explicit)
         return;

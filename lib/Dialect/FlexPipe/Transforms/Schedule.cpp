@@ -62,6 +62,8 @@ struct SchedulePass : flexpipe::impl::SchedulePassBase<SchedulePass> {
       : Base(options), shared(std::move(inputs)) {}
 
   void runOnOperation() override {
+    if (failed(checkTopLevel(getOperation())))
+      return signalPassFailure();
     if (failed(checkReplicas(&getContext(), getArgument(), dp)))
       return signalPassFailure();
     FailureOr<std::shared_ptr<const sched::CostInputs>> inputs = passCostInputs(

@@ -26,6 +26,8 @@ struct SimulatePass : flexpipe::impl::SimulatePassBase<SimulatePass> {
   using Base::Base;
 
   void runOnOperation() override {
+    if (failed(checkTopLevel(getOperation())))
+      return signalPassFailure();
     ModuleOp root = getOperation();
     Builder b(&getContext());
     std::shared_ptr<const sched::CostInputs> inputs;

@@ -23,6 +23,8 @@ struct SplitBackwardPass
     : flexpipe::impl::SplitBackwardPassBase<SplitBackwardPass> {
   using Base::Base;
   void runOnOperation() override {
+    if (failed(checkTopLevel(getOperation())))
+      return signalPassFailure();
     for (ScheduleOp schedule : getOperation().getOps<ScheduleOp>()) {
       if (!shouldOptimize(schedule, "split_backward", requestedOnly) &&
           !shouldOptimize(schedule, "gradient_separation", requestedOnly))

@@ -672,6 +672,22 @@ flexpipe::passCostInputs(Operation *at, StringRef passName,
   return std::shared_ptr<const sched::CostInputs>(std::move(inputs));
 }
 
+LogicalResult flexpipe::checkTopLevel(ModuleOp root) {
+  bool nested = false;
+  root.walk([&](Operation *op) {
+    if (!isa<PipelineOp, ScheduleOp>(op))
+      return WalkResult::advance();
+    if (op->getParentOp() != root.getOperation()) {
+      op->emitOpError() << "is inside a nested module; FlexPipe's passes and "
+                           "tools read the pipelines and schedules of the "
+                           "top-level module only";
+      nested = true;
+    }
+    return WalkResult::skip();
+  });
+  return failure(nested);
+}
+
 LogicalResult flexpipe::checkReplicas(MLIRContext *context, StringRef passName,
                                       int64_t dp) {
   if (dp >= 1 && dp <= kMaxActors)

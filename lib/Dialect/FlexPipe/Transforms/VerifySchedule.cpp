@@ -21,6 +21,8 @@ namespace {
 struct VerifySchedulePass : flexpipe::impl::VerifySchedulePassBase<VerifySchedulePass> {
   using Base::Base;
   void runOnOperation() override {
+    if (failed(checkTopLevel(getOperation())))
+      return signalPassFailure();
     const sched::ChannelRule rule = channels;
     for (ScheduleOp schedule : getOperation().getOps<ScheduleOp>())
       if (failed(verifyRead(schedule, readSchedule(schedule), rule)))

@@ -23,6 +23,7 @@
 #include "flexpipe/Scheduling/Simulator.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/DenseMap.h"
 
 #include <memory>
@@ -118,6 +119,11 @@ passCostInputs(mlir::Operation *at, llvm::StringRef passName,
                std::shared_ptr<const sched::CostInputs> shared,
                llvm::StringRef modelFile, llvm::StringRef clusterFile,
                llvm::StringRef profileFile);
+
+/// Refuses pipelines and schedules in modules nested in `root`, with an
+/// error at each: the passes read those of `root` only, and one nested
+/// deeper would pass unread (a deadlocking schedule "verified").
+mlir::LogicalResult checkTopLevel(mlir::ModuleOp root);
 
 /// Whether a pass's `dp` option is a replica count the tools handle (1 to
 /// kMaxActors, InputLimits.h); emits an unlocated error naming the pass
