@@ -578,11 +578,17 @@ std::string readRows(const std::string &text,
 std::string placeStages(const std::vector<std::vector<Located>> &rows,
                         Program &program, std::vector<int32_t> &rankOf) {
   std::vector<int32_t> seenAt;
+  std::string highest; // where the highest stage is computed
   for (int32_t r = 0; r < static_cast<int32_t>(rows.size()); ++r)
     for (const Located &l : rows[r]) {
-      program.numStages = std::max(program.numStages, l.action.stage + 1);
       if (l.action.type.size() != 1)
-        continue;
+        continue; // (other actions name stages rankOps checks)
+      if (l.action.stage + 1 > program.numStages) {
+        program.numStages = l.action.stage + 1;
+        highest = "line " + std::to_string(l.line) + ", column " +
+                  std::to_string(l.column) + ": " +
+                  action(l.action.stage, l.action.type.c_str(), l.action.mb);
+      }
       program.numMicrobatches =
           std::max(program.numMicrobatches, l.action.mb + 1);
       if (static_cast<int32_t>(rankOf.size()) <= l.action.stage) {
@@ -606,8 +612,8 @@ std::string placeStages(const std::vector<std::vector<Located>> &rows,
   for (int32_t s = 0; s < program.numStages; ++s)
     if (rankOf[s] < 0)
       return "stage " + std::to_string(s) +
-             " has no computation in the file (stages are numbered 0 to " +
-             std::to_string(program.numStages - 1) + ")";
+             " has no computation in the file, which computes stages up to " +
+             std::to_string(program.numStages - 1) + " (" + highest + ")";
   return {};
 }
 
@@ -616,10 +622,29 @@ std::string placeStages(const std::vector<std::vector<Located>> &rows,
 std::string rankOps(const std::vector<Located> &row, int32_t r,
                     const Program &program, const std::vector<int32_t> &rankOf,
                     std::vector<ProgOp> &ops) {
+  // Per stage, the column of its last backward (B or W) in the row; the
+  // sends posted and not yet waited, as (type, stage, mb).
+  std::vector<int32_t> lastBackward(program.numStages, 0);
+  for (const Located &l : row)
+    if ((l.action.type == "B" || l.action.type == "W") &&
+        l.action.stage < program.numStages)
+      lastBackward[l.action.stage] = l.column;
+  std::set<std::tuple<std::string, int32_t, int32_t>> unwaited;
   for (const Located &l : row) {
     // Which cell an op comes from, in `source` until the end.
     const Action &act = l.action;
     const std::string &t = act.type;
+    auto where = "line " + std::to_string(l.line) + ", column " +
+                 std::to_string(l.column) + ": " +
+                 action(act.stage, t.c_str(), act.mb);
+    // Every action is of a stage this rank computes.
+    if (act.stage >= program.numStages || rankOf[act.stage] != r)
+      return where + " stands on rank " + std::to_string(r) + ", but stage " +
+             std::to_string(act.stage) +
+             (act.stage >= program.numStages
+                  ? " is computed nowhere (the file computes stages 0 to " +
+                        std::to_string(program.numStages - 1) + ")"
+                  : " runs on rank " + std::to_string(rankOf[act.stage]));
     ProgOp op{OpKind::Fwd, act.stage, act.mb};
     if (t == "F" || t == "B" || t == "I" || t == "W") {
       op.kind = t == "F"   ? OpKind::Fwd
@@ -630,6 +655,19 @@ std::string rankOps(const std::vector<Located> &row, int32_t r,
       ops.push_back(op);
       continue;
     }
+    if (t == "REDUCE_GRAD" && l.column < lastBackward[act.stage])
+      return where + " comes before stage " + std::to_string(act.stage) +
+             "'s last backward (column " +
+             std::to_string(lastBackward[act.stage]) +
+             "): PyTorch would reduce and scale gradients that are not "
+             "complete";
+    if (t == "WAIT_SEND_F" || t == "WAIT_SEND_B") {
+      if (!unwaited.erase({t.substr(5), act.stage, act.mb}))
+        return where + " waits for " +
+               action(act.stage, t.c_str() + 5, act.mb) +
+               ", which this rank has not sent (or has waited for already)";
+      continue;
+    }
     int32_t neighbour;
     if (t == "SEND_F" || t == "RECV_B") {
       op.kind = t == "SEND_F" ? OpKind::SendAct : OpKind::RecvGrad;
@@ -638,18 +676,13 @@ std::string rankOps(const std::vector<Located> &row, int32_t r,
       op.kind = t == "SEND_B" ? OpKind::SendGrad : OpKind::RecvAct;
       neighbour = act.stage - 1;
     } else {
-      continue; // waits for sends, reductions, FSDP: no data order
+      continue; // reductions, FSDP: no data order
     }
-    auto where = "line " + std::to_string(l.line) + ", column " +
-                 std::to_string(l.column) + ": " +
-                 action(act.stage, t.c_str(), act.mb);
+    if (isSend(op.kind))
+      unwaited.insert({t, act.stage, act.mb});
     if (neighbour < 0 || neighbour >= program.numStages)
       return where + " has no neighbouring stage " + std::to_string(neighbour) +
              " to exchange with";
-    if (rankOf[act.stage] != r)
-      return where + " stands on rank " + std::to_string(r) + ", but stage " +
-             std::to_string(act.stage) + " runs on rank " +
-             std::to_string(rankOf[act.stage]);
     op.peer = rankOf[neighbour];
     if (op.peer == r)
       return where + " exchanges with its own rank (stages " +

@@ -76,6 +76,23 @@
 // RUN: not flexpipe-compile %S/Inputs/torch-comms-pair-order.csv --emit=text 2>&1 | FileCheck %s --check-prefix=PAIR
 // PAIR: torch-comms-pair-order.csv: error: transfer 2 between actors 0 and 1 is send_act stage 0 mb 1 on actor 0 but send_grad stage 1 mb 0 on actor 1; PyTorch's NCCL point-to-point runs a pair's transfers on one stream in the order posted, so both sides must post them in one order
 
+// Actions besides computations and transfers are checked, not dropped
+// unread: a stage's actions stand on its rank, REDUCE_GRAD after the
+// stage's last backward, WAIT_SEND after its send; a stage number that is
+// computed nowhere is named where it stands.
+// RUN: printf '0F0,0B0,1REDUCE_GRAD\n1F0,1B0\n' > %t.other-rank.csv
+// RUN: not flexpipe-compile %t.other-rank.csv 2>&1 | FileCheck %s --check-prefix=OTHERRANK
+// OTHERRANK: other-rank.csv: error: line 1, column 9: 1REDUCE_GRAD stands on rank 0, but stage 1 runs on rank 1
+// RUN: printf '0F0,0REDUCE_GRAD,0B0\n1F0,1B0\n' > %t.early.csv
+// RUN: not flexpipe-compile %t.early.csv 2>&1 | FileCheck %s --check-prefix=EARLY
+// EARLY: early.csv: error: line 1, column 5: 0REDUCE_GRAD comes before stage 0's last backward (column 18): PyTorch would reduce and scale gradients that are not complete
+// RUN: printf '0F0,0SEND_F0,0RECV_B0,0B0\n1RECV_F0,1F0,1B0,1SEND_B0,1WAIT_SEND_B5\n' > %t.nosend.csv
+// RUN: not flexpipe-compile %t.nosend.csv 2>&1 | FileCheck %s --check-prefix=NOSEND
+// NOSEND: nosend.csv: error: line 2, column 27: 1WAIT_SEND_B5 waits for 1SEND_B5, which this rank has not sent (or has waited for already)
+// RUN: printf '0F0,0B0\n1F0,5B0\n' > %t.typo.csv
+// RUN: not flexpipe-compile %t.typo.csv 2>&1 | FileCheck %s --check-prefix=TYPO
+// TYPO: typo.csv: error: stage 2 has no computation in the file, which computes stages up to 5 (line 2, column 5: 5B0)
+
 // RUN: not flexpipe-compile %S/Inputs/torch-bad-cell.csv 2>&1 | FileCheck %s --check-prefix=CELL
 // CELL: torch-bad-cell.csv: error: line 1, column 9: '0X1' is not a PyTorch action
 // RUN: not flexpipe-compile %S/Inputs/torch-compute-only.csv --actors 4 --emit=text 2>&1 | FileCheck %s --check-prefix=SIZES

@@ -81,7 +81,9 @@ llvm::Expected<std::string> formatTorchCsvComms(const Program &program);
 /// (peers from where the neighbouring stage runs) and sets `comms`: a receive
 /// is posted where it stands and waited right before the computation that
 /// needs it, as in PyTorch's runtime; WAIT_SEND_*, REDUCE_GRAD,
-/// WAIT_REDUCE_GRAD, UNSHARD and RESHARD do not order data and are dropped;
+/// WAIT_REDUCE_GRAD, UNSHARD and RESHARD do not order data and are dropped
+/// once checked (a stage of their rank, REDUCE_GRAD after the stage's last
+/// backward, WAIT_SEND_* after its send);
 /// OVERLAP_F_B runs its sub-actions in order. A compute_only file gives
 /// computations only (comms false). `cells[a][i]` (when given) is the
 /// column (1-based, in characters) of the cell that op i of actor a comes
