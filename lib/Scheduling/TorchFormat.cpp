@@ -503,6 +503,10 @@ std::string readRows(const std::string &text,
   for (int32_t lineNo = 1; std::getline(in, line); ++lineNo) {
     if (!line.empty() && line.back() == '\r')
       line.pop_back();
+    if (lineNo == 1 && llvm::StringRef(line).starts_with("\xEF\xBB\xBF"))
+      return "line 1: the file starts with a byte order mark (U+FEFF), which "
+             "PyTorch's CSV reader keeps in the first cell; save the file "
+             "without it";
     std::vector<Cell> cells;
     if (std::string error = splitCells(line, cells); !error.empty())
       return "line " + std::to_string(lineNo) + ", " + error;

@@ -93,6 +93,13 @@
 // RUN: not flexpipe-compile %t.typo.csv 2>&1 | FileCheck %s --check-prefix=TYPO
 // TYPO: typo.csv: error: stage 2 has no computation in the file, which computes stages up to 5 (line 2, column 5: 5B0)
 
+// An upper-case extension is a CSV too; a byte order mark is named.
+// RUN: cp %S/Inputs/torch-compute-only.csv %t.upper.CSV && flexpipe-compile %t.upper.CSV --emit=text | FileCheck %s --check-prefix=UPPER
+// UPPER: 2 actors, 2 stages, 2 micro-batches
+// RUN: printf '\357\273\2770F0,0B0\n' > %t.bom.csv
+// RUN: not flexpipe-compile %t.bom.csv 2>&1 | FileCheck %s --check-prefix=BOM
+// BOM: bom.csv: error: line 1: the file starts with a byte order mark (U+FEFF), which PyTorch's CSV reader keeps in the first cell; save the file without it
+
 // RUN: not flexpipe-compile %S/Inputs/torch-bad-cell.csv 2>&1 | FileCheck %s --check-prefix=CELL
 // CELL: torch-bad-cell.csv: error: line 1, column 9: '0X1' is not a PyTorch action
 // RUN: not flexpipe-compile %S/Inputs/torch-compute-only.csv --actors 4 --emit=text 2>&1 | FileCheck %s --check-prefix=SIZES

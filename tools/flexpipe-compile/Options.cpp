@@ -27,12 +27,13 @@ int flexpipe::parseCompileOptions(int argc, char **argv,
                  "The .mlir file with the spec (- for standard input), or a "
                  "PyTorch schedule .csv")
       ->required();
-  app.add_option("--from", options.from,
-                 "What the input is: mlir (a spec or a schedule) or "
-                 "torch-csv (a schedule PyTorch's _PipelineScheduleRuntime "
-                 "reads, compute_only or compute_comms: row r = rank r, stage "
-                 "s feeds s + 1, each stage on the rank whose row computes "
-                 "it); default: torch-csv for a .csv file, mlir otherwise")
+  app.add_option(
+         "--from", options.from,
+         "What the input is: mlir (a spec or a schedule) or "
+         "torch-csv (a schedule PyTorch's _PipelineScheduleRuntime "
+         "reads, compute_only or compute_comms: row r = rank r, stage "
+         "s feeds s + 1, each stage on the rank whose row computes "
+         "it); default: torch-csv for a .csv (or .CSV) file, mlir otherwise")
       ->check(CLI::IsMember({"mlir", "torch-csv"}));
   app.add_option(
          "--actors", options.actors,

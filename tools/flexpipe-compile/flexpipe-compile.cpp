@@ -240,7 +240,8 @@ readInput(MLIRContext &context, const CompileOptions &options,
   }
   const bool fromTorch =
       options.from == "torch-csv" ||
-      (options.from.empty() && StringRef(options.input).ends_with(".csv"));
+      (options.from.empty() &&
+       StringRef(options.input).ends_with_insensitive(".csv"));
   if (fromTorch)
     return importTorchSchedule(context, input->getBuffer().str(), options,
                                model);
