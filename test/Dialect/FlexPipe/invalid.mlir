@@ -814,3 +814,13 @@ flexpipe.pipeline @global_div0 actors(2) microbatches(2) {
   // expected-error @+1 {{cannot evaluate affine_map<()[s0, s1, s2] -> (s2 floordiv 0)> for the scope}}
   flexpipe.inflight global affine_map<()[pp, s, m] -> (m floordiv 0)>
 }
+
+// -----
+
+// Tests a module that lists an input twice (the schedule got the edge
+// 1 -> 2 twice).
+flexpipe.pipeline @p actors(2) microbatches(2) {
+  flexpipe.module @a layers(1) placement(one_to_one) actors [0]
+  // expected-error @+1 {{'flexpipe.module' op takes input from @a twice; list each module once}}
+  flexpipe.module @b layers(1) placement(one_to_one) actors [1] inputs [@a, @a]
+}

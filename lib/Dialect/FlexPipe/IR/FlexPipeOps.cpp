@@ -674,8 +674,11 @@ LogicalResult ModalityOp::verify() {
                             "[...]`";
   }
   if (ArrayAttr inputs = getInputsAttr()) {
-    for (Attribute attr : inputs) {
+    for (auto [i, attr] : llvm::enumerate(inputs)) {
       auto symbol = cast<FlatSymbolRefAttr>(attr);
+      if (llvm::is_contained(inputs.getValue().take_front(i), attr))
+        return emitOpError() << "takes input from " << symbol
+                             << " twice; list each module once";
       ModalityOp input = lookupModule(*this, symbol);
       if (!input)
         return emitOpError() << "takes input from " << symbol
