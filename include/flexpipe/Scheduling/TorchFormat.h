@@ -57,9 +57,10 @@ std::string torchIncompatibility(const Program &program);
 /// computation that needs it. Fails when the program is not valid.
 llvm::Error orderTransfersPerPair(Program &program);
 
-/// Why two actors of `program` post their transfers with each other in
-/// different orders (the n-th transfer of one is not the n-th of the other,
-/// a send matching a receive), or "" when every pair agrees.
+/// Why two actors of `program` (one chain of stages, as PyTorch's format
+/// has) post their transfers with each other in different orders (the n-th
+/// transfer of one is not the n-th of the other, a send matching a
+/// receive), or "" when every pair agrees.
 std::string pairOrderProblem(const Program &program);
 
 /// PyTorch's compute_only CSV: one row per actor, computations in order, an
