@@ -10,8 +10,9 @@
 // compute_comms), as `flexpipe-compile FILE.csv` reads it. A refusal names a
 // line and column; a program that is read goes through the verifier under
 // the channel rule of its format, and, when it verifies, replays to a
-// timeline, simulates, and a compute-only file exports and reads back to the
-// same computations.
+// timeline, simulates, and a compute-only file exports in both formats and
+// reads back to the same computations (compute_comms with each rank pair's
+// transfers in one order).
 //
 //===----------------------------------------------------------------------===//
 
@@ -72,4 +73,16 @@ FLEXPIPE_FUZZ_TARGET(torch_csv) {
   problem = llvm::toString(parseTorchCsv(csv, again));
   FUZZ_CHECK(problem.empty(), (problem + "\n" + csv).c_str());
   FUZZ_CHECK(computations(again) == computations(program), csv.c_str());
+  // The compute_comms export of a valid program: written, read back with
+  // the same computations, each rank pair's transfers in one order.
+  llvm::Expected<std::string> withComms = formatTorchCsvComms(program);
+  if (!withComms) {
+    problem = llvm::toString(withComms.takeError());
+    FUZZ_CHECK(false, (problem + "\n" + csv).c_str());
+  }
+  Program back;
+  problem = llvm::toString(parseTorchCsv(*withComms, back));
+  FUZZ_CHECK(problem.empty(), (problem + "\n" + *withComms).c_str());
+  FUZZ_CHECK(computations(back) == computations(program), withComms->c_str());
+  FUZZ_CHECK(pairOrderProblem(back).empty(), withComms->c_str());
 }
