@@ -55,6 +55,23 @@ struct GradientSeparationPass
       if (failed(verifyRead(schedule, read, sched::ChannelRule::PerStage,
                             /*replay=*/false)))
         return signalPassFailure();
+      // ... and it runs: replayed as it would be lowered (the communication
+      // inserted where it has none). A wgrad before its igrad was reordered
+      // unseen, a collective a member never joins passed.
+      sched::Program replayed = read.program;
+      if (llvm::none_of(replayed.actors, [](const auto &ops) {
+            return llvm::any_of(ops, [](const sched::ProgOp &op) {
+              return sched::isTransfer(op.kind);
+            });
+          }))
+        sched::insertCommunication(replayed);
+      if (std::optional<sched::VerifyFailure> failure =
+              sched::verify(replayed, sched::ChannelRule::PerStage)) {
+        schedule.emitError() << "-flexpipe-gradient-separation needs a "
+                                "schedule that runs: "
+                             << failure->message;
+        return signalPassFailure();
+      }
       sched::Program program = read.program;
       sched::splitBackward(program);
       FailureOr<sched::SimCosts> costs = resolveCosts(

@@ -181,7 +181,9 @@ def GradientSeparationPass
     The paper's bubble optimizer, on compute-only schedules (run it before
     `-flexpipe-insert-comm`) whose computations pass
     `-flexpipe-verify-schedule`'s checks (every forward with its backward,
-    every micro-batch on every stage of its pipeline). Backwards are split
+    every micro-batch on every stage of its pipeline) and that run: the
+    program, with its communication inserted, must replay without a
+    deadlock or a dependency out of order. Backwards are split
     first where needed. Each
     actor keeps its order of forwards and input gradients; weight gradients
     move later:
