@@ -43,12 +43,6 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-/// Message tags: one FIFO channel per (kind, sending stage). MPI guarantees
-/// tags up to 32767; the gradient exchange of bidirectional copies uses the
-/// last one.
-int tag(bool gradient, int senderStage) { return senderStage * 2 + gradient; }
-constexpr int kExchangeTag = 32767;
-
 struct Options {
   int64_t iterations = 10;
   int threads = 1;
@@ -77,61 +71,12 @@ struct Event {
   double start, end; // seconds since the run started
 };
 
-/// Stages `a` and `b` are the two copies of one stage of a bidirectional
-/// pipeline on two actors. (The two directions' vocabulary-parallel stages
-/// put their copies on the same actors; the device sums those.) The towers
-/// of a two-tower model are different models.
 std::vector<Comm::Floats> floatsOf(const std::vector<GradientRef> &refs) {
   std::vector<Comm::Floats> parts;
   parts.reserve(refs.size());
   for (GradientRef g : refs)
     parts.push_back({g.data, g.size});
   return parts;
-}
-
-bool areCopies(const ScheduleDesc::Stage &a, const ScheduleDesc::Stage &b) {
-  return !a.shared() && !b.shared() && !a.sync && !b.sync &&
-         a.tower == b.tower && a.actor != b.actor &&
-         a.firstBlock == b.firstBlock && a.blocks == b.blocks &&
-         a.first == b.first && a.last == b.last && a.finalNorm == b.finalNorm;
-}
-
-/// Every pair of different actors (a, b) with a running `from` and b `to`.
-std::vector<std::pair<int, int>> actorPairs(const ScheduleDesc &d, int from,
-                                            int to) {
-  std::vector<std::pair<int, int>> pairs;
-  for (int a : d.stage[from].actors)
-    for (int b : d.stage[to].actors)
-      if (a != b)
-        pairs.push_back({a, b});
-  return pairs;
-}
-
-/// Every message channel of the run, the same list on every rank: one per
-/// (sender, receiver, tag) of the pipelines' edges and one exchange channel
-/// per pair of actors that talk or hold stage copies, in every replica.
-std::vector<Comm::Channel> channelsOf(const ScheduleDesc &d) {
-  std::vector<Comm::Channel> channels;
-  for (int r = 0; r < d.dp; ++r) {
-    auto rank = [&](int actor) { return r * d.actors + actor; };
-    auto exchange = [&](int a, int b) {
-      channels.push_back(
-          {rank(std::min(a, b)), rank(std::max(a, b)), kExchangeTag, true});
-    };
-    for (auto [from, to] : d.edges)
-      for (auto [a, b] : actorPairs(d, from, to)) {
-        channels.push_back({rank(a), rank(b), tag(false, from)});
-        channels.push_back({rank(b), rank(a), tag(true, to)});
-        exchange(a, b);
-      }
-    for (int s = 0; s < d.stages; ++s)
-      for (int other = s + 1; other < d.stages; ++other)
-        if (areCopies(d.stage[s], d.stage[other]))
-          exchange(d.stage[s].actor, d.stage[other].actor);
-  }
-  std::sort(channels.begin(), channels.end());
-  channels.erase(std::unique(channels.begin(), channels.end()), channels.end());
-  return channels;
 }
 
 /// Parses the runtime's options; returns an error message or "".
@@ -1341,7 +1286,7 @@ static int64_t postSend(flexpipe_rt *rt,
   Buffer &buffer = *it->second.buffer;
   const int64_t handle =
       rt->comm->isend(buffer.data(), buffer.bytes(), rt->rankOf(peer),
-                      tag(gradient, static_cast<int>(s)));
+                      messageTag(gradient, static_cast<int>(s)));
   // The last send keeps the buffer alive until the iteration's waitAll.
   if (--it->second.sends == 0) {
     rt->sending.push_back(std::move(it->second.buffer));
@@ -1360,7 +1305,7 @@ static int64_t postRecv(flexpipe_rt *rt,
                    rt->device->allocate(rt->messageSize(static_cast<int>(s)))});
   Buffer &buffer = *parts.back().second;
   return rt->comm->irecv(buffer.data(), buffer.bytes(), rt->rankOf(peer),
-                         tag(gradient, sender));
+                         messageTag(gradient, sender));
 }
 
 /// Posts the all-gather of stage `s` for micro-batch `mb` in its group: a

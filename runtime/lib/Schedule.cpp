@@ -670,3 +670,71 @@ std::string flexpipe::rt::forProgram(const std::string &description,
   text.insert(header + 1, "program " + std::to_string(actor) + "\n");
   return text;
 }
+
+bool flexpipe::rt::areCopies(const ScheduleDesc::Stage &a,
+                             const ScheduleDesc::Stage &b) {
+  return !a.shared() && !b.shared() && !a.sync && !b.sync &&
+         a.tower == b.tower && a.actor != b.actor &&
+         a.firstBlock == b.firstBlock && a.blocks == b.blocks &&
+         a.first == b.first && a.last == b.last && a.finalNorm == b.finalNorm;
+}
+
+std::vector<std::pair<int, int>> flexpipe::rt::actorPairs(const ScheduleDesc &d,
+                                                          int from, int to) {
+  std::vector<std::pair<int, int>> pairs;
+  for (int a : d.stage[from].actors)
+    for (int b : d.stage[to].actors)
+      if (a != b)
+        pairs.push_back({a, b});
+  return pairs;
+}
+
+std::vector<MessageChannel> flexpipe::rt::channelsOf(const ScheduleDesc &d) {
+  std::vector<MessageChannel> channels;
+  for (int r = 0; r < d.dp; ++r) {
+    auto rank = [&](int actor) { return r * d.actors + actor; };
+    auto exchange = [&](int a, int b) {
+      channels.push_back(
+          {rank(std::min(a, b)), rank(std::max(a, b)), kExchangeTag, true});
+    };
+    for (auto [from, to] : d.edges)
+      for (auto [a, b] : actorPairs(d, from, to)) {
+        channels.push_back({rank(a), rank(b), messageTag(false, from)});
+        channels.push_back({rank(b), rank(a), messageTag(true, to)});
+        exchange(a, b);
+      }
+    for (int s = 0; s < d.stages; ++s)
+      for (int other = s + 1; other < d.stages; ++other)
+        if (areCopies(d.stage[s], d.stage[other]))
+          exchange(d.stage[s].actor, d.stage[other].actor);
+  }
+  std::sort(channels.begin(), channels.end());
+  channels.erase(std::unique(channels.begin(), channels.end()), channels.end());
+  return channels;
+}
+
+std::vector<int> flexpipe::rt::channelsPerActor(const ScheduleDesc &d) {
+  std::vector<int> count(d.actors, 0);
+  for (const MessageChannel &c : channelsOf(d)) {
+    // Channels never cross replicas: count replica 0's.
+    if (c.from < d.actors)
+      ++count[c.from];
+    if (c.to < d.actors)
+      ++count[c.to];
+  }
+  return count;
+}
+
+std::string flexpipe::rt::tooManyChannels(int channels) {
+  if (channels < kDeviceConnections)
+    return {};
+  return "takes part in " + std::to_string(channels) +
+         " message channels, more than the " +
+         std::to_string(kDeviceConnections - 1) +
+         " the CUDA backend can give a rank: the compute stream and each "
+         "channel's stream need a hardware queue of their own, a GPU has " +
+         std::to_string(kDeviceConnections) +
+         ", and streams that share a queue can hold back a transfer the peer "
+         "waits for (the run would hang); give the actor fewer stages "
+         "(chunks) or neighbours, or use the cpu backend";
+}

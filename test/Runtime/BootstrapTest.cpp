@@ -401,8 +401,8 @@ TEST_CASE("streams beyond the GPU's hardware queues are warned about",
   CHECK(sharedQueueWarning(kDeviceConnections + 1, "64")
             .find("share the GPU's 32 hardware queues") != std::string::npos);
   // More streams than any GPU has queues: an error, not advice.
-  CHECK(tooManyStreams(kDeviceConnections) == "");
-  CHECK(tooManyStreams(kDeviceConnections + 4)
-            .find("this rank needs 36 streams (compute and one per channel), "
-                  "more than the 32 hardware queues a GPU has") == 0);
+  CHECK(tooManyChannels(kDeviceConnections - 1) == "");
+  CHECK(tooManyChannels(kDeviceConnections + 3)
+            .find("takes part in 35 message channels, more than the 31 the "
+                  "CUDA backend can give a rank") == 0);
 }

@@ -274,6 +274,9 @@ lowerToRanks(MLIRContext &context, ModuleOp module,
   PassManager pm(&context);
   ConvertToEmitCPassOptions lowering;
   lowering.dataParallel = options.dp;
+  // The emulation runs the CUDA backend's code, channels included.
+  lowering.backend =
+      options.backend == "cpu" ? RuntimeBackend::Cpu : RuntimeBackend::Cuda;
   pm.addPass(createConvertToEmitCPass(lowering, std::move(model)));
   if (failed(pm.run(module)))
     return failure();

@@ -100,7 +100,12 @@ def ConvertToEmitCPass : Pass<"flexpipe-convert-to-emitc", "mlir::ModuleOp"> {
     strings, integers, floats, booleans and unit attributes, and instruction
     names other than `[A-Za-z_][A-Za-z0-9_.-]*`, are rejected. Schedules the
     runtime cannot run yet are rejected with a diagnostic: other shared
-    stages, other all-gathers and gathers.
+    stages, other all-gathers and gathers. With `backend=cuda`, so is an
+    actor whose ranks would take part in more than 31 message channels (one
+    per peer, direction and sending stage, and one exchange channel per
+    peer): the NCCL backend gives each channel and the compute stream a
+    stream, a GPU has 32 hardware queues, and streams that share one can
+    hang the run.
   }];
   let options = [
     Option<"modelFile", "model", "std::string", "\"\"",
@@ -110,6 +115,11 @@ def ConvertToEmitCPass : Pass<"flexpipe-convert-to-emitc", "mlir::ModuleOp"> {
            "Data-parallel replicas of the pipeline (world = actors x dp)">,
     Option<"seed", "seed", "int64_t", "1234",
            "Seed of the weights and the synthetic data">,
+    Option<"backend", "backend", "::flexpipe::RuntimeBackend",
+           "::flexpipe::RuntimeBackend::Cpu",
+           "Runtime backend the ranks link; on cuda, an actor whose ranks "
+           "would take part in more than 31 message channels is rejected",
+           [{::flexpipe::runtimeBackendValues()}]>,
   ];
   let dependentDialects = ["mlir::emitc::EmitCDialect"];
 }

@@ -226,8 +226,9 @@ struct ConvertToEmitCPass
     for (ScheduleOp schedule :
          llvm::make_early_inc_range(root.getOps<ScheduleOp>())) {
       ExecInstances instances;
-      FailureOr<std::string> description = describeForRuntime(
-          schedule, sized ? &model : nullptr, dataParallel, seed, instances);
+      FailureOr<std::string> description =
+          describeForRuntime(schedule, sized ? &model : nullptr, dataParallel,
+                             seed, backend, instances);
       if (failed(description))
         return signalPassFailure();
       // The rank programs would hang on a schedule the replay rejects, or

@@ -185,6 +185,31 @@ std::string withHash(ScheduleOp schedule, const rt::ScheduleDesc &desc) {
   return rt::withScheduleHeader(body, fnv1a(printed, fnv1a(body)) >> 1);
 }
 
+/// Whether `backend` can give every actor's ranks the message channels the
+/// runtime opens for `description` (rt::tooManyChannels); a diagnostic at
+/// the first actor it cannot.
+LogicalResult checkChannels(ScheduleOp schedule, const std::string &description,
+                            RuntimeBackend backend) {
+  if (backend != RuntimeBackend::Cuda)
+    return success();
+  // What the ranks will read (the reader completes what the writer leaves
+  // implicit, such as a stage's one actor).
+  rt::ScheduleDesc desc;
+  if (std::string error = rt::parseSchedule(description, desc); !error.empty())
+    return schedule.emitOpError()
+           << "has a runtime description its reader refuses: " << error;
+  const std::vector<int> channels = rt::channelsPerActor(desc);
+  for (auto actor : schedule.getBody().getOps<ActorOp>()) {
+    const auto id = static_cast<size_t>(actor.getId());
+    if (id >= channels.size())
+      continue;
+    if (std::string error = rt::tooManyChannels(channels[id]); !error.empty())
+      return actor.emitOpError()
+             << "on the cuda backend: actor " << id << " " << error;
+  }
+  return success();
+}
+
 /// The runtime's sizes of a model file's module.
 void setGptSizes(rt::GptConfig &config, const sched::ModuleModel &m) {
   config.vocab = m.vocab;
@@ -449,7 +474,7 @@ LogicalResult checkSyncGathers(ScheduleOp schedule, const Towers &towers) {
 /// The two-tower model (docs/Runtime.md): two modules, each one pipeline of
 /// stages from its first to its last, joined by the all-gather of one
 /// registered sync stage among the actors of the towers' last stages.
-FailureOr<std::string>
+FailureOr<rt::ScheduleDesc>
 describeTowers(ScheduleOp schedule, const Analysis &a,
                const sched::ModelConfig *model, int64_t dp, int64_t seed,
                std::vector<rt::ScheduleDesc::Exec> execs) {
@@ -484,7 +509,7 @@ describeTowers(ScheduleOp schedule, const Analysis &a,
     stage.last = info.getLast();
     stage.tower = static_cast<int>(towers.towerOf[s]);
   }
-  return withHash(schedule, desc);
+  return desc;
 }
 
 /// Shared stages (the runtime runs the vocabulary-parallel token embedding,
@@ -603,10 +628,10 @@ LogicalResult collectActors(ScheduleOp schedule, Analysis &a) {
 /// at block 0 (its stages are copies of the other direction's, with the
 /// same weights). Stage numbers need not follow the edges: with vocabulary
 /// parallelism the embedding and head stages come last.
-FailureOr<std::string> describeGpt(ScheduleOp schedule, const Analysis &a,
-                                   const sched::ModelConfig *model, int64_t dp,
-                                   int64_t seed,
-                                   std::vector<rt::ScheduleDesc::Exec> execs) {
+FailureOr<rt::ScheduleDesc>
+describeGpt(ScheduleOp schedule, const Analysis &a,
+            const sched::ModelConfig *model, int64_t dp, int64_t seed,
+            std::vector<rt::ScheduleDesc::Exec> execs) {
   const int64_t numStages = static_cast<int64_t>(schedule.getStages());
   ArrayAttr info = a.info;
   StringAttr module = a.modules.front();
@@ -672,15 +697,14 @@ FailureOr<std::string> describeGpt(ScheduleOp schedule, const Analysis &a,
     if (a.shared.contains(s))
       stage.actors.assign(actors.begin(), actors.end());
   }
-  return withHash(schedule, desc);
+  return desc;
 }
 
 } // namespace
 
-FailureOr<std::string>
-flexpipe::describeForRuntime(ScheduleOp schedule,
-                             const sched::ModelConfig *model, int64_t dp,
-                             int64_t seed, ExecInstances &instances) {
+FailureOr<std::string> flexpipe::describeForRuntime(
+    ScheduleOp schedule, const sched::ModelConfig *model, int64_t dp,
+    int64_t seed, RuntimeBackend backend, ExecInstances &instances) {
   Analysis a;
   a.info = schedule.getStageInfoAttr();
   if (!a.info)
@@ -697,7 +721,14 @@ flexpipe::describeForRuntime(ScheduleOp schedule,
   if (failed(analyzeExecs(schedule, noOutputs, instances)))
     return failure();
   std::vector<rt::ScheduleDesc::Exec> execs = execsOf(schedule, instances);
-  if (a.modules.size() != 1 || !a.syncStages.empty())
-    return describeTowers(schedule, a, model, dp, seed, std::move(execs));
-  return describeGpt(schedule, a, model, dp, seed, std::move(execs));
+  FailureOr<rt::ScheduleDesc> desc =
+      a.modules.size() != 1 || !a.syncStages.empty()
+          ? describeTowers(schedule, a, model, dp, seed, std::move(execs))
+          : describeGpt(schedule, a, model, dp, seed, std::move(execs));
+  if (failed(desc))
+    return failure();
+  std::string description = withHash(schedule, *desc);
+  if (failed(checkChannels(schedule, description, backend)))
+    return failure();
+  return description;
 }

@@ -19,6 +19,7 @@
 #ifndef FLEXPIPE_CONVERSION_FLEXPIPETOEMITC_RUNTIMEDESCRIPTION_H
 #define FLEXPIPE_CONVERSION_FLEXPIPETOEMITC_RUNTIMEDESCRIPTION_H
 
+#include "flexpipe/Conversion/FlexPipeToEmitC/FlexPipeToEmitC.h"
 #include "flexpipe/Dialect/FlexPipe/IR/FlexPipe.h"
 #include "flexpipe/Scheduling/CostModel.h"
 
@@ -45,11 +46,12 @@ using ExecInstances = llvm::DenseMap<mlir::Operation *, ExecInstance>;
 
 /// The text of docs/Runtime.md for `schedule` (sized by `model` where
 /// given, `dp` replicas, the runtime's `seed`), or a diagnostic at what the
-/// runtime cannot run; `instances` gets what the runtime needs of each
-/// flexpipe.exec.
+/// runtime (its `backend`) cannot run; `instances` gets what the runtime
+/// needs of each flexpipe.exec.
 mlir::FailureOr<std::string> describeForRuntime(ScheduleOp schedule,
                                                 const sched::ModelConfig *model,
                                                 int64_t dp, int64_t seed,
+                                                RuntimeBackend backend,
                                                 ExecInstances &instances);
 
 } // namespace flexpipe

@@ -173,20 +173,6 @@ std::string flexpipe::rt::readLaunchEnv(const Getenv &getenv, bool withMpi,
   return {};
 }
 
-std::string flexpipe::rt::tooManyStreams(int streams) {
-  if (streams <= kDeviceConnections)
-    return {};
-  return "this rank needs " + std::to_string(streams) +
-         " streams (compute and one per channel), more than the " +
-         std::to_string(kDeviceConnections) +
-         " hardware queues a GPU has: streams that share a queue can hold "
-         "back a transfer its peer waits for, and the run would hang; on the "
-         "CUDA backend a rank exchanges on at most " +
-         std::to_string(kDeviceConnections - 1) +
-         " channels (one per peer, direction and sending stage): give its "
-         "actor fewer stages (chunks)";
-}
-
 std::string flexpipe::rt::sharedQueueWarning(int streams, const char *setting) {
   int queues = 8; // CUDA's default
   if (setting && *setting) {

@@ -23,6 +23,8 @@
 #ifndef FLEXPIPE_RUNTIME_BACKENDS_CUDA_BOOTSTRAP_H
 #define FLEXPIPE_RUNTIME_BACKENDS_CUDA_BOOTSTRAP_H
 
+#include "flexpipe/Runtime/Schedule.h"
+
 #include "../Timeout.h"
 #include "../Watchdog.h"
 #include <atomic>
@@ -84,11 +86,6 @@ bool startedByMpi(const Getenv &getenv);
 /// FLEXPIPE_TIMEOUT and FLEXPIPE_CUDA_MATH. Returns "" or what is wrong.
 std::string readLaunchEnv(const Getenv &getenv, bool withMpi, LaunchEnv &env);
 
-/// The hardware queues a rank asks the GPU for (CUDA_DEVICE_MAX_CONNECTIONS,
-/// CUDA's largest; its default is 8) unless the user set them: every stream
-/// a rank uses (compute, one per channel) should get a queue of its own.
-constexpr int kDeviceConnections = 32;
-
 /// When a rank's `streams` streams (the compute stream and one per channel)
 /// outnumber the GPU's hardware queues (`setting`, the value of
 /// CUDA_DEVICE_MAX_CONNECTIONS, or nullptr: CUDA's default 8), the warning
@@ -96,9 +93,6 @@ constexpr int kDeviceConnections = 32;
 /// were queued, so an NCCL transfer waiting for its peer can hold back one
 /// that the peer waits for. "" when every stream has a queue.
 std::string sharedQueueWarning(int streams, const char *setting);
-/// The error when a rank's `streams` streams exceed the kDeviceConnections
-/// queues a GPU can have at all (no setting helps); "" otherwise.
-std::string tooManyStreams(int streams);
 
 /// NCCL refuses two ranks of one communicator on one GPU ("Duplicate GPU
 /// detected") unless they look like different hosts. When this machine's

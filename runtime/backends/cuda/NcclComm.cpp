@@ -339,8 +339,8 @@ void NcclComm::openChannels(const std::vector<Channel> &all) {
       std::count_if(all.begin(), all.end(), [&](const Channel &c) {
         return c.from == me || c.to == me;
       }));
-  if (std::string error = tooManyStreams(mine + 1); !error.empty())
-    abort(error, 1);
+  if (std::string error = tooManyChannels(mine); !error.empty())
+    abort("this rank " + error, 1);
   // Rounds of disjoint channels: one ncclCommSplit (collective over all
   // ranks) makes every channel of a round.
   std::vector<int> round(all.size(), -1);

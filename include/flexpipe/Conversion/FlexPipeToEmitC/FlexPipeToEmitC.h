@@ -12,6 +12,7 @@
 #include "mlir/Dialect/EmitC/IR/EmitC.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
+#include "llvm/Support/CommandLine.h"
 
 #include "flexpipe/Scheduling/CostModel.h"
 
@@ -25,6 +26,18 @@ namespace flexpipe {
 /// it, and the ranks print it beside the peak they measure.
 inline constexpr llvm::StringLiteral kPredictedPeakAttr =
     "flexpipe.predicted_peak_activation";
+
+/// The runtime backend the lowered ranks link (flexpipe-compile --backend):
+/// what they can run differs in the message channels a rank may use.
+enum class RuntimeBackend { Cpu, Cuda };
+
+inline llvm::cl::ValuesClass runtimeBackendValues() {
+  return llvm::cl::values(
+      clEnumValN(RuntimeBackend::Cpu, "cpu", "MPI: any number of channels"),
+      clEnumValN(RuntimeBackend::Cuda, "cuda",
+                 "NCCL (or its CPU emulation): a rank takes part in at most "
+                 "31 message channels"));
+}
 
 #define GEN_PASS_DECL
 #include "flexpipe/Conversion/Passes.h.inc"

@@ -16,6 +16,8 @@
 #ifndef FLEXPIPE_RUNTIME_COMM_H
 #define FLEXPIPE_RUNTIME_COMM_H
 
+#include "flexpipe/Runtime/Schedule.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -56,20 +58,8 @@ public:
   /// unless the launcher already bound it or FLEXPIPE_BIND=none; the
   /// others run where their launcher put them.
   virtual void place(int64_t device) {}
-  /// One FIFO channel of messages: every (sender, receiver, tag) that isend
-  /// and irecv will use, and for exchangeAdd and ping-pongs one entry per
-  /// pair of ranks (from < to) used both ways (`both`).
-  struct Channel {
-    int from, to, tag;
-    bool both = false;
-    bool operator<(const Channel &o) const {
-      return std::tie(from, to, tag, both) <
-             std::tie(o.from, o.to, o.tag, o.both);
-    }
-    bool operator==(const Channel &o) const {
-      return from == o.from && to == o.to && tag == o.tag && both == o.both;
-    }
-  };
+  /// One FIFO channel of messages (flexpipe/Runtime/Schedule.h).
+  using Channel = MessageChannel;
   /// Collective over all ranks, once, after setReplicaGroup, with the same
   /// list everywhere. Backends without tags (NCCL) open one channel for each;
   /// MPI needs nothing.

@@ -14,6 +14,7 @@
 
 #include <map>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -100,6 +101,63 @@ struct ScheduleDesc {
   /// The last stage of tower `tower`, or -1.
   int towerLastStage(int tower) const;
 };
+
+/// One FIFO channel of messages: every (sender, receiver, tag) that isend
+/// and irecv use, and for exchanges and ping-pongs one entry per pair of
+/// ranks (from < to) used both ways (`both`). Ranks are r * actors + actor
+/// for replica r.
+struct MessageChannel {
+  int from, to, tag;
+  bool both = false;
+  bool operator<(const MessageChannel &o) const {
+    return std::tie(from, to, tag, both) <
+           std::tie(o.from, o.to, o.tag, o.both);
+  }
+  bool operator==(const MessageChannel &o) const {
+    return from == o.from && to == o.to && tag == o.tag && both == o.both;
+  }
+};
+
+/// Message tags: one FIFO channel per (kind, sending stage). MPI guarantees
+/// tags up to 32767; the gradient exchange of bidirectional copies and of
+/// vocabulary-parallel stages uses the last one.
+inline int messageTag(bool gradient, int senderStage) {
+  return senderStage * 2 + gradient;
+}
+constexpr int kExchangeTag = 32767;
+
+/// Stages `a` and `b` are the two copies of one stage of a bidirectional
+/// pipeline on two actors. (The two directions' vocabulary-parallel stages
+/// put their copies on the same actors; the device sums those.) The towers
+/// of a two-tower model are different models.
+bool areCopies(const ScheduleDesc::Stage &a, const ScheduleDesc::Stage &b);
+
+/// Every pair of different actors (a, b) with a running stage `from` and b
+/// stage `to`.
+std::vector<std::pair<int, int>> actorPairs(const ScheduleDesc &desc, int from,
+                                            int to);
+
+/// Every message channel of the run, the same list on every rank (sorted):
+/// one per (sender, receiver, tag) of the pipelines' edges and one exchange
+/// channel per pair of actors that talk or hold stage copies, in every
+/// replica.
+std::vector<MessageChannel> channelsOf(const ScheduleDesc &desc);
+
+/// The hardware queues a GPU gives a process's streams at most (the largest
+/// CUDA_DEVICE_MAX_CONNECTIONS; CUDA's default is 8). The CUDA backend gives
+/// a rank's compute stream and each of its channels a stream of their own,
+/// so a rank there takes part in at most kDeviceConnections - 1 channels.
+constexpr int kDeviceConnections = 32;
+
+/// Per actor: how many of channelsOf(desc) its ranks take part in (the same
+/// in every replica).
+std::vector<int> channelsPerActor(const ScheduleDesc &desc);
+
+/// What is wrong, for the CUDA backend, with a rank that takes part in
+/// `channels` channels: more than kDeviceConnections - 1 ("" if not). The
+/// lowering checks every actor before it writes a rank (flexpipe-compile
+/// --backend=cuda), the backend again when it opens the channels.
+std::string tooManyChannels(int channels);
 
 /// Parses the text; returns an empty string or what is wrong (with the line).
 std::string parseSchedule(const std::string &text, ScheduleDesc &desc);
