@@ -622,18 +622,21 @@ std::string placeStages(const std::vector<std::vector<Located>> &rows,
 }
 
 /// Rank `r`'s computations and transfers in `ops`, each with its cell's
-/// column in `source`. Returns a located error or "".
+/// column in `source`; a send that a WAIT_SEND waits for is asynchronous
+/// (a token from `nextToken`) and completed by a wait at that cell, which
+/// returns once the peer has posted the receive (NCCL's rendezvous; the
+/// verifier's rule for waits on sends). Returns a located error or "".
 std::string rankOps(const std::vector<Located> &row, int32_t r,
                     const Program &program, const std::vector<int32_t> &rankOf,
-                    std::vector<ProgOp> &ops) {
+                    std::vector<ProgOp> &ops, int32_t &nextToken) {
   // Per stage, the column of its last backward (B or W) in the row; the
-  // sends posted and not yet waited, as (type, stage, mb).
+  // sends posted and not yet waited, as (type, stage, mb), with their op.
   std::vector<int32_t> lastBackward(program.numStages, 0);
   for (const Located &l : row)
     if ((l.action.type == "B" || l.action.type == "W") &&
         l.action.stage < program.numStages)
       lastBackward[l.action.stage] = l.column;
-  std::set<std::tuple<std::string, int32_t, int32_t>> unwaited;
+  std::map<std::tuple<std::string, int32_t, int32_t>, size_t> unwaited;
   for (const Located &l : row) {
     // Which cell an op comes from, in `source` until the end.
     const Action &act = l.action;
@@ -666,10 +669,16 @@ std::string rankOps(const std::vector<Located> &row, int32_t r,
              "): PyTorch would reduce and scale gradients that are not "
              "complete";
     if (t == "WAIT_SEND_F" || t == "WAIT_SEND_B") {
-      if (!unwaited.erase({t.substr(5), act.stage, act.mb}))
+      auto sent = unwaited.find({t.substr(5), act.stage, act.mb});
+      if (sent == unwaited.end())
         return where + " waits for " +
                action(act.stage, t.c_str() + 5, act.mb) +
                ", which this rank has not sent (or has waited for already)";
+      ProgOp wait{OpKind::Wait};
+      wait.token = ops[sent->second].token = nextToken++;
+      wait.source = l.column;
+      ops.push_back(wait);
+      unwaited.erase(sent);
       continue;
     }
     int32_t neighbour;
@@ -683,7 +692,7 @@ std::string rankOps(const std::vector<Located> &row, int32_t r,
       continue; // reductions, FSDP: no data order
     }
     if (isSend(op.kind))
-      unwaited.insert({t, act.stage, act.mb});
+      unwaited[{t, act.stage, act.mb}] = ops.size();
     if (neighbour < 0 || neighbour >= program.numStages)
       return where + " has no neighbouring stage " + std::to_string(neighbour) +
              " to exchange with";
@@ -719,7 +728,8 @@ flexpipe::sched::parseTorchCsv(const std::string &text, Program &program,
   int32_t nextToken = 0;
   for (int32_t r = 0; r < program.numActors; ++r) {
     std::vector<ProgOp> &ops = program.actors[r];
-    if (std::string error = rankOps(rows[r], r, program, rankOf, ops);
+    if (std::string error =
+            rankOps(rows[r], r, program, rankOf, ops, nextToken);
         !error.empty())
       return llvm::createStringError(error);
     if (anyComms)

@@ -89,6 +89,20 @@
 // RUN: printf '0F0,0SEND_F0,0RECV_B0,0B0\n1RECV_F0,1F0,1B0,1SEND_B0,1WAIT_SEND_B5\n' > %t.nosend.csv
 // RUN: not flexpipe-compile %t.nosend.csv 2>&1 | FileCheck %s --check-prefix=NOSEND
 // NOSEND: nosend.csv: error: line 2, column 27: 1WAIT_SEND_B5 waits for 1SEND_B5, which this rank has not sent (or has waited for already)
+// A WAIT_SEND returns once the peer has posted the receive (NCCL's
+// rendezvous): here rank 0 waits for 3SEND_B0's receive before it sends
+// micro-batch 1 on, and rank 2 posts that receive only after computing
+// micro-batch 1, which reaches it through rank 1 from that very send. The
+// pairs agree on their orders; the cycle is named at its cells. (With the
+// WAIT_SEND at the end of rank 0's row the file runs.)
+// RUN: not flexpipe-compile %S/Inputs/torch-comms-wait-send-cycle.csv 2>&1 | FileCheck %s --check-prefix=WAITCYCLE
+// WAITCYCLE: torch-comms-wait-send-cycle.csv:1:40: error: the programs deadlock: actors 0 2 1 wait for each other in a cycle
+// WAITCYCLE: torch-comms-wait-send-cycle.csv:1:40: note: actor 0 waits here for actor 2
+// WAITCYCLE: torch-comms-wait-send-cycle.csv:3:23: note: actor 2 waits here for actor 1
+// WAITCYCLE: torch-comms-wait-send-cycle.csv:2:23: note: actor 1 waits here for actor 0
+// RUN: sed '1s/3WAIT_SEND_B0,//; 1s/$/,3WAIT_SEND_B0/' %S/Inputs/torch-comms-wait-send-cycle.csv > %t.wait-late.csv
+// RUN: flexpipe-compile %t.wait-late.csv --emit=text | FileCheck %s --check-prefix=WAITLATE
+// WAITLATE: 3 actors, 4 stages, 2 micro-batches
 // RUN: printf '0F0,0B0\n1F0,5B0\n' > %t.typo.csv
 // RUN: not flexpipe-compile %t.typo.csv 2>&1 | FileCheck %s --check-prefix=TYPO
 // TYPO: typo.csv: error: stage 2 has no computation in the file, which computes stages up to 5 (line 2, column 5: 5B0)

@@ -14,6 +14,7 @@
 #include <catch2/catch.hpp>
 
 #include <fstream>
+#include <map>
 #include <sstream>
 
 using namespace flexpipe::sched;
@@ -72,6 +73,31 @@ std::vector<std::string> shape(const Program &p) {
     rows.push_back(row);
   }
   return rows;
+}
+
+/// `p` with every asynchronous send made blocking and its wait dropped
+/// (what an imported WAIT_SEND adds); fails the test unless every send was
+/// waited exactly once, after it.
+Program withoutSendWaits(Program p) {
+  for (auto &ops : p.actors) {
+    std::map<int32_t, size_t> sendOf; // token -> index
+    std::vector<ProgOp> kept;
+    for (const ProgOp &op : ops) {
+      if (isSend(op.kind)) {
+        CHECK(op.token >= 0);
+        sendOf[op.token] = kept.size();
+      }
+      if (op.kind == OpKind::Wait && sendOf.count(op.token)) {
+        kept[sendOf[op.token]].token = -1;
+        sendOf.erase(op.token);
+        continue;
+      }
+      kept.push_back(op);
+    }
+    CHECK(sendOf.empty());
+    ops = std::move(kept);
+  }
+  return p;
 }
 
 /// The computations of each actor, in order.
@@ -191,7 +217,9 @@ TEST_CASE("export then import gives the same programs", "[torch]") {
         CHECK(comms);
         Program ordered = program;
         REQUIRE(llvm::toString(orderTransfersPerPair(ordered)) == "");
-        CHECK(shape(back) == shape(ordered));
+        CHECK(shape(withoutSendWaits(back)) == shape(ordered));
+        // Each WAIT_SEND waits for a receive its peer posts without waiting
+        // for this rank: the exported file cannot hang there.
         CHECK_FALSE(verify(back, ChannelRule::PerPair));
         // And again: a fixed point.
         std::string again;
