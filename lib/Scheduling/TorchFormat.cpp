@@ -441,6 +441,13 @@ struct Located {
   int32_t line, column;
 };
 
+/// What is wrong at a cell (TorchCsvError's fields); no `what`: nothing.
+struct CellProblem {
+  int32_t line = 0, column = 0;
+  std::string what;
+  explicit operator bool() const { return !what.empty(); }
+};
+
 /// One cell of a CSV line: its text without surrounding blanks and quotes
 /// (a quoted cell may hold commas; "" is a quote), and its 1-based column.
 struct Cell {
@@ -449,8 +456,8 @@ struct Cell {
 };
 
 /// The cells of `line` (a line of a PyTorch CSV, which Python's csv module
-/// writes and reads), or an error with the column.
-std::string splitCells(const std::string &line, std::vector<Cell> &cells) {
+/// writes and reads), or what is wrong at a column.
+CellProblem splitCells(const std::string &line, std::vector<Cell> &cells) {
   size_t i = 0;
   while (true) {
     while (i < line.size() && (line[i] == ' ' || line[i] == '\t'))
@@ -460,8 +467,8 @@ std::string splitCells(const std::string &line, std::vector<Cell> &cells) {
       const size_t open = i++;
       while (true) {
         if (i >= line.size())
-          return "column " + std::to_string(open + 1) +
-                 ": a quoted cell that does not end on its line";
+          return {0, static_cast<int32_t>(open + 1),
+                  "a quoted cell that does not end on its line"};
         if (line[i] == '"' && (i + 1 >= line.size() || line[i + 1] != '"'))
           break;
         cell.text += line[i];
@@ -484,8 +491,8 @@ std::string splitCells(const std::string &line, std::vector<Cell> &cells) {
     if (i >= line.size())
       return {};
     if (line[i] != ',')
-      return "column " + std::to_string(i + 1) +
-             ": text after a quoted cell; separate cells with commas";
+      return {0, static_cast<int32_t>(i + 1),
+              "text after a quoted cell; separate cells with commas"};
     ++i;
   }
 }
@@ -493,8 +500,8 @@ std::string splitCells(const std::string &line, std::vector<Cell> &cells) {
 /// The actions of each row (rank) of a PyTorch CSV, in order; `anyComms`
 /// tells whether any is a transfer or a wait (a compute_comms file). Row r
 /// is rank r, so every row must hold an action (blank lines at the end
-/// excepted). Returns a located error or "".
-std::string readRows(const std::string &text,
+/// excepted).
+CellProblem readRows(const std::string &text,
                      std::vector<std::vector<Located>> &rows, bool &anyComms) {
   std::istringstream in(text);
   std::string line;
@@ -504,20 +511,22 @@ std::string readRows(const std::string &text,
     if (!line.empty() && line.back() == '\r')
       line.pop_back();
     if (lineNo == 1 && llvm::StringRef(line).starts_with("\xEF\xBB\xBF"))
-      return "line 1: the file starts with a byte order mark (U+FEFF), which "
-             "PyTorch's CSV reader keeps in the first cell; save the file "
-             "without it";
+      return {1, 1,
+              "the file starts with a byte order mark (U+FEFF), which "
+              "PyTorch's CSV reader keeps in the first cell; save the file "
+              "without it"};
     std::vector<Cell> cells;
-    if (std::string error = splitCells(line, cells); !error.empty())
-      return "line " + std::to_string(lineNo) + ", " + error;
+    if (CellProblem problem = splitCells(line, cells)) {
+      problem.line = lineNo;
+      return problem;
+    }
     std::vector<Located> row;
     for (const Cell &cell : cells) {
       const std::string &c = cell.text;
       if (c.empty())
         continue; // an idle slot of the lock-step grid
-      auto where = [&] {
-        return "line " + std::to_string(lineNo) + ", column " +
-               std::to_string(cell.column) + ": ";
+      auto at = [&](std::string what) {
+        return CellProblem{lineNo, cell.column, std::move(what)};
       };
       std::vector<std::string> parts{c};
       const std::string overlap = ")OVERLAP_F_B";
@@ -525,30 +534,30 @@ std::string readRows(const std::string &text,
         // (a;b)OVERLAP_F_B: its sub-actions, in order.
         if (c.size() < overlap.size() + 1 ||
             c.compare(c.size() - overlap.size(), overlap.size(), overlap) != 0)
-          return where() + "'" + c +
-                 "' is not a PyTorch action (a parenthesised group must end "
-                 "in OVERLAP_F_B)";
+          return at("'" + c +
+                    "' is not a PyTorch action (a parenthesised group must "
+                    "end in OVERLAP_F_B)");
         parts.clear();
         std::istringstream subs(c.substr(1, c.size() - overlap.size() - 1));
         for (std::string sub; std::getline(subs, sub, ';');)
           parts.push_back(sub);
         if (parts.empty())
-          return where() + "'" + c + "' groups no action";
+          return at("'" + c + "' groups no action");
       }
       for (const std::string &part : parts) {
         Action act;
         if (!parseAction(part, act))
-          return where() + "'" +
-                 (part.size() > 24 ? part.substr(0, 21) + "..." : part) +
-                 "' is not a PyTorch action (expected <stage><F|B|I|W|SEND_F|"
-                 "RECV_F|SEND_B|RECV_B|WAIT_SEND_F|WAIT_SEND_B|REDUCE_GRAD|"
-                 "WAIT_REDUCE_GRAD|UNSHARD|RESHARD><micro-batch>, numbers of "
-                 "at most 7 digits, e.g. 2F0)";
+          return at("'" +
+                    (part.size() > 24 ? part.substr(0, 21) + "..." : part) +
+                    "' is not a PyTorch action (expected <stage><F|B|I|W|"
+                    "SEND_F|RECV_F|SEND_B|RECV_B|WAIT_SEND_F|WAIT_SEND_B|"
+                    "REDUCE_GRAD|WAIT_REDUCE_GRAD|UNSHARD|RESHARD>"
+                    "<micro-batch>, numbers of at most 7 digits, e.g. 2F0)");
         const bool whole = act.type == "REDUCE_GRAD" ||
                            act.type == "WAIT_REDUCE_GRAD" ||
                            act.type == "UNSHARD" || act.type == "RESHARD";
         if (!whole && act.mb < 0)
-          return where() + "'" + part + "' names no micro-batch";
+          return at("'" + part + "' names no micro-batch");
         // Transfers and waits are what PyTorch's comms lowering adds; a
         // compute_only file may hold REDUCE_GRAD, UNSHARD and RESHARD too.
         // A single rank's compute_comms file has waits and no transfers.
@@ -569,29 +578,27 @@ std::string readRows(const std::string &text,
   }
   for (size_t r = 0; r < rows.size(); ++r)
     if (rows[r].empty())
-      return "line " + std::to_string(rowLine[r]) + ": rank " +
-             std::to_string(r) + " has no action (" +
-             (blankLine[r] ? "a blank line" : "a row of empty cells") +
-             "); row r is rank r, and every rank of a PyTorch schedule runs "
-             "a stage";
+      return {rowLine[r], 0,
+              "rank " + std::to_string(r) + " has no action (" +
+                  (blankLine[r] ? "a blank line" : "a row of empty cells") +
+                  "); row r is rank r, and every rank of a PyTorch schedule "
+                  "runs a stage"};
   return {};
 }
 
 /// The program's sizes and where each stage runs: the rank of its
-/// computations, one per stage. Returns a located error or "".
-std::string placeStages(const std::vector<std::vector<Located>> &rows,
+/// computations, one per stage.
+CellProblem placeStages(const std::vector<std::vector<Located>> &rows,
                         Program &program, std::vector<int32_t> &rankOf) {
   std::vector<int32_t> seenAt;
-  std::string highest; // where the highest stage is computed
+  const Located *highest = nullptr; // where the highest stage is computed
   for (int32_t r = 0; r < static_cast<int32_t>(rows.size()); ++r)
     for (const Located &l : rows[r]) {
       if (l.action.type.size() != 1)
         continue; // (other actions name stages rankOps checks)
       if (l.action.stage + 1 > program.numStages) {
         program.numStages = l.action.stage + 1;
-        highest = "line " + std::to_string(l.line) + ", column " +
-                  std::to_string(l.column) + ": " +
-                  action(l.action.stage, l.action.type.c_str(), l.action.mb);
+        highest = &l;
       }
       program.numMicrobatches =
           std::max(program.numMicrobatches, l.action.mb + 1);
@@ -601,23 +608,27 @@ std::string placeStages(const std::vector<std::vector<Located>> &rows,
       }
       int32_t &owner = rankOf[l.action.stage];
       if (owner >= 0 && owner != r)
-        return "line " + std::to_string(l.line) + ", column " +
-               std::to_string(l.column) + ": stage " +
-               std::to_string(l.action.stage) + " also runs on rank " +
-               std::to_string(owner) + " (line " +
-               std::to_string(seenAt[l.action.stage]) +
-               "); PyTorch places each stage on one rank";
+        return {l.line, l.column,
+                "stage " + std::to_string(l.action.stage) +
+                    " also runs on rank " + std::to_string(owner) + " (line " +
+                    std::to_string(seenAt[l.action.stage]) +
+                    "); PyTorch places each stage on one rank"};
       owner = r;
       seenAt[l.action.stage] = l.line;
     }
   if (program.numStages == 0 || rankOf.empty())
-    return "no computations found (expected cells like 0F1, 3I0, 2W5)";
+    return {0, 0, "no computations found (expected cells like 0F1, 3I0, 2W5)"};
   rankOf.resize(program.numStages, -1);
   for (int32_t s = 0; s < program.numStages; ++s)
     if (rankOf[s] < 0)
-      return "stage " + std::to_string(s) +
-             " has no computation in the file, which computes stages up to " +
-             std::to_string(program.numStages - 1) + " (" + highest + ")";
+      return {highest->line, highest->column,
+              "stage " + std::to_string(s) +
+                  " has no computation in the file, which computes stages up "
+                  "to " +
+                  std::to_string(program.numStages - 1) + " (here: " +
+                  action(highest->action.stage, highest->action.type.c_str(),
+                         highest->action.mb) +
+                  ")"};
   return {};
 }
 
@@ -625,8 +636,8 @@ std::string placeStages(const std::vector<std::vector<Located>> &rows,
 /// column in `source`; a send that a WAIT_SEND waits for is asynchronous
 /// (a token from `nextToken`) and completed by a wait at that cell, which
 /// returns once the peer has posted the receive (NCCL's rendezvous; the
-/// verifier's rule for waits on sends). Returns a located error or "".
-std::string rankOps(const std::vector<Located> &row, int32_t r,
+/// verifier's rule for waits on sends).
+CellProblem rankOps(const std::vector<Located> &row, int32_t r,
                     const Program &program, const std::vector<int32_t> &rankOf,
                     std::vector<ProgOp> &ops, int32_t &nextToken) {
   // Per stage, the column of its last backward (B or W) in the row; the
@@ -641,17 +652,19 @@ std::string rankOps(const std::vector<Located> &row, int32_t r,
     // Which cell an op comes from, in `source` until the end.
     const Action &act = l.action;
     const std::string &t = act.type;
-    auto where = "line " + std::to_string(l.line) + ", column " +
-                 std::to_string(l.column) + ": " +
-                 action(act.stage, t.c_str(), act.mb);
+    // What is wrong with the action, at its cell.
+    auto at = [&](const std::string &what) {
+      return CellProblem{l.line, l.column,
+                         action(act.stage, t.c_str(), act.mb) + what};
+    };
     // Every action is of a stage this rank computes.
     if (act.stage >= program.numStages || rankOf[act.stage] != r)
-      return where + " stands on rank " + std::to_string(r) + ", but stage " +
-             std::to_string(act.stage) +
-             (act.stage >= program.numStages
-                  ? " is computed nowhere (the file computes stages 0 to " +
-                        std::to_string(program.numStages - 1) + ")"
-                  : " runs on rank " + std::to_string(rankOf[act.stage]));
+      return at(" stands on rank " + std::to_string(r) + ", but stage " +
+                std::to_string(act.stage) +
+                (act.stage >= program.numStages
+                     ? " is computed nowhere (the file computes stages 0 to " +
+                           std::to_string(program.numStages - 1) + ")"
+                     : " runs on rank " + std::to_string(rankOf[act.stage])));
     ProgOp op{OpKind::Fwd, act.stage, act.mb};
     if (t == "F" || t == "B" || t == "I" || t == "W") {
       op.kind = t == "F"   ? OpKind::Fwd
@@ -663,17 +676,17 @@ std::string rankOps(const std::vector<Located> &row, int32_t r,
       continue;
     }
     if (t == "REDUCE_GRAD" && l.column < lastBackward[act.stage])
-      return where + " comes before stage " + std::to_string(act.stage) +
-             "'s last backward (column " +
-             std::to_string(lastBackward[act.stage]) +
-             "): PyTorch would reduce and scale gradients that are not "
-             "complete";
+      return at(" comes before stage " + std::to_string(act.stage) +
+                "'s last backward (column " +
+                std::to_string(lastBackward[act.stage]) +
+                "): PyTorch would reduce and scale gradients that are not "
+                "complete");
     if (t == "WAIT_SEND_F" || t == "WAIT_SEND_B") {
       auto sent = unwaited.find({t.substr(5), act.stage, act.mb});
       if (sent == unwaited.end())
-        return where + " waits for " +
-               action(act.stage, t.c_str() + 5, act.mb) +
-               ", which this rank has not sent (or has waited for already)";
+        return at(" waits for " + action(act.stage, t.c_str() + 5, act.mb) +
+                  ", which this rank has not sent (or has waited for "
+                  "already)");
       ProgOp wait{OpKind::Wait};
       wait.token = ops[sent->second].token = nextToken++;
       wait.source = l.column;
@@ -694,13 +707,14 @@ std::string rankOps(const std::vector<Located> &row, int32_t r,
     if (isSend(op.kind))
       unwaited[{t, act.stage, act.mb}] = ops.size();
     if (neighbour < 0 || neighbour >= program.numStages)
-      return where + " has no neighbouring stage " + std::to_string(neighbour) +
-             " to exchange with";
+      return at(" has no neighbouring stage " + std::to_string(neighbour) +
+                " to exchange with");
     op.peer = rankOf[neighbour];
     if (op.peer == r)
-      return where + " exchanges with its own rank (stages " +
-             std::to_string(act.stage) + " and " + std::to_string(neighbour) +
-             " share it, and PyTorch passes their data locally)";
+      return at(" exchanges with its own rank (stages " +
+                std::to_string(act.stage) + " and " +
+                std::to_string(neighbour) +
+                " share it, and PyTorch passes their data locally)");
     op.source = l.column;
     ops.push_back(op);
   }
@@ -708,6 +722,16 @@ std::string rankOps(const std::vector<Located> &row, int32_t r,
 }
 
 } // namespace
+
+char flexpipe::sched::TorchCsvError::ID = 0;
+
+void flexpipe::sched::TorchCsvError::log(llvm::raw_ostream &os) const {
+  if (line > 0)
+    os << "line " << line << (column > 0 ? ", column " : "");
+  if (column > 0)
+    os << column;
+  os << (line > 0 ? ": " : "") << what;
+}
 
 llvm::Error
 flexpipe::sched::parseTorchCsv(const std::string &text, Program &program,
@@ -717,10 +741,14 @@ flexpipe::sched::parseTorchCsv(const std::string &text, Program &program,
   std::vector<std::vector<Located>> rows;
   bool anyComms = false;
   std::vector<int32_t> rankOf;
-  if (std::string error = readRows(text, rows, anyComms); !error.empty())
-    return llvm::createStringError(error);
-  if (std::string error = placeStages(rows, program, rankOf); !error.empty())
-    return llvm::createStringError(error);
+  auto fail = [](CellProblem problem) {
+    return llvm::make_error<TorchCsvError>(problem.line, problem.column,
+                                           std::move(problem.what));
+  };
+  if (CellProblem problem = readRows(text, rows, anyComms))
+    return fail(std::move(problem));
+  if (CellProblem problem = placeStages(rows, program, rankOf))
+    return fail(std::move(problem));
   program.numActors = static_cast<int32_t>(rows.size());
   program.actors.resize(program.numActors);
   for (int32_t s = 0; s + 1 < program.numStages; ++s)
@@ -728,10 +756,9 @@ flexpipe::sched::parseTorchCsv(const std::string &text, Program &program,
   int32_t nextToken = 0;
   for (int32_t r = 0; r < program.numActors; ++r) {
     std::vector<ProgOp> &ops = program.actors[r];
-    if (std::string error =
-            rankOps(rows[r], r, program, rankOf, ops, nextToken);
-        !error.empty())
-      return llvm::createStringError(error);
+    if (CellProblem problem =
+            rankOps(rows[r], r, program, rankOf, ops, nextToken))
+      return fail(std::move(problem));
     if (anyComms)
       attachWaits(ops, nextToken);
     if (cells) {

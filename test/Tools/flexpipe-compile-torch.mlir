@@ -82,13 +82,15 @@
 // computed nowhere is named where it stands.
 // RUN: printf '0F0,0B0,1REDUCE_GRAD\n1F0,1B0\n' > %t.other-rank.csv
 // RUN: not flexpipe-compile %t.other-rank.csv 2>&1 | FileCheck %s --check-prefix=OTHERRANK
-// OTHERRANK: other-rank.csv: error: line 1, column 9: 1REDUCE_GRAD stands on rank 0, but stage 1 runs on rank 1
+// OTHERRANK: other-rank.csv:1:9: error: 1REDUCE_GRAD stands on rank 0, but stage 1 runs on rank 1
 // RUN: printf '0F0,0REDUCE_GRAD,0B0\n1F0,1B0\n' > %t.early.csv
 // RUN: not flexpipe-compile %t.early.csv 2>&1 | FileCheck %s --check-prefix=EARLY
-// EARLY: early.csv: error: line 1, column 5: 0REDUCE_GRAD comes before stage 0's last backward (column 18): PyTorch would reduce and scale gradients that are not complete
+// EARLY: early.csv:1:5: error: 0REDUCE_GRAD comes before stage 0's last backward (column 18): PyTorch would reduce and scale gradients that are not complete
 // RUN: printf '0F0,0SEND_F0,0RECV_B0,0B0\n1RECV_F0,1F0,1B0,1SEND_B0,1WAIT_SEND_B5\n' > %t.nosend.csv
 // RUN: not flexpipe-compile %t.nosend.csv 2>&1 | FileCheck %s --check-prefix=NOSEND
-// NOSEND: nosend.csv: error: line 2, column 27: 1WAIT_SEND_B5 waits for 1SEND_B5, which this rank has not sent (or has waited for already)
+// NOSEND: nosend.csv:2:27: error: 1WAIT_SEND_B5 waits for 1SEND_B5, which this rank has not sent (or has waited for already)
+// NOSEND-NEXT: 1RECV_F0,1F0,1B0,1SEND_B0,1WAIT_SEND_B5
+// NOSEND-NEXT: {{^}}                          ^
 // A WAIT_SEND returns once the peer has posted the receive (NCCL's
 // rendezvous): here rank 0 waits for 3SEND_B0's receive before it sends
 // micro-batch 1 on, and rank 2 posts that receive only after computing
@@ -105,23 +107,27 @@
 // WAITLATE: 3 actors, 4 stages, 2 micro-batches
 // RUN: printf '0F0,0B0\n1F0,5B0\n' > %t.typo.csv
 // RUN: not flexpipe-compile %t.typo.csv 2>&1 | FileCheck %s --check-prefix=TYPO
-// TYPO: typo.csv: error: stage 2 has no computation in the file, which computes stages up to 5 (line 2, column 5: 5B0)
+// TYPO: typo.csv:2:5: error: stage 2 has no computation in the file, which computes stages up to 5 (here: 5B0)
 
 // An upper-case extension is a CSV too; a byte order mark is named.
 // RUN: cp %S/Inputs/torch-compute-only.csv %t.upper.CSV && flexpipe-compile %t.upper.CSV --emit=text | FileCheck %s --check-prefix=UPPER
 // UPPER: 2 actors, 2 stages, 2 micro-batches
 // RUN: printf '\357\273\2770F0,0B0\n' > %t.bom.csv
 // RUN: not flexpipe-compile %t.bom.csv 2>&1 | FileCheck %s --check-prefix=BOM
-// BOM: bom.csv: error: line 1: the file starts with a byte order mark (U+FEFF), which PyTorch's CSV reader keeps in the first cell; save the file without it
+// BOM: bom.csv:1:1: error: the file starts with a byte order mark (U+FEFF), which PyTorch's CSV reader keeps in the first cell; save the file without it
 
+// Reader errors are diagnostics at the cell (or line) with the line shown.
+// RUN: printf '0F0,0B0\n\n1F0,1B0\n' > %t.blank.csv
+// RUN: not flexpipe-compile %t.blank.csv 2>&1 | FileCheck %s --check-prefix=BLANK
+// BLANK: blank.csv:2:1: error: rank 1 has no action (a blank line); row r is rank r
 // RUN: not flexpipe-compile %S/Inputs/torch-bad-cell.csv 2>&1 | FileCheck %s --check-prefix=CELL
-// CELL: torch-bad-cell.csv: error: line 1, column 9: '0X1' is not a PyTorch action
+// CELL: torch-bad-cell.csv:1:9: error: '0X1' is not a PyTorch action
 // RUN: not flexpipe-compile %S/Inputs/torch-compute-only.csv --actors 4 --emit=text 2>&1 | FileCheck %s --check-prefix=SIZES
 // SIZES: error: --actors and --microbatches change specs; '{{.*}}' holds only schedules, whose sizes are fixed
 // RUN: not flexpipe-compile %S/Inputs/torch-compute-only.csv --model %configs/models/clip-tiny.yaml --cluster %configs/clusters/cpu.yaml --emit=report 2>&1 | FileCheck %s --check-prefix=MODULES
 // MODULES: torch-compute-only.csv: error: a schedule without stage_info is read as one chain of stages, but the model file '{{.*}}clip-tiny.yaml' has 2 modules; give it one, or the schedule a stage_info
 // RUN: not flexpipe-compile %s --from=torch-csv 2>&1 | FileCheck %s --check-prefix=FROM
-// FROM: error: line 1, column 1: '// PyTorch's schedule...' is not a PyTorch action
+// FROM: flexpipe-compile-torch.mlir:1:1: error: '// PyTorch's schedule...' is not a PyTorch action
 
 flexpipe.pipeline @small actors(2) microbatches(2) {
   flexpipe.module @gpt layers(4) placement(one_to_one)

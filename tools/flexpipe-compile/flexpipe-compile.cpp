@@ -111,8 +111,25 @@ importTorchSchedule(MLIRContext &context, const std::string &text,
   sched::Program program;
   bool comms = false;
   std::vector<std::vector<int32_t>> cells;
-  if (llvm::Error error = sched::parseTorchCsv(text, program, &comms, &cells))
-    return fail(llvm::toString(std::move(error)));
+  if (llvm::Error error = sched::parseTorchCsv(text, program, &comms, &cells)) {
+    // At its cell, with the line, as the verifier's diagnostics are.
+    llvm::handleAllErrors(
+        std::move(error),
+        [&](const sched::TorchCsvError &e) {
+          if (e.line <= 0)
+            return (void)fail(e.what);
+          llvm::SourceMgr lines;
+          lines.AddNewSourceBuffer(
+              llvm::MemoryBuffer::getMemBuffer(text, file, false),
+              llvm::SMLoc());
+          lines.PrintMessage(
+              llvm::errs(),
+              lines.FindLocForLineAndColumn(1, e.line, std::max(1, e.column)),
+              llvm::SourceMgr::DK_Error, e.what);
+        },
+        [&](const llvm::ErrorInfoBase &e) { fail(e.message()); });
+    return nullptr;
+  }
   if (comms) {
     // As written: on NCCL a pair's transfers run in the order posted. (The
     // verifier's located errors, for a file it refuses, come first.)

@@ -77,19 +77,37 @@ std::string formatTorchCsv(const Program &program, const Timeline &timeline);
 /// places them. Fails when the program is not expressible or not valid.
 llvm::Expected<std::string> formatTorchCsvComms(const Program &program);
 
+/// What parseTorchCsv finds wrong, where: a 1-based `line` and `column`
+/// (column 0: the whole line; line 0: the whole file). Its message
+/// (llvm::toString) reads "line L, column C: what"; flexpipe-compile prints
+/// it at FILE:L:C with the line.
+class TorchCsvError : public llvm::ErrorInfo<TorchCsvError> {
+public:
+  static char ID;
+  TorchCsvError(int32_t line, int32_t column, std::string what)
+      : line(line), column(column), what(std::move(what)) {}
+  void log(llvm::raw_ostream &os) const override;
+  std::error_code convertToErrorCode() const override {
+    return llvm::inconvertibleErrorCode();
+  }
+  int32_t line, column;
+  std::string what;
+};
+
 /// Reads either format. Stages form one chain 0 -> 1 -> ... in stage order;
 /// rank r's row becomes actor r. A compute_comms file keeps its transfers
 /// (peers from where the neighbouring stage runs) and sets `comms`: a receive
 /// is posted where it stands and waited right before the computation that
-/// needs it, as in PyTorch's runtime; WAIT_SEND_*, REDUCE_GRAD,
-/// WAIT_REDUCE_GRAD, UNSHARD and RESHARD do not order data and are dropped
-/// once checked (a stage of their rank, REDUCE_GRAD after the stage's last
-/// backward, WAIT_SEND_* after its send);
+/// needs it, as in PyTorch's runtime; a send that a WAIT_SEND_* waits for
+/// (after it, once) is asynchronous, completed by a wait at that cell;
+/// REDUCE_GRAD, WAIT_REDUCE_GRAD, UNSHARD and RESHARD do not order data and
+/// are dropped once checked (a stage of their rank, REDUCE_GRAD after the
+/// stage's last backward);
 /// OVERLAP_F_B runs its sub-actions in order. A compute_only file gives
 /// computations only (comms false). `cells[a][i]` (when given) is the
 /// column (1-based, in characters) of the cell that op i of actor a comes
 /// from; row a is line a + 1; 0 for the waits the reader adds. Fails with
-/// an error naming the line and column.
+/// a TorchCsvError.
 llvm::Error parseTorchCsv(const std::string &text, Program &program,
                           bool *comms = nullptr,
                           std::vector<std::vector<int32_t>> *cells = nullptr);
