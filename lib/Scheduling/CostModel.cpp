@@ -367,7 +367,7 @@ double Profile::messageTime(int64_t from, int64_t to) const {
   for (const Message &m : messages)
     if (m.from == from && m.to == to)
       return m.seconds;
-  return defaultMessageTime;
+  return defaultMessageTime.value_or(0);
 }
 
 std::vector<int64_t>

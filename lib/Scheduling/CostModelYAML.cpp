@@ -13,6 +13,7 @@
 #include "flexpipe/Scheduling/CostModelYAML.h"
 #include "flexpipe/Support/InputLimits.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
 
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
@@ -153,6 +154,16 @@ public:
     return text;
   }
 
+  /// The name of a file without a `name` key: its stem, or `fallback`
+  /// where that would be no name (empty, control characters).
+  static std::string nameOf(const std::string &path, const char *fallback) {
+    const std::string stem = llvm::sys::path::stem(path).str();
+    if (stem.empty() ||
+        llvm::any_of(stem, [](unsigned char c) { return c < 0x20; }))
+      return fallback;
+    return stem;
+  }
+
   static std::string scalar(const YAML::Node &node) {
     if (node.IsScalar())
       return node.Scalar();
@@ -261,8 +272,17 @@ MachineProfile readMeasured(const Reader &r, const YAML::Node &node) {
   MachineProfile m;
   if (node["cores_per_node"])
     m.coresPerNode = r.integer(node["cores_per_node"], "cores_per_node", 1);
-  if (node["time_slice_s"])
-    m.timeSlice = r.number(node["time_slice_s"], "time_slice_s", 0, false);
+  if (YAML::Node slice = node["time_slice_s"]) {
+    m.timeSlice = r.number(slice, "time_slice_s", 0, false);
+    if (m.timeSlice > 0 && m.timeSlice < MachineProfile::kMinTimeSlice) {
+      std::ostringstream os;
+      os << "key 'time_slice_s' must be 0 (cores shared without turns) or "
+            "at least "
+         << MachineProfile::kMinTimeSlice << " s (OS schedulers give "
+         << "milliseconds), got " << m.timeSlice;
+      r.fail(slice.Mark(), os.str());
+    }
+  }
   if (node["optimizer_s_per_parameter"])
     m.optimizerPerParameter = r.number(node["optimizer_s_per_parameter"],
                                        "optimizer_s_per_parameter", 0, false);
@@ -360,8 +380,8 @@ llvm::Error flexpipe::sched::loadModel(const std::string &path,
     r.expectMap(root, what,
                 {"name", "dtype", "attention", "global_batch_size",
                  "micro_batch_size", "modules"});
-    if (root["name"])
-      model.name = r.name(root["name"]);
+    model.name =
+        root["name"] ? r.name(root["name"]) : Reader::nameOf(path, "model");
     if (YAML::Node dtype = root["dtype"]) {
       model.dtype = r.string(dtype, "dtype");
       if (model.dtype == "bf16" || model.dtype == "fp16")
@@ -448,8 +468,8 @@ llvm::Error flexpipe::sched::loadCluster(const std::string &path,
                 {"name", "device_kind", "devices", "devices_per_node",
                  "peak_flops", "efficiency", "memory_bytes", "intra_node",
                  "inter_node", "measured"});
-    if (root["name"])
-      cluster.name = r.name(root["name"]);
+    cluster.name =
+        root["name"] ? r.name(root["name"]) : Reader::nameOf(path, "cluster");
     if (YAML::Node kind = root["device_kind"]) {
       cluster.deviceKind = r.string(kind, "device_kind");
       if (cluster.deviceKind != "gpu" && cluster.deviceKind != "cpu")
@@ -579,7 +599,8 @@ std::string flexpipe::sched::formatProfile(const Profile &profile) {
       os << "  - {from: " << m.from << ", to: " << m.to
          << ", seconds: " << m.seconds << "}\n";
   }
-  os << "default_message_s: " << profile.defaultMessageTime << "\n";
+  if (profile.defaultMessageTime)
+    os << "default_message_s: " << *profile.defaultMessageTime << "\n";
   if (!profile.optimizerStep.empty()) {
     os << "optimizer_s: [";
     for (size_t a = 0; a < profile.optimizerStep.size(); ++a)

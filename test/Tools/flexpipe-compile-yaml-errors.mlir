@@ -48,6 +48,17 @@
 // RUN: not flexpipe-compile %t/spec.mlir --model %t/good-model.yaml --cluster %t/block-vocab.yaml --emit=report 2>&1 | FileCheck %s --check-prefix=BLOCKVOCAB
 // RUN: not flexpipe-compile %t/spec.mlir --model %t/good-model.yaml --cluster %t/head-heads.yaml --emit=report 2>&1 | FileCheck %s --check-prefix=HEADHEADS
 // RUN: not flexpipe-compile %t/spec.mlir --model %t/good-model.yaml --cluster %t/tiny-memory.yaml --emit=report 2>&1 | FileCheck %s --check-prefix=TINYMEM
+// A profile's default_message_s of 0 is a figure (free messages), not
+// "none given": 1F1B on 4 actors at 1 + 2 ms per stage takes (8 + 3) x 3 ms,
+// where the cluster's links priced the messages before (33.058 ms).
+// RUN: flexpipe-compile %schedules/1f1b.mlir --model %configs/models/tiny.yaml --cluster %configs/clusters/cpu.yaml --profile %t/free-messages.yaml --emit=report | FileCheck %s --check-prefix=FREEMSG
+// FREEMSG: iteration time 33.000 ms
+// A time slice shorter than any OS scheduler's would take an event per
+// slice (it hung the simulator at 1e-300); 0 turns taking turns off.
+// RUN: not flexpipe-compile %t/spec.mlir --model %t/good-model.yaml --cluster %t/short-slice.yaml --emit=report 2>&1 | FileCheck %s --check-prefix=SLICE
+// SLICE: short-slice.yaml:10:17: error: key 'time_slice_s' must be 0 (cores shared without turns) or at least 0.0001 s (OS schedulers give milliseconds), got 1e-300
+// RUN: sed 's/1e-300/0/' %t/short-slice.yaml > %t/no-slice.yaml
+// RUN: flexpipe-compile %t/spec.mlir --model %t/good-model.yaml --cluster %t/no-slice.yaml --emit=report > /dev/null
 // TWODOCS: two-documents.yaml:8:1: error: a second YAML document; the file must hold one
 // A trailing "---" (an empty second document) is fine.
 // RUN: cp %t/good-cluster.yaml %t/trailing.yaml && echo --- >> %t/trailing.yaml
@@ -260,6 +271,24 @@ measured:
   layers:
     - {kind: block, hidden: 64, seq: 32, heads: 4, micro_batch: 1, fwd_s: 1e-3, igrad_s: 1e-3, wgrad_s: 1e-3}
     - {kind: block, hidden: 64, seq: 32, heads: 4, micro_batch: 1, fwd_s: 0.5, igrad_s: 0.5, wgrad_s: 0.5}
+//--- free-messages.yaml
+stages:
+  - {stage: 0, fwd_s: 1e-3, bwd_s: 2e-3}
+  - {stage: 1, fwd_s: 1e-3, bwd_s: 2e-3}
+  - {stage: 2, fwd_s: 1e-3, bwd_s: 2e-3}
+  - {stage: 3, fwd_s: 1e-3, bwd_s: 2e-3}
+default_message_s: 0
+//--- short-slice.yaml
+devices: 2
+devices_per_node: 2
+peak_flops: 1e12
+efficiency: 0.5
+memory_bytes: 1e9
+intra_node: {bandwidth_bytes_per_s: 1e9, latency_s: 1e-6}
+inter_node: {bandwidth_bytes_per_s: 1e8, latency_s: 1e-5}
+measured:
+  cores_per_node: 1
+  time_slice_s: 1e-300
 //--- two-documents.yaml
 devices: 2
 devices_per_node: 2

@@ -1545,12 +1545,15 @@ int main(int argc, char **argv) {
 
   if (ranks > cores) {
     measured.timeSlice = measureTimeSlice(std::max(0.2, 2 * o.seconds));
+    // Shorter than any OS scheduler's slice: a measurement that went wrong.
+    if (measured.timeSlice < sched::MachineProfile::kMinTimeSlice)
+      measured.timeSlice = 0;
     progress(measured.timeSlice > 0
                  ? "time slice of ranks sharing a core: " +
                        std::to_string(measured.timeSlice * 1e3) + " ms"
                  : std::string("time slice: not measured (cannot bind to a "
-                               "core here); ranks sharing a core are "
-                               "priced by processor sharing"));
+                               "core here, or under 0.1 ms); ranks sharing a "
+                               "core are priced by processor sharing"));
   }
 
   measured.optimizerPerParameter = timeOptimizer(o.seconds);

@@ -100,7 +100,12 @@ struct MachineProfile {
   /// gives the core to another rank ready to compute, in seconds (0: not
   /// measured; the cores are then shared among the ranks computing at each
   /// moment). flexpipe-profile measures it with two processes on one core.
+  /// At least kMinTimeSlice when set.
   double timeSlice = 0;
+  /// The shortest time slice a cluster file may give: OS schedulers give
+  /// milliseconds, and the simulator takes an event per slice (a thousand
+  /// per rank and simulated second at this one).
+  static constexpr double kMinTimeSlice = 1e-4;
   /// Slowdown of computation while `ranks` ranks of a node compute at
   /// once, by increasing ranks (measured from 1), beyond their taking turns
   /// on shared cores: flexpipe-profile runs the layers in that many
@@ -328,13 +333,14 @@ struct Profile {
   };
   std::vector<Stage> stages;
   /// Point-to-point message time between actors (seconds); pairs not listed
-  /// take `defaultMessageTime`.
+  /// take `defaultMessageTime` (0 when there is none). A profile with
+  /// neither leaves messages to the cluster's links.
   struct Message {
     int64_t from = 0, to = 0;
     double seconds = 0;
   };
   std::vector<Message> messages;
-  double defaultMessageTime = 0;
+  std::optional<double> defaultMessageTime;
   /// Seconds of each actor's optimizer step (index: actor), as the run
   /// measured it; empty where the profile has none.
   std::vector<double> optimizerStep;
