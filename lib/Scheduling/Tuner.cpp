@@ -755,6 +755,7 @@ flexpipe::sched::evaluate(const Candidate &c, const ModelConfig &model,
       e.peakBytes = std::max(e.peakBytes, bytes);
     if (e.peakBytes > options.memoryLimit) {
       e.fitsMemory = false;
+      e.staticOnly = true;
       return e;
     }
     e.peakBytes = 0;
@@ -1286,8 +1287,9 @@ void Search::collect(TuneResult &result) {
     result.bestDetail = std::move(fastest->second);
 }
 
-/// Why nothing was ranked: the smallest candidate over the memory limit, or
-/// an example of one that could not be scheduled.
+/// Why nothing was ranked: the smallest candidate over the memory limit (a
+/// scheduled one, whose peak is known, where there is one), or an example
+/// of one that could not be scheduled.
 llvm::Error nothingRanked(const TuneResult &result,
                           const TuneOptions &options) {
   const Evaluation *smallest = nullptr;
@@ -1297,18 +1299,22 @@ llvm::Error nothingRanked(const TuneResult &result,
       anyError = anyError ? anyError : &e;
       continue;
     }
-    if (!smallest || e.peakBytes < smallest->peakBytes)
+    if (!smallest ||
+        std::make_pair(e.staticOnly, e.peakBytes) <
+            std::make_pair(smallest->staticOnly, smallest->peakBytes))
       smallest = &e;
   }
   if (smallest)
     return fail(llvm::formatv(
-        "no candidate fits in {0} per device: the smallest needs {1} (pp "
-        "{2} x dp {3}, micro-batch size {4}, {5}); use more devices, a "
-        "smaller "
-        "global batch or model, or raise --memory-limit",
+        "no candidate fits in {0} per device: the smallest needs {6}{1} "
+        "({7}pp {2} x dp {3}, micro-batch size {4}, {5}); use more devices, "
+        "a smaller global batch or model, or raise --memory-limit",
         formatBytes(options.memoryLimit), formatBytes(smallest->peakBytes),
         smallest->candidate.pp, smallest->candidate.dp, smallest->candidate.mbs,
-        describe(smallest->candidate)));
+        describe(smallest->candidate), smallest->staticOnly ? "more than " : "",
+        smallest->staticOnly
+            ? "its parameters, gradients and optimizer state alone; "
+            : ""));
   return fail("no candidate could be scheduled" +
               (anyError ? "; e.g. " + describe(anyError->candidate) + ": " +
                               anyError->error

@@ -27,6 +27,7 @@
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include "../CliChecks.h"
@@ -182,10 +183,13 @@ bool writeResults(const std::string &dir, const TuneResult &result) {
     std::string error = e.error;
     std::replace(error.begin(), error.end(), '"', '\'');
     std::replace(error.begin(), error.end(), '\n', ' ');
+    // Whole bytes, rounded up: the figure as a --memory-limit fits it
+    // (vocabulary-parallel peaks are fractional).
+    const double peakBytes = std::ceil(e.peakBytes);
     csv << (rank > 0 ? std::to_string(rank) : "") << ',' << status << ','
         << llvm::format("%.6e,%.6e,%.6e,%.6e,%.1f,%.6f,%.0f", e.iterationTime,
                         e.pipelineTime, e.gradSyncTime, e.stepTime,
-                        e.tokensPerSecond, e.bubbleRatio, e.peakBytes)
+                        e.tokensPerSecond, e.bubbleRatio, peakBytes)
         << ',' << c.pp << ',' << c.dp << ',' << c.mbs << ',' << c.microbatches
         << ',' << tunePlacementName(c.placement) << ',' << c.chunks << ','
         << (c.vocabParallel ? 1 : 0) << ',' << cttpCell(c) << ','
@@ -200,7 +204,7 @@ bool writeResults(const std::string &dir, const TuneResult &result) {
          << ", \"step_s\": " << llvm::format("%.6e", e.stepTime)
          << ", \"tokens_per_s\": " << llvm::format("%.1f", e.tokensPerSecond)
          << ", \"bubble_ratio\": " << llvm::format("%.6f", e.bubbleRatio)
-         << ", \"peak_bytes\": " << llvm::format("%.0f", e.peakBytes)
+         << ", \"peak_bytes\": " << llvm::format("%.0f", peakBytes)
          << ", \"pp\": " << c.pp << ", \"dp\": " << c.dp
          << ", \"mbs\": " << c.mbs << ", \"microbatches\": " << c.microbatches
          << ", \"placement\": \"" << tunePlacementName(c.placement)
@@ -458,12 +462,22 @@ bool prepareOutput(const std::string &output) {
                     "directory of files\n";
     return false;
   }
-  const std::string probe = output + "/.flexpipe-tune-probe";
-  if (!writeFile(probe, ""))
+  // A new file of its own (never an existing one, nor through a link).
+  int probeFd = -1;
+  llvm::SmallString<128> probe;
+  if (std::error_code ec = llvm::sys::fs::createUniqueFile(
+          output + "/.flexpipe-tune-probe-%%%%%%", probeFd, probe)) {
+    llvm::errs() << "flexpipe-tune: cannot write in " << output << ": "
+                 << ec.message() << "\n";
     return false;
+  }
+  llvm::sys::Process::SafelyCloseFileDescriptor(probeFd);
   llvm::sys::fs::remove(probe);
   // An earlier run's files go, so that none of them (a rank-K beyond this
   // run's top, results of a run that then fails) is taken for this run's.
+  // A link of such a name is the user's: neither removed nor written
+  // through, so the run stops before it removes anything.
+  std::vector<std::string> stale;
   std::error_code ec;
   for (llvm::sys::fs::directory_iterator it(output, ec), end; it != end && !ec;
        it.increment(ec)) {
@@ -473,12 +487,21 @@ bool prepareOutput(const std::string &output) {
         number.consume_front("rank-") &&
         (number.consume_back(".mlir") || number.consume_back(".model.yaml")) &&
         !number.empty() && llvm::all_of(number, llvm::isDigit);
-    // Regular files only: a link there is the user's.
-    if ((rankFile || name == "results.csv" || name == "results.json" ||
-         name == "best-vs-1f1b.svg") &&
-        it->type() == llvm::sys::fs::file_type::regular_file)
-      llvm::sys::fs::remove(it->path());
+    if (!rankFile && name != "results.csv" && name != "results.json" &&
+        name != "best-vs-1f1b.svg")
+      continue;
+    if (it->type() == llvm::sys::fs::file_type::symlink_file) {
+      llvm::errs() << "flexpipe-tune: " << it->path()
+                   << " is a symbolic link, and flexpipe-tune writes a file "
+                      "of that name; it does not write through links: "
+                      "remove the link or give -o another directory\n";
+      return false;
+    }
+    if (it->type() == llvm::sys::fs::file_type::regular_file)
+      stale.push_back(it->path());
   }
+  for (const std::string &path : stale)
+    llvm::sys::fs::remove(path);
   return true;
 }
 

@@ -106,8 +106,12 @@ struct Evaluation {
   double tokensPerSecond = 0;
   /// Idle share of all actors' time in the pipeline.
   double bubbleRatio = 0;
-  /// Largest per-device memory (static + peak activations), bytes.
+  /// Largest per-device memory (static + peak activations), bytes; with
+  /// `staticOnly`, a lower bound: the static part.
   double peakBytes = 0;
+  /// Rejected without scheduling: its parameters, gradients and optimizer
+  /// state alone exceed the memory limit.
+  bool staticOnly = false;
   /// Largest per-actor compute time: no schedule of this work is faster.
   double busiest = 0;
   bool fitsMemory = true;
