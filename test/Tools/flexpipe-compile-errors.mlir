@@ -43,10 +43,6 @@
 // STDOUT: flexpipe-compile: cannot write '<stdout>': No space left on device
 // OPTFULL: flexpipe-opt: cannot write '/dev/full': No space left on device
 
-// --dp changes rank programs and simulated devices, nothing else.
-// RUN: not flexpipe-compile %schedules/1f1b.mlir --dp 3 --emit=torch-csv 2>&1 | FileCheck %s --check-prefix=DP
-// DP: flexpipe-compile: --dp sets the replicas of the rank programs (--emit=cpp, exe) and of the simulated devices (--emit=report, svg, trace); --emit=torch-csv is the same for every dp
-
 // INFLIGHT: inflight.mlir:3:3: error: 'flexpipe.inflight' op gives actor 0 an in-flight limit of 0; every limit must be at least 1
 // IDLE: idle.mlir:1:1: error: 'flexpipe.pipeline' op leaves actor 3 without any stage
 // INTERVAL: interval.mlir:3:25: error: custom op 'flexpipe.priority' a stage traversal interval must be at least 1, got 0; omit it to take the first item

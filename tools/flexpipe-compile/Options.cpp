@@ -108,7 +108,10 @@ int flexpipe::parseCompileOptions(int argc, char **argv,
                  "simulated devices: actor a of replica 0 is device a x dp "
                  "(Megatron-LM's order, as flexpipe-tune assumes), and for "
                  "report the gradient all-reduce over the replicas after the "
-                 "pipeline")
+                 "pipeline. With --cluster, that device layout also prices "
+                 "messages for --time-model=cost and gradient separation, so "
+                 "every --emit (schedule, text, torch-csv too) gives the "
+                 "program for this dp")
       ->check(integerAtLeast(1, kMaxActors))
       ->capture_default_str();
   app.add_option("--model", options.model,

@@ -208,14 +208,6 @@ loadCostFiles(const CompileOptions &options) {
         << options.emit << "\n";
     return nullptr;
   }
-  if (options.dp != 1 && !isSimulated(options.emit) && options.emit != "cpp" &&
-      options.emit != "exe") {
-    llvm::errs() << "flexpipe-compile: --dp sets the replicas of the rank "
-                    "programs (--emit=cpp, exe) and of the simulated devices "
-                    "(--emit=report, svg, trace); --emit="
-                 << options.emit << " is the same for every dp\n";
-    return nullptr;
-  }
   if (!options.cluster.empty() && options.model.empty()) {
     llvm::errs() << "flexpipe-compile: --cluster needs --model (the cluster "
                     "prices a model)\n";
