@@ -64,6 +64,26 @@ std::string startedAsWrongRank(int program, int rank, int actors) {
          std::to_string(actors) + " = A (run-mpi.sh and slurm.conf do)";
 }
 
+/// `text` inside a JSON string: quotes, backslashes and control characters
+/// escaped (a schedule's name may hold any of them).
+std::string jsonString(const std::string &text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof(escaped), "\\u%04x",
+                    static_cast<unsigned>(static_cast<unsigned char>(c)));
+      out += escaped;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 /// One instruction as it ran, for --trace.
 struct Event {
   const char *kind;
@@ -388,7 +408,7 @@ void writeTrace(flexpipe_rt &rt) {
                  "{\"schedule\": \"%s\"}, \"traceEvents\": [\n"
                  "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 0, "
                  "\"args\": {\"name\": \"replica 0\"}}",
-                 rt.desc.name.c_str());
+                 jsonString(rt.desc.name).c_str());
     for (int r = 0; r < comm.size(); ++r) {
       std::fprintf(out,
                    ",\n{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": %d, "
@@ -562,6 +582,31 @@ void checkLaunch(flexpipe_rt &rt) {
   // otherwise wait on each other until FLEXPIPE_TIMEOUT).
   if (d.program >= 0 && d.program != comm.rank() % d.actors)
     comm.abort(startedAsWrongRank(d.program, comm.rank(), d.actors), 1);
+}
+
+/// Collective, right after every rank parsed its options (`error`: what is
+/// wrong, a usage text for --help, or ""): where any rank stops, all do at
+/// once (mpirun's colon syntax gives each executable its own options; a
+/// rank that left alone would hold the others up until FLEXPIPE_TIMEOUT).
+/// Returns the exit code when the ranks stop. A message every rank has is
+/// printed once, by rank 0; one that only some have, by each of them.
+std::optional<int> agreeOnOptions(Comm &comm, const std::string &error) {
+  const bool usage = error.rfind("usage", 0) == 0;
+  const uint64_t status = error.empty() ? 0 : usage ? 1 : 2;
+  uint64_t lo, hi;
+  comm.minMax(status, lo, hi);
+  if (hi == 0)
+    return std::nullopt;
+  if (status != 0 && (lo == hi ? comm.rank() == 0 : true)) {
+    if (lo == hi)
+      std::fprintf(stderr, "%s\n", error.c_str());
+    else
+      std::fprintf(stderr, "flexpipe: rank %d: %s\n", comm.rank(),
+                   usage ? "was given --help, the other ranks were not"
+                         : error.c_str());
+  }
+  comm.finalize();
+  return hi == 2 || lo != hi ? 1 : 0;
 }
 
 /// Every rank trains the same way: options that decide how many iterations
@@ -1070,18 +1115,18 @@ int flexpipe::rt::runRank(int argc, char **argv, const char *description,
   if (backend.helpBeforeStart())
     if (std::optional<int> exit = answerBeforeStart(argc, argv, description))
       return *exit;
+  // A line at a time, also into a file or pipe: a launcher that stops the
+  // ranks (run-env.sh on a rank's death) loses no iteration line, and a log
+  // shows progress while the run goes on.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   flexpipe_rt rt;
   rt.comm = backend.start(&argc, &argv);
   Comm &comm = *rt.comm;
   if (std::string error = parseSchedule(description, rt.desc); !error.empty())
     comm.abort(error, 1);
-  if (std::string error = parseOptions(argc, argv, rt.options);
-      !error.empty()) {
-    if (comm.rank() == 0)
-      std::fprintf(stderr, "%s\n", error.c_str());
-    comm.finalize();
-    return error.rfind("usage", 0) == 0 ? 0 : 1;
-  }
+  if (std::optional<int> exit =
+          agreeOnOptions(comm, parseOptions(argc, argv, rt.options)))
+    return *exit;
   const ScheduleDesc &d = rt.desc;
   // Every runtime operation the program runs must be compiled in; the ranks
   // all have the same operations, so rank 0 alone reports.

@@ -474,7 +474,10 @@ std::string flexpipe::rt::parseSchedule(const std::string &text,
       continue;
     }
     if (key == "name") {
-      words >> desc.name;
+      std::string word;
+      words >> word;
+      if (!unescapeDescriptionText(word, desc.name))
+        return fail("the name '" + word + "' has a malformed %XX escape");
     } else if (key == "program") {
       words >> desc.program;
       if (words && desc.program < 0)
@@ -595,7 +598,7 @@ flexpipe::rt::ScheduleDesc::outputShape(int s, size_t size) const {
 
 std::string flexpipe::rt::formatScheduleBody(const ScheduleDesc &desc) {
   std::ostringstream body;
-  body << "name " << desc.name << "\n"
+  body << "name " << escapeDescriptionText(desc.name, false) << "\n"
        << "actors " << desc.actors << "\n"
        << "stages " << desc.stages << "\n"
        << "microbatches " << desc.microbatches << "\n"

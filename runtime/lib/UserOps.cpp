@@ -41,26 +41,6 @@ Table &table() {
   return instance;
 }
 
-/// `text` with every byte that is not printable ASCII, or is a space, '%',
-/// '"', '\\', '?' (no trigraphs) or, in a key, '=', written as %XX: safe in
-/// a description line and a C string literal (unescape undoes it).
-std::string escape(const std::string &text, bool key) {
-  std::string out;
-  for (char c : text) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u > 0x20 && u < 0x7f && c != '%' && c != '"' && c != '\\' && c != '?' &&
-        !(key && c == '=')) {
-      out += c;
-      continue;
-    }
-    static const char *const digits = "0123456789ABCDEF";
-    out += '%';
-    out += digits[u >> 4];
-    out += digits[u & 15];
-  }
-  return out;
-}
-
 const char *kindName(OpAttribute::Kind kind) {
   switch (kind) {
   case OpAttribute::Kind::String:
@@ -77,8 +57,32 @@ const char *kindName(OpAttribute::Kind kind) {
   return "an attribute";
 }
 
+} // namespace
+
+/// `text` with every byte that is not printable ASCII, or is a space, '%',
+/// '"', '\\', '?' (no trigraphs) or, in a key, '=', written as %XX: safe in
+/// a description line and a C string literal (unescape undoes it).
+std::string flexpipe::rt::escapeDescriptionText(const std::string &text,
+                                                bool key) {
+  std::string out;
+  for (char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u > 0x20 && u < 0x7f && c != '%' && c != '"' && c != '\\' && c != '?' &&
+        !(key && c == '=')) {
+      out += c;
+      continue;
+    }
+    static const char *const digits = "0123456789ABCDEF";
+    out += '%';
+    out += digits[u >> 4];
+    out += digits[u & 15];
+  }
+  return out;
+}
+
 /// Undoes the %XX escapes of `text`; false when one is malformed.
-bool unescape(const std::string &text, std::string &out) {
+bool flexpipe::rt::unescapeDescriptionText(const std::string &text,
+                                           std::string &out) {
   out.clear();
   for (size_t i = 0; i < text.size(); ++i) {
     if (text[i] != '%') {
@@ -103,8 +107,6 @@ bool unescape(const std::string &text, std::string &out) {
   return true;
 }
 
-} // namespace
-
 bool flexpipe::rt::isOperationName(const std::string &name) {
   auto letter = [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
@@ -121,7 +123,8 @@ bool flexpipe::rt::isOperationName(const std::string &name) {
 
 std::string flexpipe::rt::encodeOpAttribute(const std::string &key, char kind,
                                             const std::string &value) {
-  return escape(key, true) + "=" + kind + ":" + escape(value, false);
+  return escapeDescriptionText(key, true) + "=" + kind + ":" +
+         escapeDescriptionText(value, false);
 }
 
 void flexpipe::rt::registerOperation(const char *name, OperationFn fn,
@@ -180,8 +183,8 @@ std::string flexpipe::rt::decodeOpAttributes(
       return "malformed attribute '" + entry + "' (expected KEY=K:VALUE)";
     OpAttribute attribute;
     std::string key;
-    if (!unescape(entry.substr(0, eq), key) ||
-        !unescape(entry.substr(eq + 3), attribute.text))
+    if (!unescapeDescriptionText(entry.substr(0, eq), key) ||
+        !unescapeDescriptionText(entry.substr(eq + 3), attribute.text))
       return "malformed escape in attribute '" + entry + "'";
     char *rest = nullptr;
     errno = 0;

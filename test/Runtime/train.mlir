@@ -62,6 +62,13 @@
 // LR: the ranks were started with different --lr (0.001 and 0.05)
 // RUN: not env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 60 mpirun --oversubscribe -np 1 %t/three/rank0 --trace %t/one-trace.json : -np 1 %t/three/rank1 : -np 1 %t/three/rank2 2>&1 | FileCheck %s --check-prefix=ONETRACE
 // ONETRACE: the ranks were started with different --trace (not given and given)
+// An option only one rank cannot parse stops every rank at once, and that
+// rank says why (it stopped alone before, unheard, and the others waited
+// for it until FLEXPIPE_TIMEOUT); so does --help given to one rank only.
+// RUN: not env FLEXPIPE_TIMEOUT=120 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 60 mpirun --oversubscribe -np 1 %t/three/rank0 : -np 1 %t/three/rank1 --bogus : -np 1 %t/three/rank2 2>&1 | FileCheck %s --check-prefix=BOGUS
+// BOGUS: flexpipe: rank 1: unknown or incomplete option '--bogus'
+// RUN: not env FLEXPIPE_TIMEOUT=120 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 60 mpirun --oversubscribe -np 1 %t/three/rank0 : -np 1 %t/three/rank1 : -np 1 %t/three/rank2 --help 2>&1 | FileCheck %s --check-prefix=ONEHELP
+// ONEHELP: flexpipe: rank 2: was given --help, the other ranks were not
 
 // A rank that dies stops every other rank with a non-zero exit.
 // RUN: flexpipe-compile %schedules/1f1b.mlir --actors 2 --microbatches 4 --emit=exe -o %t/a-good

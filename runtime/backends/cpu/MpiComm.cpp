@@ -69,14 +69,13 @@ public:
   }
   int rank() const override { return me; }
   void place(int64_t device) override {
-    if (nodeRanks <= cores)
-      return;
+    // Checked on every machine, not only where it would bind.
     const char *bind = std::getenv("FLEXPIPE_BIND");
     const std::string how = bind ? bind : "cores";
-    if (how == "none")
-      return;
-    if (how != "cores")
+    if (how != "cores" && how != "none")
       abort("FLEXPIPE_BIND is '" + how + "'; expected 'cores' or 'none'", 1);
+    if (nodeRanks <= cores || how == "none")
+      return;
     if (allowedCpus() < cores)
       return; // the launcher placed this rank
     if (std::string error = bindToCore(flexpipe::coreOf(device, cores));

@@ -182,6 +182,13 @@ std::string forProgram(const std::string &description, int actor);
 std::string encodeOpAttribute(const std::string &key, char kind,
                               const std::string &value);
 
+/// `text` with every byte that is not printable ASCII, or is a space, '%',
+/// '"', '\\', '?' (no trigraphs) or, in a `key`, '=', written as %XX: one
+/// word of a description line, safe in a C string literal.
+std::string escapeDescriptionText(const std::string &text, bool key);
+/// Undoes escapeDescriptionText; false when an escape is malformed.
+bool unescapeDescriptionText(const std::string &text, std::string &out);
+
 /// Whether an operation may be named `name`: [A-Za-z_][A-Za-z0-9_.-]*, the
 /// names FLEXPIPE_OPERATION registers and the lowering accepts.
 bool isOperationName(const std::string &name);
