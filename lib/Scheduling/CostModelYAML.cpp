@@ -296,8 +296,10 @@ MachineProfile readMeasured(const Reader &r, const YAML::Node &node) {
                    "heads", "seq"});
       MachineProfile::Contention c;
       c.ranks = r.integer(r.required(item, "ranks", cwhat), "ranks", 1);
+      // Computing beside others is never faster than alone (the profiler
+      // writes at least 1; below it, a step could take no time).
       c.slowdown =
-          r.number(r.required(item, "slowdown", cwhat), "slowdown", 0, true);
+          r.number(r.required(item, "slowdown", cwhat), "slowdown", 1, false);
       if (item["latency_s"])
         c.latency = r.number(item["latency_s"], "latency_s", 0, false);
       if (item["overhead_s"])

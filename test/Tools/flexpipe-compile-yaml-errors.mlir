@@ -57,6 +57,11 @@
 // slice (it hung the simulator at 1e-300); 0 turns taking turns off.
 // RUN: not flexpipe-compile %t/spec.mlir --model %t/good-model.yaml --cluster %t/short-slice.yaml --emit=report 2>&1 | FileCheck %s --check-prefix=SLICE
 // SLICE: short-slice.yaml:10:17: error: key 'time_slice_s' must be 0 (cores shared without turns) or at least 0.0001 s (OS schedulers give milliseconds), got 1e-300
+// A contention slowdown under 1 (computing beside others faster than
+// alone) is refused as the docs say; it made the optimizer step read 0.
+// RUN: sed 's/time_slice_s: 1e-300/contention: [{ranks: 1, slowdown: 1e-18}]/' %t/short-slice.yaml > %t/fast-contention.yaml
+// RUN: not flexpipe-compile %t/spec.mlir --model %t/good-model.yaml --cluster %t/fast-contention.yaml --emit=report 2>&1 | FileCheck %s --check-prefix=SLOWDOWN
+// SLOWDOWN: fast-contention.yaml:10:37: error: key 'slowdown' must be at least 1, got 1e-18
 // RUN: sed 's/1e-300/0/' %t/short-slice.yaml > %t/no-slice.yaml
 // RUN: flexpipe-compile %t/spec.mlir --model %t/good-model.yaml --cluster %t/no-slice.yaml --emit=report > /dev/null
 // TWODOCS: two-documents.yaml:8:1: error: a second YAML document; the file must hold one

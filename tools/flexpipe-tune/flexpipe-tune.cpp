@@ -552,13 +552,18 @@ void printRanking(const ModelConfig &model, const ClusterConfig &cluster,
     });
     if (!baseline[vp]) {
       llvm::outs() << names[vp]
-                   << (possible ? ": no configuration fits\n"
-                                : ": not possible here (it needs a "
-                                  "vocabulary and pp >= 2)\n");
+                   << (!possible ? ": not possible here (it needs a "
+                                   "vocabulary and pp >= 2)\n"
+                       : resolved.profile
+                           ? ": none of its configurations fits in memory "
+                             "and is priced by the --profile\n"
+                           : ": no configuration fits in memory\n");
       continue;
     }
     line(vp ? "T1F1B" : "1F1B", *baseline[vp]);
     // A search restricted (--pp, --placements, ...) may not reach it.
+    if (!(best.iterationTime > 0 && baseline[vp]->iterationTime > 0))
+      continue; // a profile that prices everything at 0 s: no ratio
     const double ratio = baseline[vp]->iterationTime / best.iterationTime;
     llvm::outs() << llvm::formatv(
         "      best is {0:F2}x {1} than {2} at its best (pp, dp, mbs)\n",
