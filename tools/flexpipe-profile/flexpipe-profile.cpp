@@ -880,7 +880,8 @@ double concurrentRate(const Shape &shape, int copies, int k, int64_t cores,
 /// another one is ready there: two processes bound to one core spin for
 /// `seconds`, each counting the stretches it ran (a gap of more than 20 us
 /// between its clock readings ends one); their time over their stretches.
-/// 0 when it cannot be measured (no binding here).
+/// 0 when it cannot be measured (no binding here, or under the shortest
+/// slice a cluster file may give).
 double measureTimeSlice(double seconds) {
   int result[2];
   if (pipe(result) != 0)
@@ -927,7 +928,9 @@ double measureTimeSlice(double seconds) {
     waitpid(pid, nullptr, 0);
   if (means.size() != 2)
     return 0;
-  return (means[0] + means[1]) / 2;
+  // Shorter than any OS scheduler's slice: a measurement that went wrong.
+  const double slice = (means[0] + means[1]) / 2;
+  return slice < sched::MachineProfile::kMinTimeSlice ? 0 : slice;
 }
 
 /// How much each model's blocks slow down while 2, 3, ... `ranks`
@@ -1545,9 +1548,6 @@ int main(int argc, char **argv) {
 
   if (ranks > cores) {
     measured.timeSlice = measureTimeSlice(std::max(0.2, 2 * o.seconds));
-    // Shorter than any OS scheduler's slice: a measurement that went wrong.
-    if (measured.timeSlice < sched::MachineProfile::kMinTimeSlice)
-      measured.timeSlice = 0;
     progress(measured.timeSlice > 0
                  ? "time slice of ranks sharing a core: " +
                        std::to_string(measured.timeSlice * 1e3) + " ms"
