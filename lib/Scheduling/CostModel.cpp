@@ -372,13 +372,15 @@ double Profile::messageTime(int64_t from, int64_t to) const {
 
 std::vector<int64_t>
 flexpipe::sched::costBalancedPartition(const ModuleModel &module,
-                                       int64_t stages) {
+                                       int64_t stages, bool vocabParallel) {
   const int64_t layers = module.layers;
   if (stages < 1 || layers < stages)
     return {};
   auto cost = [&](int64_t count, int64_t position) {
     const StageFlops f =
-        stageFlops({&module, count, position == 0, position == stages - 1}, 1);
+        stageFlops({&module, count, !vocabParallel && position == 0,
+                    !vocabParallel && position == stages - 1},
+                   1);
     return f.fwd + f.igrad + f.wgrad;
   };
   // Every layer costs the same; a stage adds a fixed extra (embedding, LM

@@ -15,6 +15,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <numeric>
+
 #include <random>
 #include <set>
 
@@ -432,6 +435,15 @@ TEST_CASE("the cost model counts embedding and LM head where they sit",
   // The cost-balanced split leaves the LM head's stage one layer.
   std::vector<int64_t> split = costBalancedPartition(gpt, 8);
   CHECK(split == std::vector<int64_t>{9, 9, 9, 9, 9, 9, 9, 1});
+  // Vocabulary-parallel: the embedding and head are stages of their own,
+  // the layer stages alike (every split but even one was slower).
+  CHECK(costBalancedPartition(gpt, 8, /*vocabParallel=*/true) ==
+        std::vector<int64_t>(8, 8));
+  ModuleModel odd = gpt;
+  odd.layers = 66;
+  std::vector<int64_t> oddSplit = costBalancedPartition(odd, 8, true);
+  CHECK(*std::max_element(oddSplit.begin(), oddSplit.end()) == 9);
+  CHECK(std::accumulate(oddSplit.begin(), oddSplit.end(), int64_t(0)) == 66);
   CHECK(transferTime(ClusterConfig{"", 16, 8, 1, 1, 1, {100, 1}, {10, 2}}, 0, 9,
                      100) == Approx(12));
   // Activations per layer: s b h (34 + 5 a s / h) dtype / 2 (Korthikanti);

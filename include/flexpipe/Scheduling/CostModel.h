@@ -206,9 +206,12 @@ StageFlops stageFlops(const StageShape &shape, int64_t microBatch);
 
 /// Layers per stage (each at least one) that minimise the slowest stage's
 /// forward + backward FLOPs, counting the embedding on the first stage and
-/// the LM head and loss on the last. Requires layers >= stages >= 1.
+/// the LM head and loss on the last, unless `vocabParallel` (they are
+/// stages of their own, split over every actor). Requires layers >= stages
+/// >= 1.
 std::vector<int64_t> costBalancedPartition(const ModuleModel &module,
-                                           int64_t stages);
+                                           int64_t stages,
+                                           bool vocabParallel = false);
 
 /// The job's ranks on one node: min(job devices, devices per node).
 int64_t jobRanksPerNode(const ClusterConfig &cluster);

@@ -72,7 +72,9 @@ struct PartitionPass : flexpipe::impl::PartitionPassBase<PartitionPass> {
         return signalPassFailure();
       }
       sizes.layers = static_cast<int64_t>(module.getLayers());
-      std::vector<int64_t> counts = sched::costBalancedPartition(sizes, stages);
+      // Vocabulary-parallel embedding and head are stages of their own.
+      std::vector<int64_t> counts = sched::costBalancedPartition(
+          sizes, stages, static_cast<bool>(module.getVocabParallel()));
       if (counts.empty()) {
         module.emitOpError() << "cannot give each of its " << stages
                              << " stages a layer: it has only "

@@ -22,8 +22,10 @@ def PartitionPass : Pass<"flexpipe-partition", "mlir::ModuleOp"> {
     With `balance=cost` the split instead minimises the slowest stage's
     forward + backward FLOPs, with the token embedding on the first stage and
     the LM head and loss on the last (so a large vocabulary leaves fewer
-    layers there). The sizes come from the module's `model<...>` or, by
-    module name, from the `model` file.
+    layers there); a `vocab_parallel` module's embedding and head are stages
+    of their own, split over every actor, so its layer stages are split
+    evenly. The sizes come from the module's `model<...>` or, by module
+    name, from the `model` file.
 
     ```mlir
     // Before:
