@@ -51,6 +51,10 @@
 // its newest complete generation and matches an uninterrupted run.
 // RUN: python3 %S/interrupt_resume.py %t/a %t/a/killed 200 | FileCheck %s --check-prefix=KILLED
 // KILLED: killed at generation {{[1-9][0-9]*}}; resumed losses and weights are bitwise equal
+// With replicas too (ZB-V on 3 actors x dp 2: a generation is whole with
+// the files of all 6 ranks; the script counted the 3 actors before).
+// RUN: flexpipe-compile %schedules/zb-v.mlir --actors 3 --microbatches 3 --dp 2 -o %t/zbv-dp2 > /dev/null
+// RUN: python3 %S/interrupt_resume.py %t/zbv-dp2 %t/zbv-dp2/killed 40 | FileCheck %s --check-prefix=KILLED
 
 // Resuming where the checkpoint ends trains nothing and writes the outputs;
 // --iterations below it is refused.

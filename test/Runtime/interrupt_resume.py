@@ -43,7 +43,10 @@ def kill_ranks(run_dir):
 def main():
     run_dir, work, iterations = sys.argv[1], sys.argv[2], sys.argv[3]
     run = os.path.join(run_dir, "run-mpi.sh")
-    ranks = len(glob.glob(os.path.join(run_dir, "rank[0-9]"))) or 1
+    # Every rank of the job, replicas too: run-mpi.sh starts each with
+    # "-np 1" (counting the executables gave the actors alone with dp > 1).
+    with open(run) as f:
+        ranks = f.read().count('-np 1 "$dir/rank') or 1
     os.makedirs(work, exist_ok=True)
     ckpt = os.path.join(work, "ckpt")
     job = subprocess.Popen([run, "--iterations", iterations, "--checkpoint",
