@@ -441,12 +441,10 @@ struct Located {
   int32_t line, column;
 };
 
-/// What is wrong at a cell (TorchCsvError's fields); no `what`: nothing.
-struct CellProblem {
-  int32_t line = 0, column = 0;
-  std::string what;
-  explicit operator bool() const { return !what.empty(); }
-};
+/// What is wrong at a cell (1-based; 0: the whole line or file).
+llvm::Error cellError(int32_t line, int32_t column, std::string what) {
+  return llvm::make_error<TorchCsvError>(line, column, std::move(what));
+}
 
 /// One cell of a CSV line: its text without surrounding blanks and quotes
 /// (a quoted cell may hold commas; "" is a quote), and its 1-based column.
@@ -455,9 +453,10 @@ struct Cell {
   int32_t column;
 };
 
-/// The cells of `line` (a line of a PyTorch CSV, which Python's csv module
-/// writes and reads), or what is wrong at a column.
-CellProblem splitCells(const std::string &line, std::vector<Cell> &cells) {
+/// The cells of `line`, line `lineNo` of a PyTorch CSV (which Python's csv
+/// module writes and reads), or what is wrong at a column.
+llvm::Error splitCells(const std::string &line, int32_t lineNo,
+                       std::vector<Cell> &cells) {
   size_t i = 0;
   while (true) {
     while (i < line.size() && (line[i] == ' ' || line[i] == '\t'))
@@ -467,8 +466,8 @@ CellProblem splitCells(const std::string &line, std::vector<Cell> &cells) {
       const size_t open = i++;
       while (true) {
         if (i >= line.size())
-          return {0, static_cast<int32_t>(open + 1),
-                  "a quoted cell that does not end on its line"};
+          return cellError(lineNo, static_cast<int32_t>(open + 1),
+                           "a quoted cell that does not end on its line");
         if (line[i] == '"' && (i + 1 >= line.size() || line[i + 1] != '"'))
           break;
         cell.text += line[i];
@@ -489,10 +488,10 @@ CellProblem splitCells(const std::string &line, std::vector<Cell> &cells) {
     cell.text.erase(0, first == std::string::npos ? cell.text.size() : first);
     cells.push_back(std::move(cell));
     if (i >= line.size())
-      return {};
+      return llvm::Error::success();
     if (line[i] != ',')
-      return {0, static_cast<int32_t>(i + 1),
-              "text after a quoted cell; separate cells with commas"};
+      return cellError(lineNo, static_cast<int32_t>(i + 1),
+                       "text after a quoted cell; separate cells with commas");
     ++i;
   }
 }
@@ -501,7 +500,7 @@ CellProblem splitCells(const std::string &line, std::vector<Cell> &cells) {
 /// tells whether any is a transfer or a wait (a compute_comms file). Row r
 /// is rank r, so every row must hold an action (blank lines at the end
 /// excepted).
-CellProblem readRows(const std::string &text,
+llvm::Error readRows(const std::string &text,
                      std::vector<std::vector<Located>> &rows, bool &anyComms) {
   std::istringstream in(text);
   std::string line;
@@ -511,22 +510,20 @@ CellProblem readRows(const std::string &text,
     if (!line.empty() && line.back() == '\r')
       line.pop_back();
     if (lineNo == 1 && llvm::StringRef(line).starts_with("\xEF\xBB\xBF"))
-      return {1, 1,
-              "the file starts with a byte order mark (U+FEFF), which "
-              "PyTorch's CSV reader keeps in the first cell; save the file "
-              "without it"};
+      return cellError(1, 1,
+                       "the file starts with a byte order mark (U+FEFF), "
+                       "which PyTorch's CSV reader keeps in the first cell; "
+                       "save the file without it");
     std::vector<Cell> cells;
-    if (CellProblem problem = splitCells(line, cells)) {
-      problem.line = lineNo;
-      return problem;
-    }
+    if (llvm::Error error = splitCells(line, lineNo, cells))
+      return error;
     std::vector<Located> row;
     for (const Cell &cell : cells) {
       const std::string &c = cell.text;
       if (c.empty())
         continue; // an idle slot of the lock-step grid
       auto at = [&](std::string what) {
-        return CellProblem{lineNo, cell.column, std::move(what)};
+        return cellError(lineNo, cell.column, std::move(what));
       };
       std::vector<std::string> parts{c};
       const std::string overlap = ")OVERLAP_F_B";
@@ -578,17 +575,18 @@ CellProblem readRows(const std::string &text,
   }
   for (size_t r = 0; r < rows.size(); ++r)
     if (rows[r].empty())
-      return {rowLine[r], 0,
-              "rank " + std::to_string(r) + " has no action (" +
-                  (blankLine[r] ? "a blank line" : "a row of empty cells") +
-                  "); row r is rank r, and every rank of a PyTorch schedule "
-                  "runs a stage"};
-  return {};
+      return cellError(
+          rowLine[r], 0,
+          "rank " + std::to_string(r) + " has no action (" +
+              (blankLine[r] ? "a blank line" : "a row of empty cells") +
+              "); row r is rank r, and every rank of a PyTorch schedule "
+              "runs a stage");
+  return llvm::Error::success();
 }
 
 /// The program's sizes and where each stage runs: the rank of its
 /// computations, one per stage.
-CellProblem placeStages(const std::vector<std::vector<Located>> &rows,
+llvm::Error placeStages(const std::vector<std::vector<Located>> &rows,
                         Program &program, std::vector<int32_t> &rankOf) {
   std::vector<int32_t> seenAt;
   const Located *highest = nullptr; // where the highest stage is computed
@@ -608,28 +606,31 @@ CellProblem placeStages(const std::vector<std::vector<Located>> &rows,
       }
       int32_t &owner = rankOf[l.action.stage];
       if (owner >= 0 && owner != r)
-        return {l.line, l.column,
-                "stage " + std::to_string(l.action.stage) +
-                    " also runs on rank " + std::to_string(owner) + " (line " +
-                    std::to_string(seenAt[l.action.stage]) +
-                    "); PyTorch places each stage on one rank"};
+        return cellError(l.line, l.column,
+                         "stage " + std::to_string(l.action.stage) +
+                             " also runs on rank " + std::to_string(owner) +
+                             " (line " +
+                             std::to_string(seenAt[l.action.stage]) +
+                             "); PyTorch places each stage on one rank");
       owner = r;
       seenAt[l.action.stage] = l.line;
     }
   if (program.numStages == 0 || rankOf.empty())
-    return {0, 0, "no computations found (expected cells like 0F1, 3I0, 2W5)"};
+    return cellError(
+        0, 0, "no computations found (expected cells like 0F1, 3I0, 2W5)");
   rankOf.resize(program.numStages, -1);
   for (int32_t s = 0; s < program.numStages; ++s)
     if (rankOf[s] < 0)
-      return {highest->line, highest->column,
-              "stage " + std::to_string(s) +
-                  " has no computation in the file, which computes stages up "
-                  "to " +
-                  std::to_string(program.numStages - 1) + " (here: " +
-                  action(highest->action.stage, highest->action.type.c_str(),
-                         highest->action.mb) +
-                  ")"};
-  return {};
+      return cellError(
+          highest->line, highest->column,
+          "stage " + std::to_string(s) +
+              " has no computation in the file, which computes stages up "
+              "to " +
+              std::to_string(program.numStages - 1) + " (here: " +
+              action(highest->action.stage, highest->action.type.c_str(),
+                     highest->action.mb) +
+              ")");
+  return llvm::Error::success();
 }
 
 /// Rank `r`'s computations and transfers in `ops`, each with its cell's
@@ -637,7 +638,7 @@ CellProblem placeStages(const std::vector<std::vector<Located>> &rows,
 /// (a token from `nextToken`) and completed by a wait at that cell, which
 /// returns once the peer has posted the receive (NCCL's rendezvous; the
 /// verifier's rule for waits on sends).
-CellProblem rankOps(const std::vector<Located> &row, int32_t r,
+llvm::Error rankOps(const std::vector<Located> &row, int32_t r,
                     const Program &program, const std::vector<int32_t> &rankOf,
                     std::vector<ProgOp> &ops, int32_t &nextToken) {
   // Per stage, the column of its last backward (B or W) in the row; the
@@ -654,8 +655,8 @@ CellProblem rankOps(const std::vector<Located> &row, int32_t r,
     const std::string &t = act.type;
     // What is wrong with the action, at its cell.
     auto at = [&](const std::string &what) {
-      return CellProblem{l.line, l.column,
-                         action(act.stage, t.c_str(), act.mb) + what};
+      return cellError(l.line, l.column,
+                       action(act.stage, t.c_str(), act.mb) + what);
     };
     // Every action is of a stage this rank computes.
     if (act.stage >= program.numStages || rankOf[act.stage] != r)
@@ -718,7 +719,7 @@ CellProblem rankOps(const std::vector<Located> &row, int32_t r,
     op.source = l.column;
     ops.push_back(op);
   }
-  return {};
+  return llvm::Error::success();
 }
 
 } // namespace
@@ -741,14 +742,10 @@ flexpipe::sched::parseTorchCsv(const std::string &text, Program &program,
   std::vector<std::vector<Located>> rows;
   bool anyComms = false;
   std::vector<int32_t> rankOf;
-  auto fail = [](CellProblem problem) {
-    return llvm::make_error<TorchCsvError>(problem.line, problem.column,
-                                           std::move(problem.what));
-  };
-  if (CellProblem problem = readRows(text, rows, anyComms))
-    return fail(std::move(problem));
-  if (CellProblem problem = placeStages(rows, program, rankOf))
-    return fail(std::move(problem));
+  if (llvm::Error error = readRows(text, rows, anyComms))
+    return error;
+  if (llvm::Error error = placeStages(rows, program, rankOf))
+    return error;
   program.numActors = static_cast<int32_t>(rows.size());
   program.actors.resize(program.numActors);
   for (int32_t s = 0; s + 1 < program.numStages; ++s)
@@ -756,9 +753,9 @@ flexpipe::sched::parseTorchCsv(const std::string &text, Program &program,
   int32_t nextToken = 0;
   for (int32_t r = 0; r < program.numActors; ++r) {
     std::vector<ProgOp> &ops = program.actors[r];
-    if (CellProblem problem =
+    if (llvm::Error error =
             rankOps(rows[r], r, program, rankOf, ops, nextToken))
-      return fail(std::move(problem));
+      return error;
     if (anyComms)
       attachWaits(ops, nextToken);
     if (cells) {
