@@ -87,8 +87,8 @@ public:
   Separator(const Program &program, const SimCosts &costs)
       : program(program), costs(costs) {}
 
-  /// Builds items and dependencies; returns an error or "".
-  std::string build();
+  /// Builds items and dependencies.
+  llvm::Error build();
   /// Per actor, memory the bound counts beside its activations (its static
   /// bytes, where the bound is the schedule's peak; else none).
   std::vector<double> reserved;
@@ -134,9 +134,9 @@ private:
   /// build()'s steps: the items of every actor (an error for what
   /// separation cannot handle); the blocking collectives' instances; each
   /// item's dependencies; those in CSR form with their users.
-  std::string collectItems();
+  llvm::Error collectItems();
   void groupCollectives();
-  std::string dependencies(std::vector<std::vector<int32_t>> &deps);
+  llvm::Error dependencies(std::vector<std::vector<int32_t>> &deps);
   void flatten(const std::vector<std::vector<int32_t>> &deps);
   /// Items of one (kind, stage, micro-batch) on every actor that runs it (a
   /// shared stage runs on several): the first in `lookup` at slotKey, the
@@ -186,9 +186,9 @@ private:
   std::unordered_map<int64_t, std::vector<int32_t>> gathersOf;
 };
 
-std::string Separator::build() {
+llvm::Error Separator::build() {
   reserved.assign(program.numActors, 0);
-  if (std::string error = collectItems(); !error.empty())
+  if (llvm::Error error = collectItems())
     return error;
   double shortest = 0;
   for (const Item &item : items)
@@ -197,10 +197,10 @@ std::string Separator::build() {
   tol = 1e-9 * (shortest > 0 ? shortest : 1);
   groupCollectives();
   std::vector<std::vector<int32_t>> deps;
-  if (std::string error = dependencies(deps); !error.empty())
+  if (llvm::Error error = dependencies(deps))
     return error;
   flatten(deps);
-  return {};
+  return llvm::Error::success();
 }
 
 int64_t Separator::slotKey(OpKind kind, int32_t stage, int32_t mb) const {
@@ -224,7 +224,7 @@ int32_t Separator::findOn(OpKind kind, int32_t stage, int32_t mb,
   return -1;
 }
 
-std::string Separator::collectItems() {
+llvm::Error Separator::collectItems() {
   const int32_t numStages = program.numStages, numMbs = program.numMicrobatches;
   lookup.clear();
   sameNext.clear();
@@ -236,15 +236,16 @@ std::string Separator::collectItems() {
       const ProgOp &op = ops[i];
       const bool gather = isCollective(op.kind) && op.token < 0;
       if (!isCompute(op.kind) && !gather) {
-        std::ostringstream os;
-        os << "actor " << a << " has an op of kind '" << opKindName(op.kind)
-           << "'; gradient separation works on programs of computations and "
-              "blocking collectives (run it before communication is inserted; "
-              "asynchronous collectives and exec are not supported yet)";
-        return os.str();
+        return llvm::createStringError(
+            "actor %d has an op of kind '%s'; gradient separation works on "
+            "programs of computations and blocking collectives (run it "
+            "before communication is inserted; asynchronous collectives and "
+            "exec are not supported yet)",
+            a, opKindName(op.kind));
       }
       if (op.stage < 0 || op.stage >= numStages || op.mb < 0 || op.mb >= numMbs)
-        return "an instruction names a stage or micro-batch out of range";
+        return llvm::createStringError(
+            "an instruction names a stage or micro-batch out of range");
       Item item{op.kind, a, op.stage, op.mb, i};
       if (gather) {
         item.duration =
@@ -260,12 +261,11 @@ std::string Separator::collectItems() {
       int32_t *slot = &lookup.try_emplace(slotKey(op.kind, op.stage, op.mb), -1)
                            .first->second;
       while (*slot >= 0) {
-        if (items[*slot].actor == a) {
-          std::ostringstream os;
-          os << opKindName(op.kind) << " stage " << op.stage << " mb " << op.mb
-             << " appears twice on actor " << a;
-          return os.str();
-        }
+        if (items[*slot].actor == a)
+          return llvm::createStringError("%s stage %d mb %d appears twice on "
+                                         "actor %d",
+                                         opKindName(op.kind), op.stage, op.mb,
+                                         a);
         slot = &sameNext[*slot];
       }
       item.duration = costs.durationOf(op.stage, op.kind);
@@ -283,7 +283,7 @@ std::string Separator::collectItems() {
       }
     }
   }
-  return {};
+  return llvm::Error::success();
 }
 
 void Separator::groupCollectives() {
@@ -307,7 +307,7 @@ void Separator::groupCollectives() {
   }
 }
 
-std::string Separator::dependencies(std::vector<std::vector<int32_t>> &deps) {
+llvm::Error Separator::dependencies(std::vector<std::vector<int32_t>> &deps) {
   const int32_t numStages = program.numStages, numMbs = program.numMicrobatches;
   std::vector<std::vector<int32_t>> preds(numStages), succs(numStages);
   for (auto [from, to] : program.edges)
@@ -325,17 +325,13 @@ std::string Separator::dependencies(std::vector<std::vector<int32_t>> &deps) {
   inputOf.assign(items.size(), -1);
   for (int32_t id = 0; id < static_cast<int32_t>(items.size()); ++id) {
     Item &item = items[id];
-    auto need = [&](int32_t dep, const char *what) -> std::string {
-      if (dep >= 0) {
+    const char *missing = nullptr; // what the item lacks
+    auto need = [&](int32_t dep, const char *what) {
+      if (dep >= 0)
         deps[id].push_back(dep);
-        return {};
-      }
-      std::ostringstream os;
-      os << opKindName(item.kind) << " stage " << item.stage << " mb "
-         << item.mb << " has no " << what;
-      return os.str();
+      else if (!missing)
+        missing = what;
     };
-    std::string error;
     switch (item.kind) {
     case OpKind::Fwd:
       for (int32_t p : preds[item.stage])
@@ -360,30 +356,31 @@ std::string Separator::dependencies(std::vector<std::vector<int32_t>> &deps) {
       break;
     case OpKind::Igrad:
     case OpKind::Bwd:
-      error =
-          need(findOn(OpKind::Fwd, item.stage, item.mb, item.actor), "forward");
+      need(findOn(OpKind::Fwd, item.stage, item.mb, item.actor), "forward");
       for (int32_t s : succs[item.stage])
         for (int32_t g : gradientsOf(s, item.mb))
           deps[id].push_back(g);
-      if (item.kind == OpKind::Igrad && error.empty()) {
+      if (item.kind == OpKind::Igrad && !missing) {
         item.weight = findOn(OpKind::Wgrad, item.stage, item.mb, item.actor);
         if (item.weight < 0)
-          error = need(-1, "weight gradient");
+          missing = "weight gradient";
         else
           inputOf[item.weight] = id;
       }
       break;
     case OpKind::Wgrad:
-      error = need(findOn(OpKind::Igrad, item.stage, item.mb, item.actor),
-                   "input gradient on its actor");
+      need(findOn(OpKind::Igrad, item.stage, item.mb, item.actor),
+           "input gradient on its actor");
       break;
     default:
       break;
     }
-    if (!error.empty())
-      return error;
+    if (missing)
+      return llvm::createStringError("%s stage %d mb %d has no %s",
+                                     opKindName(item.kind), item.stage, item.mb,
+                                     missing);
   }
-  return {};
+  return llvm::Error::success();
 }
 
 void Separator::flatten(const std::vector<std::vector<int32_t>> &deps) {
@@ -935,23 +932,19 @@ int64_t stashAndInsert(const Separator &sep, const SeparationOptions &options,
 
 } // namespace
 
-SeparationResult
+llvm::Expected<SeparationResult>
 flexpipe::sched::separateGradients(const Program &program,
                                    const SimCosts &costs,
                                    const SeparationOptions &options) {
   SeparationResult result;
   Separator sep(program, costs);
-  if (std::string error = sep.build(); !error.empty()) {
-    result.error = error;
-    return result;
-  }
+  if (llvm::Error error = sep.build())
+    return std::move(error);
   std::vector<uint8_t> stashed(sep.items.size(), 0);
   const double unbounded = std::numeric_limits<double>::infinity();
   Timing fused = sep.retime(stashed, unbounded);
-  if (!fused.ok) {
-    result.error = fused.error;
-    return result;
-  }
+  if (!fused.ok)
+    return llvm::createStringError(fused.error);
   result.fusedTime = fused.makespan;
   result.fusedPeak = fused.maxPeak();
   // Without a bound given, what keeps the schedule's peak (an actor's static
@@ -968,15 +961,11 @@ flexpipe::sched::separateGradients(const Program &program,
   for (int32_t a = 0; a < program.numActors; ++a)
     result.memoryBound = std::max(result.memoryBound, bound - sep.reserved[a]);
   for (int32_t a = 0; a < program.numActors; ++a)
-    if (fused.peak[a] > bound * (1 + 1e-9)) {
-      std::ostringstream os;
-      os << "the memory bound " << bound << " is below the " << fused.peak[a]
-         << " that actor " << a
-         << " needs even with every weight gradient right after its input "
-            "gradient";
-      result.error = os.str();
-      return result;
-    }
+    if (fused.peak[a] > bound * (1 + 1e-9))
+      return llvm::createStringError(
+          "the memory bound %g is below the %g that actor %d needs even "
+          "with every weight gradient right after its input gradient",
+          bound, fused.peak[a], a);
 
   // The fused timing again, under the bound (which never acts when nothing
   // is stashed), keeping the checkpoints the attempts resume from.
@@ -1008,6 +997,5 @@ flexpipe::sched::separateGradients(const Program &program,
   result.time = best.makespan;
   result.peak = best.maxPeak();
   result.program = sep.emit(best);
-  result.ok = true;
   return result;
 }

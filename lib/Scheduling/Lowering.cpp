@@ -32,14 +32,14 @@ llvm::Error flexpipe::sched::finishProgram(Program &program,
   if (opts.splitBackward || opts.separation)
     splitBackward(program);
   if (opts.separation) {
-    SeparationResult separated =
+    llvm::Expected<SeparationResult> separated =
         separateGradients(program, costs, *opts.separation);
-    if (!separated.ok)
+    if (!separated)
       return llvm::createStringError("gradient separation failed: " +
-                                     separated.error);
-    program = std::move(separated.program);
+                                     llvm::toString(separated.takeError()));
+    program = std::move(separated->program);
     if (figures)
-      *figures = std::move(separated);
+      *figures = std::move(*separated);
   }
   insertCommunication(program);
   if (opts.asyncLookahead > 0)

@@ -31,6 +31,7 @@ using flexpipe::sched::test::kBreadth;
 using flexpipe::sched::test::kDepth;
 using flexpipe::sched::test::makeSpec;
 using flexpipe::sched::test::oneF1BLimits;
+using flexpipe::sched::test::valueOf;
 
 namespace {
 
@@ -100,9 +101,8 @@ TEST_CASE("1F1B with gradient separation is ZB-H1", "[separation]") {
                kBreadth, oneF1BLimits(4)),
       TimeModel::Cost);
   REQUIRE(splitBackward(program) == 32);
-  SeparationResult r = separateGradients(program, layerCosts(program), {});
-  INFO(r.error);
-  REQUIRE(r.ok);
+  SeparationResult r =
+      valueOf(separateGradients(program, layerCosts(program), {}));
   CHECK(r.fusedTime == Approx(30));
   CHECK(r.time == Approx(27));
   CHECK(r.peak == Approx(4));
@@ -118,8 +118,8 @@ TEST_CASE("V-shape with gradient separation matches ZB-V's time and memory",
                kBreadth, {8, 8, 8, 8}),
       TimeModel::Cost);
   splitBackward(program);
-  SeparationResult r = separateGradients(program, layerCosts(program), {});
-  REQUIRE(r.ok);
+  SeparationResult r =
+      valueOf(separateGradients(program, layerCosts(program), {}));
   CHECK(r.time == Approx(25.5));
   CHECK(r.peak == Approx(4));
   Figures f = simulateUnits(r.program);
@@ -135,14 +135,14 @@ TEST_CASE("a memory bound below the fused schedule's peak is diagnosed",
   splitBackward(program);
   SeparationOptions options;
   options.memoryBound = 3;
-  SeparationResult r = separateGradients(program, layerCosts(program), options);
-  CHECK_FALSE(r.ok);
-  CHECK(r.error == "the memory bound 3 is below the 4 that actor 0 needs even "
-                   "with every weight gradient right after its input gradient");
+  CHECK(llvm::toString(separateGradients(program, layerCosts(program), options)
+                           .takeError()) ==
+        "the memory bound 3 is below the 4 that actor 0 needs even with "
+        "every weight gradient right after its input gradient");
   // A larger bound than needed is allowed and may be used.
   options.memoryBound = 6;
-  r = separateGradients(program, layerCosts(program), options);
-  REQUIRE(r.ok);
+  SeparationResult r =
+      valueOf(separateGradients(program, layerCosts(program), options));
   CHECK(r.peak <= 6);
   CHECK(r.time <= 27);
 }
@@ -190,17 +190,16 @@ TEST_CASE("gradient separation keeps its promises on random configurations",
     if (pick(0, 1))
       for (double &bytes : costs.staticBytes)
         bytes = pick(0, 6);
-    SeparationResult r = separateGradients(program, costs, {});
-    INFO("trial " << trial << ": " << r.error);
-    REQUIRE(r.ok);
+    INFO("trial " << trial);
+    SeparationResult r = valueOf(separateGradients(program, costs, {}));
     ++checked;
     // Resuming attempts from checkpoints, and not running repeated
     // attempts, change nothing.
     SeparationOptions fromStart;
     fromStart.resume = false;
     fromStart.shortcuts = false;
-    const SeparationResult full = separateGradients(program, costs, fromStart);
-    REQUIRE(full.ok);
+    const SeparationResult full =
+        valueOf(separateGradients(program, costs, fromStart));
     CHECK(full.rounds == r.rounds);
     CHECK(full.time == r.time);
     CHECK(full.strategy == r.strategy);
@@ -286,11 +285,10 @@ TEST_CASE("attempts run on a thread pool give the result of one at a time",
     SeparationOptions one;
     SeparationOptions parallel = one;
     parallel.pool = &pool;
-    const SeparationResult a = separateGradients(program, costs, one);
-    const SeparationResult b = separateGradients(program, costs, parallel);
-    INFO("pp " << c.pp << " m " << c.m << ": " << a.error << b.error);
-    REQUIRE(a.ok);
-    REQUIRE(b.ok);
+    INFO("pp " << c.pp << " m " << c.m);
+    const SeparationResult a = valueOf(separateGradients(program, costs, one));
+    const SeparationResult b =
+        valueOf(separateGradients(program, costs, parallel));
     CHECK(a.rounds > 1);
     CHECK(a.rounds < one.maxRounds);
     CHECK(b.rounds == a.rounds);
@@ -324,9 +322,7 @@ TEST_CASE("tiny durations and slow messages: no false deadlock, the simulator "
       x *= 1.7e-8;
   costs.latency.assign(16, 1.3e-6);
   costs.bandwidth.assign(16, 0);
-  SeparationResult r = separateGradients(program, costs, {});
-  INFO(r.error);
-  REQUIRE(r.ok);
+  SeparationResult r = valueOf(separateGradients(program, costs, {}));
   CHECK(r.time <= r.fusedTime);
   Program withComm = r.program;
   insertCommunication(withComm);

@@ -63,6 +63,13 @@ inline Program computeProgram(const PipelineSpec &spec,
                    built->sharedStages);
 }
 
+/// The value of `expected`; fails the test case with its error otherwise.
+template <typename T> T valueOf(llvm::Expected<T> expected) {
+  if (!expected)
+    FAIL(llvm::toString(expected.takeError()));
+  return std::move(*expected);
+}
+
 /// Per-actor limits pp - a (1F1B).
 inline std::vector<int64_t> oneF1BLimits(int32_t pp) {
   std::vector<int64_t> limits;

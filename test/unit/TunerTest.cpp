@@ -18,6 +18,7 @@
 #include <set>
 
 using namespace flexpipe::sched;
+using flexpipe::sched::test::valueOf;
 
 namespace {
 
@@ -366,9 +367,7 @@ checkSeparationAgainstSimulator(const std::function<void(SimCosts &)> &adjust) {
     SeparationOptions options;
     options.maxRounds = 20;
     const SeparationResult sep =
-        separateGradients(split, detail.costs, options);
-    INFO(sep.error);
-    REQUIRE(sep.ok);
+        valueOf(separateGradients(split, detail.costs, options));
     auto simulate = [&](Program program) {
       insertCommunication(program);
       Simulator simulator;
@@ -555,8 +554,8 @@ TEST_CASE("gradient separation handles the vocabulary-parallel slices and "
   REQUIRE(llvm::toString(before.prepare(fused)) == "");
 
   splitBackward(program);
-  const SeparationResult separated = separateGradients(program, costs, {});
-  REQUIRE(separated.ok);
+  const SeparationResult separated =
+      valueOf(separateGradients(program, costs, {}));
   Program out = separated.program;
   // Every all-gather kept, each shared stage's parts still on every actor.
   int gathers = 0;

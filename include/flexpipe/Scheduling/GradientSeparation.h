@@ -79,8 +79,6 @@ struct SeparationOptions {
 };
 
 struct SeparationResult {
-  bool ok = false;
-  std::string error;
   Program program;
   /// Iteration time and largest per-actor peak activation memory, fused
   /// (before) and separated (after), in the costs' units.
@@ -96,10 +94,12 @@ struct SeparationResult {
 /// Re-orders the weight gradients of a compute-only, split program (no
 /// transfers, collectives or registered instructions; run before
 /// insertCommunication). Durations, activation sizes and message times come
-/// from `costs`.
-SeparationResult separateGradients(const Program &program,
-                                   const SimCosts &costs,
-                                   const SeparationOptions &options);
+/// from `costs`. Fails on a program it cannot work on (another op kind, a
+/// missing forward or weight gradient) or a memory bound that the fused
+/// program already exceeds.
+llvm::Expected<SeparationResult>
+separateGradients(const Program &program, const SimCosts &costs,
+                  const SeparationOptions &options);
 
 } // namespace flexpipe::sched
 

@@ -88,14 +88,15 @@ struct GradientSeparationPass
       applySeparationRequest(
           schedule->getAttrOfType<DictionaryAttr>("flexpipe.optimize"),
           options);
-      sched::SeparationResult result =
+      llvm::Expected<sched::SeparationResult> result =
           sched::separateGradients(program, *costs, options);
-      if (!result.ok) {
-        schedule.emitError() << "gradient separation failed: " << result.error;
+      if (!result) {
+        schedule.emitError() << "gradient separation failed: "
+                             << llvm::toString(result.takeError());
         return signalPassFailure();
       }
-      rewriteSchedule(schedule, read, result.program);
-      setSeparationFigures(schedule, result, costs->unit);
+      rewriteSchedule(schedule, read, result->program);
+      setSeparationFigures(schedule, *result, costs->unit);
     }
   }
 };
