@@ -83,8 +83,9 @@ std::string action(int32_t stage, const char *type, int32_t mb = -1) {
 
 } // namespace
 
-std::string flexpipe::sched::torchIncompatibility(const Program &p) {
+llvm::Error flexpipe::sched::checkTorchExpressible(const Program &p) {
   std::ostringstream os;
+  auto fail = [&] { return llvm::createStringError(os.str()); };
   for (int32_t a = 0; a < p.numActors; ++a)
     for (const ProgOp &op : p.actors[a])
       if (isCollective(op.kind) || op.kind == OpKind::Exec) {
@@ -95,13 +96,13 @@ std::string flexpipe::sched::torchIncompatibility(const Program &p) {
         os << " on stage " << op.stage
            << "; PyTorch's schedule format has no registered instructions or "
               "collectives";
-        return os.str();
+        return fail();
       }
   if (!p.sharedStages.empty()) {
     os << "stage " << p.sharedStages.front()
        << " is shared by several actors (a vocabulary-parallel slice); "
           "PyTorch's schedule format runs each stage on one rank";
-    return os.str();
+    return fail();
   }
   std::vector<int32_t> owner(p.numStages, -1);
   for (int32_t a = 0; a < p.numActors; ++a)
@@ -114,7 +115,7 @@ std::string flexpipe::sched::torchIncompatibility(const Program &p) {
            << " (a replicated stage, as in bidirectional pipelines); "
               "PyTorch's schedule format places each stage on exactly one "
               "rank";
-        return os.str();
+        return fail();
       }
       owner[op.stage] = a;
     }
@@ -122,7 +123,7 @@ std::string flexpipe::sched::torchIncompatibility(const Program &p) {
     if (owner[s] < 0) {
       os << "stage " << s << " runs on no actor; PyTorch needs every stage "
          << "placed";
-      return os.str();
+      return fail();
     }
   std::set<std::pair<int32_t, int32_t>> edges(p.edges.begin(), p.edges.end());
   for (auto [from, to] : edges)
@@ -131,7 +132,7 @@ std::string flexpipe::sched::torchIncompatibility(const Program &p) {
          << "; PyTorch's schedule format runs one chain of stages 0 -> 1 -> "
             "... -> "
          << p.numStages - 1;
-      return os.str();
+      return fail();
     }
   for (int32_t s = 0; s + 1 < p.numStages; ++s)
     if (!edges.count({s, s + 1})) {
@@ -142,14 +143,14 @@ std::string flexpipe::sched::torchIncompatibility(const Program &p) {
            << " starts another pipeline of the model (replicated weights, as "
               "in bidirectional pipelines); PyTorch's schedule format runs "
               "one chain of stages, each on one rank";
-        return os.str();
+        return fail();
       }
       os << "stage " << s << " does not feed stage " << s + 1
          << " (several pipelines or towers); PyTorch's schedule format runs "
             "one chain of stages";
-      return os.str();
+      return fail();
     }
-  return {};
+  return llvm::Error::success();
 }
 
 llvm::Error flexpipe::sched::orderTransfersPerPair(Program &program) {
@@ -262,7 +263,7 @@ llvm::Error flexpipe::sched::orderTransfersPerPair(Program &program) {
   return llvm::Error::success();
 }
 
-std::string flexpipe::sched::pairOrderProblem(const Program &program) {
+llvm::Error flexpipe::sched::checkPairOrder(const Program &program) {
   // Per (actor, peer), the transfers between them in program order: what
   // the message is (activation?, sending stage, mb), and the op.
   struct Transfer {
@@ -304,10 +305,10 @@ std::string flexpipe::sched::pairOrderProblem(const Program &program) {
          << "; PyTorch's NCCL point-to-point runs a pair's transfers on one "
             "stream in the order posted, so both sides must post them in "
             "one order";
-      return os.str();
+      return llvm::createStringError(os.str());
     }
   }
-  return {};
+  return llvm::Error::success();
 }
 
 std::string flexpipe::sched::formatTorchCsv(const Program &p,
@@ -336,16 +337,16 @@ std::string flexpipe::sched::formatTorchCsv(const Program &p,
 
 llvm::Expected<std::string>
 flexpipe::sched::formatTorchCsvComms(const Program &program) {
-  if (std::string why = torchIncompatibility(program); !why.empty())
-    return llvm::createStringError(why);
+  if (llvm::Error error = checkTorchExpressible(program))
+    return std::move(error);
   Program p = program;
   if (llvm::Error error = orderTransfersPerPair(p))
     return std::move(error);
   if (std::optional<VerifyFailure> failure = verify(p, ChannelRule::PerPair))
     return llvm::createStringError(
         "the program does not run with untagged messages: " + failure->message);
-  if (std::string problem = pairOrderProblem(p); !problem.empty())
-    return llvm::createStringError(problem);
+  if (llvm::Error error = checkPairOrder(p))
+    return std::move(error);
 
   std::ostringstream os;
   for (int32_t a = 0; a < p.numActors; ++a) {

@@ -65,7 +65,7 @@ void checkSchedule(ScheduleOp schedule) {
   (void)sched::formatReport(program, result, costs, context);
   (void)sched::formatSvg(program, result, costs, context);
 
-  if (!sched::torchIncompatibility(program).empty())
+  if (llvm::errorToBool(sched::checkTorchExpressible(program)))
     return;
   (void)sched::formatTorchCsv(program, timeline);
   llvm::Expected<std::string> written = sched::formatTorchCsvComms(program);

@@ -66,7 +66,7 @@ FLEXPIPE_FUZZ_TARGET(torch_csv) {
   std::string problem = llvm::toString(simulator.prepare(program));
   FUZZ_CHECK(problem.empty(), problem.c_str());
   (void)simulator.run(unitCosts(program));
-  if (comms || !torchIncompatibility(program).empty())
+  if (comms || llvm::errorToBool(checkTorchExpressible(program)))
     return;
   const std::string csv = formatTorchCsv(program, timeline);
   Program again;
@@ -84,7 +84,7 @@ FLEXPIPE_FUZZ_TARGET(torch_csv) {
   problem = llvm::toString(parseTorchCsv(*withComms, back));
   FUZZ_CHECK(problem.empty(), (problem + "\n" + *withComms).c_str());
   FUZZ_CHECK(computations(back) == computations(program), withComms->c_str());
-  FUZZ_CHECK(pairOrderProblem(back).empty(), withComms->c_str());
+  FUZZ_CHECK(!llvm::errorToBool(checkPairOrder(back)), withComms->c_str());
   // Its WAIT_SENDs wait for receives the peers post anyway: no hang.
   FUZZ_CHECK(!verify(back, ChannelRule::PerPair), withComms->c_str());
 }

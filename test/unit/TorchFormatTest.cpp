@@ -134,7 +134,7 @@ TEST_CASE("compute_comms: waits, gradient reduction, exact rows", "[torch]") {
                "1REDUCE_GRAD,1WAIT_REDUCE_GRAD,1WAIT_SEND_B0,1WAIT_SEND_B1\n");
   // FlexPipe's own order (receives right before their computations) has
   // rank 1 post SEND_B0 before RECV_F1.
-  CHECK_THAT(pairOrderProblem(p),
+  CHECK_THAT(llvm::toString(checkPairOrder(p)),
              Catch::Contains("transfer 2 between actors 0 and 1 is send_act "
                              "stage 0 mb 1 on actor 0 but send_grad stage 1 "
                              "mb 0 on actor 1"));
@@ -148,12 +148,12 @@ TEST_CASE("transfers come in one order on both sides of every pair",
       for (auto [name, program] : families(pp, m)) {
         INFO(name << " pp=" << pp << " m=" << m);
         REQUIRE_FALSE(verify(program, ChannelRule::PerStage));
-        disagreed += !pairOrderProblem(program).empty();
+        disagreed += llvm::errorToBool(checkPairOrder(program));
         Program ordered = program;
         REQUIRE(llvm::toString(orderTransfersPerPair(ordered)) == "");
         // Each pair agrees; valid under both channel rules; the same
         // computations and timing; ordering again changes nothing.
-        CHECK(pairOrderProblem(ordered) == "");
+        CHECK(llvm::toString(checkPairOrder(ordered)) == "");
         CHECK_FALSE(verify(ordered, ChannelRule::PerPair));
         CHECK_FALSE(verify(ordered, ChannelRule::PerStage));
         CHECK(computations(ordered) == computations(program));
@@ -241,9 +241,10 @@ TEST_CASE("what PyTorch cannot express is refused", "[torch]") {
   Program bi = computeProgram(makeSpec(4, 8, PlacementKind::OneToOne, 1,
                                        Cttp::BwdFirst, kBreadth, kBreadth, {},
                                        /*bidirectional=*/true));
-  CHECK_THAT(torchIncompatibility(bi), Catch::Contains("stage 3 does not feed "
-                                                       "stage 4") ||
-                                           Catch::Contains("another pipeline"));
+  CHECK_THAT(llvm::toString(checkTorchExpressible(bi)),
+             Catch::Contains("stage 3 does not feed "
+                             "stage 4") ||
+                 Catch::Contains("another pipeline"));
   std::string csv;
   CHECK_FALSE(writeComms(bi, csv).empty());
   CHECK(csv.empty());
@@ -251,22 +252,22 @@ TEST_CASE("what PyTorch cannot express is refused", "[torch]") {
   Program p = families(2, 2)[0].second;
   Program replicated = p;
   replicated.actors[1].push_back({OpKind::Fwd, 0, 0});
-  CHECK_THAT(torchIncompatibility(replicated),
+  CHECK_THAT(llvm::toString(checkTorchExpressible(replicated)),
              Catch::Contains("stage 0 runs on actors 0 and 1"));
   Program shared = p;
   shared.sharedStages = {1};
-  CHECK_THAT(torchIncompatibility(shared),
+  CHECK_THAT(llvm::toString(checkTorchExpressible(shared)),
              Catch::Contains("vocabulary-parallel"));
   Program exec = p;
   exec.instructions = {"sync"};
   ProgOp op{OpKind::Exec, 1, 0};
   op.inst = 0;
   exec.actors[1].push_back(op);
-  CHECK_THAT(torchIncompatibility(exec),
+  CHECK_THAT(llvm::toString(checkTorchExpressible(exec)),
              Catch::Contains("actor 1 runs exec 'sync' on stage 1"));
   Program dag = p;
   dag.edges = {{0, 1}, {1, 0}};
-  CHECK_THAT(torchIncompatibility(dag),
+  CHECK_THAT(llvm::toString(checkTorchExpressible(dag)),
              Catch::Contains("stage 1 feeds stage 0"));
 }
 

@@ -134,9 +134,8 @@ importTorchSchedule(MLIRContext &context, const std::string &text,
     // As written: on NCCL a pair's transfers run in the order posted. (The
     // verifier's located errors, for a file it refuses, come first.)
     if (!sched::verify(program, sched::ChannelRule::PerPair))
-      if (std::string problem = sched::pairOrderProblem(program);
-          !problem.empty())
-        return fail(problem);
+      if (llvm::Error error = sched::checkPairOrder(program))
+        return fail(llvm::toString(std::move(error)));
   } else if (sched::Program lowered = program;
              sched::insertCommunication(lowered),
              !llvm::errorToBool(sched::orderTransfersPerPair(lowered))) {
@@ -534,10 +533,10 @@ static LogicalResult emitReplayed(ScheduleOp schedule,
        << sched::formatTextGrid(program, timeline);
     return success();
   }
-  if (std::string why = sched::torchIncompatibility(program); !why.empty())
-    return schedule.emitError()
-           << "--emit=" << options.emit << " cannot write '"
-           << schedule.getSymName() << "': " << why;
+  if (llvm::Error error = sched::checkTorchExpressible(program))
+    return schedule.emitError() << "--emit=" << options.emit
+                                << " cannot write '" << schedule.getSymName()
+                                << "': " << llvm::toString(std::move(error));
   if (options.emit == "torch-csv") {
     os << sched::formatTorchCsv(program, timeline);
     return success();

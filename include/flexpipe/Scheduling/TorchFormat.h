@@ -39,10 +39,11 @@
 
 namespace flexpipe::sched {
 
-/// Why PyTorch's format cannot express `program`, in one sentence that names
-/// the feature (a replicated or shared stage, a registered instruction or
-/// collective, a stage graph that is not one chain), or "" when it can.
-std::string torchIncompatibility(const Program &program);
+/// Fails when PyTorch's format cannot express `program`, saying why in one
+/// sentence that names the feature (a replicated or shared stage, a
+/// registered instruction or collective, a stage graph that is not one
+/// chain).
+llvm::Error checkTorchExpressible(const Program &program);
 
 /// Orders the transfers of a program with its communication inserted (and
 /// valid under ChannelRule::PerStage) the way PyTorch's own lowering of a
@@ -57,20 +58,20 @@ std::string torchIncompatibility(const Program &program);
 /// computation that needs it. Fails when the program is not valid.
 llvm::Error orderTransfersPerPair(Program &program);
 
-/// Why two actors of `program` (one chain of stages, as PyTorch's format
-/// has) post their transfers with each other in different orders (the n-th
-/// transfer of one is not the n-th of the other, a send matching a
-/// receive), or "" when every pair agrees.
-std::string pairOrderProblem(const Program &program);
+/// Fails when two actors of `program` (one chain of stages, as PyTorch's
+/// format has) post their transfers with each other in different orders
+/// (the n-th transfer of one is not the n-th of the other, a send matching
+/// a receive), naming the first such transfer.
+llvm::Error checkPairOrder(const Program &program);
 
 /// PyTorch's compute_only CSV: one row per actor, computations in order, an
 /// empty cell for each idle step of `timeline` (the step model's). The
-/// program must be expressible (torchIncompatibility is "").
+/// program must be expressible (checkTorchExpressible succeeds).
 std::string formatTorchCsv(const Program &program, const Timeline &timeline);
 
 /// PyTorch's compute_comms CSV of a program with its communication inserted:
 /// transfers ordered per actor pair (orderTransfersPerPair, checked with the
-/// verifier under ChannelRule::PerPair and pairOrderProblem), a WAIT_SEND_F
+/// verifier under ChannelRule::PerPair and checkPairOrder), a WAIT_SEND_F
 /// right after the local backward of the sent activation (it proves that the
 /// peer posted its receive), a WAIT_SEND_B at the end, and REDUCE_GRAD +
 /// WAIT_REDUCE_GRAD after each stage's last backward, as PyTorch's own lowering
