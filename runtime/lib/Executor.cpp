@@ -91,6 +91,8 @@ struct Event {
   double start, end; // seconds since the run started
 };
 
+/// The gradient buffers as the (data, size) parts that Comm packs into one
+/// message or collective.
 std::vector<Comm::Floats> floatsOf(const std::vector<GradientRef> &refs) {
   std::vector<Comm::Floats> parts;
   parts.reserve(refs.size());
