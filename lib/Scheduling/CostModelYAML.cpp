@@ -33,6 +33,7 @@
 using namespace flexpipe::sched;
 using flexpipe::kMaxActors;
 using flexpipe::kMaxCount;
+using flexpipe::kMaxDimension;
 
 namespace {
 
@@ -430,11 +431,13 @@ llvm::Error flexpipe::sched::loadModel(const std::string &path,
       m.layers =
           r.integer(r.required(node, "layers", mwhat), "layers", 1, kMaxCount);
       YAML::Node hidden = r.required(node, "hidden", mwhat);
-      m.hidden = r.integer(hidden, "hidden", 1);
-      m.heads = r.integer(r.required(node, "heads", mwhat), "heads", 1);
-      m.seq = r.integer(r.required(node, "seq", mwhat), "seq", 1);
+      m.hidden = r.integer(hidden, "hidden", 1, kMaxDimension);
+      m.heads = r.integer(r.required(node, "heads", mwhat), "heads", 1,
+                          kMaxDimension);
+      m.seq = r.integer(r.required(node, "seq", mwhat), "seq", 1,
+                        kMaxDimension);
       if (node["vocab"])
-        m.vocab = r.integer(node["vocab"], "vocab", 0);
+        m.vocab = r.integer(node["vocab"], "vocab", 0, kMaxDimension);
       m.lmHead = m.vocab > 0;
       if (YAML::Node head = node["lm_head"]) {
         try {

@@ -103,7 +103,8 @@ std::string readExec(std::istringstream &words, ScheduleDesc &desc) {
 /// (docs/Rationale.md, "Sizes"), and tensors of at most 2^31 floats.
 using flexpipe::kMaxActors;
 using flexpipe::kMaxCount;
-constexpr int64_t kMaxTensor = int64_t(1) << 31, kMaxDimension = 1 << 24;
+using flexpipe::kMaxDimension;
+constexpr int64_t kMaxTensor = int64_t(1) << 31;
 
 /// Sizes of a model (or tower) `what` that the layers can be built with.
 std::string checkSizes(const GptConfig &c, const std::string &what) {

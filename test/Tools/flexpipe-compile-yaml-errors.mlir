@@ -40,6 +40,7 @@
 // Sizes past what a schedule may have, and an empty file (located at its
 // start).
 // RUN: not flexpipe-compile %t/spec.mlir --model %t/many-layers.yaml --cluster %t/good-cluster.yaml 2>&1 | FileCheck %s --check-prefix=LAYERS
+// RUN: not flexpipe-compile %t/spec.mlir --model %t/huge-hidden.yaml --cluster %t/good-cluster.yaml 2>&1 | FileCheck %s --check-prefix=HIDDEN
 // RUN: not flexpipe-tune --model %t/good-model.yaml --cluster %t/many-devices.yaml -o %t/tune-many 2>&1 | FileCheck %s --check-prefix=DEVICES
 // RUN: not flexpipe-compile %t/spec.mlir --model %t/empty.yaml --cluster %t/good-cluster.yaml 2>&1 | FileCheck %s --check-prefix=EMPTYFILE
 // Keys and documents that would be ignored without a word, and a memory
@@ -72,6 +73,7 @@
 // HEADHEADS: head-heads.yaml:10:60: error: key 'heads' is not for a layer of kind head
 // TINYMEM: tiny-memory.yaml:5:15: error: key 'memory_bytes' must be at least 1, got 1e-300
 // LAYERS: many-layers.yaml:4:25: error: key 'layers' must be at most 1048576, got 2000000
+// HIDDEN: huge-hidden.yaml:4:36: error: key 'hidden' must be at most 16777216, got 9223372036854775807
 // DEVICES: many-devices.yaml:1:10: error: key 'devices' must be at most 65536, got 1048576
 // EMPTYFILE: empty.yaml:1:1: error:
 // NEGW: negative-wgrad.yaml:2:45: error: igrad_s exceeds bwd_s, and the weight gradient (bwd_s - igrad_s when wgrad_s is not given) would take negative time; give wgrad_s, or an igrad_s within bwd_s
@@ -338,6 +340,11 @@ global_batch_size: 8
 micro_batch_size: 1
 modules:
   - {name: gpt, layers: 2000000, hidden: 64, heads: 4, seq: 32, vocab: 256}
+//--- huge-hidden.yaml
+global_batch_size: 8
+micro_batch_size: 1
+modules:
+  - {name: gpt, layers: 2, hidden: 9223372036854775807, heads: 1, seq: 32, vocab: 256}
 //--- many-devices.yaml
 devices: 1048576
 devices_per_node: 8

@@ -32,6 +32,10 @@ constexpr int64_t kMaxActors = 65536;
 /// Micro-batches, layers and stages (and so a global batch: micro-batches
 /// of one sequence).
 constexpr int64_t kMaxCount = 1 << 20;
+/// A model's sizes (hidden, heads, sequence length, vocabulary; 16,777,216,
+/// beyond any model trained): what the runtime's layers are built with, and
+/// what keeps the cost model's figures meaningful.
+constexpr int64_t kMaxDimension = 1 << 24;
 
 /// The deepest nesting of (), [] and {} an input may have.
 constexpr int kMaxNesting = 256;

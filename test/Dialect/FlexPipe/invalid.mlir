@@ -210,8 +210,16 @@ flexpipe.pipeline @p actors(4) microbatches(8) {
 
 // Tests a model with a non-positive size.
 flexpipe.pipeline @p actors(4) microbatches(8) {
-  // expected-error @+1 {{model vocab must be positive, got 0}}
+  // expected-error @+1 {{model vocab must be between 1 and 16777216, got 0}}
   flexpipe.module @gpt layers(8) placement(one_to_one) model<hidden = 64, heads = 4, seq = 16, vocab = 0>
+}
+
+// -----
+
+// Tests a model size beyond any the runtime can build (2^63 - 1).
+flexpipe.pipeline @p actors(4) microbatches(8) {
+  // expected-error @+1 {{model hidden must be between 1 and 16777216, got 9223372036854775807}}
+  flexpipe.module @gpt layers(8) placement(one_to_one) model<hidden = 9223372036854775807, heads = 1, seq = 16, vocab = 64>
 }
 
 // -----

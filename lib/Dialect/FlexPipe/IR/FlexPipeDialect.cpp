@@ -66,9 +66,9 @@ ModelConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
         {"heads", heads},
         {"seq", seq},
         {"vocab", vocab}})
-    if (value < 1)
-      return emitError() << "model " << name << " must be positive, got "
-                         << value;
+    if (value < 1 || value > kMaxDimension)
+      return emitError() << "model " << name << " must be between 1 and "
+                         << kMaxDimension << ", got " << value;
   if (hidden % heads != 0)
     return emitError() << "model hidden size " << hidden
                        << " must be a multiple of the number of heads "

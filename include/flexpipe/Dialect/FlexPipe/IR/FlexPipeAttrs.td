@@ -116,7 +116,8 @@ def FlexPipe_ModelConfigAttr : FlexPipe_Attr<"ModelConfig", "model"> {
   let description = [{
     The size of one module's transformer layers, used by the cost model and by
     the runtime's built-in GPT-style model. `hidden` must be a multiple of
-    `heads`.
+    `heads`; each size is between 1 and 16,777,216 (2^24, the runtime's
+    bound, shared with the model file's reader).
 
     ```mlir
     flexpipe.module @gpt layers(32) placement(one_to_one)
