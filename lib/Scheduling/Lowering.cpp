@@ -35,8 +35,10 @@ llvm::Error flexpipe::sched::finishProgram(Program &program,
     llvm::Expected<SeparationResult> separated =
         separateGradients(program, costs, *opts.separation);
     if (!separated)
-      return llvm::createStringError("gradient separation failed: " +
-                                     llvm::toString(separated.takeError()));
+      return llvm::make_error<StatementError>(
+          StatementError::Site::Optimize, 0,
+          "gradient separation failed: " +
+              llvm::toString(separated.takeError()));
     program = std::move(separated->program);
     if (figures)
       *figures = std::move(*separated);

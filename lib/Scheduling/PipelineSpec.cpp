@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <numeric>
 #include <optional>
 #include <tuple>
@@ -20,6 +21,12 @@ using namespace flexpipe::sched;
 
 static llvm::Error fail(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+/// An error about module `m` of the spec, reported at its op.
+static llvm::Error failAtModule(int32_t m, const llvm::Twine &message) {
+  return llvm::make_error<StatementError>(StatementError::Site::Module, m,
+                                          message.str());
 }
 
 namespace {
@@ -43,6 +50,7 @@ private:
   llvm::Error buildVocabParts(int32_t m);
   llvm::Error checkSize() const;
   void connectStages();
+  llvm::Error checkMessageSources() const;
   void applyPriorities();
   llvm::Error applyInflightLimits();
   llvm::Error registerInstructions();
@@ -98,6 +106,8 @@ llvm::Expected<BuiltProblem> ProblemBuilder::run() {
   if (llvm::Error error = checkSize())
     return std::move(error);
   connectStages();
+  if (llvm::Error error = checkMessageSources())
+    return std::move(error);
   applyPriorities();
   if (llvm::Error error = applyInflightLimits())
     return std::move(error);
@@ -106,8 +116,17 @@ llvm::Expected<BuiltProblem> ProblemBuilder::run() {
   if (llvm::Error error = addDependencies())
     return std::move(error);
   priceCollectives();
+  // The problem's registered instructions follow the spec's from instBase.
   if (llvm::Error error = validate(problem))
-    return std::move(error);
+    return llvm::handleErrors(
+        std::move(error), [&](std::unique_ptr<StatementError> e) {
+          if (e->site == StatementError::Site::Registered &&
+              e->index >= static_cast<int32_t>(instBase)) {
+            e->site = StatementError::Site::Instruction;
+            e->index -= static_cast<int32_t>(instBase);
+          }
+          return llvm::Error(std::move(e));
+        });
   return std::move(built);
 }
 
@@ -207,12 +226,14 @@ llvm::Error ProblemBuilder::resolveDepths() {
     if (depthOffset[m] >= 0)
       return llvm::Error::success();
     if (guard > numModules)
-      return fail("module inputs form a cycle");
+      return failAtModule(m, "module @" + spec.modules[m].name +
+                                 " is its own input through the modules "
+                                 "it takes (module inputs form a cycle)");
     int32_t offset = 0;
     for (int32_t input : spec.modules[m].inputs) {
       if (input < 0 || input >= numModules || input == m)
-        return fail("module @" + spec.modules[m].name +
-                    " names an invalid input module");
+        return failAtModule(m, "module @" + spec.modules[m].name +
+                                   " names an invalid input module");
       if (llvm::Error error = resolve(input, guard + 1))
         return error;
       offset = std::max<int32_t>(
@@ -419,6 +440,81 @@ void ProblemBuilder::connectStages() {
               layout.firstStage);
     }
   }
+}
+
+/// A transfer names the stage it serves and the peer, not the edge
+/// (insertCommunication): a stage part can take activations from one stage
+/// per other actor, and gradients from one. Module inputs can ask for more
+/// (a join of two modules that end on one actor, or one module feeding two
+/// on one actor); such a spec is refused at the module that takes the
+/// second input.
+llvm::Error ProblemBuilder::checkMessageSources() const {
+  std::vector<std::vector<int32_t>> preds(built.numStages),
+      succs(built.numStages);
+  for (auto [from, to] : built.stageEdges) {
+    preds[to].push_back(from);
+    succs[from].push_back(to);
+  }
+  auto actorsOf = [&](int32_t stage) {
+    std::vector<int32_t> actors;
+    for (int32_t part : partsOfStage[stage])
+      actors.push_back(problem.parts[part].actor);
+    return actors;
+  };
+  auto moduleOf = [&](int32_t stage) { return built.stageMeta[stage].module; };
+  auto name = [&](int32_t stage) {
+    return "@" + built.moduleNames[moduleOf(stage)];
+  };
+  // Two stages among `others` (preds or succs of `stage`) on one actor
+  // that is not the actor of some part of `stage`: the first such pair.
+  auto clash = [&](int32_t stage, const std::vector<int32_t> &others)
+      -> std::optional<std::tuple<int32_t, int32_t, int32_t, int32_t>> {
+    const std::vector<int32_t> mine = actorsOf(stage);
+    std::map<int32_t, int32_t> seen; // actor -> first stage on it
+    for (int32_t other : others)
+      for (int32_t actor : actorsOf(other)) {
+        const bool peer =
+            llvm::any_of(mine, [&](int32_t a) { return a != actor; });
+        if (!peer)
+          continue;
+        auto [it, fresh] = seen.try_emplace(actor, other);
+        if (!fresh && it->second != other)
+          return std::make_tuple(it->second, other, actor,
+                                 mine.front() == actor ? mine.back()
+                                                       : mine.front());
+      }
+    return std::nullopt;
+  };
+  for (int32_t t = 0; t < built.numStages; ++t) {
+    if (auto found = clash(t, preds[t])) {
+      auto [first, second, actor, peer] = *found;
+      return failAtModule(
+          moduleOf(t),
+          llvm::formatv("module {0} takes the outputs of {1} and {2}, whose "
+                        "stages {3} and {4} both run on actor {5}, while its "
+                        "stage {6} runs on actor {7}: a transfer names the "
+                        "stage it serves, so the two messages between one "
+                        "pair of actors could not be told apart; place {1} "
+                        "and {2} so that they end on different actors",
+                        name(t), name(first), name(second), first, second,
+                        actor, t, peer));
+    }
+    if (auto found = clash(t, succs[t])) {
+      auto [first, second, actor, peer] = *found;
+      return failAtModule(
+          moduleOf(second),
+          llvm::formatv("module {0} takes the output of {1}, as {2} does, "
+                        "and their stages {3} and {4} both run on actor {5}, "
+                        "while {1}'s stage {6} runs on actor {7}: a transfer "
+                        "names the stage it serves, so the two gradients "
+                        "sent back between one pair of actors could not be "
+                        "told apart; place {0} and {2} so that they start on "
+                        "different actors",
+                        name(second), name(t), name(first), second, first,
+                        actor, t, peer));
+    }
+  }
+  return llvm::Error::success();
 }
 
 /// Priorities: the pipeline default, then module, then actor overrides.

@@ -23,10 +23,12 @@
 #include "flexpipe/Scheduling/Scheduler.h"
 #include "flexpipe/Scheduling/EventCore.h"
 #include "flexpipe/Scheduling/Program.h"
+#include "flexpipe/Scheduling/StatementError.h"
 #include "flexpipe/Support/InputLimits.h"
 
 #include "llvm/Support/Compiler.h"
 #include "llvm/Support/Error.h"
+#include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
 #include <cmath>
@@ -39,121 +41,110 @@ const char *flexpipe::sched::compKindName(CompKind kind) {
   return opKindName(toOpKind(kind));
 }
 
-/// validate()'s checks: the first problem found, or an empty string.
-static std::string firstProblem(const Problem &p) {
-  std::ostringstream os;
+char flexpipe::sched::StatementError::ID = 0;
+
+llvm::Error flexpipe::sched::validate(const Problem &p) {
+  auto fail = [](const llvm::Twine &what) {
+    return llvm::createStringError(what.str());
+  };
   if (p.numActors < 1)
-    return "the problem has no actors";
+    return fail("the problem has no actors");
   if (p.numMicrobatches < 1)
-    return "the problem has no micro-batches";
+    return fail("the problem has no micro-batches");
   if (static_cast<int32_t>(p.policies.size()) != p.numActors ||
       static_cast<int32_t>(p.actorLimits.size()) != p.numActors)
-    return "the problem needs one policy and one in-flight limit per actor";
+    return fail("the problem needs one policy and one in-flight limit per "
+                "actor");
   std::vector<bool> used(p.numActors, false);
   for (size_t i = 0; i < p.parts.size(); ++i) {
     const StagePart &part = p.parts[i];
-    if (part.actor < 0 || part.actor >= p.numActors) {
-      os << "stage part " << i << " sits on actor " << part.actor
-         << ", outside the mesh";
-      return os.str();
-    }
+    const std::string stage = "stage " + std::to_string(part.stage);
+    if (part.actor < 0 || part.actor >= p.numActors)
+      return fail("stage part " + llvm::Twine(i) + " sits on actor " +
+                  llvm::Twine(part.actor) + ", outside the mesh");
     if (part.mbBegin < 0 || part.mbEnd > p.numMicrobatches ||
-        part.mbBegin >= part.mbEnd) {
-      os << "stage " << part.stage << " gets no micro-batches";
-      return os.str();
-    }
-    if (part.inflightLimit < 1) {
-      os << "stage " << part.stage << " has an in-flight limit below 1";
-      return os.str();
-    }
+        part.mbBegin >= part.mbEnd)
+      return fail(stage + " gets no micro-batches");
+    if (part.inflightLimit < 1)
+      return fail(stage + " has an in-flight limit below 1");
     for (double cost : part.cost)
-      if (!(cost >= 0) || !std::isfinite(cost)) {
-        os << "stage " << part.stage
-           << " has a negative or non-finite duration";
-        return os.str();
-      }
+      if (!(cost >= 0) || !std::isfinite(cost))
+        return fail(stage + " has a negative or non-finite duration");
     used[part.actor] = true;
   }
   for (int32_t a = 0; a < p.numActors; ++a) {
-    if (!used[a]) {
-      os << "actor " << a << " holds no stage";
-      return os.str();
-    }
+    const std::string actor = "actor " + std::to_string(a);
+    if (!used[a])
+      return fail(actor + " holds no stage");
     const ActorPolicy &pol = p.policies[a];
     if (pol.fwdUnit < 1 || pol.bwdUnit < 1 || pol.fwd.interval < 0 ||
-        pol.bwd.interval < 0) {
-      os << "actor " << a << " has a scheduling unit below 1 or a negative "
-         << "interval";
-      return os.str();
-    }
-    if (p.actorLimits[a] < 1) {
-      os << "actor " << a << " has an in-flight limit below 1";
-      return os.str();
-    }
+        pol.bwd.interval < 0)
+      return fail(actor +
+                  " has a scheduling unit below 1 or a negative interval");
+    if (p.actorLimits[a] < 1)
+      return fail(actor + " has an in-flight limit below 1");
   }
   const int32_t numParts = static_cast<int32_t>(p.parts.size());
   for (auto [from, to] : p.edges)
     if (from < 0 || from >= numParts || to < 0 || to >= numParts || from == to)
-      return "a stage edge names a stage part out of range or itself";
+      return fail("a stage edge names a stage part out of range or itself");
   for (const GlobalLimit &g : p.globalLimits) {
     if (g.limit < 1)
-      return "a global in-flight limit is below 1";
+      return fail("a global in-flight limit is below 1");
     for (int32_t s : g.sources)
       if (s < 0 || s >= numParts)
-        return "a global in-flight limit names a stage part out of range";
+        return fail("a global in-flight limit names a stage part out of "
+                    "range");
   }
   for (const ExtraDependency &d : p.extraDependencies)
     if (d.srcPart < 0 || d.srcPart >= numParts || d.dstPart < 0 ||
         d.dstPart >= numParts)
-      return "an extra dependency names a stage part out of range";
-  for (const Registered &r : p.registered) {
-    os.str("");
-    os << "registered instruction @" << r.name << " ";
+      return fail("an extra dependency names a stage part out of range");
+  for (int32_t i = 0; i < static_cast<int32_t>(p.registered.size()); ++i) {
+    const Registered &r = p.registered[i];
+    // What is wrong with registered instruction i, at its statement.
+    auto failAt = [&](const llvm::Twine &what) {
+      return llvm::make_error<StatementError>(
+          StatementError::Site::Registered, i,
+          ("registered instruction @" + r.name + " " + what).str());
+    };
     if (r.actors.empty())
-      return os.str() + "runs on no actor";
-    for (size_t i = 0; i < r.actors.size(); ++i)
-      if (r.actors[i] < 0 || r.actors[i] >= p.numActors ||
-          (i > 0 && r.actors[i] <= r.actors[i - 1]))
-        return os.str() + "needs distinct actors of the mesh, ascending";
+      return failAt("runs on no actor");
+    for (size_t k = 0; k < r.actors.size(); ++k)
+      if (r.actors[k] < 0 || r.actors[k] >= p.numActors ||
+          (k > 0 && r.actors[k] <= r.actors[k - 1]))
+        return failAt("needs distinct actors of the mesh, ascending");
     if (std::min({r.prev, r.next, r.unit}) < 1 ||
         std::max({r.prev, r.next, r.unit}) > flexpipe::kMaxCount)
-      return os.str() + "has prev, next or unit outside 1 to " +
-             std::to_string(flexpipe::kMaxCount);
+      return failAt("has prev, next or unit outside 1 to " +
+                    llvm::Twine(flexpipe::kMaxCount));
     if (r.duration < 0)
-      return os.str() + "has a negative duration";
+      return failAt("has a negative duration");
     if (r.runtime == InstRuntime::Gather &&
         std::find(r.actors.begin(), r.actors.end(), r.root) == r.actors.end())
-      return os.str() + "gathers to a root outside its actors";
+      return failAt("gathers to a root outside its actors");
     for (const auto *ends : {&r.after, &r.before})
       for (const PartKind &end : *ends)
         if (end.part < 0 || end.part >= numParts)
-          return os.str() + "names a stage part out of range";
+          return failAt("names a stage part out of range");
     // The instances cover the sources' micro-batches; every dependent's
     // micro-batch must map onto one of them.
-    const auto [lo, hi] =
-        registeredRange(p, static_cast<int32_t>(&r - p.registered.data()));
+    const auto [lo, hi] = registeredRange(p, i);
     const int64_t instances = (hi - lo + r.prev - 1) / r.prev;
     for (const PartKind &dst : r.before) {
       const int32_t last = std::min(hi, p.parts[dst.part].mbEnd) - 1;
-      if (last >= lo && (last - lo) / r.next >= instances) {
-        os << "has " << instances << " instances (prev " << r.prev
-           << "), but next " << r.next << " makes micro-batch " << last
-           << " of stage " << p.parts[dst.part].stage << " wait for instance "
-           << (last - lo) / r.next;
-        return os.str();
-      }
+      if (last >= lo && (last - lo) / r.next >= instances)
+        return failAt(llvm::formatv(
+            "has {0} instances (prev {1}), but next {2} makes micro-batch {3} "
+            "of stage {4} wait for instance {5}",
+            instances, r.prev, r.next, last, p.parts[dst.part].stage,
+            (last - lo) / r.next));
     }
   }
   if (!p.customPriorities.empty() &&
       static_cast<int32_t>(p.customPriorities.size()) != p.numActors)
-    return "custom priorities must be given for every actor (empty for the "
-           "built-in step function)";
-  return {};
-}
-
-llvm::Error flexpipe::sched::validate(const Problem &p) {
-  if (std::string problem = firstProblem(p); !problem.empty())
-    return llvm::createStringError(problem);
+    return fail("custom priorities must be given for every actor (empty for "
+                "the built-in step function)");
   return llvm::Error::success();
 }
 

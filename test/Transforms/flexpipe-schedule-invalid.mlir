@@ -49,11 +49,12 @@ flexpipe.pipeline @registered actors(2) microbatches(2) {
 
 // -----
 
-// next(k) asks for an instance that prev(k) does not make.
-// expected-error @+1 {{'flexpipe.pipeline' op registered instruction @ag has 1 instances (prev 2), but next 1 makes micro-batch 1 of stage 1 wait for instance 1}}
+// next(k) asks for an instance that prev(k) does not make: at the
+// instruction.
 flexpipe.pipeline @registered actors(2) microbatches(2) {
   flexpipe.module @gpt layers(2) placement(one_to_one)
   flexpipe.stage @sync actors [0, 1]
+  // expected-error @+1 {{'flexpipe.instruction' op registered instruction @ag has 1 instances (prev 2), but next 1 makes micro-batch 1 of stage 1 wait for instance 1}}
   flexpipe.instruction @ag kind(all_gather) on(@sync) prev(2)
   flexpipe.dependency fwd @gpt[-1] -> @ag @sync
   flexpipe.dependency @ag @sync -> bwd @gpt[-1]
@@ -106,3 +107,4 @@ flexpipe.pipeline @interval_and_limit actors(2) microbatches(4) {
   flexpipe.priority cttp<fwd_first> fstp<depth_first, 2> bstp<breadth_first>
   flexpipe.inflight per_stage [1, 4, 4, 4]
 }
+

@@ -858,3 +858,60 @@ TEST_CASE("where the order differs from PyTorch's it is no worse",
     CHECK(ours.peak <= theirs.peak);
   }
 }
+
+TEST_CASE("module inputs that two transfers between one actor pair would "
+          "serve are refused at the module",
+          "[spec]") {
+  // Modules on the given actors; the last takes the others' outputs when
+  // `join`, else every module after the first takes the first's.
+  auto spec = [](std::vector<std::vector<int64_t>> actors, bool join) {
+    PipelineSpec s;
+    s.actors = 0;
+    s.microbatches = 3;
+    for (size_t m = 0; m < actors.size(); ++m) {
+      ModuleSpec module;
+      module.name = "m" + std::to_string(m);
+      module.placement.kind = PlacementKind::OneToOne;
+      module.placement.chunks = 1;
+      module.placement.actors = actors[m];
+      module.layers = static_cast<int64_t>(actors[m].size());
+      for (int64_t a : actors[m])
+        s.actors = std::max<int32_t>(s.actors, static_cast<int32_t>(a) + 1);
+      s.modules.push_back(module);
+    }
+    for (size_t m = 1; m < actors.size(); ++m)
+      if (!join)
+        s.modules[m].inputs = {0};
+    if (join)
+      for (size_t m = 0; m + 1 < actors.size(); ++m)
+        s.modules.back().inputs.push_back(static_cast<int32_t>(m));
+    PrioritySpec priority;
+    priority.cttp = Cttp::FwdFirst;
+    s.priorities.push_back(priority);
+    return s;
+  };
+  // Where the error is, or -1 when the spec is accepted.
+  auto refusedAt = [](const PipelineSpec &s) {
+    int32_t module = -1;
+    llvm::Expected<BuiltProblem> built = buildProblem(s);
+    if (!built)
+      llvm::handleAllErrors(built.takeError(), [&](const StatementError &e) {
+        CHECK(e.site == StatementError::Site::Module);
+        module = e.index;
+      });
+    return module;
+  };
+  // Joins: inputs ending on one other actor clash; on different actors, or
+  // on the joining module's own, they do not.
+  CHECK(refusedAt(spec({{0}, {0}, {1}}, true)) == 2);
+  CHECK(refusedAt(spec({{0, 1}, {2, 1}, {3}}, true)) == 2);
+  CHECK(refusedAt(spec({{0}, {1}, {2}}, true)) == -1);
+  CHECK(refusedAt(spec({{0}, {1}, {1}}, true)) == -1);
+  CHECK(refusedAt(spec({{0}, {0}, {0}}, true)) == -1);
+  // Fan-out: two modules starting on one other actor clash (at the second
+  // that takes the input); on different actors, or the input's, they do not.
+  CHECK(refusedAt(spec({{0}, {1}, {1}}, false)) == 2);
+  CHECK(refusedAt(spec({{0, 1}, {2}, {3, 4}, {2}}, false)) == 3);
+  CHECK(refusedAt(spec({{0}, {1}, {2}}, false)) == -1);
+  CHECK(refusedAt(spec({{0}, {0}, {1}}, false)) == -1);
+}

@@ -20,6 +20,7 @@
 #include "flexpipe/Scheduling/Placement.h"
 #include "flexpipe/Scheduling/Program.h"
 #include "flexpipe/Scheduling/Scheduler.h"
+#include "flexpipe/Scheduling/StatementError.h"
 
 #include "llvm/Support/Error.h"
 

@@ -96,7 +96,7 @@ struct SchedulePass : flexpipe::impl::SchedulePassBase<SchedulePass> {
       }
       llvm::Expected<sched::BuiltProblem> built = sched::buildProblem(*spec);
       if (!built) {
-        pipeline.emitOpError() << llvm::toString(built.takeError());
+        emitSpecError(pipeline, built.takeError());
         return signalPassFailure();
       }
       built->problem.stepRule = stepRule;
@@ -117,7 +117,7 @@ struct SchedulePass : flexpipe::impl::SchedulePassBase<SchedulePass> {
       lowering.bubbles = requestedOptimizations(requested, pool);
       sched::LoweredProgram lowered;
       if (llvm::Error error = sched::lowerProblem(*built, lowering, lowered)) {
-        pipeline.emitOpError() << llvm::toString(std::move(error));
+        emitSpecError(pipeline, std::move(error));
         return signalPassFailure();
       }
       if (!lowered.schedule.ok) {

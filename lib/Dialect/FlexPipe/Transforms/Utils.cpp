@@ -339,6 +339,35 @@ FailureOr<sched::PipelineSpec> flexpipe::readPipelineSpec(PipelineOp pipeline) {
   return SpecReader(pipeline).read();
 }
 
+void flexpipe::emitSpecError(PipelineOp pipeline, llvm::Error error,
+                             StringRef prefix) {
+  Operation *at = pipeline;
+  Region &body = pipeline.getBody();
+  auto nth = [](auto ops, int32_t index) -> Operation * {
+    for (auto op : ops)
+      if (index-- == 0)
+        return op;
+    return nullptr;
+  };
+  llvm::handleAllErrors(
+      std::move(error),
+      [&](const sched::StatementError &e) {
+        using Site = sched::StatementError::Site;
+        Operation *op = nullptr;
+        if (e.site == Site::Module)
+          op = nth(body.getOps<ModalityOp>(), e.index);
+        else if (e.site == Site::Instruction)
+          op = nth(body.getOps<InstructionOp>(), e.index);
+        else if (e.site == Site::Optimize)
+          for (OptimizeOp optimize : body.getOps<OptimizeOp>())
+            op = optimize; // the last one is the request
+        (op ? op : at)->emitOpError() << prefix << e.what;
+      },
+      [&](const llvm::ErrorInfoBase &e) {
+        at->emitOpError() << prefix << e.message();
+      });
+}
+
 ScheduleProgram flexpipe::readSchedule(ScheduleOp schedule) {
   ScheduleProgram result;
   sched::Program &p = result.program;

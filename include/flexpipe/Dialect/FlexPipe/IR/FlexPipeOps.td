@@ -83,7 +83,11 @@ def FlexPipe_ModalityOp : FlexPipe_Op<"module", [
       direction, summing to `layers`); an even split when omitted.
     - `inputs [@a, ...]`: modules whose last stage feeds this module's first
       stage (a branching stage DAG, e.g. two towers into a joint head).
-      Modules connected this way cannot be bidirectional.
+      Modules connected this way cannot be bidirectional. A transfer names
+      the stage it serves, not the edge, so the inputs of a module must end
+      on different actors (or on its own), and two modules that take one
+      input must start on different actors (or on the input's): the
+      scheduler refuses other placements at the module.
     - `model<...>`: transformer sizes for the cost model and runtime.
     - `vocab_parallel`: the paper's MLLM placement. The token embedding and
       the LM head with the loss leave the first and last stages and become

@@ -36,6 +36,13 @@ namespace flexpipe {
 /// fails on constructs the scheduler does not handle yet.
 mlir::FailureOr<sched::PipelineSpec> readPipelineSpec(PipelineOp pipeline);
 
+/// Emits `error`, a failure of the library on `pipeline`'s spec, as an
+/// error at the statement it is about (sched::StatementError: a module, a
+/// registered instruction, the optimize request) or else at the pipeline,
+/// prefixed by `prefix`.
+void emitSpecError(PipelineOp pipeline, llvm::Error error,
+                   llvm::StringRef prefix = "");
+
 /// A schedule as flat programs, with the op each entry was read from.
 struct ScheduleProgram {
   sched::Program program;
