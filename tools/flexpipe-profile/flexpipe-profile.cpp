@@ -62,6 +62,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -320,16 +321,82 @@ int pingPongWorker(rt::Comm &comm) {
 }
 #endif
 
+/// The scratch directory (ScratchDir) and the child process (runShell) an
+/// interrupt removes and stops.
+char interruptedScratch[64];
+volatile sig_atomic_t runningChild = 0;
+
+/// SIGINT, SIGTERM, SIGHUP: stops the child the tool waits for, removes
+/// the scratch directory (as LLVM's handler removes files) and ends the
+/// tool by the signal, so that its caller sees it was interrupted (a shell:
+/// status 128 + the signal) and no profile is written.
+extern "C" void stopOnInterrupt(int sig) {
+  if (runningChild > 0)
+    kill(runningChild, sig);
+  if (interruptedScratch[0])
+    (void)llvm::sys::fs::remove_directories(interruptedScratch);
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);
+}
+
+constexpr int kInterrupts[] = {SIGINT, SIGTERM, SIGHUP};
+
+void stopOnInterrupts() {
+  struct sigaction action {};
+  action.sa_handler = stopOnInterrupt;
+  sigemptyset(&action.sa_mask);
+  for (int sig : kInterrupts)
+    sigaction(sig, &action, nullptr);
+}
+
+/// In a child process: the default interrupt handling, and an end when
+/// the tool ends (however it ends).
+void asChild(int deathSignal) {
+  for (int sig : kInterrupts)
+    std::signal(sig, SIG_DFL);
+  prctl(PR_SET_PDEATHSIG, deathSignal);
+}
+
+/// Runs `command` under /bin/sh (unlike std::system, an interrupt stops it
+/// and the tool), with its standard output in `out` when given; its exit
+/// status, -1 when it did not start or was killed.
+int runShell(const std::string &command, std::string *out = nullptr) {
+  int fds[2];
+  if (out && pipe(fds) != 0)
+    return -1;
+  const pid_t pid = fork();
+  if (pid == 0) {
+    asChild(SIGTERM);
+    if (out) {
+      dup2(fds[1], STDOUT_FILENO);
+      close(fds[0]);
+      close(fds[1]);
+    }
+    execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char *>(nullptr));
+    _exit(127);
+  }
+  runningChild = pid > 0 ? pid : 0;
+  if (out) {
+    close(fds[1]);
+    char chunk[4096];
+    for (ssize_t n; (n = read(fds[0], chunk, sizeof chunk)) != 0;)
+      if (n > 0)
+        out->append(chunk, static_cast<size_t>(n));
+      else if (errno != EINTR)
+        break;
+    close(fds[0]);
+  }
+  int status = -1;
+  while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR)
+    ;
+  runningChild = 0;
+  return pid > 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
 /// Runs `command`, returning its standard output; empty on failure.
 std::string capture(const std::string &command) {
   std::string out;
-  FILE *pipe = popen((command + " 2>/dev/null").c_str(), "r");
-  if (!pipe)
-    return out;
-  char chunk[4096];
-  while (size_t n = std::fread(chunk, 1, sizeof chunk, pipe))
-    out.append(chunk, n);
-  if (pclose(pipe) != 0)
+  if (runShell(command + " 2>/dev/null", &out) != 0)
     return {};
   return out;
 }
@@ -398,8 +465,7 @@ llvm::Error compileJob(const sched::ClusterConfig &cluster,
       shellQuote(compiler) + " " + shellQuote(spec) + " --model " +
       shellQuote(modelPath) + " --cluster " + shellQuote(clusterFile) +
       " --time-model=cost --emit=exe -o " + shellQuote(dir);
-  if (std::system(
-          (compile + " > " + shellQuote(dir + ".log") + " 2>&1").c_str()) == 0)
+  if (runShell(compile + " > " + shellQuote(dir + ".log") + " 2>&1") == 0)
     return llvm::Error::success();
   std::ifstream log(dir + ".log");
   std::string first;
@@ -824,6 +890,7 @@ double concurrentRate(const Shape &shape, int copies, int k, int64_t cores,
     if (pid < 0)
       break;
     if (pid == 0) {
+      asChild(SIGKILL);
       if (k > cores && !rt::bindToCore(flexpipe::coreOf(i, cores)).empty())
         _exit(1);
       LayerRunner runner(shape, copies, 1);
@@ -892,6 +959,7 @@ double measureTimeSlice(double seconds) {
     if (pid < 0)
       break;
     if (pid == 0) {
+      asChild(SIGKILL);
       if (!rt::bindToCore(0).empty())
         _exit(1);
       const Clock::time_point start = Clock::now();
@@ -1183,13 +1251,6 @@ bool measureMessages(sched::ClusterConfig &cluster, const Options &o,
 #endif
 }
 
-/// The scratch directory an interrupt (SIGINT, SIGTERM) removes.
-char interruptedScratch[64];
-void removeScratchOnInterrupt() {
-  if (interruptedScratch[0])
-    (void)llvm::sys::fs::remove_directories(interruptedScratch);
-}
-
 /// A scratch directory in /tmp, removed with everything in it at the end,
 /// or when the tool is interrupted.
 struct ScratchDir {
@@ -1200,7 +1261,6 @@ struct ScratchDir {
       return;
     path = name;
     std::snprintf(interruptedScratch, sizeof interruptedScratch, "%s", name);
-    llvm::sys::SetInterruptFunction(removeScratchOnInterrupt);
   }
   ~ScratchDir() {
     if (path.empty())
@@ -1439,6 +1499,8 @@ int main(int argc, char **argv) {
 
   if (!o.worker.empty())
     return runWorker(argc, argv, o.worker);
+  // Ctrl-C or a kill ends the measuring at once, with no profile written.
+  stopOnInterrupts();
   if (o.models.empty()) {
     std::fprintf(stderr, "flexpipe-profile: give at least one --model (the "
                          "shapes to measure); see --help\n");
