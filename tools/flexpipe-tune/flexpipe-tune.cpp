@@ -389,7 +389,7 @@ bool loadPlugins(const Options &o, std::string &flags) {
     llvm::SmallString<256> absolute;
     if (llvm::sys::fs::real_path(path, absolute))
       absolute = path;
-    flags += " --load-plugin " + absolute.str().str();
+    flags += " --load-plugin " + flexpipe::shellQuote(absolute.str().str());
   }
   return true;
 }
