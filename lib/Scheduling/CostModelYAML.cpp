@@ -147,11 +147,8 @@ public:
   /// comments and other files).
   std::string name(const YAML::Node &node) const {
     std::string text = string(node, "name");
-    if (text.empty())
-      fail(node.Mark(), "key 'name' must not be empty");
-    if (llvm::any_of(text, [](unsigned char c) { return c < 0x20; }))
-      fail(node.Mark(), "key 'name' must be one line without control "
-                        "characters");
+    if (!isConfigName(text))
+      fail(node.Mark(), "key 'name' must be " + std::string(kConfigNameRule));
     return text;
   }
 
@@ -159,10 +156,7 @@ public:
   /// where that would be no name (empty, control characters).
   static std::string nameOf(const std::string &path, const char *fallback) {
     const std::string stem = llvm::sys::path::stem(path).str();
-    if (stem.empty() ||
-        llvm::any_of(stem, [](unsigned char c) { return c < 0x20; }))
-      return fallback;
-    return stem;
+    return isConfigName(stem) ? stem : fallback;
   }
 
   static std::string scalar(const YAML::Node &node) {
@@ -372,6 +366,11 @@ MachineProfile readMeasured(const Reader &r, const YAML::Node &node) {
 }
 
 } // namespace
+
+bool flexpipe::sched::isConfigName(llvm::StringRef name) {
+  return !name.empty() &&
+         llvm::none_of(name, [](unsigned char c) { return c < 0x20; });
+}
 
 llvm::Error flexpipe::sched::loadModel(const std::string &path,
                                        ModelConfig &model,

@@ -1448,8 +1448,15 @@ int parseOptions(int argc, char **argv, Options &o) {
                  "profile takes a few hundred times this)")
       ->check(flexpipe::positiveNumber(60))
       ->capture_default_str();
-  app.add_option("--name", o.name,
-                 "The cluster's name (default: cpu-measured)");
+  app.add_option("--name", o.name, "The cluster's name (default: cpu-measured)")
+      ->check(
+          [](const std::string &name) {
+            return sched::isConfigName(name)
+                       ? std::string()
+                       : "a cluster's name must be " +
+                             std::string(sched::kConfigNameRule);
+          },
+          "NAME");
   app.add_option("--mpirun", o.mpirun,
                  "mpirun to launch the message measurement with; 'none' "
                  "skips it and the calibration jobs (which run-mpi.sh "

@@ -25,6 +25,12 @@
 
 namespace flexpipe::sched {
 
+/// Whether `name` can name a model, cluster or profile (its `name` key):
+/// kConfigNameRule.
+bool isConfigName(llvm::StringRef name);
+inline constexpr const char *kConfigNameRule =
+    "non-empty, one line without control characters";
+
 /// Each returns success or an error whose message names the file, line and
 /// column. With `text`, that is the file's contents and `path` only names
 /// it in messages (the fuzz targets read from memory).
