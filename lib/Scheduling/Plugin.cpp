@@ -23,6 +23,8 @@
 #include "llvm/Support/FileSystem.h"
 
 #include <dlfcn.h>
+#include <exception>
+#include <link.h>
 
 using namespace flexpipe;
 using namespace flexpipe::plugin;
@@ -153,8 +155,21 @@ std::string Registry::owner(const std::string &kind,
   return {};
 }
 
+/// Whether `address`, found by dlsym, is a function's (a plugin could
+/// export data under an entry point's name; calling it would crash).
+static bool isFunction(void *address) {
+  Dl_info info;
+  void *entry = nullptr; // the symbol's ElfW(Sym)
+  if (dladdr1(address, &info, &entry, RTLD_DL_SYMENT) == 0 || !entry)
+    return false;
+  return ELF64_ST_TYPE(static_cast<const ElfW(Sym) *>(entry)->st_info) ==
+         STT_FUNC;
+}
+
 std::string Registry::load(const std::string &path) {
   auto failed = [&](const std::string &reason) { return path + ": " + reason; };
+  if (path.empty())
+    return "(an empty path): give the plugin's file";
 
   // The same file under another name is the same plugin.
   llvm::SmallString<256> canonical;
@@ -192,6 +207,13 @@ std::string Registry::load(const std::string &path) {
     return failed("not a FlexPipe plugin: it does not export " + missing +
                   " (FLEXPIPE_PLUGIN from flexpipe/Plugin.h defines both)");
   }
+  if (!isFunction(reinterpret_cast<void *>(version)) ||
+      !isFunction(reinterpret_cast<void *>(registration))) {
+    dlclose(handle);
+    return failed("not a FlexPipe plugin: flexpipePluginApiVersion and "
+                  "flexpipePluginRegister must be functions (FLEXPIPE_PLUGIN "
+                  "from flexpipe/Plugin.h defines both)");
+  }
   if (int found = version(); found != kPluginApiVersion) {
     dlclose(handle);
     return failed("it was built for plugin API version " +
@@ -209,7 +231,15 @@ std::string Registry::load(const std::string &path) {
   currentPlugin = path;
   error.clear();
   added.clear();
-  registration(*this);
+  try {
+    registration(*this);
+  } catch (const std::exception &thrown) {
+    if (error.empty())
+      error = std::string("its registration threw: ") + thrown.what();
+  } catch (...) {
+    if (error.empty())
+      error = "its registration threw";
+  }
   std::string reason = std::move(error);
   if (!reason.empty()) {
     // Undo every registration of this plugin before its code goes away.
