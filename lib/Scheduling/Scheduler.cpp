@@ -976,12 +976,13 @@ int32_t Engine::customStep(int32_t actor) {
   if (candidates.empty())
     return -1;
   const int choice = p.customPriorities[actor](view(actor), candidates);
-  if (choice < 0)
-    return -1;
-  if (choice >= static_cast<int>(candidates.size())) {
+  if (choice == -1)
+    return -1; // stays idle
+  if (choice < 0 || choice >= static_cast<int>(candidates.size())) {
     std::ostringstream os;
     os << "the custom priority of actor " << actor << " picked candidate "
-       << choice << " of " << candidates.size();
+       << choice << " of " << candidates.size()
+       << " (a candidate's index, or -1 to stay idle)";
     hookError = os.str();
     return -1;
   }

@@ -210,4 +210,11 @@ TEST_CASE("check functions veto items and custom priorities pick them",
   r = schedule(p, TimeModel::Step);
   CHECK_FALSE(r.ok);
   CHECK(r.error.find("picked candidate 7 of") != std::string::npos);
+  // So is a negative one other than -1 (it used to mean "stay idle").
+  p.customPriorities[1] = [](const StepView &, const std::vector<ReadyItem> &) {
+    return -2;
+  };
+  r = schedule(p, TimeModel::Step);
+  CHECK_FALSE(r.ok);
+  CHECK(r.error.find("picked candidate -2 of") != std::string::npos);
 }
