@@ -366,7 +366,7 @@ private:
   bool explainInflight(int32_t actor, std::ostream &os);
   /// `more`: a reason was written already (this one is appended to it).
   bool explainInterval(int32_t actor, std::ostream &os, bool more);
-  void explainFirstWaiting(int32_t actor, std::ostream &os) const;
+  void explainFirstWaiting(int32_t actor, std::ostream &os);
   /// Item (kind, part, mb) waits for an instance of a registered
   /// instruction that has not completed: says which.
   bool explainRegisteredWait(int32_t part, int32_t mb, CompKind kind,
@@ -1448,7 +1448,7 @@ bool Engine::explainRegisteredWait(int32_t part, int32_t mb, CompKind kind,
   return false;
 }
 
-void Engine::explainFirstWaiting(int32_t actor, std::ostream &os) const {
+void Engine::explainFirstWaiting(int32_t actor, std::ostream &os) {
   for (int32_t part : actorParts[actor])
     for (int32_t mb = p.parts[part].mbBegin; mb < p.parts[part].mbEnd; ++mb)
       for (int k = 0; k < kNumCompKinds; ++k) {
@@ -1457,9 +1457,13 @@ void Engine::explainFirstWaiting(int32_t actor, std::ostream &os) const {
         if (!exists(item) || started[item])
           continue;
         if (pending[item] == 0) {
-          os << describeItem(kind, part, mb)
-             << " is ready, but its stage traversal interval holds the "
-                "actor on another stage";
+          os << describeItem(kind, part, mb) << " is ready, but "
+             << (!passesChecks(actor, kind, part)
+                     ? "a plugin check function refuses it"
+                 : !p.customPriorities.empty() && p.customPriorities[actor]
+                     ? "the actor's plugin priority chooses to stay idle"
+                     : "its stage traversal interval holds the actor on "
+                       "another stage");
           return;
         }
         if (explainRegisteredWait(part, mb, kind, os))

@@ -218,3 +218,27 @@ TEST_CASE("check functions veto items and custom priorities pick them",
   CHECK_FALSE(r.ok);
   CHECK(r.error.find("picked candidate -2 of") != std::string::npos);
 }
+
+TEST_CASE("a schedule that hooks stop is explained by the hook",
+          "[scheduler][hooks]") {
+  Problem p = twoTowers(3, InstMode::Local, 0);
+  p.registered.clear();
+  // A check that refuses everything: each actor's first forward is ready,
+  // and the note says the check holds it (it blamed the stage traversal
+  // interval).
+  p.checks.push_back([](const StepView &, const ReadyItem &) { return false; });
+  ScheduleResult r = schedule(p, TimeModel::Step);
+  REQUIRE_FALSE(r.ok);
+  REQUIRE_FALSE(r.waits.empty());
+  CHECK_THAT(r.waits[0], Catch::EndsWith("is ready, but a plugin check "
+                                         "function refuses it"));
+  // A priority that always stays idle.
+  p.checks.clear();
+  p.customPriorities.assign(
+      2, [](const StepView &, const std::vector<ReadyItem> &) { return -1; });
+  r = schedule(p, TimeModel::Step);
+  REQUIRE_FALSE(r.ok);
+  REQUIRE_FALSE(r.waits.empty());
+  CHECK_THAT(r.waits[0], Catch::EndsWith("is ready, but the actor's plugin "
+                                         "priority chooses to stay idle"));
+}
