@@ -9,6 +9,12 @@
 // RUN: not flexpipe-opt %s -flexpipe-simulate=dp=9223372036854775807 2>&1 | FileCheck %s --check-prefix=HUGEDP
 // RUN: not flexpipe-opt %s -flexpipe-insert-comm -flexpipe-gradient-separation 2>&1 | FileCheck %s --check-prefix=COMM
 // RUN: not flexpipe-opt %s -flexpipe-async-comm=lookahead=0 2>&1 | FileCheck %s --check-prefix=LOOKAHEAD
+// Option errors are one unlocated line each, without a dump of the module.
+// RUN: not flexpipe-opt %s -flexpipe-async-comm=lookahead=0 2>&1 | wc -l | FileCheck %s --check-prefix=ONELINE
+// RUN: not flexpipe-opt %s -flexpipe-gradient-separation=max-rounds=-1 2>&1 | FileCheck %s --check-prefix=ROUNDS
+// RUN: not flexpipe-opt %s -flexpipe-gradient-separation=max-rounds=-1 2>&1 | wc -l | FileCheck %s --check-prefix=ONELINE
+// RUN: not flexpipe-opt %s -flexpipe-gradient-separation=memory-bound=-2 2>&1 | FileCheck %s --check-prefix=NEGBOUND
+// RUN: not flexpipe-opt %s -flexpipe-partition=model=%t.missing.yaml 2>&1 | wc -l | FileCheck %s --check-prefix=ONELINE
 // Only schedules whose spec asked for it change under requested-only.
 // RUN: flexpipe-opt %s -flexpipe-split-backward=requested-only=true | FileCheck %s --check-prefix=UNCHANGED
 
@@ -79,4 +85,7 @@ flexpipe.schedule @s actors(2) stages(2) microbatches(2) {
 // HUGEDP: error: -flexpipe-simulate needs dp from 1 to 65536, not 9223372036854775807
 // COMM: error: gradient separation failed: actor 0 has an op of kind 'send_act'; gradient separation works on programs of computations and blocking collectives (run it before communication is inserted; asynchronous collectives and exec are not supported yet)
 // LOOKAHEAD: error: -flexpipe-async-comm needs lookahead >= 1, not 0
+// ONELINE: {{^ *1$}}
+// ROUNDS: error: -flexpipe-gradient-separation needs max-rounds >= 0, not -1
+// NEGBOUND: error: -flexpipe-gradient-separation needs memory-bound >= 0 (0: the schedule's own peak), not -2
 // UNCHANGED: flexpipe.bwd stage 0 mb 0

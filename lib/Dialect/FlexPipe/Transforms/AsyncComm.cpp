@@ -26,8 +26,8 @@ struct AsyncCommPass : flexpipe::impl::AsyncCommPassBase<AsyncCommPass> {
     if (failed(checkTopLevel(getOperation())))
       return signalPassFailure();
     if (lookahead < 1) {
-      getOperation().emitError()
-          << "-flexpipe-async-comm needs lookahead >= 1, not "
+      optionError(&getContext())
+          << "-" << getArgument() << " needs lookahead >= 1, not "
           << static_cast<int64_t>(lookahead);
       return signalPassFailure();
     }

@@ -22,6 +22,8 @@ namespace flexpipe {
 #include "flexpipe/Dialect/FlexPipe/Transforms/Passes.h.inc"
 } // namespace flexpipe
 
+#include <sstream>
+
 using namespace mlir;
 using namespace flexpipe;
 
@@ -33,10 +35,18 @@ struct GradientSeparationPass
   void runOnOperation() override {
     if (failed(checkTopLevel(getOperation())))
       return signalPassFailure();
-    if (maxRounds < 0 || !(memoryBound >= 0)) {
-      getOperation().emitError()
-          << "-flexpipe-gradient-separation needs max-rounds >= 0 and "
-             "memory-bound >= 0 (0: the schedule's own peak)";
+    if (maxRounds < 0) {
+      optionError(&getContext())
+          << "-" << getArgument() << " needs max-rounds >= 0, not "
+          << static_cast<int64_t>(maxRounds);
+      return signalPassFailure();
+    }
+    if (!(memoryBound >= 0)) {
+      std::ostringstream given;
+      given << memoryBound.getValue();
+      optionError(&getContext())
+          << "-" << getArgument() << " needs memory-bound >= 0 (0: the "
+          << "schedule's own peak), not " << given.str();
       return signalPassFailure();
     }
     std::shared_ptr<const sched::CostInputs> inputs;

@@ -36,7 +36,7 @@ struct PartitionPass : flexpipe::impl::PartitionPassBase<PartitionPass> {
       fileModel = *shared->model;
     else if (!modelFile.empty())
       if (llvm::Error error = sched::loadModel(modelFile, fileModel)) {
-        getOperation().emitError() << llvm::toString(std::move(error));
+        optionError(&getContext()) << llvm::toString(std::move(error));
         return signalPassFailure();
       }
 

@@ -721,10 +721,12 @@ LogicalResult flexpipe::checkReplicas(MLIRContext *context, StringRef passName,
                                       int64_t dp) {
   if (dp >= 1 && dp <= kMaxActors)
     return success();
-  // An option, not the IR: no location, no dump of the module.
-  return emitError(UnknownLoc::get(context))
-         << "-" << passName << " needs dp from 1 to " << kMaxActors << ", not "
-         << dp;
+  return optionError(context) << "-" << passName << " needs dp from 1 to "
+                              << kMaxActors << ", not " << dp;
+}
+
+InFlightDiagnostic flexpipe::optionError(MLIRContext *context) {
+  return emitError(UnknownLoc::get(context));
 }
 
 FailureOr<sched::SimCosts>

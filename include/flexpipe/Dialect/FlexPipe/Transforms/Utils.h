@@ -132,6 +132,11 @@ passCostInputs(mlir::Operation *at, llvm::StringRef passName,
 /// deeper would pass unread (a deadlocking schedule "verified").
 mlir::LogicalResult checkTopLevel(mlir::ModuleOp root);
 
+/// An error about a pass's options or the files they name, not the IR: no
+/// location, and no dump of the module (an error at the module op prints
+/// all of it). The caller writes the message, starting with "-pass-name".
+mlir::InFlightDiagnostic optionError(mlir::MLIRContext *context);
+
 /// Whether a pass's `dp` option is a replica count the tools handle (1 to
 /// kMaxActors, InputLimits.h); emits an unlocated error naming the pass
 /// otherwise.
