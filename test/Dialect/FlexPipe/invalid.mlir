@@ -764,8 +764,18 @@ flexpipe.pipeline @p actors(2) microbatches(2) {
 
 flexpipe.pipeline @p actors(2) microbatches(2) {
   flexpipe.module @gpt layers(2) placement(one_to_one)
-  // expected-error @+1 {{'flexpipe.optimize' op memory_bound must be a positive number, not -1}}
+  // expected-error @+1 {{'flexpipe.optimize' op memory_bound must be a positive, finite number (omit it for the schedule's own peak), not -1}}
   flexpipe.optimize gradient_separation memory_bound(-1.0)
+}
+
+// -----
+
+// Infinity (as MLIR writes it) is no bound: refused, and the message says
+// why (it read "must be a positive number, not INF", and INF is positive).
+flexpipe.pipeline @p actors(2) microbatches(2) {
+  flexpipe.module @gpt layers(2) placement(one_to_one)
+  // expected-error @+1 {{'flexpipe.optimize' op memory_bound must be a positive, finite number (omit it for the schedule's own peak), not INF}}
+  flexpipe.optimize gradient_separation memory_bound(0x7FF0000000000000)
 }
 
 // -----

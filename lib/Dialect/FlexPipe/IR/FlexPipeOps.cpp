@@ -1315,8 +1315,10 @@ LogicalResult OptimizeOp::verify() {
       return emitOpError() << "has a memory_bound but no gradient_separation, "
                               "the only optimization it bounds";
     if (!(bound > 0) || !std::isfinite(bound))
-      return emitOpError() << "memory_bound must be a positive number, not "
-                           << bound;
+      return emitOpError()
+             << "memory_bound must be a positive, finite number (omit it "
+                "for the schedule's own peak), not "
+             << bound;
   }
   if (std::optional<int64_t> rounds = getMaxRounds()) {
     if (!getGradientSeparation())
