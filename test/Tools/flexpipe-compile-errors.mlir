@@ -19,6 +19,9 @@
 // RUN: not flexpipe-compile %t/two-layers.mlir --actors 4 --emit=text 2>&1 | FileCheck %s --check-prefix=SCALED
 // RUN: not flexpipe-compile %t/two-layers.mlir --microbatches 1 --emit=text 2>&1 | FileCheck %s --check-prefix=WRITTEN
 // RUN: not flexpipe-compile %t/vocab.mlir --actors 1 --emit=text 2>&1 | FileCheck %s --check-prefix=VOCAB
+// Errors at ops inside the pipeline about what --actors replaced get its
+// note too (only --microbatches' did).
+// RUN: not flexpipe-compile %t/per-actor.mlir --actors 5 --emit=text 2>&1 | FileCheck %s --check-prefix=PERACTOR
 // An error about micro-batches at a module gets the --microbatches note too.
 // RUN: not flexpipe-compile %schedules/bidirectional.mlir --actors 3 --microbatches 1 --emit=text 2>&1 | FileCheck %s --check-prefix=BIDIMB
 // BIDIMB: bidirectional.mlir:5:3: error: 'flexpipe.module' op is bidirectional, which splits micro-batches between two directions and needs at least 2, but the pipeline has 1
@@ -63,6 +66,8 @@
 // VOCAB: vocab.mlir:2:3: note: --actors 1 replaced actors(4) and scaled layers(8) to 2 (layers per actor kept)
 // SCALED: two-layers.mlir:2:3: error: 'flexpipe.module' op cannot split 3 layers over 4 stages
 // SCALED: two-layers.mlir:2:3: note: --actors 4 replaced actors(3) and scaled layers(2) to 3 (layers per actor kept)
+// PERACTOR: per-actor.mlir:5:3: error: 'flexpipe.inflight' op lists 4 limits, but the scope has 5 actors; give one per actor
+// PERACTOR: per-actor.mlir:5:3: note: --actors 5 replaced actors(4)
 
 //--- inflight.mlir
 flexpipe.pipeline @p actors(4) microbatches(8) {
@@ -110,4 +115,11 @@ flexpipe.pipeline @p actors(3) microbatches(3) {
 //--- vocab.mlir
 flexpipe.pipeline @p actors(4) microbatches(8) {
   flexpipe.module @gpt layers(8) placement(one_to_one) vocab_parallel
+}
+//--- per-actor.mlir
+flexpipe.pipeline @p actors(4) microbatches(8) {
+  flexpipe.module @a layers(4) placement(one_to_one) actors [0, 1]
+  flexpipe.module @b layers(4) placement(one_to_one) actors [2, 3]
+  flexpipe.priority cttp<bwd_first>
+  flexpipe.inflight per_actor [4, 3, 2, 1]
 }

@@ -305,9 +305,16 @@ static LogicalResult applyOverrides(ModuleOp module,
                                     const sched::ModelConfig &model) {
   Builder b(module.getContext());
   llvm::DenseMap<Operation *, std::string> changed;
-  // Notes for errors about micro-batches at the ops inside a pipeline too
-  // (a module that needs more of them than --microbatches gave).
-  llvm::DenseMap<Operation *, std::string> within;
+  // Notes for errors at the ops inside a pipeline too, when they are about
+  // what an option replaced (an in-flight limit per actor that --actors
+  // left one short, a module that needs more micro-batches than
+  // --microbatches gave).
+  struct Within {
+    Operation *pipeline;
+    const char *about; // what the error's text mentions
+    std::string note;
+  };
+  std::vector<Within> within;
   auto note = [&](Operation *op, const std::string &what) {
     std::string &text = changed[op];
     text += (text.empty() ? "" : "; ") + what;
@@ -337,6 +344,7 @@ static LogicalResult applyOverrides(ModuleOp module,
       const std::string actors = llvm::formatv(
           "--actors {0} replaced actors({1})", options.actors, written);
       note(pipeline, actors);
+      within.push_back({pipeline, "actor", actors});
       for (auto m : pipeline.getBody().getOps<ModalityOp>()) {
         // (A count beyond int32 is left for the verifier to refuse, not
         // scaled past 2^64 into a small one.)
@@ -359,7 +367,7 @@ static LogicalResult applyOverrides(ModuleOp module,
           llvm::formatv("--microbatches {0} replaced microbatches({1})",
                         options.microbatches, pipeline.getMicrobatches());
       note(pipeline, replaced);
-      within[pipeline] = replaced;
+      within.push_back({pipeline, "micro-batch", replaced});
       pipeline.setMicrobatchesAttr(b.getI64IntegerAttr(options.microbatches));
     }
     // The model file's sizes replace the spec's layer counts.
@@ -383,18 +391,19 @@ static LogicalResult applyOverrides(ModuleOp module,
     for (const auto &[op, note] : changed)
       if (op->getLoc() == diag.getLocation())
         diag.attachNote() << note;
-    const bool aboutMicrobatches =
-        llvm::StringRef(diag.str()).contains("micro-batch");
-    for (const auto &[op, note] : within) {
-      if (!aboutMicrobatches)
-        break;
+    // (An op inside with a note of its own has it already.)
+    const std::string text = diag.str();
+    for (const Within &w : within) {
+      if (!llvm::StringRef(text).contains(w.about))
+        continue;
       auto at = [&](Operation *inner) {
-        return inner != op && inner->getLoc() == diag.getLocation()
+        return inner != w.pipeline && !changed.count(inner) &&
+                       inner->getLoc() == diag.getLocation()
                    ? WalkResult::interrupt()
                    : WalkResult::advance();
       };
-      if (op->getLoc() != diag.getLocation() && op->walk(at).wasInterrupted())
-        diag.attachNote() << note;
+      if (w.pipeline->walk(at).wasInterrupted())
+        diag.attachNote() << w.note;
     }
     return failure(); // on to the handler that prints it
   });
