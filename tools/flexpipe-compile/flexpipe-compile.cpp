@@ -391,14 +391,14 @@ static LogicalResult applyOverrides(ModuleOp module,
     for (const auto &[op, note] : changed)
       if (op->getLoc() == diag.getLocation())
         diag.attachNote() << note;
-    // (An op inside with a note of its own has it already.)
+    // (Unless the op's own note says it already.)
     const std::string text = diag.str();
     for (const Within &w : within) {
       if (!llvm::StringRef(text).contains(w.about))
         continue;
       auto at = [&](Operation *inner) {
-        return inner != w.pipeline && !changed.count(inner) &&
-                       inner->getLoc() == diag.getLocation()
+        return inner != w.pipeline && inner->getLoc() == diag.getLocation() &&
+                       !llvm::StringRef(changed.lookup(inner)).contains(w.note)
                    ? WalkResult::interrupt()
                    : WalkResult::advance();
       };
