@@ -367,6 +367,10 @@ private:
   /// `more`: a reason was written already (this one is appended to it).
   bool explainInterval(int32_t actor, std::ostream &os, bool more);
   void explainFirstWaiting(int32_t actor, std::ostream &os);
+  /// A cycle among the unfinished computations that an extra dependency
+  /// closes (the stage graph and the spec's dependencies together): says
+  /// which and returns its PipelineSpec index, or -1 when there is none.
+  int32_t explainDependencyCycle(std::ostream &os) const;
   /// Item (kind, part, mb) waits for an instance of a registered
   /// instruction that has not completed: says which.
   bool explainRegisteredWait(int32_t part, int32_t mb, CompKind kind,
@@ -1311,6 +1315,11 @@ void Engine::diagnoseStuck(ScheduleResult &res, double now) {
                "next-type rule would try the next type)";
   res.error = summary.str();
   res.actors.clear();
+  std::ostringstream cycle;
+  if ((res.cycleDependency = explainDependencyCycle(cycle)) >= 0) {
+    res.error = cycle.str();
+    return;
+  }
   const int32_t numRegs = static_cast<int32_t>(p.registered.size());
   for (int32_t actor = 0; actor < numActors; ++actor) {
     int64_t left = 0;
@@ -1446,6 +1455,79 @@ bool Engine::explainRegisteredWait(int32_t part, int32_t mb, CompKind kind,
       return true;
     }
   return false;
+}
+
+int32_t Engine::explainDependencyCycle(std::ostream &os) const {
+  if (p.extraDependencies.empty())
+    return -1;
+  // The unfinished items' edges; peel off those with no unfinished
+  // predecessor, repeatedly: what is left lies on a cycle or after one.
+  std::vector<std::vector<int32_t>> preds(numItems);
+  std::vector<int32_t> waitingFor(numItems, 0);
+  forEachItemEdge([&](int32_t from, int32_t to) {
+    if (!finished[from] && !finished[to]) {
+      preds[to].push_back(from);
+      ++waitingFor[to];
+    }
+  });
+  std::vector<std::vector<int32_t>> succs(numItems);
+  for (int32_t to = 0; to < numItems; ++to)
+    for (int32_t from : preds[to])
+      succs[from].push_back(to);
+  std::vector<int32_t> free;
+  for (int32_t item = 0; item < numItems; ++item)
+    if (exists(item) && !finished[item] && waitingFor[item] == 0)
+      free.push_back(item);
+  while (!free.empty()) {
+    const int32_t item = free.back();
+    free.pop_back();
+    waitingFor[item] = -1;
+    for (int32_t next : succs[item])
+      if (--waitingFor[next] == 0)
+        free.push_back(next);
+  }
+  // From an item left, predecessors left lead back into a cycle.
+  int32_t at = -1;
+  for (int32_t item = 0; item < numItems && at < 0; ++item)
+    if (exists(item) && !finished[item] && waitingFor[item] > 0)
+      at = item;
+  if (at < 0)
+    return -1;
+  std::vector<int32_t> seenAt(numItems, -1), path;
+  while (seenAt[at] < 0) {
+    seenAt[at] = static_cast<int32_t>(path.size());
+    path.push_back(at);
+    at = *llvm::find_if(preds[at],
+                        [&](int32_t from) { return waitingFor[from] > 0; });
+  }
+  // path[seenAt[at]..] walks the cycle backwards; forwards, with the
+  // dependency that closes it.
+  std::vector<int32_t> loop(path.begin() + seenAt[at], path.end());
+  std::reverse(loop.begin(), loop.end());
+  auto describe = [&](int32_t item) {
+    const int32_t slot = item / kNumCompKinds, part = slotPart[slot];
+    return describeItem(static_cast<CompKind>(item % kNumCompKinds), part,
+                        mbOf(part, slot));
+  };
+  for (size_t i = 0; i < loop.size(); ++i) {
+    const int32_t from = loop[i], to = loop[(i + 1) % loop.size()];
+    const int32_t fromPart = slotPart[from / kNumCompKinds];
+    const int32_t toPart = slotPart[to / kNumCompKinds];
+    for (const ExtraDependency &dep : p.extraDependencies) {
+      if (dep.srcPart != fromPart || dep.dstPart != toPart ||
+          existing(dep.srcKind, true) !=
+              static_cast<CompKind>(from % kNumCompKinds) ||
+          existing(dep.dstKind, false) !=
+              static_cast<CompKind>(to % kNumCompKinds))
+        continue;
+      os << "the dependency closes a cycle with the stage graph, so none of "
+            "its computations can ever run: ";
+      for (size_t k = 0; k <= loop.size(); ++k)
+        os << (k ? " -> " : "") << describe(loop[(i + 1 + k) % loop.size()]);
+      return dep.source;
+    }
+  }
+  return -1;
 }
 
 void Engine::explainFirstWaiting(int32_t actor, std::ostream &os) {

@@ -46,3 +46,25 @@ flexpipe.pipeline @bound actors(3) microbatches(5) {
   // expected-error @+1 {{'flexpipe.optimize' op gradient separation failed: the memory bound 1 is below the 3 that actor 0 needs even with every weight gradient right after its input gradient}}
   flexpipe.optimize gradient_separation memory_bound(1.0)
 }
+
+// -----
+
+// An extra dependency that closes a cycle with the stage graph (stage 2's
+// forward before stage 0's, for the same micro-batch): at the dependency,
+// with the cycle. It was reported at the pipeline as priorities and
+// in-flight limits that admit no step.
+flexpipe.pipeline @cycle actors(3) microbatches(3) {
+  flexpipe.module @gpt layers(3) placement(one_to_one)
+  // expected-error @+1 {{'flexpipe.dependency' op the dependency closes a cycle with the stage graph, so none of its computations can ever run: fwd stage 0 mb 0 (actor 0) -> fwd stage 1 mb 0 (actor 1) -> fwd stage 2 mb 0 (actor 2) -> bwd stage 2 mb 0 (actor 2) -> fwd stage 0 mb 0 (actor 0)}}
+  flexpipe.dependency bwd @gpt[2] -> fwd @gpt[0]
+  flexpipe.priority cttp<bwd_first>
+}
+
+// -----
+
+// The same dependency the other way round is kept.
+flexpipe.pipeline @kept actors(3) microbatches(3) {
+  flexpipe.module @gpt layers(3) placement(one_to_one)
+  flexpipe.dependency fwd @gpt[0] -> bwd @gpt[2]
+  flexpipe.priority cttp<bwd_first>
+}

@@ -269,6 +269,10 @@ struct ScheduleResult {
   /// The failure is schedule()'s cutoff: no order it tried could end by it
   /// (whether the problem can be scheduled at all was not decided).
   bool cut = false;
+  /// The failure is an extra dependency (ExtraDependency::source) that
+  /// closes a cycle with the stage graph: `error` names the cycle; -1 for
+  /// any other failure.
+  int32_t cycleDependency = -1;
 };
 
 /// The micro-batches [first, second) the instances of registered

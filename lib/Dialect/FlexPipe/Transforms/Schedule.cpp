@@ -120,6 +120,13 @@ struct SchedulePass : flexpipe::impl::SchedulePassBase<SchedulePass> {
         emitSpecError(pipeline, std::move(error));
         return signalPassFailure();
       }
+      auto deps = pipeline.getBody().getOps<DependencyOp>();
+      if (!lowered.schedule.ok && lowered.schedule.cycleDependency >= 0) {
+        (*std::next(deps.begin(), lowered.schedule.cycleDependency))
+                .emitOpError()
+            << lowered.schedule.error;
+        return signalPassFailure();
+      }
       if (!lowered.schedule.ok) {
         InFlightDiagnostic diag = pipeline.emitOpError()
                                   << "cannot be scheduled: "
@@ -129,7 +136,6 @@ struct SchedulePass : flexpipe::impl::SchedulePassBase<SchedulePass> {
         return signalPassFailure();
       }
       if (lowered.broken) {
-        auto deps = pipeline.getBody().getOps<DependencyOp>();
         auto dep = std::next(deps.begin(), lowered.broken->dependency);
         (*dep).emitOpError() << lowered.broken->message;
         return signalPassFailure();

@@ -261,7 +261,10 @@ def FlexPipe_DependencyOp : FlexPipe_Op<"dependency", [
     registered `@instruction`) followed by a stage: `@module[i]` (module-local
     index, negative from the end) or a registered `@stage`. A registered
     instruction must be named with the stage it is attached to. Extra
-    dependencies must not form a cycle.
+    dependencies must not form a cycle, among themselves (the verifier
+    refuses it) or with the stage graph (a later stage's forward before an
+    earlier one's for the same micro-batch: `-flexpipe-schedule` refuses it
+    at the dependency that closes the cycle, naming the cycle).
 
     Between two computations, the order must also hold when the schedule
     runs: `-flexpipe-schedule` refuses, at this op, a schedule in which A
