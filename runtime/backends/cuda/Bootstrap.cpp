@@ -190,8 +190,9 @@ std::string flexpipe::rt::sharedQueueWarning(int streams, const char *setting) {
          " hardware queues (CUDA_DEVICE_MAX_CONNECTIONS, at most 32): "
          "kernels on streams that share a queue wait for each other, so a "
          "transfer waiting for its peer may hold back one that the peer "
-         "waits for, and the run may hang (the CUDA emulation hangs "
-         "interleaved, V-shape, bidirectional and ZB-V schedules so); unset "
+         "waits for, and the run may hang (with one queue the CUDA "
+         "emulation hangs interleaved, V-shape, bidirectional, ZB-V and "
+         "ZB-H1 schedules so); unset "
          "it, and the backend uses 32, or set it to at least " +
          std::to_string(streams);
 }
