@@ -485,35 +485,35 @@ llvm::Error ProblemBuilder::checkMessageSources() const {
       }
     return std::nullopt;
   };
-  for (int32_t t = 0; t < built.numStages; ++t) {
-    if (auto found = clash(t, preds[t])) {
+  for (int32_t t = 0; t < built.numStages; ++t)
+    for (bool join : {true, false}) {
+      auto found = clash(t, join ? preds[t] : succs[t]);
+      if (!found)
+        continue;
       auto [first, second, actor, peer] = *found;
+      const std::string what =
+          join ? llvm::formatv(
+                     "module {0} takes the outputs of {1} and {2}, whose "
+                     "stages {3} and {4} both run on actor {5}, while its "
+                     "stage {6} runs on actor {7}",
+                     name(t), name(first), name(second), first, second, actor,
+                     t, peer)
+               : llvm::formatv(
+                     "module {0} takes the output of {1}, as {2} does, and "
+                     "their stages {3} and {4} both run on actor {5}, while "
+                     "{1}'s stage {6} runs on actor {7}",
+                     name(second), name(t), name(first), second, first, actor,
+                     t, peer);
       return failAtModule(
-          moduleOf(t),
-          llvm::formatv("module {0} takes the outputs of {1} and {2}, whose "
-                        "stages {3} and {4} both run on actor {5}, while its "
-                        "stage {6} runs on actor {7}: a transfer names the "
-                        "stage it serves, so the two messages between one "
-                        "pair of actors could not be told apart; place {1} "
-                        "and {2} so that they end on different actors",
-                        name(t), name(first), name(second), first, second,
-                        actor, t, peer));
+          moduleOf(join ? t : second),
+          what + ": a transfer names the stage it serves, so the two " +
+              (join ? "messages" : "gradients sent back") +
+              " between one pair of actors could not be told apart; place " +
+              (join ? name(first) + " and " + name(second) + " so that they end"
+                    : name(second) + " and " + name(first) +
+                          " so that they start") +
+              " on different actors");
     }
-    if (auto found = clash(t, succs[t])) {
-      auto [first, second, actor, peer] = *found;
-      return failAtModule(
-          moduleOf(second),
-          llvm::formatv("module {0} takes the output of {1}, as {2} does, "
-                        "and their stages {3} and {4} both run on actor {5}, "
-                        "while {1}'s stage {6} runs on actor {7}: a transfer "
-                        "names the stage it serves, so the two gradients "
-                        "sent back between one pair of actors could not be "
-                        "told apart; place {0} and {2} so that they start on "
-                        "different actors",
-                        name(second), name(t), name(first), second, first,
-                        actor, t, peer));
-    }
-  }
   return llvm::Error::success();
 }
 

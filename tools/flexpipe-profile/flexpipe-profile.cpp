@@ -1495,6 +1495,31 @@ int parseOptions(int argc, char **argv, Options &o) {
   return -1;
 }
 
+/// Whether the calibration jobs (and --check's), which train the
+/// runtime's built-in GPT, can run for every --model; says why not.
+bool calibratable(const Options &o,
+                  const std::vector<sched::ModelConfig> &models) {
+  if ((!o.jobs || o.mpirun == "none") && o.check.empty())
+    return true;
+  for (size_t i = 0; i < models.size(); ++i) {
+    const size_t modules = models[i].modules.size();
+    if (modules == 1 && models[i].modules[0].lmHead)
+      continue;
+    std::fprintf(
+        stderr,
+        "flexpipe-profile: error: --model %s: the calibration jobs%s train "
+        "the runtime's built-in GPT, one module with a vocabulary and an LM "
+        "head, but '%s' has %zu module%s%s; %s\n",
+        o.models[i].c_str(), o.check.empty() ? "" : " of --check",
+        models[i].name.c_str(), modules, modules == 1 ? "" : "s",
+        modules == 1 ? " without an LM head" : "",
+        o.check.empty() ? "--no-jobs measures its layers without them"
+                        : "check the profile with a GPT model file");
+    return false;
+  }
+  return true;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -1520,23 +1545,8 @@ int main(int argc, char **argv) {
       std::fprintf(stderr, "%s\n", llvm::toString(std::move(error)).c_str());
       return 1;
     }
-  // The calibration jobs (and --check's) train the runtime's built-in GPT.
-  if ((o.jobs && o.mpirun != "none") || !o.check.empty())
-    for (size_t i = 0; i < models.size(); ++i)
-      if (models[i].modules.size() != 1 || !models[i].modules[0].lmHead) {
-        std::fprintf(
-            stderr,
-            "flexpipe-profile: error: --model %s: the calibration jobs%s "
-            "train the runtime's built-in GPT, one module with a vocabulary "
-            "and an LM head, but '%s' has %zu module%s%s; %s\n",
-            o.models[i].c_str(), o.check.empty() ? "" : " of --check",
-            models[i].name.c_str(), models[i].modules.size(),
-            models[i].modules.size() == 1 ? "" : "s",
-            models[i].modules.size() == 1 ? " without an LM head" : "",
-            o.check.empty() ? "--no-jobs measures its layers without them"
-                            : "check the profile with a GPT model file");
-        return 1;
-      }
+  if (!calibratable(o, models))
+    return 1;
   if (!o.check.empty()) {
     sched::ClusterConfig profiled;
     if (llvm::Error error = sched::loadCluster(o.check, profiled)) {
