@@ -1520,6 +1520,23 @@ bool calibratable(const Options &o,
   return true;
 }
 
+/// Reads the --model files into `models` and checks that they can be
+/// measured as asked (calibratable); says why not.
+bool loadModels(const Options &o, std::vector<sched::ModelConfig> &models) {
+  if (o.models.empty()) {
+    std::fprintf(stderr, "flexpipe-profile: give at least one --model (the "
+                         "shapes to measure); see --help\n");
+    return false;
+  }
+  models.resize(o.models.size());
+  for (size_t i = 0; i < o.models.size(); ++i)
+    if (llvm::Error error = sched::loadModel(o.models[i], models[i])) {
+      std::fprintf(stderr, "%s\n", llvm::toString(std::move(error)).c_str());
+      return false;
+    }
+  return calibratable(o, models);
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -1533,19 +1550,8 @@ int main(int argc, char **argv) {
     return runWorker(argc, argv, o.worker);
   // Ctrl-C or a kill ends the measuring at once, with no profile written.
   stopOnInterrupts();
-  if (o.models.empty()) {
-    std::fprintf(stderr, "flexpipe-profile: give at least one --model (the "
-                         "shapes to measure); see --help\n");
-    return 1;
-  }
-
-  std::vector<sched::ModelConfig> models(o.models.size());
-  for (size_t i = 0; i < o.models.size(); ++i)
-    if (llvm::Error error = sched::loadModel(o.models[i], models[i])) {
-      std::fprintf(stderr, "%s\n", llvm::toString(std::move(error)).c_str());
-      return 1;
-    }
-  if (!calibratable(o, models))
+  std::vector<sched::ModelConfig> models;
+  if (!loadModels(o, models))
     return 1;
   if (!o.check.empty()) {
     sched::ClusterConfig profiled;
