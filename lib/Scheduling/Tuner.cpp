@@ -618,7 +618,10 @@ double flexpipe::sched::iterationLowerBound(const Candidate &c,
                                             const TuneOptions &options) {
   Prepared prepared;
   prepareCandidate(c, model, cluster, options, prepared);
-  if (!prepared.built)
+  if (!prepared.built ||
+      (options.memoryLimit > 0 &&
+       llvm::any_of(prepared.held.staticBytes,
+                    [&](double bytes) { return bytes > options.memoryLimit; })))
     return std::numeric_limits<double>::infinity();
   const Problem &p = prepared.built->problem;
   const int32_t numParts = static_cast<int32_t>(p.parts.size());

@@ -209,7 +209,9 @@ enumerateCandidates(const ModelConfig &model, const TuneOptions &options);
 /// first stage), its whole compute, and the least backward work that must
 /// follow its last input gradient, and (b) the same for each of its stage
 /// parts alone. Messages and collectives count nothing, so the simulated
-/// time is never below it. Infinity when the candidate cannot be built.
+/// time is never below it. Infinity when the candidate cannot be built or
+/// its static memory alone exceeds the memory limit: no bound skips it
+/// then, and evaluate() says why at once (it is over memory, however slow).
 double iterationLowerBound(const Candidate &candidate, const ModelConfig &model,
                            const ClusterConfig &cluster,
                            const TuneOptions &options);
