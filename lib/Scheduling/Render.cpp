@@ -97,6 +97,24 @@ std::string escape(llvm::StringRef text) {
   return out;
 }
 
+/// The iteration's time, and when something follows the pipeline, how it
+/// adds up: "T = pipeline P + gradient sync G + optimizer step S", each
+/// part after the pipeline only where it is not 0. The report's line and the
+/// picture's title say the same.
+std::string iterationTime(double pipeline, const SimCosts &costs,
+                          const ReportContext &context) {
+  const std::optional<AfterPipeline> &after = context.after;
+  if (!after || after->gradSync + after->step <= 0)
+    return time(pipeline, costs);
+  std::string text = time(pipeline + after->gradSync + after->step, costs) +
+                     " = pipeline " + time(pipeline, costs);
+  if (after->gradSync > 0)
+    text += " + gradient sync " + time(after->gradSync, costs);
+  if (after->step > 0)
+    text += " + optimizer step " + time(after->step, costs);
+  return text;
+}
+
 } // namespace
 
 std::string flexpipe::sched::formatReport(const Program &p,
@@ -109,10 +127,8 @@ std::string flexpipe::sched::formatReport(const Program &p,
   double iteration = r.iterationTime;
   if (context.after && context.after->gradSync + context.after->step > 0) {
     iteration += context.after->gradSync + context.after->step;
-    os << "iteration time " << time(iteration, costs) << " = pipeline "
-       << time(r.iterationTime, costs) << " + gradient sync "
-       << time(context.after->gradSync, costs) << " + optimizer step "
-       << time(context.after->step, costs) << "\n";
+    os << "iteration time " << iterationTime(r.iterationTime, costs, context)
+       << "\n";
     os << "pipeline bubble ratio ";
   } else {
     os << "iteration time " << time(iteration, costs) << ", bubble ratio ";
@@ -219,7 +235,10 @@ std::string flexpipe::sched::formatSvg(const Program &p, const SimResult &r,
      << escape("@" + context.name + ": " + std::to_string(p.numActors) +
                " actors, " + std::to_string(p.numStages) + " stages, " +
                std::to_string(p.numMicrobatches) + " micro-batches; iteration " +
-               time(r.iterationTime, costs) + ", bubble " +
+               iterationTime(r.iterationTime, costs, context) +
+               (context.after && context.after->gradSync + context.after->step > 0
+                    ? ", pipeline bubble "
+                    : ", bubble ") +
                fixed(100 * r.bubbleRatio(), 1) + "%")
      << "</text>\n";
   // Legend.

@@ -652,6 +652,8 @@ bool writeBestVsBaseline(const std::string &output, const ModelConfig &model,
   }
   ReportContext context;
   context.name = "best: " + describe(best.candidate);
+  // Each title adds what follows its pipeline, as the table does.
+  context.after = AfterPipeline{best.gradSyncTime, best.stepTime};
   context.tokensPerIteration =
       static_cast<double>(resolved.globalBatch * model.modules.front().seq);
   std::string svg;
@@ -659,6 +661,8 @@ bool writeBestVsBaseline(const std::string &output, const ModelConfig &model,
     context.timeSpan =
         std::max(bestDetail.sim.iterationTime, baseDetail.sim.iterationTime);
     ReportContext baseContext = context;
+    baseContext.after =
+        AfterPipeline{baseline->gradSyncTime, baseline->stepTime};
     baseContext.name = llvm::formatv(
         "Megatron 1F1B, pp {0} x dp {1}, mbs {2}", baseline->candidate.pp,
         baseline->candidate.dp, baseline->candidate.mbs);
