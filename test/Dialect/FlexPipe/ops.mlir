@@ -131,3 +131,18 @@ flexpipe.pipeline @zero_bubble actors(4) microbatches(8) {
   flexpipe.module @gpt layers(8) placement(one_to_one)
   flexpipe.optimize gradient_separation async_comm memory_bound(4.5)
 }
+
+// A bound may be written as an integer, and a double printed in hexadecimal
+// (MLIR's spelling when no decimal one gives it back) reads back as itself.
+// CHECK-LABEL: flexpipe.pipeline @integer_bound
+// CHECK:         flexpipe.optimize gradient_separation memory_bound(3.000000e+00)
+// CHECK-LABEL: flexpipe.pipeline @hex_bound
+// CHECK:         flexpipe.optimize gradient_separation memory_bound(2.500000e+00)
+flexpipe.pipeline @integer_bound actors(2) microbatches(2) {
+  flexpipe.module @gpt layers(2) placement(one_to_one)
+  flexpipe.optimize gradient_separation memory_bound(3)
+}
+flexpipe.pipeline @hex_bound actors(2) microbatches(2) {
+  flexpipe.module @gpt layers(2) placement(one_to_one)
+  flexpipe.optimize gradient_separation memory_bound(0x4004000000000000)
+}

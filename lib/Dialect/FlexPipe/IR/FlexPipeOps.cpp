@@ -90,6 +90,35 @@ static void printCount(OpAsmPrinter &printer, Operation *, IntegerAttr attr,
   printer << attr.getInt();
 }
 
+/// A bound written as a number, integer or not (`memory_bound(4)` or
+/// `memory_bound(2.5)`); MLIR's float attribute syntax refuses the decimal
+/// integer. A hexadecimal literal is the double's bits, as MLIR prints a
+/// double that no decimal spelling gives back exactly.
+static ParseResult parseBound(OpAsmParser &parser, FloatAttr &attr) {
+  llvm::SMLoc loc = parser.getCurrentLocation();
+  Attribute number;
+  if (parser.parseAttribute(number))
+    return failure();
+  Builder &builder = parser.getBuilder();
+  if (auto real = dyn_cast<FloatAttr>(number)) {
+    attr = builder.getF64FloatAttr(real.getValueAsDouble());
+    return success();
+  }
+  auto integer = dyn_cast<IntegerAttr>(number);
+  if (!integer)
+    return parser.emitError(loc) << "expected a number, not " << number;
+  if (StringRef(loc.getPointer()).starts_with("0x"))
+    attr = builder.getF64FloatAttr(
+        llvm::bit_cast<double>(integer.getValue().getZExtValue()));
+  else
+    attr = builder.getF64FloatAttr(integer.getValue().getSExtValue());
+  return success();
+}
+
+static void printBound(OpAsmPrinter &printer, Operation *, FloatAttr attr) {
+  printer.printFloat(attr.getValue());
+}
+
 /// `@stage` or `@module[index]`.
 static ParseResult parseStageRef(OpAsmParser &parser, FlatSymbolRefAttr &stage,
                                  IntegerAttr &index) {

@@ -419,7 +419,7 @@ def FlexPipe_OptimizeOp : FlexPipe_Op<"optimize", [HasParent<"PipelineOp">]> {
     - `gradient_separation`: additionally moves weight gradients into later
       bubbles with the stash-and-insert algorithm, never exceeding
       `memory_bound` (peak activation memory per actor in the simulator's
-      units; when omitted, the peak of the order it separates with every
+      units, a number: `4` and `4.0` are the same; when omitted, the peak of the order it separates with every
       weight gradient right after its input gradient: each actor's static
       plus activation memory stays within the largest such sum over actors.
       Under `--time-model=cost` with a model and a cluster the scheduler
@@ -452,7 +452,7 @@ def FlexPipe_OptimizeOp : FlexPipe_Op<"optimize", [HasParent<"PipelineOp">]> {
     (`split_backward` $split_backward^)?
     (`gradient_separation` $gradient_separation^)?
     (`async_comm` $async_comm^)?
-    (`memory_bound` `(` $memory_bound^ `)`)?
+    (`memory_bound` `(` custom<Bound>($memory_bound)^ `)`)?
     (`max_rounds` `(` $max_rounds^ `)`)? attr-dict
   }];
   let hasVerifier = 1;
