@@ -778,6 +778,14 @@ flexpipe.pipeline @p actors(2) microbatches(2) {
 
 // -----
 
+flexpipe.pipeline @p actors(2) microbatches(2) {
+  flexpipe.module @gpt layers(2) placement(one_to_one)
+  // expected-error @+1 {{'async_comm' appears twice}}
+  flexpipe.optimize async_comm split_backward async_comm
+}
+
+// -----
+
 // Infinity (as MLIR writes it) is no bound: refused, and the message says
 // why (it read "must be a positive number, not INF", and INF is positive).
 flexpipe.pipeline @p actors(2) microbatches(2) {

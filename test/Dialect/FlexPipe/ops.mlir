@@ -146,3 +146,11 @@ flexpipe.pipeline @hex_bound actors(2) microbatches(2) {
   flexpipe.module @gpt layers(2) placement(one_to_one)
   flexpipe.optimize gradient_separation memory_bound(0x4004000000000000)
 }
+
+// The clauses in any order; printed in the canonical one.
+// CHECK-LABEL: flexpipe.pipeline @any_order
+// CHECK:         flexpipe.optimize gradient_separation async_comm memory_bound(2.000000e+00) max_rounds(7)
+flexpipe.pipeline @any_order actors(2) microbatches(2) {
+  flexpipe.module @gpt layers(2) placement(one_to_one)
+  flexpipe.optimize max_rounds(7) async_comm memory_bound(2) gradient_separation
+}

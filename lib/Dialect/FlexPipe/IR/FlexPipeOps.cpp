@@ -24,6 +24,7 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/Sequence.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
 
 #include <cmath>
 #include <tuple>
@@ -115,8 +116,61 @@ static ParseResult parseBound(OpAsmParser &parser, FloatAttr &attr) {
   return success();
 }
 
-static void printBound(OpAsmPrinter &printer, Operation *, FloatAttr attr) {
-  printer.printFloat(attr.getValue());
+/// `flexpipe.optimize`'s clauses, in any order, each at most once.
+static ParseResult parseOptimizations(OpAsmParser &parser, UnitAttr &split,
+                                      UnitAttr &separation, UnitAttr &async,
+                                      FloatAttr &bound, IntegerAttr &rounds) {
+  Builder &builder = parser.getBuilder();
+  llvm::StringSet<> seen;
+  while (true) {
+    llvm::SMLoc loc = parser.getCurrentLocation();
+    StringRef clause;
+    if (failed(parser.parseOptionalKeyword(
+            &clause, {"split_backward", "gradient_separation", "async_comm",
+                      "memory_bound", "max_rounds"})))
+      return success();
+    if (!seen.insert(clause).second)
+      return parser.emitError(loc) << "'" << clause << "' appears twice";
+    if (clause == "split_backward")
+      split = builder.getUnitAttr();
+    else if (clause == "gradient_separation")
+      separation = builder.getUnitAttr();
+    else if (clause == "async_comm")
+      async = builder.getUnitAttr();
+    else if (parser.parseLParen())
+      return failure();
+    else if (clause == "memory_bound"
+                 ? parseBound(parser, bound)
+                 : parser.parseAttribute(rounds, builder.getI64Type()))
+      return failure();
+    else if (parser.parseRParen())
+      return failure();
+  }
+}
+
+static void printOptimizations(OpAsmPrinter &printer, Operation *,
+                               UnitAttr split, UnitAttr separation,
+                               UnitAttr async, FloatAttr bound,
+                               IntegerAttr rounds) {
+  StringRef separator = "";
+  auto clause = [&]() -> OpAsmPrinter & {
+    printer << separator;
+    separator = " ";
+    return printer;
+  };
+  if (split)
+    clause() << "split_backward";
+  if (separation)
+    clause() << "gradient_separation";
+  if (async)
+    clause() << "async_comm";
+  if (bound) {
+    clause() << "memory_bound(";
+    printer.printFloat(bound.getValue());
+    printer << ")";
+  }
+  if (rounds)
+    clause() << "max_rounds(" << rounds.getInt() << ")";
 }
 
 /// `@stage` or `@module[index]`.

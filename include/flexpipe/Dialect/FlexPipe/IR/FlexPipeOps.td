@@ -431,7 +431,7 @@ def FlexPipe_OptimizeOp : FlexPipe_Op<"optimize", [HasParent<"PipelineOp">]> {
       (`-flexpipe-gradient-separation`, which implies `split_backward`);
     - `async_comm`: receives are posted early and waited on right before
       use (`-flexpipe-async-comm`).
-    At most one per pipeline.
+    The clauses may come in any order. At most one per pipeline.
 
     ```mlir
     // ZB-H1: 1F1B whose weight gradients fill the bubbles.
@@ -448,12 +448,12 @@ def FlexPipe_OptimizeOp : FlexPipe_Op<"optimize", [HasParent<"PipelineOp">]> {
                        UnitAttr:$async_comm,
                        OptionalAttr<F64Attr>:$memory_bound,
                        OptionalAttr<I64Attr>:$max_rounds);
+  // The clauses in any order, each at most once; printed in this order:
+  // `split_backward`, `gradient_separation`, `async_comm`,
+  // `memory_bound(N)`, `max_rounds(N)`.
   let assemblyFormat = [{
-    (`split_backward` $split_backward^)?
-    (`gradient_separation` $gradient_separation^)?
-    (`async_comm` $async_comm^)?
-    (`memory_bound` `(` custom<Bound>($memory_bound)^ `)`)?
-    (`max_rounds` `(` $max_rounds^ `)`)? attr-dict
+    custom<Optimizations>($split_backward, $gradient_separation, $async_comm,
+                          $memory_bound, $max_rounds) attr-dict
   }];
   let hasVerifier = 1;
 }
