@@ -269,7 +269,7 @@ void flexpipe::sched::insertCommunication(Program &program) {
           for (int32_t peer : topo.actorsOf[src])
             if (peer != a && firstTime(fwd ? Act : Grad, src, op.mb, peer))
               out.push_back({fwd ? OpKind::RecvAct : OpKind::RecvGrad, op.stage,
-                             op.mb, peer});
+                             op.mb, peer, -1, -1, op.source});
       }
       out.push_back(op);
       if ((fwd || grad) && op.stage >= 0 && op.stage < program.numStages) {
@@ -283,7 +283,7 @@ void flexpipe::sched::insertCommunication(Program &program) {
               peers.push_back(peer);
         for (int32_t peer : peers)
           out.push_back({fwd ? OpKind::SendAct : OpKind::SendGrad, op.stage,
-                         op.mb, peer});
+                         op.mb, peer, -1, -1, op.source});
       }
     }
     program.actors[a] = std::move(out);
@@ -452,9 +452,19 @@ std::optional<VerifyFailure> checkPairs(const Program &p,
 /// order.
 std::optional<VerifyFailure>
 checkMicrobatches(const Program &p, std::vector<Computed> &computed) {
-  // (A program of registered instructions only computes nothing.)
-  if (computed.empty())
+  // A program of registered instructions only computes nothing, and has
+  // nothing to: its stages hold no layers.
+  const bool modules = static_cast<int32_t>(p.stageMeta.size()) == p.numStages;
+  if (computed.empty()) {
+    for (int32_t s = 0; s < p.numStages; ++s)
+      if (!modules || !p.stageMeta[s].isRegistered())
+        return VerifyFailure{
+            "no actor computes stage " + std::to_string(s) +
+                ": every micro-batch needs its forward and backward on "
+                "every stage",
+            {}};
     return std::nullopt;
+  }
   // The stage DAG's weakly connected parts and how many stages each has.
   std::vector<int32_t> part(p.numStages);
   for (int32_t s = 0; s < p.numStages; ++s)
@@ -470,7 +480,6 @@ checkMicrobatches(const Program &p, std::vector<Computed> &computed) {
   // A part's stages: those any forward computes, and every other one but a
   // registered stage's (which holds nothing to compute; a stage of 0
   // layers may be computed all the same).
-  const bool modules = static_cast<int32_t>(p.stageMeta.size()) == p.numStages;
   std::vector<bool> computes(p.numStages, false);
   for (const Computed &c : computed)
     computes[c.stage] = computes[c.stage] || c.forward;
@@ -562,6 +571,46 @@ checkMicrobatches(const Program &p, std::vector<Computed> &computed) {
   return std::nullopt;
 }
 
+/// The members of one collective (its kind, stage and micro-batch) name one
+/// group and one root: a member that counts another group would let the
+/// replay complete an instance the ranks never can.
+std::optional<VerifyFailure> checkCollectiveGroups(const Program &p) {
+  std::map<std::tuple<int, int32_t, int32_t>, std::pair<int32_t, int32_t>>
+      first;
+  for (int32_t a = 0; a < p.numActors; ++a)
+    for (int32_t i = 0; i < static_cast<int32_t>(p.actors[a].size()); ++i) {
+      const ProgOp &op = p.actors[a][i];
+      if (!isCollective(op.kind))
+        continue;
+      auto [it, inserted] = first.try_emplace(
+          {static_cast<int>(op.kind), op.stage, op.mb}, std::pair{a, i});
+      if (inserted)
+        continue;
+      auto [fa, fi] = it->second;
+      const ProgOp &other = p.actors[fa][fi];
+      auto members = [&](const ProgOp &member) {
+        std::vector<int32_t> group = p.groups[member.group];
+        llvm::sort(group);
+        return group;
+      };
+      const bool sameGroup = members(op) == members(other);
+      if (sameGroup && op.peer == other.peer)
+        continue;
+      auto says = [&](const ProgOp &member) {
+        return sameGroup ? "root " + std::to_string(member.peer)
+                         : "the group of " + actorList(members(member));
+      };
+      VerifyFailure failure = failureAt(
+          a, i,
+          describeOp(p, a, i) + " names " + says(op) + ", but actor " +
+              std::to_string(fa) + "'s names " + says(other) +
+              "; every member of a collective names the same");
+      failure.at.push_back({fa, fi, "the other member"});
+      return failure;
+    }
+  return std::nullopt;
+}
+
 /// Operands in range, tokens waited once, every forward with its backward,
 /// every micro-batch computed: what verify() checks before replaying. Time
 /// and memory grow with the program's computations, not with its stages
@@ -569,6 +618,8 @@ checkMicrobatches(const Program &p, std::vector<Computed> &computed) {
 std::optional<VerifyFailure> checkStatic(const Program &p) {
   std::vector<Computed> computed;
   if (auto f = checkOperands(p, computed))
+    return f;
+  if (auto f = checkCollectiveGroups(p))
     return f;
   if (auto f = checkPairs(p, computed))
     return f;

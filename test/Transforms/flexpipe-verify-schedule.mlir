@@ -495,3 +495,50 @@ flexpipe.schedule @vp_async_gather actors(2) stages(4) microbatches(1) edges [0 
     flexpipe.bwd stage 2 mb 0
   }
 }
+
+// -----
+
+// Tests a schedule whose programs compute nothing (it verified, lowered, and
+// every rank refused it at start).
+// expected-error @+1 {{no actor computes stage 0: every micro-batch needs its forward and backward on every stage}}
+flexpipe.schedule @empty actors(2) stages(2) microbatches(2) stage_info [#flexpipe.stage_info<"gpt", 4, first>, #flexpipe.stage_info<"gpt", 4, last>] {
+  flexpipe.actor 0 {
+  }
+  flexpipe.actor 1 {
+  }
+}
+
+// -----
+
+// Tests members of one collective that name different groups (it verified:
+// the instance counted its first member's group, and actor 2 never joined).
+flexpipe.schedule @groups actors(3) stages(1) microbatches(1) {
+  flexpipe.actor 0 {
+    flexpipe.fwd stage 0 mb 0
+    // expected-note @+1 {{the other member}}
+    flexpipe.all_gather stage 0 mb 0 group [0, 2]
+    flexpipe.bwd stage 0 mb 0
+  }
+  flexpipe.actor 1 {
+    // expected-error @+1 {{all_gather stage 0 mb 0 on actor 1 names the group of actors 1 and 2, but actor 0's names the group of actors 0 and 2; every member of a collective names the same}}
+    flexpipe.all_gather stage 0 mb 0 group [1, 2]
+  }
+  flexpipe.actor 2 {
+  }
+}
+
+// -----
+
+// Tests members of one gather that name different roots.
+flexpipe.schedule @roots actors(2) stages(1) microbatches(1) {
+  flexpipe.actor 0 {
+    flexpipe.fwd stage 0 mb 0
+    // expected-note @+1 {{the other member}}
+    flexpipe.gather stage 0 mb 0 group [0, 1] root 0
+    flexpipe.bwd stage 0 mb 0
+  }
+  flexpipe.actor 1 {
+    // expected-error @+1 {{gather stage 0 mb 0 on actor 1 names root 1, but actor 0's names root 0; every member of a collective names the same}}
+    flexpipe.gather stage 0 mb 0 group [0, 1] root 1
+  }
+}

@@ -152,7 +152,8 @@ std::vector<std::vector<int32_t>> stageActors(const Program &program);
 /// Adds a send after every computation whose output another actor needs and
 /// a blocking receive right before the first computation that needs it.
 /// Same-actor edges get nothing. Existing transfers are kept; the program
-/// must not contain transfers for the edges it adds.
+/// must not contain transfers for the edges it adds. A transfer's `source`
+/// is that of the computation it serves (so its diagnostics point there).
 void insertCommunication(Program &program);
 
 /// Asynchronous receives: every blocking receive is posted `lookahead`

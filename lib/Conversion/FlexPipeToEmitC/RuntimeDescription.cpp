@@ -185,19 +185,22 @@ std::string withHash(ScheduleOp schedule, const rt::ScheduleDesc &desc) {
   return rt::withScheduleHeader(body, fnv1a(printed, fnv1a(body)) >> 1);
 }
 
-/// Whether `backend` can give every actor's ranks the message channels the
-/// runtime opens for `description` (rt::tooManyChannels); a diagnostic at
-/// the first actor it cannot.
-LogicalResult checkChannels(ScheduleOp schedule, const std::string &description,
-                            RuntimeBackend backend) {
-  if (backend != RuntimeBackend::Cuda)
-    return success();
+/// Whether the ranks will start on `description`: the runtime's own reader
+/// accepts it (on every backend; a rank refuses what it refuses), and
+/// `backend` can give every actor's ranks the message channels the runtime
+/// opens for it (rt::tooManyChannels). A diagnostic at the schedule or at
+/// the first actor it cannot serve.
+LogicalResult checkRanksRead(ScheduleOp schedule,
+                             const std::string &description,
+                             RuntimeBackend backend) {
   // What the ranks will read (the reader completes what the writer leaves
   // implicit, such as a stage's one actor).
   rt::ScheduleDesc desc;
   if (std::string error = rt::parseSchedule(description, desc); !error.empty())
     return schedule.emitOpError()
            << "has a runtime description its reader refuses: " << error;
+  if (backend != RuntimeBackend::Cuda)
+    return success();
   const std::vector<int> channels = rt::channelsPerActor(desc);
   for (auto actor : schedule.getBody().getOps<ActorOp>()) {
     const auto id = static_cast<size_t>(actor.getId());
@@ -728,7 +731,7 @@ FailureOr<std::string> flexpipe::describeForRuntime(
   if (failed(desc))
     return failure();
   std::string description = withHash(schedule, *desc);
-  if (failed(checkChannels(schedule, description, backend)))
+  if (failed(checkRanksRead(schedule, description, backend)))
     return failure();
   return description;
 }

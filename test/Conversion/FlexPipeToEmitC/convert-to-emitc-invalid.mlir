@@ -60,3 +60,23 @@ flexpipe.schedule @too_deep actors(2) stages(2) microbatches(1) stage_info [#fle
     flexpipe.send_grad stage 1 mb 0 to 0
   }
 }
+
+// -----
+
+// The runtime's reader checks the description on every backend: first and
+// last swapped lowered for the CPU and every rank refused it at start.
+// expected-error @below {{has a runtime description its reader refuses: schedule description: stage 0 is not a first stage but no edge leads to it}}
+flexpipe.schedule @swapped actors(2) stages(2) microbatches(1) edges [0 -> 1] stage_info [#flexpipe.stage_info<"gpt", 4, last>, #flexpipe.stage_info<"gpt", 4, first>] {
+  flexpipe.actor 0 {
+    flexpipe.fwd stage 0 mb 0
+    flexpipe.send_act stage 0 mb 0 to 1
+    flexpipe.recv_grad stage 0 mb 0 from 1
+    flexpipe.bwd stage 0 mb 0
+  }
+  flexpipe.actor 1 {
+    flexpipe.recv_act stage 1 mb 0 from 0
+    flexpipe.fwd stage 1 mb 0
+    flexpipe.bwd stage 1 mb 0
+    flexpipe.send_grad stage 1 mb 0 to 0
+  }
+}

@@ -858,3 +858,14 @@ flexpipe.pipeline @p actors(2) microbatches(2) {
   // expected-error @+1 {{'flexpipe.module' op takes input from @a twice; list each module once}}
   flexpipe.module @b layers(1) placement(one_to_one) actors [1] inputs [@a, @a]
 }
+
+// -----
+
+// An exec with an empty instruction name printed as
+// @<<INVALID EMPTY SYMBOL>>, which does not parse back.
+flexpipe.schedule @s actors(1) stages(1) microbatches(1) {
+  flexpipe.actor 0 {
+    // expected-error @+1 {{'flexpipe.exec' op names no instruction (an empty symbol)}}
+    "flexpipe.exec"() <{instruction = @"", mb = 0 : i64, stage = 0 : i64}> : () -> ()
+  }
+}

@@ -1379,7 +1379,13 @@ LogicalResult GatherOp::verify() {
   return success();
 }
 
-LogicalResult ExecOp::verify() { return verifyToken(*this, getToken()); }
+LogicalResult ExecOp::verify() {
+  // An empty symbol prints as @<<INVALID EMPTY SYMBOL>>, which does not
+  // parse back.
+  if (getInstruction().empty())
+    return emitOpError() << "names no instruction (an empty symbol)";
+  return verifyToken(*this, getToken());
+}
 
 #define GET_OP_CLASSES
 #include "flexpipe/Dialect/FlexPipe/IR/FlexPipeOps.cpp.inc"

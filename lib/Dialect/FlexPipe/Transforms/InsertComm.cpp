@@ -39,6 +39,12 @@ struct InsertCommPass : flexpipe::impl::InsertCommPassBase<InsertCommPass> {
       sched::Program program = read.program;
       sched::insertCommunication(program);
       rewriteSchedule(schedule, read, program);
+      // Computation orders that no transfers can serve (one actor computes
+      // micro-batch 1 first, its peer sends 0 first) are reported here, at
+      // the transfer where the replay stops, not left to a later pass.
+      if (failed(verifyRead(schedule, readSchedule(schedule),
+                            sched::ChannelRule::PerStage)))
+        signalPassFailure();
     }
   }
 };

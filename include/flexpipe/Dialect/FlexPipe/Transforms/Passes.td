@@ -295,7 +295,11 @@ def InsertCommPass : Pass<"flexpipe-insert-comm", "mlir::ModuleOp"> {
     activation right after the forward that produces it and receives it right
     before the first forward that needs it; gradients likewise in the other
     direction. Same-actor edges get nothing. Schedules that already contain
-    transfers are left alone.
+    transfers are left alone. The result is verified as
+    `-flexpipe-verify-schedule` does: computation orders that no transfers
+    can serve (an actor computes micro-batch 1 before 0 while its peer sends
+    0 first) fail the pass, at the transfer where the replay stops, which
+    takes the location of the computation it serves.
 
     The programs target these runtime semantics, which
     `-flexpipe-verify-schedule` replays: a send is posted and the actor goes
