@@ -39,23 +39,23 @@ Watchdog::Scope::Scope(Watchdog *watchdog, const char *what, double limit)
     : watchdog(watchdog) {
   if (!watchdog)
     return;
-  previousWhat = watchdog->what.load();
-  previousSince = watchdog->since.load();
-  previousLimit = watchdog->limit.load();
-  watchdog->limit = limit;
-  watchdog->since = now();
+  const double start = now();
+  std::lock_guard<std::mutex> lock(watchdog->scopeMutex);
+  previousWhat = watchdog->what;
+  previousSince = watchdog->since;
+  previousLimit = watchdog->limit;
   watchdog->what = what;
+  watchdog->since = start;
+  watchdog->limit = limit;
 }
 
 Watchdog::Scope::~Scope() {
   if (!watchdog)
     return;
-  // The watchdog reads what, since, limit: it never pairs one scope's name
-  // with another's times.
-  watchdog->what = nullptr;
-  watchdog->limit = previousLimit;
-  watchdog->since = previousSince;
+  std::lock_guard<std::mutex> lock(watchdog->scopeMutex);
   watchdog->what = previousWhat;
+  watchdog->since = previousSince;
+  watchdog->limit = previousLimit;
 }
 
 void Watchdog::loop() {
@@ -77,9 +77,15 @@ void Watchdog::loop() {
         failure = problem;
       }
     }
-    const char *blockedIn = what.load();
-    const double blockedFor = now() - since.load();
-    if (failure.empty() && blockedIn && blockedFor > limit.load()) {
+    const char *blockedIn;
+    double blockedFor, blockLimit;
+    {
+      std::lock_guard<std::mutex> scopeLock(scopeMutex);
+      blockedIn = what;
+      blockedFor = now() - since;
+      blockLimit = limit;
+    }
+    if (failure.empty() && blockedIn && blockedFor > blockLimit) {
       failure = noProgressFor(blockedFor) + " while " + blockedIn +
                 " (FLEXPIPE_TIMEOUT); a peer rank may have died or hung";
     }

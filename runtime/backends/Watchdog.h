@@ -62,8 +62,13 @@ private:
   Check check;
   Fail fail;
   double interval, grace;
-  std::atomic<const char *> what{nullptr};
-  std::atomic<double> since{0}, limit{0};
+  /// The main thread's scope: what it is in (null: none), since when, for
+  /// how long at most. Read and written together under scopeMutex, so the
+  /// watchdog never pairs one scope's name with another's times (or with
+  /// the zeros outside every scope).
+  std::mutex scopeMutex;
+  const char *what = nullptr;
+  double since = 0, limit = 0;
   std::atomic<bool> quieted{false};
   std::mutex mutex;
   std::condition_variable wake;

@@ -308,6 +308,18 @@ TEST_CASE("watchdog", "[bootstrap]") {
     CHECK(failed().empty());
     Watchdog::Scope none(nullptr, "nothing", 0); // no watchdog: no effect
   }
+  SECTION("scopes opened and closed while the watchdog looks") {
+    // It read a scope's name, then times the closing scope had reset to the
+    // outermost zeros, and stopped a healthy rank ("no progress for
+    // 68743 s"); polling every microsecond, at once.
+    Watchdog watchdog([] { return ""; }, record, 1e-6);
+    const auto end = std::chrono::steady_clock::now() + 300ms;
+    while (std::chrono::steady_clock::now() < end && failed().empty()) {
+      Watchdog::Scope scope(&watchdog, "the gradient all-reduce", 300);
+      Watchdog::Scope inner(&watchdog, "a transfer", 300);
+    }
+    CHECK(failed().empty());
+  }
 }
 
 TEST_CASE("timeout: the message says how long, below a second too",
