@@ -517,7 +517,7 @@ run() {
     record "$name" 1 "flexpipe-compile failed"
     return
   fi
-  ranks=$(($(grep -c . "$dir/slurm.conf") - 1))
+  ranks=$(sed -n 's/.*--ntasks=\([0-9]*\).*/\1/p' "$dir/run-slurm.sh")
   if ! "$REFERENCE" "$dir/schedule.txt" --iterations "$iterations" \
        --losses "$dir/ref-losses" --weights "$dir/ref-weights" > "$dir/ref.log"; then
     record "$name" 1 "flexpipe-reference failed (see $dir/ref.log)"

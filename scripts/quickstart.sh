@@ -66,7 +66,7 @@ rm -rf "$RUN"
 "$COMPILE" "$SPEC" --model "$MODEL" --cluster "$CLUSTER" --time-model=cost --dp "$DP" \
   --emit=exe -o "$RUN"
 
-log "Training on $(grep -c . "$RUN/slurm.conf" | awk '{print $1 - 1}') CPU ranks"
+log "Training on $(sed -n 's/.*--ntasks=\([0-9]*\).*/\1/p' "$RUN/run-slurm.sh") CPU ranks"
 "$RUN/run-mpi.sh" --iterations 30 --profile "$RUN/profile.yaml" | tail -n 6 | tee "$RUN/train.log"
 
 log "Measured against predicted (simulated from this run's profile)"

@@ -61,7 +61,7 @@ std::string startedAsWrongRank(int program, int rank, int actors) {
   return "this executable is actor " + std::to_string(program) +
          "'s program (rank" + std::to_string(program) + "), started as rank " +
          std::to_string(rank) + ": start rankA as every rank r with r mod " +
-         std::to_string(actors) + " = A (run-mpi.sh and slurm.conf do)";
+         std::to_string(actors) + " = A (run-mpi.sh and run-slurm.sh do)";
 }
 
 /// `text` inside a JSON string: quotes, backslashes and control characters

@@ -35,10 +35,9 @@
 
 // BUILD:      #!/bin/sh
 // BUILD:      # --emit=exe does, with the runtime operations of ProbeOps.cpp compiled in,
-// BUILD-NEXT: # and 'reference' (flexpipe-reference with them). Then launch
-// BUILD-NEXT: # mpirun --oversubscribe -np 1 ./rank0 : -np 1 ./rank1
-// BUILD-NEXT: # with the same options (--iterations N, --lr X, ...) after every executable:
-// BUILD-NEXT: # mpirun hands each its own, and the ranks stop when theirs differ.
+// BUILD-NEXT: # and 'reference' (flexpipe-reference with them). Then launch them with run-mpi.sh beside this
+// BUILD-NEXT: # script, which passes its arguments (--iterations N, --lr X, ...) on to every
+// BUILD-NEXT: # rank.
 // BUILD-NEXT: set -e
 // BUILD-NEXT: cd "$(dirname "$0")"
 // BUILD-NEXT: {{.*}} -std=c++17 -O2 -I{{.*}}runtime/include{{.*}} -I{{.*}}test/Runtime/Inputs -c ProbeOps.cpp -o ProbeOps.o

@@ -13,8 +13,8 @@
 // FILES-NEXT: rank1.cpp
 // FILES-NEXT: run-env.sh
 // FILES-NEXT: run-mpi.sh
+// FILES-NEXT: run-slurm.sh
 // FILES-NEXT: schedule.txt
-// FILES-NEXT: slurm.conf
 
 // The executables link cuBLAS and NCCL and start without a GPU for --help.
 // RUN: %t/1f1b.ranks/rank0 --help 2>&1 | FileCheck %s --check-prefix=HELP
@@ -28,12 +28,10 @@
 // ENV: export RANK=$r WORLD_SIZE=$world LOCAL_RANK=$i LOCAL_WORLD_SIZE=$per
 // ENV: exec "$dir/rank$((r % actors))" "$@"
 // RUN: FileCheck %s --check-prefix=MPI < %t/1f1b.ranks/run-mpi.sh
-// MPI: mpirun ${FLEXPIPE_MPIRUN_FLAGS:---oversubscribe} -np 1 "$dir/rank0" "$@" : -np 1 "$dir/rank1" "$@" : -np 1 "$dir/rank0" "$@" : -np 1 "$dir/rank1" "$@"
-// RUN: FileCheck %s --check-prefix=SLURM < %t/1f1b.ranks/slurm.conf
-// SLURM:      0 ./rank0
-// SLURM-NEXT: 1 ./rank1
-// SLURM-NEXT: 2 ./rank0
-// SLURM-NEXT: 3 ./rank1
+// MPI: mpirun ${FLEXPIPE_MPIRUN_FLAGS---oversubscribe} -np 1 "$dir/rank0" "$@" : -np 1 "$dir/rank1" "$@" : -np 1 "$dir/rank0" "$@" : -np 1 "$dir/rank1" "$@"
+// RUN: FileCheck %s --check-prefix=SLURM < %t/1f1b.ranks/run-slurm.sh
+// SLURM: exec "$dir/rank$((SLURM_PROCID % 2))" "$@"
+// SLURM: exec srun --ntasks=4 ${FLEXPIPE_SRUN_FLAGS-} "$dir/run-slurm.sh" "$@"
 
 // The generated C++ is the same for both backends; only the link differs.
 // RUN: flexpipe-compile %schedules/1f1b.mlir --actors 2 --microbatches 4 --dp 2 --emit=cpp -o %t/cpu

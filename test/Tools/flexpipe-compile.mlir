@@ -42,6 +42,8 @@
 // REDO: build.sh
 // REDO-NEXT: rank0.cpp
 // REDO-NEXT: rank1.cpp
+// REDO-NEXT: run-mpi.sh
+// REDO-NEXT: run-slurm.sh
 // REDO-NEXT: schedule.txt
 // RUN: rm -rf %t.other && mkdir %t.other && touch %t.other/notes.txt
 // RUN: not flexpipe-compile %s --emit=cpp -o %t.other 2>&1 | FileCheck %s --check-prefix=OTHER
@@ -79,5 +81,5 @@ flexpipe.pipeline @small actors(4) microbatches(4) {
 // FILES: rank1
 // FILES: rank1.cpp
 // FILES: run-mpi.sh
+// FILES: run-slurm.sh
 // FILES: schedule.txt
-// FILES: slurm.conf

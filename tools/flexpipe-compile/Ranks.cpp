@@ -307,6 +307,11 @@ static bool prepareDirectory(const RankOutput &out, size_t numRanks) {
                       "(schedule.txt); give a new or empty directory\n";
       return false;
     }
+    // Launchers of an earlier compile (slurm.conf: before run-slurm.sh);
+    // writeLaunchers writes those of this one.
+    for (const char *launcher :
+         {"run-env.sh", "run-mpi.sh", "run-slurm.sh", "slurm.conf"})
+      llvm::sys::fs::remove(out.path(launcher));
     for (llvm::sys::fs::directory_iterator it(directory, ec), end;
          it != end && !ec; it.increment(ec)) {
       StringRef digits = llvm::sys::path::filename(it->path());
@@ -456,9 +461,15 @@ buildSteps(const RankOutput &out, const Toolchain &toolchain,
   return list;
 }
 
+/// The launcher the compile names (run-env.sh for CUDA, run-mpi.sh else).
+static const char *mainLauncher(bool cuda) {
+  return cuda ? "run-env.sh" : "run-mpi.sh";
+}
+
 /// build.sh (--emit=cpp): the commands --emit=exe runs, run in the
 /// directory.
-static bool writeBuildScript(const RankOutput &out, ArrayRef<BuildStep> steps) {
+static bool writeBuildScript(const RankOutput &out, ArrayRef<BuildStep> steps,
+                             bool cuda) {
   std::string ops;
   if (!out.opsFiles.empty()) {
     ops = ", with the runtime operations of";
@@ -473,12 +484,11 @@ static bool writeBuildScript(const RankOutput &out, ArrayRef<BuildStep> steps) {
     for (auto [i, arg] : llvm::enumerate(step.command))
       commands += (i ? " " : "") + shellQuote(arg);
   }
-  const std::string mpmd =
-      out.mpmd([](int64_t actor) { return "./rank" + std::to_string(actor); });
   return writeText(
       out.path("build.sh"),
-      substitute(kTemplate_build_sh,
-                 {{"@OPS@", ops}, {"@MPMD@", mpmd}, {"@COMMANDS@", commands}}),
+      substitute(kTemplate_build_sh, {{"@OPS@", ops},
+                                      {"@LAUNCHER@", mainLauncher(cuda)},
+                                      {"@COMMANDS@", commands}}),
       /*executable=*/true);
 }
 
@@ -536,7 +546,8 @@ static bool buildExecutables(const RankOutput &out, ArrayRef<BuildStep> build,
 
 /// The launchers; ranks are numbered replica * actors + actor. run-env.sh
 /// for CUDA, run-mpi.sh where the runtime has MPI (mpirun starts CUDA ranks
-/// too then), slurm.conf always.
+/// too then), run-slurm.sh always. (prepareDirectory removes a launcher an
+/// earlier compile left that this one does not write.)
 static bool writeLaunchers(const RankOutput &out, bool cuda) {
   const std::vector<std::pair<std::string, std::string>> sizes = {
       {"@ACTORS@", std::to_string(out.numActors())},
@@ -556,12 +567,9 @@ static bool writeLaunchers(const RankOutput &out, bool cuda) {
                    /*executable=*/true))
       return false;
   }
-  std::string tasks;
-  for (int64_t r = 0; r < out.world(); ++r)
-    tasks += (r ? "\n" : "") + std::to_string(r) + " ./rank" +
-             std::to_string(r % out.numActors());
-  return writeText(out.path("slurm.conf"),
-                   substitute(kTemplate_slurm_conf, {{"@TASKS@", tasks}}));
+  return writeText(out.path("run-slurm.sh"),
+                   substitute(kTemplate_run_slurm_sh, sizes),
+                   /*executable=*/true);
 }
 
 int flexpipe::writeRanks(MLIRContext &context, ModuleOp module,
@@ -594,6 +602,8 @@ int flexpipe::writeRanks(MLIRContext &context, ModuleOp module,
           : hostToolchain(options.backend == "cuda-emulation", include, libs,
                           errs);
   if (!exe) {
+    if (!writeLaunchers(out, cuda))
+      return 1;
     if (!toolchain) {
       llvm::errs() << "flexpipe-compile: note: no build.sh written: the "
                       "toolchain of --backend="
@@ -602,8 +612,10 @@ int flexpipe::writeRanks(MLIRContext &context, ModuleOp module,
       return 0;
     }
     return writeBuildScript(
-               out, buildSteps(out, *toolchain, libs, /*exe=*/false,
-                               [](const Twine &name) { return name.str(); }))
+               out,
+               buildSteps(out, *toolchain, libs, /*exe=*/false,
+                          [](const Twine &name) { return name.str(); }),
+               cuda)
                ? 0
                : 1;
   }
@@ -618,7 +630,7 @@ int flexpipe::writeRanks(MLIRContext &context, ModuleOp module,
   if (options.output == "-")
     llvm::outs() << "flexpipe-compile: wrote " << out.numActors()
                  << " rank executables and launchers to " << out.directory
-                 << "/ (run " << out.directory
-                 << (cuda ? "/run-env.sh)\n" : "/run-mpi.sh)\n");
+                 << "/ (run " << out.directory << "/" << mainLauncher(cuda)
+                 << ")\n";
   return 0;
 }
