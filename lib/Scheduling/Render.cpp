@@ -54,10 +54,11 @@ std::string tick(double value, double step, const SimCosts &costs) {
   return fixed(shown, digits) + " " + (ms ? "ms" : seconds ? "s" : costs.unit);
 }
 
-/// Memory: bytes with a model (in GiB, or MiB, KiB or B below one of them:
-/// a tiny model's memory read 0.00 GiB), stage-micro-batches without.
+/// Memory: bytes with a model or a profile of every stage's activations
+/// (in GiB, or MiB, KiB or B below one of them: a tiny model's memory read
+/// 0.00 GiB), stage-micro-batches without.
 std::string memory(double value, const SimCosts &costs) {
-  if (costs.unit != "s")
+  if (!costs.memoryInBytes)
     return fixed(value, 0) + " mb";
   const char *units[] = {"B", "KiB", "MiB", "GiB"};
   int unit = 0;
@@ -138,9 +139,9 @@ std::string flexpipe::sched::formatReport(const Program &p,
     os << ", " << fixed(context.tokensPerIteration / iteration, 0)
        << " tokens/s per pipeline";
   os << "\n\n";
-  const bool bytes = costs.unit == "s";
+  const bool bytes = costs.memoryInBytes;
   os << pad("actor", 7) << pad("busy", 14) << pad("idle", 14)
-     << pad("bubble", 9) << pad(bytes ? "peak act." : "peak act.", 13)
+     << pad("bubble", 9) << pad("peak act.", 13)
      << (bytes ? pad("static", 12) + pad("total", 12) : std::string()) << "\n";
   for (int32_t a = 0; a < p.numActors; ++a) {
     os << pad(std::to_string(a), 7) << pad(time(r.busy[a], costs), 14)

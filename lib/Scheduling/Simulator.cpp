@@ -205,6 +205,7 @@ llvm::Error flexpipe::sched::modelCosts(const Program &program,
   const std::vector<int32_t> sharing = actorsPerStage(program);
   c = SimCosts();
   c.unit = "s";
+  c.memoryInBytes = true;
   c.memoryLimit = cluster.memoryBytes;
   c.duration.resize(program.numStages);
   c.activationBytes.resize(program.numStages);
@@ -302,11 +303,18 @@ llvm::Error flexpipe::sched::profileCosts(const Program &program,
                                           const Profile &profile, SimCosts &c) {
   c = unitCosts(program);
   c.unit = "s";
-  for (int32_t s = 0; s < program.numStages; ++s)
-    if (const Profile::Stage *measured = profile.stage(s)) {
+  // Activations in bytes where the profile measured every stage's, else
+  // counted in stage-micro-batches (unitCosts' 1 each): never a mix.
+  c.memoryInBytes = true;
+  for (int32_t s = 0; s < program.numStages; ++s) {
+    const Profile::Stage *measured = profile.stage(s);
+    if (measured)
       c.duration[s] = measured->durations();
-      c.activationBytes[s] = measured->activationBytes.value_or(1);
-    }
+    c.memoryInBytes = c.memoryInBytes && measured && measured->activationBytes;
+  }
+  if (c.memoryInBytes)
+    for (int32_t s = 0; s < program.numStages; ++s)
+      c.activationBytes[s] = *profile.stage(s)->activationBytes;
   const int32_t n = program.numActors;
   c.latency.assign(static_cast<size_t>(n) * n, 0);
   c.bandwidth.assign(static_cast<size_t>(n) * n, 0);

@@ -64,7 +64,14 @@
 // RUN: printf 'stages:\n  - {stage: 3, fwd_s: 2, bwd_s: 2}\n' > %t.profile.yaml
 // RUN: flexpipe-compile %schedules/1f1b.mlir --profile %t.profile.yaml --emit=report | FileCheck %s --check-prefix=PROFILE
 // PROFILE: iteration time 38.000 s
-// PROFILE: 3      32.000 s      6.000 s       15.8%
+// PROFILE: 3      32.000 s      6.000 s       15.8%    1 mb
+// Without every stage's activation_bytes memory is counted in
+// stage-micro-batches (it printed the counts as bytes: '1 B'); with them,
+// in bytes.
+// RUN: printf 'stages:\n' > %t.bytes.yaml
+// RUN: for s in 0 1 2 3; do printf '  - {stage: %%s, fwd_s: 1, bwd_s: 2, activation_bytes: 2048}\n' $s >> %t.bytes.yaml; done
+// RUN: flexpipe-compile %schedules/1f1b.mlir --profile %t.bytes.yaml --emit=report | FileCheck %s --check-prefix=BYTES
+// BYTES: 0      24.000 s      9.000 s       27.3%    8.00 KiB
 
 // A run's own profile also says how long each actor's optimizer step took
 // (the runtime's --profile writes optimizer_s); with a model and cluster

@@ -73,6 +73,10 @@ struct SimCosts {
   bool rendezvous = false;
   /// Unit of time for reports ("s" or "steps").
   std::string unit = "steps";
+  /// Whether activationBytes and staticBytes are bytes (a model, or a
+  /// profile that measured every stage's activations); otherwise
+  /// stage-micro-batches.
+  bool memoryInBytes = false;
   /// Ranks sharing a node (a measured cluster): per actor, its core group
   /// (-1: a core of its own and no contention), per group the cores its
   /// actors have and the node it is on (groupNode; empty: each group a node
