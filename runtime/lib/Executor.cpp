@@ -979,6 +979,10 @@ double train(flexpipe_rt &rt, const Checkpoint &identity,
 void printSummary(flexpipe_rt &rt, double totalSeconds) {
   Comm &comm = *rt.comm;
   const int64_t ran = rt.options.iterations - rt.firstIteration;
+  // A resume at the last iteration ran none and measured nothing (its
+  // peaks read 0.0 KiB); the start said so. Every rank resumed at the same.
+  if (ran <= 0)
+    return;
   if (comm.rank() == 0 && ran > 1)
     std::printf("mean iteration time %.3f ms (iterations after the first)\n",
                 totalSeconds * 1e3 / (ran - 1));

@@ -201,6 +201,16 @@ std::optional<int> parseReferenceOptions(int argc, char **argv,
                          "       flexpipe-reference --list-operations\n");
     return argc < 2 ? 1 : 0;
   }
+  // The schedule comes first: an option there read as the schedule and its
+  // value as an option ("'1' needs a value").
+  if (std::string(argv[1]).rfind("--", 0) == 0) {
+    std::fprintf(stderr,
+                 "flexpipe-reference: the first argument is the schedule "
+                 "description (SCHEDULE.txt, or ./%s for a file of that "
+                 "name), not the option '%s'\n",
+                 argv[1], argv[1]);
+    return 1;
+  }
   o.schedule = argv[1];
   for (int i = 2; i < argc; ++i) {
     const std::string arg = argv[i];

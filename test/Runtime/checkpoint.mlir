@@ -60,6 +60,7 @@
 // --iterations below it is refused.
 // RUN: %t/a/run-mpi.sh --iterations 6 --resume %t/a/ckpt --losses %t/a/again.losses | FileCheck %s --check-prefix=DONE
 // DONE: nothing to train
+// DONE-NOT: peak activation memory
 // RUN: cmp %t/a/straight.losses %t/a/again.losses
 // RUN: not %t/a/run-mpi.sh --iterations 5 --resume %t/a/ckpt 2>&1 | FileCheck %s --check-prefix=BEYOND
 // BEYOND: flexpipe: rank {{[01]}}: --resume: checkpoint '{{.*}}ckpt/iter-6.rank{{[01]}}' has completed 6 iterations, more than --iterations 5
@@ -139,3 +140,7 @@
 // REFITERS: flexpipe-reference: --iterations must be an integer of at least 1, got '99999999999999999999'
 // RUN: not flexpipe-reference %t/a/schedule.txt --lr nan 2>&1 | FileCheck %s --check-prefix=REFLR
 // REFLR: flexpipe-reference: --lr must be a number between 0 and 1e6, got 'nan'
+// The schedule left out: said so (it read '--iterations' as the schedule
+// and reported "'1' needs a value").
+// RUN: not flexpipe-reference --iterations 1 2>&1 | FileCheck %s --check-prefix=REFNOSCHED
+// REFNOSCHED: flexpipe-reference: the first argument is the schedule description (SCHEDULE.txt, or ./--iterations for a file of that name), not the option '--iterations'
