@@ -204,10 +204,27 @@ struct flexpipe_rt {
   struct Outgoing {
     BufferPtr buffer;
     int sends = 0;
+    /// The transfers of the sends posted so far.
+    std::vector<int64_t> handles;
   };
   std::map<Key, Parts> input, outputGrad;
   std::map<Key, Outgoing> output, inputGrad;
-  std::vector<BufferPtr> sending; // kept alive until the iteration's waitAll
+  /// Buffers every send of which is posted: kept alive until those sends
+  /// have completed (released as soon as the backend says so, at the
+  /// latest at the iteration's waitAll). Kept to the end of the iteration,
+  /// a rank held every message it sent: its peak grew by one message per
+  /// micro-batch.
+  std::vector<Outgoing> sending;
+  void releaseSent() {
+    sending.erase(std::remove_if(sending.begin(), sending.end(),
+                                 [&](const Outgoing &sent) {
+                                   for (int64_t handle : sent.handles)
+                                     if (!comm->completed(handle))
+                                       return false;
+                                   return true;
+                                 }),
+                  sending.end());
+  }
   /// token -> what completes it (the transfer's wait; an all-gather's waits
   /// and its use).
   std::map<int64_t, std::function<void()>> tokens;
@@ -246,6 +263,7 @@ struct flexpipe_rt {
   /// layers keep between forward and backward plus what is in flight.
   double peakBytes = 0;
   void measureMemory() {
+    releaseSent();
     double bytes = 0;
     for (const auto &[s, stage] : stages)
       bytes += static_cast<double>(stage->cachedBytes());
@@ -256,8 +274,8 @@ struct flexpipe_rt {
     for (const auto *map : {&output, &inputGrad})
       for (const auto &[key, outgoing] : *map)
         bytes += outgoing.buffer->bytes();
-    for (const BufferPtr &buffer : sending)
-      bytes += buffer->bytes();
+    for (const Outgoing &sent : sending)
+      bytes += sent.buffer->bytes();
     for (const auto &[key, buffer] : kept)
       bytes += buffer->bytes();
     peakBytes = std::max(peakBytes, bytes);
@@ -1321,6 +1339,9 @@ void flexpipe_rt_bwd(flexpipe_rt *rt, int64_t s, int64_t mb) {
   // output's gradient to arrive.
   rt->traced("B", s, mb, -1, [&] {
     inputGradient(rt, s, mb);
+    // What the weight gradient needs is alive here, as after an igrad: the
+    // fused backward's peak is the split one's.
+    rt->measureMemory();
     weightGradient(rt, s, mb);
   });
 }
@@ -1338,9 +1359,11 @@ static int64_t postSend(flexpipe_rt *rt,
   const int64_t handle =
       rt->comm->isend(buffer.data(), buffer.bytes(), rt->rankOf(peer),
                       messageTag(gradient, static_cast<int>(s)));
-  // The last send keeps the buffer alive until the iteration's waitAll.
+  it->second.handles.push_back(handle);
+  // After the last send the buffer lives until its sends complete.
   if (--it->second.sends == 0) {
-    rt->sending.push_back(std::move(it->second.buffer));
+    rt->releaseSent();
+    rt->sending.push_back(std::move(it->second));
     from.erase(it);
   }
   return handle;

@@ -102,6 +102,13 @@ public:
   void wait(int64_t handle) override {
     waitFor(&requests[handle], 1, &transfers[handle]);
   }
+  bool completed(int64_t handle) override {
+    // A completed request becomes MPI_REQUEST_NULL, which tests (and
+    // waits) complete at once.
+    int done = 0;
+    MPICHECK(MPI_Test(&requests[handle], &done, MPI_STATUS_IGNORE));
+    return done != 0;
+  }
   void waitAll() override {
     waitFor(requests.data(), requests.size(), transfers.data());
     requests.clear();

@@ -40,6 +40,10 @@ public:
   virtual int64_t isend(const void *data, size_t bytes, int peer, int tag) = 0;
   virtual int64_t irecv(void *data, size_t bytes, int peer, int tag) = 0;
   virtual void wait(int64_t handle) = 0;
+  /// Whether transfer `handle` has finished, without blocking: a send's
+  /// buffer may then be released before its wait. False where the backend
+  /// cannot tell (the buffer is then kept until wait or waitAll).
+  virtual bool completed(int64_t handle) { return false; }
   /// Brackets transfers posted together (a send and the receive from the
   /// same peer, mirrored there) that the backend may start as one (NCCL:
   /// one ncclGroupStart / End; MPI's requests progress on their own, so
