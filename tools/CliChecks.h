@@ -20,6 +20,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <iostream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -120,6 +121,31 @@ inline CLI::Validator commaList(CLI::Validator item) {
         return {};
       },
       name);
+}
+
+/// Parses the command line: -1 to go on, else the exit code (0 after
+/// --help). An option written `--name=` with nothing after the `=` is an
+/// error: CLI11 reads it as `--name` and takes the next argument as its
+/// value (`--load-plugin= spec.mlir` loaded the spec as a plugin).
+inline int parseCommandLine(CLI::App &app, int argc, char **argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--")
+      break;
+    if (arg.size() > 3 && arg.compare(0, 2, "--") == 0 &&
+        arg.find('=') == arg.size() - 1) {
+      std::cerr << app.get_name() << ": " << arg
+                << " gives an empty value; write a value after the '=' or "
+                   "leave the option out\n";
+      return 1;
+    }
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError &error) {
+    return app.exit(error) == 0 ? 0 : 1;
+  }
+  return -1;
 }
 
 } // namespace flexpipe

@@ -123,3 +123,11 @@ flexpipe.pipeline @p actors(4) microbatches(8) {
   flexpipe.priority cttp<bwd_first>
   flexpipe.inflight per_actor [4, 3, 2, 1]
 }
+
+// An option with '=' and no value is an error (CLI11 took the next argument
+// as its value: '--load-plugin= SPEC' loaded the spec as a plugin and then
+// said "spec is required").
+// RUN: not flexpipe-compile --load-plugin= %schedules/1f1b.mlir 2>&1 | FileCheck %s --check-prefix=EMPTYVALUE
+// RUN: not flexpipe-tune --model= --cluster %configs/clusters/cpu.yaml 2>&1 | FileCheck %s --check-prefix=EMPTYTUNE
+// EMPTYVALUE: flexpipe-compile: --load-plugin= gives an empty value; write a value after the '=' or leave the option out
+// EMPTYTUNE: flexpipe-tune: --model= gives an empty value; write a value after the '=' or leave the option out

@@ -153,10 +153,5 @@ int flexpipe::parseCompileOptions(int argc, char **argv,
                  "Output file (- for standard output); for cpp and exe a "
                  "directory, SPEC_STEM.ranks when not given")
       ->capture_default_str();
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError &error) {
-    return app.exit(error) == 0 ? 0 : 1;
-  }
-  return -1;
+  return parseCommandLine(app, argc, argv);
 }

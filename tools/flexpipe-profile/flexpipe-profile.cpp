@@ -1486,11 +1486,8 @@ int parseOptions(int argc, char **argv, Options &o) {
   app.add_option("-o,--output", o.output, "The cluster file to write")
       ->capture_default_str();
   app.add_option("--worker", o.worker)->group("");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError &error) {
-    return app.exit(error) == 0 ? 0 : 1;
-  }
+  if (int exit = flexpipe::parseCommandLine(app, argc, argv); exit >= 0)
+    return exit;
   o.mpirunGiven = app.count("--mpirun") > 0 && o.mpirun != "none";
   return -1;
 }

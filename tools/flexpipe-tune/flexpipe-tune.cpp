@@ -700,11 +700,8 @@ int main(int argc, char **argv) {
       "priorities (--priority) to the search (docs/Plugins.md).",
       "flexpipe-tune"};
   addOptions(app, o);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError &error) {
-    return app.exit(error) == 0 ? 0 : 1;
-  }
+  if (int exit = flexpipe::parseCommandLine(app, argc, argv); exit >= 0)
+    return exit;
 
   std::string pluginFlags; // for flexpipe-compile in the written specs
   ModelConfig model;
