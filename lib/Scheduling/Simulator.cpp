@@ -303,18 +303,29 @@ llvm::Error flexpipe::sched::profileCosts(const Program &program,
                                           const Profile &profile, SimCosts &c) {
   c = unitCosts(program);
   c.unit = "s";
-  // Activations in bytes where the profile measured every stage's, else
-  // counted in stage-micro-batches (unitCosts' 1 each): never a mix.
+  // Activations in bytes where the profile measured every computing
+  // stage's (a registered stage holds none), else counted in
+  // stage-micro-batches (unitCosts' 1 each): never a mix.
+  auto registered = [&](int32_t s) {
+    return s < static_cast<int32_t>(program.stageMeta.size()) &&
+           program.stageMeta[s].isRegistered();
+  };
   c.memoryInBytes = true;
   for (int32_t s = 0; s < program.numStages; ++s) {
     const Profile::Stage *measured = profile.stage(s);
     if (measured)
       c.duration[s] = measured->durations();
-    c.memoryInBytes = c.memoryInBytes && measured && measured->activationBytes;
+    c.memoryInBytes =
+        c.memoryInBytes &&
+        (registered(s) || (measured && measured->activationBytes));
   }
   if (c.memoryInBytes)
-    for (int32_t s = 0; s < program.numStages; ++s)
-      c.activationBytes[s] = *profile.stage(s)->activationBytes;
+    for (int32_t s = 0; s < program.numStages; ++s) {
+      const Profile::Stage *measured = profile.stage(s);
+      c.activationBytes[s] = measured && measured->activationBytes
+                                 ? *measured->activationBytes
+                                 : 0;
+    }
   const int32_t n = program.numActors;
   c.latency.assign(static_cast<size_t>(n) * n, 0);
   c.bandwidth.assign(static_cast<size_t>(n) * n, 0);

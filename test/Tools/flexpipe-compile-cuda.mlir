@@ -31,7 +31,7 @@
 // MPI: mpirun ${FLEXPIPE_MPIRUN_FLAGS---oversubscribe} -np 1 "$dir/rank0" "$@" : -np 1 "$dir/rank1" "$@" : -np 1 "$dir/rank0" "$@" : -np 1 "$dir/rank1" "$@"
 // RUN: FileCheck %s --check-prefix=SLURM < %t/1f1b.ranks/run-slurm.sh
 // SLURM: exec "$dir/rank$((SLURM_PROCID % 2))" "$@"
-// SLURM: exec srun --ntasks=4 ${FLEXPIPE_SRUN_FLAGS-} "$dir/run-slurm.sh" "$@"
+// SLURM: exec srun --ntasks=4 ${FLEXPIPE_SRUN_FLAGS-} "$dir/run-slurm.sh" --flexpipe-slurm-task "$@"
 
 // The generated C++ is the same for both backends; only the link differs.
 // RUN: flexpipe-compile %schedules/1f1b.mlir --actors 2 --microbatches 4 --dp 2 --emit=cpp -o %t/cpu

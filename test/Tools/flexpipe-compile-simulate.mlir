@@ -72,6 +72,12 @@
 // RUN: for s in 0 1 2 3; do printf '  - {stage: %%s, fwd_s: 1, bwd_s: 2, activation_bytes: 2048}\n' $s >> %t.bytes.yaml; done
 // RUN: flexpipe-compile %schedules/1f1b.mlir --profile %t.bytes.yaml --emit=report | FileCheck %s --check-prefix=BYTES
 // BYTES: 0      24.000 s      9.000 s       27.3%    8.00 KiB
+// A registered stage (the two-tower example's sync stage, 10) holds no
+// activations: bytes without an entry for it.
+// RUN: printf 'stages:\n' > %t.towers.yaml
+// RUN: for s in 0 1 2 3 4 5 6 7 8 9; do printf '  - {stage: %%s, fwd_s: 1, bwd_s: 2, activation_bytes: 1024}\n' $s >> %t.towers.yaml; done
+// RUN: flexpipe-compile %examples/clip-mixed.mlir --profile %t.towers.yaml --emit=report | FileCheck %s --check-prefix=TOWERS
+// TOWERS: 0      48.000 s      15.000 s      23.8%    12.00 KiB
 
 // A run's own profile also says how long each actor's optimizer step took
 // (the runtime's --profile writes optimizer_s); with a model and cluster

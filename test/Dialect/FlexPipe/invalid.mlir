@@ -772,8 +772,8 @@ flexpipe.pipeline @p actors(2) microbatches(2) {
 
 flexpipe.pipeline @p actors(2) microbatches(2) {
   flexpipe.module @gpt layers(2) placement(one_to_one)
-  // expected-error @+1 {{expected a number, not "four"}}
-  flexpipe.optimize gradient_separation memory_bound("four")
+  // expected-error @+1 {{expected a number, not true}}
+  flexpipe.optimize gradient_separation memory_bound(true)
 }
 
 // -----

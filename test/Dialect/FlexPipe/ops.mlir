@@ -138,6 +138,8 @@ flexpipe.pipeline @zero_bubble actors(4) microbatches(8) {
 // CHECK:         flexpipe.optimize gradient_separation memory_bound(3.000000e+00)
 // CHECK-LABEL: flexpipe.pipeline @hex_bound
 // CHECK:         flexpipe.optimize gradient_separation memory_bound(2.500000e+00)
+// CHECK-LABEL: flexpipe.pipeline @large_bound
+// CHECK:         flexpipe.optimize gradient_separation memory_bound(9.2233720368547758E+18)
 flexpipe.pipeline @integer_bound actors(2) microbatches(2) {
   flexpipe.module @gpt layers(2) placement(one_to_one)
   flexpipe.optimize gradient_separation memory_bound(3)
@@ -145,6 +147,11 @@ flexpipe.pipeline @integer_bound actors(2) microbatches(2) {
 flexpipe.pipeline @hex_bound actors(2) microbatches(2) {
   flexpipe.module @gpt layers(2) placement(one_to_one)
   flexpipe.optimize gradient_separation memory_bound(0x4004000000000000)
+}
+// (2^63 read as a negative 64-bit integer.)
+flexpipe.pipeline @large_bound actors(2) microbatches(2) {
+  flexpipe.module @gpt layers(2) placement(one_to_one)
+  flexpipe.optimize gradient_separation memory_bound(9223372036854775808)
 }
 
 // The clauses in any order; printed in the canonical one.

@@ -91,28 +91,41 @@ static void printCount(OpAsmPrinter &printer, Operation *, IntegerAttr attr,
   printer << attr.getInt();
 }
 
-/// A bound written as a number, integer or not (`memory_bound(4)` or
-/// `memory_bound(2.5)`); MLIR's float attribute syntax refuses the decimal
-/// integer. A hexadecimal literal is the double's bits, as MLIR prints a
-/// double that no decimal spelling gives back exactly.
+/// A bound written as a number literal, integer or not (`memory_bound(4)`
+/// or `memory_bound(2.5)`); MLIR's float attribute syntax refuses the
+/// decimal integer. A hexadecimal literal is the double's bits, as MLIR
+/// prints a double that no decimal spelling gives back exactly. The integer
+/// is read from its spelling: MLIR's integer parser also takes `true`, and
+/// hands back a width that does not say the sign.
 static ParseResult parseBound(OpAsmParser &parser, FloatAttr &attr) {
+  // (The sign apart: the integer parser takes `-` and then only an integer.)
+  const bool negative = succeeded(parser.parseOptionalMinus());
   llvm::SMLoc loc = parser.getCurrentLocation();
-  Attribute number;
-  if (parser.parseAttribute(number))
+  APInt integer;
+  OptionalParseResult parsed = parser.parseOptionalInteger(integer);
+  double value = 0;
+  if (!parsed.has_value()) {
+    if (parser.parseFloat(value))
+      return failure();
+  } else if (failed(*parsed)) {
     return failure();
-  Builder &builder = parser.getBuilder();
-  if (auto real = dyn_cast<FloatAttr>(number)) {
-    attr = builder.getF64FloatAttr(real.getValueAsDouble());
-    return success();
+  } else {
+    StringRef spelling(loc.getPointer(),
+                       parser.getCurrentLocation().getPointer() -
+                           loc.getPointer());
+    spelling = spelling.trim();
+    uint64_t bits = 0;
+    if (spelling.consume_front("0x")) {
+      if (spelling.getAsInteger(16, bits))
+        return parser.emitError(loc)
+               << "a hexadecimal bound is a double's 64 bits, not 0x"
+               << spelling;
+      value = llvm::bit_cast<double>(bits);
+    } else if (!llvm::to_float(spelling, value)) {
+      return parser.emitError(loc) << "expected a number, not " << spelling;
+    }
   }
-  auto integer = dyn_cast<IntegerAttr>(number);
-  if (!integer)
-    return parser.emitError(loc) << "expected a number, not " << number;
-  if (StringRef(loc.getPointer()).starts_with("0x"))
-    attr = builder.getF64FloatAttr(
-        llvm::bit_cast<double>(integer.getValue().getZExtValue()));
-  else
-    attr = builder.getF64FloatAttr(integer.getValue().getSExtValue());
+  attr = parser.getBuilder().getF64FloatAttr(negative ? -value : value);
   return success();
 }
 
