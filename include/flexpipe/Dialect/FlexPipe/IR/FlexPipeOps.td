@@ -419,14 +419,14 @@ def FlexPipe_OptimizeOp : FlexPipe_Op<"optimize", [HasParent<"PipelineOp">]> {
     - `gradient_separation`: additionally moves weight gradients into later
       bubbles with the stash-and-insert algorithm, never exceeding
       `memory_bound` (peak activation memory per actor in the simulator's
-      units, a number: `4` and `4.0` are the same; when omitted, the peak of the order it separates with every
-      weight gradient right after its input gradient: each actor's static
-      plus activation memory stays within the largest such sum over actors.
-      Under `--time-model=cost` with a model and a cluster the scheduler
-      picks between its greedy and step-model orders by their separated
-      times, so that order, and its peak, may differ from the one picked
-      without separation) and
-      trying at most `max_rounds` stash-and-insert rounds (the pass's
+      units, a number: `4` and `4.0` are the same; when omitted, the peak
+      of the order it separates with every weight gradient right after its
+      input gradient: each actor's static plus activation memory stays
+      within the largest such sum over actors. Under `--time-model=cost`
+      with a model and a cluster the scheduler picks between its greedy and
+      step-model orders by their separated times, so that order, and its
+      peak, may differ from the one picked without separation) and trying
+      at most `max_rounds` stash-and-insert rounds (the pass's
       option, 2000 by default, when omitted)
       (`-flexpipe-gradient-separation`, which implies `split_backward`);
     - `async_comm`: receives are posted early and waited on right before
