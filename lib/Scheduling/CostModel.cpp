@@ -20,6 +20,12 @@
 // scores' softmax (the 5 a s / h) is not kept, only an fp32 log-sum-exp per
 // query row and head, 4 a s b bytes; the LM head keeps its logits and their
 // fp32 softmax, b s V (dtype + 4) bytes.
+// What a micro-batch keeps from its input gradient to its weight gradient
+// (the weight-gradient state; ZB's M_W): per layer, the inputs of the four
+// matmuls and the two LayerNorms with the gradients of their outputs,
+// (9 + 11) s b h values; the LM head its input and its logits' gradient,
+// b s (3 h + V) values with the final norm's; the embedding its output's
+// gradient, b s h. The input gradient frees the rest of the activations.
 // Static memory: parameters x (2 x dtype for weights and gradients + 12 for
 // fp32 master weights and Adam's two moments).
 //
@@ -170,14 +176,17 @@ StageCost flexpipe::sched::stageCost(const StageShape &shape,
   c.activationBytes = model.flashAttention
                           ? layers * (s * b * h * 34 * d / 2 + 4 * a * s * b)
                           : layers * s * b * h * (34 + 5 * a * s / h) * d / 2;
+  c.weightGradBytes = layers * 20 * s * b * h * d;
   c.parameters = layers * (12 * h * h + 13 * h);
   if (shape.first && m.vocab > 0) {
     c.activationBytes += s * b * h * d; // embedding output
+    c.weightGradBytes += s * b * h * d; // its gradient
     c.parameters += v * h + s * h;      // token and position embeddings
   }
   if (shape.last && m.hasHead()) {
-    c.activationBytes += b * s * v * (d + 4); // logits + fp32 softmax
-    c.parameters += v * h + 2 * h;            // LM head and final norm
+    c.activationBytes += b * s * v * (d + 4);     // logits + fp32 softmax
+    c.weightGradBytes += b * s * (3 * h + v) * d; // see the file comment
+    c.parameters += v * h + 2 * h;                // LM head and final norm
   }
   c.staticBytes = c.parameters * (2 * d + 12);
   c.messageBytes = b * s * h * d;

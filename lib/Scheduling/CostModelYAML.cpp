@@ -521,7 +521,7 @@ llvm::Error flexpipe::sched::loadProfile(const std::string &path,
       const std::string swhat = "a profiled stage";
       r.expectMap(node, swhat,
                   {"stage", "fwd_s", "bwd_s", "igrad_s", "wgrad_s",
-                   "activation_bytes"});
+                   "activation_bytes", "weight_grad_bytes"});
       Profile::Stage s;
       s.stage = r.integer(r.required(node, "stage", swhat), "stage", 0);
       s.fwd = r.number(r.required(node, "fwd_s", swhat), "fwd_s", 0, false);
@@ -541,6 +541,14 @@ llvm::Error flexpipe::sched::loadProfile(const std::string &path,
       if (node["activation_bytes"])
         s.activationBytes =
             r.number(node["activation_bytes"], "activation_bytes", 0, false);
+      if (node["weight_grad_bytes"]) {
+        if (!s.activationBytes)
+          r.fail(node["weight_grad_bytes"].Mark(),
+                 "weight_grad_bytes needs the stage's activation_bytes (what "
+                 "its input gradient trades for the weight-gradient state)");
+        s.weightGradBytes =
+            r.number(node["weight_grad_bytes"], "weight_grad_bytes", 0, false);
+      }
       if (profile.stage(s.stage))
         r.fail(node.Mark(), "stage " + std::to_string(s.stage) +
                                 " is profiled twice");
@@ -595,6 +603,8 @@ std::string flexpipe::sched::formatProfile(const Profile &profile) {
        << ", wgrad_s: " << s.wgrad;
     if (s.activationBytes)
       os << ", activation_bytes: " << *s.activationBytes;
+    if (s.weightGradBytes)
+      os << ", weight_grad_bytes: " << *s.weightGradBytes;
     os << "}\n";
   }
   if (!profile.messages.empty()) {

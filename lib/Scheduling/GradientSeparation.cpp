@@ -65,7 +65,9 @@ struct Item {
   int32_t actor, stage, mb;
   int32_t index;       ///< position in the actor's input program
   int32_t weight = -1; ///< Igrad: its Wgrad item
-  double duration = 0, activation = 0;
+  double duration = 0;
+  /// What it takes and frees of its actor's memory.
+  SimCosts::MemoryEffect memory;
 };
 
 /// One re-timing: where every item ran, in which order per actor.
@@ -269,7 +271,7 @@ llvm::Error Separator::collectItems() {
         slot = &sameNext[*slot];
       }
       item.duration = costs.durationOf(op.stage, op.kind);
-      item.activation = costs.activationOf(op.stage);
+      item.memory = costs.memoryEffect(op.kind, op.stage);
       // `slot` may point into sameNext: write it before that grows.
       const int32_t id = static_cast<int32_t>(items.size());
       *slot = id;
@@ -554,12 +556,8 @@ bool Separator::Retimer::fail(std::string error) {
 bool Separator::Retimer::start(int32_t a, int32_t id) {
   const Item &item = s.items[id];
   const double now = core.now();
-  if (item.kind == OpKind::Fwd) {
-    held[a] += item.activation;
-    t.peak[a] = std::max(t.peak[a], held[a]);
-  } else if (endsBackward(item.kind)) {
-    held[a] -= item.activation;
-  }
+  t.peak[a] = std::max(t.peak[a], held[a] + item.memory.peak);
+  held[a] += item.memory.after;
   t.start[id] = now;
   if (core.groupOf(a) < 0)
     known(id, now + item.duration);
@@ -634,13 +632,16 @@ bool Separator::Retimer::step(int32_t a, bool settled) {
     }
     at = std::max(at, s.arrival(t, d, x, now));
   }
-  if (item.kind == OpKind::Fwd &&
-      s.reserved[a] + held[a] + item.activation > bound * (1 + 1e-9)) {
+  // A computation that takes memory (a forward; an input gradient whose
+  // weight-gradient state outweighs its activations) waits for a stashed
+  // weight gradient to free some where it would pass the bound.
+  if (item.memory.peak > 0 &&
+      s.reserved[a] + held[a] + item.memory.peak > bound * (1 + 1e-9)) {
     if (stash[a].empty()) {
       std::ostringstream os;
       os << "actor " << a << " needs more than the memory bound "
-         << bound - s.reserved[a] << " for fwd stage " << item.stage << " mb "
-         << item.mb;
+         << bound - s.reserved[a] << " for " << opKindName(item.kind)
+         << " stage " << item.stage << " mb " << item.mb;
       return fail(os.str());
     }
     return startStashed(a);

@@ -209,6 +209,7 @@ llvm::Error flexpipe::sched::modelCosts(const Program &program,
   c.memoryLimit = cluster.memoryBytes;
   c.duration.resize(program.numStages);
   c.activationBytes.resize(program.numStages);
+  c.weightGradBytes.resize(program.numStages);
   c.staticBytes.resize(program.numStages);
   c.messageBytes.resize(program.numStages);
   for (int32_t s = 0; s < program.numStages; ++s) {
@@ -236,13 +237,16 @@ llvm::Error flexpipe::sched::modelCosts(const Program &program,
     const double k = sharing[s];
     c.duration[s] = stageDurations(shape, model, cluster, k);
     c.activationBytes[s] = cost.activationBytes / k;
+    c.weightGradBytes[s] = cost.weightGradBytes / k;
     c.staticBytes[s] = cost.staticBytes / k;
     c.messageBytes[s] = cost.messageBytes;
     if (profile) {
       c.duration[s] = profile->durationsOr(s, c.duration[s]);
       if (const Profile::Stage *measured = profile->stage(s);
-          measured && measured->activationBytes)
+          measured && measured->activationBytes) {
         c.activationBytes[s] = *measured->activationBytes;
+        c.weightGradBytes[s] = measured->weightGradOr(c.activationBytes[s]);
+      }
     }
   }
   // The loss statistics of a vocabulary-parallel head (a shared stage of no
@@ -319,13 +323,17 @@ llvm::Error flexpipe::sched::profileCosts(const Program &program,
         c.memoryInBytes &&
         (registered(s) || (measured && measured->activationBytes));
   }
-  if (c.memoryInBytes)
+  if (c.memoryInBytes) {
+    c.weightGradBytes.assign(program.numStages, 0);
     for (int32_t s = 0; s < program.numStages; ++s) {
       const Profile::Stage *measured = profile.stage(s);
       c.activationBytes[s] = measured && measured->activationBytes
                                  ? *measured->activationBytes
                                  : 0;
+      if (measured)
+        c.weightGradBytes[s] = measured->weightGradOr(c.activationBytes[s]);
     }
+  }
   const int32_t n = program.numActors;
   c.latency.assign(static_cast<size_t>(n) * n, 0);
   c.bandwidth.assign(static_cast<size_t>(n) * n, 0);
@@ -354,13 +362,10 @@ llvm::Error Simulator::prepare(const Program &program) {
   actorsOfStage = stageActors(program);
   ops.clear();
   ops.reserve(graph.numOps());
-  splitActor.assign(numActors, 0);
   for (int32_t a = 0; a < numActors; ++a)
-    for (const ProgOp &p : program.actors[a]) {
+    for (const ProgOp &p : program.actors[a])
       ops.push_back({p.kind, a, p.stage, p.mb, p.peer,
                      p.token >= 0 && isCollective(p.kind)});
-      splitActor[a] |= p.kind == OpKind::Wgrad;
-    }
   return llvm::Error::success();
 }
 
@@ -586,19 +591,15 @@ SimResult Simulator::run(const SimCosts &costs) const {
     r.bubble[a] = r.iterationTime > 0 ? r.idle[a] / r.iterationTime : 0;
   }
 
-  // Activation memory: a micro-batch's activations from its forward until
-  // its weight gradient (its backward where the actor does not split).
+  // Activation memory: what each computation takes and frees, in the
+  // actor's order (SimCosts::memoryEffect).
   for (int32_t a = 0; a < n; ++a) {
     double held = 0;
-    const OpKind release = splitActor[a] ? OpKind::Wgrad : OpKind::Bwd;
     for (int32_t id = graph.actorBegin[a]; id < graph.actorBegin[a + 1]; ++id) {
-      const Op &op = ops[id];
-      if (op.kind == OpKind::Fwd) {
-        held += costs.activationOf(op.stage);
-        r.peakActivation[a] = std::max(r.peakActivation[a], held);
-      } else if (op.kind == release) {
-        held -= costs.activationOf(op.stage);
-      }
+      const SimCosts::MemoryEffect effect =
+          costs.memoryEffect(ops[id].kind, ops[id].stage);
+      r.peakActivation[a] = std::max(r.peakActivation[a], held + effect.peak);
+      held += effect.after;
     }
   }
 

@@ -216,6 +216,14 @@ public:
     linearInputGrad(s.dqkv, wqkv, t, h, 3 * h, s.dh1, false);
     dx = dx2;
     layerNormInputGrad(s.x, s.dh1, ln1g, s.mean1, s.rstd1, t, h, dx);
+    // What only the input gradient reads goes now (as on the CUDA backend):
+    // the weight gradient needs each product's input and output gradient
+    // and the LayerNorms' inputs, not qkv, the probabilities or the MLP's
+    // pre-activation. The cost model's weight-gradient state
+    // (docs/CostModel.md) counts what stays.
+    Tensor().swap(s.qkv);
+    Tensor().swap(s.probs);
+    Tensor().swap(s.pre);
   }
 
   void weightGrad(int64_t mb) override {
@@ -623,7 +631,10 @@ float VocabHead::combine(int64_t mb, const std::vector<double> &all) {
 void VocabHead::inputGrad(int64_t mb, Tensor &dhidden, float lossScale) {
   const int64_t t = config.tokens(), h = config.hidden, v = slice.size();
   State &s = states.at(mb);
-  s.dlogits = s.probs;
+  // The logit gradients replace the probabilities: the head keeps one
+  // vocabulary-wide array per micro-batch from here to its weight gradient.
+  s.dlogits = std::move(s.probs);
+  s.probs = Tensor();
   for (int64_t r = 0; r < t; ++r)
     if (s.targets[r] >= slice.begin && s.targets[r] < slice.end)
       s.dlogits[r * v + s.targets[r] - slice.begin] -= 1.0f;

@@ -402,6 +402,51 @@ TEST_CASE("actors over the device memory are flagged", "[simulator]") {
   CHECK(r.overMemory == std::vector<bool>{false, true});
 }
 
+TEST_CASE("the input gradient trades activations for the weight-gradient "
+          "state",
+          "[simulator]") {
+  // One actor, one stage: F0 F1 I0 I1 W0 W1 with activations 10 and a
+  // weight-gradient state of 6 (then 14) per micro-batch.
+  Program program;
+  program.numActors = 1;
+  program.numStages = 1;
+  program.numMicrobatches = 2;
+  program.actors = {{{OpKind::Fwd, 0, 0},
+                     {OpKind::Fwd, 0, 1},
+                     {OpKind::Igrad, 0, 0},
+                     {OpKind::Igrad, 0, 1},
+                     {OpKind::Wgrad, 0, 0},
+                     {OpKind::Wgrad, 0, 1}}};
+  SimCosts costs = unitCosts(program);
+  costs.activationBytes = {10};
+  // Not given: the activations stay to the weight gradient.
+  CHECK(simulate(program, costs).peakActivation[0] == 20);
+  costs.weightGradBytes = {6};
+  CHECK(simulate(program, costs).peakActivation[0] == 20);
+  costs.weightGradBytes = {14};
+  CHECK(simulate(program, costs).peakActivation[0] == 28);
+  // Fused: a backward holds the state between its halves, over what the
+  // other micro-batch keeps.
+  program.actors = {{{OpKind::Fwd, 0, 0},
+                     {OpKind::Fwd, 0, 1},
+                     {OpKind::Bwd, 0, 0},
+                     {OpKind::Bwd, 0, 1}}};
+  CHECK(simulate(program, costs).peakActivation[0] == 24);
+  costs.weightGradBytes = {6};
+  CHECK(simulate(program, costs).peakActivation[0] == 20);
+  // Every computation's effect nets to zero over a micro-batch.
+  for (double state : {0.0, 6.0, 14.0}) {
+    costs.weightGradBytes = {state};
+    double split = 0, fused = 0;
+    for (OpKind kind : {OpKind::Fwd, OpKind::Igrad, OpKind::Wgrad})
+      split += costs.memoryEffect(kind, 0).after;
+    for (OpKind kind : {OpKind::Fwd, OpKind::Bwd})
+      fused += costs.memoryEffect(kind, 0).after;
+    CHECK(split == 0);
+    CHECK(fused == 0);
+  }
+}
+
 TEST_CASE("the cost model counts embedding and LM head where they sit",
           "[costmodel]") {
   ModuleModel gpt{"gpt", 64, 2560, 64, 512, 1000000, true};
@@ -455,6 +500,17 @@ TEST_CASE("the cost model counts embedding and LM head where they sit",
   model.flashAttention = true;
   CHECK(stageCost(middle, model, cluster).activationBytes ==
         Approx(8 * (s * h * 34 + 4 * a * s)));
+  // The weight-gradient state: 20 s b h values per layer (the products'
+  // and LayerNorms' inputs and output gradients); the head adds its input,
+  // the final norm's and the logits' gradient, b s (3 h + V); the
+  // embedding its output's gradient.
+  const double v = 1e6, d = 2;
+  CHECK(stageCost(middle, model, cluster).weightGradBytes ==
+        Approx(8 * 20 * s * h * d));
+  CHECK(stageCost(last, model, cluster).weightGradBytes ==
+        Approx(8 * 20 * s * h * d + s * (3 * h + v) * d));
+  CHECK(stageCost(first, model, cluster).weightGradBytes ==
+        Approx(8 * 20 * s * h * d + s * h * d));
 }
 
 TEST_CASE("a measured cluster prices layers, contention and the optimizer",

@@ -178,8 +178,11 @@ struct ClusterConfig {
 struct StageCost {
   double fwd = 0, bwd = 0, igrad = 0, wgrad = 0; ///< seconds
   /// Bytes a micro-batch keeps alive from its forward until its backward
-  /// (or weight gradient) on this stage.
+  /// (or input gradient) on this stage.
   double activationBytes = 0;
+  /// Bytes it keeps from its input gradient until its weight gradient: the
+  /// weight-gradient state (SimCosts::memoryEffect).
+  double weightGradBytes = 0;
   /// Parameters of the stage and the bytes they, their gradients and the
   /// optimizer state take.
   double parameters = 0;
@@ -330,6 +333,12 @@ struct Profile {
     int64_t stage = 0;
     double fwd = 0, bwd = 0, igrad = 0, wgrad = 0;
     std::optional<double> activationBytes;
+    /// The weight-gradient state (only with activationBytes; without it the
+    /// activations stay to the weight gradient).
+    std::optional<double> weightGradBytes;
+    double weightGradOr(double activation) const {
+      return weightGradBytes ? *weightGradBytes : activation;
+    }
     /// The measured durations, in Durations order (a profile measures each
     /// actor's own share of a shared stage).
     Durations durations() const { return {fwd, bwd, igrad, wgrad}; }

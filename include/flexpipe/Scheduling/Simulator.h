@@ -49,9 +49,13 @@ namespace flexpipe::sched {
 struct SimCosts {
   /// Per stage: durations of fwd, bwd, igrad, wgrad (CompKind order).
   std::vector<std::array<double, kNumCompKinds>> duration;
-  /// Per stage: bytes a micro-batch keeps alive from forward to release, and
-  /// parameter/gradient/optimizer bytes.
+  /// Per stage: bytes a micro-batch keeps alive from its forward to its
+  /// backward (or input gradient), and parameter/gradient/optimizer bytes.
   std::vector<double> activationBytes, staticBytes;
+  /// Per stage: bytes it keeps from its input gradient to its weight
+  /// gradient (what the weight gradient reads); a stage not listed keeps
+  /// its activations (memoryEffect).
+  std::vector<double> weightGradBytes;
   /// Per stage: bytes of each message it sends.
   std::vector<double> messageBytes;
   /// Per (from, to) actor pair: latency (s) and bandwidth (bytes/s, 0 for
@@ -121,6 +125,41 @@ struct SimCosts {
     return stage >= 0 && static_cast<size_t>(stage) < activationBytes.size()
                ? activationBytes[stage]
                : 0.0;
+  }
+  /// The weight-gradient state of a micro-batch on `stage`: weightGradBytes,
+  /// or its activations where that is not given.
+  double weightGradOf(int32_t stage) const {
+    return stage >= 0 && static_cast<size_t>(stage) < weightGradBytes.size()
+               ? weightGradBytes[stage]
+               : activationOf(stage);
+  }
+  /// How one computation changes what its actor holds: `peak` while it runs
+  /// (at its end, or in a backward between its two halves, where the
+  /// runtime measures), `after` once it is done. A forward takes the
+  /// activations; an input gradient trades them for the weight-gradient
+  /// state, which the weight gradient frees; a backward frees the
+  /// activations, holding the weight-gradient state between its halves.
+  /// The one memory rule: the simulator and gradient separation both count
+  /// with it.
+  struct MemoryEffect {
+    double peak = 0, after = 0;
+  };
+  MemoryEffect memoryEffect(OpKind kind, int32_t stage) const {
+    const double activation = activationOf(stage);
+    switch (kind) {
+    case OpKind::Fwd:
+      return {activation, activation};
+    case OpKind::Igrad: {
+      const double traded = weightGradOf(stage) - activation;
+      return {traded, traded};
+    }
+    case OpKind::Wgrad:
+      return {0, -weightGradOf(stage)};
+    case OpKind::Bwd:
+      return {std::max(0.0, weightGradOf(stage) - activation), -activation};
+    default:
+      return {};
+    }
   }
 };
 
@@ -286,7 +325,6 @@ private:
   /// Receives matched to sends, collective instances and a run order: the
   /// verifier's replay (Program.h), which this simulator only times.
   ProgramGraph graph;
-  std::vector<uint8_t> splitActor; // actor uses igrad/wgrad
   std::vector<std::vector<int32_t>> actorsOfStage; // stageActors
 };
 
