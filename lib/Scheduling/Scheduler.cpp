@@ -1314,10 +1314,12 @@ void Engine::diagnoseStuck(ScheduleResult &res, double now) {
                "instruction type is held back stays idle; the default "
                "next-type rule would try the next type)";
   res.error = summary.str();
-  res.actors.clear();
+  // The explanations ask plugin checks, which view the actors' programs as
+  // scheduled so far (runChecks): the result drops them only at the end.
   std::ostringstream cycle;
   if ((res.cycleDependency = explainDependencyCycle(cycle)) >= 0) {
     res.error = cycle.str();
+    res.actors.clear();
     return;
   }
   const int32_t numRegs = static_cast<int32_t>(p.registered.size());
@@ -1342,6 +1344,7 @@ void Engine::diagnoseStuck(ScheduleResult &res, double now) {
       explainFirstWaiting(actor, os);
     res.waits.push_back(os.str());
   }
+  res.actors.clear();
 }
 
 std::string Engine::describeItem(CompKind kind, int32_t part,

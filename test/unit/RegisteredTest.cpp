@@ -232,6 +232,22 @@ TEST_CASE("a schedule that hooks stop is explained by the hook",
   REQUIRE_FALSE(r.waits.empty());
   CHECK_THAT(r.waits[0], Catch::EndsWith("is ready, but a plugin check "
                                          "function refuses it"));
+  // The explanation asks the checks again: they view the actors' programs
+  // as scheduled when the run stopped (the result dropped them first, and
+  // the checks read freed memory). This one lets each actor run its first
+  // micro-batch and refuses the rest; asked while explaining, it sees two
+  // computations on each actor.
+  p.checks.clear();
+  std::vector<int64_t> seen;
+  p.checks.push_back([&](const StepView &view, const ReadyItem &item) {
+    seen.push_back(view.scheduled);
+    return item.mb == 0;
+  });
+  r = schedule(p, TimeModel::Step);
+  REQUIRE_FALSE(r.ok);
+  REQUIRE_FALSE(seen.empty());
+  CHECK(seen.back() == 2);
+  CHECK(r.actors.empty());
   // A priority that always stays idle.
   p.checks.clear();
   p.customPriorities.assign(
