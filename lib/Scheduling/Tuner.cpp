@@ -1345,9 +1345,11 @@ llvm::Expected<TuneResult> flexpipe::sched::tune(const ModelConfig &model,
   return result;
 }
 
-std::optional<Evaluation> flexpipe::sched::bestBaseline(
-    const ModelConfig &model, const ClusterConfig &cluster,
-    const TuneOptions &options, bool vocabParallel, const TuneResult *known) {
+std::optional<Evaluation>
+flexpipe::sched::bestBaseline(const ModelConfig &model,
+                              const ClusterConfig &cluster,
+                              const TuneOptions &options, bool vocabParallel,
+                              const TuneResult *known, std::string *whyNone) {
   auto lookup = [&](const Candidate &c) -> std::optional<Evaluation> {
     if (!known)
       return std::nullopt;
@@ -1369,8 +1371,20 @@ std::optional<Evaluation> flexpipe::sched::bestBaseline(
   // Known evaluations first, then the others in the order of their lower
   // bounds, simulated only while they can still beat the best.
   std::optional<Evaluation> best;
+  // Why the configurations that lost did (for whyNone).
+  int64_t overMemory = 0, failed = 0;
+  std::string firstError;
+  auto lost = [&](const Evaluation &e) {
+    if (!e.ok()) {
+      if (failed++ == 0)
+        firstError = e.error;
+      return true;
+    }
+    overMemory += !e.fitsMemory;
+    return !e.fitsMemory;
+  };
   auto consider = [&](Evaluation e) {
-    if (e.ok() && e.fitsMemory && (!best || ranksBefore(e, *best)))
+    if (!lost(e) && (!best || ranksBefore(e, *best)))
       best = std::move(e);
   };
   std::vector<Candidate> unknown;
@@ -1422,13 +1436,16 @@ std::optional<Evaluation> flexpipe::sched::bestBaseline(
           if (best)
             limit = best->iterationTime;
         }
-        if (bound[order[k]] >= limit)
+        // An infinite bound (static memory over the limit, or no problem
+        // to build) is evaluated while nothing was found, which says why
+        // at once: whyNone counts it.
+        if (std::isfinite(limit) && bound[order[k]] >= limit)
           return;
         Evaluation e = evaluate(unknown[order[k]], model, cluster, options,
                                 nullptr, nullptr, limit);
-        if (!e.ok() || !e.fitsMemory)
-          return;
         std::lock_guard<std::mutex> lock(bestMutex);
+        if (lost(e))
+          return;
         if (!best || ranksBefore(e, *best) ||
             (!ranksBefore(*best, e) && k + 1 < bestAt)) {
           best = std::move(e);
@@ -1436,5 +1453,19 @@ std::optional<Evaluation> flexpipe::sched::bestBaseline(
         }
       },
       nullptr);
+  if (!best && whyNone) {
+    std::ostringstream os;
+    if (overMemory + failed == 0)
+      os << "none of the searched (pp, mbs) can run it";
+    else if (failed == 0)
+      os << "no configuration fits in memory";
+    else
+      os << (overMemory ? std::to_string(overMemory) + " configurations over "
+                                                       "memory, "
+                        : std::string())
+         << failed << (failed == 1 ? " configuration" : " configurations")
+         << " not scheduled (the first: " << firstError << ")";
+    *whyNone = os.str();
+  }
   return best;
 }

@@ -413,7 +413,18 @@ TEST_CASE("the tuner adds candidates for plugin priorities and applies "
   const Evaluation stuck = evaluate(strict, model, c, *vetoed);
   CHECK(llvm::StringRef(stuck.error)
             .starts_with("cannot be scheduled: no actor can make progress"));
-  CHECK_FALSE(bestBaseline(model, c, *vetoed, false).has_value());
+  // And says why: not memory (it said "no configuration fits in memory").
+  std::string why;
+  CHECK_FALSE(
+      bestBaseline(model, c, *vetoed, false, nullptr, &why).has_value());
+  CHECK_THAT(why, Catch::Contains("not scheduled (the first: cannot be "
+                                  "scheduled: no actor can make progress"));
+  CHECK_THAT(why, !Catch::Contains("memory"));
+  // Only memory: said so.
+  TuneOptions tight = *custom;
+  tight.memoryLimit = 1;
+  CHECK_FALSE(bestBaseline(model, c, tight, false, nullptr, &why).has_value());
+  CHECK(why == "no configuration fits in memory");
 
   // Names must be unique and hooks complete.
   o.checks.push_back({"never", no});

@@ -509,8 +509,8 @@ bool prepareOutput(const std::string &output) {
 /// best (pp, dp, mbs).
 void printRanking(const ModelConfig &model, const ClusterConfig &cluster,
                   const TuneOptions &resolved, const TuneResult &result,
-                  const std::optional<Evaluation> (&baseline)[2], size_t top,
-                  double elapsed) {
+                  const std::optional<Evaluation> (&baseline)[2],
+                  const std::string (&whyNone)[2], size_t top, double elapsed) {
   size_t overMemory = 0, unschedulable = 0;
   for (const Evaluation &e : result.rejected)
     if (!e.skipped)
@@ -551,13 +551,12 @@ void printRanking(const ModelConfig &model, const ClusterConfig &cluster,
       return m.canSplitVocabulary(pp);
     });
     if (!baseline[vp]) {
-      llvm::outs() << names[vp]
-                   << (!possible ? ": not possible here (it needs a "
-                                   "vocabulary and pp >= 2)\n"
-                       : resolved.profile
-                           ? ": none of its configurations fits in memory "
-                             "and is priced by the --profile\n"
-                           : ": no configuration fits in memory\n");
+      if (!possible)
+        llvm::outs() << names[vp]
+                     << ": not possible here (it needs a vocabulary and pp "
+                        ">= 2)\n";
+      else
+        llvm::outs() << names[vp] << ": " << whyNone[vp] << "\n";
       continue;
     }
     line(vp ? "T1F1B" : "1F1B", *baseline[vp]);
@@ -759,15 +758,17 @@ int main(int argc, char **argv) {
   if (resolved->threads > 1)
     writer.emplace(write);
   // The baselines at their best (pp, dp, mbs): Megatron's 1F1B and T-1F1B.
+  std::string whyNone[2];
   const std::optional<Evaluation> baseline[2] = {
-      bestBaseline(model, cluster, *resolved, false, &result),
-      bestBaseline(model, cluster, *resolved, true, &result)};
+      bestBaseline(model, cluster, *resolved, false, &result, &whyNone[0]),
+      bestBaseline(model, cluster, *resolved, true, &result, &whyNone[1])};
   if (writer)
     writer->join();
   else
     write();
   const size_t top = std::min<size_t>(o.top, result.ranked.size());
-  printRanking(model, cluster, *resolved, result, baseline, top, elapsed);
+  printRanking(model, cluster, *resolved, result, baseline, whyNone, top,
+               elapsed);
   if (!resultsWritten ||
       !writeRankSpecs(o, model, cluster, *resolved, result, top, pluginFlags) ||
       !writeBestVsBaseline(o.output, model, cluster, *resolved, result,

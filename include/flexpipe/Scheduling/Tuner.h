@@ -262,13 +262,13 @@ llvm::Expected<TuneResult> tune(const ModelConfig &model,
 /// memory: Megatron-LM's 1F1B (`vocabParallel` false: embedding on the first
 /// stage, LM head on the last) or the paper's T-1F1B (true: 1F1B with the
 /// MLLM placement, its stage priorities as FlexPipe arranges them best).
-/// Nothing when no configuration fits. Evaluations already in `known` (a
-/// search's results) are reused instead of simulated again.
-std::optional<Evaluation> bestBaseline(const ModelConfig &model,
-                                       const ClusterConfig &cluster,
-                                       const TuneOptions &options,
-                                       bool vocabParallel,
-                                       const TuneResult *known = nullptr);
+/// Nothing when no configuration fits; `whyNone` then says why (over
+/// memory, or not scheduled and the first reason). Evaluations already in
+/// `known` (a search's results) are reused instead of simulated again.
+std::optional<Evaluation>
+bestBaseline(const ModelConfig &model, const ClusterConfig &cluster,
+             const TuneOptions &options, bool vocabParallel,
+             const TuneResult *known = nullptr, std::string *whyNone = nullptr);
 
 /// The candidate as a scheduler spec (one module, the model's).
 PipelineSpec pipelineSpec(const Candidate &candidate, const ModelConfig &model);
