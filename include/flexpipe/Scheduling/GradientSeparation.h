@@ -11,8 +11,9 @@
 // (W). separateGradients keeps each actor's order of forwards and input
 // gradients and decides where the weight gradients go: a W is either fused
 // (it runs right after its I) or stashed (it waits for the next bubble on its
-// actor, and runs early only when a forward would otherwise exceed the memory
-// bound, because a stashed W keeps its micro-batch's activations alive).
+// actor, and runs early only when a forward (or an input gradient) would
+// otherwise exceed the memory bound, because a stashed W keeps its
+// micro-batch's weight-gradient state alive: SimCosts::memoryEffect).
 //
 // Stash and insert: starting from every W fused, find the earliest bubble
 // (an actor idle while its next forward or input gradient is not ready),
