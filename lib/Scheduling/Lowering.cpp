@@ -106,10 +106,104 @@ private:
 
 } // namespace
 
+namespace {
+
+/// The first dependency between a computation and a runtime operation
+/// (flexpipe.exec) that the run does not keep. An exec orders nothing
+/// between actors: its instance on one actor and a computation on another
+/// are ordered only through messages and collectives.
+std::optional<BrokenDependency>
+brokenExecDependency(const Problem &problem, const Program &run,
+                     const ProgramGraph &graph, ComputationIndex &index,
+                     std::map<int32_t, std::vector<int32_t>> &lastOf) {
+  auto before = [&](int32_t actor) -> const std::vector<int32_t> & {
+    auto [it, fresh] = lastOf.try_emplace(actor);
+    if (fresh)
+      it->second = lastOpBefore(run, graph, actor);
+    return it->second;
+  };
+  for (int32_t r = 0; r < static_cast<int32_t>(problem.registered.size());
+       ++r) {
+    const Registered &inst = problem.registered[r];
+    if (inst.runtime != InstRuntime::Exec)
+      continue;
+    // Per member: its instances' first micro-batches and ops, in order.
+    std::map<int32_t, std::vector<std::pair<int32_t, int32_t>>> instances;
+    for (int32_t actor : inst.actors)
+      for (size_t i = 0; i < run.actors[actor].size(); ++i) {
+        const ProgOp &op = run.actors[actor][i];
+        if (op.kind == OpKind::Exec && op.inst == r)
+          instances[actor].push_back(
+              {op.mb, graph.actorBegin[actor] + static_cast<int32_t>(i)});
+      }
+    auto fail = [&](const PartKind &end, int32_t mb, bool fromExec,
+                    int32_t member) {
+      const StagePart &part = problem.parts[end.part];
+      std::ostringstream os;
+      os << "is not kept when the schedule runs: at micro-batch " << mb << ", ";
+      if (fromExec)
+        os << "@" << inst.name << " on actor " << member
+           << " does not happen before " << compKindName(end.kind)
+           << " of stage " << part.stage << " (actor " << part.actor << ")";
+      else
+        os << compKindName(end.kind) << " of stage " << part.stage << " (actor "
+           << part.actor << ") does not happen before @" << inst.name
+           << " on actor " << member;
+      os << ": a runtime operation (kind(compute)) orders nothing between "
+            "actors, and no message orders these two; attach the "
+            "instruction to a stage of actor "
+         << part.actor
+         << ", connect the stages with data (`inputs`), or make it a "
+            "collective (kind(all_gather)), which every member joins";
+      return BrokenDependency{end.source, os.str()};
+    };
+    for (auto &[member, list] : instances) {
+      if (list.empty())
+        continue;
+      const int32_t lo = list.front().first;
+      // Sources: every micro-batch an instance covers comes first.
+      for (const PartKind &src : inst.after) {
+        const StagePart &part = problem.parts[src.part];
+        for (auto [first, id] : list)
+          for (int32_t mb = std::max<int64_t>(first, part.mbBegin);
+               mb < std::min<int64_t>(first + inst.prev, part.mbEnd); ++mb) {
+            const int32_t from =
+                index.find(part.actor, src.kind, part.stage, mb, true);
+            if (from >= 0 && before(part.actor)[id] < from)
+              return fail(src, mb, false, member);
+          }
+      }
+      // Dependents: micro-batch j after instance (j - lo) / next; on a
+      // member, its own instance only.
+      for (const PartKind &dst : inst.before) {
+        const StagePart &part = problem.parts[dst.part];
+        if (part.actor != member && llvm::is_contained(inst.actors, part.actor))
+          continue;
+        for (int32_t mb = std::max(lo, part.mbBegin); mb < part.mbEnd; ++mb) {
+          const size_t k = static_cast<size_t>((mb - lo) / inst.next);
+          if (k >= list.size())
+            break;
+          const int32_t to =
+              index.find(part.actor, dst.kind, part.stage, mb, false);
+          if (to >= 0 && before(member)[to] < list[k].second)
+            return fail(dst, mb, true, member);
+        }
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+} // namespace
+
 std::optional<BrokenDependency>
 flexpipe::sched::brokenDependency(const Problem &problem,
                                   const Program &program) {
-  if (problem.extraDependencies.empty())
+  const bool execs = llvm::any_of(problem.registered, [](const Registered &r) {
+    return r.runtime == InstRuntime::Exec &&
+           (!r.after.empty() || !r.before.empty());
+  });
+  if (problem.extraDependencies.empty() && !execs)
     return std::nullopt;
   bool communicates = false;
   for (const std::vector<ProgOp> &ops : program.actors)
@@ -163,12 +257,12 @@ flexpipe::sched::brokenDependency(const Problem &problem,
               "scheduler did, but no message makes actor "
            << dst.actor
            << " wait); connect the stages with data (`inputs`), place "
-              "them on one actor, or order them through a registered "
-              "instruction";
+              "them on one actor, or order them through a collective "
+              "instruction (kind(all_gather)) both actors join";
       return BrokenDependency{dep.source, os.str()};
     }
   }
-  return std::nullopt;
+  return brokenExecDependency(problem, run, graph, index, lastOf);
 }
 
 namespace {

@@ -695,7 +695,8 @@ llvm::Error ProblemBuilder::addDependencies() {
           problem.registered[instBase + (toInst ? dep.dstInst : dep.srcInst)];
       for (int32_t part : partsOfStage[*stage])
         (toInst ? r.after : r.before)
-            .push_back({toInst ? dep.srcKind : dep.dstKind, part});
+            .push_back({toInst ? dep.srcKind : dep.dstKind, part,
+                        static_cast<int32_t>(index)});
       continue;
     }
     std::optional<int32_t> src = globalStage(dep.srcModule, dep.srcStage);

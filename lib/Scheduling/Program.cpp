@@ -611,6 +611,40 @@ std::optional<VerifyFailure> checkCollectiveGroups(const Program &p) {
   return std::nullopt;
 }
 
+/// Every actor of a stage runs its own instance of a runtime operation on
+/// the stage's outputs: an exec on an actor that does not compute its stage
+/// reads nothing there (and the runtime would count it with the stage's
+/// instances elsewhere). Registered stages hold no layers: any actor.
+std::optional<VerifyFailure>
+checkExecActors(const Program &p, llvm::ArrayRef<Computed> computed) {
+  std::set<std::pair<int32_t, int32_t>> runs; // (actor, stage)
+  for (const Computed &c : computed)
+    runs.insert({c.actor, c.stage});
+  const bool modules = static_cast<int32_t>(p.stageMeta.size()) == p.numStages;
+  for (int32_t a = 0; a < p.numActors; ++a)
+    for (int32_t i = 0; i < static_cast<int32_t>(p.actors[a].size()); ++i) {
+      const ProgOp &op = p.actors[a][i];
+      if (op.kind != OpKind::Exec ||
+          (modules && p.stageMeta[op.stage].isRegistered()) ||
+          runs.count({a, op.stage}))
+        continue;
+      std::vector<int32_t> holders;
+      for (const auto &[actor, stage] : runs)
+        if (stage == op.stage)
+          holders.push_back(actor);
+      return failureAt(
+          a, i,
+          describeOp(p, a, i) + ", but actor " + std::to_string(a) +
+              " does not compute stage " + std::to_string(op.stage) + " (" +
+              (holders.empty() ? std::string("no actor does")
+                               : actorList(holders) +
+                                     (holders.size() == 1 ? " does" : " do")) +
+              "): every actor of the stage runs its own "
+              "instance, on the outputs it computed");
+    }
+  return std::nullopt;
+}
+
 /// Operands in range, tokens waited once, every forward with its backward,
 /// every micro-batch computed: what verify() checks before replaying. Time
 /// and memory grow with the program's computations, not with its stages
@@ -620,6 +654,8 @@ std::optional<VerifyFailure> checkStatic(const Program &p) {
   if (auto f = checkOperands(p, computed))
     return f;
   if (auto f = checkCollectiveGroups(p))
+    return f;
+  if (auto f = checkExecActors(p, computed))
     return f;
   if (auto f = checkPairs(p, computed))
     return f;

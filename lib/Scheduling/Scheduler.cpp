@@ -371,6 +371,11 @@ private:
   /// closes (the stage graph and the spec's dependencies together): says
   /// which and returns its PipelineSpec index, or -1 when there is none.
   int32_t explainDependencyCycle(std::ostream &os) const;
+  /// A registered instruction one of whose dependents comes before one of
+  /// its sources in a micro-batch (through the stage graph): its first
+  /// instance waits for itself. Writes the cycle and returns the spec
+  /// dependency into the dependent (or -1: none).
+  int32_t explainRegisteredCycle(std::ostream &os) const;
   /// Item (kind, part, mb) waits for an instance of a registered
   /// instruction that has not completed: says which.
   bool explainRegisteredWait(int32_t part, int32_t mb, CompKind kind,
@@ -1317,7 +1322,8 @@ void Engine::diagnoseStuck(ScheduleResult &res, double now) {
   // The explanations ask plugin checks, which view the actors' programs as
   // scheduled so far (runChecks): the result drops them only at the end.
   std::ostringstream cycle;
-  if ((res.cycleDependency = explainDependencyCycle(cycle)) >= 0) {
+  if ((res.cycleDependency = explainDependencyCycle(cycle)) >= 0 ||
+      (res.cycleDependency = explainRegisteredCycle(cycle)) >= 0) {
     res.error = cycle.str();
     res.actors.clear();
     return;
@@ -1528,6 +1534,66 @@ int32_t Engine::explainDependencyCycle(std::ostream &os) const {
       for (size_t k = 0; k <= loop.size(); ++k)
         os << (k ? " -> " : "") << describe(loop[(i + 1 + k) % loop.size()]);
       return dep.source;
+    }
+  }
+  return -1;
+}
+
+int32_t Engine::explainRegisteredCycle(std::ostream &os) const {
+  if (p.registered.empty())
+    return -1;
+  std::vector<std::vector<int32_t>> succs(numItems);
+  forEachItemEdge([&](int32_t from, int32_t to) { succs[from].push_back(to); });
+  auto describe = [&](int32_t item) {
+    const int32_t slot = item / kNumCompKinds, part = slotPart[slot];
+    return describeItem(static_cast<CompKind>(item % kNumCompKinds), part,
+                        mbOf(part, slot));
+  };
+  std::vector<int32_t> parent(numItems);
+  for (size_t r = 0; r < p.registered.size(); ++r) {
+    const Registered &ri = p.registered[r];
+    const int32_t lo = reg[r].lo; // instance 0 covers it on both sides
+    for (const PartKind &dst : ri.before) {
+      if (!flowsThrough(dst.part, lo))
+        continue;
+      // Everything that waits for the dependent's item of micro-batch lo.
+      const int32_t start = itemId(existing(dst.kind, false), dst.part, lo);
+      std::fill(parent.begin(), parent.end(), -2);
+      parent[start] = -1;
+      std::vector<int32_t> todo = {start};
+      while (!todo.empty()) {
+        const int32_t item = todo.back();
+        todo.pop_back();
+        for (int32_t next : succs[item])
+          if (parent[next] == -2) {
+            parent[next] = item;
+            todo.push_back(next);
+          }
+      }
+      for (const PartKind &src : ri.after) {
+        if (!flowsThrough(src.part, lo))
+          continue;
+        const int32_t end = itemId(existing(src.kind, true), src.part, lo);
+        if (parent[end] == -2)
+          continue;
+        std::vector<int32_t> path;
+        for (int32_t item = end; item >= 0; item = parent[item])
+          path.push_back(item);
+        os << "the dependency closes a cycle with the stage graph through @"
+           << ri.name << ", so none of its computations can ever run: @"
+           << ri.name;
+        for (auto it = path.rbegin(); it != path.rend(); ++it)
+          os << " -> " << describe(*it);
+        os << " -> @" << ri.name;
+        if (!p.splitBackward &&
+            (dst.kind != CompKind::Fwd || src.kind != CompKind::Fwd) &&
+            (llvm::is_contained({CompKind::Igrad, CompKind::Wgrad}, dst.kind) ||
+             llvm::is_contained({CompKind::Igrad, CompKind::Wgrad}, src.kind)))
+          os << " (the backward is split after scheduling, by "
+                "flexpipe.optimize: the scheduler orders whole backwards, so "
+                "igrad and wgrad are one item here)";
+        return dst.source >= 0 ? dst.source : src.source;
+      }
     }
   }
   return -1;

@@ -62,6 +62,37 @@ flexpipe.pipeline @cycle actors(3) microbatches(3) {
 
 // -----
 
+// Through a registered instruction: @probe waits for the last stage's
+// forward, which waits for the first stage's, which waits for @probe. At
+// the dependency into the dependent, with the cycle (it was reported at
+// the pipeline as a step-0 stall).
+flexpipe.pipeline @inst_cycle actors(3) microbatches(5) {
+  flexpipe.module @gpt layers(3) placement(one_to_one)
+  flexpipe.priority cttp<bwd_first> fstp<breadth_first> bstp<breadth_first>
+  flexpipe.instruction @probe kind(compute) on(@gpt[-1])
+  flexpipe.dependency fwd @gpt[-1] -> @probe @gpt[-1]
+  // expected-error @+1 {{'flexpipe.dependency' op the dependency closes a cycle with the stage graph through @probe, so none of its computations can ever run: @probe -> fwd stage 0 mb 0 (actor 0) -> fwd stage 1 mb 0 (actor 1) -> fwd stage 2 mb 0 (actor 2) -> @probe}}
+  flexpipe.dependency @probe @gpt[-1] -> fwd @gpt[0]
+}
+
+// -----
+
+// igrad -> @probe -> wgrad where flexpipe.optimize splits the backward
+// after scheduling: the scheduler sees one backward on both sides (it was
+// reported as an in-flight stall at the pipeline).
+flexpipe.pipeline @split_cycle actors(5) microbatches(7) {
+  flexpipe.module @gpt layers(5) placement(one_to_one)
+  flexpipe.priority cttp<bwd_first> fstp<breadth_first> bstp<breadth_first>
+  flexpipe.inflight per_actor affine_map<(a)[pp, s, m] -> (pp - a)>
+  flexpipe.instruction @probe kind(compute) on(@gpt[2])
+  flexpipe.dependency igrad @gpt[2] -> @probe @gpt[2]
+  // expected-error @+1 {{'flexpipe.dependency' op the dependency closes a cycle with the stage graph through @probe, so none of its computations can ever run: @probe -> bwd stage 2 mb 0 (actor 2) -> @probe (the backward is split after scheduling, by flexpipe.optimize: the scheduler orders whole backwards, so igrad and wgrad are one item here)}}
+  flexpipe.dependency @probe @gpt[2] -> wgrad @gpt[2]
+  flexpipe.optimize split_backward
+}
+
+// -----
+
 // The same dependency the other way round is kept.
 flexpipe.pipeline @kept actors(3) microbatches(3) {
   flexpipe.module @gpt layers(3) placement(one_to_one)

@@ -542,3 +542,25 @@ flexpipe.schedule @roots actors(2) stages(1) microbatches(1) {
     flexpipe.gather stage 0 mb 0 group [0, 1] root 1
   }
 }
+
+// -----
+
+// Tests a runtime operation on an actor that does not compute its stage
+// (it verified, compiled and ran: the stage's instances elsewhere counted
+// it, and its micro-batch's outputs were never seen).
+flexpipe.schedule @exec_elsewhere actors(2) stages(2) microbatches(1) stage_info [#flexpipe.stage_info<"gpt", 1, first>, #flexpipe.stage_info<"gpt", 1, last>] {
+  flexpipe.actor 0 {
+    flexpipe.fwd stage 0 mb 0
+    flexpipe.send_act stage 0 mb 0 to 1
+    // expected-error @+1 {{exec stage 1 mb 0 on actor 0, but actor 0 does not compute stage 1 (actor 1 does): every actor of the stage runs its own instance, on the outputs it computed}}
+    flexpipe.exec @probe stage 1 mb 0
+    flexpipe.recv_grad stage 0 mb 0 from 1
+    flexpipe.bwd stage 0 mb 0
+  }
+  flexpipe.actor 1 {
+    flexpipe.recv_act stage 1 mb 0 from 0
+    flexpipe.fwd stage 1 mb 0
+    flexpipe.bwd stage 1 mb 0
+    flexpipe.send_grad stage 1 mb 0 to 0
+  }
+}

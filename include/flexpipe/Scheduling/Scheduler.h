@@ -133,6 +133,9 @@ enum class InstRuntime : uint8_t { Exec, AllGather, Gather };
 struct PartKind {
   CompKind kind;
   int32_t part;
+  /// The spec's dependency it comes from (PipelineSpec::dependencies), or
+  /// -1.
+  int32_t source = -1;
 };
 
 /// A registered instruction (the paper's register_new_inst, attached to a

@@ -136,8 +136,14 @@ struct SchedulePass : flexpipe::impl::SchedulePassBase<SchedulePass> {
         return signalPassFailure();
       }
       if (lowered.broken) {
-        auto dep = std::next(deps.begin(), lowered.broken->dependency);
-        (*dep).emitOpError() << lowered.broken->message;
+        const int32_t index = lowered.broken->dependency;
+        if (index >= 0 && index < static_cast<int32_t>(
+                                      std::distance(deps.begin(), deps.end())))
+          (*std::next(deps.begin(), index)).emitOpError()
+              << lowered.broken->message;
+        else
+          pipeline.emitOpError()
+              << "has a dependency that " << lowered.broken->message;
         return signalPassFailure();
       }
       writeSchedule(pipeline, lowered, requested);

@@ -263,15 +263,22 @@ def FlexPipe_DependencyOp : FlexPipe_Op<"dependency", [
     instruction must be named with the stage it is attached to. Extra
     dependencies must not form a cycle, among themselves (the verifier
     refuses it) or with the stage graph (a later stage's forward before an
-    earlier one's for the same micro-batch: `-flexpipe-schedule` refuses it
-    at the dependency that closes the cycle, naming the cycle).
+    earlier one's for the same micro-batch, directly or through a registered
+    instruction whose dependent comes before its source: `-flexpipe-schedule`
+    refuses it at the dependency that closes the cycle, naming the cycle).
+    The scheduler sees a backward whole where `flexpipe.optimize` splits it
+    after scheduling: there `igrad` and `wgrad` of one stage are one item,
+    and `igrad -> @x -> wgrad` is such a cycle.
 
-    Between two computations, the order must also hold when the schedule
-    runs: `-flexpipe-schedule` refuses, at this op, a schedule in which A
-    does not happen before B through program order, the messages the
-    actors exchange and their collectives (two towers on actors that
-    exchange nothing, or a weight gradient that the split backward placed
-    on its own). It checks the program it writes (finished, where asked);
+    Between two computations, or a computation and a `kind(compute)`
+    instruction (a runtime operation, which orders nothing between actors),
+    the order must also hold when the schedule runs: `-flexpipe-schedule`
+    refuses, at this op, a schedule in which A does not happen before B
+    through program order, the messages the actors exchange and their
+    collectives (two towers on actors that exchange nothing, a weight
+    gradient that the split backward placed on its own, or a runtime
+    operation on one actor and a computation on another that no message
+    orders). It checks the program it writes (finished, where asked);
     passes run on the schedule afterwards do not see the spec's
     dependencies.
 
@@ -708,7 +715,10 @@ def FlexPipe_ExecOp : FlexPipe_InstOp<"exec", "Exec", [DeclareOpInterfaceMethods
     micro-batch itself unless the instruction groups several with `prev`).
     `attrs {...}` are the instruction's runtime attributes, copied from its
     `flexpipe.instruction` by the scheduler for the runtime operation.
-    Optionally asynchronous.
+    Optionally asynchronous. Every actor of a model stage runs its own
+    instances, on the outputs it computed: `-flexpipe-verify-schedule`
+    refuses an exec of such a stage on an actor that does not compute it
+    (a registered stage holds no layers: any actor).
 
     ```mlir
     flexpipe.exec @normalize stage 3 mb 0
