@@ -219,6 +219,30 @@ flexpipe.schedule @missing actors(2) stages(3) microbatches(1) edges []
 
 // -----
 
+// Tests an all-gather that stands for two micro-batches (a sync instruction
+// with prev(2) next(2)): said as such (it was reported as a backward
+// before its all-gather, though the all-gather ran before it).
+flexpipe.schedule @grouped actors(2) stages(3) microbatches(2) edges []
+    stage_info [#flexpipe.stage_info<"image", 4, first, last>, #flexpipe.stage_info<"text", 2, first, last>, #flexpipe.stage_info<"sync", 0>] {
+  flexpipe.actor 0 {
+    flexpipe.fwd stage 0 mb 0
+    flexpipe.fwd stage 0 mb 1
+    flexpipe.all_gather stage 2 mb 0 group [0, 1]
+    flexpipe.bwd stage 0 mb 0
+    // expected-error @+1 {{'flexpipe.bwd' op has no all-gather of sync stage 2 mb 1 on actor 0 before it: the runtime exchanges the towers' embeddings one micro-batch per all-gather, and an instruction that groups several (prev(N) or next(N) above 1) is not supported yet; give the sync instruction prev(1) next(1)}}
+    flexpipe.bwd stage 0 mb 1
+  }
+  flexpipe.actor 1 {
+    flexpipe.fwd stage 1 mb 0
+    flexpipe.fwd stage 1 mb 1
+    flexpipe.all_gather stage 2 mb 0 group [0, 1]
+    flexpipe.bwd stage 1 mb 0
+    flexpipe.bwd stage 1 mb 1
+  }
+}
+
+// -----
+
 // Tests that the sync stage computes nothing.
 flexpipe.schedule @computed actors(2) stages(3) microbatches(1) edges []
     stage_info [#flexpipe.stage_info<"image", 4, first, last>, #flexpipe.stage_info<"text", 2, first, last>, #flexpipe.stage_info<"sync", 0>] {

@@ -425,6 +425,10 @@ LogicalResult checkSyncGathers(ScheduleOp schedule, const Towers &towers) {
     llvm::DenseSet<int64_t> forwarded;
     llvm::DenseMap<int64_t, bool> gathered; // mb -> completed
     llvm::DenseMap<Value, int64_t> pending; // token -> mb
+    llvm::DenseSet<int64_t> anywhere;       // mbs this actor gathers at all
+    for (auto gather : actor.getBody().getOps<AllGatherOp>())
+      if (static_cast<int64_t>(gather.getStage()) == sync)
+        anywhere.insert(static_cast<int64_t>(gather.getMb()));
     for (Operation &op : actor.getBody().front()) {
       if (auto wait = dyn_cast<WaitOp>(op)) {
         if (auto it = pending.find(wait.getToken()); it != pending.end())
@@ -461,6 +465,17 @@ LogicalResult checkSyncGathers(ScheduleOp schedule, const Towers &towers) {
         continue;
       if (isa<FwdOp>(op))
         forwarded.insert(mb);
+      // Gathers of other micro-batches but none of this one: one gather
+      // stands for several (the spec's prev(N)).
+      if (isa<BwdOp, IgradOp>(op) && !anywhere.empty() &&
+          !anywhere.contains(mb))
+        return op.emitOpError()
+               << "has no all-gather of sync stage " << sync << " mb " << mb
+               << " on actor " << id
+               << " before it: the runtime exchanges the towers' embeddings "
+                  "one micro-batch per all-gather, and an instruction that "
+                  "groups several (prev(N) or next(N) above 1) is not "
+                  "supported yet; give the sync instruction prev(1) next(1)";
       if (isa<BwdOp, IgradOp>(op) && !gathered.lookup(mb))
         return op.emitOpError()
                << "runs before the all-gather of sync stage " << sync << " mb "
