@@ -279,6 +279,8 @@ def pick(ok_rows, top, sampled):
     """
     chosen = [(row, "top") for row in ok_rows[:top]]
     pool = ok_rows[top:]
+    if sampled == 0:
+        return chosen
     if len(pool) <= sampled:
         return chosen + [(row, "sampled") for row in pool]
 
@@ -510,10 +512,11 @@ def summary_lines(label, s, args):
             f"predicted {w.predicted_ms:.3f} ms, measured "
             f"{w.measured_ms:.3f} ms); mean signed error "
             f"{100 * s.mean_signed:+.1f}%")
-        lines.append(f"within {100 * args.tolerance:.0f}% error: "
+        lines.append(f"within {100 * args.tolerance:g}% error: "
                      f"{s.within} of {s.measured}")
         tau = "n/a" if s.tau is None else f"{s.tau:+.3f}"
-        what = ("Kendall tau-b (predicted vs measured)" if s.tau_groups == 1
+        what = ("Kendall tau-b (predicted vs measured)"
+                if s.tau_groups <= 1
                 else f"Kendall tau-b (mean over {s.tau_groups} groups)")
         lines.append(f"{what}: {tau}")
         pairs = s.agree + len(s.disagree)

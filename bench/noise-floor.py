@@ -12,7 +12,8 @@ cost-validation work directory (--work):
    them: how often a median of 3 lands more than 10% and 15% away. A model
    that predicted each candidate's long-run median exactly would miss the
    15% target that often (times 40 candidates: its expected misses per
-   validation run).
+   validation run). Without --candidate, the best-ranked candidate one of
+   whose validation runs printed its mean iteration time.
 2. Profiles (--reprice CLUSTER ...): every candidate of every group priced
    by flexpipe-compile with each cluster file (say, profiles of this
    machine taken at different times, by the same code), and how far the
@@ -23,6 +24,9 @@ Example (after a validation run with --work /tmp/cv):
   python3 bench/noise-floor.py build --work /tmp/cv --runs 20
   python3 bench/noise-floor.py build --work /tmp/cv --runs 0 \\
       --reprice profile-a.yaml profile-b.yaml profile-c.yaml
+
+Exits 1 when a group's candidate ran fewer than 3 times or a candidate
+could not be priced (each said on stderr).
 """
 
 import argparse
@@ -48,7 +52,8 @@ def load_validation():
 
 cv = load_validation()
 ITERATIONS = re.compile(r"--iterations (\d+)")
-PREDICTED = re.compile(r"iteration time ([0-9.]+) ms")
+# The report's first line: "iteration time 12.345 ms" (s or us by size).
+PREDICTED = re.compile(r"iteration time ([0-9.]+) (s|ms|us)\b")
 DP = re.compile(r"--dp (\d+)")
 
 
@@ -68,6 +73,16 @@ def candidates_of(group_dir):
     return sorted(ranks)
 
 
+def ran(exe_dir):
+    """Whether one of the candidate's validation runs succeeded."""
+    for name in os.listdir(exe_dir):
+        if re.fullmatch(r"run-\d+\.log", name):
+            with open(os.path.join(exe_dir, name)) as f:
+                if cv.MEAN.search(f.read()):
+                    return True
+    return False
+
+
 def iterations_of(exe_dir):
     """The iterations cost-validation ran the candidate with."""
     for name in ("run-1.log", "probe.log"):
@@ -81,26 +96,37 @@ def iterations_of(exe_dir):
 
 
 def run_noise(args, work):
+    """Runs each group's candidate; returns whether every group got its
+    runs."""
     picked = []
+    complete = True
     for group in groups_of(work):
         ranks = candidates_of(os.path.join(work, group))
-        rank = args.candidate if args.candidate in ranks else (
-            ranks[0] if ranks else None)
+        if args.candidate is not None and args.candidate not in ranks:
+            cv.log(f"[{group}] rank {args.candidate} was not compiled "
+                   f"(compiled: {', '.join(map(str, ranks)) or 'none'})")
+            complete = False
+            continue
+        rank = args.candidate if args.candidate is not None else next(
+            (r for r in ranks
+             if ran(os.path.join(work, group, f"cand-{r}"))), None)
         if rank is None:
-            cv.log(f"[{group}] no compiled candidate")
+            cv.log(f"[{group}] no compiled candidate that ran")
+            complete = False
             continue
         exe_dir = os.path.join(work, group, f"cand-{rank}")
         iterations = iterations_of(exe_dir)
         if iterations is None:
             cv.log(f"[{group}] rank {rank}: no run log to take the "
                    f"iterations from")
+            complete = False
             continue
         picked.append((group, rank, exe_dir, iterations, []))
     for i in range(1, args.runs + 1):
         for group, rank, exe_dir, iterations, times in picked:
             candidate = types.SimpleNamespace(exe_dir=exe_dir)
             ms, error = cv.run_once(args, candidate, iterations,
-                                    "noise-run.log")
+                                    f"noise-run-{i}.log")
             if error:
                 cv.log(f"[{group}] run {i}: {error}")
                 continue
@@ -110,7 +136,9 @@ def run_noise(args, work):
           f"the median of all")
     for group, rank, _, iterations, times in picked:
         if len(times) < 3:
-            print(f"  {group} rank {rank}: too few runs")
+            print(f"  {group} rank {rank}: too few runs ({len(times)} of "
+                  f"{args.runs} succeeded)")
+            complete = False
             continue
         mid = statistics.median(times)
         triples = [statistics.median(c)
@@ -123,9 +151,13 @@ def run_noise(args, work):
               f"median of 3 beyond 10%: {100 * beyond[0.10]:.1f}%, beyond "
               f"15%: {100 * beyond[0.15]:.1f}% (of 40 candidates: "
               f"{40 * beyond[0.15]:.1f})")
+    return complete
 
 
 def reprice(args, work):
+    """Prices every candidate with each cluster file; returns whether
+    every candidate was priced."""
+    complete = True
     compiler = os.path.join(args.build_dir, "bin", "flexpipe-compile")
     print(f"predictions by {len(args.reprice)} cluster files: "
           + ", ".join(args.reprice))
@@ -147,10 +179,12 @@ def reprice(args, work):
                     capture_output=True, text=True)
                 p = PREDICTED.search(result.stdout)
                 if result.returncode != 0 or not p:
-                    cv.log(f"[{group}] rank {rank} with {cluster}: "
+                    cv.log(f"[{group}] rank {rank} with {cluster}: no "
+                           f"prediction: "
                            f"{cv.tail(result.stderr or result.stdout, 1)}")
+                    complete = False
                     break
-                predicted.append(float(p.group(1)))
+                predicted.append(1e3 * cv.to_seconds(p.group(1), p.group(2)))
             else:
                 mid = statistics.median(predicted)
                 group_spreads.append((max(predicted) - min(predicted)) / mid)
@@ -165,6 +199,7 @@ def reprice(args, work):
         print(f"  all: {len(spreads)} candidates, spread median "
               f"{100 * statistics.median(spreads):.1f}%, max "
               f"{100 * max(spreads):.1f}%")
+    return complete
 
 
 def main():
@@ -179,7 +214,7 @@ def main():
     parser.add_argument("--runs", type=int, default=20,
                         help="runs of each group's candidate; 0: none "
                              "(default: %(default)s)")
-    parser.add_argument("--candidate", type=int, default=1, metavar="RANK",
+    parser.add_argument("--candidate", type=int, metavar="RANK",
                         help="the tuner's rank of the candidate to run "
                              "(default: the best that compiled)")
     parser.add_argument("--reprice", nargs="+", default=[], metavar="YAML",
@@ -196,11 +231,12 @@ def main():
                     for c in args.reprice]
     if not groups_of(work):
         parser.error(f"{work} holds no group of a cost-validation run")
+    complete = True
     if args.runs:
-        run_noise(args, work)
+        complete = run_noise(args, work) and complete
     if args.reprice:
-        reprice(args, work)
-    return 0
+        complete = reprice(args, work) and complete
+    return 0 if complete else 1
 
 
 if __name__ == "__main__":
