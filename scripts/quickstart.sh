@@ -22,7 +22,6 @@ CLUSTER="$BUILD_DIR/machine-profile.yaml"
 RANKS=4
 RUN="$BUILD_DIR/quickstart"
 COMPILE="$BUILD_DIR/bin/flexpipe-compile"
-DP=1
 TUNED=""
 
 # A cached profile is checked against the machine first (a few seconds):
@@ -54,12 +53,16 @@ else
     --top 3 -o "$BUILD_DIR/quickstart-tune"
   SPEC="$BUILD_DIR/quickstart-tune/rank-1.mlir"
   MODEL="$BUILD_DIR/quickstart-tune/rank-1.model.yaml"
-  DP=$(sed -n 's/.*--dp \([0-9]*\).*/\1/p' "$SPEC")
   TUNED=$(sed -n 's/^\/\/ predicted: iteration \([0-9.]* m\{0,1\}s\).*/\1/p' "$SPEC")
 fi
 
+# The replicas a spec asks for in its header's command line (the tuner's
+# rank-K.mlir, or a spec of the user's written alike); 1 without one.
+DP=$(sed -n '1,20{s/^\/\/ flexpipe-compile .*--dp \([0-9]*\).*/\1/p}' "$SPEC" | head -n 1)
+DP=${DP:-1}
+
 log "Scheduling $SPEC"
-"$COMPILE" "$SPEC" --model "$MODEL" --cluster "$CLUSTER" --time-model=cost --emit=text
+"$COMPILE" "$SPEC" --model "$MODEL" --cluster "$CLUSTER" --time-model=cost --dp "$DP" --emit=text
 
 log "Compiling one executable per rank into $RUN"
 rm -rf "$RUN"

@@ -42,8 +42,10 @@ log "lit"
 lit_out=$(/usr/lib/llvm-22/bin/lit -sv "$BUILD_DIR/test" 2>&1); lit_rc=$?
 echo "$lit_out" | grep -vE '^(PASS|UNSUPPORTED|XFAIL):' | sed '/^$/d'
 lit_pass=$(echo "$lit_out" | sed -n 's/^ *Passed *: *\([0-9]*\).*/\1/p')
-lit_fail=$(echo "$lit_out" | sed -n 's/^ *Failed *: *\([0-9]*\).*/\1/p')
-lit_pass=${lit_pass:-0}; lit_fail=${lit_fail:-0}
+# Failed, Unresolved, Timed Out and Unexpectedly Passed all count as failed.
+lit_fail=$(echo "$lit_out" | sed -n 's/^ *\(Failed\|Unresolved\|Timed Out\|Unexpectedly Passed\) *: *\([0-9]*\).*/\2/p' |
+  awk '{ n += $1 } END { print n + 0 }')
+lit_pass=${lit_pass:-0}
 [ $lit_rc -ne 0 ] && [ "$lit_fail" -eq 0 ] && lit_fail=1
 record lit "$lit_pass" "$lit_fail"
 
@@ -55,7 +57,8 @@ ctest_fail=$(echo "$ctest_out" | sed -n 's/.*tests passed, \([0-9]*\) tests fail
 ctest_total=${ctest_total:-0}; ctest_fail=${ctest_fail:-0}
 [ $ctest_rc -ne 0 ] && [ "$ctest_fail" -eq 0 ] && ctest_fail=1
 [ "$ctest_total" -eq 0 ] && ctest_fail=1   # a ctest that ran nothing is a failure
-record ctest $((ctest_total - ctest_fail)) "$ctest_fail"
+ctest_pass=$((ctest_total - ctest_fail)); [ "$ctest_pass" -lt 0 ] && ctest_pass=0
+record ctest "$ctest_pass" "$ctest_fail"
 
 log "differential (schedules/ against PyTorch 2.15's generators)"
 # Where ../shared is beside the checkout, the orders are also compared cell
@@ -73,15 +76,31 @@ diff_pass=${diff_pass:-0}; diff_fail=${diff_fail:-0}
 record differential "$diff_pass" "$diff_fail"
 
 log "generated reference up to date"
-docs_fail=0
-for generated in "$BUILD_DIR"/docs/FlexPipe/*.md; do
+docs_fail=0; docs_pass=0
+shopt -s nullglob
+generated_docs=("$BUILD_DIR"/docs/FlexPipe/*.md)
+committed_docs=("$FLEXPIPE_ROOT"/docs/reference/*.md)
+shopt -u nullglob
+if [ ${#generated_docs[@]} -eq 0 ]; then
+  echo "FAIL: no generated reference in $BUILD_DIR/docs/FlexPipe (the mlir-doc target did not run)"
+  docs_fail=1
+fi
+for generated in "${generated_docs[@]}"; do
   committed="$FLEXPIPE_ROOT/docs/reference/$(basename "$generated")"
   if ! diff -q "$generated" "$committed" >/dev/null 2>&1; then
     echo "FAIL: $committed differs from the ODS; run: cp $generated $committed"
     docs_fail=$((docs_fail + 1))
+  else
+    docs_pass=$((docs_pass + 1))
   fi
 done
-record reference $(( $(ls "$BUILD_DIR"/docs/FlexPipe/*.md | wc -l) - docs_fail )) "$docs_fail"
+for committed in "${committed_docs[@]}"; do
+  if [ ${#generated_docs[@]} -gt 0 ] && [ ! -e "$BUILD_DIR/docs/FlexPipe/$(basename "$committed")" ]; then
+    echo "FAIL: $committed is generated from no ODS file; remove it"
+    docs_fail=$((docs_fail + 1))
+  fi
+done
+record reference "$docs_pass" "$docs_fail"
 
 log "documentation examples"
 examples_out=$(python3 "$FLEXPIPE_ROOT/scripts/check-doc-examples.py" \
@@ -118,7 +137,8 @@ if [ "${FAILED[lit]}" -gt 0 ]; then
   # A digest of what failed, last, where a truncated CI log still shows it:
   # each failing test, the RUN line that failed and FileCheck's complaint.
   echo "lit failures:"
-  echo "$lit_out" | grep -E '^FAIL:|# RUN: at line|error:' | grep -B1 -E '^FAIL:|error:' |
+  echo "$lit_out" | grep -E '^(FAIL|UNRESOLVED|TIMEOUT|XPASS):|# RUN: at line|error:' |
+    grep -B1 -E '^(FAIL|UNRESOLVED|TIMEOUT|XPASS):|error:' |
     grep -v '^--$' | tail -n 20 | sed 's/^/  /'
 fi
 echo "total: $total_pass passed, $total_fail failed"
