@@ -65,7 +65,8 @@ struct Options {
   std::vector<std::string> plugins, checks, priorities;
 };
 
-/// "80GiB", "75e9", "512 MiB", "1.5TB" -> bytes.
+/// "80GiB", "75e9", "512 MiB", "1.5TB" -> bytes (a decimal number and an
+/// optional unit).
 std::optional<double> parseBytes(std::string text) {
   text.erase(std::remove(text.begin(), text.end(), ' '), text.end());
   size_t pos = 0;
@@ -75,6 +76,9 @@ std::optional<double> parseBytes(std::string text) {
   } catch (...) {
     return std::nullopt;
   }
+  // Decimal only: std::stod also reads hexadecimal ("0x10" was 16 bytes).
+  if (text.substr(0, pos).find_first_of("xX") != std::string::npos)
+    return std::nullopt;
   std::string unit = text.substr(pos);
   std::transform(unit.begin(), unit.end(), unit.begin(), ::tolower);
   const std::pair<const char *, double> units[] = {{"", 1},
