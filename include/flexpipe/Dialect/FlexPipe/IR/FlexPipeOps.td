@@ -196,7 +196,13 @@ def FlexPipe_InstructionOp : FlexPipe_Op<"instruction", [
   let description = [{
     A new instruction type (the paper's `register_new_inst`) attached to a
     stage: a registered `flexpipe.stage` (`on(@sync)`) or a module stage
-    (`on(@gpt[-1])`). The scheduler gives it its own reorder queue.
+    (`on(@gpt[-1])`). The scheduler gives it its own reorder queue. On a
+    `bidirectional` module, `@gpt[i]` is one stage of the two directions,
+    as in `flexpipe.dependency` (0 to pp - 1 the first direction, pp to
+    2 pp - 1 the mirrored one, negative from the end of the first): its
+    instructions and dependencies cover the micro-batches of that
+    direction only (the other half of the micro-batches flows through the
+    mirrored copy on the same actor; attach a second instruction there).
 
     Scheduling attributes (all at least 1, default 1):
     - `prev(k)`: instance i may run once the prior dependent items of
@@ -259,7 +265,10 @@ def FlexPipe_DependencyOp : FlexPipe_Op<"dependency", [
     before instruction B on stage B (the paper's `set_cssr_deps`). An
     endpoint is an instruction type (`fwd`, `bwd`, `igrad`, `wgrad`, or a
     registered `@instruction`) followed by a stage: `@module[i]` (module-local
-    index, negative from the end) or a registered `@stage`. A registered
+    index, negative from the end of the first direction; on a
+    `bidirectional` module the mirrored direction's stages follow, pp to
+    2 pp - 1, each with its own half of the micro-batches) or a registered
+    `@stage`. A registered
     instruction must be named with the stage it is attached to. Extra
     dependencies must not form a cycle, among themselves (the verifier
     refuses it) or with the stage graph (a later stage's forward before an
