@@ -19,13 +19,16 @@
 // s b h (34 + 5 a s / h) bytes at 2-byte precision; with flash attention the
 // scores' softmax (the 5 a s / h) is not kept, only an fp32 log-sum-exp per
 // query row and head, 4 a s b bytes; the LM head keeps its logits and their
-// fp32 softmax, b s V (dtype + 4) bytes.
+// fp32 softmax, b s V (dtype + 4) bytes; a tower's end without LM head its
+// final norm's input, b s h values.
 // What a micro-batch keeps from its input gradient to its weight gradient
 // (the weight-gradient state; ZB's M_W): per layer, the inputs of the four
 // matmuls and the two LayerNorms with the gradients of their outputs,
-// (9 + 11) s b h values; the LM head its input and its logits' gradient,
-// b s (3 h + V) values with the final norm's; the embedding its output's
-// gradient, b s h. The input gradient frees the rest of the activations.
+// (9 + 11) s b h values; the LM head its input and its logits' gradient
+// with the final norm's input and its gradient, b s (3 h + V) values; a
+// tower's end the final norm's input and its gradient, 2 b s h; the
+// embedding its output's gradient, b s h. The input gradient frees the
+// rest of the activations.
 // Static memory: parameters x (2 x dtype for weights and gradients + 12 for
 // fp32 master weights and Adam's two moments).
 //
@@ -187,6 +190,12 @@ StageCost flexpipe::sched::stageCost(const StageShape &shape,
     c.activationBytes += b * s * v * (d + 4);     // logits + fp32 softmax
     c.weightGradBytes += b * s * (3 * h + v) * d; // see the file comment
     c.parameters += v * h + 2 * h;                // LM head and final norm
+  } else if (shape.last && m.vocab > 0) {
+    // A tower's end (no LM head): its final norm keeps its input, and from
+    // its input gradient on that input's gradient too (the pooled and
+    // projected rows are b, not b s: not counted).
+    c.activationBytes += b * s * h * d;
+    c.weightGradBytes += 2 * b * s * h * d;
   }
   c.staticBytes = c.parameters * (2 * d + 12);
   c.messageBytes = b * s * h * d;

@@ -511,6 +511,15 @@ TEST_CASE("the cost model counts embedding and LM head where they sit",
         Approx(8 * 20 * s * h * d + s * (3 * h + v) * d));
   CHECK(stageCost(first, model, cluster).weightGradBytes ==
         Approx(8 * 20 * s * h * d + s * h * d));
+  // A tower's end (no LM head): its final norm's input, and its gradient
+  // from the input gradient on.
+  ModuleModel tower = gpt;
+  tower.lmHead = false;
+  StageShape towerEnd{&tower, 8, false, true};
+  CHECK(stageCost(towerEnd, model, cluster).activationBytes ==
+        Approx(stageCost(middle, model, cluster).activationBytes + s * h * d));
+  CHECK(stageCost(towerEnd, model, cluster).weightGradBytes ==
+        Approx(8 * 20 * s * h * d + 2 * s * h * d));
 }
 
 TEST_CASE("a measured cluster prices layers, contention and the optimizer",
