@@ -149,21 +149,33 @@ brokenExecDependency(const Problem &problem, const Program &run,
         os << compKindName(end.kind) << " of stage " << part.stage << " (actor "
            << part.actor << ") does not happen before @" << inst.name
            << " on actor " << member;
-      os << ": a runtime operation (kind(compute)) orders nothing between "
-            "actors, and no message orders these two; attach the "
-            "instruction to a stage of actor "
-         << part.actor
-         << ", connect the stages with data (`inputs`), or make it a "
-            "collective (kind(all_gather)), which every member joins";
+      if (part.actor == member)
+        os << ": the actor runs them the other way round (the split "
+              "backward's weight gradients are placed after scheduling, "
+              "which sees no extra dependency)";
+      else
+        os << ": a runtime operation (kind(compute)) orders nothing "
+              "between actors, and no message orders these two; attach the "
+              "instruction to a stage of actor "
+           << part.actor
+           << ", connect the stages with data (`inputs`), or make it a "
+              "collective (kind(all_gather)), which every member joins";
       return BrokenDependency{end.source, os.str()};
     };
+    // The micro-batches whose dependents wait for an instance, as the
+    // scheduler has them.
+    const auto [lo, hi] = registeredRange(problem, r);
+    // Each member runs its own instances on what it computed: a source or
+    // dependent on another member's actor is that member's.
+    auto elsewhere = [&](int32_t actor, int32_t member) {
+      return actor != member && llvm::is_contained(inst.actors, actor);
+    };
     for (auto &[member, list] : instances) {
-      if (list.empty())
-        continue;
-      const int32_t lo = list.front().first;
       // Sources: every micro-batch an instance covers comes first.
       for (const PartKind &src : inst.after) {
         const StagePart &part = problem.parts[src.part];
+        if (elsewhere(part.actor, member))
+          continue;
         for (auto [first, id] : list)
           for (int32_t mb = std::max<int64_t>(first, part.mbBegin);
                mb < std::min<int64_t>(first + inst.prev, part.mbEnd); ++mb) {
@@ -177,9 +189,10 @@ brokenExecDependency(const Problem &problem, const Program &run,
       // member, its own instance only.
       for (const PartKind &dst : inst.before) {
         const StagePart &part = problem.parts[dst.part];
-        if (part.actor != member && llvm::is_contained(inst.actors, part.actor))
+        if (elsewhere(part.actor, member))
           continue;
-        for (int32_t mb = std::max(lo, part.mbBegin); mb < part.mbEnd; ++mb) {
+        for (int32_t mb = std::max(lo, part.mbBegin);
+             mb < std::min(hi, part.mbEnd); ++mb) {
           const size_t k = static_cast<size_t>((mb - lo) / inst.next);
           if (k >= list.size())
             break;

@@ -376,6 +376,9 @@ private:
   /// instance waits for itself. Writes the cycle and returns the spec
   /// dependency into the dependent (or -1: none).
   int32_t explainRegisteredCycle(std::ostream &os) const;
+  /// After an in-flight explanation: the actor's first backward that waits
+  /// for a registered instance (whose sources the limit may hold back).
+  void explainHeldInstance(int32_t actor, std::ostream &os) const;
   /// Item (kind, part, mb) waits for an instance of a registered
   /// instruction that has not completed: says which.
   bool explainRegisteredWait(int32_t part, int32_t mb, CompKind kind,
@@ -1348,6 +1351,8 @@ void Engine::diagnoseStuck(ScheduleResult &res, double now) {
     else if (const bool limited = explainInflight(actor, os);
              !explainInterval(actor, os, limited) && !limited)
       explainFirstWaiting(actor, os);
+    else if (limited)
+      explainHeldInstance(actor, os);
     res.waits.push_back(os.str());
   }
   res.actors.clear();
@@ -1539,6 +1544,22 @@ int32_t Engine::explainDependencyCycle(std::ostream &os) const {
   return -1;
 }
 
+void Engine::explainHeldInstance(int32_t actor, std::ostream &os) const {
+  for (int32_t part : actorParts[actor])
+    for (int32_t mb = p.parts[part].mbBegin; mb < p.parts[part].mbEnd; ++mb)
+      for (CompKind kind : {gradKind(), CompKind::Wgrad}) {
+        const int32_t item = itemId(kind, part, mb);
+        if (!exists(item) || started[item])
+          continue;
+        std::ostringstream wait;
+        if (explainRegisteredWait(part, mb, kind, wait)) {
+          os << "; " << wait.str()
+             << ", whose sources may be what the limit holds back";
+          return;
+        }
+      }
+}
+
 int32_t Engine::explainRegisteredCycle(std::ostream &os) const {
   if (p.registered.empty())
     return -1;
@@ -1585,13 +1606,13 @@ int32_t Engine::explainRegisteredCycle(std::ostream &os) const {
         for (auto it = path.rbegin(); it != path.rend(); ++it)
           os << " -> " << describe(*it);
         os << " -> @" << ri.name;
-        if (!p.splitBackward &&
-            (dst.kind != CompKind::Fwd || src.kind != CompKind::Fwd) &&
-            (llvm::is_contained({CompKind::Igrad, CompKind::Wgrad}, dst.kind) ||
-             llvm::is_contained({CompKind::Igrad, CompKind::Wgrad}, src.kind)))
-          os << " (the backward is split after scheduling, by "
-                "flexpipe.optimize: the scheduler orders whole backwards, so "
-                "igrad and wgrad are one item here)";
+        auto half = [](CompKind kind) {
+          return kind == CompKind::Igrad || kind == CompKind::Wgrad;
+        };
+        if (!p.splitBackward && (half(dst.kind) || half(src.kind)))
+          os << " (the scheduler orders whole backwards, which "
+                "flexpipe.optimize may split after scheduling: igrad and "
+                "wgrad of a stage are one item here)";
         return dst.source >= 0 ? dst.source : src.source;
       }
     }

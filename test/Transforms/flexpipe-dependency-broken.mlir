@@ -66,3 +66,30 @@ flexpipe.pipeline @exec_kept actors(3) microbatches(5) {
   flexpipe.dependency fwd @gpt[1] -> @probe @gpt[1]
   flexpipe.dependency @probe @gpt[1] -> bwd @gpt[1]
 }
+
+// -----
+
+// A shared stage: each member runs its own instance on what it computed,
+// so another member's forward need not come first (it was refused: the
+// instruction on actor 0 was held to actor 1's forward).
+flexpipe.pipeline @exec_shared actors(2) microbatches(3) {
+  flexpipe.module @gpt layers(2) placement(one_to_one)
+  flexpipe.share @gpt stage 1 actors [0, 1]
+  flexpipe.instruction @probe kind(compute) on(@gpt[-1])
+  flexpipe.dependency fwd @gpt[-1] -> @probe @gpt[-1]
+  flexpipe.dependency @probe @gpt[-1] -> bwd @gpt[-1]
+}
+
+// -----
+
+// Dependents outside the sources' micro-batches do not wait for an instance
+// (the mirrored direction of a bidirectional module here): with next(2),
+// micro-batch 2 of the mirrored stage 3 was held to an instance the
+// scheduler never made it wait for.
+flexpipe.pipeline @exec_range actors(3) microbatches(4) {
+  flexpipe.module @gpt layers(8) placement(one_to_one) bidirectional
+  flexpipe.priority cttp<bwd_first> fstp<breadth_first> bstp<breadth_first>
+  flexpipe.instruction @probe kind(compute) on(@gpt[-1]) next(2)
+  flexpipe.dependency fwd @gpt[-1] -> @probe @gpt[-1]
+  flexpipe.dependency @probe @gpt[-1] -> fwd @gpt[3]
+}

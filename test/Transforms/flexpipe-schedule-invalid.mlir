@@ -106,3 +106,22 @@ flexpipe.pipeline @interval_and_limit actors(2) microbatches(4) {
   flexpipe.inflight per_stage [1, 4, 4, 4]
 }
 
+
+// -----
+
+// Tests a grouping instruction that an in-flight limit starves: actor 2's
+// backward waits for @probe's first instance (micro-batches 0 and 1), whose
+// second forward the limit holds back; the note names the instance (it
+// said only that the limit was reached).
+// expected-error @+4 {{'flexpipe.pipeline' op cannot be scheduled: no actor can make progress at step 9}}
+// expected-note @+3 {{actor 0 has 19 computations left: fwd stage 0 mb 5 (actor 0) is ready but the actor's in-flight limit 9 is reached}}
+// expected-note @+2 {{actor 1 has 21 computations left: fwd stage 1 mb 4 (actor 1) and fwd stage 4 mb 3 (actor 1) are ready but the actor's in-flight limit 7 is reached}}
+// expected-note @+1 {{actor 2 has 23 computations and 4 registered instructions left: fwd stage 5 mb 1 (actor 2) is ready but the actor's in-flight limit 5 is reached; bwd stage 5 mb 0 (actor 2) waits for @probe (micro-batch 0), whose sources may be what the limit holds back}}
+flexpipe.pipeline @grouped_starved actors(3) microbatches(7) {
+  flexpipe.module @gpt layers(6) placement(circular) chunks(2)
+  flexpipe.priority cttp<interleaved> fstp<breadth_first, round> bstp<depth_first, round>
+  flexpipe.inflight per_actor affine_map<(a)[pp, s, m, round] -> ((s floordiv pp - 1) * round + pp * 2 - a * 2 - 1)>
+  flexpipe.instruction @probe kind(compute) on(@gpt[-1]) prev(2) next(2)
+  flexpipe.dependency fwd @gpt[-1] -> @probe @gpt[-1]
+  flexpipe.dependency @probe @gpt[-1] -> bwd @gpt[-1]
+}

@@ -86,7 +86,7 @@ flexpipe.pipeline @split_cycle actors(5) microbatches(7) {
   flexpipe.inflight per_actor affine_map<(a)[pp, s, m] -> (pp - a)>
   flexpipe.instruction @probe kind(compute) on(@gpt[2])
   flexpipe.dependency igrad @gpt[2] -> @probe @gpt[2]
-  // expected-error @+1 {{'flexpipe.dependency' op the dependency closes a cycle with the stage graph through @probe, so none of its computations can ever run: @probe -> bwd stage 2 mb 0 (actor 2) -> @probe (the backward is split after scheduling, by flexpipe.optimize: the scheduler orders whole backwards, so igrad and wgrad are one item here)}}
+  // expected-error @+1 {{'flexpipe.dependency' op the dependency closes a cycle with the stage graph through @probe, so none of its computations can ever run: @probe -> bwd stage 2 mb 0 (actor 2) -> @probe (the scheduler orders whole backwards, which flexpipe.optimize may split after scheduling: igrad and wgrad of a stage are one item here)}}
   flexpipe.dependency @probe @gpt[2] -> wgrad @gpt[2]
   flexpipe.optimize split_backward
 }
