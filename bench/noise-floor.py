@@ -216,7 +216,8 @@ def main():
                              "(default: %(default)s)")
     parser.add_argument("--candidate", type=int, metavar="RANK",
                         help="the tuner's rank of the candidate to run "
-                             "(default: the best that compiled)")
+                             "(default: the best-ranked one whose "
+                             "validation run succeeded)")
     parser.add_argument("--reprice", nargs="+", default=[], metavar="YAML",
                         help="cluster files to price every candidate with")
     parser.add_argument("--run-timeout", type=float, default=300,

@@ -12,7 +12,8 @@
 // item when its inputs have arrived, a stashed weight gradient when that item
 // is not ready (a bubble) and the W fits before it (or, the input not being
 // computed yet, once every actor has acted at that time), and the oldest
-// stashed W first when a forward would exceed the memory bound. Arrival of a
+// stashed W first when a forward or an input gradient would exceed the
+// memory bound (SimCosts::memoryEffect). Arrival of a
 // cross-actor input is its producer's end plus the message time, as in the
 // simulator, so the re-timed iteration time is the simulated one.
 //

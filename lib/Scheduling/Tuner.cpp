@@ -1460,8 +1460,10 @@ flexpipe::sched::bestBaseline(const ModelConfig &model,
     else if (failed == 0)
       os << "no configuration fits in memory";
     else
-      os << (overMemory ? std::to_string(overMemory) + " configurations over "
-                                                       "memory, "
+      os << (overMemory ? std::to_string(overMemory) +
+                              (overMemory == 1 ? " configuration"
+                                               : " configurations") +
+                              " over memory, "
                         : std::string())
          << failed << (failed == 1 ? " configuration" : " configurations")
          << " not scheduled (the first: " << firstError << ")";

@@ -200,8 +200,10 @@ def GradientSeparationPass
        that chain after its items were ready, so that their input gradients
        run earlier and release the blocked item;
     3. stashed weight gradients run in the next bubble of their actor they
-       fit in, or earlier when a forward would otherwise exceed the memory
-       bound (a stashed weight gradient keeps its activations alive);
+       fit in, or earlier when a forward (or an input gradient whose
+       weight-gradient state outweighs its activations) would otherwise
+       exceed the memory bound (a stashed weight gradient keeps its
+       weight-gradient state alive; docs/CostModel.md);
     4. keep a change when the iteration gets shorter (or equally long with
        the actors' forwards and input gradients done sooner); repeat.
 
