@@ -28,6 +28,7 @@
 #include "flexpipe/Support/Layout.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -425,10 +426,14 @@ void writeTrace(flexpipe_rt &rt) {
   writeFile(comm, rt.options.trace, [&](FILE *out) {
     std::fprintf(out,
                  "{\"displayTimeUnit\": \"ms\", \"otherData\": "
-                 "{\"schedule\": \"%s\"}, \"traceEvents\": [\n"
-                 "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 0, "
-                 "\"args\": {\"name\": \"replica 0\"}}",
+                 "{\"schedule\": \"%s\"}, \"traceEvents\": [",
                  jsonString(rt.desc.name).c_str());
+    // One process per replica (each was named replica 0's).
+    for (int replica = 0; replica * rt.desc.actors < comm.size(); ++replica)
+      std::fprintf(out,
+                   "%s\n{\"name\": \"process_name\", \"ph\": \"M\", "
+                   "\"pid\": %d, \"args\": {\"name\": \"replica %d\"}}",
+                   replica ? "," : "", replica, replica);
     for (int r = 0; r < comm.size(); ++r) {
       std::fprintf(out,
                    ",\n{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": %d, "
@@ -442,6 +447,14 @@ void writeTrace(flexpipe_rt &rt) {
           std::fwrite(buffer, 1, n, out);
         std::fclose(in);
         std::remove(path.c_str());
+      } else {
+        // Each rank wrote its part beside the trace: on another machine
+        // without a shared file system rank 0 cannot see it.
+        std::fprintf(stderr,
+                     "flexpipe: the trace lacks rank %d's events: cannot read "
+                     "'%s' (%s; ranks on machines that share no file system "
+                     "write their parts where rank 0 cannot read them)\n",
+                     r, path.c_str(), std::strerror(errno));
       }
     }
     std::fprintf(out, "\n]}\n");

@@ -10,7 +10,9 @@
 // reference trainer's: checked before the work starts, so that an unwritable
 // path costs nothing, and written to a temporary beside the target that is
 // renamed over it at the end, so that a run killed while writing leaves the
-// previous file (or none) rather than half of one.
+// previous file (or none) rather than half of one. A symbolic link is
+// followed (its target is replaced); a character device such as /dev/null is
+// written in place; a FIFO, socket or block device is refused.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,6 +21,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -29,17 +32,45 @@ namespace flexpipe::rt {
 
 class OutputFile {
 public:
-  explicit OutputFile(std::string path)
-      : path(std::move(path)),
-        temporary(this->path + ".tmp" + std::to_string(::getpid())),
-        file(nullptr) {
-    // The rename at the end would fail on these, after all the work.
-    struct stat info;
-    if (this->path.empty())
+  explicit OutputFile(std::string path) : path(std::move(path)) {
+    if (this->path.empty()) {
       problem = "cannot write '': the path is empty";
-    else if (::stat(this->path.c_str(), &info) == 0 && S_ISDIR(info.st_mode))
-      problem = "cannot write '" + this->path + "': it is a directory";
-    else if (!(file = std::fopen(temporary.c_str(), "w")))
+      return;
+    }
+    // A symbolic link stands for its target: the temporary goes beside the
+    // target and replaces it (renaming over the link replaced the link).
+    std::string target = this->path;
+    struct stat info;
+    bool dangling = false;
+    if (::lstat(target.c_str(), &info) == 0 && S_ISLNK(info.st_mode)) {
+      if (char *resolved = ::realpath(target.c_str(), nullptr)) {
+        target = resolved;
+        std::free(resolved);
+      } else {
+        dangling = true; // written through the link, which creates it
+      }
+    }
+    if (::stat(target.c_str(), &info) == 0) {
+      if (S_ISDIR(info.st_mode)) {
+        problem = "cannot write '" + this->path + "': it is a directory";
+        return;
+      }
+      // A device (/dev/null, a terminal) is written in place: renaming a
+      // file over it replaced the device node. A FIFO or socket would make
+      // the check before the work wait for a reader.
+      if (S_ISCHR(info.st_mode))
+        direct = true;
+      else if (!S_ISREG(info.st_mode)) {
+        problem = "cannot write '" + this->path +
+                  "': it is not a regular file (a FIFO, socket or block "
+                  "device); write to a file";
+        return;
+      }
+    }
+    direct = direct || dangling;
+    renameTo = target;
+    temporary = target + ".tmp" + std::to_string(::getpid());
+    if (!(file = std::fopen(direct ? target.c_str() : temporary.c_str(), "w")))
       problem = "cannot write '" + this->path + "': " + std::strerror(errno);
   }
   OutputFile(const OutputFile &) = delete;
@@ -47,12 +78,14 @@ public:
   ~OutputFile() {
     if (file) {
       std::fclose(file);
-      std::remove(temporary.c_str());
+      if (!direct)
+        std::remove(temporary.c_str());
     }
   }
   /// The stream to write, or null when the file cannot be written (error()).
   FILE *get() const { return file; }
-  /// Closes and renames the temporary over the target; false on failure.
+  /// Closes and renames the temporary over the target (a device is written
+  /// in place); false on failure.
   bool commit() {
     if (!file)
       return false;
@@ -60,9 +93,10 @@ public:
     const bool closed = std::fclose(file) == 0;
     file = nullptr;
     if (!written || !closed ||
-        std::rename(temporary.c_str(), path.c_str()) != 0) {
+        (!direct && std::rename(temporary.c_str(), renameTo.c_str()) != 0)) {
       problem = "cannot write '" + path + "': " + std::strerror(errno);
-      std::remove(temporary.c_str());
+      if (!direct)
+        std::remove(temporary.c_str());
       return false;
     }
     return true;
@@ -77,8 +111,10 @@ public:
   }
 
 private:
-  std::string path, temporary;
-  FILE *file;
+  std::string path, renameTo, temporary;
+  FILE *file = nullptr;
+  /// Written in place: a character device, or a link to a missing file.
+  bool direct = false;
   std::string problem;
 };
 

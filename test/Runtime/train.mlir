@@ -63,6 +63,11 @@
 // RUN: python3 -c "import json, sys; d = [e for e in json.load(open(sys.argv[1]))['traceEvents'] if e['ph'] == 'X']; print(len(d), sorted({e['cat'] for e in d}))" %t/traced/trace.json | FileCheck %s --check-prefix=TRACE
 // TRACE: 92 ['ALLREDUCE', 'B', 'EXCHANGE', 'F', 'LOSS', 'RECV_B', 'RECV_F', 'SEND_B', 'SEND_F', 'STEP', 'WAIT']
 
+// With replicas, one process per replica (each was named 'replica 0').
+// RUN: %t/dp2/run-mpi.sh --iterations 1 --trace %t/dp2/trace.json > /dev/null
+// RUN: python3 -c "import json, sys; d = json.load(open(sys.argv[1]))['traceEvents']; print(sorted(e['args']['name'] for e in d if e['name'] == 'process_name'), sorted({e['pid'] for e in d if e['ph'] == 'X'}))" %t/dp2/trace.json | FileCheck %s --check-prefix=REPLICAS
+// REPLICAS: ['replica 0', 'replica 1'] [0, 1]
+
 // Ranks compiled from different schedules refuse to start.
 // RUN: flexpipe-compile %schedules/1f1b.mlir --actors 2 --microbatches 4 --emit=exe -o %t/a
 // RUN: flexpipe-compile %schedules/gpipe.mlir --actors 2 --microbatches 4 --emit=exe -o %t/b
@@ -107,6 +112,18 @@
 // (it would read as none):
 // RUN: mkdir -p %t/a-dir && not timeout 60 %t/a-good/run-mpi.sh --iterations 1000000 --losses %t/a-dir 2>&1 | FileCheck %s --check-prefix=DIRECTORY
 // DIRECTORY: flexpipe: rank 0: cannot write '{{.*}}a-dir': it is a directory (checked before training)
+// A FIFO is refused before training (its check would wait for a reader); a
+// character device is written in place and a symbolic link's target is
+// replaced (the temporary renamed over them replaced /dev/null's node and
+// the link, as root).
+// RUN: rm -f %t/a-fifo && mkfifo %t/a-fifo && not timeout 60 %t/a-good/run-mpi.sh --iterations 1000000 --losses %t/a-fifo 2>&1 | FileCheck %s --check-prefix=FIFO
+// FIFO: flexpipe: rank 0: cannot write '{{.*}}a-fifo': it is not a regular file (a FIFO, socket or block device); write to a file (checked before training)
+// RUN: rm -rf %t/links && mkdir %t/links && echo old > %t/links/target && ln -s target %t/links/link && ln -s absent %t/links/dangling
+// RUN: %t/a-good/run-mpi.sh --iterations 1 --losses %t/links/link > /dev/null
+// RUN: test -L %t/links/link && not grep -q old %t/links/target
+// RUN: %t/a-good/run-mpi.sh --iterations 1 --losses %t/links/dangling > /dev/null
+// RUN: test -L %t/links/dangling && test -s %t/links/absent
+// RUN: %t/a-good/run-mpi.sh --iterations 1 --losses /dev/null > /dev/null && test -c /dev/null
 // RUN: not timeout 60 flexpipe-reference %t/a-good/schedule.txt --iterations 1000000 --losses '' 2>&1 | FileCheck %s --check-prefix=REFEMPTY
 // REFEMPTY: flexpipe-reference: --losses needs a file name
 // RUN: not timeout 60 %t/a-good/run-mpi.sh --iterations 1000000 --weights '' 2>&1 | FileCheck %s --check-prefix=RANKEMPTY
