@@ -11,8 +11,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "flexpipe/Scheduling/CostModelYAML.h"
+
 #include "flexpipe/Support/InputLimits.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
 #include <yaml-cpp/eventhandler.h>
@@ -170,10 +172,16 @@ public:
     if (text) {
       contents = *text;
     } else {
-      std::ifstream in(path, std::ios::binary);
-      if (!in)
-        throw Problem{path + ": error: cannot open the file"};
-      contents.assign(std::istreambuf_iterator<char>(in), {});
+      // A directory or a file that opens and then fails to read
+      // (/proc/self/mem) is an error with the reason: a stream threw
+      // std::ios_base::failure there, which nothing caught.
+      llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
+          llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                      /*RequiresNullTerminator=*/false);
+      if (!buffer)
+        throw Problem{path + ": error: cannot read the file: " +
+                      buffer.getError().message()};
+      contents = (*buffer)->getBuffer().str();
     }
     try {
       YAML::Node root = YAML::Load(contents);

@@ -92,6 +92,11 @@
 // TYPE: type.yaml:10:12: error: key 'heads' must be an integer, got 'many'
 // SYNTAX: syntax.yaml:5:1: error: invalid YAML: end of map flow not found
 // HEADS: heads.yaml:9:13: error: module 'gpt': hidden 100 is not a multiple of heads 3
+// A file that opens but cannot be read (a directory, which a pass option
+// does not check first): said, where an uncaught std::ios_base::failure
+// aborted flexpipe-opt.
+// RUN: mkdir -p %t/a-directory && not flexpipe-opt %t/spec.mlir '-flexpipe-spec-to-schedule=model=%t/a-directory cluster=%t/good-cluster.yaml time-model=cost' 2>&1 | FileCheck %s --check-prefix=UNREADABLE
+// UNREADABLE: a-directory: error: cannot read the file: Is a directory
 // OTHER: spec.mlir:2:3: error: module @gpt is not in the model file '{{.*}}other.yaml'; name its modules after the spec's
 // EFFICIENCY: efficiency.yaml:4:13: error: key 'efficiency' is a fraction of the peak and must be at most 1
 // LINK: link.yaml:8:3: error: missing key 'latency_s' in inter_node
