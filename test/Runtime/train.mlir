@@ -63,6 +63,15 @@
 // RUN: python3 -c "import json, sys; d = [e for e in json.load(open(sys.argv[1]))['traceEvents'] if e['ph'] == 'X']; print(len(d), sorted({e['cat'] for e in d}))" %t/traced/trace.json | FileCheck %s --check-prefix=TRACE
 // TRACE: 92 ['ALLREDUCE', 'B', 'EXCHANGE', 'F', 'LOSS', 'RECV_B', 'RECV_F', 'SEND_B', 'SEND_F', 'STEP', 'WAIT']
 
+// A model too large for the machine (hidden 4M: each MLP matrix alone is
+// 2^46 floats, beyond any address space) is said and exits 1, where
+// std::bad_alloc aborted every rank and the reference with a backtrace.
+// RUN: sed 's/hidden: 64/hidden: 4194304/' %S/../../configs/models/tiny.yaml > %t/huge.yaml
+// RUN: flexpipe-compile %schedules/1f1b.mlir --actors 2 --microbatches 2 --model %t/huge.yaml --cluster %S/../../configs/clusters/cpu.yaml -o %t/huge > /dev/null
+// RUN: not timeout 120 %t/huge/run-mpi.sh --iterations 1 2>&1 | FileCheck %s --check-prefix=HUGE
+// RUN: not timeout 120 flexpipe-reference %t/huge/schedule.txt --iterations 1 2>&1 | FileCheck %s --check-prefix=HUGE
+// HUGE: flexpipe: out of host memory: an allocation failed; the model's weights, optimizer state and activations do not fit this machine
+
 // With replicas, one process per replica (each was named 'replica 0').
 // RUN: %t/dp2/run-mpi.sh --iterations 1 --trace %t/dp2/trace.json > /dev/null
 // RUN: python3 -c "import json, sys; d = json.load(open(sys.argv[1]))['traceEvents']; print(sorted(e['args']['name'] for e in d if e['name'] == 'process_name'), sorted({e['pid'] for e in d if e['ph'] == 'X'}))" %t/dp2/trace.json | FileCheck %s --check-prefix=REPLICAS

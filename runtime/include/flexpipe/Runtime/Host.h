@@ -20,9 +20,10 @@
 
 namespace flexpipe::rt {
 
-/// OpenBLAS on one thread (a rank per core), and glibc's allocator keeping
+/// OpenBLAS on one thread (a rank per core), glibc's allocator keeping
 /// freed memory for the next micro-batch instead of returning it to the
-/// kernel (docs/Runtime.md, "The built-in model").
+/// kernel (docs/Runtime.md, "The built-in model"), and an allocation that
+/// fails said and exit 1 (a model too large for the machine).
 void prepareHostProcess();
 
 /// The CPUs this process may run on (its affinity mask), or the machine's
