@@ -127,7 +127,16 @@ inline CLI::Validator commaList(CLI::Validator item) {
 /// --help). An option written `--name=` with nothing after the `=` is an
 /// error: CLI11 reads it as `--name` and takes the next argument as its
 /// value (`--load-plugin= spec.mlir` loaded the spec as a plugin).
+///
+/// An option that takes a value followed by another of the tool's options
+/// is an error too: `-o --emit=text` took `--emit=text` as the output
+/// directory and compiled into it.
 inline int parseCommandLine(CLI::App &app, int argc, char **argv) {
+  auto optionNamed = [&](const std::string &arg) -> const CLI::Option * {
+    if (arg.size() < 2 || arg[0] != '-')
+      return nullptr;
+    return app.get_option_no_throw(arg.substr(0, arg.find('=')));
+  };
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--")
@@ -137,6 +146,16 @@ inline int parseCommandLine(CLI::App &app, int argc, char **argv) {
       std::cerr << app.get_name() << ": " << arg
                 << " gives an empty value; write a value after the '=' or "
                    "leave the option out\n";
+      return 1;
+    }
+    const CLI::Option *option = optionNamed(arg);
+    if (option && arg.find('=') == std::string::npos &&
+        option->get_items_expected_min() > 0 && i + 1 < argc &&
+        optionNamed(argv[i + 1])) {
+      std::cerr << app.get_name() << ": " << arg << " needs a value, but '"
+                << argv[i + 1]
+                << "' after it is an option; give the value first (a path "
+                   "that starts with '-' as ./-name)\n";
       return 1;
     }
   }

@@ -131,3 +131,13 @@ flexpipe.pipeline @p actors(4) microbatches(8) {
 // RUN: not flexpipe-tune --model= --cluster %configs/clusters/cpu.yaml 2>&1 | FileCheck %s --check-prefix=EMPTYTUNE
 // EMPTYVALUE: flexpipe-compile: --load-plugin= gives an empty value; write a value after the '=' or leave the option out
 // EMPTYTUNE: flexpipe-tune: --model= gives an empty value; write a value after the '=' or leave the option out
+
+// An option that needs a value followed by another option: '-o --emit=text'
+// took '--emit=text' as the output directory and compiled into it. A
+// directory named like an option ('-o -x') builds: the compiler read
+// '-x/rank0.cpp' as its option.
+// RUN: not flexpipe-compile %schedules/1f1b.mlir -o --emit=text 2>&1 | FileCheck %s --check-prefix=OPTIONVALUE
+// RUN: not flexpipe-tune --model --cluster %configs/clusters/cpu.yaml 2>&1 | FileCheck %s --check-prefix=OPTIONTUNE
+// OPTIONVALUE: flexpipe-compile: -o needs a value, but '--emit=text' after it is an option; give the value first (a path that starts with '-' as ./-name)
+// OPTIONTUNE: flexpipe-tune: --model needs a value, but '--cluster' after it is an option
+// RUN: rm -rf %t.dash && mkdir -p %t.dash && cd %t.dash && flexpipe-compile %schedules/1f1b.mlir --actors 2 --microbatches 2 -o -x > /dev/null && test -x ./-x/rank1

@@ -620,11 +620,16 @@ int flexpipe::writeRanks(MLIRContext &context, ModuleOp module,
                : 1;
   }
   if (!toolchain ||
-      !buildExecutables(
-          out,
-          buildSteps(out, *toolchain, libs, /*exe=*/true,
-                     [&](const Twine &name) { return out.path(name); }),
-          operations) ||
+      !buildExecutables(out,
+                        buildSteps(out, *toolchain, libs, /*exe=*/true,
+                                   [&](const Twine &name) {
+                                     // A directory named like an option (-o
+                                     // -x): the compiler would read
+                                     // "-x/rank0.cpp" as one.
+                                     std::string path = out.path(name);
+                                     return path[0] == '-' ? "./" + path : path;
+                                   }),
+                        operations) ||
       !writeLaunchers(out, cuda))
     return 1;
   if (options.output == "-")
