@@ -34,6 +34,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <set>
@@ -193,17 +194,25 @@ std::optional<int> parseReferenceOptions(int argc, char **argv,
                                          ReferenceOptions &o) {
   if (argc == 2 && std::string(argv[1]) == "--list-operations")
     return listOperations();
-  if (argc < 2 || std::string(argv[1]) == "--help") {
-    std::fprintf(stderr, "usage: flexpipe-reference SCHEDULE.txt "
-                         "[--iterations N] [--lr X] [--losses FILE] "
-                         "[--weights FILE] [--initial-weights FILE] "
-                         "[--batches FILE]\n"
-                         "       flexpipe-reference --list-operations\n");
-    return argc < 2 ? 1 : 0;
+  const bool help = argc >= 2 && (std::string(argv[1]) == "--help" ||
+                                  std::string(argv[1]) == "-h");
+  if (argc < 2 || help) {
+    // --help to stdout (asked for), the reminder after no argument to
+    // stderr.
+    std::fprintf(help ? stdout : stderr,
+                 "usage: flexpipe-reference SCHEDULE.txt [--iterations N] "
+                 "[--lr X] [--losses FILE] [--weights FILE] "
+                 "[--initial-weights FILE] [--batches FILE]\n"
+                 "       flexpipe-reference --list-operations\n"
+                 "Trains the schedule's model in one process. Every FILE is "
+                 "written: --losses the loss of each iteration, --weights "
+                 "the final weights, --initial-weights the weights before "
+                 "training, --batches the data of each micro-batch.\n");
+    return help ? 0 : 1;
   }
   // The schedule comes first: an option there read as the schedule and its
   // value as an option ("'1' needs a value").
-  if (std::string(argv[1]).rfind("--", 0) == 0) {
+  if (std::string(argv[1]).rfind("-", 0) == 0) {
     std::fprintf(stderr,
                  "flexpipe-reference: the first argument is the schedule "
                  "description (SCHEDULE.txt, or ./%s for a file of that "
@@ -212,8 +221,22 @@ std::optional<int> parseReferenceOptions(int argc, char **argv,
     return 1;
   }
   o.schedule = argv[1];
+  static const char *const kOptions[] = {"--iterations",      "--lr",
+                                         "--losses",          "--weights",
+                                         "--initial-weights", "--batches"};
   for (int i = 2; i < argc; ++i) {
     const std::string arg = argv[i];
+    if (std::find(std::begin(kOptions), std::end(kOptions), arg) ==
+        std::end(kOptions)) {
+      std::fprintf(stderr,
+                   arg.rfind("-", 0) == 0
+                       ? "flexpipe-reference: unknown option '%s'\n"
+                       : "flexpipe-reference: unexpected argument '%s' (the "
+                         "schedule is the first, and only, argument that is "
+                         "not an option)\n",
+                   arg.c_str());
+      return 1;
+    }
     if (i + 1 >= argc) {
       std::fprintf(stderr, "flexpipe-reference: '%s' needs a value\n",
                    arg.c_str());
@@ -263,6 +286,13 @@ std::optional<int> parseReferenceOptions(int argc, char **argv,
 
 /// Reads and parses the schedule description; false after a printed error.
 bool readDescription(const std::string &path, ScheduleDesc &desc) {
+  struct stat info;
+  if (::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode)) {
+    std::fprintf(stderr,
+                 "flexpipe-reference: cannot read '%s': it is a directory\n",
+                 path.c_str());
+    return false;
+  }
   std::ifstream in(path);
   if (!in) {
     std::fprintf(stderr, "flexpipe-reference: cannot open '%s'\n",

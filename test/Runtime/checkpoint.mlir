@@ -144,3 +144,14 @@
 // and reported "'1' needs a value").
 // RUN: not flexpipe-reference --iterations 1 2>&1 | FileCheck %s --check-prefix=REFNOSCHED
 // REFNOSCHED: flexpipe-reference: the first argument is the schedule description (SCHEDULE.txt, or ./--iterations for a file of that name), not the option '--iterations'
+// An unknown option, a second schedule and a directory are said as such
+// (they read "'--bogus' needs a value", "'...' needs a value" and
+// "schedule description: empty"); -h and --help print the usage on stdout.
+// RUN: not flexpipe-reference %t/a/schedule.txt --bogus 2>&1 | FileCheck %s --check-prefix=REFUNKNOWN
+// REFUNKNOWN: flexpipe-reference: unknown option '--bogus'
+// RUN: not flexpipe-reference %t/a/schedule.txt %t/a/schedule.txt 2>&1 | FileCheck %s --check-prefix=REFSECOND
+// REFSECOND: flexpipe-reference: unexpected argument '{{.*}}schedule.txt' (the schedule is the first, and only, argument that is not an option)
+// RUN: not flexpipe-reference %t/a 2>&1 | FileCheck %s --check-prefix=REFDIR
+// REFDIR: flexpipe-reference: cannot read '{{.*}}': it is a directory
+// RUN: flexpipe-reference -h 2>/dev/null | FileCheck %s --check-prefix=REFHELP
+// REFHELP: usage: flexpipe-reference SCHEDULE.txt
