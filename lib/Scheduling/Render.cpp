@@ -302,7 +302,9 @@ std::string flexpipe::sched::formatSvg(const Program &p, const SimResult &r,
     }
   // At most a dozen ticks, whatever the span (a non-finite one gets none).
   const bool finite = std::isfinite(span) && std::isfinite(step) && step > 0;
-  for (double t = 0; finite && t <= span + 1e-9 && t <= 12 * step; t += step) {
+  // (The slack is relative: 1e-9 s was more than a sub-microsecond span.)
+  for (double t = 0; finite && t <= span * (1 + 1e-9) && t <= 12 * step;
+       t += step) {
     os << "<line x1=\"" << fixed(x(t), 2) << "\" y1=\"" << axisY << "\" x2=\""
        << fixed(x(t), 2) << "\" y2=\"" << axisY + 5
        << "\" stroke=\"black\"/><text x=\"" << fixed(x(t), 2) << "\" y=\""

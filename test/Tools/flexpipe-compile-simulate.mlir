@@ -59,6 +59,14 @@
 // RUN: python3 -c "import json, sys; d = json.load(open(sys.argv[1]))['traceEvents']; print(sum(e['ph'] == 'X' for e in d), sorted({e['args']['name'] for e in d if e['name'] == 'thread_name'}))" %t.json | FileCheck %s --check-prefix=TRACE
 // TRACE: 160 ['actor 0', 'actor 1', 'actor 2', 'actor 3']
 
+// A sub-microsecond iteration (an unbounded cluster): the timeline's axis
+// keeps its ticks inside the picture (a slack of 1e-9 s, more than the
+// span, drew 13 ticks up to x = 2279 on a 1200-wide picture).
+// RUN: sed -e 's/^peak_flops: .*/peak_flops: 1e18/' -e 's/latency_s: .*/latency_s: 0/' -e 's/bandwidth_bytes_per_s: .*/bandwidth_bytes_per_s: 1e15/' %configs/clusters/cpu.yaml > %t.fastest.yaml
+// RUN: flexpipe-compile %schedules/1f1b.mlir --model %configs/models/tiny.yaml --cluster %t.fastest.yaml --emit=svg -o %t.fastest.svg
+// RUN: python3 %S/Inputs/svg-ticks.py %t.fastest.svg | FileCheck %s --check-prefix=TICKS
+// TICKS: {{^([1-9]|1[0-2]) inside$}}
+
 // A profile replaces durations: stage 3 twice as slow makes actor 3 the
 // bottleneck.
 // RUN: printf 'stages:\n  - {stage: 3, fwd_s: 2, bwd_s: 2}\n' > %t.profile.yaml

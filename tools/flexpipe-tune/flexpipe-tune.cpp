@@ -191,7 +191,7 @@ bool writeResults(const std::string &dir, const TuneResult &result) {
     // (vocabulary-parallel peaks are fractional).
     const double peakBytes = std::ceil(e.peakBytes);
     csv << (rank > 0 ? std::to_string(rank) : "") << ',' << status << ','
-        << llvm::format("%.6e,%.6e,%.6e,%.6e,%.1f,%.6f,%.0f", e.iterationTime,
+        << llvm::format("%.6e,%.6e,%.6e,%.6e,%.6e,%.6f,%.0f", e.iterationTime,
                         e.pipelineTime, e.gradSyncTime, e.stepTime,
                         e.tokensPerSecond, e.bubbleRatio, peakBytes)
         << ',' << c.pp << ',' << c.dp << ',' << c.mbs << ',' << c.microbatches
@@ -206,7 +206,7 @@ bool writeResults(const std::string &dir, const TuneResult &result) {
          << ", \"pipeline_s\": " << llvm::format("%.6e", e.pipelineTime)
          << ", \"grad_sync_s\": " << llvm::format("%.6e", e.gradSyncTime)
          << ", \"step_s\": " << llvm::format("%.6e", e.stepTime)
-         << ", \"tokens_per_s\": " << llvm::format("%.1f", e.tokensPerSecond)
+         << ", \"tokens_per_s\": " << llvm::format("%.6e", e.tokensPerSecond)
          << ", \"bubble_ratio\": " << llvm::format("%.6f", e.bubbleRatio)
          << ", \"peak_bytes\": " << llvm::format("%.0f", peakBytes)
          << ", \"pp\": " << c.pp << ", \"dp\": " << c.dp
