@@ -361,7 +361,10 @@ def SimulatePass : Pass<"flexpipe-simulate", "mlir::ModuleOp"> {
   let summary = "predict iteration time, bubbles and memory of each schedule";
   let description = [{
     Replays every `flexpipe.schedule` with a cost model and attaches the
-    prediction as a `flexpipe.simulation` dictionary: `iteration_time`,
+    prediction as a `flexpipe.simulation` dictionary: `iteration_time` (the
+    pipeline's: what follows it, a data-parallel gradient all-reduce, the
+    bidirectional copies' exchange or the optimizer step, is added by
+    `flexpipe-compile --emit=report`, which prints the sum),
     `bubble_ratio` (idle share of all actors' time) and `unit` (`s`, or
     `steps` for unit costs), and per actor `busy`, `bubble`,
     `peak_activation` and `total_bytes`, plus `over_memory` (the actors that
