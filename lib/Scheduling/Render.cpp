@@ -67,8 +67,11 @@ std::string memory(double value, const SimCosts &costs) {
   return fixed(value, unit == 0 ? 0 : 2) + " " + units[unit];
 }
 
+/// `text` left-aligned in `width` columns, and at least one space after it
+/// (a value as wide as its column ran into the next: '47185982.915
+/// s5898310.984 s').
 std::string pad(const std::string &text, size_t width) {
-  return text.size() >= width ? text : text + std::string(width - text.size(), ' ');
+  return text + std::string(text.size() < width ? width - text.size() : 1, ' ');
 }
 
 /// What a trace calls op `i` of `ops`: a wait is named after the transfer

@@ -67,6 +67,12 @@
 // RUN: python3 %S/Inputs/svg-ticks.py %t.fastest.svg | FileCheck %s --check-prefix=TICKS
 // TICKS: {{^([1-9]|1[0-2]) inside$}}
 
+// Values as wide as their column keep a space after them (they ran into
+// the next: '47185982.915 s5898310.984 s').
+// RUN: sed 's/hidden: 64/hidden: 4000000/' %configs/models/tiny.yaml > %t.wide.yaml
+// RUN: flexpipe-compile %schedules/1f1b.mlir --actors 2 --model %t.wide.yaml --cluster %configs/clusters/cpu.yaml --emit=report | FileCheck %s --check-prefix=WIDE
+// WIDE: 0      47185982.915 s 5898310.984 s 11.1%    71.53 GiB    14305140.08 GiB 14305211.60 GiB OVER DEVICE MEMORY
+
 // A profile replaces durations: stage 3 twice as slow makes actor 3 the
 // bottleneck.
 // RUN: printf 'stages:\n  - {stage: 3, fwd_s: 2, bwd_s: 2}\n' > %t.profile.yaml
