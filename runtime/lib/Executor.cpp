@@ -284,6 +284,9 @@ struct flexpipe_rt {
 
   // Trace: every instruction of every iteration, when --trace is given.
   bool tracing = false;
+  /// Where each rank writes its part of the trace (tracePart): beside the
+  /// trace, or, for a trace under /dev or /proc, in TMPDIR.
+  std::string tracePrefix;
   /// An asynchronous device finishes each instruction before it is timed
   /// (with --profile or --trace).
   bool syncTimings = false;
@@ -401,12 +404,34 @@ void writeFile(Comm &comm, const std::string &path, Write &&write) {
     comm.abort(file.error(), 1);
 }
 
-/// Every rank writes its events next to FILE; rank 0 merges them into one
-/// Chrome trace (one process per replica, one track per actor).
+/// The file rank `rank` writes its trace events to, for rank 0 to merge.
+std::string tracePart(const flexpipe_rt &rt, int rank) {
+  return rt.tracePrefix + ".rank" + std::to_string(rank);
+}
+
+/// Sets where the ranks write their parts (collective): beside the trace,
+/// or, when the trace goes to /dev or /proc (/dev/null, /dev/stdout), in
+/// TMPDIR under rank 0's process id, which every rank learns (the parts
+/// went into /dev).
+void setTracePrefix(flexpipe_rt &rt) {
+  const std::string &trace = rt.options.trace;
+  if (trace.rfind("/dev/", 0) != 0 && trace.rfind("/proc/", 0) != 0) {
+    rt.tracePrefix = trace;
+    return;
+  }
+  double id = rt.comm->rank() == 0 ? static_cast<double>(::getpid()) : 0;
+  rt.comm->allreduceSum(&id, 1);
+  const char *tmp = std::getenv("TMPDIR");
+  rt.tracePrefix = std::string(tmp && *tmp ? tmp : "/tmp") +
+                   "/flexpipe-trace-" +
+                   std::to_string(static_cast<long long>(id));
+}
+
+/// Every rank writes its events to its part (tracePart); rank 0 merges them
+/// into one Chrome trace (one process per replica, one track per actor).
 void writeTrace(flexpipe_rt &rt) {
   Comm &comm = *rt.comm;
-  const std::string part =
-      rt.options.trace + ".rank" + std::to_string(comm.rank());
+  const std::string part = tracePart(rt, comm.rank());
   writeFile(comm, part, [&](FILE *f) {
     for (const Event &e : rt.events) {
       std::fprintf(f,
@@ -439,7 +464,7 @@ void writeTrace(flexpipe_rt &rt) {
                    ",\n{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": %d, "
                    "\"tid\": %d, \"args\": {\"name\": \"actor %d\"}}",
                    r / rt.desc.actors, r % rt.desc.actors, r % rt.desc.actors);
-      const std::string path = rt.options.trace + ".rank" + std::to_string(r);
+      const std::string path = tracePart(rt, r);
       if (FILE *in = std::fopen(path.c_str(), "r")) {
         char buffer[1 << 16];
         size_t n;
@@ -700,8 +725,10 @@ void checkOutputs(flexpipe_rt &rt) {
     for (const std::string *path : {&o.losses, &o.profile, &o.trace})
       if (!path->empty())
         outputs.push_back(*path);
-  if (!o.trace.empty())
-    outputs.push_back(o.trace + ".rank" + std::to_string(comm.rank()));
+  if (!o.trace.empty()) {
+    setTracePrefix(rt);
+    outputs.push_back(tracePart(rt, comm.rank()));
+  }
   if (rt.replica == 0 && !o.weights.empty())
     outputs.push_back(o.weights + ".actor" + std::to_string(rt.actor));
   for (const std::string &path : outputs)

@@ -10,35 +10,28 @@
 
 #include <cblas.h>
 #include <sched.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <climits>
-#include <cstdlib>
+#include <cstdio>
 #include <cstring>
-#include <new>
 #include <thread>
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
 
-/// Called when operator new cannot allocate: a model too large for the
-/// machine (its weights, Adam's state or activations). Said and exit 1,
-/// instead of std::bad_alloc's abort and a backtrace.
-static void outOfHostMemory() {
-  static const char message[] =
-      "flexpipe: out of host memory: an allocation failed; the model's "
-      "weights, optimizer state and activations do not fit this machine "
-      "(flexpipe-compile --emit=report with --model and --cluster prices "
-      "each rank's memory): use a smaller model or micro-batch, or more "
-      "ranks\n";
-  (void)!::write(STDERR_FILENO, message, sizeof(message) - 1);
-  std::_Exit(1);
+int flexpipe::rt::outOfHostMemory() {
+  std::fputs("flexpipe: out of host memory: an allocation failed; the "
+             "model's weights, optimizer state and activations do not fit "
+             "this machine (flexpipe-compile --emit=report with --model and "
+             "--cluster prices each rank's memory): use a smaller model or "
+             "micro-batch, or more ranks\n",
+             stderr);
+  return 1;
 }
 
 void flexpipe::rt::prepareHostProcess() {
-  std::set_new_handler(outOfHostMemory);
   openblas_set_num_threads(1);
 #ifdef __GLIBC__
   // A micro-batch's activations and gradients are freed when its backward

@@ -11,8 +11,10 @@
 // path costs nothing, and written to a temporary beside the target that is
 // renamed over it at the end, so that a run killed while writing leaves the
 // previous file (or none) rather than half of one. A symbolic link is
-// followed (its target is replaced); a character device such as /dev/null is
-// written in place; a FIFO, socket or block device is refused.
+// followed, dangling or not (its target is replaced); a path under /dev or
+// /proc (/dev/null, /dev/stdout, /proc/self/fd/N) or another character device
+// is written in place and appended to; a FIFO, socket or block device
+// elsewhere is refused.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,7 +23,6 @@
 
 #include <cerrno>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -37,27 +38,44 @@ public:
       problem = "cannot write '': the path is empty";
       return;
     }
-    // A symbolic link stands for its target: the temporary goes beside the
-    // target and replaces it (renaming over the link replaced the link).
+    // Symbolic links are followed here, a dangling one too, so that the
+    // temporary goes beside the final target and replaces it (renaming
+    // over the link replaced the link).
     std::string target = this->path;
-    struct stat info;
-    bool dangling = false;
-    if (::lstat(target.c_str(), &info) == 0 && S_ISLNK(info.st_mode)) {
-      if (char *resolved = ::realpath(target.c_str(), nullptr)) {
-        target = resolved;
-        std::free(resolved);
-      } else {
-        dangling = true; // written through the link, which creates it
+    for (int hops = 0; !isSystemPath(target); ++hops) {
+      struct stat link;
+      if (::lstat(target.c_str(), &link) != 0 || !S_ISLNK(link.st_mode))
+        break;
+      char buffer[4096];
+      const ssize_t n = ::readlink(target.c_str(), buffer, sizeof(buffer));
+      if (n <= 0 || n == static_cast<ssize_t>(sizeof(buffer)) || hops == 40) {
+        problem = "cannot write '" + this->path +
+                  "': its symbolic links do not resolve";
+        return;
       }
+      std::string next(buffer, static_cast<size_t>(n));
+      if (next[0] != '/') {
+        const size_t slash = target.rfind('/');
+        next = (slash == std::string::npos ? std::string()
+                                           : target.substr(0, slash + 1)) +
+               next;
+      }
+      target = next;
     }
-    if (::stat(target.c_str(), &info) == 0) {
+    // The process's streams and the kernel's files (/dev/stdout,
+    // /proc/self/fd/1, /dev/null, a terminal) are written in place and
+    // appended to: renaming over a redirected stdout's file lost what was
+    // in it and what the program printed.
+    struct stat info;
+    if (isSystemPath(target)) {
+      direct = true;
+    } else if (::stat(target.c_str(), &info) == 0) {
       if (S_ISDIR(info.st_mode)) {
         problem = "cannot write '" + this->path + "': it is a directory";
         return;
       }
-      // A device (/dev/null, a terminal) is written in place: renaming a
-      // file over it replaced the device node. A FIFO or socket would make
-      // the check before the work wait for a reader.
+      // A device made elsewhere is written in place too; a FIFO or socket
+      // would make the check before the work wait for a reader.
       if (S_ISCHR(info.st_mode))
         direct = true;
       else if (!S_ISREG(info.st_mode)) {
@@ -67,11 +85,19 @@ public:
         return;
       }
     }
-    direct = direct || dangling;
     renameTo = target;
     temporary = target + ".tmp" + std::to_string(::getpid());
-    if (!(file = std::fopen(direct ? target.c_str() : temporary.c_str(), "w")))
-      problem = "cannot write '" + this->path + "': " + std::strerror(errno);
+    if (!(file = std::fopen(direct ? target.c_str() : temporary.c_str(),
+                            direct ? "a" : "w")))
+      problem = "cannot write '" + this->path + "': " +
+                (direct || target == this->path
+                     ? std::string(std::strerror(errno))
+                     : "cannot create a file beside its target '" + target +
+                           "' (" + std::strerror(errno) + ")");
+  }
+  /// Under /dev or /proc: written in place.
+  static bool isSystemPath(const std::string &p) {
+    return p.rfind("/dev/", 0) == 0 || p.rfind("/proc/", 0) == 0;
   }
   OutputFile(const OutputFile &) = delete;
   OutputFile &operator=(const OutputFile &) = delete;
@@ -113,7 +139,8 @@ public:
 private:
   std::string path, renameTo, temporary;
   FILE *file = nullptr;
-  /// Written in place: a character device, or a link to a missing file.
+  /// Written in place, appended to: a path under /dev or /proc, or a
+  /// character device.
   bool direct = false;
   std::string problem;
 };

@@ -16,8 +16,15 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "flexpipe/Runtime/Host.h"
 #include "flexpipe/Runtime/Reference.h"
 
+#include <new>
+
 int main(int argc, char **argv) {
-  return flexpipe::rt::runReference(argc, argv);
+  try {
+    return flexpipe::rt::runReference(argc, argv);
+  } catch (const std::bad_alloc &) {
+    return flexpipe::rt::outOfHostMemory();
+  }
 }

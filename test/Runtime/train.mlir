@@ -63,13 +63,14 @@
 // RUN: python3 -c "import json, sys; d = [e for e in json.load(open(sys.argv[1]))['traceEvents'] if e['ph'] == 'X']; print(len(d), sorted({e['cat'] for e in d}))" %t/traced/trace.json | FileCheck %s --check-prefix=TRACE
 // TRACE: 92 ['ALLREDUCE', 'B', 'EXCHANGE', 'F', 'LOSS', 'RECV_B', 'RECV_F', 'SEND_B', 'SEND_F', 'STEP', 'WAIT']
 
-// A model too large for the machine (hidden 4M: each MLP matrix alone is
-// 2^46 floats, beyond any address space) is said and exits 1, where
+// A model too large for the machine is said and exits 1, where
 // std::bad_alloc aborted every rank and the reference with a backtrace.
+// Hidden 4M under a 3 GB address-space limit: the first embedding (4 GiB)
+// cannot be allocated, and nothing large is touched first.
 // RUN: sed 's/hidden: 64/hidden: 4194304/' %S/../../configs/models/tiny.yaml > %t/huge.yaml
 // RUN: flexpipe-compile %schedules/1f1b.mlir --actors 2 --microbatches 2 --model %t/huge.yaml --cluster %S/../../configs/clusters/cpu.yaml -o %t/huge > /dev/null
-// RUN: not timeout 120 %t/huge/run-mpi.sh --iterations 1 2>&1 | FileCheck %s --check-prefix=HUGE
-// RUN: not timeout 120 flexpipe-reference %t/huge/schedule.txt --iterations 1 2>&1 | FileCheck %s --check-prefix=HUGE
+// RUN: (ulimit -v 3000000; not timeout 120 %t/huge/run-mpi.sh --iterations 1) 2>&1 | FileCheck %s --check-prefix=HUGE
+// RUN: (ulimit -v 3000000; not timeout 120 flexpipe-reference %t/huge/schedule.txt --iterations 1) 2>&1 | FileCheck %s --check-prefix=HUGE
 // HUGE: flexpipe: out of host memory: an allocation failed; the model's weights, optimizer state and activations do not fit this machine
 
 // With replicas, one process per replica (each was named 'replica 0').
@@ -133,6 +134,18 @@
 // RUN: %t/a-good/run-mpi.sh --iterations 1 --losses %t/links/dangling > /dev/null
 // RUN: test -L %t/links/dangling && test -s %t/links/absent
 // RUN: %t/a-good/run-mpi.sh --iterations 1 --losses /dev/null > /dev/null && test -c /dev/null
+// /dev/stdout redirected to a file is appended to: the file keeps what it
+// held and what the run printed (renaming over its resolved file lost both).
+// A trace there puts its parts in TMPDIR (they went into /dev).
+// RUN: echo before > %t/links/out.log
+// RUN: %t/a-good/run-mpi.sh --iterations 1 --losses /dev/stdout >> %t/links/out.log
+// RUN: FileCheck %s --check-prefix=STDOUT < %t/links/out.log
+// STDOUT: before
+// STDOUT: peak activation memory per rank
+// RUN: mkdir -p %t/tmpdir && env TMPDIR=%t/tmpdir %t/a-good/run-mpi.sh --iterations 1 --trace /dev/stdout > %t/links/trace.log
+// RUN: python3 -c "import sys; t = open(sys.argv[1]).read(); print(t.count('traceEvents'))" %t/links/trace.log | FileCheck %s --check-prefix=STDTRACE
+// STDTRACE: 1
+// RUN: ls %t/tmpdir | count 0
 // RUN: not timeout 60 flexpipe-reference %t/a-good/schedule.txt --iterations 1000000 --losses '' 2>&1 | FileCheck %s --check-prefix=REFEMPTY
 // REFEMPTY: flexpipe-reference: --losses needs a file name
 // RUN: not timeout 60 %t/a-good/run-mpi.sh --iterations 1000000 --weights '' 2>&1 | FileCheck %s --check-prefix=RANKEMPTY

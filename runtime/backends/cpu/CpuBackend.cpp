@@ -19,6 +19,7 @@
 #include <cblas.h>
 
 #include <map>
+#include <new>
 
 using namespace flexpipe::rt;
 
@@ -333,5 +334,11 @@ public:
 extern "C" int flexpipe_rt_main(int argc, char **argv, const char *schedule,
                                 flexpipe_rt_program program) {
   CpuBackend backend;
-  return runRank(argc, argv, schedule, program, backend);
+  // A model too large for the machine: said, exit 1 (it aborted with a
+  // backtrace).
+  try {
+    return runRank(argc, argv, schedule, program, backend);
+  } catch (const std::bad_alloc &) {
+    return outOfHostMemory();
+  }
 }

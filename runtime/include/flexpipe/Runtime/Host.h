@@ -20,11 +20,15 @@
 
 namespace flexpipe::rt {
 
-/// OpenBLAS on one thread (a rank per core), glibc's allocator keeping
+/// OpenBLAS on one thread (a rank per core), and glibc's allocator keeping
 /// freed memory for the next micro-batch instead of returning it to the
-/// kernel (docs/Runtime.md, "The built-in model"), and an allocation that
-/// fails said and exit 1 (a model too large for the machine).
+/// kernel (docs/Runtime.md, "The built-in model").
 void prepareHostProcess();
+
+/// What a rank or the reference says when std::bad_alloc reaches its main
+/// (a model too large for the machine; an operation's own is reported by
+/// its registration); returns the exit code, 1.
+int outOfHostMemory();
 
 /// The CPUs this process may run on (its affinity mask), or the machine's
 /// online CPUs where the mask cannot be read.
