@@ -149,9 +149,10 @@ inline int parseCommandLine(CLI::App &app, int argc, char **argv) {
       return 1;
     }
     const CLI::Option *option = optionNamed(arg);
+    const std::string next = i + 1 < argc ? argv[i + 1] : "";
     if (option && arg.find('=') == std::string::npos &&
-        option->get_items_expected_min() > 0 && i + 1 < argc &&
-        optionNamed(argv[i + 1])) {
+        option->get_items_expected_min() > 0 && optionNamed(next) &&
+        next != "--help" && next != "-h") {
       std::cerr << app.get_name() << ": " << arg << " needs a value, but '"
                 << argv[i + 1]
                 << "' after it is an option; give the value first (a path "
