@@ -108,6 +108,32 @@ private:
 
 namespace {
 
+/// Per actor, on demand: for every op of the run, the last op of that actor
+/// that happens before it (lastOpBefore). Both dependency checks ask it.
+class HappensBefore {
+public:
+  HappensBefore(const Program &run, const ProgramGraph &graph)
+      : run(run), graph(graph) {}
+  /// Whether op `from` (of `actor`) happens before op `to`.
+  bool holds(int32_t actor, int32_t from, int32_t to) {
+    auto [it, fresh] = lastOf.try_emplace(actor);
+    if (fresh)
+      it->second = lastOpBefore(run, graph, actor);
+    return it->second[to] >= from;
+  }
+
+private:
+  const Program &run;
+  const ProgramGraph &graph;
+  std::map<int32_t, std::vector<int32_t>> lastOf;
+};
+
+/// Why a dependency between two things of one actor is not kept.
+constexpr const char *kOtherWayRound =
+    ": the actor runs them the other way round (the split backward's weight "
+    "gradients are placed after scheduling, which sees no extra "
+    "dependency)";
+
 /// The first dependency between a computation and a runtime operation
 /// (flexpipe.exec) that the run does not keep. An exec orders nothing
 /// between actors: its instance on one actor and a computation on another
@@ -115,13 +141,7 @@ namespace {
 std::optional<BrokenDependency>
 brokenExecDependency(const Problem &problem, const Program &run,
                      const ProgramGraph &graph, ComputationIndex &index,
-                     std::map<int32_t, std::vector<int32_t>> &lastOf) {
-  auto before = [&](int32_t actor) -> const std::vector<int32_t> & {
-    auto [it, fresh] = lastOf.try_emplace(actor);
-    if (fresh)
-      it->second = lastOpBefore(run, graph, actor);
-    return it->second;
-  };
+                     HappensBefore &happensBefore) {
   for (int32_t r = 0; r < static_cast<int32_t>(problem.registered.size());
        ++r) {
     const Registered &inst = problem.registered[r];
@@ -150,9 +170,7 @@ brokenExecDependency(const Problem &problem, const Program &run,
            << part.actor << ") does not happen before @" << inst.name
            << " on actor " << member;
       if (part.actor == member)
-        os << ": the actor runs them the other way round (the split "
-              "backward's weight gradients are placed after scheduling, "
-              "which sees no extra dependency)";
+        os << kOtherWayRound;
       else
         os << ": a runtime operation (kind(compute)) orders nothing "
               "between actors, and no message orders these two; attach the "
@@ -181,7 +199,7 @@ brokenExecDependency(const Problem &problem, const Program &run,
                mb < std::min<int64_t>(first + inst.prev, part.mbEnd); ++mb) {
             const int32_t from =
                 index.find(part.actor, src.kind, part.stage, mb, true);
-            if (from >= 0 && before(part.actor)[id] < from)
+            if (from >= 0 && !happensBefore.holds(part.actor, from, id))
               return fail(src, mb, false, member);
           }
       }
@@ -198,7 +216,7 @@ brokenExecDependency(const Problem &problem, const Program &run,
             break;
           const int32_t to =
               index.find(part.actor, dst.kind, part.stage, mb, false);
-          if (to >= 0 && before(member)[to] < list[k].second)
+          if (to >= 0 && !happensBefore.holds(member, list[k].second, to))
             return fail(dst, mb, true, member);
         }
       }
@@ -232,20 +250,17 @@ flexpipe::sched::brokenDependency(const Problem &problem,
   if (buildGraph(run, ChannelRule::PerStage, graph))
     return std::nullopt; // the verifier reports what is wrong with it
   ComputationIndex index(run, graph);
-  std::map<int32_t, std::vector<int32_t>> lastOf; // per source actor
+  HappensBefore happensBefore(run, graph);
   for (const ExtraDependency &dep : problem.extraDependencies) {
     const StagePart &src = problem.parts[dep.srcPart];
     const StagePart &dst = problem.parts[dep.dstPart];
-    auto [it, fresh] = lastOf.try_emplace(src.actor);
-    if (fresh)
-      it->second = lastOpBefore(run, graph, src.actor);
     for (int32_t mb = std::max(src.mbBegin, dst.mbBegin);
          mb < std::min(src.mbEnd, dst.mbEnd); ++mb) {
       const int32_t from = index.find(src.actor, dep.srcKind, src.stage, mb,
                                       /*asSource=*/true);
       const int32_t to = index.find(dst.actor, dep.dstKind, dst.stage, mb,
                                     /*asSource=*/false);
-      if (from < 0 || to < 0 || it->second[to] >= from)
+      if (from < 0 || to < 0 || happensBefore.holds(src.actor, from, to))
         continue;
       std::ostringstream os;
       os << "is not kept when the schedule runs: at micro-batch " << mb << ", "
@@ -262,9 +277,7 @@ flexpipe::sched::brokenDependency(const Problem &problem,
               "gradient_separation); start the dependency at igrad, or "
               "leave the backward whole";
       else if (src.actor == dst.actor)
-        os << ": the actor runs them the other way round (the split "
-              "backward's weight gradients are placed after scheduling, "
-              "which sees no extra dependency)";
+        os << kOtherWayRound;
       else
         os << ": nothing the two actors exchange orders them (the "
               "scheduler did, but no message makes actor "
@@ -275,7 +288,7 @@ flexpipe::sched::brokenDependency(const Problem &problem,
       return BrokenDependency{dep.source, os.str()};
     }
   }
-  return brokenExecDependency(problem, run, graph, index, lastOf);
+  return brokenExecDependency(problem, run, graph, index, happensBefore);
 }
 
 namespace {

@@ -384,6 +384,8 @@ private:
   bool explainRegisteredWait(int32_t part, int32_t mb, CompKind kind,
                              std::ostream &os) const;
   std::string describeItem(CompKind kind, int32_t part, int32_t mb) const;
+  /// The same for an item id.
+  std::string describeItem(int32_t item) const;
 
   ReadyQueue queue(int32_t part, CompKind kind) {
     const int32_t k = static_cast<int32_t>(kind);
@@ -1358,6 +1360,12 @@ void Engine::diagnoseStuck(ScheduleResult &res, double now) {
   res.actors.clear();
 }
 
+std::string Engine::describeItem(int32_t item) const {
+  const int32_t slot = item / kNumCompKinds, part = slotPart[slot];
+  return describeItem(static_cast<CompKind>(item % kNumCompKinds), part,
+                      mbOf(part, slot));
+}
+
 std::string Engine::describeItem(CompKind kind, int32_t part,
                                  int32_t mb) const {
   std::ostringstream os;
@@ -1518,11 +1526,6 @@ int32_t Engine::explainDependencyCycle(std::ostream &os) const {
   // dependency that closes it.
   std::vector<int32_t> loop(path.begin() + seenAt[at], path.end());
   std::reverse(loop.begin(), loop.end());
-  auto describe = [&](int32_t item) {
-    const int32_t slot = item / kNumCompKinds, part = slotPart[slot];
-    return describeItem(static_cast<CompKind>(item % kNumCompKinds), part,
-                        mbOf(part, slot));
-  };
   for (size_t i = 0; i < loop.size(); ++i) {
     const int32_t from = loop[i], to = loop[(i + 1) % loop.size()];
     const int32_t fromPart = slotPart[from / kNumCompKinds];
@@ -1537,7 +1540,8 @@ int32_t Engine::explainDependencyCycle(std::ostream &os) const {
       os << "the dependency closes a cycle with the stage graph, so none of "
             "its computations can ever run: ";
       for (size_t k = 0; k <= loop.size(); ++k)
-        os << (k ? " -> " : "") << describe(loop[(i + 1 + k) % loop.size()]);
+        os << (k ? " -> " : "")
+           << describeItem(loop[(i + 1 + k) % loop.size()]);
       return dep.source;
     }
   }
@@ -1565,11 +1569,6 @@ int32_t Engine::explainRegisteredCycle(std::ostream &os) const {
     return -1;
   std::vector<std::vector<int32_t>> succs(numItems);
   forEachItemEdge([&](int32_t from, int32_t to) { succs[from].push_back(to); });
-  auto describe = [&](int32_t item) {
-    const int32_t slot = item / kNumCompKinds, part = slotPart[slot];
-    return describeItem(static_cast<CompKind>(item % kNumCompKinds), part,
-                        mbOf(part, slot));
-  };
   std::vector<int32_t> parent(numItems);
   for (size_t r = 0; r < p.registered.size(); ++r) {
     const Registered &ri = p.registered[r];
@@ -1604,7 +1603,7 @@ int32_t Engine::explainRegisteredCycle(std::ostream &os) const {
            << ri.name << ", so none of its computations can ever run: @"
            << ri.name;
         for (auto it = path.rbegin(); it != path.rend(); ++it)
-          os << " -> " << describe(*it);
+          os << " -> " << describeItem(*it);
         os << " -> @" << ri.name;
         auto half = [](CompKind kind) {
           return kind == CompKind::Igrad || kind == CompKind::Wgrad;

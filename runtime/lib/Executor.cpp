@@ -415,7 +415,7 @@ std::string tracePart(const flexpipe_rt &rt, int rank) {
 /// went into /dev).
 void setTracePrefix(flexpipe_rt &rt) {
   const std::string &trace = rt.options.trace;
-  if (trace.rfind("/dev/", 0) != 0 && trace.rfind("/proc/", 0) != 0) {
+  if (!OutputFile::isSystemPath(trace)) {
     rt.tracePrefix = trace;
     return;
   }
