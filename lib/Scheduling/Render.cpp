@@ -39,8 +39,11 @@ std::string time(double value, const SimCosts &costs) {
   if (costs.unit != "s")
     return fixed(value, std::floor(value) == value ? 0 : 2) + " " +
            counted(value, costs.unit);
-  if (value >= 1)
+  if (std::fabs(value) >= 1)
     return fixed(value, 3) + " s";
+  // Below a millisecond in microseconds: a 0.4 us message read "0.000 ms".
+  if (value != 0 && std::fabs(value) < 1e-3)
+    return fixed(value * 1e6, 3) + " us";
   return fixed(value * 1e3, 3) + " ms";
 }
 
@@ -121,13 +124,21 @@ std::string iterationTime(double pipeline, const SimCosts &costs,
 
 } // namespace
 
+std::string flexpipe::sched::formatShape(const Program &p) {
+  auto count = [](int64_t n, const char *one, const char *many) {
+    return std::to_string(n) + " " + (n == 1 ? one : many);
+  };
+  return count(p.numActors, "actor", "actors") + ", " +
+         count(p.numStages, "stage", "stages") + ", " +
+         count(p.numMicrobatches, "micro-batch", "micro-batches");
+}
+
 std::string flexpipe::sched::formatReport(const Program &p,
                                           const SimResult &r,
                                           const SimCosts &costs,
                                           const ReportContext &context) {
   std::ostringstream os;
-  os << "schedule @" << context.name << ": " << p.numActors << " actors, "
-     << p.numStages << " stages, " << p.numMicrobatches << " micro-batches\n";
+  os << "schedule @" << context.name << ": " << formatShape(p) << "\n";
   double iteration = r.iterationTime;
   if (context.after && context.after->gradSync + context.after->step > 0) {
     iteration += context.after->gradSync + context.after->step;
@@ -138,9 +149,11 @@ std::string flexpipe::sched::formatReport(const Program &p,
     os << "iteration time " << time(iteration, costs) << ", bubble ratio ";
   }
   os << fixed(100 * r.bubbleRatio(), 1) << "% (idle share of all actors' time)";
-  if (context.tokensPerIteration > 0 && costs.unit == "s" && iteration > 0)
-    os << ", " << fixed(context.tokensPerIteration / iteration, 0)
-       << " tokens/s per pipeline";
+  if (context.tokensPerIteration > 0 && costs.unit == "s" && iteration > 0) {
+    // Whole tokens where there are many; a very slow model read "0 tokens/s".
+    const double rate = context.tokensPerIteration / iteration;
+    os << ", " << fixed(rate, rate >= 100 ? 0 : 3) << " tokens/s per pipeline";
+  }
   os << "\n\n";
   const bool bytes = costs.memoryInBytes;
   os << pad("actor", 7) << pad("busy", 14) << pad("idle", 14)
@@ -234,17 +247,24 @@ std::string flexpipe::sched::formatSvg(const Program &p, const SimResult &r,
      << "\" height=\"" << height << "\" viewBox=\"0 0 " << width << ' '
      << height << "\" font-family=\"Helvetica, Arial, sans-serif\">\n";
   os << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  os << "<text x=\"" << left << "\" y=\"22\" font-size=\"15\" "
-        "font-weight=\"bold\">"
-     << escape("@" + context.name + ": " + std::to_string(p.numActors) +
-               " actors, " + std::to_string(p.numStages) + " stages, " +
-               std::to_string(p.numMicrobatches) + " micro-batches; iteration " +
-               iterationTime(r.iterationTime, costs, context) +
-               (context.after && context.after->gradSync + context.after->step > 0
-                    ? ", pipeline bubble "
-                    : ", bubble ") +
-               fixed(100 * r.bubbleRatio(), 1) + "%")
-     << "</text>\n";
+  const std::string title =
+      "@" + context.name + ": " + formatShape(p) + "; iteration " +
+      iterationTime(r.iterationTime, costs, context) +
+      (context.after && context.after->gradSync + context.after->step > 0
+           ? ", pipeline bubble "
+           : ", bubble ") +
+      fixed(100 * r.bubbleRatio(), 1) + "%";
+  // A long schedule name ran past the right edge: a title wider than the
+  // plot (about 8.5 px a character in bold 15 px Helvetica) is squeezed to
+  // fit it.
+  const double titleWidth = 8.5 * static_cast<double>(title.size());
+  os << "<text x=\"" << left
+     << "\" y=\"22\" font-size=\"15\" "
+        "font-weight=\"bold\"";
+  if (titleWidth > plotWidth)
+    os << " textLength=\"" << plotWidth
+       << "\" lengthAdjust=\"spacingAndGlyphs\"";
+  os << ">" << escape(title) << "</text>\n";
   // Legend.
   double lx = left;
   for (int k = 0; k < 4; ++k) {

@@ -121,8 +121,25 @@
 // RUN: flexpipe-compile %schedules/1f1b.mlir --actors 3 --microbatches 5 --model %configs/models/gpt-h256.yaml --cluster %configs/clusters/a800.yaml --dp 2 --emit=report > %t.dp2.txt
 // RUN: flexpipe-compile %schedules/1f1b.mlir --actors 3 --microbatches 5 --model %configs/models/gpt-h256.yaml --cluster %configs/clusters/a800.yaml --dp 2 --emit=svg >> %t.dp2.txt
 // RUN: FileCheck %s --check-prefix=TITLE < %t.dp2.txt
-// TITLE: iteration time [[ITER:[0-9.]+ ms = pipeline [0-9.]+ ms \+ gradient sync [0-9.]+ ms]]{{$}}
+// Times under a millisecond are in microseconds (they read "0.000 ms").
+// TITLE: iteration time [[ITER:[0-9.]+ us = pipeline [0-9.]+ us \+ gradient sync [0-9.]+ us]]{{$}}
 // TITLE: micro-batches; iteration [[ITER]], pipeline bubble
+// Counts of one are singular in the report, the grid and the title; a very
+// slow model's throughput keeps its digits (it read "0 tokens/s").
+// RUN: flexpipe-compile %schedules/1f1b.mlir --actors 1 --microbatches 1 --emit=report | FileCheck %s --check-prefix=ONE
+// RUN: flexpipe-compile %schedules/1f1b.mlir --actors 1 --microbatches 1 --emit=text | FileCheck %s --check-prefix=ONE
+// RUN: flexpipe-compile %schedules/1f1b.mlir --actors 1 --microbatches 1 --emit=svg | FileCheck %s --check-prefix=ONE
+// ONE: one_f_one_b: 1 actor, 1 stage, 1 micro-batch{{$|[,;]}}
+// A title wider than the plot (a long schedule name ran past the right
+// edge) is squeezed to the plot's width; a short one keeps its own.
+// RUN: sed 's/@one_f_one_b/@a_schedule_name_long_enough_to_run_past_the_right_edge_of_the_picture_when_drawn_at_its_natural_width/' %schedules/1f1b.mlir > %t.long-name.mlir
+// RUN: flexpipe-compile %t.long-name.mlir --emit=svg | FileCheck %s --check-prefix=SQUEEZED
+// SQUEEZED: font-weight="bold" textLength="1100" lengthAdjust="spacingAndGlyphs">@a_schedule_name_long
+// RUN: flexpipe-compile %schedules/1f1b.mlir --emit=svg | FileCheck %s --check-prefix=NATURAL
+// NATURAL: font-weight="bold">@one_f_one_b:
+// RUN: sed 's/^peak_flops:.*/peak_flops: 1000/' %configs/clusters/cpu.yaml > %t.slow.yaml
+// RUN: flexpipe-compile %schedules/1f1b.mlir --model %configs/models/tiny.yaml --cluster %t.slow.yaml --emit=report | FileCheck %s --check-prefix=SLOW
+// SLOW: iteration time {{[0-9.]+}} s, bubble ratio {{.*}}, 0.{{[0-9]*[1-9][0-9]*}} tokens/s per pipeline
 // RUN: printf 'stages: []\noptimizer_s: 0.5\n' > %t.badsteps.yaml
 // RUN: not flexpipe-compile %schedules/1f1b.mlir --profile %t.badsteps.yaml --emit=report 2>&1 | FileCheck %s --check-prefix=BADSTEPS
 // BADSTEPS: badsteps.yaml:2:{{[0-9]+}}: error: key 'optimizer_s' must be a list of seconds, one per actor

@@ -41,6 +41,10 @@ int64_t peakInflight(const Program &program);
 /// kind's name (`2exec0`).
 std::string actionName(const ProgOp &op);
 
+/// "4 actors, 8 stages, 1 micro-batch": the program's shape, as reports,
+/// timelines and the text grid state it.
+std::string formatShape(const Program &program);
+
 /// An ASCII grid like the paper's figures: one row per actor, one column per
 /// step, cells `<stage><F|B|I|W><micro-batch>`, `.` for an idle step.
 std::string formatTextGrid(const Program &program, const Timeline &timeline);
