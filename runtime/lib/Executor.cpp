@@ -104,8 +104,19 @@ std::vector<Comm::Floats> floatsOf(const std::vector<GradientRef> &refs) {
 
 /// Parses the runtime's options; returns an error message or "".
 std::string parseOptions(int argc, char **argv, Options &o) {
+  static const char *const kValued[] = {
+      "--iterations",       "--threads", "--lr",    "--losses",
+      "--weights",          "--profile", "--trace", "--checkpoint",
+      "--checkpoint-every", "--resume"};
+  std::set<std::string> given;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
+    // The last of two values won without a word (--iterations 5 ...
+    // --iterations 50 ran 50).
+    if (std::find(std::begin(kValued), std::end(kValued), arg) !=
+            std::end(kValued) &&
+        !given.insert(arg).second)
+      return arg + " is given twice; give it once";
     auto value = [&]() -> const char * {
       return i + 1 < argc ? argv[++i] : nullptr;
     };

@@ -224,6 +224,7 @@ std::optional<int> parseReferenceOptions(int argc, char **argv,
   static const char *const kOptions[] = {"--iterations",      "--lr",
                                          "--losses",          "--weights",
                                          "--initial-weights", "--batches"};
+  std::set<std::string> given;
   for (int i = 2; i < argc; ++i) {
     const std::string arg = argv[i];
     if (std::find(std::begin(kOptions), std::end(kOptions), arg) ==
@@ -239,6 +240,13 @@ std::optional<int> parseReferenceOptions(int argc, char **argv,
     }
     if (i + 1 >= argc) {
       std::fprintf(stderr, "flexpipe-reference: '%s' needs a value\n",
+                   arg.c_str());
+      return 1;
+    }
+    // The last of two values won without a word, as in the rank programs.
+    if (!given.insert(arg).second) {
+      std::fprintf(stderr,
+                   "flexpipe-reference: %s is given twice; give it once\n",
                    arg.c_str());
       return 1;
     }

@@ -152,6 +152,12 @@
 // REFEMPTY: flexpipe-reference: --losses needs a file name
 // RUN: not timeout 60 %t/a-good/run-mpi.sh --iterations 1000000 --weights '' 2>&1 | FileCheck %s --check-prefix=RANKEMPTY
 // RANKEMPTY: --weights needs a file name
+// An option given twice is refused by the ranks and the reference (the last
+// value won without a word).
+// RUN: not timeout 60 %t/a-good/run-mpi.sh --iterations 5 --iterations 1000000 2>&1 | FileCheck %s --check-prefix=RANKTWICE
+// RANKTWICE: --iterations is given twice; give it once
+// RUN: not timeout 60 flexpipe-reference %t/a-good/schedule.txt --losses %t/l1 --iterations 1000000 --losses %t/l2 2>&1 | FileCheck %s --check-prefix=REFTWICE
+// REFTWICE: flexpipe-reference: --losses is given twice; give it once
 // RUN: rm -rf %t/out && mkdir %t/out && %t/a-good/run-mpi.sh --iterations 2 --losses %t/out/losses --weights %t/out/w --profile %t/out/p.yaml --trace %t/out/t.json > /dev/null
 // RUN: ls %t/out | FileCheck %s --check-prefix=OUTPUTS
 // The trace's ranks share one clock: no message arrives before it is sent
