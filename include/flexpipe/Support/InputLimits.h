@@ -43,8 +43,9 @@ constexpr int kMaxNesting = 256;
 constexpr size_t kMaxDigits = 100;
 
 /// Checks `text` (the file `name`) against the bounds above, skipping
-/// comments and string literals. Returns "" or a located error,
-/// `NAME:LINE:COLUMN: error: ...`.
+/// comments and string literals, and refuses a UTF-8 byte order mark (which
+/// MLIR's lexer reports as "unexpected character" with nothing to see).
+/// Returns "" or a located error, `NAME:LINE:COLUMN: error: ...`.
 inline std::string checkInputLimits(std::string_view text,
                                     const std::string &name) {
   int depth = 0;
@@ -53,6 +54,11 @@ inline std::string checkInputLimits(std::string_view text,
     return name + ":" + std::to_string(l) + ":" + std::to_string(c) +
            ": error: " + what;
   };
+  if (text.substr(0, 3) == "\xEF\xBB\xBF")
+    return error(1, 1,
+                 "the file starts with a UTF-8 byte order mark, which MLIR "
+                 "does not read; save it as UTF-8 without one (e.g. sed -i "
+                 "'1s/^\\xEF\\xBB\\xBF//' FILE)");
   for (size_t i = 0; i < text.size(); ++i, ++column) {
     const char c = text[i];
     if (c >= '0' && c <= '9') {
