@@ -729,6 +729,8 @@ private:
   }
   /// The actor a blocked actor waits for.
   int32_t waitsFor(int32_t actor) const;
+  int32_t blockedCollective(int32_t actor) const;
+  std::string mismatchedCollectives(llvm::ArrayRef<int32_t> cycle) const;
 
   const Program &p;
   Topology topo;
@@ -1231,6 +1233,41 @@ int32_t Replay::waitsFor(int32_t a) const {
   return a;
 }
 
+/// The collective a blocked actor is held at (its op, or the one its wait
+/// completes), as a global op id; -1 when it waits for something else.
+int32_t Replay::blockedCollective(int32_t a) const {
+  const int32_t id = g.actorBegin[a] + blockedAt[a];
+  const ProgOp &op = p.actors[a][blockedAt[a]];
+  if (isCollective(op.kind))
+    return id;
+  if (op.kind == OpKind::Wait && g.waitsSend[id] < 0 && g.waitsPost[id] >= 0)
+    return g.waitsPost[id];
+  return -1;
+}
+
+/// In a cycle, two actors held at collectives of one stage and micro-batch
+/// but of different kinds (an all_gather meeting a gather): a mistake, not
+/// an ordering problem; says so, or "".
+std::string Replay::mismatchedCollectives(llvm::ArrayRef<int32_t> cycle) const {
+  for (size_t i = 0; i < cycle.size(); ++i)
+    for (size_t j = i + 1; j < cycle.size(); ++j) {
+      const int32_t x = blockedCollective(cycle[i]);
+      const int32_t y = blockedCollective(cycle[j]);
+      if (x < 0 || y < 0)
+        continue;
+      const ProgOp &u = opAt(x), &v = opAt(y);
+      if (u.kind == v.kind || u.stage != v.stage || u.mb != v.mb)
+        continue;
+      return ": actor " + std::to_string(cycle[i]) + " runs " +
+             std::string(opKindName(u.kind)) + " and actor " +
+             std::to_string(cycle[j]) + " runs " + opKindName(v.kind) +
+             " of stage " + std::to_string(u.stage) + " mb " +
+             std::to_string(u.mb) +
+             "; every member of a collective runs the same kind";
+    }
+  return {};
+}
+
 /// Follows wait-for edges from a blocked actor to a cycle (or to an actor
 /// that finished without sending what is awaited).
 std::optional<VerifyFailure> Replay::deadlock() {
@@ -1255,6 +1292,8 @@ std::optional<VerifyFailure> Replay::deadlock() {
     for (size_t i = seenAt[a]; i < chain.size(); ++i)
       os << ' ' << chain[i];
     os << " wait for each other in a cycle";
+    os << mismatchedCollectives(
+        llvm::ArrayRef<int32_t>(chain).drop_front(seenAt[a]));
     f.message = os.str();
     for (size_t i = seenAt[a]; i < chain.size(); ++i) {
       const int32_t actor = chain[i];

@@ -564,3 +564,27 @@ flexpipe.schedule @exec_elsewhere actors(2) stages(2) microbatches(1) stage_info
     flexpipe.send_grad stage 1 mb 0 to 0
   }
 }
+
+// -----
+
+// Tests members of one stage and micro-batch that run different collectives
+// (an all_gather meeting a gather): the cycle names the mistake.
+flexpipe.schedule @mixed_collectives actors(2) stages(2) microbatches(1) {
+  flexpipe.actor 0 {
+    flexpipe.fwd stage 0 mb 0
+    flexpipe.send_act stage 0 mb 0 to 1
+    // expected-error @+2 {{the programs deadlock: actors 0 1 wait for each other in a cycle: actor 0 runs all_gather and actor 1 runs gather of stage 0 mb 0; every member of a collective runs the same kind}}
+    // expected-note @+1 {{actor 0 waits here for actor 1}}
+    flexpipe.all_gather stage 0 mb 0 group [0, 1]
+    flexpipe.recv_grad stage 0 mb 0 from 1
+    flexpipe.bwd stage 0 mb 0
+  }
+  flexpipe.actor 1 {
+    flexpipe.recv_act stage 1 mb 0 from 0
+    flexpipe.fwd stage 1 mb 0
+    // expected-note @+1 {{actor 1 waits here for actor 0}}
+    flexpipe.gather stage 0 mb 0 group [0, 1] root 0
+    flexpipe.bwd stage 1 mb 0
+    flexpipe.send_grad stage 1 mb 0 to 0
+  }
+}
