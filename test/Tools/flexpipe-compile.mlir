@@ -48,6 +48,22 @@
 // RUN: rm -rf %t.other && mkdir %t.other && touch %t.other/notes.txt
 // RUN: not flexpipe-compile %s --emit=cpp -o %t.other 2>&1 | FileCheck %s --check-prefix=OTHER
 // OTHER: flexpipe-compile: -o '{{.*}}other' holds files but no earlier output of flexpipe-compile (schedule.txt); give a new or empty directory
+// Rank programs are of one schedule: two in a file wrote the second's
+// rank sources beside the first's description, and exited 0.
+// RUN: cat %schedules/1f1b.mlir %schedules/gpipe.mlir > %t.two.mlir
+// RUN: rm -rf %t.two && not flexpipe-compile %t.two.mlir --emit=cpp -o %t.two 2>&1 | FileCheck %s --check-prefix=TWO
+// RUN: not test -e %t.two
+// RUN: not flexpipe-compile %t.two.mlir --emit=exe -o %t.two 2>&1 | FileCheck %s --check-prefix=TWO
+// TWO: error: --emit={{cpp|exe}} writes one schedule, but '{{.*}}two.mlir' holds 2; keep one pipeline per file
+// Explicit edges that spell the default chain are that chain: the model
+// file splits its layers over the stages as without them (they read "its
+// stages are not one chain").
+// RUN: printf 'flexpipe.schedule @s actors(1) stages(2) microbatches(1) edges [0 -> 1] {\n flexpipe.actor 0 {\n flexpipe.fwd stage 0 mb 0\n flexpipe.fwd stage 1 mb 0\n flexpipe.bwd stage 1 mb 0\n flexpipe.bwd stage 0 mb 0\n }\n}\n' > %t.chain.mlir
+// RUN: flexpipe-compile %t.chain.mlir --model %configs/models/tiny.yaml --cluster %configs/clusters/cpu.yaml --emit=report | FileCheck %s --check-prefix=CHAIN
+// CHAIN: schedule @s: 1 actor, 2 stages, 1 micro-batch
+// RUN: sed 's/edges \[0 -> 1\]/edges [1 -> 0]/' %t.chain.mlir > %t.back.mlir
+// RUN: not flexpipe-compile %t.back.mlir --model %configs/models/tiny.yaml --cluster %configs/clusters/cpu.yaml --emit=report 2>&1 | FileCheck %s --check-prefix=NOTCHAIN
+// NOTCHAIN: its stages are not one chain
 
 // Errors.
 // RUN: not flexpipe-compile %s --emit=png 2>&1 | FileCheck %s --check-prefix=BADEMIT

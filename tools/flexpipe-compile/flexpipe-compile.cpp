@@ -278,7 +278,15 @@ static LogicalResult sizeSchedule(ScheduleOp schedule,
     return success(options.model.empty());
   if (schedule.getStageInfoAttr())
     return success();
-  if (schedule.getEdgesAttr() || schedule.getSharedAttr())
+  // Explicit edges that spell the default chain 0 -> 1 -> ... are that
+  // chain (they read "not one chain").
+  SmallVector<std::pair<int64_t, int64_t>> edges = schedule.getEdgeList();
+  llvm::sort(edges);
+  bool chain = static_cast<int64_t>(edges.size()) + 1 ==
+               static_cast<int64_t>(schedule.getStages());
+  for (size_t i = 0; chain && i < edges.size(); ++i)
+    chain = edges[i] == std::pair<int64_t, int64_t>(i, i + 1);
+  if (!chain || schedule.getSharedAttr())
     return schedule.emitOpError()
            << "does not say what its stages hold (no stage_info), and its "
               "stages are not one chain (edges or shared stages): give it a "
@@ -598,6 +606,21 @@ static int compile(const CompileOptions &options) {
       failed(scheduleSpecs(context, *module, options, inputs)))
     return 1;
 
+  SmallVector<ScheduleOp> all(module->getOps<ScheduleOp>());
+  // Every output but the schedule IR and the text views is of one schedule:
+  // two in one file wrote the second's rank sources over the first's, beside
+  // the first's description.
+  const bool many = options.emit == "schedule" || options.emit == "text" ||
+                    options.emit == "report";
+  if (!many && all.size() != 1) {
+    emitError(module->getLoc())
+        << "--emit=" << options.emit << " writes one schedule, but '"
+        << options.input << "' holds "
+        << (all.empty()
+                ? std::string("none")
+                : std::to_string(all.size()) + "; keep one pipeline per file");
+    return 1;
+  }
   if (options.emit == "cpp" || options.emit == "exe")
     return failed(predictMemory(*module, options, *inputs))
                ? 1
@@ -613,15 +636,6 @@ static int compile(const CompileOptions &options) {
   if (options.emit == "schedule") {
     module->print(os);
     return writeOutputFile("flexpipe-compile", options.output, text) ? 0 : 1;
-  }
-  SmallVector<ScheduleOp> all(module->getOps<ScheduleOp>());
-  const bool many = options.emit == "text" || options.emit == "report";
-  if (!many && all.size() != 1) {
-    emitError(module->getLoc())
-        << "--emit=" << options.emit << " writes one schedule, but '"
-        << options.input << "' holds " << all.size()
-        << "; keep one pipeline per file";
-    return 1;
   }
   const bool simulated = isSimulated(options.emit);
   for (ScheduleOp schedule : all) {
