@@ -36,6 +36,9 @@
 // EXT: flexpipe-compile: --ops {{.*}}exec-ops-errors.mlir: expected a C++ source (.cpp, .cc, .cxx or .C)
 // RUN: not flexpipe-compile %s --actors 2 --ops %examples/ops/ActivationNorms.cpp --ops %examples/ops/ActivationNorms.cpp -o %t/same 2>&1 | FileCheck %s --check-prefix=SAME
 // SAME: flexpipe-compile: --ops {{.*}}ActivationNorms.cpp: another file of the output directory is named 'ActivationNorms' (a rank, reference or another --ops file); rename it
+// The clash is found before anything is written (the rank sources were
+// already there).
+// RUN: not test -e %t/same
 // RUN: not flexpipe-compile %s --actors 2 --ops %t/missing.cpp -o %t/missing 2>&1 | FileCheck %s --check-prefix=MISSING
 // MISSING: --ops: File does not exist: {{.*}}missing.cpp
 
