@@ -170,6 +170,13 @@ std::vector<rt::ScheduleDesc::Exec> execsOf(ScheduleOp schedule,
       e.outputs.assign(instance.outputs.begin(), instance.outputs.end());
       e.attrs = instance.attrs;
     }
+  // Actors in id order (the description's rule), whatever order the
+  // schedule lists their regions in.
+  std::stable_sort(
+      execs.begin(), execs.end(),
+      [](const rt::ScheduleDesc::Exec &x, const rt::ScheduleDesc::Exec &y) {
+        return x.actor < y.actor;
+      });
   return execs;
 }
 
