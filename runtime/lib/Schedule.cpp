@@ -11,6 +11,7 @@
 #include "flexpipe/Support/InputLimits.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -32,10 +33,18 @@ std::string readSizes(std::istringstream &words, GptConfig &config,
     if (eq == std::string::npos)
       return "expected key=value, got '" + item + "'";
     const std::string k = item.substr(0, eq), text = item.substr(eq + 1);
+    // The seed is unsigned (the writer prints a uint64_t); out of range is
+    // refused, not clamped (every seed from 2^63 up read as 2^63 - 1).
     char *end = nullptr;
-    const long long v = std::strtoll(text.c_str(), &end, 10);
-    if (text.empty() || *end != '\0')
+    errno = 0;
+    const bool seed = k == "seed" && !tower;
+    const unsigned long long u =
+        seed && text[0] != '-' ? std::strtoull(text.c_str(), &end, 10) : 0;
+    const long long v = seed ? 0 : std::strtoll(text.c_str(), &end, 10);
+    if (text.empty() || !end || *end != '\0')
       return "expected an integer in '" + item + "'";
+    if (errno == ERANGE)
+      return "'" + item + "' is out of range for a 64-bit integer";
     if (k == "vocab")
       config.vocab = v;
     else if (k == "seq")
@@ -49,7 +58,7 @@ std::string readSizes(std::istringstream &words, GptConfig &config,
     else if (k == "microbatch" && !tower)
       config.microBatch = v;
     else if (k == "seed" && !tower)
-      config.seed = static_cast<uint64_t>(v);
+      config.seed = static_cast<uint64_t>(u);
     else if (k == "embed" && !tower)
       config.embed = v;
     else

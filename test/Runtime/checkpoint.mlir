@@ -140,6 +140,20 @@
 // REFITERS: flexpipe-reference: --iterations must be an integer of at least 1, got '99999999999999999999'
 // RUN: not flexpipe-reference %t/a/schedule.txt --lr nan 2>&1 | FileCheck %s --check-prefix=REFLR
 // REFLR: flexpipe-reference: --lr must be a number between 0 and 1e6, got 'nan'
+// The description's numbers round-trip: the seed is unsigned (seeds from
+// 2^63 up all read as 2^63 - 1) and a size out of range is refused as
+// written (it was reported clamped).
+// RUN: grep -v '^hash\|^check' %t/a/schedule.txt | sed 's/seed=[0-9]*/seed=18446744073709551615/' > %t/seed-top.txt
+// RUN: grep -v '^hash\|^check' %t/a/schedule.txt | sed 's/seed=[0-9]*/seed=9223372036854775807/' > %t/seed-half.txt
+// RUN: flexpipe-reference %t/seed-top.txt --iterations 1 --losses %t/seed-top.losses
+// RUN: flexpipe-reference %t/seed-half.txt --iterations 1 --losses %t/seed-half.losses
+// RUN: not cmp -s %t/seed-top.losses %t/seed-half.losses
+// RUN: grep -v '^hash\|^check' %t/a/schedule.txt | sed 's/seed=[0-9]*/seed=99999999999999999999/' > %t/seed-range.txt
+// RUN: not flexpipe-reference %t/seed-range.txt --iterations 1 2>&1 | FileCheck %s --check-prefix=SEEDRANGE
+// SEEDRANGE: 'seed=99999999999999999999' is out of range for a 64-bit integer
+// RUN: grep -v '^hash\|^check' %t/a/schedule.txt | sed 's/layers=[0-9]*/layers=99999999999999999999/' > %t/layers-range.txt
+// RUN: not flexpipe-reference %t/layers-range.txt --iterations 1 2>&1 | FileCheck %s --check-prefix=LAYERSRANGE
+// LAYERSRANGE: 'layers=99999999999999999999' is out of range for a 64-bit integer
 // The schedule left out: said so (it read '--iterations' as the schedule
 // and reported "'1' needs a value").
 // RUN: not flexpipe-reference --iterations 1 2>&1 | FileCheck %s --check-prefix=REFNOSCHED
