@@ -39,12 +39,7 @@ std::string time(double value, const SimCosts &costs) {
   if (costs.unit != "s")
     return fixed(value, std::floor(value) == value ? 0 : 2) + " " +
            counted(value, costs.unit);
-  if (std::fabs(value) >= 1)
-    return fixed(value, 3) + " s";
-  // Below a millisecond in microseconds: a 0.4 us message read "0.000 ms".
-  if (value != 0 && std::fabs(value) < 1e-3)
-    return fixed(value * 1e6, 3) + " us";
-  return fixed(value * 1e3, 3) + " ms";
+  return formatSeconds(value);
 }
 
 /// An axis label: as few digits as the tick spacing needs.
@@ -123,6 +118,19 @@ std::string iterationTime(double pipeline, const SimCosts &costs,
 }
 
 } // namespace
+
+std::string flexpipe::sched::formatSeconds(double value) {
+  if (std::fabs(value) >= 1)
+    return fixed(value, 3) + " s";
+  // Below a microsecond with the digits it needs: a 0.4 us message read
+  // "0.000 ms" (milliseconds kept, which scripts and tests read).
+  if (value != 0 && std::fabs(value) < 1e-6) {
+    char buffer[64];
+    std::snprintf(buffer, sizeof(buffer), "%.4g ms", value * 1e3);
+    return buffer;
+  }
+  return fixed(value * 1e3, 3) + " ms";
+}
 
 std::string flexpipe::sched::formatShape(const Program &p) {
   auto count = [](int64_t n, const char *one, const char *many) {

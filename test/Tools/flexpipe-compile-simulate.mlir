@@ -66,6 +66,11 @@
 // RUN: flexpipe-compile %schedules/1f1b.mlir --model %configs/models/tiny.yaml --cluster %t.fastest.yaml --emit=svg -o %t.fastest.svg
 // RUN: python3 %S/Inputs/svg-ticks.py %t.fastest.svg | FileCheck %s --check-prefix=TICKS
 // TICKS: {{^([1-9]|1[0-2]) inside$}}
+// Times below a microsecond keep four significant digits (they read
+// "0.000 ms", busy and idle alike).
+// RUN: flexpipe-compile %schedules/1f1b.mlir --model %configs/models/tiny.yaml --cluster %t.fastest.yaml --emit=report | FileCheck %s --check-prefix=TINYTIME
+// TINYTIME: iteration time {{[0-9.]+}}e-{{[0-9]+}} ms, bubble ratio
+// TINYTIME: {{^0 +[0-9.]+e-[0-9]+ ms +[0-9.]+e-[0-9]+ ms}}
 
 // Values as wide as their column keep a space after them (they ran into
 // the next: '47185982.915 s5898310.984 s').
@@ -121,8 +126,7 @@
 // RUN: flexpipe-compile %schedules/1f1b.mlir --actors 3 --microbatches 5 --model %configs/models/gpt-h256.yaml --cluster %configs/clusters/a800.yaml --dp 2 --emit=report > %t.dp2.txt
 // RUN: flexpipe-compile %schedules/1f1b.mlir --actors 3 --microbatches 5 --model %configs/models/gpt-h256.yaml --cluster %configs/clusters/a800.yaml --dp 2 --emit=svg >> %t.dp2.txt
 // RUN: FileCheck %s --check-prefix=TITLE < %t.dp2.txt
-// Times under a millisecond are in microseconds (they read "0.000 ms").
-// TITLE: iteration time [[ITER:[0-9.]+ us = pipeline [0-9.]+ us \+ gradient sync [0-9.]+ us]]{{$}}
+// TITLE: iteration time [[ITER:[0-9.]+ ms = pipeline [0-9.]+ ms \+ gradient sync [0-9.]+ ms]]{{$}}
 // TITLE: micro-batches; iteration [[ITER]], pipeline bubble
 // Counts of one are singular in the report, the grid and the title; a very
 // slow model's throughput keeps its digits (it read "0 tokens/s").

@@ -98,11 +98,7 @@ std::optional<double> parseBytes(std::string text) {
   return std::nullopt;
 }
 
-std::string seconds(double s) {
-  if (s >= 1)
-    return llvm::formatv("{0:F3} s", s).str();
-  return llvm::formatv("{0:F3} ms", s * 1e3).str();
-}
+std::string seconds(double s) { return formatSeconds(s); }
 
 /// A stage priority in a CSV cell: "depth_first:8".
 std::string stpName(const StagePriority &p) {

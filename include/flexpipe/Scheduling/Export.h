@@ -41,6 +41,10 @@ int64_t peakInflight(const Program &program);
 /// kind's name (`2exec0`).
 std::string actionName(const ProgOp &op);
 
+/// Seconds as reports, timelines and flexpipe-tune print them: "1.250 s",
+/// "12.500 ms", four significant digits below a microsecond ("0.0004 ms").
+std::string formatSeconds(double seconds);
+
 /// "4 actors, 8 stages, 1 micro-batch": the program's shape, as reports,
 /// timelines and the text grid state it.
 std::string formatShape(const Program &program);
