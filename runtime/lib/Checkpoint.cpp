@@ -10,6 +10,7 @@
 // integer fixed-width, floats and doubles as their bits.
 //
 //   "FLXPCKPT" u32 version
+//   u64 run
 //   u64 schedule hash, str schedule name, str model
 //   i32 actors, dp, ranks, rank
 //   i64 iterations, f32 lr
@@ -44,7 +45,8 @@ using namespace flexpipe::rt;
 namespace {
 
 constexpr char kMagic[8] = {'F', 'L', 'X', 'P', 'C', 'K', 'P', 'T'};
-constexpr uint32_t kVersion = 1;
+/// 2: the run id, and the checksum from FNV-1a's own offset basis.
+constexpr uint32_t kVersion = 2;
 
 class Writer {
 public:
@@ -124,7 +126,9 @@ bool parseName(const std::string &name, int64_t &k, int &r,
     while (at < name.size() && at - start < 18 && name[at] >= '0' &&
            name[at] <= '9')
       value = value * 10 + (name[at++] - '0');
-    return at > start &&
+    // Names are written without leading zeros; iter-06 was listed, then
+    // looked for as iter-6.
+    return at > start && (name[start] != '0' || at == start + 1) &&
            (at == name.size() || name[at] < '0' || name[at] > '9');
   };
   if (name.compare(0, 5, "iter-") != 0)
@@ -230,6 +234,7 @@ std::string flexpipe::rt::writeCheckpoint(const std::string &path,
   Writer w;
   w.bytes.append(kMagic, sizeof kMagic);
   w.put(kVersion);
+  w.put(c.run);
   w.put(c.scheduleHash);
   w.putString(c.scheduleName);
   w.putString(c.model);
@@ -273,6 +278,44 @@ std::string flexpipe::rt::writeCheckpoint(const std::string &path,
   return {};
 }
 
+namespace {
+/// The fields after the magic and the version, from `r`; false where the
+/// bytes run out (r.missing says in which).
+bool readFields(Reader &r, Checkpoint &c) {
+  char header[sizeof kMagic + sizeof(uint32_t)];
+  uint64_t losses = 0, parameters = 0;
+  if (!(r.raw(header, sizeof header, "header") && r.get(c.run, "header") &&
+        r.get(c.scheduleHash, "header") &&
+        r.getString(c.scheduleName, "header") &&
+        r.getString(c.model, "header") && r.get(c.actors, "header") &&
+        r.get(c.dp, "header") && r.get(c.ranks, "header") &&
+        r.get(c.rank, "header") && r.get(c.iterations, "header") &&
+        r.get(c.lr, "header") && r.get(losses, "losses")))
+    return false;
+  if (losses > r.left() / sizeof(double)) {
+    r.missing = "losses";
+    return false;
+  }
+  c.losses.resize(losses);
+  if (!(r.raw(c.losses.data(), losses * sizeof(double), "losses") &&
+        r.get(c.state.adamStep, "optimizer state") &&
+        r.get(parameters, "parameters")))
+    return false;
+  c.state.parameters.clear();
+  for (uint64_t i = 0; i < parameters; ++i) {
+    DeviceState::Parameter p;
+    uint64_t count = 0;
+    if (!(r.getString(p.name, "parameters") && r.get(count, "parameters") &&
+          r.getFloats(p.value, count, "parameters") &&
+          r.getFloats(p.m, count, "parameters") &&
+          r.getFloats(p.v, count, "parameters")))
+      return false;
+    c.state.parameters.push_back(std::move(p));
+  }
+  return true;
+}
+} // namespace
+
 std::string flexpipe::rt::readCheckpoint(const std::string &path,
                                          Checkpoint &c) {
   std::string bytes;
@@ -300,45 +343,32 @@ std::string flexpipe::rt::readCheckpoint(const std::string &path,
     return file + " is truncated (" + std::to_string(size) + " bytes)";
   uint32_t version = 0;
   std::memcpy(&version, bytes.data() + sizeof kMagic, sizeof version);
-  if (version != kVersion)
-    return file + " has format version " + std::to_string(version) +
-           "; this runtime reads version " + std::to_string(kVersion);
   // The checksum is the file's last 8 bytes.
   const size_t end = size - sizeof(uint64_t);
   uint64_t stored = 0;
   std::memcpy(&stored, bytes.data() + end, sizeof stored);
   const bool checksumOk =
       flexpipe::fnv1a(std::string_view(bytes).substr(0, end)) == stored;
+  // A damaged version field read as another format's.
+  if (version != kVersion)
+    return file + (checksumOk ? " has" : " is corrupt or has") +
+           " format version " + std::to_string(version) +
+           "; this runtime reads version " + std::to_string(kVersion) +
+           (checksumOk || version >= kVersion
+                ? std::string()
+                : " (an earlier FlexPipe's: train again, or resume with "
+                  "the FlexPipe that wrote it)");
 
   Reader r(bytes, end);
-  char header[kSmallest];
-  uint64_t losses = 0, parameters = 0;
-  bool whole = r.raw(header, sizeof header, "header") &&
-               r.get(c.scheduleHash, "header") &&
-               r.getString(c.scheduleName, "header") &&
-               r.getString(c.model, "header") && r.get(c.actors, "header") &&
-               r.get(c.dp, "header") && r.get(c.ranks, "header") &&
-               r.get(c.rank, "header") && r.get(c.iterations, "header") &&
-               r.get(c.lr, "header") && r.get(losses, "losses") &&
-               losses <= r.left() / sizeof(double);
-  if (whole) {
-    c.losses.resize(losses);
-    whole = r.raw(c.losses.data(), losses * sizeof(double), "losses") &&
-            r.get(c.state.adamStep, "optimizer state") &&
-            r.get(parameters, "parameters");
-  } else if (r.missing.empty()) {
-    r.missing = "losses";
-  }
-  c.state.parameters.clear();
-  for (uint64_t i = 0; whole && i < parameters; ++i) {
-    DeviceState::Parameter p;
-    uint64_t count = 0;
-    whole = r.getString(p.name, "parameters") && r.get(count, "parameters") &&
-            r.getFloats(p.value, count, "parameters") &&
-            r.getFloats(p.m, count, "parameters") &&
-            r.getFloats(p.v, count, "parameters");
-    if (whole)
-      c.state.parameters.push_back(std::move(p));
+  const bool whole = readFields(r, c);
+  // Without its last 8 bytes a file whole up to them read its
+  // parameters' end as its checksum ("ending inside its parameters").
+  if (!whole && !checksumOk) {
+    Checkpoint shorter;
+    Reader all(bytes, size);
+    if (readFields(all, shorter) && all.left() == 0)
+      return file + " is truncated (" + std::to_string(size) +
+             " bytes, ending before its checksum)";
   }
   if (!whole)
     return file + " is " + (checksumOk ? "corrupt" : "truncated or corrupt") +

@@ -31,6 +31,11 @@
 namespace flexpipe::rt {
 
 struct Checkpoint {
+  /// The run that wrote it (drawn at its start, kept across resumes): one
+  /// generation's files are of one run. Files of two runs in a directory
+  /// (a fresh run killed while it replaced an older one's generation)
+  /// resumed a model stitched from both.
+  uint64_t run = 0;
   // What a run must match to resume from the file.
   uint64_t scheduleHash = 0;
   std::string scheduleName;

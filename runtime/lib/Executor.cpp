@@ -37,6 +37,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <random>
 #include <set>
 
 using namespace flexpipe::rt;
@@ -558,6 +559,17 @@ Checkpoint resumeFrom(flexpipe_rt &rt, const Checkpoint &identity) {
   if (std::string error = checkpointMismatch(path, found, identity);
       !error.empty())
     comm.abort("--resume: " + error, 1);
+  // One run wrote the generation: a fresh run killed while it replaced an
+  // older run's files of the same iteration leaves some ranks' of each.
+  comm.minMax(found.run, lo, hi);
+  if (lo != hi)
+    comm.abort("--resume: the files of iteration " +
+                   std::to_string(generation) + " in '" + dir +
+                   "' were written by different runs (rank " + rank +
+                   "'s by run " + std::to_string(found.run) +
+                   "): a run was stopped while it replaced another's "
+                   "checkpoint; resume from a directory of one run",
+               1);
   if (found.iterations != generation)
     comm.abort("--resume: checkpoint '" + path + "' holds iteration " +
                    std::to_string(found.iterations) + ", not " +
@@ -568,19 +580,37 @@ Checkpoint resumeFrom(flexpipe_rt &rt, const Checkpoint &identity) {
                    std::to_string(generation) + " iterations, more than " +
                    "--iterations " + std::to_string(rt.options.iterations),
                1);
-  if (comm.rank() == 0) {
-    std::printf("resuming from '%s' after iteration %lld\n", dir.c_str(),
-                static_cast<long long>(generation - 1));
-    if (generation == rt.options.iterations)
-      std::printf("the checkpoint has completed all %lld iterations: nothing "
-                  "to train\n",
-                  static_cast<long long>(generation));
-    if (found.lr != rt.options.lr)
-      std::printf("note: the checkpoint was trained with --lr %g; this run "
-                  "continues with --lr %g\n",
-                  found.lr, rt.options.lr);
-  }
   return found;
+}
+
+/// Says where a resumed run continues (rank 0), once its state is restored.
+void announceResume(const flexpipe_rt &rt, const Checkpoint &found) {
+  if (rt.comm->rank() != 0)
+    return;
+  std::printf("resuming from '%s' after iteration %lld\n",
+              rt.options.resume.c_str(),
+              static_cast<long long>(found.iterations - 1));
+  if (found.iterations == rt.options.iterations)
+    std::printf("the checkpoint has completed all %lld iterations: nothing "
+                "to train\n",
+                static_cast<long long>(found.iterations));
+  if (found.lr != rt.options.lr)
+    std::printf("note: the checkpoint was trained with --lr %g; this run "
+                "continues with --lr %g\n",
+                found.lr, rt.options.lr);
+}
+
+/// A fresh run's id, the same on every rank (the smallest of the ranks'
+/// draws), that its checkpoints carry. Collective.
+uint64_t drawRunId(Comm &comm) {
+  std::random_device device;
+  const uint64_t mine =
+      (static_cast<uint64_t>(device()) << 32 ^ device()) ^
+      static_cast<uint64_t>(
+          std::chrono::steady_clock::now().time_since_epoch().count());
+  uint64_t lo = 0, hi = 0;
+  comm.minMax(mine, lo, hi);
+  return lo;
 }
 
 /// --checkpoint: every rank writes generation `completed`; once all have,
@@ -1038,6 +1068,15 @@ double train(flexpipe_rt &rt, const Checkpoint &identity,
                     static_cast<long long>(it), o.checkpoint.c_str());
     }
   }
+  // Resumed with nothing left to train: --checkpoint still gets the state
+  // "at the end of the run" (it left the directory empty).
+  if (!o.checkpoint.empty() && rt.firstIteration >= o.iterations) {
+    saveCheckpoint(rt, identity, losses, o.iterations);
+    if (comm.rank() == 0)
+      std::printf("checkpoint after iteration %lld in '%s'\n",
+                  static_cast<long long>(o.iterations - 1),
+                  o.checkpoint.c_str());
+  }
   return totalSeconds;
 }
 
@@ -1218,10 +1257,15 @@ int flexpipe::rt::runRank(int argc, char **argv, const char *description,
   if (rt.options.threads == 1) // a rank with threads keeps all the cores
     comm.place(deviceOf(rt.actor, rt.replica, comm.size() / d.actors));
   checkOutputs(rt);
-  const Checkpoint identity = identityOf(rt);
+  Checkpoint identity = identityOf(rt);
   Checkpoint resumed;
   if (!rt.options.resume.empty()) {
     resumed = resumeFrom(rt, identity);
+    identity.run = resumed.run; // the run goes on
+  } else if (!rt.options.checkpoint.empty()) {
+    identity.run = drawRunId(comm);
+  }
+  if (!rt.options.resume.empty()) {
     if (!rt.options.profile.empty() &&
         rt.options.iterations - resumed.iterations < 2)
       comm.abort(
@@ -1252,6 +1296,7 @@ int flexpipe::rt::runRank(int argc, char **argv, const char *description,
                                     comm.rank()) +
                      "' does not fit this rank's stages: " + error,
                  1);
+    announceResume(rt, resumed);
     rt.firstIteration = resumed.iterations;
     losses = std::move(resumed.losses);
     resumed.state = {};

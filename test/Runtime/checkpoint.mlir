@@ -107,6 +107,39 @@
 // RUN: cp -r %t/a/ckpt3 %t/a/garbage && echo hello > %t/a/garbage/iter-3.rank0
 // RUN: not %t/a/run-mpi.sh --iterations 6 --resume %t/a/garbage 2>&1 | FileCheck %s --check-prefix=GARBAGE
 // GARBAGE: flexpipe: rank 0: --resume: '{{.*}}garbage/iter-3.rank0' is not a FlexPipe checkpoint
+// The checksum is FNV-1a with its own offset basis (a digit was missing:
+// tools written from the docs could not check a file).
+// RUN: python3 -c "import sys, struct; b = open(sys.argv[1], 'rb').read(); h = 0xcbf29ce484222325; exec('for c in b[:-8]: h = ((h ^ c) * 0x100000001b3) % 2**64'); assert struct.unpack('<Q', b[-8:])[0] == h, 'checksum'" %t/a/ckpt3/iter-3.rank0
+// Without its checksum, a file says so (it read "ending inside its
+// parameters"); a damaged version field is not taken for another format.
+// RUN: cp -r %t/a/ckpt3 %t/a/nosum && python3 -c "import sys; p = sys.argv[1]; b = open(p, 'rb').read(); open(p, 'wb').write(b[:-8])" %t/a/nosum/iter-3.rank1
+// RUN: not %t/a/run-mpi.sh --iterations 6 --resume %t/a/nosum 2>&1 | FileCheck %s --check-prefix=NOSUM
+// NOSUM: flexpipe: rank 1: --resume: checkpoint '{{.*}}nosum/iter-3.rank1' is truncated ({{[0-9]+}} bytes, ending before its checksum)
+// RUN: cp -r %t/a/ckpt3 %t/a/version && python3 -c "import sys; p = sys.argv[1]; b = bytearray(open(p, 'rb').read()); b[8] = 0xAA; open(p, 'wb').write(b)" %t/a/version/iter-3.rank0
+// RUN: not %t/a/run-mpi.sh --iterations 6 --resume %t/a/version 2>&1 | FileCheck %s --check-prefix=VERSION
+// VERSION: flexpipe: rank 0: --resume: checkpoint '{{.*}}version/iter-3.rank0' is corrupt or has format version 170; this runtime reads version 2
+// Names are written without leading zeros: iter-03 is not a checkpoint
+// (it was listed, then looked for as iter-3).
+// RUN: mkdir -p %t/a/zeros && cp %t/a/ckpt3/iter-3.rank0 %t/a/zeros/iter-03.rank0 && cp %t/a/ckpt3/iter-3.rank1 %t/a/zeros/iter-03.rank1
+// RUN: not %t/a/run-mpi.sh --iterations 6 --resume %t/a/zeros 2>&1 | FileCheck %s --check-prefix=ZEROS
+// ZEROS: --resume: '{{.*}}zeros' holds no checkpoint of rank {{[01]}}
+// One generation's files of two runs (a run stopped while it replaced
+// another's): refused, where it resumed a model stitched from both.
+// RUN: %t/a/run-mpi.sh --iterations 3 --lr 0.1 --checkpoint %t/a/other-run > /dev/null
+// RUN: mkdir -p %t/a/stitched && cp %t/a/ckpt3/iter-3.rank0 %t/a/stitched/ && cp %t/a/other-run/iter-3.rank1 %t/a/stitched/
+// RUN: not %t/a/run-mpi.sh --iterations 6 --resume %t/a/stitched 2>&1 | FileCheck %s --check-prefix=STITCHED
+// STITCHED: --resume: the files of iteration 3 in '{{.*}}stitched' were written by different runs (rank {{[01]}}'s by run {{[0-9]+}}): a run was stopped while it replaced another's checkpoint; resume from a directory of one run
+// STITCHED-NOT: resuming from
+// A resumed run keeps its run id (bytes 12 to 19): its files and the
+// earlier run's are of one run.
+// RUN: %t/a/run-mpi.sh --iterations 4 --resume %t/a/ckpt3 --checkpoint %t/a/ckpt4b > /dev/null
+// RUN: python3 -c "import sys; a, b = (open(p, 'rb').read()[12:20] for p in sys.argv[1:]); assert a == b, (a, b)" %t/a/ckpt3/iter-3.rank1 %t/a/ckpt4b/iter-4.rank1
+// Nothing left to train still writes --checkpoint's state (it left the
+// directory empty).
+// RUN: %t/a/run-mpi.sh --iterations 4 --resume %t/a/ckpt4b --checkpoint %t/a/ckpt4-again | FileCheck %s --check-prefix=AGAIN
+// AGAIN: nothing to train
+// AGAIN: checkpoint after iteration 3 in '{{.*}}ckpt4-again'
+// RUN: cmp %t/a/ckpt4b/iter-4.rank0 %t/a/ckpt4-again/iter-4.rank0
 
 // An empty directory, a missing one.
 // RUN: mkdir -p %t/empty

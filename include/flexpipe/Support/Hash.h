@@ -22,7 +22,10 @@
 
 namespace flexpipe {
 
-constexpr uint64_t kFnv1aOffset = 1469598103934665603ULL;
+/// FNV-1a's 64-bit offset basis (0xcbf29ce484222325). It read
+/// 1469598103934665603, a digit short: checksums that tools built from the
+/// documented algorithm could not reproduce.
+constexpr uint64_t kFnv1aOffset = 14695981039346656037ULL;
 
 /// FNV-1a of `bytes`, continuing from `h` (chain calls to hash several
 /// pieces as one).
