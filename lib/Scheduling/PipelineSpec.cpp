@@ -586,9 +586,24 @@ llvm::Error ProblemBuilder::applyInflightLimits() {
     case InflightScope::PerActor:
       if (in.limits.size() != actors.size())
         return fail("a per-actor in-flight limit needs one entry per actor");
-      for (size_t i = 0; i < actors.size(); ++i)
-        problem.actorLimits[actors[i]] =
-            std::min(problem.actorLimits[actors[i]], in.limits[i]);
+      for (size_t i = 0; i < actors.size(); ++i) {
+        if (in.module < 0) {
+          problem.actorLimits[actors[i]] =
+              std::min(problem.actorLimits[actors[i]], in.limits[i]);
+          continue;
+        }
+        // A module's limit counts its own forwards on the actor (it counted
+        // every module's, and refused specs it should have scheduled).
+        ModuleActorLimit limit;
+        limit.limit = in.limits[i];
+        for (int32_t s : stages)
+          for (int32_t part : partsOfStage[s])
+            if (problem.parts[part].actor == actors[i] &&
+                problem.parts[part].countsInflight)
+              limit.parts.push_back(part);
+        if (!limit.parts.empty())
+          problem.moduleActorLimits.push_back(std::move(limit));
+      }
       break;
     case InflightScope::PerStage:
       if (in.limits.size() != stages.size())

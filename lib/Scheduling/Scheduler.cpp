@@ -88,6 +88,15 @@ llvm::Error flexpipe::sched::validate(const Problem &p) {
   for (auto [from, to] : p.edges)
     if (from < 0 || from >= numParts || to < 0 || to >= numParts || from == to)
       return fail("a stage edge names a stage part out of range or itself");
+  for (const ModuleActorLimit &m : p.moduleActorLimits) {
+    if (m.limit < 1)
+      return fail("a module's per-actor in-flight limit is below 1");
+    for (int32_t part : m.parts)
+      if (part < 0 || part >= numParts ||
+          p.parts[part].actor != p.parts[m.parts.front()].actor)
+        return fail("a module's per-actor in-flight limit names a stage part "
+                    "out of range or on another actor");
+  }
   for (const GlobalLimit &g : p.globalLimits) {
     if (g.limit < 1)
       return fail("a global in-flight limit is below 1");
@@ -455,6 +464,10 @@ private:
 
   std::vector<std::vector<int32_t>> actorParts; // sorted by (depth, stage)
   std::vector<std::vector<int32_t>> partGroups; // global limits per source
+  /// Per part: the module per-actor limits that count it, and per such
+  /// limit the forwards in flight.
+  std::vector<std::vector<int32_t>> partModuleLimits;
+  std::vector<int64_t> moduleLimitInflight;
   std::vector<int64_t> actorInflight, partInflight, groupInflight;
   // Global limits count micro-batches: per (group, micro-batch), the sources
   // that started its forward, the sources that released it, and the sources
@@ -599,6 +612,11 @@ void Engine::build() {
   for (size_t g = 0; g < p.globalLimits.size(); ++g)
     for (int32_t source : p.globalLimits[g].sources)
       partGroups[source].push_back(static_cast<int32_t>(g));
+  partModuleLimits.assign(numParts, {});
+  for (size_t l = 0; l < p.moduleActorLimits.size(); ++l)
+    for (int32_t part : p.moduleActorLimits[l].parts)
+      partModuleLimits[part].push_back(static_cast<int32_t>(l));
+  moduleLimitInflight.assign(p.moduleActorLimits.size(), 0);
   actorInflight.assign(numActors, 0);
   partInflight.assign(numParts, 0);
   groupInflight.assign(p.globalLimits.size(), 0);
@@ -860,6 +878,9 @@ bool Engine::admissibleForward(int32_t part, int32_t mb) const {
     return true;
   if (actorInflight[sp.actor] >= p.actorLimits[sp.actor])
     return false;
+  for (int32_t l : partModuleLimits[part])
+    if (moduleLimitInflight[l] >= p.moduleActorLimits[l].limit)
+      return false;
   // A global limit counts micro-batches: one already in flight in the group
   // (entered through another source) takes no new place.
   for (int32_t g : partGroups[part])
@@ -1141,6 +1162,8 @@ void Engine::start(int32_t item, double now) {
     ++partInflight[part];
     if (sp.countsInflight) {
       ++actorInflight[sp.actor];
+      for (int32_t l : partModuleLimits[part])
+        ++moduleLimitInflight[l];
       for (int32_t g : partGroups[part])
         if (groupStarted[groupSlot(g, mb)]++ == 0)
           ++groupInflight[g];
@@ -1158,6 +1181,8 @@ void Engine::complete(int32_t item, double) {
     --partInflight[part];
     if (p.parts[part].countsInflight) {
       --actorInflight[p.parts[part].actor];
+      for (int32_t l : partModuleLimits[part])
+        --moduleLimitInflight[l];
       const int32_t mb = mbOf(part, slot);
       for (int32_t g : partGroups[part])
         if (++groupReleased[groupSlot(g, mb)] ==
@@ -1413,9 +1438,17 @@ bool Engine::explainInflight(int32_t actor, std::ostream &os) {
                        queue(held[i], CompKind::Fwd).front());
   os << (held.size() == 1 ? " is" : " are") << " ready but ";
   const StagePart &sp = p.parts[held.front()];
+  const auto moduleLimit =
+      llvm::find_if(partModuleLimits[held.front()], [&](int32_t l) {
+        return moduleLimitInflight[l] >= p.moduleActorLimits[l].limit;
+      });
   if (actorInflight[actor] >= p.actorLimits[actor])
     os << "the actor's in-flight limit " << p.actorLimits[actor]
        << " is reached";
+  else if (moduleLimit != partModuleLimits[held.front()].end())
+    os << "the actor's in-flight limit "
+       << p.moduleActorLimits[*moduleLimit].limit
+       << " for its module's stages is reached";
   else if (partInflight[held.front()] >= sp.inflightLimit)
     os << "stage " << sp.stage << "'s in-flight limit " << sp.inflightLimit
        << " is reached";

@@ -101,6 +101,15 @@ struct GlobalLimit {
   std::vector<int32_t> sources; ///< part indices
 };
 
+/// A per-actor in-flight limit of one module (`flexpipe.inflight @m
+/// per_actor`): at most `limit` forwards of `parts` (the module's parts on
+/// the actor that count in flight) in flight at a time; the actor's other
+/// modules do not count against it.
+struct ModuleActorLimit {
+  int64_t limit = kNoLimit;
+  std::vector<int32_t> parts; ///< part indices, all on one actor
+};
+
 /// An extra dependency: for every micro-batch that flows through both parts,
 /// (srcKind, srcPart) is scheduled before (dstKind, dstPart).
 struct ExtraDependency {
@@ -223,6 +232,7 @@ struct Problem {
   bool splitBackward = false;
   std::vector<ActorPolicy> policies; ///< one per actor
   std::vector<int64_t> actorLimits;  ///< one per actor (kNoLimit: none)
+  std::vector<ModuleActorLimit> moduleActorLimits;
   std::vector<GlobalLimit> globalLimits;
   std::vector<ExtraDependency> extraDependencies;
   std::vector<Registered> registered;
