@@ -1305,8 +1305,13 @@ bool Engine::actorStep(int32_t actor) {
       core.stop();
     return true;
   }
-  if (!anyReady(actor))
-    return false; // nothing to fetch: step would find nothing either
+  if (!anyReady(actor)) {
+    // Nothing to fetch: step would find nothing either, and end a unit in
+    // progress (its items are not available). Skipping it kept the unit
+    // across the bubble.
+    units[actor].left = 0;
+    return false;
+  }
   const int32_t item = p.customPriorities.empty() || !p.customPriorities[actor]
                            ? step(actor)
                            : customStep(actor);
