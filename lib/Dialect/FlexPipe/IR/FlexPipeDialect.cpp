@@ -444,7 +444,10 @@ Attribute StageInfoAttr::parse(AsmParser &parser, Type) {
 }
 
 void StageInfoAttr::print(AsmPrinter &printer) const {
-  printer << "<\"" << getModule().getValue() << "\", " << getLayers();
+  // Escaped: a module named g"m printed "g"m", which did not parse again.
+  printer << '<';
+  printer.printString(getModule().getValue());
+  printer << ", " << getLayers();
   if (getFirst())
     printer << ", first";
   if (getLast())
