@@ -27,6 +27,7 @@
 #include "llvm/ADT/StringSet.h"
 
 #include <cmath>
+#include <set>
 #include <tuple>
 
 using namespace mlir;
@@ -649,6 +650,54 @@ LogicalResult PipelineOp::verifyRegions() {
       }
     }
   }
+
+  // Two modules' priorities that set one field differently on an actor
+  // both modules run: an actor has one step function, and the later op won
+  // silently.
+  SmallVector<std::pair<PriorityOp, std::set<int64_t>>> moduleScoped;
+  for (auto priority : getBody().getOps<PriorityOp>()) {
+    if (!priority.getModuleAttr() || priority.getActorIds())
+      continue;
+    ModalityOp module = lookupModule(priority, priority.getModuleAttr());
+    std::optional<sched::ModulePlacement> placed =
+        module ? llvm::expectedToOptional(module.computePlacement())
+               : std::nullopt;
+    if (placed)
+      moduleScoped.push_back(
+          {priority,
+           std::set<int64_t>(placed->actorOf.begin(), placed->actorOf.end())});
+  }
+  for (size_t j = 0; j < moduleScoped.size(); ++j)
+    for (size_t i = 0; i < j; ++i) {
+      auto [first, firstActors] = moduleScoped[i];
+      auto [second, secondActors] = moduleScoped[j];
+      if (first.getModuleAttr() == second.getModuleAttr())
+        continue; // reported above
+      std::optional<int64_t> shared;
+      for (int64_t actor : secondActors)
+        if (firstActors.count(actor) && !shared)
+          shared = actor;
+      if (!shared)
+        continue;
+      const std::pair<const char *, std::pair<Attribute, Attribute>> fields[] =
+          {{"cttp", {first.getCttpAttr(), second.getCttpAttr()}},
+           {"fstp", {first.getFstpAttr(), second.getFstpAttr()}},
+           {"bstp", {first.getBstpAttr(), second.getBstpAttr()}}};
+      for (auto [name, values] : fields) {
+        if (!values.first || !values.second || values.first == values.second)
+          continue;
+        InFlightDiagnostic diag =
+            second.emitOpError()
+            << "sets " << name << " for module " << second.getModuleAttr()
+            << ", and actor " << *shared << " also runs module "
+            << first.getModuleAttr()
+            << ", which sets it otherwise; an actor has one " << name
+            << ": set it for that actor with `actors [...]`, or once for "
+               "the pipeline";
+        diag.attachNote(first.getLoc()) << "the other module's priority";
+        return diag;
+      }
+    }
 
   // One in-flight limit per (module, scope).
   llvm::DenseMap<std::pair<StringAttr, unsigned>, InflightOp> inflightSeen;
