@@ -56,8 +56,10 @@ std::string tick(double value, double step, const SimCosts &costs) {
 /// (in GiB, or MiB, KiB or B below one of them: a tiny model's memory read
 /// 0.00 GiB), stage-micro-batches without.
 std::string memory(double value, const SimCosts &costs) {
+  // Stage-micro-batches: whole under the step model, shares of a stage's
+  // layers under the cost model (4.5 printed as "4" and 3.5 as "4").
   if (!costs.memoryInBytes)
-    return fixed(value, 0) + " mb";
+    return fixed(value, std::floor(value) == value ? 0 : 2) + " mb";
   const char *units[] = {"B", "KiB", "MiB", "GiB"};
   int unit = 0;
   for (; unit < 3 && std::fabs(value) >= 1024; ++unit)
@@ -160,7 +162,10 @@ std::string flexpipe::sched::formatReport(const Program &p,
   if (context.tokensPerIteration > 0 && costs.unit == "s" && iteration > 0) {
     // Whole tokens where there are many; a very slow model read "0 tokens/s".
     const double rate = context.tokensPerIteration / iteration;
-    os << ", " << fixed(rate, rate >= 100 ? 0 : 3) << " tokens/s per pipeline";
+    char digits[64];
+    std::snprintf(digits, sizeof(digits), "%.4g", rate);
+    os << ", " << (rate >= 100 ? fixed(rate, 0) : std::string(digits))
+       << " tokens/s per pipeline";
   }
   os << "\n\n";
   const bool bytes = costs.memoryInBytes;

@@ -11,6 +11,12 @@
 // UNIT-NEXT: 1      16 steps      6 steps       27.3%    3 mb
 // UNIT-NEXT: 2      16 steps      6 steps       27.3%    2 mb
 // UNIT-NEXT: 3      16 steps      6 steps       27.3%    1 mb
+// Under the cost model a stage's activation is its share of the layers:
+// printed with its fraction (5.5 printed as "6", 4.5 and 3.5 both as "4").
+// RUN: flexpipe-compile %schedules/interleaved-1f1b.mlir --emit=report --time-model cost | FileCheck %s --check-prefix=SHARES
+// SHARES: {{^0 .* 5.50 mb}}
+// SHARES: {{^1 .* 4.50 mb}}
+// SHARES: {{^2 .* 3.50 mb}}
 // UNIT:      critical path (22 computations): 0F0 -> 1F0 -> 2F0 -> 3F0 -> 3B0 -> 3F1
 
 // With --time-model=cost and no files the report times what the scheduler
@@ -143,7 +149,13 @@
 // NATURAL: font-weight="bold">@one_f_one_b:
 // RUN: sed 's/^peak_flops:.*/peak_flops: 1000/' %configs/clusters/cpu.yaml > %t.slow.yaml
 // RUN: flexpipe-compile %schedules/1f1b.mlir --model %configs/models/tiny.yaml --cluster %t.slow.yaml --emit=report | FileCheck %s --check-prefix=SLOW
-// SLOW: iteration time {{[0-9.]+}} s, bubble ratio {{.*}}, 0.{{[0-9]*[1-9][0-9]*}} tokens/s per pipeline
+// SLOW: iteration time {{[0-9.]+}} s, bubble ratio {{.*}}, 0.00{{[0-9]+}} tokens/s per pipeline
+// Computations of a million seconds on ranks that take turns on their
+// cores (a time slice of 3 ms): whole rounds of turns at once (one event a
+// slice ran for hours).
+// RUN: sed -e 's/^  cores_per_node: 2$/  cores_per_node: 2\n  time_slice_s: 0.003/' -e 's/fwd_s: 0.0001020155/fwd_s: 1e6/' %S/Inputs/measured-cpu.yaml > %t.million.yaml
+// RUN: timeout 60 flexpipe-compile %schedules/1f1b.mlir --model %configs/models/tiny.yaml --cluster %t.million.yaml --emit=report | FileCheck %s --check-prefix=MILLION
+// MILLION: iteration time 424399{{[0-9][0-9]\.[0-9]+}} s = pipeline
 // RUN: printf 'stages: []\noptimizer_s: 0.5\n' > %t.badsteps.yaml
 // RUN: not flexpipe-compile %schedules/1f1b.mlir --profile %t.badsteps.yaml --emit=report 2>&1 | FileCheck %s --check-prefix=BADSTEPS
 // BADSTEPS: badsteps.yaml:2:{{[0-9]+}}: error: key 'optimizer_s' must be a list of seconds, one per actor
