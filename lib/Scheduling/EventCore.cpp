@@ -9,7 +9,9 @@
 #include "flexpipe/Scheduling/EventCore.h"
 
 #include <cmath>
+#include <limits>
 #include <map>
+#include <numeric>
 
 using namespace flexpipe::sched;
 
@@ -113,4 +115,91 @@ double EventCore::settleTurn(size_t g) {
     end = time + slice;
   }
   return end;
+}
+
+double EventCore::nextEvent() {
+  double at = std::numeric_limits<double>::infinity();
+  if (!exactEnds.empty())
+    at = exactEnds.topTime();
+  if (!later.empty())
+    at = std::min(at, later.top().time);
+  if (!wakes.empty())
+    at = std::min(at, wakes.topTime());
+  // Per group, how many of its computations progress (the first ones):
+  // all, or the one holding the core; and at what rate.
+  for (size_t g = 0; g < running.size(); ++g) {
+    progressing[g] = running[g].size();
+    if (running[g].empty())
+      continue;
+    if (takesTurns(g)) {
+      at = std::min(at, settleTurn(g));
+      progressing[g] = 1;
+    }
+    for (size_t j = 0; j < progressing[g]; ++j)
+      at = std::min(at, time + running[g][j].left / rates[g]);
+  }
+  return at;
+}
+
+bool EventCore::fastForward() {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  // Until the first event that is not a slice running out.
+  double external = kInf;
+  if (!exactEnds.empty())
+    external = exactEnds.topTime();
+  if (!later.empty())
+    external = std::min(external, later.top().time);
+  if (!wakes.empty())
+    external = std::min(external, wakes.topTime());
+  long long round = 1;   // slices in a round common to every turning group
+  double longest = kInf; // the time every turning group may run on
+  bool turning = false;
+  for (size_t g = 0; g < running.size(); ++g) {
+    const size_t k = running[g].size();
+    if (k == 0)
+      continue;
+    if (!(rates[g] > 0))
+      return false;
+    if (takesTurns(g) && k > 1) {
+      turning = true;
+      round = std::lcm(round, static_cast<long long>(k));
+      if (round > 1 << 20)
+        return false;
+      // Each of its computations gets `slice` a round: full rounds while
+      // the shortest has more than one slice left (a spare round).
+      double least = kInf;
+      for (const Job &job : running[g])
+        least = std::min(least, job.left / rates[g]);
+      longest = std::min(longest, (std::floor(least / slice) - 1) *
+                                      static_cast<double>(k) * slice);
+    } else {
+      for (size_t j = 0; j < progressing[g]; ++j)
+        external = std::min(external, time + running[g][j].left / rates[g]);
+    }
+  }
+  if (!turning)
+    return false;
+  const double unit = static_cast<double>(round) * slice;
+  const double rounds =
+      std::floor(std::min(longest, external - time - unit) / unit);
+  if (!(rounds >= 2))
+    return false; // a few events: step them
+  const double span = rounds * unit;
+  for (size_t g = 0; g < running.size(); ++g) {
+    const size_t k = running[g].size();
+    if (k == 0)
+      continue;
+    if (takesTurns(g) && k > 1) {
+      for (Job &job : running[g])
+        job.left -= span / static_cast<double>(k) * rates[g];
+      turns[g].start += span;
+    } else {
+      for (size_t j = 0; j < progressing[g]; ++j)
+        running[g][j].left -= span * rates[g];
+      if (takesTurns(g))
+        turns[g].start += span;
+    }
+  }
+  time += span;
+  return true;
 }

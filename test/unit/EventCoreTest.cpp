@@ -248,6 +248,19 @@ TEST_CASE("computations of a one-core group with a time slice take turns",
   CHECK(ends[0] == std::pair<int32_t, double>{0, 4.5});
   CHECK(ends[1].first == 1);
   CHECK(ends[1].second == Approx(5.0));
+  // Many slices long: whole rounds at once, the same ends (one event per
+  // slice took hours for computations of 1e6 s and more); at 1e12 slices
+  // only the fast-forward finishes.
+  ends = runWith({{0, 1000.5}, {1, 1000.5}}, {});
+  REQUIRE(ends.size() == 2);
+  CHECK(ends[0].first == 0);
+  CHECK(ends[0].second == Approx(2000.5));
+  CHECK(ends[1].second == Approx(2001.0));
+  ends = runWith({{0, 1e12 + 0.5}, {1, 3e12}}, {});
+  REQUIRE(ends.size() == 2);
+  CHECK(ends[0].first == 0);
+  CHECK(ends[0].second == Approx(2e12 + 0.5).epsilon(1e-12));
+  CHECK(ends[1].second == Approx(4e12 + 0.5).epsilon(1e-12));
   // Actor 0 chains 0.25 + 0.25 + 0.25 within its slice, then a fourth
   // computation of 0.5 runs past it: at 1 the core passes to actor 1.
   ends = runWith({{0, 0.25}, {1, 0.5}}, {0.25, 0.25, 0.5});

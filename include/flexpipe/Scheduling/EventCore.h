@@ -244,6 +244,14 @@ private:
   /// while its slice lasts, else the next in line, whose slice starts now.
   /// Returns when the holder's slice ends (infinity while no other waits).
   double settleTurn(size_t g);
+  /// The time of the next event (an end, a start, a wake, a slice that runs
+  /// out), settling the groups' turns and `progressing`; after groupRates().
+  double nextEvent();
+  /// Moves time on by whole rounds of the groups taking turns (each
+  /// computation of such a group gets one slice a round, whatever the
+  /// phase) while nothing else happens and no computation ends; true when
+  /// it did.
+  bool fastForward();
   /// compute() on a core group.
   void computeShared(int32_t actor, int32_t id, double work, double at);
   /// Asks the actors flagged in `asked`, in id order, each until it does
@@ -289,27 +297,12 @@ private:
 };
 
 template <typename Ended> bool EventCore::advance(Ended &&ended) {
-  double at = std::numeric_limits<double>::infinity();
-  if (!exactEnds.empty())
-    at = exactEnds.topTime();
-  if (!later.empty())
-    at = std::min(at, later.top().time);
-  if (!wakes.empty())
-    at = std::min(at, wakes.topTime());
-  // Per group, how many of its computations progress (the first ones):
-  // all, or the one holding the core; and at what rate.
   groupRates();
-  for (size_t g = 0; g < running.size(); ++g) {
-    progressing[g] = running[g].size();
-    if (running[g].empty())
-      continue;
-    if (takesTurns(g)) {
-      at = std::min(at, settleTurn(g));
-      progressing[g] = 1;
-    }
-    for (size_t j = 0; j < progressing[g]; ++j)
-      at = std::min(at, time + running[g][j].left / rates[g]);
-  }
+  double at = nextEvent();
+  // Computations many slices long: whole rounds of turns at once (one
+  // event per slice took hours for a computation of 1e6 s).
+  if (slice > 0 && fastForward())
+    at = nextEvent();
   if (at == std::numeric_limits<double>::infinity())
     return false;
   for (size_t g = 0; g < running.size(); ++g)
