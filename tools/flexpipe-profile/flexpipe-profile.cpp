@@ -60,11 +60,13 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <set>
 #include <sstream>
 #include <string>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <thread>
+#include <tuple>
 #include <unistd.h>
 #include <vector>
 
@@ -1010,12 +1012,23 @@ void measureContention(sched::MachineProfile &measured,
                        int64_t ranks, double seconds,
                        const std::function<void(std::string)> &progress) {
   measured.contention.clear();
+  // The shapes with points of their own: a second model of one shape wrote
+  // a second set, which every reader refuses (points of a shape must have
+  // increasing ranks).
+  std::set<std::tuple<int64_t, int64_t, int64_t>> shaped;
   for (size_t i = 0; i < models.size(); ++i) {
     const sched::ModelConfig &model = models[i];
     const sched::ModuleModel &m = model.modules.front();
     const Shape shape{sched::MeasuredLayer::Block,
                       configOf(m, model.microBatchSize)};
     sched::MachineProfile::Contention point;
+    if (i > 0 && !shaped.insert({m.hidden, m.heads, m.seq}).second) {
+      progress(model.name + ": its blocks' shape (hidden " +
+               std::to_string(m.hidden) + ", heads " + std::to_string(m.heads) +
+               ", seq " + std::to_string(m.seq) +
+               ") has its contention points already");
+      continue;
+    }
     if (i > 0) {
       point.hidden = m.hidden;
       point.heads = m.heads;
@@ -1353,13 +1366,25 @@ int checkCluster(const sched::ClusterConfig &cluster,
     const sched::ModelConfig &model = models[i];
     const std::array<double, 3> layers = layerTotals(cluster.measured, model);
     const double profiled = layers[0] + layers[1] + layers[2];
-    if (!(profiled > 0)) {
-      std::fprintf(stderr,
-                   "flexpipe-profile: %s has no measured layers of %s at "
-                   "micro-batch size %lld (written by flexpipe-profile "
-                   "--model for that model?)\n",
-                   file.c_str(), model.name.c_str(),
-                   static_cast<long long>(model.microBatchSize));
+    // Every kind of the model's layers: without its blocks the file's sum
+    // read 28x off, "the machine moved" (exit 3) where the file is wrong.
+    std::string missing;
+    const sched::ModuleModel &m = model.modules.front();
+    for (auto [kind, name, has] :
+         {std::tuple{sched::MeasuredLayer::Block, "blocks", true},
+          std::tuple{sched::MeasuredLayer::Embedding, "embedding", m.vocab > 0},
+          std::tuple{sched::MeasuredLayer::Head, "head", m.hasHead()}})
+      if (has && !cluster.measured.layer(kind, m, model.microBatchSize))
+        missing += std::string(missing.empty() ? "" : ", ") + name;
+    if (!missing.empty() || !(profiled > 0)) {
+      std::fprintf(
+          stderr,
+          "flexpipe-profile: %s has no measured %s of %s at "
+          "micro-batch size %lld (written by flexpipe-profile "
+          "--model for that model?)\n",
+          file.c_str(),
+          missing.empty() || !(profiled > 0) ? "layers" : missing.c_str(),
+          model.name.c_str(), static_cast<long long>(model.microBatchSize));
       return 1;
     }
     RoundJob job;
@@ -1536,7 +1561,7 @@ bool loadModels(const Options &o, std::vector<sched::ModelConfig> &models) {
 
 } // namespace
 
-int main(int argc, char **argv) {
+static int profileMain(int argc, char **argv) {
   Options o;
   if (int code = parseOptions(argc, argv, o); code >= 0)
     return code;
@@ -1677,4 +1702,19 @@ int main(int argc, char **argv) {
     return 1;
   progress("wrote " + o.output);
   return 0;
+}
+
+int main(int argc, char **argv) {
+  // A model too large for the machine ended in std::terminate (abort).
+  try {
+    return profileMain(argc, argv);
+  } catch (const std::bad_alloc &) {
+    std::fputs("flexpipe-profile: out of host memory: an allocation failed "
+               "while measuring; a --model's layers do not fit this machine "
+               "(flexpipe-compile --emit=report with --model and --cluster "
+               "prices a rank's memory): profile a smaller model of the same "
+               "kind, or on a machine with more memory\n",
+               stderr);
+    return 1;
+  }
 }
