@@ -733,6 +733,14 @@ int main(int argc, char **argv) {
                  << "\n";
     return 1;
   }
+  // A run's profile holds one micro-batch size's durations, unrecorded:
+  // other sizes would be priced with them (a search over all read 3x fast).
+  if (!o.profile.empty() && resolved->mbs.size() > 1)
+    llvm::errs() << "flexpipe-tune: warning: --profile prices every "
+                    "micro-batch size with the run's durations, but the "
+                    "search has "
+                 << resolved->mbs.size()
+                 << " sizes; give the run's --mbs to price only its own\n";
   // Every candidate runs on all of them (pp x dp = --gpus): what ranks
   // sharing a node's cores cost depends on it.
   cluster.jobDevices = resolved->gpus;
