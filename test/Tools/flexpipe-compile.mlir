@@ -54,7 +54,7 @@
 // RUN: rm -rf %t.two && not flexpipe-compile %t.two.mlir --emit=cpp -o %t.two 2>&1 | FileCheck %s --check-prefix=TWO
 // RUN: not test -e %t.two
 // RUN: not flexpipe-compile %t.two.mlir --emit=exe -o %t.two 2>&1 | FileCheck %s --check-prefix=TWO
-// TWO: error: --emit={{cpp|exe}} writes one schedule, but '{{.*}}two.mlir' holds 2; keep one pipeline per file
+// TWO: two.mlir:{{[1-9][0-9]*}}:1: error: --emit={{cpp|exe}} writes one schedule, but '{{.*}}two.mlir' holds 2; keep one pipeline per file
 // Explicit edges that spell the default chain are that chain: the model
 // file splits its layers over the stages as without them (they read "its
 // stages are not one chain").

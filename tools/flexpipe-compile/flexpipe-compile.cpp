@@ -613,7 +613,8 @@ static int compile(const CompileOptions &options) {
   const bool many = options.emit == "schedule" || options.emit == "text" ||
                     options.emit == "report";
   if (!many && all.size() != 1) {
-    emitError(module->getLoc())
+    // At the second schedule (the module's own location is FILE:0:0).
+    emitError(all.size() > 1 ? all[1].getLoc() : module->getLoc())
         << "--emit=" << options.emit << " writes one schedule, but '"
         << options.input << "' holds "
         << (all.empty()
