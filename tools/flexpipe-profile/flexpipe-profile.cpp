@@ -1605,8 +1605,10 @@ static int profileMain(int argc, char **argv) {
     }
   if (!o.name.empty())
     cluster.name = o.name;
-  const int64_t cores =
-      std::max<int64_t>(1, std::thread::hardware_concurrency());
+  // The CPUs it may run on, as the runtime binds ranks to them (taskset -c 0
+  // read 2 cores on this machine, and two processes on one CPU read as
+  // contention).
+  const int64_t cores = std::max<int64_t>(1, rt::allowedCpus());
   const int64_t ranks = profiledRanks(o.ranks, cores);
   if (ranks < 0)
     return 1;
