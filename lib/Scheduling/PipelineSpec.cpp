@@ -11,6 +11,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
+#include <array>
 #include <functional>
 #include <map>
 #include <numeric>
@@ -51,7 +52,7 @@ private:
   llvm::Error checkSize() const;
   void connectStages();
   llvm::Error checkMessageSources() const;
-  void applyPriorities();
+  llvm::Error applyPriorities();
   llvm::Error applyInflightLimits();
   llvm::Error registerInstructions();
   llvm::Error addDependencies();
@@ -108,7 +109,8 @@ llvm::Expected<BuiltProblem> ProblemBuilder::run() {
   connectStages();
   if (llvm::Error error = checkMessageSources())
     return std::move(error);
-  applyPriorities();
+  if (llvm::Error error = applyPriorities())
+    return std::move(error);
   if (llvm::Error error = applyInflightLimits())
     return std::move(error);
   if (llvm::Error error = registerInstructions())
@@ -518,7 +520,7 @@ llvm::Error ProblemBuilder::checkMessageSources() const {
 }
 
 /// Priorities: the pipeline default, then module, then actor overrides.
-void ProblemBuilder::applyPriorities() {
+llvm::Error ProblemBuilder::applyPriorities() {
   problem.policies.assign(spec.actors, ActorPolicy{});
   auto apply = [](ActorPolicy &policy, const PrioritySpec &p) {
     if (p.cttp) {
@@ -530,6 +532,27 @@ void ProblemBuilder::applyPriorities() {
       policy.fwd = *p.fwd;
     if (p.bwd)
       policy.bwd = *p.bwd;
+  };
+  // Two modules' priorities that set one field differently on an actor
+  // both hold (the later one won silently), unless an actor's own priority
+  // sets that field: per actor and field (cttp, fstp, bstp), the module
+  // that set it, and the conflicts found.
+  struct Conflict {
+    int64_t actor;
+    int field;
+    int32_t first, second;
+  };
+  std::vector<std::array<int32_t, 3>> setBy(spec.actors, {-1, -1, -1});
+  std::vector<Conflict> conflicts;
+  auto differs = [](const ActorPolicy &now, const PrioritySpec &p, int field) {
+    auto same = [](const StagePriority &x, const StagePriority &y) {
+      return x.order == y.order && x.interval == y.interval;
+    };
+    return field == 0
+               ? p.cttp && (now.cttp != *p.cttp || now.fwdUnit != p.fwdUnit ||
+                            now.bwdUnit != p.bwdUnit)
+           : field == 1 ? p.fwd && !same(now.fwd, *p.fwd)
+                        : p.bwd && !same(now.bwd, *p.bwd);
   };
   std::vector<PriorityFunction> custom(spec.actors);
   bool anyCustom = false;
@@ -546,8 +569,22 @@ void ProblemBuilder::applyPriorities() {
           std::iota(actors.begin(), actors.end(), 0);
         }
       }
+      const bool present[] = {p.cttp.has_value(), p.fwd.has_value(),
+                              p.bwd.has_value()};
       for (int64_t actor : actors)
         if (actor >= 0 && actor < spec.actors) {
+          for (int field = 0; field < 3; ++field) {
+            if (!present[field])
+              continue;
+            int32_t &by = setBy[actor][field];
+            if (level == 1 && by >= 0 && by != p.module &&
+                differs(problem.policies[actor], p, field))
+              conflicts.push_back({actor, field, by, p.module});
+            if (level == 1)
+              by = p.module;
+            else if (level == 2)
+              by = -2; // the actor's own: no conflict stands
+          }
           apply(problem.policies[actor], p);
           if (p.custom) {
             custom[actor] = p.custom;
@@ -556,9 +593,25 @@ void ProblemBuilder::applyPriorities() {
         }
     }
   }
+  for (const Conflict &c : conflicts) {
+    if (setBy[c.actor][c.field] == -2)
+      continue;
+    const char *names[] = {"cttp", "fstp", "bstp"};
+    return failAtModule(
+        c.second,
+        "its priority (flexpipe.priority @" + spec.modules[c.second].name +
+            ") sets " + names[c.field] + " for actor " + llvm::Twine(c.actor) +
+            ", which also holds module @" + spec.modules[c.first].name +
+            ", whose priority sets it otherwise; an actor has one " +
+            names[c.field] +
+            ": set it for the actor with "
+            "`flexpipe.priority actors [...]`, or once for the "
+            "pipeline");
+  }
   if (anyCustom)
     problem.customPriorities = std::move(custom);
   problem.checks = spec.checks;
+  return llvm::Error::success();
 }
 
 /// In-flight limits; the smallest applicable one wins.

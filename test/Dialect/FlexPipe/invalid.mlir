@@ -278,19 +278,6 @@ flexpipe.pipeline @p actors(4) microbatches(8) {
 
 // -----
 
-// Tests two modules' priorities that set one field differently on an actor
-// both run (the later one won silently).
-flexpipe.pipeline @p actors(2) microbatches(3) {
-  flexpipe.module @a layers(2) placement(one_to_one) actors [0, 1]
-  flexpipe.module @b layers(2) placement(one_to_one) actors [1, 0]
-  // expected-note @+1 {{the other module's priority}}
-  flexpipe.priority @a cttp<fwd_first> fstp<breadth_first> bstp<breadth_first>
-  // expected-error @+1 {{'flexpipe.priority' op sets cttp for module @b, and actor 0 also runs module @a, which sets it otherwise; an actor has one cttp: set it for that actor with `actors [...]`, or once for the pipeline}}
-  flexpipe.priority @b cttp<bwd_first> fstp<depth_first> bstp<depth_first>
-}
-
-// -----
-
 // Tests a priority field set twice for the same scope.
 flexpipe.pipeline @p actors(4) microbatches(8) {
   flexpipe.module @gpt layers(8) placement(one_to_one)

@@ -27,7 +27,6 @@
 #include "llvm/ADT/StringSet.h"
 
 #include <cmath>
-#include <set>
 #include <tuple>
 
 using namespace mlir;
@@ -544,6 +543,50 @@ static LogicalResult verifyAcyclicDependencies(PipelineOp pipeline) {
   return success();
 }
 
+/// The priority ops of `pipeline`: no two set one field for one scope (two
+/// modules' that disagree on a shared actor are the spec builder's to find:
+/// it evaluates their counts).
+static LogicalResult verifyPriorities(PipelineOp pipeline) {
+  // No two priority ops set the same field for the same scope.
+  using PriorityKey = std::tuple<StringAttr, int64_t, unsigned>;
+  llvm::DenseMap<PriorityKey, PriorityOp> prioritySeen;
+  for (auto priority : pipeline.getBody().getOps<PriorityOp>()) {
+    StringAttr module =
+        priority.getModuleAttr() ? priority.getModuleAttr().getAttr() : nullptr;
+    SmallVector<int64_t> actors{-1};
+    if (auto ids = priority.getActorIds())
+      actors.assign(ids->begin(), ids->end());
+    const char *fields[] = {"cttp", "fstp", "bstp"};
+    bool present[] = {static_cast<bool>(priority.getCttpAttr()),
+                      static_cast<bool>(priority.getFstpAttr()),
+                      static_cast<bool>(priority.getBstpAttr())};
+    for (int64_t actor : actors) {
+      for (unsigned field = 0; field < 3; ++field) {
+        if (!present[field])
+          continue;
+        auto [it, inserted] = prioritySeen.try_emplace(
+            PriorityKey{module, actor, field}, priority);
+        if (inserted)
+          continue;
+        InFlightDiagnostic diag = priority.emitOpError()
+                                  << "sets " << fields[field] << " again for ";
+        if (actor >= 0)
+          diag << "actor " << actor;
+        else if (module)
+          diag << "module @" << module.getValue();
+        else
+          diag << "the whole pipeline";
+        diag << "; set each priority once per scope (use `actors [...]` to "
+                "override single actors)";
+        diag.attachNote(it->second.getLoc()) << "first set here";
+        return diag;
+      }
+    }
+  }
+
+  return success();
+}
+
 LogicalResult PipelineOp::verifyRegions() {
   bool hasModule = false;
   for (Operation &op : getBody().front()) {
@@ -614,90 +657,8 @@ LogicalResult PipelineOp::verifyRegions() {
     return diag;
   }
 
-  // No two priority ops set the same field for the same scope.
-  using PriorityKey = std::tuple<StringAttr, int64_t, unsigned>;
-  llvm::DenseMap<PriorityKey, PriorityOp> prioritySeen;
-  for (auto priority : getBody().getOps<PriorityOp>()) {
-    StringAttr module =
-        priority.getModuleAttr() ? priority.getModuleAttr().getAttr() : nullptr;
-    SmallVector<int64_t> actors{-1};
-    if (auto ids = priority.getActorIds())
-      actors.assign(ids->begin(), ids->end());
-    const char *fields[] = {"cttp", "fstp", "bstp"};
-    bool present[] = {static_cast<bool>(priority.getCttpAttr()),
-                      static_cast<bool>(priority.getFstpAttr()),
-                      static_cast<bool>(priority.getBstpAttr())};
-    for (int64_t actor : actors) {
-      for (unsigned field = 0; field < 3; ++field) {
-        if (!present[field])
-          continue;
-        auto [it, inserted] = prioritySeen.try_emplace(
-            PriorityKey{module, actor, field}, priority);
-        if (inserted)
-          continue;
-        InFlightDiagnostic diag = priority.emitOpError()
-                                  << "sets " << fields[field] << " again for ";
-        if (actor >= 0)
-          diag << "actor " << actor;
-        else if (module)
-          diag << "module @" << module.getValue();
-        else
-          diag << "the whole pipeline";
-        diag << "; set each priority once per scope (use `actors [...]` to "
-                "override single actors)";
-        diag.attachNote(it->second.getLoc()) << "first set here";
-        return diag;
-      }
-    }
-  }
-
-  // Two modules' priorities that set one field differently on an actor
-  // both modules run: an actor has one step function, and the later op won
-  // silently.
-  SmallVector<std::pair<PriorityOp, std::set<int64_t>>> moduleScoped;
-  for (auto priority : getBody().getOps<PriorityOp>()) {
-    if (!priority.getModuleAttr() || priority.getActorIds())
-      continue;
-    ModalityOp module = lookupModule(priority, priority.getModuleAttr());
-    std::optional<sched::ModulePlacement> placed =
-        module ? llvm::expectedToOptional(module.computePlacement())
-               : std::nullopt;
-    if (placed)
-      moduleScoped.push_back(
-          {priority,
-           std::set<int64_t>(placed->actorOf.begin(), placed->actorOf.end())});
-  }
-  for (size_t j = 0; j < moduleScoped.size(); ++j)
-    for (size_t i = 0; i < j; ++i) {
-      auto [first, firstActors] = moduleScoped[i];
-      auto [second, secondActors] = moduleScoped[j];
-      if (first.getModuleAttr() == second.getModuleAttr())
-        continue; // reported above
-      std::optional<int64_t> shared;
-      for (int64_t actor : secondActors)
-        if (firstActors.count(actor) && !shared)
-          shared = actor;
-      if (!shared)
-        continue;
-      const std::pair<const char *, std::pair<Attribute, Attribute>> fields[] =
-          {{"cttp", {first.getCttpAttr(), second.getCttpAttr()}},
-           {"fstp", {first.getFstpAttr(), second.getFstpAttr()}},
-           {"bstp", {first.getBstpAttr(), second.getBstpAttr()}}};
-      for (auto [name, values] : fields) {
-        if (!values.first || !values.second || values.first == values.second)
-          continue;
-        InFlightDiagnostic diag =
-            second.emitOpError()
-            << "sets " << name << " for module " << second.getModuleAttr()
-            << ", and actor " << *shared << " also runs module "
-            << first.getModuleAttr()
-            << ", which sets it otherwise; an actor has one " << name
-            << ": set it for that actor with `actors [...]`, or once for "
-               "the pipeline";
-        diag.attachNote(first.getLoc()) << "the other module's priority";
-        return diag;
-      }
-    }
+  if (failed(verifyPriorities(*this)))
+    return failure();
 
   // One in-flight limit per (module, scope).
   llvm::DenseMap<std::pair<StringAttr, unsigned>, InflightOp> inflightSeen;
