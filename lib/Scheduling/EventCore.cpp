@@ -117,7 +117,7 @@ double EventCore::settleTurn(size_t g) {
   return end;
 }
 
-double EventCore::nextEvent() {
+double EventCore::queuedEvent() const {
   double at = std::numeric_limits<double>::infinity();
   if (!exactEnds.empty())
     at = exactEnds.topTime();
@@ -125,6 +125,11 @@ double EventCore::nextEvent() {
     at = std::min(at, later.top().time);
   if (!wakes.empty())
     at = std::min(at, wakes.topTime());
+  return at;
+}
+
+double EventCore::nextEvent() {
+  double at = queuedEvent();
   // Per group, how many of its computations progress (the first ones):
   // all, or the one holding the core; and at what rate.
   for (size_t g = 0; g < running.size(); ++g) {
@@ -144,13 +149,7 @@ double EventCore::nextEvent() {
 bool EventCore::fastForward() {
   constexpr double kInf = std::numeric_limits<double>::infinity();
   // Until the first event that is not a slice running out.
-  double external = kInf;
-  if (!exactEnds.empty())
-    external = exactEnds.topTime();
-  if (!later.empty())
-    external = std::min(external, later.top().time);
-  if (!wakes.empty())
-    external = std::min(external, wakes.topTime());
+  double external = queuedEvent();
   long long round = 1;   // slices in a round common to every turning group
   double longest = kInf; // the time every turning group may run on
   bool turning = false;
@@ -167,9 +166,12 @@ bool EventCore::fastForward() {
         return false;
       // Each of its computations gets `slice` a round: full rounds while
       // the shortest has more than one slice left (a spare round).
+      // (A job counts as done at a slice end within 1e-9 of its work, as
+      // advance() ends it: the margin is taken off, so that no slice end
+      // skipped would have ended one.)
       double least = kInf;
       for (const Job &job : running[g])
-        least = std::min(least, job.left / rates[g]);
+        least = std::min(least, (job.left - 1e-9 * job.work) / rates[g]);
       longest = std::min(longest, (std::floor(least / slice) - 1) *
                                       static_cast<double>(k) * slice);
     } else {

@@ -256,11 +256,15 @@ TEST_CASE("computations of a one-core group with a time slice take turns",
   CHECK(ends[0].first == 0);
   CHECK(ends[0].second == Approx(2000.5));
   CHECK(ends[1].second == Approx(2001.0));
+  // A computation ends at the slice end where what is left is within 1e-9
+  // of its work (here 1000 slices: its 1e12 - 999th slice, ending at
+  // 2e12 - 1999), as stepping slice by slice ends it; the other runs alone
+  // from there.
   ends = runWith({{0, 1e12 + 0.5}, {1, 3e12}}, {});
   REQUIRE(ends.size() == 2);
   CHECK(ends[0].first == 0);
-  CHECK(ends[0].second == Approx(2e12 + 0.5).epsilon(1e-12));
-  CHECK(ends[1].second == Approx(4e12 + 0.5).epsilon(1e-12));
+  CHECK(ends[0].second == Approx(2e12 - 1999).margin(1e-2));
+  CHECK(ends[1].second == Approx(4e12 + 0.5 - 999.5).margin(1e-2));
   // Actor 0 chains 0.25 + 0.25 + 0.25 within its slice, then a fourth
   // computation of 0.5 runs past it: at 1 the core passes to actor 1.
   ends = runWith({{0, 0.25}, {1, 0.5}}, {0.25, 0.25, 0.5});

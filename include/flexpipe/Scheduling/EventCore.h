@@ -244,6 +244,8 @@ private:
   /// while its slice lasts, else the next in line, whose slice starts now.
   /// Returns when the holder's slice ends (infinity while no other waits).
   double settleTurn(size_t g);
+  /// The earliest exact end, group start or wake queued; infinity if none.
+  double queuedEvent() const;
   /// The time of the next event (an end, a start, a wake, a slice that runs
   /// out), settling the groups' turns and `progressing`; after groupRates().
   double nextEvent();
