@@ -349,15 +349,18 @@ std::string flexpipe::rt::readCheckpoint(const std::string &path,
   std::memcpy(&stored, bytes.data() + end, sizeof stored);
   const bool checksumOk =
       flexpipe::fnv1a(std::string_view(bytes).substr(0, end)) == stored;
-  // A damaged version field read as another format's.
+  // A damaged version field read as another format's. Version 1 summed
+  // from the legacy basis.
+  const bool earlier =
+      version == 1 && flexpipe::fnv1a(std::string_view(bytes).substr(0, end),
+                                      flexpipe::kFnv1aLegacyOffset) == stored;
   if (version != kVersion)
-    return file + (checksumOk ? " has" : " is corrupt or has") +
+    return file + (checksumOk || earlier ? " has" : " is corrupt or has") +
            " format version " + std::to_string(version) +
            "; this runtime reads version " + std::to_string(kVersion) +
-           (checksumOk || version >= kVersion
-                ? std::string()
-                : " (an earlier FlexPipe's: train again, or resume with "
-                  "the FlexPipe that wrote it)");
+           (earlier ? " (an earlier FlexPipe's: train again, or resume with "
+                      "the FlexPipe that wrote it)"
+                    : "");
 
   Reader r(bytes, end);
   const bool whole = readFields(r, c);

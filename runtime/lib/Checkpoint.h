@@ -31,7 +31,7 @@
 namespace flexpipe::rt {
 
 struct Checkpoint {
-  /// The run that wrote it (drawn at its start, kept across resumes): one
+  /// The run that wrote it (drawn at each launch, a resumed one too): one
   /// generation's files are of one run. Files of two runs in a directory
   /// (a fresh run killed while it replaced an older one's generation)
   /// resumed a model stitched from both.

@@ -600,7 +600,7 @@ void announceResume(const flexpipe_rt &rt, const Checkpoint &found) {
                 found.lr, rt.options.lr);
 }
 
-/// A fresh run's id, the same on every rank (the smallest of the ranks'
+/// This launch's id, the same on every rank (the smallest of the ranks'
 /// draws), that its checkpoints carry. Collective.
 uint64_t drawRunId(Comm &comm) {
   std::random_device device;
@@ -1259,12 +1259,12 @@ int flexpipe::rt::runRank(int argc, char **argv, const char *description,
   checkOutputs(rt);
   Checkpoint identity = identityOf(rt);
   Checkpoint resumed;
-  if (!rt.options.resume.empty()) {
+  if (!rt.options.resume.empty())
     resumed = resumeFrom(rt, identity);
-    identity.run = resumed.run; // the run goes on
-  } else if (!rt.options.checkpoint.empty()) {
+  // Every launch draws its own: two runs resumed from one checkpoint into
+  // one directory write the same generations too.
+  if (!rt.options.checkpoint.empty())
     identity.run = drawRunId(comm);
-  }
   if (!rt.options.resume.empty()) {
     if (!rt.options.profile.empty() &&
         rt.options.iterations - resumed.iterations < 2)

@@ -37,15 +37,11 @@ uint64_t splitmix(uint64_t &state) {
   return z ^ (z >> 31);
 }
 
-/// Where a parameter's random stream starts: the seed and the FNV-1a-style
-/// hash of its name from this salt (Hash.h's offset basis before it was
-/// corrected; kept, since every initial weight, and so every loss the tests
-/// and docs state, follows from it).
-constexpr uint64_t kWeightNameSalt = 1469598103934665603ULL;
-
 /// N(0, std^2) values from a seed and a parameter name (Box-Muller).
 void initNormal(Tensor &t, uint64_t seed, const std::string &name, float std) {
-  uint64_t state = seed ^ flexpipe::fnv1a(name, kWeightNameSalt);
+  // The legacy basis: every initial weight, and so every loss the tests and
+  // docs state, follows from it.
+  uint64_t state = seed ^ flexpipe::fnv1a(name, flexpipe::kFnv1aLegacyOffset);
   for (size_t i = 0; i < t.size(); i += 2) {
     const double u1 =
         (static_cast<double>(splitmix(state) >> 11) + 1) / 9007199254740993.0;

@@ -504,9 +504,13 @@ std::string flexpipe::rt::parseSchedule(const std::string &text,
       const std::string_view rest =
           at < 0 ? std::string_view() : std::string_view(text).substr(at);
       if (words && fnv1a(rest) != expected)
-        return fail("the description does not match its check sum: it was "
-                    "changed after flexpipe-compile wrote it; compile the "
-                    "spec again");
+        return fail(fnv1a(rest, flexpipe::kFnv1aLegacyOffset) == expected
+                        ? "the description was written by an earlier "
+                          "FlexPipe (its check sum starts from FNV-1a's "
+                          "mistyped offset basis); compile the spec again"
+                        : "the description does not match its check sum: it "
+                          "was changed after flexpipe-compile wrote it; "
+                          "compile the spec again");
       checked = true;
     } else if (key == "actors") {
       words >> desc.actors;

@@ -118,6 +118,11 @@
 // RUN: cp -r %t/a/ckpt3 %t/a/version && python3 -c "import sys; p = sys.argv[1]; b = bytearray(open(p, 'rb').read()); b[8] = 0xAA; open(p, 'wb').write(b)" %t/a/version/iter-3.rank0
 // RUN: not %t/a/run-mpi.sh --iterations 6 --resume %t/a/version 2>&1 | FileCheck %s --check-prefix=VERSION
 // VERSION: flexpipe: rank 0: --resume: checkpoint '{{.*}}version/iter-3.rank0' is corrupt or has format version 170; this runtime reads version 2
+// A file of the earlier format (version 1, summed from the mistyped basis)
+// is said to be one, not corrupt.
+// RUN: cp -r %t/a/ckpt3 %t/a/v1 && python3 -c "import sys, struct; p = sys.argv[1]; b = bytearray(open(p, 'rb').read()[:-8]); b[8:12] = struct.pack('<I', 1); h = 1469598103934665603; exec('for c in b: h = ((h ^ c) * 0x100000001b3) % 2**64'); open(p, 'wb').write(bytes(b) + struct.pack('<Q', h))" %t/a/v1/iter-3.rank0
+// RUN: not %t/a/run-mpi.sh --iterations 6 --resume %t/a/v1 2>&1 | FileCheck %s --check-prefix=V1
+// V1: checkpoint '{{.*}}v1/iter-3.rank0' has format version 1; this runtime reads version 2 (an earlier FlexPipe's: train again, or resume with the FlexPipe that wrote it)
 // Names are written without leading zeros: iter-03 is not a checkpoint
 // (it was listed, then looked for as iter-3).
 // RUN: mkdir -p %t/a/zeros && cp %t/a/ckpt3/iter-3.rank0 %t/a/zeros/iter-03.rank0 && cp %t/a/ckpt3/iter-3.rank1 %t/a/zeros/iter-03.rank1
@@ -130,16 +135,21 @@
 // RUN: not %t/a/run-mpi.sh --iterations 6 --resume %t/a/stitched 2>&1 | FileCheck %s --check-prefix=STITCHED
 // STITCHED: --resume: the files of iteration 3 in '{{.*}}stitched' were written by different runs (rank {{[01]}}'s by run {{[0-9]+}}): a run was stopped while it replaced another's checkpoint; resume from a directory of one run
 // STITCHED-NOT: resuming from
-// A resumed run keeps its run id (bytes 12 to 19): its files and the
-// earlier run's are of one run.
+// Each launch has its own id, a resumed one too: two runs resumed from one
+// checkpoint (another --lr) are told apart in one generation.
 // RUN: %t/a/run-mpi.sh --iterations 4 --resume %t/a/ckpt3 --checkpoint %t/a/ckpt4b > /dev/null
-// RUN: python3 -c "import sys; a, b = (open(p, 'rb').read()[12:20] for p in sys.argv[1:]); assert a == b, (a, b)" %t/a/ckpt3/iter-3.rank1 %t/a/ckpt4b/iter-4.rank1
+// RUN: %t/a/run-mpi.sh --iterations 4 --lr 0.1 --resume %t/a/ckpt3 --checkpoint %t/a/ckpt4c > /dev/null
+// RUN: mkdir -p %t/a/two-resumes && cp %t/a/ckpt4b/iter-4.rank0 %t/a/ckpt4c/iter-4.rank1 %t/a/two-resumes/
+// RUN: not %t/a/run-mpi.sh --iterations 6 --resume %t/a/two-resumes 2>&1 | FileCheck %s --check-prefix=TWORESUMES
+// TWORESUMES: the files of iteration 4 in '{{.*}}two-resumes' were written by different runs
 // Nothing left to train still writes --checkpoint's state (it left the
 // directory empty).
 // RUN: %t/a/run-mpi.sh --iterations 4 --resume %t/a/ckpt4b --checkpoint %t/a/ckpt4-again | FileCheck %s --check-prefix=AGAIN
 // AGAIN: nothing to train
 // AGAIN: checkpoint after iteration 3 in '{{.*}}ckpt4-again'
-// RUN: cmp %t/a/ckpt4b/iter-4.rank0 %t/a/ckpt4-again/iter-4.rank0
+// The same state, written by another launch (its own run id, bytes 12 to
+// 19, and so its own checksum).
+// RUN: python3 -c "import sys; a, b = (open(p, 'rb').read() for p in sys.argv[1:]); assert a[12:20] != b[12:20] and a[20:-8] == b[20:-8]" %t/a/ckpt4b/iter-4.rank0 %t/a/ckpt4-again/iter-4.rank0
 
 // An empty directory, a missing one.
 // RUN: mkdir -p %t/empty
@@ -184,6 +194,11 @@
 // RUN: grep -v '^hash\|^check' %t/a/schedule.txt | sed 's/seed=[0-9]*/seed=99999999999999999999/' > %t/seed-range.txt
 // RUN: not flexpipe-reference %t/seed-range.txt --iterations 1 2>&1 | FileCheck %s --check-prefix=SEEDRANGE
 // SEEDRANGE: 'seed=99999999999999999999' is out of range for a 64-bit integer
+// A description summed from the mistyped FNV-1a basis is an earlier
+// FlexPipe's, not an edited one.
+// RUN: python3 -c "import sys; t = open(sys.argv[1]).read().split('\n'); i = next(n for n, l in enumerate(t) if l.startswith('check ')); body = '\n'.join(t[i + 1:]).encode(); h = 1469598103934665603; exec('for c in body: h = ((h ^ c) * 0x100000001b3) % 2**64'); t[i] = 'check %%d' %% h; open(sys.argv[2], 'w').write('\n'.join(t))" %t/a/schedule.txt %t/old-check.txt
+// RUN: not flexpipe-reference %t/old-check.txt --iterations 1 2>&1 | FileCheck %s --check-prefix=OLDCHECK
+// OLDCHECK: the description was written by an earlier FlexPipe (its check sum starts from FNV-1a's mistyped offset basis); compile the spec again
 // RUN: grep -v '^hash\|^check' %t/a/schedule.txt | sed 's/layers=[0-9]*/layers=99999999999999999999/' > %t/layers-range.txt
 // RUN: not flexpipe-reference %t/layers-range.txt --iterations 1 2>&1 | FileCheck %s --check-prefix=LAYERSRANGE
 // LAYERSRANGE: 'layers=99999999999999999999' is out of range for a 64-bit integer

@@ -26,6 +26,11 @@ namespace flexpipe {
 /// 1469598103934665603, a digit short: checksums that tools built from the
 /// documented algorithm could not reproduce.
 constexpr uint64_t kFnv1aOffset = 14695981039346656037ULL;
+/// The mistyped basis, kept where older files and the weights' random
+/// streams need it: an earlier FlexPipe's checkpoints (version 1) and
+/// schedule descriptions are told apart from damaged ones with it, and every
+/// parameter's initial values follow from it (runtime/lib/ModelData.cpp).
+constexpr uint64_t kFnv1aLegacyOffset = 1469598103934665603ULL;
 
 /// FNV-1a of `bytes`, continuing from `h` (chain calls to hash several
 /// pieces as one).
