@@ -1022,7 +1022,8 @@ void measureContention(sched::MachineProfile &measured,
     const Shape shape{sched::MeasuredLayer::Block,
                       configOf(m, model.microBatchSize)};
     sched::MachineProfile::Contention point;
-    if (i > 0 && !shaped.insert({m.hidden, m.heads, m.seq}).second) {
+    // The first model's points serve its shape too (they have none).
+    if (!shaped.insert({m.hidden, m.heads, m.seq}).second) {
       progress(model.name + ": its blocks' shape (hidden " +
                std::to_string(m.hidden) + ", heads " + std::to_string(m.heads) +
                ", seq " + std::to_string(m.seq) +
