@@ -27,6 +27,13 @@ std::string fixed(double value, int digits) {
   return buffer;
 }
 
+/// `value` with `digits` significant digits ("0.0005105", "6.003e-07").
+std::string significant(double value, int digits) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof(buffer), "%.*g", digits, value);
+  return buffer;
+}
+
 /// `unit` ("steps", "units") for `value` of it: "1 step".
 std::string counted(double value, const std::string &unit) {
   return value == 1 && unit.size() > 1 && unit.back() == 's'
@@ -126,11 +133,8 @@ std::string flexpipe::sched::formatSeconds(double value) {
     return fixed(value, 3) + " s";
   // Below a microsecond with the digits it needs: a 0.4 us message read
   // "0.000 ms" (milliseconds kept, which scripts and tests read).
-  if (value != 0 && std::fabs(value) < 1e-6) {
-    char buffer[64];
-    std::snprintf(buffer, sizeof(buffer), "%.4g ms", value * 1e3);
-    return buffer;
-  }
+  if (value != 0 && std::fabs(value) < 1e-6)
+    return significant(value * 1e3, 4) + " ms";
   return fixed(value * 1e3, 3) + " ms";
 }
 
@@ -162,9 +166,7 @@ std::string flexpipe::sched::formatReport(const Program &p,
   if (context.tokensPerIteration > 0 && costs.unit == "s" && iteration > 0) {
     // Whole tokens where there are many; a very slow model read "0 tokens/s".
     const double rate = context.tokensPerIteration / iteration;
-    char digits[64];
-    std::snprintf(digits, sizeof(digits), "%.4g", rate);
-    os << ", " << (rate >= 100 ? fixed(rate, 0) : std::string(digits))
+    os << ", " << (rate >= 100 ? fixed(rate, 0) : significant(rate, 4))
        << " tokens/s per pipeline";
   }
   os << "\n\n";

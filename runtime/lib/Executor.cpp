@@ -631,6 +631,9 @@ void saveCheckpoint(flexpipe_rt &rt, const Checkpoint &identity,
   double written = 1;
   comm.allreduceSum(&written, 1); // generation `completed` is whole
   removeCheckpointsExcept(dir, comm.rank(), completed);
+  if (comm.rank() == 0)
+    std::printf("checkpoint after iteration %lld in '%s'\n",
+                static_cast<long long>(completed - 1), dir.c_str());
 }
 
 /// With a backend that needs its hardware to start: answers --help and
@@ -1061,22 +1064,13 @@ double train(flexpipe_rt &rt, const Checkpoint &identity,
     const int64_t completed = it + 1;
     if (!o.checkpoint.empty() &&
         ((o.checkpointEvery > 0 && completed % o.checkpointEvery == 0) ||
-         completed == o.iterations)) {
+         completed == o.iterations))
       saveCheckpoint(rt, identity, losses, completed);
-      if (comm.rank() == 0)
-        std::printf("checkpoint after iteration %lld in '%s'\n",
-                    static_cast<long long>(it), o.checkpoint.c_str());
-    }
   }
   // Resumed with nothing left to train: --checkpoint still gets the state
   // "at the end of the run" (it left the directory empty).
-  if (!o.checkpoint.empty() && rt.firstIteration >= o.iterations) {
+  if (!o.checkpoint.empty() && rt.firstIteration >= o.iterations)
     saveCheckpoint(rt, identity, losses, o.iterations);
-    if (comm.rank() == 0)
-      std::printf("checkpoint after iteration %lld in '%s'\n",
-                  static_cast<long long>(o.iterations - 1),
-                  o.checkpoint.c_str());
-  }
   return totalSeconds;
 }
 
