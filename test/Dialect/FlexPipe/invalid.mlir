@@ -786,6 +786,32 @@ flexpipe.pipeline @p actors(2) microbatches(2) {
 
 // -----
 
+// The optional clauses of module, instruction and priority come in any
+// order, each once; a second one is pointed at.
+flexpipe.pipeline @p actors(2) microbatches(2) {
+  // expected-error @+1 {{'chunks' appears twice}}
+  flexpipe.module @gpt layers(4) placement(circular) chunks(2) actors [0, 1] chunks(2)
+}
+
+// -----
+
+flexpipe.pipeline @p actors(2) microbatches(2) {
+  flexpipe.module @gpt layers(2) placement(one_to_one)
+  flexpipe.stage @sync actors [0, 1]
+  // expected-error @+1 {{'prev' appears twice}}
+  flexpipe.instruction @g kind(all_gather) on(@sync) prev(2) async prev(2)
+}
+
+// -----
+
+flexpipe.pipeline @p actors(2) microbatches(2) {
+  flexpipe.module @gpt layers(2) placement(one_to_one)
+  // expected-error @+1 {{'cttp' appears twice}}
+  flexpipe.priority fstp<breadth_first> cttp<bwd_first> cttp<fwd_first>
+}
+
+// -----
+
 // Infinity (as MLIR writes it) is no bound: refused, and the message says
 // why (it read "must be a positive number, not INF", and INF is positive).
 flexpipe.pipeline @p actors(2) microbatches(2) {

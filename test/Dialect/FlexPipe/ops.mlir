@@ -161,3 +161,20 @@ flexpipe.pipeline @any_order actors(2) microbatches(2) {
   flexpipe.module @gpt layers(2) placement(one_to_one)
   flexpipe.optimize max_rounds(7) async_comm memory_bound(2) gradient_separation
 }
+
+// So are the optional clauses of module, instruction and priority.
+// CHECK-LABEL: flexpipe.pipeline @any_order_clauses
+// CHECK-NEXT:    flexpipe.module @gpt layers(8) placement(vshape) bidirectional chunks(2) actors [0, 1] model<hidden = 64, heads = 2, seq = 16, vocab = 128> vocab_parallel
+// CHECK-NEXT:    flexpipe.stage @sync actors [0, 1]
+// CHECK-NEXT:    flexpipe.instruction @sync_gather kind(all_gather) on(@sync) prev(2) next(3) async attrs {ranks = [0, 1]}
+// CHECK-NEXT:    flexpipe.priority @gpt cttp<bwd_first> fstp<breadth_first> bstp<depth_first, 2>
+flexpipe.pipeline @any_order_clauses actors(2) microbatches(4) {
+  flexpipe.module @gpt layers(8) placement(vshape) vocab_parallel
+      model<hidden = 64, heads = 2, seq = 16, vocab = 128> actors [0, 1]
+      chunks(2) bidirectional
+  flexpipe.stage @sync actors [0, 1]
+  flexpipe.instruction @sync_gather kind(all_gather) on(@sync)
+      attrs {ranks = [0, 1]} async next(3) unit(1) prev(2)
+  flexpipe.priority @gpt bstp<depth_first, 2> cttp<bwd_first>
+      fstp<breadth_first>
+}

@@ -129,61 +129,218 @@ static ParseResult parseBound(OpAsmParser &parser, FloatAttr &attr) {
   return success();
 }
 
-/// `flexpipe.optimize`'s clauses, in any order, each at most once.
-static ParseResult parseOptimizations(OpAsmParser &parser, UnitAttr &split,
-                                      UnitAttr &separation, UnitAttr &async,
-                                      FloatAttr &bound, IntegerAttr &rounds) {
-  Builder &builder = parser.getBuilder();
+namespace {
+/// One optional clause of an op's syntax: its keyword and how to parse what
+/// follows it.
+struct Clause {
+  StringRef keyword;
+  llvm::function_ref<ParseResult()> parse;
+};
+
+/// Prints each clause after a space. The formats put an empty literal
+/// before the directive (no space of their own), so that an op without
+/// clauses prints no trailing space.
+struct ClausePrinter {
+  OpAsmPrinter &printer;
+  OpAsmPrinter &operator()(StringRef keyword) {
+    return printer << " " << keyword;
+  }
+};
+} // namespace
+
+/// Optional clauses in any order, each at most once. A keyword that starts
+/// no clause ends the list (it is the next op's name, or an error there).
+static ParseResult parseClauses(OpAsmParser &parser, ArrayRef<Clause> clauses) {
+  SmallVector<StringRef> keywords;
+  for (const Clause &clause : clauses)
+    keywords.push_back(clause.keyword);
   llvm::StringSet<> seen;
   while (true) {
     llvm::SMLoc loc = parser.getCurrentLocation();
-    StringRef clause;
-    if (failed(parser.parseOptionalKeyword(
-            &clause, {"split_backward", "gradient_separation", "async_comm",
-                      "memory_bound", "max_rounds"})))
+    StringRef keyword;
+    if (failed(parser.parseOptionalKeyword(&keyword, keywords)))
       return success();
-    if (!seen.insert(clause).second)
-      return parser.emitError(loc) << "'" << clause << "' appears twice";
-    if (clause == "split_backward")
-      split = builder.getUnitAttr();
-    else if (clause == "gradient_separation")
-      separation = builder.getUnitAttr();
-    else if (clause == "async_comm")
-      async = builder.getUnitAttr();
-    else if (parser.parseLParen())
-      return failure();
-    else if (clause == "memory_bound"
-                 ? parseBound(parser, bound)
-                 : parser.parseAttribute(rounds, builder.getI64Type()))
-      return failure();
-    else if (parser.parseRParen())
+    if (!seen.insert(keyword).second)
+      return parser.emitError(loc) << "'" << keyword << "' appears twice";
+    if (llvm::find_if(clauses, [&](const Clause &clause) {
+          return clause.keyword == keyword;
+        })->parse())
       return failure();
   }
+}
+
+// Clause parsers, for `parseClauses`. They hold pointers: a lambda that
+// captured the reference parameters would outlive them.
+
+/// A clause that is its keyword alone: sets `flag`.
+static auto flagClause(OpAsmParser &parser, UnitAttr &flag) {
+  return [parser = &parser, flag = &flag] {
+    *flag = parser->getBuilder().getUnitAttr();
+    return success();
+  };
+}
+
+/// `keyword value`, or with `parenthesized`, `keyword(value)`.
+template <typename AttrT>
+static auto valueClause(OpAsmParser &parser, AttrT &attr, Type type = {},
+                        bool parenthesized = false) {
+  return [parser = &parser, attr = &attr, type, parenthesized] {
+    if (parenthesized && parser->parseLParen())
+      return failure();
+    if (parser->parseCustomAttributeWithFallback(*attr, type))
+      return failure();
+    return failure(parenthesized && parser->parseRParen());
+  };
+}
+
+/// `keyword(integer)`.
+static auto countClause(OpAsmParser &parser, IntegerAttr &attr) {
+  return valueClause(parser, attr, parser.getBuilder().getI64Type(), true);
+}
+
+/// `flexpipe.optimize`'s clauses.
+static ParseResult parseOptimizations(OpAsmParser &parser, UnitAttr &split,
+                                      UnitAttr &separation, UnitAttr &async,
+                                      FloatAttr &bound, IntegerAttr &rounds) {
+  auto boundClause = [&] {
+    return failure(parser.parseLParen() || parseBound(parser, bound) ||
+                   parser.parseRParen());
+  };
+  return parseClauses(parser,
+                      {{"split_backward", flagClause(parser, split)},
+                       {"gradient_separation", flagClause(parser, separation)},
+                       {"async_comm", flagClause(parser, async)},
+                       {"memory_bound", boundClause},
+                       {"max_rounds", countClause(parser, rounds)}});
 }
 
 static void printOptimizations(OpAsmPrinter &printer, Operation *,
                                UnitAttr split, UnitAttr separation,
                                UnitAttr async, FloatAttr bound,
                                IntegerAttr rounds) {
-  StringRef separator = "";
-  auto clause = [&]() -> OpAsmPrinter & {
-    printer << separator;
-    separator = " ";
-    return printer;
-  };
+  ClausePrinter clause{printer};
   if (split)
-    clause() << "split_backward";
+    clause("split_backward");
   if (separation)
-    clause() << "gradient_separation";
+    clause("gradient_separation");
   if (async)
-    clause() << "async_comm";
+    clause("async_comm");
   if (bound) {
-    clause() << "memory_bound(";
+    clause("memory_bound(");
     printer.printFloat(bound.getValue());
     printer << ")";
   }
   if (rounds)
-    clause() << "max_rounds(" << rounds.getInt() << ")";
+    clause("max_rounds(") << rounds.getInt() << ")";
+}
+
+/// `flexpipe.module`'s optional clauses.
+static ParseResult
+parseModuleClauses(OpAsmParser &parser, UnitAttr &bidirectional,
+                   IntegerAttr &chunks, DenseI64ArrayAttr &map,
+                   DenseI64ArrayAttr &actors, DenseI64ArrayAttr &partition,
+                   ArrayAttr &inputs, ModelConfigAttr &model,
+                   UnitAttr &vocabParallel) {
+  Type none = parser.getBuilder().getType<NoneType>();
+  return parseClauses(parser,
+                      {{"bidirectional", flagClause(parser, bidirectional)},
+                       {"chunks", countClause(parser, chunks)},
+                       {"map", valueClause(parser, map)},
+                       {"actors", valueClause(parser, actors)},
+                       {"partition", valueClause(parser, partition)},
+                       {"inputs", valueClause(parser, inputs, none)},
+                       {"model", valueClause(parser, model)},
+                       {"vocab_parallel", flagClause(parser, vocabParallel)}});
+}
+
+static void printModuleClauses(OpAsmPrinter &printer, Operation *,
+                               UnitAttr bidirectional, IntegerAttr chunks,
+                               DenseI64ArrayAttr map, DenseI64ArrayAttr actors,
+                               DenseI64ArrayAttr partition, ArrayAttr inputs,
+                               ModelConfigAttr model, UnitAttr vocabParallel) {
+  ClausePrinter clause{printer};
+  if (bidirectional)
+    clause("bidirectional");
+  if (chunks)
+    clause("chunks(") << chunks.getInt() << ")";
+  for (auto [keyword, array] :
+       {std::pair{"map", map}, {"actors", actors}, {"partition", partition}})
+    if (array) {
+      clause(keyword) << " ";
+      printer.printStrippedAttrOrType(array);
+    }
+  if (inputs) {
+    clause("inputs") << " ";
+    printer.printAttributeWithoutType(inputs);
+  }
+  if (model) {
+    clause("model");
+    printer.printStrippedAttrOrType(model);
+  }
+  if (vocabParallel)
+    clause("vocab_parallel");
+}
+
+/// `flexpipe.instruction`'s optional clauses; counts of 1 are the defaults
+/// and are not printed.
+static ParseResult parseInstructionClauses(OpAsmParser &parser,
+                                           IntegerAttr &prev, IntegerAttr &next,
+                                           IntegerAttr &unit, UnitAttr &async,
+                                           DictionaryAttr &attrs) {
+  return parseClauses(parser, {{"prev", countClause(parser, prev)},
+                               {"next", countClause(parser, next)},
+                               {"unit", countClause(parser, unit)},
+                               {"async", flagClause(parser, async)},
+                               {"attrs", valueClause(parser, attrs)}});
+}
+
+static void printInstructionClauses(OpAsmPrinter &printer, Operation *,
+                                    IntegerAttr prev, IntegerAttr next,
+                                    IntegerAttr unit, UnitAttr async,
+                                    DictionaryAttr attrs) {
+  ClausePrinter clause{printer};
+  for (auto [keyword, count] :
+       {std::pair{"prev", prev}, {"next", next}, {"unit", unit}})
+    if (count && count.getInt() != 1)
+      clause(keyword) << "(" << count.getInt() << ")";
+  if (async)
+    clause("async");
+  if (attrs) {
+    clause("attrs") << " ";
+    printer.printAttributeWithoutType(attrs);
+  }
+}
+
+/// `flexpipe.priority`'s clauses.
+static ParseResult parsePriorityClauses(OpAsmParser &parser, CttpAttr &cttp,
+                                        StpAttr &fstp, StpAttr &bstp,
+                                        StringAttr &custom) {
+  Type none = parser.getBuilder().getType<NoneType>();
+  return parseClauses(parser,
+                      {{"cttp", valueClause(parser, cttp)},
+                       {"fstp", valueClause(parser, fstp)},
+                       {"bstp", valueClause(parser, bstp)},
+                       {"custom", valueClause(parser, custom, none, true)}});
+}
+
+static void printPriorityClauses(OpAsmPrinter &printer, Operation *,
+                                 CttpAttr cttp, StpAttr fstp, StpAttr bstp,
+                                 StringAttr custom) {
+  ClausePrinter clause{printer};
+  if (cttp) {
+    clause("cttp");
+    printer.printStrippedAttrOrType(cttp);
+  }
+  for (auto [keyword, stp] : {std::pair{"fstp", fstp}, {"bstp", bstp}})
+    if (stp) {
+      clause(keyword);
+      printer.printStrippedAttrOrType(stp);
+    }
+  if (custom) {
+    clause("custom(");
+    printer.printAttributeWithoutType(custom);
+    printer << ")";
+  }
 }
 
 /// `@stage` or `@module[index]`.

@@ -66,7 +66,8 @@ def FlexPipe_ModalityOp : FlexPipe_Op<"module", [
   let summary = "a model tower: its layers, partition and placement";
   let description = [{
     One module (modality) of the model: `layers` transformer layers cut into
-    stages and placed on actors.
+    stages and placed on actors. `layers` and `placement` come first; the
+    optional clauses after them may come in any order, each at most once.
 
     - `placement(...)`: `one_to_one` (stage i on actor i), `circular` (stage i
       on actor i mod n, `chunks` rounds), `vshape` (chunks alternate
@@ -129,14 +130,9 @@ def FlexPipe_ModalityOp : FlexPipe_Op<"module", [
   );
   let assemblyFormat = [{
     $sym_name `layers` `(` custom<Count>($layers, "\"layers\"") `)` `placement` `(` custom<EnumKeyword>($placement) `)`
-    (`bidirectional` $bidirectional^)?
-    (`chunks` `(` $chunks^ `)`)?
-    (`map` $stage_map^)?
-    (`actors` $actor_group^)?
-    (`partition` $partition^)?
-    (`inputs` $inputs^)?
-    (`model` `` $model^)?
-    (`vocab_parallel` $vocab_parallel^)?
+    `` custom<ModuleClauses>($bidirectional, $chunks, $stage_map,
+                             $actor_group, $partition, $inputs, $model,
+                             $vocab_parallel)
     attr-dict
   }];
   let hasVerifier = 1;
@@ -204,7 +200,9 @@ def FlexPipe_InstructionOp : FlexPipe_Op<"instruction", [
     direction only (the other half of the micro-batches flows through the
     mirrored copy on the same actor; attach a second instruction there).
 
-    Scheduling attributes (all at least 1, default 1):
+    The optional clauses (`prev`, `next`, `unit`, `async`, `attrs`) may come
+    in any order, each at most once. Scheduling attributes (all at least 1,
+    default 1):
     - `prev(k)`: instance i may run once the prior dependent items of
       micro-batches `[0, (i + 1) * k)` have been scheduled;
     - `next(k)`: a dependent item of micro-batch j may run once instance
@@ -247,11 +245,8 @@ def FlexPipe_InstructionOp : FlexPipe_Op<"instruction", [
   let assemblyFormat = [{
     $sym_name `kind` `(` custom<EnumKeyword>($kind) `)`
     `on` `(` custom<StageRef>($stage, $stage_index) `)`
-    (`prev` `(` $prev^ `)`)?
-    (`next` `(` $next^ `)`)?
-    (`unit` `(` $unit^ `)`)?
-    (`async` $async^)?
-    (`attrs` $runtime_attrs^)?
+    `` custom<InstructionClauses>($prev, $next, $unit, $async,
+                                  $runtime_attrs)
     attr-dict
   }];
   let hasVerifier = 1;
@@ -336,8 +331,9 @@ def FlexPipe_PriorityOp : FlexPipe_Op<"priority", [HasParent<"PipelineOp">]> {
     queues. Without a module it applies to the whole pipeline; with `@module`
     to that module's actors (the paper's `set_priority`); with `actors [...]`
     it overrides the listed actors only (`set_cttp_for_actor`,
-    `set_stp_for_actor`). At least one of the three must be given, and no two
-    priority ops may set the same field for the same scope.
+    `set_stp_for_actor`). At least one of the three must be given (in any
+    order, each once), and no two priority ops may set the same field for
+    the same scope.
 
     `custom("name")` instead gives the scope's actors a priority a plugin
     registered (`register_new_priority`, loaded with `--load-plugin`): a step
@@ -362,8 +358,7 @@ def FlexPipe_PriorityOp : FlexPipe_Op<"priority", [HasParent<"PipelineOp">]> {
   );
   let assemblyFormat = [{
     ($module^)? (`actors` $actor_ids^)?
-    (`cttp` `` $cttp^)? (`fstp` `` $fstp^)? (`bstp` `` $bstp^)?
-    (`custom` `(` $custom^ `)`)? attr-dict
+    `` custom<PriorityClauses>($cttp, $fstp, $bstp, $custom) attr-dict
   }];
   let hasVerifier = 1;
 }
@@ -468,7 +463,7 @@ def FlexPipe_OptimizeOp : FlexPipe_Op<"optimize", [HasParent<"PipelineOp">]> {
   // `split_backward`, `gradient_separation`, `async_comm`,
   // `memory_bound(N)`, `max_rounds(N)`.
   let assemblyFormat = [{
-    custom<Optimizations>($split_backward, $gradient_separation, $async_comm,
+    `` custom<Optimizations>($split_backward, $gradient_separation, $async_comm,
                           $memory_bound, $max_rounds) attr-dict
   }];
   let hasVerifier = 1;
