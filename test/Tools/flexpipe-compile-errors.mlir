@@ -22,6 +22,10 @@
 // Errors at ops inside the pipeline about what --actors replaced get its
 // note too (only --microbatches' did).
 // RUN: not flexpipe-compile %t/per-actor.mlir --actors 5 --emit=text 2>&1 | FileCheck %s --check-prefix=PERACTOR
+// So do errors about the stages that the scaled layers give.
+// RUN: not flexpipe-compile %t/share.mlir --actors 2 --emit=text 2>&1 | FileCheck %s --check-prefix=SHARE
+// SHARE: share.mlir:3:3: error: 'flexpipe.share' op names stage 3, but module @gpt has 2 stages
+// SHARE: share.mlir:3:3: note: --actors 2 replaced actors(4)
 // An error about micro-batches at a module gets the --microbatches note too.
 // RUN: not flexpipe-compile %schedules/bidirectional.mlir --actors 3 --microbatches 1 --emit=text 2>&1 | FileCheck %s --check-prefix=BIDIMB
 // BIDIMB: bidirectional.mlir:5:3: error: 'flexpipe.module' op is bidirectional, which splits micro-batches between two directions and needs at least 2, but the pipeline has 1
@@ -141,3 +145,9 @@ flexpipe.pipeline @p actors(4) microbatches(8) {
 // OPTIONVALUE: flexpipe-compile: -o needs a value, but '--emit=text' after it is an option; give the value first (a path that starts with '-' as ./-name)
 // OPTIONTUNE: flexpipe-tune: --model needs a value, but '--cluster' after it is an option
 // RUN: rm -rf %t.dash && mkdir -p %t.dash && cd %t.dash && flexpipe-compile %schedules/1f1b.mlir --actors 2 --microbatches 2 -o -x > /dev/null && test -x ./-x/rank1
+
+//--- share.mlir
+flexpipe.pipeline @a actors(4) microbatches(8) {
+  flexpipe.module @gpt layers(4) placement(one_to_one)
+  flexpipe.share @gpt stage 3 actors [2, 3]
+}

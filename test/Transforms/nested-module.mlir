@@ -4,6 +4,8 @@
 // RUN: not flexpipe-opt %s -flexpipe-verify-schedule 2>&1 | FileCheck %s
 // RUN: not flexpipe-opt %s -flexpipe-spec-to-schedule 2>&1 | FileCheck %s --check-prefixes=CHECK,SPEC
 // RUN: not flexpipe-opt %s -flexpipe-convert-to-emitc 2>&1 | FileCheck %s
+// flexpipe-compile said the file held no pipeline or schedule.
+// RUN: not flexpipe-compile %s --emit=text 2>&1 | FileCheck %s --check-prefix=SPEC
 // SPEC: error: 'flexpipe.pipeline' op is inside a nested module; FlexPipe's passes and tools read the pipelines and schedules of the top-level module only
 // CHECK: error: 'flexpipe.schedule' op is inside a nested module; FlexPipe's passes and tools read the pipelines and schedules of the top-level module only
 

@@ -319,7 +319,8 @@ static LogicalResult applyOverrides(ModuleOp module,
   // --microbatches gave).
   struct Within {
     Operation *pipeline;
-    const char *about; // what the error's text mentions
+    llvm::SmallVector<llvm::StringRef, 2> about; // words the error's text
+                                                 // mentions (any of them)
     std::string note;
   };
   std::vector<Within> within;
@@ -327,6 +328,8 @@ static LogicalResult applyOverrides(ModuleOp module,
     std::string &text = changed[op];
     text += (text.empty() ? "" : "; ") + what;
   };
+  if (failed(checkTopLevel(module)))
+    return failure();
   size_t specs = 0, schedules = 0;
   for (Operation &op : module.getBody()->getOperations()) {
     if (auto schedule = dyn_cast<ScheduleOp>(op)) {
@@ -352,7 +355,8 @@ static LogicalResult applyOverrides(ModuleOp module,
       const std::string actors = llvm::formatv(
           "--actors {0} replaced actors({1})", options.actors, written);
       note(pipeline, actors);
-      within.push_back({pipeline, "actor", actors});
+      // (The stages follow the actors: per actor, or per scaled layer.)
+      within.push_back({pipeline, {"actor", "stage"}, actors});
       for (auto m : pipeline.getBody().getOps<ModalityOp>()) {
         // (A count beyond int32 is left for the verifier to refuse, not
         // scaled past 2^64 into a small one.)
@@ -375,7 +379,7 @@ static LogicalResult applyOverrides(ModuleOp module,
           llvm::formatv("--microbatches {0} replaced microbatches({1})",
                         options.microbatches, pipeline.getMicrobatches());
       note(pipeline, replaced);
-      within.push_back({pipeline, "micro-batch", replaced});
+      within.push_back({pipeline, {"micro-batch"}, replaced});
       pipeline.setMicrobatchesAttr(b.getI64IntegerAttr(options.microbatches));
     }
     // The model file's sizes replace the spec's layer counts.
@@ -402,7 +406,9 @@ static LogicalResult applyOverrides(ModuleOp module,
     // (Unless the op's own note says it already.)
     const std::string text = diag.str();
     for (const Within &w : within) {
-      if (!llvm::StringRef(text).contains(w.about))
+      if (llvm::none_of(w.about, [&](llvm::StringRef word) {
+            return llvm::StringRef(text).contains(word);
+          }))
         continue;
       auto at = [&](Operation *inner) {
         return inner != w.pipeline && inner->getLoc() == diag.getLocation() &&

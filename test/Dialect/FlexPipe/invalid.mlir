@@ -812,6 +812,30 @@ flexpipe.pipeline @p actors(2) microbatches(2) {
 
 // -----
 
+// A misspelled clause is named as one (MLIR read it as an unknown op).
+flexpipe.pipeline @p actors(2) microbatches(2) {
+  flexpipe.module @gpt layers(2) placement(one_to_one)
+  // expected-error @+1 {{unknown clause 'gradient_seperation'; expected one of: split_backward, gradient_separation, async_comm, memory_bound, max_rounds}}
+  flexpipe.optimize gradient_seperation
+}
+
+// -----
+
+flexpipe.pipeline @p actors(2) microbatches(2) {
+  // expected-error @+1 {{unknown clause 'vocab_paralel'}}
+  flexpipe.module @gpt layers(2) placement(one_to_one) vocab_paralel
+}
+
+// -----
+
+flexpipe.pipeline @p actors(2) microbatches(2) {
+  flexpipe.module @gpt layers(2) placement(one_to_one)
+  // expected-error @+1 {{unknown clause 'ctp'; expected one of: cttp, fstp, bstp, custom}}
+  flexpipe.priority ctp<bwd_first>
+}
+
+// -----
+
 // Infinity (as MLIR writes it) is no bound: refused, and the message says
 // why (it read "must be a positive number, not INF", and INF is positive).
 flexpipe.pipeline @p actors(2) microbatches(2) {
@@ -894,4 +918,20 @@ flexpipe.schedule @s actors(1) stages(1) microbatches(1) {
     // expected-error @+1 {{'flexpipe.exec' op names no instruction (an empty symbol)}}
     "flexpipe.exec"() <{instruction = @"", mb = 0 : i64, stage = 0 : i64}> : () -> ()
   }
+}
+
+// -----
+
+// An empty name parses, but prints as nothing that reads back.
+// expected-error @+1 {{attribute 'sym_name' failed to satisfy constraint: string attribute a name that is not empty}}
+flexpipe.pipeline @"" actors(2) microbatches(2) {
+  flexpipe.module @gpt layers(2) placement(one_to_one)
+}
+
+// -----
+
+flexpipe.pipeline @p actors(2) microbatches(2) {
+  flexpipe.module @gpt layers(2) placement(one_to_one)
+  // expected-error @+1 {{a name that is not empty}}
+  flexpipe.stage @"" actors [0, 1]
 }

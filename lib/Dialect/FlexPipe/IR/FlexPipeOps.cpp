@@ -148,8 +148,20 @@ struct ClausePrinter {
 };
 } // namespace
 
-/// Optional clauses in any order, each at most once. A keyword that starts
-/// no clause ends the list (it is the next op's name, or an error there).
+/// The bare identifier at `loc` in the source, if one starts there.
+static StringRef identifierAt(llvm::SMLoc loc) {
+  StringRef text(loc.getPointer());
+  if (text.empty() || !(llvm::isAlpha(text.front()) || text.front() == '_'))
+    return {};
+  return text.take_while([](char c) {
+    return llvm::isAlnum(c) || c == '_' || c == '$' || c == '.';
+  });
+}
+
+/// Optional clauses in any order, each at most once. The list ends at the
+/// first token that starts no clause. A bare word without a dot there is no
+/// op name either (inside a pipeline, ops are `flexpipe.*`): it is refused
+/// as a misspelled clause, where MLIR would call it an unknown op.
 static ParseResult parseClauses(OpAsmParser &parser, ArrayRef<Clause> clauses) {
   SmallVector<StringRef> keywords;
   for (const Clause &clause : clauses)
@@ -158,8 +170,14 @@ static ParseResult parseClauses(OpAsmParser &parser, ArrayRef<Clause> clauses) {
   while (true) {
     llvm::SMLoc loc = parser.getCurrentLocation();
     StringRef keyword;
-    if (failed(parser.parseOptionalKeyword(&keyword, keywords)))
-      return success();
+    if (failed(parser.parseOptionalKeyword(&keyword, keywords))) {
+      StringRef word = identifierAt(loc);
+      if (word.empty() || word.contains('.'))
+        return success();
+      return parser.emitError(loc)
+             << "unknown clause '" << word
+             << "'; expected one of: " << llvm::join(keywords, ", ");
+    }
     if (!seen.insert(keyword).second)
       return parser.emitError(loc) << "'" << keyword << "' appears twice";
     if (llvm::find_if(clauses, [&](const Clause &clause) {

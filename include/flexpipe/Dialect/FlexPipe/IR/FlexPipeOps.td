@@ -21,6 +21,11 @@ include "mlir/IR/SymbolInterfaces.td"
 // Spec level
 //===----------------------------------------------------------------------===//
 
+// A symbol's name: `@""` parses, but prints as no name that reads back.
+def FlexPipe_SymbolName : ConfinedAttr<SymbolNameAttr, [AttrConstraint<
+    CPred<"!::llvm::cast<::mlir::StringAttr>($_self).getValue().empty()">,
+    "a name that is not empty">]>;
+
 def FlexPipe_PipelineOp : FlexPipe_Op<"pipeline", [
     Symbol, SymbolTable, IsolatedFromAbove, NoTerminator, SingleBlock,
     NoRegionArguments]> {
@@ -44,7 +49,7 @@ def FlexPipe_PipelineOp : FlexPipe_Op<"pipeline", [
     }
     ```
   }];
-  let arguments = (ins SymbolNameAttr:$sym_name, I64Attr:$actors,
+  let arguments = (ins FlexPipe_SymbolName:$sym_name, I64Attr:$actors,
                        I64Attr:$microbatches);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{
@@ -116,7 +121,7 @@ def FlexPipe_ModalityOp : FlexPipe_Op<"module", [
     ```
   }];
   let arguments = (ins
-    SymbolNameAttr:$sym_name,
+    FlexPipe_SymbolName:$sym_name,
     I64Attr:$layers,
     FlexPipe_PlacementKindAttr:$placement,
     UnitAttr:$bidirectional,
@@ -181,7 +186,7 @@ def FlexPipe_StageOp : FlexPipe_Op<"stage", [
     flexpipe.stage @sync actors [3, 7]
     ```
   }];
-  let arguments = (ins SymbolNameAttr:$sym_name, DenseI64ArrayAttr:$actor_ids);
+  let arguments = (ins FlexPipe_SymbolName:$sym_name, DenseI64ArrayAttr:$actor_ids);
   let assemblyFormat = "$sym_name `actors` $actor_ids attr-dict";
   let hasVerifier = 1;
 }
@@ -232,7 +237,7 @@ def FlexPipe_InstructionOp : FlexPipe_Op<"instruction", [
     ```
   }];
   let arguments = (ins
-    SymbolNameAttr:$sym_name,
+    FlexPipe_SymbolName:$sym_name,
     FlexPipe_RegisteredKindAttr:$kind,
     FlatSymbolRefAttr:$stage,
     OptionalAttr<I64Attr>:$stage_index,
@@ -509,7 +514,7 @@ def FlexPipe_ScheduleOp : FlexPipe_Op<"schedule", [
     }
     ```
   }];
-  let arguments = (ins SymbolNameAttr:$sym_name, I64Attr:$actors,
+  let arguments = (ins FlexPipe_SymbolName:$sym_name, I64Attr:$actors,
                        I64Attr:$stages, I64Attr:$microbatches,
                        OptionalAttr<DenseI64ArrayAttr>:$edges,
                        OptionalAttr<DenseI64ArrayAttr>:$shared,
