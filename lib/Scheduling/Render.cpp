@@ -101,10 +101,18 @@ ProgOp traced(const std::vector<ProgOp> &ops, size_t i, std::string &name) {
   return op;
 }
 
+/// Text for XML: markup characters escaped, and the control characters
+/// that XML 1.0 cannot hold even escaped (a quoted symbol name may have
+/// them) written as U+FFFD.
 std::string escape(llvm::StringRef text) {
   std::string out;
   llvm::raw_string_ostream os(out);
-  llvm::printHTMLEscaped(text, os);
+  for (char c : text) {
+    if (static_cast<unsigned char>(c) < 0x20 && c != '\t')
+      os << "\xEF\xBF\xBD";
+    else
+      llvm::printHTMLEscaped(llvm::StringRef(&c, 1), os);
+  }
   return out;
 }
 
@@ -131,11 +139,16 @@ std::string iterationTime(double pipeline, const SimCosts &costs,
 std::string flexpipe::sched::formatSeconds(double value) {
   if (std::fabs(value) >= 1)
     return fixed(value, 3) + " s";
-  // Below a microsecond with the digits it needs: a 0.4 us message read
-  // "0.000 ms" (milliseconds kept, which scripts and tests read).
-  if (value != 0 && std::fabs(value) < 1e-6)
-    return significant(value * 1e3, 4) + " ms";
-  return fixed(value * 1e3, 3) + " ms";
+  // Below a millisecond with 4 significant digits, without an exponent: a
+  // 0.4 us message read "0.000 ms", a busy time of 1.049 us "0.001 ms", and
+  // 43.69 ns "4.369e-05 ms" (milliseconds kept, which scripts and tests
+  // read as [0-9.]+).
+  const double ms = value * 1e3;
+  if (value != 0 && std::fabs(ms) < 1)
+    return fixed(ms,
+                 3 - static_cast<int>(std::floor(std::log10(std::fabs(ms))))) +
+           " ms";
+  return fixed(ms, 3) + " ms";
 }
 
 std::string flexpipe::sched::formatShape(const Program &p) {
