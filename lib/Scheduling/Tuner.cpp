@@ -326,8 +326,9 @@ flexpipe::sched::enumerateCandidates(const ModelConfig &model,
             if (vp && !m.canSplitVocabulary(pp)) {
               note(llvm::formatv("pp {0}: the vocabulary-parallel embedding "
                                  "and head need 2 actors or more to split "
-                                 "the vocabulary over",
-                                 pp));
+                                 "the vocabulary over, and a word of it for "
+                                 "each (the vocabulary has {1})",
+                                 pp, m.vocab));
               continue;
             }
             Candidate c;

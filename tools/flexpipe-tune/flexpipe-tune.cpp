@@ -553,8 +553,8 @@ void printRanking(const ModelConfig &model, const ClusterConfig &cluster,
     if (!baseline[vp]) {
       if (!possible)
         llvm::outs() << names[vp]
-                     << ": not possible here (it needs a vocabulary and pp "
-                        ">= 2)\n";
+                     << ": not possible here (it needs an LM head, pp >= 2 "
+                        "and a vocabulary of at least pp words)\n";
       else
         llvm::outs() << names[vp] << ": " << whyNone[vp] << "\n";
       continue;

@@ -47,9 +47,12 @@ struct ModuleModel {
   /// Whether the last stage ends in an LM head over a vocabulary: what the
   /// head's costs, vocabulary parallelism (its slices) and T-1F1B need.
   bool hasHead() const { return vocab > 0 && lmHead; }
-  /// Whether its vocabulary can be split over `pp` actors: a head, and
-  /// another actor than the one that holds it.
-  bool canSplitVocabulary(int64_t pp) const { return hasHead() && pp >= 2; }
+  /// Whether its vocabulary can be split over `pp` actors: a head, another
+  /// actor than the one that holds it, and a word for each actor (the
+  /// runtime refuses an empty slice).
+  bool canSplitVocabulary(int64_t pp) const {
+    return hasHead() && pp >= 2 && vocab >= pp;
+  }
 };
 
 struct ModelConfig {
