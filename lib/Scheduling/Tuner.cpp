@@ -1094,15 +1094,12 @@ Search::chooseVariants(const std::vector<size_t> &twins,
       // known: runVariants evaluates the twin in full if it is chosen.
       bound = 0;
     } else if (t.skipped) {
-      // Its own bound, where the window does not decide already.
+      // Its own bound, where the window does not decide already. One over
+      // the threshold still takes its place among the fastest twins'
+      // (skipped in runVariants): the places must go as in an exhaustive
+      // search (dropped here, it gave its place to a slower twin's variant,
+      // and --exact 1 found a schedule --exhaustive does not try).
       bound = outside ? 0 : ownBound[v];
-      if (const double limit = threshold();
-          !outside && bound > limit * (1 + 1e-9)) {
-        variantEval[v] = skip(variants[v], bound, limit);
-        ran[v] = 1;
-        ++variantsBounded;
-        continue;
-      }
     } else if (!t.ok() || !t.fitsMemory) {
       variantEval[v] = t;
       variantEval[v].candidate = variants[v];
