@@ -17,7 +17,8 @@
 //    instructions on the actor (no vocabulary parallelism).
 //  - the check "max_two_inflight": vetoes a forward while the actor holds
 //    two micro-batches' activations (a memory budget of two micro-batches per
-//    device, whatever the priorities and in-flight limits say).
+//    device, whatever the priorities and in-flight limits say); as in-flight
+//    limits, not the forwards of vocabulary-parallel slices.
 //  - the in-flight rule "twice_the_stages_after": 2 (s - i), at least 1,
 //    for index i of a scope of s stages. per_stage: twice the stages from i
 //    to the last; per_actor on a one-to-one placement (s = pp): twice 1F1B's
@@ -93,7 +94,11 @@ int oneFOneB(const StepView &view, const std::vector<ReadyItem> &ready) {
 }
 
 bool maxTwoInflight(const StepView &view, const ReadyItem &item) {
-  return item.kind != CompKind::Fwd || view.inflight < 2;
+  // The vocabulary-parallel slices hold no micro-batch of their own (every
+  // actor runs them for every micro-batch): like in-flight limits, the
+  // check leaves them be (vetoed, the head's exchange never completed).
+  return item.kind != CompKind::Fwd || view.inflight < 2 ||
+         !view.problem->parts[item.part].countsInflight;
 }
 
 int64_t twiceTheStagesAfter(const plugin::InflightQuery &query) {

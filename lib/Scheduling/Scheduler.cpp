@@ -1658,39 +1658,51 @@ int32_t Engine::explainRegisteredCycle(std::ostream &os) const {
 }
 
 void Engine::explainFirstWaiting(int32_t actor, std::ostream &os) {
-  for (int32_t part : actorParts[actor])
-    for (int32_t mb = p.parts[part].mbBegin; mb < p.parts[part].mbEnd; ++mb)
-      for (int k = 0; k < kNumCompKinds; ++k) {
-        const CompKind kind = static_cast<CompKind>(k);
-        const int32_t item = itemId(kind, part, mb);
-        if (!exists(item) || started[item])
-          continue;
-        if (pending[item] == 0) {
-          os << describeItem(kind, part, mb) << " is ready, but "
-             << (!passesChecks(actor, kind, part)
-                     ? "a plugin check function refuses it"
-                 : !p.customPriorities.empty() && p.customPriorities[actor]
-                     ? "the actor's plugin priority chooses to stay idle"
-                     : "its stage traversal interval holds the actor on "
-                       "another stage");
-          return;
+  // A ready item the actor does not run says why it is stuck; only when
+  // none is ready, the first waiting one says what it waits for (a check
+  // that refused a ready item was reported as the waits it caused).
+  auto firstUnstarted = [&](bool ready, auto &&explain) {
+    for (int32_t part : actorParts[actor])
+      for (int32_t mb = p.parts[part].mbBegin; mb < p.parts[part].mbEnd; ++mb)
+        for (int k = 0; k < kNumCompKinds; ++k) {
+          const int32_t item = itemId(static_cast<CompKind>(k), part, mb);
+          if (exists(item) && !started[item] && (pending[item] == 0) == ready &&
+              explain(static_cast<CompKind>(k), part, mb, item))
+            return true;
         }
+    return false;
+  };
+  if (firstUnstarted(
+          true, [&](CompKind kind, int32_t part, int32_t mb, int32_t) {
+            os << describeItem(kind, part, mb) << " is ready, but "
+               << (!passesChecks(actor, kind, part)
+                       ? "a plugin check function refuses it"
+                   : !p.customPriorities.empty() && p.customPriorities[actor]
+                       ? "the actor's plugin priority chooses to stay idle"
+                       : "its stage traversal interval holds the actor on "
+                         "another stage");
+            return true;
+          }))
+    return;
+  firstUnstarted(
+      false, [&](CompKind kind, int32_t part, int32_t mb, int32_t item) {
         if (explainRegisteredWait(part, mb, kind, os))
-          return;
+          return true;
         // An unfinished predecessor, from the edges into `item`.
-        if (const int32_t from = unfinishedPredecessor(item); from >= 0) {
-          const int32_t fromSlot = from / kNumCompKinds;
-          const int32_t fromPart = slotPart[fromSlot];
-          const int32_t fromMb =
-              fromSlot - partBase[fromPart] + p.parts[fromPart].mbBegin;
-          os << describeItem(kind, part, mb) << " waits for "
-             << describeItem(static_cast<CompKind>(from % kNumCompKinds),
-                             fromPart, fromMb)
-             << ", which "
-             << (started[from] ? "has not finished" : "is not scheduled");
-          return;
-        }
-      }
+        const int32_t from = unfinishedPredecessor(item);
+        if (from < 0)
+          return false;
+        const int32_t fromSlot = from / kNumCompKinds;
+        const int32_t fromPart = slotPart[fromSlot];
+        const int32_t fromMb =
+            fromSlot - partBase[fromPart] + p.parts[fromPart].mbBegin;
+        os << describeItem(kind, part, mb) << " waits for "
+           << describeItem(static_cast<CompKind>(from % kNumCompKinds),
+                           fromPart, fromMb)
+           << ", which "
+           << (started[from] ? "has not finished" : "is not scheduled");
+        return true;
+      });
 }
 
 } // namespace

@@ -19,6 +19,15 @@
 
 // UNLOADED: error: {{.*}}"max_two_inflight"
 
+// With vocabulary-parallel slices, which in-flight limits leave out, the
+// check leaves them out too (it vetoed the head slices' forwards, and no
+// actor could go on): still the same as the limits.
+// RUN: sed 's/placement(one_to_one)/& vocab_parallel/' %s | flexpipe-compile --load-plugin %example_plugin - --emit=text > %t.vp-checked
+// RUN: sed -e 's/placement(one_to_one)/& vocab_parallel/' -e '/flexpipe.check/d' -e 's/affine_map.*/[2, 2, 2, 1]/' %s | flexpipe-compile - --emit=text > %t.vp-limits
+// RUN: diff %t.vp-checked %t.vp-limits
+// RUN: FileCheck %s --check-prefix=VOCAB < %t.vp-checked
+// VOCAB: schedule @capped: 4 actors, 6 stages, 8 micro-batches
+
 flexpipe.pipeline @capped actors(4) microbatches(8) {
   flexpipe.module @gpt layers(8) placement(one_to_one)
   flexpipe.priority cttp<bwd_first> fstp<breadth_first> bstp<breadth_first>

@@ -422,6 +422,31 @@ TEST_CASE("a configuration that cannot progress is diagnosed",
   CHECK(result.cycleDependency == -1);
 }
 
+TEST_CASE("a check that refuses a ready item is named, not the waits it "
+          "causes",
+          "[scheduler][diagnostics]") {
+  // Actor 0 holds stages 0 and 2; the check refuses stage 2's forwards.
+  // Its first unstarted item in stage order, stage 0's first backward,
+  // waits (for stage 1's, which waits for stage 2), and the note said only
+  // that.
+  PipelineSpec spec = makeSpec(2, 2, PlacementKind::Circular, 2,
+                               Cttp::BwdFirst, kBreadth, kBreadth);
+  llvm::Expected<BuiltProblem> built = buildProblem(spec);
+  REQUIRE(static_cast<bool>(built));
+  Problem &p = built->problem;
+  p.checks.push_back([](const StepView &, const ReadyItem &item) {
+    return !(item.kind == CompKind::Fwd && item.stage == 2);
+  });
+  for (TimeModel model : {TimeModel::Step, TimeModel::Cost}) {
+    ScheduleResult result = schedule(p, model);
+    REQUIRE_FALSE(result.ok);
+    REQUIRE_FALSE(result.waits.empty());
+    CHECK(result.waits[0].find("fwd stage 2 mb 0 (actor 0) is ready, but a "
+                               "plugin check function refuses it") !=
+          std::string::npos);
+  }
+}
+
 TEST_CASE("a negative or non-finite duration is refused",
           "[scheduler][diagnostics]") {
   PipelineSpec spec = makeSpec(2, 2, PlacementKind::OneToOne, 1, Cttp::BwdFirst,
