@@ -535,26 +535,43 @@ llvm::Error ProblemBuilder::applyPriorities() {
   };
   // Two modules' priorities that set one field differently on an actor
   // both hold (the later one won silently), unless an actor's own priority
-  // sets that field: per actor and field (cttp, fstp, bstp), the module
-  // that set it, and the conflicts found.
+  // sets that field. A plugin priority sets all three (it replaces them).
+  // Per actor and field (cttp, fstp, bstp): the module that set it (-2: the
+  // actor's own priority), and what it set.
+  struct Setting {
+    int32_t module = -1;
+    std::string value;
+  };
   struct Conflict {
     int64_t actor;
     int field;
     int32_t first, second;
+    bool custom; ///< a plugin priority on either side
   };
-  std::vector<std::array<int32_t, 3>> setBy(spec.actors, {-1, -1, -1});
+  std::vector<std::array<Setting, 3>> setBy(spec.actors);
   std::vector<Conflict> conflicts;
-  auto differs = [](const ActorPolicy &now, const PrioritySpec &p, int field) {
-    auto same = [](const StagePriority &x, const StagePriority &y) {
-      return x.order == y.order && x.interval == y.interval;
+  auto valueOf = [](const PrioritySpec &p, int field) -> std::string {
+    auto stp = [](const std::optional<StagePriority> &s) {
+      return s ? llvm::formatv("{0}:{1}", static_cast<int>(s->order),
+                               s->interval)
+                     .str()
+               : std::string();
     };
-    return field == 0
-               ? p.cttp && (now.cttp != *p.cttp || now.fwdUnit != p.fwdUnit ||
-                            now.bwdUnit != p.bwdUnit)
-           : field == 1 ? p.fwd && !same(now.fwd, *p.fwd)
-                        : p.bwd && !same(now.bwd, *p.bwd);
+    if (p.custom)
+      return "custom:" + p.customName;
+    return field == 0   ? p.cttp ? llvm::formatv("{0}:{1}:{2}",
+                                                 static_cast<int>(*p.cttp),
+                                                 p.fwdUnit, p.bwdUnit)
+                                     .str()
+                                 : std::string()
+             : field == 1 ? stp(p.fwd)
+                        : stp(p.bwd);
   };
+  // A plugin priority per actor, and the level that set it: a built-in
+  // priority of a narrower scope replaces it (it stayed, and the actor's
+  // own cttp was ignored).
   std::vector<PriorityFunction> custom(spec.actors);
+  std::vector<int> customLevel(spec.actors, -1);
   bool anyCustom = false;
   for (int level = 0; level < 3; ++level) {
     for (const PrioritySpec &p : spec.priorities) {
@@ -569,44 +586,52 @@ llvm::Error ProblemBuilder::applyPriorities() {
           std::iota(actors.begin(), actors.end(), 0);
         }
       }
-      const bool present[] = {p.cttp.has_value(), p.fwd.has_value(),
-                              p.bwd.has_value()};
       for (int64_t actor : actors)
         if (actor >= 0 && actor < spec.actors) {
           for (int field = 0; field < 3; ++field) {
-            if (!present[field])
+            std::string value = valueOf(p, field);
+            if (value.empty())
               continue;
-            int32_t &by = setBy[actor][field];
-            if (level == 1 && by >= 0 && by != p.module &&
-                differs(problem.policies[actor], p, field))
-              conflicts.push_back({actor, field, by, p.module});
-            if (level == 1)
-              by = p.module;
-            else if (level == 2)
-              by = -2; // the actor's own: no conflict stands
+            Setting &by = setBy[actor][field];
+            if (level == 1 && by.module >= 0 && by.module != p.module &&
+                by.value != value)
+              conflicts.push_back(
+                  {actor, field, by.module, p.module,
+                   p.custom ||
+                       llvm::StringRef(by.value).starts_with("custom:")});
+            if (level >= 1)
+              by = {level == 1 ? p.module : -2, std::move(value)};
           }
           apply(problem.policies[actor], p);
           if (p.custom) {
             custom[actor] = p.custom;
+            customLevel[actor] = level;
             anyCustom = true;
+          } else if (customLevel[actor] >= 0 && customLevel[actor] < level) {
+            custom[actor] = nullptr;
+            customLevel[actor] = -1;
           }
         }
     }
   }
   for (const Conflict &c : conflicts) {
-    if (setBy[c.actor][c.field] == -2)
+    if (setBy[c.actor][c.field].module == -2)
       continue;
+    // (A plugin priority replaces all three fields: the conflict is then
+    // between priorities, not one field.)
     const char *names[] = {"cttp", "fstp", "bstp"};
+    const std::string field = c.custom ? "priority" : names[c.field];
     return failAtModule(
         c.second,
         "its priority (flexpipe.priority @" + spec.modules[c.second].name +
-            ") sets " + names[c.field] + " for actor " + llvm::Twine(c.actor) +
-            ", which also holds module @" + spec.modules[c.first].name +
-            ", whose priority sets it otherwise; an actor has one " +
-            names[c.field] +
-            ": set it for the actor with "
-            "`flexpipe.priority actors [...]`, or once for the "
-            "pipeline");
+            ") sets " + (c.custom ? "the priority of" : field + " for") +
+            " actor " + llvm::Twine(c.actor) + ", which also holds module @" +
+            spec.modules[c.first].name +
+            ", whose priority sets it otherwise; an actor has one " + field +
+            (c.custom ? " (a plugin's custom one replaces cttp, fstp and bstp)"
+                      : "") +
+            ": set it for the actor with `flexpipe.priority actors [...]`, "
+            "or once for the pipeline");
   }
   if (anyCustom)
     problem.customPriorities = std::move(custom);

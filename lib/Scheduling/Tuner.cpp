@@ -580,6 +580,7 @@ void prepareCandidate(const Candidate &c, const ModelConfig &model,
       return;
     }
     spec.priorities.front().custom = custom->function;
+    spec.priorities.front().customName = custom->name;
   }
   llvm::Expected<BuiltProblem> built = buildProblem(spec);
   if (!built) {

@@ -218,11 +218,17 @@ TEST_CASE("a plugin that fails to register leaves nothing behind", "[plugin]") {
             kExample);
   CHECK(r.priority("clash_fresh") == nullptr);
   CHECK(r.owner("check", "max_two_inflight") == kExample);
-  // The example's check, not the clashing one (which accepts everything).
+  // The example's check, not the clashing one (which accepts everything):
+  // it refuses a stage's forward on a full actor, not a vocabulary slice's.
+  Problem problem;
+  problem.parts.resize(2);
+  problem.parts[1].countsInflight = false;
   StepView full;
+  full.problem = &problem;
   full.inflight = 2;
   CHECK_FALSE(
       (*r.check("max_two_inflight"))(full, ReadyItem{CompKind::Fwd, 0, 0, 2}));
+  CHECK((*r.check("max_two_inflight"))(full, ReadyItem{CompKind::Fwd, 1, 1, 2}));
   CHECK(r.currentPlugin.empty());
   CHECK(r.error.empty());
 

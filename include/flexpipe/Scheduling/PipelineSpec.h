@@ -56,8 +56,10 @@ struct PrioritySpec {
   int64_t fwdUnit = 1, bwdUnit = 1; ///< with cttp
   std::optional<StagePriority> fwd, bwd;
   /// A plugin priority (register_new_priority) replacing the step function
-  /// of the scope's actors; empty for none.
+  /// of the scope's actors; empty for none. Its registered name tells two
+  /// scopes' priorities apart.
   PriorityFunction custom;
+  std::string customName;
 };
 
 /// A registered stage (flexpipe.stage): holds no layers, lives on `actors`.

@@ -256,6 +256,7 @@ LogicalResult SpecReader::readPriority(PriorityOp priority) {
     if (!function)
       return unknown(*priority, "priority", *custom);
     p.custom = *function;
+    p.customName = custom->str();
   }
   spec.priorities.push_back(std::move(p));
   return success();

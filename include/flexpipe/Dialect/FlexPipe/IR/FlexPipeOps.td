@@ -345,6 +345,11 @@ def FlexPipe_PriorityOp : FlexPipe_Op<"priority", [HasParent<"PipelineOp">]> {
     function that picks each next item among the ready ones
     (docs/Plugins.md). It replaces cttp, fstp and bstp, so it stands alone.
 
+    Two modules' priorities that set a field differently on an actor both
+    modules use are refused (a plugin priority sets all three fields); the
+    actor's own priority (`actors [...]`) settles it, and a built-in one
+    there replaces a wider scope's plugin priority.
+
     ```mlir
     flexpipe.priority cttp<bwd_first> fstp<breadth_first> bstp<breadth_first>
     flexpipe.priority @image cttp<interleaved> fstp<breadth_first, 4>
