@@ -22,6 +22,15 @@ def seconds(text):
     return float(value) / (1000 if unit == "ms" else 1)
 
 
+UNITS = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
+SIZE = r"([\d.]+ (?:B|KiB|MiB|GiB|TiB))"
+
+
+def size_bytes(text):
+    value, unit = text.split()
+    return float(value) * UNITS[unit]
+
+
 def main():
     build = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build")
     tool = os.path.join(build, "bin", "flexpipe-compile")
@@ -41,11 +50,17 @@ def main():
                 text=True).stdout
             busy, total = [], []
             for line in report.splitlines():
-                m = re.match(r"^(\d+)\s+([\d.]+ m?s)\s+([\d.]+ m?s)\s+[\d.]+%"
-                             r"\s+[\d.]+ GiB\s+[\d.]+ GiB\s+([\d.]+) GiB", line)
+                # (Every actor's row: one under 1 GiB prints in MiB, and
+                # such rows were dropped.)
+                m = re.match(r"^(\d+)\s+([\d.]+ m?s)\s+([\d.]+ m?s)\s+"
+                             r"[\d.]+%\s+" + SIZE + r"\s+" + SIZE + r"\s+" +
+                             SIZE, line)
                 if m:
                     busy.append(seconds(m.group(2)))
-                    total.append(float(m.group(4)))
+                    total.append(size_bytes(m.group(6)))
+            if len(busy) != pp:
+                sys.exit(f"imbalance.py: read {len(busy)} actors' rows of "
+                         f"{pp} in the report of {vocab} at pp {pp}")
             print(f"| {vocab.upper()} | {pp} | {max(busy) / min(busy):.2f}x | "
                   f"{max(total) / min(total):.2f}x |")
 
