@@ -74,14 +74,29 @@ StageFlops flexpipe::sched::stageFlops(const StageShape &shape,
   return f;
 }
 
+/// Whether `l` is a measurement of `module`'s layers of `kind` (at some
+/// micro-batch size).
+static bool sameShape(const MeasuredLayer &l, MeasuredLayer::Kind kind,
+                      const ModuleModel &module) {
+  return l.kind == kind && l.hidden == module.hidden && l.seq == module.seq &&
+         (kind == MeasuredLayer::Block ? l.heads == module.heads
+                                       : l.vocab == module.vocab);
+}
+
+bool MachineProfile::measuredAt(MeasuredLayer::Kind kind,
+                                const ModuleModel &module,
+                                int64_t microBatch) const {
+  return llvm::any_of(layers, [&](const MeasuredLayer &l) {
+    return sameShape(l, kind, module) && l.microBatch == microBatch;
+  });
+}
+
 std::optional<MeasuredLayer> MachineProfile::layer(MeasuredLayer::Kind kind,
                                                    const ModuleModel &module,
                                                    int64_t microBatch) const {
   std::vector<const MeasuredLayer *> points;
   for (const MeasuredLayer &l : layers)
-    if (l.kind == kind && l.hidden == module.hidden && l.seq == module.seq &&
-        (kind == MeasuredLayer::Block ? l.heads == module.heads
-                                      : l.vocab == module.vocab))
+    if (sameShape(l, kind, module))
       points.push_back(&l);
   if (points.empty())
     return std::nullopt;

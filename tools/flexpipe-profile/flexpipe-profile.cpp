@@ -1375,14 +1375,17 @@ int checkCluster(const sched::ClusterConfig &cluster,
          {std::tuple{sched::MeasuredLayer::Block, "blocks", true},
           std::tuple{sched::MeasuredLayer::Embedding, "embedding", m.vocab > 0},
           std::tuple{sched::MeasuredLayer::Head, "head", m.hasHead()}})
-      if (has && !cluster.measured.layer(kind, m, model.microBatchSize))
+      // (Measured at the model's micro-batch size itself: an interpolated
+      // figure is no measurement of the machine to compare with.)
+      if (has && !cluster.measured.measuredAt(kind, m, model.microBatchSize))
         missing += std::string(missing.empty() ? "" : ", ") + name;
     if (!missing.empty() || !(profiled > 0)) {
       std::fprintf(
           stderr,
           "flexpipe-profile: %s has no measured %s of %s at "
-          "micro-batch size %lld (written by flexpipe-profile "
-          "--model for that model?)\n",
+          "micro-batch size %lld (--check compares with figures measured "
+          "at the model's micro_batch_size, not interpolated ones; written "
+          "by flexpipe-profile --model for that model?)\n",
           file.c_str(),
           missing.empty() || !(profiled > 0) ? "layers" : missing.c_str(),
           model.name.c_str(), static_cast<long long>(model.microBatchSize));
@@ -1460,57 +1463,77 @@ int parseOptions(int argc, char **argv, Options &o) {
   app.add_option("--model", o.models,
                  "Model YAML whose layer shapes to measure; repeatable")
       ->check(CLI::ExistingFile);
-  app.add_option("--base", o.base,
-                 "Cluster YAML to start from: its links and memory stay "
-                 "where nothing is measured (default: one CPU node)")
-      ->check(CLI::ExistingFile);
-  app.add_option("--ranks", o.ranks,
-                 "Ranks the cluster file offers (its devices; the calibration "
-                 "jobs run on up to this many); default: twice the cores, "
-                 "at most max(8, 4 x cores)")
-      ->check(flexpipe::integerAtLeast(1));
-  app.add_option("--seconds", o.seconds,
-                 "Measuring time per shape (more: steadier figures; the "
-                 "profile takes a few hundred times this)")
-      ->check(flexpipe::positiveNumber(60))
-      ->capture_default_str();
-  app.add_option("--name", o.name, "The cluster's name (default: cpu-measured)")
-      ->check(
-          [](const std::string &name) {
-            return sched::isConfigName(name)
-                       ? std::string()
-                       : "a cluster's name must be " +
-                             std::string(sched::kConfigNameRule);
-          },
-          "NAME");
-  app.add_option("--mpirun", o.mpirun,
-                 "mpirun to launch the message measurement with; 'none' "
-                 "skips it and the calibration jobs (which run-mpi.sh "
-                 "launches with the mpirun on PATH); when given, its failure "
-                 "stops the profile (the default's is a warning)")
-      ->capture_default_str();
+  CLI::Option *base =
+      app.add_option("--base", o.base,
+                     "Cluster YAML to start from: its links and memory stay "
+                     "where nothing is measured (default: one CPU node)")
+          ->check(CLI::ExistingFile);
+  CLI::Option *ranks =
+      app.add_option(
+             "--ranks", o.ranks,
+             "Ranks the cluster file offers (its devices; the calibration "
+             "jobs run on up to this many); default: twice the cores, "
+             "at most max(8, 4 x cores)")
+          ->check(flexpipe::integerAtLeast(1));
+  CLI::Option *seconds =
+      app.add_option("--seconds", o.seconds,
+                     "Measuring time per shape (more: steadier figures; the "
+                     "profile takes a few hundred times this)")
+          ->check(flexpipe::positiveNumber(60))
+          ->capture_default_str();
+  CLI::Option *name =
+      app.add_option("--name", o.name,
+                     "The cluster's name (default: cpu-measured)")
+          ->check(
+              [](const std::string &name) {
+                return sched::isConfigName(name)
+                           ? std::string()
+                           : "a cluster's name must be " +
+                                 std::string(sched::kConfigNameRule);
+              },
+              "NAME");
+  CLI::Option *mpirun =
+      app.add_option(
+             "--mpirun", o.mpirun,
+             "mpirun to launch the message measurement with; 'none' "
+             "skips it and the calibration jobs (which run-mpi.sh "
+             "launches with the mpirun on PATH); when given, its failure "
+             "stops the profile (the default's is a warning)")
+          ->capture_default_str();
   app.add_option("--compiler", o.compiler,
                  "flexpipe-compile for the calibration jobs (default: the "
                  "one beside this tool)");
-  app.add_flag("!--no-jobs", o.jobs,
-               "Skip the calibration jobs (1F1B over 1, 2, ... ranks, "
-               "compiled and trained)");
-  app.add_option("--check", o.check,
-                 "Measure nothing new: run each --model's 1-rank calibration "
-                 "job at its micro-batch size three times and compare what "
-                 "a micro-batch through its layers takes with this cluster "
-                 "file's figures (a few seconds). Exit status 0 when every "
-                 "model is within --tolerance, 3 when the machine has moved "
-                 "further (measure again), 1 on an error")
-      ->check(CLI::ExistingFile);
-  app.add_option("--tolerance", o.tolerance,
-                 "With --check: how far (relative) the machine may have "
-                 "moved")
-      ->check(flexpipe::positiveNumber())
-      ->capture_default_str();
+  CLI::Option *noJobs =
+      app.add_flag("!--no-jobs", o.jobs,
+                   "Skip the calibration jobs (1F1B over 1, 2, ... ranks, "
+                   "compiled and trained)");
+  CLI::Option *check =
+      app.add_option(
+             "--check", o.check,
+             "Measure nothing new: run each --model's 1-rank calibration "
+             "job at its micro-batch size three times and compare what "
+             "a micro-batch through its layers takes with this cluster "
+             "file's figures (a few seconds). Exit status 0 when every "
+             "model is within --tolerance, 3 when the machine has moved "
+             "further (measure again), 1 on an error")
+          ->check(CLI::ExistingFile);
+  CLI::Option *tolerance =
+      app.add_option("--tolerance", o.tolerance,
+                     "With --check: how far (relative) the machine may have "
+                     "moved")
+          ->check(flexpipe::positiveNumber())
+          ->capture_default_str();
   app.add_flag("-q,--quiet", o.quiet, "No progress on standard error");
-  app.add_option("-o,--output", o.output, "The cluster file to write")
-      ->capture_default_str();
+  CLI::Option *output =
+      app.add_option("-o,--output", o.output, "The cluster file to write")
+          ->capture_default_str();
+  // --check measures nothing new and writes nothing: what shapes a
+  // measurement has no say there (it was ignored), and --tolerance none
+  // without it.
+  for (CLI::Option *measuring :
+       {base, ranks, seconds, name, mpirun, noJobs, output})
+    check->excludes(measuring);
+  tolerance->needs(check);
   app.add_option("--worker", o.worker)->group("");
   if (int exit = flexpipe::parseCommandLine(app, argc, argv); exit >= 0)
     return exit;
@@ -1604,8 +1627,9 @@ static int profileMain(int argc, char **argv) {
       std::fprintf(stderr, "%s\n", llvm::toString(std::move(error)).c_str());
       return 1;
     }
-  if (!o.name.empty())
-    cluster.name = o.name;
+  // (Not the base's name: a profile of this machine started from a800.yaml
+  // read "name: a800".)
+  cluster.name = o.name.empty() ? "cpu-measured" : o.name;
   // The CPUs it may run on, as the runtime binds ranks to them (taskset -c 0
   // read 2 cores on this machine, and two processes on one CPU read as
   // contention).

@@ -147,6 +147,10 @@ struct MachineProfile {
   std::optional<MeasuredLayer> layer(MeasuredLayer::Kind kind,
                                      const ModuleModel &module,
                                      int64_t microBatch) const;
+  /// Whether `kind` was measured for `module`'s shape at `microBatch`
+  /// itself (not interpolated).
+  bool measuredAt(MeasuredLayer::Kind kind, const ModuleModel &module,
+                  int64_t microBatch) const;
 };
 
 struct ClusterConfig {
