@@ -313,15 +313,19 @@ MachineProfile readMeasured(const Reader &r, const YAML::Node &node) {
         c.seq = r.integer(r.required(item, "seq", cwhat), "seq", 1);
       }
       // Each shape's points (those without one are a shape too) by
-      // increasing ranks.
-      for (auto it = m.contention.rbegin(); it != m.contention.rend(); ++it)
-        if (it->hidden == c.hidden && it->heads == c.heads &&
-            it->seq == c.seq) {
-          if (c.ranks <= it->ranks)
-            r.fail(item.Mark(),
-                   "contention points of one shape must have increasing ranks");
-          break;
-        }
+      // increasing ranks from 1: below its first point a shape is priced
+      // at that point (a file from 2 slowed a rank computing alone).
+      auto previous = std::find_if(
+          m.contention.rbegin(), m.contention.rend(), [&](const auto &p) {
+            return p.hidden == c.hidden && p.heads == c.heads && p.seq == c.seq;
+          });
+      if (previous == m.contention.rend() && c.ranks != 1)
+        r.fail(item.Mark(), "a shape's contention points start at ranks 1 "
+                            "(a rank computing alone), not " +
+                                std::to_string(c.ranks));
+      else if (previous != m.contention.rend() && c.ranks <= previous->ranks)
+        r.fail(item.Mark(),
+               "contention points of one shape must have increasing ranks");
       m.contention.push_back(c);
     });
   if (YAML::Node layers = node["layers"])

@@ -693,10 +693,15 @@ TEST_CASE("a measured cluster file reads back as written", "[costmodel]") {
                      "wgrad_s: 0}\n") ==
         "c.yaml:10:14: error: key 'kind' must be block, embedding or head, "
         "got 'mlp'");
-  CHECK(error(head + "measured:\n  contention:\n    - {ranks: 2, slowdown: "
-                     "1}\n    - {ranks: 2, slowdown: 1}\n") ==
+  CHECK(error(head + "measured:\n  contention:\n    - {ranks: 1, slowdown: "
+                     "1}\n    - {ranks: 1, slowdown: 1}\n") ==
         "c.yaml:11:7: error: contention points of one shape must have "
         "increasing ranks");
+  // From ranks 1: below its first point a shape is priced at that point.
+  CHECK(error(head + "measured:\n  contention:\n    - {ranks: 2, slowdown: "
+                     "1.5}\n") ==
+        "c.yaml:10:7: error: a shape's contention points start at ranks 1 (a "
+        "rank computing alone), not 2");
   CHECK(error(head + "measured:\n  layers:\n    - {kind: block, hidden: 1, "
                      "seq: 1, micro_batch: 1, fwd_s: 0, igrad_s: 0, "
                      "wgrad_s: 0}\n") ==
