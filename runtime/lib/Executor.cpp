@@ -25,6 +25,7 @@
 #include "flexpipe/Runtime/Model.h"
 #include "flexpipe/Runtime/Schedule.h"
 #include "flexpipe/Runtime/UserOps.h"
+#include "flexpipe/Support/Hash.h"
 #include "flexpipe/Support/Layout.h"
 
 #include <algorithm>
@@ -732,6 +733,15 @@ void checkOptionsAgree(flexpipe_rt &rt) {
   const auto given = [](uint64_t v) {
     return std::string(v ? "given" : "not given");
   };
+  // A path, where each rank writes beside it (the trace's part files, the
+  // checkpoint's) or reads from it: the same on every rank. (Two --trace
+  // paths merged one rank's events and left the other's part behind.)
+  const auto path = [](const std::string &p) -> uint64_t {
+    return p.empty() ? 0 : flexpipe::fnv1a(p) | 1;
+  };
+  const auto pathText = [](uint64_t v) {
+    return std::string(v ? "a path" : "not given");
+  };
   const struct {
     const char *option;
     uint64_t value;
@@ -740,19 +750,21 @@ void checkOptionsAgree(flexpipe_rt &rt) {
       {"--iterations", static_cast<uint64_t>(o.iterations), count},
       {"--lr", lrBits, lrText},
       {"--checkpoint-every", static_cast<uint64_t>(o.checkpointEvery), count},
-      {"--checkpoint", !o.checkpoint.empty(), given},
-      {"--resume", !o.resume.empty(), given},
+      {"--checkpoint", path(o.checkpoint), pathText},
+      {"--resume", path(o.resume), pathText},
       // Both add collectives (the trace's clock, the message timings).
       {"--profile", !o.profile.empty(), given},
-      {"--trace", !o.trace.empty(), given},
+      {"--trace", path(o.trace), pathText},
   };
   for (const auto &option : options) {
     uint64_t lo, hi;
     rt.comm->minMax(option.value, lo, hi);
     if (lo != hi)
       rt.comm->abort(std::string("the ranks were started with different ") +
-                         option.option + " (" + option.show(lo) + " and " +
-                         option.show(hi) +
+                         option.option + " (" +
+                         (lo && option.show(lo) == option.show(hi)
+                              ? "two paths"
+                              : option.show(lo) + " and " + option.show(hi)) +
                          "); give every rank the same options (with "
                          "mpirun's colon syntax, each executable takes its "
                          "own)",

@@ -99,7 +99,10 @@
 // RUN: not env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 60 mpirun --oversubscribe -np 1 %t/three/rank0 --lr 0.05 : -np 1 %t/three/rank1 : -np 1 %t/three/rank2 2>&1 | FileCheck %s --check-prefix=LR
 // LR: the ranks were started with different --lr (0.001 and 0.05)
 // RUN: not env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 60 mpirun --oversubscribe -np 1 %t/three/rank0 --trace %t/one-trace.json : -np 1 %t/three/rank1 : -np 1 %t/three/rank2 2>&1 | FileCheck %s --check-prefix=ONETRACE
-// ONETRACE: the ranks were started with different --trace (not given and given)
+// ONETRACE: the ranks were started with different --trace (not given and a path)
+// Two paths: one rank's events were merged, exit 0, and a part file stayed.
+// RUN: not env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 60 mpirun --oversubscribe -np 1 %t/three/rank0 --trace %t/a.json : -np 1 %t/three/rank1 --trace %t/b.json : -np 1 %t/three/rank2 --trace %t/a.json 2>&1 | FileCheck %s --check-prefix=TWOTRACES
+// TWOTRACES: the ranks were started with different --trace (two paths)
 // An option only one rank cannot parse stops every rank at once, and that
 // rank says why (it stopped alone before, unheard, and the others waited
 // for it until FLEXPIPE_TIMEOUT); so does --help given to one rank only.
