@@ -103,6 +103,10 @@
 // Two paths: one rank's events were merged, exit 0, and a part file stayed.
 // RUN: not env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 60 mpirun --oversubscribe -np 1 %t/three/rank0 --trace %t/a.json : -np 1 %t/three/rank1 --trace %t/b.json : -np 1 %t/three/rank2 --trace %t/a.json 2>&1 | FileCheck %s --check-prefix=TWOTRACES
 // TWOTRACES: the ranks were started with different --trace (two paths)
+// A ':' argument to the launcher would split mpirun's command line (the
+// rank lost the value and the rest started as another program).
+// RUN: not %t/three/run-mpi.sh --losses : 2>&1 | FileCheck %s --check-prefix=COLON
+// COLON: run-mpi.sh: an argument ':' would end each rank's command line for mpirun (its separator between programs); a file named ':' is ./:
 // An option only one rank cannot parse stops every rank at once, and that
 // rank says why (it stopped alone before, unheard, and the others waited
 // for it until FLEXPIPE_TIMEOUT); so does --help given to one rank only.
