@@ -1313,8 +1313,16 @@ int flexpipe::rt::runRank(int argc, char **argv, const char *description,
   writeProfile(rt, messageSeconds);
   if (rt.tracing)
     writeTrace(rt);
+  // The iteration lines reached the standard output (into a full disk they
+  // were lost, and the run exited 0).
+  const bool printed = std::fflush(stdout) == 0 && !std::ferror(stdout);
+  if (!printed)
+    std::fprintf(stderr,
+                 "flexpipe: rank %d: cannot write the standard output (a "
+                 "full disk?); lines of this run are lost\n",
+                 comm.rank());
   comm.finalize();
-  return 0;
+  return printed ? 0 : 1;
 }
 
 extern "C" {

@@ -107,6 +107,12 @@
 // rank lost the value and the rest started as another program).
 // RUN: not %t/three/run-mpi.sh --losses : 2>&1 | FileCheck %s --check-prefix=COLON
 // COLON: run-mpi.sh: an argument ':' would end each rank's command line for mpirun (its separator between programs); a file named ':' is ./:
+// A rank whose standard output cannot be written says so and fails (the
+// iteration lines were lost into a full disk, exit 0). (Under mpirun,
+// mpirun writes the ranks' output, and does not say.)
+// RUN: flexpipe-compile %schedules/1f1b.mlir --actors 1 --microbatches 2 --emit=exe -o %t/one
+// RUN: not %t/one/rank0 --iterations 1 2>&1 > /dev/full | FileCheck %s --check-prefix=FULL
+// FULL: flexpipe: rank 0: cannot write the standard output (a full disk?); lines of this run are lost
 // An option only one rank cannot parse stops every rank at once, and that
 // rank says why (it stopped alone before, unheard, and the others waited
 // for it until FLEXPIPE_TIMEOUT); so does --help given to one rank only.
