@@ -1134,9 +1134,10 @@ void measureLayers(const std::vector<sched::ModelConfig> &models,
   constexpr int kPasses = 3;
   std::vector<std::array<std::vector<double>, 3>> samples(shapes.size());
   for (int pass = 0; pass < kPasses; ++pass) {
-    if (pass > 0)
-      progress("layers, pass " + std::to_string(pass + 1) + " of " +
-               std::to_string(kPasses));
+    // (From the first: the progress began at "pass 2 of 3".)
+    progress("layers, pass " + std::to_string(pass + 1) + " of " +
+             std::to_string(kPasses) + " over " +
+             std::to_string(shapes.size()) + " shapes");
     for (size_t i = 0; i < shapes.size(); ++i)
       timeLayer(shapes[i], seconds / kPasses, samples[i]);
     afterPass();
