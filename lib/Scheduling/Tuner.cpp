@@ -20,6 +20,7 @@
 #include "flexpipe/Scheduling/Tuner.h"
 
 #include "flexpipe/Scheduling/Lowering.h"
+#include "flexpipe/Support/Hash.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -33,6 +34,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -735,6 +737,32 @@ double flexpipe::sched::iterationLowerBound(const Candidate &c,
   return bound + after.gradSync + after.step;
 }
 
+/// Evaluation::schedule: the candidate's layout and every actor's ops.
+static uint64_t scheduleHash(const Candidate &c, const Program &program) {
+  uint64_t h = flexpipe::kFnv1aOffset;
+  auto add = [&](int64_t value) {
+    h = flexpipe::fnv1a(
+        std::string_view(reinterpret_cast<const char *>(&value), sizeof value),
+        h);
+  };
+  for (int64_t value :
+       {c.pp, c.dp, c.mbs, c.microbatches, static_cast<int64_t>(c.placement),
+        c.chunks, static_cast<int64_t>(c.vocabParallel),
+        static_cast<int64_t>(program.numStages)})
+    add(value);
+  for (const std::vector<ProgOp> &ops : program.actors) {
+    add(-1); // between actors
+    for (const ProgOp &op : ops)
+      for (int64_t value :
+           {static_cast<int64_t>(op.kind), static_cast<int64_t>(op.stage),
+            static_cast<int64_t>(op.mb), static_cast<int64_t>(op.peer),
+            static_cast<int64_t>(op.token), static_cast<int64_t>(op.group),
+            static_cast<int64_t>(op.inst)})
+        add(value);
+  }
+  return h | 1; // never 0, "not scheduled"
+}
+
 Evaluation
 flexpipe::sched::evaluate(const Candidate &c, const ModelConfig &model,
                           const ClusterConfig &cluster,
@@ -825,6 +853,7 @@ flexpipe::sched::evaluate(const Candidate &c, const ModelConfig &model,
                                 e.iterationTime
                           : 0;
   e.fitsMemory = options.memoryLimit <= 0 || e.peakBytes <= options.memoryLimit;
+  e.schedule = scheduleHash(c, program);
   if (detail) {
     detail->program = std::move(program);
     detail->costs = std::move(costs);
@@ -890,10 +919,10 @@ private:
     double bound;
   };
   /// The variants worth separating (the heuristics of TuneOptions); the
-  /// others decided here (bounded, or as their twin) get their evaluation.
+  /// others decided here (outside the heuristics' window, or as their
+  /// twin) get their evaluation.
   std::vector<Pending> chooseVariants(const std::vector<size_t> &twins,
                                       const std::vector<double> &ownBound,
-                                      size_t &variantsBounded,
                                       size_t &outsideWindow);
   /// Progress from `offset` of all candidates on.
   std::function<void(size_t)> report(size_t offset) const {
@@ -906,7 +935,9 @@ private:
   /// many).
   double threshold();
   /// Records a simulated time for threshold().
-  void recordTime(double time);
+  /// Offers a simulated time to the exact fastest; a schedule already
+  /// offered (a twin running it) counts once.
+  void recordTime(double time, uint64_t schedule);
   /// An evaluation that says why `c` was skipped.
   Evaluation skip(const Candidate &c, double bound, double limit) const;
   /// A separation variant not tried, and why (`why` follows "skipped: ").
@@ -941,6 +972,7 @@ private:
   std::mutex detailMutex;
   std::optional<std::pair<Evaluation, EvaluationDetail>> fastest;
   std::vector<double> topTimes; ///< a max-heap of the exact fastest times
+  std::set<uint64_t> recorded;  ///< the schedules offered to topTimes
   double best = std::numeric_limits<double>::infinity();
   /// What became of the fused candidates (counted where they are
   /// candidates, not with --separation on) and of the variants.
@@ -966,8 +998,10 @@ double Search::threshold() {
              : std::numeric_limits<double>::infinity();
 }
 
-void Search::recordTime(double time) {
+void Search::recordTime(double time, uint64_t schedule) {
   std::lock_guard<std::mutex> lock(topMutex);
+  if (!recorded.insert(schedule).second)
+    return;
   topTimes.push_back(time);
   std::push_heap(topTimes.begin(), topTimes.end());
   if (topTimes.size() > options.exact) {
@@ -1070,7 +1104,7 @@ void Search::runFused() {
         if (e.ok() && e.fitsMemory)
           ++fusedSimulated;
         if (e.ok() && e.fitsMemory && options.exact > 0)
-          recordTime(e.iterationTime);
+          recordTime(e.iterationTime, e.schedule);
       },
       report(0));
   for (const Evaluation &e : fusedEval)
@@ -1081,10 +1115,10 @@ void Search::runFused() {
 std::vector<Search::Pending>
 Search::chooseVariants(const std::vector<size_t> &twins,
                        const std::vector<double> &ownBound,
-                       size_t &variantsBounded, size_t &outsideWindow) {
+                       size_t &outsideWindow) {
   const double bestFused = best;
   std::vector<Pending> pending;
-  variantsBounded = outsideWindow = 0;
+  outsideWindow = 0;
   for (size_t v = 0; v < variants.size(); ++v) {
     const size_t twin = twins[v];
     const Evaluation &t = fusedEval[twin];
@@ -1196,9 +1230,9 @@ void Search::runVariants() {
   // chosen). With TuneOptions::exact >= separationTop the twins chosen are
   // among the exact fastest, and this does not happen.
   std::vector<Pending> pending;
-  size_t variantsBounded = 0, outsideWindow = 0;
+  size_t outsideWindow = 0;
   for (;;) {
-    pending = chooseVariants(twins, ownBound, variantsBounded, outsideWindow);
+    pending = chooseVariants(twins, ownBound, outsideWindow);
     std::vector<size_t> unknown;
     for (const Pending &p : pending)
       if ((fusedCut[p.twin] || fusedEval[p.twin].skipped) &&
@@ -1219,7 +1253,6 @@ void Search::runVariants() {
     }
     fusedBounded -= unknown.size();
   }
-  bounded += variantsBounded;
   std::sort(
       pending.begin(), pending.end(),
       [](const Pending &a, const Pending &b) { return a.bound < b.bound; });
@@ -1228,6 +1261,7 @@ void Search::runVariants() {
   if (options.separation == TuneOptions::Choice::On) {
     std::lock_guard<std::mutex> lock(topMutex);
     topTimes.clear();
+    recorded.clear();
   }
   // The attempts of the variants' separations share one pool of
   // options.threads workers (their callers wait), so that a long last
@@ -1257,7 +1291,7 @@ void Search::runVariants() {
         offerDetail(e, detail);
         simulated += e.ok() && e.fitsMemory;
         if (e.ok() && e.fitsMemory && options.exact > 0)
-          recordTime(e.iterationTime);
+          recordTime(e.iterationTime, e.schedule);
         variantEval[p.variant] = std::move(e);
         ran[p.variant] = 1;
       },
@@ -1284,6 +1318,24 @@ void Search::collect(TuneResult &result) {
     if (ran[v])
       keep(variantEval[v]);
   std::stable_sort(result.ranked.begin(), result.ranked.end(), ranksBefore);
+  // One row per schedule: a candidate that runs a better-ranked one's (at
+  // pp 1 the stage orders and cttp all give one; the top listed it four
+  // times) is set aside with its name.
+  std::map<uint64_t, size_t> rankOf;
+  std::vector<Evaluation> unique;
+  for (Evaluation &e : result.ranked) {
+    auto [it, first] = rankOf.emplace(e.schedule, unique.size() + 1);
+    if (first) {
+      unique.push_back(std::move(e));
+      continue;
+    }
+    e.sameSchedule = true;
+    e.error = llvm::formatv("the same schedule as rank {0} ({1})", it->second,
+                            describe(unique[it->second - 1].candidate))
+                  .str();
+    result.rejected.push_back(std::move(e));
+  }
+  result.ranked = std::move(unique);
   if (fastest && !result.ranked.empty() &&
       fastest->first.candidate == result.ranked.front().candidate)
     result.bestDetail = std::move(fastest->second);

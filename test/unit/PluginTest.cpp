@@ -407,9 +407,20 @@ TEST_CASE("the tuner adds candidates for plugin priorities and applies "
   llvm::Expected<TuneResult> tuned = tune(model, c, *custom);
   REQUIRE(static_cast<bool>(tuned));
   CHECK(tuned->candidates == 3);
-  CHECK(llvm::any_of(tuned->ranked, [](const Evaluation &x) {
+  // It was scheduled, and runs the built-in 1F1B's schedule: one row for
+  // both, the other set aside with its name.
+  auto plugged = [](const Evaluation &x) {
     return x.candidate.priority == "one_f_one_b";
-  }));
+  };
+  const auto ranked = llvm::find_if(tuned->ranked, plugged);
+  const auto aside = llvm::find_if(tuned->rejected, plugged);
+  REQUIRE((ranked != tuned->ranked.end() || aside != tuned->rejected.end()));
+  if (aside != tuned->rejected.end()) {
+    CHECK(aside->sameSchedule);
+    CHECK(aside->error.rfind("the same schedule as rank 1 (one_to_one, "
+                             "bwd_first",
+                             0) == 0);
+  }
 
   // A check that vetoes every forward leaves nothing schedulable, the
   // baseline included.

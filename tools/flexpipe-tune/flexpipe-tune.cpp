@@ -176,10 +176,11 @@ bool writeResults(const std::string &dir, const TuneResult &result) {
   bool first = true;
   auto row = [&](const Evaluation &e, int rank) {
     const Candidate &c = e.candidate;
-    const char *status = e.skipped       ? "skipped"
-                         : !e.ok()       ? "unschedulable"
-                         : !e.fitsMemory ? "over_memory"
-                                         : "ok";
+    const char *status = e.skipped        ? "skipped"
+                         : e.sameSchedule ? "same_schedule"
+                         : !e.ok()        ? "unschedulable"
+                         : !e.fitsMemory  ? "over_memory"
+                                          : "ok";
     std::string error = e.error;
     std::replace(error.begin(), error.end(), '"', '\'');
     std::replace(error.begin(), error.end(), '\n', ' ');
@@ -511,20 +512,25 @@ void printRanking(const ModelConfig &model, const ClusterConfig &cluster,
                   const TuneOptions &resolved, const TuneResult &result,
                   const std::optional<Evaluation> (&baseline)[2],
                   const std::string (&whyNone)[2], size_t top, double elapsed) {
-  size_t overMemory = 0, unschedulable = 0;
+  size_t overMemory = 0, unschedulable = 0, same = 0;
   for (const Evaluation &e : result.rejected)
-    if (!e.skipped)
+    if (e.sameSchedule)
+      ++same;
+    else if (!e.skipped)
       (e.ok() ? overMemory : unschedulable)++;
   llvm::outs() << llvm::formatv(
       "flexpipe-tune: {0} on {1}, {2} {12}, global batch {3}, memory limit "
       "{4}\n{5} candidates: {6} simulated, {13} skipped by bound, {7} "
-      "separation variants skipped, {8} over memory, {9} unschedulable; "
+      "separation variants skipped, {8} over memory, {9} unschedulable{14}; "
       "{10:F2} s on {11} thread(s)\n\n",
       model.name, cluster.name, resolved.gpus, resolved.globalBatch,
       resolved.memoryLimit > 0 ? formatBytes(resolved.memoryLimit) : "none",
       result.candidates, result.simulated, result.pruned, overMemory,
       unschedulable, elapsed, resolved.threads,
-      cluster.devicesWord(resolved.gpus), result.bounded);
+      cluster.devicesWord(resolved.gpus), result.bounded,
+      same ? llvm::formatv(", {0} running a better-ranked one's schedule", same)
+                 .str()
+           : std::string());
   llvm::outs() << llvm::formatv("{0,-5} {1,-11} {2,-11} {3,-7} {4,-10} "
                                 "{5,-4} {6,-4} {7,-4} {8,-4} {9}\n",
                                 "rank", "iteration", "tokens/s", "bubble",

@@ -118,6 +118,13 @@ struct Evaluation {
   /// Not simulated: its lower bound (iterationLowerBound) shows it cannot
   /// be among the TuneOptions::exact fastest; `error` says so.
   bool skipped = false;
+  /// What runs: a hash of the layout (sizes, placement) and of every
+  /// actor's program; 0 when not scheduled. Two candidates with one hash
+  /// are one run (at pp 1, every stage order and cttp gives the same).
+  uint64_t schedule = 0;
+  /// Not ranked: a better-ranked candidate runs the same schedule; `error`
+  /// names it.
+  bool sameSchedule = false;
 
   bool ok() const { return error.empty(); }
 };
@@ -235,8 +242,9 @@ Evaluation evaluate(const Candidate &candidate, const ModelConfig &model,
 struct TuneResult {
   /// Schedulable candidates that fit in memory, fastest first.
   std::vector<Evaluation> ranked;
-  /// The others: unschedulable, over the memory limit, or skipped by their
-  /// lower bound (Evaluation::skipped).
+  /// The others: unschedulable, over the memory limit, skipped by their
+  /// lower bound (Evaluation::skipped), or running a better-ranked one's
+  /// schedule (Evaluation::sameSchedule).
   std::vector<Evaluation> rejected;
   /// Candidates in the space; those scheduled and simulated within the
   /// memory limit (with the rejected ones over memory or unschedulable, and

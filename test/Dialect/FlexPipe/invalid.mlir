@@ -836,6 +836,15 @@ flexpipe.pipeline @p actors(2) microbatches(2) {
 
 // -----
 
+// A word of the op in the wrong place is named as one.
+flexpipe.pipeline @p actors(2) microbatches(2) {
+  flexpipe.module @gpt layers(2) placement(one_to_one)
+  // expected-error @+1 {{'actors' comes before the clauses (cttp, fstp, bstp, custom)}}
+  flexpipe.priority cttp<bwd_first> actors [0]
+}
+
+// -----
+
 // Infinity (as MLIR writes it) is no bound: refused, and the message says
 // why (it read "must be a positive number, not INF", and INF is positive).
 flexpipe.pipeline @p actors(2) microbatches(2) {
@@ -923,7 +932,7 @@ flexpipe.schedule @s actors(1) stages(1) microbatches(1) {
 // -----
 
 // An empty name parses, but prints as nothing that reads back.
-// expected-error @+1 {{attribute 'sym_name' failed to satisfy constraint: string attribute a name that is not empty}}
+// expected-error @+1 {{attribute 'sym_name' failed to satisfy constraint: a symbol name that is not empty}}
 flexpipe.pipeline @"" actors(2) microbatches(2) {
   flexpipe.module @gpt layers(2) placement(one_to_one)
 }
@@ -932,6 +941,6 @@ flexpipe.pipeline @"" actors(2) microbatches(2) {
 
 flexpipe.pipeline @p actors(2) microbatches(2) {
   flexpipe.module @gpt layers(2) placement(one_to_one)
-  // expected-error @+1 {{a name that is not empty}}
+  // expected-error @+1 {{a symbol name that is not empty}}
   flexpipe.stage @"" actors [0, 1]
 }

@@ -1,5 +1,8 @@
 // RUN: flexpipe-opt %s | flexpipe-opt | FileCheck %s
 // RUN: flexpipe-opt %s --mlir-print-op-generic | flexpipe-opt | FileCheck %s
+// With locations: the clause lists end at `loc(...)` (read as a
+// misspelled clause, it failed).
+// RUN: flexpipe-opt %s --mlir-print-debuginfo | flexpipe-opt | FileCheck %s
 
 // Round trip of every op and attribute of both levels, in the custom and in
 // the generic form.

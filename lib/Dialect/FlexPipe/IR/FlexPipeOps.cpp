@@ -148,21 +148,25 @@ struct ClausePrinter {
 };
 } // namespace
 
-/// The bare identifier at `loc` in the source, if one starts there.
+/// The bare identifier at `loc` in the source, if one starts there (read
+/// as MLIR's lexer reads it, a character at a time).
 static StringRef identifierAt(llvm::SMLoc loc) {
-  StringRef text(loc.getPointer());
-  if (text.empty() || !(llvm::isAlpha(text.front()) || text.front() == '_'))
+  const char *begin = loc.getPointer(), *end = begin;
+  if (!(llvm::isAlpha(*end) || *end == '_'))
     return {};
-  return text.take_while([](char c) {
-    return llvm::isAlnum(c) || c == '_' || c == '$' || c == '.';
-  });
+  while (llvm::isAlnum(*end) || *end == '_' || *end == '$' || *end == '.')
+    ++end;
+  return StringRef(begin, end - begin);
 }
 
 /// Optional clauses in any order, each at most once. The list ends at the
 /// first token that starts no clause. A bare word without a dot there is no
-/// op name either (inside a pipeline, ops are `flexpipe.*`): it is refused
-/// as a misspelled clause, where MLIR would call it an unknown op.
-static ParseResult parseClauses(OpAsmParser &parser, ArrayRef<Clause> clauses) {
+/// op name either (inside a pipeline, ops are `flexpipe.*`), nor the op's
+/// trailing `loc(...)`: it is refused as a misspelled clause, where MLIR
+/// would call it an unknown op, or, among `before`, as one of the op's
+/// words that come before the clauses.
+static ParseResult parseClauses(OpAsmParser &parser, ArrayRef<Clause> clauses,
+                                ArrayRef<StringRef> before = {}) {
   SmallVector<StringRef> keywords;
   for (const Clause &clause : clauses)
     keywords.push_back(clause.keyword);
@@ -172,8 +176,12 @@ static ParseResult parseClauses(OpAsmParser &parser, ArrayRef<Clause> clauses) {
     StringRef keyword;
     if (failed(parser.parseOptionalKeyword(&keyword, keywords))) {
       StringRef word = identifierAt(loc);
-      if (word.empty() || word.contains('.'))
+      if (word.empty() || word.contains('.') || word == "loc")
         return success();
+      if (llvm::is_contained(before, word))
+        return parser.emitError(loc)
+               << "'" << word << "' comes before the clauses ("
+               << llvm::join(keywords, ", ") << ")";
       return parser.emitError(loc)
              << "unknown clause '" << word
              << "'; expected one of: " << llvm::join(keywords, ", ");
@@ -187,8 +195,8 @@ static ParseResult parseClauses(OpAsmParser &parser, ArrayRef<Clause> clauses) {
   }
 }
 
-// Clause parsers, for `parseClauses`. They hold pointers: a lambda that
-// captured the reference parameters would outlive them.
+// Clause parsers, for `parseClauses`: each writes the attribute it was
+// made for.
 
 /// A clause that is its keyword alone: sets `flag`.
 static auto flagClause(OpAsmParser &parser, UnitAttr &flag) {
@@ -268,7 +276,8 @@ parseModuleClauses(OpAsmParser &parser, UnitAttr &bidirectional,
                        {"partition", valueClause(parser, partition)},
                        {"inputs", valueClause(parser, inputs, none)},
                        {"model", valueClause(parser, model)},
-                       {"vocab_parallel", flagClause(parser, vocabParallel)}});
+                       {"vocab_parallel", flagClause(parser, vocabParallel)}},
+                      {"layers", "placement"});
 }
 
 static void printModuleClauses(OpAsmPrinter &printer, Operation *,
@@ -305,11 +314,13 @@ static ParseResult parseInstructionClauses(OpAsmParser &parser,
                                            IntegerAttr &prev, IntegerAttr &next,
                                            IntegerAttr &unit, UnitAttr &async,
                                            DictionaryAttr &attrs) {
-  return parseClauses(parser, {{"prev", countClause(parser, prev)},
-                               {"next", countClause(parser, next)},
-                               {"unit", countClause(parser, unit)},
-                               {"async", flagClause(parser, async)},
-                               {"attrs", valueClause(parser, attrs)}});
+  return parseClauses(parser,
+                      {{"prev", countClause(parser, prev)},
+                       {"next", countClause(parser, next)},
+                       {"unit", countClause(parser, unit)},
+                       {"async", flagClause(parser, async)},
+                       {"attrs", valueClause(parser, attrs)}},
+                      {"kind", "on"});
 }
 
 static void printInstructionClauses(OpAsmPrinter &printer, Operation *,
@@ -338,7 +349,8 @@ static ParseResult parsePriorityClauses(OpAsmParser &parser, CttpAttr &cttp,
                       {{"cttp", valueClause(parser, cttp)},
                        {"fstp", valueClause(parser, fstp)},
                        {"bstp", valueClause(parser, bstp)},
-                       {"custom", valueClause(parser, custom, none, true)}});
+                       {"custom", valueClause(parser, custom, none, true)}},
+                      {"actors"});
 }
 
 static void printPriorityClauses(OpAsmPrinter &printer, Operation *,

@@ -24,7 +24,9 @@ include "mlir/IR/SymbolInterfaces.td"
 // A symbol's name: `@""` parses, but prints as no name that reads back.
 def FlexPipe_SymbolName : ConfinedAttr<SymbolNameAttr, [AttrConstraint<
     CPred<"!::llvm::cast<::mlir::StringAttr>($_self).getValue().empty()">,
-    "a name that is not empty">]>;
+    "not empty">]> {
+  let summary = "a symbol name that is not empty";
+}
 
 def FlexPipe_PipelineOp : FlexPipe_Op<"pipeline", [
     Symbol, SymbolTable, IsolatedFromAbove, NoTerminator, SingleBlock,
