@@ -615,7 +615,13 @@ llvm::Error ProblemBuilder::applyPriorities() {
     }
   }
   for (const Conflict &c : conflicts) {
-    if (setBy[c.actor][c.field].module == -2)
+    // Settled by the actor's own priority: for that field, or for a plugin
+    // priority's, by any priority of the actor's own, which replaces it.
+    const bool settled =
+        c.custom ? llvm::any_of(setBy[c.actor],
+                                [](const Setting &s) { return s.module == -2; })
+                 : setBy[c.actor][c.field].module == -2;
+    if (settled)
       continue;
     // (A plugin priority replaces all three fields: the conflict is then
     // between priorities, not one field.)

@@ -349,8 +349,9 @@ def FlexPipe_PriorityOp : FlexPipe_Op<"priority", [HasParent<"PipelineOp">]> {
 
     Two modules' priorities that set a field differently on an actor both
     modules use are refused (a plugin priority sets all three fields); the
-    actor's own priority (`actors [...]`) settles it, and a built-in one
-    there replaces a wider scope's plugin priority.
+    actor's own priority (`actors [...]`) settles it. A built-in priority
+    of a narrower scope (a module's, an actor's own) replaces a wider
+    scope's plugin priority on its actors.
 
     ```mlir
     flexpipe.priority cttp<bwd_first> fstp<breadth_first> bstp<breadth_first>
