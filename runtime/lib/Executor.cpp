@@ -35,6 +35,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <optional>
@@ -736,8 +737,19 @@ void checkOptionsAgree(flexpipe_rt &rt) {
   // A path, where each rank writes beside it (the trace's part files, the
   // checkpoint's) or reads from it: the same on every rank. (Two --trace
   // paths merged one rank's events and left the other's part behind.)
+  // Compared as absolute, normal paths (`ckpt/` and `./ckpt` are `ckpt`;
+  // one relative path from two working directories is two).
   const auto path = [](const std::string &p) -> uint64_t {
-    return p.empty() ? 0 : flexpipe::fnv1a(p) | 1;
+    if (p.empty())
+      return 0;
+    std::error_code error;
+    std::filesystem::path normal =
+        std::filesystem::absolute(p, error).lexically_normal();
+    if (error)
+      normal = p;
+    if (!normal.has_filename() && normal.has_parent_path())
+      normal = normal.parent_path();
+    return flexpipe::fnv1a(normal.string()) | 1;
   };
   const auto pathText = [](uint64_t v) {
     return std::string(v ? "a path" : "not given");

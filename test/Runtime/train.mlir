@@ -103,6 +103,9 @@
 // Two paths: one rank's events were merged, exit 0, and a part file stayed.
 // RUN: not env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 60 mpirun --oversubscribe -np 1 %t/three/rank0 --trace %t/a.json : -np 1 %t/three/rank1 --trace %t/b.json : -np 1 %t/three/rank2 --trace %t/a.json 2>&1 | FileCheck %s --check-prefix=TWOTRACES
 // TWOTRACES: the ranks were started with different --trace (two paths)
+// One path spelled two ways is one (compared absolute and normal).
+// RUN: env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 60 mpirun --oversubscribe -np 1 %t/three/rank0 --iterations 1 --trace %t/same.json : -np 1 %t/three/rank1 --iterations 1 --trace %t/./same.json : -np 1 %t/three/rank2 --iterations 1 --trace %t//same.json > /dev/null
+// RUN: python3 -c "import json, sys; json.load(open(sys.argv[1]))" %t/same.json
 // A ':' argument to the launcher would split mpirun's command line (the
 // rank lost the value and the rest started as another program).
 // RUN: not %t/three/run-mpi.sh --losses : 2>&1 | FileCheck %s --check-prefix=COLON
