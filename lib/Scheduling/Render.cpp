@@ -9,6 +9,7 @@
 #include "flexpipe/Scheduling/Export.h"
 #include "flexpipe/Scheduling/Simulator.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/ConvertUTF.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -101,17 +102,30 @@ ProgOp traced(const std::vector<ProgOp> &ops, size_t i, std::string &name) {
   return op;
 }
 
-/// Text for XML: markup characters escaped, and the control characters
-/// that XML 1.0 cannot hold even escaped (a quoted symbol name may have
-/// them) written as U+FFFD.
+/// Text for XML: markup characters escaped, and what XML 1.0 cannot hold
+/// written as U+FFFD: control characters (a quoted symbol name may have
+/// them; line breaks too, as the text is drawn on one line) and bytes that
+/// are no UTF-8 (`@"a\FFb"`).
 std::string escape(llvm::StringRef text) {
+  constexpr llvm::StringLiteral kReplacement = "\xEF\xBF\xBD";
   std::string out;
   llvm::raw_string_ostream os(out);
-  for (char c : text) {
-    if (static_cast<unsigned char>(c) < 0x20 && c != '\t')
-      os << "\xEF\xBF\xBD";
-    else
-      llvm::printHTMLEscaped(llvm::StringRef(&c, 1), os);
+  const auto *p = reinterpret_cast<const llvm::UTF8 *>(text.begin());
+  const auto *end = reinterpret_cast<const llvm::UTF8 *>(text.end());
+  while (p < end) {
+    const unsigned length = llvm::getNumBytesForUTF8(*p);
+    if (*p < 0x20 && *p != '\t') {
+      os << kReplacement;
+      ++p;
+    } else if (length > static_cast<unsigned>(end - p) ||
+               !llvm::isLegalUTF8Sequence(p, p + length)) {
+      os << kReplacement;
+      ++p;
+    } else {
+      llvm::printHTMLEscaped(
+          llvm::StringRef(reinterpret_cast<const char *>(p), length), os);
+      p += length;
+    }
   }
   return out;
 }
@@ -137,18 +151,29 @@ std::string iterationTime(double pipeline, const SimCosts &costs,
 } // namespace
 
 std::string flexpipe::sched::formatSeconds(double value) {
-  if (std::fabs(value) >= 1)
+  // Where the rounding carries into the next unit, the next unit: 0.9999996
+  // s read "1000.000 ms", 0.99995 ms "1.0000 ms".
+  auto roundsTo = [](double x, int digits) {
+    const double scale = std::pow(10.0, digits);
+    return std::round(x * scale) / scale;
+  };
+  if (std::fabs(roundsTo(value * 1e3, 3)) >= 1000)
     return fixed(value, 3) + " s";
   // Below a millisecond with 4 significant digits, without an exponent: a
   // 0.4 us message read "0.000 ms", a busy time of 1.049 us "0.001 ms", and
   // 43.69 ns "4.369e-05 ms" (milliseconds kept, which scripts and tests
-  // read as [0-9.]+).
+  // read as [0-9.]+). Below a femtosecond nothing this models takes so
+  // long: floating-point noise, read as 0.
   const double ms = value * 1e3;
-  if (value != 0 && std::fabs(ms) < 1)
-    return fixed(ms,
-                 3 - static_cast<int>(std::floor(std::log10(std::fabs(ms))))) +
-           " ms";
-  return fixed(ms, 3) + " ms";
+  if (std::isnan(ms) || std::fabs(ms) < 1e-12)
+    return fixed(std::isnan(ms) ? ms : 0.0, 3) + " ms";
+  auto digitsFor = [](double x) {
+    return std::max(3,
+                    3 - static_cast<int>(std::floor(std::log10(std::fabs(x)))));
+  };
+  int digits = digitsFor(ms);
+  digits = digitsFor(roundsTo(ms, digits));
+  return fixed(ms, digits) + " ms";
 }
 
 std::string flexpipe::sched::formatShape(const Program &p) {

@@ -148,8 +148,8 @@
 // RUN: flexpipe-compile %schedules/1f1b.mlir --emit=svg | FileCheck %s --check-prefix=NATURAL
 // NATURAL: font-weight="bold">@one_f_one_b:
 // A control character in a quoted name (XML cannot hold one, escaped or
-// not) is drawn as U+FFFD; the picture parses.
-// RUN: sed 's/@one_f_one_b/@"a\\01b\\0Ac"/' %schedules/1f1b.mlir > %t.control.mlir
+// not) or a byte that is no UTF-8 is drawn as U+FFFD; the picture parses.
+// RUN: sed 's/@one_f_one_b/@"a\\01b\\FFc"/' %schedules/1f1b.mlir > %t.control.mlir
 // RUN: flexpipe-compile %t.control.mlir --emit=svg -o %t.control.svg
 // RUN: python3 -c "import sys, xml.dom.minidom as m; m.parse(sys.argv[1]); print(open(sys.argv[1], encoding='utf-8').read().count('a\ufffdb\ufffdc'))" %t.control.svg | FileCheck %s --check-prefix=CONTROL
 // CONTROL: {{^[1-9]}}

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "flexpipe/Scheduling/Export.h"
 #include "flexpipe/Scheduling/Simulator.h"
 #include "flexpipe/Scheduling/CostModel.h"
 #include "flexpipe/Scheduling/CostModelYAML.h"
@@ -837,4 +838,24 @@ TEST_CASE("a run's own profile prices the optimizer step of the actors it "
   const std::string text = formatProfile(profile);
   REQUIRE(llvm::toString(loadProfile("p.yaml", read, &text)) == "");
   CHECK(read.optimizerStep == profile.optimizerStep);
+}
+
+TEST_CASE("times print in s or ms, below a millisecond with 4 significant "
+          "digits and no exponent",
+          "[report]") {
+  CHECK(formatSeconds(1.5) == "1.500 s");
+  // Rounding that carries into the next unit goes there.
+  CHECK(formatSeconds(0.9999996) == "1.000 s");
+  CHECK(formatSeconds(0.5) == "500.000 ms");
+  CHECK(formatSeconds(0.99995e-3) == "1.000 ms");
+  CHECK(formatSeconds(0.0999996e-3) == "0.1000 ms");
+  CHECK(formatSeconds(1.049e-6) == "0.001049 ms");
+  CHECK(formatSeconds(8.216e-5) == "0.08216 ms");
+  CHECK(formatSeconds(4.369e-11) == "0.00000004369 ms");
+  CHECK(formatSeconds(-0.0005) == "-0.5000 ms");
+  // Nothing and floating-point noise read as 0; digits do not run away.
+  CHECK(formatSeconds(0) == "0.000 ms");
+  CHECK(formatSeconds(-1e-20) == "0.000 ms");
+  CHECK(formatSeconds(1e-300) == "0.000 ms");
+  CHECK(formatSeconds(std::nan("")) == "nan ms");
 }
