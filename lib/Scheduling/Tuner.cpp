@@ -326,11 +326,15 @@ flexpipe::sched::enumerateCandidates(const ModelConfig &model,
             // The vocabulary is split over the actors: one actor has
             // nothing to split it with (its spec would not compile).
             if (vp && !m.canSplitVocabulary(pp)) {
-              note(llvm::formatv("pp {0}: the vocabulary-parallel embedding "
-                                 "and head need 2 actors or more to split "
-                                 "the vocabulary over, and a word of it for "
-                                 "each (the vocabulary has {1})",
-                                 pp, m.vocab));
+              note(llvm::formatv(
+                  "pp {0}: the vocabulary-parallel embedding and head {1}", pp,
+                  !m.hasHead() ? "need an LM head"
+                  : pp < 2     ? "need 2 actors or more to split the "
+                                 "vocabulary over"
+                               : llvm::formatv("need a word of the vocabulary "
+                                                   "for each actor, and it has {0}",
+                                               m.vocab)
+                                 .str()));
               continue;
             }
             Candidate c;
