@@ -944,3 +944,36 @@ flexpipe.pipeline @p actors(2) microbatches(2) {
   // expected-error @+1 {{a symbol name that is not empty}}
   flexpipe.stage @"" actors [0, 1]
 }
+
+// -----
+
+// A schedule's flexpipe.optimize (its spec's request, which the passes read
+// in place of their options) follows the spec op's rules: a NaN bound
+// switched the bound off, unchecked.
+// expected-error @+1 {{'flexpipe.schedule' op memory_bound must be a positive, finite number (omit it for the schedule's own peak), not nan}}
+flexpipe.schedule @s actors(1) stages(1) microbatches(1) attributes {flexpipe.optimize = {gradient_separation, memory_bound = 0x7FF8000000000000 : f64}} {
+  flexpipe.actor 0 {
+    flexpipe.fwd stage 0 mb 0
+    flexpipe.bwd stage 0 mb 0
+  }
+}
+
+// -----
+
+// expected-error @+1 {{'flexpipe.schedule' op max_rounds must not be negative, not -7}}
+flexpipe.schedule @s actors(1) stages(1) microbatches(1) attributes {flexpipe.optimize = {gradient_separation, max_rounds = -7 : i64}} {
+  flexpipe.actor 0 {
+    flexpipe.fwd stage 0 mb 0
+    flexpipe.bwd stage 0 mb 0
+  }
+}
+
+// -----
+
+// expected-error @+1 {{'flexpipe.schedule' op has flexpipe.optimize with 'memory_bound = 4 : i64'; it holds split_backward, gradient_separation and async_comm (unit), memory_bound (a float) and max_rounds (an integer)}}
+flexpipe.schedule @s actors(1) stages(1) microbatches(1) attributes {flexpipe.optimize = {gradient_separation, memory_bound = 4 : i64}} {
+  flexpipe.actor 0 {
+    flexpipe.fwd stage 0 mb 0
+    flexpipe.bwd stage 0 mb 0
+  }
+}

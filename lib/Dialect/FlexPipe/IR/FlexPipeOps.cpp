@@ -1604,28 +1604,80 @@ LogicalResult ExecOp::verify() {
 // OptimizeOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult OptimizeOp::verify() {
-  if (!getSplitBackward() && !getGradientSeparation() && !getAsyncComm())
-    return emitOpError() << "names no optimization; expected split_backward, "
-                            "gradient_separation or async_comm";
-  if (FloatAttr attr = getMemoryBoundAttr()) {
-    const double bound = attr.getValueAsDouble();
-    if (!getGradientSeparation())
-      return emitOpError() << "has a memory_bound but no gradient_separation, "
-                              "the only optimization it bounds";
+/// What `flexpipe.optimize` may ask for, on the spec's op and as a
+/// schedule's attribute (which the passes read in place of their options).
+static LogicalResult verifyOptimizations(Operation *op, bool split,
+                                         bool separation, bool async,
+                                         FloatAttr boundAttr,
+                                         std::optional<int64_t> rounds) {
+  if (!split && !separation && !async)
+    return op->emitOpError()
+           << "names no optimization; expected split_backward, "
+              "gradient_separation or async_comm";
+  if (boundAttr) {
+    const double bound = boundAttr.getValueAsDouble();
+    if (!separation)
+      return op->emitOpError()
+             << "has a memory_bound but no gradient_separation, the only "
+                "optimization it bounds";
     if (!(bound > 0) || !std::isfinite(bound))
-      return emitOpError()
+      return op->emitOpError()
              << "memory_bound must be a positive, finite number (omit it "
                 "for the schedule's own peak), not "
              << bound;
   }
-  if (std::optional<int64_t> rounds = getMaxRounds()) {
-    if (!getGradientSeparation())
-      return emitOpError() << "has max_rounds but no gradient_separation, "
-                              "the only optimization that has rounds";
+  if (rounds) {
+    if (!separation)
+      return op->emitOpError() << "has max_rounds but no gradient_separation, "
+                                  "the only optimization that has rounds";
     if (*rounds < 0)
-      return emitOpError() << "max_rounds must not be negative, not "
-                           << *rounds;
+      return op->emitOpError()
+             << "max_rounds must not be negative, not " << *rounds;
   }
   return success();
+}
+
+LogicalResult OptimizeOp::verify() {
+  return verifyOptimizations(*this, getSplitBackward(), getGradientSeparation(),
+                             getAsyncComm(), getMemoryBoundAttr(),
+                             getMaxRounds());
+}
+
+LogicalResult
+FlexPipeDialect::verifyOperationAttribute(Operation *op,
+                                          NamedAttribute attribute) {
+  if (attribute.getName() != "flexpipe.optimize")
+    return success();
+  // A hand-written or edited schedule's request: its memory_bound of NaN
+  // switched the bound off and overrode the pass option, unchecked.
+  auto requested = dyn_cast<DictionaryAttr>(attribute.getValue());
+  if (!isa<ScheduleOp>(op) || !requested)
+    return op->emitOpError() << "has flexpipe.optimize, which only a "
+                                "flexpipe.schedule carries, as a dictionary";
+  bool flags[3] = {false, false, false};
+  const StringRef names[3] = {"split_backward", "gradient_separation",
+                              "async_comm"};
+  FloatAttr bound;
+  std::optional<int64_t> rounds;
+  for (NamedAttribute entry : requested) {
+    const StringRef key = entry.getName().getValue();
+    const auto *flag = llvm::find(names, key);
+    const bool ok =
+        flag != std::end(names) ? isa<UnitAttr>(entry.getValue())
+        : key == "memory_bound"
+            ? static_cast<bool>(bound = dyn_cast<FloatAttr>(entry.getValue()))
+            : key == "max_rounds" && isa<IntegerAttr>(entry.getValue());
+    if (!ok)
+      return op->emitOpError()
+             << "has flexpipe.optimize with '" << key << " = "
+             << entry.getValue()
+             << "'; it holds split_backward, gradient_separation and "
+                "async_comm (unit), memory_bound (a float) and max_rounds "
+                "(an integer)";
+    if (flag != std::end(names))
+      flags[flag - std::begin(names)] = true;
+    else if (key == "max_rounds")
+      rounds = cast<IntegerAttr>(entry.getValue()).getInt();
+  }
+  return verifyOptimizations(op, flags[0], flags[1], flags[2], bound, rounds);
 }

@@ -58,6 +58,9 @@ def FlexPipe_Dialect : Dialect {
   }];
   let useDefaultAttributePrinterParser = 1;
   let useDefaultTypePrinterParser = 1;
+  // `flexpipe.optimize` on a schedule (what its spec asked for) is checked
+  // as the spec's op is.
+  let hasOperationAttrVerify = 1;
   let extraClassDeclaration = [{
     void registerAttributes();
     void registerTypes();

@@ -455,7 +455,10 @@ def FlexPipe_OptimizeOp : FlexPipe_Op<"optimize", [HasParent<"PipelineOp">]> {
       (`-flexpipe-gradient-separation`, which implies `split_backward`);
     - `async_comm`: receives are posted early and waited on right before
       use (`-flexpipe-async-comm`).
-    The clauses may come in any order. At most one per pipeline.
+    The clauses may come in any order. At most one per pipeline. The
+    schedule made from the pipeline carries the request as its
+    `flexpipe.optimize` attribute (a dictionary of the same names), checked
+    by the same rules, which the passes read in place of their options.
 
     ```mlir
     // ZB-H1: 1F1B whose weight gradients fill the bubbles.
