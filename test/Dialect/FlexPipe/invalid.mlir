@@ -778,6 +778,16 @@ flexpipe.pipeline @p actors(2) microbatches(2) {
 
 // -----
 
+// An exponent without a decimal point is two tokens to MLIR ("expected ')'"
+// said nothing of it).
+flexpipe.pipeline @p actors(2) microbatches(2) {
+  flexpipe.module @gpt layers(2) placement(one_to_one)
+  // expected-error @+1 {{write the bound 2e3 with a decimal point (2.0e3): MLIR reads 2e3 as 2 and a word}}
+  flexpipe.optimize gradient_separation memory_bound(2e3)
+}
+
+// -----
+
 flexpipe.pipeline @p actors(2) microbatches(2) {
   flexpipe.module @gpt layers(2) placement(one_to_one)
   // expected-error @+1 {{'async_comm' appears twice}}

@@ -91,6 +91,17 @@ static void printCount(OpAsmPrinter &printer, Operation *, IntegerAttr attr,
   printer << attr.getInt();
 }
 
+/// The bare identifier at `loc` in the source, if one starts there (read
+/// as MLIR's lexer reads it, a character at a time).
+static StringRef identifierAt(llvm::SMLoc loc) {
+  const char *begin = loc.getPointer(), *end = begin;
+  if (!(llvm::isAlpha(*end) || *end == '_'))
+    return {};
+  while (llvm::isAlnum(*end) || *end == '_' || *end == '$' || *end == '.')
+    ++end;
+  return StringRef(begin, end - begin);
+}
+
 /// A bound written as a number literal, integer or not (`memory_bound(4)`
 /// or `memory_bound(2.5)`); MLIR's float attribute syntax refuses the
 /// decimal integer. A hexadecimal literal is the double's bits, as MLIR
@@ -113,6 +124,16 @@ static ParseResult parseBound(OpAsmParser &parser, FloatAttr &attr) {
     StringRef spelling(loc.getPointer(),
                        parser.getCurrentLocation().getPointer() -
                            loc.getPointer());
+    // MLIR reads `1e3` as the integer 1 and a word `e3` (its floats have a
+    // point): that read "expected ')'".
+    if (StringRef rest = identifierAt(parser.getCurrentLocation());
+        rest.size() > 1 && (rest[0] == 'e' || rest[0] == 'E') &&
+        spelling.end() == rest.begin())
+      return parser.emitError(loc)
+             << "write the bound " << spelling << rest
+             << " with a decimal point (" << spelling << ".0" << rest
+             << "): MLIR reads " << spelling << rest << " as " << spelling
+             << " and a word";
     spelling = spelling.trim();
     uint64_t bits = 0;
     if (spelling.consume_front("0x")) {
@@ -147,17 +168,6 @@ struct ClausePrinter {
   }
 };
 } // namespace
-
-/// The bare identifier at `loc` in the source, if one starts there (read
-/// as MLIR's lexer reads it, a character at a time).
-static StringRef identifierAt(llvm::SMLoc loc) {
-  const char *begin = loc.getPointer(), *end = begin;
-  if (!(llvm::isAlpha(*end) || *end == '_'))
-    return {};
-  while (llvm::isAlnum(*end) || *end == '_' || *end == '$' || *end == '.')
-    ++end;
-  return StringRef(begin, end - begin);
-}
 
 /// Optional clauses in any order, each at most once. The list ends at the
 /// first token that starts no clause. A bare word without a dot there is no
