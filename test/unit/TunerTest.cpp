@@ -464,6 +464,35 @@ TEST_CASE("skipping by lower bound keeps the exact fastest candidates",
   }
 }
 
+TEST_CASE("the ranking has one row per schedule", "[tuner]") {
+  // At pp 1 every stage order and cttp schedule one stage the same way:
+  // each such candidate after the first is set aside, naming the rank it
+  // repeats (the top listed them all).
+  const ModelConfig model = gptModel(16, 128000);
+  const ClusterConfig c = test::testCluster(4);
+  TuneOptions o;
+  o.gpus = 4;
+  o.threads = 2;
+  o.pp = {1, 2};
+  const TuneOptions r = resolved(model, c, o);
+  llvm::Expected<TuneResult> result = tune(model, c, r);
+  REQUIRE(static_cast<bool>(result));
+  std::set<uint64_t> seen;
+  for (const Evaluation &e : result->ranked) {
+    CHECK(e.schedule != 0);
+    CHECK(seen.insert(e.schedule).second);
+  }
+  size_t aside = 0;
+  for (const Evaluation &e : result->rejected)
+    if (e.sameSchedule) {
+      ++aside;
+      CHECK(e.ok() == false);
+      CHECK(seen.count(e.schedule) == 1);
+      CHECK(e.error.rfind("the same schedule as rank ", 0) == 0);
+    }
+  CHECK(aside > 0);
+}
+
 TEST_CASE("a bounded search with separation keeps the exact fastest "
           "candidates",
           "[tuner]") {
