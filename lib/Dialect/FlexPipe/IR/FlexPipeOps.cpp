@@ -124,6 +124,7 @@ static ParseResult parseBound(OpAsmParser &parser, FloatAttr &attr) {
     StringRef spelling(loc.getPointer(),
                        parser.getCurrentLocation().getPointer() -
                            loc.getPointer());
+    spelling = spelling.trim();
     // MLIR reads `1e3` as the integer 1 and a word `e3` (its floats have a
     // point): that read "expected ')'".
     if (StringRef rest = identifierAt(parser.getCurrentLocation());
@@ -134,7 +135,6 @@ static ParseResult parseBound(OpAsmParser &parser, FloatAttr &attr) {
              << " with a decimal point (" << spelling << ".0" << rest
              << "): MLIR reads " << spelling << rest << " as " << spelling
              << " and a word";
-    spelling = spelling.trim();
     uint64_t bits = 0;
     if (spelling.consume_front("0x")) {
       if (spelling.getAsInteger(16, bits))
