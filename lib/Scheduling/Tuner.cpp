@@ -247,6 +247,20 @@ flexpipe::sched::resolveOptions(const ModelConfig &model,
   return o;
 }
 
+/// Why `m`'s vocabulary cannot be split over `pp` actors
+/// (ModuleModel::canSplitVocabulary), the reason that holds.
+static std::string whyNoVocabularySplit(const ModuleModel &m, int64_t pp) {
+  const std::string why =
+      !m.hasHead() ? "need an LM head"
+      : pp < 2     ? "need 2 actors or more to split the vocabulary over"
+                   : llvm::formatv("need a word of the vocabulary for each "
+                                       "actor, and it has {0}",
+                                   m.vocab)
+                     .str();
+  return llvm::formatv("pp {0}: the vocabulary-parallel embedding and head {1}",
+                       pp, why);
+}
+
 llvm::Expected<std::vector<Candidate>>
 flexpipe::sched::enumerateCandidates(const ModelConfig &model,
                                      const TuneOptions &o) {
@@ -326,15 +340,7 @@ flexpipe::sched::enumerateCandidates(const ModelConfig &model,
             // The vocabulary is split over the actors: one actor has
             // nothing to split it with (its spec would not compile).
             if (vp && !m.canSplitVocabulary(pp)) {
-              note(llvm::formatv(
-                  "pp {0}: the vocabulary-parallel embedding and head {1}", pp,
-                  !m.hasHead() ? "need an LM head"
-                  : pp < 2     ? "need 2 actors or more to split the "
-                                 "vocabulary over"
-                               : llvm::formatv("need a word of the vocabulary "
-                                                   "for each actor, and it has {0}",
-                                               m.vocab)
-                                 .str()));
+              note(whyNoVocabularySplit(m, pp));
               continue;
             }
             Candidate c;
