@@ -102,30 +102,29 @@ ProgOp traced(const std::vector<ProgOp> &ops, size_t i, std::string &name) {
   return op;
 }
 
-/// Text for XML: markup characters escaped, and what XML 1.0 cannot hold
-/// written as U+FFFD: control characters (a quoted symbol name may have
-/// them; line breaks too, as the text is drawn on one line) and bytes that
-/// are no UTF-8 (`@"a\FFb"`).
+/// Text for XML: markup characters escaped, and every character XML 1.0
+/// cannot hold written as U+FFFD: control characters (a quoted symbol name
+/// may have them; line breaks too, as the text is drawn on one line),
+/// U+FFFE and U+FFFF, and bytes that are no UTF-8 (`@"a\FFb"`).
 std::string escape(llvm::StringRef text) {
-  constexpr llvm::StringLiteral kReplacement = "\xEF\xBF\xBD";
   std::string out;
   llvm::raw_string_ostream os(out);
   const auto *p = reinterpret_cast<const llvm::UTF8 *>(text.begin());
   const auto *end = reinterpret_cast<const llvm::UTF8 *>(text.end());
   while (p < end) {
-    const unsigned length = llvm::getNumBytesForUTF8(*p);
-    if (*p < 0x20 && *p != '\t') {
-      os << kReplacement;
-      ++p;
-    } else if (length > static_cast<unsigned>(end - p) ||
-               !llvm::isLegalUTF8Sequence(p, p + length)) {
-      os << kReplacement;
-      ++p;
-    } else {
+    const llvm::UTF8 *start = p;
+    llvm::UTF32 c = 0;
+    const bool valid =
+        llvm::convertUTF8Sequence(&p, end, &c, llvm::strictConversion) ==
+        llvm::conversionOK;
+    if (!valid)
+      p = start + 1;
+    if (!valid || (c < 0x20 && c != '\t') || c == 0xFFFE || c == 0xFFFF)
+      os << "\xEF\xBF\xBD";
+    else
       llvm::printHTMLEscaped(
-          llvm::StringRef(reinterpret_cast<const char *>(p), length), os);
-      p += length;
-    }
+          llvm::StringRef(reinterpret_cast<const char *>(start), p - start),
+          os);
   }
   return out;
 }

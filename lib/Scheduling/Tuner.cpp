@@ -1346,8 +1346,9 @@ void Search::collect(TuneResult &result) {
     result.rejected.push_back(std::move(e));
   }
   result.ranked = std::move(unique);
+  // (Of the same schedule: among tied twins another may have been kept.)
   if (fastest && !result.ranked.empty() &&
-      fastest->first.candidate == result.ranked.front().candidate)
+      fastest->first.schedule == result.ranked.front().schedule)
     result.bestDetail = std::move(fastest->second);
 }
 
@@ -1416,8 +1417,17 @@ flexpipe::sched::bestBaseline(const ModelConfig &model,
       return std::nullopt;
     for (const auto *list : {&known->ranked, &known->rejected})
       for (const Evaluation &e : *list)
-        if (e.candidate == c)
-          return e;
+        if (e.candidate == c) {
+          if (!e.sameSchedule)
+            return e;
+          // Its schedule's figures, under its own name (not a failure).
+          Evaluation same =
+              *llvm::find_if(known->ranked, [&](const Evaluation &r) {
+                return r.schedule == e.schedule;
+              });
+          same.candidate = c;
+          return same;
+        }
     return std::nullopt;
   };
   const ModuleModel &m = model.modules.front();

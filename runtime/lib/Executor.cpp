@@ -745,8 +745,8 @@ void checkOptionsAgree(flexpipe_rt &rt) {
     std::error_code error;
     std::filesystem::path normal =
         std::filesystem::absolute(p, error).lexically_normal();
-    if (error)
-      normal = p;
+    if (error) // (a working directory that is gone)
+      normal = std::filesystem::path(p).lexically_normal();
     if (!normal.has_filename() && normal.has_parent_path())
       normal = normal.parent_path();
     return flexpipe::fnv1a(normal.string()) | 1;

@@ -148,10 +148,11 @@
 // RUN: flexpipe-compile %schedules/1f1b.mlir --emit=svg | FileCheck %s --check-prefix=NATURAL
 // NATURAL: font-weight="bold">@one_f_one_b:
 // A control character in a quoted name (XML cannot hold one, escaped or
-// not) or a byte that is no UTF-8 is drawn as U+FFFD; the picture parses.
-// RUN: sed 's/@one_f_one_b/@"a\\01b\\FFc"/' %schedules/1f1b.mlir > %t.control.mlir
+// not), a byte that is no UTF-8 or U+FFFF is drawn as U+FFFD; the picture
+// parses.
+// RUN: sed 's/@one_f_one_b/@"a\\01b\\FFc\\EF\\BF\\BFd"/' %schedules/1f1b.mlir > %t.control.mlir
 // RUN: flexpipe-compile %t.control.mlir --emit=svg -o %t.control.svg
-// RUN: python3 -c "import sys, xml.dom.minidom as m; m.parse(sys.argv[1]); print(open(sys.argv[1], encoding='utf-8').read().count('a\ufffdb\ufffdc'))" %t.control.svg | FileCheck %s --check-prefix=CONTROL
+// RUN: python3 -c "import sys, xml.dom.minidom as m; m.parse(sys.argv[1]); print(open(sys.argv[1], encoding='utf-8').read().count('a\ufffdb\ufffdc\ufffdd'))" %t.control.svg | FileCheck %s --check-prefix=CONTROL
 // CONTROL: {{^[1-9]}}
 // RUN: sed 's/^peak_flops:.*/peak_flops: 1000/' %configs/clusters/cpu.yaml > %t.slow.yaml
 // RUN: flexpipe-compile %schedules/1f1b.mlir --model %configs/models/tiny.yaml --cluster %t.slow.yaml --emit=report | FileCheck %s --check-prefix=SLOW

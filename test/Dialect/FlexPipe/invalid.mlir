@@ -782,8 +782,16 @@ flexpipe.pipeline @p actors(2) microbatches(2) {
 // said nothing of it).
 flexpipe.pipeline @p actors(2) microbatches(2) {
   flexpipe.module @gpt layers(2) placement(one_to_one)
-  // expected-error @+1 {{write the bound 2e3 with a decimal point (2.0e3): MLIR reads 2e3 as 2 and a word}}
+  // expected-error @+1 {{write the bound 2e3 with a decimal point (2.0e3): MLIR reads 2e3 as 2 and more}}
   flexpipe.optimize gradient_separation memory_bound(2e3)
+}
+
+// -----
+
+flexpipe.pipeline @p actors(2) microbatches(2) {
+  flexpipe.module @gpt layers(2) placement(one_to_one)
+  // expected-error @+1 {{write the bound 4e-1 with a decimal point (4.0e-1): MLIR reads 4e-1 as 4 and more}}
+  flexpipe.optimize gradient_separation memory_bound(4e-1)
 }
 
 // -----

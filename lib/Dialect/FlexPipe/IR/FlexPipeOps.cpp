@@ -125,16 +125,26 @@ static ParseResult parseBound(OpAsmParser &parser, FloatAttr &attr) {
                        parser.getCurrentLocation().getPointer() -
                            loc.getPointer());
     spelling = spelling.trim();
-    // MLIR reads `1e3` as the integer 1 and a word `e3` (its floats have a
-    // point): that read "expected ')'".
-    if (StringRef rest = identifierAt(parser.getCurrentLocation());
-        rest.size() > 1 && (rest[0] == 'e' || rest[0] == 'E') &&
-        spelling.end() == rest.begin())
-      return parser.emitError(loc)
-             << "write the bound " << spelling << rest
-             << " with a decimal point (" << spelling << ".0" << rest
-             << "): MLIR reads " << spelling << rest << " as " << spelling
-             << " and a word";
+    // MLIR reads `2e3` as the integer 2 and a word `e3`, `2e-3` as 2, `e`
+    // and -3 (its floats have a point): that read "expected ')'".
+    const char *exponent = spelling.end(), *q = exponent;
+    if (exponent == parser.getCurrentLocation().getPointer() &&
+        (*q == 'e' || *q == 'E')) {
+      q += (q[1] == '+' || q[1] == '-') ? 2 : 1;
+      const char *digits = q;
+      while (llvm::isDigit(*q))
+        ++q;
+      if (q > digits && !llvm::isAlnum(*q) && *q != '_' && *q != '.') {
+        const std::string number = (negative ? "-" : "") + spelling.str(),
+                          written =
+                              number + StringRef(exponent, q - exponent).str();
+        return parser.emitError(loc)
+               << "write the bound " << written << " with a decimal point ("
+               << number << ".0" << StringRef(exponent, q - exponent)
+               << "): MLIR reads " << written << " as " << number
+               << " and more";
+      }
+    }
     uint64_t bits = 0;
     if (spelling.consume_front("0x")) {
       if (spelling.getAsInteger(16, bits))

@@ -102,9 +102,23 @@ struct SchedulePass : flexpipe::impl::SchedulePassBase<SchedulePass> {
       built->problem.stepRule = stepRule;
       // Each order judged as the rest of the pipeline will run it, and
       // finished that way when asked.
+      // (Its five properties, not the op's whole dictionary: an attribute
+      // written in the op's attr-dict made the schedule fail verification.)
       DictionaryAttr requested;
-      for (auto optimize : pipeline.getBody().getOps<OptimizeOp>())
-        requested = optimize->getAttrDictionary();
+      for (auto optimize : pipeline.getBody().getOps<OptimizeOp>()) {
+        Builder b(optimize.getContext());
+        NamedAttrList request;
+        for (auto [name, attr] :
+             {std::pair<StringRef, Attribute>{"split_backward",
+                                              optimize.getSplitBackwardAttr()},
+              {"gradient_separation", optimize.getGradientSeparationAttr()},
+              {"async_comm", optimize.getAsyncCommAttr()},
+              {"memory_bound", optimize.getMemoryBoundAttr()},
+              {"max_rounds", optimize.getMaxRoundsAttr()}})
+          if (attr)
+            request.append(name, attr);
+        requested = request.getDictionary(b.getContext());
+      }
       sched::LoweringOptions lowering;
       lowering.timeModel = timeModel;
       if (priced) {
