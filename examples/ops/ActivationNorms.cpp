@@ -16,8 +16,10 @@
 // from the instruction's `attrs {file = "..."}` and R this rank; with
 // `every = N` only every N-th iteration. Build it into the ranks with
 //
-//   flexpipe-compile examples/ops/log-norms.mlir \
+//   flexpipe-compile examples/ops/log-norms.mlir
 //       --ops examples/ops/ActivationNorms.cpp --emit=exe -o run
+//
+// (one command; a comment line may not end in a backslash, -Wcomment).
 //
 //===----------------------------------------------------------------------===//
 

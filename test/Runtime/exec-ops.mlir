@@ -73,7 +73,9 @@
 // stage 1 both; the reference agrees bitwise (dp = 1).
 // RUN: mkdir -p %t/hand/run %t/hand/ref
 // RUN: flexpipe-compile %S/exec-lowering.mlir --emit=cpp --ops %S/Inputs/ProbeOps.cpp -o %t/hand/cpp
-// RUN: sh %t/hand/cpp/build.sh
+// (From a relative path with a CDPATH that names another cpp/: build.sh
+// built there.)
+// RUN: mkdir -p %t/hand/decoy/cpp && cd %t/hand && env CDPATH=%t/hand/decoy sh cpp/build.sh
 // RUN: flexpipe-compile %S/exec-lowering.mlir --emit=exe --ops %S/Inputs/ProbeOps.cpp -o %t/hand/exe
 // RUN: cp %t/hand/exe/run-mpi.sh %t/hand/cpp/run-mpi.sh
 // RUN: cd %t/hand/run && %t/hand/cpp/run-mpi.sh --iterations 2 --losses %t/hand/losses --weights %t/hand/weights > %t/hand/run.log

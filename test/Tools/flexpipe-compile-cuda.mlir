@@ -66,6 +66,9 @@
 // SHARED: run-env.sh: on several machines set FLEXPIPE_NCCL_ID_FILE (on a shared file system) and FLEXPIPE_RUN_ID (the same on every machine)
 // RUN: not env FLEXPIPE_NNODES=3 %t/fake/run-env.sh 2>&1 | FileCheck %s --check-prefix=NODES
 // NODES: run-env.sh: FLEXPIPE_NNODES (3) must divide 4 ranks and FLEXPIPE_NODE_RANK (0) be below it
+// Decimal numbers only (08 read as octal: "value too great for base").
+// RUN: not env FLEXPIPE_NNODES=08 %t/fake/run-env.sh 2>&1 | FileCheck %s --check-prefix=OCTAL
+// OCTAL: run-env.sh: FLEXPIPE_NNODES (08) must divide 4 ranks and FLEXPIPE_NODE_RANK (0) be below it
 
 // A rank that fails stops the others; the launcher names it and exits with
 // its code.

@@ -48,6 +48,16 @@
 // RUN: rm -rf %t.other && mkdir %t.other && touch %t.other/notes.txt
 // RUN: not flexpipe-compile %s --emit=cpp -o %t.other 2>&1 | FileCheck %s --check-prefix=OTHER
 // OTHER: flexpipe-compile: -o '{{.*}}other' holds files but no earlier output of flexpipe-compile (schedule.txt); give a new or empty directory
+// A schedule.txt that is no schedule description is no earlier output
+// either (the user's rank files beside it were removed).
+// RUN: echo user > %t.other/schedule.txt && echo user > %t.other/rank0.cpp
+// RUN: not flexpipe-compile %s --emit=cpp -o %t.other 2>&1 | FileCheck %s --check-prefix=OTHER
+// RUN: grep user %t.other/rank0.cpp
+// The executables of an earlier compile go: an --emit=cpp beside them let
+// run-mpi.sh launch the old programs with the new sources' schedule.txt.
+// RUN: rm -rf %t.stale && mkdir %t.stale && touch %t.stale/rank0 %t.stale/rank1 %t.stale/reference && printf 'flexpipe-schedule 1\n' > %t.stale/schedule.txt
+// RUN: flexpipe-compile %s --actors 2 --emit=cpp -o %t.stale
+// RUN: ls %t.stale | FileCheck %s --check-prefix=REDO
 // Rank programs are of one schedule: two in a file wrote the second's
 // rank sources beside the first's description, and exited 0.
 // RUN: cat %schedules/1f1b.mlir %schedules/gpipe.mlir > %t.two.mlir

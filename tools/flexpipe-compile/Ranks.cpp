@@ -301,25 +301,30 @@ static bool prepareDirectory(const RankOutput &out, size_t numRanks) {
     }
     const bool empty = llvm::sys::fs::directory_iterator(directory, ec) ==
                        llvm::sys::fs::directory_iterator();
-    if (!empty && !llvm::sys::fs::exists(out.path("schedule.txt"))) {
+    // An earlier output: its schedule.txt is a schedule description (a
+    // user's schedule.txt let the user's rank files be removed).
+    auto earlier = llvm::MemoryBuffer::getFile(out.path("schedule.txt"));
+    if (!empty && (!earlier || !(*earlier)->getBuffer().starts_with(
+                                   "flexpipe-schedule "))) {
       llvm::errs() << "flexpipe-compile: -o '" << directory
                    << "' holds files but no earlier output of flexpipe-compile "
                       "(schedule.txt); give a new or empty directory\n";
       return false;
     }
-    // Launchers of an earlier compile (slurm.conf: before run-slurm.sh);
-    // writeLaunchers writes those of this one.
-    for (const char *launcher :
-         {"run-env.sh", "run-mpi.sh", "run-slurm.sh", "slurm.conf"})
-      llvm::sys::fs::remove(out.path(launcher));
+    // Launchers and executables of an earlier compile (slurm.conf: before
+    // run-slurm.sh): this one writes its own, and an --emit=cpp left the
+    // old executables to be launched beside the new sources.
+    for (const char *stale : {"run-env.sh", "run-mpi.sh", "run-slurm.sh",
+                              "slurm.conf", "reference", "reference.cpp"})
+      llvm::sys::fs::remove(out.path(stale));
     for (llvm::sys::fs::directory_iterator it(directory, ec), end;
          it != end && !ec; it.increment(ec)) {
       StringRef digits = llvm::sys::path::filename(it->path());
       if (!digits.consume_front("rank"))
         continue;
-      digits.consume_back(".cpp");
+      const bool source = digits.consume_back(".cpp");
       unsigned rank = 0;
-      if (!digits.getAsInteger(10, rank) && rank >= numRanks)
+      if (!digits.getAsInteger(10, rank) && (!source || rank >= numRanks))
         llvm::sys::fs::remove(it->path());
     }
   }
