@@ -292,22 +292,33 @@ double flexpipe::sched::computeSlowdown(const ClusterConfig &cluster,
   return atRanks(points, ranks, [](const auto &p) { return p.slowdown; });
 }
 
-double flexpipe::sched::messageLatency(const ClusterConfig &cluster,
-                                       const Link &link) {
-  const auto points = contentionFor(cluster, nullptr);
-  if (points.empty() || &link != &cluster.intraNode)
-    return link.latency;
-  return std::max(link.latency,
-                  atRanks(points, static_cast<double>(jobRanksPerNode(cluster)),
-                          [](const auto &p) { return p.latency; }));
-}
-
-double flexpipe::sched::iterationOverhead(const ClusterConfig &cluster) {
+/// `get` of the points without a shape at the job's ranks on a node,
+/// interpolated (the last point's beyond it); 0 without points (an
+/// analytic cluster).
+template <typename Get>
+static double shapelessAtJobRanks(const ClusterConfig &cluster, Get get) {
   const auto points = contentionFor(cluster, nullptr);
   if (points.empty())
     return 0;
-  return atRanks(points, static_cast<double>(jobRanksPerNode(cluster)),
-                 [](const auto &p) { return p.overhead; });
+  return atRanks(points, static_cast<double>(jobRanksPerNode(cluster)), get);
+}
+
+double flexpipe::sched::messageLatency(const ClusterConfig &cluster,
+                                       const Link &link) {
+  if (&link != &cluster.intraNode)
+    return link.latency;
+  return std::max(link.latency, shapelessAtJobRanks(cluster, [](const auto &p) {
+                    return p.latency;
+                  }));
+}
+
+double flexpipe::sched::iterationOverhead(const ClusterConfig &cluster) {
+  return shapelessAtJobRanks(cluster, [](const auto &p) { return p.overhead; });
+}
+
+double flexpipe::sched::instructionOverhead(const ClusterConfig &cluster) {
+  return shapelessAtJobRanks(cluster,
+                             [](const auto &p) { return p.instruction; });
 }
 
 double flexpipe::sched::transferTime(const ClusterConfig &cluster, int64_t from,

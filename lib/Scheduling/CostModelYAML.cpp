@@ -295,8 +295,8 @@ MachineProfile readMeasured(const Reader &r, const YAML::Node &node) {
     readList(r, contention, "contention", [&](const YAML::Node &item) {
       const std::string cwhat = "a contention point";
       r.expectMap(item, cwhat,
-                  {"ranks", "slowdown", "latency_s", "overhead_s", "hidden",
-                   "heads", "seq"});
+                  {"ranks", "slowdown", "latency_s", "overhead_s",
+                   "instruction_s", "hidden", "heads", "seq"});
       MachineProfile::Contention c;
       c.ranks = r.integer(r.required(item, "ranks", cwhat), "ranks", 1);
       // Computing beside others is never faster than alone (the profiler
@@ -307,6 +307,9 @@ MachineProfile readMeasured(const Reader &r, const YAML::Node &node) {
         c.latency = r.number(item["latency_s"], "latency_s", 0, false);
       if (item["overhead_s"])
         c.overhead = r.number(item["overhead_s"], "overhead_s", 0, false);
+      if (item["instruction_s"])
+        c.instruction =
+            r.number(item["instruction_s"], "instruction_s", 0, false);
       if (item["hidden"] || item["heads"] || item["seq"]) {
         c.hidden = r.integer(r.required(item, "hidden", cwhat), "hidden", 1);
         c.heads = r.integer(r.required(item, "heads", cwhat), "heads", 1);
@@ -523,7 +526,8 @@ llvm::Error flexpipe::sched::loadProfile(const std::string &path,
     YAML::Node root = r.load();
     const std::string what = "the profile file";
     r.expectMap(root, what,
-                {"stages", "messages", "default_message_s", "optimizer_s"});
+                {"stages", "messages", "default_message_s", "optimizer_s",
+                 "instruction_s"});
     YAML::Node stages = r.required(root, "stages", what);
     if (!stages.IsSequence())
       r.fail(stages.Mark(), "key 'stages' must be a list");
@@ -600,6 +604,9 @@ llvm::Error flexpipe::sched::loadProfile(const std::string &path,
         profile.optimizerStep.push_back(
             r.number(step, "optimizer_s", 0, false));
     }
+    profile.instructionOverhead.reset();
+    if (YAML::Node o = root["instruction_s"])
+      profile.instructionOverhead = r.number(o, "instruction_s", 0, false);
   });
 }
 
@@ -633,6 +640,8 @@ std::string flexpipe::sched::formatProfile(const Profile &profile) {
       os << (a ? ", " : "") << profile.optimizerStep[a];
     os << "]\n";
   }
+  if (profile.instructionOverhead)
+    os << "instruction_s: " << *profile.instructionOverhead << "\n";
   return os.str();
 }
 
@@ -712,8 +721,10 @@ std::string flexpipe::sched::formatCluster(const ClusterConfig &cluster) {
         os << "hidden: " << c.hidden << ", heads: " << c.heads
            << ", seq: " << c.seq << ", ";
       os << "ranks: " << c.ranks << ", slowdown: " << c.slowdown
-         << ", latency_s: " << c.latency << ", overhead_s: " << c.overhead
-         << "}\n";
+         << ", latency_s: " << c.latency << ", overhead_s: " << c.overhead;
+      if (c.instruction > 0)
+        os << ", instruction_s: " << c.instruction;
+      os << "}\n";
     }
   }
   if (!m.layers.empty()) {

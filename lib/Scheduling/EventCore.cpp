@@ -22,8 +22,8 @@ EventCore::EventCore(int32_t numActors, const SimCosts &costs)
     : cores(costs.groupCores), slowdown(costs.groupSlowdown),
       rates(costs.groupCores.size()), running(costs.groupCores.size()),
       slice(costs.groupSlice), turns(costs.groupCores.size()),
-      progressing(costs.groupCores.size()), dirty(numActors, true),
-      settleAsk(numActors) {
+      progressing(costs.groupCores.size()), busyUntil(numActors, 0.0),
+      dirty(numActors, true), settleAsk(numActors) {
   const int32_t numGroups = static_cast<int32_t>(cores.size());
   group.assign(numActors, -1);
   for (int32_t a = 0;
@@ -74,9 +74,16 @@ double EventCore::maxRate() const {
   return fastest;
 }
 
-void EventCore::computeShared(int32_t actor, int32_t id, double work,
-                              double at) {
+void EventCore::computeShared(int32_t actor, int32_t id, double work, double at,
+                              bool continuing) {
   const int32_t g = groupOf(actor);
+  // The holder of a core its group takes turns on, on its way from one
+  // computation to the next: the time in between is its own work on the
+  // core, which nobody else gets meanwhile.
+  if (continuing && at > time && takesTurns(g) && turns[g].holder == actor) {
+    work += at - time;
+    at = time;
+  }
   if (at <= time)
     running[g].push_back({actor, id, work, work});
   else
@@ -137,6 +144,16 @@ double EventCore::nextEvent() {
     if (running[g].empty())
       continue;
     if (takesTurns(g)) {
+      // A holder between computations, busy with its instructions: the
+      // core is its own until then (hold()).
+      const int32_t holder = turns[g].holder;
+      if (holder >= 0 && busyUntil[holder] > time &&
+          std::none_of(running[g].begin(), running[g].end(),
+                       [&](const Job &job) { return job.actor == holder; })) {
+        at = std::min(at, busyUntil[holder]);
+        progressing[g] = 0;
+        continue;
+      }
       at = std::min(at, settleTurn(g));
       progressing[g] = 1;
     }
@@ -157,8 +174,8 @@ bool EventCore::fastForward() {
     const size_t k = running[g].size();
     if (k == 0)
       continue;
-    if (!(rates[g] > 0))
-      return false;
+    if (!(rates[g] > 0) || (takesTurns(g) && progressing[g] == 0))
+      return false; // (a holder between computations: step it)
     if (takesTurns(g) && k > 1) {
       turning = true;
       round = std::lcm(round, static_cast<long long>(k));

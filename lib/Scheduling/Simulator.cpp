@@ -207,6 +207,9 @@ llvm::Error flexpipe::sched::modelCosts(const Program &program,
   c.unit = "s";
   c.memoryInBytes = true;
   c.memoryLimit = cluster.memoryBytes;
+  c.instructionOverhead = profile && profile->instructionOverhead
+                              ? *profile->instructionOverhead
+                              : instructionOverhead(cluster);
   c.duration.resize(program.numStages);
   c.activationBytes.resize(program.numStages);
   c.weightGradBytes.resize(program.numStages);
@@ -307,6 +310,7 @@ llvm::Error flexpipe::sched::profileCosts(const Program &program,
                                           const Profile &profile, SimCosts &c) {
   c = unitCosts(program);
   c.unit = "s";
+  c.instructionOverhead = profile.instructionOverhead.value_or(0);
   // Activations in bytes where the profile measured every computing
   // stage's (a registered stage holds none), else counted in
   // stage-micro-batches (unitCosts' 1 each): never a mix.
@@ -435,6 +439,9 @@ Simulator::Times Simulator::time(const SimCosts &costs) const {
   std::vector<int32_t> next(n), lastOp(n, -1);
   std::vector<double> clock(n, 0);
   std::vector<uint8_t> done(numOps, 0), arrived(numOps, 0), computing(n, 0);
+  // Per actor: whether it waited for something since its last computation
+  // (a rank that has not blocked keeps its core: EventCore::compute).
+  std::vector<uint8_t> waited(n, 1);
   for (int32_t a = 0; a < n; ++a)
     next[a] = graph.actorBegin[a];
   // The actors waiting for each op to be timed (a list through waitNext:
@@ -483,7 +490,7 @@ Simulator::Times Simulator::time(const SimCosts &costs) const {
     case OpKind::Igrad:
     case OpKind::Wgrad:
     case OpKind::Exec: {
-      const double work = durationOf(costs, id);
+      const double work = durationOf(costs, id) + costs.instructionOverhead;
       t.start[id] = s;
       if (core.groupOf(a) < 0 || work <= 0) {
         t.busy[a] += work;
@@ -491,11 +498,14 @@ Simulator::Times Simulator::time(const SimCosts &costs) const {
         return true;
       }
       computing[a] = 1;
-      core.compute(a, id, work, std::max(s, core.now()));
+      core.compute(a, id, work, std::max(s, core.now()), !waited[a]);
+      waited[a] = 0;
       return true;
     }
     case OpKind::SendAct:
     case OpKind::SendGrad:
+      e = s + costs.instructionOverhead;
+      core.hold(a, e);
       break;
     case OpKind::Wait:
     case OpKind::RecvAct:
@@ -512,12 +522,21 @@ Simulator::Times Simulator::time(const SimCosts &costs) const {
                  send >= 0 && !done[graph.takenBy[send]]) {
         return waitFor(a, graph.takenBy[send]);
       }
+      // Its overhead once what it waits for is there. What comes within
+      // that overhead its first poll finds: no wait, the core kept.
       e = waitEnd(costs, id, s, t.start, why);
+      waited[a] |= e > s + costs.instructionOverhead;
+      e += costs.instructionOverhead;
+      if (!waited[a])
+        core.hold(a, e);
       break;
     case OpKind::AllGather:
     case OpKind::Gather: {
-      if (op.asyncPost)
+      if (op.asyncPost) {
+        e = s + costs.instructionOverhead;
+        core.hold(a, e);
         break;
+      }
       // A member waits at its clock until the last one arrives; then all
       // leave together.
       if (!arrived[id]) {
@@ -534,10 +553,13 @@ Simulator::Times Simulator::time(const SimCosts &costs) const {
           last = m;
         }
       }
-      const double end = latest + collectiveTime(costs, op);
+      const double end =
+          latest + collectiveTime(costs, op) + costs.instructionOverhead;
       const int32_t byLast = lastOp[ops[last].actor];
-      for (int32_t m = graph.groupFirst[id]; m >= 0; m = graph.groupNext[m])
+      for (int32_t m = graph.groupFirst[id]; m >= 0; m = graph.groupNext[m]) {
+        waited[ops[m].actor] = 1; // members poll for each other's parts
         finishOp(m, end, t.start[m] < latest ? byLast : lastOp[ops[m].actor]);
+      }
       return true;
     }
     }

@@ -273,6 +273,24 @@ struct flexpipe_rt {
   std::vector<double> busy, calls;
   /// Seconds and count of the optimizer steps after the first iteration.
   double stepSeconds = 0, steps = 0;
+  /// The per-instruction overhead (the profile's instruction_s), over
+  /// iterations after the first: the seconds the programs ran, the
+  /// seconds of them spent waiting for messages and collectives or in
+  /// registered operations (the computations' are in `busy`), and the
+  /// instructions they ran.
+  double programSeconds = 0, excludedSeconds = 0, instructions = 0;
+  /// Counts one instruction of the program (an entry point the simulator
+  /// times as one op).
+  void instruction() {
+    if (iteration > firstIteration)
+      instructions += 1;
+  }
+  /// Runs `fn`, a wait or a registered operation, which the
+  /// per-instruction overhead leaves out.
+  template <typename Fn> void excluded(Fn fn) {
+    double count = 0;
+    timeInto(excludedSeconds, count, fn);
+  }
 
   /// Peak bytes of activations and gradients alive on this rank: what the
   /// layers keep between forward and backward plus what is in flight.
@@ -1054,7 +1072,8 @@ double train(flexpipe_rt &rt, const Checkpoint &identity,
     rt.iteration = it;
     const Clock::time_point start = Clock::now();
     rt.readersLeft = rt.outputReaders;
-    program(&rt);
+    double programs = 0;
+    rt.timeInto(rt.programSeconds, programs, [&] { program(&rt); });
     if (rt.inGroup)
       comm.abort("the program ended inside a transfer group (group_start "
                  "without group_end)",
@@ -1170,8 +1189,9 @@ void writeLossesAndWeights(flexpipe_rt &rt, const std::vector<double> &losses) {
 
 /// --profile: mean seconds per stage and kind over all ranks, the message
 /// times measured by both ends (of replica 0) as an actors x actors table,
-/// averaged, and each actor's mean optimizer step over its replicas; rank 0
-/// writes them. Collective.
+/// averaged, each actor's mean optimizer step over its replicas, and the
+/// mean overhead per instruction over all ranks; rank 0 writes them.
+/// Collective.
 void writeProfile(flexpipe_rt &rt,
                   const std::map<std::pair<int, int>, double> &messages) {
   const ScheduleDesc &d = rt.desc;
@@ -1181,9 +1201,19 @@ void writeProfile(flexpipe_rt &rt,
   const size_t pairsAt = profile.size();
   const size_t table = static_cast<size_t>(d.actors) * d.actors;
   const size_t stepsAt = pairsAt + 2 * table;
-  profile.resize(stepsAt + 2 * d.actors, 0.0);
+  const size_t overheadAt = stepsAt + 2 * d.actors;
+  profile.resize(overheadAt + 2, 0.0);
   profile[stepsAt + rt.actor] = rt.stepSeconds;
   profile[stepsAt + d.actors + rt.actor] = rt.steps;
+  // What the programs ran outside their computations, waits and registered
+  // operations: dispatch, bookkeeping, posting messages, and the moments a
+  // rank sharing its core lost it between instructions.
+  double computing = 0;
+  for (double seconds : rt.busy)
+    computing += seconds;
+  profile[overheadAt] =
+      std::max(0.0, rt.programSeconds - computing - rt.excludedSeconds);
+  profile[overheadAt + 1] = rt.instructions;
   if (rt.replica == 0)
     for (auto [pair, seconds] : messages) {
       profile[pairsAt + pair.first * d.actors + pair.second] += seconds;
@@ -1237,6 +1267,9 @@ void writeProfile(flexpipe_rt &rt,
       }
       std::fprintf(f, "]\n");
     }
+    if (profile[overheadAt + 1] > 0)
+      std::fprintf(f, "instruction_s: %.9g\n",
+                   profile[overheadAt] / profile[overheadAt + 1]);
   });
 }
 
@@ -1444,18 +1477,22 @@ static void weightGradient(flexpipe_rt *rt, int64_t s, int64_t mb) {
 }
 
 void flexpipe_rt_fwd(flexpipe_rt *rt, int64_t s, int64_t mb) {
+  rt->instruction();
   rt->traced("F", s, mb, -1, [&] { forward(rt, s, mb); });
   rt->measureMemory();
 }
 void flexpipe_rt_igrad(flexpipe_rt *rt, int64_t s, int64_t mb) {
+  rt->instruction();
   rt->traced("I", s, mb, -1, [&] { inputGradient(rt, s, mb); });
   rt->measureMemory();
 }
 void flexpipe_rt_wgrad(flexpipe_rt *rt, int64_t s, int64_t mb) {
+  rt->instruction();
   rt->traced("W", s, mb, -1, [&] { weightGradient(rt, s, mb); });
 }
 
 void flexpipe_rt_bwd(flexpipe_rt *rt, int64_t s, int64_t mb) {
+  rt->instruction();
   // Its two halves are timed as input and weight gradient (the profile's
   // backward is their sum): only the computation, not the wait for the
   // output's gradient to arrive.
@@ -1535,8 +1572,10 @@ static std::function<void()> postAllGather(flexpipe_rt *rt, int64_t s,
       rt->comm->iallGather(gather.group, mine->data(), mine->size(),
                            all->data(), static_cast<int>(mb));
   return [rt, gather, mb, mine, all, handles] {
-    for (int64_t handle : handles)
-      rt->comm->wait(handle);
+    rt->excluded([&] {
+      for (int64_t handle : handles)
+        rt->comm->wait(handle);
+    });
     rt->stage(gather.stage).combine(mb, *all, gather.countLoss);
     rt->awaitingGather.erase({gather.stage, static_cast<int>(mb)});
   };
@@ -1544,11 +1583,13 @@ static std::function<void()> postAllGather(flexpipe_rt *rt, int64_t s,
 
 void flexpipe_rt_send_act(flexpipe_rt *rt, int64_t s, int64_t mb,
                           int64_t peer) {
+  rt->instruction();
   rt->traced("SEND_F", s, mb, peer,
              [&] { postSend(rt, rt->output, false, s, mb, peer); });
 }
 void flexpipe_rt_send_grad(flexpipe_rt *rt, int64_t s, int64_t mb,
                            int64_t peer) {
+  rt->instruction();
   rt->traced("SEND_B", s, mb, peer,
              [&] { postSend(rt, rt->inputGrad, true, s, mb, peer); });
 }
@@ -1558,15 +1599,17 @@ static void receive(flexpipe_rt *rt, int64_t handle) {
   if (rt->inGroup)
     rt->groupReceives.push_back(handle);
   else
-    rt->comm->wait(handle);
+    rt->excluded([&] { rt->comm->wait(handle); });
 }
 void flexpipe_rt_recv_act(flexpipe_rt *rt, int64_t s, int64_t mb,
                           int64_t peer) {
+  rt->instruction();
   rt->traced("RECV_F", s, mb, peer,
              [&] { receive(rt, postRecv(rt, rt->input, false, s, mb, peer)); });
 }
 void flexpipe_rt_recv_grad(flexpipe_rt *rt, int64_t s, int64_t mb,
                            int64_t peer) {
+  rt->instruction();
   rt->traced("RECV_B", s, mb, peer, [&] {
     receive(rt, postRecv(rt, rt->outputGrad, true, s, mb, peer));
   });
@@ -1587,32 +1630,41 @@ void flexpipe_rt_group_end(flexpipe_rt *rt) {
   rt->groupReceives.clear();
   if (!handles.empty())
     rt->traced("WAIT", -1, -1, -1, [&] {
-      for (int64_t handle : handles)
-        rt->comm->wait(handle);
+      rt->excluded([&] {
+        for (int64_t handle : handles)
+          rt->comm->wait(handle);
+      });
     });
 }
 
 static int64_t remember(flexpipe_rt *rt, int64_t handle) {
-  rt->tokens[rt->nextToken] = [rt, handle] { rt->comm->wait(handle); };
+  rt->tokens[rt->nextToken] = [rt, handle] {
+    rt->excluded([&] { rt->comm->wait(handle); });
+  };
   return rt->nextToken++;
 }
 int64_t flexpipe_rt_send_act_async(flexpipe_rt *rt, int64_t s, int64_t mb,
                                    int64_t peer) {
+  rt->instruction();
   return remember(rt, postSend(rt, rt->output, false, s, mb, peer));
 }
 int64_t flexpipe_rt_send_grad_async(flexpipe_rt *rt, int64_t s, int64_t mb,
                                     int64_t peer) {
+  rt->instruction();
   return remember(rt, postSend(rt, rt->inputGrad, true, s, mb, peer));
 }
 int64_t flexpipe_rt_recv_act_async(flexpipe_rt *rt, int64_t s, int64_t mb,
                                    int64_t peer) {
+  rt->instruction();
   return remember(rt, postRecv(rt, rt->input, false, s, mb, peer));
 }
 int64_t flexpipe_rt_recv_grad_async(flexpipe_rt *rt, int64_t s, int64_t mb,
                                     int64_t peer) {
+  rt->instruction();
   return remember(rt, postRecv(rt, rt->outputGrad, true, s, mb, peer));
 }
 void flexpipe_rt_wait(flexpipe_rt *rt, int64_t token) {
+  rt->instruction();
   auto it = rt->tokens.find(token);
   if (it == rt->tokens.end())
     rt->comm->abort("wait on unknown token " + std::to_string(token), 1);
@@ -1701,19 +1753,23 @@ static void runOperation(flexpipe_rt *rt, const char *name, int64_t s,
 
 void flexpipe_rt_exec(flexpipe_rt *rt, const char *name, int64_t s, int64_t mb,
                       int64_t count, const char *attrs) {
-  runOperation(rt, name, s, mb, count, attrs);
+  rt->instruction();
+  rt->excluded([&] { runOperation(rt, name, s, mb, count, attrs); });
 }
 int64_t flexpipe_rt_exec_async(flexpipe_rt *rt, const char *name, int64_t s,
                                int64_t mb, int64_t count, const char *attrs) {
-  runOperation(rt, name, s, mb, count, attrs);
+  rt->instruction();
+  rt->excluded([&] { runOperation(rt, name, s, mb, count, attrs); });
   rt->tokens[rt->nextToken] = [] {};
   return rt->nextToken++;
 }
 
 void flexpipe_rt_all_gather(flexpipe_rt *rt, int64_t s, int64_t mb) {
+  rt->instruction();
   rt->traced("ALL_GATHER", s, mb, -1, [&] { postAllGather(rt, s, mb)(); });
 }
 int64_t flexpipe_rt_all_gather_async(flexpipe_rt *rt, int64_t s, int64_t mb) {
+  rt->instruction();
   rt->tokens[rt->nextToken] = postAllGather(rt, s, mb);
   return rt->nextToken++;
 }

@@ -286,3 +286,45 @@ TEST_CASE("computations of a one-core group with a time slice take turns",
   CHECK(ends[0].second == Approx(0.5));
   CHECK(ends[1].second == Approx(0.5));
 }
+
+TEST_CASE("a rank that has not blocked keeps its core across the time "
+          "between its computations",
+          "[simulator][eventcore]") {
+  // Actors 0 and 1 share one core with a long slice. Actor 0 computes
+  // [0, 1); its next computation (0.5) starts at 1.25, after instructions
+  // of its own; actor 1 asks for the core at 1.1 (its message came).
+  SimCosts costs;
+  costs.coreGroup = {0, 0};
+  costs.groupCores = {1.0};
+  costs.groupSlice = 100.0;
+  auto runWith = [&](bool continuing) {
+    EventCore core(2, costs);
+    std::vector<std::pair<int32_t, double>> ends;
+    bool started = false, again = false;
+    core.run(
+        [&](int32_t actor, bool) {
+          if (actor == 0 && again) {
+            again = false;
+            core.compute(0, 2, 0.5, 1.25, continuing);
+            return true;
+          }
+          if (started)
+            return false;
+          started = true;
+          core.compute(0, 0, 1.0, 0.0);
+          core.compute(1, 1, 1.0, 1.1);
+          return false;
+        },
+        [&](int32_t actor, int32_t id) {
+          ends.push_back({id, core.now()});
+          again |= id == 0;
+        });
+    return ends;
+  };
+  using Ends = std::vector<std::pair<int32_t, double>>;
+  // Continuing: actor 0 holds the core from 1 (its instructions, then its
+  // computation) to 1.75; actor 1 computes [1.75, 2.75).
+  CHECK(runWith(true) == Ends{{0, 1.0}, {2, 1.75}, {1, 2.75}});
+  // A rank that waited in between lets the other have the core at 1.1.
+  CHECK(runWith(false) == Ends{{0, 1.0}, {1, 2.1}, {2, 2.6}});
+}

@@ -264,6 +264,62 @@ struct TwoStageGpt {
 };
 } // namespace
 
+TEST_CASE("every instruction takes the runtime's overhead on top",
+          "[simulator]") {
+  Program program = handProgram();
+  SimCosts costs = handCosts(program);
+  costs.instructionOverhead = 0.25;
+  SimResult r = simulate(program, costs);
+  // The hand case above with 0.25 more per instruction: a computation
+  // computes that much longer, a send ends that much later (its message
+  // leaves at its start), a receive ends that much after its message.
+  // Actor 0: F0 [0,1.25], send [1.25,1.5] (arrives 1.75), F1 [1.5,2.75],
+  //          send [2.75,3] (arrives 3.25).
+  // Actor 1: recv -> 2, F0 [2,4.25], B0 [4.25,7.5], send (arrives 8) ends
+  //          7.75, recv -> 8, F1 [8,10.25], B1 [10.25,13.5], send (14).
+  // Actor 0: recv -> 8.25, B0 [8.25,10.5], recv -> 14.25, B1 [14.25,16.5].
+  CHECK(r.iterationTime == Approx(16.5));
+  CHECK(r.busy == std::vector<double>{7, 11});
+  // What sets it: measured runs at the job's ranks (points without a
+  // shape, interpolated), or a run's own profile, which wins.
+  TwoStageGpt setup(4);
+  ClusterConfig &cluster = setup.cluster;
+  cluster.name = "measured";
+  cluster.memoryBytes = 4e9;
+  cluster.intraNode = cluster.interNode = {1.5e9, 5e-7};
+  cluster.measured.coresPerNode = 2;
+  cluster.measured.contention = {{1, 1.0}, {2, 1.0}, {4, 1.0}};
+  cluster.measured.contention[0].instruction = 1e-6;
+  cluster.measured.contention[1].instruction = 2e-6;
+  cluster.measured.contention[2].instruction = 6e-6;
+  cluster.jobDevices = 3;
+  CHECK(instructionOverhead(cluster) == Approx(4e-6));
+  cluster.jobDevices = 2;
+  SimCosts priced;
+  REQUIRE(llvm::toString(modelCosts(setup.program, setup.model, cluster,
+                                    nullptr, {0, 1}, priced)) == "");
+  CHECK(priced.instructionOverhead == Approx(2e-6));
+  Profile own;
+  own.instructionOverhead = 5e-7;
+  REQUIRE(llvm::toString(modelCosts(setup.program, setup.model, cluster, &own,
+                                    {0, 1}, priced)) == "");
+  CHECK(priced.instructionOverhead == Approx(5e-7));
+  REQUIRE(llvm::toString(profileCosts(setup.program, own, priced)) == "");
+  CHECK(priced.instructionOverhead == Approx(5e-7));
+  // An analytic cluster has none.
+  CHECK(instructionOverhead(ClusterConfig()) == 0.0);
+  // Both files carry it.
+  const std::string text = formatProfile(own);
+  Profile read;
+  REQUIRE(llvm::toString(loadProfile("p.yaml", read, &text)) == "");
+  CHECK(read.instructionOverhead == own.instructionOverhead);
+  const std::string file = formatCluster(cluster);
+  ClusterConfig back;
+  REQUIRE(llvm::toString(loadCluster("c.yaml", back, &file)) == "");
+  CHECK(back.measured.contention[2].instruction == 6e-6);
+  CHECK(formatCluster(back) == file);
+}
+
 TEST_CASE("a measured cluster's oversubscribed ranks share cores",
           "[costmodel]") {
   // pp 2 x dp 2 on a node of 2 cores: the two simulated actors (replica 0)

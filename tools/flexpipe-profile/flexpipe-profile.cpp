@@ -443,6 +443,9 @@ std::vector<int64_t> microBatchSizes(const sched::ModelConfig &model) {
 struct JobResult {
   double iteration = 0;
   std::array<double, 3> stages{};
+  /// The runtime's seconds per instruction beyond computations and waits
+  /// (the run profile's instruction_s; 0 without one).
+  double instruction = 0;
 };
 
 llvm::Error jobError(const std::string &what) {
@@ -490,6 +493,7 @@ llvm::Expected<JobResult> runJobOnce(const std::string &dir, int iterations) {
   }
   JobResult r;
   r.iteration = t;
+  r.instruction = measured.instructionOverhead.value_or(0);
   for (const sched::Profile::Stage &st : measured.stages) {
     r.stages[0] += st.fwd;
     r.stages[1] += st.igrad;
@@ -657,7 +661,8 @@ std::array<double, 3> layerTotals(const sched::MachineProfile &measured,
 }
 
 /// The simulated time of one micro-batch through every stage of `job`
-/// (its actors' compute time over the micro-batches) on `cluster`.
+/// (its actors' compute time over the micro-batches) on `cluster`, without
+/// the per-instruction overhead (the runtime times the computations alone).
 double simulatedStageTime(const sched::Candidate &job,
                           const sched::ModelConfig &model,
                           const sched::ClusterConfig &cluster, int64_t r) {
@@ -672,11 +677,50 @@ double simulatedStageTime(const sched::Candidate &job,
   }
   sched::ClusterConfig jobCluster = cluster;
   jobCluster.jobDevices = r;
+  for (sched::MachineProfile::Contention &point :
+       jobCluster.measured.contention)
+    point.instruction = 0;
   sched::EvaluationDetail detail;
   if (!sched::evaluate(job, model, jobCluster, *resolved, &detail).ok())
     return 0;
   return detail.sim.busyTotal() /
          static_cast<double>(model.globalBatchSize / model.microBatchSize);
+}
+
+/// The contention point of `m`'s shape (`shaped`; else the points without
+/// one) at k ranks; added where missing, with what the points around it
+/// give there.
+sched::MachineProfile::Contention &
+contentionPoint(sched::ClusterConfig &cluster, const sched::ModuleModel &m,
+                bool shaped, int64_t k) {
+  std::vector<sched::MachineProfile::Contention> &points =
+      cluster.measured.contention;
+  auto matches = [&](const sched::MachineProfile::Contention &p) {
+    return shaped ? p.hidden == m.hidden && p.heads == m.heads && p.seq == m.seq
+                  : p.hidden == 0;
+  };
+  auto at = std::find_if(points.begin(), points.end(), [&](const auto &p) {
+    return matches(p) && p.ranks == k;
+  });
+  if (at != points.end())
+    return *at;
+  sched::MachineProfile::Contention point;
+  point.ranks = k;
+  if (shaped) {
+    point.hidden = m.hidden;
+    point.heads = m.heads;
+    point.seq = m.seq;
+  }
+  sched::ClusterConfig job = cluster;
+  job.jobDevices = k;
+  job.devicesPerNode = std::max(job.devicesPerNode, k);
+  point.slowdown = sched::computeSlowdown(job, shaped ? &m : nullptr,
+                                          static_cast<double>(k));
+  point.instruction = sched::instructionOverhead(job);
+  // Kept in increasing ranks within the shape's points.
+  at = std::find_if(points.begin(), points.end(),
+                    [&](const auto &p) { return matches(p) && p.ranks > k; });
+  return *points.insert(at, point);
 }
 
 /// The contention at `k` ranks that module `m`'s layers suffer in a real
@@ -694,30 +738,8 @@ double simulatedStageTime(const sched::Candidate &job,
 void fitRunContention(sched::ClusterConfig &cluster,
                       const sched::ModelConfig &model, bool shaped, int64_t k,
                       double measuredRatio, const sched::Candidate &together) {
-  const sched::ModuleModel &m = model.modules.front();
-  std::vector<sched::MachineProfile::Contention> &points =
-      cluster.measured.contention;
-  auto matches = [&](const sched::MachineProfile::Contention &p) {
-    return shaped ? p.hidden == m.hidden && p.heads == m.heads && p.seq == m.seq
-                  : p.hidden == 0;
-  };
-  auto at = std::find_if(points.begin(), points.end(), [&](const auto &p) {
-    return matches(p) && p.ranks == k;
-  });
-  if (at == points.end()) {
-    sched::MachineProfile::Contention point;
-    point.ranks = k;
-    if (shaped) {
-      point.hidden = m.hidden;
-      point.heads = m.heads;
-      point.seq = m.seq;
-    }
-    // Kept in increasing ranks within the shape's points.
-    at = std::find_if(points.begin(), points.end(),
-                      [&](const auto &p) { return matches(p) && p.ranks > k; });
-    at = points.insert(at, point);
-  }
-  sched::MachineProfile::Contention &point = *at;
+  sched::MachineProfile::Contention &point =
+      contentionPoint(cluster, model.modules.front(), shaped, k);
   point.slowdown = 1;
   const double free = simulatedStageTime(together, model, cluster, k);
   auto simulatedRatio = [&](double slowdown) {
@@ -739,6 +761,21 @@ void fitRunContention(sched::ClusterConfig &cluster,
   point.slowdown = lo;
 }
 
+/// The runtime's overhead per instruction (beyond computations, waits and
+/// registered operations) that `job`, the first model's, measured over its
+/// ranks: the median over its runs, into the point without a shape there
+/// (Contention::instruction). Measured, not fitted: each run's runtime
+/// reports it.
+void recordInstructionOverhead(sched::ClusterConfig &cluster,
+                               const sched::ModelConfig &model,
+                               const RoundJob &job) {
+  if (job.runs.empty())
+    return;
+  contentionPoint(cluster, model.modules.front(), false, job.ranks)
+      .instruction =
+      job.medianOf([](const JobResult &r) { return r.instruction; });
+}
+
 /// Folds the calibration jobs' rounds into `cluster`:
 ///  - each kind of every model's layers at each micro-batch size is scaled
 ///    by what its 1-rank job measured in a real run (the median over the
@@ -749,7 +786,10 @@ void fitRunContention(sched::ClusterConfig &cluster,
 ///    their F and I 26-29% slower in a run than priced);
 ///  - then, per model, the contention in runs at 2 .. cores ranks
 ///    (fitRunContention) from its k-rank jobs against its 1-rank job at its
-///    own size.
+///    own size;
+///  - the runtime's overhead per instruction the first model's jobs at its
+///    own size measured on 1 .. cores ranks, into the points without a
+///    shape (recordInstructionOverhead).
 void foldRoundJobs(sched::ClusterConfig &cluster,
                    const std::vector<sched::ModelConfig> &models,
                    const std::vector<RoundJob> &jobs,
@@ -788,6 +828,8 @@ void foldRoundJobs(sched::ClusterConfig &cluster,
                   static_cast<long long>(job.microBatch), scale[0], scale[1],
                   scale[2]);
     scales[job.model][job.microBatch] = part;
+    if (job.model == 0 && job.microBatch == models[0].microBatchSize)
+      recordInstructionOverhead(cluster, models[0], job);
   }
   for (size_t i = 0; i < models.size(); ++i) {
     std::string line = models[i].name + ", 1F1B on 1 rank, its layers' time "
@@ -815,6 +857,8 @@ void foldRoundJobs(sched::ClusterConfig &cluster,
     const bool shaped = job.model > 0;
     fitRunContention(cluster, model, shaped, job.ranks, ratio,
                      calibrationJob(model, job.ranks));
+    if (!shaped)
+      recordInstructionOverhead(cluster, model, job);
     const double fitted = sched::computeSlowdown(
         cluster, shaped ? &model.modules.front() : nullptr,
         static_cast<double>(job.ranks));
@@ -826,6 +870,20 @@ void foldRoundJobs(sched::ClusterConfig &cluster,
   for (size_t i = 0; i < models.size(); ++i)
     if (slowdowns[i].back() != ':')
       progress(slowdowns[i]);
+  std::string overheads;
+  for (const sched::MachineProfile::Contention &p : measured.contention)
+    if (p.hidden == 0 && p.instruction > 0) {
+      char part[64];
+      std::snprintf(part, sizeof part, "%s %lld: %.2f us",
+                    overheads.empty() ? "" : ",",
+                    static_cast<long long>(p.ranks), p.instruction * 1e6);
+      overheads += part;
+    }
+  if (!overheads.empty())
+    progress(models.front().name +
+             ", the runtime's overhead per instruction in runs over k "
+             "ranks:" +
+             overheads);
 }
 
 /// Folds the calibration jobs' rounds into `cluster` (foldRoundJobs), then
@@ -840,7 +898,9 @@ std::string calibrate(sched::ClusterConfig &cluster,
                       const std::function<void(std::string)> &progress) {
   foldRoundJobs(cluster, models, rounds, progress);
 
-  // Jobs of r ranks: a check of the model, printed, not fitted.
+  // Jobs of r ranks: a check of the model, printed, not fitted; beyond the
+  // cores (no calibration job there) they measure the runtime's overhead
+  // per instruction at r ranks, which the simulation then takes.
   const sched::ModelConfig &model = models.front();
   for (int64_t r = 2; r <= std::min(ranks, model.modules.front().layers); ++r) {
     RoundJob run;
@@ -852,6 +912,8 @@ std::string calibrate(sched::ClusterConfig &cluster,
       return llvm::toString(std::move(error));
     const double iteration =
         run.medianOf([](const JobResult &j) { return j.iteration; });
+    if (r > cluster.measured.coresPerNode)
+      recordInstructionOverhead(cluster, model, run);
     sched::TuneOptions options;
     options.gpus = r;
     options.pp = {r};
@@ -865,12 +927,13 @@ std::string calibrate(sched::ClusterConfig &cluster,
         sched::evaluate(calibrationJob(model, r), model, jobCluster, *resolved)
             .iterationTime;
     char line[240];
-    std::snprintf(line, sizeof line,
-                  "%s, 1F1B over %lld ranks: %.3f ms per iteration, simulated "
-                  "%.3f ms (%+.1f%%)",
-                  model.name.c_str(), static_cast<long long>(r),
-                  iteration * 1e3, simulated * 1e3,
-                  (simulated / iteration - 1) * 100);
+    std::snprintf(
+        line, sizeof line,
+        "%s, 1F1B over %lld ranks: %.3f ms per iteration, simulated "
+        "%.3f ms (%+.1f%%); runtime overhead %.2f us per instruction",
+        model.name.c_str(), static_cast<long long>(r), iteration * 1e3,
+        simulated * 1e3, (simulated / iteration - 1) * 100,
+        run.medianOf([](const JobResult &j) { return j.instruction; }) * 1e6);
     progress(line);
   }
   return {};

@@ -129,6 +129,14 @@ struct MachineProfile {
     /// The module shape the point was measured with; 0: any module without
     /// points of its own.
     int64_t hidden = 0, heads = 0, seq = 0;
+    /// Seconds the runtime spends on each instruction of a program beyond
+    /// its computation and its waits (dispatch, bookkeeping, posting
+    /// messages, and, with more ranks than cores, the moments a rank
+    /// loses its core between instructions to a polling neighbour), as the
+    /// runtime measures it in runs of that many ranks (the profile's
+    /// `instruction_s`); the simulation adds it to every instruction.
+    /// Only points without a shape give it.
+    double instruction = 0;
   };
   std::vector<Contention> contention;
   /// The runtime's gradient all-reduce within a node as one step of a ring
@@ -297,6 +305,12 @@ double messageLatency(const ClusterConfig &cluster, const Link &link);
 /// point's beyond it); 0 for an analytic cluster.
 double iterationOverhead(const ClusterConfig &cluster);
 
+/// The runtime's measured overhead per instruction
+/// (Contention::instruction) of the points without a shape at the job's
+/// ranks on a node, interpolated (the last point's beyond it); 0 for an
+/// analytic cluster.
+double instructionOverhead(const ClusterConfig &cluster);
+
 /// Seconds to move `bytes` from device `from` to device `to`: the latency
 /// plus bytes over the link's bandwidth. A pipeline message pays
 /// messageLatency (its receiver may be busy computing); a step of a
@@ -363,6 +377,10 @@ struct Profile {
   /// Seconds of each actor's optimizer step (index: actor), as the run
   /// measured it; empty where the profile has none.
   std::vector<double> optimizerStep;
+  /// The runtime's mean seconds per instruction beyond computations, waits
+  /// and registered operations (MachineProfile::Contention::instruction);
+  /// absent where the profile has none.
+  std::optional<double> instructionOverhead;
 
   const Stage *stage(int64_t id) const;
   /// Stage `id`'s measured durations where the profile lists it, else

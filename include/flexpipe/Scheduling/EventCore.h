@@ -167,12 +167,25 @@ public:
   /// Starts computation `id` of `actor`, `work` long at a whole core, at
   /// time `at` (not before now). Its end is reported to the run's `ended`,
   /// and touches the actor. Ids of computations that may end at the same
-  /// time are distinct (they order the reports).
-  void compute(int32_t actor, int32_t id, double work, double at) {
+  /// time are distinct (they order the reports). `continuing`: the actor
+  /// came to it from its previous computation without waiting (its
+  /// instructions' overhead in between, at most): holding its group's
+  /// core, it keeps it, busy from now on, as a rank that has not blocked
+  /// keeps its core.
+  void compute(int32_t actor, int32_t id, double work, double at,
+               bool continuing = false) {
     if (groupOf(actor) < 0 || work <= 0)
       exactEnds.push(at + std::max(0.0, work), id, actor);
     else
-      computeShared(actor, id, work, at);
+      computeShared(actor, id, work, at, continuing);
+  }
+  /// `actor` works on its core, between computations, until `until` (its
+  /// instructions' overhead): holding a core its group takes turns on, it
+  /// keeps it until then, unless it computes again, as a rank that has not
+  /// blocked keeps its core.
+  void hold(int32_t actor, double until) {
+    if (actor < static_cast<int32_t>(busyUntil.size()))
+      busyUntil[actor] = std::max(busyUntil[actor], until);
   }
   /// Asks `actor` again at time `at` (a wait that ends then).
   void wakeAt(double at, int32_t actor);
@@ -255,7 +268,8 @@ private:
   /// it did.
   bool fastForward();
   /// compute() on a core group.
-  void computeShared(int32_t actor, int32_t id, double work, double at);
+  void computeShared(int32_t actor, int32_t id, double work, double at,
+                     bool continuing);
   /// Asks the actors flagged in `asked`, in id order, each until it does
   /// nothing more (clearing its flag first); true when one acted.
   template <typename Step>
@@ -292,6 +306,9 @@ private:
   std::vector<Turn> turns;
   /// advance()'s per group: the computations progressing (the first ones).
   std::vector<size_t> progressing;
+  /// Per actor: until when it works on its core between computations
+  /// (hold()).
+  std::vector<double> busyUntil;
   EventHeap exactEnds; ///< computations without a group
   MinHeap later;       ///< group computations to start
   EventHeap wakes;

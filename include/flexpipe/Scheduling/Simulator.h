@@ -100,6 +100,11 @@ struct SimCosts {
   /// rank computing keeps the core until it waits or has run a slice while
   /// another rank is ready (EventCore, "take turns").
   double groupSlice = 0;
+  /// Seconds every instruction takes beyond its computation, message or
+  /// collective (the runtime's dispatch and bookkeeping, measured:
+  /// MachineProfile::Contention::instruction): a computation computes that
+  /// much longer, a send or receive ends that much later.
+  double instructionOverhead = 0;
 
   double messageTime(int32_t numActors, int32_t from, int32_t to,
                      int32_t stage) const;
