@@ -328,3 +328,51 @@ TEST_CASE("a rank that has not blocked keeps its core across the time "
   // A rank that waited in between lets the other have the core at 1.1.
   CHECK(runWith(false) == Ends{{0, 1.0}, {1, 2.1}, {2, 2.6}});
 }
+
+TEST_CASE("a holder busy with its instructions keeps its core until it "
+          "computes again",
+          "[simulator][eventcore]") {
+  // As above, but actor 0 knows its next computation only at 1.2 (it
+  // waited on nothing: its instructions run until 1.25, hold()).
+  SimCosts costs;
+  costs.coreGroup = {0, 0};
+  costs.groupCores = {1.0};
+  costs.groupSlice = 100.0;
+  auto runWith = [&](bool holds) {
+    EventCore core(2, costs);
+    std::vector<std::pair<int32_t, double>> ends;
+    bool started = false;
+    int phase = 0;
+    core.run(
+        [&](int32_t actor, bool) {
+          if (actor == 0 && phase == 1) {
+            phase = 2;
+            if (holds)
+              core.hold(0, 1.25);
+            core.wakeAt(1.2, 0);
+            return true;
+          }
+          if (actor == 0 && phase == 2 && core.now() >= 1.2) {
+            phase = 3;
+            core.compute(0, 2, 0.5, 1.25, true);
+            return true;
+          }
+          if (started)
+            return false;
+          started = true;
+          core.compute(0, 0, 1.0, 0.0);
+          core.compute(1, 1, 1.0, 1.1);
+          return false;
+        },
+        [&](int32_t actor, int32_t id) {
+          ends.push_back({id, core.now()});
+          if (id == 0)
+            phase = 1;
+        });
+    return ends;
+  };
+  using Ends = std::vector<std::pair<int32_t, double>>;
+  CHECK(runWith(true) == Ends{{0, 1.0}, {2, 1.75}, {1, 2.75}});
+  // Without it the core went to actor 1 at 1.1.
+  CHECK(runWith(false) == Ends{{0, 1.0}, {1, 2.1}, {2, 2.6}});
+}
