@@ -259,10 +259,14 @@ double timeSgemm(double seconds) {
 /// `rounds`.
 double pingPong(rt::Comm &comm, size_t count, int rounds) {
   std::vector<float> buffer(std::max<size_t>(count, 1));
-  const int me = comm.rank(), peer = 1 - me;
+  const int me = comm.rank(), peer = me ^ 1;
+  // Ranks in pairs (0, 1), (2, 3), ...; a last rank without a partner
+  // waits for the others (as a pipeline's ranks wait, polling).
+  if (peer >= comm.size())
+    return 0;
   auto once = [&] {
     const size_t bytes = count * sizeof(float);
-    if (me == 0) {
+    if (me % 2 == 0) {
       comm.wait(comm.isend(buffer.data(), bytes, peer, 0));
       comm.wait(comm.irecv(buffer.data(), bytes, peer, 0));
     } else {
@@ -299,14 +303,30 @@ double allReduce(rt::Comm &comm, size_t count, int rounds) {
   return median(samples);
 }
 
-/// Under mpirun with two ranks: latency (8 bytes) and bandwidth (4 MiB) of
-/// a message, and of the gradient all-reduce as a ring's step: with two
-/// ranks the ring takes 2 steps of latency and moves the bytes once
-/// (CostModel.h's allReduceTime), so 1 KiB and 16 MiB give both.
+/// Under mpirun: the latency and bandwidth (4 MiB) of a message between
+/// ranks 0 and 1 while every pair of ranks ping-pongs, ranks bound to cores
+/// as rank executables bind them. The latency is that of a message of 64
+/// KiB less its bytes over the bandwidth: a pipeline's messages (a tiny
+/// GPT's micro-batch: 8 KiB) go by MPI's rendezvous protocol, whose fixed
+/// cost (about 2 us here) an 8-byte message does not pay (0.2-0.4 us).
+/// With two ranks, also the gradient all-reduce as a ring's step: the ring
+/// takes 2 steps of latency and moves the bytes once (CostModel.h's
+/// allReduceTime), so 1 KiB and 16 MiB give both.
 int pingPongWorker(rt::Comm &comm) {
-  const size_t large = 1 << 20; // floats
+  comm.place(comm.rank());
+  const size_t large = 1 << 20, medium = 1 << 14; // floats
   const double small = pingPong(comm, 2, 200);
+  const double mid = pingPong(comm, medium, 100);
   const double big = pingPong(comm, large, 20);
+  const double bandwidth = 4.0 * large / std::max(big - small, 1e-12);
+  const double latency = std::max(small, mid - 4.0 * medium / bandwidth);
+  if (comm.size() > 2) {
+    double together = 0; // the partnerless rank waits for the pairs
+    comm.allreduceSum(&together, 1);
+    if (comm.rank() == 0)
+      std::printf("latency_s %.9g\n", latency);
+    return 0;
+  }
   comm.setReplicaGroup(0);
   const size_t tiny = 256, gradients = 4 << 20; // floats
   const double reduceSmall = allReduce(comm, tiny, 50);
@@ -315,8 +335,7 @@ int pingPongWorker(rt::Comm &comm) {
     std::printf("latency_s %.9g\nbandwidth_bytes_per_s %.9g\n"
                 "allreduce_latency_s %.9g\n"
                 "allreduce_bandwidth_bytes_per_s %.9g\n",
-                small, 4.0 * large / std::max(big - small, 1e-12),
-                reduceSmall / 2,
+                latency, bandwidth, reduceSmall / 2,
                 4.0 * static_cast<double>(gradients - tiny) /
                     std::max(reduceLarge - reduceSmall, 1e-12));
   return 0;
@@ -1283,10 +1302,12 @@ std::string compilerPath(const Options &o, const std::string &self) {
 
 /// With mpirun: the latency and bandwidth between two ranks and their
 /// gradient all-reduce (this tool's ping-pong worker, placed as mpirun
-/// places rank executables) into `cluster`. Returns whether mpirun ran
-/// (without it, no calibration jobs either).
+/// places rank executables) into `cluster`, and the latency of a message
+/// while 3 .. `ranks` ranks ping-pong in pairs into `latencyAt` (by ranks).
+/// Returns whether mpirun ran (without it, no calibration jobs either).
 bool measureMessages(sched::ClusterConfig &cluster, const Options &o,
-                     const std::string &self,
+                     const std::string &self, int64_t ranks,
+                     std::map<int64_t, double> &latencyAt,
                      const std::function<void(std::string)> &progress) {
 #ifdef FLEXPIPE_PROFILE_MPI
   if (o.mpirun == "none")
@@ -1321,9 +1342,20 @@ bool measureMessages(sched::ClusterConfig &cluster, const Options &o,
              std::to_string(reduce.latency * 1e6) + " us latency, " +
              std::to_string(reduce.bandwidth / 1e9) + " GB/s");
   }
+  for (int64_t k = 3; k <= ranks; ++k) {
+    const double at = field(capture(launch + std::to_string(k) + " " +
+                                    shellQuote(self) + " --worker ping-pong"),
+                            "latency_s");
+    if (!(at > 0))
+      continue;
+    latencyAt[k] = at;
+    progress("messages while " + std::to_string(k) +
+             " ranks ping-pong in pairs: " + std::to_string(at * 1e6) +
+             " us latency");
+  }
   return true;
 #else
-  (void)cluster, (void)o, (void)self;
+  (void)cluster, (void)o, (void)self, (void)ranks, (void)latencyAt;
   progress("built without MPI: no messages or calibration jobs measured");
   return false;
 #endif
@@ -1356,7 +1388,7 @@ int runWorker(int argc, char **argv, const std::string &worker) {
 #ifdef FLEXPIPE_PROFILE_MPI
   std::unique_ptr<rt::Comm> comm = rt::makeMpiComm(&argc, &argv);
   int code = 1;
-  if (worker == "ping-pong" && comm->size() == 2)
+  if (worker == "ping-pong" && comm->size() >= 2)
     code = pingPongWorker(*comm);
   comm->finalize();
   return code;
@@ -1714,7 +1746,9 @@ static int profileMain(int argc, char **argv) {
   // Messages first: the calibration jobs need mpirun. Their 1-rank jobs
   // run in rounds between the other measurements (runRound).
   const std::string self = selfPath(argv[0]);
-  const bool withMpi = measureMessages(cluster, o, self, progress);
+  std::map<int64_t, double> latencyAt;
+  const bool withMpi =
+      measureMessages(cluster, o, self, ranks, latencyAt, progress);
   if (!withMpi && o.mpirunGiven) {
 #ifndef FLEXPIPE_PROFILE_MPI
     std::fprintf(stderr, "flexpipe-profile: error: --mpirun given, but this "
@@ -1759,6 +1793,12 @@ static int profileMain(int argc, char **argv) {
   measureLayers(models, o.seconds, measured, progress, calibrationRound);
   measureContention(measured, models, ranks, std::max(0.1, 6 * o.seconds),
                     progress);
+  // A pipeline message's latency at k ranks (messageLatency), where more
+  // than the link's.
+  for (auto [k, latency] : latencyAt)
+    if (latency > cluster.intraNode.latency)
+      contentionPoint(cluster, models.front().modules.front(), false, k)
+          .latency = latency;
   calibrationRound();
 
   if (ranks > cores) {

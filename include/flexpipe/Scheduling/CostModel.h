@@ -117,8 +117,9 @@ struct MachineProfile {
     int64_t ranks = 1;
     double slowdown = 1;
     /// What a pipeline message costs in a job of that many ranks (seconds;
-    /// 0: the link's latency). flexpipe-profile leaves it 0; a file may
-    /// still set it. Only points without a shape give it.
+    /// 0: the link's latency): flexpipe-profile measures it beyond 2 ranks
+    /// while the ranks ping-pong in pairs. Only points without a shape
+    /// give it.
     double latency = 0;
     /// Seconds an iteration of a job of that many ranks takes beyond what
     /// the simulation of its pipeline, collectives and optimizer step gives
