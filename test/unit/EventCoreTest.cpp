@@ -293,18 +293,28 @@ TEST_CASE("a rank that has not blocked keeps its core across the time "
   // Actors 0 and 1 share one core with a long slice. Actor 0 computes
   // [0, 1); its next computation (0.5) starts at 1.25, after instructions
   // of its own; actor 1 asks for the core at 1.1 (its message came).
+  // `late`: actor 0 knows its next computation only at 1.2 (what it waits
+  // for is timed then), its instructions running until 1.25 (hold()).
   SimCosts costs;
   costs.coreGroup = {0, 0};
   costs.groupCores = {1.0};
   costs.groupSlice = 100.0;
-  auto runWith = [&](bool continuing) {
+  auto runWith = [&](bool continuing, bool late, bool holds) {
     EventCore core(2, costs);
     std::vector<std::pair<int32_t, double>> ends;
-    bool started = false, again = false;
+    bool started = false;
+    int phase = 0; // 1: actor 0's first computation ended; 2: held
     core.run(
         [&](int32_t actor, bool) {
-          if (actor == 0 && again) {
-            again = false;
+          if (actor == 0 && phase == 1 && late) {
+            phase = 2;
+            if (holds)
+              core.hold(0, 1.25);
+            core.wakeAt(1.2, 0);
+            return true;
+          }
+          if (actor == 0 && (phase == 1 || (phase == 2 && core.now() >= 1.2))) {
+            phase = 3;
             core.compute(0, 2, 0.5, 1.25, continuing);
             return true;
           }
@@ -315,56 +325,7 @@ TEST_CASE("a rank that has not blocked keeps its core across the time "
           core.compute(1, 1, 1.0, 1.1);
           return false;
         },
-        [&](int32_t actor, int32_t id) {
-          ends.push_back({id, core.now()});
-          again |= id == 0;
-        });
-    return ends;
-  };
-  using Ends = std::vector<std::pair<int32_t, double>>;
-  // Continuing: actor 0 holds the core from 1 (its instructions, then its
-  // computation) to 1.75; actor 1 computes [1.75, 2.75).
-  CHECK(runWith(true) == Ends{{0, 1.0}, {2, 1.75}, {1, 2.75}});
-  // A rank that waited in between lets the other have the core at 1.1.
-  CHECK(runWith(false) == Ends{{0, 1.0}, {1, 2.1}, {2, 2.6}});
-}
-
-TEST_CASE("a holder busy with its instructions keeps its core until it "
-          "computes again",
-          "[simulator][eventcore]") {
-  // As above, but actor 0 knows its next computation only at 1.2 (it
-  // waited on nothing: its instructions run until 1.25, hold()).
-  SimCosts costs;
-  costs.coreGroup = {0, 0};
-  costs.groupCores = {1.0};
-  costs.groupSlice = 100.0;
-  auto runWith = [&](bool holds) {
-    EventCore core(2, costs);
-    std::vector<std::pair<int32_t, double>> ends;
-    bool started = false;
-    int phase = 0;
-    core.run(
-        [&](int32_t actor, bool) {
-          if (actor == 0 && phase == 1) {
-            phase = 2;
-            if (holds)
-              core.hold(0, 1.25);
-            core.wakeAt(1.2, 0);
-            return true;
-          }
-          if (actor == 0 && phase == 2 && core.now() >= 1.2) {
-            phase = 3;
-            core.compute(0, 2, 0.5, 1.25, true);
-            return true;
-          }
-          if (started)
-            return false;
-          started = true;
-          core.compute(0, 0, 1.0, 0.0);
-          core.compute(1, 1, 1.0, 1.1);
-          return false;
-        },
-        [&](int32_t actor, int32_t id) {
+        [&](int32_t, int32_t id) {
           ends.push_back({id, core.now()});
           if (id == 0)
             phase = 1;
@@ -372,7 +333,14 @@ TEST_CASE("a holder busy with its instructions keeps its core until it "
     return ends;
   };
   using Ends = std::vector<std::pair<int32_t, double>>;
-  CHECK(runWith(true) == Ends{{0, 1.0}, {2, 1.75}, {1, 2.75}});
-  // Without it the core went to actor 1 at 1.1.
-  CHECK(runWith(false) == Ends{{0, 1.0}, {1, 2.1}, {2, 2.6}});
+  // Continuing: actor 0 holds the core from 1 (its instructions, then its
+  // computation) to 1.75; actor 1 computes [1.75, 2.75).
+  const Ends kept{{0, 1.0}, {2, 1.75}, {1, 2.75}};
+  // A rank that waited in between lets the other have the core at 1.1.
+  const Ends passed{{0, 1.0}, {1, 2.1}, {2, 2.6}};
+  CHECK(runWith(true, false, false) == kept);
+  CHECK(runWith(false, false, false) == passed);
+  // Busy with its instructions until its next computation is known.
+  CHECK(runWith(true, true, true) == kept);
+  CHECK(runWith(true, true, false) == passed);
 }

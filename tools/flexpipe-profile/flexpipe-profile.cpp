@@ -1681,6 +1681,27 @@ bool loadModels(const Options &o, std::vector<sched::ModelConfig> &models) {
 
 } // namespace
 
+/// The OS scheduler's time slice (`sharing`: more ranks than cores) and the
+/// optimizer step's rate into `measured`.
+static void
+measureSliceAndStep(sched::MachineProfile &measured, bool sharing,
+                    double seconds,
+                    const std::function<void(std::string)> &progress) {
+  if (sharing) {
+    measured.timeSlice = measureTimeSlice(std::max(0.2, 2 * seconds));
+    progress(measured.timeSlice > 0
+                 ? "time slice of ranks sharing a core: " +
+                       std::to_string(measured.timeSlice * 1e3) + " ms"
+                 : std::string("time slice: not measured (cannot bind to a "
+                               "core here, or under 0.1 ms); ranks sharing a "
+                               "core are priced by processor sharing"));
+  }
+  measured.optimizerPerParameter = timeOptimizer(seconds);
+  progress("optimizer (Adam): " +
+           std::to_string(measured.optimizerPerParameter * 1e9) +
+           " ns per parameter");
+}
+
 static int profileMain(int argc, char **argv) {
   Options o;
   if (int code = parseOptions(argc, argv, o); code >= 0)
@@ -1801,20 +1822,7 @@ static int profileMain(int argc, char **argv) {
           .latency = latency;
   calibrationRound();
 
-  if (ranks > cores) {
-    measured.timeSlice = measureTimeSlice(std::max(0.2, 2 * o.seconds));
-    progress(measured.timeSlice > 0
-                 ? "time slice of ranks sharing a core: " +
-                       std::to_string(measured.timeSlice * 1e3) + " ms"
-                 : std::string("time slice: not measured (cannot bind to a "
-                               "core here, or under 0.1 ms); ranks sharing a "
-                               "core are priced by processor sharing"));
-  }
-
-  measured.optimizerPerParameter = timeOptimizer(o.seconds);
-  progress("optimizer (Adam): " +
-           std::to_string(measured.optimizerPerParameter * 1e9) +
-           " ns per parameter");
+  measureSliceAndStep(measured, ranks > cores, o.seconds, progress);
   calibrationRound();
 
   if (failure.empty() && !rounds.empty())
