@@ -505,7 +505,9 @@ Simulator::Times Simulator::time(const SimCosts &costs) const {
     case OpKind::SendAct:
     case OpKind::SendGrad:
       e = s + costs.instructionOverhead;
-      core.hold(a, e);
+      t.busy[a] += costs.instructionOverhead;
+      if (!waited[a]) // (after a wait it has let its core go)
+        core.hold(a, e);
       break;
     case OpKind::Wait:
     case OpKind::RecvAct:
@@ -527,6 +529,7 @@ Simulator::Times Simulator::time(const SimCosts &costs) const {
       e = waitEnd(costs, id, s, t.start, why);
       waited[a] |= e > s + costs.instructionOverhead;
       e += costs.instructionOverhead;
+      t.busy[a] += costs.instructionOverhead;
       if (!waited[a])
         core.hold(a, e);
       break;
@@ -534,7 +537,9 @@ Simulator::Times Simulator::time(const SimCosts &costs) const {
     case OpKind::Gather: {
       if (op.asyncPost) {
         e = s + costs.instructionOverhead;
-        core.hold(a, e);
+        t.busy[a] += costs.instructionOverhead;
+        if (!waited[a])
+          core.hold(a, e);
         break;
       }
       // A member waits at its clock until the last one arrives; then all
@@ -558,6 +563,7 @@ Simulator::Times Simulator::time(const SimCosts &costs) const {
       const int32_t byLast = lastOp[ops[last].actor];
       for (int32_t m = graph.groupFirst[id]; m >= 0; m = graph.groupNext[m]) {
         waited[ops[m].actor] = 1; // members poll for each other's parts
+        t.busy[ops[m].actor] += costs.instructionOverhead;
         finishOp(m, end, t.start[m] < latest ? byLast : lastOp[ops[m].actor]);
       }
       return true;

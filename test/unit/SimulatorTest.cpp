@@ -279,7 +279,9 @@ TEST_CASE("every instruction takes the runtime's overhead on top",
   //          7.75, recv -> 8, F1 [8,10.25], B1 [10.25,13.5], send (14).
   // Actor 0: recv -> 8.25, B0 [8.25,10.5], recv -> 14.25, B1 [14.25,16.5].
   CHECK(r.iterationTime == Approx(16.5));
-  CHECK(r.busy == std::vector<double>{7, 11});
+  // Busy: the computations and each send's and receive's overhead (4 of
+  // each actor), which the runtime spends on its core, not idle.
+  CHECK(r.busy == std::vector<double>{8, 12});
   // What sets it: measured runs at the job's ranks (points without a
   // shape, interpolated), or a run's own profile, which wins.
   TwoStageGpt setup(4);
@@ -318,6 +320,53 @@ TEST_CASE("every instruction takes the runtime's overhead on top",
   REQUIRE(llvm::toString(loadCluster("c.yaml", back, &file)) == "");
   CHECK(back.measured.contention[2].instruction == 6e-6);
   CHECK(formatCluster(back) == file);
+}
+
+TEST_CASE("a rank that waited does not hold its shared core through its "
+          "next instructions",
+          "[simulator]") {
+  // Stages 0 -> 1 -> 2 and a stage 3 alone; actors 1 and 3 share a core
+  // that they take turns on. Actor 1 waits for its second input until 16,
+  // then sends the first micro-batch on: the core is actor 3's meanwhile.
+  Program p;
+  p.numActors = 4;
+  p.numStages = 4;
+  p.numMicrobatches = 2;
+  p.edges = {{0, 1}, {1, 2}};
+  using K = OpKind;
+  p.actors = {{{K::Fwd, 0, 0},
+               {K::SendAct, 0, 0, 1},
+               {K::Fwd, 0, 1},
+               {K::SendAct, 0, 1, 1}},
+              {{K::RecvAct, 1, 0, 0},
+               {K::Fwd, 1, 0},
+               {K::RecvAct, 1, 1, 0},
+               {K::SendAct, 1, 0, 2},
+               {K::Fwd, 1, 1},
+               {K::SendAct, 1, 1, 2}},
+              {{K::RecvAct, 2, 0, 1},
+               {K::Fwd, 2, 0},
+               {K::RecvAct, 2, 1, 1},
+               {K::Fwd, 2, 1}},
+              {{K::Fwd, 3, 0}, {K::Fwd, 3, 1}}};
+  SimCosts c = unitCosts(p);
+  c.unit = "s";
+  c.duration = {{8, 1, 1, 1}, {1, 1, 1, 1}, {1, 1, 1, 1}, {10, 1, 1, 1}};
+  c.latency.assign(16, 0);
+  c.bandwidth.assign(16, 0);
+  c.coreGroup = {-1, 0, -1, 0};
+  c.groupCores = {1.0};
+  c.groupSlice = 0.5;
+  for (double overhead : {0.0, 1e-3}) {
+    c.instructionOverhead = overhead;
+    SimResult r = simulate(p, c);
+    INFO("overhead " << overhead);
+    // Actor 3's two forwards take turns with actor 1's first one only:
+    // the first ends at 11 (19.5 when actor 1 held the core from 9.5 to
+    // 16 while it waited).
+    CHECK(r.end[3][0] == Approx(11).epsilon(1e-3));
+    CHECK(r.iterationTime == Approx(22).epsilon(1e-3));
+  }
 }
 
 TEST_CASE("a measured cluster's oversubscribed ranks share cores",

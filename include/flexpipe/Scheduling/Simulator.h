@@ -269,7 +269,10 @@ llvm::Error programCosts(const Program &program, const ModelConfig *model,
 
 struct SimResult {
   double iterationTime = 0;
-  std::vector<double> busy, idle, bubble;          ///< per actor
+  /// Per actor: computing (a shared core's waits for it included) or
+  /// running its instructions (SimCosts::instructionOverhead), idle the
+  /// rest of the iteration, and its idle share.
+  std::vector<double> busy, idle, bubble;
   std::vector<double> peakActivation, staticBytes; ///< per actor, bytes
   std::vector<double> totalBytes;                  ///< per actor
   std::vector<bool> overMemory;                    ///< per actor
