@@ -527,7 +527,7 @@ llvm::Error flexpipe::sched::loadProfile(const std::string &path,
     const std::string what = "the profile file";
     r.expectMap(root, what,
                 {"stages", "messages", "default_message_s", "optimizer_s",
-                 "instruction_s"});
+                 "instruction_s", "exec_s"});
     YAML::Node stages = r.required(root, "stages", what);
     if (!stages.IsSequence())
       r.fail(stages.Mark(), "key 'stages' must be a list");
@@ -607,6 +607,9 @@ llvm::Error flexpipe::sched::loadProfile(const std::string &path,
     profile.instructionOverhead.reset();
     if (YAML::Node o = root["instruction_s"])
       profile.instructionOverhead = r.number(o, "instruction_s", 0, false);
+    profile.execSeconds.reset();
+    if (YAML::Node e = root["exec_s"])
+      profile.execSeconds = r.number(e, "exec_s", 0, false);
   });
 }
 
@@ -642,6 +645,8 @@ std::string flexpipe::sched::formatProfile(const Profile &profile) {
   }
   if (profile.instructionOverhead)
     os << "instruction_s: " << *profile.instructionOverhead << "\n";
+  if (profile.execSeconds)
+    os << "exec_s: " << *profile.execSeconds << "\n";
   return os.str();
 }
 

@@ -210,6 +210,8 @@ llvm::Error flexpipe::sched::modelCosts(const Program &program,
   c.instructionOverhead = profile && profile->instructionOverhead
                               ? *profile->instructionOverhead
                               : instructionOverhead(cluster);
+  if (profile && profile->execSeconds)
+    c.execTime = *profile->execSeconds;
   c.duration.resize(program.numStages);
   c.activationBytes.resize(program.numStages);
   c.weightGradBytes.resize(program.numStages);
@@ -311,6 +313,7 @@ llvm::Error flexpipe::sched::profileCosts(const Program &program,
   c = unitCosts(program);
   c.unit = "s";
   c.instructionOverhead = profile.instructionOverhead.value_or(0);
+  c.execTime = profile.execSeconds.value_or(c.execTime);
   // Activations in bytes where the profile measured every computing
   // stage's (a registered stage holds none), else counted in
   // stage-micro-batches (unitCosts' 1 each): never a mix.

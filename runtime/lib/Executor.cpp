@@ -275,21 +275,32 @@ struct flexpipe_rt {
   double stepSeconds = 0, steps = 0;
   /// The per-instruction overhead (the profile's instruction_s), over
   /// iterations after the first: the seconds the programs ran, the
-  /// seconds of them spent waiting for messages and collectives or in
-  /// registered operations (the computations' are in `busy`), and the
-  /// instructions they ran.
+  /// seconds of them spent waiting for messages and collectives, in
+  /// registered operations or combining a head's gathered parts (the
+  /// computations' are in `busy`), and the instructions they ran. Host
+  /// time: an asynchronous device is not waited for (a wait on the device
+  /// finishes in the next timed computation, as before).
   double programSeconds = 0, excludedSeconds = 0, instructions = 0;
+  /// Seconds and count of the registered operations (the profile's exec_s).
+  double execSeconds = 0, execs = 0;
   /// Counts one instruction of the program (an entry point the simulator
   /// times as one op).
   void instruction() {
     if (iteration > firstIteration)
       instructions += 1;
   }
-  /// Runs `fn`, a wait or a registered operation, which the
-  /// per-instruction overhead leaves out.
+  /// Runs `fn` and adds its host seconds to `seconds` after the first
+  /// iteration.
+  template <typename Fn> void hostTimed(double &seconds, Fn fn) {
+    const Clock::time_point start = Clock::now();
+    fn();
+    if (iteration > firstIteration)
+      seconds += std::chrono::duration<double>(Clock::now() - start).count();
+  }
+  /// Runs `fn`, which the per-instruction overhead leaves out (a wait, a
+  /// registered operation, a head's combining).
   template <typename Fn> void excluded(Fn fn) {
-    double count = 0;
-    timeInto(excludedSeconds, count, fn);
+    hostTimed(excludedSeconds, fn);
   }
 
   /// Peak bytes of activations and gradients alive on this rank: what the
@@ -1072,8 +1083,7 @@ double train(flexpipe_rt &rt, const Checkpoint &identity,
     rt.iteration = it;
     const Clock::time_point start = Clock::now();
     rt.readersLeft = rt.outputReaders;
-    double programs = 0;
-    rt.timeInto(rt.programSeconds, programs, [&] { program(&rt); });
+    rt.hostTimed(rt.programSeconds, [&] { program(&rt); });
     if (rt.inGroup)
       comm.abort("the program ended inside a transfer group (group_start "
                  "without group_end)",
@@ -1189,9 +1199,9 @@ void writeLossesAndWeights(flexpipe_rt &rt, const std::vector<double> &losses) {
 
 /// --profile: mean seconds per stage and kind over all ranks, the message
 /// times measured by both ends (of replica 0) as an actors x actors table,
-/// averaged, each actor's mean optimizer step over its replicas, and the
-/// mean overhead per instruction over all ranks; rank 0 writes them.
-/// Collective.
+/// averaged, each actor's mean optimizer step over its replicas, the mean
+/// overhead per instruction and the mean registered operation over all
+/// ranks; rank 0 writes them. Collective.
 void writeProfile(flexpipe_rt &rt,
                   const std::map<std::pair<int, int>, double> &messages) {
   const ScheduleDesc &d = rt.desc;
@@ -1202,7 +1212,9 @@ void writeProfile(flexpipe_rt &rt,
   const size_t table = static_cast<size_t>(d.actors) * d.actors;
   const size_t stepsAt = pairsAt + 2 * table;
   const size_t overheadAt = stepsAt + 2 * d.actors;
-  profile.resize(overheadAt + 2, 0.0);
+  profile.resize(overheadAt + 4, 0.0);
+  profile[overheadAt + 2] = rt.execSeconds;
+  profile[overheadAt + 3] = rt.execs;
   profile[stepsAt + rt.actor] = rt.stepSeconds;
   profile[stepsAt + d.actors + rt.actor] = rt.steps;
   // What the programs ran outside their computations, waits and registered
@@ -1270,6 +1282,9 @@ void writeProfile(flexpipe_rt &rt,
     if (profile[overheadAt + 1] > 0)
       std::fprintf(f, "instruction_s: %.9g\n",
                    profile[overheadAt] / profile[overheadAt + 1]);
+    if (profile[overheadAt + 3] > 0)
+      std::fprintf(f, "exec_s: %.9g\n",
+                   profile[overheadAt + 2] / profile[overheadAt + 3]);
   });
 }
 
@@ -1575,8 +1590,8 @@ static std::function<void()> postAllGather(flexpipe_rt *rt, int64_t s,
     rt->excluded([&] {
       for (int64_t handle : handles)
         rt->comm->wait(handle);
+      rt->stage(gather.stage).combine(mb, *all, gather.countLoss);
     });
-    rt->stage(gather.stage).combine(mb, *all, gather.countLoss);
     rt->awaitingGather.erase({gather.stage, static_cast<int>(mb)});
   };
 }
@@ -1739,7 +1754,11 @@ static void runOperation(flexpipe_rt *rt, const char *name, int64_t s,
   place.numMicrobatches = count;
   ExecHost host(rt, s);
   OpContext context(std::move(place), std::move(attributes), host);
-  rt->traced(name, s, mb, -1, [&] { fn(context); });
+  rt->traced(name, s, mb, -1, [&] {
+    rt->hostTimed(rt->execSeconds, [&] { fn(context); });
+    if (rt->iteration > rt->firstIteration)
+      rt->execs += 1;
+  });
   // An instance reads the outputs kept when it runs; these counted it.
   for (int64_t m = mb; m < mb + count; ++m) {
     const flexpipe_rt::Key key{static_cast<int>(s), static_cast<int>(m)};

@@ -22,6 +22,15 @@
 // NORM-LINES-NEXT: iteration 0 stage 1 mb 1 norm {{[0-9.]+}}
 // NORM-LINES:      iteration 3 stage 1 mb 3 norm {{[0-9.]+}}
 
+// A run's profile times its registered operations (exec_s), which a
+// report from that profile alone prices instead of one unit (1 s) each.
+// RUN: mkdir -p %t/norms/prof && cd %t/norms/prof && %t/norms/exe/run-mpi.sh --iterations 3 --profile %t/norms/p.yaml > /dev/null
+// RUN: FileCheck %s --check-prefix=EXECS < %t/norms/p.yaml
+// RUN: flexpipe-compile %examples/ops/log-norms.mlir --actors 2 --microbatches 4 --profile %t/norms/p.yaml --emit=report | FileCheck %s --check-prefix=EXECS-REPORT
+// EXECS: instruction_s: {{[0-9][0-9.]*(e-[0-9]+)?$}}
+// EXECS-NEXT: exec_s: {{[0-9][0-9.]*(e-[0-9]+)?$}}
+// EXECS-REPORT: iteration time {{[0-9.]+}} ms
+
 // The directory holds the operations' source, its object and 'reference',
 // which lists what the ranks have compiled in.
 // RUN: ls %t/norms/exe | FileCheck %s --check-prefix=FILES

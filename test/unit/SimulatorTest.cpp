@@ -308,6 +308,15 @@ TEST_CASE("every instruction takes the runtime's overhead on top",
   CHECK(priced.instructionOverhead == Approx(5e-7));
   REQUIRE(llvm::toString(profileCosts(setup.program, own, priced)) == "");
   CHECK(priced.instructionOverhead == Approx(5e-7));
+  // A registered operation: one unit alone, free with a model, the run's
+  // mean where its profile timed them.
+  CHECK(priced.execTime == 1.0);
+  own.execSeconds = 2e-5;
+  REQUIRE(llvm::toString(profileCosts(setup.program, own, priced)) == "");
+  CHECK(priced.execTime == Approx(2e-5));
+  REQUIRE(llvm::toString(modelCosts(setup.program, setup.model, cluster, &own,
+                                    {0, 1}, priced)) == "");
+  CHECK(priced.execTime == Approx(2e-5));
   // An analytic cluster has none.
   CHECK(instructionOverhead(ClusterConfig()) == 0.0);
   // Both files carry it.
@@ -315,6 +324,7 @@ TEST_CASE("every instruction takes the runtime's overhead on top",
   Profile read;
   REQUIRE(llvm::toString(loadProfile("p.yaml", read, &text)) == "");
   CHECK(read.instructionOverhead == own.instructionOverhead);
+  CHECK(read.execSeconds == own.execSeconds);
   const std::string file = formatCluster(cluster);
   ClusterConfig back;
   REQUIRE(llvm::toString(loadCluster("c.yaml", back, &file)) == "");

@@ -382,6 +382,9 @@ struct Profile {
   /// and registered operations (MachineProfile::Contention::instruction);
   /// absent where the profile has none.
   std::optional<double> instructionOverhead;
+  /// The runtime's mean seconds per registered operation (flexpipe.exec);
+  /// absent where the run had none.
+  std::optional<double> execSeconds;
 
   const Stage *stage(int64_t id) const;
   /// Stage `id`'s measured durations where the profile lists it, else
