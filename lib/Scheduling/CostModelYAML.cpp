@@ -314,6 +314,13 @@ MachineProfile readMeasured(const Reader &r, const YAML::Node &node) {
         c.hidden = r.integer(r.required(item, "hidden", cwhat), "hidden", 1);
         c.heads = r.integer(r.required(item, "heads", cwhat), "heads", 1);
         c.seq = r.integer(r.required(item, "seq", cwhat), "seq", 1);
+        // What the machine does around computations is no shape's.
+        for (const char *key : {"latency_s", "overhead_s", "instruction_s"})
+          if (YAML::Node v = item[key]; v && r.number(v, key, 0, false) != 0)
+            r.fail(v.Mark(), std::string("key '") + key +
+                                 "' belongs to the points without a shape "
+                                 "(hidden, heads, seq), which every model "
+                                 "shares; a shaped point's would be ignored");
       }
       // Each shape's points (those without one are a shape too) by
       // increasing ranks from 1: below its first point a shape is priced

@@ -809,6 +809,11 @@ TEST_CASE("a measured cluster file reads back as written", "[costmodel]") {
                      "wgrad_s: 0}\n") ==
         "c.yaml:10:14: error: key 'kind' must be block, embedding or head, "
         "got 'mlp'");
+  CHECK(error(head + "measured:\n  contention:\n    - {hidden: 1, heads: 1, "
+                     "seq: 1, ranks: 1, slowdown: 1, instruction_s: 1e-6}\n") ==
+        "c.yaml:10:75: error: key 'instruction_s' belongs to the points "
+        "without a shape (hidden, heads, seq), which every model shares; a "
+        "shaped point's would be ignored");
   CHECK(error(head + "measured:\n  contention:\n    - {ranks: 1, slowdown: "
                      "1}\n    - {ranks: 1, slowdown: 1}\n") ==
         "c.yaml:11:7: error: contention points of one shape must have "

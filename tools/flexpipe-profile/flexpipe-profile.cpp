@@ -795,6 +795,23 @@ void recordInstructionOverhead(sched::ClusterConfig &cluster,
       job.medianOf([](const JobResult &r) { return r.instruction; });
 }
 
+/// Points without a shape at more ranks than any job ran (a model of fewer
+/// layers than --ranks) take the overhead per instruction of the most
+/// ranks measured, as interpolation does beyond the last point.
+void carryInstructionOverhead(sched::ClusterConfig &cluster) {
+  const sched::MachineProfile::Contention *last = nullptr;
+  for (const sched::MachineProfile::Contention &p : cluster.measured.contention)
+    if (p.hidden == 0 && p.instruction > 0 && (!last || p.ranks > last->ranks))
+      last = &p;
+  if (!last)
+    return;
+  const double instruction = last->instruction;
+  const int64_t ranks = last->ranks;
+  for (sched::MachineProfile::Contention &p : cluster.measured.contention)
+    if (p.hidden == 0 && p.ranks > ranks && p.instruction == 0)
+      p.instruction = instruction;
+}
+
 /// Folds the calibration jobs' rounds into `cluster`:
 ///  - each kind of every model's layers at each micro-batch size is scaled
 ///    by what its 1-rank job measured in a real run (the median over the
@@ -955,6 +972,7 @@ std::string calibrate(sched::ClusterConfig &cluster,
         run.medianOf([](const JobResult &j) { return j.instruction; }) * 1e6);
     progress(line);
   }
+  carryInstructionOverhead(cluster);
   return {};
 }
 
@@ -1388,7 +1406,13 @@ int runWorker(int argc, char **argv, const std::string &worker) {
 #ifdef FLEXPIPE_PROFILE_MPI
   std::unique_ptr<rt::Comm> comm = rt::makeMpiComm(&argc, &argv);
   int code = 1;
-  if (worker == "ping-pong" && comm->size() >= 2)
+  if (worker != "ping-pong")
+    std::fprintf(stderr, "flexpipe-profile: unknown worker '%s'\n",
+                 worker.c_str());
+  else if (comm->size() < 2)
+    std::fprintf(stderr, "flexpipe-profile: the ping-pong worker needs 2 or "
+                         "more ranks (under mpirun -np K)\n");
+  else
     code = pingPongWorker(*comm);
   comm->finalize();
   return code;
