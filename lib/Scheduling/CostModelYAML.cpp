@@ -270,8 +270,9 @@ void readList(const Reader &r, const YAML::Node &node, const char *key,
 MachineProfile readMeasured(const Reader &r, const YAML::Node &node) {
   const std::string what = "the measured section";
   r.expectMap(node, what,
-              {"cores_per_node", "time_slice_s", "optimizer_s_per_parameter",
-               "allreduce", "contention", "layers"});
+              {"cores_per_node", "time_slice_s", "handoff_s",
+               "optimizer_s_per_parameter", "allreduce", "contention",
+               "layers"});
   MachineProfile m;
   if (node["cores_per_node"])
     m.coresPerNode = r.integer(node["cores_per_node"], "cores_per_node", 1);
@@ -286,6 +287,8 @@ MachineProfile readMeasured(const Reader &r, const YAML::Node &node) {
       r.fail(slice.Mark(), os.str());
     }
   }
+  if (node["handoff_s"])
+    m.handoff = r.number(node["handoff_s"], "handoff_s", 0, false);
   if (node["optimizer_s_per_parameter"])
     m.optimizerPerParameter = r.number(node["optimizer_s_per_parameter"],
                                        "optimizer_s_per_parameter", 0, false);
@@ -721,6 +724,8 @@ std::string flexpipe::sched::formatCluster(const ClusterConfig &cluster) {
     os << "  cores_per_node: " << m.coresPerNode << "\n";
   if (m.timeSlice > 0)
     os << "  time_slice_s: " << m.timeSlice << "\n";
+  if (m.handoff > 0)
+    os << "  handoff_s: " << m.handoff << "\n";
   os << "  optimizer_s_per_parameter: " << m.optimizerPerParameter << "\n";
   if (m.allReduce.bandwidth > 0)
     os << "  allreduce: {bandwidth_bytes_per_s: " << m.allReduce.bandwidth

@@ -21,9 +21,9 @@ EventCore::EventCore(int32_t numActors)
 EventCore::EventCore(int32_t numActors, const SimCosts &costs)
     : cores(costs.groupCores), slowdown(costs.groupSlowdown),
       rates(costs.groupCores.size()), running(costs.groupCores.size()),
-      slice(costs.groupSlice), turns(costs.groupCores.size()),
-      progressing(costs.groupCores.size()), busyUntil(numActors, 0.0),
-      dirty(numActors, true), settleAsk(numActors) {
+      slice(costs.groupSlice), handoff(costs.groupHandoff),
+      turns(costs.groupCores.size()), progressing(costs.groupCores.size()),
+      busyUntil(numActors, 0.0), dirty(numActors, true), settleAsk(numActors) {
   const int32_t numGroups = static_cast<int32_t>(cores.size());
   group.assign(numActors, -1);
   for (int32_t a = 0;
@@ -100,9 +100,16 @@ double EventCore::settleTurn(size_t g) {
   auto held = std::find_if(jobs.begin(), jobs.end(), [&](const Job &job) {
     return job.actor == turn.holder;
   });
+  // A computation whose actor takes the core over from another starts with
+  // the switch and caches the other filled (MachineProfile::handoff).
+  auto takeOver = [&] {
+    if (turn.holder >= 0 && turn.holder != jobs.front().actor)
+      jobs.front().left += handoff;
+    turn = {jobs.front().actor, time};
+  };
   if (held == jobs.end()) {
     // The holder waits (or none yet): the next in line takes the core.
-    turn = {jobs.front().actor, time};
+    takeOver();
   } else {
     // The holder goes on: its next computation comes first.
     std::rotate(jobs.begin(), held, held + 1);
@@ -118,7 +125,7 @@ double EventCore::settleTurn(size_t g) {
   double end = turn.start + slice * slices;
   if (end <= time + 1e-9 * slice) {
     std::rotate(jobs.begin(), jobs.begin() + 1, jobs.end());
-    turn = {jobs.front().actor, time};
+    takeOver();
     end = time + slice;
   }
   return end;
@@ -209,8 +216,10 @@ bool EventCore::fastForward() {
     if (k == 0)
       continue;
     if (takesTurns(g) && k > 1) {
+      // Each took the core over once a round of its group's turns.
       for (Job &job : running[g])
-        job.left -= span / static_cast<double>(k) * rates[g];
+        job.left += handoff * span / (slice * static_cast<double>(k)) -
+                    span / static_cast<double>(k) * rates[g];
       turns[g].start += span;
     } else {
       for (size_t j = 0; j < progressing[g]; ++j)

@@ -184,10 +184,12 @@ static void shareCores(const ClusterConfig &cluster, const ModuleModel *module,
                    id, actors.size(), replicas, c);
     }
   }
-  if (c.groupCores.empty())
+  if (c.groupCores.empty()) {
     c.coreGroup.clear();
-  else
+  } else {
     c.groupSlice = cluster.measured.timeSlice;
+    c.groupHandoff = cluster.measured.handoff;
+  }
 }
 
 llvm::Error flexpipe::sched::modelCosts(const Program &program,

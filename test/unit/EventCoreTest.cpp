@@ -344,3 +344,40 @@ TEST_CASE("a rank that has not blocked keeps its core across the time "
   CHECK(runWith(true, true, true) == kept);
   CHECK(runWith(true, true, false) == passed);
 }
+
+TEST_CASE("a computation that takes a shared core over starts with the "
+          "hand-over's cost",
+          "[simulator][eventcore]") {
+  // Actors 0 and 1 share one core (long slice), 0.25 each time one takes
+  // the core from the other: actor 0 computes [0, 1), actor 1 (ready at
+  // 0.5) takes the core at 1 and computes 1 + 0.25, actor 0's second
+  // computation (ready at 1.5) takes it back at 2.25 and computes 0.5 +
+  // 0.25. Without a previous holder, actor 0's first pays nothing.
+  SimCosts costs;
+  costs.coreGroup = {0, 0};
+  costs.groupCores = {1.0};
+  costs.groupSlice = 100.0;
+  costs.groupHandoff = 0.25;
+  EventCore core(2, costs);
+  std::vector<std::pair<int32_t, double>> ends;
+  bool started = false;
+  core.run(
+      [&](int32_t, bool) {
+        if (started)
+          return false;
+        started = true;
+        core.compute(0, 0, 1.0, 0.0);
+        core.compute(1, 1, 1.0, 0.5);
+        core.compute(0, 2, 0.5, 1.5);
+        return true;
+      },
+      [&](int32_t, int32_t id) {
+        ends.push_back({id, core.now()});
+      });
+  REQUIRE(ends.size() == 3);
+  CHECK(ends[0] == std::pair<int32_t, double>{0, 1.0});
+  CHECK(ends[1].first == 1);
+  CHECK(ends[1].second == Approx(2.25));
+  CHECK(ends[2].first == 2);
+  CHECK(ends[2].second == Approx(3.0));
+}

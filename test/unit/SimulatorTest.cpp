@@ -768,6 +768,7 @@ TEST_CASE("a measured cluster file reads back as written", "[costmodel]") {
   cluster.intraNode = cluster.interNode = {1.5e9, 5e-7};
   cluster.measured.coresPerNode = 2;
   cluster.measured.timeSlice = 2.5e-3;
+  cluster.measured.handoff = 1.5e-5;
   cluster.measured.optimizerPerParameter = 1.25e-8;
   cluster.measured.allReduce = {7.5e8, 2.5e-6};
   cluster.measured.contention = {
@@ -785,6 +786,7 @@ TEST_CASE("a measured cluster file reads back as written", "[costmodel]") {
   CHECK(back.measured.contention[1].slowdown == 2.125);
   CHECK(back.measured.allReduce.bandwidth == 7.5e8);
   CHECK(back.measured.timeSlice == 2.5e-3);
+  CHECK(back.measured.handoff == 1.5e-5);
   // The measured all-reduce prices every ring step within a node; a ring
   // over two nodes, and pipeline messages, keep the links.
   CHECK(allReduceTime(back, {0, 1}, 1.5e6) ==

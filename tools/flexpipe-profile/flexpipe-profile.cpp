@@ -1103,6 +1103,86 @@ double measureTimeSlice(double seconds) {
   return slice < sched::MachineProfile::kMinTimeSlice ? 0 : slice;
 }
 
+/// Seconds per round (a micro-batch forward and backward through `copies`
+/// blocks of `shape`) of a process bound to core 0: alone (`pair` false),
+/// or handing the core to a second such process after each round and
+/// taking it back (a round and a hand-over each, the pair's time over its
+/// rounds). 0 on failure.
+double roundsOnOneCore(const Shape &shape, int copies, bool pair, int rounds) {
+  int result[2], ab[2], ba[2];
+  if (pipe(result) != 0 || pipe(ab) != 0 || pipe(ba) != 0)
+    return 0;
+  std::vector<pid_t> children;
+  for (int i = 0; i < (pair ? 2 : 1); ++i) {
+    const pid_t pid = fork();
+    if (pid < 0)
+      break;
+    if (pid == 0) {
+      asChild(SIGKILL);
+      if (!rt::bindToCore(0).empty())
+        _exit(1);
+      LayerRunner runner(shape, copies, 1);
+      std::array<double, 3> times;
+      runner.round(times); // warm
+      char c = 't';
+      if (i == 1) { // takes its turn when handed the core, hands it back
+        for (int r = 0; r < rounds; ++r) {
+          if (read(ab[0], &c, 1) != 1)
+            _exit(1);
+          runner.round(times);
+          if (write(ba[1], &c, 1) != 1)
+            _exit(1);
+        }
+        _exit(0);
+      }
+      const Clock::time_point start = Clock::now();
+      for (int r = 0; r < rounds; ++r) {
+        runner.round(times);
+        if (pair && (write(ab[1], &c, 1) != 1 || read(ba[0], &c, 1) != 1))
+          _exit(1);
+      }
+      const double each = since(start) / (pair ? 2.0 : 1.0) / rounds;
+      _exit(write(result[1], &each, sizeof each) == sizeof each ? 0 : 1);
+    }
+    children.push_back(pid);
+  }
+  for (int fd : {result[1], ab[0], ab[1], ba[0], ba[1]})
+    close(fd);
+  double each = 0;
+  if (read(result[0], &each, sizeof each) != sizeof each)
+    each = 0;
+  close(result[0]);
+  for (pid_t pid : children) {
+    if (!(each > 0))
+      kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+  }
+  return each;
+}
+
+/// What a computation takes longer right after its process took a shared
+/// core over from another (MachineProfile::handoff): two processes bound to
+/// one core, each holding a stage's `copies` blocks of `shape`, hand each
+/// other the core after every micro-batch through them, against one process
+/// running the same rounds alone right before; the median of 3 such pairs,
+/// in seconds per hand-over, at least 0. The switch alone is microseconds;
+/// the rest is the caches, which the other process's blocks filled.
+double measureHandoff(const Shape &shape, int copies, double seconds) {
+  std::vector<double> handoffs;
+  for (int i = 0; i < 3; ++i) {
+    const double alone = roundsOnOneCore(shape, copies, false, 3);
+    if (!(alone > 0))
+      return 0;
+    const int rounds = std::clamp(static_cast<int>(seconds / alone), 10, 2000);
+    const double single = roundsOnOneCore(shape, copies, false, rounds);
+    const double taking = roundsOnOneCore(shape, copies, true, rounds / 2);
+    if (!(single > 0 && taking > 0))
+      return 0;
+    handoffs.push_back(std::max(0.0, taking - single));
+  }
+  return median(handoffs);
+}
+
 /// How much each model's blocks slow down while 2, 3, ... `ranks`
 /// processes compute at once, beyond taking turns on `cores` cores: the
 /// contention points (the first model's without a shape, the others' with
@@ -1847,6 +1927,20 @@ static int profileMain(int argc, char **argv) {
   calibrationRound();
 
   measureSliceAndStep(measured, ranks > cores, o.seconds, progress);
+  if (ranks > cores) {
+    const sched::ModelConfig &first = models.front();
+    const sched::ModuleModel &m = first.modules.front();
+    // A stage's blocks at the most ranks.
+    const int copies =
+        static_cast<int>(std::max<int64_t>(1, (m.layers + ranks - 1) / ranks));
+    measured.handoff = measureHandoff(
+        {sched::MeasuredLayer::Block, configOf(m, first.microBatchSize)},
+        copies, std::max(0.1, 2 * o.seconds));
+    progress(first.name +
+             ", a computation right after its rank took a "
+             "shared core over: " +
+             std::to_string(measured.handoff * 1e6) + " us longer");
+  }
   calibrationRound();
 
   if (failure.empty() && !rounds.empty())

@@ -105,6 +105,12 @@ struct MachineProfile {
   /// moment). flexpipe-profile measures it with two processes on one core.
   /// At least kMinTimeSlice when set.
   double timeSlice = 0;
+  /// Seconds a computation takes longer when its rank has just taken a
+  /// shared core from another rank: the switch, and the caches the other
+  /// rank's computation filled with its own data (0: none). flexpipe-profile
+  /// measures it with two processes on one core that hand each other the
+  /// core after each micro-batch through the first model's blocks.
+  double handoff = 0;
   /// The shortest time slice a cluster file may give: OS schedulers give
   /// milliseconds, and the simulator takes an event per slice (a thousand
   /// per rank and simulated second at this one).

@@ -299,6 +299,7 @@ private:
   /// Groups taking turns (slice > 0): the actor holding the core and when
   /// its slice started (renewed every `slice` while nobody else waits).
   double slice = 0;
+  double handoff = 0; ///< work a computation gains taking a core over
   struct Turn {
     int32_t holder = -1;
     double start = 0;

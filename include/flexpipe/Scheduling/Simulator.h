@@ -100,6 +100,9 @@ struct SimCosts {
   /// rank computing keeps the core until it waits or has run a slice while
   /// another rank is ready (EventCore, "take turns").
   double groupSlice = 0;
+  /// Seconds of work a computation gains when its actor takes a core of a
+  /// group taking turns from another actor (MachineProfile::handoff).
+  double groupHandoff = 0;
   /// Seconds every instruction takes beyond its computation, message or
   /// collective (the runtime's dispatch and bookkeeping, measured:
   /// MachineProfile::Contention::instruction): a computation computes that
