@@ -432,6 +432,22 @@ double Simulator::waitEnd(const SimCosts &costs, int32_t id, double s,
   return end;
 }
 
+int32_t Simulator::untimedDependency(int32_t id,
+                                     const std::vector<uint8_t> &done) const {
+  if (const int32_t post = graph.waitsPost[id]; post >= 0) {
+    for (int32_t m = graph.groupFirst[post]; m >= 0; m = graph.groupNext[m])
+      if (!done[m])
+        return m;
+    return -1;
+  }
+  if (const int32_t dep = graph.dependsOn[id]; dep >= 0 && !done[dep])
+    return dep;
+  if (const int32_t send = graph.waitsSend[id];
+      send >= 0 && !done[graph.takenBy[send]])
+    return graph.takenBy[send];
+  return -1;
+}
+
 Simulator::Times Simulator::time(const SimCosts &costs) const {
   const int32_t n = numActors;
   const int32_t numOps = static_cast<int32_t>(ops.size());
@@ -518,17 +534,8 @@ Simulator::Times Simulator::time(const SimCosts &costs) const {
     case OpKind::RecvAct:
     case OpKind::RecvGrad:
       // What it waits for must have happened (been timed) first.
-      if (const int32_t post = graph.waitsPost[id]; post >= 0) {
-        for (int32_t m = graph.groupFirst[post]; m >= 0; m = graph.groupNext[m])
-          if (!done[m])
-            return waitFor(a, m);
-      } else if (const int32_t dep = graph.dependsOn[id];
-                 dep >= 0 && !done[dep]) {
-        return waitFor(a, dep);
-      } else if (const int32_t send = graph.waitsSend[id];
-                 send >= 0 && !done[graph.takenBy[send]]) {
-        return waitFor(a, graph.takenBy[send]);
-      }
+      if (const int32_t first = untimedDependency(id, done); first >= 0)
+        return waitFor(a, first);
       // Its overhead once what it waits for is there. What comes within
       // that overhead its first poll finds: no wait, the core kept.
       e = waitEnd(costs, id, s, t.start, why);

@@ -1045,6 +1045,18 @@ double concurrentRate(const Shape &shape, int copies, int k, int64_t cores,
   return ok ? slowest : 0;
 }
 
+/// fork(), the child (0 returned) bound to core 0 and killed with its
+/// parent; it exits with 1 where it cannot be bound.
+pid_t forkOnCoreZero() {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    asChild(SIGKILL);
+    if (!rt::bindToCore(0).empty())
+      _exit(1);
+  }
+  return pid;
+}
+
 /// How long the OS scheduler lets a process compute on a shared core while
 /// another one is ready there: two processes bound to one core spin for
 /// `seconds`, each counting the stretches it ran (a gap of more than 20 us
@@ -1057,13 +1069,10 @@ double measureTimeSlice(double seconds) {
     return 0;
   std::vector<pid_t> children;
   for (int i = 0; i < 2; ++i) {
-    const pid_t pid = fork();
+    const pid_t pid = forkOnCoreZero();
     if (pid < 0)
       break;
     if (pid == 0) {
-      asChild(SIGKILL);
-      if (!rt::bindToCore(0).empty())
-        _exit(1);
       const Clock::time_point start = Clock::now();
       Clock::time_point last = start;
       double ran = 0, stretch = 0;
@@ -1114,13 +1123,10 @@ double roundsOnOneCore(const Shape &shape, int copies, bool pair, int rounds) {
     return 0;
   std::vector<pid_t> children;
   for (int i = 0; i < (pair ? 2 : 1); ++i) {
-    const pid_t pid = fork();
+    const pid_t pid = forkOnCoreZero();
     if (pid < 0)
       break;
     if (pid == 0) {
-      asChild(SIGKILL);
-      if (!rt::bindToCore(0).empty())
-        _exit(1);
       LayerRunner runner(shape, copies, 1);
       std::array<double, 3> times;
       runner.round(times); // warm
@@ -1181,6 +1187,24 @@ double measureHandoff(const Shape &shape, int copies, double seconds) {
     handoffs.push_back(std::max(0.0, taking - single));
   }
   return median(handoffs);
+}
+
+/// measureHandoff for `model`'s blocks, as many as a stage holds at
+/// `ranks` ranks, printed.
+double measureHandoffOf(const sched::ModelConfig &model, int64_t ranks,
+                        double seconds,
+                        const std::function<void(std::string)> &progress) {
+  const sched::ModuleModel &m = model.modules.front();
+  const int copies =
+      static_cast<int>(std::max<int64_t>(1, (m.layers + ranks - 1) / ranks));
+  const double handoff = measureHandoff(
+      {sched::MeasuredLayer::Block, configOf(m, model.microBatchSize)}, copies,
+      std::max(0.1, 2 * seconds));
+  progress(model.name +
+           ", a computation right after its rank took a "
+           "shared core over: " +
+           std::to_string(handoff * 1e6) + " us longer");
+  return handoff;
 }
 
 /// How much each model's blocks slow down while 2, 3, ... `ranks`
@@ -1927,20 +1951,9 @@ static int profileMain(int argc, char **argv) {
   calibrationRound();
 
   measureSliceAndStep(measured, ranks > cores, o.seconds, progress);
-  if (ranks > cores) {
-    const sched::ModelConfig &first = models.front();
-    const sched::ModuleModel &m = first.modules.front();
-    // A stage's blocks at the most ranks.
-    const int copies =
-        static_cast<int>(std::max<int64_t>(1, (m.layers + ranks - 1) / ranks));
-    measured.handoff = measureHandoff(
-        {sched::MeasuredLayer::Block, configOf(m, first.microBatchSize)},
-        copies, std::max(0.1, 2 * o.seconds));
-    progress(first.name +
-             ", a computation right after its rank took a "
-             "shared core over: " +
-             std::to_string(measured.handoff * 1e6) + " us longer");
-  }
+  if (ranks > cores)
+    measured.handoff =
+        measureHandoffOf(models.front(), ranks, o.seconds, progress);
   calibrationRound();
 
   if (failure.empty() && !rounds.empty())

@@ -328,6 +328,9 @@ private:
   /// `why` set to what decided it when that is later than `s`. What it
   /// waits for must have been timed (`start`).
   double durationOf(const SimCosts &costs, int32_t id) const;
+  /// What wait or receive `id` waits for that is not timed yet (`done`):
+  /// an op id, or -1.
+  int32_t untimedDependency(int32_t id, const std::vector<uint8_t> &done) const;
   double collectiveTime(const SimCosts &costs, const Op &op) const;
   double waitEnd(const SimCosts &costs, int32_t id, double s,
                  const std::vector<double> &start, int32_t &why) const;
