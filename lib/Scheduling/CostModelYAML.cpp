@@ -724,7 +724,8 @@ std::string flexpipe::sched::formatCluster(const ClusterConfig &cluster) {
     os << "  cores_per_node: " << m.coresPerNode << "\n";
   if (m.timeSlice > 0)
     os << "  time_slice_s: " << m.timeSlice << "\n";
-  if (m.handoff > 0)
+  // Beside the slice whenever there is one (0: measured as nothing).
+  if (m.timeSlice > 0 || m.handoff > 0)
     os << "  handoff_s: " << m.handoff << "\n";
   os << "  optimizer_s_per_parameter: " << m.optimizerPerParameter << "\n";
   if (m.allReduce.bandwidth > 0)
