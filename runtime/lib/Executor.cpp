@@ -399,14 +399,13 @@ struct flexpipe_rt {
   /// and one to `count` (for --profile; an asynchronous device finishes it
   /// first when timings are synchronous).
   template <typename Fn> void timeInto(double &seconds, double &count, Fn fn) {
-    const Clock::time_point start = Clock::now();
-    fn();
-    if (syncTimings)
-      device->synchronize();
-    if (iteration > firstIteration) {
-      seconds += std::chrono::duration<double>(Clock::now() - start).count();
+    hostTimed(seconds, [&] {
+      fn();
+      if (syncTimings)
+        device->synchronize();
+    });
+    if (iteration > firstIteration)
       count += 1;
-    }
   }
   template <typename Fn> void timed(int64_t s, int kind, Fn fn) {
     timeInto(busy[s * 4 + kind], calls[s * 4 + kind], fn);

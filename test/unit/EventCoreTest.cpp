@@ -194,16 +194,24 @@ TEST_CASE("groups on one node slow each other by the node's computations",
   CHECK(near(ends(costs, {0, 1, 2}, {0, 0, 0}), {3.5, 3.5, 2}));
 }
 
+/// Actors 0 and 1 on one core that they take turns on (time slice `slice`,
+/// hand-over cost `handoff`).
+static SimCosts oneSharedCore(double slice, double handoff = 0) {
+  SimCosts costs;
+  costs.coreGroup = {0, 0};
+  costs.groupCores = {1.0};
+  costs.groupSlice = slice;
+  costs.groupHandoff = handoff;
+  return costs;
+}
+
 TEST_CASE("computations of a one-core group with a time slice take turns",
           "[simulator][eventcore]") {
   // Actors 0 and 1 share one core with a slice of 1. Short computations run
   // one after the other (the first ready keeps the core); long ones
   // alternate slice by slice; the holder keeps the core across computations
   // started as its last one ends.
-  SimCosts costs;
-  costs.coreGroup = {0, 0};
-  costs.groupCores = {1.0};
-  costs.groupSlice = 1.0;
+  SimCosts costs = oneSharedCore(1.0);
   auto runWith = [&](std::vector<std::pair<int32_t, double>> first,
                      std::vector<double> next0) {
     EventCore core(2, costs);
@@ -295,10 +303,7 @@ TEST_CASE("a rank that has not blocked keeps its core across the time "
   // of its own; actor 1 asks for the core at 1.1 (its message came).
   // `late`: actor 0 knows its next computation only at 1.2 (what it waits
   // for is timed then), its instructions running until 1.25 (hold()).
-  SimCosts costs;
-  costs.coreGroup = {0, 0};
-  costs.groupCores = {1.0};
-  costs.groupSlice = 100.0;
+  const SimCosts costs = oneSharedCore(100.0);
   auto runWith = [&](bool continuing, bool late, bool holds) {
     EventCore core(2, costs);
     std::vector<std::pair<int32_t, double>> ends;
@@ -353,12 +358,7 @@ TEST_CASE("a computation that takes a shared core over starts with the "
   // 0.5) takes the core at 1 and computes 1 + 0.25, actor 0's second
   // computation (ready at 1.5) takes it back at 2.25 and computes 0.5 +
   // 0.25. Without a previous holder, actor 0's first pays nothing.
-  SimCosts costs;
-  costs.coreGroup = {0, 0};
-  costs.groupCores = {1.0};
-  costs.groupSlice = 100.0;
-  costs.groupHandoff = 0.25;
-  EventCore core(2, costs);
+  EventCore core(2, oneSharedCore(100.0, 0.25));
   std::vector<std::pair<int32_t, double>> ends;
   bool started = false;
   core.run(
