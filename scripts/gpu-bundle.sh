@@ -56,11 +56,12 @@ COMPILE="$BUILD_DIR/bin/flexpipe-compile"
 # The runtime without MPI: ranks start from the environment (run-env.sh).
 if [ ! -f "$GPU_BUILD_DIR/build.ninja" ]; then
   log "Configuring $GPU_BUILD_DIR (CUDA backend, no MPI, sm_${CUDA_ARCHS:-90})"
+  mkdir -p "$GPU_BUILD_DIR"
   cmake -S "$FLEXPIPE_ROOT" -B "$GPU_BUILD_DIR" -G Ninja \
     -DCMAKE_BUILD_TYPE=Release -DFLEXPIPE_ENABLE_CUDA=ON \
     -DFLEXPIPE_ENABLE_MPI=OFF -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCHS:-90}" \
-    -DFLEXPIPE_CPU_ARCH=x86-64-v2 > "$GPU_BUILD_DIR.cmake.log" 2>&1 ||
-    die "CMake configuration failed (see $GPU_BUILD_DIR.cmake.log)"
+    -DFLEXPIPE_CPU_ARCH=x86-64-v2 > "$GPU_BUILD_DIR/cmake.log" 2>&1 ||
+    die "CMake configuration failed (see $GPU_BUILD_DIR/cmake.log)"
 fi
 config="$GPU_BUILD_DIR/include/flexpipe/Config.h"
 grep -q '#define FLEXPIPE_ENABLE_CUDA 1' "$config" ||
