@@ -574,11 +574,35 @@ static LogicalResult emitReplayed(ScheduleOp schedule,
 /// --emit=cpp|exe with a model: each schedule's peak activation memory per
 /// actor as the cost model predicts it (the report's), for the ranks to
 /// print beside what they measure (kPredictedPeakAttr).
+/// The backends keep different attention arrays: the CPU backend the
+/// scores (s x s per head), the CUDA backend none (it recomputes them, as
+/// FlashAttention does). A model file that says otherwise gets predicted
+/// peaks that the ranks do not reach (or exceed); say so once.
+static void warnAttentionMismatch(const CompileOptions &options,
+                                  const sched::ModelConfig &model) {
+  const bool keepsNoScores = options.backend != "cpu";
+  if (model.flashAttention == keepsNoScores)
+    return;
+  llvm::errs() << "flexpipe-compile: warning: the " << options.backend
+               << " backend's attention keeps "
+               << (keepsNoScores ? "no scores (it recomputes them)"
+                                 : "its s x s scores per head")
+               << ", but '" << options.model << "' prices it as "
+               << (model.flashAttention ? "flash" : "materialized")
+               << ": the peak activation memory predicted for the ranks "
+               << (keepsNoScores ? "counts scores they do not keep"
+                                 : "leaves out the scores they keep")
+               << "; say 'attention: "
+               << (keepsNoScores ? "flash" : "materialized")
+               << "' there for this backend\n";
+}
+
 static LogicalResult predictMemory(ModuleOp module,
                                    const CompileOptions &options,
                                    const sched::CostInputs &inputs) {
   if (!inputs.hasModel())
     return success();
+  warnAttentionMismatch(options, *inputs.model);
   for (ScheduleOp schedule : module.getOps<ScheduleOp>()) {
     sched::SimCosts costs;
     sched::SimResult result;
