@@ -928,6 +928,27 @@ flexpipe.pipeline @global_div0 actors(2) microbatches(2) {
 
 // -----
 
+// Tests constants that MLIR would fold in wrapping arithmetic while parsing
+// the map ((2^62 + 1) * 4 became 4, and the limit pp * 4 - 15 = 1): refused
+// at the constant, before the fold hides it.
+flexpipe.pipeline @wrapped_constant actors(4) microbatches(8) {
+  flexpipe.module @gpt layers(8) placement(one_to_one)
+  // expected-error @+1 {{with constant 4611686018427387905 the constants of this in-flight affine map multiply past 2^62}}
+  flexpipe.inflight per_actor affine_map<(a)[pp, s, m] -> (pp * 4611686018427387905 * 4 - 15)>
+}
+
+// -----
+
+// Tests constants each within bounds whose product is not (the digits of the
+// names d0, s0, pp2 are no constants).
+flexpipe.pipeline @wrapped_product actors(4) microbatches(8) {
+  flexpipe.module @gpt layers(8) placement(one_to_one)
+  // expected-error @+1 {{with constant 1000 the constants of this in-flight affine map multiply past 2^62}}
+  flexpipe.inflight per_actor affine_map<(d0)[pp2, s, m] -> ((pp2 - d0) * 1000000 * 1000000 * 1000000 floordiv 1000)>
+}
+
+// -----
+
 // Tests a module that lists an input twice (the schedule got the edge
 // 1 -> 2 twice).
 flexpipe.pipeline @p actors(2) microbatches(2) {

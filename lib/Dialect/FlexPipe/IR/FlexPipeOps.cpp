@@ -439,6 +439,42 @@ static void printInstRef(OpAsmPrinter &printer, Operation *, StringAttr inst) {
     printer.printSymbolName(inst.getValue());
 }
 
+/// MLIR folds an affine map's constant subexpressions while it parses them,
+/// in wrapping 64-bit arithmetic (`4611686018427387905 * 4` becomes 4), and
+/// the limit's checked evaluation sees only the folded map. So the literals
+/// of the map's text [begin, end) are bounded here, where they can still be
+/// seen: the product of all, each counted as at least 2, at most 2^62. No
+/// fold of them can then wrap, and the printed (folded) map reads back.
+static ParseResult checkAffineLiterals(OpAsmParser &parser, llvm::SMLoc begin,
+                                       llvm::SMLoc end) {
+  const char *text = begin.getPointer();
+  const llvm::StringRef map(text, end.getPointer() - text);
+  constexpr uint64_t kProductLimit = uint64_t(1) << 62;
+  uint64_t product = 1;
+  for (size_t i = 0; i < map.size();) {
+    const bool inName =
+        i > 0 && (llvm::isAlnum(map[i - 1]) || map[i - 1] == '_');
+    if (!llvm::isDigit(map[i]) || inName) {
+      ++i;
+      continue;
+    }
+    const size_t start = i;
+    while (i < map.size() && llvm::isDigit(map[i]))
+      ++i;
+    uint64_t value = 0;
+    const bool huge = map.substr(start, i - start).getAsInteger(10, value);
+    const uint64_t factor = std::max<uint64_t>(value, 2);
+    if (huge || product > kProductLimit / factor)
+      return parser.emitError(llvm::SMLoc::getFromPointer(text + start))
+             << "with constant " << map.substr(start, i - start)
+             << " the constants of this in-flight affine map multiply past "
+                "2^62; MLIR folds them in wrapping arithmetic while it "
+                "parses the map, so it cannot be read as written";
+    product *= factor;
+  }
+  return success();
+}
+
 /// An integer, a list `[a, b, ...]`, or an `affine_map<...>`.
 static ParseResult parseInflightLimit(OpAsmParser &parser, Attribute &limit) {
   Builder &builder = parser.getBuilder();
@@ -478,7 +514,7 @@ static ParseResult parseInflightLimit(OpAsmParser &parser, Attribute &limit) {
            << "expected an in-flight limit: an integer, a list [a, b, ...], "
               "an affine_map<...> or rule(\"name\")";
   limit = attr;
-  return success();
+  return checkAffineLiterals(parser, loc, parser.getCurrentLocation());
 }
 
 static void printInflightLimit(OpAsmPrinter &printer, Operation *,
