@@ -13,7 +13,8 @@
 // previous file (or none) rather than half of one. A symbolic link is
 // followed, dangling or not (its target is replaced); a path under /dev or
 // /proc (/dev/null, /dev/stdout, /proc/self/fd/N) or another character device
-// is written in place and appended to; a FIFO, socket or block device
+// is written in place and appended to (one under /dev or /proc that does
+// not exist is refused, not created); a FIFO, socket or block device
 // elsewhere is refused.
 //
 //===----------------------------------------------------------------------===//
@@ -68,6 +69,14 @@ public:
     // in it and what the program printed.
     struct stat info;
     if (isSystemPath(target)) {
+      // Only what is there: as root, appending to /dev/null.actor0 made a
+      // regular file in /dev.
+      if (::stat(target.c_str(), &info) != 0) {
+        problem = "cannot write '" + this->path +
+                  "': it does not exist, and no file is made under /dev "
+                  "or /proc (only existing ones are written, in place)";
+        return;
+      }
       direct = true;
     } else if (::stat(target.c_str(), &info) == 0) {
       if (S_ISDIR(info.st_mode)) {

@@ -150,6 +150,11 @@
 // RUN: %t/a-good/run-mpi.sh --iterations 1 --losses %t/links/dangling > /dev/null
 // RUN: test -L %t/links/dangling && test -s %t/links/absent
 // RUN: %t/a-good/run-mpi.sh --iterations 1 --losses /dev/null > /dev/null && test -c /dev/null
+// Nothing is made under /dev or /proc: --weights names one file per actor
+// (PREFIX.actorA), and as root /dev/null.actor0 became a regular file.
+// RUN: not timeout 60 %t/a-good/run-mpi.sh --iterations 1000000 --weights /dev/null 2>&1 | FileCheck %s --check-prefix=DEVWEIGHTS
+// DEVWEIGHTS: cannot write '/dev/null.actor{{[0-9]}}': it does not exist, and no file is made under /dev or /proc (only existing ones are written, in place) (checked before training)
+// RUN: test ! -e /dev/null.actor0
 // /dev/stdout redirected to a file is appended to: the file keeps what it
 // held and what the run printed (renaming over its resolved file lost both).
 // A trace there puts its parts in TMPDIR (they went into /dev).
