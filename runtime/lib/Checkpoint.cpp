@@ -364,14 +364,16 @@ std::string flexpipe::rt::readCheckpoint(const std::string &path,
 
   Reader r(bytes, end);
   const bool whole = readFields(r, c);
-  // Without its last 8 bytes a file whole up to them read its
-  // parameters' end as its checksum ("ending inside its parameters").
+  // A file cut at or inside its checksum read its parameters' end as the
+  // checksum ("ending inside its parameters"): its fields are whole
+  // without the 8 bytes, with fewer than 8 left.
   if (!whole && !checksumOk) {
     Checkpoint shorter;
     Reader all(bytes, size);
-    if (readFields(all, shorter) && all.left() == 0)
+    if (readFields(all, shorter) && all.left() < sizeof(uint64_t))
       return file + " is truncated (" + std::to_string(size) +
-             " bytes, ending before its checksum)";
+             " bytes, ending " + (all.left() == 0 ? "before" : "inside") +
+             " its checksum)";
   }
   if (!whole)
     return file + " is " + (checksumOk ? "corrupt" : "truncated or corrupt") +

@@ -564,47 +564,59 @@ Checkpoint resumeFrom(flexpipe_rt &rt, const Checkpoint &identity) {
     }
     comm.abort(message, 1);
   }
-  // The ranks agree on the newest generation they all have: each proposes
-  // its newest up to the oldest proposal until the proposals agree. A rank
-  // killed while the others wrote generation K still has K's predecessor.
-  uint64_t proposal = static_cast<uint64_t>(mine.back()), lo = 0, hi = 0;
+  // The ranks agree on the newest generation they all have, written by one
+  // run: each proposes its newest up to the oldest proposal until the
+  // proposals agree. A rank killed while the others wrote generation K
+  // still has K's predecessor; a run killed while it replaced another's
+  // generation K leaves some ranks' files of each, and an older generation
+  // may still be whole.
+  int64_t generation = 0;
+  std::string path, mixed;
+  Checkpoint found;
   for (;;) {
-    comm.minMax(proposal, lo, hi);
+    uint64_t proposal = mine.empty() ? 0 : static_cast<uint64_t>(mine.back());
+    uint64_t lo = 0, hi = 0;
+    for (;;) {
+      comm.minMax(proposal, lo, hi);
+      if (lo == hi)
+        break;
+      proposal = 0;
+      for (int64_t k : mine)
+        if (static_cast<uint64_t>(k) <= lo)
+          proposal = static_cast<uint64_t>(k);
+    }
+    if (lo == 0 && !mixed.empty())
+      comm.abort(mixed + "; resume from a directory of one run", 1);
+    if (lo == 0) {
+      std::string have;
+      for (int64_t k : mine)
+        have += (have.empty() ? "" : ", ") + std::to_string(k);
+      comm.abort("--resume: the ranks' checkpoints in '" + dir +
+                     "' have no generation in common (rank " + rank +
+                     " has iter-" + have + ")",
+                 1);
+    }
+    generation = static_cast<int64_t>(lo);
+    path = checkpointPath(dir, generation, comm.rank());
+    if (std::string error = readCheckpoint(path, found); !error.empty())
+      comm.abort("--resume: " + error, 1);
+    if (std::string error = checkpointMismatch(path, found, identity);
+        !error.empty())
+      comm.abort("--resume: " + error, 1);
+    comm.minMax(found.run, lo, hi);
     if (lo == hi)
       break;
-    proposal = 0;
-    for (int64_t k : mine)
-      if (static_cast<uint64_t>(k) <= lo)
-        proposal = static_cast<uint64_t>(k);
+    mixed = "--resume: the files of iteration " + std::to_string(generation) +
+            " in '" + dir + "' were written by different runs (rank " + rank +
+            "'s by run " + std::to_string(found.run) +
+            "): a run was stopped while it replaced another's checkpoint";
+    if (comm.rank() == 0)
+      std::printf("note: %s; looking for an older generation\n",
+                  mixed.c_str() + std::strlen("--resume: "));
+    mine.erase(std::remove_if(mine.begin(), mine.end(),
+                              [&](int64_t k) { return k >= generation; }),
+               mine.end());
   }
-  if (lo == 0) {
-    std::string have;
-    for (int64_t k : mine)
-      have += (have.empty() ? "" : ", ") + std::to_string(k);
-    comm.abort("--resume: the ranks' checkpoints in '" + dir +
-                   "' have no generation in common (rank " + rank +
-                   " has iter-" + have + ")",
-               1);
-  }
-  const int64_t generation = static_cast<int64_t>(lo);
-  const std::string path = checkpointPath(dir, generation, comm.rank());
-  Checkpoint found;
-  if (std::string error = readCheckpoint(path, found); !error.empty())
-    comm.abort("--resume: " + error, 1);
-  if (std::string error = checkpointMismatch(path, found, identity);
-      !error.empty())
-    comm.abort("--resume: " + error, 1);
-  // One run wrote the generation: a fresh run killed while it replaced an
-  // older run's files of the same iteration leaves some ranks' of each.
-  comm.minMax(found.run, lo, hi);
-  if (lo != hi)
-    comm.abort("--resume: the files of iteration " +
-                   std::to_string(generation) + " in '" + dir +
-                   "' were written by different runs (rank " + rank +
-                   "'s by run " + std::to_string(found.run) +
-                   "): a run was stopped while it replaced another's "
-                   "checkpoint; resume from a directory of one run",
-               1);
   if (found.iterations != generation)
     comm.abort("--resume: checkpoint '" + path + "' holds iteration " +
                    std::to_string(found.iterations) + ", not " +

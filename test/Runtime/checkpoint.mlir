@@ -100,6 +100,11 @@
 // RUN: cp -r %t/a/ckpt3 %t/a/truncated && head -c 5000 %t/a/ckpt3/iter-3.rank1 > %t/a/truncated/iter-3.rank1
 // RUN: not %t/a/run-mpi.sh --iterations 6 --resume %t/a/truncated 2>&1 | FileCheck %s --check-prefix=TRUNCATED
 // TRUNCATED: flexpipe: rank 1: --resume: checkpoint '{{.*}}truncated/iter-3.rank1' is truncated or corrupt (5000 bytes, ending inside its parameters)
+// Cut inside its checksum (3 of its 8 bytes gone): named so, where it said
+// "ending inside its parameters".
+// RUN: cp -r %t/a/ckpt3 %t/a/cut-checksum && python3 -c "import sys; b = open(sys.argv[1], 'rb').read(); open(sys.argv[2], 'wb').write(b[:-3])" %t/a/ckpt3/iter-3.rank1 %t/a/cut-checksum/iter-3.rank1
+// RUN: not %t/a/run-mpi.sh --iterations 6 --resume %t/a/cut-checksum 2>&1 | FileCheck %s --check-prefix=CUTSUM
+// CUTSUM: flexpipe: rank 1: --resume: checkpoint '{{.*}}cut-checksum/iter-3.rank1' is truncated ({{[0-9]+}} bytes, ending inside its checksum)
 // RUN: cp -r %t/a/ckpt3 %t/a/flipped
 // RUN: python3 -c "import sys; p = sys.argv[1]; b = bytearray(open(p, 'rb').read()); b[len(b) // 2] ^= 1; open(p, 'wb').write(b)" %t/a/flipped/iter-3.rank0
 // RUN: not %t/a/run-mpi.sh --iterations 6 --resume %t/a/flipped 2>&1 | FileCheck %s --check-prefix=FLIPPED
@@ -142,6 +147,16 @@
 // RUN: mkdir -p %t/a/two-resumes && cp %t/a/ckpt4b/iter-4.rank0 %t/a/ckpt4c/iter-4.rank1 %t/a/two-resumes/
 // RUN: not %t/a/run-mpi.sh --iterations 6 --resume %t/a/two-resumes 2>&1 | FileCheck %s --check-prefix=TWORESUMES
 // TWORESUMES: the files of iteration 4 in '{{.*}}two-resumes' were written by different runs
+// With a whole older generation beside them (two runs each stopped while
+// they wrote generation 4), that one is resumed from, with a note, and the
+// run matches an uninterrupted one (it was refused).
+// RUN: cp -r %t/a/ckpt3 %t/a/mixed4 && cp %t/a/ckpt4b/iter-4.rank0 %t/a/ckpt4c/iter-4.rank1 %t/a/mixed4/
+// RUN: %t/a/run-mpi.sh --iterations 6 --resume %t/a/mixed4 --losses %t/a/mixed4.losses --weights %t/a/mixed4.w | FileCheck %s --check-prefix=MIXED4
+// MIXED4: note: the files of iteration 4 in '{{.*}}mixed4' were written by different runs (rank 0's by run {{[0-9]+}}): a run was stopped while it replaced another's checkpoint; looking for an older generation
+// MIXED4: resuming from '{{.*}}mixed4' after iteration 2
+// RUN: cmp %t/a/straight.losses %t/a/mixed4.losses
+// RUN: cmp %t/a/straight.w.actor0 %t/a/mixed4.w.actor0
+// RUN: cmp %t/a/straight.w.actor1 %t/a/mixed4.w.actor1
 // Nothing left to train still writes --checkpoint's state (it left the
 // directory empty).
 // RUN: %t/a/run-mpi.sh --iterations 4 --resume %t/a/ckpt4b --checkpoint %t/a/ckpt4-again | FileCheck %s --check-prefix=AGAIN
