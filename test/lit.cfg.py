@@ -40,6 +40,17 @@ import shutil
 if shutil.which("mpirun") and shutil.which("mpicxx"):
     config.available_features.add("mpi")
 config.substitutions.append(("%train", "bash " + os.path.join(config.flexpipe_src_root, "test", "Runtime", "train.sh") + " %t"))
+# `gdb` when gdb can run a program here (ptrace allowed): tests that freeze
+# a rank at a chosen function (test/Runtime/stall_at.sh).
+if shutil.which("gdb"):
+    import subprocess
+    try:
+        probe = subprocess.run(["gdb", "-q", "-batch", "-ex", "run", "--args", "/bin/true"],
+                               capture_output=True, text=True, timeout=60)
+        if probe.returncode == 0 and "exited normally" in probe.stdout:
+            config.available_features.add("gdb")
+    except (OSError, subprocess.SubprocessError):
+        pass
 # The GPU test's script, run with --emulation on this build.
 config.substitutions.append(("%gpu_test", "env BUILD_DIR=" + config.flexpipe_obj_root + " bash " + os.path.join(config.flexpipe_src_root, "scripts", "gpu-test.sh")))
 

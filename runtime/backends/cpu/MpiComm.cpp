@@ -71,8 +71,15 @@ public:
     // More ranks on this node than cores: a waiting rank must give its core
     // to a computing one at once instead of spinning first.
     MPI_Comm node;
-    MPICHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, me,
-                                 MPI_INFO_NULL, &node));
+    {
+      // Blocking collectives of every rank (here, the replica and group
+      // splits and MPI_Finalize): one rank stopped in them held the others
+      // without a word.
+      Watchdog::Scope scope(&watchdog, "in start-up (MPI_Comm_split_type)",
+                            timeout);
+      MPICHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, me,
+                                   MPI_INFO_NULL, &node));
+    }
     MPICHECK(MPI_Comm_size(node, &nodeRanks));
     MPICHECK(MPI_Comm_free(&node));
     spinSeconds = nodeRanks > cores ? 0 : kSpinSeconds;
@@ -125,6 +132,9 @@ public:
     transfers.clear();
   }
   void setReplicaGroup(int colour) override {
+    Watchdog::Scope scope(&watchdog,
+                          "in start-up (MPI_Comm_split of the replica groups)",
+                          timeout);
     MPICHECK(MPI_Comm_split(MPI_COMM_WORLD, colour, me, &replicas));
     MPICHECK(MPI_Comm_size(replicas, &replicaCount));
   }
@@ -137,6 +147,9 @@ public:
           key = static_cast<int>(i);
         }
     MPI_Comm comm = MPI_COMM_NULL;
+    Watchdog::Scope scope(
+        &watchdog, "in start-up (MPI_Comm_split of the all-gather groups)",
+        timeout);
     MPICHECK(MPI_Comm_split(MPI_COMM_WORLD, colour, key, &comm));
     if (comm == MPI_COMM_NULL)
       return -1;
@@ -235,6 +248,7 @@ public:
     std::exit(code);
   }
   void finalize() override {
+    Watchdog::Scope scope(&watchdog, "in MPI_Finalize", timeout);
     if (replicas != MPI_COMM_NULL)
       MPI_Comm_free(&replicas);
     for (MPI_Comm &group : groups)
