@@ -226,23 +226,18 @@ struct flexpipe_rt {
   std::map<Key, Outgoing> output, inputGrad;
   /// Buffers every send of which is posted: kept alive until those sends
   /// have completed (released as soon as the backend says so, at the
-  /// latest at the iteration's waitAll), or handed to the backend to free
-  /// behind their one send (Comm::freeAfter: the CUDA backend, whose host
-  /// runs ahead of its sends). Kept to the end of the iteration, a rank
-  /// held every message it sent: its peak grew by one message per
+  /// latest at the iteration's waitAll). Kept to the end of the iteration,
+  /// a rank held every message it sent: its peak grew by one message per
   /// micro-batch.
   std::vector<Outgoing> sending;
   void releaseSent() {
-    auto released = [&](const Outgoing &sent) {
-      if (sent.handles.size() == 1 &&
-          comm->freeAfter(sent.handles.front(), *sent.buffer))
-        return true;
-      for (int64_t handle : sent.handles)
-        if (!comm->completed(handle))
-          return false;
-      return true;
-    };
-    sending.erase(std::remove_if(sending.begin(), sending.end(), released),
+    sending.erase(std::remove_if(sending.begin(), sending.end(),
+                                 [&](const Outgoing &sent) {
+                                   for (int64_t handle : sent.handles)
+                                     if (!comm->completed(handle))
+                                       return false;
+                                   return true;
+                                 }),
                   sending.end());
   }
   /// token -> what completes it (the transfer's wait; an all-gather's waits

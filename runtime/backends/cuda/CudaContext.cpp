@@ -111,12 +111,6 @@ CudaContext::CudaContext(int device, double timeout, MathMode math)
   uint64_t threshold = UINT64_MAX;
   CUDACHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold,
                                     &threshold));
-  // A send's buffer is freed on its channel's stream (NcclComm::freeAfter).
-  // Without this the pool could hand that memory to the compute stream by
-  // making it wait for the channel's stream, i.e. for the peer's receive.
-  int internal = 0;
-  CUDACHECK(cudaMemPoolSetAttribute(
-      pool, cudaMemPoolReuseAllowInternalDependencies, &internal));
   CUDACHECK(cudaStreamCreateWithFlags(&computeStream, cudaStreamNonBlocking));
   CUBLASCHECK(cublasCreate(&handle));
   CUBLASCHECK(cublasSetStream(handle, computeStream));

@@ -235,12 +235,6 @@ public:
     pointer = nullptr;
     count = 0;
   }
-  /// Gives the memory up unfreed: the caller frees it (cudaFreeAsync on a
-  /// stream of its choice).
-  T *release() {
-    count = 0;
-    return std::exchange(pointer, nullptr);
-  }
   /// A copy, made on the compute stream.
   DeviceArray clone() const {
     DeviceArray copy(*context, count);

@@ -805,7 +805,6 @@ public:
   void *data() override { return array.get(); }
   size_t size() const override { return array.size(); }
   size_t elementBytes() const override { return sizeof(T); }
-  void *disown() override { return array.release(); }
   Acts<T> array;
 };
 

@@ -22,9 +22,9 @@
 //   compute stream (the data is computed, the buffer allocated), runs
 //   ncclSend/ncclRecv inside ncclGroupStart/End, and records a completion
 //   event. wait(handle) makes the compute stream wait for that event; the
-//   host never blocks. A send's buffer is freed behind the send on the
-//   channel's stream (freeAfter), so that it goes back to the pool when the
-//   send has read it, not at the iteration's end.
+//   host never blocks. Buffers are freed on the compute stream after it has
+//   waited (the executor keeps sends until waitAll; docs/Runtime.md says
+//   why not on the channel's stream).
 // - Each transfer is its own NCCL group on its channel's stream, so that
 //   every transfer progresses on its own, as the schedule verifier assumes
 //   (docs/Rationale.md), except the mirrored pairs the lowering brackets
@@ -150,10 +150,6 @@ public:
             1);
     CUDACHECK(cudaStreamWaitEvent(context->stream(), handles[handle].done, 0));
   }
-  bool completed(int64_t handle) override {
-    return recorded(handle) && CudaContext::completed(handles[handle].done);
-  }
-  bool freeAfter(int64_t handle, Buffer &buffer) override;
   void waitAll() override {
     for (const Transfer &t : handles)
       CUDACHECK(cudaStreamWaitEvent(context->stream(), t.done, 0));
@@ -263,17 +259,6 @@ private:
 
   /// A transfer of `bytes` bytes (ncclUint8: fp32 or bf16 alike).
   int64_t post(bool send, void *data, size_t bytes, int peer, int tag);
-  /// Whether `handle` names a transfer of this iteration that is enqueued on
-  /// its channel's stream with its completion event recorded (a grouped
-  /// one's are at the group's end).
-  bool recorded(int64_t handle) const {
-    if (handle < 0 || handle >= static_cast<int64_t>(handles.size()))
-      return false;
-    for (const auto &pending : grouped)
-      if (pending.first == static_cast<size_t>(handle))
-        return false;
-    return true;
-  }
   void groupStart() override;
   void groupEnd() override;
   const Link &linkFor(bool send, int peer, int tag);
@@ -483,21 +468,6 @@ int64_t NcclComm::post(bool send, void *data, size_t bytes, int peer, int tag) {
   CUDACHECK(cudaEventRecord(transfer.done, link.stream));
   inFlight.push_back(transfer);
   return static_cast<int64_t>(handles.size()) - 1;
-}
-
-bool NcclComm::freeAfter(int64_t handle, Buffer &buffer) {
-  if (!recorded(handle) || !handles[handle].send)
-    return false;
-  const Transfer &t = handles[handle];
-  void *memory = buffer.disown();
-  if (!memory)
-    return false;
-  // Behind the send on its channel's stream: the memory goes back to the
-  // pool once the send has read it. The pool gives it to the compute
-  // stream only when that free has run (CudaContext turns the pool's
-  // internal dependencies off), so the compute stream never waits for it.
-  CUDACHECK(cudaFreeAsync(memory, linkFor(true, t.peer, t.tag).stream));
-  return true;
 }
 
 void NcclComm::groupStart() {

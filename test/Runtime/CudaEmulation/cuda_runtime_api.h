@@ -44,7 +44,6 @@ enum cudaMemcpyKind {
 };
 enum cudaDeviceAttr { cudaDevAttrMemoryPoolsSupported = 115 };
 enum cudaMemPoolAttr {
-  cudaMemPoolReuseAllowInternalDependencies = 3,
   cudaMemPoolAttrReleaseThreshold = 4,
   cudaMemPoolAttrReservedMemCurrent = 5,
   cudaMemPoolAttrReservedMemHigh = 6,

@@ -28,8 +28,6 @@
 
 namespace flexpipe::rt {
 
-class Buffer;
-
 class Comm {
 public:
   virtual ~Comm() = default;
@@ -46,12 +44,6 @@ public:
   /// buffer may then be released before its wait. False where the backend
   /// cannot tell (the buffer is then kept until wait or waitAll).
   virtual bool completed(int64_t handle) { return false; }
-  /// Frees `buffer`, whose one send is `handle`, once that send has read
-  /// it, in the transfer's own order (without making this rank's compute
-  /// wait for it). True when the backend took the memory (Buffer::disown):
-  /// the caller drops the buffer now. False where it cannot (MPI: the
-  /// caller keeps the buffer until completed() or waitAll).
-  virtual bool freeAfter(int64_t handle, Buffer &buffer) { return false; }
   /// Brackets transfers posted together (a send and the receive from the
   /// same peer, mirrored there) that the backend may start as one (NCCL:
   /// one ncclGroupStart / End; MPI's requests progress on their own, so

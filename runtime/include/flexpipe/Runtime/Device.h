@@ -41,9 +41,6 @@ public:
   virtual size_t size() const = 0;
   virtual size_t elementBytes() const { return sizeof(float); }
   size_t bytes() const { return size() * elementBytes(); }
-  /// Gives the memory up without freeing it, for Comm::freeAfter to free
-  /// behind a transfer; null where the backend's buffers cannot.
-  virtual void *disown() { return nullptr; }
 };
 using BufferPtr = std::unique_ptr<Buffer>;
 
