@@ -412,6 +412,16 @@ TEST_CASE("streams beyond the GPU's hardware queues are warned about",
   CHECK(sharedQueueWarning(kDeviceConnections, "64") == "");
   CHECK(sharedQueueWarning(kDeviceConnections + 1, "64")
             .find("share the GPU's 32 hardware queues") != std::string::npos);
+  // The queues themselves (what the CUDA emulation makes): CUDA's 8 for
+  // anything but a positive integer, at most 32.
+  CHECK(hardwareQueues(nullptr) == 8);
+  CHECK(hardwareQueues("") == 8);
+  CHECK(hardwareQueues("0") == 8);
+  CHECK(hardwareQueues("-1") == 8);
+  CHECK(hardwareQueues("abc") == 8);
+  CHECK(hardwareQueues("4x") == 8);
+  CHECK(hardwareQueues("1") == 1);
+  CHECK(hardwareQueues("64") == kDeviceConnections);
   // More streams than any GPU has queues: an error, not advice.
   CHECK(tooManyChannels(kDeviceConnections - 1) == "");
   CHECK(tooManyChannels(kDeviceConnections + 3)

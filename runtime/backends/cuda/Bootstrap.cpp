@@ -173,15 +173,19 @@ std::string flexpipe::rt::readLaunchEnv(const Getenv &getenv, bool withMpi,
   return {};
 }
 
-std::string flexpipe::rt::sharedQueueWarning(int streams, const char *setting) {
-  int queues = 8; // CUDA's default
+int flexpipe::rt::hardwareQueues(const char *setting) {
   if (setting && *setting) {
     char *end = nullptr;
     const long value = std::strtol(setting, &end, 10);
     // CUDA keeps at most kDeviceConnections queues, whatever is asked.
     if (*end == '\0' && value > 0)
-      queues = static_cast<int>(std::min<long>(value, kDeviceConnections));
+      return static_cast<int>(std::min<long>(value, kDeviceConnections));
   }
+  return 8; // CUDA's default
+}
+
+std::string flexpipe::rt::sharedQueueWarning(int streams, const char *setting) {
+  const int queues = hardwareQueues(setting);
   if (streams <= queues)
     return {};
   return std::to_string(streams) +

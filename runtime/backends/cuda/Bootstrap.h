@@ -94,6 +94,12 @@ std::string readLaunchEnv(const Getenv &getenv, bool withMpi, LaunchEnv &env);
 /// that the peer waits for. "" when every stream has a queue.
 std::string sharedQueueWarning(int streams, const char *setting);
 
+/// The hardware queues CUDA gives a process for `setting`, the value of
+/// CUDA_DEVICE_MAX_CONNECTIONS (or nullptr): a positive integer, at most
+/// kDeviceConnections; anything else leaves CUDA's default, 8. The CUDA
+/// emulation makes as many.
+int hardwareQueues(const char *setting);
+
 /// NCCL refuses two ranks of one communicator on one GPU ("Duplicate GPU
 /// detected") unless they look like different hosts. When this machine's
 /// ranks outnumber its `devices` GPUs, returns the NCCL_HOSTID that makes

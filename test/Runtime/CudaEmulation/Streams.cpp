@@ -30,6 +30,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Bootstrap.h"
 #include "DeviceCode.h"
 #include "Internal.h"
 
@@ -135,8 +136,10 @@ void advance(HardwareQueue &queue) {
 /// The queue of the next stream made.
 HardwareQueue *nextQueue(Scheduler &state) {
   if (state.queues.empty()) {
-    const char *set = std::getenv("CUDA_DEVICE_MAX_CONNECTIONS");
-    const int count = std::clamp(set && *set ? std::atoi(set) : 8, 1, 32);
+    // The backend's reading (it warns by it): 0 or "abc" left CUDA's 8
+    // there and made 1 queue here, and runs hung without its warning.
+    const int count = flexpipe::rt::hardwareQueues(
+        std::getenv("CUDA_DEVICE_MAX_CONNECTIONS"));
     for (int q = 0; q < count; ++q)
       state.queues.push_back(new HardwareQueue);
   }
