@@ -1179,6 +1179,28 @@ Search::chooseVariants(const std::vector<size_t> &twins,
                          return canGain(a);
                        return twinTime(a.twin) < twinTime(b.twin);
                      });
+    // A twin that runs the schedule of a twin with a place (a same_schedule
+    // row) gives the same variant: it takes no place. With
+    // --allow-fwd-first three such twins took three of the 8, and the top
+    // lost a variant the smaller space ranked.
+    std::set<uint64_t> placed;
+    size_t kept = 0;
+    for (const Pending &p : pending) {
+      const Evaluation &t = fusedEval[p.twin];
+      const bool known = !fusedCut[p.twin] && !t.skipped && t.ok();
+      if (kept < options.separationTop && known &&
+          !placed.insert(t.schedule).second) {
+        variantEval[p.variant] = notTried(
+            p.variant, "its fused twin runs the schedule of a faster twin, "
+                       "whose variant is tried");
+        ran[p.variant] = 1;
+        continue;
+      }
+      pending[kept++] = p;
+    }
+    pending.resize(kept);
+    if (pending.size() <= options.separationTop)
+      return pending;
     for (size_t i = options.separationTop; i < pending.size(); ++i)
       if (!canGain(pending[i])) {
         variantEval[pending[i].variant] = notTried(
