@@ -708,6 +708,11 @@ int main(int argc, char **argv) {
   if (int exit = flexpipe::parseCommandLine(app, argc, argv); exit >= 0)
     return exit;
 
+  // Before anything can fail: a run stopped by its options (--pp 3 on 4
+  // GPUs) left the earlier run's results, one stopped by its search space
+  // did not.
+  if (!prepareOutput(o.output))
+    return 1;
   std::string pluginFlags; // for flexpipe-compile in the written specs
   ModelConfig model;
   ClusterConfig cluster;
@@ -750,8 +755,6 @@ int main(int argc, char **argv) {
   // Every candidate runs on all of them (pp x dp = --gpus): what ranks
   // sharing a node's cores cost depends on it.
   cluster.jobDevices = resolved->gpus;
-  if (!prepareOutput(o.output))
-    return 1;
 
   const auto started = std::chrono::steady_clock::now();
   llvm::Expected<TuneResult> tuned = tune(model, cluster, *resolved);
