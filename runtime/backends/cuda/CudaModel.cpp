@@ -1081,8 +1081,12 @@ private:
     CUDACHECK(cudaMemcpyAsync(adamChunks.get(), chunks.data(),
                               adamChunks.bytes(), cudaMemcpyHostToDevice,
                               context->stream()));
-    // `chunks` goes when this returns: wait for the copy.
-    context->synchronize("copying the Adam step's table to the GPU");
+    // `chunks` goes when this returns: wait for the copy, and so for all the
+    // first iteration has queued (a hang there said only "copying the Adam
+    // step's table", where the pipeline's transfers had stopped).
+    context->synchronize(
+        "the first iteration's computations and transfers (queued before "
+        "the Adam step's table is copied to the GPU)");
   }
 };
 
