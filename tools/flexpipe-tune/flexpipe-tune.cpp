@@ -449,35 +449,12 @@ bool tuneOptionsOf(const Options &o, const Profile *profile,
   return true;
 }
 
-/// Where the results go must be a writable directory before the search, not
-/// after. Reports and returns false when it is not.
-bool prepareOutput(const std::string &output) {
-  if (std::error_code ec = llvm::sys::fs::create_directories(output)) {
-    llvm::errs() << "flexpipe-tune: cannot create " << output << ": "
-                 << ec.message() << "\n";
-    return false;
-  }
-  if (!llvm::sys::fs::is_directory(output)) {
-    llvm::errs() << "flexpipe-tune: -o " << output
-                 << " exists and is not a directory; the results are a "
-                    "directory of files\n";
-    return false;
-  }
-  // A new file of its own (never an existing one, nor through a link).
-  int probeFd = -1;
-  llvm::SmallString<128> probe;
-  if (std::error_code ec = llvm::sys::fs::createUniqueFile(
-          output + "/.flexpipe-tune-probe-%%%%%%", probeFd, probe)) {
-    llvm::errs() << "flexpipe-tune: cannot write in " << output << ": "
-                 << ec.message() << "\n";
-    return false;
-  }
-  llvm::sys::Process::SafelyCloseFileDescriptor(probeFd);
-  llvm::sys::fs::remove(probe);
-  // An earlier run's files go, so that none of them (a rank-K beyond this
-  // run's top, results of a run that then fails) is taken for this run's.
-  // A link of such a name is the user's: neither removed nor written
-  // through, so the run stops before it removes anything.
+/// An earlier run's files in `output` go, so that none of them (a rank-K
+/// beyond this run's top, results of a run that then fails) is taken for
+/// this run's. A link of such a name is the user's: neither removed nor
+/// written through, so the run stops before it removes anything. Reports
+/// and returns false then.
+bool removeEarlierResults(const std::string &output) {
   std::vector<std::string> stale;
   std::error_code ec;
   for (llvm::sys::fs::directory_iterator it(output, ec), end; it != end && !ec;
@@ -504,6 +481,34 @@ bool prepareOutput(const std::string &output) {
   for (const std::string &path : stale)
     llvm::sys::fs::remove(path);
   return true;
+}
+
+/// Where the results go must be a writable directory before the search, not
+/// after. Reports and returns false when it is not.
+bool prepareOutput(const std::string &output) {
+  if (std::error_code ec = llvm::sys::fs::create_directories(output)) {
+    llvm::errs() << "flexpipe-tune: cannot create " << output << ": "
+                 << ec.message() << "\n";
+    return false;
+  }
+  if (!llvm::sys::fs::is_directory(output)) {
+    llvm::errs() << "flexpipe-tune: -o " << output
+                 << " exists and is not a directory; the results are a "
+                    "directory of files\n";
+    return false;
+  }
+  // A new file of its own (never an existing one, nor through a link).
+  int probeFd = -1;
+  llvm::SmallString<128> probe;
+  if (std::error_code ec = llvm::sys::fs::createUniqueFile(
+          output + "/.flexpipe-tune-probe-%%%%%%", probeFd, probe)) {
+    llvm::errs() << "flexpipe-tune: cannot write in " << output << ": "
+                 << ec.message() << "\n";
+    return false;
+  }
+  llvm::sys::Process::SafelyCloseFileDescriptor(probeFd);
+  llvm::sys::fs::remove(probe);
+  return removeEarlierResults(output);
 }
 
 /// The summary line, the table of the `top` best and the baselines at their
@@ -708,10 +713,10 @@ int main(int argc, char **argv) {
   if (int exit = flexpipe::parseCommandLine(app, argc, argv); exit >= 0)
     return exit;
 
-  // Before anything can fail: a run stopped by its options (--pp 3 on 4
-  // GPUs) left the earlier run's results, one stopped by its search space
-  // did not.
-  if (!prepareOutput(o.output))
+  // Before anything can fail (a run stopped by its options, --pp 3 on 4
+  // GPUs, left the earlier run's results, where one stopped by its search
+  // space did not); the directory itself is made only for a search.
+  if (llvm::sys::fs::is_directory(o.output) && !removeEarlierResults(o.output))
     return 1;
   std::string pluginFlags; // for flexpipe-compile in the written specs
   ModelConfig model;
@@ -755,6 +760,8 @@ int main(int argc, char **argv) {
   // Every candidate runs on all of them (pp x dp = --gpus): what ranks
   // sharing a node's cores cost depends on it.
   cluster.jobDevices = resolved->gpus;
+  if (!prepareOutput(o.output))
+    return 1;
 
   const auto started = std::chrono::steady_clock::now();
   llvm::Expected<TuneResult> tuned = tune(model, cluster, *resolved);
