@@ -221,6 +221,10 @@ struct flexpipe_rt {
     int sends = 0;
     /// The transfers of the sends posted so far.
     std::vector<int64_t> handles;
+    /// What it is, once every send is posted: (stage, micro-batch) and
+    /// whether a gradient (releaseDelivered).
+    Key key{-1, -1};
+    bool gradient = false;
   };
   std::map<Key, Parts> input, outputGrad;
   std::map<Key, Outgoing> output, inputGrad;
@@ -1480,6 +1484,26 @@ static void forward(flexpipe_rt *rt, int64_t s, int64_t mb) {
   deliver(rt, rt->succs[s], s, mb, std::move(out), rt->input, rt->output);
 }
 
+/// Frees the activation stage `s` sent for micro-batch `mb` once its
+/// gradient is back from every rank it went to: their backward needed it,
+/// so it was delivered, and the waits for its sends return at once (on the
+/// CUDA backend they order the free after the sends on the GPU). The CUDA
+/// backend's host runs an iteration ahead of its sends and never sees them
+/// complete: without this a rank held every activation it sent until the
+/// iteration's end. (A sent gradient has no such answer: it stays.)
+static void releaseDelivered(flexpipe_rt *rt, int64_t s, int64_t mb) {
+  const flexpipe_rt::Key key{static_cast<int>(s), static_cast<int>(mb)};
+  auto it = std::find_if(rt->sending.begin(), rt->sending.end(),
+                         [&](const flexpipe_rt::Outgoing &sent) {
+                           return !sent.gradient && sent.key == key;
+                         });
+  if (it == rt->sending.end())
+    return;
+  for (int64_t handle : it->handles)
+    rt->comm->wait(handle);
+  rt->sending.erase(it);
+}
+
 static void inputGradient(flexpipe_rt *rt, int64_t s, int64_t mb) {
   if (rt->awaitingGather.count({static_cast<int>(s), static_cast<int>(mb)}))
     rt->comm->abort("the backward of stage " + std::to_string(s) + " mb " +
@@ -1489,8 +1513,10 @@ static void inputGradient(flexpipe_rt *rt, int64_t s, int64_t mb) {
                         std::to_string(rt->actor),
                     1);
   BufferPtr dout, din;
-  if (!rt->succs[s].empty())
+  if (!rt->succs[s].empty()) {
     dout = takeParts(rt, rt->outputGrad, rt->succs[s], s, mb, "backward of");
+    releaseDelivered(rt, s, mb);
+  }
   rt->timed(s, 2, [&] {
     rt->stage(s).inputGrad(mb, std::move(dout), din, rt->lossScale);
   });
@@ -1548,6 +1574,8 @@ static int64_t postSend(flexpipe_rt *rt,
   // After the last send the buffer lives until its sends complete.
   if (--it->second.sends == 0) {
     rt->releaseSent();
+    it->second.key = it->first;
+    it->second.gradient = gradient;
     rt->sending.push_back(std::move(it->second));
     from.erase(it);
   }

@@ -23,8 +23,9 @@
 //   ncclSend/ncclRecv inside ncclGroupStart/End, and records a completion
 //   event. wait(handle) makes the compute stream wait for that event; the
 //   host never blocks. Buffers are freed on the compute stream after it has
-//   waited (the executor keeps sends until waitAll; docs/Runtime.md says
-//   why not on the channel's stream).
+//   waited (the executor frees a sent activation once its gradient is back,
+//   a sent gradient at waitAll; docs/Runtime.md says why not on the
+//   channel's stream).
 // - Each transfer is its own NCCL group on its channel's stream, so that
 //   every transfer progresses on its own, as the schedule verifier assumes
 //   (docs/Rationale.md), except the mirrored pairs the lowering brackets
