@@ -933,8 +933,37 @@ flexpipe.pipeline @global_div0 actors(2) microbatches(2) {
 // at the constant, before the fold hides it.
 flexpipe.pipeline @wrapped_constant actors(4) microbatches(8) {
   flexpipe.module @gpt layers(8) placement(one_to_one)
-  // expected-error @+1 {{with constant 4611686018427387905 the constants of this in-flight affine map multiply past 2^62}}
+  // expected-error @+1 {{at '4611686018427387905' this in-flight affine map's constants and names multiply past 2^62}}
   flexpipe.inflight per_actor affine_map<(a)[pp, s, m] -> (pp * 4611686018427387905 * 4 - 15)>
+}
+
+// -----
+
+// Tests a coefficient MLIR makes of repeated names ((pp + pp + pp + pp) is
+// pp * 4, and pp * 4 * 2^62 wrapped to 0): each use of a name counts.
+flexpipe.pipeline @wrapped_sum actors(4) microbatches(8) {
+  flexpipe.module @gpt layers(8) placement(one_to_one)
+  // expected-error @+1 {{at '4611686018427387904' this in-flight affine map's constants and names multiply past 2^62}}
+  flexpipe.inflight per_actor affine_map<(a)[pp, s, m] -> ((pp + pp + pp + pp) * 4611686018427387904 + pp)>
+}
+
+// -----
+
+// Tests a hex constant (read as its value, not as the digit 0).
+flexpipe.pipeline @wrapped_hex actors(4) microbatches(8) {
+  flexpipe.module @gpt layers(8) placement(one_to_one)
+  // expected-error @+1 {{at '0x4000000000000001' this in-flight affine map's constants and names multiply past 2^62}}
+  flexpipe.inflight per_actor affine_map<(a)[pp, s, m] -> (pp * 0x4000000000000001 * 4 - 15)>
+}
+
+// -----
+
+// Tests an alias: its constants were folded before they could be checked.
+#lim = affine_map<(a)[pp, s, m] -> (pp - a)>
+flexpipe.pipeline @aliased actors(4) microbatches(8) {
+  flexpipe.module @gpt layers(8) placement(one_to_one)
+  // expected-error @+1 {{write an in-flight affine map inline, as affine_map<...>}}
+  flexpipe.inflight per_actor #lim
 }
 
 // -----
@@ -943,7 +972,7 @@ flexpipe.pipeline @wrapped_constant actors(4) microbatches(8) {
 // names d0, s0, pp2 are no constants).
 flexpipe.pipeline @wrapped_product actors(4) microbatches(8) {
   flexpipe.module @gpt layers(8) placement(one_to_one)
-  // expected-error @+1 {{with constant 1000 the constants of this in-flight affine map multiply past 2^62}}
+  // expected-error @+1 {{at '1000000' this in-flight affine map's constants and names multiply past 2^62}}
   flexpipe.inflight per_actor affine_map<(d0)[pp2, s, m] -> ((pp2 - d0) * 1000000 * 1000000 * 1000000 floordiv 1000)>
 }
 

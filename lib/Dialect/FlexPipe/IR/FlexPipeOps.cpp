@@ -440,35 +440,63 @@ static void printInstRef(OpAsmPrinter &printer, Operation *, StringAttr inst) {
 }
 
 /// MLIR folds an affine map's constant subexpressions while it parses them,
-/// in wrapping 64-bit arithmetic (`4611686018427387905 * 4` becomes 4), and
-/// the limit's checked evaluation sees only the folded map. So the literals
-/// of the map's text [begin, end) are bounded here, where they can still be
-/// seen: the product of all, each counted as at least 2, at most 2^62. No
-/// fold of them can then wrap, and the printed (folded) map reads back.
-static ParseResult checkAffineLiterals(OpAsmParser &parser, llvm::SMLoc begin,
-                                       llvm::SMLoc end) {
+/// in wrapping 64-bit arithmetic (`4611686018427387905 * 4` becomes 4;
+/// `(pp + pp + pp + pp) * 2^62` becomes 0 through the coefficient 4 it
+/// makes of the sum), and the limit's checked evaluation sees only the
+/// folded map. So the map's text, from `begin`, is bounded here, where it
+/// can still be seen: the product of its constants (decimal or hex, each
+/// counted as at least 2) and of 2 for each use of a name (what repeated
+/// names add up to) at most 2^62. No fold can then wrap, and the printed
+/// map reads back. The map is written inline: an alias's was folded before.
+static ParseResult checkAffineLiterals(OpAsmParser &parser, llvm::SMLoc begin) {
   const char *text = begin.getPointer();
-  const llvm::StringRef map(text, end.getPointer() - text);
+  const llvm::StringRef rest(text);
+  if (!rest.starts_with("affine_map<"))
+    return parser.emitError(begin)
+           << "write an in-flight affine map inline, as affine_map<...>: "
+              "MLIR folded an alias's constants, in wrapping arithmetic, "
+              "before they could be checked";
   constexpr uint64_t kProductLimit = uint64_t(1) << 62;
   uint64_t product = 1;
-  for (size_t i = 0; i < map.size();) {
-    const bool inName =
-        i > 0 && (llvm::isAlnum(map[i - 1]) || map[i - 1] == '_');
-    if (!llvm::isDigit(map[i]) || inName) {
+  int depth = 0;
+  for (size_t i = 0; i < rest.size();) {
+    const char c = rest[i];
+    if (c == '<' || c == '(' || c == '[') {
+      depth += c == '<';
+      ++i;
+      continue;
+    }
+    if (c == '>' && (i == 0 || rest[i - 1] != '-')) {
+      if (--depth == 0)
+        break; // the map's closing '>'
+      ++i;
+      continue;
+    }
+    const bool number = llvm::isDigit(c);
+    if (!number && !llvm::isAlpha(c) && c != '_') {
       ++i;
       continue;
     }
     const size_t start = i;
-    while (i < map.size() && llvm::isDigit(map[i]))
+    while (i < rest.size() && (llvm::isAlnum(rest[i]) || rest[i] == '_'))
       ++i;
-    uint64_t value = 0;
-    const bool huge = map.substr(start, i - start).getAsInteger(10, value);
-    const uint64_t factor = std::max<uint64_t>(value, 2);
-    if (huge || product > kProductLimit / factor)
+    const llvm::StringRef token = rest.slice(start, i);
+    uint64_t factor = 2;
+    if (number) {
+      uint64_t value = 0;
+      const bool hex = token.starts_with_insensitive("0x");
+      if (token.drop_front(hex ? 2 : 0).getAsInteger(hex ? 16 : 10, value))
+        value = UINT64_MAX;
+      factor = std::max<uint64_t>(value, 2);
+    } else if (start == 0 || token == "floordiv" || token == "ceildiv" ||
+               token == "mod") {
+      continue; // `affine_map` itself and the operators
+    }
+    if (product > kProductLimit / factor)
       return parser.emitError(llvm::SMLoc::getFromPointer(text + start))
-             << "with constant " << map.substr(start, i - start)
-             << " the constants of this in-flight affine map multiply past "
-                "2^62; MLIR folds them in wrapping arithmetic while it "
+             << "at '" << token
+             << "' this in-flight affine map's constants and names multiply "
+                "past 2^62; MLIR folds them in wrapping arithmetic while it "
                 "parses the map, so it cannot be read as written";
     product *= factor;
   }
@@ -514,7 +542,7 @@ static ParseResult parseInflightLimit(OpAsmParser &parser, Attribute &limit) {
            << "expected an in-flight limit: an integer, a list [a, b, ...], "
               "an affine_map<...> or rule(\"name\")";
   limit = attr;
-  return checkAffineLiterals(parser, loc, parser.getCurrentLocation());
+  return checkAffineLiterals(parser, loc);
 }
 
 static void printInflightLimit(OpAsmPrinter &printer, Operation *,

@@ -398,8 +398,9 @@ def FlexPipe_InflightOp : FlexPipe_Op<"inflight", [HasParent<"PipelineOp">]> {
     whose last still holds pp; pp when pp divides m, m when m < 2 pp). Every limit must be at
     least 1. A map's evaluation is checked for overflow and division by
     zero; since MLIR folds a map's constants while it parses them, in
-    wrapping arithmetic, the product of a map's constants (each counted as
-    at least 2) may not exceed 2^62. A global limit counts micro-batches: one that flows through
+    wrapping arithmetic, a map is written inline (`affine_map<...>`, not an
+    alias), and the product of its constants (each counted as at least 2)
+    and of 2 for each use of a name may not exceed 2^62. A global limit counts micro-batches: one that flows through
     several first stages (two towers, a shared stage) counts once. With
     `@module` the scope is that module.
 
