@@ -11,11 +11,11 @@
 // path costs nothing, and written to a temporary beside the target that is
 // renamed over it at the end, so that a run killed while writing leaves the
 // previous file (or none) rather than half of one. A symbolic link is
-// followed, dangling or not (its target is replaced); a path under /dev or
-// /proc (/dev/null, /dev/stdout, /proc/self/fd/N) or another character device
-// is written in place and appended to (one under /dev or /proc that does
-// not exist is refused, not created); a FIFO, socket or block device
-// elsewhere is refused.
+// followed, dangling or not (its target is replaced); a node of /dev itself
+// or a path under /proc (/dev/null, /dev/stdout, /proc/self/fd/N) or another
+// character device is written in place and appended to (one there that does
+// not exist is refused, not created; /dev/shm's files are files); a FIFO,
+// socket or block device elsewhere is refused.
 //
 //===----------------------------------------------------------------------===//
 
@@ -104,9 +104,12 @@ public:
                      : "cannot create a file beside its target '" + target +
                            "' (" + std::strerror(errno) + ")");
   }
-  /// Under /dev or /proc: written in place.
+  /// A node of /dev itself (/dev/null, /dev/stdout) or anything under
+  /// /proc: written in place. Not /dev/shm's files: they are files (a
+  /// checkpoint rewritten there was appended to).
   static bool isSystemPath(const std::string &p) {
-    return p.rfind("/dev/", 0) == 0 || p.rfind("/proc/", 0) == 0;
+    return (p.rfind("/dev/", 0) == 0 && p.find('/', 5) == std::string::npos) ||
+           p.rfind("/proc/", 0) == 0;
   }
   OutputFile(const OutputFile &) = delete;
   OutputFile &operator=(const OutputFile &) = delete;
@@ -148,7 +151,7 @@ public:
 private:
   std::string path, renameTo, temporary;
   FILE *file = nullptr;
-  /// Written in place, appended to: a path under /dev or /proc, or a
+  /// Written in place, appended to: isSystemPath, or a
   /// character device.
   bool direct = false;
   std::string problem;

@@ -72,9 +72,8 @@ public:
     // to a computing one at once instead of spinning first.
     MPI_Comm node;
     {
-      // Blocking collectives of every rank (here, the replica and group
-      // splits and MPI_Finalize): one rank stopped in them held the others
-      // without a word.
+      // Blocking collectives of every rank (this one, the replica and group
+      // splits): one rank stopped in them held the others without a word.
       Watchdog::Scope scope(&watchdog, "in start-up (MPI_Comm_split_type)",
                             timeout);
       MPICHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, me,
@@ -248,7 +247,9 @@ public:
     std::exit(code);
   }
   void finalize() override {
-    Watchdog::Scope scope(&watchdog, "in MPI_Finalize", timeout);
+    // Not under the watchdog: ranks that finish first wait here while rank
+    // 0 writes the trace, profile and losses (and replica 0's ranks their
+    // weights), however long that takes.
     if (replicas != MPI_COMM_NULL)
       MPI_Comm_free(&replicas);
     for (MPI_Comm &group : groups)
