@@ -13,8 +13,9 @@
 // transfer that waits for a peer forever, shows here as it would there.
 //
 // Streams share the GPU's hardware queues as CUDA maps them: there are
-// CUDA_DEVICE_MAX_CONNECTIONS of them (8 unless set, at most 32; read when
-// the first stream is made), stream n goes to queue n mod that, and a queue
+// CUDA_DEVICE_MAX_CONNECTIONS of them (hardwareQueues: 8 unless set to a
+// positive integer, at most 32; read when the first stream is made), stream
+// n goes to queue n mod that, and a queue
 // starts its operations in the order they were enqueued: an operation
 // starts once the one before it on its own stream has finished and, for an
 // event wait, once the event's record has completed. Until it starts,
