@@ -11,11 +11,11 @@
 // path costs nothing, and written to a temporary beside the target that is
 // renamed over it at the end, so that a run killed while writing leaves the
 // previous file (or none) rather than half of one. A symbolic link is
-// followed, dangling or not (its target is replaced); a node of /dev itself
-// or a path under /proc (/dev/null, /dev/stdout, /proc/self/fd/N) or another
-// character device is written in place and appended to (one there that does
-// not exist is refused, not created; /dev/shm's files are files); a FIFO,
-// socket or block device elsewhere is refused.
+// followed, dangling or not (its target is replaced); a path under /dev
+// (but /dev/shm, whose files are files) or /proc (/dev/null, /dev/stdout,
+// /proc/self/fd/N) or another character device is written in place and
+// appended to (one there that does not exist is refused, not created); a
+// FIFO, socket or block device elsewhere is refused.
 //
 //===----------------------------------------------------------------------===//
 
@@ -104,11 +104,11 @@ public:
                      : "cannot create a file beside its target '" + target +
                            "' (" + std::strerror(errno) + ")");
   }
-  /// A node of /dev itself (/dev/null, /dev/stdout) or anything under
-  /// /proc: written in place. Not /dev/shm's files: they are files (a
-  /// checkpoint rewritten there was appended to).
+  /// Under /dev (/dev/null, /dev/stdout, /dev/fd/1) or /proc: written in
+  /// place. Not /dev/shm's files: they are files (a checkpoint rewritten
+  /// there was appended to).
   static bool isSystemPath(const std::string &p) {
-    return (p.rfind("/dev/", 0) == 0 && p.find('/', 5) == std::string::npos) ||
+    return (p.rfind("/dev/", 0) == 0 && p.rfind("/dev/shm/", 0) != 0) ||
            p.rfind("/proc/", 0) == 0;
   }
   OutputFile(const OutputFile &) = delete;

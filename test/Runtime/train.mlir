@@ -167,6 +167,11 @@
 // RUN: FileCheck %s --check-prefix=STDOUT < %t/links/out.log
 // STDOUT: before
 // STDOUT: peak activation memory per rank
+// The same through /dev/fd/1, a path in a directory of /dev (only /dev/shm's
+// files are files).
+// RUN: echo before > %t/links/fd.log
+// RUN: %t/a-good/run-mpi.sh --iterations 1 --losses /dev/fd/1 >> %t/links/fd.log
+// RUN: FileCheck %s --check-prefix=STDOUT < %t/links/fd.log
 // RUN: mkdir -p %t/tmpdir && env TMPDIR=%t/tmpdir %t/a-good/run-mpi.sh --iterations 1 --trace /dev/stdout > %t/links/trace.log
 // RUN: python3 -c "import sys; t = open(sys.argv[1]).read(); print(t.count('traceEvents'))" %t/links/trace.log | FileCheck %s --check-prefix=STDTRACE
 // STDTRACE: 1
