@@ -180,11 +180,7 @@ int32_t id(const ProgramGraph &graph, int32_t actor, int32_t index) {
 TEST_CASE("lastOpBefore follows messages and collectives, not timing",
           "[lowering]") {
   // Stages 0 -> 1 on actors 0 and 1; stage 2 alone on actor 2.
-  Program p;
-  p.numActors = 3;
-  p.numStages = 3;
-  p.numMicrobatches = 1;
-  p.edges = {{0, 1}};
+  Program p = makeProgram(3, 3, 1, {{0, 1}});
   p.actors = {{op(OpKind::Fwd, 0), op(OpKind::Bwd, 0)},
               {op(OpKind::Fwd, 1), op(OpKind::Bwd, 1)},
               {op(OpKind::Fwd, 2), op(OpKind::Bwd, 2)}};
@@ -202,10 +198,7 @@ TEST_CASE("lastOpBefore follows messages and collectives, not timing",
   // backward comes after actor 0's forward. Posted asynchronously before the
   // forward, its wait orders nothing of actor 0's but the post.
   for (bool async : {false, true}) {
-    Program q;
-    q.numActors = 3;
-    q.numStages = 3;
-    q.numMicrobatches = 1;
+    Program q = makeProgram(3, 3, 1);
     q.groups = {{0, 2}};
     const int32_t token = async ? 0 : -1;
     ProgOp gather = op(OpKind::AllGather, 2, token, 0);

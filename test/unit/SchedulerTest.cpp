@@ -26,6 +26,7 @@
 using namespace flexpipe::sched;
 using flexpipe::sched::test::kBreadth;
 using flexpipe::sched::test::kDepth;
+using flexpipe::sched::test::makeProgram;
 using flexpipe::sched::test::makeSpec;
 
 namespace {
@@ -581,11 +582,7 @@ TEST_CASE("1F1B's steady state posts each send with the receive from the "
   CHECK(!has(0, OpKind::SendAct, 0)); // warm-up: no receive follows
   // A receive that blocks first would wait before its send is posted: not
   // a pair, and neither then is its mirror.
-  Program swapped;
-  swapped.numActors = 2;
-  swapped.numStages = 2;
-  swapped.numMicrobatches = 2;
-  swapped.edges = {{0, 1}};
+  Program swapped = makeProgram(2, 2, 2, {{0, 1}});
   swapped.actors = {{{OpKind::Fwd, 0, 0},
                      {OpKind::SendAct, 0, 0, 1},
                      {OpKind::Fwd, 0, 1},
@@ -614,11 +611,7 @@ TEST_CASE("1F1B's steady state posts each send with the receive from the "
 
 TEST_CASE("the verifier finds deadlocks and mismatched channels",
           "[verifier][diagnostics]") {
-  Program program;
-  program.numActors = 2;
-  program.numStages = 2;
-  program.numMicrobatches = 1;
-  program.edges = {{0, 1}};
+  Program program = makeProgram(2, 2, 1, {{0, 1}});
   // Actor 1 waits for the activation before actor 0 has sent it, and actor 0
   // waits for the gradient first: a cycle.
   program.actors = {
@@ -688,11 +681,7 @@ TEST_CASE("the verifier checks each micro-batch's path through the stages",
           "[verify]") {
   // Two directions of one module (a bidirectional pipeline): stages 0 -> 1
   // and 2 -> 3, micro-batch 0 down, 1 up.
-  Program program;
-  program.numActors = 2;
-  program.numStages = 4;
-  program.numMicrobatches = 2;
-  program.edges = {{0, 1}, {2, 3}};
+  Program program = makeProgram(2, 4, 2, {{0, 1}, {2, 3}});
   program.moduleNames = {"gpt"};
   program.stageMeta.assign(4, StageMeta{0, 1, false, false});
   program.actors = {{{OpKind::Fwd, 0, 0},
@@ -767,10 +756,7 @@ TEST_CASE("the verifier checks each micro-batch's path through the stages",
   CHECK(failure->at[0].index == 1);
 
   // A shared stage: every member computes every micro-batch.
-  Program shared;
-  shared.numActors = 2;
-  shared.numStages = 1;
-  shared.numMicrobatches = 2;
+  Program shared = makeProgram(2, 1, 2);
   shared.sharedStages = {0};
   shared.actors = {{{OpKind::Fwd, 0, 0},
                     {OpKind::Fwd, 0, 1},
@@ -788,10 +774,7 @@ TEST_CASE("the verifier checks each micro-batch's path through the stages",
 
   // The most stages and micro-batches a schedule may declare, few used:
   // memory by computations (stages x micro-batches cells were 2^40).
-  Program sparse;
-  sparse.numActors = 1;
-  sparse.numStages = 1 << 20;
-  sparse.numMicrobatches = 1 << 20;
+  Program sparse = makeProgram(1, 1 << 20, 1 << 20);
   sparse.actors.resize(1);
   for (int32_t mb = 0; mb < sparse.numMicrobatches; ++mb) {
     sparse.actors[0].push_back({OpKind::Fwd, mb % 2, mb});

@@ -25,6 +25,7 @@
 using namespace flexpipe::sched;
 using flexpipe::sched::test::kBreadth;
 using flexpipe::sched::test::kDepth;
+using flexpipe::sched::test::makeProgram;
 
 namespace {
 
@@ -47,11 +48,7 @@ SimResult simulate(const Program &program, const SimCosts &costs) {
 
 /// Two actors, two micro-batches, 1F1B order, communication inserted.
 Program handProgram() {
-  Program program;
-  program.numActors = 2;
-  program.numStages = 2;
-  program.numMicrobatches = 2;
-  program.edges = {{0, 1}};
+  Program program = makeProgram(2, 2, 2, {{0, 1}});
   program.actors = {{{OpKind::Fwd, 0, 0},
                      {OpKind::Fwd, 0, 1},
                      {OpKind::Bwd, 0, 0},
@@ -338,11 +335,7 @@ TEST_CASE("a rank that waited does not hold its shared core through its "
   // Stages 0 -> 1 -> 2 and a stage 3 alone; actors 1 and 3 share a core
   // that they take turns on. Actor 1 waits for its second input until 16,
   // then sends the first micro-batch on: the core is actor 3's meanwhile.
-  Program p;
-  p.numActors = 4;
-  p.numStages = 4;
-  p.numMicrobatches = 2;
-  p.edges = {{0, 1}, {1, 2}};
+  Program p = makeProgram(4, 4, 2, {{0, 1}, {1, 2}});
   using K = OpKind;
   p.actors = {{{K::Fwd, 0, 0},
                {K::SendAct, 0, 0, 1},
@@ -523,10 +516,7 @@ TEST_CASE("the input gradient trades activations for the weight-gradient "
           "[simulator]") {
   // One actor, one stage: F0 F1 I0 I1 W0 W1 with activations 10 and a
   // weight-gradient state of 6 (then 14) per micro-batch.
-  Program program;
-  program.numActors = 1;
-  program.numStages = 1;
-  program.numMicrobatches = 2;
+  Program program = makeProgram(1, 1, 2);
   program.actors = {{{OpKind::Fwd, 0, 0},
                      {OpKind::Fwd, 0, 1},
                      {OpKind::Igrad, 0, 0},

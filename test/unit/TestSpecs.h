@@ -16,6 +16,19 @@
 
 namespace flexpipe::sched::test {
 
+/// A hand-built program's sizes and stage edges; its actors' ops are the
+/// test's.
+inline Program
+makeProgram(int32_t actors, int32_t stages, int32_t microbatches,
+            std::vector<std::pair<int32_t, int32_t>> edges = {}) {
+  Program program;
+  program.numActors = actors;
+  program.numStages = stages;
+  program.numMicrobatches = microbatches;
+  program.edges = std::move(edges);
+  return program;
+}
+
 /// Stage priorities without an interval.
 inline const StagePriority kBreadth{StageOrder::BreadthFirst, 0};
 inline const StagePriority kDepth{StageOrder::DepthFirst, 0};

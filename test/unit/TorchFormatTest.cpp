@@ -21,6 +21,7 @@ using namespace flexpipe::sched;
 using flexpipe::sched::test::computeProgram;
 using flexpipe::sched::test::kBreadth;
 using flexpipe::sched::test::kDepth;
+using flexpipe::sched::test::makeProgram;
 using flexpipe::sched::test::makeSpec;
 using flexpipe::sched::test::oneF1BLimits;
 
@@ -169,11 +170,7 @@ TEST_CASE("transfers come in one order on both sides of every pair",
 
 TEST_CASE("the pair rule finds a receive out of its peer's send order",
           "[torch]") {
-  Program p;
-  p.numActors = 2;
-  p.numStages = 2;
-  p.numMicrobatches = 2;
-  p.edges = {{0, 1}};
+  Program p = makeProgram(2, 2, 2, {{0, 1}});
   p.actors = {{{OpKind::Fwd, 0, 0},
                {OpKind::SendAct, 0, 0, 1},
                {OpKind::Fwd, 0, 1},
