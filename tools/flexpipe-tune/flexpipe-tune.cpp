@@ -484,7 +484,8 @@ bool removeEarlierResults(const std::string &output) {
 }
 
 /// Where the results go must be a writable directory before the search, not
-/// after. Reports and returns false when it is not.
+/// after (an earlier run's files in it are gone: removeEarlierResults ran
+/// when it was read). Reports and returns false when it is not.
 bool prepareOutput(const std::string &output) {
   if (std::error_code ec = llvm::sys::fs::create_directories(output)) {
     llvm::errs() << "flexpipe-tune: cannot create " << output << ": "
@@ -508,7 +509,7 @@ bool prepareOutput(const std::string &output) {
   }
   llvm::sys::Process::SafelyCloseFileDescriptor(probeFd);
   llvm::sys::fs::remove(probe);
-  return removeEarlierResults(output);
+  return true;
 }
 
 /// The summary line, the table of the `top` best and the baselines at their
