@@ -887,16 +887,16 @@ void checkStages(flexpipe_rt &rt) {
     comm.abort("this backend does not run the two-tower model (towers "
                "joined by a contrastive loss); use the CPU backend",
                1);
-  // Messages between stages hold the devices' activations: every rank must
-  // use the same element type (the CUDA backend's FLEXPIPE_CUDA_MATH=bf16
-  // sends bf16).
-  uint64_t narrowest, widest;
-  comm.minMax(rt.device->allocate(0)->elementBytes(), narrowest, widest);
-  if (narrowest != widest)
-    comm.abort("the ranks pass activations of " + std::to_string(narrowest) +
-                   " and " + std::to_string(widest) +
-                   " bytes per element between stages; start every rank "
-                   "with the same FLEXPIPE_CUDA_MATH",
+  // Every rank computes alike: messages between stages hold the devices'
+  // activations (bf16 under FLEXPIPE_CUDA_MATH=bf16), and replicas that
+  // share gradients must round them alike.
+  const auto [precision, precisionName] = rt.device->precision();
+  uint64_t lowest, highest;
+  comm.minMax(precision, lowest, highest);
+  if (lowest != highest)
+    comm.abort("the ranks compute in different precisions (this rank: " +
+                   precisionName +
+                   "); start every rank with the same FLEXPIPE_CUDA_MATH",
                1);
   // All-gathers are matched by micro-batch (the tag) within their group.
   if ((vocabParallel || d.twoTower()) && d.microbatches > kExchangeTag)

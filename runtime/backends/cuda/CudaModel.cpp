@@ -983,6 +983,10 @@ public:
     context->synchronize("the end of the iteration");
     return *lossHost.get();
   }
+  std::pair<uint64_t, std::string> precision() const override {
+    return {static_cast<uint64_t>(context->math()),
+            mathModeName(context->math())};
+  }
   bool asynchronous() const override { return true; }
   void synchronize() override {
     context->synchronize("the instruction before a timing");

@@ -140,6 +140,12 @@ public:
   /// Whether the device runs the two-tower model: makeStage's last stages of
   /// towers with statistics() and combine() (the contrastive loss).
   virtual bool twoTower() const { return false; }
+  /// How the device computes, which every rank of a run must share: a
+  /// number for the ranks to compare and its name (the CUDA backend's
+  /// FLEXPIPE_CUDA_MATH; the CPU backend's fp32).
+  virtual std::pair<uint64_t, std::string> precision() const {
+    return {0, "fp32"};
+  }
   /// into += from, element by element (the parts of a vocabulary-parallel
   /// stage's output or input gradient).
   virtual void accumulate(Buffer &into, Buffer &from) = 0;
