@@ -251,6 +251,27 @@ flexpipe.pipeline @p actors(4) microbatches(8) {
 
 // -----
 
+// Tests a count MLIR would fold in wrapping arithmetic as it is built
+// ((m * 2^62) * 4 became m * 0, and the interval 3): refused at the constant
+// that passes the budget in-flight maps have.
+flexpipe.pipeline @p actors(4) microbatches(8) {
+  flexpipe.module @gpt layers(16) placement(circular) chunks(2)
+  // expected-error @+1 {{at '4611686018427387904' this count's constants and names multiply past 2^62}}
+  flexpipe.priority fstp<breadth_first, m * 4611686018427387904 * 4 + 3>
+}
+
+// -----
+
+// Tests a count whose names make the coefficient ((pp + pp + pp + pp) is
+// pp * 4): each use of a name counts.
+flexpipe.pipeline @p actors(4) microbatches(8) {
+  flexpipe.module @gpt layers(16) placement(circular) chunks(2)
+  // expected-error @+1 {{at 'pp' this count's constants and names multiply past 2^62}}
+  flexpipe.priority cttp<interleaved, 4611686018427387904 * (pp + pp + pp + pp) + 2, 1>
+}
+
+// -----
+
 // Tests a zero scheduling unit.
 flexpipe.pipeline @p actors(4) microbatches(8) {
   flexpipe.module @gpt layers(8) placement(one_to_one)

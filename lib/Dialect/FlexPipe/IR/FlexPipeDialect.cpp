@@ -164,10 +164,16 @@ private:
     if (integer.has_value()) {
       if (failed(*integer))
         return failure();
+      if (!budget.take(llvm::AbsoluteValue(value)))
+        return parser.emitError(loc)
+               << AffineLiteralBudget::exceeded(std::to_string(value), "count");
       return getAffineConstantExpr(value, ctx);
     }
     StringRef name;
     if (succeeded(parser.parseOptionalKeyword(&name))) {
+      if (!budget.take(std::nullopt))
+        return parser.emitError(loc)
+               << AffineLiteralBudget::exceeded(name, "count");
       if (name == "pp")
         return getAffineSymbolExpr(0, ctx);
       if (name == "s")
@@ -187,6 +193,7 @@ private:
   }
 
   AsmParser &parser;
+  AffineLiteralBudget budget;
 };
 
 /// Prints `expr` over the count symbols; `parenthesize` wraps sums and
@@ -252,6 +259,24 @@ FailureOr<AffineMap> flexpipe::parseCountExpr(AsmParser &parser) {
   if (failed(expr))
     return failure();
   return AffineMap::get(0, kCountSymbols, *expr);
+}
+
+bool AffineLiteralBudget::take(std::optional<uint64_t> magnitude) {
+  constexpr uint64_t kLimit = uint64_t(1) << 62;
+  const uint64_t factor = std::max<uint64_t>(magnitude.value_or(2), 2);
+  if (product > kLimit / factor)
+    return false;
+  product *= factor;
+  return true;
+}
+
+std::string AffineLiteralBudget::exceeded(llvm::StringRef token,
+                                          llvm::StringRef what) {
+  return ("at '" + token + "' this " + what +
+          "'s constants and names multiply past 2^62; MLIR folds them in "
+          "wrapping arithmetic while it parses the expression, so it cannot "
+          "be read as written")
+      .str();
 }
 
 void flexpipe::printCountExpr(llvm::raw_ostream &os, AffineMap count) {

@@ -456,8 +456,7 @@ static ParseResult checkAffineLiterals(OpAsmParser &parser, llvm::SMLoc begin) {
            << "write an in-flight affine map inline, as affine_map<...>: "
               "MLIR folded an alias's constants, in wrapping arithmetic, "
               "before they could be checked";
-  constexpr uint64_t kProductLimit = uint64_t(1) << 62;
-  uint64_t product = 1;
+  AffineLiteralBudget budget;
   int depth = 0;
   for (size_t i = 0; i < rest.size();) {
     const char c = rest[i];
@@ -481,24 +480,20 @@ static ParseResult checkAffineLiterals(OpAsmParser &parser, llvm::SMLoc begin) {
     while (i < rest.size() && (llvm::isAlnum(rest[i]) || rest[i] == '_'))
       ++i;
     const llvm::StringRef token = rest.slice(start, i);
-    uint64_t factor = 2;
+    std::optional<uint64_t> magnitude; // a name
     if (number) {
       uint64_t value = 0;
       const bool hex = token.starts_with_insensitive("0x");
       if (token.drop_front(hex ? 2 : 0).getAsInteger(hex ? 16 : 10, value))
         value = UINT64_MAX;
-      factor = std::max<uint64_t>(value, 2);
+      magnitude = value;
     } else if (start == 0 || token == "floordiv" || token == "ceildiv" ||
                token == "mod") {
       continue; // `affine_map` itself and the operators
     }
-    if (product > kProductLimit / factor)
+    if (!budget.take(magnitude))
       return parser.emitError(llvm::SMLoc::getFromPointer(text + start))
-             << "at '" << token
-             << "' this in-flight affine map's constants and names multiply "
-                "past 2^62; MLIR folds them in wrapping arithmetic while it "
-                "parses the map, so it cannot be read as written";
-    product *= factor;
+             << AffineLiteralBudget::exceeded(token, "in-flight affine map");
   }
   return success();
 }

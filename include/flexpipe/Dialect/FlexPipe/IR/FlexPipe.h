@@ -96,6 +96,25 @@ constexpr unsigned kCountSymbols = 4;
 /// m / (m floordiv pp) wherever theirs splits m evenly.
 int64_t microbatchesPerRound(int64_t pp, int64_t m);
 mlir::FailureOr<mlir::AffineMap> parseCountExpr(mlir::AsmParser &parser);
+
+/// MLIR folds an affine expression's constants as it builds it, in wrapping
+/// arithmetic (`(pp * c1) * c2` becomes `pp * (c1 * c2)`). An expression
+/// whose constants (by magnitude, at least 2) and names (2 each) multiply to
+/// at most 2^62 folds without wrapping: every product and sum of its parts
+/// is at most that. The parsers of counts and in-flight maps feed each
+/// constant and name to one budget.
+class AffineLiteralBudget {
+public:
+  /// Counts a constant of magnitude `magnitude`, or a name (std::nullopt).
+  /// False once the product passes 2^62.
+  bool take(std::optional<uint64_t> magnitude);
+  /// The error for `token`, the constant or name that passed the budget, in
+  /// `what` ("in-flight affine map", "count").
+  static std::string exceeded(llvm::StringRef token, llvm::StringRef what);
+
+private:
+  uint64_t product = 1;
+};
 /// Prints a count in the syntax parseCountExpr reads.
 void printCountExpr(llvm::raw_ostream &os, mlir::AffineMap count);
 /// The count's value for a pipeline of `pp` actors, `s` stages and `m`

@@ -142,7 +142,10 @@ def FlexPipe_CttpAttr : FlexPipe_Attr<"Cttp", "cttp"> {
     `round` (micro-batches per round: m split into the most rounds whose last
     still holds pp; pp when pp divides m)
     with `+`, `-`, `*`, `floordiv`, `ceildiv`, `mod` and parentheses. It is
-    evaluated when the spec is scheduled and must then be at least 1.
+    evaluated when the spec is scheduled and must then be at least 1. As for
+    in-flight maps, the product of its constants (each counted as at least
+    2) and of 2 for each use of a name may not exceed 2^62 (MLIR folds the
+    constants as it builds the expression, in wrapping arithmetic).
 
     ```mlir
     flexpipe.priority cttp<bwd_first>
@@ -172,7 +175,8 @@ def FlexPipe_StpAttr : FlexPipe_Attr<"Stp", "stp"> {
     last still holds pp; pp when pp divides m, m when m < 2 pp) with `+`, `-`, `*`, `floordiv`, `ceildiv`,
     `mod` and parentheses, so that one spec serves every size (interleaved
     1F1B takes a round of micro-batches per chunk at a time). It is
-    evaluated when the spec is scheduled and must then be at least 1.
+    evaluated when the spec is scheduled and must then be at least 1; its
+    constants and names have the budget a unit has.
 
     ```mlir
     flexpipe.priority fstp<breadth_first, 4> bstp<depth_first>
