@@ -85,11 +85,12 @@ flexpipe.pipeline @plugins actors(2) microbatches(2) {
 
 // -----
 
-// A count past 64 bits does not evaluate.
+// A count past 64 bits at this size does not evaluate (m * 2^61 is within
+// the parser's budget, 2^62, but 5 * 2^61 is not).
 flexpipe.pipeline @overflow actors(3) microbatches(5) {
   flexpipe.module @gpt layers(6) placement(circular) chunks(2)
-  // expected-error @+1 {{'flexpipe.priority' op gives a forward unit `9223372036854775807 * 2`, which does not evaluate (a division by zero, or past 64 bits) at pp = 3, s = 6, m = 5; it must be at least 1 there}}
-  flexpipe.priority cttp<interleaved, 9223372036854775807 * 2, 1> fstp<breadth_first> bstp<breadth_first>
+  // expected-error @+1 {{'flexpipe.priority' op gives a forward unit `m * 2305843009213693952`, which does not evaluate (a division by zero, or past 64 bits) at pp = 3, s = 6, m = 5; it must be at least 1 there}}
+  flexpipe.priority cttp<interleaved, m * 2305843009213693952, 1> fstp<breadth_first> bstp<breadth_first>
 }
 
 // -----
