@@ -1066,3 +1066,23 @@ flexpipe.schedule @s actors(1) stages(1) microbatches(1) attributes {flexpipe.op
     flexpipe.bwd stage 0 mb 0
   }
 }
+
+// -----
+
+// Tests an attribute dictionary that names an op's own attribute: MLIR set
+// it over the value written (this pipeline had 4 actors, 8 micro-batches).
+// expected-error @+1 {{'actors' is a FlexPipe op's own attribute: write it in the op's syntax, not in its attribute dictionary}}
+flexpipe.pipeline @p actors(1) microbatches(1) attributes {flexpipe.note = "kept", actors = 4} {
+  flexpipe.module @gpt layers(8) placement(one_to_one)
+}
+
+// -----
+
+// Tests the same for an op without a region (the schedule used micro-batch
+// 1).
+flexpipe.schedule @s actors(1) stages(1) microbatches(2) stage_info [#flexpipe.stage_info<"gpt", 1, first, last>] {
+  flexpipe.actor 0 {
+    // expected-error @+1 {{'mb' is a FlexPipe op's own attribute}}
+    flexpipe.fwd stage 0 mb 0 {mb = 1}
+  }
+}

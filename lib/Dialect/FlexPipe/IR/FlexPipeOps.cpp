@@ -560,6 +560,55 @@ static void printInflightLimit(OpAsmPrinter &printer, Operation *,
   }
 }
 
+/// An op's attribute dictionary (`{...}`, or `attributes {...}` before a
+/// region) holds attributes the op's syntax does not write. MLIR sets an
+/// inherent attribute named there over the value the syntax wrote
+/// (`actors(1) attributes {actors = 4}` had 4 actors): a name that is any
+/// FlexPipe op's own attribute is refused.
+static ParseResult parseAttrDict(OpAsmParser &parser, NamedAttrList &attrs,
+                                 bool withKeyword) {
+  const llvm::SMLoc loc = parser.getCurrentLocation();
+  NamedAttrList parsed;
+  if (failed(withKeyword ? parser.parseOptionalAttrDictWithKeyword(parsed)
+                         : parser.parseOptionalAttrDict(parsed)))
+    return failure();
+  if (parsed.empty())
+    return success();
+  llvm::StringSet<> own;
+  for (RegisteredOperationName op :
+       parser.getContext()->getRegisteredOperations())
+    if (op.getDialectNamespace() == FlexPipeDialect::getDialectNamespace())
+      for (StringAttr name : op.getAttributeNames())
+        own.insert(name.getValue());
+  for (const NamedAttribute &attr : parsed) {
+    if (own.contains(attr.getName().getValue()))
+      return parser.emitError(loc)
+             << "'" << attr.getName().getValue()
+             << "' is a FlexPipe op's own attribute: write it in the op's "
+                "syntax, not in its attribute dictionary (which would "
+                "replace the value written)";
+    attrs.push_back(attr);
+  }
+  return success();
+}
+static ParseResult parseOwnAttrDict(OpAsmParser &parser, NamedAttrList &attrs) {
+  return parseAttrDict(parser, attrs, /*withKeyword=*/false);
+}
+static ParseResult parseOwnAttrDictWithKeyword(OpAsmParser &parser,
+                                               NamedAttrList &attrs) {
+  return parseAttrDict(parser, attrs, /*withKeyword=*/true);
+}
+/// The discardable attributes only: the op's own are in its syntax.
+static void printOwnAttrDict(OpAsmPrinter &printer, Operation *op,
+                             DictionaryAttr) {
+  printer.printOptionalAttrDict(op->getDiscardableAttrDictionary().getValue());
+}
+static void printOwnAttrDictWithKeyword(OpAsmPrinter &printer, Operation *op,
+                                        DictionaryAttr) {
+  printer.printOptionalAttrDictWithKeyword(
+      op->getDiscardableAttrDictionary().getValue());
+}
+
 /// `[a -> b, c -> d, ...]`, stored flat as [a, b, c, d].
 static ParseResult parseEdges(OpAsmParser &parser, DenseI64ArrayAttr &edges) {
   SmallVector<int64_t> flat;

@@ -55,6 +55,12 @@ def FlexPipe_Dialect : Dialect {
       }
     }
     ```
+
+    Every op's custom form ends with an optional attribute dictionary
+    (`{...}`; `attributes {...}` before a region) for attributes its syntax
+    does not write, such as a schedule's `flexpipe.optimize`. A name that is
+    a FlexPipe op's own attribute (`actors`, `mb`, `limit`, ...) is refused
+    there: MLIR would set it over the value the syntax wrote.
   }];
   let useDefaultAttributePrinterParser = 1;
   let useDefaultTypePrinterParser = 1;

@@ -57,7 +57,7 @@ def FlexPipe_PipelineOp : FlexPipe_Op<"pipeline", [
   let assemblyFormat = [{
     $sym_name `actors` `(` custom<Count>($actors, "\"actors\"") `)`
     `microbatches` `(` custom<Count>($microbatches, "\"micro-batches\"") `)`
-    attr-dict-with-keyword $body
+    `` custom<OwnAttrDictWithKeyword>(attr-dict) $body
   }];
   let hasVerifier = 1;
   let hasRegionVerifier = 1;
@@ -140,7 +140,7 @@ def FlexPipe_ModalityOp : FlexPipe_Op<"module", [
     `` custom<ModuleClauses>($bidirectional, $chunks, $stage_map,
                              $actor_group, $partition, $inputs, $model,
                              $vocab_parallel)
-    attr-dict
+    `` custom<OwnAttrDict>(attr-dict)
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
@@ -171,7 +171,7 @@ def FlexPipe_ShareOp : FlexPipe_Op<"share", [HasParent<"PipelineOp">]> {
   let arguments = (ins FlatSymbolRefAttr:$module, I64Attr:$stage,
                        DenseI64ArrayAttr:$actor_ids);
   let assemblyFormat = [{
-    $module `stage` $stage `actors` $actor_ids attr-dict
+    $module `stage` $stage `actors` $actor_ids `` custom<OwnAttrDict>(attr-dict)
   }];
   let hasVerifier = 1;
 }
@@ -189,7 +189,7 @@ def FlexPipe_StageOp : FlexPipe_Op<"stage", [
     ```
   }];
   let arguments = (ins FlexPipe_SymbolName:$sym_name, DenseI64ArrayAttr:$actor_ids);
-  let assemblyFormat = "$sym_name `actors` $actor_ids attr-dict";
+  let assemblyFormat = "$sym_name `actors` $actor_ids `` custom<OwnAttrDict>(attr-dict)";
   let hasVerifier = 1;
 }
 
@@ -254,7 +254,7 @@ def FlexPipe_InstructionOp : FlexPipe_Op<"instruction", [
     `on` `(` custom<StageRef>($stage, $stage_index) `)`
     `` custom<InstructionClauses>($prev, $next, $unit, $async,
                                   $runtime_attrs)
-    attr-dict
+    `` custom<OwnAttrDict>(attr-dict)
   }];
   let hasVerifier = 1;
 }
@@ -307,7 +307,7 @@ def FlexPipe_DependencyOp : FlexPipe_Op<"dependency", [
   let assemblyFormat = [{
     custom<InstRef>($src_inst) custom<StageRef>($src_stage, $src_index) `->`
     custom<InstRef>($dst_inst) custom<StageRef>($dst_stage, $dst_index)
-    attr-dict
+    `` custom<OwnAttrDict>(attr-dict)
   }];
   let hasVerifier = 1;
 }
@@ -327,7 +327,7 @@ def FlexPipe_CheckOp : FlexPipe_Op<"check", [HasParent<"PipelineOp">]> {
     ```
   }];
   let arguments = (ins StrAttr:$name);
-  let assemblyFormat = "$name attr-dict";
+  let assemblyFormat = "$name `` custom<OwnAttrDict>(attr-dict)";
 }
 
 def FlexPipe_PriorityOp : FlexPipe_Op<"priority", [HasParent<"PipelineOp">]> {
@@ -371,7 +371,7 @@ def FlexPipe_PriorityOp : FlexPipe_Op<"priority", [HasParent<"PipelineOp">]> {
   );
   let assemblyFormat = [{
     ($module^)? (`actors` $actor_ids^)?
-    `` custom<PriorityClauses>($cttp, $fstp, $bstp, $custom) attr-dict
+    `` custom<PriorityClauses>($cttp, $fstp, $bstp, $custom) `` custom<OwnAttrDict>(attr-dict)
   }];
   let hasVerifier = 1;
 }
@@ -424,7 +424,7 @@ def FlexPipe_InflightOp : FlexPipe_Op<"inflight", [HasParent<"PipelineOp">]> {
   );
   let assemblyFormat = [{
     ($module^)? custom<EnumKeyword>($scope) custom<InflightLimit>($limit)
-    attr-dict
+    `` custom<OwnAttrDict>(attr-dict)
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
@@ -484,7 +484,7 @@ def FlexPipe_OptimizeOp : FlexPipe_Op<"optimize", [HasParent<"PipelineOp">]> {
   // `memory_bound(N)`, `max_rounds(N)`.
   let assemblyFormat = [{
     `` custom<Optimizations>($split_backward, $gradient_separation, $async_comm,
-                          $memory_bound, $max_rounds) attr-dict
+                          $memory_bound, $max_rounds) `` custom<OwnAttrDict>(attr-dict)
   }];
   let hasVerifier = 1;
 }
@@ -541,7 +541,7 @@ def FlexPipe_ScheduleOp : FlexPipe_Op<"schedule", [
     `microbatches` `(` $microbatches `)`
     (`edges` custom<Edges>($edges)^)? (`shared` $shared^)?
     (`stage_info` $stage_info^)?
-    attr-dict-with-keyword $body
+    `` custom<OwnAttrDictWithKeyword>(attr-dict) $body
   }];
   let hasVerifier = 1;
   let hasRegionVerifier = 1;
@@ -567,7 +567,7 @@ def FlexPipe_ActorOp : FlexPipe_Op<"actor", [
   }];
   let arguments = (ins I64Attr:$id);
   let regions = (region SizedRegion<1>:$body);
-  let assemblyFormat = "$id attr-dict-with-keyword $body";
+  let assemblyFormat = "$id `` custom<OwnAttrDictWithKeyword>(attr-dict) $body";
 }
 
 // `kind`: the op's sched::OpKind (Program.h), the one table from ops to
@@ -585,7 +585,7 @@ class FlexPipe_ComputeOp<string mnemonic, string kind, string what>
         DeclareOpInterfaceMethods<FlexPipe_InstructionOpInterface>]> {
   let summary = what # " of one micro-batch on one stage";
   let arguments = (ins I64Attr:$stage, I64Attr:$mb);
-  let assemblyFormat = "`stage` $stage `mb` $mb attr-dict";
+  let assemblyFormat = "`stage` $stage `mb` $mb `` custom<OwnAttrDict>(attr-dict)";
 }
 
 def FlexPipe_FwdOp : FlexPipe_ComputeOp<"fwd", "Fwd", "forward pass"> {
@@ -636,7 +636,7 @@ class FlexPipe_P2POp<string mnemonic, string kind, string dir>
   let arguments = (ins I64Attr:$stage, I64Attr:$mb, I64Attr:$peer);
   let results = (outs Optional<FlexPipe_TokenType>:$token);
   let assemblyFormat = "`stage` $stage `mb` $mb `" # dir #
-                       "` $peer attr-dict (`:` type($token)^)?";
+                       "` $peer `` custom<OwnAttrDict>(attr-dict) (`:` type($token)^)?";
   let hasVerifier = 1;
 }
 
@@ -697,7 +697,7 @@ class FlexPipe_CollectiveOp<string mnemonic, string kind, dag extraArgs,
                             DenseI64ArrayAttr:$group), extraArgs);
   let results = (outs Optional<FlexPipe_TokenType>:$token);
   let assemblyFormat = "`stage` $stage `mb` $mb `group` $group " #
-                       extraFormat # " attr-dict (`:` type($token)^)?";
+                       extraFormat # " `` custom<OwnAttrDict>(attr-dict) (`:` type($token)^)?";
   let hasVerifier = 1;
 }
 
@@ -753,7 +753,7 @@ def FlexPipe_ExecOp : FlexPipe_InstOp<"exec", "Exec", [DeclareOpInterfaceMethods
                        I64Attr:$mb, OptionalAttr<DictionaryAttr>:$attrs);
   let results = (outs Optional<FlexPipe_TokenType>:$token);
   let assemblyFormat = [{
-    $instruction `stage` $stage `mb` $mb (`attrs` $attrs^)? attr-dict
+    $instruction `stage` $stage `mb` $mb (`attrs` $attrs^)? `` custom<OwnAttrDict>(attr-dict)
     (`:` type($token)^)?
   }];
   let hasVerifier = 1;
@@ -775,7 +775,7 @@ def FlexPipe_WaitOp : FlexPipe_InstOp<"wait", "Wait"> {
     ```
   }];
   let arguments = (ins FlexPipe_TokenType:$token);
-  let assemblyFormat = "$token attr-dict";
+  let assemblyFormat = "$token `` custom<OwnAttrDict>(attr-dict)";
 }
 
 #endif // FLEXPIPE_OPS
