@@ -8,7 +8,9 @@
 
 #include "flexpipe/Scheduling/TorchFormat.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
 #include <map>
@@ -263,7 +265,8 @@ llvm::Error flexpipe::sched::orderTransfersPerPair(Program &program) {
   return llvm::Error::success();
 }
 
-llvm::Error flexpipe::sched::checkPairOrder(const Program &program) {
+llvm::Error flexpipe::sched::checkPairOrder(
+    const Program &program, const std::vector<std::vector<int32_t>> *cells) {
   // Per (actor, peer), the transfers between them in program order: what
   // the message is (activation?, sending stage, mb), and the op.
   struct Transfer {
@@ -305,6 +308,14 @@ llvm::Error flexpipe::sched::checkPairOrder(const Program &program) {
          << "; PyTorch's NCCL point-to-point runs a pair's transfers on one "
             "stream in the order posted, so both sides must post them in "
             "one order";
+      // At the first side's cell (the other's when it has none).
+      const int32_t actor = x ? a : b;
+      const ProgOp *op = (x ? x : y)->op;
+      const size_t index = op - program.actors[actor].data();
+      if (cells && actor < static_cast<int32_t>(cells->size()) &&
+          index < (*cells)[actor].size() && (*cells)[actor][index] > 0)
+        return llvm::make_error<TorchCsvError>(
+            actor + 1, (*cells)[actor][index], os.str());
       return llvm::createStringError(os.str());
     }
   }
@@ -442,6 +453,17 @@ struct Located {
   int32_t line, column;
 };
 
+/// A cell's text for a message: quoted, cut after 21 characters, bytes that
+/// are not printable ASCII escaped (\\XX), so a binary file prints as text.
+std::string quoted(llvm::StringRef text) {
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  os << '\'';
+  llvm::printEscapedString(text.size() > 24 ? text.take_front(21) : text, os);
+  os << (text.size() > 24 ? "...'" : "'");
+  return out;
+}
+
 /// What is wrong at a cell (1-based; 0: the whole line or file).
 llvm::Error cellError(int32_t line, int32_t column, std::string what) {
   return llvm::make_error<TorchCsvError>(line, column, std::move(what));
@@ -532,22 +554,21 @@ llvm::Error readRows(const std::string &text,
         // (a;b)OVERLAP_F_B: its sub-actions, in order.
         if (c.size() < overlap.size() + 1 ||
             c.compare(c.size() - overlap.size(), overlap.size(), overlap) != 0)
-          return at("'" + c +
-                    "' is not a PyTorch action (a parenthesised group must "
+          return at(quoted(c) +
+                    " is not a PyTorch action (a parenthesised group must "
                     "end in OVERLAP_F_B)");
         parts.clear();
         std::istringstream subs(c.substr(1, c.size() - overlap.size() - 1));
         for (std::string sub; std::getline(subs, sub, ';');)
           parts.push_back(sub);
         if (parts.empty())
-          return at("'" + c + "' groups no action");
+          return at(quoted(c) + " groups no action");
       }
       for (const std::string &part : parts) {
         Action act;
         if (!parseAction(part, act))
-          return at("'" +
-                    (part.size() > 24 ? part.substr(0, 21) + "..." : part) +
-                    "' is not a PyTorch action (expected <stage><F|B|I|W|"
+          return at(quoted(part) +
+                    " is not a PyTorch action (expected <stage><F|B|I|W|"
                     "SEND_F|RECV_F|SEND_B|RECV_B|WAIT_SEND_F|WAIT_SEND_B|"
                     "REDUCE_GRAD|WAIT_REDUCE_GRAD|UNSHARD|RESHARD>"
                     "<micro-batch>, numbers of at most 7 digits, e.g. 2F0)");
@@ -555,7 +576,7 @@ llvm::Error readRows(const std::string &text,
                            act.type == "WAIT_REDUCE_GRAD" ||
                            act.type == "UNSHARD" || act.type == "RESHARD";
         if (!whole && act.mb < 0)
-          return at("'" + part + "' names no micro-batch");
+          return at(quoted(part) + " names no micro-batch");
         // Transfers and waits are what PyTorch's comms lowering adds; a
         // compute_only file may hold REDUCE_GRAD, UNSHARD and RESHARD too.
         // A single rank's compute_comms file has waits and no transfers.

@@ -72,9 +72,10 @@
 // FIFO: torch-comms-unordered.csv:1:18: note: the send it would match
 
 // ... and the transfers between two ranks must come in one order on both
-// (FlexPipe's exports before it ordered them so):
+// (FlexPipe's exports before it ordered them so), said at the first side's
+// cell:
 // RUN: not flexpipe-compile %S/Inputs/torch-comms-pair-order.csv --emit=text 2>&1 | FileCheck %s --check-prefix=PAIR
-// PAIR: torch-comms-pair-order.csv: error: transfer 2 between actors 0 and 1 is send_act stage 0 mb 1 on actor 0 but send_grad stage 1 mb 0 on actor 1; PyTorch's NCCL point-to-point runs a pair's transfers on one stream in the order posted, so both sides must post them in one order
+// PAIR: torch-comms-pair-order.csv:1:18: error: transfer 2 between actors 0 and 1 is send_act stage 0 mb 1 on actor 0 but send_grad stage 1 mb 0 on actor 1; PyTorch's NCCL point-to-point runs a pair's transfers on one stream in the order posted, so both sides must post them in one order
 
 // Actions besides computations and transfers are checked, not dropped
 // unread: a stage's actions stand on its rank, REDUCE_GRAD after the
@@ -122,6 +123,11 @@
 // BLANK: blank.csv:2:1: error: rank 1 has no action (a blank line); row r is rank r
 // RUN: not flexpipe-compile %S/Inputs/torch-bad-cell.csv 2>&1 | FileCheck %s --check-prefix=CELL
 // CELL: torch-bad-cell.csv:1:9: error: '0X1' is not a PyTorch action
+// A binary file's bytes are escaped in the message, and its line is not
+// echoed (it held a NUL and bytes 0x01, 0xff, 0xfe for the terminal):
+// RUN: printf '\000\001\377\376\n' > %t.binary.csv
+// RUN: not flexpipe-compile %t.binary.csv 2>&1 | FileCheck %s --check-prefix=BINARY --implicit-check-not=^
+// BINARY: binary.csv:1:1: error: '\00\01\FF\FE' is not a PyTorch action
 // RUN: not flexpipe-compile %S/Inputs/torch-compute-only.csv --actors 4 --emit=text 2>&1 | FileCheck %s --check-prefix=SIZES
 // SIZES: error: --actors and --microbatches change specs; '{{.*}}' holds only schedules, whose sizes are fixed
 // RUN: not flexpipe-compile %S/Inputs/torch-compute-only.csv --model %configs/models/clip-tiny.yaml --cluster %configs/clusters/cpu.yaml --emit=report 2>&1 | FileCheck %s --check-prefix=MODULES

@@ -108,11 +108,9 @@ importTorchSchedule(MLIRContext &context, const std::string &text,
     llvm::errs() << file << ": error: " << message << "\n";
     return OwningOpRef<ModuleOp>();
   };
-  sched::Program program;
-  bool comms = false;
-  std::vector<std::vector<int32_t>> cells;
-  if (llvm::Error error = sched::parseTorchCsv(text, program, &comms, &cells)) {
-    // At its cell, with the line, as the verifier's diagnostics are.
+  // At its cell, with the line, as the verifier's diagnostics are (a line
+  // with control bytes is not echoed to the terminal).
+  auto report = [&](llvm::Error error) {
     llvm::handleAllErrors(
         std::move(error),
         [&](const sched::TorchCsvError &e) {
@@ -122,20 +120,33 @@ importTorchSchedule(MLIRContext &context, const std::string &text,
           lines.AddNewSourceBuffer(
               llvm::MemoryBuffer::getMemBuffer(text, file, false),
               llvm::SMLoc());
-          lines.PrintMessage(
-              llvm::errs(),
-              lines.FindLocForLineAndColumn(1, e.line, std::max(1, e.column)),
-              llvm::SourceMgr::DK_Error, e.what);
+          const llvm::SMLoc at =
+              lines.FindLocForLineAndColumn(1, e.line, std::max(1, e.column));
+          const llvm::SMDiagnostic diagnostic =
+              lines.GetMessage(at, llvm::SourceMgr::DK_Error, e.what);
+          if (llvm::any_of(diagnostic.getLineContents(), [](char c) {
+                return llvm::isPrint(c) == 0 && c != '\t' && c != '\r';
+              }))
+            llvm::errs() << file << ":" << e.line << ":"
+                         << std::max(1, e.column) << ": error: " << e.what
+                         << "\n";
+          else
+            diagnostic.print(nullptr, llvm::errs());
         },
         [&](const llvm::ErrorInfoBase &e) { fail(e.message()); });
-    return nullptr;
-  }
+    return OwningOpRef<ModuleOp>();
+  };
+  sched::Program program;
+  bool comms = false;
+  std::vector<std::vector<int32_t>> cells;
+  if (llvm::Error error = sched::parseTorchCsv(text, program, &comms, &cells))
+    return report(std::move(error));
   if (comms) {
     // As written: on NCCL a pair's transfers run in the order posted. (The
     // verifier's located errors, for a file it refuses, come first.)
     if (!sched::verify(program, sched::ChannelRule::PerPair))
-      if (llvm::Error error = sched::checkPairOrder(program))
-        return fail(llvm::toString(std::move(error)));
+      if (llvm::Error error = sched::checkPairOrder(program, &cells))
+        return report(std::move(error));
   } else if (sched::Program lowered = program;
              sched::insertCommunication(lowered),
              !llvm::errorToBool(sched::orderTransfersPerPair(lowered))) {

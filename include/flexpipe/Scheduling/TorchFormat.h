@@ -61,8 +61,12 @@ llvm::Error orderTransfersPerPair(Program &program);
 /// Fails when two actors of `program` (one chain of stages, as PyTorch's
 /// format has) post their transfers with each other in different orders
 /// (the n-th transfer of one is not the n-th of the other, a send matching
-/// a receive), naming the first such transfer.
-llvm::Error checkPairOrder(const Program &program);
+/// a receive), naming the first such transfer. With `cells` (as
+/// parseTorchCsv gives them) the error is a TorchCsvError at that
+/// transfer's cell.
+llvm::Error
+checkPairOrder(const Program &program,
+               const std::vector<std::vector<int32_t>> *cells = nullptr);
 
 /// PyTorch's compute_only CSV: one row per actor, computations in order, an
 /// empty cell for each idle step of `timeline` (the step model's). The
