@@ -56,11 +56,13 @@ public:
       : path(std::move(path)), text(text) {}
 
   [[noreturn]] void fail(const YAML::Mark &mark, const std::string &what) const {
-    std::ostringstream os;
-    // A null node (an empty file) has no place: its file's start.
-    os << path << ':' << std::max(mark.line, 0) + 1 << ':'
-       << std::max(mark.column, 0) + 1 << ": error: " << what;
-    throw Problem{os.str()};
+    throw Problem{place(mark) + ": error: " + what};
+  }
+  /// FILE:LINE:COLUMN of `mark` (a null node, an empty file, has no place:
+  /// its file's start).
+  std::string place(const YAML::Mark &mark) const {
+    return path + ':' + std::to_string(std::max(mark.line, 0) + 1) + ':' +
+           std::to_string(std::max(mark.column, 0) + 1);
   }
 
   /// A mapping whose keys are all in `allowed`.
@@ -578,6 +580,7 @@ llvm::Error flexpipe::sched::loadProfile(const std::string &path,
       if (profile.stage(s.stage))
         r.fail(node.Mark(), "stage " + std::to_string(s.stage) +
                                 " is profiled twice");
+      s.place = r.place(node.Mark());
       profile.stages.push_back(s);
     }
     if (YAML::Node messages = root["messages"]) {
@@ -600,6 +603,7 @@ llvm::Error flexpipe::sched::loadProfile(const std::string &path,
                                     std::to_string(m.from) + " to actor " +
                                     std::to_string(m.to) +
                                     " are profiled twice");
+        m.place = r.place(node.Mark());
         profile.messages.push_back(m);
       }
     }
@@ -610,6 +614,7 @@ llvm::Error flexpipe::sched::loadProfile(const std::string &path,
       if (!steps.IsSequence())
         r.fail(steps.Mark(),
                "key 'optimizer_s' must be a list of seconds, one per actor");
+      profile.optimizerPlace = r.place(steps.Mark());
       for (const YAML::Node &step : steps)
         profile.optimizerStep.push_back(
             r.number(step, "optimizer_s", 0, false));

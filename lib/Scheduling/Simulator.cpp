@@ -794,24 +794,28 @@ AfterPipeline flexpipe::sched::afterPipeline(const StageLayout &layout,
 llvm::Error flexpipe::sched::checkProfileFits(const Profile &profile,
                                               int32_t numStages,
                                               int32_t numActors) {
-  auto other = [&](const std::string &what) {
+  // `place`: where the file says it.
+  auto other = [&](const std::string &what, const std::string &place) {
     return llvm::createStringError(
         "the profile" +
         (profile.path.empty() ? "" : " '" + profile.path + "'") + " " + what +
+        (place.empty() ? "" : " (at " + place + ")") +
         ", but the schedule has " + std::to_string(numStages) + " stages and " +
         std::to_string(numActors) + " actors: was it measured on another job?");
   };
   for (const Profile::Stage &stage : profile.stages)
     if (stage.stage < 0 || stage.stage >= numStages)
-      return other("lists stage " + std::to_string(stage.stage));
+      return other("lists stage " + std::to_string(stage.stage), stage.place);
   for (const Profile::Message &message : profile.messages)
     if (message.from < 0 || message.from >= numActors || message.to < 0 ||
         message.to >= numActors)
       return other("times messages from actor " + std::to_string(message.from) +
-                   " to actor " + std::to_string(message.to));
+                       " to actor " + std::to_string(message.to),
+                   message.place);
   if (profile.optimizerStep.size() > static_cast<size_t>(numActors))
     return other("has " + std::to_string(profile.optimizerStep.size()) +
-                 " optimizer steps (optimizer_s)");
+                     " optimizer steps (optimizer_s)",
+                 profile.optimizerPlace);
   return llvm::Error::success();
 }
 

@@ -364,6 +364,8 @@ struct Profile {
     /// The weight-gradient state (only with activationBytes; without it the
     /// activations stay to the weight gradient).
     std::optional<double> weightGradBytes;
+    /// Where the file lists it (FILE:LINE:COLUMN), for messages; or empty.
+    std::string place;
     double weightGradOr(double activation) const {
       return weightGradBytes ? *weightGradBytes : activation;
     }
@@ -378,12 +380,14 @@ struct Profile {
   struct Message {
     int64_t from = 0, to = 0;
     double seconds = 0;
+    std::string place; ///< as Stage::place
   };
   std::vector<Message> messages;
   std::optional<double> defaultMessageTime;
   /// Seconds of each actor's optimizer step (index: actor), as the run
   /// measured it; empty where the profile has none.
   std::vector<double> optimizerStep;
+  std::string optimizerPlace; ///< where optimizer_s is, as Stage::place
   /// The runtime's mean seconds per instruction beyond computations, waits
   /// and registered operations (MachineProfile::Contention::instruction);
   /// absent where the profile has none.
