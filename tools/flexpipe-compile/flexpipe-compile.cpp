@@ -279,6 +279,41 @@ readInput(MLIRContext &context, const CompileOptions &options,
       sourceMgr, ParserConfig(&context, /*verifyAfterParse=*/false));
 }
 
+/// A schedule's flexpipe.optimize records what its spec asked for;
+/// flexpipe-compile applies a request when it schedules the spec, not to a
+/// schedule handed in as IR. Warns where such a schedule shows no sign of a
+/// request: no input-gradient op (split_backward), no separation figures
+/// (gradient_separation), no asynchronous receive on several actors
+/// (async_comm).
+static void warnUnappliedRequests(ScheduleOp schedule) {
+  auto requested = schedule->getAttrOfType<DictionaryAttr>("flexpipe.optimize");
+  if (!requested)
+    return;
+  bool split = false, async = false;
+  schedule.walk([&](Operation *op) {
+    split |= isa<IgradOp>(op);
+    async |= isa<RecvActOp, RecvGradOp>(op) && op->getNumResults() > 0;
+  });
+  SmallVector<StringRef> missing;
+  if (requested.contains("split_backward") && !split)
+    missing.push_back("split_backward");
+  if (requested.contains("gradient_separation") &&
+      !schedule->hasAttr("flexpipe.separation"))
+    missing.push_back("gradient_separation");
+  if (requested.contains("async_comm") && !async && schedule.getActors() > 1)
+    missing.push_back("async_comm");
+  if (missing.empty())
+    return;
+  schedule.emitWarning()
+      << "asks for " << llvm::join(missing, ", ")
+      << " (flexpipe.optimize), which its program does not show: "
+         "flexpipe-compile applies a request when it schedules a spec, not "
+         "to a schedule handed in; apply it first with flexpipe-opt FILE "
+         "--flexpipe-split-backward=requested-only=true "
+         "--flexpipe-gradient-separation=requested-only=true "
+         "--flexpipe-insert-comm --flexpipe-async-comm=requested-only=true";
+}
+
 /// With a model file, a schedule that does not say what its stages hold
 /// (no stage_info) holds the model's one module split evenly, as an
 /// imported PyTorch CSV does; a stage DAG or shared stages need a stage_info.
@@ -347,6 +382,7 @@ static LogicalResult applyOverrides(ModuleOp module,
       ++schedules;
       if (failed(sizeSchedule(schedule, options, model)))
         return failure();
+      warnUnappliedRequests(schedule);
       continue;
     }
     auto pipeline = dyn_cast<PipelineOp>(op);

@@ -462,7 +462,11 @@ def FlexPipe_OptimizeOp : FlexPipe_Op<"optimize", [HasParent<"PipelineOp">]> {
     The clauses may come in any order. At most one per pipeline. The
     schedule made from the pipeline carries the request as its
     `flexpipe.optimize` attribute (a dictionary of the same names), checked
-    by the same rules, which the passes read in place of their options.
+    by the same rules, which the passes read in place of their options
+    (`requested-only=true`). flexpipe-compile applies a request when it
+    schedules the spec; a schedule handed to it with a request its program
+    does not show (no `igrad`, no separation figures, no asynchronous
+    receive) is compiled as written, with a warning.
 
     ```mlir
     // ZB-H1: 1F1B whose weight gradients fill the bubbles.
