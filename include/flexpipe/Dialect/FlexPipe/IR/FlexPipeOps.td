@@ -400,7 +400,10 @@ def FlexPipe_InflightOp : FlexPipe_Op<"inflight", [HasParent<"PipelineOp">]> {
     zero; since MLIR folds a map's constants while it parses them, in
     wrapping arithmetic, a map is written inline (`affine_map<...>`, not an
     alias), and the product of its constants (each counted as at least 2)
-    and of 2 for each use of a name may not exceed 2^62. A global limit counts micro-batches: one that flows through
+    and of 2 for each use of a name may not exceed 2^62. (The generic form,
+    `limit = affine_map<...>` in the op's properties, is read by MLIR's
+    attribute parser, which folds before FlexPipe sees the map: write
+    in-flight maps in the custom form.) A global limit counts micro-batches: one that flows through
     several first stages (two towers, a shared stage) counts once. With
     `@module` the scope is that module.
 
