@@ -244,11 +244,29 @@ std::string stackSvgs(const std::string &top, const std::string &bottom) {
 
 class Progress {
 public:
-  explicit Progress(bool enabled) : enabled(enabled) {}
+  /// Bar: a bar redrawn in place (a terminal). Lines: a line per tenth of
+  /// the search (a log file); with `after`, only once the search has run
+  /// that long, so that a short search prints nothing.
+  enum class Mode { Off, Bar, Lines };
+  Progress(Mode mode, std::chrono::seconds after = std::chrono::seconds(0))
+      : mode(mode), quietUntil(std::chrono::steady_clock::now() + after) {}
   void operator()(size_t done, size_t total) {
-    if (!enabled || total == 0)
+    if (mode == Mode::Off || total == 0 ||
+        (done == lastDone && total == lastTotal))
       return;
+    lastDone = done;
+    lastTotal = total;
     const int percent = static_cast<int>(100 * done / total);
+    if (mode == Mode::Lines) {
+      if (percent / 10 == last / 10 && done != total)
+        return;
+      last = percent;
+      if (std::chrono::steady_clock::now() < quietUntil)
+        return;
+      llvm::errs() << "flexpipe-tune: searched " << done << " of " << total
+                   << " candidates (" << percent << "%)\n";
+      return;
+    }
     if (percent == last && done != total)
       return;
     last = percent;
@@ -261,8 +279,10 @@ public:
   }
 
 private:
-  bool enabled;
+  Mode mode;
+  std::chrono::steady_clock::time_point quietUntil;
   int last = -1;
+  size_t lastDone = 0, lastTotal = 0;
 };
 
 /// The command line, described for CLI11.
@@ -354,9 +374,10 @@ void addOptions(CLI::App &app, Options &o) {
   app.add_flag("--allow-fwd-first", o.allowFwdFirst,
                "Also try the forward-first computation-type priority");
   app.add_option("--progress", o.progress,
-                 "Progress bar on standard error: auto (when it is a "
-                 "terminal), on or off")
-      ->check(CLI::IsMember({"auto", "on", "off"}))
+                 "Progress on standard error: on (a bar), lines (a line per "
+                 "tenth of the search), off, or auto: a bar on a terminal, "
+                 "else lines once the search has run two minutes")
+      ->check(CLI::IsMember({"auto", "on", "lines", "off"}))
       ->capture_default_str();
   app.add_option("--load-plugin", o.plugins,
                  "Load a scheduler plugin (docs/Plugins.md) before anything "
@@ -738,9 +759,13 @@ int main(int argc, char **argv) {
       !loaded(loadCluster(o.cluster, cluster)) ||
       (!o.profile.empty() && !loaded(loadProfile(o.profile, profile))))
     return 1;
-  const bool showProgress =
-      o.progress == "on" || (o.progress == "auto" && isatty(STDERR_FILENO));
-  Progress progress(showProgress);
+  const bool terminal = isatty(STDERR_FILENO);
+  Progress progress(
+      o.progress == "on" || (o.progress == "auto" && terminal)
+          ? Progress::Mode::Bar
+      : o.progress == "lines" || o.progress == "auto" ? Progress::Mode::Lines
+                                                      : Progress::Mode::Off,
+      o.progress == "auto" ? std::chrono::minutes(2) : std::chrono::minutes(0));
   options.progress = [&](size_t done, size_t total) { progress(done, total); };
 
   llvm::Expected<TuneOptions> resolved =
