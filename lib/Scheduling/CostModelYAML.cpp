@@ -13,6 +13,7 @@
 #include "flexpipe/Scheduling/CostModelYAML.h"
 
 #include "flexpipe/Support/InputLimits.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -104,6 +105,14 @@ public:
       fail(node.Mark(), "key '" + std::string(key) +
                             "' must be an integer, got '" + scalar(node) + "'");
     }
+    // yaml-cpp reads a leading 0 as octal (YAML 1.1): 010 was 8.
+    const std::string written = scalar(node);
+    const llvm::StringRef digits = llvm::StringRef(written).ltrim("+-");
+    if (digits.size() > 1 && digits[0] == '0' && llvm::isDigit(digits[1]))
+      fail(node.Mark(), "key '" + std::string(key) + "' is written '" +
+                            written + "', which YAML 1.1 reads as octal (" +
+                            std::to_string(value) +
+                            "); write the number without the leading 0");
     if (value < min)
       fail(node.Mark(), "key '" + std::string(key) + "' must be at least " +
                             std::to_string(min) + ", got " +
