@@ -1557,14 +1557,35 @@ LogicalResult ScheduleOp::verifyRegions() {
   // (op name, registered instruction, stage, micro-batch, actor, peer) ->
   // first occurrence. The actor is -1 for computations of non-shared stages,
   // which run once per schedule.
-  using Key = std::tuple<const void *, const void *, int64_t, int64_t, int64_t,
-                         int64_t>;
-  llvm::DenseMap<Key, Operation *> seen;
+  // Packed into 16 bytes: the (stage, micro-batch) cell, and the op name,
+  // registered instruction, actor and peer as small fields. The hash is the
+  // cell's place (times 8, the few ops a cell has): an actor's ops, in
+  // micro-batch order, look up neighbouring buckets. A random hash made
+  // each lookup in a large schedule's millions a cache miss, most of its
+  // verification.
+  using Key = std::pair<uint64_t, uint64_t>;
+  struct KeyInfo : llvm::DenseMapInfo<Key> {
+    static unsigned getHashValue(const Key &key) {
+      return static_cast<unsigned>(key.first * 8 +
+                                   (llvm::hash_value(key.second) & 7));
+    }
+  };
+  llvm::DenseMap<Key, Operation *, KeyInfo> seen;
+  llvm::SmallDenseMap<const void *, uint64_t, 16> nameIndex, registeredIndex;
+  auto indexOf = [](llvm::SmallDenseMap<const void *, uint64_t, 16> &indices,
+                    const void *pointer) {
+    return indices.try_emplace(pointer, indices.size()).first->second;
+  };
   llvm::DenseMap<int64_t, std::pair<int64_t, Operation *>> computeHome;
   llvm::DenseMap<std::pair<int64_t, int64_t>, Operation *> fullBackward;
   llvm::DenseMap<std::pair<int64_t, int64_t>,
                  std::pair<Operation *, Operation *>>
       splitBackward; // (igrad, wgrad)
+  // Sized once: no rehash of millions of entries as it grows.
+  size_t instructions = 0;
+  for (ActorOp actor : byId)
+    instructions += actor.getBody().front().getOperations().size();
+  seen.reserve(instructions);
 
   for (ActorOp actor : byId) {
     const int64_t actorId = asSigned(actor.getId());
@@ -1589,8 +1610,16 @@ LogicalResult ScheduleOp::verifyRegions() {
       const void *registered = nullptr;
       if (auto exec = dyn_cast<ExecOp>(op))
         registered = exec.getInstructionAttr().getAttr().getAsOpaquePointer();
-      Key key{op.getName().getAsOpaquePointer(), registered,         stage, mb,
-              onceGlobally ? -1 : actorId,       inst.getPeerActor()};
+      // Disjoint fields (kMaxCount, kMaxActors): the cell under 2^40, an op
+      // name index (a few dozen) above it; registered instructions under
+      // 2^24 (fewer than the computations); actors and peers, +1 for -1
+      // (none), under 2^20.
+      const uint64_t actorField = onceGlobally ? 0 : actorId + 1;
+      const Key key{
+          indexOf(nameIndex, op.getName().getAsOpaquePointer()) << 40 |
+              (static_cast<uint64_t>(stage) * numMicrobatches + mb),
+          indexOf(registeredIndex, registered) << 40 | actorField << 20 |
+              static_cast<uint64_t>(inst.getPeerActor() + 1)};
       auto [it, inserted] = seen.try_emplace(key, &op);
       if (!inserted) {
         InFlightDiagnostic diag =
