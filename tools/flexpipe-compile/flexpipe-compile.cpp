@@ -279,39 +279,73 @@ readInput(MLIRContext &context, const CompileOptions &options,
       sourceMgr, ParserConfig(&context, /*verifyAfterParse=*/false));
 }
 
+/// A schedule the user handed in (not one made from a spec here), and
+/// whether it came with its communication.
+struct HandedIn {
+  ScheduleOp schedule;
+  bool transfers;
+};
+static SmallVector<HandedIn> handedInSchedules(ModuleOp module) {
+  SmallVector<HandedIn> handedIn;
+  for (ScheduleOp schedule : module.getOps<ScheduleOp>()) {
+    bool transfers = false;
+    schedule.walk([&](Operation *op) {
+      transfers |= isa<SendActOp, RecvActOp, SendGradOp, RecvGradOp>(op);
+    });
+    handedIn.push_back({schedule, transfers});
+  }
+  return handedIn;
+}
+
 /// A schedule's flexpipe.optimize records what its spec asked for;
 /// flexpipe-compile applies a request when it schedules the spec, not to a
-/// schedule handed in as IR. Warns where such a schedule shows no sign of a
-/// request: no input-gradient op (split_backward), no separation figures
-/// (gradient_separation), no asynchronous receive on several actors
-/// (async_comm).
-static void warnUnappliedRequests(ScheduleOp schedule) {
+/// schedule handed in. Warns, once the schedule is verified and has its
+/// communication, where it shows no sign of a request: no input-gradient
+/// op (split_backward), no separation figures (gradient_separation), a
+/// blocking receive (async_comm), and says how to apply it.
+static void warnUnappliedRequests(const HandedIn &handedIn) {
+  ScheduleOp schedule = handedIn.schedule;
   auto requested = schedule->getAttrOfType<DictionaryAttr>("flexpipe.optimize");
   if (!requested)
     return;
-  bool split = false, async = false;
+  bool split = false, blocking = false;
   schedule.walk([&](Operation *op) {
     split |= isa<IgradOp>(op);
-    async |= isa<RecvActOp, RecvGradOp>(op) && op->getNumResults() > 0;
+    blocking |= isa<RecvActOp, RecvGradOp>(op) && op->getNumResults() == 0;
   });
-  SmallVector<StringRef> missing;
-  if (requested.contains("split_backward") && !split)
+  SmallVector<StringRef> missing, passes;
+  bool separationAfterComm = false;
+  if (requested.contains("split_backward") && !split) {
     missing.push_back("split_backward");
+    passes.push_back("--flexpipe-split-backward=requested-only=true");
+  }
   if (requested.contains("gradient_separation") &&
-      !schedule->hasAttr("flexpipe.separation"))
+      !schedule->hasAttr("flexpipe.separation")) {
     missing.push_back("gradient_separation");
-  if (requested.contains("async_comm") && !async && schedule.getActors() > 1)
+    if (handedIn.transfers)
+      separationAfterComm = true;
+    else
+      passes.push_back("--flexpipe-gradient-separation=requested-only=true");
+  }
+  if (requested.contains("async_comm") && blocking) {
     missing.push_back("async_comm");
+    passes.push_back("--flexpipe-insert-comm");
+    passes.push_back("--flexpipe-async-comm=requested-only=true");
+  }
   if (missing.empty())
     return;
-  schedule.emitWarning()
-      << "asks for " << llvm::join(missing, ", ")
-      << " (flexpipe.optimize), which its program does not show: "
-         "flexpipe-compile applies a request when it schedules a spec, not "
-         "to a schedule handed in; apply it first with flexpipe-opt FILE "
-         "--flexpipe-split-backward=requested-only=true "
-         "--flexpipe-gradient-separation=requested-only=true "
-         "--flexpipe-insert-comm --flexpipe-async-comm=requested-only=true";
+  InFlightDiagnostic warning = schedule.emitWarning();
+  warning << "asks for " << llvm::join(missing, ", ")
+          << " (flexpipe.optimize), which its program does not show: "
+             "flexpipe-compile applies a request when it schedules a spec, "
+             "not to a schedule handed in";
+  if (!passes.empty())
+    warning << "; apply it first with flexpipe-opt FILE "
+            << llvm::join(passes, " ");
+  if (separationAfterComm)
+    warning << "; gradient separation reorders a program before its "
+               "communication: ask for it in the spec, or hand in the "
+               "program without its transfers";
 }
 
 /// With a model file, a schedule that does not say what its stages hold
@@ -382,7 +416,6 @@ static LogicalResult applyOverrides(ModuleOp module,
       ++schedules;
       if (failed(sizeSchedule(schedule, options, model)))
         return failure();
-      warnUnappliedRequests(schedule);
       continue;
     }
     auto pipeline = dyn_cast<PipelineOp>(op);
@@ -679,9 +712,14 @@ static int compile(const CompileOptions &options) {
   std::optional<LongLineDiagnostics> longLines;
   OwningOpRef<ModuleOp> module = readInput(context, options, modelOf(*inputs),
                                            sourceMgr, handler, longLines);
-  if (!module || failed(applyOverrides(*module, options, modelOf(*inputs))) ||
+  if (!module)
+    return 1;
+  const SmallVector<HandedIn> handedIn = handedInSchedules(*module);
+  if (failed(applyOverrides(*module, options, modelOf(*inputs))) ||
       failed(scheduleSpecs(context, *module, options, inputs)))
     return 1;
+  for (const HandedIn &schedule : handedIn)
+    warnUnappliedRequests(schedule);
 
   SmallVector<ScheduleOp> all(module->getOps<ScheduleOp>());
   // Every output but the schedule IR and the text views is of one schedule:

@@ -468,8 +468,8 @@ def FlexPipe_OptimizeOp : FlexPipe_Op<"optimize", [HasParent<"PipelineOp">]> {
     by the same rules, which the passes read in place of their options
     (`requested-only=true`). flexpipe-compile applies a request when it
     schedules the spec; a schedule handed to it with a request its program
-    does not show (no `igrad`, no separation figures, no asynchronous
-    receive) is compiled as written, with a warning.
+    does not show (no `igrad`, no separation figures, a blocking receive)
+    is compiled as written, with a warning that says how to apply it.
 
     ```mlir
     // ZB-H1: 1F1B whose weight gradients fill the bubbles.
