@@ -1071,7 +1071,7 @@ flexpipe.schedule @s actors(1) stages(1) microbatches(1) attributes {flexpipe.op
 
 // Tests an attribute dictionary that names an op's own attribute: MLIR set
 // it over the value written (this pipeline had 4 actors, 8 micro-batches).
-// expected-error @+1 {{'actors' is a FlexPipe op's own attribute: write it in the op's syntax, not in its attribute dictionary}}
+// expected-error @+1 {{'actors' is reserved in an attribute dictionary: it names an attribute of a FlexPipe op, which MLIR would set over what the op's syntax says}}
 flexpipe.pipeline @p actors(1) microbatches(1) attributes {flexpipe.note = "kept", actors = 4} {
   flexpipe.module @gpt layers(8) placement(one_to_one)
 }
@@ -1082,7 +1082,19 @@ flexpipe.pipeline @p actors(1) microbatches(1) attributes {flexpipe.note = "kept
 // 1).
 flexpipe.schedule @s actors(1) stages(1) microbatches(2) stage_info [#flexpipe.stage_info<"gpt", 1, first, last>] {
   flexpipe.actor 0 {
-    // expected-error @+1 {{'mb' is a FlexPipe op's own attribute}}
+    // expected-error @+1 {{'mb' is reserved in an attribute dictionary}}
     flexpipe.fwd stage 0 mb 0 {mb = 1}
+  }
+}
+
+// -----
+
+// Tests a name that is another op's attribute (flexpipe.check's): reserved
+// on every op, since the dictionary's parser does not know which op it
+// reads.
+flexpipe.schedule @s actors(1) stages(1) microbatches(1) stage_info [#flexpipe.stage_info<"gpt", 1, first, last>] {
+  flexpipe.actor 0 {
+    // expected-error @+1 {{'name' is reserved in an attribute dictionary}}
+    flexpipe.fwd stage 0 mb 0 {name = "warmup"}
   }
 }

@@ -563,8 +563,9 @@ static void printInflightLimit(OpAsmPrinter &printer, Operation *,
 /// An op's attribute dictionary (`{...}`, or `attributes {...}` before a
 /// region) holds attributes the op's syntax does not write. MLIR sets an
 /// inherent attribute named there over the value the syntax wrote
-/// (`actors(1) attributes {actors = 4}` had 4 actors): a name that is any
-/// FlexPipe op's own attribute is refused.
+/// (`actors(1) attributes {actors = 4}` had 4 actors): the names of FlexPipe
+/// ops' own attributes are reserved there, for every op (the directive
+/// does not know which op it parses).
 static ParseResult parseAttrDict(OpAsmParser &parser, NamedAttrList &attrs,
                                  bool withKeyword) {
   const llvm::SMLoc loc = parser.getCurrentLocation();
@@ -584,9 +585,11 @@ static ParseResult parseAttrDict(OpAsmParser &parser, NamedAttrList &attrs,
     if (own.contains(attr.getName().getValue()))
       return parser.emitError(loc)
              << "'" << attr.getName().getValue()
-             << "' is a FlexPipe op's own attribute: write it in the op's "
-                "syntax, not in its attribute dictionary (which would "
-                "replace the value written)";
+             << "' is reserved in an attribute dictionary: it names an "
+                "attribute of a FlexPipe op, which MLIR would set over what "
+                "the op's syntax says; write the op's own values in its "
+                "syntax, and other attributes with a dialect prefix (such as "
+                "'flexpipe.note')";
     attrs.push_back(attr);
   }
   return success();

@@ -58,9 +58,11 @@ def FlexPipe_Dialect : Dialect {
 
     Every op's custom form ends with an optional attribute dictionary
     (`{...}`; `attributes {...}` before a region) for attributes its syntax
-    does not write, such as a schedule's `flexpipe.optimize`. A name that is
-    a FlexPipe op's own attribute (`actors`, `mb`, `limit`, ...) is refused
-    there: MLIR would set it over the value the syntax wrote.
+    does not write, such as a schedule's `flexpipe.optimize`. The names of
+    FlexPipe ops' own attributes (`actors`, `mb`, `limit`, `name`, ...) are
+    reserved there, on every op: MLIR would set one over the value the
+    syntax wrote. (In the generic form, MLIR's parser drops such a name
+    from the dictionary, keeping the value in the op's properties.)
   }];
   let useDefaultAttributePrinterParser = 1;
   let useDefaultTypePrinterParser = 1;
