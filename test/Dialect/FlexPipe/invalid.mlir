@@ -262,6 +262,15 @@ flexpipe.pipeline @p actors(4) microbatches(8) {
 
 // -----
 
+// Tests a hex constant in a count: named as written.
+flexpipe.pipeline @p actors(4) microbatches(8) {
+  flexpipe.module @gpt layers(16) placement(circular) chunks(2)
+  // expected-error @+1 {{at '0x4000000000000000' this count's constants and names multiply past 2^62}}
+  flexpipe.priority fstp<breadth_first, m * 0x4000000000000000 * 4 + 3>
+}
+
+// -----
+
 // Tests a count whose names make the coefficient ((pp + pp + pp + pp) is
 // pp * 4): each use of a name counts.
 flexpipe.pipeline @p actors(4) microbatches(8) {

@@ -11,6 +11,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -165,8 +166,12 @@ private:
       if (failed(*integer))
         return failure();
       if (!budget.take(llvm::AbsoluteValue(value)))
-        return parser.emitError(loc)
-               << AffineLiteralBudget::exceeded(std::to_string(value), "count");
+        return parser.emitError(loc) << AffineLiteralBudget::exceeded(
+                   // As written (hex stays hex).
+                   llvm::StringRef(loc.getPointer()).take_while([](char c) {
+                     return llvm::isAlnum(c) || c == '_';
+                   }),
+                   "count");
       return getAffineConstantExpr(value, ctx);
     }
     StringRef name;
