@@ -814,7 +814,7 @@ llvm::Error flexpipe::sched::checkProfileFits(const Profile &profile,
                    message.place);
   if (profile.optimizerStep.size() > static_cast<size_t>(numActors))
     return other("has " + std::to_string(profile.optimizerStep.size()) +
-                     " optimizer steps (optimizer_s)",
+                     " optimizer steps in optimizer_s",
                  profile.optimizerPlace);
   return llvm::Error::success();
 }

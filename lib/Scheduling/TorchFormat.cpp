@@ -9,8 +9,8 @@
 #include "flexpipe/Scheduling/TorchFormat.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/ConvertUTF.h"
 #include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
 #include <map>
@@ -453,15 +453,25 @@ struct Located {
   int32_t line, column;
 };
 
-/// A cell's text for a message: quoted, cut after 21 characters, bytes that
-/// are not printable ASCII escaped (\\XX), so a binary file prints as text.
+/// A cell's text for a message: quoted, cut after 21 characters, control
+/// bytes escaped (\\XX), and every byte past ASCII where the text is not
+/// UTF-8, so a binary file prints as text (UTF-8 stays).
 std::string quoted(llvm::StringRef text) {
-  std::string out;
-  llvm::raw_string_ostream os(out);
-  os << '\'';
-  llvm::printEscapedString(text.size() > 24 ? text.take_front(21) : text, os);
-  os << (text.size() > 24 ? "...'" : "'");
-  return out;
+  const llvm::StringRef shown = text.size() > 24 ? text.take_front(21) : text;
+  const auto *begin = reinterpret_cast<const llvm::UTF8 *>(shown.data());
+  const bool utf8 = llvm::isLegalUTF8String(&begin, begin + shown.size());
+  std::string out = "'";
+  for (const char c : shown) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte < 0x20 || byte == 0x7f || (byte >= 0x80 && !utf8)) {
+      out += '\\';
+      out += llvm::hexdigit(byte >> 4);
+      out += llvm::hexdigit(byte & 15);
+    } else {
+      out += c;
+    }
+  }
+  return out + (text.size() > 24 ? "...'" : "'");
 }
 
 /// What is wrong at a cell (1-based; 0: the whole line or file).

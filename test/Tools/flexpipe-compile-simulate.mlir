@@ -178,4 +178,4 @@
 // OTHER-ACTOR: error: the profile '{{.*}}actor4.yaml' times messages from actor 0 to actor 4 (at {{.*}}actor4.yaml:3:5), but the schedule has 4 stages and 4 actors
 // RUN: printf 'stages: []\noptimizer_s: [1, 1, 1, 1, 1, 1]\n' > %t.steps6.yaml
 // RUN: not flexpipe-compile %schedules/1f1b.mlir --actors 2 --model %configs/models/tiny.yaml --cluster %configs/clusters/cpu.yaml --profile %t.steps6.yaml --emit=report 2>&1 | FileCheck %s --check-prefix=OTHER-STEPS
-// OTHER-STEPS: error: the profile '{{.*}}steps6.yaml' has 6 optimizer steps (optimizer_s) (at {{.*}}steps6.yaml:2:14), but the schedule has 2 stages and 2 actors
+// OTHER-STEPS: error: the profile '{{.*}}steps6.yaml' has 6 optimizer steps in optimizer_s (at {{.*}}steps6.yaml:2:14), but the schedule has 2 stages and 2 actors

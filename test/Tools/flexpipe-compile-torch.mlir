@@ -128,6 +128,11 @@
 // RUN: printf '\000\001\377\376\n' > %t.binary.csv
 // RUN: not flexpipe-compile %t.binary.csv 2>&1 | FileCheck %s --check-prefix=BINARY --implicit-check-not=^
 // BINARY: binary.csv:1:1: error: '\00\01\FF\FE' is not a PyTorch action
+// UTF-8 text is shown as it is, and its line echoed:
+// RUN: printf 'caf\303\251\n' > %t.utf8.csv
+// RUN: not flexpipe-compile %t.utf8.csv 2>&1 | FileCheck %s --check-prefix=UTF8
+// UTF8: utf8.csv:1:1: error: 'café' is not a PyTorch action
+// UTF8-NEXT: café
 // RUN: not flexpipe-compile %S/Inputs/torch-compute-only.csv --actors 4 --emit=text 2>&1 | FileCheck %s --check-prefix=SIZES
 // SIZES: error: --actors and --microbatches change specs; '{{.*}}' holds only schedules, whose sizes are fixed
 // RUN: not flexpipe-compile %S/Inputs/torch-compute-only.csv --model %configs/models/clip-tiny.yaml --cluster %configs/clusters/cpu.yaml --emit=report 2>&1 | FileCheck %s --check-prefix=MODULES

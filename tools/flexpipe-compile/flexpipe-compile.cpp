@@ -39,6 +39,7 @@
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Target/Cpp/CppEmitter.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/ConvertUTF.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FileUtilities.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -109,7 +110,8 @@ importTorchSchedule(MLIRContext &context, const std::string &text,
     return OwningOpRef<ModuleOp>();
   };
   // At its cell, with the line, as the verifier's diagnostics are (a line
-  // with control bytes is not echoed to the terminal).
+  // with control bytes, or that is not UTF-8, is not echoed to the
+  // terminal).
   auto report = [&](llvm::Error error) {
     llvm::handleAllErrors(
         std::move(error),
@@ -124,8 +126,12 @@ importTorchSchedule(MLIRContext &context, const std::string &text,
               lines.FindLocForLineAndColumn(1, e.line, std::max(1, e.column));
           const llvm::SMDiagnostic diagnostic =
               lines.GetMessage(at, llvm::SourceMgr::DK_Error, e.what);
-          if (llvm::any_of(diagnostic.getLineContents(), [](char c) {
-                return llvm::isPrint(c) == 0 && c != '\t' && c != '\r';
+          const llvm::StringRef line = diagnostic.getLineContents();
+          const auto *begin = reinterpret_cast<const llvm::UTF8 *>(line.data());
+          if (!llvm::isLegalUTF8String(&begin, begin + line.size()) ||
+              llvm::any_of(line, [](char c) {
+                const auto byte = static_cast<unsigned char>(c);
+                return (byte < 0x20 && c != '\t' && c != '\r') || byte == 0x7f;
               }))
             llvm::errs() << file << ":" << e.line << ":"
                          << std::max(1, e.column) << ": error: " << e.what

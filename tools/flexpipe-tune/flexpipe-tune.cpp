@@ -246,7 +246,8 @@ class Progress {
 public:
   /// Bar: a bar redrawn in place (a terminal). Lines: a line per tenth of
   /// the search (a log file); with `after`, only once the search has run
-  /// that long, so that a short search prints nothing.
+  /// that long (the first line then, at once), so that a short search
+  /// prints nothing.
   enum class Mode { Off, Bar, Lines };
   Progress(Mode mode, std::chrono::seconds after = std::chrono::seconds(0))
       : mode(mode), quietUntil(std::chrono::steady_clock::now() + after) {}
@@ -258,11 +259,12 @@ public:
     lastTotal = total;
     const int percent = static_cast<int>(100 * done / total);
     if (mode == Mode::Lines) {
-      if (percent / 10 == last / 10 && done != total)
-        return;
+      // At each tenth, and as soon as the quiet time is over.
+      const bool tenth = percent / 10 != last / 10 || done == total;
       last = percent;
-      if (std::chrono::steady_clock::now() < quietUntil)
+      if (std::chrono::steady_clock::now() < quietUntil || (spoke && !tenth))
         return;
+      spoke = true;
       llvm::errs() << "flexpipe-tune: searched " << done << " of " << total
                    << " candidates (" << percent << "%)\n";
       return;
@@ -282,6 +284,7 @@ private:
   Mode mode;
   std::chrono::steady_clock::time_point quietUntil;
   int last = -1;
+  bool spoke = false;
   size_t lastDone = 0, lastTotal = 0;
 };
 

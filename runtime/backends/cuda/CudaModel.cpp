@@ -984,6 +984,8 @@ public:
     return *lossHost.get();
   }
   std::pair<uint64_t, std::string> precision() const override {
+    // The CPU device's fp32 is {0, "fp32"}.
+    static_assert(static_cast<uint64_t>(MathMode::Fp32) == 0);
     return {static_cast<uint64_t>(context->math()),
             mathModeName(context->math())};
   }
