@@ -683,12 +683,30 @@ static void warnAttentionMismatch(const CompileOptions &options,
                << "' there for this backend\n";
 }
 
+/// The CPU backend computes in fp32 whatever the model file's dtype says;
+/// a model priced in 2-byte elements (bf16, the default, or fp16) predicts
+/// half its activation memory.
+static void warnDtypeMismatch(const CompileOptions &options,
+                              const sched::ModelConfig &model) {
+  if (options.backend != "cpu" || model.dtypeBytes == 4)
+    return;
+  llvm::errs() << "flexpipe-compile: warning: the cpu backend computes in "
+                  "fp32, but '"
+               << options.model << "' prices " << model.dtype
+               << " activations (dtype: " << model.dtype
+               << (model.dtype == "bf16" ? ", the default" : "")
+               << "): the peak activation memory predicted for the ranks is "
+                  "half what they keep; say 'dtype: fp32' there for this "
+                  "backend\n";
+}
+
 static LogicalResult predictMemory(ModuleOp module,
                                    const CompileOptions &options,
                                    const sched::CostInputs &inputs) {
   if (!inputs.hasModel())
     return success();
   warnAttentionMismatch(options, *inputs.model);
+  warnDtypeMismatch(options, *inputs.model);
   for (ScheduleOp schedule : module.getOps<ScheduleOp>()) {
     sched::SimCosts costs;
     sched::SimResult result;
