@@ -11,6 +11,10 @@
 // The program below, 2 actors, 1F1B: trained, and lowered to calls of the
 // all-gather with the actors of each shared stage in the description.
 // RUN: rm -rf %t && mkdir -p %t
+// The CUDA backend does not run it: flexpipe-compile says so (the ranks
+// were built and each stopped at start-up).
+// RUN: not flexpipe-compile %s --model %S/../../configs/models/tiny.yaml --cluster %S/../../configs/clusters/cpu.yaml --backend=cuda-emulation --emit=cpp -o %t/cuda 2>&1 | FileCheck %s --check-prefix=CUDA-VOCAB
+// CUDA-VOCAB: error: 'flexpipe.schedule' op has vocabulary-parallel stages (a shared token embedding or LM head), which the cuda backend does not run; compile it with --backend=cpu
 // RUN: %train vp2 %s | FileCheck %s
 // RUN: FileCheck %s --check-prefix=DESC < %t/vp2/schedule.txt
 // RUN: FileCheck %s --check-prefix=CALLS < %t/vp2/rank1.cpp

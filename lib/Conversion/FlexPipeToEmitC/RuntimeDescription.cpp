@@ -194,9 +194,9 @@ std::string withHash(ScheduleOp schedule, const rt::ScheduleDesc &desc) {
 
 /// Whether the ranks will start on `description`: the runtime's own reader
 /// accepts it (on every backend; a rank refuses what it refuses), and
-/// `backend` can give every actor's ranks the message channels the runtime
-/// opens for it (rt::tooManyChannels). A diagnostic at the schedule or at
-/// the first actor it cannot serve.
+/// `backend` runs its stages and can give every actor's ranks the message
+/// channels the runtime opens for it (rt::tooManyChannels). A diagnostic at the
+/// schedule or at the first actor it cannot serve.
 LogicalResult checkRanksRead(ScheduleOp schedule,
                              const std::string &description,
                              RuntimeBackend backend) {
@@ -208,6 +208,21 @@ LogicalResult checkRanksRead(ScheduleOp schedule,
            << "has a runtime description its reader refuses: " << error;
   if (backend != RuntimeBackend::Cuda)
     return success();
+  // What the CUDA device does not run (CudaDevice's vocabParallel() and
+  // twoTower(), which the ranks check at start-up): said here, before the
+  // ranks are built.
+  if (llvm::any_of(desc.stage, [](const rt::ScheduleDesc::Stage &stage) {
+        return stage.vocabEmbedding() || stage.vocabHead();
+      }))
+    return schedule.emitOpError()
+           << "has vocabulary-parallel stages (a shared token embedding or "
+              "LM head), which the cuda backend does not run; compile it "
+              "with --backend=cpu";
+  if (desc.twoTower())
+    return schedule.emitOpError()
+           << "is a two-tower model (towers joined by a contrastive loss), "
+              "which the cuda backend does not run; compile it with "
+              "--backend=cpu";
   const std::vector<int> channels = rt::channelsPerActor(desc);
   for (auto actor : schedule.getBody().getOps<ActorOp>()) {
     const auto id = static_cast<size_t>(actor.getId());
