@@ -40,7 +40,8 @@
 // standard library as the tools (they exchange std::function and
 // std::string); the loader checks kPluginApiVersion. Hooks must be
 // thread-safe (flexpipe-tune calls them from several threads at once) and
-// must not throw. docs/Plugins.md has the whole contract.
+// must not throw (the registry catches what one throws: the scheduling
+// stops with its message). docs/Plugins.md has the whole contract.
 //
 //===----------------------------------------------------------------------===//
 

@@ -100,18 +100,45 @@ bool Registry::add(std::map<std::string, Entry<F>> &table, const char *kind,
   return true;
 }
 
+/// `function`, which may throw (plugins are C++), as a hook that does not:
+/// an exception becomes sched::setHookFailure and the answer `neutral`. The
+/// tools' scheduler is built without exceptions; one thrown through it
+/// stopped the process.
+template <typename R, typename... Args>
+static std::function<R(Args...)> catching(std::function<R(Args...)> function,
+                                          const char *kind,
+                                          const std::string &name, R neutral) {
+  if (!function)
+    return function;
+  const std::string what = std::string("the ") + kind + " '" + name + "'";
+  return [function = std::move(function), what, neutral](Args... args) -> R {
+    try {
+      return function(std::forward<Args>(args)...);
+    } catch (const std::exception &e) {
+      sched::setHookFailure(what + " threw: " + e.what() +
+                            " (a plugin's hooks must not throw)");
+    } catch (...) {
+      sched::setHookFailure(what + " threw (a plugin's hooks must not throw)");
+    }
+    return neutral;
+  };
+}
+
 bool Registry::addCheck(const std::string &name,
                         sched::CheckFunction function) {
-  return add(checks, kCheck, name, std::move(function));
+  return add(checks, kCheck, name,
+             catching(std::move(function), kCheck, name, false));
 }
 
 bool Registry::addPriority(const std::string &name,
                            sched::PriorityFunction function) {
-  return add(priorities, kPriority, name, std::move(function));
+  return add(priorities, kPriority, name,
+             catching(std::move(function), kPriority, name, -1));
 }
 
 bool Registry::addInflightRule(const std::string &name, InflightRule function) {
-  return add(inflightRules, kInflightRule, name, std::move(function));
+  return add(inflightRules, kInflightRule, name,
+             catching(std::move(function), "in-flight rule", name, int64_t(0)));
 }
 
 const sched::CheckFunction *Registry::check(const std::string &name) const {

@@ -991,8 +991,11 @@ bool Engine::runChecks(int32_t actor, CompKind kind, int32_t part) {
                        queue(part, kind).front()};
   const StepView v = view(actor);
   for (const CheckFunction &check : p.checks)
-    if (!check(v, item))
+    if (!check(v, item)) {
+      if (std::string failure = takeHookFailure(); !failure.empty())
+        hookError = std::move(failure);
       return false;
+    }
   return true;
 }
 
@@ -1011,6 +1014,10 @@ int32_t Engine::customStep(int32_t actor) {
   if (candidates.empty())
     return -1;
   const int choice = p.customPriorities[actor](view(actor), candidates);
+  if (std::string failure = takeHookFailure(); !failure.empty()) {
+    hookError = "actor " + std::to_string(actor) + ": " + failure;
+    return -1;
+  }
   if (choice == -1)
     return -1; // stays idle
   if (choice < 0 || choice >= static_cast<int>(candidates.size())) {
@@ -1817,4 +1824,17 @@ ScheduleResult flexpipe::sched::schedule(const Problem &problem,
       flowTime(replayed) < flowTime(greedy) * (1 - 1e-12))
     return replayed;
   return greedy;
+}
+
+namespace {
+thread_local std::string hookFailureMessage;
+} // namespace
+
+void flexpipe::sched::setHookFailure(std::string message) {
+  if (hookFailureMessage.empty())
+    hookFailureMessage = std::move(message);
+}
+
+std::string flexpipe::sched::takeHookFailure() {
+  return std::exchange(hookFailureMessage, std::string());
 }

@@ -209,6 +209,14 @@ using CheckFunction = std::function<bool(const StepView &, const ReadyItem &)>;
 using PriorityFunction =
     std::function<int(const StepView &, const std::vector<ReadyItem> &)>;
 
+/// What a plugin hook that threw said, on the thread that called it. The
+/// registry's wrappers (flexpipe/Plugin.h) catch the exception, record it
+/// here and give a neutral answer (a veto, staying idle, a limit of 0); the
+/// engine and the in-flight rule's verifier then stop with the message.
+void setHookFailure(std::string message);
+/// The recorded failure, cleared; empty when no hook threw.
+std::string takeHookFailure();
+
 /// How Algorithm 1's StepFunction treats a fetch that finds nothing
 /// schedulable in a non-empty reorder queue (an in-flight limit, a stage
 /// traversal interval waiting at its stage, or a check function veto).

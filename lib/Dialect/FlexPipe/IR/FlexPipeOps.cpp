@@ -1360,6 +1360,8 @@ FailureOr<SmallVector<int64_t>> InflightOp::evaluate(int64_t numActors,
     for (int64_t index = 0; index < count; ++index) {
       query.index = index;
       limits.push_back((*function)(query));
+      if (std::string failure = sched::takeHookFailure(); !failure.empty())
+        return emitOpError() << failure;
     }
   } else {
     AffineMap map = cast<AffineMapAttr>(limit).getValue();
