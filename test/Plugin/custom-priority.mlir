@@ -6,6 +6,9 @@
 // RUN: flexpipe-compile --load-plugin %example_plugin %s --emit=text --time-model=cost | FileCheck %s
 // RUN: sed '/custom/d' %s | flexpipe-compile - --emit=text | FileCheck %s --check-prefix=BUILTIN
 // RUN: not flexpipe-compile %s --emit=text 2>&1 | FileCheck %s --check-prefix=UNLOADED
+// A second custom priority for the same scope is refused as a second cttp
+// is (the last one silently won):
+// RUN: sed 's|^  flexpipe.priority custom("one_f_one_b")$|&\n  flexpipe.priority custom("one_f_one_b")|' %s | not flexpipe-compile --load-plugin %example_plugin - --emit=text 2>&1 | FileCheck %s --check-prefix=TWICE
 
 // CHECK:      schedule @plugged_1f1b: 4 actors, 4 stages, 8 micro-batches
 // CHECK:      actor 0 | 0F0 0F1 0F2 0F3 .   .   .   0B0 0F4 0B1 0F5 0B2 0F6 0B3 0F7 0B4 .   0B5 .   0B6 .   0B7
@@ -19,6 +22,8 @@
 // BUILTIN-NEXT: actor 3 | .   .   .   3F0 3B0 3F1 3B1 3F2 3B2 3F3 3B3 3F4 3B4 3F5 3B5 3F6 3B6 3F7 3B7 .   .   .
 
 // UNLOADED: error: 'flexpipe.priority' op uses priority "one_f_one_b", which no loaded plugin registers
+// TWICE: error: 'flexpipe.priority' op sets a custom priority again for the whole pipeline; set each priority once per scope
+// TWICE: note: first set here
 
 flexpipe.pipeline @plugged_1f1b actors(4) microbatches(8) {
   flexpipe.module @gpt layers(8) placement(one_to_one)

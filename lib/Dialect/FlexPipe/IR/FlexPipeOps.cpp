@@ -874,12 +874,13 @@ static LogicalResult verifyPriorities(PipelineOp pipeline) {
     SmallVector<int64_t> actors{-1};
     if (auto ids = priority.getActorIds())
       actors.assign(ids->begin(), ids->end());
-    const char *fields[] = {"cttp", "fstp", "bstp"};
+    const char *fields[] = {"cttp", "fstp", "bstp", "a custom priority"};
     bool present[] = {static_cast<bool>(priority.getCttpAttr()),
                       static_cast<bool>(priority.getFstpAttr()),
-                      static_cast<bool>(priority.getBstpAttr())};
+                      static_cast<bool>(priority.getBstpAttr()),
+                      static_cast<bool>(priority.getCustomAttr())};
     for (int64_t actor : actors) {
-      for (unsigned field = 0; field < 3; ++field) {
+      for (unsigned field = 0; field < 4; ++field) {
         if (!present[field])
           continue;
         auto [it, inserted] = prioritySeen.try_emplace(
