@@ -372,6 +372,10 @@ private:
   /// the limit, where both hold it); its first unstarted item and what that
   /// waits for.
   void explainRegistered(int32_t actor, std::ostream &os) const;
+  /// A ready item (dependencies met, in-flight limits admit it) that a
+  /// plugin check vetoes: the actor stays idle, and nothing that runs asks
+  /// the check again.
+  bool explainVetoed(int32_t actor, std::ostream &os);
   bool explainInflight(int32_t actor, std::ostream &os);
   /// `more`: a reason was written already (this one is appended to it).
   bool explainInterval(int32_t actor, std::ostream &os, bool more);
@@ -1387,6 +1391,8 @@ void Engine::diagnoseStuck(ScheduleResult &res, double now) {
     os << " left: ";
     if (left == 0 || blockedIn[actor] >= 0)
       explainRegistered(actor, os);
+    else if (explainVetoed(actor, os))
+      ;
     else if (const bool limited = explainInflight(actor, os);
              !explainInterval(actor, os, limited) && !limited)
       explainFirstWaiting(actor, os);
@@ -1432,6 +1438,22 @@ void Engine::explainRegistered(int32_t actor, std::ostream &os) const {
                : "waits for sources that never complete");
     return;
   }
+}
+
+bool Engine::explainVetoed(int32_t actor, std::ostream &os) {
+  if (p.checks.empty())
+    return false;
+  const CompKind kinds[3] = {CompKind::Fwd, gradKind(), CompKind::Wgrad};
+  for (int i = 0; i < (p.splitBackward ? 3 : 2); ++i)
+    for (int32_t part : actorParts[actor])
+      if (!queue(part, kinds[i]).empty() && admissibleFront(kinds[i], part) &&
+          !runChecks(actor, kinds[i], part)) {
+        os << "a plugin check vetoes its ready "
+           << describeItem(kinds[i], part, queue(part, kinds[i]).front())
+           << ", and no computation is left running to ask it again";
+        return true;
+      }
+  return false;
 }
 
 bool Engine::explainInflight(int32_t actor, std::ostream &os) {
