@@ -372,9 +372,9 @@ private:
   /// the limit, where both hold it); its first unstarted item and what that
   /// waits for.
   void explainRegistered(int32_t actor, std::ostream &os) const;
-  /// A ready item (dependencies met, in-flight limits admit it) that a
-  /// plugin check vetoes: the actor stays idle, and nothing that runs asks
-  /// the check again.
+  /// A ready item at the front of its queue (dependencies met, in-flight
+  /// limits admit it) that a plugin check vetoes: said before the limits
+  /// that the veto leaves reached (they were blamed instead).
   bool explainVetoed(int32_t actor, std::ostream &os);
   bool explainInflight(int32_t actor, std::ostream &os);
   /// `more`: a reason was written already (this one is appended to it).
@@ -1440,6 +1440,11 @@ void Engine::explainRegistered(int32_t actor, std::ostream &os) const {
   }
 }
 
+/// Why a ready item stays: a check's veto (explainVetoed,
+/// explainFirstWaiting).
+static constexpr const char *kCheckRefuses =
+    "a plugin check function refuses it";
+
 bool Engine::explainVetoed(int32_t actor, std::ostream &os) {
   if (p.checks.empty())
     return false;
@@ -1448,9 +1453,8 @@ bool Engine::explainVetoed(int32_t actor, std::ostream &os) {
     for (int32_t part : actorParts[actor])
       if (!queue(part, kinds[i]).empty() && admissibleFront(kinds[i], part) &&
           !runChecks(actor, kinds[i], part)) {
-        os << "a plugin check vetoes its ready "
-           << describeItem(kinds[i], part, queue(part, kinds[i]).front())
-           << ", and no computation is left running to ask it again";
+        os << describeItem(kinds[i], part, queue(part, kinds[i]).front())
+           << " is ready, but " << kCheckRefuses;
         return true;
       }
   return false;
@@ -1704,8 +1708,7 @@ void Engine::explainFirstWaiting(int32_t actor, std::ostream &os) {
   if (firstUnstarted(
           true, [&](CompKind kind, int32_t part, int32_t mb, int32_t) {
             os << describeItem(kind, part, mb) << " is ready, but "
-               << (!passesChecks(actor, kind, part)
-                       ? "a plugin check function refuses it"
+               << (!passesChecks(actor, kind, part) ? kCheckRefuses
                    : !p.customPriorities.empty() && p.customPriorities[actor]
                        ? "the actor's plugin priority chooses to stay idle"
                        : "its stage traversal interval holds the actor on "

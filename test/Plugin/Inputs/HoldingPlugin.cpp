@@ -1,4 +1,5 @@
-//===- HoldingPlugin.cpp - A check that waits for a time -------------------===//
+//===- HoldingPlugin.cpp - A check that waits for a time
+//-------------------===//
 //
 // Part of the FlexPipe project, under the Apache License v2.0 with LLVM
 // Exceptions. See LICENSE for license information.
@@ -6,9 +7,10 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// A check that holds every forward until step 3: with nothing running, time
-// does not pass, and the schedule cannot finish. The diagnosis must name the
-// check's veto, not an in-flight limit.
+// A check that holds every backward until step 20: once the in-flight
+// limits stop the forwards, nothing runs, time does not pass, and the
+// schedule cannot finish. The diagnosis must name the check's veto, not the
+// in-flight limit the veto leaves reached.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,8 +18,8 @@
 
 FLEXPIPE_PLUGIN(registry) {
   using namespace flexpipe;
-  registry.addCheck("forwards_from_step_3",
-                    [](const sched::StepView &view, const sched::ReadyItem &item) {
-                      return item.kind != sched::CompKind::Fwd || view.now >= 3;
-                    });
+  registry.addCheck("backwards_from_step_20", [](const sched::StepView &view,
+                                                 const sched::ReadyItem &item) {
+    return item.kind == sched::CompKind::Fwd || view.now >= 20;
+  });
 }
