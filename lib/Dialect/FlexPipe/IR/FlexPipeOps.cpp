@@ -1524,6 +1524,54 @@ LogicalResult ScheduleOp::verify() {
   return success();
 }
 
+namespace {
+/// A schedule's instructions by (op name, registered instruction, stage,
+/// micro-batch, actor, peer), for the verifier to find one repeated. Keys
+/// are packed into 16 bytes: the (stage, micro-batch) cell under 2^40 with
+/// an op name index above it; the registered instruction's index (fewer
+/// than the computations, under 2^24), the actor and the peer (+1 for -1,
+/// under 2^20) (kMaxCount, kMaxActors). The hash is the cell's place (times
+/// 8, the few ops a cell has): an actor's ops, in micro-batch order, look
+/// up neighbouring buckets. A random hash over 48-byte keys made each
+/// lookup in a large schedule's millions a cache miss (42% of a compile).
+class InstructionSet {
+public:
+  /// Sized once for `size` instructions: no rehash as it grows.
+  InstructionSet(int64_t numMicrobatches, size_t size)
+      : numMicrobatches(numMicrobatches) {
+    seen.reserve(size);
+  }
+  /// Records `op` (actor -1: a computation that runs once per schedule);
+  /// returns the op recorded first under the same key, or null.
+  Operation *insert(Operation &op, const void *registered, int64_t stage,
+                    int64_t mb, int64_t actor, int64_t peer) {
+    const Key key{indexOf(nameIndex, op.getName().getAsOpaquePointer()) << 40 |
+                      (static_cast<uint64_t>(stage) * numMicrobatches + mb),
+                  indexOf(registeredIndex, registered) << 40 |
+                      static_cast<uint64_t>(actor + 1) << 20 |
+                      static_cast<uint64_t>(peer + 1)};
+    auto [it, inserted] = seen.try_emplace(key, &op);
+    return inserted ? nullptr : it->second;
+  }
+
+private:
+  using Key = std::pair<uint64_t, uint64_t>;
+  struct KeyInfo : llvm::DenseMapInfo<Key> {
+    static unsigned getHashValue(const Key &key) {
+      return static_cast<unsigned>(key.first * 8 +
+                                   (llvm::hash_value(key.second) & 7));
+    }
+  };
+  using Indices = llvm::SmallDenseMap<const void *, uint64_t, 16>;
+  static uint64_t indexOf(Indices &indices, const void *pointer) {
+    return indices.try_emplace(pointer, indices.size()).first->second;
+  }
+  int64_t numMicrobatches;
+  llvm::DenseMap<Key, Operation *, KeyInfo> seen;
+  Indices nameIndex, registeredIndex;
+};
+} // namespace
+
 LogicalResult ScheduleOp::verifyRegions() {
   const int64_t numActors = asSigned(getActors());
   const int64_t numStages = asSigned(getStages());
@@ -1560,38 +1608,15 @@ LogicalResult ScheduleOp::verifyRegions() {
   if (std::optional<ArrayRef<int64_t>> list = getShared())
     shared.insert(list->begin(), list->end());
 
-  // (op name, registered instruction, stage, micro-batch, actor, peer) ->
-  // first occurrence. The actor is -1 for computations of non-shared stages,
-  // which run once per schedule.
-  // Packed into 16 bytes: the (stage, micro-batch) cell, and the op name,
-  // registered instruction, actor and peer as small fields. The hash is the
-  // cell's place (times 8, the few ops a cell has): an actor's ops, in
-  // micro-batch order, look up neighbouring buckets. A random hash made
-  // each lookup in a large schedule's millions a cache miss, most of its
-  // verification.
-  using Key = std::pair<uint64_t, uint64_t>;
-  struct KeyInfo : llvm::DenseMapInfo<Key> {
-    static unsigned getHashValue(const Key &key) {
-      return static_cast<unsigned>(key.first * 8 +
-                                   (llvm::hash_value(key.second) & 7));
-    }
-  };
-  llvm::DenseMap<Key, Operation *, KeyInfo> seen;
-  llvm::SmallDenseMap<const void *, uint64_t, 16> nameIndex, registeredIndex;
-  auto indexOf = [](llvm::SmallDenseMap<const void *, uint64_t, 16> &indices,
-                    const void *pointer) {
-    return indices.try_emplace(pointer, indices.size()).first->second;
-  };
   llvm::DenseMap<int64_t, std::pair<int64_t, Operation *>> computeHome;
   llvm::DenseMap<std::pair<int64_t, int64_t>, Operation *> fullBackward;
   llvm::DenseMap<std::pair<int64_t, int64_t>,
                  std::pair<Operation *, Operation *>>
       splitBackward; // (igrad, wgrad)
-  // Sized once: no rehash of millions of entries as it grows.
   size_t instructions = 0;
   for (ActorOp actor : byId)
     instructions += actor.getBody().front().getOperations().size();
-  seen.reserve(instructions);
+  InstructionSet seen(numMicrobatches, instructions);
 
   for (ActorOp actor : byId) {
     const int64_t actorId = asSigned(actor.getId());
@@ -1616,25 +1641,16 @@ LogicalResult ScheduleOp::verifyRegions() {
       const void *registered = nullptr;
       if (auto exec = dyn_cast<ExecOp>(op))
         registered = exec.getInstructionAttr().getAttr().getAsOpaquePointer();
-      // Disjoint fields (kMaxCount, kMaxActors): the cell under 2^40, an op
-      // name index (a few dozen) above it; registered instructions under
-      // 2^24 (fewer than the computations); actors and peers, +1 for -1
-      // (none), under 2^20.
-      const uint64_t actorField = onceGlobally ? 0 : actorId + 1;
-      const Key key{
-          indexOf(nameIndex, op.getName().getAsOpaquePointer()) << 40 |
-              (static_cast<uint64_t>(stage) * numMicrobatches + mb),
-          indexOf(registeredIndex, registered) << 40 | actorField << 20 |
-              static_cast<uint64_t>(inst.getPeerActor() + 1)};
-      auto [it, inserted] = seen.try_emplace(key, &op);
-      if (!inserted) {
+      if (Operation *first =
+              seen.insert(op, registered, stage, mb,
+                          onceGlobally ? -1 : actorId, inst.getPeerActor())) {
         InFlightDiagnostic diag =
             op.emitOpError()
             << "repeats stage " << stage << " micro-batch " << mb
             << (onceGlobally ? "; each instruction runs once "
                                "per stage and micro-batch"
                              : " on the same actor and peer");
-        diag.attachNote(it->second->getLoc()) << "first occurrence";
+        diag.attachNote(first->getLoc()) << "first occurrence";
         return diag;
       }
 
