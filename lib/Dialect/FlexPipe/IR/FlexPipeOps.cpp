@@ -1530,16 +1530,18 @@ namespace {
 /// are packed into 16 bytes: the (stage, micro-batch) cell under 2^40 with
 /// an op name index above it; the registered instruction's index (fewer
 /// than the computations, under 2^24), the actor and the peer (+1 for -1,
-/// under 2^20) (kMaxCount, kMaxActors). The hash is the cell's place (times
-/// 8, the few ops a cell has): an actor's ops, in micro-batch order, look
-/// up neighbouring buckets. A random hash over 48-byte keys made each
-/// lookup in a large schedule's millions a cache miss (42% of a compile).
+/// under 2^20) (kMaxCount, kMaxActors). The hash is mostly the cell's place
+/// (times 8, the few ops a cell has), in a region per group of 8 actors and
+/// peers: an actor's ops, in micro-batch order, look up neighbouring
+/// buckets. A random hash over 48-byte keys made each lookup in a large
+/// schedule's millions a cache miss (42% of a compile).
 class InstructionSet {
 public:
-  /// Sized once for `size` instructions: no rehash as it grows.
+  /// Sized once for `size` instructions, at under half load (the hash has
+  /// structure: fewer long probe runs): no rehash as it grows.
   InstructionSet(int64_t numMicrobatches, size_t size)
       : numMicrobatches(numMicrobatches) {
-    seen.reserve(size);
+    seen.reserve(size * 2);
   }
   /// Records `op` (actor -1: a computation that runs once per schedule);
   /// returns the op recorded first under the same key, or null.
@@ -1558,8 +1560,19 @@ private:
   using Key = std::pair<uint64_t, uint64_t>;
   struct KeyInfo : llvm::DenseMapInfo<Key> {
     static unsigned getHashValue(const Key &key) {
-      return static_cast<unsigned>(key.first * 8 +
-                                   (llvm::hash_value(key.second) & 7));
+      // The low 3 bits mix everything; the region is chosen by the actor
+      // and peer in groups of 8, so that the ops of one cell that many
+      // actors share (a shared stage) spread over the table instead of
+      // probing one run of buckets (quadratic: 65,536 actors sharing a
+      // stage took 13 s).
+      const uint64_t fields = key.second;
+      // Instruction and actor / 8, and peer / 8.
+      const uint64_t group = (fields >> 23) * 0x9e3779b97f4a7c15ULL ^
+                             ((fields & 0xfffff) >> 3) * 0xbf58476d1ce4e5b9ULL;
+      const uint64_t low = ((key.first >> 40) * 0x94d049bb133111ebULL ^
+                            fields * 0xbf58476d1ce4e5b9ULL) >>
+                           61;
+      return static_cast<unsigned>(key.first * 8 + low + (group >> 32));
     }
   };
   using Indices = llvm::SmallDenseMap<const void *, uint64_t, 16>;
