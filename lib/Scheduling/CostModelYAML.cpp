@@ -98,21 +98,22 @@ public:
 
   int64_t integer(const YAML::Node &node, const char *key, int64_t min,
                   int64_t max = std::numeric_limits<int64_t>::max()) const {
+    // yaml-cpp reads a leading 0 as octal (YAML 1.1): 010 was 8, 08 no
+    // integer at all.
+    const std::string written = scalar(node);
+    const llvm::StringRef digits = llvm::StringRef(written).ltrim("+-");
+    if (digits.size() > 1 && digits[0] == '0' && llvm::isDigit(digits[1]))
+      fail(node.Mark(), "key '" + std::string(key) + "' is written '" +
+                            written +
+                            "' with a leading 0, which YAML 1.1 reads as "
+                            "octal; write the decimal number without it");
     int64_t value;
     try {
       value = node.as<int64_t>();
     } catch (const YAML::Exception &) {
       fail(node.Mark(), "key '" + std::string(key) +
-                            "' must be an integer, got '" + scalar(node) + "'");
+                            "' must be an integer, got '" + written + "'");
     }
-    // yaml-cpp reads a leading 0 as octal (YAML 1.1): 010 was 8.
-    const std::string written = scalar(node);
-    const llvm::StringRef digits = llvm::StringRef(written).ltrim("+-");
-    if (digits.size() > 1 && digits[0] == '0' && llvm::isDigit(digits[1]))
-      fail(node.Mark(), "key '" + std::string(key) + "' is written '" +
-                            written + "', which YAML 1.1 reads as octal (" +
-                            std::to_string(value) +
-                            "); write the number without the leading 0");
     if (value < min)
       fail(node.Mark(), "key '" + std::string(key) + "' must be at least " +
                             std::to_string(min) + ", got " +

@@ -10,6 +10,8 @@
 // A leading 0 (yaml-cpp reads it as octal: 010 layers were 8):
 // RUN: sed 's/heads: many/heads: 010/' %t/type.yaml > %t/octal.yaml
 // RUN: not flexpipe-compile %t/spec.mlir --model %t/octal.yaml --cluster %t/good-cluster.yaml 2>&1 | FileCheck %s --check-prefix=OCTAL
+// RUN: sed 's/heads: many/heads: -08/' %t/type.yaml > %t/octal8.yaml
+// RUN: not flexpipe-compile %t/spec.mlir --model %t/octal8.yaml --cluster %t/good-cluster.yaml 2>&1 | FileCheck %s --check-prefix=OCTAL8
 // RUN: not flexpipe-compile %t/spec.mlir --model %t/syntax.yaml --cluster %t/good-cluster.yaml 2>&1 | FileCheck %s --check-prefix=SYNTAX
 // RUN: not flexpipe-compile %t/spec.mlir --model %t/heads.yaml --cluster %t/good-cluster.yaml 2>&1 | FileCheck %s --check-prefix=HEADS
 // RUN: not flexpipe-compile %t/spec.mlir --model %t/other.yaml --cluster %t/good-cluster.yaml 2>&1 | FileCheck %s --check-prefix=OTHER
@@ -93,7 +95,8 @@
 // BATCH: batch.yaml:3:20: error: global_batch_size 4294967304 is more than the 1048576 micro-batches a schedule may have
 // UNKNOWN: unknown.yaml:9:5: error: unknown key 'hiden' in a module; expected one of: name, layers, hidden, heads, seq, vocab, lm_head
 // TYPE: type.yaml:10:12: error: key 'heads' must be an integer, got 'many'
-// OCTAL: octal.yaml:10:12: error: key 'heads' is written '010', which YAML 1.1 reads as octal (8); write the number without the leading 0
+// OCTAL: octal.yaml:10:12: error: key 'heads' is written '010' with a leading 0, which YAML 1.1 reads as octal; write the decimal number without it
+// OCTAL8: octal8.yaml:10:12: error: key 'heads' is written '-08' with a leading 0
 // SYNTAX: syntax.yaml:5:1: error: invalid YAML: end of map flow not found
 // HEADS: heads.yaml:9:13: error: module 'gpt': hidden 100 is not a multiple of heads 3
 // A file that opens but cannot be read (a directory, which a pass option
