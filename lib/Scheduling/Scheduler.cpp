@@ -372,9 +372,10 @@ private:
   /// the limit, where both hold it); its first unstarted item and what that
   /// waits for.
   void explainRegistered(int32_t actor, std::ostream &os) const;
-  /// A ready item at the front of its queue (dependencies met, in-flight
-  /// limits admit it) that a plugin check vetoes: said before the limits
-  /// that the veto leaves reached (they were blamed instead).
+  /// The first ready item at the front of its queue (dependencies met,
+  /// in-flight limits admit it) when plugin checks veto every such item:
+  /// said before the limits that the vetoes leave reached (they were blamed
+  /// instead).
   bool explainVetoed(int32_t actor, std::ostream &os);
   bool explainInflight(int32_t actor, std::ostream &os);
   /// `more`: a reason was written already (this one is appended to it).
@@ -1448,16 +1449,24 @@ static constexpr const char *kCheckRefuses =
 bool Engine::explainVetoed(int32_t actor, std::ostream &os) {
   if (p.checks.empty())
     return false;
+  // Only when the checks veto every such item: with one they pass, the
+  // actor idles for another reason (its priority, an interval).
   const CompKind kinds[3] = {CompKind::Fwd, gradKind(), CompKind::Wgrad};
+  std::optional<std::pair<CompKind, int32_t>> vetoed;
   for (int i = 0; i < (p.splitBackward ? 3 : 2); ++i)
     for (int32_t part : actorParts[actor])
-      if (!queue(part, kinds[i]).empty() && admissibleFront(kinds[i], part) &&
-          !runChecks(actor, kinds[i], part)) {
-        os << describeItem(kinds[i], part, queue(part, kinds[i]).front())
-           << " is ready, but " << kCheckRefuses;
-        return true;
+      if (!queue(part, kinds[i]).empty() && admissibleFront(kinds[i], part)) {
+        if (runChecks(actor, kinds[i], part))
+          return false;
+        if (!vetoed)
+          vetoed = {kinds[i], part};
       }
-  return false;
+  if (!vetoed)
+    return false;
+  const auto [kind, part] = *vetoed;
+  os << describeItem(kind, part, queue(part, kind).front()) << " is ready, but "
+     << kCheckRefuses;
+  return true;
 }
 
 bool Engine::explainInflight(int32_t actor, std::ostream &os) {

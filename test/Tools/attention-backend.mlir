@@ -23,7 +23,7 @@
 // measured against 45.9 predicted on a small GPT), without a word.
 // RUN: sed 's/^dtype: fp32/dtype: bf16/' %configs/models/tiny.yaml > %t/bf16.yaml
 // RUN: flexpipe-compile %schedules/1f1b.mlir --model %t/bf16.yaml --cluster %configs/clusters/cpu.yaml --emit=cpp -o %t/e 2>&1 | FileCheck %s --check-prefix=DTYPE
-// DTYPE: flexpipe-compile: warning: the cpu backend computes in fp32, but '{{.*}}bf16.yaml' prices bf16 activations (dtype: bf16, the default): the peak activation memory predicted for the ranks is half what they keep; say 'dtype: fp32' there for this backend
+// DTYPE: flexpipe-compile: warning: the cpu backend computes in fp32, but '{{.*}}bf16.yaml' prices bf16 activations (dtype bf16, also the default): the peak activation memory predicted for the ranks is half what they keep; say 'dtype: fp32' there for this backend
 // RUN: grep -v '^dtype' %configs/models/tiny.yaml > %t/nodtype.yaml
 // RUN: flexpipe-compile %schedules/1f1b.mlir --model %t/nodtype.yaml --cluster %configs/clusters/cpu.yaml --emit=cpp -o %t/f 2>&1 | FileCheck %s --check-prefix=DTYPE-DEFAULT
 // DTYPE-DEFAULT: warning: the cpu backend computes in fp32, but '{{.*}}nodtype.yaml' prices bf16 activations

@@ -693,8 +693,8 @@ static void warnDtypeMismatch(const CompileOptions &options,
   llvm::errs() << "flexpipe-compile: warning: the cpu backend computes in "
                   "fp32, but '"
                << options.model << "' prices " << model.dtype
-               << " activations (dtype: " << model.dtype
-               << (model.dtype == "bf16" ? ", the default" : "")
+               << " activations (dtype " << model.dtype
+               << (model.dtype == "bf16" ? ", also the default" : "")
                << "): the peak activation memory predicted for the ranks is "
                   "half what they keep; say 'dtype: fp32' there for this "
                   "backend\n";
