@@ -265,6 +265,22 @@ llvm::Error flexpipe::sched::orderTransfersPerPair(Program &program) {
   return llvm::Error::success();
 }
 
+/// A byte a terminal would act on rather than show (tabs and carriage
+/// returns are shown).
+static bool isControlByte(char c) {
+  const auto byte = static_cast<unsigned char>(c);
+  return (byte < 0x20 && c != '\t' && c != '\r') || byte == 0x7f;
+}
+
+static bool isUtf8(llvm::StringRef text) {
+  const auto *begin = reinterpret_cast<const llvm::UTF8 *>(text.data());
+  return llvm::isLegalUTF8String(&begin, begin + text.size());
+}
+
+bool flexpipe::sched::isTerminalSafe(llvm::StringRef text) {
+  return isUtf8(text) && llvm::none_of(text, isControlByte);
+}
+
 llvm::Error flexpipe::sched::checkPairOrder(
     const Program &program, const std::vector<std::vector<int32_t>> *cells) {
   // Per (actor, peer), the transfers between them in program order: what
@@ -458,12 +474,11 @@ struct Located {
 /// UTF-8, so a binary file prints as text (UTF-8 stays).
 std::string quoted(llvm::StringRef text) {
   const llvm::StringRef shown = text.size() > 24 ? text.take_front(21) : text;
-  const auto *begin = reinterpret_cast<const llvm::UTF8 *>(shown.data());
-  const bool utf8 = llvm::isLegalUTF8String(&begin, begin + shown.size());
+  const bool utf8 = isUtf8(shown);
   std::string out = "'";
   for (const char c : shown) {
     const auto byte = static_cast<unsigned char>(c);
-    if (byte < 0x20 || byte == 0x7f || (byte >= 0x80 && !utf8)) {
+    if (isControlByte(c) || (byte >= 0x80 && !utf8)) {
       out += '\\';
       out += llvm::hexdigit(byte >> 4);
       out += llvm::hexdigit(byte & 15);

@@ -39,7 +39,6 @@
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Target/Cpp/CppEmitter.h"
 #include "llvm/ADT/StringExtras.h"
-#include "llvm/Support/ConvertUTF.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FileUtilities.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -126,13 +125,7 @@ importTorchSchedule(MLIRContext &context, const std::string &text,
               lines.FindLocForLineAndColumn(1, e.line, std::max(1, e.column));
           const llvm::SMDiagnostic diagnostic =
               lines.GetMessage(at, llvm::SourceMgr::DK_Error, e.what);
-          const llvm::StringRef line = diagnostic.getLineContents();
-          const auto *begin = reinterpret_cast<const llvm::UTF8 *>(line.data());
-          if (!llvm::isLegalUTF8String(&begin, begin + line.size()) ||
-              llvm::any_of(line, [](char c) {
-                const auto byte = static_cast<unsigned char>(c);
-                return (byte < 0x20 && c != '\t' && c != '\r') || byte == 0x7f;
-              }))
+          if (!sched::isTerminalSafe(diagnostic.getLineContents()))
             llvm::errs() << file << ":" << e.line << ":"
                          << std::max(1, e.column) << ": error: " << e.what
                          << "\n";

@@ -32,6 +32,7 @@
 #include "flexpipe/Scheduling/Export.h"
 #include "flexpipe/Scheduling/Program.h"
 
+#include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
 #include <string>
@@ -81,6 +82,11 @@ std::string formatTorchCsv(const Program &program, const Timeline &timeline);
 /// WAIT_REDUCE_GRAD after each stage's last backward, as PyTorch's own lowering
 /// places them. Fails when the program is not expressible or not valid.
 llvm::Expected<std::string> formatTorchCsvComms(const Program &program);
+
+/// Whether `text` can be shown on a terminal as it is: UTF-8 without
+/// control bytes. The CSV reader's messages escape a cell that is not;
+/// flexpipe-compile does not echo such a source line.
+bool isTerminalSafe(llvm::StringRef text);
 
 /// What parseTorchCsv finds wrong, where: a 1-based `line` and `column`
 /// (column 0: the whole line; line 0: the whole file). Its message
