@@ -46,9 +46,10 @@ namespace {
 /// least 1, so that what they divide stays within it too.
 constexpr double kLargestNumber = 1e18;
 
-/// Thrown inside this file only, with the formatted message.
+/// Thrown inside this file only: where in the file (0: nowhere) and what.
 struct Problem {
-  std::string message;
+  int line, column;
+  std::string what;
 };
 
 class Reader {
@@ -57,7 +58,8 @@ public:
       : path(std::move(path)), text(text) {}
 
   [[noreturn]] void fail(const YAML::Mark &mark, const std::string &what) const {
-    throw Problem{place(mark) + ": error: " + what};
+    throw Problem{std::max(mark.line, 0) + 1, std::max(mark.column, 0) + 1,
+                  what};
   }
   /// FILE:LINE:COLUMN of `mark` (a null node, an empty file, has no place:
   /// its file's start).
@@ -191,8 +193,8 @@ public:
           llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                       /*RequiresNullTerminator=*/false);
       if (!buffer)
-        throw Problem{path + ": error: cannot read the file: " +
-                      buffer.getError().message()};
+        throw Problem{0, 0,
+                      "cannot read the file: " + buffer.getError().message()};
       contents = (*buffer)->getBuffer().str();
     }
     try {
@@ -248,12 +250,11 @@ template <typename Fn> llvm::Error guarded(const std::string &path, Fn fn) {
   try {
     fn();
   } catch (const Problem &problem) {
-    return llvm::createStringError(problem.message);
+    return llvm::make_error<FileError>(path, problem.line, problem.column,
+                                       problem.what);
   } catch (const YAML::Exception &e) {
-    std::ostringstream os;
-    os << path << ':' << e.mark.line + 1 << ':' << e.mark.column + 1
-       << ": error: " << e.msg;
-    return llvm::createStringError(os.str());
+    return llvm::make_error<FileError>(path, e.mark.line + 1, e.mark.column + 1,
+                                       e.msg);
   }
   return llvm::Error::success();
 }
@@ -403,6 +404,15 @@ MachineProfile readMeasured(const Reader &r, const YAML::Node &node) {
 }
 
 } // namespace
+
+char flexpipe::sched::FileError::ID = 0;
+
+void flexpipe::sched::FileError::log(llvm::raw_ostream &os) const {
+  os << path;
+  if (line > 0)
+    os << ':' << line << ':' << column;
+  os << ": error: " << what;
+}
 
 bool flexpipe::sched::isConfigName(llvm::StringRef name) {
   return !name.empty() &&

@@ -31,7 +31,28 @@ bool isConfigName(llvm::StringRef name);
 inline constexpr const char *kConfigNameRule =
     "non-empty, one line without control characters";
 
-/// Each returns success or an error whose message names the file, line and
+/// What is wrong with a model, cluster or profile file, at a place in it
+/// (line 0: the file as a whole, which could not be read). Its message reads
+/// "FILE[:LINE:COLUMN]: error: WHAT", as the drivers print it; a pass reports
+/// WHAT at that place instead.
+class FileError : public llvm::ErrorInfo<FileError> {
+public:
+  FileError(std::string path, int line, int column, std::string what)
+      : path(std::move(path)), line(line), column(column),
+        what(std::move(what)) {}
+
+  void log(llvm::raw_ostream &os) const override;
+  std::error_code convertToErrorCode() const override {
+    return llvm::inconvertibleErrorCode();
+  }
+
+  std::string path;
+  int line, column; // 1-based; 0: none
+  std::string what;
+  static char ID;
+};
+
+/// Each returns success or a FileError that names the file, line and
 /// column. With `text`, that is the file's contents and `path` only names
 /// it in messages (the fuzz targets read from memory).
 llvm::Error loadModel(const std::string &path, ModelConfig &model,

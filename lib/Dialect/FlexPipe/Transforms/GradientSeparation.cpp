@@ -55,7 +55,7 @@ struct GradientSeparationPass
         continue;
       if (!inputs) {
         FailureOr<std::shared_ptr<const sched::CostInputs>> read =
-            passCostInputs(schedule, getArgument(), nullptr, modelFile,
+            passCostInputs(&getContext(), getArgument(), nullptr, modelFile,
                            clusterFile, "");
         if (failed(read))
           return signalPassFailure();

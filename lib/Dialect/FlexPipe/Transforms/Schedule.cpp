@@ -67,7 +67,7 @@ struct SchedulePass : flexpipe::impl::SchedulePassBase<SchedulePass> {
     if (failed(checkReplicas(&getContext(), getArgument(), dp)))
       return signalPassFailure();
     FailureOr<std::shared_ptr<const sched::CostInputs>> inputs = passCostInputs(
-        getOperation(), getArgument(), shared, modelFile, clusterFile, "");
+        &getContext(), getArgument(), shared, modelFile, clusterFile, "");
     if (failed(inputs))
       return signalPassFailure();
     const bool priced = (*inputs)->hasModel();

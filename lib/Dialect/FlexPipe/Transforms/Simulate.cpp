@@ -34,7 +34,7 @@ struct SimulatePass : flexpipe::impl::SimulatePassBase<SimulatePass> {
     for (ScheduleOp schedule : root.getOps<ScheduleOp>()) {
       if (!inputs) {
         FailureOr<std::shared_ptr<const sched::CostInputs>> read =
-            passCostInputs(schedule, getArgument(), nullptr, modelFile,
+            passCostInputs(&getContext(), getArgument(), nullptr, modelFile,
                            clusterFile, profileFile);
         if (failed(read))
           return signalPassFailure();

@@ -686,7 +686,7 @@ flexpipe::requestedOptimizations(DictionaryAttr requested,
 }
 
 FailureOr<std::shared_ptr<const sched::CostInputs>>
-flexpipe::passCostInputs(Operation *at, StringRef passName,
+flexpipe::passCostInputs(MLIRContext *context, StringRef passName,
                          std::shared_ptr<const sched::CostInputs> shared,
                          StringRef modelFile, StringRef clusterFile,
                          StringRef profileFile) {
@@ -695,8 +695,17 @@ flexpipe::passCostInputs(Operation *at, StringRef passName,
   auto inputs = std::make_shared<sched::CostInputs>();
   if (llvm::Error error = sched::loadCostInputs(
           modelFile.str(), clusterFile.str(), profileFile.str(), *inputs)) {
-    at->emitError() << "-" << passName << ": "
-                    << llvm::toString(std::move(error));
+    // The fault is in a file or in the options, not in `at`: a file's is
+    // reported where the file has it, the options' where options are.
+    llvm::handleAllErrors(
+        std::move(error),
+        [&](const sched::FileError &e) {
+          emitError(FileLineColLoc::get(context, e.path, e.line, e.column))
+              << "-" << passName << ": " << e.what;
+        },
+        [&](const llvm::ErrorInfoBase &e) {
+          optionError(context) << "-" << passName << ": " << e.message();
+        });
     return failure();
   }
   return std::shared_ptr<const sched::CostInputs>(std::move(inputs));

@@ -120,9 +120,10 @@ requestedOptimizations(mlir::DictionaryAttr requested,
 
 /// The cost files a pass prices with: `shared` when its creator read them
 /// once for the whole pipeline (flexpipe-compile), else the files the pass
-/// options name, read now. Emits an error at `at` and fails on bad files.
+/// options name, read now. Fails on bad files with an error where the file
+/// has it (FILE:LINE:COLUMN), or on options that do not go together.
 mlir::FailureOr<std::shared_ptr<const sched::CostInputs>>
-passCostInputs(mlir::Operation *at, llvm::StringRef passName,
+passCostInputs(mlir::MLIRContext *context, llvm::StringRef passName,
                std::shared_ptr<const sched::CostInputs> shared,
                llvm::StringRef modelFile, llvm::StringRef clusterFile,
                llvm::StringRef profileFile);
