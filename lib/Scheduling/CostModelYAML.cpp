@@ -46,6 +46,18 @@ namespace {
 /// least 1, so that what they divide stays within it too.
 constexpr double kLargestNumber = 1e18;
 
+/// The top-level keys of each kind of file.
+constexpr const char *kModelKeys[] = {
+    "name",   "dtype", "attention", "global_batch_size", "micro_batch_size",
+    "modules"};
+constexpr const char *kClusterKeys[] = {
+    "name",       "device_kind", "devices",      "devices_per_node",
+    "peak_flops", "efficiency",  "memory_bytes", "intra_node",
+    "inter_node", "measured"};
+constexpr const char *kProfileKeys[] = {
+    "stages",      "messages",      "default_message_s",
+    "optimizer_s", "instruction_s", "exec_s"};
+
 /// Thrown inside this file only: where in the file (0: nowhere) and what.
 struct Problem {
   int line, column;
@@ -68,12 +80,27 @@ public:
            std::to_string(std::max(mark.column, 0) + 1);
   }
 
-  /// A mapping whose keys are all in `allowed`.
-  void expectMap(const YAML::Node &node, const std::string &what,
-                 std::initializer_list<const char *> allowed) const {
+  /// A mapping whose keys are all in `allowed`. At a file's top level
+  /// (`otherKinds`: the other kinds of file and their keys), an unknown key
+  /// in a file whose keys all belong to another kind says which it reads as.
+  void expectMap(
+      const YAML::Node &node, const std::string &what,
+      llvm::ArrayRef<const char *> allowed,
+      llvm::ArrayRef<std::pair<const char *, llvm::ArrayRef<const char *>>>
+          otherKinds = {}) const {
     if (!node.IsMap())
       fail(node.Mark(), what + " must be a mapping of keys to values");
     std::set<std::string> keys(allowed.begin(), allowed.end()), seen;
+    auto readsAs = [&]() -> std::string {
+      for (const auto &[kind, kindKeys] : otherKinds) {
+        std::set<std::string> known(kindKeys.begin(), kindKeys.end());
+        if (llvm::all_of(node, [&](const auto &entry) {
+              return known.count(entry.first.template as<std::string>());
+            }))
+          return std::string("; its keys are those of a ") + kind + " file";
+      }
+      return "";
+    };
     for (const auto &entry : node) {
       const std::string key = entry.first.as<std::string>();
       // YAML forbids a key twice in one mapping; yaml-cpp would keep the
@@ -85,8 +112,8 @@ public:
       std::string list;
       for (const char *k : allowed)
         list += std::string(list.empty() ? "" : ", ") + k;
-      fail(entry.first.Mark(),
-           "unknown key '" + key + "' in " + what + "; expected one of: " + list);
+      fail(entry.first.Mark(), "unknown key '" + key + "' in " + what +
+                                   "; expected one of: " + list + readsAs());
     }
   }
 
@@ -426,9 +453,8 @@ llvm::Error flexpipe::sched::loadModel(const std::string &path,
     Reader r(path, text);
     YAML::Node root = r.load();
     const std::string what = "the model file";
-    r.expectMap(root, what,
-                {"name", "dtype", "attention", "global_batch_size",
-                 "micro_batch_size", "modules"});
+    r.expectMap(root, what, kModelKeys,
+                {{"cluster", kClusterKeys}, {"profile", kProfileKeys}});
     model.name =
         root["name"] ? r.name(root["name"]) : Reader::nameOf(path, "model");
     if (YAML::Node dtype = root["dtype"]) {
@@ -515,10 +541,8 @@ llvm::Error flexpipe::sched::loadCluster(const std::string &path,
     Reader r(path, text);
     YAML::Node root = r.load();
     const std::string what = "the cluster file";
-    r.expectMap(root, what,
-                {"name", "device_kind", "devices", "devices_per_node",
-                 "peak_flops", "efficiency", "memory_bytes", "intra_node",
-                 "inter_node", "measured"});
+    r.expectMap(root, what, kClusterKeys,
+                {{"model", kModelKeys}, {"profile", kProfileKeys}});
     cluster.name =
         root["name"] ? r.name(root["name"]) : Reader::nameOf(path, "cluster");
     if (YAML::Node kind = root["device_kind"]) {
@@ -557,9 +581,8 @@ llvm::Error flexpipe::sched::loadProfile(const std::string &path,
     Reader r(path, text);
     YAML::Node root = r.load();
     const std::string what = "the profile file";
-    r.expectMap(root, what,
-                {"stages", "messages", "default_message_s", "optimizer_s",
-                 "instruction_s", "exec_s"});
+    r.expectMap(root, what, kProfileKeys,
+                {{"model", kModelKeys}, {"cluster", kClusterKeys}});
     YAML::Node stages = r.required(root, "stages", what);
     if (!stages.IsSequence())
       r.fail(stages.Mark(), "key 'stages' must be a list");

@@ -18,6 +18,11 @@
 // RUN: not flexpipe-compile %t/spec.mlir --model %t/good-model.yaml --cluster %t/efficiency.yaml 2>&1 | FileCheck %s --check-prefix=EFFICIENCY
 // RUN: not flexpipe-compile %t/spec.mlir --model %t/good-model.yaml --cluster %t/link.yaml 2>&1 | FileCheck %s --check-prefix=LINK
 // RUN: not flexpipe-compile %t/spec.mlir --profile %t/profile.yaml --emit=report 2>&1 | FileCheck %s --check-prefix=PROFILE
+// A file of one kind given for another: the error says which kind its keys
+// are.
+// RUN: not flexpipe-compile %t/spec.mlir --profile %t/good-cluster.yaml --emit=report 2>&1 | FileCheck %s --check-prefix=KIND-PROFILE
+// RUN: not flexpipe-compile %t/spec.mlir --model %t/good-cluster.yaml --cluster %t/good-model.yaml 2>&1 | FileCheck %s --check-prefix=KIND-MODEL
+// RUN: not flexpipe-opt %t/spec.mlir '-flexpipe-spec-to-schedule=model=%t/good-model.yaml cluster=%t/profile.yaml' 2>&1 | FileCheck %s --check-prefix=KIND-CLUSTER
 // RUN: not flexpipe-compile %t/spec.mlir --model %t/good-model.yaml 2>&1 | FileCheck %s --check-prefix=NOCLUSTER
 // RUN: flexpipe-compile %t/spec.mlir --model %t/good-model.yaml --cluster %t/good-cluster.yaml --emit=report | FileCheck %s --check-prefix=GOOD
 // Infinite, NaN and absurd numbers would overflow the simulation (and used to
@@ -103,11 +108,14 @@
 // does not check first): said, where an uncaught std::ios_base::failure
 // aborted flexpipe-opt.
 // RUN: mkdir -p %t/a-directory && not flexpipe-opt %t/spec.mlir '-flexpipe-spec-to-schedule=model=%t/a-directory cluster=%t/good-cluster.yaml time-model=cost' 2>&1 | FileCheck %s --check-prefix=UNREADABLE
-// UNREADABLE: a-directory: error: cannot read the file: Is a directory
+// UNREADABLE: a-directory:0:0: error: -flexpipe-partition: cannot read the file: Is a directory
 // OTHER: spec.mlir:2:3: error: module @gpt is not in the model file '{{.*}}other.yaml'; name its modules after the spec's
 // EFFICIENCY: efficiency.yaml:4:13: error: key 'efficiency' is a fraction of the peak and must be at most 1
 // LINK: link.yaml:8:3: error: missing key 'latency_s' in inter_node
 // PROFILE: profile.yaml:2:23: error: key 'fwd_s' must be a number, got 'fast'
+// KIND-PROFILE: good-cluster.yaml:1:1: error: unknown key 'devices' in the profile file; expected one of: stages, messages, default_message_s, optimizer_s, instruction_s, exec_s; its keys are those of a cluster file
+// KIND-MODEL: good-cluster.yaml:1:1: error: unknown key 'devices' in the model file; {{.*}}; its keys are those of a cluster file
+// KIND-CLUSTER: profile.yaml:1:1: error: -flexpipe-schedule: unknown key 'stages' in the cluster file; {{.*}}; its keys are those of a profile file
 // NOCLUSTER: flexpipe-compile: --model needs --cluster (device throughput, memory and links)
 // GOOD: iteration time
 // INF: inf.yaml:6:53: error: key 'latency_s' must be a finite number of at most 1e+18, got '.inf'

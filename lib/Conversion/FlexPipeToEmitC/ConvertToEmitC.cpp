@@ -220,7 +220,7 @@ struct ConvertToEmitCPass
       model = *shared;
     else if (!modelFile.empty())
       if (llvm::Error error = sched::loadModel(modelFile, model)) {
-        root.emitError() << llvm::toString(std::move(error));
+        reportInputError(&getContext(), getArgument(), std::move(error));
         return signalPassFailure();
       }
     for (ScheduleOp schedule :

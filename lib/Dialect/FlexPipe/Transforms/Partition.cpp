@@ -36,7 +36,7 @@ struct PartitionPass : flexpipe::impl::PartitionPassBase<PartitionPass> {
       fileModel = *shared->model;
     else if (!modelFile.empty())
       if (llvm::Error error = sched::loadModel(modelFile, fileModel)) {
-        optionError(&getContext()) << llvm::toString(std::move(error));
+        reportInputError(&getContext(), getArgument(), std::move(error));
         return signalPassFailure();
       }
 

@@ -695,17 +695,7 @@ flexpipe::passCostInputs(MLIRContext *context, StringRef passName,
   auto inputs = std::make_shared<sched::CostInputs>();
   if (llvm::Error error = sched::loadCostInputs(
           modelFile.str(), clusterFile.str(), profileFile.str(), *inputs)) {
-    // The fault is in a file or in the options, not in `at`: a file's is
-    // reported where the file has it, the options' where options are.
-    llvm::handleAllErrors(
-        std::move(error),
-        [&](const sched::FileError &e) {
-          emitError(FileLineColLoc::get(context, e.path, e.line, e.column))
-              << "-" << passName << ": " << e.what;
-        },
-        [&](const llvm::ErrorInfoBase &e) {
-          optionError(context) << "-" << passName << ": " << e.message();
-        });
+    reportInputError(context, passName, std::move(error));
     return failure();
   }
   return std::shared_ptr<const sched::CostInputs>(std::move(inputs));
@@ -737,6 +727,19 @@ LogicalResult flexpipe::checkReplicas(MLIRContext *context, StringRef passName,
 
 InFlightDiagnostic flexpipe::optionError(MLIRContext *context) {
   return emitError(UnknownLoc::get(context));
+}
+
+void flexpipe::reportInputError(MLIRContext *context, StringRef passName,
+                                llvm::Error error) {
+  llvm::handleAllErrors(
+      std::move(error),
+      [&](const sched::FileError &e) {
+        emitError(FileLineColLoc::get(context, e.path, e.line, e.column))
+            << "-" << passName << ": " << e.what;
+      },
+      [&](const llvm::ErrorInfoBase &e) {
+        optionError(context) << "-" << passName << ": " << e.message();
+      });
 }
 
 FailureOr<sched::SimCosts>

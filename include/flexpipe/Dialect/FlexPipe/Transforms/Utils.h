@@ -138,6 +138,12 @@ mlir::LogicalResult checkTopLevel(mlir::ModuleOp root);
 /// all of it). The caller writes the message, starting with "-pass-name".
 mlir::InFlightDiagnostic optionError(mlir::MLIRContext *context);
 
+/// Reports what is wrong with the files a pass's options name, or with the
+/// options together: a fault in a file (sched::FileError) where the file has
+/// it (FILE:LINE:COLUMN, the line shown), anything else as optionError does.
+void reportInputError(mlir::MLIRContext *context, llvm::StringRef passName,
+                      llvm::Error error);
+
 /// Whether a pass's `dp` option is a replica count the tools handle (1 to
 /// kMaxActors, InputLimits.h); emits an unlocated error naming the pass
 /// otherwise.
