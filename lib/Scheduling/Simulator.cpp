@@ -794,14 +794,17 @@ AfterPipeline flexpipe::sched::afterPipeline(const StageLayout &layout,
 llvm::Error flexpipe::sched::checkProfileFits(const Profile &profile,
                                               int32_t numStages,
                                               int32_t numActors) {
+  auto counted = [](int32_t n, const char *noun) {
+    return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
+  };
   // `place`: where the file says it.
   auto other = [&](const std::string &what, const std::string &place) {
     return llvm::createStringError(
         "the profile" +
         (profile.path.empty() ? "" : " '" + profile.path + "'") + " " + what +
         (place.empty() ? "" : " (at " + place + ")") +
-        ", but the schedule has " + std::to_string(numStages) + " stages and " +
-        std::to_string(numActors) + " actors: was it measured on another job?");
+        ", but the schedule has " + counted(numStages, "stage") + " and " +
+        counted(numActors, "actor") + ": was it measured on another job?");
   };
   for (const Profile::Stage &stage : profile.stages)
     if (stage.stage < 0 || stage.stage >= numStages)

@@ -9,8 +9,9 @@
 // Two phases. Phase one schedules and simulates every candidate without
 // gradient separation, on all threads. Phase two takes the separation
 // variants, whose cost is dominated by the separation pass, in the order of
-// their fused twin's lower bound (the busiest actor's compute plus the
-// gradient all-reduce: moving weight gradients into bubbles cannot beat it)
+// their fused twin's lower bound (the busiest actor's compute, each backward
+// priced as its two halves, plus the gradient all-reduce: moving weight
+// gradients into bubbles cannot beat it)
 // and skips every one whose bound is no better than the best time found so
 // far. Separation keeps each actor's peak memory at or below the fused
 // schedule's, so a variant fits whenever its twin does.
@@ -263,7 +264,8 @@ static std::string whyNoVocabularySplit(const ModuleModel &m, int64_t pp) {
 
 llvm::Expected<std::vector<Candidate>>
 flexpipe::sched::enumerateCandidates(const ModelConfig &model,
-                                     const TuneOptions &o) {
+                                     const TuneOptions &o,
+                                     const ClusterConfig *cluster) {
   const ModuleModel &m = model.modules.front();
   std::vector<Candidate> out;
   std::vector<bool> vocabChoices;
@@ -383,9 +385,12 @@ flexpipe::sched::enumerateCandidates(const ModelConfig &model,
   }
   if (out.empty()) {
     std::string message = llvm::formatv(
-        "the search space is empty for {0} device{1} and a global batch of "
+        "the search space is empty for {0} {1} and a global batch of "
         "{2} (pp tried: ",
-        o.gpus, o.gpus == 1 ? "" : "s", o.globalBatch);
+        o.gpus,
+        cluster ? cluster->devicesWord(o.gpus)
+                : (o.gpus == 1 ? "device" : "devices"),
+        o.globalBatch);
     for (size_t i = 0; i < o.pp.size(); ++i)
       message += (i ? ", " : "") + std::to_string(o.pp[i]);
     message += ")";
@@ -567,6 +572,7 @@ struct Prepared {
   StageLayout layout;
   ActorHoldings held;
   std::string error;
+  bool otherJob = false; ///< the error: the profile is another job's
 };
 
 /// The one way a candidate becomes a problem (evaluate and the bound).
@@ -603,19 +609,23 @@ void prepareCandidate(const Candidate &c, const ModelConfig &model,
   // many stages, every one of them listed (priced as flexpipe-compile
   // --profile prices it).
   if (const Profile *profile = options.profile) {
+    std::string why;
     if (llvm::Error error = checkProfileFits(*profile, built->numStages,
-                                             static_cast<int32_t>(c.pp))) {
-      out.error = llvm::toString(std::move(error));
-      return;
-    }
-    if (profile->stages.size() < static_cast<size_t>(built->numStages)) {
-      out.error = llvm::formatv("the profile lists {0} of the candidate's {1} "
-                                "stages: a run's profile prices the job it "
-                                "was measured on (restrict the search to its "
-                                "--pp and --mbs, or tune on a measured "
-                                "cluster from flexpipe-profile)",
-                                profile->stages.size(), built->numStages)
-                      .str();
+                                             static_cast<int32_t>(c.pp)))
+      why = llvm::toString(std::move(error));
+    for (int32_t stage = 0; why.empty() && stage < built->numStages; ++stage)
+      if (!profile->stage(stage))
+        why = llvm::formatv(
+                  "the profile{0} lists {1} of the candidate's {2} stages "
+                  "(not stage {3}): a run's profile prices the job it was "
+                  "measured on (restrict the search to its --pp and --mbs, "
+                  "or tune on a measured cluster from flexpipe-profile)",
+                  profile->path.empty() ? "" : " '" + profile->path + "'",
+                  profile->stages.size(), built->numStages, stage)
+                  .str();
+    if (!why.empty()) {
+      out.error = std::move(why);
+      out.otherJob = true;
       return;
     }
   }
@@ -784,6 +794,7 @@ flexpipe::sched::evaluate(const Candidate &c, const ModelConfig &model,
   prepareCandidate(c, model, cluster, options, prepared);
   if (!prepared.built) {
     e.error = prepared.error;
+    e.otherJob = prepared.otherJob;
     return e;
   }
   const ModelConfig &sized = prepared.sized;
@@ -853,6 +864,17 @@ flexpipe::sched::evaluate(const Candidate &c, const ModelConfig &model,
     e.peakBytes = std::max(e.peakBytes, bytes);
   for (double busy : sim.busy)
     e.busiest = std::max(e.busiest, busy);
+  for (const std::vector<ProgOp> &ops : program.actors) {
+    double saving = 0;
+    for (const ProgOp &op : ops)
+      if (op.kind == OpKind::Bwd) {
+        const auto &d = costs.duration[static_cast<size_t>(op.stage)];
+        saving += d[static_cast<int>(CompKind::Bwd)] -
+                  d[static_cast<int>(CompKind::Igrad)] -
+                  d[static_cast<int>(CompKind::Wgrad)];
+      }
+    e.splitSaving = std::max(e.splitSaving, saving);
+  }
 
   e.gradSyncTime = after.gradSync;
   e.stepTime = after.step;
@@ -1132,7 +1154,7 @@ Search::chooseVariants(const std::vector<size_t> &twins,
   for (size_t v = 0; v < variants.size(); ++v) {
     const size_t twin = twins[v];
     const Evaluation &t = fusedEval[twin];
-    double bound = t.busiest + t.gradSyncTime + t.stepTime;
+    double bound = t.busiest - t.splitSaving + t.gradSyncTime + t.stepTime;
     const bool outside = beyondWindow(twin);
     if (fusedCut[twin]) {
       // Chosen by its twin's time below, where only a lower bound of it is
@@ -1383,7 +1405,9 @@ llvm::Error nothingRanked(const TuneResult &result,
   const Evaluation *anyError = nullptr;
   for (const Evaluation &e : result.rejected) {
     if (!e.ok()) {
-      anyError = anyError ? anyError : &e;
+      // An example the profile does not decide, where there is one.
+      if (!anyError || (anyError->otherJob && !e.otherJob))
+        anyError = &e;
       continue;
     }
     if (!smallest ||
@@ -1402,6 +1426,9 @@ llvm::Error nothingRanked(const TuneResult &result,
         smallest->staticOnly
             ? "its parameters, gradients and optimizer state alone; "
             : ""));
+  if (anyError && anyError->otherJob)
+    return fail("the profile fits no candidate; e.g. " +
+                describe(anyError->candidate) + ": " + anyError->error);
   return fail("no candidate could be scheduled" +
               (anyError ? "; e.g. " + describe(anyError->candidate) + ": " +
                               anyError->error
@@ -1414,7 +1441,7 @@ llvm::Expected<TuneResult> flexpipe::sched::tune(const ModelConfig &model,
                                                  const ClusterConfig &cluster,
                                                  const TuneOptions &options) {
   llvm::Expected<std::vector<Candidate>> space =
-      enumerateCandidates(model, options);
+      enumerateCandidates(model, options, &cluster);
   if (!space)
     return space.takeError();
   TuneResult result;

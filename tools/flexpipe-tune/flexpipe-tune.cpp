@@ -178,6 +178,7 @@ bool writeResults(const std::string &dir, const TuneResult &result) {
     const Candidate &c = e.candidate;
     const char *status = e.skipped        ? "skipped"
                          : e.sameSchedule ? "same_schedule"
+                         : e.otherJob     ? "other_job"
                          : !e.ok()        ? "unschedulable"
                          : !e.fitsMemory  ? "over_memory"
                                           : "ok";
@@ -542,10 +543,12 @@ void printRanking(const ModelConfig &model, const ClusterConfig &cluster,
                   const TuneOptions &resolved, const TuneResult &result,
                   const std::optional<Evaluation> (&baseline)[2],
                   const std::string (&whyNone)[2], size_t top, double elapsed) {
-  size_t overMemory = 0, unschedulable = 0, same = 0;
+  size_t overMemory = 0, unschedulable = 0, same = 0, otherJob = 0;
   for (const Evaluation &e : result.rejected)
     if (e.sameSchedule)
       ++same;
+    else if (e.otherJob)
+      ++otherJob;
     else if (!e.skipped)
       (e.ok() ? overMemory : unschedulable)++;
   llvm::outs() << llvm::formatv(
@@ -558,9 +561,13 @@ void printRanking(const ModelConfig &model, const ClusterConfig &cluster,
       result.candidates, result.simulated, result.pruned, overMemory,
       unschedulable, elapsed, resolved.threads,
       cluster.devicesWord(resolved.gpus), result.bounded,
-      same ? llvm::formatv(", {0} running a better-ranked one's schedule", same)
+      (same
+           ? llvm::formatv(", {0} running a better-ranked one's schedule", same)
                  .str()
-           : std::string());
+           : std::string()) +
+          (otherJob
+               ? llvm::formatv(", {0} not the profile's job", otherJob).str()
+               : std::string()));
   llvm::outs() << llvm::formatv("{0,-5} {1,-11} {2,-11} {3,-7} {4,-10} "
                                 "{5,-4} {6,-4} {7,-4} {8,-4} {9}\n",
                                 "rank", "iteration", "tokens/s", "bubble",

@@ -106,6 +106,11 @@ struct Evaluation {
   double tokensPerSecond = 0;
   /// Idle share of all actors' time in the pipeline.
   double bubbleRatio = 0;
+  /// The most that splitting each backward into its two halves takes off
+  /// one actor's compute (a profile may time igrad_s + wgrad_s below
+  /// bwd_s; 0 with the analytic model, whose halves sum to the whole): a
+  /// separation variant's busiest actor takes at least busiest minus this.
+  double splitSaving = 0;
   /// Largest per-device memory (static + peak activations), bytes; with
   /// `staticOnly`, a lower bound: the static part.
   double peakBytes = 0;
@@ -125,6 +130,9 @@ struct Evaluation {
   /// Not ranked: a better-ranked candidate runs the same schedule; `error`
   /// names it.
   bool sameSchedule = false;
+  /// Not priced: the run's profile (TuneOptions::profile) was measured on
+  /// another job, whose stages are not this candidate's; `error` says how.
+  bool otherJob = false;
 
   bool ok() const { return error.empty(); }
 };
@@ -206,9 +214,11 @@ llvm::Expected<TuneOptions> resolveOptions(const ModelConfig &model,
                                            TuneOptions options);
 
 /// Every candidate of the space the resolved options describe (separation
-/// variants included), or an error when the space is empty.
+/// variants included), or an error when the space is empty (naming the
+/// devices as `cluster` does, where given).
 llvm::Expected<std::vector<Candidate>>
-enumerateCandidates(const ModelConfig &model, const TuneOptions &options);
+enumerateCandidates(const ModelConfig &model, const TuneOptions &options,
+                    const ClusterConfig *cluster = nullptr);
 
 /// A lower bound on a candidate's iteration time that needs no schedule:
 /// the data-parallel gradient all-reduce plus, for every actor, the longest
