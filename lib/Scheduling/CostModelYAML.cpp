@@ -90,6 +90,11 @@ public:
           otherKinds = {}) const {
     if (!node.IsMap())
       fail(node.Mark(), what + " must be a mapping of keys to values");
+    for (const auto &entry : node)
+      if (!entry.first.IsScalar())
+        fail(entry.first.Mark(), "a key in " + what +
+                                     " must be a name, not a list, a mapping "
+                                     "or empty");
     std::set<std::string> keys(allowed.begin(), allowed.end()), seen;
     auto readsAs = [&]() -> std::string {
       for (const auto &[kind, kindKeys] : otherKinds) {

@@ -21,6 +21,10 @@
 // A file of one kind given for another: the error says which kind its keys
 // are.
 // RUN: not flexpipe-compile %t/spec.mlir --profile %t/good-cluster.yaml --emit=report 2>&1 | FileCheck %s --check-prefix=KIND-PROFILE
+// RUN: printf 'name: x\n? [a, b]\n: 1\n' > %t/list-key.yaml
+// RUN: not flexpipe-compile %t/spec.mlir --model %t/list-key.yaml --cluster %t/good-cluster.yaml 2>&1 | FileCheck %s --check-prefix=LISTKEY
+// RUN: printf 'stages: []\n? \n: 1\n' > %t/empty-key.yaml
+// RUN: not flexpipe-compile %t/spec.mlir --profile %t/empty-key.yaml 2>&1 | FileCheck %s --check-prefix=EMPTYKEY
 // RUN: not flexpipe-compile %t/spec.mlir --model %t/good-cluster.yaml --cluster %t/good-model.yaml 2>&1 | FileCheck %s --check-prefix=KIND-MODEL
 // RUN: not flexpipe-opt %t/spec.mlir '-flexpipe-spec-to-schedule=model=%t/good-model.yaml cluster=%t/profile.yaml' 2>&1 | FileCheck %s --check-prefix=KIND-CLUSTER
 // RUN: not flexpipe-compile %t/spec.mlir --model %t/good-model.yaml 2>&1 | FileCheck %s --check-prefix=NOCLUSTER
@@ -114,6 +118,8 @@
 // LINK: link.yaml:8:3: error: missing key 'latency_s' in inter_node
 // PROFILE: profile.yaml:2:23: error: key 'fwd_s' must be a number, got 'fast'
 // KIND-PROFILE: good-cluster.yaml:1:1: error: unknown key 'devices' in the profile file; expected one of: stages, messages, default_message_s, optimizer_s, instruction_s, exec_s; its keys are those of a cluster file
+// LISTKEY: list-key.yaml:2:3: error: a key in the model file must be a name, not a list, a mapping or empty
+// EMPTYKEY: empty-key.yaml:{{[0-9]+:[0-9]+}}: error: a key in the profile file must be a name
 // KIND-MODEL: good-cluster.yaml:1:1: error: unknown key 'devices' in the model file; {{.*}}; its keys are those of a cluster file
 // KIND-CLUSTER: profile.yaml:1:1: error: -flexpipe-schedule: unknown key 'stages' in the cluster file; {{.*}}; its keys are those of a profile file
 // NOCLUSTER: flexpipe-compile: --model needs --cluster (device throughput, memory and links)
