@@ -1484,14 +1484,23 @@ int64_t flexpipe::sched::postReceivesEarly(Program &program,
     // Per op: the posts that go right before it, in receive order.
     std::vector<std::vector<ProgOp>> postsBefore(ops.size());
     std::vector<int32_t> waitFor(ops.size(), -1);
+    // Per peer: just after its last receive that was asynchronous already,
+    // the earliest a later post from it may go.
+    std::map<int32_t, size_t> afterPosted;
     int64_t posted = 0;
     for (size_t i = 0; i < ops.size(); ++i) {
       const ProgOp &op = ops[i];
-      if (!isReceive(op.kind) || op.token >= 0)
+      if (!isReceive(op.kind))
         continue;
+      if (op.token >= 0) {
+        afterPosted[op.peer] = i + 1;
+        continue;
+      }
       const size_t n = before[i];
       const size_t back = static_cast<size_t>(lookahead);
-      const size_t at = n == 0 ? i : computations[n >= back ? n - back : 0];
+      size_t at = n == 0 ? i : computations[n >= back ? n - back : 0];
+      if (auto it = afterPosted.find(op.peer); it != afterPosted.end())
+        at = std::max(at, it->second);
       ProgOp post = op; // keeps the receive's source, for its location
       post.token = nextToken++;
       waitFor[i] = post.token;

@@ -160,7 +160,10 @@ void insertCommunication(Program &program);
 /// computations earlier on its actor (before its first computation at the
 /// most; where it was when no computation precedes it) and completed by a
 /// wait where it was, so that the message moves while the actor computes.
-/// Posts that land before the same computation keep their order. New tokens
+/// Posts that land before the same computation keep their order, and none
+/// goes before a receive from its peer that was asynchronous already (an
+/// imported or hand-written program mixes both): every channel keeps its
+/// order. New tokens
 /// follow the largest one in the program. Returns the receives changed.
 /// Requires lookahead >= 1.
 int64_t postReceivesEarly(Program &program, int64_t lookahead);
