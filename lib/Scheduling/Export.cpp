@@ -61,7 +61,7 @@ std::string flexpipe::sched::formatTextGrid(const Program &p,
     for (size_t i = 0; i < p.actors[a].size(); ++i) {
       const ProgOp &op = p.actors[a][i];
       // Computations and registered instructions take steps.
-      if (!isCompute(op.kind) && op.kind != OpKind::Exec)
+      if (!isWork(op.kind))
         continue;
       const int64_t step = static_cast<int64_t>(t.start[a][i]);
       if (step >= 0 && step < steps) {

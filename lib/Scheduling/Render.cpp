@@ -236,11 +236,11 @@ std::string flexpipe::sched::formatReport(const Program &p,
       os << "warning: actor " << a << " needs " << memory(r.totalBytes[a], costs)
          << " but a device has " << memory(costs.memoryLimit, costs) << "\n";
 
-  // The computations on the critical path.
+  // The computations (registered ones too) on the critical path.
   std::vector<std::string> path;
   for (auto [actor, index] : r.criticalPath) {
     const ProgOp &op = p.actors[actor][index];
-    if (isCompute(op.kind))
+    if (isWork(op.kind))
       path.push_back(actionName(op));
   }
   os << "\ncritical path (" << path.size()
@@ -277,12 +277,22 @@ std::string flexpipe::sched::formatSvg(const Program &p, const SimResult &r,
     const char *name;
     int rgb[3];
   };
+  // Registered instructions (exec) last, in the legend only where the
+  // program has one.
   const Colour colours[] = {{"forward", {0x4e, 0x79, 0xa7}},
                             {"backward", {0x59, 0xa1, 0x4f}},
                             {"input gradient", {0xf2, 0x8e, 0x2b}},
-                            {"weight gradient", {0xb0, 0x7a, 0xa1}}};
+                            {"weight gradient", {0xb0, 0x7a, 0xa1}},
+                            {"registered", {0x79, 0x70, 0x6e}}};
+  const bool anyExec = llvm::any_of(p.actors, [](const auto &ops) {
+    return llvm::any_of(
+        ops, [](const ProgOp &op) { return op.kind == OpKind::Exec; });
+  });
+  auto colourOf = [&](OpKind kind) -> const Colour & {
+    return colours[isCompute(kind) ? static_cast<int>(kind) : 4];
+  };
   auto fill = [&](OpKind kind, int32_t stage) {
-    const Colour &c = colours[static_cast<int>(kind)];
+    const Colour &c = colourOf(kind);
     const double t = p.numStages > 1
                          ? 0.45 * static_cast<double>(stage) / (p.numStages - 1)
                          : 0;
@@ -319,9 +329,10 @@ std::string flexpipe::sched::formatSvg(const Program &p, const SimResult &r,
   os << ">" << escape(title) << "</text>\n";
   // Legend.
   double lx = left;
-  for (int k = 0; k < 4; ++k) {
+  for (int k = 0; k < (anyExec ? 5 : 4); ++k) {
+    const OpKind kind = k < 4 ? static_cast<OpKind>(k) : OpKind::Exec;
     os << "<rect x=\"" << lx << "\" y=\"34\" width=\"14\" height=\"14\" fill=\""
-       << fill(static_cast<OpKind>(k), 0) << "\"/>";
+       << fill(kind, 0) << "\"/>";
     os << "<text x=\"" << lx + 18 << "\" y=\"46\" font-size=\"12\">"
        << colours[k].name << "</text>\n";
     lx += 140;
@@ -339,7 +350,7 @@ std::string flexpipe::sched::formatSvg(const Program &p, const SimResult &r,
        << "\" height=\"" << rowHeight << "\" fill=\"#f2f2f2\"/>\n";
     for (size_t i = 0; i < p.actors[a].size(); ++i) {
       const ProgOp &op = p.actors[a][i];
-      if (!isCompute(op.kind))
+      if (!isWork(op.kind))
         continue;
       const double x0 = x(r.start[a][i]), x1 = x(r.end[a][i]);
       const double w = std::max(0.5, x1 - x0);
@@ -347,8 +358,11 @@ std::string flexpipe::sched::formatSvg(const Program &p, const SimResult &r,
          << fixed(w, 2) << "\" height=\"" << rowHeight << "\" fill=\""
          << fill(op.kind, op.stage)
          << "\" stroke=\"white\" stroke-width=\"0.5\"><title>"
-         << escape(std::string(opKindName(op.kind)) + " stage " +
-                   std::to_string(op.stage) + " micro-batch " +
+         << escape((op.kind == OpKind::Exec && op.inst >= 0 &&
+                            static_cast<size_t>(op.inst) < p.instructions.size()
+                        ? "exec @" + p.instructions[op.inst]
+                        : std::string(opKindName(op.kind))) +
+                   " stage " + std::to_string(op.stage) + " micro-batch " +
                    std::to_string(op.mb) + ", " + time(r.start[a][i], costs) +
                    " to " + time(r.end[a][i], costs))
          << "</title></rect>";

@@ -7,6 +7,20 @@
 // A schedule without one keeps the short legend.
 // RUN: flexpipe-compile %schedules/1f1b.mlir --emit=text | FileCheck %s --check-prefix=PLAIN
 // PLAIN: (cells: stage, F forward / B backward / I input gradient / W weight gradient, micro-batch; . idle)
+// So do the SVG timeline (a box per instruction, and a legend entry; they
+// were gaps, which the legend calls bubbles) and the critical path (it went
+// from 2F0 to 2B0, 14 computations for a 19-step iteration).
+// RUN: flexpipe-compile %s --emit=svg | FileCheck %s --check-prefix=SVG
+// SVG:     >registered</text>
+// SVG:     <title>exec @n stage 2 micro-batch 0, 3 steps to 4 steps</title>
+// RUN: flexpipe-compile %s --emit=svg | grep -c '<title>exec @n' | FileCheck %s --check-prefix=BOXES
+// BOXES: {{^}}5{{$}}
+// RUN: flexpipe-compile %schedules/1f1b.mlir --emit=svg | FileCheck %s --check-prefix=SVGPLAIN
+// SVGPLAIN-NOT: registered
+// RUN: flexpipe-compile %s --emit=report | FileCheck %s --check-prefix=PATH
+// PATH: critical path (19 computations): 0F0 -> 1F0 -> 2F0 -> 2exec0 -> 2B0
+// RUN: flexpipe-opt %s -flexpipe-spec-to-schedule -flexpipe-simulate | FileCheck %s --check-prefix=ATTR
+// ATTR: critical_path = 19
 
 flexpipe.pipeline @p actors(3) microbatches(5) {
   flexpipe.module @gpt layers(3) placement(one_to_one)

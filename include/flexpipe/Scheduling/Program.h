@@ -63,6 +63,11 @@ const char *opKindName(OpKind kind);
 /// nullptr for kinds it has no letter for.
 const char *opLetter(OpKind kind);
 inline bool isCompute(OpKind kind) { return kind <= OpKind::Wgrad; }
+/// Work an actor does itself: a computation or a registered instruction
+/// (exec). Timelines draw it and critical paths count it.
+inline bool isWork(OpKind kind) {
+  return isCompute(kind) || kind == OpKind::Exec;
+}
 inline bool isSend(OpKind kind) {
   return kind == OpKind::SendAct || kind == OpKind::SendGrad;
 }

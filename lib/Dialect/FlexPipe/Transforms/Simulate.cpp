@@ -62,7 +62,7 @@ struct SimulatePass : flexpipe::impl::SimulatePassBase<SimulatePass> {
           over.push_back(a);
       int64_t computations = 0;
       for (auto [actor, index] : r.criticalPath)
-        computations += sched::isCompute(read.program.actors[actor][index].kind);
+        computations += sched::isWork(read.program.actors[actor][index].kind);
       NamedAttrList fields;
       fields.append("iteration_time", b.getF64FloatAttr(r.iterationTime));
       fields.append("bubble_ratio", b.getF64FloatAttr(r.bubbleRatio()));
