@@ -658,8 +658,7 @@ SimResult Simulator::run(const SimCosts &costs) const {
       last = id;
   for (int32_t id = last; id >= 0; id = t.cause[id]) {
     const Op &op = ops[id];
-    if (isCompute(op.kind) || isSend(op.kind) || isCollective(op.kind) ||
-        op.kind == OpKind::Exec)
+    if (isWork(op.kind) || isSend(op.kind) || isCollective(op.kind))
       r.criticalPath.push_back({op.actor, id - graph.actorBegin[op.actor]});
     if (r.criticalPath.size() > ops.size())
       break;
