@@ -9,6 +9,7 @@
 #include "flexpipe/Scheduling/Placement.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/Support/FormatVariadic.h"
 
 using namespace flexpipe::sched;
@@ -92,7 +93,21 @@ flexpipe::sched::place(const PlacementSpec &spec) {
   }
 
   // The mirrored pipeline: stage i of the second direction sits on the actor
-  // at the opposite end of the group from stage i of the first.
+  // at the opposite end of the group from stage i of the first. Both run
+  // over the same actors: a first direction that leaves one out would have
+  // the second on others (a map [0, 1, 2, 3] of 5 actors mirrored onto 4, 3,
+  // 2, 1).
+  if (spec.bidirectional && spec.kind == PlacementKind::Explicit) {
+    llvm::DenseSet<int64_t> used(result.actorOf.begin(),
+                                 result.actorOf.end());
+    for (int64_t actor : spec.actors)
+      if (!used.count(actor))
+        return fail(llvm::formatv(
+            "the stage map leaves actor {0} of the module's group without a "
+            "stage; a bidirectional module's mirrored direction runs over "
+            "the same actors as the first, so its map must use each of them",
+            actor));
+  }
   if (spec.bidirectional)
     for (int64_t stage = 0; stage < *perDirection; ++stage)
       result.actorOf.push_back(

@@ -135,6 +135,15 @@ flexpipe.pipeline @p actors(4) microbatches(8) {
 
 // -----
 
+// Tests a bidirectional explicit map that leaves an actor of the group to
+// the mirrored direction alone (it mirrored onto actors 4, 3, 2, 1).
+flexpipe.pipeline @p actors(5) microbatches(4) {
+  // expected-error @+1 {{'flexpipe.module' op the stage map leaves actor 4 of the module's group without a stage; a bidirectional module's mirrored direction runs over the same actors as the first, so its map must use each of them}}
+  flexpipe.module @gpt layers(8) placement(explicit) map [0, 1, 2, 3] bidirectional
+}
+
+// -----
+
 // Tests a partition with the wrong number of stages.
 flexpipe.pipeline @p actors(4) microbatches(8) {
   // expected-error @+1 {{'flexpipe.module' op partition lists 3 stages, but the placement makes 8 stages per direction; give one layer count per stage}}
