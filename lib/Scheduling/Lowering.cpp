@@ -116,17 +116,41 @@ public:
       : run(run), graph(graph) {}
   /// Whether op `from` (of `actor`) happens before op `to`.
   bool holds(int32_t actor, int32_t from, int32_t to) {
-    auto [it, fresh] = lastOf.try_emplace(actor);
+    return lastOf(actor)[to] >= from;
+  }
+  /// Per op, the last op of `actor` that happens before it or is it.
+  const std::vector<int32_t> &lastOf(int32_t actor) {
+    auto [it, fresh] = last.try_emplace(actor);
     if (fresh)
       it->second = lastOpBefore(run, graph, actor);
-    return it->second[to] >= from;
+    return it->second;
   }
 
 private:
   const Program &run;
   const ProgramGraph &graph;
-  std::map<int32_t, std::vector<int32_t>> lastOf;
+  std::map<int32_t, std::vector<int32_t>> last;
 };
+
+/// The program as it runs: `program`, or where it has no transfers yet, a
+/// copy in `withComm` with those insertCommunication adds; and its graph.
+/// Null where the graph cannot be built (the verifier says why).
+const Program *asRun(const Program &program, Program &withComm,
+                     ProgramGraph &graph) {
+  bool communicates = false;
+  for (const std::vector<ProgOp> &ops : program.actors)
+    for (const ProgOp &op : ops)
+      communicates |= isTransfer(op.kind);
+  const Program *run = &program;
+  if (!communicates) {
+    withComm = program;
+    insertCommunication(withComm);
+    run = &withComm;
+  }
+  if (buildGraph(*run, ChannelRule::PerStage, graph))
+    return nullptr;
+  return run;
+}
 
 /// Why a dependency between two things of one actor is not kept.
 constexpr const char *kOtherWayRound =
@@ -236,19 +260,12 @@ flexpipe::sched::brokenDependency(const Problem &problem,
   });
   if (problem.extraDependencies.empty() && !execs)
     return std::nullopt;
-  bool communicates = false;
-  for (const std::vector<ProgOp> &ops : program.actors)
-    for (const ProgOp &op : ops)
-      communicates |= isTransfer(op.kind);
   Program withComm;
-  if (!communicates) {
-    withComm = program;
-    insertCommunication(withComm);
-  }
-  const Program &run = communicates ? program : withComm;
   ProgramGraph graph;
-  if (buildGraph(run, ChannelRule::PerStage, graph))
+  const Program *runOrNull = asRun(program, withComm, graph);
+  if (!runOrNull)
     return std::nullopt; // the verifier reports what is wrong with it
+  const Program &run = *runOrNull;
   ComputationIndex index(run, graph);
   HappensBefore happensBefore(run, graph);
   for (const ExtraDependency &dep : problem.extraDependencies) {
@@ -289,6 +306,121 @@ flexpipe::sched::brokenDependency(const Problem &problem,
     }
   }
   return brokenExecDependency(problem, run, graph, index, happensBefore);
+}
+
+std::optional<LooseLimit>
+flexpipe::sched::looseGlobalLimit(const Problem &problem,
+                                  const Program &program) {
+  // A limit whose sources share one actor is kept by its program order.
+  auto spread = [&](const GlobalLimit &g) {
+    return llvm::any_of(g.sources, [&](int32_t part) {
+      return problem.parts[part].actor !=
+             problem.parts[g.sources.front()].actor;
+    });
+  };
+  if (llvm::none_of(problem.globalLimits, spread))
+    return std::nullopt;
+  Program withComm;
+  ProgramGraph graph;
+  const Program *run = asRun(program, withComm, graph);
+  if (!run)
+    return std::nullopt; // the verifier reports what is wrong with it
+  ComputationIndex index(*run, graph);
+  HappensBefore happensBefore(*run, graph);
+  const int32_t m = run->numMicrobatches;
+  struct Event {
+    int32_t op, mb;
+  };
+  for (const GlobalLimit &g : problem.globalLimits) {
+    if (!spread(g) || g.limit >= m)
+      continue; // (no more than m - 1 others can be in flight)
+    // Per source actor, the sources' forwards and releases (a backward's
+    // end) in program order; per micro-batch, the sources it flows through
+    // and its forwards there.
+    std::map<int32_t, std::vector<Event>> forwards, releases;
+    std::vector<int32_t> slots(m, 0);
+    std::vector<std::vector<std::pair<int32_t, int32_t>>> forwardsOf(m);
+    for (int32_t part : g.sources) {
+      const StagePart &p = problem.parts[part];
+      for (int32_t mb = p.mbBegin; mb < p.mbEnd; ++mb) {
+        const int32_t f = index.find(p.actor, CompKind::Fwd, p.stage, mb, true);
+        const int32_t r = index.find(p.actor, CompKind::Bwd, p.stage, mb, true);
+        if (f < 0 || r < 0)
+          continue;
+        forwards[p.actor].push_back({f, mb});
+        releases[p.actor].push_back({r, mb});
+        forwardsOf[mb].push_back({p.actor, f});
+        ++slots[mb];
+      }
+    }
+    for (auto *lists : {&forwards, &releases})
+      for (auto &[actor, list] : *lists)
+        llvm::sort(list, [](Event x, Event y) { return x.op < y.op; });
+    // Each source actor's forwards in its program order. At forward f, a
+    // micro-batch may be in flight when one of its forwards may have run
+    // (f does not happen before it) and one of its releases may not (it
+    // does not happen before f). Both sets only grow as f moves on, and on
+    // each actor they are a prefix of its forwards or releases.
+    for (const auto &[a, mine] : forwards) {
+      const std::vector<int32_t> &fromA = happensBefore.lastOf(a);
+      std::vector<int32_t> entered(m, 0), released(m, 0);
+      std::map<int32_t, size_t> enteredUpTo, releasedUpTo;
+      int64_t inFlight = 0;
+      auto maybe = [&](int32_t mb) {
+        return entered[mb] > 0 && released[mb] < slots[mb];
+      };
+      auto count = [&](std::vector<int32_t> &counts, int32_t mb) {
+        const bool was = maybe(mb);
+        ++counts[mb];
+        inFlight += static_cast<int64_t>(maybe(mb)) - was;
+      };
+      for (const Event &f : mine) {
+        for (const auto &[b, list] : forwards)
+          for (size_t &q = enteredUpTo[b];
+               q < list.size() && fromA[list[q].op] < f.op; ++q)
+            count(entered, list[q].mb);
+        for (const auto &[b, list] : releases) {
+          const std::vector<int32_t> &fromB = happensBefore.lastOf(b);
+          for (size_t &k = releasedUpTo[b];
+               k < list.size() && list[k].op <= fromB[f.op]; ++k)
+            count(released, list[k].mb);
+        }
+        // f is where its micro-batch enters unless another of its forwards
+        // happens before it.
+        const bool entry =
+            llvm::none_of(forwardsOf[f.mb], [&](std::pair<int32_t, int32_t> x) {
+              return x.second != f.op &&
+                     happensBefore.lastOf(x.first)[f.op] >= x.second;
+            });
+        const int64_t others = inFlight - (maybe(f.mb) ? 1 : 0);
+        if (!entry || others < g.limit)
+          continue;
+        std::vector<int32_t> shown;
+        for (int32_t mb = 0; mb < m && shown.size() < 8; ++mb)
+          if (mb != f.mb && maybe(mb))
+            shown.push_back(mb);
+        const ProgOp &op = run->actors[a][f.op - graph.actorBegin[a]];
+        std::ostringstream os;
+        os << "limits micro-batches in flight to " << g.limit
+           << ", which the programs do not keep when they run: micro-batch "
+           << f.mb << " may enter at the forward of stage " << op.stage
+           << " (actor " << a << ") while " << others
+           << (others == 1 ? " other is" : " others are")
+           << " in flight (micro-batch";
+        for (size_t i = 0; i < shown.size(); ++i)
+          os << (i ? ", " : shown.size() > 1 ? "es " : " ") << shown[i];
+        os << (static_cast<int64_t>(shown.size()) < others ? ", ..." : "")
+           << "): nothing the actors exchange makes actor " << a
+           << " wait until " << (others == 1 ? "it is" : "they are")
+           << " released (the scheduler kept the limit "
+              "in its own timing only); a limit whose first stages share one "
+              "actor, or a per_actor or per_stage limit, is kept by the "
+              "actors' programs";
+        return LooseLimit{g.inflight, os.str()};
+      }
+    }
+  }
+  return std::nullopt;
 }
 
 namespace {
@@ -373,5 +505,7 @@ llvm::Error flexpipe::sched::lowerProblem(const BuiltProblem &built,
     return error;
   }
   out.broken = brokenDependency(built.problem, out.program);
+  if (!out.separation)
+    out.loose = looseGlobalLimit(built.problem, out.program);
   return llvm::Error::success();
 }

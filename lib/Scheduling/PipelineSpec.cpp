@@ -702,6 +702,7 @@ llvm::Error ProblemBuilder::applyInflightLimits() {
         return fail("a global in-flight limit is one number");
       GlobalLimit limit;
       limit.limit = in.limits[0];
+      limit.inflight = static_cast<int32_t>(&in - spec.inflight.data());
       // Sources: the scope's stages without a predecessor other than a
       // vocabulary-parallel embedding (which does not count in flight).
       std::vector<bool> hasPred(built.numStages, false);

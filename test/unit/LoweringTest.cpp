@@ -8,6 +8,7 @@
 
 #include "TestSpecs.h"
 
+#include "flexpipe/Scheduling/Export.h"
 #include "flexpipe/Scheduling/Lowering.h"
 
 using namespace flexpipe::sched;
@@ -221,4 +222,68 @@ TEST_CASE("lastOpBefore follows messages and collectives, not timing",
     CHECK(before[backward2] == id(g, 0, async ? 0 : 1));
     CHECK(before[id(g, 1, 1)] == -1);
   }
+}
+
+// A global limit over several source actors: looseGlobalLimit says so
+// wherever the programs, run with every computation taking one step, let
+// more micro-batches be in flight than the limit (it may say so where only
+// another timing would), and never where the sources share one actor.
+TEST_CASE("looseGlobalLimit finds every limit the programs break",
+          "[lowering]") {
+  int64_t broken = 0, warned = 0;
+  for (int32_t pp : {2, 3, 5})
+    for (int32_t m : {4, 5, 7})
+      for (int64_t limit : {1, 2, 3, 4})
+        for (bool bidirectional : {true, false}) {
+          CAPTURE(pp, m, limit, bidirectional);
+          PipelineSpec spec =
+              makeSpec(pp, m, PlacementKind::OneToOne, 1, Cttp::BwdFirst,
+                       kBreadth, kBreadth, {}, bidirectional);
+          InflightSpec global;
+          global.scope = InflightScope::Global;
+          global.limits = {limit};
+          spec.inflight.push_back(global);
+          llvm::Expected<BuiltProblem> built = buildProblem(spec);
+          REQUIRE(static_cast<bool>(built));
+          LoweredProgram out;
+          REQUIRE(llvm::toString(
+                      lowerProblem(*built, LoweringOptions(), out)) == "");
+          REQUIRE(out.schedule.ok);
+          if (!bidirectional) {
+            CHECK_FALSE(out.loose);
+            continue;
+          }
+          // Micro-batches in flight at each entry, one step per computation.
+          const Program &p = out.program;
+          const Timeline t = unitTimeline(p);
+          REQUIRE(t.ok);
+          std::vector<double> enter(m, 1e300), leave(m, -1);
+          for (int32_t part : built->problem.globalLimits.front().sources) {
+            const StagePart &s = built->problem.parts[part];
+            for (size_t i = 0; i < p.actors[s.actor].size(); ++i) {
+              const ProgOp &op = p.actors[s.actor][i];
+              if (op.stage != s.stage)
+                continue;
+              if (op.kind == OpKind::Fwd)
+                enter[op.mb] = std::min(enter[op.mb], t.start[s.actor][i]);
+              else
+                leave[op.mb] = std::max(leave[op.mb], t.end[s.actor][i]);
+            }
+          }
+          bool exceeded = false;
+          for (int32_t j = 0; j < m; ++j) {
+            int64_t others = 0;
+            for (int32_t i = 0; i < m; ++i)
+              others += i != j && enter[i] <= enter[j] && leave[i] > enter[j];
+            exceeded |= others >= limit;
+          }
+          broken += exceeded;
+          warned += out.loose.has_value();
+          if (exceeded)
+            CHECK(out.loose);
+          if (out.loose)
+            CHECK(out.loose->inflight == 0);
+        }
+  CHECK(broken > 0); // the sweep has programs that break their limit
+  CHECK(warned >= broken);
 }

@@ -88,6 +88,26 @@ struct BrokenDependency {
 std::optional<BrokenDependency> brokenDependency(const Problem &problem,
                                                  const Program &program);
 
+/// A global in-flight limit that a program does not keep when it runs.
+struct LooseLimit {
+  /// The spec's in-flight statement (PipelineSpec::inflight).
+  int32_t inflight = -1;
+  std::string message;
+};
+
+/// The first global in-flight limit of `problem` that `program` does not
+/// keep: some micro-batch may enter (its first forward on one of the
+/// limit's sources) while `limit` others may be in flight, by the order
+/// that program order, messages and collectives impose (lastOpBefore). The
+/// scheduler counts the limit in its own timing; a limit whose sources are
+/// on one actor that actor's program keeps, but one whose sources are on
+/// several (a bidirectional module, two towers) only holds where messages
+/// make the actors wait. A program without communication is checked as
+/// insertCommunication would make it. Linear in the program per source
+/// actor.
+std::optional<LooseLimit> looseGlobalLimit(const Problem &problem,
+                                           const Program &program);
+
 struct LoweredProgram {
   /// The scheduler's result. When it failed (schedule.ok false: the error,
   /// the waiting actors, or a cut) nothing below is set.
@@ -95,6 +115,10 @@ struct LoweredProgram {
   /// Set where `program` does not keep an extra dependency of the problem
   /// (brokenDependency).
   std::optional<BrokenDependency> broken;
+  /// Set where `program` does not keep a global in-flight limit
+  /// (looseGlobalLimit); not checked after gradient separation, which
+  /// bounds memory instead of in-flight counts.
+  std::optional<LooseLimit> loose;
   Program program;
   /// The program's costs, where finishing or the caller needed them.
   std::optional<SimCosts> costs;

@@ -99,6 +99,8 @@ struct StagePart {
 struct GlobalLimit {
   int64_t limit = kNoLimit;
   std::vector<int32_t> sources; ///< part indices
+  /// The spec's statement (PipelineSpec::inflight), or -1.
+  int32_t inflight = -1;
 };
 
 /// A per-actor in-flight limit of one module (`flexpipe.inflight @m

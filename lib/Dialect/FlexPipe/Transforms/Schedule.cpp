@@ -160,6 +160,17 @@ struct SchedulePass : flexpipe::impl::SchedulePassBase<SchedulePass> {
               << "has a dependency that " << lowered.broken->message;
         return signalPassFailure();
       }
+      if (lowered.loose) {
+        auto limits = pipeline.getBody().getOps<InflightOp>();
+        const int32_t index = lowered.loose->inflight;
+        if (index >= 0 && index < static_cast<int32_t>(std::distance(
+                                      limits.begin(), limits.end())))
+          (*std::next(limits.begin(), index)).emitWarning()
+              << lowered.loose->message;
+        else
+          pipeline.emitWarning()
+              << "has a global in-flight limit that " << lowered.loose->message;
+      }
       writeSchedule(pipeline, lowered, requested);
     }
   }

@@ -407,6 +407,15 @@ def FlexPipe_InflightOp : FlexPipe_Op<"inflight", [HasParent<"PipelineOp">]> {
     several first stages (two towers, a shared stage) counts once. With
     `@module` the scope is that module.
 
+    Per-actor and per-stage limits are kept by each actor's program. A
+    global limit whose first stages are on several actors (a bidirectional
+    module, two towers) is kept by the scheduler in its own timing, but the
+    programs keep it only where messages make an actor wait for the
+    releases; `-flexpipe-schedule` warns at this op where some micro-batch
+    may enter while the limit's number of others may be in flight, under
+    any timing (not after gradient separation, which bounds memory
+    instead).
+
     `rule("name")` asks an in-flight rule a plugin registered
     (`config_inflight_micros` with a callable, loaded with `--load-plugin`)
     for each index of the scope, with the same sizes as the affine map; it
