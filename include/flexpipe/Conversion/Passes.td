@@ -114,7 +114,7 @@ def ConvertToEmitCPass : Pass<"flexpipe-convert-to-emitc", "mlir::ModuleOp"> {
     Option<"dataParallel", "dp", "int64_t", "1",
            "Data-parallel replicas of the pipeline (world = actors x dp)">,
     Option<"seed", "seed", "int64_t", "1234",
-           "Seed of the weights and the synthetic data">,
+           "Seed of the weights and the synthetic data (0 or more)">,
     Option<"backend", "backend", "::flexpipe::RuntimeBackend",
            "::flexpipe::RuntimeBackend::Cpu",
            "Runtime backend the ranks link; on cuda, an actor whose ranks "

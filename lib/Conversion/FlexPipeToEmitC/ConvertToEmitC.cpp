@@ -213,6 +213,12 @@ struct ConvertToEmitCPass
       return signalPassFailure();
     if (failed(checkReplicas(&getContext(), getArgument(), dataParallel)))
       return signalPassFailure();
+    if (seed < 0) {
+      optionError(&getContext())
+          << "-" << getArgument() << " needs seed >= 0, not "
+          << static_cast<int64_t>(seed);
+      return signalPassFailure();
+    }
     // The model's sizes: read once by the pass's creator, or here.
     sched::ModelConfig model;
     const bool sized = shared || !modelFile.empty();

@@ -8,6 +8,9 @@
 
 // RUN: flexpipe-opt --flexpipe-convert-to-emitc %s | FileCheck %s
 // RUN: flexpipe-opt --flexpipe-convert-to-emitc=dp=3 %s | FileCheck %s --check-prefix=DP
+// A negative seed was written as its 64-bit wrap (18446744073709551615).
+// RUN: not flexpipe-opt --flexpipe-convert-to-emitc=seed=-1 %s 2>&1 | FileCheck %s --check-prefix=SEED
+// SEED: error: -flexpipe-convert-to-emitc needs seed >= 0, not -1
 
 // CHECK-NOT:   flexpipe.schedule
 // CHECK-LABEL: module @tiny_rank0 attributes {flexpipe.actor = 0 : i64, flexpipe.description = "flexpipe-schedule 1\0Ahash {{[0-9]+}}\0Acheck {{[0-9]+}}\0Aname tiny\0Aactors 2\0Astages 2\0Amicrobatches 1\0Adp 1\0A
