@@ -232,10 +232,10 @@ def GradientSeparationPass
            "Only transform schedules whose spec asked for it with "
            "`flexpipe.optimize` (set by -flexpipe-spec-to-schedule)">,
     Option<"timeModel", "time-model", "::flexpipe::sched::TimeModel", "::flexpipe::sched::TimeModel::Step",
-           "How long instructions take: `step` (one step each) or `cost` "
-           "(1, 2, 1, 1 for forward, backward, input and weight gradient per "
-           "actor's share of the layers, or the cost model's durations with "
-           "`model` and `cluster`)",
+           "How long instructions take without `model` and `cluster` (with "
+           "them, the cost model's durations, whichever this is): `step` "
+           "(one step each) or `cost` (1, 2, 1, 1 for forward, backward, "
+           "input and weight gradient per actor's share of the layers)",
            [{::flexpipe::timeModelValues()}]>,
     Option<"modelFile", "model", "std::string", "\"\"",
            "Model YAML (docs/CostModel.md)">,
