@@ -227,6 +227,7 @@ flexpipe.schedule @grouped actors(2) stages(3) microbatches(2) edges []
   flexpipe.actor 0 {
     flexpipe.fwd stage 0 mb 0
     flexpipe.fwd stage 0 mb 1
+    // expected-note @+1 {{the sync stage's all-gathers (actor 0 runs one for micro-batch 0, none for 1)}}
     flexpipe.all_gather stage 2 mb 0 group [0, 1]
     flexpipe.bwd stage 0 mb 0
     // expected-error @+1 {{'flexpipe.bwd' op has no all-gather of sync stage 2 mb 1 on actor 0 before it: the runtime exchanges the towers' embeddings one micro-batch per all-gather, and an instruction that groups several (prev(N) or next(N) above 1) is not supported yet; give the sync instruction prev(1) next(1)}}

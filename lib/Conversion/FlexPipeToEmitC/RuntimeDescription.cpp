@@ -490,14 +490,25 @@ LogicalResult checkSyncGathers(ScheduleOp schedule, const Towers &towers) {
       // Gathers of other micro-batches but none of this one: one gather
       // stands for several (the spec's prev(N)).
       if (isa<BwdOp, IgradOp>(op) && !anywhere.empty() &&
-          !anywhere.contains(mb))
-        return op.emitOpError()
-               << "has no all-gather of sync stage " << sync << " mb " << mb
-               << " on actor " << id
-               << " before it: the runtime exchanges the towers' embeddings "
-                  "one micro-batch per all-gather, and an instruction that "
-                  "groups several (prev(N) or next(N) above 1) is not "
-                  "supported yet; give the sync instruction prev(1) next(1)";
+          !anywhere.contains(mb)) {
+        InFlightDiagnostic diag =
+            op.emitOpError()
+            << "has no all-gather of sync stage " << sync << " mb " << mb
+            << " on actor " << id
+            << " before it: the runtime exchanges the towers' embeddings "
+               "one micro-batch per all-gather, and an instruction that "
+               "groups several (prev(N) or next(N) above 1) is not "
+               "supported yet; give the sync instruction prev(1) next(1)";
+        for (auto gather : actor.getBody().getOps<AllGatherOp>())
+          if (static_cast<int64_t>(gather.getStage()) == sync) {
+            diag.attachNote(gather.getLoc())
+                << "the sync stage's all-gathers (actor " << id
+                << " runs one for micro-batch " << gather.getMb()
+                << ", none for " << mb << ")";
+            break;
+          }
+        return diag;
+      }
       if (isa<BwdOp, IgradOp>(op) && !gathered.lookup(mb))
         return op.emitOpError()
                << "runs before the all-gather of sync stage " << sync << " mb "

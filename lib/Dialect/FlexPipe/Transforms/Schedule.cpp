@@ -33,24 +33,47 @@ namespace {
 /// place.
 void writeSchedule(PipelineOp pipeline, const sched::LoweredProgram &lowered,
                    DictionaryAttr requested) {
+  // Each instruction is where the statement it comes from is, for
+  // diagnostics about it: a registered instruction's (its runtime op or
+  // collective) at the flexpipe.instruction, a module's computations and
+  // messages at the module; waits and the rest at the pipeline.
+  const sched::Program &program = lowered.program;
+  llvm::StringMap<InstructionOp> instructions;
+  for (auto inst : pipeline.getBody().getOps<InstructionOp>())
+    instructions[inst.getSymName()] = inst;
+  llvm::StringMap<Location> modules;
+  for (auto module : pipeline.getBody().getOps<ModalityOp>())
+    modules.try_emplace(module.getSymName(), module.getLoc());
+  auto locate = [&](const sched::ProgOp &op) -> Location {
+    if (op.inst >= 0 &&
+        static_cast<size_t>(op.inst) < program.instructions.size())
+      if (InstructionOp inst =
+              instructions.lookup(program.instructions[op.inst]))
+        return inst.getLoc();
+    if (op.kind != sched::OpKind::Wait && op.stage >= 0 &&
+        static_cast<size_t>(op.stage) < program.stageMeta.size()) {
+      const sched::StageMeta &meta = program.stageMeta[op.stage];
+      if (!meta.isRegistered() && meta.module >= 0 &&
+          static_cast<size_t>(meta.module) < program.moduleNames.size())
+        if (auto it = modules.find(program.moduleNames[meta.module]);
+            it != modules.end())
+          return it->second;
+    }
+    return pipeline.getLoc();
+  };
   OpBuilder b(pipeline);
   ScheduleOp schedule = createSchedule(
-      b, pipeline.getLoc(), pipeline.getSymNameAttr(), lowered.program);
+      b, pipeline.getLoc(), pipeline.getSymNameAttr(), program, locate);
   if (requested)
     schedule->setAttr("flexpipe.optimize", requested);
   if (lowered.separation)
     setSeparationFigures(schedule, *lowered.separation, lowered.costs->unit);
   // The runtime operation of a registered computation gets the
-  // instruction's attributes and location (for diagnostics about it).
-  llvm::StringMap<InstructionOp> instructions;
-  for (auto inst : pipeline.getBody().getOps<InstructionOp>())
-    instructions[inst.getSymName()] = inst;
+  // instruction's attributes.
   schedule.walk([&](ExecOp exec) {
-    if (InstructionOp inst = instructions.lookup(exec.getInstruction())) {
-      exec->setLoc(inst.getLoc());
+    if (InstructionOp inst = instructions.lookup(exec.getInstruction()))
       if (DictionaryAttr attrs = inst.getRuntimeAttrsAttr())
         exec.setAttrsAttr(attrs);
-    }
   });
   pipeline.erase();
 }

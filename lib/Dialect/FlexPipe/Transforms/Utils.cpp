@@ -549,8 +549,9 @@ ArrayAttr flexpipe::stageInfoAttr(Builder &b, const sched::Program &program) {
   return b.getArrayAttr(stages);
 }
 
-ScheduleOp flexpipe::createSchedule(OpBuilder &b, Location loc, StringAttr name,
-                                    const sched::Program &program) {
+ScheduleOp flexpipe::createSchedule(
+    OpBuilder &b, Location loc, StringAttr name, const sched::Program &program,
+    llvm::function_ref<Location(const sched::ProgOp &)> locate) {
   // The edges attribute only when the DAG is not the default chain.
   DenseI64ArrayAttr edges;
   bool chain = static_cast<int32_t>(program.edges.size()) ==
@@ -582,8 +583,15 @@ ScheduleOp flexpipe::createSchedule(OpBuilder &b, Location loc, StringAttr name,
     auto actor = ActorOp::create(b, loc, b.getI64IntegerAttr(a));
     b.setInsertionPointToEnd(&actor.getBody().emplaceBlock());
     llvm::DenseMap<int32_t, Value> tokens;
-    for (const sched::ProgOp &op : program.actors[a])
-      createInstruction(b, loc, op, program, &tokens);
+    for (const sched::ProgOp &op : program.actors[a]) {
+      // A wait is where the op whose token it completes is.
+      auto token =
+          op.kind == sched::OpKind::Wait ? tokens.find(op.token) : tokens.end();
+      const Location at = !locate                 ? loc
+                          : token != tokens.end() ? token->second.getLoc()
+                                                  : locate(op);
+      createInstruction(b, at, op, program, &tokens);
+    }
   }
   b.setInsertionPointAfter(schedule);
   return schedule;
@@ -600,6 +608,13 @@ void flexpipe::rewriteSchedule(ScheduleOp schedule, const ScheduleProgram &read,
     llvm::SmallPtrSet<Operation *, 32> kept;
     // Tokens by id: of the ops kept and of those created, for new waits.
     llvm::DenseMap<int32_t, Value> tokens;
+    // Per (stage, micro-batch), where the first computation read of it is:
+    // a new computation without a source (a split backward's weight
+    // gradient) is there too.
+    llvm::DenseMap<std::pair<int32_t, int32_t>, Location> cells;
+    for (auto [entry, op] : llvm::zip(read.program.actors[id], read.ops[id]))
+      if (sched::isWork(entry.kind))
+        cells.try_emplace({entry.stage, entry.mb}, op->getLoc());
     for (const sched::ProgOp &op : program.actors[id]) {
       Operation *from = op.source >= 0 && op.source < static_cast<int32_t>(
                                                           read.ops[id].size())
@@ -621,8 +636,12 @@ void flexpipe::rewriteSchedule(ScheduleOp schedule, const ScheduleProgram &read,
       }
       // A new op takes the location of the op it was derived from.
       b.setInsertionPointToEnd(&body);
-      kept.insert(createInstruction(b, from ? from->getLoc() : actor.getLoc(),
-                                    op, program, &tokens));
+      auto cell =
+          sched::isWork(op.kind) ? cells.find({op.stage, op.mb}) : cells.end();
+      const Location at = from                  ? from->getLoc()
+                          : cell != cells.end() ? cell->second
+                                                : actor.getLoc();
+      kept.insert(createInstruction(b, at, op, program, &tokens));
     }
     for (Operation *old : read.ops[id])
       if (!kept.contains(old))

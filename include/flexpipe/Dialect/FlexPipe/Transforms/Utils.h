@@ -78,9 +78,12 @@ mlir::ArrayAttr stageInfoAttr(mlir::Builder &builder,
 /// holding `program`: its sizes, its edges when they are not the default
 /// chain, its shared stages, its stage_info (when the program has stage
 /// metadata) and every actor's instructions, tokens included. The one writer
-/// of a whole program (the scheduler's output and imported schedules).
-ScheduleOp createSchedule(mlir::OpBuilder &builder, mlir::Location loc,
-                          mlir::StringAttr name, const sched::Program &program);
+/// of a whole program (the scheduler's output and imported schedules). Each
+/// instruction is at `locate(op)` where given, else at `loc`.
+ScheduleOp createSchedule(
+    mlir::OpBuilder &builder, mlir::Location loc, mlir::StringAttr name,
+    const sched::Program &program,
+    llvm::function_ref<mlir::Location(const sched::ProgOp &)> locate = {});
 
 /// Rebuilds each actor's body in the order of `program`: entries read from
 /// an op of the same kind (and with a token where it has one) move that op,
