@@ -132,25 +132,44 @@ private:
   std::map<int32_t, std::vector<int32_t>> last;
 };
 
-/// The program as it runs: `program`, or where it has no transfers yet, a
-/// copy in `withComm` with those insertCommunication adds; and its graph.
-/// Null where the graph cannot be built (the verifier says why).
-const Program *asRun(const Program &program, Program &withComm,
-                     ProgramGraph &graph) {
-  bool communicates = false;
-  for (const std::vector<ProgOp> &ops : program.actors)
-    for (const ProgOp &op : ops)
-      communicates |= isTransfer(op.kind);
-  const Program *run = &program;
-  if (!communicates) {
-    withComm = program;
-    insertCommunication(withComm);
-    run = &withComm;
+/// A program as it runs, for the checks of what it keeps: `program`, or
+/// where it has no transfers yet, a copy with those insertCommunication
+/// adds; its graph, its computations and what happens before what. Not
+/// ok() where the graph cannot be built (the verifier says why). It stays
+/// where it is made (the index and the order refer to it).
+class RunView {
+public:
+  explicit RunView(const Program &program) {
+    bool communicates = false;
+    for (const std::vector<ProgOp> &ops : program.actors)
+      for (const ProgOp &op : ops)
+        communicates |= isTransfer(op.kind);
+    run = &program;
+    if (!communicates) {
+      withComm = program;
+      insertCommunication(withComm);
+      run = &withComm;
+    }
+    if (buildGraph(*run, ChannelRule::PerStage, graph)) {
+      run = nullptr;
+      return;
+    }
+    index.emplace(*run, graph);
+    happensBefore.emplace(*run, graph);
   }
-  if (buildGraph(*run, ChannelRule::PerStage, graph))
-    return nullptr;
-  return run;
-}
+  RunView(const RunView &) = delete;
+  RunView &operator=(const RunView &) = delete;
+
+  bool ok() const { return run != nullptr; }
+
+  const Program *run = nullptr;
+  ProgramGraph graph;
+  std::optional<ComputationIndex> index;
+  std::optional<HappensBefore> happensBefore;
+
+private:
+  Program withComm;
+};
 
 /// Why a dependency between two things of one actor is not kept.
 constexpr const char *kOtherWayRound =
@@ -260,14 +279,13 @@ flexpipe::sched::brokenDependency(const Problem &problem,
   });
   if (problem.extraDependencies.empty() && !execs)
     return std::nullopt;
-  Program withComm;
-  ProgramGraph graph;
-  const Program *runOrNull = asRun(program, withComm, graph);
-  if (!runOrNull)
+  RunView view(program);
+  if (!view.ok())
     return std::nullopt; // the verifier reports what is wrong with it
-  const Program &run = *runOrNull;
-  ComputationIndex index(run, graph);
-  HappensBefore happensBefore(run, graph);
+  const Program &run = *view.run;
+  const ProgramGraph &graph = view.graph;
+  ComputationIndex &index = *view.index;
+  HappensBefore &happensBefore = *view.happensBefore;
   for (const ExtraDependency &dep : problem.extraDependencies) {
     const StagePart &src = problem.parts[dep.srcPart];
     const StagePart &dst = problem.parts[dep.dstPart];
@@ -320,13 +338,13 @@ flexpipe::sched::looseGlobalLimit(const Problem &problem,
   };
   if (llvm::none_of(problem.globalLimits, spread))
     return std::nullopt;
-  Program withComm;
-  ProgramGraph graph;
-  const Program *run = asRun(program, withComm, graph);
-  if (!run)
+  RunView view(program);
+  if (!view.ok())
     return std::nullopt; // the verifier reports what is wrong with it
-  ComputationIndex index(*run, graph);
-  HappensBefore happensBefore(*run, graph);
+  const Program *run = view.run;
+  const ProgramGraph &graph = view.graph;
+  ComputationIndex &index = *view.index;
+  HappensBefore &happensBefore = *view.happensBefore;
   const int32_t m = run->numMicrobatches;
   struct Event {
     int32_t op, mb;
