@@ -547,6 +547,11 @@ Simulator::Times Simulator::time(const SimCosts &costs) const {
       break;
     case OpKind::AllGather:
     case OpKind::Gather: {
+      // A member arrives with its blocking call or its post.
+      if (!arrived[id]) {
+        arrived[id] = 1;
+        t.start[id] = s;
+      }
       if (op.asyncPost) {
         e = s + costs.instructionOverhead;
         t.busy[a] += costs.instructionOverhead;
@@ -554,17 +559,16 @@ Simulator::Times Simulator::time(const SimCosts &costs) const {
           core.hold(a, e);
         break;
       }
-      // A member waits at its clock until the last one arrives; then all
-      // leave together.
-      if (!arrived[id]) {
-        arrived[id] = 1;
-        t.start[id] = s;
-      }
+      // A blocking member waits at its clock until the last one arrives;
+      // then the blocking members leave together (a member that posted
+      // went on at once, and its wait ends as theirs do). A member that has
+      // not arrived is waited for: one that posts asks again when it has
+      // (the blocking ones all leave when the last arrives).
       double latest = 0;
       int32_t last = -1;
       for (int32_t m = graph.groupFirst[id]; m >= 0; m = graph.groupNext[m]) {
         if (!arrived[m])
-          return false;
+          return waitFor(a, m);
         if (last < 0 || t.start[m] > latest) {
           latest = t.start[m];
           last = m;
@@ -574,6 +578,8 @@ Simulator::Times Simulator::time(const SimCosts &costs) const {
           latest + collectiveTime(costs, op) + costs.instructionOverhead;
       const int32_t byLast = lastOp[ops[last].actor];
       for (int32_t m = graph.groupFirst[id]; m >= 0; m = graph.groupNext[m]) {
+        if (ops[m].asyncPost)
+          continue;               // timed at its post
         waited[ops[m].actor] = 1; // members poll for each other's parts
         t.busy[ops[m].actor] += costs.instructionOverhead;
         finishOp(m, end, t.start[m] < latest ? byLast : lastOp[ops[m].actor]);

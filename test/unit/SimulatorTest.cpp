@@ -971,3 +971,49 @@ TEST_CASE("times print in s or ms, below a millisecond with 4 significant "
   CHECK(formatSeconds(1e-300) == "0.000 ms");
   CHECK(formatSeconds(std::nan("")) == "nan ms");
 }
+
+TEST_CASE("a collective with blocking and posting members ends once for all",
+          "[simulator][async]") {
+  // docs/Runtime.md's two towers: actor 0 joins the all-gather blocking,
+  // actor 1 posts it and waits. Stage 0's forward takes 1, stage 1's 3, the
+  // all-gather 0.5: it ends at 3.5 for both, whichever arrives last (the
+  // blocking member waited for a post that never counted as an arrival, and
+  // its group ended before it began).
+  for (bool blockingLast : {false, true}) {
+    CAPTURE(blockingLast);
+    Program program = makeProgram(2, 3, 2);
+    program.groups = {{0, 1}};
+    for (int32_t mb = 0; mb < 2; ++mb) {
+      ProgOp blocking{OpKind::AllGather, 2, mb};
+      blocking.group = 0;
+      ProgOp post = blocking;
+      post.token = mb;
+      ProgOp wait{OpKind::Wait};
+      wait.token = mb;
+      const int32_t b = blockingLast ? 0 : 1, p = 1 - b;
+      program.actors.resize(2);
+      program.actors[b].insert(
+          program.actors[b].end(),
+          {{OpKind::Fwd, b, mb}, blocking, {OpKind::Bwd, b, mb}});
+      program.actors[p].insert(
+          program.actors[p].end(),
+          {{OpKind::Fwd, p, mb}, post, wait, {OpKind::Bwd, p, mb}});
+    }
+    REQUIRE_FALSE(verify(program).has_value());
+    SimCosts costs = unitCosts(program);
+    costs.duration = {{1, 1, 1, 1}, {3, 1, 1, 1}, {0, 0, 0, 0}};
+    costs.collectiveTime = 0.5;
+    SimResult r = simulate(program, costs);
+    for (int32_t a = 0; a < 2; ++a)
+      for (size_t i = 0; i < program.actors[a].size(); ++i)
+        CHECK(r.end[a][i] >= r.start[a][i]);
+    // Micro-batch 0: both backwards start when the all-gather ends.
+    const size_t bwd0 = program.actors[0][2].kind == OpKind::Bwd ? 2 : 3;
+    const size_t bwd1 = program.actors[1][2].kind == OpKind::Bwd ? 2 : 3;
+    CHECK(r.start[0][bwd0] == Approx(3.5));
+    CHECK(r.start[1][bwd1] == Approx(3.5));
+    // Then stage 1's forward of micro-batch 1 (3) and its all-gather (0.5)
+    // after its backward (1): 8, and the last backward 1 more.
+    CHECK(r.iterationTime == Approx(9));
+  }
+}
