@@ -1216,6 +1216,7 @@ Search::chooseVariants(const std::vector<size_t> &twins,
             p.variant, "its fused twin runs the schedule of a faster twin, "
                        "whose variant is tried");
         ran[p.variant] = 1;
+        ++outsideWindow;
         continue;
       }
       pending[kept++] = p;
