@@ -841,6 +841,25 @@ void checkOutputs(flexpipe_rt &rt) {
     setTracePrefix(rt);
     outputs.push_back(tracePart(rt, comm.rank()));
   }
+  // What every rank writes, so that each finds the same collision.
+  std::vector<std::pair<std::string, std::string>> named;
+  for (auto [option, path] :
+       {std::pair{"--losses", &o.losses}, std::pair{"--profile", &o.profile},
+        std::pair{"--trace", &o.trace}})
+    if (!path->empty())
+      named.push_back({option, *path});
+  if (!o.trace.empty())
+    for (int r = 0; r < comm.size(); ++r)
+      named.push_back({"--trace (rank " + std::to_string(r) + "'s part)",
+                       tracePart(rt, r)});
+  if (!o.weights.empty())
+    for (int a = 0; a < rt.desc.actors; ++a)
+      named.push_back({"--weights (actor " + std::to_string(a) + "'s file)",
+                       o.weights + ".actor" + std::to_string(a)});
+  if (!o.checkpoint.empty())
+    named.push_back({"--checkpoint", o.checkpoint});
+  if (std::string error = OutputFile::checkDistinct(named); !error.empty())
+    comm.abort(error + " (checked before training)", 1);
   if (rt.replica == 0 && !o.weights.empty())
     outputs.push_back(o.weights + ".actor" + std::to_string(rt.actor));
   for (const std::string &path : outputs)

@@ -25,7 +25,11 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -146,6 +150,31 @@ public:
   static std::string check(const std::string &path) {
     OutputFile probe(path);
     return probe.error();
+  }
+
+  /// "" when no two of `outputs` ((option, path): every file or directory
+  /// a run writes, whichever process writes it; "" for none) name one
+  /// path, else which
+  /// two do: one would overwrite the other (the losses lost under the
+  /// profile, exit 0). Device paths (isSystemPath) may be named twice.
+  static std::string checkDistinct(
+      const std::vector<std::pair<std::string, std::string>> &outputs) {
+    std::map<std::string, const std::string *> seen;
+    for (const auto &[option, path] : outputs) {
+      if (path.empty() || isSystemPath(path))
+        continue;
+      std::error_code ignored;
+      std::string key = std::filesystem::weakly_canonical(
+                            std::filesystem::absolute(path, ignored), ignored)
+                            .lexically_normal();
+      if (key.empty())
+        key = path;
+      auto [it, fresh] = seen.emplace(key, &option);
+      if (!fresh)
+        return option + " and " + *it->second + " both name '" + path +
+               "': one would overwrite the other";
+    }
+    return "";
   }
 
 private:

@@ -530,6 +530,13 @@ int flexpipe::rt::runReference(int argc, char **argv) {
   run.plan();
   prepareHostProcess();
   run.makeModels();
+  if (std::string error =
+          OutputFile::checkDistinct({{"--losses", o.losses},
+                                     {"--weights", o.weights},
+                                     {"--initial-weights", o.initialWeights},
+                                     {"--batches", o.batches}});
+      !error.empty())
+    return failed(error + " (checked before training)");
   if (!o.weights.empty())
     if (std::string error = OutputFile::check(o.weights); !error.empty())
       return failed(error + " (checked before training)");

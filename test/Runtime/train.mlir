@@ -134,6 +134,17 @@
 // UNWRITABLE: flexpipe: rank 0: cannot write '{{.*}}missing-dir/losses': No such file or directory (checked before training)
 // RUN: not timeout 60 flexpipe-reference %t/a-good/schedule.txt --iterations 1000000 --weights %t/missing-dir/w 2>&1 | FileCheck %s --check-prefix=REFUNWRITABLE
 // REFUNWRITABLE: flexpipe-reference: cannot write '{{.*}}missing-dir/w': No such file or directory (checked before training)
+// Two options naming one path: one file would overwrite the other (the
+// losses were lost under the profile, exit 0; a checkpoint directory of
+// the losses' name was refused only after training).
+// RUN: not timeout 60 %t/a-good/run-mpi.sh --iterations 1000000 --losses %t/same --profile %t/same 2>&1 | FileCheck %s --check-prefix=SAME
+// SAME: flexpipe: rank 0: --profile and --losses both name '{{.*}}same': one would overwrite the other (checked before training)
+// RUN: not timeout 60 %t/a-good/run-mpi.sh --iterations 1000000 --losses %t/w.actor1 --weights %t/./w 2>&1 | FileCheck %s --check-prefix=SAMEWEIGHTS
+// SAMEWEIGHTS: flexpipe: rank 0: --weights (actor 1's file) and --losses both name '{{.*}}w.actor1': one would overwrite the other
+// RUN: not timeout 60 %t/a-good/run-mpi.sh --iterations 1000000 --losses %t/ckpt --checkpoint %t/ckpt 2>&1 | FileCheck %s --check-prefix=SAMECKPT
+// SAMECKPT: flexpipe: rank 0: --checkpoint and --losses both name
+// RUN: not timeout 60 flexpipe-reference %t/a-good/schedule.txt --iterations 1000000 --losses %t/same --weights %t/other/../same 2>&1 | FileCheck %s --check-prefix=REFSAME
+// REFSAME: flexpipe-reference: --weights and --losses both name '{{.*}}other/../same': one would overwrite the other (checked before training)
 // A directory there (the rename at the end would fail), and an empty name
 // (it would read as none):
 // RUN: mkdir -p %t/a-dir && not timeout 60 %t/a-good/run-mpi.sh --iterations 1000000 --losses %t/a-dir 2>&1 | FileCheck %s --check-prefix=DIRECTORY
