@@ -143,11 +143,9 @@ std::string parseOptions(int argc, char **argv, Options &o) {
                std::string(v) + "'";
       o.threads = static_cast<int>(number);
     } else if (arg == "--lr" && (v = value())) {
-      double lr = 0;
-      if (!parseNumber(v, 0, 1e6, lr))
-        return "--lr must be a number between 0 and 1e6, got '" +
-               std::string(v) + "'";
-      o.lr = static_cast<float>(lr);
+      if (!parseLearningRate(v, o.lr))
+        return std::string("--lr must be ") + kLearningRateRule + ", got '" +
+               v + "'";
     } else if (arg == "--losses" && (v = value()))
       o.losses = v;
     else if (arg == "--weights" && (v = value()))

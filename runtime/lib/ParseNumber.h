@@ -19,6 +19,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
+#include <limits>
 
 namespace flexpipe::rt {
 
@@ -41,6 +43,27 @@ inline bool parseNumber(const char *text, double lo, double hi, double &value) {
   if (end == text || *end || !std::isfinite(v) || v < lo || v > hi)
     return false;
   value = v;
+  return true;
+}
+
+/// What --lr takes, said where it is refused.
+inline constexpr const char *kLearningRateRule =
+    "a decimal number, 0 or from 1.2e-38 (a float's smallest normal) to 1e6";
+
+/// A learning rate (kLearningRateRule): one a float holds as given (1e-50
+/// trained as 0, and strtod's hexadecimal 0x10 was 16); false (and `value`
+/// unchanged) otherwise.
+inline bool parseLearningRate(const char *text, float &value) {
+  for (const char *c = text; *c; ++c)
+    if (!std::strchr("0123456789.eE+-", *c))
+      return false;
+  double v = 0;
+  if (!parseNumber(text, 0, 1e6, v))
+    return false;
+  const float f = static_cast<float>(v);
+  if (v > 0 && !(f >= std::numeric_limits<float>::min()))
+    return false;
+  value = f;
   return true;
 }
 

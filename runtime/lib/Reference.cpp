@@ -251,7 +251,6 @@ std::optional<int> parseReferenceOptions(int argc, char **argv,
       return 1;
     }
     const char *value = argv[++i];
-    double number = 0;
     // An empty file name would read as the option not given.
     if (!*value && arg != "--iterations" && arg != "--lr") {
       std::fprintf(stderr, "flexpipe-reference: %s needs a file name\n",
@@ -267,14 +266,11 @@ std::optional<int> parseReferenceOptions(int argc, char **argv,
         return 1;
       }
     } else if (arg == "--lr") {
-      if (!parseNumber(value, 0, 1e6, number)) {
-        std::fprintf(stderr,
-                     "flexpipe-reference: --lr must be a number between 0 and "
-                     "1e6, got '%s'\n",
-                     value);
+      if (!parseLearningRate(value, o.lr)) {
+        std::fprintf(stderr, "flexpipe-reference: --lr must be %s, got '%s'\n",
+                     kLearningRateRule, value);
         return 1;
       }
-      o.lr = static_cast<float>(number);
     } else if (arg == "--losses") {
       o.losses = value;
     } else if (arg == "--weights") {

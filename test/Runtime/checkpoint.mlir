@@ -193,11 +193,18 @@
 // RUN: not %t/a/run-mpi.sh --iterations 3x 2>&1 | FileCheck %s --check-prefix=ITERS
 // ITERS: --iterations must be an integer of at least 1, got '3x'
 // RUN: not %t/a/run-mpi.sh --lr abc 2>&1 | FileCheck %s --check-prefix=LR
-// LR: --lr must be a number between 0 and 1e6, got 'abc'
+// LR: --lr must be a decimal number, 0 or from 1.2e-38 (a float's smallest normal) to 1e6, got 'abc'
+// A rate a float cannot hold trained as 0, and hexadecimal was taken:
+// RUN: not %t/a/run-mpi.sh --lr 1e-50 2>&1 | FileCheck %s --check-prefix=LRTINY
+// LRTINY: --lr must be a decimal number, 0 or from 1.2e-38 (a float's smallest normal) to 1e6, got '1e-50'
+// RUN: not %t/a/run-mpi.sh --lr 0x10 2>&1 | FileCheck %s --check-prefix=LRHEX
+// LRHEX: got '0x10'
 // RUN: not flexpipe-reference %t/a/schedule.txt --iterations 99999999999999999999 2>&1 | FileCheck %s --check-prefix=REFITERS
 // REFITERS: flexpipe-reference: --iterations must be an integer of at least 1, got '99999999999999999999'
 // RUN: not flexpipe-reference %t/a/schedule.txt --lr nan 2>&1 | FileCheck %s --check-prefix=REFLR
-// REFLR: flexpipe-reference: --lr must be a number between 0 and 1e6, got 'nan'
+// REFLR: flexpipe-reference: --lr must be a decimal number, 0 or from 1.2e-38 (a float's smallest normal) to 1e6, got 'nan'
+// RUN: not flexpipe-reference %t/a/schedule.txt --lr 1e-40 2>&1 | FileCheck %s --check-prefix=REFLRTINY
+// REFLRTINY: got '1e-40'
 // The description's numbers round-trip: the seed is unsigned (seeds from
 // 2^63 up all read as 2^63 - 1) and a size out of range is refused as
 // written (it was reported clamped).
