@@ -163,7 +163,12 @@ inline int parseCommandLine(CLI::App &app, int argc, char **argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &error) {
-    return app.exit(error) == 0 ? 0 : 1;
+    // --help and --version as CLI11 prints them; an error on one line with
+    // the tool's name, as the tools' own errors are.
+    if (error.get_exit_code() == 0)
+      return app.exit(error);
+    std::cerr << app.get_name() << ": " << error.what() << "\n";
+    return 1;
   }
   return -1;
 }
