@@ -8,6 +8,7 @@
 
 #include "flexpipe/Scheduling/Lowering.h"
 
+#include <deque>
 #include <map>
 #include <sstream>
 #include <tuple>
@@ -326,6 +327,33 @@ flexpipe::sched::brokenDependency(const Problem &problem,
   return brokenExecDependency(problem, run, graph, index, happensBefore);
 }
 
+namespace {
+
+/// The largest of prefix sums P[lo..hi] for windows [lo, hi] whose ends
+/// only move on (a deque of candidates, each pushed and popped once).
+class WindowMax {
+public:
+  explicit WindowMax(std::vector<int64_t> prefix) : prefix(std::move(prefix)) {}
+  /// The largest P[k], lo <= k <= hi, and a k that has it.
+  std::pair<int64_t, size_t> over(size_t lo, size_t hi) {
+    for (; pushed <= hi; ++pushed) {
+      while (!best.empty() && prefix[best.back()] <= prefix[pushed])
+        best.pop_back();
+      best.push_back(pushed);
+    }
+    while (best.front() < lo)
+      best.pop_front();
+    return {prefix[best.front()], best.front()};
+  }
+
+private:
+  std::vector<int64_t> prefix;
+  std::deque<size_t> best;
+  size_t pushed = 0;
+};
+
+} // namespace
+
 std::optional<LooseLimit>
 flexpipe::sched::looseGlobalLimit(const Problem &problem,
                                   const Program &program) {
@@ -349,15 +377,14 @@ flexpipe::sched::looseGlobalLimit(const Problem &problem,
   struct Event {
     int32_t op, mb;
   };
+  auto byOp = [](Event x, Event y) { return x.op < y.op; };
   for (const GlobalLimit &g : problem.globalLimits) {
     if (!spread(g) || g.limit >= m)
       continue; // (no more than m - 1 others can be in flight)
-    // Per source actor, the sources' forwards and releases (a backward's
-    // end) in program order; per micro-batch, the sources it flows through
-    // and its forwards there.
-    std::map<int32_t, std::vector<Event>> forwards, releases;
-    std::vector<int32_t> slots(m, 0);
-    std::vector<std::vector<std::pair<int32_t, int32_t>>> forwardsOf(m);
+    // Per micro-batch, its forwards and releases (a backward's end) on the
+    // sources it flows through, as (actor, op).
+    std::vector<std::vector<std::pair<int32_t, int32_t>>> forwardsOf(m),
+        releasesOf(m);
     for (int32_t part : g.sources) {
       const StagePart &p = problem.parts[part];
       for (int32_t mb = p.mbBegin; mb < p.mbEnd; ++mb) {
@@ -365,57 +392,128 @@ flexpipe::sched::looseGlobalLimit(const Problem &problem,
         const int32_t r = index.find(p.actor, CompKind::Bwd, p.stage, mb, true);
         if (f < 0 || r < 0)
           continue;
-        forwards[p.actor].push_back({f, mb});
-        releases[p.actor].push_back({r, mb});
         forwardsOf[mb].push_back({p.actor, f});
-        ++slots[mb];
+        releasesOf[mb].push_back({p.actor, r});
       }
     }
-    for (auto *lists : {&forwards, &releases})
+    // A micro-batch whose sources are all on one actor is in flight there
+    // from its first forward to its last release, in that actor's program
+    // order: per actor, +1 and -1 steps, whose prefix sums count it. One
+    // over several actors (two towers) is counted apart: in flight where
+    // one of its forwards may have run and one of its releases may not.
+    std::map<int32_t, std::vector<Event>> steps, entries;
+    std::map<int32_t, std::vector<Event>> spreadForwards, spreadReleases;
+    for (int32_t mb = 0; mb < m; ++mb) {
+      if (forwardsOf[mb].empty())
+        continue;
+      for (auto [actor, op] : forwardsOf[mb])
+        entries[actor].push_back({op, mb});
+      const int32_t home = forwardsOf[mb].front().first;
+      const bool local = llvm::all_of(
+          llvm::concat<std::pair<int32_t, int32_t>>(forwardsOf[mb],
+                                                    releasesOf[mb]),
+          [&](std::pair<int32_t, int32_t> x) { return x.first == home; });
+      if (local) {
+        int32_t first = INT32_MAX, last = -1;
+        for (auto [actor, op] : forwardsOf[mb])
+          first = std::min(first, op);
+        for (auto [actor, op] : releasesOf[mb])
+          last = std::max(last, op);
+        steps[home].push_back({first, mb});
+        steps[home].push_back({last, -1 - mb});
+      } else {
+        for (auto [actor, op] : forwardsOf[mb])
+          spreadForwards[actor].push_back({op, mb});
+        for (auto [actor, op] : releasesOf[mb])
+          spreadReleases[actor].push_back({op, mb});
+      }
+    }
+    for (auto *lists : {&steps, &entries, &spreadForwards, &spreadReleases})
       for (auto &[actor, list] : *lists)
-        llvm::sort(list, [](Event x, Event y) { return x.op < y.op; });
-    // Each source actor's forwards in its program order. At forward f, a
-    // micro-batch may be in flight when one of its forwards may have run
-    // (f does not happen before it) and one of its releases may not (it
-    // does not happen before f). Both sets only grow as f moves on, and on
-    // each actor they are a prefix of its forwards or releases.
-    for (const auto &[a, mine] : forwards) {
+        llvm::sort(list, byOp);
+    // Each source actor's forwards in its program order. At forward f
+    // (actor a), actor b has run at least its ops that happen before f and
+    // at most those f does not happen before: a prefix of its steps between
+    // two ends that only move on as f does. Its local micro-batches in
+    // flight are at most the largest prefix sum in that window (a window
+    // of one prefix on a itself). Summed over the actors, this bounds the
+    // micro-batches in flight at f under any timing; it is exact for each
+    // actor alone, and a bound only where the actors' windows cannot all be
+    // at their largest at once.
+    for (const auto &[a, mine] : entries) {
       const std::vector<int32_t> &fromA = happensBefore.lastOf(a);
+      struct Window {
+        const std::vector<Event> *list;
+        std::optional<WindowMax> max;
+        size_t lo = 0, hi = 0;
+      };
+      std::map<int32_t, Window> windows;
+      for (const auto &[b, list] : steps) {
+        std::vector<int64_t> prefix(1, 0);
+        for (const Event &e : list)
+          prefix.push_back(prefix.back() + (e.mb >= 0 ? 1 : -1));
+        windows[b].list = &list;
+        windows[b].max.emplace(std::move(prefix));
+      }
       std::vector<int32_t> entered(m, 0), released(m, 0);
       std::map<int32_t, size_t> enteredUpTo, releasedUpTo;
-      int64_t inFlight = 0;
+      int64_t spreadInFlight = 0;
       auto maybe = [&](int32_t mb) {
-        return entered[mb] > 0 && released[mb] < slots[mb];
+        return entered[mb] > 0 &&
+               released[mb] < static_cast<int32_t>(releasesOf[mb].size());
       };
       auto count = [&](std::vector<int32_t> &counts, int32_t mb) {
         const bool was = maybe(mb);
         ++counts[mb];
-        inFlight += static_cast<int64_t>(maybe(mb)) - was;
+        spreadInFlight += static_cast<int64_t>(maybe(mb)) - was;
       };
       for (const Event &f : mine) {
-        for (const auto &[b, list] : forwards)
-          for (size_t &q = enteredUpTo[b];
-               q < list.size() && fromA[list[q].op] < f.op; ++q)
-            count(entered, list[q].mb);
-        for (const auto &[b, list] : releases) {
-          const std::vector<int32_t> &fromB = happensBefore.lastOf(b);
-          for (size_t &k = releasedUpTo[b];
-               k < list.size() && list[k].op <= fromB[f.op]; ++k)
-            count(released, list[k].mb);
+        // On b, what happens before f has run; what f happens before has
+        // not (on a: exactly what precedes f).
+        auto before = [&](int32_t b, int32_t op) {
+          return op != f.op && op <= happensBefore.lastOf(b)[f.op];
+        };
+        auto mayHaveRun = [&](int32_t op) { return fromA[op] < f.op; };
+        int64_t local = 0;
+        for (auto &[b, w] : windows) {
+          const std::vector<Event> &list = *w.list;
+          while (w.lo < list.size() && before(b, list[w.lo].op))
+            ++w.lo;
+          w.hi = std::max(w.hi, w.lo);
+          while (w.hi < list.size() && mayHaveRun(list[w.hi].op))
+            ++w.hi;
+          local += w.max->over(w.lo, w.hi).first;
         }
+        for (const auto &[b, list] : spreadForwards)
+          for (size_t &q = enteredUpTo[b];
+               q < list.size() && mayHaveRun(list[q].op); ++q)
+            count(entered, list[q].mb);
+        for (const auto &[b, list] : spreadReleases)
+          for (size_t &k = releasedUpTo[b];
+               k < list.size() && before(b, list[k].op); ++k)
+            count(released, list[k].mb);
         // f is where its micro-batch enters unless another of its forwards
         // happens before it.
         const bool entry =
             llvm::none_of(forwardsOf[f.mb], [&](std::pair<int32_t, int32_t> x) {
-              return x.second != f.op &&
-                     happensBefore.lastOf(x.first)[f.op] >= x.second;
+              return x.second != f.op && before(x.first, x.second);
             });
-        const int64_t others = inFlight - (maybe(f.mb) ? 1 : 0);
+        const int64_t others = local + spreadInFlight - (maybe(f.mb) ? 1 : 0);
         if (!entry || others < g.limit)
           continue;
+        // One state of the actors that has them: each at its window's
+        // largest prefix.
+        std::vector<uint8_t> inFlight(m, 0);
+        for (auto &[b, w] : windows) {
+          const size_t k = w.max->over(w.lo, w.hi).second;
+          for (size_t i = 0; i < k; ++i) {
+            const Event &e = (*w.list)[i];
+            inFlight[e.mb >= 0 ? e.mb : -1 - e.mb] = e.mb >= 0;
+          }
+        }
         std::vector<int32_t> shown;
         for (int32_t mb = 0; mb < m && shown.size() < 8; ++mb)
-          if (mb != f.mb && maybe(mb))
+          if (mb != f.mb && (inFlight[mb] || maybe(mb)))
             shown.push_back(mb);
         const ProgOp &op = run->actors[a][f.op - graph.actorBegin[a]];
         std::ostringstream os;
@@ -430,10 +528,9 @@ flexpipe::sched::looseGlobalLimit(const Problem &problem,
         os << (static_cast<int64_t>(shown.size()) < others ? ", ..." : "")
            << "): nothing the actors exchange makes actor " << a
            << " wait until " << (others == 1 ? "it is" : "they are")
-           << " released (the scheduler kept the limit "
-              "in its own timing only); a limit whose first stages share one "
-              "actor, or a per_actor or per_stage limit, is kept by the "
-              "actors' programs";
+           << " released (the scheduler kept the limit in its own timing "
+              "only); a limit whose first stages share one actor, or a "
+              "per_actor or per_stage limit, is kept by the actors' programs";
         return LooseLimit{g.inflight, os.str()};
       }
     }

@@ -49,10 +49,25 @@ flexpipe.pipeline @roomy actors(3) microbatches(5) {
 
 // -----
 
-// Bidirectional with a limit the programs keep at these sizes: the two
-// directions' micro-batches 0-1 and 2-3 never overlap past 3 in flight.
+// Bidirectional with a limit the programs keep under every timing: actor 1
+// runs the backward of micro-batch 2 before the forward of 3, and actor 0
+// that of 0 before the forward of 1, so at most one other is in flight
+// when either enters. (Counting each micro-batch that may be in flight on
+// its own warned here: 2 and 3 cannot be in flight together.)
 flexpipe.pipeline @kept actors(2) microbatches(4) {
   flexpipe.module @gpt layers(4) placement(one_to_one) bidirectional
   flexpipe.priority cttp<bwd_first> fstp<breadth_first> bstp<breadth_first>
-  flexpipe.inflight global 3
+  flexpipe.inflight global 2
+}
+
+// -----
+
+// Posted receives change what a message orders: checked on the finished
+// program.
+flexpipe.pipeline @posted actors(3) microbatches(5) {
+  flexpipe.module @gpt layers(6) placement(one_to_one) bidirectional
+  flexpipe.priority cttp<bwd_first> fstp<breadth_first> bstp<breadth_first>
+  flexpipe.optimize split_backward async_comm
+  // expected-warning @+1 {{limits micro-batches in flight to 1, which the programs do not keep when they run}}
+  flexpipe.inflight global 1
 }
