@@ -576,7 +576,10 @@ Simulator::Times Simulator::time(const SimCosts &costs) const {
       }
       const double end =
           latest + collectiveTime(costs, op) + costs.instructionOverhead;
-      const int32_t byLast = lastOp[ops[last].actor];
+      // What decided the end: the last arrival (a post itself: its actor
+      // went on, and its last op may end after the group).
+      const int32_t byLast =
+          ops[last].asyncPost ? last : lastOp[ops[last].actor];
       for (int32_t m = graph.groupFirst[id]; m >= 0; m = graph.groupNext[m]) {
         if (ops[m].asyncPost)
           continue;               // timed at its post

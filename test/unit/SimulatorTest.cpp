@@ -1015,5 +1015,43 @@ TEST_CASE("a collective with blocking and posting members ends once for all",
     // Then stage 1's forward of micro-batch 1 (3) and its all-gather (0.5)
     // after its backward (1): 8, and the last backward 1 more.
     CHECK(r.iterationTime == Approx(9));
+    // The critical path goes through stage 1's forward and its all-gather
+    // (the last to arrive: a post when the blocking member came first),
+    // not through an op its actor ran after posting.
+    std::string path;
+    for (auto [actor, index] : r.criticalPath) {
+      const ProgOp &op = program.actors[actor][index];
+      path += std::to_string(actor) + opKindName(op.kind) + " ";
+    }
+    CHECK(path.rfind("1fwd 1all_gather ", 0) == 0);
   }
+  // The post arrives last and its actor goes on to a registered instruction
+  // (5) before its wait; actor 0's long backward (10) ends the iteration.
+  // Its all-gather was decided by the post, not by that instruction.
+  Program program = makeProgram(2, 3, 1);
+  program.groups = {{0, 1}};
+  program.instructions = {"probe"};
+  ProgOp blocking{OpKind::AllGather, 2, 0};
+  blocking.group = 0;
+  ProgOp post = blocking;
+  post.token = 0;
+  ProgOp exec{OpKind::Exec, 1, 0};
+  exec.inst = 0;
+  ProgOp wait{OpKind::Wait};
+  wait.token = 0;
+  program.actors = {
+      {{OpKind::Fwd, 0, 0}, blocking, {OpKind::Bwd, 0, 0}},
+      {{OpKind::Fwd, 1, 0}, post, exec, wait, {OpKind::Bwd, 1, 0}}};
+  REQUIRE_FALSE(verify(program).has_value());
+  SimCosts costs = unitCosts(program);
+  costs.duration = {{1, 10, 1, 1}, {3, 1, 1, 1}, {0, 0, 0, 0}};
+  costs.collectiveTime = 0.5;
+  costs.execTime = 5;
+  SimResult r = simulate(program, costs);
+  CHECK(r.iterationTime == Approx(13.5));
+  std::string path;
+  for (auto [actor, index] : r.criticalPath)
+    path += std::to_string(actor) +
+            opKindName(program.actors[actor][index].kind) + " ";
+  CHECK(path == "1fwd 1all_gather 0all_gather 0bwd ");
 }
