@@ -862,18 +862,18 @@ flexpipe::sched::evaluate(const Candidate &c, const ModelConfig &model,
   e.bubbleRatio = sim.bubbleRatio();
   for (double bytes : sim.totalBytes)
     e.peakBytes = std::max(e.peakBytes, bytes);
-  for (double busy : sim.busy)
-    e.busiest = std::max(e.busiest, busy);
-  for (const std::vector<ProgOp> &ops : program.actors) {
-    double saving = 0;
-    for (const ProgOp &op : ops)
+  for (size_t a = 0; a < sim.busy.size(); ++a) {
+    e.busiest = std::max(e.busiest, sim.busy[a]);
+    // Its compute with each backward as its two halves.
+    double split = sim.busy[a];
+    for (const ProgOp &op : program.actors[a])
       if (op.kind == OpKind::Bwd) {
         const auto &d = costs.duration[static_cast<size_t>(op.stage)];
-        saving += d[static_cast<int>(CompKind::Bwd)] -
-                  d[static_cast<int>(CompKind::Igrad)] -
-                  d[static_cast<int>(CompKind::Wgrad)];
+        split += d[static_cast<int>(CompKind::Igrad)] +
+                 d[static_cast<int>(CompKind::Wgrad)] -
+                 d[static_cast<int>(CompKind::Bwd)];
       }
-    e.splitSaving = std::max(e.splitSaving, saving);
+    e.busiestSplit = std::max(e.busiestSplit, split);
   }
 
   e.gradSyncTime = after.gradSync;
@@ -1154,7 +1154,7 @@ Search::chooseVariants(const std::vector<size_t> &twins,
   for (size_t v = 0; v < variants.size(); ++v) {
     const size_t twin = twins[v];
     const Evaluation &t = fusedEval[twin];
-    double bound = t.busiest - t.splitSaving + t.gradSyncTime + t.stepTime;
+    double bound = t.busiestSplit + t.gradSyncTime + t.stepTime;
     const bool outside = beyondWindow(twin);
     if (fusedCut[twin]) {
       // Chosen by its twin's time below, where only a lower bound of it is

@@ -106,11 +106,11 @@ struct Evaluation {
   double tokensPerSecond = 0;
   /// Idle share of all actors' time in the pipeline.
   double bubbleRatio = 0;
-  /// The most that splitting each backward into its two halves takes off
-  /// one actor's compute (a profile may time igrad_s + wgrad_s below
-  /// bwd_s; 0 with the analytic model, whose halves sum to the whole): a
-  /// separation variant's busiest actor takes at least busiest minus this.
-  double splitSaving = 0;
+  /// Largest per-actor compute time with each backward priced as its two
+  /// halves (a profile may time igrad_s + wgrad_s below bwd_s; `busiest`
+  /// with the analytic model, whose halves sum to the whole): no
+  /// separation variant of this work is faster.
+  double busiestSplit = 0;
   /// Largest per-device memory (static + peak activations), bytes; with
   /// `staticOnly`, a lower bound: the static part.
   double peakBytes = 0;
