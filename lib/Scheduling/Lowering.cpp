@@ -352,6 +352,200 @@ private:
   size_t pushed = 0;
 };
 
+/// A micro-batch's computation on a source: (op, micro-batch); for the
+/// steps of LimitSweep, -1 - mb where the micro-batch leaves.
+struct Event {
+  int32_t op, mb;
+};
+
+/// One global limit checked on a run (looseGlobalLimit). A micro-batch
+/// whose sources are all on one actor is in flight there from its first
+/// forward to its last release (a backward's end), in that actor's program
+/// order: per actor, +1 and -1 steps whose prefix sums count them. One over
+/// several actors (two towers) is counted apart: in flight where one of its
+/// forwards may have run and one of its releases may not.
+class LimitSweep {
+public:
+  LimitSweep(const Problem &problem, const GlobalLimit &limit, RunView &view)
+      : limit(limit), view(view), m(view.run->numMicrobatches), forwardsOf(m),
+        releasesOf(m) {
+    for (int32_t part : limit.sources) {
+      const StagePart &p = problem.parts[part];
+      for (int32_t mb = p.mbBegin; mb < p.mbEnd; ++mb) {
+        const int32_t f =
+            view.index->find(p.actor, CompKind::Fwd, p.stage, mb, true);
+        const int32_t r =
+            view.index->find(p.actor, CompKind::Bwd, p.stage, mb, true);
+        if (f >= 0 && r >= 0) {
+          forwardsOf[mb].push_back({p.actor, f});
+          releasesOf[mb].push_back({p.actor, r});
+        }
+      }
+    }
+    for (int32_t mb = 0; mb < m; ++mb)
+      classify(mb);
+    auto byOp = [](Event x, Event y) { return x.op < y.op; };
+    for (auto *lists : {&steps, &entries, &spreadForwards, &spreadReleases})
+      for (auto &[actor, list] : *lists)
+        llvm::sort(list, byOp);
+  }
+
+  /// The first forward that may enter while `limit` others are in flight,
+  /// as the warning says it.
+  std::optional<std::string> find() {
+    for (const auto &[a, mine] : entries)
+      if (std::optional<std::string> found = sweep(a, mine))
+        return found;
+    return std::nullopt;
+  }
+
+private:
+  using Place = std::pair<int32_t, int32_t>; // (actor, op)
+
+  void classify(int32_t mb) {
+    if (forwardsOf[mb].empty())
+      return;
+    for (auto [actor, op] : forwardsOf[mb])
+      entries[actor].push_back({op, mb});
+    const int32_t home = forwardsOf[mb].front().first;
+    auto atHome = [&](Place x) { return x.first == home; };
+    if (llvm::all_of(forwardsOf[mb], atHome) &&
+        llvm::all_of(releasesOf[mb], atHome)) {
+      int32_t first = INT32_MAX, last = -1;
+      for (auto [actor, op] : forwardsOf[mb])
+        first = std::min(first, op);
+      for (auto [actor, op] : releasesOf[mb])
+        last = std::max(last, op);
+      steps[home].push_back({first, mb});
+      steps[home].push_back({last, -1 - mb});
+      return;
+    }
+    for (auto [actor, op] : forwardsOf[mb])
+      spreadForwards[actor].push_back({op, mb});
+    for (auto [actor, op] : releasesOf[mb])
+      spreadReleases[actor].push_back({op, mb});
+  }
+
+  /// Actor a's forwards in its program order. At forward f, actor b has
+  /// run at least its ops that happen before f and at most those f does not
+  /// happen before: a prefix of its steps between two ends that only move
+  /// on as f does. Its micro-batches in flight are at most the largest
+  /// prefix sum in that window (one prefix on a itself). Summed over the
+  /// actors, this bounds the micro-batches in flight at f under any timing:
+  /// exact for each actor alone, a bound where the actors' windows cannot
+  /// all be at their largest at once.
+  std::optional<std::string> sweep(int32_t a, const std::vector<Event> &mine) {
+    HappensBefore &order = *view.happensBefore;
+    const std::vector<int32_t> &fromA = order.lastOf(a);
+    std::map<int32_t, Window> windows;
+    for (const auto &[b, list] : steps) {
+      std::vector<int64_t> prefix(1, 0);
+      for (const Event &e : list)
+        prefix.push_back(prefix.back() + (e.mb >= 0 ? 1 : -1));
+      windows.try_emplace(b, list, std::move(prefix));
+    }
+    entered.assign(m, 0);
+    released.assign(m, 0);
+    spreadInFlight = 0;
+    std::map<int32_t, size_t> enteredUpTo, releasedUpTo;
+    for (const Event &f : mine) {
+      // On b, what happens before f has run; what f happens before has not
+      // (on a: exactly what precedes f).
+      auto before = [&](int32_t b, int32_t op) {
+        return op != f.op && op <= order.lastOf(b)[f.op];
+      };
+      auto mayHaveRun = [&](int32_t op) { return fromA[op] < f.op; };
+      int64_t local = 0;
+      for (auto &[b, w] : windows) {
+        while (w.lo < w.list.size() && before(b, w.list[w.lo].op))
+          ++w.lo;
+        w.hi = std::max(w.hi, w.lo);
+        while (w.hi < w.list.size() && mayHaveRun(w.list[w.hi].op))
+          ++w.hi;
+        local += w.max.over(w.lo, w.hi).first;
+      }
+      for (const auto &[b, list] : spreadForwards)
+        for (size_t &q = enteredUpTo[b];
+             q < list.size() && mayHaveRun(list[q].op); ++q)
+          count(entered, list[q].mb);
+      for (const auto &[b, list] : spreadReleases)
+        for (size_t &k = releasedUpTo[b];
+             k < list.size() && before(b, list[k].op); ++k)
+          count(released, list[k].mb);
+      // f is where its micro-batch enters unless another of its forwards
+      // happens before it.
+      const bool entry = llvm::none_of(forwardsOf[f.mb], [&](Place x) {
+        return x.second != f.op && before(x.first, x.second);
+      });
+      const int64_t others = local + spreadInFlight - (maybe(f.mb) ? 1 : 0);
+      if (entry && others >= limit.limit)
+        return message(a, f, others, windows);
+    }
+    return std::nullopt;
+  }
+
+  struct Window {
+    Window(const std::vector<Event> &list, std::vector<int64_t> prefix)
+        : list(list), max(std::move(prefix)) {}
+    const std::vector<Event> &list;
+    WindowMax max;
+    size_t lo = 0, hi = 0;
+  };
+
+  bool maybe(int32_t mb) const {
+    return entered[mb] > 0 &&
+           released[mb] < static_cast<int32_t>(releasesOf[mb].size());
+  }
+  void count(std::vector<int32_t> &counts, int32_t mb) {
+    const bool was = maybe(mb);
+    ++counts[mb];
+    spreadInFlight += static_cast<int64_t>(maybe(mb)) - was;
+  }
+
+  /// The warning, with one state of the actors that has the others in
+  /// flight: each at its window's largest prefix.
+  std::string message(int32_t a, const Event &f, int64_t others,
+                      std::map<int32_t, Window> &windows) {
+    std::vector<uint8_t> inFlight(m, 0);
+    for (auto &[b, w] : windows) {
+      const size_t k = w.max.over(w.lo, w.hi).second;
+      for (size_t i = 0; i < k; ++i) {
+        const Event &e = w.list[i];
+        inFlight[e.mb >= 0 ? e.mb : -1 - e.mb] = e.mb >= 0;
+      }
+    }
+    std::vector<int32_t> shown;
+    for (int32_t mb = 0; mb < m && shown.size() < 8; ++mb)
+      if (mb != f.mb && (inFlight[mb] || maybe(mb)))
+        shown.push_back(mb);
+    const ProgOp &op = view.run->actors[a][f.op - view.graph.actorBegin[a]];
+    std::ostringstream os;
+    os << "limits micro-batches in flight to " << limit.limit
+       << ", which the programs do not keep when they run: micro-batch " << f.mb
+       << " may enter at the forward of stage " << op.stage << " (actor " << a
+       << ") while " << others << (others == 1 ? " other is" : " others are")
+       << " in flight (micro-batch";
+    for (size_t i = 0; i < shown.size(); ++i)
+      os << (i ? ", " : shown.size() > 1 ? "es " : " ") << shown[i];
+    os << (static_cast<int64_t>(shown.size()) < others ? ", ..." : "")
+       << "): nothing the actors exchange makes actor " << a << " wait until "
+       << (others == 1 ? "it is" : "they are")
+       << " released (the scheduler kept the limit in its own timing only); "
+          "a limit whose first stages share one actor, or a per_actor or "
+          "per_stage limit, is kept by the actors' programs";
+    return os.str();
+  }
+
+  const GlobalLimit &limit;
+  RunView &view;
+  const int32_t m;
+  std::vector<std::vector<Place>> forwardsOf, releasesOf;
+  std::map<int32_t, std::vector<Event>> steps, entries, spreadForwards,
+      spreadReleases;
+  std::vector<int32_t> entered, released;
+  int64_t spreadInFlight = 0;
+};
+
 } // namespace
 
 std::optional<LooseLimit>
@@ -369,171 +563,12 @@ flexpipe::sched::looseGlobalLimit(const Problem &problem,
   RunView view(program);
   if (!view.ok())
     return std::nullopt; // the verifier reports what is wrong with it
-  const Program *run = view.run;
-  const ProgramGraph &graph = view.graph;
-  ComputationIndex &index = *view.index;
-  HappensBefore &happensBefore = *view.happensBefore;
-  const int32_t m = run->numMicrobatches;
-  struct Event {
-    int32_t op, mb;
-  };
-  auto byOp = [](Event x, Event y) { return x.op < y.op; };
   for (const GlobalLimit &g : problem.globalLimits) {
-    if (!spread(g) || g.limit >= m)
-      continue; // (no more than m - 1 others can be in flight)
-    // Per micro-batch, its forwards and releases (a backward's end) on the
-    // sources it flows through, as (actor, op).
-    std::vector<std::vector<std::pair<int32_t, int32_t>>> forwardsOf(m),
-        releasesOf(m);
-    for (int32_t part : g.sources) {
-      const StagePart &p = problem.parts[part];
-      for (int32_t mb = p.mbBegin; mb < p.mbEnd; ++mb) {
-        const int32_t f = index.find(p.actor, CompKind::Fwd, p.stage, mb, true);
-        const int32_t r = index.find(p.actor, CompKind::Bwd, p.stage, mb, true);
-        if (f < 0 || r < 0)
-          continue;
-        forwardsOf[mb].push_back({p.actor, f});
-        releasesOf[mb].push_back({p.actor, r});
-      }
-    }
-    // A micro-batch whose sources are all on one actor is in flight there
-    // from its first forward to its last release, in that actor's program
-    // order: per actor, +1 and -1 steps, whose prefix sums count it. One
-    // over several actors (two towers) is counted apart: in flight where
-    // one of its forwards may have run and one of its releases may not.
-    std::map<int32_t, std::vector<Event>> steps, entries;
-    std::map<int32_t, std::vector<Event>> spreadForwards, spreadReleases;
-    for (int32_t mb = 0; mb < m; ++mb) {
-      if (forwardsOf[mb].empty())
-        continue;
-      for (auto [actor, op] : forwardsOf[mb])
-        entries[actor].push_back({op, mb});
-      const int32_t home = forwardsOf[mb].front().first;
-      const bool local = llvm::all_of(
-          llvm::concat<std::pair<int32_t, int32_t>>(forwardsOf[mb],
-                                                    releasesOf[mb]),
-          [&](std::pair<int32_t, int32_t> x) { return x.first == home; });
-      if (local) {
-        int32_t first = INT32_MAX, last = -1;
-        for (auto [actor, op] : forwardsOf[mb])
-          first = std::min(first, op);
-        for (auto [actor, op] : releasesOf[mb])
-          last = std::max(last, op);
-        steps[home].push_back({first, mb});
-        steps[home].push_back({last, -1 - mb});
-      } else {
-        for (auto [actor, op] : forwardsOf[mb])
-          spreadForwards[actor].push_back({op, mb});
-        for (auto [actor, op] : releasesOf[mb])
-          spreadReleases[actor].push_back({op, mb});
-      }
-    }
-    for (auto *lists : {&steps, &entries, &spreadForwards, &spreadReleases})
-      for (auto &[actor, list] : *lists)
-        llvm::sort(list, byOp);
-    // Each source actor's forwards in its program order. At forward f
-    // (actor a), actor b has run at least its ops that happen before f and
-    // at most those f does not happen before: a prefix of its steps between
-    // two ends that only move on as f does. Its local micro-batches in
-    // flight are at most the largest prefix sum in that window (a window
-    // of one prefix on a itself). Summed over the actors, this bounds the
-    // micro-batches in flight at f under any timing; it is exact for each
-    // actor alone, and a bound only where the actors' windows cannot all be
-    // at their largest at once.
-    for (const auto &[a, mine] : entries) {
-      const std::vector<int32_t> &fromA = happensBefore.lastOf(a);
-      struct Window {
-        const std::vector<Event> *list;
-        std::optional<WindowMax> max;
-        size_t lo = 0, hi = 0;
-      };
-      std::map<int32_t, Window> windows;
-      for (const auto &[b, list] : steps) {
-        std::vector<int64_t> prefix(1, 0);
-        for (const Event &e : list)
-          prefix.push_back(prefix.back() + (e.mb >= 0 ? 1 : -1));
-        windows[b].list = &list;
-        windows[b].max.emplace(std::move(prefix));
-      }
-      std::vector<int32_t> entered(m, 0), released(m, 0);
-      std::map<int32_t, size_t> enteredUpTo, releasedUpTo;
-      int64_t spreadInFlight = 0;
-      auto maybe = [&](int32_t mb) {
-        return entered[mb] > 0 &&
-               released[mb] < static_cast<int32_t>(releasesOf[mb].size());
-      };
-      auto count = [&](std::vector<int32_t> &counts, int32_t mb) {
-        const bool was = maybe(mb);
-        ++counts[mb];
-        spreadInFlight += static_cast<int64_t>(maybe(mb)) - was;
-      };
-      for (const Event &f : mine) {
-        // On b, what happens before f has run; what f happens before has
-        // not (on a: exactly what precedes f).
-        auto before = [&](int32_t b, int32_t op) {
-          return op != f.op && op <= happensBefore.lastOf(b)[f.op];
-        };
-        auto mayHaveRun = [&](int32_t op) { return fromA[op] < f.op; };
-        int64_t local = 0;
-        for (auto &[b, w] : windows) {
-          const std::vector<Event> &list = *w.list;
-          while (w.lo < list.size() && before(b, list[w.lo].op))
-            ++w.lo;
-          w.hi = std::max(w.hi, w.lo);
-          while (w.hi < list.size() && mayHaveRun(list[w.hi].op))
-            ++w.hi;
-          local += w.max->over(w.lo, w.hi).first;
-        }
-        for (const auto &[b, list] : spreadForwards)
-          for (size_t &q = enteredUpTo[b];
-               q < list.size() && mayHaveRun(list[q].op); ++q)
-            count(entered, list[q].mb);
-        for (const auto &[b, list] : spreadReleases)
-          for (size_t &k = releasedUpTo[b];
-               k < list.size() && before(b, list[k].op); ++k)
-            count(released, list[k].mb);
-        // f is where its micro-batch enters unless another of its forwards
-        // happens before it.
-        const bool entry =
-            llvm::none_of(forwardsOf[f.mb], [&](std::pair<int32_t, int32_t> x) {
-              return x.second != f.op && before(x.first, x.second);
-            });
-        const int64_t others = local + spreadInFlight - (maybe(f.mb) ? 1 : 0);
-        if (!entry || others < g.limit)
-          continue;
-        // One state of the actors that has them: each at its window's
-        // largest prefix.
-        std::vector<uint8_t> inFlight(m, 0);
-        for (auto &[b, w] : windows) {
-          const size_t k = w.max->over(w.lo, w.hi).second;
-          for (size_t i = 0; i < k; ++i) {
-            const Event &e = (*w.list)[i];
-            inFlight[e.mb >= 0 ? e.mb : -1 - e.mb] = e.mb >= 0;
-          }
-        }
-        std::vector<int32_t> shown;
-        for (int32_t mb = 0; mb < m && shown.size() < 8; ++mb)
-          if (mb != f.mb && (inFlight[mb] || maybe(mb)))
-            shown.push_back(mb);
-        const ProgOp &op = run->actors[a][f.op - graph.actorBegin[a]];
-        std::ostringstream os;
-        os << "limits micro-batches in flight to " << g.limit
-           << ", which the programs do not keep when they run: micro-batch "
-           << f.mb << " may enter at the forward of stage " << op.stage
-           << " (actor " << a << ") while " << others
-           << (others == 1 ? " other is" : " others are")
-           << " in flight (micro-batch";
-        for (size_t i = 0; i < shown.size(); ++i)
-          os << (i ? ", " : shown.size() > 1 ? "es " : " ") << shown[i];
-        os << (static_cast<int64_t>(shown.size()) < others ? ", ..." : "")
-           << "): nothing the actors exchange makes actor " << a
-           << " wait until " << (others == 1 ? "it is" : "they are")
-           << " released (the scheduler kept the limit in its own timing "
-              "only); a limit whose first stages share one actor, or a "
-              "per_actor or per_stage limit, is kept by the actors' programs";
-        return LooseLimit{g.inflight, os.str()};
-      }
-    }
+    // (No more than m - 1 others can be in flight.)
+    if (!spread(g) || g.limit >= view.run->numMicrobatches)
+      continue;
+    if (std::optional<std::string> found = LimitSweep(problem, g, view).find())
+      return LooseLimit{g.inflight, std::move(*found)};
   }
   return std::nullopt;
 }

@@ -451,11 +451,7 @@ int32_t Simulator::untimedDependency(int32_t id,
 Simulator::Times Simulator::time(const SimCosts &costs) const {
   const int32_t n = numActors;
   const int32_t numOps = static_cast<int32_t>(ops.size());
-  Times t;
-  t.start.assign(numOps, 0);
-  t.end.assign(numOps, 0);
-  t.cause.assign(numOps, -1);
-  t.busy.assign(n, 0);
+  Times t(ops.size(), static_cast<size_t>(n));
   EventCore core(n, costs);
   std::vector<int32_t> next(n), lastOp(n, -1);
   std::vector<double> clock(n, 0);
@@ -492,6 +488,34 @@ Simulator::Times Simulator::time(const SimCosts &costs) const {
       core.touch(w);
     }
   };
+  // A blocking member of a collective waits for every member to arrive
+  // (one that posts asks again when it has); the blocking ones then leave
+  // together.
+  auto joinBlocking = [&](int32_t a, int32_t id) {
+    const Op &op = ops[id];
+    double latest = 0;
+    int32_t last = -1;
+    for (int32_t m = graph.groupFirst[id]; m >= 0; m = graph.groupNext[m]) {
+      if (!arrived[m])
+        return waitFor(a, m);
+      if (last < 0 || t.start[m] > latest) {
+        latest = t.start[m];
+        last = m;
+      }
+    }
+    const double end =
+        latest + collectiveTime(costs, op) + costs.instructionOverhead;
+    // The last arrival decided the end (a post itself: its actor went on).
+    const int32_t byLast = ops[last].asyncPost ? last : lastOp[ops[last].actor];
+    for (int32_t m = graph.groupFirst[id]; m >= 0; m = graph.groupNext[m]) {
+      if (ops[m].asyncPost)
+        continue;               // timed at its post
+      waited[ops[m].actor] = 1; // members poll for each other's parts
+      t.busy[ops[m].actor] += costs.instructionOverhead;
+      finishOp(m, end, t.start[m] < latest ? byLast : lastOp[ops[m].actor]);
+    }
+    return true;
+  };
   // Runs actor a's next op if it can: false while the actor computes, waits
   // for an op of another actor that has not run yet, or is done. Only a
   // computation on a shared core waits for the core's events; an
@@ -523,6 +547,17 @@ Simulator::Times Simulator::time(const SimCosts &costs) const {
       waited[a] = 0;
       return true;
     }
+    case OpKind::AllGather:
+    case OpKind::Gather:
+      // A member arrives with its blocking call or its post; a post goes on
+      // at once, as a send does (its wait ends when the group does).
+      if (!arrived[id]) {
+        arrived[id] = 1;
+        t.start[id] = s;
+      }
+      if (!op.asyncPost)
+        return joinBlocking(a, id);
+      [[fallthrough]];
     case OpKind::SendAct:
     case OpKind::SendGrad:
       e = s + costs.instructionOverhead;
@@ -545,50 +580,6 @@ Simulator::Times Simulator::time(const SimCosts &costs) const {
       if (!waited[a])
         core.hold(a, e);
       break;
-    case OpKind::AllGather:
-    case OpKind::Gather: {
-      // A member arrives with its blocking call or its post.
-      if (!arrived[id]) {
-        arrived[id] = 1;
-        t.start[id] = s;
-      }
-      if (op.asyncPost) {
-        e = s + costs.instructionOverhead;
-        t.busy[a] += costs.instructionOverhead;
-        if (!waited[a])
-          core.hold(a, e);
-        break;
-      }
-      // A blocking member waits at its clock until the last one arrives;
-      // then the blocking members leave together (a member that posted
-      // went on at once, and its wait ends as theirs do). A member that has
-      // not arrived is waited for: one that posts asks again when it has
-      // (the blocking ones all leave when the last arrives).
-      double latest = 0;
-      int32_t last = -1;
-      for (int32_t m = graph.groupFirst[id]; m >= 0; m = graph.groupNext[m]) {
-        if (!arrived[m])
-          return waitFor(a, m);
-        if (last < 0 || t.start[m] > latest) {
-          latest = t.start[m];
-          last = m;
-        }
-      }
-      const double end =
-          latest + collectiveTime(costs, op) + costs.instructionOverhead;
-      // What decided the end: the last arrival (a post itself: its actor
-      // went on, and its last op may end after the group).
-      const int32_t byLast =
-          ops[last].asyncPost ? last : lastOp[ops[last].actor];
-      for (int32_t m = graph.groupFirst[id]; m >= 0; m = graph.groupNext[m]) {
-        if (ops[m].asyncPost)
-          continue;               // timed at its post
-        waited[ops[m].actor] = 1; // members poll for each other's parts
-        t.busy[ops[m].actor] += costs.instructionOverhead;
-        finishOp(m, end, t.start[m] < latest ? byLast : lastOp[ops[m].actor]);
-      }
-      return true;
-    }
     }
     t.start[id] = s;
     finishOp(id, e, why);

@@ -314,6 +314,9 @@ private:
   /// When every op ran: start, end, what decided its start, and per actor
   /// the time it computed.
   struct Times {
+    Times(size_t numOps, size_t numActors)
+        : start(numOps, 0), end(numOps, 0), cause(numOps, -1),
+          busy(numActors, 0) {}
     std::vector<double> start, end;
     std::vector<int32_t> cause;
     std::vector<double> busy;
