@@ -414,7 +414,9 @@ def FlexPipe_InflightOp : FlexPipe_Op<"inflight", [HasParent<"PipelineOp">]> {
     releases; `-flexpipe-schedule` warns at this op where some micro-batch
     may enter while the limit's number of others may be in flight, under
     any timing (not after gradient separation, which bounds memory
-    instead).
+    instead). The check takes the number of source actors times the
+    program's size; past 2^26 (a thousand towers of a 16-micro-batch
+    pipeline) it warns that the limit is not checked.
 
     `rule("name")` asks an in-flight rule a plugin registered
     (`config_inflight_micros` with a callable, loaded with `--load-plugin`)
