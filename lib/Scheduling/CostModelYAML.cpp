@@ -716,9 +716,19 @@ std::string flexpipe::sched::formatProfile(const Profile &profile) {
 /// `text` as a YAML scalar: bare when it is a plain word (letters, digits,
 /// '_', '-', '.'), else double-quoted (names may hold any character).
 static std::string yamlQuoted(const std::string &text) {
-  if (!text.empty() && llvm::all_of(text, [](unsigned char c) {
-        return std::isalnum(c) || c == '_' || c == '-' || c == '.';
-      }))
+  // Plain where YAML reads it back as this string: a name, not a number
+  // or one of YAML 1.1's null and boolean words (a plain `null` read back
+  // as no name).
+  static const char *const kWords[] = {"null", "true", "false", "yes", "no",
+                                       "on",   "off",  "y",     "n"};
+  const std::string lower = llvm::StringRef(text).lower();
+  if (!text.empty() &&
+      (std::isalpha(static_cast<unsigned char>(text[0])) || text[0] == '_') &&
+      llvm::all_of(text,
+                   [](unsigned char c) {
+                     return std::isalnum(c) || c == '_' || c == '-' || c == '.';
+                   }) &&
+      llvm::none_of(kWords, [&](const char *w) { return lower == w; }))
     return text;
   std::string out = "\"";
   for (unsigned char c : text) {
