@@ -53,6 +53,8 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <dirent.h>
+#include <fcntl.h>
 #include <fstream>
 #include <functional>
 #include <limits>
@@ -64,6 +66,7 @@
 #include <sstream>
 #include <string>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <thread>
 #include <tuple>
@@ -347,17 +350,69 @@ int pingPongWorker(rt::Comm &comm) {
 char interruptedScratch[64];
 volatile sig_atomic_t runningChild = 0;
 
+/// Removes what directory `dir` holds, recursively, with the calls a signal
+/// handler may make: no allocation (opendir and LLVM's remove_directories
+/// allocate, and an interrupt that came while the tool held malloc's lock,
+/// in fork for one, hung it for good). Entries removed while the directory
+/// is read may be skipped: it is read again until a pass removes nothing.
+void removeContentsInHandler(int dir, int depth) {
+  struct Entry { // the kernel's linux_dirent64
+    uint64_t inode;
+    int64_t offset;
+    unsigned short length;
+    unsigned char type;
+    char name[1];
+  };
+  if (depth > 32)
+    return;
+  alignas(8) char buffer[2048];
+  for (int pass = 0; pass < 64; ++pass) {
+    bool removed = false;
+    lseek(dir, 0, SEEK_SET);
+    long n;
+    while ((n = syscall(SYS_getdents64, dir, buffer, sizeof(buffer))) > 0)
+      for (long at = 0; at < n;) {
+        const auto *entry = reinterpret_cast<const Entry *>(buffer + at);
+        at += entry->length;
+        const char *name = entry->name;
+        if (name[0] == '.' &&
+            (name[1] == 0 || (name[1] == '.' && name[2] == 0)))
+          continue;
+        if (entry->type == DT_DIR) {
+          const int sub =
+              openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+          if (sub >= 0) {
+            removeContentsInHandler(sub, depth + 1);
+            close(sub);
+          }
+          removed |= unlinkat(dir, name, AT_REMOVEDIR) == 0;
+        } else {
+          removed |= unlinkat(dir, name, 0) == 0;
+        }
+      }
+    if (!removed)
+      return;
+  }
+}
+
 /// SIGINT, SIGTERM, SIGHUP: stops the child the tool waits for, removes
-/// the scratch directory (as LLVM's handler removes files) and ends the
-/// tool by the signal, so that its caller sees it was interrupted (a shell:
-/// status 128 + the signal) and no profile is written.
+/// the scratch directory and ends the tool by the signal, so that its
+/// caller sees it was interrupted (a shell: status 128 + the signal) and no
+/// profile is written. Only async-signal-safe calls.
 extern "C" void stopOnInterrupt(int sig) {
   if (runningChild > 0)
     kill(runningChild, sig);
-  if (interruptedScratch[0])
-    (void)llvm::sys::fs::remove_directories(interruptedScratch);
-  std::signal(sig, SIG_DFL);
-  std::raise(sig);
+  if (interruptedScratch[0]) {
+    const int dir =
+        open(interruptedScratch, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+    if (dir >= 0) {
+      removeContentsInHandler(dir, 0);
+      close(dir);
+    }
+    rmdir(interruptedScratch);
+  }
+  signal(sig, SIG_DFL);
+  raise(sig);
 }
 
 constexpr int kInterrupts[] = {SIGINT, SIGTERM, SIGHUP};
@@ -735,7 +790,11 @@ contentionPoint(sched::ClusterConfig &cluster, const sched::ModuleModel &m,
   job.devicesPerNode = std::max(job.devicesPerNode, k);
   point.slowdown = sched::computeSlowdown(job, shaped ? &m : nullptr,
                                           static_cast<double>(k));
-  point.instruction = sched::instructionOverhead(job);
+  // The overhead per instruction belongs to the points without a shape
+  // (the reader refuses it on a shaped one: a profile of a second model
+  // whose contention could not be measured wrote one).
+  if (!shaped)
+    point.instruction = sched::instructionOverhead(job);
   // Kept in increasing ranks within the shape's points.
   at = std::find_if(points.begin(), points.end(),
                     [&](const auto &p) { return matches(p) && p.ranks > k; });
