@@ -1586,14 +1586,55 @@ int runWorker(int argc, char **argv, const std::string &worker) {
 #endif
 }
 
+/// Where the result goes: a symbolic link's target (the link stays), and
+/// whether it is written in place, a character device such as /dev/null
+/// (renaming a file over it replaced the node: as root, /dev/null itself).
+/// Other files that are not regular ones are refused (`error`).
+struct OutputTarget {
+  std::string path;
+  bool inPlace = false;
+  std::string error;
+};
+OutputTarget outputTarget(const std::string &path) {
+  OutputTarget target{path};
+  llvm::SmallString<256> real;
+  if (!llvm::sys::fs::real_path(path, real))
+    target.path = real.str().str();
+  llvm::sys::fs::file_status status;
+  if (llvm::sys::fs::status(target.path, status))
+    return target; // (none yet: made)
+  switch (status.type()) {
+  case llvm::sys::fs::file_type::regular_file:
+    break;
+  case llvm::sys::fs::file_type::character_file:
+    target.inPlace = true;
+    break;
+  case llvm::sys::fs::file_type::directory_file:
+    target.error = "it is a directory";
+    break;
+  default:
+    target.error = "it is not a regular file (a FIFO, socket or block "
+                   "device); write to a file";
+  }
+  return target;
+}
+
 /// Why the result cannot be written to `path` (through `path`.partial,
-/// renamed over it); "" when it can.
+/// renamed over it, or in place: outputTarget); "" when it can.
 std::string cannotWrite(const std::string &path) {
   if (path.empty())
     return "the path is empty";
-  if (llvm::sys::fs::is_directory(path))
-    return "it is a directory";
-  const std::string partial = path + ".partial";
+  const OutputTarget target = outputTarget(path);
+  if (!target.error.empty())
+    return target.error;
+  if (target.inPlace) {
+    std::FILE *file = std::fopen(target.path.c_str(), "a");
+    if (!file)
+      return std::strerror(errno);
+    std::fclose(file);
+    return {};
+  }
+  const std::string partial = target.path + ".partial";
   std::FILE *file = std::fopen(partial.c_str(), "w");
   if (!file)
     return std::strerror(errno);
@@ -1615,11 +1656,22 @@ bool writeCluster(const sched::ClusterConfig &cluster,
      << "# flexpipe-tune --cluster and flexpipe-compile --cluster "
         "(docs/CostModel.md).\n";
   os << sched::formatCluster(cluster);
-  const std::string partial = path + ".partial";
+  const OutputTarget target = outputTarget(path);
+  if (target.inPlace) {
+    std::ofstream device(target.path);
+    device << os.str();
+    device.close();
+    if (device)
+      return true;
+    std::fprintf(stderr, "flexpipe-profile: cannot write '%s': %s\n",
+                 path.c_str(), std::strerror(errno));
+    return false;
+  }
+  const std::string partial = target.path + ".partial";
   std::ofstream file(partial);
   file << os.str();
   file.close();
-  if (!file || std::rename(partial.c_str(), path.c_str()) != 0) {
+  if (!file || std::rename(partial.c_str(), target.path.c_str()) != 0) {
     const std::string why = std::strerror(errno);
     std::remove(partial.c_str());
     std::fprintf(stderr, "flexpipe-profile: cannot write '%s': %s\n",
@@ -1912,7 +1964,21 @@ static int profileMain(int argc, char **argv) {
     return checkCluster(profiled, models, o.check,
                         compilerPath(o, selfPath(argv[0])), o.tolerance);
   }
-  // Where the result goes must be writable before minutes of measuring.
+  // Where the result goes must be writable before minutes of measuring,
+  // and not a file the run reads (a model given as -o was replaced).
+  for (const std::string &input : o.models)
+    if (llvm::sys::fs::equivalent(input, o.output) || input == o.output) {
+      std::fprintf(stderr,
+                   "flexpipe-profile: -o '%s' is the model file --model '%s'; "
+                   "write the measured cluster to another file\n",
+                   o.output.c_str(), input.c_str());
+      return 1;
+    }
+  if (!o.base.empty() && llvm::sys::fs::equivalent(o.base, o.output))
+    std::fprintf(stderr,
+                 "flexpipe-profile: note: -o '%s' is --base: the measured "
+                 "cluster replaces it\n",
+                 o.output.c_str());
   if (const std::string why = cannotWrite(o.output); !why.empty()) {
     std::fprintf(stderr,
                  "flexpipe-profile: cannot write '%s': %s (checked before "
@@ -1932,8 +1998,9 @@ static int profileMain(int argc, char **argv) {
       return 1;
     }
   // (Not the base's name: a profile of this machine started from a800.yaml
-  // read "name: a800".)
+  // read "name: a800"; nor its kind of device: it measured CPU ranks.)
   cluster.name = o.name.empty() ? "cpu-measured" : o.name;
+  cluster.deviceKind = "cpu";
   // The CPUs it may run on, as the runtime binds ranks to them (taskset -c 0
   // read 2 cores on this machine, and two processes on one CPU read as
   // contention).
