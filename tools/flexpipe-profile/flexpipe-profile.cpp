@@ -348,6 +348,9 @@ int pingPongWorker(rt::Comm &comm) {
 /// The scratch directory (ScratchDir) and the child process (runShell) an
 /// interrupt removes and stops.
 char interruptedScratch[64];
+/// The profile being written (writeCluster's temporary), which an interrupt
+/// removes: it left a complete one beside the old profile.
+char interruptedPartial[4096];
 volatile sig_atomic_t runningChild = 0;
 
 /// Removes what directory `dir` holds, recursively, with the calls a signal
@@ -402,6 +405,8 @@ void removeContentsInHandler(int dir, int depth) {
 extern "C" void stopOnInterrupt(int sig) {
   if (runningChild > 0)
     kill(runningChild, sig);
+  if (interruptedPartial[0])
+    unlink(interruptedPartial);
   if (interruptedScratch[0]) {
     const int dir =
         open(interruptedScratch, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
@@ -1619,7 +1624,13 @@ OutputTarget outputTarget(const std::string &path) {
   return target;
 }
 
-/// Why the result cannot be written to `path` (through `path`.partial,
+/// The temporary beside `path` a profile is written to, of this process
+/// (a user's own `path`.partial was truncated and removed).
+std::string partialPath(const std::string &path) {
+  return path + ".partial-" + std::to_string(::getpid());
+}
+
+/// Why the result cannot be written to `path` (through partialPath,
 /// renamed over it, or in place: outputTarget); "" when it can.
 std::string cannotWrite(const std::string &path) {
   if (path.empty())
@@ -1634,7 +1645,7 @@ std::string cannotWrite(const std::string &path) {
     std::fclose(file);
     return {};
   }
-  const std::string partial = target.path + ".partial";
+  const std::string partial = partialPath(target.path);
   std::FILE *file = std::fopen(partial.c_str(), "w");
   if (!file)
     return std::strerror(errno);
@@ -1667,11 +1678,17 @@ bool writeCluster(const sched::ClusterConfig &cluster,
                  path.c_str(), std::strerror(errno));
     return false;
   }
-  const std::string partial = target.path + ".partial";
+  const std::string partial = partialPath(target.path);
+  if (partial.size() < sizeof interruptedPartial)
+    std::snprintf(interruptedPartial, sizeof interruptedPartial, "%s",
+                  partial.c_str());
   std::ofstream file(partial);
   file << os.str();
   file.close();
-  if (!file || std::rename(partial.c_str(), target.path.c_str()) != 0) {
+  const bool written =
+      file && std::rename(partial.c_str(), target.path.c_str()) == 0;
+  interruptedPartial[0] = '\0';
+  if (!written) {
     const std::string why = std::strerror(errno);
     std::remove(partial.c_str());
     std::fprintf(stderr, "flexpipe-profile: cannot write '%s': %s\n",
