@@ -34,6 +34,7 @@
 #include "flexpipe/Scheduling/Tuner.h"
 #include "flexpipe/Support/Layout.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/Signals.h"
 
 #include "../CliChecks.h"
@@ -497,9 +498,13 @@ double field(const std::string &text, const std::string &key) {
 /// NaN when the run fails.
 double runJob(const std::string &dir, int iterations,
               const std::string &profile) {
-  const std::string out =
-      capture(shellQuote(dir + "/run-mpi.sh") + " --iterations " +
-              std::to_string(iterations) + " --profile " + shellQuote(profile));
+  // Its errors beside it (dir.run.log), for the message when it fails.
+  std::string out;
+  if (runShell(shellQuote(dir + "/run-mpi.sh") + " --iterations " +
+                   std::to_string(iterations) + " --profile " +
+                   shellQuote(profile) + " 2> " + shellQuote(dir + ".run.log"),
+               &out) != 0)
+    return std::nan("");
   const size_t at = out.find("mean iteration time ");
   if (at == std::string::npos)
     return std::nan("");
@@ -564,12 +569,22 @@ llvm::Expected<JobResult> runJobOnce(const std::string &dir, int iterations) {
   const std::string profile = dir + ".profile.yaml";
   const double t = runJob(dir, iterations, profile);
   sched::Profile measured;
+  // What failed, said here: the scratch directory is gone when the message
+  // is read (it named a run-mpi.sh there, and the job's errors went to
+  // /dev/null).
+  auto failed = [&](std::string why) {
+    std::ifstream log(dir + ".run.log");
+    for (std::string line; std::getline(log, line);)
+      if (line.find("flexpipe") != std::string::npos || why.empty())
+        why = line;
+    return jobError("the calibration job " +
+                    llvm::sys::path::filename(dir).str() + " failed" +
+                    (why.empty() ? std::string() : ": " + why));
+  };
   if (!(t > 0))
-    return jobError("the calibration job failed: " + dir + "/run-mpi.sh");
-  if (llvm::Error error = sched::loadProfile(profile, measured)) {
-    llvm::consumeError(std::move(error));
-    return jobError("the calibration job failed: " + dir + "/run-mpi.sh");
-  }
+    return failed("");
+  if (llvm::Error error = sched::loadProfile(profile, measured))
+    return failed(llvm::toString(std::move(error)));
   JobResult r;
   r.iteration = t;
   r.instruction = measured.instructionOverhead.value_or(0);
