@@ -1154,7 +1154,10 @@ Search::chooseVariants(const std::vector<size_t> &twins,
   for (size_t v = 0; v < variants.size(); ++v) {
     const size_t twin = twins[v];
     const Evaluation &t = fusedEval[twin];
-    double bound = t.busiestSplit + t.gradSyncTime + t.stepTime;
+    // (Never above the busiest actor's: with shared cores its time is
+    // stretched, and halves longer than the whole need not make it longer.)
+    double bound =
+        std::min(t.busiest, t.busiestSplit) + t.gradSyncTime + t.stepTime;
     const bool outside = beyondWindow(twin);
     if (fusedCut[twin]) {
       // Chosen by its twin's time below, where only a lower bound of it is

@@ -1090,7 +1090,7 @@ std::map<std::pair<int, int>, double> timeMessages(flexpipe_rt &rt) {
     // One round trip first, untimed: the clock starts once both ends are
     // in the exchange. (The peer may still be building its stages or
     // timing an earlier pair: that wait counted as message time, 17-23 ms
-    // for a 32 KiB message that takes 0.2 ms.)
+    // for a 32 KiB message that takes about 5 us.)
     roundTrips(1);
     const Clock::time_point start = Clock::now();
     roundTrips(kRounds);

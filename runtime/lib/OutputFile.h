@@ -169,6 +169,11 @@ public:
                             .lexically_normal();
       if (key.empty())
         key = path;
+      // "ckpt/" and "ckpt/." are "ckpt"; a link to a device is the device.
+      while (key.size() > 1 && key.back() == '/')
+        key.pop_back();
+      if (isSystemPath(key))
+        continue;
       auto [it, fresh] = seen.emplace(key, &option);
       if (!fresh)
         return option + " and " + *it->second + " both name '" + path +

@@ -60,10 +60,15 @@ inline bool parseLearningRate(const char *text, float &value) {
   double v = 0;
   if (!parseNumber(text, 0, 1e6, v))
     return false;
+  // A non-zero number that strtod took to 0 (1e-400) or a float cannot
+  // hold; and -0 is 0 (ranks compare the rate's bits).
+  bool nonZero = false;
+  for (const char *c = text; *c && *c != 'e' && *c != 'E'; ++c)
+    nonZero |= *c >= '1' && *c <= '9';
   const float f = static_cast<float>(v);
-  if (v > 0 && !(f >= std::numeric_limits<float>::min()))
+  if (nonZero && !(f >= std::numeric_limits<float>::min()))
     return false;
-  value = f;
+  value = nonZero ? f : 0.0f;
   return true;
 }
 

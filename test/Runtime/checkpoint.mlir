@@ -205,6 +205,8 @@
 // REFLR: flexpipe-reference: --lr must be a decimal number, 0 or from 1.2e-38 (a float's smallest normal) to 1e6, got 'nan'
 // RUN: not flexpipe-reference %t/a/schedule.txt --lr 1e-40 2>&1 | FileCheck %s --check-prefix=REFLRTINY
 // REFLRTINY: got '1e-40'
+// RUN: not flexpipe-reference %t/a/schedule.txt --lr 1e-400 2>&1 | FileCheck %s --check-prefix=REFLRZERO
+// REFLRZERO: got '1e-400'
 // The description's numbers round-trip: the seed is unsigned (seeds from
 // 2^63 up all read as 2^63 - 1) and a size out of range is refused as
 // written (it was reported clamped).

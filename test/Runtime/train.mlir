@@ -141,7 +141,7 @@
 // SAME: flexpipe: rank 0: --profile and --losses both name '{{.*}}same': one would overwrite the other (checked before training)
 // RUN: not timeout 60 %t/a-good/run-mpi.sh --iterations 1000000 --losses %t/w.actor1 --weights %t/./w 2>&1 | FileCheck %s --check-prefix=SAMEWEIGHTS
 // SAMEWEIGHTS: flexpipe: rank 0: --weights (actor 1's file) and --losses both name '{{.*}}w.actor1': one would overwrite the other
-// RUN: not timeout 60 %t/a-good/run-mpi.sh --iterations 1000000 --losses %t/ckpt --checkpoint %t/ckpt 2>&1 | FileCheck %s --check-prefix=SAMECKPT
+// RUN: not timeout 60 %t/a-good/run-mpi.sh --iterations 1000000 --losses %t/ckpt --checkpoint %t/ckpt/. 2>&1 | FileCheck %s --check-prefix=SAMECKPT
 // SAMECKPT: flexpipe: rank 0: --checkpoint and --losses both name
 // RUN: not timeout 60 flexpipe-reference %t/a-good/schedule.txt --iterations 1000000 --losses %t/same --weights %t/other/../same 2>&1 | FileCheck %s --check-prefix=REFSAME
 // REFSAME: flexpipe-reference: --weights and --losses both name '{{.*}}other/../same': one would overwrite the other (checked before training)

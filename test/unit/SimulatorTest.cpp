@@ -979,8 +979,8 @@ TEST_CASE("a collective with blocking and posting members ends once for all",
   // all-gather 0.5: it ends at 3.5 for both, whichever arrives last (the
   // blocking member waited for a post that never counted as an arrival, and
   // its group ended before it began).
-  for (bool blockingLast : {false, true}) {
-    CAPTURE(blockingLast);
+  for (bool postLast : {false, true}) {
+    CAPTURE(postLast);
     Program program = makeProgram(2, 3, 2);
     program.groups = {{0, 1}};
     for (int32_t mb = 0; mb < 2; ++mb) {
@@ -990,7 +990,7 @@ TEST_CASE("a collective with blocking and posting members ends once for all",
       post.token = mb;
       ProgOp wait{OpKind::Wait};
       wait.token = mb;
-      const int32_t b = blockingLast ? 0 : 1, p = 1 - b;
+      const int32_t b = postLast ? 0 : 1, p = 1 - b; // actor 1 arrives last
       program.actors.resize(2);
       program.actors[b].insert(
           program.actors[b].end(),

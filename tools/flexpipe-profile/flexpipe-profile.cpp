@@ -62,11 +62,13 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <pthread.h>
 #include <random>
 #include <set>
 #include <sstream>
 #include <string>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <thread>
@@ -382,7 +384,13 @@ void removeContentsInHandler(int dir, int depth) {
         if (name[0] == '.' &&
             (name[1] == 0 || (name[1] == '.' && name[2] == 0)))
           continue;
-        if (entry->type == DT_DIR) {
+        struct stat st;
+        const bool directory =
+            entry->type == DT_DIR ||
+            (entry->type == DT_UNKNOWN &&
+             fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+             S_ISDIR(st.st_mode));
+        if (directory) {
           const int sub =
               openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
           if (sub >= 0) {
@@ -426,7 +434,10 @@ constexpr int kInterrupts[] = {SIGINT, SIGTERM, SIGHUP};
 void stopOnInterrupts() {
   struct sigaction action {};
   action.sa_handler = stopOnInterrupt;
+  // One interrupt at a time: a second one waits (it would nest).
   sigemptyset(&action.sa_mask);
+  for (int sig : kInterrupts)
+    sigaddset(&action.sa_mask, sig);
   for (int sig : kInterrupts)
     sigaction(sig, &action, nullptr);
 }
@@ -1617,9 +1628,24 @@ struct OutputTarget {
 };
 OutputTarget outputTarget(const std::string &path) {
   OutputTarget target{path};
+  // Under /dev or /proc (/dev/stdout, whatever it is redirected to):
+  // written in place, as named (resolved, a redirect's file was replaced,
+  // and a pipe refused).
+  if (llvm::StringRef(path).starts_with("/dev/") ||
+      llvm::StringRef(path).starts_with("/proc/")) {
+    target.inPlace = !llvm::sys::fs::is_directory(path);
+    if (!target.inPlace)
+      target.error = "it is a directory";
+    return target;
+  }
   llvm::SmallString<256> real;
   if (!llvm::sys::fs::real_path(path, real))
     target.path = real.str().str();
+  else if (llvm::sys::fs::is_symlink_file(path)) {
+    // (A file renamed over it replaced the link.)
+    target.error = "it is a symbolic link to a file that does not exist";
+    return target;
+  }
   llvm::sys::fs::file_status status;
   if (llvm::sys::fs::status(target.path, status))
     return target; // (none yet: made)
@@ -1684,7 +1710,8 @@ bool writeCluster(const sched::ClusterConfig &cluster,
   os << sched::formatCluster(cluster);
   const OutputTarget target = outputTarget(path);
   if (target.inPlace) {
-    std::ofstream device(target.path);
+    // Appended to: a redirected stdout keeps what it held.
+    std::ofstream device(target.path, std::ios::app);
     device << os.str();
     device.close();
     if (device)
@@ -1694,15 +1721,25 @@ bool writeCluster(const sched::ClusterConfig &cluster,
     return false;
   }
   const std::string partial = partialPath(target.path);
+  // Published with the interrupts held, so that the handler never reads a
+  // half-written name (a prefix could name the old profile).
+  sigset_t interrupts, before;
+  sigemptyset(&interrupts);
+  for (int sig : kInterrupts)
+    sigaddset(&interrupts, sig);
+  pthread_sigmask(SIG_BLOCK, &interrupts, &before);
   if (partial.size() < sizeof interruptedPartial)
     std::snprintf(interruptedPartial, sizeof interruptedPartial, "%s",
                   partial.c_str());
+  pthread_sigmask(SIG_SETMASK, &before, nullptr);
   std::ofstream file(partial);
   file << os.str();
   file.close();
   const bool written =
       file && std::rename(partial.c_str(), target.path.c_str()) == 0;
+  pthread_sigmask(SIG_BLOCK, &interrupts, &before);
   interruptedPartial[0] = '\0';
+  pthread_sigmask(SIG_SETMASK, &before, nullptr);
   if (!written) {
     const std::string why = std::strerror(errno);
     std::remove(partial.c_str());
