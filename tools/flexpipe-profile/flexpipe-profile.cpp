@@ -2010,6 +2010,33 @@ measureSliceAndStep(sched::MachineProfile &measured, bool sharing,
            " ns per parameter");
 }
 
+/// Where the result goes must be writable before minutes of measuring,
+/// and not a file the run reads (a model given as -o was replaced). Says
+/// why not.
+bool outputAllowed(const Options &o) {
+  for (const std::string &input : o.models)
+    if (llvm::sys::fs::equivalent(input, o.output) || input == o.output) {
+      std::fprintf(stderr,
+                   "flexpipe-profile: -o '%s' is the model file --model '%s'; "
+                   "write the measured cluster to another file\n",
+                   o.output.c_str(), input.c_str());
+      return false;
+    }
+  if (!o.base.empty() && llvm::sys::fs::equivalent(o.base, o.output))
+    std::fprintf(stderr,
+                 "flexpipe-profile: note: -o '%s' is --base: the measured "
+                 "cluster replaces it\n",
+                 o.output.c_str());
+  if (const std::string why = cannotWrite(o.output); !why.empty()) {
+    std::fprintf(stderr,
+                 "flexpipe-profile: cannot write '%s': %s (checked before "
+                 "measuring)\n",
+                 o.output.c_str(), why.c_str());
+    return false;
+  }
+  return true;
+}
+
 static int profileMain(int argc, char **argv) {
   Options o;
   if (int code = parseOptions(argc, argv, o); code >= 0)
@@ -2033,28 +2060,8 @@ static int profileMain(int argc, char **argv) {
     return checkCluster(profiled, models, o.check,
                         compilerPath(o, selfPath(argv[0])), o.tolerance);
   }
-  // Where the result goes must be writable before minutes of measuring,
-  // and not a file the run reads (a model given as -o was replaced).
-  for (const std::string &input : o.models)
-    if (llvm::sys::fs::equivalent(input, o.output) || input == o.output) {
-      std::fprintf(stderr,
-                   "flexpipe-profile: -o '%s' is the model file --model '%s'; "
-                   "write the measured cluster to another file\n",
-                   o.output.c_str(), input.c_str());
-      return 1;
-    }
-  if (!o.base.empty() && llvm::sys::fs::equivalent(o.base, o.output))
-    std::fprintf(stderr,
-                 "flexpipe-profile: note: -o '%s' is --base: the measured "
-                 "cluster replaces it\n",
-                 o.output.c_str());
-  if (const std::string why = cannotWrite(o.output); !why.empty()) {
-    std::fprintf(stderr,
-                 "flexpipe-profile: cannot write '%s': %s (checked before "
-                 "measuring)\n",
-                 o.output.c_str(), why.c_str());
+  if (!outputAllowed(o))
     return 1;
-  }
   sched::ClusterConfig cluster;
   cluster.name = "cpu-measured";
   cluster.deviceKind = "cpu";
