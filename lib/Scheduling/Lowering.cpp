@@ -334,7 +334,7 @@ namespace {
 /// only move on (a deque of candidates, each pushed and popped once).
 class WindowMax {
 public:
-  explicit WindowMax(std::vector<int64_t> prefix) : prefix(std::move(prefix)) {}
+  explicit WindowMax(const std::vector<int64_t> &prefix) : prefix(prefix) {}
   /// The largest P[k], lo <= k <= hi, and a k that has it.
   std::pair<int64_t, size_t> over(size_t lo, size_t hi) {
     for (; pushed <= hi; ++pushed) {
@@ -348,7 +348,7 @@ public:
   }
 
 private:
-  std::vector<int64_t> prefix;
+  const std::vector<int64_t> &prefix;
   std::deque<size_t> best;
   size_t pushed = 0;
 };
@@ -393,6 +393,13 @@ public:
     for (auto *lists : {&steps, &entries, &spreadForwards, &spreadReleases})
       for (auto &[actor, list] : *lists)
         llvm::sort(list, byOp);
+    // Per actor, its micro-batches in flight after each prefix of its steps.
+    for (const auto &[b, list] : steps) {
+      std::vector<int64_t> &prefix = prefixes[b];
+      prefix.assign(1, 0);
+      for (const Event &e : list)
+        prefix.push_back(prefix.back() + (e.mb >= 0 ? 1 : -1));
+    }
   }
 
   /// The first forward that may enter while `limit` others are in flight,
@@ -443,12 +450,8 @@ private:
     HappensBefore &order = *view.happensBefore;
     const std::vector<int32_t> &fromA = order.lastOf(a);
     std::map<int32_t, Window> windows;
-    for (const auto &[b, list] : steps) {
-      std::vector<int64_t> prefix(1, 0);
-      for (const Event &e : list)
-        prefix.push_back(prefix.back() + (e.mb >= 0 ? 1 : -1));
-      windows.try_emplace(b, list, std::move(prefix));
-    }
+    for (const auto &[b, list] : steps)
+      windows.try_emplace(b, list, prefixes.at(b));
     entered.assign(m, 0);
     released.assign(m, 0);
     spreadInFlight = 0;
@@ -490,8 +493,8 @@ private:
   }
 
   struct Window {
-    Window(const std::vector<Event> &list, std::vector<int64_t> prefix)
-        : list(list), max(std::move(prefix)) {}
+    Window(const std::vector<Event> &list, const std::vector<int64_t> &prefix)
+        : list(list), max(prefix) {}
     const std::vector<Event> &list;
     WindowMax max;
     size_t lo = 0, hi = 0;
@@ -547,6 +550,7 @@ private:
   std::vector<std::vector<Place>> forwardsOf, releasesOf;
   std::map<int32_t, std::vector<Event>> steps, entries, spreadForwards,
       spreadReleases;
+  std::map<int32_t, std::vector<int64_t>> prefixes; ///< per actor, of steps
   std::vector<int32_t> entered, released;
   int64_t spreadInFlight = 0;
 };
