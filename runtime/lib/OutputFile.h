@@ -124,6 +124,12 @@ public:
         std::remove(temporary.c_str());
     }
   }
+  /// The temporary the result is written to before the rename, or "" (in
+  /// place, or not writable): a caller's interrupt handler removes it.
+  const std::string &temporaryPath() const {
+    static const std::string none;
+    return file && !direct ? temporary : none;
+  }
   /// The stream to write, or null when the file cannot be written (error()).
   FILE *get() const { return file; }
   /// Closes and renames the temporary over the target (a device is written

@@ -39,6 +39,7 @@
 
 #include "../CliChecks.h"
 #include "../ShellQuote.h"
+#include "OutputFile.h"
 
 #include <CLI/CLI.hpp>
 #include <cblas.h>
@@ -1617,84 +1618,6 @@ int runWorker(int argc, char **argv, const std::string &worker) {
 #endif
 }
 
-/// Where the result goes: a symbolic link's target (the link stays), and
-/// whether it is written in place, a character device such as /dev/null
-/// (renaming a file over it replaced the node: as root, /dev/null itself).
-/// Other files that are not regular ones are refused (`error`).
-struct OutputTarget {
-  std::string path;
-  bool inPlace = false;
-  std::string error;
-};
-OutputTarget outputTarget(const std::string &path) {
-  OutputTarget target{path};
-  // Under /dev or /proc (/dev/stdout, whatever it is redirected to):
-  // written in place, as named (resolved, a redirect's file was replaced,
-  // and a pipe refused).
-  if (llvm::StringRef(path).starts_with("/dev/") ||
-      llvm::StringRef(path).starts_with("/proc/")) {
-    target.inPlace = !llvm::sys::fs::is_directory(path);
-    if (!target.inPlace)
-      target.error = "it is a directory";
-    return target;
-  }
-  llvm::SmallString<256> real;
-  if (!llvm::sys::fs::real_path(path, real))
-    target.path = real.str().str();
-  else if (llvm::sys::fs::is_symlink_file(path)) {
-    // (A file renamed over it replaced the link.)
-    target.error = "it is a symbolic link to a file that does not exist";
-    return target;
-  }
-  llvm::sys::fs::file_status status;
-  if (llvm::sys::fs::status(target.path, status))
-    return target; // (none yet: made)
-  switch (status.type()) {
-  case llvm::sys::fs::file_type::regular_file:
-    break;
-  case llvm::sys::fs::file_type::character_file:
-    target.inPlace = true;
-    break;
-  case llvm::sys::fs::file_type::directory_file:
-    target.error = "it is a directory";
-    break;
-  default:
-    target.error = "it is not a regular file (a FIFO, socket or block "
-                   "device); write to a file";
-  }
-  return target;
-}
-
-/// The temporary beside `path` a profile is written to, of this process
-/// (a user's own `path`.partial was truncated and removed).
-std::string partialPath(const std::string &path) {
-  return path + ".partial-" + std::to_string(::getpid());
-}
-
-/// Why the result cannot be written to `path` (through partialPath,
-/// renamed over it, or in place: outputTarget); "" when it can.
-std::string cannotWrite(const std::string &path) {
-  if (path.empty())
-    return "the path is empty";
-  const OutputTarget target = outputTarget(path);
-  if (!target.error.empty())
-    return target.error;
-  if (target.inPlace) {
-    std::FILE *file = std::fopen(target.path.c_str(), "a");
-    if (!file)
-      return std::strerror(errno);
-    std::fclose(file);
-    return {};
-  }
-  const std::string partial = partialPath(target.path);
-  std::FILE *file = std::fopen(partial.c_str(), "w");
-  if (!file)
-    return std::strerror(errno);
-  std::fclose(file);
-  std::remove(partial.c_str());
-  return {};
-}
-
 /// Writes the measured `cluster` to `path` (through a file beside it,
 /// renamed when complete); false, with a message, when it cannot.
 bool writeCluster(const sched::ClusterConfig &cluster,
@@ -1708,46 +1631,30 @@ bool writeCluster(const sched::ClusterConfig &cluster,
      << "# flexpipe-tune --cluster and flexpipe-compile --cluster "
         "(docs/CostModel.md).\n";
   os << sched::formatCluster(cluster);
-  const OutputTarget target = outputTarget(path);
-  if (target.inPlace) {
-    // Appended to: a redirected stdout keeps what it held.
-    std::ofstream device(target.path, std::ios::app);
-    device << os.str();
-    device.close();
-    if (device)
-      return true;
-    std::fprintf(stderr, "flexpipe-profile: cannot write '%s': %s\n",
-                 path.c_str(), std::strerror(errno));
-    return false;
-  }
-  const std::string partial = partialPath(target.path);
-  // Published with the interrupts held, so that the handler never reads a
-  // half-written name (a prefix could name the old profile).
+  // Written as the runtime writes its results (rt::OutputFile): whole,
+  // through a temporary renamed over the target (a link's), or in place and
+  // appended to under /dev and /proc. The temporary is published to the
+  // interrupt handler with the interrupts held, so that it never reads a
+  // half-written name.
   sigset_t interrupts, before;
   sigemptyset(&interrupts);
   for (int sig : kInterrupts)
     sigaddset(&interrupts, sig);
   pthread_sigmask(SIG_BLOCK, &interrupts, &before);
-  if (partial.size() < sizeof interruptedPartial)
+  rt::OutputFile out(path);
+  if (out.temporaryPath().size() < sizeof interruptedPartial)
     std::snprintf(interruptedPartial, sizeof interruptedPartial, "%s",
-                  partial.c_str());
+                  out.temporaryPath().c_str());
   pthread_sigmask(SIG_SETMASK, &before, nullptr);
-  std::ofstream file(partial);
-  file << os.str();
-  file.close();
-  const bool written =
-      file && std::rename(partial.c_str(), target.path.c_str()) == 0;
+  if (out.get())
+    std::fputs(os.str().c_str(), out.get());
+  const bool written = out.get() && out.commit();
   pthread_sigmask(SIG_BLOCK, &interrupts, &before);
   interruptedPartial[0] = '\0';
   pthread_sigmask(SIG_SETMASK, &before, nullptr);
-  if (!written) {
-    const std::string why = std::strerror(errno);
-    std::remove(partial.c_str());
-    std::fprintf(stderr, "flexpipe-profile: cannot write '%s': %s\n",
-                 path.c_str(), why.c_str());
-    return false;
-  }
-  return true;
+  if (!written)
+    std::fprintf(stderr, "flexpipe-profile: %s\n", out.error().c_str());
+  return written;
 }
 
 /// --check: runs each model's 1-rank calibration job at its own
@@ -2027,11 +1934,9 @@ bool outputAllowed(const Options &o) {
                  "flexpipe-profile: note: -o '%s' is --base: the measured "
                  "cluster replaces it\n",
                  o.output.c_str());
-  if (const std::string why = cannotWrite(o.output); !why.empty()) {
-    std::fprintf(stderr,
-                 "flexpipe-profile: cannot write '%s': %s (checked before "
-                 "measuring)\n",
-                 o.output.c_str(), why.c_str());
+  if (const std::string why = rt::OutputFile::check(o.output); !why.empty()) {
+    std::fprintf(stderr, "flexpipe-profile: %s (checked before measuring)\n",
+                 why.c_str());
     return false;
   }
   return true;
