@@ -10,6 +10,7 @@
 
 #include <deque>
 #include <map>
+#include <numeric>
 #include <set>
 #include <sstream>
 #include <tuple>
@@ -110,30 +111,6 @@ private:
 
 namespace {
 
-/// Per actor, on demand: for every op of the run, the last op of that actor
-/// that happens before it (lastOpBefore). Both dependency checks ask it.
-class HappensBefore {
-public:
-  HappensBefore(const Program &run, const ProgramGraph &graph)
-      : run(run), graph(graph) {}
-  /// Whether op `from` (of `actor`) happens before op `to`.
-  bool holds(int32_t actor, int32_t from, int32_t to) {
-    return lastOf(actor)[to] >= from;
-  }
-  /// Per op, the last op of `actor` that happens before it or is it.
-  const std::vector<int32_t> &lastOf(int32_t actor) {
-    auto [it, fresh] = last.try_emplace(actor);
-    if (fresh)
-      it->second = lastOpBefore(run, graph, actor);
-    return it->second;
-  }
-
-private:
-  const Program &run;
-  const ProgramGraph &graph;
-  std::map<int32_t, std::vector<int32_t>> last;
-};
-
 /// A program as it runs, for the checks of what it keeps: `program`, or
 /// where it has no transfers yet, a copy with those insertCommunication
 /// adds; its graph, its computations and what happens before what. Not
@@ -157,21 +134,68 @@ public:
       return;
     }
     index.emplace(*run, graph);
-    happensBefore.emplace(*run, graph);
+    order.emplace(*run, graph);
   }
   RunView(const RunView &) = delete;
   RunView &operator=(const RunView &) = delete;
 
   bool ok() const { return run != nullptr; }
 
+  /// Per op, the last op of `actor` that happens before it or is it; made
+  /// on demand and kept (the limit sweep asks several actors at once).
+  const std::vector<int32_t> &lastOf(int32_t actor) {
+    auto [it, fresh] = tables.try_emplace(actor);
+    if (fresh)
+      order->lastOf(actor, it->second);
+    return it->second;
+  }
+
   const Program *run = nullptr;
   ProgramGraph graph;
   std::optional<ComputationIndex> index;
-  std::optional<HappensBefore> happensBefore;
+  std::optional<HappensBefore> order;
 
 private:
   Program withComm;
+  std::map<int32_t, std::vector<int32_t>> tables;
 };
+
+/// Asks whether op `from` of `actor` happens before op `to`.
+using Ask = llvm::function_ref<bool(int32_t actor, int32_t from, int32_t to)>;
+
+/// Runs `walk`, which asks its questions through the Ask it is given and
+/// stops at the first "no", with every question answered one source actor
+/// at a time: a first walk records them, each actor's table answers its
+/// own and is dropped, and a second walk gets the answers in order. One
+/// table is alive at a time, not one per actor (4096 dependencies between
+/// 2048 actors took 1.7 GB that way).
+template <typename Walk>
+std::optional<BrokenDependency> answerByActor(const HappensBefore &order,
+                                              Walk walk) {
+  struct Question {
+    int32_t actor, from, to;
+  };
+  std::vector<Question> asked;
+  walk([&](int32_t actor, int32_t from, int32_t to) {
+    asked.push_back({actor, from, to});
+    return true;
+  });
+  std::vector<uint32_t> byActor(asked.size());
+  std::iota(byActor.begin(), byActor.end(), 0u);
+  llvm::stable_sort(byActor, [&](uint32_t x, uint32_t y) {
+    return asked[x].actor < asked[y].actor;
+  });
+  std::vector<uint8_t> holds(asked.size());
+  std::vector<int32_t> last;
+  for (size_t k = 0; k < byActor.size(); ++k) {
+    const Question &q = asked[byActor[k]];
+    if (k == 0 || q.actor != asked[byActor[k - 1]].actor)
+      order.lastOf(q.actor, last);
+    holds[byActor[k]] = last[q.to] >= q.from;
+  }
+  size_t next = 0;
+  return walk([&](int32_t, int32_t, int32_t) { return holds[next++] != 0; });
+}
 
 /// Why a dependency between two things of one actor is not kept.
 constexpr const char *kOtherWayRound =
@@ -183,10 +207,11 @@ constexpr const char *kOtherWayRound =
 /// (flexpipe.exec) that the run does not keep. An exec orders nothing
 /// between actors: its instance on one actor and a computation on another
 /// are ordered only through messages and collectives.
-std::optional<BrokenDependency>
-brokenExecDependency(const Problem &problem, const Program &run,
-                     const ProgramGraph &graph, ComputationIndex &index,
-                     HappensBefore &happensBefore) {
+std::optional<BrokenDependency> brokenExecDependency(const Problem &problem,
+                                                     const Program &run,
+                                                     const ProgramGraph &graph,
+                                                     ComputationIndex &index,
+                                                     Ask holds) {
   for (int32_t r = 0; r < static_cast<int32_t>(problem.registered.size());
        ++r) {
     const Registered &inst = problem.registered[r];
@@ -244,7 +269,7 @@ brokenExecDependency(const Problem &problem, const Program &run,
                mb < std::min<int64_t>(first + inst.prev, part.mbEnd); ++mb) {
             const int32_t from =
                 index.find(part.actor, src.kind, part.stage, mb, true);
-            if (from >= 0 && !happensBefore.holds(part.actor, from, id))
+            if (from >= 0 && !holds(part.actor, from, id))
               return fail(src, mb, false, member);
           }
       }
@@ -261,7 +286,7 @@ brokenExecDependency(const Problem &problem, const Program &run,
             break;
           const int32_t to =
               index.find(part.actor, dst.kind, part.stage, mb, false);
-          if (to >= 0 && !happensBefore.holds(member, list[k].second, to))
+          if (to >= 0 && !holds(member, list[k].second, to))
             return fail(dst, mb, true, member);
         }
       }
@@ -270,24 +295,13 @@ brokenExecDependency(const Problem &problem, const Program &run,
   return std::nullopt;
 }
 
-} // namespace
-
-std::optional<BrokenDependency>
-flexpipe::sched::brokenDependency(const Problem &problem,
-                                  const Program &program) {
-  const bool execs = llvm::any_of(problem.registered, [](const Registered &r) {
-    return r.runtime == InstRuntime::Exec &&
-           (!r.after.empty() || !r.before.empty());
-  });
-  if (problem.extraDependencies.empty() && !execs)
-    return std::nullopt;
-  RunView view(program);
-  if (!view.ok())
-    return std::nullopt; // the verifier reports what is wrong with it
-  const Program &run = *view.run;
-  const ProgramGraph &graph = view.graph;
-  ComputationIndex &index = *view.index;
-  HappensBefore &happensBefore = *view.happensBefore;
+/// The first extra dependency between computations that the run does not
+/// keep.
+std::optional<BrokenDependency> brokenExtraDependency(const Problem &problem,
+                                                      const Program &run,
+                                                      const ProgramGraph &graph,
+                                                      ComputationIndex &index,
+                                                      Ask holds) {
   for (const ExtraDependency &dep : problem.extraDependencies) {
     const StagePart &src = problem.parts[dep.srcPart];
     const StagePart &dst = problem.parts[dep.dstPart];
@@ -297,7 +311,7 @@ flexpipe::sched::brokenDependency(const Problem &problem,
                                       /*asSource=*/true);
       const int32_t to = index.find(dst.actor, dep.dstKind, dst.stage, mb,
                                     /*asSource=*/false);
-      if (from < 0 || to < 0 || happensBefore.holds(src.actor, from, to))
+      if (from < 0 || to < 0 || holds(src.actor, from, to))
         continue;
       std::ostringstream os;
       os << "is not kept when the schedule runs: at micro-batch " << mb << ", "
@@ -325,7 +339,30 @@ flexpipe::sched::brokenDependency(const Problem &problem,
       return BrokenDependency{dep.source, os.str()};
     }
   }
-  return brokenExecDependency(problem, run, graph, index, happensBefore);
+  return std::nullopt;
+}
+
+} // namespace
+
+std::optional<BrokenDependency>
+flexpipe::sched::brokenDependency(const Problem &problem,
+                                  const Program &program) {
+  const bool execs = llvm::any_of(problem.registered, [](const Registered &r) {
+    return r.runtime == InstRuntime::Exec &&
+           (!r.after.empty() || !r.before.empty());
+  });
+  if (problem.extraDependencies.empty() && !execs)
+    return std::nullopt;
+  RunView view(program);
+  if (!view.ok())
+    return std::nullopt; // the verifier reports what is wrong with it
+  return answerByActor(*view.order, [&](Ask holds) {
+    if (std::optional<BrokenDependency> broken = brokenExtraDependency(
+            problem, *view.run, view.graph, *view.index, holds))
+      return broken;
+    return brokenExecDependency(problem, *view.run, view.graph, *view.index,
+                                holds);
+  });
 }
 
 namespace {
@@ -447,8 +484,7 @@ private:
   /// exact for each actor alone, a bound where the actors' windows cannot
   /// all be at their largest at once.
   std::optional<std::string> sweep(int32_t a, const std::vector<Event> &mine) {
-    HappensBefore &order = *view.happensBefore;
-    const std::vector<int32_t> &fromA = order.lastOf(a);
+    const std::vector<int32_t> &fromA = view.lastOf(a);
     std::map<int32_t, Window> windows;
     for (const auto &[b, list] : steps)
       windows.try_emplace(b, list, prefixes.at(b));
@@ -460,7 +496,7 @@ private:
       // On b, what happens before f has run; what f happens before has not
       // (on a: exactly what precedes f).
       auto before = [&](int32_t b, int32_t op) {
-        return op != f.op && op <= order.lastOf(b)[f.op];
+        return op != f.op && op <= view.lastOf(b)[f.op];
       };
       auto mayHaveRun = [&](int32_t op) { return fromA[op] < f.op; };
       int64_t local = 0;

@@ -1324,68 +1324,99 @@ std::optional<VerifyFailure> Replay::deadlock() {
 
 } // namespace
 
-std::vector<int32_t> flexpipe::sched::lastOpBefore(const Program &program,
-                                                   const ProgramGraph &graph,
-                                                   int32_t actor) {
+flexpipe::sched::HappensBefore::HappensBefore(const Program &program,
+                                              const ProgramGraph &graph)
+    : graph(graph) {
   const int32_t n = graph.numOps();
-  std::vector<const ProgOp *> ops;
-  ops.reserve(n);
-  for (const std::vector<ProgOp> &actorOps : program.actors)
-    for (const ProgOp &op : actorOps)
-      ops.push_back(&op);
-  // A blocking collective instance is one node (its first member): every
-  // member leaves it after all arrived. An asynchronous one's posts stay
-  // apart; each wait comes after all of them.
-  auto node = [&](int32_t op) {
-    const int32_t first = graph.groupFirst[op];
-    return first >= 0 && ops[op]->token < 0 ? first : op;
-  };
-  std::vector<std::vector<int32_t>> successors(n);
-  std::vector<int32_t> pending(n, 0);
-  auto edge = [&](int32_t from, int32_t to) {
-    from = node(from);
-    to = node(to);
-    if (from == to)
-      return;
-    successors[from].push_back(to);
-    ++pending[to];
-  };
+  // An asynchronous collective's posts stay apart; each wait comes after
+  // all of them.
+  node.resize(n);
+  blockingInstance.assign(n, 0);
+  for (size_t a = 0; a < program.actors.size(); ++a)
+    for (size_t i = 0; i < program.actors[a].size(); ++i) {
+      const int32_t op = graph.actorBegin[a] + static_cast<int32_t>(i);
+      const int32_t first = graph.groupFirst[op];
+      const bool blocking = first >= 0 && program.actors[a][i].token < 0;
+      node[op] = blocking ? first : op;
+      blockingInstance[node[op]] |= blocking;
+    }
+  // The edges, counted and then placed (compressed rows).
+  std::vector<std::pair<int32_t, int32_t>> edges;
   for (size_t a = 0; a + 1 < graph.actorBegin.size(); ++a)
     for (int32_t op = graph.actorBegin[a]; op < graph.actorBegin[a + 1]; ++op) {
+      auto edge = [&](int32_t from) {
+        if (node[from] != node[op])
+          edges.push_back({node[from], node[op]});
+      };
       if (op > graph.actorBegin[a])
-        edge(op - 1, op);
+        edge(op - 1);
       if (graph.dependsOn[op] >= 0)
-        edge(graph.dependsOn[op], op);
+        edge(graph.dependsOn[op]);
       if (graph.waitsPost[op] >= 0)
         for (int32_t m = graph.groupFirst[graph.waitsPost[op]]; m >= 0;
              m = graph.groupNext[m])
-          edge(m, op);
+          edge(m);
     }
+  successorBegin.assign(n + 1, 0);
+  std::vector<int32_t> pending(n, 0);
+  for (auto [from, to] : edges) {
+    ++successorBegin[from + 1];
+    ++pending[to];
+  }
+  for (int32_t v = 0; v < n; ++v)
+    successorBegin[v + 1] += successorBegin[v];
+  successors.resize(edges.size());
+  std::vector<int32_t> fill(successorBegin.begin(), successorBegin.end() - 1);
+  for (auto [from, to] : edges)
+    successors[fill[from]++] = to;
   // Kahn's order over the nodes (the replay that built the graph ran the
   // programs to their end, so they form no cycle).
+  for (int32_t op = 0; op < n; ++op)
+    if (node[op] == op && pending[op] == 0)
+      order.push_back(op);
+  for (size_t k = 0; k < order.size(); ++k)
+    for (int32_t i = successorBegin[order[k]]; i < successorBegin[order[k] + 1];
+         ++i)
+      if (--pending[successors[i]] == 0)
+        order.push_back(successors[i]);
+  place.assign(n, 0);
+  for (size_t k = 0; k < order.size(); ++k)
+    place[order[k]] = static_cast<int32_t>(k);
+  for (int32_t op = 0; op < n; ++op)
+    place[op] = place[node[op]];
+}
+
+void flexpipe::sched::HappensBefore::lastOf(int32_t actor,
+                                            std::vector<int32_t> &last) const {
+  const int32_t n = graph.numOps();
   const int32_t begin = graph.actorBegin[actor],
                 end = graph.actorBegin[actor + 1];
   auto mine = [&](int32_t op) { return op >= begin && op < end ? op : -1; };
-  std::vector<int32_t> last(n, -1), ready;
-  for (int32_t op = 0; op < n; ++op)
-    if (node(op) == op && pending[op] == 0)
-      ready.push_back(op);
-  while (!ready.empty()) {
-    const int32_t op = ready.back();
-    ready.pop_back();
-    last[op] = std::max(last[op], mine(op));
-    if (node(op) == op && graph.groupFirst[op] == op) // a blocking instance
-      for (int32_t m = op; m >= 0; m = graph.groupNext[m])
-        last[op] = std::max(last[op], mine(m));
-    for (int32_t next : successors[op]) {
-      last[next] = std::max(last[next], last[op]);
-      if (--pending[next] == 0)
-        ready.push_back(next);
-    }
+  last.assign(n, -1);
+  // Nodes before the actor's first one in the order have nothing of it
+  // before them.
+  size_t from = order.size();
+  for (int32_t op = begin; op < end; ++op)
+    from = std::min<size_t>(from, place[op]);
+  for (size_t k = from; k < order.size(); ++k) {
+    const int32_t v = order[k];
+    last[v] = std::max(last[v], mine(v));
+    if (blockingInstance[v]) // every member
+      for (int32_t m = v; m >= 0; m = graph.groupNext[m])
+        last[v] = std::max(last[v], mine(m));
+    for (int32_t i = successorBegin[v]; i < successorBegin[v + 1]; ++i)
+      last[successors[i]] = std::max(last[successors[i]], last[v]);
   }
   for (int32_t op = 0; op < n; ++op)
-    if (node(op) != op)
-      last[op] = last[node(op)];
+    if (node[op] != op)
+      last[op] = last[node[op]];
+}
+
+std::vector<int32_t> flexpipe::sched::lastOpBefore(const Program &program,
+                                                   const ProgramGraph &graph,
+                                                   int32_t actor) {
+  std::vector<int32_t> last;
+  HappensBefore(program, graph).lastOf(actor, last);
   return last;
 }
 

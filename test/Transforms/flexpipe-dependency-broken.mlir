@@ -15,6 +15,20 @@ flexpipe.pipeline @apart actors(2) microbatches(2) {
 
 // -----
 
+// Of two broken dependencies, the first stated is reported, though the
+// check answers them one source actor at a time (actor 0 first).
+flexpipe.pipeline @first_stated actors(4) microbatches(2) {
+  flexpipe.module @a layers(1) placement(one_to_one) actors [0]
+  flexpipe.module @b layers(1) placement(one_to_one) actors [1]
+  flexpipe.module @c layers(1) placement(one_to_one) actors [2]
+  flexpipe.module @d layers(1) placement(one_to_one) actors [3]
+  // expected-error @+1 {{'flexpipe.dependency' op is not kept when the schedule runs: at micro-batch 0, fwd of stage 2 (actor 2) does not happen before fwd of stage 3 (actor 3)}}
+  flexpipe.dependency fwd @c[0] -> fwd @d[0]
+  flexpipe.dependency fwd @a[0] -> fwd @b[0]
+}
+
+// -----
+
 // The weight gradient of stage 2 sends nothing once the backward is split,
 // and gradient separation places it after the input gradients it should
 // precede.

@@ -221,6 +221,12 @@ TEST_CASE("lastOpBefore follows messages and collectives, not timing",
     const int32_t backward2 = id(g, 2, async ? 3 : 2);
     CHECK(before[backward2] == id(g, 0, async ? 0 : 1));
     CHECK(before[id(g, 1, 1)] == -1);
+    // Actor 0's post is the instance's first member; actor 0 does not wait
+    // there for actor 2's post, only at its wait.
+    const std::vector<int32_t> fromTwo = lastOpBefore(q, g, 2);
+    const int32_t gather2 = id(g, 2, async ? 0 : 1);
+    CHECK(fromTwo[id(g, 0, async ? 1 : 2)] == (async ? -1 : gather2));
+    CHECK(fromTwo[id(g, 0, async ? 2 : 2)] == gather2);
   }
 }
 

@@ -81,7 +81,7 @@ struct BrokenDependency {
 /// The first extra dependency between computations of `problem` (built as
 /// `program`'s schedule was) that `program` does not keep: for some
 /// micro-batch its source does not happen before its destination through
-/// program order, messages and collectives (lastOpBefore), as when the two
+/// program order, messages and collectives (HappensBefore), as when the two
 /// run on actors that exchange nothing, or when the split backward's
 /// weight gradients were moved after scheduling. A program without
 /// communication is checked as insertCommunication would make it.
@@ -98,7 +98,7 @@ struct LooseLimit {
 /// The first global in-flight limit of `problem` that `program` may not
 /// keep: some micro-batch may enter (its first forward on one of the
 /// limit's sources) while `limit` others are in flight, in some timing that
-/// program order, messages and collectives allow (lastOpBefore). The
+/// program order, messages and collectives allow (HappensBefore). The
 /// scheduler counts the limit in its own timing; a limit whose sources are
 /// on one actor that actor's program keeps, but one whose sources are on
 /// several (a bidirectional module, two towers) only holds where messages

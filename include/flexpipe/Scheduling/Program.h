@@ -236,11 +236,34 @@ std::optional<VerifyFailure> buildGraph(const Program &program,
                                         ChannelRule rule, ProgramGraph &graph,
                                         bool checkData = false);
 
-/// For every op of `graph` (built from `program`), the last op of `actor`
-/// that happens before it or is it: through program order, the messages
-/// receives and waits take, and collectives (a blocking instance ends
-/// after every member reached it, an asynchronous one's wait after every
-/// member posted). -1 where no op of `actor` does.
+/// What happens before what in the ops of `graph` (built from `program`):
+/// program order, the messages receives and waits take, and collectives (a
+/// blocking instance ends after every member reached it, an asynchronous
+/// one's wait after every member posted). The graph of those orders is
+/// built once, in topological order; each actor's table is one pass over it
+/// from that actor's first op on.
+class HappensBefore {
+public:
+  HappensBefore(const Program &program, const ProgramGraph &graph);
+  /// Fills `last`: for every op, the last op of `actor` that happens before
+  /// it or is it; -1 where no op of `actor` does.
+  void lastOf(int32_t actor, std::vector<int32_t> &last) const;
+
+private:
+  const ProgramGraph &graph;
+  /// Per op, its node: a blocking collective instance is one node (its
+  /// first member), since every member leaves it after all arrived.
+  std::vector<int32_t> node;
+  /// Per op, whether it is the node of a blocking collective instance.
+  std::vector<uint8_t> blockingInstance;
+  /// The nodes in topological order, and each op's node's place in it.
+  std::vector<int32_t> order, place;
+  /// The nodes' successors: those of node v are
+  /// successors[successorBegin[v], successorBegin[v + 1]).
+  std::vector<int32_t> successorBegin, successors;
+};
+
+/// HappensBefore(program, graph).lastOf(actor): one actor's table.
 std::vector<int32_t> lastOpBefore(const Program &program,
                                   const ProgramGraph &graph, int32_t actor);
 
