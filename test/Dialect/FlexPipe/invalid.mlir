@@ -594,6 +594,25 @@ flexpipe.schedule @s actors(1) stages(1) microbatches(2) {
 
 // -----
 
+// Tests a transfer that runs twice: of two repeats, the one repeated first
+// in program order is reported.
+flexpipe.schedule @s actors(2) stages(2) microbatches(2) {
+  flexpipe.actor 0 {
+    flexpipe.fwd stage 0 mb 0
+    flexpipe.send_act stage 0 mb 0 to 1
+    flexpipe.fwd stage 0 mb 1
+    // expected-note @+1 {{first occurrence}}
+    flexpipe.send_act stage 0 mb 1 to 1
+    // expected-error @+1 {{'flexpipe.send_act' op repeats stage 0 micro-batch 1 on the same actor and peer}}
+    flexpipe.send_act stage 0 mb 1 to 1
+    flexpipe.send_act stage 0 mb 0 to 1
+  }
+  flexpipe.actor 1 {
+  }
+}
+
+// -----
+
 // Tests a non-shared stage computed on two actors.
 flexpipe.schedule @s actors(2) stages(1) microbatches(2) {
   flexpipe.actor 0 {

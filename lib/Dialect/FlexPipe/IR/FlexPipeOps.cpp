@@ -1525,62 +1525,63 @@ LogicalResult ScheduleOp::verify() {
 }
 
 namespace {
-/// A schedule's instructions by (op name, registered instruction, stage,
-/// micro-batch, actor, peer), for the verifier to find one repeated. Keys
-/// are packed into 16 bytes: the (stage, micro-batch) cell under 2^40 with
-/// an op name index above it; the registered instruction's index (fewer
-/// than the computations, under 2^24), the actor and the peer (+1 for -1,
-/// under 2^20) (kMaxCount, kMaxActors). The hash is mostly the cell's place
-/// (times 8, the few ops a cell has), in a region per group of 8 actors and
-/// peers: an actor's ops, in micro-batch order, look up neighbouring
-/// buckets. A random hash over 48-byte keys made each lookup in a large
-/// schedule's millions a cache miss (42% of a compile).
-class InstructionSet {
+/// An actor's instructions by (op name, registered instruction, stage,
+/// micro-batch, peer), for the verifier to find one repeated. Keys are
+/// packed into 16 bytes: the (stage, micro-batch) cell under 2^40 with an op
+/// name index above it; the registered instruction's index (fewer than the
+/// computations, under 2^24) and the peer (+1 for -1, under 2^20)
+/// (kMaxCount, kMaxActors). Sorted per actor rather than hashed: a table of
+/// a large schedule's millions made each lookup a cache miss, and a hash
+/// that kept an actor's ops in neighbouring buckets had long probe runs at
+/// some sizes (1F1B on 32 actors verified twice as slowly at 16,000
+/// micro-batches as at 17,000). A computation that runs once per schedule
+/// is checked here too: on another actor, the stage's home check says so.
+class RepeatFinder {
 public:
-  /// Sized once for `size` instructions, at under half load (the hash has
-  /// structure: fewer long probe runs): no rehash as it grows.
-  InstructionSet(int64_t numMicrobatches, size_t size)
-      : numMicrobatches(numMicrobatches) {
-    seen.reserve(size * 2);
+  explicit RepeatFinder(int64_t numMicrobatches)
+      : numMicrobatches(numMicrobatches) {}
+  void add(Operation &op, const void *registered, int64_t stage, int64_t mb,
+           int64_t peer) {
+    entries.push_back(
+        {indexOf(nameIndex, op.getName().getAsOpaquePointer()) << 40 |
+             (static_cast<uint64_t>(stage) * numMicrobatches + mb),
+         indexOf(registeredIndex, registered) << 20 |
+             static_cast<uint64_t>(peer + 1),
+         static_cast<uint32_t>(entries.size()), &op});
   }
-  /// Records `op` (actor -1: a computation that runs once per schedule);
-  /// returns the op recorded first under the same key, or null.
-  Operation *insert(Operation &op, const void *registered, int64_t stage,
-                    int64_t mb, int64_t actor, int64_t peer) {
-    const Key key{indexOf(nameIndex, op.getName().getAsOpaquePointer()) << 40 |
-                      (static_cast<uint64_t>(stage) * numMicrobatches + mb),
-                  indexOf(registeredIndex, registered) << 40 |
-                      static_cast<uint64_t>(actor + 1) << 20 |
-                      static_cast<uint64_t>(peer + 1)};
-    auto [it, inserted] = seen.try_emplace(key, &op);
-    return inserted ? nullptr : it->second;
+  /// Of the instructions added since the last call, the repeat whose second
+  /// occurrence comes first: (first, second); empty where none repeats.
+  std::optional<std::pair<Operation *, Operation *>> take() {
+    llvm::sort(entries, [](const Entry &x, const Entry &y) {
+      return std::tie(x.cell, x.fields, x.position) <
+             std::tie(y.cell, y.fields, y.position);
+    });
+    std::optional<std::pair<Operation *, Operation *>> found;
+    uint32_t at = UINT32_MAX;
+    for (size_t k = 1; k < entries.size(); ++k) {
+      const Entry &first = entries[k - 1], &second = entries[k];
+      if (first.cell == second.cell && first.fields == second.fields &&
+          second.position < at) {
+        at = second.position;
+        found = {first.op, second.op};
+      }
+    }
+    entries.clear();
+    return found;
   }
 
 private:
-  using Key = std::pair<uint64_t, uint64_t>;
-  struct KeyInfo : llvm::DenseMapInfo<Key> {
-    static unsigned getHashValue(const Key &key) {
-      // The low 3 bits mix everything; the region is chosen by the actor
-      // and peer in groups of 8, so that the ops of one cell that many
-      // actors share (a shared stage) spread over the table instead of
-      // probing one run of buckets (quadratic: 65,536 actors sharing a
-      // stage took 13 s).
-      const uint64_t fields = key.second;
-      // Instruction and actor / 8, and peer / 8.
-      const uint64_t group = (fields >> 23) * 0x9e3779b97f4a7c15ULL ^
-                             ((fields & 0xfffff) >> 3) * 0xbf58476d1ce4e5b9ULL;
-      const uint64_t low = ((key.first >> 40) * 0x94d049bb133111ebULL ^
-                            fields * 0xbf58476d1ce4e5b9ULL) >>
-                           61;
-      return static_cast<unsigned>(key.first * 8 + low + (group >> 32));
-    }
+  struct Entry {
+    uint64_t cell, fields;
+    uint32_t position;
+    Operation *op;
   };
   using Indices = llvm::SmallDenseMap<const void *, uint64_t, 16>;
   static uint64_t indexOf(Indices &indices, const void *pointer) {
     return indices.try_emplace(pointer, indices.size()).first->second;
   }
   int64_t numMicrobatches;
-  llvm::DenseMap<Key, Operation *, KeyInfo> seen;
+  std::vector<Entry> entries;
   Indices nameIndex, registeredIndex;
 };
 } // namespace
@@ -1626,11 +1627,10 @@ LogicalResult ScheduleOp::verifyRegions() {
   llvm::DenseMap<std::pair<int64_t, int64_t>,
                  std::pair<Operation *, Operation *>>
       splitBackward; // (igrad, wgrad)
-  size_t instructions = 0;
-  for (ActorOp actor : byId)
-    instructions += actor.getBody().front().getOperations().size();
-  InstructionSet seen(numMicrobatches, instructions);
-
+  auto onceGlobally = [&](InstructionOpInterface inst) {
+    return inst.isCompute() && !shared.contains(inst.getStageId());
+  };
+  RepeatFinder repeats(numMicrobatches);
   for (ActorOp actor : byId) {
     const int64_t actorId = asSigned(actor.getId());
     for (Operation &op : actor.getBody().front()) {
@@ -1650,24 +1650,11 @@ LogicalResult ScheduleOp::verifyRegions() {
                                 << ", but the schedule has micro-batches 0 to "
                                 << numMicrobatches - 1;
 
-      const bool onceGlobally = inst.isCompute() && !shared.contains(stage);
       const void *registered = nullptr;
       if (auto exec = dyn_cast<ExecOp>(op))
         registered = exec.getInstructionAttr().getAttr().getAsOpaquePointer();
-      if (Operation *first =
-              seen.insert(op, registered, stage, mb,
-                          onceGlobally ? -1 : actorId, inst.getPeerActor())) {
-        InFlightDiagnostic diag =
-            op.emitOpError()
-            << "repeats stage " << stage << " micro-batch " << mb
-            << (onceGlobally ? "; each instruction runs once "
-                               "per stage and micro-batch"
-                             : " on the same actor and peer");
-        diag.attachNote(first->getLoc()) << "first occurrence";
-        return diag;
-      }
-
-      if (!onceGlobally)
+      repeats.add(op, registered, stage, mb, inst.getPeerActor());
+      if (!onceGlobally(inst))
         continue;
       auto [home, isNew] = computeHome.try_emplace(stage, actorId, &op);
       if (!isNew && home->second.first != actorId) {
@@ -1688,6 +1675,19 @@ LogicalResult ScheduleOp::verifyRegions() {
         splitBackward[item].first = &op;
       else if (isa<WgradOp>(op))
         splitBackward[item].second = &op;
+    }
+    if (auto repeat = repeats.take()) {
+      auto [first, second] = *repeat;
+      auto inst = cast<InstructionOpInterface>(second);
+      InFlightDiagnostic diag =
+          second->emitOpError()
+          << "repeats stage " << inst.getStageId() << " micro-batch "
+          << inst.getMicrobatchId()
+          << (onceGlobally(inst) ? "; each instruction runs once "
+                                   "per stage and micro-batch"
+                                 : " on the same actor and peer");
+      diag.attachNote(first->getLoc()) << "first occurrence";
+      return diag;
     }
   }
 
