@@ -408,13 +408,14 @@ void removeContentsInHandler(int dir, int depth) {
   }
 }
 
-/// SIGINT, SIGTERM, SIGHUP: stops the child the tool waits for, removes
+/// SIGINT, SIGTERM, SIGHUP: stops the child the tool waits for (with what
+/// it started: a shell's launcher, mpirun and its ranks), removes
 /// the scratch directory and ends the tool by the signal, so that its
 /// caller sees it was interrupted (a shell: status 128 + the signal) and no
 /// profile is written. Only async-signal-safe calls.
 extern "C" void stopOnInterrupt(int sig) {
   if (runningChild > 0)
-    kill(runningChild, sig);
+    kill(-runningChild, sig); // its process group (runShell)
   if (interruptedPartial[0])
     unlink(interruptedPartial);
   if (interruptedScratch[0]) {
@@ -453,7 +454,10 @@ void asChild(int deathSignal) {
 
 /// Runs `command` under /bin/sh (unlike std::system, an interrupt stops it
 /// and the tool), with its standard output in `out` when given; its exit
-/// status, -1 when it did not start or was killed.
+/// status, -1 when it did not start or was killed. The shell leads a process
+/// group of its own, so that an interrupt reaches what it started (the shell
+/// does not pass one on: run-mpi.sh, mpirun and the ranks ran on), and
+/// reads no terminal (it is not the terminal's foreground group).
 int runShell(const std::string &command, std::string *out = nullptr) {
   int fds[2];
   if (out && pipe(fds) != 0)
@@ -461,6 +465,10 @@ int runShell(const std::string &command, std::string *out = nullptr) {
   const pid_t pid = fork();
   if (pid == 0) {
     asChild(SIGTERM);
+    setpgid(0, 0);
+    const int none = open("/dev/null", O_RDONLY);
+    if (none >= 0)
+      dup2(none, STDIN_FILENO);
     if (out) {
       dup2(fds[1], STDOUT_FILENO);
       close(fds[0]);
@@ -469,6 +477,8 @@ int runShell(const std::string &command, std::string *out = nullptr) {
     execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char *>(nullptr));
     _exit(127);
   }
+  if (pid > 0)
+    setpgid(pid, pid); // (either side may run first)
   runningChild = pid > 0 ? pid : 0;
   if (out) {
     close(fds[1]);
