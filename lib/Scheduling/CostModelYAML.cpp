@@ -229,6 +229,7 @@ public:
                       "cannot read the file: " + buffer.getError().message()};
       contents = (*buffer)->getBuffer().str();
     }
+    checkCharacters(contents);
     try {
       YAML::Node root = YAML::Load(contents);
       // A second document ("---") would be ignored without a word (an
@@ -244,6 +245,36 @@ public:
       return root;
     } catch (const YAML::ParserException &e) {
       fail(e.mark, "invalid YAML: " + e.msg);
+    }
+  }
+
+  /// YAML text has no control characters but tabs and line ends. yaml-cpp
+  /// drops a NUL byte without a word ("\0foo: 1" read as an unknown key
+  /// 'oo') or calls it an escape, and a DEL is invisible in its messages.
+  /// UTF-16 and UTF-32 text, which yaml-cpp reads, is left to it: its first
+  /// bytes hold a byte order mark or a NUL (the YAML spec's detection).
+  static void checkCharacters(const std::string &contents) {
+    const llvm::StringRef start = llvm::StringRef(contents).take_front(4);
+    if (start.starts_with("\xfe\xff") || start.starts_with("\xff\xfe") ||
+        start.contains('\0'))
+      return;
+    int line = 1, column = 1;
+    for (unsigned char c : contents) {
+      if (c == '\n') {
+        ++line;
+        column = 1;
+        continue;
+      }
+      if ((c < 0x20 && c != '\t' && c != '\r') || c == 0x7f) {
+        char byte[8];
+        std::snprintf(byte, sizeof byte, "0x%02x", c);
+        throw Problem{line, column,
+                      std::string("the file holds a control character (byte ") +
+                          byte +
+                          "), which YAML text cannot hold: is it a binary "
+                          "file?"};
+      }
+      ++column;
     }
   }
 

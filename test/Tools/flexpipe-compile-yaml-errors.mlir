@@ -23,6 +23,12 @@
 // RUN: not flexpipe-compile %t/spec.mlir --profile %t/good-cluster.yaml --emit=report 2>&1 | FileCheck %s --check-prefix=KIND-PROFILE
 // RUN: printf 'name: x\n? [a, b]\n: 1\n' > %t/list-key.yaml
 // RUN: not flexpipe-compile %t/spec.mlir --model %t/list-key.yaml --cluster %t/good-cluster.yaml 2>&1 | FileCheck %s --check-prefix=LISTKEY
+// A control character: yaml-cpp dropped a NUL byte ("unknown key 'oo'");
+// UTF-16 text, which yaml-cpp reads, stays readable.
+// RUN: printf 'name: x\n\000foo: 1\n' > %t/nul.yaml
+// RUN: not flexpipe-compile %t/spec.mlir --model %t/nul.yaml --cluster %t/good-cluster.yaml 2>&1 | FileCheck %s --check-prefix=NUL
+// RUN: iconv -f UTF-8 -t UTF-16 %t/good-model.yaml > %t/utf16.yaml
+// RUN: flexpipe-compile %t/spec.mlir --model %t/utf16.yaml --cluster %t/good-cluster.yaml --emit=report | FileCheck %s --check-prefix=UTF16
 // RUN: printf 'stages: []\n? \n: 1\n' > %t/empty-key.yaml
 // RUN: not flexpipe-compile %t/spec.mlir --profile %t/empty-key.yaml 2>&1 | FileCheck %s --check-prefix=EMPTYKEY
 // RUN: not flexpipe-compile %t/spec.mlir --model %t/good-cluster.yaml --cluster %t/good-model.yaml 2>&1 | FileCheck %s --check-prefix=KIND-MODEL
@@ -118,6 +124,8 @@
 // LINK: link.yaml:8:3: error: missing key 'latency_s' in inter_node
 // PROFILE: profile.yaml:2:23: error: key 'fwd_s' must be a number, got 'fast'
 // KIND-PROFILE: good-cluster.yaml:1:1: error: unknown key 'devices' in the profile file; expected one of: stages, messages, default_message_s, optimizer_s, instruction_s, exec_s; its keys are those of a cluster file
+// NUL: nul.yaml:2:1: error: the file holds a control character (byte 0x00), which YAML text cannot hold: is it a binary file?
+// UTF16: iteration time
 // LISTKEY: list-key.yaml:2:3: error: a key in the model file must be a name, not a list, a mapping or empty
 // EMPTYKEY: empty-key.yaml:{{[0-9]+:[0-9]+}}: error: a key in the profile file must be a name
 // KIND-MODEL: good-cluster.yaml:1:1: error: unknown key 'devices' in the model file; {{.*}}; its keys are those of a cluster file
