@@ -38,6 +38,7 @@
 #include <CLI/CLI.hpp>
 
 #include <chrono>
+#include <climits>
 #include <cmath>
 #include <optional>
 #include <sstream>
@@ -485,11 +486,14 @@ bool removeEarlierResults(const std::string &output) {
   for (llvm::sys::fs::directory_iterator it(output, ec), end; it != end && !ec;
        it.increment(ec)) {
     const llvm::StringRef name = llvm::sys::path::filename(it->path());
+    // rank-K as writeSpecs names it: K from 1 (an int), no leading zeros.
     llvm::StringRef number = name;
+    unsigned k = 0;
     const bool rankFile =
         number.consume_front("rank-") &&
         (number.consume_back(".mlir") || number.consume_back(".model.yaml")) &&
-        !number.empty() && llvm::all_of(number, llvm::isDigit);
+        !number.getAsInteger(10, k) && k >= 1 && k <= INT_MAX &&
+        std::to_string(k) == number;
     if (!rankFile && name != "results.csv" && name != "results.json" &&
         name != "best-vs-1f1b.svg")
       continue;
