@@ -134,9 +134,9 @@ std::string parseOptions(int argc, char **argv, Options &o) {
       return arg + " needs a file name";
     int64_t number = 0;
     if (arg == "--iterations" && (v = value())) {
-      if (!parseInteger(v, 1, int64_t(1) << 40, o.iterations))
-        return "--iterations must be an integer of at least 1, got '" +
-               std::string(v) + "'";
+      if (!parseInteger(v, 1, kMaxIterations, o.iterations))
+        return std::string("--iterations must be ") + kIterationsRule +
+               ", got '" + v + "'";
     } else if (arg == "--threads" && (v = value())) {
       if (!parseInteger(v, 1, 1024, number))
         return "--threads must be an integer between 1 and 1024, got '" +
@@ -157,9 +157,9 @@ std::string parseOptions(int argc, char **argv, Options &o) {
     else if (arg == "--checkpoint" && (v = value()))
       o.checkpoint = v;
     else if (arg == "--checkpoint-every" && (v = value())) {
-      if (!parseInteger(v, 1, int64_t(1) << 40, o.checkpointEvery))
-        return "--checkpoint-every must be an integer of at least 1, got '" +
-               std::string(v) + "'";
+      if (!parseInteger(v, 1, kMaxIterations, o.checkpointEvery))
+        return std::string("--checkpoint-every must be ") + kIterationsRule +
+               ", got '" + v + "'";
     } else if (arg == "--resume" && (v = value()))
       o.resume = v;
     else if (arg == "--help")

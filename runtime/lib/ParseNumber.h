@@ -24,9 +24,12 @@
 
 namespace flexpipe::rt {
 
-/// A decimal integer in [lo, hi]; false (and `value` unchanged) otherwise.
+/// A decimal integer in [lo, hi]; false (and `value` unchanged) otherwise
+/// (strtoll's leading spaces and '+' too: --lr takes neither).
 inline bool parseInteger(const char *text, int64_t lo, int64_t hi,
                          int64_t &value) {
+  if (!((*text >= '0' && *text <= '9') || *text == '-'))
+    return false;
   char *end = nullptr;
   errno = 0;
   const long long v = std::strtoll(text, &end, 10);
@@ -45,6 +48,12 @@ inline bool parseNumber(const char *text, double lo, double hi, double &value) {
   value = v;
   return true;
 }
+
+/// The most iterations (and iterations between checkpoints) a run takes,
+/// and what those options take, said where they are refused.
+inline constexpr int64_t kMaxIterations = int64_t(1) << 40;
+inline constexpr const char *kIterationsRule =
+    "an integer from 1 to 1099511627776 (2^40)";
 
 /// What --lr takes, said where it is refused.
 inline constexpr const char *kLearningRateRule =

@@ -194,8 +194,10 @@ std::optional<int> parseReferenceOptions(int argc, char **argv,
                                          ReferenceOptions &o) {
   if (argc == 2 && std::string(argv[1]) == "--list-operations")
     return listOperations();
-  const bool help = argc >= 2 && (std::string(argv[1]) == "--help" ||
-                                  std::string(argv[1]) == "-h");
+  // --help where an option may stand (every option takes a value).
+  bool help = false;
+  for (int i = 1; i < argc && !help; i += i == 1 ? 1 : 2)
+    help = std::string(argv[i]) == "--help" || std::string(argv[i]) == "-h";
   if (argc < 2 || help) {
     // --help to stdout (asked for), the reminder after no argument to
     // stderr.
@@ -258,11 +260,10 @@ std::optional<int> parseReferenceOptions(int argc, char **argv,
       return 1;
     }
     if (arg == "--iterations") {
-      if (!parseInteger(value, 1, int64_t(1) << 40, o.iterations)) {
+      if (!parseInteger(value, 1, kMaxIterations, o.iterations)) {
         std::fprintf(stderr,
-                     "flexpipe-reference: --iterations must be an integer of "
-                     "at least 1, got '%s'\n",
-                     value);
+                     "flexpipe-reference: --iterations must be %s, got '%s'\n",
+                     kIterationsRule, value);
         return 1;
       }
     } else if (arg == "--lr") {
@@ -568,5 +569,10 @@ int flexpipe::rt::runReference(int argc, char **argv) {
   if (!o.weights.empty())
     if (std::string error = run.writeWeights(o.weights); !error.empty())
       return failed(error);
+  // The loss lines reached the standard output (into a full disk they were
+  // lost, and the tool exited 0), as the ranks check.
+  if (std::fflush(stdout) != 0 || std::ferror(stdout))
+    return failed("cannot write the standard output (a full disk?); lines "
+                  "of this run are lost");
   return 0;
 }

@@ -184,14 +184,14 @@
 // RUN: not %t/a/run-mpi.sh --checkpoint-every 2 2>&1 | FileCheck %s --check-prefix=EVERY
 // EVERY: --checkpoint-every needs --checkpoint DIR
 // RUN: not %t/a/run-mpi.sh --checkpoint %t/x --checkpoint-every 0 2>&1 | FileCheck %s --check-prefix=EVERY0
-// EVERY0: --checkpoint-every must be an integer of at least 1, got '0'
+// EVERY0: --checkpoint-every must be an integer from 1 to 1099511627776 (2^40), got '0'
 // RUN: not %t/a/run-mpi.sh --resume "" 2>&1 | FileCheck %s --check-prefix=EMPTYDIR
 // EMPTYDIR: --resume needs a directory
 
 // Option values are whole numbers in range (atoll/atof used to take "3x" as
 // 3 and "abc" as 0), in the rank programs and in flexpipe-reference alike.
 // RUN: not %t/a/run-mpi.sh --iterations 3x 2>&1 | FileCheck %s --check-prefix=ITERS
-// ITERS: --iterations must be an integer of at least 1, got '3x'
+// ITERS: --iterations must be an integer from 1 to 1099511627776 (2^40), got '3x'
 // RUN: not %t/a/run-mpi.sh --lr abc 2>&1 | FileCheck %s --check-prefix=LR
 // LR: --lr must be a decimal number, 0 or from 1.2e-38 (a float's smallest normal) to 1e6, got 'abc'
 // A rate a float cannot hold trained as 0, and hexadecimal was taken:
@@ -200,7 +200,17 @@
 // RUN: not %t/a/run-mpi.sh --lr 0x10 2>&1 | FileCheck %s --check-prefix=LRHEX
 // LRHEX: got '0x10'
 // RUN: not flexpipe-reference %t/a/schedule.txt --iterations 99999999999999999999 2>&1 | FileCheck %s --check-prefix=REFITERS
-// REFITERS: flexpipe-reference: --iterations must be an integer of at least 1, got '99999999999999999999'
+// REFITERS: flexpipe-reference: --iterations must be an integer from 1 to 1099511627776 (2^40), got '99999999999999999999'
+// Leading spaces, which strtoll skips, are refused as --lr refuses them:
+// RUN: not flexpipe-reference %t/a/schedule.txt --iterations ' 2' 2>&1 | FileCheck %s --check-prefix=REFSPACE
+// REFSPACE: --iterations must be an integer from 1 to 1099511627776 (2^40), got ' 2'
+// --help after the schedule, and a standard output that cannot be written
+// (the loss lines were lost, and the tool exited 0):
+// RUN: flexpipe-reference %t/a/schedule.txt --help | FileCheck %s --check-prefix=REFHELPLATE
+// REFHELPLATE: usage: flexpipe-reference SCHEDULE.txt
+// RUN: not flexpipe-reference %t/a/schedule.txt --iterations 1 > /dev/full 2> %t/ref-full.err
+// RUN: FileCheck %s --check-prefix=REFFULL < %t/ref-full.err
+// REFFULL: flexpipe-reference: cannot write the standard output (a full disk?); lines of this run are lost
 // RUN: not flexpipe-reference %t/a/schedule.txt --lr nan 2>&1 | FileCheck %s --check-prefix=REFLR
 // REFLR: flexpipe-reference: --lr must be a decimal number, 0 or from 1.2e-38 (a float's smallest normal) to 1e6, got 'nan'
 // RUN: not flexpipe-reference %t/a/schedule.txt --lr 1e-40 2>&1 | FileCheck %s --check-prefix=REFLRTINY
