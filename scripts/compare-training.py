@@ -88,8 +88,10 @@ def main():
                 value = float(next(argv, "nan"))
             except ValueError:
                 value = float("nan")
-            if not 0 < value < float("inf"):
-                print(f"{arg} needs a positive number", file=sys.stderr)
+            # 0 is exact for a tolerance, and a rate the ranks train with.
+            if not 0 <= value < float("inf"):
+                print(f"{arg} needs a finite number, 0 or more",
+                      file=sys.stderr)
                 return 2
             tol[arg] = value
         else:
