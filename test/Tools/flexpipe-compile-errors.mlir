@@ -9,6 +9,11 @@
 // RUN: not flexpipe-compile %t/stuck.mlir 2>&1 | FileCheck %s --check-prefix=STUCK
 // RUN: not flexpipe-compile %t/empty.mlir 2>&1 | FileCheck %s --check-prefix=EMPTY
 // RUN: not flexpipe-compile %t/syntax.mlir 2>&1 | FileCheck %s --check-prefix=SYNTAX
+// A vocabulary-parallel stage needs a row of the vocabulary per actor in
+// the rank programs (it said only that it split 3 rows over 4 actors):
+// RUN: sed 's/vocab: 256/vocab: 3/' %S/../../configs/models/tiny.yaml > %t/vocab3.yaml
+// RUN: not flexpipe-compile %t/vocab.mlir --model %t/vocab3.yaml --cluster %S/../../configs/clusters/cpu.yaml --emit=cpp -o %t/vocab.ranks 2>&1 | FileCheck %s --check-prefix=VOCABROWS
+// VOCABROWS: error: 'flexpipe.schedule' op splits a vocabulary of 3 over 4 actors in stage 4, and the rank programs give every actor at least one of its rows: use fewer actors, a larger vocabulary, or no vocab_parallel
 
 // A spec is verified at the sizes it is compiled at: --actors and the model
 // file's layers apply first, and an error at what they changed says so.

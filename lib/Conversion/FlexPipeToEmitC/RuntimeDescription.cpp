@@ -729,7 +729,10 @@ describeGpt(ScheduleOp schedule, const Analysis &a,
     if (sizes.vocab < static_cast<int64_t>(a.actorsOf[s].size()))
       return schedule.emitOpError()
              << "splits a vocabulary of " << sizes.vocab << " over "
-             << a.actorsOf[s].size() << " actors in stage " << s;
+             << a.actorsOf[s].size() << " actors in stage " << s
+             << ", and the rank programs give every actor at least one of "
+                "its rows: use fewer actors, a larger vocabulary, or no "
+                "vocab_parallel";
 
   rt::ScheduleDesc desc = descSizes(schedule, dp, std::move(execs));
   setGptSizes(desc.model, sizes);
