@@ -26,10 +26,10 @@
 //   #include "flexpipe/Plugin.h"
 //   using namespace flexpipe;
 //   FLEXPIPE_PLUGIN(registry) {
-//     registry.addCheck("no_wgrad_before_3",
+//     registry.addCheck("no_backward_before_3",
 //                       [](const sched::StepView &view,
 //                          const sched::ReadyItem &item) {
-//                         return item.kind != sched::CompKind::Wgrad ||
+//                         return item.kind != sched::CompKind::Bwd ||
 //                                view.now >= 3;
 //                       });
 //   }
