@@ -85,6 +85,10 @@
 // (From a relative path with a CDPATH that names another cpp/: build.sh
 // built there.)
 // RUN: mkdir -p %t/hand/decoy/cpp && cd %t/hand && env CDPATH=%t/hand/decoy sh cpp/build.sh
+// An --ops file named like an option: build.sh named it as one ("g++:
+// error: unrecognized command-line option '-probe.cpp'").
+// RUN: mkdir -p %t/dash && cp %S/Inputs/ProbeOps.cpp %t/dash/-probe.cpp
+// RUN: cd %t/dash && flexpipe-compile %S/exec-lowering.mlir --emit=cpp --ops ./-probe.cpp -o cpp && sh cpp/build.sh && test -x cpp/rank1
 // RUN: flexpipe-compile %S/exec-lowering.mlir --emit=exe --ops %S/Inputs/ProbeOps.cpp -o %t/hand/exe
 // RUN: cp %t/hand/exe/run-mpi.sh %t/hand/cpp/run-mpi.sh
 // RUN: cd %t/hand/run && %t/hand/cpp/run-mpi.sh --iterations 2 --losses %t/hand/losses --weights %t/hand/weights > %t/hand/run.log

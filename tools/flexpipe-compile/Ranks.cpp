@@ -633,11 +633,16 @@ int flexpipe::writeRanks(MLIRContext &context, ModuleOp module,
                    << " is not available here (--emit=exe says why)\n";
       return 0;
     }
-    return writeBuildScript(
-               out,
-               buildSteps(out, *toolchain, libs, /*exe=*/false,
-                          [](const Twine &name) { return name.str(); }),
-               cuda)
+    return writeBuildScript(out,
+                            buildSteps(out, *toolchain, libs, /*exe=*/false,
+                                       [](const Twine &name) {
+                                         // An --ops copy named like an option
+                                         // (-x.cpp).
+                                         std::string file = name.str();
+                                         return file[0] == '-' ? "./" + file
+                                                               : file;
+                                       }),
+                            cuda)
                ? 0
                : 1;
   }
