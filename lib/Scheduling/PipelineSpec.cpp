@@ -571,6 +571,7 @@ llvm::Error ProblemBuilder::applyPriorities() {
   // priority of a narrower scope replaces it (it stayed, and the actor's
   // own cttp was ignored).
   std::vector<PriorityFunction> custom(spec.actors);
+  std::vector<std::string> customNames(spec.actors);
   std::vector<int> customLevel(spec.actors, -1);
   bool anyCustom = false;
   for (int level = 0; level < 3; ++level) {
@@ -605,6 +606,7 @@ llvm::Error ProblemBuilder::applyPriorities() {
           apply(problem.policies[actor], p);
           if (p.custom) {
             custom[actor] = p.custom;
+            customNames[actor] = p.customName;
             customLevel[actor] = level;
             anyCustom = true;
           } else if (customLevel[actor] >= 0 && customLevel[actor] < level) {
@@ -639,9 +641,12 @@ llvm::Error ProblemBuilder::applyPriorities() {
             ": set it for the actor with `flexpipe.priority actors [...]`, "
             "or once for the pipeline");
   }
-  if (anyCustom)
+  if (anyCustom) {
     problem.customPriorities = std::move(custom);
+    problem.customPriorityNames = std::move(customNames);
+  }
   problem.checks = spec.checks;
+  problem.checkNames = spec.checkNames;
   return llvm::Error::success();
 }
 

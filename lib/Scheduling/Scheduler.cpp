@@ -357,6 +357,19 @@ private:
     return p.checks.empty() || runChecks(actor, kind, part);
   }
   bool runChecks(int32_t actor, CompKind kind, int32_t part);
+  /// The check that refused an item last (runChecks).
+  int32_t vetoedBy = -1;
+  /// Why a ready item stays: the check that refused it (by name where the
+  /// problem names its checks).
+  std::string checkRefuses() const;
+  /// " 'NAME'" of actor `actor`'s plugin priority where the problem names
+  /// it, else nothing.
+  std::string priorityName(int32_t actor) const {
+    return static_cast<size_t>(actor) < p.customPriorityNames.size() &&
+                   !p.customPriorityNames[actor].empty()
+               ? " '" + p.customPriorityNames[actor] + "'"
+               : "";
+  }
   int32_t customStep(int32_t actor);
   StepView view(int32_t actor) const;
   int32_t pickRegistered(int32_t actor) const;
@@ -995,8 +1008,9 @@ bool Engine::runChecks(int32_t actor, CompKind kind, int32_t part) {
   const ReadyItem item{kind, part, p.parts[part].stage,
                        queue(part, kind).front()};
   const StepView v = view(actor);
-  for (const CheckFunction &check : p.checks)
-    if (!check(v, item)) {
+  for (size_t c = 0; c < p.checks.size(); ++c)
+    if (!p.checks[c](v, item)) {
+      vetoedBy = static_cast<int32_t>(c);
       if (std::string failure = takeHookFailure(); !failure.empty())
         hookError = std::move(failure);
       return false;
@@ -1027,8 +1041,8 @@ int32_t Engine::customStep(int32_t actor) {
     return -1; // stays idle
   if (choice < 0 || choice >= static_cast<int>(candidates.size())) {
     std::ostringstream os;
-    os << "the custom priority of actor " << actor << " picked candidate "
-       << choice << " of " << candidates.size()
+    os << "the custom priority" << priorityName(actor) << " of actor " << actor
+       << " picked candidate " << choice << " of " << candidates.size()
        << " (a candidate's index, or -1 to stay idle)";
     hookError = os.str();
     return -1;
@@ -1443,8 +1457,12 @@ void Engine::explainRegistered(int32_t actor, std::ostream &os) const {
 
 /// Why a ready item stays: a check's veto (explainVetoed,
 /// explainFirstWaiting).
-static constexpr const char *kCheckRefuses =
-    "a plugin check function refuses it";
+std::string Engine::checkRefuses() const {
+  if (vetoedBy < 0 || static_cast<size_t>(vetoedBy) >= p.checkNames.size())
+    return "a plugin check function refuses it";
+  return "the plugin check function '" + p.checkNames[vetoedBy] +
+         "' refuses it";
+}
 
 bool Engine::explainVetoed(int32_t actor, std::ostream &os) {
   if (p.checks.empty())
@@ -1464,8 +1482,9 @@ bool Engine::explainVetoed(int32_t actor, std::ostream &os) {
   if (!vetoed)
     return false;
   const auto [kind, part] = *vetoed;
+  runChecks(actor, kind, part); // (vetoedBy: this item's)
   os << describeItem(kind, part, queue(part, kind).front()) << " is ready, but "
-     << kCheckRefuses;
+     << checkRefuses();
   return true;
 }
 
@@ -1717,9 +1736,10 @@ void Engine::explainFirstWaiting(int32_t actor, std::ostream &os) {
   if (firstUnstarted(
           true, [&](CompKind kind, int32_t part, int32_t mb, int32_t) {
             os << describeItem(kind, part, mb) << " is ready, but "
-               << (!passesChecks(actor, kind, part) ? kCheckRefuses
+               << (!passesChecks(actor, kind, part) ? checkRefuses()
                    : !p.customPriorities.empty() && p.customPriorities[actor]
-                       ? "the actor's plugin priority chooses to stay idle"
+                       ? "the actor's plugin priority" + priorityName(actor) +
+                             " chooses to stay idle"
                        : "its stage traversal interval holds the actor on "
                          "another stage");
             return true;

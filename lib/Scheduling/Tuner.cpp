@@ -585,8 +585,10 @@ void prepareCandidate(const Candidate &c, const ModelConfig &model,
   spec.cluster = &cluster;
   // Plugin hooks, as flexpipe-compile passes them for the written spec:
   // every check, and the candidate's priority on every actor.
-  for (const TuneOptions::NamedCheck &check : options.checks)
+  for (const TuneOptions::NamedCheck &check : options.checks) {
     spec.checks.push_back(check.function);
+    spec.checkNames.push_back(check.name);
+  }
   if (!c.priority.empty()) {
     auto custom = llvm::find_if(options.priorities,
                                 [&](const TuneOptions::NamedPriority &p) {

@@ -114,8 +114,10 @@ struct PipelineSpec {
   std::vector<DependencySpec> dependencies;
   std::vector<RegisteredStageSpec> registeredStages;
   std::vector<InstructionSpec> instructions;
-  /// Plugin check functions (register_new_checkfunc).
+  /// Plugin check functions (register_new_checkfunc), and their names (as
+  /// many, or none).
   std::vector<CheckFunction> checks;
+  std::vector<std::string> checkNames;
   bool splitBackward = false;
   /// Cost-model durations per layer of a stage, per CompKind (fwd, bwd,
   /// igrad, wgrad). Used by TimeModel::Cost until a cost model provides

@@ -246,10 +246,14 @@ struct Problem {
   std::vector<GlobalLimit> globalLimits;
   std::vector<ExtraDependency> extraDependencies;
   std::vector<Registered> registered;
-  /// Check functions every fetch consults (all must agree).
+  /// Check functions every fetch consults (all must agree), and the names
+  /// they were registered under, for diagnostics (as many, or none).
   std::vector<CheckFunction> checks;
-  /// Per actor: a priority replacing the built-in step function, or empty.
+  std::vector<std::string> checkNames;
+  /// Per actor: a priority replacing the built-in step function, or empty;
+  /// and its name, for diagnostics (as many, or none).
   std::vector<PriorityFunction> customPriorities;
+  std::vector<std::string> customPriorityNames;
   StepRule stepRule = StepRule::NextType;
 };
 

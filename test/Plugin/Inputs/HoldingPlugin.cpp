@@ -10,7 +10,8 @@
 // A check that holds every backward until step 20: once the in-flight
 // limits stop the forwards, nothing runs, time does not pass, and the
 // schedule cannot finish. The diagnosis must name the check's veto, not the
-// in-flight limit the veto leaves reached.
+// in-flight limit the veto leaves reached, and which of several checks it
+// is. A priority that picks past the end of its candidates is named too.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,4 +23,12 @@ FLEXPIPE_PLUGIN(registry) {
                                                  const sched::ReadyItem &item) {
     return item.kind == sched::CompKind::Fwd || view.now >= 20;
   });
+  registry.addCheck(
+      "accepts_all",
+      [](const sched::StepView &, const sched::ReadyItem &) { return true; });
+  registry.addPriority(
+      "picks_past_the_end",
+      [](const sched::StepView &, const std::vector<sched::ReadyItem> &ready) {
+        return static_cast<int>(ready.size());
+      });
 }

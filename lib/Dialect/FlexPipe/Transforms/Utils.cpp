@@ -202,6 +202,7 @@ LogicalResult SpecReader::readCheck(CheckOp check) {
   if (!function)
     return unknown(*check, "check", check.getName());
   spec.checks.push_back(*function);
+  spec.checkNames.push_back(check.getName().str());
   return success();
 }
 
