@@ -330,8 +330,10 @@ public:
   /// operations read, and the instances in the order they run: after the
   /// forward of the last micro-batch they cover, by stage. Operations this
   /// program was built without are skipped, with a note: they only read
-  /// activations, so training is the same without them.
-  void plan();
+  /// activations, so training is the same without them; but in a program
+  /// built `withOperations` (runReference) a missing one is the error
+  /// returned.
+  std::string plan(bool withOperations);
   /// The GPT, or the two towers, each whole or cut where operations read.
   void makeModels();
   /// One training iteration over every replica's micro-batches; returns the
@@ -360,12 +362,17 @@ private:
   std::map<std::pair<int, int64_t>, Tensor> kept;
 };
 
-void ReferenceRun::plan() {
+std::string ReferenceRun::plan(bool withOperations) {
   std::set<std::string> skipped;
   for (size_t i = 0; i < desc.execs.size(); ++i) {
     const ScheduleDesc::Exec &exec = desc.execs[i];
     const ScheduleDesc::Stage &stage = desc.stage[exec.stage];
     if (!findOperation(exec.name)) {
+      // (--emit=cpp's build.sh does not ask --list-operations first.)
+      if (withOperations)
+        return "the schedule runs operation @" + exec.name +
+               ", which none of the --ops files built into this program "
+               "defines (flexpipe-reference --list-operations lists them)";
       if (skipped.insert(exec.name).second)
         std::fprintf(stderr,
                      "flexpipe-reference: note: the schedule runs operation "
@@ -389,6 +396,7 @@ void ReferenceRun::plan() {
     return std::make_pair(x.mb + x.count, x.stage) <
            std::make_pair(y.mb + y.count, y.stage);
   });
+  return "";
 }
 
 void ReferenceRun::makeModels() {
@@ -514,7 +522,7 @@ std::optional<double> ReferenceRun::iteration(int64_t it, float lr,
 
 } // namespace
 
-int flexpipe::rt::runReference(int argc, char **argv) {
+int flexpipe::rt::runReference(int argc, char **argv, bool withOperations) {
   ReferenceOptions o;
   if (std::optional<int> exit = parseReferenceOptions(argc, argv, o))
     return *exit;
@@ -524,7 +532,8 @@ int flexpipe::rt::runReference(int argc, char **argv) {
   if (std::vector<std::string> errors = registrationErrors(); !errors.empty())
     return failed(errors.front());
   ReferenceRun run(desc);
-  run.plan();
+  if (std::string error = run.plan(withOperations); !error.empty())
+    return failed(error);
   prepareHostProcess();
   run.makeModels();
   if (std::string error =

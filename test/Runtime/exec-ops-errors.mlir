@@ -17,6 +17,13 @@
 // RUN: not flexpipe-compile %s --actors 2 --microbatches 2 --ops %S/Inputs/ProbeOps.cpp -o %t/other 2>&1 | FileCheck %s --check-prefix=OTHER
 // OTHER: error: the program runs @log_norms, but no --ops file registers an operation of that name (they register @probe, @probe.grouped); define it with FLEXPIPE_OPERATION(log_norms) from flexpipe/Runtime/UserOps.h
 // RUN: not ls %t/other/rank0
+// --emit=cpp does not ask; its 'reference', built with those files, stops
+// where the ranks stop (it skipped @log_norms with a note to use itself).
+// RUN: flexpipe-compile %s --actors 2 --microbatches 2 --ops %S/Inputs/ProbeOps.cpp --emit=cpp -o %t/other-cpp
+// RUN: sh %t/other-cpp/build.sh
+// RUN: not %t/other-cpp/reference %t/other-cpp/schedule.txt --iterations 1 2>&1 | FileCheck %s --check-prefix=OTHER-REF
+// OTHER-REF: reference: the schedule runs operation @log_norms, which none of the --ops files built into this program defines (flexpipe-reference --list-operations lists them)
+// OTHER-REF-NOT: iteration 0
 
 // A compile error in the user's file: the compiler's message, then which
 // file.

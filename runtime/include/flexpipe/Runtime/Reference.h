@@ -19,8 +19,11 @@ namespace flexpipe::rt {
 
 /// Trains the schedule's model in one process: `PROGRAM SCHEDULE.txt
 /// [--iterations N] [--lr X] [--losses FILE] [--weights FILE]`, or
-/// `PROGRAM --list-operations`. Returns the exit code.
-int runReference(int argc, char **argv);
+/// `PROGRAM --list-operations`. Returns the exit code. `withOperations`:
+/// the program was built with the schedule's runtime operations
+/// (flexpipe-compile --ops), so one the schedule runs and none defines is
+/// an error; without, flexpipe-reference skips it with a note.
+int runReference(int argc, char **argv, bool withOperations = false);
 
 } // namespace flexpipe::rt
 
