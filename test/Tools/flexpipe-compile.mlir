@@ -90,6 +90,10 @@
 // TOOMANY: error: 'flexpipe.module' op cannot split 8 layers over 9 stages with at least one layer each; add layers, use fewer stages, or give `partition [...]`
 // RUN: not flexpipe-compile %t.mlir --actors 2 --emit=text 2>&1 | FileCheck %s --check-prefix=FIXED
 // FIXED: error: --actors and --microbatches change specs; '{{.*}}' holds only schedules, whose sizes are fixed
+// At the schedule where the file has no `module {` (it said line 0):
+// RUN: sed '1d;$d' %t.mlir > %t-bare.mlir
+// RUN: not flexpipe-compile %t-bare.mlir --actors 2 --emit=text 2>&1 | FileCheck %s --check-prefix=FIXED-BARE
+// FIXED-BARE: -bare.mlir:1:3: error: --actors and --microbatches change specs
 // RUN: not flexpipe-compile %s --time-model fast 2>&1 | FileCheck %s --check-prefix=MODEL
 // MODEL: --time-model: fast not in {step,cost}
 

@@ -504,9 +504,11 @@ static LogicalResult applyOverrides(ModuleOp module,
     return emitError(module.getLoc())
            << "'" << options.input
            << "' holds no flexpipe.pipeline or flexpipe.schedule to compile";
+  // (At the first schedule: a file without `module {` has an implicit one,
+  // located at line 0.)
   if (schedules > 0 && specs == 0 &&
       (options.actors > 0 || options.microbatches > 0))
-    return emitError(module.getLoc())
+    return emitError((*module.getOps<ScheduleOp>().begin()).getLoc())
            << "--actors and --microbatches change specs; '" << options.input
            << "' holds only schedules, whose sizes are fixed";
   return verify(module);
