@@ -322,7 +322,7 @@ def read_spec(candidate):
                 dp = int(m.group(1))
     if predicted is None or dp is None:
         return "spec has no '// predicted: iteration' or '--dp N' line"
-    # The spec prints 3 decimals; results.csv has 7 significant digits.
+    # The spec prints 3 decimals; results.csv has 10 significant digits.
     if abs(predicted - candidate.predicted_s) > max(
             1e-3 * candidate.predicted_s, 1e-6):
         return (f"spec predicts {predicted * 1e3:.3f} ms but results.csv "

@@ -175,6 +175,8 @@ bool writeResults(const std::string &dir, const TuneResult &result) {
          "vocab_parallel,cttp,fstp,bstp,separation,error\n";
   json << "[\n";
   bool first = true;
+  // Times to 10 significant digits: rows the ranking tells apart (it ties
+  // within 1e-9 relative) do not look tied.
   auto row = [&](const Evaluation &e, int rank) {
     const Candidate &c = e.candidate;
     const char *status = e.skipped        ? "skipped"
@@ -190,7 +192,7 @@ bool writeResults(const std::string &dir, const TuneResult &result) {
     // (vocabulary-parallel peaks are fractional).
     const double peakBytes = std::ceil(e.peakBytes);
     csv << (rank > 0 ? std::to_string(rank) : "") << ',' << status << ','
-        << llvm::format("%.6e,%.6e,%.6e,%.6e,%.6e,%.6f,%.0f", e.iterationTime,
+        << llvm::format("%.9e,%.9e,%.9e,%.9e,%.6e,%.6f,%.0f", e.iterationTime,
                         e.pipelineTime, e.gradSyncTime, e.stepTime,
                         e.tokensPerSecond, e.bubbleRatio, peakBytes)
         << ',' << c.pp << ',' << c.dp << ',' << c.mbs << ',' << c.microbatches
@@ -201,10 +203,10 @@ bool writeResults(const std::string &dir, const TuneResult &result) {
     json << (first ? "" : ",\n")
          << "  {\"rank\": " << (rank > 0 ? std::to_string(rank) : "null")
          << ", \"status\": \"" << status
-         << "\", \"iteration_s\": " << llvm::format("%.6e", e.iterationTime)
-         << ", \"pipeline_s\": " << llvm::format("%.6e", e.pipelineTime)
-         << ", \"grad_sync_s\": " << llvm::format("%.6e", e.gradSyncTime)
-         << ", \"step_s\": " << llvm::format("%.6e", e.stepTime)
+         << "\", \"iteration_s\": " << llvm::format("%.9e", e.iterationTime)
+         << ", \"pipeline_s\": " << llvm::format("%.9e", e.pipelineTime)
+         << ", \"grad_sync_s\": " << llvm::format("%.9e", e.gradSyncTime)
+         << ", \"step_s\": " << llvm::format("%.9e", e.stepTime)
          << ", \"tokens_per_s\": " << llvm::format("%.6e", e.tokensPerSecond)
          << ", \"bubble_ratio\": " << llvm::format("%.6f", e.bubbleRatio)
          << ", \"peak_bytes\": " << llvm::format("%.0f", peakBytes)
