@@ -63,7 +63,7 @@
 // CYCLE: cycle.mlir:3:3: note: part of the cycle
 // STUCK: stuck.mlir:1:1: error: 'flexpipe.pipeline' op cannot be scheduled: no actor can make progress at step 6
 // STUCK: note: actor 0 has 18 computations left: fwd stage 3 mb 0 (actor 0) is ready but the actor's in-flight limit 6 is reached
-// EMPTY: error: '{{.*}}empty.mlir' holds no flexpipe.pipeline or flexpipe.schedule to compile
+// EMPTY: empty.mlir:1:1: error: '{{.*}}empty.mlir' holds no flexpipe.pipeline or flexpipe.schedule to compile
 // SYNTAX: syntax.mlir:2:3: error: custom op 'flexpipe.modul' is unknown
 // WRITTEN: two-layers.mlir:2:3: error: 'flexpipe.module' op cannot split 2 layers over 3 stages
 // WRITTEN-NOT: note:

@@ -500,10 +500,18 @@ static LogicalResult applyOverrides(ModuleOp module,
     }
     return failure(); // on to the handler that prints it
   });
-  if (specs + schedules == 0)
-    return emitError(module.getLoc())
+  if (specs + schedules == 0) {
+    // At the first op, else the file's start (an implicit module is at
+    // line 0).
+    Location at = module.getLoc();
+    if (!module.getBody()->empty())
+      at = module.getBody()->front().getLoc();
+    else if (auto file = dyn_cast<FileLineColLoc>(at); file && !file.getLine())
+      at = FileLineColLoc::get(file.getFilename(), 1, 1);
+    return emitError(at)
            << "'" << options.input
            << "' holds no flexpipe.pipeline or flexpipe.schedule to compile";
+  }
   // (At the first schedule: a file without `module {` has an implicit one,
   // located at line 0.)
   if (schedules > 0 && specs == 0 &&
