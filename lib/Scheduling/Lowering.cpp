@@ -673,6 +673,12 @@ llvm::Error lowerOrder(const BuiltProblem &built, const ScheduleResult &order,
 llvm::Error flexpipe::sched::lowerProblem(const BuiltProblem &built,
                                           const LoweringOptions &options,
                                           LoweredProgram &out) {
+  // A profile prices the job it was measured on, for every output (the
+  // simulation refused another job's, but the program was built with it).
+  if (options.profile)
+    if (llvm::Error error = checkProfileFits(*options.profile, built.numStages,
+                                             built.problem.numActors))
+      return error;
   // With a model and a cluster, the cost model's choice between its greedy
   // order and the step model's is judged by the simulation: the scheduler's
   // durations see neither messages (on a fast device a small model's

@@ -172,10 +172,14 @@
 // says it.
 // RUN: printf 'stages:\n  - {stage: 99, fwd_s: 2, bwd_s: 2}\n' > %t.stage99.yaml
 // RUN: not flexpipe-compile %schedules/1f1b.mlir --profile %t.stage99.yaml --emit=report 2>&1 | FileCheck %s --check-prefix=OTHER-STAGE
-// OTHER-STAGE: 1f1b.mlir:{{[0-9]+}}:1: error: the profile '{{.*}}stage99.yaml' lists stage 99 (at {{.*}}stage99.yaml:2:5), but the schedule has 4 stages and 4 actors: was it measured on another job?
+// OTHER-STAGE: 1f1b.mlir:{{[0-9]+}}:1: error: 'flexpipe.pipeline' op the profile '{{.*}}stage99.yaml' lists stage 99 (at {{.*}}stage99.yaml:2:5), but the schedule has 4 stages and 4 actors: was it measured on another job?
+// For every output the program is built for, not only the simulation's
+// (a separated schedule was built with it):
+// RUN: not flexpipe-compile %schedules/zb-h1.mlir --profile %t.stage99.yaml --emit=schedule 2>&1 | FileCheck %s --check-prefix=OTHER-SCHEDULE
+// OTHER-SCHEDULE: zb-h1.mlir:{{[0-9]+}}:1: error: 'flexpipe.pipeline' op the profile '{{.*}}stage99.yaml' lists stage 99
 // RUN: printf 'stages: []\nmessages:\n  - {from: 0, to: 4, seconds: 0.1}\n' > %t.actor4.yaml
 // RUN: not flexpipe-compile %schedules/1f1b.mlir --profile %t.actor4.yaml --emit=trace 2>&1 | FileCheck %s --check-prefix=OTHER-ACTOR
-// OTHER-ACTOR: error: the profile '{{.*}}actor4.yaml' times messages from actor 0 to actor 4 (at {{.*}}actor4.yaml:3:5), but the schedule has 4 stages and 4 actors
+// OTHER-ACTOR: error: 'flexpipe.pipeline' op the profile '{{.*}}actor4.yaml' times messages from actor 0 to actor 4 (at {{.*}}actor4.yaml:3:5), but the schedule has 4 stages and 4 actors
 // RUN: printf 'stages: []\noptimizer_s: [1, 1, 1, 1, 1, 1]\n' > %t.steps6.yaml
 // RUN: not flexpipe-compile %schedules/1f1b.mlir --actors 2 --model %configs/models/tiny.yaml --cluster %configs/clusters/cpu.yaml --profile %t.steps6.yaml --emit=report 2>&1 | FileCheck %s --check-prefix=OTHER-STEPS
-// OTHER-STEPS: error: the profile '{{.*}}steps6.yaml' has 6 optimizer steps in optimizer_s (at {{.*}}steps6.yaml:2:14), but the schedule has 2 stages and 2 actors
+// OTHER-STEPS: error: 'flexpipe.pipeline' op the profile '{{.*}}steps6.yaml' has 6 optimizer steps in optimizer_s (at {{.*}}steps6.yaml:2:14), but the schedule has 2 stages and 2 actors
