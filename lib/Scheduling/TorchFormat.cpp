@@ -127,6 +127,16 @@ llvm::Error flexpipe::sched::checkTorchExpressible(const Program &p) {
          << "placed";
       return fail();
     }
+  // Row r is rank r: an actor without a computation would be a blank row,
+  // an idle rank, which PyTorch cannot run (parseTorchCsv refuses it too).
+  for (int32_t a = 0; a < p.numActors; ++a)
+    if (llvm::none_of(p.actors[a],
+                      [](const ProgOp &op) { return isCompute(op.kind); })) {
+      os << "actor " << a
+         << " computes nothing; PyTorch's schedule format has a rank per "
+            "actor, each with a stage, and cannot run an idle one";
+      return fail();
+    }
   std::set<std::pair<int32_t, int32_t>> edges(p.edges.begin(), p.edges.end());
   for (auto [from, to] : edges)
     if (to != from + 1) {

@@ -45,6 +45,12 @@
 // BIDI: bidirectional.mlir:4:1: error: --emit=torch-csv-comms cannot write 'bidirectional': stage 4 starts another pipeline of the model (replicated weights, as in bidirectional pipelines); PyTorch's schedule format runs one chain of stages, each on one rank
 // RUN: not flexpipe-compile %examples/clip-mixed.mlir --emit=torch-csv 2>&1 | FileCheck %s --check-prefix=CLIP
 // CLIP: error: --emit=torch-csv cannot write 'clip_mixed': actor {{[0-9]+}} runs {{all_gather|gather|exec}}
+// An actor that computes nothing would be a blank row, an idle rank, which
+// PyTorch cannot run and the reader refuses (it was written):
+// RUN: printf 'flexpipe.schedule @idle actors(3) stages(1) microbatches(1) {\n  flexpipe.actor 0 {\n  }\n  flexpipe.actor 1 {\n    flexpipe.fwd stage 0 mb 0\n    flexpipe.bwd stage 0 mb 0\n  }\n  flexpipe.actor 2 {\n  }\n}\n' > %t.idle.mlir
+// RUN: not flexpipe-compile %t.idle.mlir --emit=torch-csv 2>&1 | FileCheck %s --check-prefix=IDLE
+// RUN: not flexpipe-compile %t.idle.mlir --emit=torch-csv-comms 2>&1 | FileCheck %s --check-prefix=IDLE
+// IDLE: error: --emit=torch-csv{{(-comms)?}} cannot write 'idle': actor 0 computes nothing; PyTorch's schedule format has a rank per actor, each with a stage, and cannot run an idle one
 
 // Import: compute_only gets the communication PyTorch's runtime adds.
 // RUN: flexpipe-compile %S/Inputs/torch-compute-only.csv --emit=text | FileCheck %s --check-prefix=ONLY
