@@ -410,7 +410,10 @@ std::string flexpipe::sched::formatTrace(const Program &p, const SimResult &r,
   // Trace timestamps are microseconds; a step is shown as one millisecond.
   const double scale = costs.unit == "s" ? 1e6 : 1e3;
   std::ostringstream os;
-  os.precision(12);
+  // Whole doubles, and each duration the difference of the scaled ends, so
+  // that an event ends where it ends and no event of an actor overlaps the
+  // next one (at 12 digits, ts and dur rounded apart overlapped).
+  os.precision(17);
   // Names are quoted and escaped as JSON strings (a schedule's symbol may
   // hold any character).
   auto quoted = [](const std::string &text) {
@@ -435,7 +438,7 @@ std::string flexpipe::sched::formatTrace(const Program &p, const SimResult &r,
          << opKindName(op.kind)
          << "\", \"ph\": \"X\", \"pid\": 0, \"tid\": " << a
          << ", \"ts\": " << r.start[a][i] * scale
-         << ", \"dur\": " << (r.end[a][i] - r.start[a][i]) * scale
+         << ", \"dur\": " << r.end[a][i] * scale - r.start[a][i] * scale
          << ", \"args\": {\"stage\": " << op.stage << ", \"mb\": " << op.mb;
       if (op.peer >= 0)
         os << ", \"peer\": " << op.peer;
