@@ -46,7 +46,7 @@
 // BUILD-NEXT: {{.*}} -std=c++17 -O2 -I{{.*}}runtime/include{{.*}} rank0.cpp ProbeOps.o -o rank0 {{.*}}libflexpipe_rt_cpu.a {{.*}}libFlexPipeRuntime.a -lopenblas
 // BUILD-NEXT: {{.*}} -std=c++17 -O2 -I{{.*}}runtime/include{{.*}} rank1.cpp ProbeOps.o -o rank1 {{.*}}libflexpipe_rt_cpu.a {{.*}}libFlexPipeRuntime.a -lopenblas
 
-// REFERENCE: return flexpipe::rt::runReference(argc, argv);
+// REFERENCE: return flexpipe::rt::runReference(argc, argv, /*withOperations=*/true);
 
 module {
   flexpipe.schedule @handwritten actors(2) stages(2) microbatches(2) stage_info [#flexpipe.stage_info<"gpt", 1, first>, #flexpipe.stage_info<"gpt", 1, last>] {
