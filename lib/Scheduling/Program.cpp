@@ -150,10 +150,32 @@ struct Topology {
   /// all_gather of each micro-batch's loss statistics before its backward
   /// (known from the stage metadata, when the program has it).
   std::vector<uint8_t> vocabHead;
+  /// Per (shared stage, micro-batch): the actors that run its forward, and
+  /// those that run its backward (or input gradient). Each computes a slice
+  /// (vocabulary parallelism): what takes the stage's output or gradient
+  /// needs every slice, its own and the others' messages.
+  std::map<std::pair<int32_t, int32_t>, std::vector<int32_t>> fwdSlices,
+      bwdSlices;
 
   explicit Topology(const Program &program)
       : preds(program.numStages), succs(program.numStages),
         actorsOf(stageActors(program)), vocabHead(program.numStages, 0) {
+    std::vector<uint8_t> shared(program.numStages, 0);
+    for (int32_t s : program.sharedStages)
+      if (s >= 0 && s < program.numStages)
+        shared[s] = 1;
+    for (int32_t a = 0; a < program.numActors; ++a)
+      for (const ProgOp &op : program.actors[a]) {
+        const bool fwd = op.kind == OpKind::Fwd;
+        if (op.stage < 0 || op.stage >= program.numStages ||
+            !shared[op.stage] ||
+            !(fwd || op.kind == OpKind::Bwd || op.kind == OpKind::Igrad))
+          continue;
+        std::vector<int32_t> &actors =
+            (fwd ? fwdSlices : bwdSlices)[{op.stage, op.mb}];
+        if (actors.empty() || actors.back() != a)
+          actors.push_back(a);
+      }
     for (auto [from, to] : program.edges) {
       if (from < 0 || to < 0 || from >= program.numStages ||
           to >= program.numStages)
@@ -175,6 +197,12 @@ struct Topology {
            succs[from].end();
   }
 };
+
+/// The Facts place of the slice of shared stage `stage` that `actor`
+/// computes (a stage's own place is its id).
+int64_t slicePlace(int32_t stage, int32_t actor) {
+  return -1 - (static_cast<int64_t>(actor) << 32 | static_cast<uint32_t>(stage));
+}
 
 /// What an actor may have of a stage's micro-batch (Facts).
 enum Tag : int32_t {
@@ -967,14 +995,17 @@ void Replay::produce(int32_t actor, const ProgOp &op) {
   case OpKind::Fwd:
     h.insert(FwdDone, op.stage, op.mb);
     h.insert(Act, op.stage, op.mb);
+    h.insert(Act, slicePlace(op.stage, actor), op.mb);
     break;
   case OpKind::Bwd:
     h.insert(BwdDone, op.stage, op.mb);
     h.insert(Grad, op.stage, op.mb);
+    h.insert(Grad, slicePlace(op.stage, actor), op.mb);
     break;
   case OpKind::Igrad:
     h.insert(IgDone, op.stage, op.mb);
     h.insert(Grad, op.stage, op.mb);
+    h.insert(Grad, slicePlace(op.stage, actor), op.mb);
     break;
   default:
     break;
@@ -983,8 +1014,9 @@ void Replay::produce(int32_t actor, const ProgOp &op) {
 
 void Replay::deliver(int32_t actor, int32_t send) {
   const ProgOp &msg = opAt(send);
-  have[actor].insert(msg.kind == OpKind::SendGrad ? Grad : Act, msg.stage,
-                     msg.mb);
+  const Tag tag = msg.kind == OpKind::SendGrad ? Grad : Act;
+  have[actor].insert(tag, msg.stage, msg.mb);
+  have[actor].insert(tag, slicePlace(msg.stage, actorOf[send]), msg.mb);
 }
 
 /// Every input of the computation or send at (actor, index) is available
@@ -1003,12 +1035,32 @@ std::optional<VerifyFailure> Replay::checkInputs(int32_t actor, int32_t index) {
     os << what << " stage " << stage << " mb " << op.mb;
     return os.str();
   };
+  // Every slice of a shared stage's output, where the stage has slices.
+  auto missingSlice = [&](Tag tag, int32_t stage) -> std::optional<int32_t> {
+    const auto &slices = tag == Act ? topo.fwdSlices : topo.bwdSlices;
+    auto it = slices.find({stage, op.mb});
+    if (it != slices.end())
+      for (int32_t x : it->second)
+        if (!h.count(tag, slicePlace(stage, x), op.mb))
+          return x;
+    return std::nullopt;
+  };
+  auto sliceMb = [&](const char *what, int32_t stage, int32_t x) {
+    std::ostringstream os;
+    os << what << " stage " << stage << " mb " << op.mb << " (the slice of actor "
+       << x << ")";
+    return os.str();
+  };
   switch (op.kind) {
   case OpKind::Fwd:
-    for (int32_t pred : topo.preds[op.stage])
+    for (int32_t pred : topo.preds[op.stage]) {
       if (!h.count(Act, pred, op.mb))
         return missing(stageMb("the activation of", pred) +
                        " is computed or received here");
+      if (std::optional<int32_t> x = missingSlice(Act, pred))
+        return missing(sliceMb("the activation of", pred, *x) +
+                       " is computed or received here");
+    }
     break;
   case OpKind::Bwd:
   case OpKind::Igrad:
@@ -1019,10 +1071,14 @@ std::optional<VerifyFailure> Replay::checkInputs(int32_t actor, int32_t index) {
           stageMb("the all_gather of the loss statistics of", op.stage) +
           " (a vocabulary-parallel head's slices exchange them) completes "
           "here");
-    for (int32_t succ : topo.succs[op.stage])
+    for (int32_t succ : topo.succs[op.stage]) {
       if (!h.count(Grad, succ, op.mb))
         return missing(stageMb("the gradient from", succ) +
                        " is computed or received here");
+      if (std::optional<int32_t> x = missingSlice(Grad, succ))
+        return missing(sliceMb("the gradient from", succ, *x) +
+                       " is computed or received here");
+    }
     break;
   case OpKind::Wgrad:
     if (!h.count(IgDone, op.stage, op.mb))
