@@ -1092,6 +1092,13 @@ std::optional<VerifyFailure> Replay::checkInputs(int32_t actor, int32_t index) {
     if (!h.count(Grad, op.stage, op.mb) || !h.count(FwdDone, op.stage, op.mb))
       return missing(stageMb("the gradient of", op.stage) + " that it sends");
     break;
+  case OpKind::AllGather:
+    // A vocabulary-parallel head's slices exchange its loss statistics.
+    if (op.stage >= 0 && op.stage < p.numStages && topo.vocabHead[op.stage] &&
+        !h.count(FwdDone, op.stage, op.mb))
+      return missing(stageMb("the fwd of", op.stage) +
+                     ", whose loss statistics it exchanges");
+    break;
   default:
     break;
   }
@@ -1205,6 +1212,9 @@ std::optional<VerifyFailure> Replay::replay() {
       }
       case OpKind::AllGather:
       case OpKind::Gather:
+        if (checkData)
+          if (auto f = checkInputs(a, i))
+            return f;
         arrive(id);
         advance = op.token >= 0 || complete(instanceOf[id]);
         if (advance && op.token < 0 && checkData)
