@@ -730,6 +730,16 @@ flexpipe.schedule @s actors(3) stages(3) microbatches(1) {
 
 // -----
 
+// Tests an edge given twice (a stage waited for the same input twice; the
+// run stopped).
+// expected-error @+1 {{'flexpipe.schedule' op has the edge 0 -> 1 twice; give each edge once}}
+flexpipe.schedule @s actors(1) stages(2) microbatches(1) edges [0 -> 1, 0 -> 1] {
+  flexpipe.actor 0 {
+  }
+}
+
+// -----
+
 // Tests a cycle in the stage DAG.
 // expected-error @+1 {{'flexpipe.schedule' op has a cycle in its stage edges; the stage graph must be a DAG}}
 flexpipe.schedule @s actors(1) stages(3) microbatches(1) edges [0 -> 1, 1 -> 2, 2 -> 1] {

@@ -1479,6 +1479,7 @@ LogicalResult ScheduleOp::verify() {
                               "(from, to) pairs";
     SmallVector<SmallVector<int64_t>> succ(numStages);
     SmallVector<int64_t> indegree(numStages, 0);
+    llvm::DenseSet<std::pair<int64_t, int64_t>> seen;
     for (auto [from, to] : getEdgeList()) {
       if (from < 0 || from >= numStages || to < 0 || to >= numStages)
         return emitOpError() << "has an edge " << from << " -> " << to
@@ -1486,6 +1487,10 @@ LogicalResult ScheduleOp::verify() {
       if (from == to)
         return emitOpError()
                << "has an edge from stage " << from << " to itself";
+      // (A stage would wait for the same input twice: the run stopped.)
+      if (!seen.insert({from, to}).second)
+        return emitOpError() << "has the edge " << from << " -> " << to
+                             << " twice; give each edge once";
       succ[from].push_back(to);
       ++indegree[to];
     }
