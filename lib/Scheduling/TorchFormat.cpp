@@ -690,6 +690,13 @@ llvm::Error placeStages(const std::vector<std::vector<Located>> &rows,
   return llvm::Error::success();
 }
 
+/// Which waits a file writes (WAIT_SEND_F / WAIT_SEND_B, WAIT_REDUCE_GRAD):
+/// one that writes them must write one for every send, every reduction (an
+/// older compute_comms file, PyTorch's own, writes none).
+struct FileWaits {
+  bool sends = false, reductions = false;
+};
+
 /// Rank `r`'s computations and transfers in `ops`, each with its cell's
 /// column in `source`; a send that a WAIT_SEND waits for is asynchronous
 /// (a token from `nextToken`) and completed by a wait at that cell, which
@@ -697,7 +704,8 @@ llvm::Error placeStages(const std::vector<std::vector<Located>> &rows,
 /// verifier's rule for waits on sends).
 llvm::Error rankOps(const std::vector<Located> &row, int32_t r,
                     const Program &program, const std::vector<int32_t> &rankOf,
-                    std::vector<ProgOp> &ops, int32_t &nextToken) {
+                    FileWaits waits, std::vector<ProgOp> &ops,
+                    int32_t &nextToken) {
   // Per stage, the column of its last backward (B or W) in the row; the
   // sends posted and not yet waited, as (type, stage, mb), with their op.
   std::vector<int32_t> lastBackward(program.numStages, 0);
@@ -706,6 +714,12 @@ llvm::Error rankOps(const std::vector<Located> &row, int32_t r,
         l.action.stage < program.numStages)
       lastBackward[l.action.stage] = l.column;
   std::map<std::tuple<std::string, int32_t, int32_t>, size_t> unwaited;
+  // Per stage, its REDUCE_GRAD's cell while not waited for, and whether it
+  // was reduced: PyTorch 2.15 refuses a reduction started twice, a wait
+  // for none, and a reduction or a send never waited for.
+  std::map<int32_t, const Located *> reducing;
+  std::set<int32_t> reduced;
+  std::map<size_t, const Located *> sendCell; // per send op
   for (const Located &l : row) {
     // Which cell an op comes from, in `source` until the end.
     const Action &act = l.action;
@@ -739,6 +753,22 @@ llvm::Error rankOps(const std::vector<Located> &row, int32_t r,
                 std::to_string(lastBackward[act.stage]) +
                 "): PyTorch would reduce and scale gradients that are not "
                 "complete");
+    if (t == "REDUCE_GRAD") {
+      if (reducing.count(act.stage) || !reduced.insert(act.stage).second)
+        return at(" reduces stage " + std::to_string(act.stage) +
+                  "'s gradients a second time (PyTorch refuses it; it would "
+                  "scale them twice)");
+      reducing[act.stage] = &l;
+      continue;
+    }
+    if (t == "WAIT_REDUCE_GRAD") {
+      if (!reducing.erase(act.stage))
+        return at(" waits for a reduction of stage " +
+                  std::to_string(act.stage) +
+                  " that this rank has not started (a REDUCE_GRAD comes "
+                  "first)");
+      continue;
+    }
     if (t == "WAIT_SEND_F" || t == "WAIT_SEND_B") {
       auto sent = unwaited.find({t.substr(5), act.stage, act.mb});
       if (sent == unwaited.end())
@@ -762,8 +792,10 @@ llvm::Error rankOps(const std::vector<Located> &row, int32_t r,
     } else {
       continue; // reductions, FSDP: no data order
     }
-    if (isSend(op.kind))
+    if (isSend(op.kind)) {
       unwaited[{t, act.stage, act.mb}] = ops.size();
+      sendCell[ops.size()] = &l;
+    }
     if (neighbour < 0 || neighbour >= program.numStages)
       return at(" has no neighbouring stage " + std::to_string(neighbour) +
                 " to exchange with");
@@ -775,6 +807,24 @@ llvm::Error rankOps(const std::vector<Located> &row, int32_t r,
                 " share it, and PyTorch passes their data locally)");
     op.source = l.column;
     ops.push_back(op);
+  }
+  // What is left unwaited, at its cell.
+  auto never = [&](const Located &l, const char *wait) {
+    return cellError(
+        l.line, l.column,
+        action(l.action.stage, l.action.type.c_str(), l.action.mb) +
+            " is never waited for (" + wait +
+            "): PyTorch's runtime refuses such a rank");
+  };
+  if (waits.reductions && !reducing.empty())
+    return never(*reducing.begin()->second, "WAIT_REDUCE_GRAD");
+  if (waits.sends && !unwaited.empty()) {
+    const Located *first = nullptr;
+    for (const auto &[key, index] : unwaited)
+      if (!first || sendCell[index]->column < first->column)
+        first = sendCell[index];
+    return never(*first, first->action.type == "SEND_F" ? "WAIT_SEND_F"
+                                                        : "WAIT_SEND_B");
   }
   return llvm::Error::success();
 }
@@ -807,11 +857,17 @@ flexpipe::sched::parseTorchCsv(const std::string &text, Program &program,
   program.actors.resize(program.numActors);
   for (int32_t s = 0; s + 1 < program.numStages; ++s)
     program.edges.push_back({s, s + 1});
+  FileWaits waits;
+  for (const std::vector<Located> &row : rows)
+    for (const Located &l : row) {
+      waits.sends |= l.action.type.rfind("WAIT_SEND_", 0) == 0;
+      waits.reductions |= l.action.type == "WAIT_REDUCE_GRAD";
+    }
   int32_t nextToken = 0;
   for (int32_t r = 0; r < program.numActors; ++r) {
     std::vector<ProgOp> &ops = program.actors[r];
     if (llvm::Error error =
-            rankOps(rows[r], r, program, rankOf, ops, nextToken))
+            rankOps(rows[r], r, program, rankOf, waits, ops, nextToken))
       return error;
     if (anyComms)
       attachWaits(ops, nextToken);

@@ -52,6 +52,26 @@
 // RUN: not flexpipe-compile %t.idle.mlir --emit=torch-csv-comms 2>&1 | FileCheck %s --check-prefix=IDLE
 // IDLE: error: --emit=torch-csv{{(-comms)?}} cannot write 'idle': actor 0 computes nothing; PyTorch's schedule format has a rank per actor, each with a stage, and cannot run an idle one
 
+// A compute_comms file that writes waits writes one per send and reduction,
+// starts a stage's reduction once and waits for one only once started:
+// PyTorch 2.15 refuses the others (they were read). PyTorch's own older
+// comms orders write no waits at all, and stay readable.
+// RUN: printf '0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0WAIT_SEND_F0,0RECV_B1,0B1,0WAIT_SEND_F1,0REDUCE_GRAD,0WAIT_REDUCE_GRAD\n1RECV_F0,1F0,1RECV_F1,1B0,1SEND_B0,1F1,1B1,1SEND_B1,1REDUCE_GRAD,1WAIT_REDUCE_GRAD,1WAIT_SEND_B0,1WAIT_SEND_B1\n' > %t.waits.csv
+// RUN: flexpipe-compile %t.waits.csv --emit=text | FileCheck %s --check-prefix=WAITS-OK
+// WAITS-OK: 2 actors, 2 stages, 2 micro-batches
+// RUN: sed '1s/0REDUCE_GRAD,/0REDUCE_GRAD,0REDUCE_GRAD,/' %t.waits.csv > %t.twice.csv
+// RUN: not flexpipe-compile %t.twice.csv --emit=text 2>&1 | FileCheck %s --check-prefix=TWICE
+// TWICE: twice.csv:1:94: error: 0REDUCE_GRAD reduces stage 0's gradients a second time (PyTorch refuses it; it would scale them twice)
+// RUN: sed '1s/0REDUCE_GRAD,//' %t.waits.csv > %t.noreduce.csv
+// RUN: not flexpipe-compile %t.noreduce.csv --emit=text 2>&1 | FileCheck %s --check-prefix=NOREDUCE
+// NOREDUCE: noreduce.csv:1:81: error: 0WAIT_REDUCE_GRAD waits for a reduction of stage 0 that this rank has not started (a REDUCE_GRAD comes first)
+// RUN: sed '1s/,0WAIT_REDUCE_GRAD//' %t.waits.csv > %t.nowait.csv
+// RUN: not flexpipe-compile %t.nowait.csv --emit=text 2>&1 | FileCheck %s --check-prefix=NOWAIT
+// NOWAIT: nowait.csv:1:81: error: 0REDUCE_GRAD is never waited for (WAIT_REDUCE_GRAD): PyTorch's runtime refuses such a rank
+// RUN: sed '1s/0WAIT_SEND_F1,//' %t.waits.csv > %t.nosendwait.csv
+// RUN: not flexpipe-compile %t.nosendwait.csv --emit=text 2>&1 | FileCheck %s --check-prefix=NOSENDWAIT
+// NOSENDWAIT: nosendwait.csv:1:18: error: 0SEND_F1 is never waited for (WAIT_SEND_F): PyTorch's runtime refuses such a rank
+
 // Import: compute_only gets the communication PyTorch's runtime adds.
 // RUN: flexpipe-compile %S/Inputs/torch-compute-only.csv --emit=text | FileCheck %s --check-prefix=ONLY
 // ONLY:      schedule @torch-compute-only: 2 actors, 2 stages, 2 micro-batches, 6 steps
@@ -93,7 +113,7 @@
 // RUN: printf '0F0,0REDUCE_GRAD,0B0\n1F0,1B0\n' > %t.early.csv
 // RUN: not flexpipe-compile %t.early.csv 2>&1 | FileCheck %s --check-prefix=EARLY
 // EARLY: early.csv:1:5: error: 0REDUCE_GRAD comes before stage 0's last backward (column 18): PyTorch would reduce and scale gradients that are not complete
-// RUN: printf '0F0,0SEND_F0,0RECV_B0,0B0\n1RECV_F0,1F0,1B0,1SEND_B0,1WAIT_SEND_B5\n' > %t.nosend.csv
+// RUN: printf '0F0,0SEND_F0,0RECV_B0,0B0,0WAIT_SEND_F0\n1RECV_F0,1F0,1B0,1SEND_B0,1WAIT_SEND_B5\n' > %t.nosend.csv
 // RUN: not flexpipe-compile %t.nosend.csv 2>&1 | FileCheck %s --check-prefix=NOSEND
 // NOSEND: nosend.csv:2:27: error: 1WAIT_SEND_B5 waits for 1SEND_B5, which this rank has not sent (or has waited for already)
 // NOSEND-NEXT: 1RECV_F0,1F0,1B0,1SEND_B0,1WAIT_SEND_B5
