@@ -560,13 +560,20 @@ llvm::Error splitCells(const std::string &line, int32_t lineNo,
 /// excepted).
 llvm::Error readRows(const std::string &text,
                      std::vector<std::vector<Located>> &rows, bool &anyComms) {
-  std::istringstream in(text);
+  // Lines end in LF, CRLF or a lone CR, as Python's csv module reads them
+  // (a lone CR ran two rows into one cell).
+  std::string lines;
+  lines.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i)
+    if (text[i] != '\r')
+      lines += text[i];
+    else if (i + 1 == text.size() || text[i + 1] != '\n')
+      lines += '\n';
+  std::istringstream in(lines);
   std::string line;
   std::vector<int32_t> rowLine; // the line of each row
   std::vector<bool> blankLine;  // whether it is empty or blanks only
   for (int32_t lineNo = 1; std::getline(in, line); ++lineNo) {
-    if (!line.empty() && line.back() == '\r')
-      line.pop_back();
     if (lineNo == 1 && llvm::StringRef(line).starts_with("\xEF\xBB\xBF"))
       return cellError(1, 1,
                        "the file starts with a byte order mark (U+FEFF), "

@@ -294,6 +294,16 @@ TEST_CASE("the reader names the line and column of what it rejects",
   CHECK_THAT(parseError("0F0,0F1,0B0,0B1\n,1F0,1B0,1F1,1B1\n,,,\n", p),
              Catch::StartsWith("line 3: rank 2 has no action"));
   CHECK(parseError("0F0,0B0\n\n\n", p).empty());
+  // Lines end as Python's csv module ends them: LF, CRLF or a lone CR (a
+  // lone CR ran two rows into one cell).
+  for (const char *text : {"0F0,0F1,0B0,0B1\r1F0,1B0,1F1,1B1\r",
+                           "0F0,0F1,0B0,0B1\r\n1F0,1B0,1F1,1B1\r\n"}) {
+    INFO(text);
+    CHECK(parseError(text, p).empty());
+    CHECK(p.numActors == 2);
+  }
+  CHECK_THAT(parseError("0F0,0F1,0B0,0B1\r1F0,1X0\r", p),
+             Catch::StartsWith("line 2, column 5: '1X0'"));
   // Cells as Python's csv module writes them: quoted (commas inside), with
   // blanks around; an unterminated quote or an empty group is an error.
   CHECK(parseError("\"0F0\", 0B0 \n", p).empty());
