@@ -156,11 +156,13 @@ struct Topology {
   /// needs every slice, its own and the others' messages.
   std::map<std::pair<int32_t, int32_t>, std::vector<int32_t>> fwdSlices,
       bwdSlices;
+  /// Per stage: shared (computed in slices on several actors).
+  std::vector<uint8_t> shared;
 
   explicit Topology(const Program &program)
       : preds(program.numStages), succs(program.numStages),
-        actorsOf(stageActors(program)), vocabHead(program.numStages, 0) {
-    std::vector<uint8_t> shared(program.numStages, 0);
+        actorsOf(stageActors(program)), vocabHead(program.numStages, 0),
+        shared(program.numStages, 0) {
     for (int32_t s : program.sharedStages)
       if (s >= 0 && s < program.numStages)
         shared[s] = 1;
@@ -991,21 +993,26 @@ std::optional<VerifyFailure> Replay::matchReceive(int32_t a, int32_t i) {
 
 void Replay::produce(int32_t actor, const ProgOp &op) {
   auto &h = have[actor];
+  // A shared stage's slice, as the actor's own (Topology::fwdSlices).
+  auto slice = [&](Tag tag) {
+    if (topo.shared[op.stage])
+      h.insert(tag, slicePlace(op.stage, actor), op.mb);
+  };
   switch (op.kind) {
   case OpKind::Fwd:
     h.insert(FwdDone, op.stage, op.mb);
     h.insert(Act, op.stage, op.mb);
-    h.insert(Act, slicePlace(op.stage, actor), op.mb);
+    slice(Act);
     break;
   case OpKind::Bwd:
     h.insert(BwdDone, op.stage, op.mb);
     h.insert(Grad, op.stage, op.mb);
-    h.insert(Grad, slicePlace(op.stage, actor), op.mb);
+    slice(Grad);
     break;
   case OpKind::Igrad:
     h.insert(IgDone, op.stage, op.mb);
     h.insert(Grad, op.stage, op.mb);
-    h.insert(Grad, slicePlace(op.stage, actor), op.mb);
+    slice(Grad);
     break;
   default:
     break;
@@ -1016,7 +1023,8 @@ void Replay::deliver(int32_t actor, int32_t send) {
   const ProgOp &msg = opAt(send);
   const Tag tag = msg.kind == OpKind::SendGrad ? Grad : Act;
   have[actor].insert(tag, msg.stage, msg.mb);
-  have[actor].insert(tag, slicePlace(msg.stage, actorOf[send]), msg.mb);
+  if (topo.shared[msg.stage])
+    have[actor].insert(tag, slicePlace(msg.stage, actorOf[send]), msg.mb);
 }
 
 /// Every input of the computation or send at (actor, index) is available
