@@ -348,6 +348,17 @@ llvm::Error flexpipe::sched::checkPairOrder(
   return llvm::Error::success();
 }
 
+std::string flexpipe::sched::torchCsvLines(llvm::StringRef text) {
+  std::string lines;
+  lines.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i)
+    if (text[i] != '\r')
+      lines += text[i];
+    else if (i + 1 == text.size() || text[i + 1] != '\n')
+      lines += '\n';
+  return lines;
+}
+
 std::string flexpipe::sched::formatTorchCsv(const Program &p,
                                             const Timeline &t) {
   std::ostringstream os;
@@ -560,16 +571,7 @@ llvm::Error splitCells(const std::string &line, int32_t lineNo,
 /// excepted).
 llvm::Error readRows(const std::string &text,
                      std::vector<std::vector<Located>> &rows, bool &anyComms) {
-  // Lines end in LF, CRLF or a lone CR, as Python's csv module reads them
-  // (a lone CR ran two rows into one cell).
-  std::string lines;
-  lines.reserve(text.size());
-  for (size_t i = 0; i < text.size(); ++i)
-    if (text[i] != '\r')
-      lines += text[i];
-    else if (i + 1 == text.size() || text[i + 1] != '\n')
-      lines += '\n';
-  std::istringstream in(lines);
+  std::istringstream in(torchCsvLines(text));
   std::string line;
   std::vector<int32_t> rowLine; // the line of each row
   std::vector<bool> blankLine;  // whether it is empty or blanks only

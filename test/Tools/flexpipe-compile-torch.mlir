@@ -72,6 +72,15 @@
 // RUN: not flexpipe-compile %t.nosendwait.csv --emit=text 2>&1 | FileCheck %s --check-prefix=NOSENDWAIT
 // NOSENDWAIT: nosendwait.csv:1:18: error: 0SEND_F1 is never waited for (WAIT_SEND_F): PyTorch's runtime refuses such a rank
 
+// Lines may end in a lone CR, as Python's csv module reads them (two rows
+// ran into one cell), and errors are located on such lines too.
+// RUN: printf '0F0,0F1,0B0,0B1\r1F0,1B0,1F1,1B1\r' > %t.cr.csv
+// RUN: flexpipe-compile %t.cr.csv --emit=text | FileCheck %s --check-prefix=CR
+// CR: 2 actors, 2 stages, 2 micro-batches
+// RUN: printf '0F0,0F1,0B0,0B1\r1F0,1X0\r' > %t.crbad.csv
+// RUN: not flexpipe-compile %t.crbad.csv --emit=text 2>&1 | FileCheck %s --check-prefix=CRBAD
+// CRBAD: crbad.csv:2:5: error: '1X0' is not a PyTorch action
+
 // Import: compute_only gets the communication PyTorch's runtime adds.
 // RUN: flexpipe-compile %S/Inputs/torch-compute-only.csv --emit=text | FileCheck %s --check-prefix=ONLY
 // ONLY:      schedule @torch-compute-only: 2 actors, 2 stages, 2 micro-batches, 6 steps

@@ -99,9 +99,11 @@ static std::string splitModelEvenly(sched::Program &program,
 /// given (splitModelEvenly). Prints an error naming the file and returns
 /// null when the file cannot be read.
 static OwningOpRef<ModuleOp>
-importTorchSchedule(MLIRContext &context, const std::string &text,
+importTorchSchedule(MLIRContext &context, const std::string &input,
                     const CompileOptions &options,
                     const sched::ModelConfig &model) {
+  // The lines as the reader numbers them, for the diagnostics' echo too.
+  const std::string text = sched::torchCsvLines(input);
   const std::string file =
       options.input == "-" ? std::string("<stdin>") : options.input;
   auto fail = [&](const std::string &message) {

@@ -83,6 +83,12 @@ std::string formatTorchCsv(const Program &program, const Timeline &timeline);
 /// places them. Fails when the program is not expressible or not valid.
 llvm::Expected<std::string> formatTorchCsvComms(const Program &program);
 
+/// `text` with its lines ended by LF alone: lines end in LF, CRLF or a lone
+/// CR, as Python's csv module reads them (a lone CR ran two rows into one
+/// cell). parseTorchCsv reads the lines so, and its line numbers count
+/// them.
+std::string torchCsvLines(llvm::StringRef text);
+
 /// Whether `text` can be shown on a terminal as it is: UTF-8 without
 /// control bytes. The CSV reader's messages escape a cell that is not;
 /// flexpipe-compile does not echo such a source line.
