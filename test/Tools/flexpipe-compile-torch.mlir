@@ -81,6 +81,13 @@
 // RUN: not flexpipe-compile %t.crbad.csv --emit=text 2>&1 | FileCheck %s --check-prefix=CRBAD
 // CRBAD: crbad.csv:2:5: error: '1X0' is not a PyTorch action
 
+// A compute_only file whose computation orders cannot run with the
+// transfers PyTorch adds: at the computation, saying whose transfers they
+// are (it named transfers the file does not write, at no cell).
+// RUN: printf '0F0,0B0,0F1,0B1\n1F1,1F0,1B0,1B1\n' > %t.order.csv
+// RUN: not flexpipe-compile %t.order.csv --emit=text 2>&1 | FileCheck %s --check-prefix=ORDER
+// ORDER: order.csv:2:1: error: recv_act stage 1 mb 1 from 0 on actor 1 would receive the message of send_act stage 0 mb 0 to 1 on actor 0: {{.*}} (a compute_only file: these are the transfers PyTorch's runtime adds, each receive right before the computation that needs it
+
 // Import: compute_only gets the communication PyTorch's runtime adds.
 // RUN: flexpipe-compile %S/Inputs/torch-compute-only.csv --emit=text | FileCheck %s --check-prefix=ONLY
 // ONLY:      schedule @torch-compute-only: 2 actors, 2 stages, 2 micro-batches, 6 steps

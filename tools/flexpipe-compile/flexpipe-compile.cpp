@@ -150,10 +150,33 @@ importTorchSchedule(MLIRContext &context, const std::string &input,
         return report(std::move(error));
   } else if (sched::Program lowered = program;
              sched::insertCommunication(lowered),
-             !llvm::errorToBool(sched::orderTransfersPerPair(lowered))) {
+             llvm::errorToBool(sched::orderTransfersPerPair(lowered))) {
+    // The computations' orders cannot run with those transfers: the
+    // verifier says where, at the cell of the computation the transfer
+    // serves (a receive stands right before it), and that the transfers
+    // are PyTorch's, not the file's.
+    sched::Program plain = program;
+    sched::insertCommunication(plain);
+    if (std::optional<sched::VerifyFailure> f =
+            sched::verify(plain, sched::ChannelRule::PerPair);
+        f && !f->at.empty()) {
+      const sched::VerifyFailure::At &at = f->at.front();
+      size_t k = 0;
+      for (int32_t i = 0; i < at.index; ++i)
+        k += sched::isCompute(plain.actors[at.actor][i].kind);
+      const std::vector<int32_t> &row = cells[at.actor];
+      return report(llvm::make_error<sched::TorchCsvError>(
+          at.actor + 1, row.empty() ? 1 : row[std::min(k, row.size() - 1)],
+          f->message +
+              " (a compute_only file: these are the transfers PyTorch's "
+              "runtime adds, each receive right before the computation that "
+              "needs it and each send right after the one that makes it, so "
+              "the ranks' orders must let each pair's messages arrive in the "
+              "order sent)"));
+    }
+  } else {
     // What PyTorch's runtime adds to a compute_only file: each receive
-    // posted where its sender sends. (A program that cannot be ordered so
-    // is left to the verifier, which says where it goes wrong.)
+    // posted where its sender sends.
     for (int32_t a = 0; a < lowered.numActors; ++a) {
       std::vector<int32_t> columns;
       size_t next = 0;
