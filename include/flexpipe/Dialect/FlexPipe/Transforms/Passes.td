@@ -329,7 +329,10 @@ def VerifySchedulePass : Pass<"flexpipe-verify-schedule", "mlir::ModuleOp"> {
   let description = [{
     Replays every `flexpipe.schedule` under the runtime semantics described
     at `-flexpipe-insert-comm` and checks that every computation's inputs are
-    computed or received on its actor before it runs, that every forward's
+    computed or received on its actor before it runs (of a stage computed in
+    slices on several actors, `shared [...]`, every slice: its own and each
+    other actor's message; a vocabulary-parallel head's `all_gather` after
+    the head's forward), that every forward's
     backward is completed, that sends and receives match one to one and in the
     same order per channel, that every send is received, and that all
     programs run to their end. A `flexpipe.wait` on a send completes once the
