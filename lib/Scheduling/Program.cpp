@@ -428,6 +428,17 @@ std::optional<VerifyFailure> checkPairs(const Program &p,
          ++end) {
       const Computed &c = computed[end];
       llvm::SmallVectorImpl<int32_t> &on = c.forward ? fwdOn : backOn;
+      // An actor's computations are together, in program order: a second
+      // forward or backward of the cell there repeats it (the export put
+      // the gradient reduction after the first).
+      if (!on.empty() && on.back() == c.actor)
+        return failureAt(c.actor, c.index,
+                         "stage " + std::to_string(c.stage) + " micro-batch " +
+                             std::to_string(c.mb) + " runs its " +
+                             (c.forward ? "forward" : "backward") +
+                             " twice on actor " + std::to_string(c.actor) +
+                             "; each computation runs once per stage and "
+                             "micro-batch");
       if (on.empty() || on.back() != c.actor)
         on.push_back(c.actor);
       if (c.forward && !fwd)
