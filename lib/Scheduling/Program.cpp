@@ -142,6 +142,15 @@ Program flexpipe::sched::toProgram(
 
 namespace {
 
+/// Per stage: whether it is shared (computed in slices on several actors).
+std::vector<uint8_t> sharedMask(const Program &program) {
+  std::vector<uint8_t> shared(program.numStages, 0);
+  for (int32_t s : program.sharedStages)
+    if (s >= 0 && s < program.numStages)
+      shared[s] = 1;
+  return shared;
+}
+
 /// The stage DAG and where each stage's computations run.
 struct Topology {
   std::vector<std::vector<int32_t>> preds, succs;
@@ -162,10 +171,7 @@ struct Topology {
   explicit Topology(const Program &program)
       : preds(program.numStages), succs(program.numStages),
         actorsOf(stageActors(program)), vocabHead(program.numStages, 0),
-        shared(program.numStages, 0) {
-    for (int32_t s : program.sharedStages)
-      if (s >= 0 && s < program.numStages)
-        shared[s] = 1;
+        shared(sharedMask(program)) {
     for (int32_t a = 0; a < program.numActors; ++a)
       for (const ProgOp &op : program.actors[a]) {
         const bool fwd = op.kind == OpKind::Fwd;
@@ -412,10 +418,7 @@ std::optional<VerifyFailure> checkPairs(const Program &p,
                      std::tie(y.stage, y.mb, y.actor, y.index);
             });
   const std::vector<std::vector<int32_t>> members = stageActors(p);
-  std::vector<bool> shared(p.numStages, false);
-  for (int32_t s : p.sharedStages)
-    if (s >= 0 && s < p.numStages)
-      shared[s] = true;
+  const std::vector<uint8_t> shared = sharedMask(p);
   for (size_t begin = 0, end; begin < computed.size(); begin = end) {
     const Computed &first = computed[begin];
     // Actors, ascending (no allocation per (stage, micro-batch) in the

@@ -354,14 +354,13 @@ private:
   /// The check functions (register_new_checkfunc) on the item `kind` of
   /// `part` would fetch next: all must accept it.
   bool passesChecks(int32_t actor, CompKind kind, int32_t part) {
-    return p.checks.empty() || runChecks(actor, kind, part);
+    return p.checks.empty() || vetoingCheck(actor, kind, part) < 0;
   }
-  bool runChecks(int32_t actor, CompKind kind, int32_t part);
-  /// The check that refused an item last (runChecks).
-  int32_t vetoedBy = -1;
-  /// Why a ready item stays: the check that refused it (by name where the
+  /// The first check that refuses that item, or -1.
+  int32_t vetoingCheck(int32_t actor, CompKind kind, int32_t part);
+  /// Why a ready item stays: check `check` refuses it (by name where the
   /// problem names its checks).
-  std::string checkRefuses() const;
+  std::string checkRefuses(int32_t check) const;
   /// " 'NAME'" of actor `actor`'s plugin priority where the problem names
   /// it, else nothing.
   std::string priorityName(int32_t actor) const {
@@ -1004,18 +1003,17 @@ StepView Engine::view(int32_t actor) const {
   return v;
 }
 
-bool Engine::runChecks(int32_t actor, CompKind kind, int32_t part) {
+int32_t Engine::vetoingCheck(int32_t actor, CompKind kind, int32_t part) {
   const ReadyItem item{kind, part, p.parts[part].stage,
                        queue(part, kind).front()};
   const StepView v = view(actor);
   for (size_t c = 0; c < p.checks.size(); ++c)
     if (!p.checks[c](v, item)) {
-      vetoedBy = static_cast<int32_t>(c);
       if (std::string failure = takeHookFailure(); !failure.empty())
         hookError = std::move(failure);
-      return false;
+      return static_cast<int32_t>(c);
     }
-  return true;
+  return -1;
 }
 
 /// A plugin priority's step: every item the actor may run now, in reorder
@@ -1381,7 +1379,7 @@ void Engine::diagnoseStuck(ScheduleResult &res, double now) {
                "next-type rule would try the next type)";
   res.error = summary.str();
   // The explanations ask plugin checks, which view the actors' programs as
-  // scheduled so far (runChecks): the result drops them only at the end.
+  // scheduled so far (vetoingCheck): the result drops them only at the end.
   std::ostringstream cycle;
   if ((res.cycleDependency = explainDependencyCycle(cycle)) >= 0 ||
       (res.cycleDependency = explainRegisteredCycle(cycle)) >= 0) {
@@ -1457,11 +1455,10 @@ void Engine::explainRegistered(int32_t actor, std::ostream &os) const {
 
 /// Why a ready item stays: a check's veto (explainVetoed,
 /// explainFirstWaiting).
-std::string Engine::checkRefuses() const {
-  if (vetoedBy < 0 || static_cast<size_t>(vetoedBy) >= p.checkNames.size())
+std::string Engine::checkRefuses(int32_t check) const {
+  if (check < 0 || static_cast<size_t>(check) >= p.checkNames.size())
     return "a plugin check function refuses it";
-  return "the plugin check function '" + p.checkNames[vetoedBy] +
-         "' refuses it";
+  return "the plugin check function '" + p.checkNames[check] + "' refuses it";
 }
 
 bool Engine::explainVetoed(int32_t actor, std::ostream &os) {
@@ -1470,21 +1467,22 @@ bool Engine::explainVetoed(int32_t actor, std::ostream &os) {
   // Only when the checks veto every such item: with one they pass, the
   // actor idles for another reason (its priority, an interval).
   const CompKind kinds[3] = {CompKind::Fwd, gradKind(), CompKind::Wgrad};
-  std::optional<std::pair<CompKind, int32_t>> vetoed;
+  // The first such item, and the check that refuses it.
+  std::optional<std::tuple<CompKind, int32_t, int32_t>> vetoed;
   for (int i = 0; i < (p.splitBackward ? 3 : 2); ++i)
     for (int32_t part : actorParts[actor])
       if (!queue(part, kinds[i]).empty() && admissibleFront(kinds[i], part)) {
-        if (runChecks(actor, kinds[i], part))
+        const int32_t check = vetoingCheck(actor, kinds[i], part);
+        if (check < 0)
           return false;
         if (!vetoed)
-          vetoed = {kinds[i], part};
+          vetoed = {kinds[i], part, check};
       }
   if (!vetoed)
     return false;
-  const auto [kind, part] = *vetoed;
-  runChecks(actor, kind, part); // (vetoedBy: this item's)
+  const auto [kind, part, check] = *vetoed;
   os << describeItem(kind, part, queue(part, kind).front()) << " is ready, but "
-     << checkRefuses();
+     << checkRefuses(check);
   return true;
 }
 
@@ -1735,8 +1733,10 @@ void Engine::explainFirstWaiting(int32_t actor, std::ostream &os) {
   };
   if (firstUnstarted(
           true, [&](CompKind kind, int32_t part, int32_t mb, int32_t) {
+            const int32_t check =
+                p.checks.empty() ? -1 : vetoingCheck(actor, kind, part);
             os << describeItem(kind, part, mb) << " is ready, but "
-               << (!passesChecks(actor, kind, part) ? checkRefuses()
+               << (check >= 0 ? checkRefuses(check)
                    : !p.customPriorities.empty() && p.customPriorities[actor]
                        ? "the actor's plugin priority" + priorityName(actor) +
                              " chooses to stay idle"

@@ -722,13 +722,14 @@ llvm::Error rankOps(const std::vector<Located> &row, int32_t r,
     if ((l.action.type == "B" || l.action.type == "W") &&
         l.action.stage < program.numStages)
       lastBackward[l.action.stage] = l.column;
-  std::map<std::tuple<std::string, int32_t, int32_t>, size_t> unwaited;
-  // Per stage, its REDUCE_GRAD's cell while not waited for, and whether it
-  // was reduced: PyTorch 2.15 refuses a reduction started twice, a wait
-  // for none, and a reduction or a send never waited for.
+  std::map<std::tuple<std::string, int32_t, int32_t>,
+           std::pair<size_t, const Located *>>
+      unwaited; // (its op, its cell)
+  // Per stage, its REDUCE_GRAD's cell while not waited for, and the stages
+  // reduced: PyTorch 2.15 refuses a reduction started twice, a wait for
+  // none, and a reduction or a send never waited for.
   std::map<int32_t, const Located *> reducing;
   std::set<int32_t> reduced;
-  std::map<size_t, const Located *> sendCell; // per send op
   for (const Located &l : row) {
     // Which cell an op comes from, in `source` until the end.
     const Action &act = l.action;
@@ -763,7 +764,7 @@ llvm::Error rankOps(const std::vector<Located> &row, int32_t r,
                 "): PyTorch would reduce and scale gradients that are not "
                 "complete");
     if (t == "REDUCE_GRAD") {
-      if (reducing.count(act.stage) || !reduced.insert(act.stage).second)
+      if (!reduced.insert(act.stage).second)
         return at(" reduces stage " + std::to_string(act.stage) +
                   "'s gradients a second time (PyTorch refuses it; it would "
                   "scale them twice)");
@@ -785,7 +786,7 @@ llvm::Error rankOps(const std::vector<Located> &row, int32_t r,
                   ", which this rank has not sent (or has waited for "
                   "already)");
       ProgOp wait{OpKind::Wait};
-      wait.token = ops[sent->second].token = nextToken++;
+      wait.token = ops[sent->second.first].token = nextToken++;
       wait.source = l.column;
       ops.push_back(wait);
       unwaited.erase(sent);
@@ -801,10 +802,8 @@ llvm::Error rankOps(const std::vector<Located> &row, int32_t r,
     } else {
       continue; // reductions, FSDP: no data order
     }
-    if (isSend(op.kind)) {
-      unwaited[{t, act.stage, act.mb}] = ops.size();
-      sendCell[ops.size()] = &l;
-    }
+    if (isSend(op.kind))
+      unwaited[{t, act.stage, act.mb}] = {ops.size(), &l};
     if (neighbour < 0 || neighbour >= program.numStages)
       return at(" has no neighbouring stage " + std::to_string(neighbour) +
                 " to exchange with");
@@ -829,9 +828,9 @@ llvm::Error rankOps(const std::vector<Located> &row, int32_t r,
     return never(*reducing.begin()->second, "WAIT_REDUCE_GRAD");
   if (waits.sends && !unwaited.empty()) {
     const Located *first = nullptr;
-    for (const auto &[key, index] : unwaited)
-      if (!first || sendCell[index]->column < first->column)
-        first = sendCell[index];
+    for (const auto &[key, sent] : unwaited)
+      if (!first || sent.second->column < first->column)
+        first = sent.second;
     return never(*first, first->action.type == "SEND_F" ? "WAIT_SEND_F"
                                                         : "WAIT_SEND_B");
   }

@@ -155,6 +155,7 @@ importTorchSchedule(MLIRContext &context, const std::string &input,
     // verifier says where, at the cell of the computation the transfer
     // serves (a receive stands right before it), and that the transfers
     // are PyTorch's, not the file's.
+    // (A copy: the failed ordering may have moved `lowered`'s transfers.)
     sched::Program plain = program;
     sched::insertCommunication(plain);
     if (std::optional<sched::VerifyFailure> f =
