@@ -8,6 +8,9 @@ build_all
 echo
 "$BUILD_DIR/bin/flexpipe-bench-simulator" "${1:-1}"
 echo
+echo "Reading specs with K registered stages, instructions and dependencies (bench/spec-scale.py):"
+python3 "$FLEXPIPE_ROOT/bench/spec-scale.py" "$BUILD_DIR"
+echo
 echo "Stage imbalance of GPT 5B under 1F1B (the paper's Figure 3):"
 python3 "$FLEXPIPE_ROOT/bench/imbalance.py" "$BUILD_DIR"
 echo

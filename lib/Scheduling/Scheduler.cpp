@@ -33,6 +33,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <set>
 #include <sstream>
 
 using namespace flexpipe::sched;
@@ -522,6 +523,10 @@ private:
   std::vector<int32_t> instCompleted;         // per instance: completions
   std::vector<std::vector<int32_t>> regReady; // per actor * r: FIFO
   std::vector<size_t> regHead;                // per actor * r
+  /// Per actor: the registered instructions with an instance ready, in
+  /// registration order (a spec may register thousands; scanning them all at
+  /// every step was quadratic).
+  std::vector<std::set<int32_t>> regWithReady;
   std::vector<int32_t> regLeft;               // per actor * r: not yet run
   std::vector<int64_t> regUnitLeft;           // per actor * r
   std::vector<int32_t> blockedIn;             // per actor: instance or -1
@@ -750,6 +755,7 @@ void Engine::initRegistered() {
   instCompleted.assign(numInstances, 0);
   regReady.assign(static_cast<size_t>(numActors) * numRegs, {});
   regHead.assign(regReady.size(), 0);
+  regWithReady.assign(numActors, {});
   regLeft.assign(regReady.size(), 0);
   regUnitLeft.assign(regReady.size(), 0);
   for (int32_t r = 0; r < numRegs; ++r)
@@ -767,6 +773,7 @@ void Engine::instanceReady(int32_t node) {
     for (int32_t actor : p.registered[r].actors) {
       regReady[static_cast<size_t>(actor) * numRegs + r].push_back(node -
                                                                    numItems);
+      regWithReady[actor].insert(r);
       core.touch(actor);
     }
     if (++node >= end || --pending[node] != 0)
@@ -778,12 +785,10 @@ void Engine::instanceReady(int32_t node) {
 /// registration order) with an instance ready and, at the start of a
 /// scheduling unit, `unit` of them (or all that are left).
 int32_t Engine::pickRegistered(int32_t actor) const {
-  const int32_t numRegs = static_cast<int32_t>(p.registered.size());
-  for (int32_t r = 0; r < numRegs; ++r) {
+  const size_t numRegs = p.registered.size();
+  for (int32_t r : regWithReady[actor]) {
     const size_t k = static_cast<size_t>(actor) * numRegs + r;
     const size_t ready = regReady[k].size() - regHead[k];
-    if (ready == 0)
-      continue;
     if (regUnitLeft[k] > 0 ||
         static_cast<int64_t>(ready) >=
             std::min<int64_t>(p.registered[r].unit, regLeft[k]))
@@ -797,6 +802,8 @@ void Engine::runRegistered(int32_t actor, int32_t r, double now) {
   const int32_t numRegs = static_cast<int32_t>(p.registered.size());
   const size_t k = static_cast<size_t>(actor) * numRegs + r;
   const int32_t instance = regReady[k][regHead[k]++];
+  if (regHead[k] == regReady[k].size())
+    regWithReady[actor].erase(r);
   regUnitLeft[k] = regUnitLeft[k] > 0
                        ? regUnitLeft[k] - 1
                        : std::min<int64_t>(ri.unit, regLeft[k]) - 1;

@@ -675,8 +675,13 @@ normalizeStageIndex(int64_t index, int64_t perDirection, int64_t total) {
   return index;
 }
 
-static ModalityOp lookupModule(Operation *from, FlatSymbolRefAttr symbol) {
-  return SymbolTable::lookupNearestSymbolFrom<ModalityOp>(from, symbol);
+/// The module `symbol` names, seen from `from`. Lookups go through
+/// `symbols`, which indexes the pipeline's symbol table once: a spec has one
+/// op per registered stage, instruction and dependency, and a linear search
+/// per reference made verifying it quadratic.
+static ModalityOp lookupModule(SymbolTableCollection &symbols, Operation *from,
+                               FlatSymbolRefAttr symbol) {
+  return symbols.lookupNearestSymbolFrom<ModalityOp>(from, symbol);
 }
 
 static int64_t asSigned(uint64_t value) { return static_cast<int64_t>(value); }
@@ -700,10 +705,11 @@ using StageKey = std::pair<StringAttr, int64_t>;
 
 /// Resolves `@stage` / `@module[i]` named by `op`. `role` starts the
 /// diagnostic ("the source", ...).
-static FailureOr<StageKey> resolveStageRef(Operation *op, StringRef role,
+static FailureOr<StageKey> resolveStageRef(SymbolTableCollection &symbols,
+                                           Operation *op, StringRef role,
                                            FlatSymbolRefAttr symbol,
                                            std::optional<uint64_t> rawIndex) {
-  Operation *target = SymbolTable::lookupNearestSymbolFrom(op, symbol);
+  Operation *target = symbols.lookupNearestSymbolFrom(op, symbol);
   std::optional<int64_t> index;
   if (rawIndex)
     index = asSigned(*rawIndex);
@@ -792,13 +798,15 @@ int64_t PipelineOp::getNumStages() {
 
 /// Extra dependencies must not form a cycle. Reports one error with a note at
 /// each dependency of the first cycle found.
-static LogicalResult verifyAcyclicDependencies(PipelineOp pipeline) {
+static LogicalResult verifyAcyclicDependencies(PipelineOp pipeline,
+                                               SymbolTableCollection &symbols) {
   using Node = std::tuple<StringAttr, StringAttr, int64_t>;
   llvm::DenseMap<Node, unsigned> ids;
   SmallVector<SmallVector<std::pair<unsigned, DependencyOp>>> successors;
   auto nodeOf = [&](StringAttr inst, FlatSymbolRefAttr stage,
                     std::optional<uint64_t> index) -> FailureOr<unsigned> {
-    FailureOr<StageKey> key = resolveStageRef(pipeline, "a", stage, index);
+    FailureOr<StageKey> key =
+        resolveStageRef(symbols, pipeline, "a", stage, index);
     if (failed(key))
       return failure();
     auto [it, inserted] =
@@ -907,6 +915,7 @@ static LogicalResult verifyPriorities(PipelineOp pipeline) {
 }
 
 LogicalResult PipelineOp::verifyRegions() {
+  SymbolTableCollection symbols;
   bool hasModule = false;
   for (Operation &op : getBody().front()) {
     if (!isa<ModalityOp, ShareOp, StageOp, InstructionOp, DependencyOp, CheckOp,
@@ -953,7 +962,7 @@ LogicalResult PipelineOp::verifyRegions() {
   // A stage is shared once (the schedule has one actor list per stage).
   llvm::DenseMap<std::pair<StringAttr, int64_t>, ShareOp> sharedSeen;
   for (auto share : getBody().getOps<ShareOp>()) {
-    ModalityOp module = lookupModule(share, share.getModuleAttr());
+    ModalityOp module = lookupModule(symbols, share, share.getModuleAttr());
     std::optional<sched::ModulePlacement> placed =
         module ? llvm::expectedToOptional(module.computePlacement())
                : std::nullopt;
@@ -996,7 +1005,7 @@ LogicalResult PipelineOp::verifyRegions() {
     return diag;
   }
 
-  return verifyAcyclicDependencies(*this);
+  return verifyAcyclicDependencies(*this, symbols);
 }
 
 //===----------------------------------------------------------------------===//
@@ -1098,13 +1107,28 @@ LogicalResult ModalityOp::verify() {
                             "layers, use fewer stages, or give `partition "
                             "[...]`";
   }
+  if (const size_t actors = getActorIds().size();
+      getVocabParallel() && actors < 2)
+    return emitOpError() << "is vocab_parallel, which splits the token "
+                            "embedding and LM head over its actors and needs "
+                            "at least 2, but it has "
+                         << actors;
+  if (getBidirectional() && asSigned(pipeline.getMicrobatches()) < 2)
+    return emitOpError()
+           << "is bidirectional, which splits micro-batches between two "
+              "directions and needs at least 2, but the pipeline has "
+           << asSigned(pipeline.getMicrobatches());
+  return success();
+}
+
+LogicalResult ModalityOp::verifySymbolUses(SymbolTableCollection &symbols) {
   if (ArrayAttr inputs = getInputsAttr()) {
     for (auto [i, attr] : llvm::enumerate(inputs)) {
       auto symbol = cast<FlatSymbolRefAttr>(attr);
       if (llvm::is_contained(inputs.getValue().take_front(i), attr))
         return emitOpError() << "takes input from " << symbol
                              << " twice; list each module once";
-      ModalityOp input = lookupModule(*this, symbol);
+      ModalityOp input = lookupModule(symbols, *this, symbol);
       if (!input)
         return emitOpError() << "takes input from " << symbol
                              << ", which is not a flexpipe.module of this "
@@ -1122,17 +1146,6 @@ LogicalResult ModalityOp::verify() {
                                 "connected to other modules";
     }
   }
-  if (const size_t actors = getActorIds().size();
-      getVocabParallel() && actors < 2)
-    return emitOpError() << "is vocab_parallel, which splits the token "
-                            "embedding and LM head over its actors and needs "
-                            "at least 2, but it has "
-                         << actors;
-  if (getBidirectional() && asSigned(pipeline.getMicrobatches()) < 2)
-    return emitOpError()
-           << "is bidirectional, which splits micro-batches between two "
-              "directions and needs at least 2, but the pipeline has "
-           << asSigned(pipeline.getMicrobatches());
   return success();
 }
 
@@ -1140,8 +1153,8 @@ LogicalResult ModalityOp::verify() {
 // ShareOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult ShareOp::verify() {
-  ModalityOp module = lookupModule(*this, getModuleAttr());
+LogicalResult ShareOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  ModalityOp module = lookupModule(symbols, *this, getModuleAttr());
   if (!module)
     return emitOpError() << "refers to " << getModuleAttr()
                          << ", which is not a flexpipe.module of this pipeline";
@@ -1201,17 +1214,21 @@ LogicalResult InstructionOp::verify() {
       return emitOpError() << name << " must be between 1 and " << kMaxCount
                            << " (the most micro-batches a pipeline has), got "
                            << value;
-  FailureOr<StageKey> stage =
-      resolveStageRef(*this, "its", getStageAttr(), getStageIndex());
-  if (failed(stage))
-    return failure();
   if (getAsync() && getKind() == RegisteredKind::Compute)
     return emitOpError() << "is a kind(compute) instruction, which each actor "
                             "runs on its own; only all_gather and gather can "
                             "be async";
+  return success();
+}
+
+LogicalResult InstructionOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  FailureOr<StageKey> stage =
+      resolveStageRef(symbols, *this, "its", getStageAttr(), getStageIndex());
+  if (failed(stage))
+    return failure();
   if (getKind() != RegisteredKind::Compute) {
     auto registered =
-        SymbolTable::lookupNearestSymbolFrom<StageOp>(*this, getStageAttr());
+        symbols.lookupNearestSymbolFrom<StageOp>(*this, getStageAttr());
     if (!registered || registered.getActorIds().size() < 2)
       return emitOpError()
              << "is a kind(" << stringifyRegisteredKind(getKind())
@@ -1227,21 +1244,23 @@ LogicalResult InstructionOp::verify() {
 
 /// Checks one endpoint: the instruction exists and, when registered, is named
 /// with the stage it is attached to.
-static FailureOr<StageKey> verifyEndpoint(DependencyOp op, StringRef role,
+static FailureOr<StageKey> verifyEndpoint(SymbolTableCollection &symbols,
+                                          DependencyOp op, StringRef role,
                                           StringAttr inst,
                                           FlatSymbolRefAttr stage,
                                           std::optional<uint64_t> index) {
-  FailureOr<StageKey> key = resolveStageRef(op, role, stage, index);
+  FailureOr<StageKey> key = resolveStageRef(symbols, op, role, stage, index);
   if (failed(key) || isBuiltinInstructionName(inst.getValue()))
     return key;
-  auto registered = SymbolTable::lookupNearestSymbolFrom<InstructionOp>(
+  auto registered = symbols.lookupNearestSymbolFrom<InstructionOp>(
       op, FlatSymbolRefAttr::get(inst));
   if (!registered)
     return op.emitOpError() << role << " instruction @" << inst.getValue()
                             << " is neither a built-in type (fwd, bwd, igrad, "
                                "wgrad) nor a registered flexpipe.instruction";
-  FailureOr<StageKey> attached = resolveStageRef(
-      registered, "its", registered.getStageAttr(), registered.getStageIndex());
+  FailureOr<StageKey> attached =
+      resolveStageRef(symbols, registered, "its", registered.getStageAttr(),
+                      registered.getStageIndex());
   if (failed(attached))
     return failure();
   if (*attached != *key)
@@ -1255,13 +1274,14 @@ static FailureOr<StageKey> verifyEndpoint(DependencyOp op, StringRef role,
   return key;
 }
 
-LogicalResult DependencyOp::verify() {
-  FailureOr<StageKey> src = verifyEndpoint(
-      *this, "the source", getSrcInstAttr(), getSrcStageAttr(), getSrcIndex());
+LogicalResult DependencyOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  FailureOr<StageKey> src =
+      verifyEndpoint(symbols, *this, "the source", getSrcInstAttr(),
+                     getSrcStageAttr(), getSrcIndex());
   if (failed(src))
     return failure();
   FailureOr<StageKey> dst =
-      verifyEndpoint(*this, "the destination", getDstInstAttr(),
+      verifyEndpoint(symbols, *this, "the destination", getDstInstAttr(),
                      getDstStageAttr(), getDstIndex());
   if (failed(dst))
     return failure();
@@ -1288,27 +1308,29 @@ LogicalResult PriorityOp::verify() {
     return emitOpError() << "sets no priority; give at least one of cttp<...>, "
                             "fstp<...>, bstp<...> or custom(\"name\")";
   }
-  ModalityOp module;
-  if (getModuleAttr()) {
-    module = lookupModule(*this, getModuleAttr());
-    if (!module)
-      return emitOpError() << "refers to " << getModuleAttr()
-                           << ", which is not a flexpipe.module of this "
-                              "pipeline";
-  }
   if (std::optional<ArrayRef<int64_t>> ids = getActorIds()) {
     auto pipeline = (*this)->getParentOfType<PipelineOp>();
-    if (failed(verifyActorList(*this, "a per-actor priority", *ids,
-                               asSigned(pipeline.getActors()), 1)))
-      return failure();
-    if (module) {
-      SmallVector<int64_t> group = module.getActorIds();
-      for (int64_t actor : *ids)
-        if (!llvm::is_contained(group, actor))
-          return emitOpError() << "overrides actor " << actor
-                               << ", which is not one of module "
-                               << getModuleAttr() << "'s actors";
-    }
+    return verifyActorList(*this, "a per-actor priority", *ids,
+                           asSigned(pipeline.getActors()), 1);
+  }
+  return success();
+}
+
+LogicalResult PriorityOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  if (!getModuleAttr())
+    return success();
+  ModalityOp module = lookupModule(symbols, *this, getModuleAttr());
+  if (!module)
+    return emitOpError() << "refers to " << getModuleAttr()
+                         << ", which is not a flexpipe.module of this "
+                            "pipeline";
+  if (std::optional<ArrayRef<int64_t>> ids = getActorIds()) {
+    SmallVector<int64_t> group = module.getActorIds();
+    for (int64_t actor : *ids)
+      if (!llvm::is_contained(group, actor))
+        return emitOpError()
+               << "overrides actor " << actor << ", which is not one of module "
+               << getModuleAttr() << "'s actors";
   }
   return success();
 }
@@ -1414,12 +1436,12 @@ FailureOr<SmallVector<int64_t>> InflightOp::evaluate(int64_t numActors,
   return limits;
 }
 
-LogicalResult InflightOp::verify() {
+LogicalResult InflightOp::verifySymbolUses(SymbolTableCollection &symbols) {
   auto pipeline = (*this)->getParentOfType<PipelineOp>();
   int64_t numActors = asSigned(pipeline.getActors());
   int64_t numStages = 0;
   if (getModuleAttr()) {
-    ModalityOp module = lookupModule(*this, getModuleAttr());
+    ModalityOp module = lookupModule(symbols, *this, getModuleAttr());
     if (!module)
       return emitOpError() << "refers to " << getModuleAttr()
                            << ", which is not a flexpipe.module of this "

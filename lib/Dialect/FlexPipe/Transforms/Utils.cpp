@@ -78,7 +78,8 @@ namespace {
 /// kind at a time. Errors are emitted at the op.
 class SpecReader {
 public:
-  explicit SpecReader(PipelineOp pipeline) : pipeline(pipeline) {}
+  explicit SpecReader(PipelineOp pipeline)
+      : pipeline(pipeline), symbols(pipeline) {}
 
   FailureOr<sched::PipelineSpec> read();
 
@@ -104,6 +105,8 @@ private:
   LogicalResult unknown(Operation &op, StringRef kind, StringRef name) const;
 
   PipelineOp pipeline;
+  /// The pipeline's symbols, indexed once.
+  SymbolTable symbols;
   sched::PipelineSpec spec;
   plugin::Registry &plugins = plugin::Registry::global();
   llvm::DenseMap<StringAttr, int32_t> moduleIndex;
@@ -184,8 +187,8 @@ void SpecReader::readRegistered() {
     in.prev = static_cast<int64_t>(inst.getPrev());
     in.next = static_cast<int64_t>(inst.getNext());
     in.unit = static_cast<int64_t>(inst.getUnit());
-    if (ModalityOp module = SymbolTable::lookupNearestSymbolFrom<ModalityOp>(
-            inst, inst.getStageAttr())) {
+    if (auto module =
+            symbols.lookup<ModalityOp>(inst.getStageAttr().getAttr())) {
       in.module = indexOf(inst.getStageAttr());
       in.stage = normalize(module, static_cast<int64_t>(*inst.getStageIndex()));
     } else {
@@ -291,8 +294,7 @@ LogicalResult SpecReader::readDependency(DependencyOp dep) {
     std::optional<uint64_t> index =
         source ? dep.getSrcIndex() : dep.getDstIndex();
     std::optional<sched::CompKind> kind = builtinKind(inst);
-    ModalityOp module =
-        SymbolTable::lookupNearestSymbolFrom<ModalityOp>(dep, stage);
+    auto module = symbols.lookup<ModalityOp>(stage.getAttr());
     if (kind && !module)
       return dep.emitOpError()
              << "runs " << inst << " on registered stage " << stage
@@ -382,14 +384,23 @@ ScheduleProgram flexpipe::readSchedule(ScheduleOp schedule) {
     p.sharedStages.assign(shared->begin(), shared->end());
   p.actors.resize(p.numActors);
   result.ops.resize(p.numActors);
+  // The index of `name` in `names`, appended when new; `index` mirrors
+  // `names` (a schedule may hold thousands of registered stages and
+  // instructions).
+  auto indexOf = [](std::vector<std::string> &names,
+                    llvm::StringMap<int32_t> &index, StringRef name) {
+    auto [it, inserted] =
+        index.try_emplace(name, static_cast<int32_t>(names.size()));
+    if (inserted)
+      names.push_back(name.str());
+    return it->second;
+  };
+  llvm::StringMap<int32_t> moduleIndex, instIndex;
   if (ArrayAttr info = schedule.getStageInfoAttr()) {
     for (Attribute attr : info) {
       auto stage = cast<StageInfoAttr>(attr);
       sched::StageMeta meta;
-      auto it = llvm::find(p.moduleNames, stage.getModule().str());
-      meta.module = static_cast<int32_t>(it - p.moduleNames.begin());
-      if (it == p.moduleNames.end())
-        p.moduleNames.push_back(stage.getModule().str());
+      meta.module = indexOf(p.moduleNames, moduleIndex, stage.getModule());
       meta.layers = stage.getLayers();
       meta.first = stage.getFirst();
       meta.last = stage.getLast();
@@ -438,11 +449,7 @@ ScheduleProgram flexpipe::readSchedule(ScheduleOp schedule) {
             entry.peer = static_cast<int32_t>(o.getRoot());
           })
           .Case([&](ExecOp o) {
-            std::string name = o.getInstruction().str();
-            auto it = llvm::find(p.instructions, name);
-            entry.inst = static_cast<int32_t>(it - p.instructions.begin());
-            if (it == p.instructions.end())
-              p.instructions.push_back(std::move(name));
+            entry.inst = indexOf(p.instructions, instIndex, o.getInstruction());
           })
           .Case([&](WaitOp o) { entry.token = tokenOf(o.getToken()); });
       p.actors[id].push_back(entry);

@@ -69,7 +69,8 @@ def FlexPipe_PipelineOp : FlexPipe_Op<"pipeline", [
 }
 
 def FlexPipe_ModalityOp : FlexPipe_Op<"module", [
-    Symbol, HasParent<"PipelineOp">]> {
+    Symbol, HasParent<"PipelineOp">,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "a model tower: its layers, partition and placement";
   let description = [{
     One module (modality) of the model: `layers` transformer layers cut into
@@ -155,7 +156,8 @@ def FlexPipe_ModalityOp : FlexPipe_Op<"module", [
   }];
 }
 
-def FlexPipe_ShareOp : FlexPipe_Op<"share", [HasParent<"PipelineOp">]> {
+def FlexPipe_ShareOp : FlexPipe_Op<"share", [HasParent<"PipelineOp">,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "label a module stage as shared among several actors";
   let description = [{
     Stage `stage` of module `@module` (a module-local index; negative counts
@@ -173,7 +175,6 @@ def FlexPipe_ShareOp : FlexPipe_Op<"share", [HasParent<"PipelineOp">]> {
   let assemblyFormat = [{
     $module `stage` $stage `actors` $actor_ids `` custom<OwnAttrDict>(attr-dict)
   }];
-  let hasVerifier = 1;
 }
 
 def FlexPipe_StageOp : FlexPipe_Op<"stage", [
@@ -194,7 +195,8 @@ def FlexPipe_StageOp : FlexPipe_Op<"stage", [
 }
 
 def FlexPipe_InstructionOp : FlexPipe_Op<"instruction", [
-    Symbol, HasParent<"PipelineOp">]> {
+    Symbol, HasParent<"PipelineOp">,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "register a new instruction type";
   let description = [{
     A new instruction type (the paper's `register_new_inst`) attached to a
@@ -260,7 +262,8 @@ def FlexPipe_InstructionOp : FlexPipe_Op<"instruction", [
 }
 
 def FlexPipe_DependencyOp : FlexPipe_Op<"dependency", [
-    HasParent<"PipelineOp">]> {
+    HasParent<"PipelineOp">,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "an extra dependency between (instruction, stage) pairs";
   let description = [{
     `A -> B`: for every micro-batch, instruction A on stage A is scheduled
@@ -309,7 +312,6 @@ def FlexPipe_DependencyOp : FlexPipe_Op<"dependency", [
     custom<InstRef>($dst_inst) custom<StageRef>($dst_stage, $dst_index)
     `` custom<OwnAttrDict>(attr-dict)
   }];
-  let hasVerifier = 1;
 }
 
 def FlexPipe_CheckOp : FlexPipe_Op<"check", [HasParent<"PipelineOp">]> {
@@ -330,7 +332,8 @@ def FlexPipe_CheckOp : FlexPipe_Op<"check", [HasParent<"PipelineOp">]> {
   let assemblyFormat = "$name `` custom<OwnAttrDict>(attr-dict)";
 }
 
-def FlexPipe_PriorityOp : FlexPipe_Op<"priority", [HasParent<"PipelineOp">]> {
+def FlexPipe_PriorityOp : FlexPipe_Op<"priority", [HasParent<"PipelineOp">,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "the two scheduling priorities";
   let description = [{
     Sets the computation-type traversal priority (`cttp`) and the stage
@@ -376,7 +379,8 @@ def FlexPipe_PriorityOp : FlexPipe_Op<"priority", [HasParent<"PipelineOp">]> {
   let hasVerifier = 1;
 }
 
-def FlexPipe_InflightOp : FlexPipe_Op<"inflight", [HasParent<"PipelineOp">]> {
+def FlexPipe_InflightOp : FlexPipe_Op<"inflight", [HasParent<"PipelineOp">,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "a limit on in-flight micro-batches";
   let description = [{
     Bounds how many micro-batches may be in flight (forward done, backward not
@@ -440,7 +444,6 @@ def FlexPipe_InflightOp : FlexPipe_Op<"inflight", [HasParent<"PipelineOp">]> {
     ($module^)? custom<EnumKeyword>($scope) custom<InflightLimit>($limit)
     `` custom<OwnAttrDict>(attr-dict)
   }];
-  let hasVerifier = 1;
   let extraClassDeclaration = [{
     /// The limit for each index of the scope (one entry for `global`), given
     /// the scope's sizes. Returns failure (with a diagnostic at the op) when
