@@ -279,6 +279,51 @@ flexpipe::sched::stageActors(const Program &program) {
   return actorsOf;
 }
 
+std::vector<int64_t> flexpipe::sched::stageFirstLayers(
+    const std::vector<StageMeta> &meta,
+    const std::vector<std::pair<int32_t, int32_t>> &edges) {
+  const int32_t numStages = static_cast<int32_t>(meta.size());
+  std::vector<std::vector<int32_t>> succs(numStages);
+  std::vector<int32_t> waiting(numStages, 0);
+  for (auto [from, to] : edges)
+    if (from >= 0 && to >= 0 && from < numStages && to < numStages &&
+        meta[from].module == meta[to].module) {
+      succs[from].push_back(to);
+      ++waiting[to];
+    }
+  // Kahn's order: a stage is placed once every predecessor is.
+  std::vector<int64_t> first(numStages, 0);
+  std::vector<int32_t> ready;
+  for (int32_t s = 0; s < numStages; ++s)
+    if (waiting[s] == 0)
+      ready.push_back(s);
+  while (!ready.empty()) {
+    const int32_t s = ready.back();
+    ready.pop_back();
+    for (int32_t next : succs[s]) {
+      first[next] = std::max(first[next], first[s] + meta[s].layers);
+      if (--waiting[next] == 0)
+        ready.push_back(next);
+    }
+  }
+  return first;
+}
+
+std::vector<int64_t> flexpipe::sched::moduleLayers(const Program &program) {
+  std::vector<int64_t> depth(program.moduleNames.size(), 0);
+  if (static_cast<int32_t>(program.stageMeta.size()) != program.numStages)
+    return depth;
+  const std::vector<int64_t> first =
+      stageFirstLayers(program.stageMeta, program.edges);
+  for (int32_t s = 0; s < program.numStages; ++s) {
+    const StageMeta &meta = program.stageMeta[s];
+    if (!meta.isRegistered() && meta.module >= 0 &&
+        meta.module < static_cast<int32_t>(depth.size()))
+      depth[meta.module] = std::max(depth[meta.module], first[s] + meta.layers);
+  }
+  return depth;
+}
+
 void flexpipe::sched::insertCommunication(Program &program) {
   Topology topo(program);
   std::vector<int32_t> peers;

@@ -256,6 +256,26 @@ llvm::Error flexpipe::sched::modelCosts(const Program &program,
       }
     }
   }
+  // The stages price the model file's modules: each module's stages hold
+  // its layers (a schedule split for another model would be priced as a
+  // model of another size).
+  const std::vector<int64_t> held = moduleLayers(program);
+  std::vector<bool> priced(program.moduleNames.size(), false);
+  for (const StageMeta &meta : program.stageMeta)
+    if (!meta.isRegistered() && meta.module >= 0 &&
+        meta.module < static_cast<int32_t>(priced.size()))
+      priced[meta.module] = true;
+  for (size_t m = 0; m < priced.size(); ++m) {
+    const ModuleModel *module = model.module(program.moduleNames[m]);
+    if (priced[m] && module && module->layers != held[m])
+      return llvm::createStringError(
+          "the schedule's stages of module '" + program.moduleNames[m] +
+          "' hold " + std::to_string(held[m]) +
+          " layers (stage_info, along its stages), but the model file's '" +
+          program.moduleNames[m] + "' has " + std::to_string(module->layers) +
+          "; give the stages the model's layers or use the model file the "
+          "schedule was made for");
+  }
   // The loss statistics of a vocabulary-parallel head (a shared stage of no
   // layers that holds the head): a ring all-reduce over its actors.
   c.collectiveDuration.assign(program.numStages, 0);

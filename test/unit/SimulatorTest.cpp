@@ -1055,3 +1055,38 @@ TEST_CASE("a collective with blocking and posting members ends once for all",
             opKindName(program.actors[actor][index].kind) + " ";
   CHECK(path == "1fwd 1all_gather 0all_gather 0bwd ");
 }
+
+TEST_CASE("a module's layers are counted along its chain of stages",
+          "[simulator][model]") {
+  // Module 0: stages 0 -> 1 -> 2 (2 + 3 + 1 layers) and a second direction
+  // 3 -> 4 (4 + 2); module 1 (stage 5, 7 layers) takes module 0's output
+  // (edge 2 -> 5, another module: it does not shift module 1's layers).
+  // Stage 6 is a registered stage.
+  std::vector<StageMeta> meta = {{0, 2, true, false},
+                                 {0, 3},
+                                 {0, 1, false, true},
+                                 {0, 4, true, false},
+                                 {0, 2, false, true},
+                                 {1, 7, true, true},
+                                 {2, 0}};
+  std::vector<std::pair<int32_t, int32_t>> edges = {
+      {0, 1}, {1, 2}, {3, 4}, {2, 5}};
+  CHECK(stageFirstLayers(meta, edges) ==
+        std::vector<int64_t>{0, 2, 5, 0, 4, 0, 0});
+  // A join starts after its deepest predecessor.
+  edges.push_back({0, 2});
+  CHECK(stageFirstLayers(meta, edges)[2] == 5);
+  edges.push_back({3, 2});
+  CHECK(stageFirstLayers(meta, edges)[2] == 5);
+  edges.push_back({4, 2});
+  CHECK(stageFirstLayers(meta, edges)[2] == 6);
+
+  Program program;
+  program.numStages = 7;
+  program.stageMeta = meta;
+  program.moduleNames = {"gpt", "head", "sync"};
+  program.edges = {{0, 1}, {1, 2}, {3, 4}, {2, 5}};
+  CHECK(moduleLayers(program) == std::vector<int64_t>{6, 7, 0});
+  program.stageMeta.pop_back(); // no metadata for every stage: unknown
+  CHECK(moduleLayers(program) == std::vector<int64_t>{0, 0, 0});
+}

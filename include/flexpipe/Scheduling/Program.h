@@ -154,6 +154,20 @@ Program toProgram(const Problem &problem, const ScheduleResult &schedule,
 /// Per stage, the actors that compute it (ascending, each once).
 std::vector<std::vector<int32_t>> stageActors(const Program &program);
 
+/// Per stage, the first of its module's layers it holds: a stage follows the
+/// deepest of its predecessors of the same module along `edges` (a DAG), so
+/// a module's layers are counted along its chain of stages and each
+/// direction of a bidirectional module holds them all. Stages without one of
+/// the module's stages before them start at 0.
+std::vector<int64_t>
+stageFirstLayers(const std::vector<StageMeta> &meta,
+                 const std::vector<std::pair<int32_t, int32_t>> &edges);
+
+/// Per module (Program::moduleNames), the layers its stages hold along
+/// their chain (stageFirstLayers); 0 for registered stages' names and for
+/// every module of a program without stage metadata.
+std::vector<int64_t> moduleLayers(const Program &program);
+
 /// Adds a send after every computation whose output another actor needs and
 /// a blocking receive right before the first computation that needs it.
 /// Same-actor edges get nothing. Existing transfers are kept; the program

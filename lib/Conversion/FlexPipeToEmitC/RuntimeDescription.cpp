@@ -10,6 +10,7 @@
 
 #include "flexpipe/Conversion/FlexPipeToEmitC/FlexPipeToEmitC.h"
 #include "flexpipe/Runtime/Schedule.h"
+#include "flexpipe/Scheduling/Program.h"
 #include "flexpipe/Support/Hash.h"
 #include "flexpipe/Support/InputLimits.h"
 
@@ -686,24 +687,19 @@ describeGpt(ScheduleOp schedule, const Analysis &a,
   const int64_t numStages = static_cast<int64_t>(schedule.getStages());
   ArrayAttr info = a.info;
   StringAttr module = a.modules.front();
-  std::vector<std::vector<int64_t>> preds(numStages);
+  std::vector<sched::StageMeta> meta(numStages);
+  for (int64_t s = 0; s < numStages; ++s) {
+    auto stage = cast<StageInfoAttr>(info[s]);
+    meta[s] = {stage.getModule() == module ? 0 : -1, stage.getLayers(),
+               stage.getFirst(), stage.getLast()};
+  }
+  std::vector<std::pair<int32_t, int32_t>> edges;
   for (auto [from, to] : schedule.getEdgeList())
-    preds[to].push_back(from);
-  std::vector<int64_t> firstBlock(numStages, -1);
-  std::function<int64_t(int64_t)> blockOf = [&](int64_t s) -> int64_t {
-    if (firstBlock[s] >= 0)
-      return firstBlock[s];
-    firstBlock[s] = 0; // the edges form a DAG (verified)
-    int64_t first = 0;
-    for (int64_t p : preds[s])
-      first = std::max(first,
-                       blockOf(p) + cast<StageInfoAttr>(info[p]).getLayers());
-    return firstBlock[s] = first;
-  };
+    edges.push_back({static_cast<int32_t>(from), static_cast<int32_t>(to)});
+  const std::vector<int64_t> firstBlock = sched::stageFirstLayers(meta, edges);
   int64_t layers = 0;
   for (int64_t s = 0; s < numStages; ++s)
-    layers =
-        std::max(layers, blockOf(s) + cast<StageInfoAttr>(info[s]).getLayers());
+    layers = std::max(layers, firstBlock[s] + meta[s].layers);
 
   // (The description's block indices are ints.)
   if (layers > kMaxCount)
