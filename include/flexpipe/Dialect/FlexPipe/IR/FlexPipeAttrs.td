@@ -114,10 +114,15 @@ class FlexPipe_Attr<string name, string attrMnemonic, list<Trait> traits = []>
 def FlexPipe_ModelConfigAttr : FlexPipe_Attr<"ModelConfig", "model"> {
   let summary = "transformer configuration of a module";
   let description = [{
-    The size of one module's transformer layers, used by the cost model and by
-    the runtime's built-in GPT-style model. `hidden` must be a multiple of
-    `heads`; each size is between 1 and 16,777,216 (2^24, the runtime's
-    bound, shared with the model file's reader).
+    The size of one module's transformer layers, which `--balance cost`
+    (`-flexpipe-partition{balance=cost}`) splits the module's layers by when
+    no model file names the module. Only the partition reads it: the
+    simulation prices stages, and the rank executables size their model,
+    from a model file (`--model`), and without one they use unit costs and
+    the runtime's default GPT sizes (hidden 64, 4 heads, 32 tokens,
+    vocabulary 256). `hidden` must be a multiple of `heads`; each size is
+    between 1 and 16,777,216 (2^24, the runtime's bound, shared with the
+    model file's reader).
 
     ```mlir
     flexpipe.module @gpt layers(32) placement(one_to_one)

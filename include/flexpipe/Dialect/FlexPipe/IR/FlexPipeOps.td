@@ -97,7 +97,9 @@ def FlexPipe_ModalityOp : FlexPipe_Op<"module", [
       on different actors (or on its own), and two modules that take one
       input must start on different actors (or on the input's): the
       scheduler refuses other placements at the module.
-    - `model<...>`: transformer sizes for the cost model and runtime.
+    - `model<...>`: transformer sizes that `--balance cost` splits the
+      layers by (`#flexpipe.model`; the simulation and the rank
+      executables take sizes from a model file only).
     - `vocab_parallel`: the paper's MLLM placement. The token embedding and
       the LM head with the loss leave the first and last stages and become
       two extra stages per direction (numbered after the module's own),
