@@ -324,6 +324,52 @@ std::vector<int64_t> flexpipe::sched::moduleLayers(const Program &program) {
   return depth;
 }
 
+llvm::Error flexpipe::sched::checkStageChains(const Program &program) {
+  if (static_cast<int32_t>(program.stageMeta.size()) != program.numStages)
+    return llvm::Error::success();
+  const std::vector<StageMeta> &meta = program.stageMeta;
+  std::vector<uint8_t> fed(program.numStages, 0), feeds(program.numStages, 0);
+  for (auto [from, to] : program.edges)
+    if (from >= 0 && to >= 0 && from < program.numStages &&
+        to < program.numStages && meta[from].module == meta[to].module)
+      feeds[from] = fed[to] = 1;
+  auto nameOf = [&](int32_t s) {
+    const int32_t m = meta[s].module;
+    return m >= 0 && m < static_cast<int32_t>(program.moduleNames.size())
+               ? program.moduleNames[m]
+               : std::string("?");
+  };
+  std::vector<int64_t> firsts(program.moduleNames.size(), 0),
+      lasts(program.moduleNames.size(), 0);
+  for (int32_t s = 0; s < program.numStages; ++s) {
+    if (meta[s].isRegistered())
+      continue;
+    if (!meta[s].first && !fed[s])
+      return llvm::createStringError(
+          "stage " + std::to_string(s) + " of module '" + nameOf(s) +
+          "' is not a first stage (stage_info), but no stage of its module "
+          "feeds it");
+    if (!meta[s].last && !feeds[s])
+      return llvm::createStringError(
+          "stage " + std::to_string(s) + " of module '" + nameOf(s) +
+          "' is not a last stage (stage_info), but it feeds no stage of its "
+          "module");
+    if (meta[s].module >= 0 &&
+        meta[s].module < static_cast<int32_t>(firsts.size())) {
+      firsts[meta[s].module] += meta[s].first;
+      lasts[meta[s].module] += meta[s].last;
+    }
+  }
+  for (size_t m = 0; m < firsts.size(); ++m)
+    if (firsts[m] != lasts[m])
+      return llvm::createStringError(
+          "module '" + program.moduleNames[m] + "' has " +
+          std::to_string(firsts[m]) + " first and " + std::to_string(lasts[m]) +
+          " last stages (stage_info); a module has one of each per "
+          "direction");
+  return llvm::Error::success();
+}
+
 void flexpipe::sched::insertCommunication(Program &program) {
   Topology topo(program);
   std::vector<int32_t> peers;

@@ -256,9 +256,12 @@ llvm::Error flexpipe::sched::modelCosts(const Program &program,
       }
     }
   }
-  // The stages price the model file's modules: each module's stages hold
-  // its layers (a schedule split for another model would be priced as a
-  // model of another size).
+  // The stages price the model file's modules: first and last stages where
+  // the edges start and end, and each module's stages hold its layers (a
+  // schedule split for another model would be priced as a model of another
+  // size).
+  if (llvm::Error error = checkStageChains(program))
+    return error;
   const std::vector<int64_t> held = moduleLayers(program);
   std::vector<bool> priced(program.moduleNames.size(), false);
   for (const StageMeta &meta : program.stageMeta)

@@ -1090,3 +1090,36 @@ TEST_CASE("a module's layers are counted along its chain of stages",
   program.stageMeta.pop_back(); // no metadata for every stage: unknown
   CHECK(moduleLayers(program) == std::vector<int64_t>{0, 0, 0});
 }
+
+TEST_CASE("first and last stages are where a module's chains start and end",
+          "[simulator][model]") {
+  Program program;
+  program.numStages = 4;
+  program.moduleNames = {"gpt"};
+  // Two directions: 0 -> 1 and 2 -> 3.
+  program.stageMeta = {{0, 2, true, false},
+                       {0, 2, false, true},
+                       {0, 2, true, false},
+                       {0, 2, false, true}};
+  program.edges = {{0, 1}, {2, 3}};
+  CHECK(!llvm::errorToBool(checkStageChains(program)));
+  // A start that is not first.
+  program.stageMeta[2].first = false;
+  CHECK(llvm::toString(checkStageChains(program)) ==
+        "stage 2 of module 'gpt' is not a first stage (stage_info), but no "
+        "stage of its module feeds it");
+  // An end that is not last.
+  program.stageMeta[2].first = true;
+  program.stageMeta[1].last = false;
+  CHECK(llvm::toString(checkStageChains(program)) ==
+        "stage 1 of module 'gpt' is not a last stage (stage_info), but it "
+        "feeds no stage of its module");
+  // A first stage in the middle of a chain: one first too many.
+  program.stageMeta[1] = {0, 2, true, true};
+  CHECK(llvm::toString(checkStageChains(program)) ==
+        "module 'gpt' has 3 first and 2 last stages (stage_info); a module "
+        "has one of each per direction");
+  // Without metadata there is nothing to check.
+  program.stageMeta.clear();
+  CHECK(!llvm::errorToBool(checkStageChains(program)));
+}

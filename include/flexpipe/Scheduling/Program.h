@@ -37,6 +37,8 @@
 
 #include "flexpipe/Scheduling/Scheduler.h"
 
+#include "llvm/Support/Error.h"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -167,6 +169,13 @@ stageFirstLayers(const std::vector<StageMeta> &meta,
 /// their chain (stageFirstLayers); 0 for registered stages' names and for
 /// every module of a program without stage metadata.
 std::vector<int64_t> moduleLayers(const Program &program);
+
+/// Whether the stage metadata agrees with the edges, as pricing a model
+/// needs (the first stages hold the embedding, the last ones the head): a
+/// module stage that no stage of its module feeds is a first stage, one that
+/// feeds none of them is a last stage, and a module has as many first as
+/// last stages (one of each per direction). Success without metadata.
+llvm::Error checkStageChains(const Program &program);
 
 /// Adds a send after every computation whose output another actor needs and
 /// a blocking receive right before the first computation that needs it.
