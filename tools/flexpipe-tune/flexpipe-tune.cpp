@@ -802,6 +802,12 @@ int main(int argc, char **argv) {
   // Every candidate runs on all of them (pp x dp = --gpus): what ranks
   // sharing a node's cores cost depends on it.
   cluster.jobDevices = resolved->gpus;
+  // The directories prepareOutput makes, deepest first.
+  std::vector<std::string> made;
+  for (llvm::StringRef dir = o.output;
+       !dir.empty() && !llvm::sys::fs::exists(dir);
+       dir = llvm::sys::path::parent_path(dir))
+    made.push_back(dir.str());
   if (!prepareOutput(o.output))
     return 1;
 
@@ -813,6 +819,8 @@ int main(int argc, char **argv) {
   if (!tuned) {
     llvm::errs() << "flexpipe-tune: " << llvm::toString(tuned.takeError())
                  << "\n";
+    for (const std::string &dir : made) // still empty: none is left
+      llvm::sys::fs::remove(dir);
     return 1;
   }
   const TuneResult &result = *tuned;
