@@ -212,6 +212,13 @@ std::string flexpipe::rt::checkpointPath(const std::string &dir,
          std::to_string(rank);
 }
 
+bool flexpipe::rt::isCheckpointName(const std::string &name) {
+  int64_t k = 0;
+  int r = 0;
+  return parseName(name, k, r, /*temporary=*/true) ||
+         parseName(name, k, r, /*temporary=*/false);
+}
+
 std::string flexpipe::rt::makeDirectories(const std::string &dir) {
   for (size_t at = 1; at <= dir.size(); ++at) {
     if (at < dir.size() && dir[at] != '/')

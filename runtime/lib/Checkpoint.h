@@ -61,6 +61,10 @@ std::string modelText(const ScheduleDesc &desc);
 std::string checkpointPath(const std::string &dir, int64_t iterations,
                            int rank);
 
+/// Whether `name` (a file name, no directory) is one a checkpoint directory
+/// holds: iter-K.rankR, or a temporary of one while it is written.
+bool isCheckpointName(const std::string &name);
+
 /// Creates `dir` and missing parents; "" or why not.
 std::string makeDirectories(const std::string &dir);
 

@@ -169,15 +169,7 @@ public:
     for (const auto &[option, path] : outputs) {
       if (path.empty() || isSystemPath(path))
         continue;
-      std::error_code ignored;
-      std::string key = std::filesystem::weakly_canonical(
-                            std::filesystem::absolute(path, ignored), ignored)
-                            .lexically_normal();
-      if (key.empty())
-        key = path;
-      // "ckpt/" and "ckpt/." are "ckpt"; a link to a device is the device.
-      while (key.size() > 1 && key.back() == '/')
-        key.pop_back();
+      const std::string key = canonical(path);
       if (isSystemPath(key))
         continue;
       auto [it, fresh] = seen.emplace(key, &option);
@@ -186,6 +178,21 @@ public:
                "': one would overwrite the other";
     }
     return "";
+  }
+
+  /// `path` absolute, links resolved as far as it exists, without "." and
+  /// "..": "ckpt/" and "ckpt/." are ".../ckpt", a link to a device is the
+  /// device.
+  static std::string canonical(const std::string &path) {
+    std::error_code ignored;
+    std::string key = std::filesystem::weakly_canonical(
+                          std::filesystem::absolute(path, ignored), ignored)
+                          .lexically_normal();
+    if (key.empty())
+      key = path;
+    while (key.size() > 1 && key.back() == '/')
+      key.pop_back();
+    return key;
   }
 
 private:

@@ -143,6 +143,18 @@
 // SAMEWEIGHTS: flexpipe: rank 0: --weights (actor 1's file) and --losses both name '{{.*}}w.actor1': one would overwrite the other
 // RUN: not timeout 60 %t/a-good/run-mpi.sh --iterations 1000000 --losses %t/ckpt --checkpoint %t/ckpt/. 2>&1 | FileCheck %s --check-prefix=SAMECKPT
 // SAMECKPT: flexpipe: rank 0: --checkpoint and --losses both name
+// Nor a file the checkpoint directory holds: the trace's part of rank 0
+// replaced the only generation, which the merge then deleted (exit 0), and
+// the losses replaced a rank's checkpoint.
+// RUN: not timeout 60 %t/a-good/run-mpi.sh --iterations 2 --checkpoint %t/ck --trace %t/ck/./iter-2 2>&1 | FileCheck %s --check-prefix=CKPTFILE
+// CKPTFILE: flexpipe: rank {{[01]}}: --trace (rank 0's part) names '{{.*}}ck/./iter-2.rank0', a file of the --checkpoint directory '{{.*}}ck' (its checkpoints are iter-K.rankR): it would overwrite or lose one; name another path (checked before training)
+// RUN: not timeout 60 %t/a-good/run-mpi.sh --iterations 2 --checkpoint %t/ck --losses %t/ck/iter-2.rank1 2>&1 | FileCheck %s --check-prefix=CKPTLOSSES
+// CKPTLOSSES: --losses names '{{.*}}ck/iter-2.rank1', a file of the --checkpoint directory
+// RUN: mkdir -p %t/ck && timeout 60 %t/a-good/run-mpi.sh --iterations 2 --checkpoint %t/ck --losses %t/ck/losses > /dev/null
+// RUN: ls %t/ck | FileCheck %s --check-prefix=CKPTKEPT
+// CKPTKEPT: iter-2.rank0
+// CKPTKEPT-NEXT: iter-2.rank1
+// CKPTKEPT-NEXT: losses
 // RUN: not timeout 60 flexpipe-reference %t/a-good/schedule.txt --iterations 1000000 --losses %t/same --weights %t/other/../same 2>&1 | FileCheck %s --check-prefix=REFSAME
 // REFSAME: flexpipe-reference: --weights and --losses both name '{{.*}}other/../same': one would overwrite the other (checked before training)
 // A directory there (the rename at the end would fail), and an empty name
