@@ -25,15 +25,27 @@ Usage: compare-training.py RUN_LOSSES REF_LOSSES [RUN_WEIGHTS_PREFIX REF_WEIGHTS
 """
 
 import glob
+import math
 import re
 import sys
 
 SLICE = re.compile(r"^(.+)\[(\d+):(\d+),(\d+):(\d+)\]/(\d+)x(\d+)$")
 
 
+def number(text, path, line):
+    try:
+        return float(text)
+    except ValueError:
+        sys.exit(f"{path}:{line}: '{text}' is not a number")
+
+
 def losses(path):
     with open(path) as f:
-        return [float(line) for line in f if line.strip()]
+        values = [number(line.strip(), path, i + 1)
+                  for i, line in enumerate(f) if line.strip()]
+    if not values:
+        sys.exit(f"{path}: holds no losses")
+    return values
 
 
 def join_slices(table, slices, path):
@@ -56,10 +68,15 @@ def weights(paths):
     table, slices = {}, {}
     for path in paths:
         with open(path) as f:
-            for line in f:
+            for number_of_line, line in enumerate(f, 1):
                 parts = line.split()
+                if not parts:
+                    continue
+                if len(parts) < 2 or not parts[1].isdigit():
+                    sys.exit(f"{path}:{number_of_line}: expected 'NAME COUNT "
+                             "VALUES...'")
                 name, count = parts[0], int(parts[1])
-                values = [float(x) for x in parts[2:]]
+                values = [number(x, path, number_of_line) for x in parts[2:]]
                 if len(values) != count:
                     sys.exit(f"{path}: {name} has {len(values)} values, "
                              f"expected {count}")
@@ -107,6 +124,8 @@ def main():
     worst_loss = 0.0
     for i, (a, b) in enumerate(zip(run_losses, ref_losses)):
         rel = abs(a - b) / max(abs(b), 1e-12)
+        if not math.isfinite(a) or not math.isfinite(b):
+            rel = math.inf  # NaN compares false with every bound
         worst_loss = max(worst_loss, rel)
         if rel > tol["--loss-tol"]:
             failures.append(f"iteration {i}: loss {a:.9g}, reference {b:.9g}")
@@ -135,8 +154,13 @@ def main():
     worst_weight, compared, apart = 0.0, 0, []
     adam_step = 2 * tol["--lr"] * len(ref_losses)
     for name in sorted(set(run_weights) & set(ref_weights)):
+        if len(run_weights[name]) != len(ref_weights[name]):
+            failures.append(f"{name} has {len(run_weights[name])} values, the "
+                            f"reference's {len(ref_weights[name])}")
         for i, (a, b) in enumerate(zip(run_weights[name], ref_weights[name])):
             diff = abs(a - b) / max(1.0, abs(b))
+            if not math.isfinite(a) or not math.isfinite(b):
+                diff = math.inf  # beyond any tolerance and any Adam step
             compared += 1
             if tol["--weight-tol"] < diff <= adam_step:
                 apart.append((diff, f"{name}[{i}]"))
