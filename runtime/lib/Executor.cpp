@@ -830,6 +830,7 @@ void checkOptionsAgree(flexpipe_rt &rt) {
 void checkOutputs(flexpipe_rt &rt) {
   Comm &comm = *rt.comm;
   const Options &o = rt.options;
+  OutputFile::removeTemporariesOnInterrupt();
   std::vector<std::string> outputs;
   if (comm.rank() == 0)
     for (const std::string *path : {&o.losses, &o.profile, &o.trace})

@@ -22,19 +22,37 @@
 #ifndef FLEXPIPE_RUNTIME_LIB_OUTPUTFILE_H
 #define FLEXPIPE_RUNTIME_LIB_OUTPUTFILE_H
 
+#include <atomic>
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <iterator>
 #include <map>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 namespace flexpipe::rt {
+
+namespace detail {
+/// A slot of OutputFile's table of the temporaries alive, which the
+/// interrupt handler reads with async-signal-safe calls only (a path too
+/// long for one, or a 33rd file, is not recorded: it is left behind as
+/// before).
+struct LiveTemporary {
+  /// 0 free, 1 being filled (by another thread), 2 a temporary.
+  std::atomic<int> used{0};
+  char path[4096];
+};
+static_assert(std::atomic<int>::is_always_lock_free,
+              "the interrupt handler reads the slots");
+} // namespace detail
 
 class OutputFile {
 public:
@@ -100,8 +118,16 @@ public:
     }
     renameTo = target;
     temporary = target + ".tmp" + std::to_string(::getpid());
-    if (!(file = std::fopen(direct ? target.c_str() : temporary.c_str(),
-                            direct ? "a" : "w")))
+    // The temporary is made and recorded for the interrupt handler with the
+    // interrupts held, so that it never exists unrecorded.
+    sigset_t before;
+    holdInterrupts(before);
+    file = std::fopen(direct ? target.c_str() : temporary.c_str(),
+                      direct ? "a" : "w");
+    if (file && !direct)
+      slot = record(temporary);
+    pthread_sigmask(SIG_SETMASK, &before, nullptr);
+    if (!file)
       problem = "cannot write '" + this->path + "': " +
                 (direct || target == this->path
                      ? std::string(std::strerror(errno))
@@ -123,9 +149,11 @@ public:
       if (!direct)
         std::remove(temporary.c_str());
     }
+    forget();
   }
   /// The temporary the result is written to before the rename, or "" (in
-  /// place, or not writable): a caller's interrupt handler removes it.
+  /// place, or not writable): removeTemporariesOnInterrupt's handler, or a
+  /// caller's own, removes it.
   const std::string &temporaryPath() const {
     static const std::string none;
     return file && !direct ? temporary : none;
@@ -145,8 +173,10 @@ public:
       problem = "cannot write '" + path + "': " + std::strerror(errno);
       if (!direct)
         std::remove(temporary.c_str());
+      forget();
       return false;
     }
+    forget();
     return true;
   }
   const std::string &error() const { return problem; }
@@ -195,8 +225,72 @@ public:
     return key;
   }
 
+  /// Makes SIGINT, SIGTERM and SIGHUP remove the temporaries of the
+  /// OutputFiles alive when one arrives, then end the process by the signal
+  /// as before (a caller sees it was interrupted). Only where the signal
+  /// has its default action (a handler of the program's, or an ignored
+  /// signal, is kept). An interrupted run left its half-written
+  /// `FILE.tmpPID`s behind for good.
+  static void removeTemporariesOnInterrupt() {
+    struct sigaction action {};
+    action.sa_handler = onInterrupt;
+    sigemptyset(&action.sa_mask);
+    for (int sig : kInterrupts)
+      sigaddset(&action.sa_mask, sig);
+    for (int sig : kInterrupts) {
+      struct sigaction old {};
+      if (sigaction(sig, nullptr, &old) == 0 && old.sa_handler == SIG_DFL &&
+          !(old.sa_flags & SA_SIGINFO))
+        sigaction(sig, &action, nullptr);
+    }
+  }
+
 private:
+  static constexpr int kInterrupts[] = {SIGINT, SIGTERM, SIGHUP};
+  using Live = detail::LiveTemporary;
+  static inline Live live[32];
+
+  static void holdInterrupts(sigset_t &before) {
+    sigset_t interrupts;
+    sigemptyset(&interrupts);
+    for (int sig : kInterrupts)
+      sigaddset(&interrupts, sig);
+    pthread_sigmask(SIG_BLOCK, &interrupts, &before);
+  }
+  /// With the interrupts held: the slot `temporary` is recorded in, or -1.
+  static int record(const std::string &temporary) {
+    if (temporary.size() >= sizeof(Live::path))
+      return -1;
+    for (int i = 0; i < static_cast<int>(std::size(live)); ++i) {
+      int expected = 0;
+      if (live[i].used.compare_exchange_strong(expected, 1)) {
+        std::memcpy(live[i].path, temporary.c_str(), temporary.size() + 1);
+        live[i].used.store(2);
+        return i;
+      }
+    }
+    return -1;
+  }
+  /// The temporary is gone (renamed or removed): no longer the handler's.
+  void forget() {
+    if (slot < 0)
+      return;
+    sigset_t before;
+    holdInterrupts(before);
+    live[slot].used.store(0);
+    pthread_sigmask(SIG_SETMASK, &before, nullptr);
+    slot = -1;
+  }
+  static void onInterrupt(int sig) {
+    for (const Live &entry : live)
+      if (entry.used.load() == 2)
+        ::unlink(entry.path);
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);
+  }
+
   std::string path, renameTo, temporary;
+  int slot = -1;
   FILE *file = nullptr;
   /// Written in place, appended to: isSystemPath, or a
   /// character device.

@@ -546,12 +546,13 @@ int flexpipe::rt::runReference(int argc, char **argv, bool withOperations) {
   if (!o.weights.empty())
     if (std::string error = OutputFile::check(o.weights); !error.empty())
       return failed(error + " (checked before training)");
-  if (!o.initialWeights.empty())
-    if (std::string error = run.writeWeights(o.initialWeights); !error.empty())
-      return failed(error);
   if (!o.batches.empty() && desc.twoTower())
     return failed("--batches writes the GPT's batches; this schedule trains "
                   "two towers");
+  // Every output is checked before the first is written (the initial
+  // weights replaced a file, and then --losses in a missing directory
+  // stopped the run).
+  OutputFile::removeTemporariesOnInterrupt();
   std::optional<OutputFile> batchesFile, lossesFile;
   if (!o.batches.empty())
     batchesFile.emplace(o.batches);
@@ -560,6 +561,9 @@ int flexpipe::rt::runReference(int argc, char **argv, bool withOperations) {
   for (auto *file : {&batchesFile, &lossesFile})
     if (*file && !(*file)->get())
       return failed((*file)->error());
+  if (!o.initialWeights.empty())
+    if (std::string error = run.writeWeights(o.initialWeights); !error.empty())
+      return failed(error);
   FILE *batches = batchesFile ? batchesFile->get() : nullptr;
   FILE *losses = lossesFile ? lossesFile->get() : nullptr;
   for (int64_t it = 0; it < o.iterations; ++it) {

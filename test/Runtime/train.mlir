@@ -157,6 +157,21 @@
 // CKPTKEPT-NEXT: losses
 // RUN: not timeout 60 flexpipe-reference %t/a-good/schedule.txt --iterations 1000000 --losses %t/same --weights %t/other/../same 2>&1 | FileCheck %s --check-prefix=REFSAME
 // REFSAME: flexpipe-reference: --weights and --losses both name '{{.*}}other/../same': one would overwrite the other (checked before training)
+// Every output is checked before the first is written: the initial weights
+// replaced a file, and then --losses in a missing directory stopped the run.
+// RUN: echo before > %t/initial && not timeout 60 flexpipe-reference %t/a-good/schedule.txt --iterations 1 --initial-weights %t/initial --losses %t/missing-dir/l 2>&1 | FileCheck %s --check-prefix=REFFIRST
+// REFFIRST: flexpipe-reference: cannot write '{{.*}}missing-dir/l'
+// RUN: FileCheck %s --check-prefix=REFKEPT < %t/initial
+// REFKEPT: before
+// An interrupt leaves the previous files and no temporaries (the losses'
+// and batches' FILE.tmpPID were left behind for good).
+// RUN: rm -rf %t/interrupted && mkdir %t/interrupted && echo previous > %t/interrupted/l
+// RUN: python3 %S/interrupt_outputs.py %t/interrupted TERM flexpipe-reference %t/a-good/schedule.txt --iterations 1000000 --losses %t/interrupted/l --batches %t/interrupted/b | FileCheck %s --check-prefix=REFINT
+// REFINT: signal 15
+// REFINT-NEXT: l
+// REFINT-NOT: tmp
+// RUN: FileCheck %s --check-prefix=PREVIOUS < %t/interrupted/l
+// PREVIOUS: previous
 // A directory there (the rename at the end would fail), and an empty name
 // (it would read as none):
 // RUN: mkdir -p %t/a-dir && not timeout 60 %t/a-good/run-mpi.sh --iterations 1000000 --losses %t/a-dir 2>&1 | FileCheck %s --check-prefix=DIRECTORY
