@@ -148,8 +148,11 @@ llvm::Error flexpipe::sched::checkTorchExpressible(const Program &p) {
     }
   for (int32_t s = 0; s + 1 < p.numStages; ++s)
     if (!edges.count({s, s + 1})) {
+      // The next stage starts the module again: another direction of a
+      // bidirectional one. A first stage of another module starts a tower.
       const bool second = s + 1 < static_cast<int32_t>(p.stageMeta.size()) &&
-                          p.stageMeta[s + 1].first;
+                          p.stageMeta[s + 1].first &&
+                          p.stageMeta[s + 1].module == p.stageMeta[s].module;
       if (second) {
         os << "stage " << s + 1
            << " starts another pipeline of the model (replicated weights, as "

@@ -43,6 +43,12 @@
 // RUN: flexpipe-compile %t.dot/back.mlir --emit=text | FileCheck %s --check-prefix=DOTNAME
 // DOTNAME: schedule @torch_schedule:
 // BIDI: bidirectional.mlir:4:1: error: --emit=torch-csv-comms cannot write 'bidirectional': stage 4 starts another pipeline of the model (replicated weights, as in bidirectional pipelines); PyTorch's schedule format runs one chain of stages, each on one rank
+// Two towers (modules on their own actors, no edge between them) are
+// named as such: the first stage of the second module was taken for the
+// start of a bidirectional pipeline's second direction (weights replicated).
+// RUN: printf 'flexpipe.pipeline @two actors(4) microbatches(4) {\n  flexpipe.module @a layers(2) placement(one_to_one) actors [0, 1]\n  flexpipe.module @b layers(2) placement(one_to_one) actors [2, 3]\n  flexpipe.priority cttp<bwd_first> fstp<breadth_first> bstp<breadth_first>\n}\n' > %t.towers.mlir
+// RUN: not flexpipe-compile %t.towers.mlir --emit=torch-csv 2>&1 | FileCheck %s --check-prefix=TOWERS
+// TOWERS: error: --emit=torch-csv cannot write 'two': stage 1 does not feed stage 2 (several pipelines or towers); PyTorch's schedule format runs one chain of stages
 // RUN: not flexpipe-compile %examples/clip-mixed.mlir --emit=torch-csv 2>&1 | FileCheck %s --check-prefix=CLIP
 // CLIP: error: --emit=torch-csv cannot write 'clip_mixed': actor {{[0-9]+}} runs {{all_gather|gather|exec}}
 // An actor that computes nothing would be a blank row, an idle rank, which
