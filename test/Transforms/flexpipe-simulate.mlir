@@ -37,8 +37,9 @@ flexpipe.schedule @gpipe actors(2) stages(2) microbatches(2) stage_info [#flexpi
 // CHECK-LABEL: flexpipe.schedule @sync
 // CHECK-SAME: bubble = array<f64: 0.33333333333333331, 0.33333333333333331>
 // CHECK-SAME: iteration_time = 3.000000e+00 : f64
-// (Two directions of one module, each micro-batch taking one.)
-flexpipe.schedule @sync actors(2) stages(2) microbatches(2) edges [] stage_info [#flexpipe.stage_info<"gpt", 1, first, last>, #flexpipe.stage_info<"gpt", 1, first, last>] {
+// (Two directions of one module, each micro-batch taking one; each stage
+// holds the model file's 8 layers, as the MODEL run needs.)
+flexpipe.schedule @sync actors(2) stages(2) microbatches(2) edges [] stage_info [#flexpipe.stage_info<"gpt", 8, first, last>, #flexpipe.stage_info<"gpt", 8, first, last>] {
   flexpipe.actor 0 {
     flexpipe.fwd stage 0 mb 0
     flexpipe.all_gather stage 0 mb 0 group [0, 1]
