@@ -212,20 +212,29 @@ std::optional<BrokenDependency> brokenExecDependency(const Problem &problem,
                                                      const ProgramGraph &graph,
                                                      ComputationIndex &index,
                                                      Ask holds) {
+  // Per (actor, instruction): its instances' first micro-batches and ops, in
+  // order; one pass over the programs (a pass per instruction was quadratic
+  // in the instructions a spec registers).
+  using Instances = std::vector<std::pair<int32_t, int32_t>>;
+  std::map<std::pair<int32_t, int32_t>, Instances> execs;
+  for (int32_t actor = 0; actor < static_cast<int32_t>(run.actors.size());
+       ++actor)
+    for (size_t i = 0; i < run.actors[actor].size(); ++i) {
+      const ProgOp &op = run.actors[actor][i];
+      if (op.kind == OpKind::Exec)
+        execs[{actor, op.inst}].push_back(
+            {op.mb, graph.actorBegin[actor] + static_cast<int32_t>(i)});
+    }
   for (int32_t r = 0; r < static_cast<int32_t>(problem.registered.size());
        ++r) {
     const Registered &inst = problem.registered[r];
     if (inst.runtime != InstRuntime::Exec)
       continue;
-    // Per member: its instances' first micro-batches and ops, in order.
-    std::map<int32_t, std::vector<std::pair<int32_t, int32_t>>> instances;
+    // Per member: its instances.
+    std::map<int32_t, const Instances *> instances;
     for (int32_t actor : inst.actors)
-      for (size_t i = 0; i < run.actors[actor].size(); ++i) {
-        const ProgOp &op = run.actors[actor][i];
-        if (op.kind == OpKind::Exec && op.inst == r)
-          instances[actor].push_back(
-              {op.mb, graph.actorBegin[actor] + static_cast<int32_t>(i)});
-      }
+      if (auto it = execs.find({actor, r}); it != execs.end())
+        instances[actor] = &it->second;
     auto fail = [&](const PartKind &end, int32_t mb, bool fromExec,
                     int32_t member) {
       const StagePart &part = problem.parts[end.part];
@@ -258,7 +267,8 @@ std::optional<BrokenDependency> brokenExecDependency(const Problem &problem,
     auto elsewhere = [&](int32_t actor, int32_t member) {
       return actor != member && llvm::is_contained(inst.actors, actor);
     };
-    for (auto &[member, list] : instances) {
+    for (auto [member, instancesOn] : instances) {
+      const Instances &list = *instancesOn;
       // Sources: every micro-batch an instance covers comes first.
       for (const PartKind &src : inst.after) {
         const StagePart &part = problem.parts[src.part];

@@ -97,7 +97,10 @@ private:
     return symbol ? moduleIndex.lookup(symbol.getAttr()) : -1;
   }
   /// A stage index of `module`, negative ones counted from its last stage.
-  static int64_t normalize(ModalityOp module, int64_t index);
+  int64_t normalize(ModalityOp module, int64_t index);
+  /// Module `m`'s placement, computed once (every rule, share and reference
+  /// of a module asks for it: computing it each time was quadratic).
+  llvm::Expected<const sched::ModulePlacement &> placementOf(int32_t m);
   /// The sizes counts of a statement are evaluated at: its module's actors
   /// and stages, or the whole pipeline's.
   FailureOr<CountScope> scopeOf(Operation *op, int32_t module);
@@ -111,24 +114,42 @@ private:
   plugin::Registry &plugins = plugin::Registry::global();
   llvm::DenseMap<StringAttr, int32_t> moduleIndex;
   SmallVector<ModalityOp> modules;
+  std::vector<std::optional<sched::ModulePlacement>> placements;
+  std::optional<int64_t> numStages; ///< the pipeline's, once asked
   llvm::StringMap<int32_t> stageIndex, instIndex;
 };
 } // namespace
 
+llvm::Expected<const sched::ModulePlacement &>
+SpecReader::placementOf(int32_t m) {
+  placements.resize(modules.size());
+  if (!placements[m]) {
+    llvm::Expected<sched::ModulePlacement> placed =
+        modules[m].computePlacement();
+    if (!placed)
+      return placed.takeError();
+    placements[m] = std::move(*placed);
+  }
+  return *placements[m];
+}
+
 int64_t SpecReader::normalize(ModalityOp module, int64_t index) {
-  std::optional<sched::ModulePlacement> placed =
-      llvm::expectedToOptional(module.computePlacement());
-  if (!placed)
+  llvm::Expected<const sched::ModulePlacement &> placed =
+      placementOf(moduleIndex.lookup(module.getSymNameAttr()));
+  if (!placed) {
+    llvm::consumeError(placed.takeError());
     return index;
+  }
   return index < 0 ? index + placed->stagesPerDirection : index;
 }
 
 FailureOr<CountScope> SpecReader::scopeOf(Operation *op, int32_t module) {
-  CountScope scope{spec.actors, pipeline.getNumStages(), spec.microbatches};
+  if (!numStages)
+    numStages = pipeline.getNumStages();
+  CountScope scope{spec.actors, *numStages, spec.microbatches};
   if (module < 0)
     return scope;
-  llvm::Expected<sched::ModulePlacement> placed =
-      modules[module].computePlacement();
+  llvm::Expected<const sched::ModulePlacement &> placed = placementOf(module);
   if (!placed)
     return op->emitOpError() << llvm::toString(placed.takeError());
   scope.pp = static_cast<int64_t>(modules[module].getActorIds().size());
@@ -211,7 +232,7 @@ LogicalResult SpecReader::readCheck(CheckOp check) {
 
 LogicalResult SpecReader::readShare(ShareOp share) {
   int32_t m = indexOf(share.getModuleAttr());
-  llvm::Expected<sched::ModulePlacement> placed = modules[m].computePlacement();
+  llvm::Expected<const sched::ModulePlacement &> placed = placementOf(m);
   if (!placed)
     return share.emitOpError() << llvm::toString(placed.takeError());
   int64_t stage = static_cast<int64_t>(share.getStage());
@@ -416,14 +437,22 @@ ScheduleProgram flexpipe::readSchedule(ScheduleOp schedule) {
     return tokens.try_emplace(token, static_cast<int32_t>(tokens.size()))
         .first->second;
   };
-  auto groupOf = [&](ArrayRef<int64_t> members) {
+  // A group attribute is uniqued: each distinct one is sorted and looked up
+  // once (a vocabulary-parallel schedule repeats one group of every actor
+  // in each all_gather).
+  llvm::DenseMap<Attribute, int32_t> groupOfAttr;
+  auto groupOf = [&](DenseI64ArrayAttr attr) {
+    auto [known, fresh] = groupOfAttr.try_emplace(attr, 0);
+    if (!fresh)
+      return known->second;
+    ArrayRef<int64_t> members = attr.asArrayRef();
     std::vector<int32_t> key(members.begin(), members.end());
     std::sort(key.begin(), key.end());
     auto [it, inserted] =
         groups.try_emplace(key, static_cast<int32_t>(p.groups.size()));
     if (inserted)
       p.groups.push_back(key);
-    return it->second;
+    return known->second = it->second;
   };
 
   for (auto actor : schedule.getBody().getOps<ActorOp>()) {
@@ -443,9 +472,9 @@ ScheduleProgram flexpipe::readSchedule(ScheduleOp schedule) {
           entry.token = tokenOf(op.getResult(0));
       }
       llvm::TypeSwitch<Operation *>(&op)
-          .Case([&](AllGatherOp o) { entry.group = groupOf(o.getGroup()); })
+          .Case([&](AllGatherOp o) { entry.group = groupOf(o.getGroupAttr()); })
           .Case([&](GatherOp o) {
-            entry.group = groupOf(o.getGroup());
+            entry.group = groupOf(o.getGroupAttr());
             entry.peer = static_cast<int32_t>(o.getRoot());
           })
           .Case([&](ExecOp o) {
