@@ -23,6 +23,7 @@
 #include "flexpipe/Scheduling/EventCore.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/ThreadPool.h"
 
 #include <algorithm>
@@ -167,6 +168,10 @@ private:
   const SimCosts &costs;
   std::vector<std::vector<int32_t>> sequence; ///< per actor: F, I, B items
   std::vector<size_t> weightsOn;              ///< per actor: W items
+  /// chainWeights' scratch set of visited items, all 0 between calls (it
+  /// runs on the thread that owns the separator, never in the re-timing
+  /// tasks).
+  mutable std::vector<uint8_t> chainSeen;
   std::vector<int32_t> depStart, depList;     ///< CSR predecessors
   /// CSR: per item, the items that depend on it (their actors may look
   /// again once its end is known).
@@ -742,7 +747,15 @@ std::vector<int32_t>
 Separator::chainWeights(const Timing &t, int32_t blocked,
                         const std::vector<uint8_t> &stashed) const {
   std::vector<int32_t> found;
-  std::vector<uint8_t> seen(items.size(), 0);
+  // The inputs visited, in a scratch set cleared on the way out (a set the
+  // size of the items per call was quadratic in them).
+  std::vector<uint8_t> &seen = chainSeen;
+  seen.resize(items.size(), 0);
+  std::vector<int32_t> visited;
+  auto clear = llvm::make_scope_exit([&] {
+    for (int32_t i : visited)
+      seen[i] = 0;
+  });
   int32_t cur = blocked;
   for (size_t guard = 0; guard < items.size() && cur >= 0; ++guard) {
     // The input that arrived last decided when `cur` could start (its data:
@@ -759,6 +772,7 @@ Separator::chainWeights(const Timing &t, int32_t blocked,
     if (critical < 0 || seen[critical])
       break;
     seen[critical] = 1;
+    visited.push_back(critical);
     // Fused weight gradients that ran on the critical input's actor after
     // that input was ready and before it started held it back.
     double readyAt = 0;
