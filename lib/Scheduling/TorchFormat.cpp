@@ -8,6 +8,7 @@
 
 #include "flexpipe/Scheduling/TorchFormat.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/ConvertUTF.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -85,12 +86,16 @@ std::string action(int32_t stage, const char *type, int32_t mb = -1) {
 
 } // namespace
 
-llvm::Error flexpipe::sched::checkTorchExpressible(const Program &p) {
+llvm::Error
+flexpipe::sched::checkTorchExpressible(const Program &p,
+                                       std::pair<int32_t, int32_t> *at) {
   std::ostringstream os;
   auto fail = [&] { return llvm::createStringError(os.str()); };
   for (int32_t a = 0; a < p.numActors; ++a)
-    for (const ProgOp &op : p.actors[a])
+    for (const auto &[i, op] : llvm::enumerate(p.actors[a]))
       if (isCollective(op.kind) || op.kind == OpKind::Exec) {
+        if (at)
+          *at = {a, static_cast<int32_t>(i)};
         os << "actor " << a << " runs " << opKindName(op.kind);
         if (op.kind == OpKind::Exec && op.inst >= 0 &&
             op.inst < static_cast<int32_t>(p.instructions.size()))

@@ -49,8 +49,16 @@
 // RUN: printf 'flexpipe.pipeline @two actors(4) microbatches(4) {\n  flexpipe.module @a layers(2) placement(one_to_one) actors [0, 1]\n  flexpipe.module @b layers(2) placement(one_to_one) actors [2, 3]\n  flexpipe.priority cttp<bwd_first> fstp<breadth_first> bstp<breadth_first>\n}\n' > %t.towers.mlir
 // RUN: not flexpipe-compile %t.towers.mlir --emit=torch-csv 2>&1 | FileCheck %s --check-prefix=TOWERS
 // TOWERS: error: --emit=torch-csv cannot write 'two': stage 1 does not feed stage 2 (several pipelines or towers); PyTorch's schedule format runs one chain of stages
+// A registered instruction or collective is refused at its op: in a spec,
+// the flexpipe.instruction (it was the pipeline's first line); in a
+// schedule, the first such op.
 // RUN: not flexpipe-compile %examples/clip-mixed.mlir --emit=torch-csv 2>&1 | FileCheck %s --check-prefix=CLIP
-// CLIP: error: --emit=torch-csv cannot write 'clip_mixed': actor {{[0-9]+}} runs {{all_gather|gather|exec}}
+// CLIP: clip-mixed.mlir:8:3: error: --emit=torch-csv cannot write 'clip_mixed': actor 3 runs all_gather on stage 10; PyTorch's schedule format has no registered instructions or collectives
+// CLIP-NEXT: flexpipe.instruction @sync_states kind(all_gather) on(@sync)
+// RUN: flexpipe-compile %examples/clip-mixed.mlir --emit=schedule -o %t.clip.mlir
+// RUN: not flexpipe-compile %t.clip.mlir --emit=torch-csv-comms 2>&1 | FileCheck %s --check-prefix=CLIPSCHED
+// CLIPSCHED: clip.mlir:{{[0-9]+}}:7: error: --emit=torch-csv-comms cannot write 'clip_mixed': actor 3 runs all_gather on stage 10
+// CLIPSCHED-NEXT: flexpipe.all_gather stage 10 mb 0 group [3, 5]
 // An actor that computes nothing would be a blank row, an idle rank, which
 // PyTorch cannot run and the reader refuses (it was written):
 // RUN: printf 'flexpipe.schedule @idle actors(3) stages(1) microbatches(1) {\n  flexpipe.actor 0 {\n  }\n  flexpipe.actor 1 {\n    flexpipe.fwd stage 0 mb 0\n    flexpipe.bwd stage 0 mb 0\n  }\n  flexpipe.actor 2 {\n  }\n}\n' > %t.idle.mlir

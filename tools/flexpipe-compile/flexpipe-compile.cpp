@@ -631,9 +631,10 @@ static LogicalResult emitSimulated(ScheduleOp schedule,
 /// --emit=text|torch-csv|torch-csv-comms: one schedule replayed in unit
 /// steps.
 static LogicalResult emitReplayed(ScheduleOp schedule,
-                                  const sched::Program &program,
+                                  const ScheduleProgram &read,
                                   const CompileOptions &options,
                                   raw_ostream &os) {
+  const sched::Program &program = read.program;
   sched::Timeline timeline = sched::unitTimeline(program);
   if (!timeline.ok)
     return schedule.emitError() << "cannot be replayed to a timeline";
@@ -670,10 +671,21 @@ static LogicalResult emitReplayed(ScheduleOp schedule,
        << sched::formatTextGrid(program, timeline);
     return success();
   }
-  if (llvm::Error error = sched::checkTorchExpressible(program))
-    return schedule.emitError() << "--emit=" << options.emit
-                                << " cannot write '" << schedule.getSymName()
-                                << "': " << llvm::toString(std::move(error));
+  // A registered instruction or collective is refused at its op (in a
+  // spec's schedule, the flexpipe.instruction it runs).
+  std::pair<int32_t, int32_t> at{-1, -1};
+  if (llvm::Error error = sched::checkTorchExpressible(program, &at)) {
+    Operation *where = schedule;
+    if (at.first >= 0) {
+      const int32_t source = program.actors[at.first][at.second].source;
+      if (source >= 0 &&
+          source < static_cast<int32_t>(read.ops[at.first].size()))
+        where = read.ops[at.first][source];
+    }
+    return where->emitError() << "--emit=" << options.emit << " cannot write '"
+                              << schedule.getSymName()
+                              << "': " << llvm::toString(std::move(error));
+  }
   if (options.emit == "torch-csv") {
     os << sched::formatTorchCsv(program, timeline);
     return success();
@@ -811,7 +823,7 @@ static int compile(const CompileOptions &options) {
     ScheduleProgram read = readSchedule(schedule);
     if (failed(simulated
                    ? emitSimulated(schedule, read.program, options, *inputs, os)
-                   : emitReplayed(schedule, read.program, options, os)))
+                   : emitReplayed(schedule, read, options, os)))
       return 1;
   }
   return writeOutputFile("flexpipe-compile", options.output, text) ? 0 : 1;

@@ -43,8 +43,10 @@ namespace flexpipe::sched {
 /// Fails when PyTorch's format cannot express `program`, saying why in one
 /// sentence that names the feature (a replicated or shared stage, a
 /// registered instruction or collective, a stage graph that is not one
-/// chain).
-llvm::Error checkTorchExpressible(const Program &program);
+/// chain). A refusal of one op (a registered instruction or collective)
+/// sets `*at`, when given, to its actor and index in that actor's program.
+llvm::Error checkTorchExpressible(const Program &program,
+                                  std::pair<int32_t, int32_t> *at = nullptr);
 
 /// Orders the transfers of a program with its communication inserted (and
 /// valid under ChannelRule::PerStage) the way PyTorch's own lowering of a
