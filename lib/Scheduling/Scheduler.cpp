@@ -358,7 +358,12 @@ private:
     return p.checks.empty() || vetoingCheck(actor, kind, part) < 0;
   }
   /// The first check that refuses that item, or -1.
-  int32_t vetoingCheck(int32_t actor, CompKind kind, int32_t part);
+  int32_t vetoingCheck(int32_t actor, CompKind kind, int32_t part) {
+    return vetoingCheck(
+        actor, {kind, part, p.parts[part].stage, queue(part, kind).front()});
+  }
+  /// The first check that refuses `item` on `actor` now, or -1.
+  int32_t vetoingCheck(int32_t actor, const ReadyItem &item);
   /// Why a ready item stays: check `check` refuses it (by name where the
   /// problem names its checks).
   std::string checkRefuses(int32_t check) const;
@@ -1010,9 +1015,7 @@ StepView Engine::view(int32_t actor) const {
   return v;
 }
 
-int32_t Engine::vetoingCheck(int32_t actor, CompKind kind, int32_t part) {
-  const ReadyItem item{kind, part, p.parts[part].stage,
-                       queue(part, kind).front()};
+int32_t Engine::vetoingCheck(int32_t actor, const ReadyItem &item) {
   const StepView v = view(actor);
   for (size_t c = 0; c < p.checks.size(); ++c)
     if (!p.checks[c](v, item)) {
@@ -1143,6 +1146,16 @@ bool Engine::replayStep(int32_t actor, double now) {
   if (pending[item] != 0 || started[item] ||
       !admissible(next.kind, next.part, next.mb))
     return false;
+  // The plugin checks hold in the replayed order too, at its times (a
+  // check that refused a backward at a time of the cost model let it run
+  // in the step model's order replayed at that time).
+  if (!p.checks.empty() &&
+      vetoingCheck(actor, {next.kind, next.part, p.parts[next.part].stage,
+                           next.mb}) >= 0) {
+    if (!hookError.empty())
+      core.stop();
+    return false;
+  }
   ++pos;
   start(item, now);
   return true;
@@ -1292,6 +1305,7 @@ ScheduleResult Engine::execute() {
              [this](int32_t, int32_t id) { ended(id); });
   if (!hookError.empty()) {
     result.error = hookError;
+    result.hookFailed = true;
     result.actors.clear();
     return std::move(result);
   }
@@ -1840,6 +1854,10 @@ ScheduleResult flexpipe::sched::schedule(const Problem &problem,
   // The graph is built once; each run starts from a copy (the last from
   // the prepared engine itself).
   ScheduleResult greedy = Engine(prepared).cutAt(cutoff).execute();
+  // A plugin hook that failed is reported as it failed (the step model's
+  // order, whose hooks saw other times, stood in for it without a word).
+  if (greedy.hookFailed)
+    return greedy;
   // The step model's order is only replayed, with this cutoff (a replay
   // that cannot end by the greedy order's makespan would not be kept,
   // unless a judge decides): where the greedy run finished or was cut, the

@@ -296,6 +296,9 @@ struct ScheduleResult {
   /// The failure is schedule()'s cutoff: no order it tried could end by it
   /// (whether the problem can be scheduled at all was not decided).
   bool cut = false;
+  /// The failure is a plugin hook's (it threw, or answered out of range):
+  /// `error` says which; no other order is tried in its place.
+  bool hookFailed = false;
   /// The failure is an extra dependency (ExtraDependency::source) that
   /// closes a cycle with the stage graph: `error` names the cycle; -1 for
   /// any other failure.

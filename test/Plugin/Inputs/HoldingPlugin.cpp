@@ -11,7 +11,8 @@
 // limits stop the forwards, nothing runs, time does not pass, and the
 // schedule cannot finish. The diagnosis must name the check's veto, not the
 // in-flight limit the veto leaves reached, and which of several checks it
-// is. A priority that picks past the end of its candidates is named too.
+// is. A priority that picks past the end of its candidates is named too,
+// and so are hooks that misbehave only between whole steps.
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,4 +32,20 @@ FLEXPIPE_PLUGIN(registry) {
       [](const sched::StepView &, const std::vector<sched::ReadyItem> &ready) {
         return static_cast<int>(ready.size());
       });
+  // Hooks that misbehave only at the cost model's times (fractions of a
+  // second), not at the step model's whole steps: the step model's order,
+  // which the cost model falls back to, must not hide them.
+  auto whole = [](double t) { return t == static_cast<double>(int64_t(t)); };
+  registry.addCheck(
+      "backwards_at_whole_times",
+      [whole](const sched::StepView &view, const sched::ReadyItem &item) {
+        return item.kind == sched::CompKind::Fwd || whole(view.now);
+      });
+  registry.addPriority("past_the_end_between_steps",
+                       [whole](const sched::StepView &view,
+                               const std::vector<sched::ReadyItem> &ready) {
+                         return whole(view.now)
+                                    ? 0
+                                    : static_cast<int>(ready.size());
+                       });
 }
