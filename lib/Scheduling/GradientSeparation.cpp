@@ -257,9 +257,10 @@ llvm::Error Separator::collectItems() {
       Item item{op.kind, a, op.stage, op.mb, i};
       if (gather) {
         item.duration =
-            op.stage < static_cast<int32_t>(costs.collectiveDuration.size())
-                ? costs.collectiveDuration[op.stage]
-                : costs.collectiveTime;
+            (op.stage < static_cast<int32_t>(costs.collectiveDuration.size())
+                 ? costs.collectiveDuration[op.stage]
+                 : costs.collectiveTime) +
+            costs.instructionOverhead;
         sequence[a].push_back(static_cast<int32_t>(items.size()));
         items.push_back(item);
         sameNext.push_back(-1);
@@ -276,7 +277,9 @@ llvm::Error Separator::collectItems() {
                                          a);
         slot = &sameNext[*slot];
       }
-      item.duration = costs.durationOf(op.stage, op.kind);
+      // Every instruction costs its overhead too, as the simulator times it.
+      item.duration =
+          costs.durationOf(op.stage, op.kind) + costs.instructionOverhead;
       item.memory = costs.memoryEffect(op.kind, op.stage);
       // `slot` may point into sameNext: write it before that grows.
       const int32_t id = static_cast<int32_t>(items.size());
