@@ -41,6 +41,10 @@ FLEXPIPE_PLUGIN(registry) {
       [whole](const sched::StepView &view, const sched::ReadyItem &item) {
         return item.kind == sched::CompKind::Fwd || whole(view.now);
       });
+  // An in-flight rule whose answer is no limit at all.
+  registry.addInflightRule(
+      "minus_five",
+      [](const plugin::InflightQuery &) -> int64_t { return -5; });
   registry.addPriority("past_the_end_between_steps",
                        [whole](const sched::StepView &view,
                                const std::vector<sched::ReadyItem> &ready) {

@@ -1424,7 +1424,11 @@ FailureOr<SmallVector<int64_t>> InflightOp::evaluate(int64_t numActors,
   for (auto [index, value] : llvm::enumerate(limits)) {
     if (value >= 1)
       continue;
-    InFlightDiagnostic diag = emitOpError() << "gives ";
+    InFlightDiagnostic diag = emitOpError();
+    // A plugin's rule is named: its answer, not the spec's text, is wrong.
+    if (auto rule = dyn_cast<StringAttr>(limit))
+      diag << "the in-flight rule '" << rule.getValue() << "' ";
+    diag << "gives ";
     if (isGlobal)
       diag << "the scope";
     else
