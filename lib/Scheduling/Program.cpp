@@ -279,6 +279,15 @@ flexpipe::sched::stageActors(const Program &program) {
   return actorsOf;
 }
 
+/// Whether `from` -> `to` is an edge inside one module (between modules a
+/// stage starts its own module's layers).
+static bool moduleEdge(const std::vector<StageMeta> &meta, int32_t from,
+                       int32_t to) {
+  const int32_t n = static_cast<int32_t>(meta.size());
+  return from >= 0 && to >= 0 && from < n && to < n &&
+         meta[from].module == meta[to].module;
+}
+
 std::vector<int64_t> flexpipe::sched::stageFirstLayers(
     const std::vector<StageMeta> &meta,
     const std::vector<std::pair<int32_t, int32_t>> &edges) {
@@ -286,8 +295,7 @@ std::vector<int64_t> flexpipe::sched::stageFirstLayers(
   std::vector<std::vector<int32_t>> succs(numStages);
   std::vector<int32_t> waiting(numStages, 0);
   for (auto [from, to] : edges)
-    if (from >= 0 && to >= 0 && from < numStages && to < numStages &&
-        meta[from].module == meta[to].module) {
+    if (moduleEdge(meta, from, to)) {
       succs[from].push_back(to);
       ++waiting[to];
     }
@@ -330,8 +338,7 @@ llvm::Error flexpipe::sched::checkStageChains(const Program &program) {
   const std::vector<StageMeta> &meta = program.stageMeta;
   std::vector<uint8_t> fed(program.numStages, 0), feeds(program.numStages, 0);
   for (auto [from, to] : program.edges)
-    if (from >= 0 && to >= 0 && from < program.numStages &&
-        to < program.numStages && meta[from].module == meta[to].module)
+    if (moduleEdge(meta, from, to))
       feeds[from] = fed[to] = 1;
   auto nameOf = [&](int32_t s) {
     const int32_t m = meta[s].module;

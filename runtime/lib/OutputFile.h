@@ -151,13 +151,6 @@ public:
     }
     forget();
   }
-  /// The temporary the result is written to before the rename, or "" (in
-  /// place, or not writable): removeTemporariesOnInterrupt's handler, or a
-  /// caller's own, removes it.
-  const std::string &temporaryPath() const {
-    static const std::string none;
-    return file && !direct ? temporary : none;
-  }
   /// The stream to write, or null when the file cannot be written (error()).
   FILE *get() const { return file; }
   /// Closes and renames the temporary over the target (a device is written
@@ -225,6 +218,14 @@ public:
     return key;
   }
 
+  /// Removes the temporaries of the OutputFiles alive; async-signal-safe,
+  /// for an interrupt handler of the program's own (flexpipe-profile's).
+  static void removeLiveTemporaries() {
+    for (const Live &entry : live)
+      if (entry.used.load() == 2)
+        ::unlink(entry.path);
+  }
+
   /// Makes SIGINT, SIGTERM and SIGHUP remove the temporaries of the
   /// OutputFiles alive when one arrives, then end the process by the signal
   /// as before (a caller sees it was interrupted). Only where the signal
@@ -282,9 +283,7 @@ private:
     slot = -1;
   }
   static void onInterrupt(int sig) {
-    for (const Live &entry : live)
-      if (entry.used.load() == 2)
-        ::unlink(entry.path);
+    removeLiveTemporaries();
     std::signal(sig, SIG_DFL);
     std::raise(sig);
   }

@@ -352,9 +352,6 @@ int pingPongWorker(rt::Comm &comm) {
 /// The scratch directory (ScratchDir) and the child process (runShell) an
 /// interrupt removes and stops.
 char interruptedScratch[64];
-/// The profile being written (writeCluster's temporary), which an interrupt
-/// removes: it left a complete one beside the old profile.
-char interruptedPartial[4096];
 volatile sig_atomic_t runningChild = 0;
 
 /// Removes what directory `dir` holds, recursively, with the calls a signal
@@ -416,8 +413,9 @@ void removeContentsInHandler(int dir, int depth) {
 extern "C" void stopOnInterrupt(int sig) {
   if (runningChild > 0)
     kill(-runningChild, sig); // its process group (runShell)
-  if (interruptedPartial[0])
-    unlink(interruptedPartial);
+  // The profile being written (writeCluster's temporary): it left a
+  // complete one beside the old profile.
+  rt::OutputFile::removeLiveTemporaries();
   if (interruptedScratch[0]) {
     const int dir =
         open(interruptedScratch, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
@@ -1643,25 +1641,12 @@ bool writeCluster(const sched::ClusterConfig &cluster,
   os << sched::formatCluster(cluster);
   // Written as the runtime writes its results (rt::OutputFile): whole,
   // through a temporary renamed over the target (a link's), or in place and
-  // appended to under /dev and /proc. The temporary is published to the
-  // interrupt handler with the interrupts held, so that it never reads a
-  // half-written name.
-  sigset_t interrupts, before;
-  sigemptyset(&interrupts);
-  for (int sig : kInterrupts)
-    sigaddset(&interrupts, sig);
-  pthread_sigmask(SIG_BLOCK, &interrupts, &before);
+  // appended to under /dev and /proc. OutputFile records the temporary for
+  // the interrupt handler (removeLiveTemporaries).
   rt::OutputFile out(path);
-  if (out.temporaryPath().size() < sizeof interruptedPartial)
-    std::snprintf(interruptedPartial, sizeof interruptedPartial, "%s",
-                  out.temporaryPath().c_str());
-  pthread_sigmask(SIG_SETMASK, &before, nullptr);
   if (out.get())
     std::fputs(os.str().c_str(), out.get());
   const bool written = out.get() && out.commit();
-  pthread_sigmask(SIG_BLOCK, &interrupts, &before);
-  interruptedPartial[0] = '\0';
-  pthread_sigmask(SIG_SETMASK, &before, nullptr);
   if (!written)
     std::fprintf(stderr, "flexpipe-profile: %s\n", out.error().c_str());
   return written;

@@ -122,7 +122,6 @@ private:
 
 llvm::Expected<const sched::ModulePlacement &>
 SpecReader::placementOf(int32_t m) {
-  placements.resize(modules.size());
   if (!placements[m]) {
     llvm::Expected<sched::ModulePlacement> placed =
         modules[m].computePlacement();
@@ -175,6 +174,7 @@ void SpecReader::readModules() {
     moduleIndex[module.getSymNameAttr()] = static_cast<int32_t>(modules.size());
     modules.push_back(module);
   }
+  placements.resize(modules.size());
   for (ModalityOp module : modules) {
     sched::ModuleSpec m;
     m.name = module.getSymName().str();
