@@ -62,12 +62,13 @@ std::string tick(double value, double step, const SimCosts &costs) {
 
 /// Memory: bytes with a model or a profile of every stage's activations
 /// (in GiB, or MiB, KiB or B below one of them: a tiny model's memory read
-/// 0.00 GiB), stage-micro-batches without.
+/// 0.00 GiB), counts in SimCosts::memoryUnit without.
 std::string memory(double value, const SimCosts &costs) {
-  // Stage-micro-batches: whole under the step model, shares of a stage's
-  // layers under the cost model (4.5 printed as "4" and 3.5 as "4").
+  // Counts: whole stage-micro-batches under the step model, fractions of
+  // M_B under the cost model (4.5 was printed as "4", 3.5 as "4").
   if (!costs.memoryInBytes)
-    return fixed(value, std::floor(value) == value ? 0 : 2) + " mb";
+    return fixed(value, std::floor(value) == value ? 0 : 2) + " " +
+           costs.memoryUnit;
   const char *units[] = {"B", "KiB", "MiB", "GiB"};
   int unit = 0;
   for (; unit < 3 && std::fabs(value) >= 1024; ++unit)

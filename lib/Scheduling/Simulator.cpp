@@ -43,6 +43,7 @@ SimCosts flexpipe::sched::unitCosts(const Program &program) {
 SimCosts flexpipe::sched::layerCosts(const Program &program) {
   SimCosts c = unitCosts(program);
   c.unit = "units";
+  c.memoryUnit = "M_B";
   std::vector<double> layers(program.numStages, 1),
       forwards(program.numStages, 0);
   for (int32_t s = 0; s < program.numStages; ++s)

@@ -11,12 +11,14 @@
 // UNIT-NEXT: 1      16 steps      6 steps       27.3%    3 mb
 // UNIT-NEXT: 2      16 steps      6 steps       27.3%    2 mb
 // UNIT-NEXT: 3      16 steps      6 steps       27.3%    1 mb
-// Under the cost model a stage's activation is its share of the layers:
+// Under the cost model a stage's activation is its share of an actor's
+// layers, in M_B, the zero-bubble papers' unit (not the step model's
+// stage-micro-batches, "mb": interleaved 1F1B holds 11, 9 and 7 of those):
 // printed with its fraction (5.5 printed as "6", 4.5 and 3.5 both as "4").
 // RUN: flexpipe-compile %schedules/interleaved-1f1b.mlir --emit=report --time-model cost | FileCheck %s --check-prefix=SHARES
-// SHARES: {{^0 .* 5.50 mb}}
-// SHARES: {{^1 .* 4.50 mb}}
-// SHARES: {{^2 .* 3.50 mb}}
+// SHARES: {{^0 .* 5.50 M_B}}
+// SHARES: {{^1 .* 4.50 M_B}}
+// SHARES: {{^2 .* 3.50 M_B}}
 // UNIT:      critical path (22 computations): 0F0 -> 1F0 -> 2F0 -> 3F0 -> 3B0 -> 3F1
 
 // With --time-model=cost and no files the report times what the scheduler

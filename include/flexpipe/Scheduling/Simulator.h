@@ -78,9 +78,14 @@ struct SimCosts {
   /// Unit of time for reports ("s" or "steps").
   std::string unit = "steps";
   /// Whether activationBytes and staticBytes are bytes (a model, or a
-  /// profile that measured every stage's activations); otherwise
-  /// stage-micro-batches.
+  /// profile that measured every stage's activations); otherwise counts in
+  /// `memoryUnit`.
   bool memoryInBytes = false;
+  /// What a memory count is without bytes: "mb", stage-micro-batches (every
+  /// stage holds 1 per micro-batch), or "M_B" under layerCosts (the
+  /// zero-bubble papers' unit: one micro-batch of an actor holding an
+  /// average share of the layers; a stage of half that share holds 1/2).
+  std::string memoryUnit = "mb";
   /// Ranks sharing a node (a measured cluster): per actor, its core group
   /// (-1: a core of its own and no contention), per group the cores its
   /// actors have and the node it is on (groupNode; empty: each group a node
@@ -178,9 +183,9 @@ SimCosts unitCosts(const Program &program);
 /// input and weight gradient take 1, 2, 1 and 1 per micro-batch on an actor
 /// holding an average share of the layers. A stage of `layers` layers costs
 /// layers / (average layers one micro-batch meets per actor) of each, and
-/// keeps as much activation memory per micro-batch (so two stages of half the
-/// layers on one actor cost 1/2 each). Stages without metadata count as one
-/// layer. Messages are free.
+/// keeps as much activation memory per micro-batch, in M_B (so two stages of
+/// half the layers on one actor cost 1/2 each; SimCosts::memoryUnit).
+/// Stages without metadata count as one layer. Messages are free.
 SimCosts layerCosts(const Program &program);
 
 /// Costs from the analytic model (and a profile where it has entries).

@@ -413,7 +413,10 @@ def FlexPipe_InflightOp : FlexPipe_Op<"inflight", [HasParent<"PipelineOp">,
     several first stages (two towers, a shared stage) counts once. With
     `@module` the scope is that module.
 
-    Per-actor and per-stage limits are kept by each actor's program. A
+    Per-actor and per-stage limits are kept by each actor's program,
+    counting a forward until its backward, or its input gradient once
+    `flexpipe.optimize` splits the backward (gradient separation's memory
+    bound, not these limits, governs the weight gradients it moves). A
     global limit whose first stages are on several actors (a bidirectional
     module, two towers) is kept by the scheduler in its own timing, but the
     programs keep it only where messages make an actor wait for the
@@ -466,7 +469,9 @@ def FlexPipe_OptimizeOp : FlexPipe_Op<"optimize", [HasParent<"PipelineOp">]> {
     - `gradient_separation`: additionally moves weight gradients into later
       bubbles with the stash-and-insert algorithm, never exceeding
       `memory_bound` (peak activation memory per actor in the simulator's
-      units, a number: `4` and `4.0` are the same; when omitted, the peak
+      units, a number: bytes with a model; without, the report's
+      stage-micro-batches under the step time model or M_B under the cost
+      one (docs/CostModel.md); `4` and `4.0` are the same; when omitted, the peak
       of the order it separates with every weight gradient right after its
       input gradient: each actor's static plus activation memory stays
       within the largest such sum over actors. Under `--time-model=cost`

@@ -247,7 +247,9 @@ def GradientSeparationPass
            "flexpipe-compile --dp and flexpipe-tune lay them out)">,
     Option<"memoryBound", "memory-bound", "double", "0",
            "Peak activation memory allowed per actor, in the costs' units "
-           "(bytes with a model); 0: the input schedule's peak with every "
+           "(bytes with a model; without, the report's: stage-micro-batches "
+           "under the step time model, M_B under the cost one, "
+           "docs/CostModel.md); 0: the input schedule's peak with every "
            "weight gradient right after its input gradient (each actor's "
            "static plus activation memory within the largest such sum). "
            "A spec's `flexpipe.optimize memory_bound(...)` takes precedence">,
