@@ -209,7 +209,7 @@ struct ConvertToEmitCPass
 
   void runOnOperation() override {
     ModuleOp root = getOperation();
-    if (failed(checkTopLevel(root)))
+    if (failed(checkTopLevel(root, getArgument())))
       return signalPassFailure();
     if (failed(checkReplicas(&getContext(), getArgument(), dataParallel)))
       return signalPassFailure();

@@ -23,7 +23,7 @@ namespace {
 struct AsyncCommPass : flexpipe::impl::AsyncCommPassBase<AsyncCommPass> {
   using Base::Base;
   void runOnOperation() override {
-    if (failed(checkTopLevel(getOperation())))
+    if (failed(checkTopLevel(getOperation(), getArgument())))
       return signalPassFailure();
     if (lookahead < 1) {
       optionError(&getContext())

@@ -33,7 +33,7 @@ struct GradientSeparationPass
   using Base::Base;
 
   void runOnOperation() override {
-    if (failed(checkTopLevel(getOperation())))
+    if (failed(checkTopLevel(getOperation(), getArgument())))
       return signalPassFailure();
     if (maxRounds < 0) {
       optionError(&getContext())

@@ -21,7 +21,7 @@ namespace {
 struct InsertCommPass : flexpipe::impl::InsertCommPassBase<InsertCommPass> {
   using Base::Base;
   void runOnOperation() override {
-    if (failed(checkTopLevel(getOperation())))
+    if (failed(checkTopLevel(getOperation(), getArgument())))
       return signalPassFailure();
     for (ScheduleOp schedule : getOperation().getOps<ScheduleOp>()) {
       // Schedules that have transfers (those -flexpipe-schedule{finish}

@@ -26,7 +26,7 @@ struct SimulatePass : flexpipe::impl::SimulatePassBase<SimulatePass> {
   using Base::Base;
 
   void runOnOperation() override {
-    if (failed(checkTopLevel(getOperation())))
+    if (failed(checkTopLevel(getOperation(), getArgument())))
       return signalPassFailure();
     ModuleOp root = getOperation();
     Builder b(&getContext());

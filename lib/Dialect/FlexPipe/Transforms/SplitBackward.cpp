@@ -23,7 +23,7 @@ struct SplitBackwardPass
     : flexpipe::impl::SplitBackwardPassBase<SplitBackwardPass> {
   using Base::Base;
   void runOnOperation() override {
-    if (failed(checkTopLevel(getOperation())))
+    if (failed(checkTopLevel(getOperation(), getArgument())))
       return signalPassFailure();
     for (ScheduleOp schedule : getOperation().getOps<ScheduleOp>()) {
       if (!shouldOptimize(schedule, "split_backward", requestedOnly) &&

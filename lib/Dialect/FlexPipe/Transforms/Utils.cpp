@@ -636,6 +636,8 @@ ScheduleOp flexpipe::createSchedule(
 
 void flexpipe::rewriteSchedule(ScheduleOp schedule, const ScheduleProgram &read,
                                const sched::Program &program) {
+  // A prediction of another program would be wrong now.
+  schedule->removeAttr("flexpipe.simulation");
   OpBuilder b(schedule.getContext());
   for (auto actor : schedule.getBody().getOps<ActorOp>()) {
     const int64_t id = static_cast<int64_t>(actor.getId());
@@ -757,7 +759,13 @@ flexpipe::passCostInputs(MLIRContext *context, StringRef passName,
   return std::shared_ptr<const sched::CostInputs>(std::move(inputs));
 }
 
-LogicalResult flexpipe::checkTopLevel(ModuleOp root) {
+LogicalResult flexpipe::checkTopLevel(ModuleOp root, StringRef schedulePass) {
+  if (!schedulePass.empty() && root.getOps<ScheduleOp>().empty())
+    if (auto specs = root.getOps<PipelineOp>(); !specs.empty())
+      return (*specs.begin()).emitOpError()
+             << "is a spec, and -" << schedulePass
+             << " works on schedules (flexpipe.schedule): turn the spec into "
+                "one first (-flexpipe-spec-to-schedule, or flexpipe-compile)";
   bool nested = false;
   root.walk([&](Operation *op) {
     if (!isa<PipelineOp, ScheduleOp>(op))

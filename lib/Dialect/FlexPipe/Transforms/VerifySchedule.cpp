@@ -21,7 +21,7 @@ namespace {
 struct VerifySchedulePass : flexpipe::impl::VerifySchedulePassBase<VerifySchedulePass> {
   using Base::Base;
   void runOnOperation() override {
-    if (failed(checkTopLevel(getOperation())))
+    if (failed(checkTopLevel(getOperation(), getArgument())))
       return signalPassFailure();
     const sched::ChannelRule rule = channels;
     for (ScheduleOp schedule : getOperation().getOps<ScheduleOp>())

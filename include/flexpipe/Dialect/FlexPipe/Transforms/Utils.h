@@ -89,7 +89,8 @@ ScheduleOp createSchedule(
 /// an op of the same kind (and with a token where it has one) move that op,
 /// others are created, at the location of the op their `source` names when
 /// they have one; waits find the tokens of the ops kept or created before
-/// them. Ops no entry refers to any more are erased.
+/// them. Ops no entry refers to any more are erased, and so is a
+/// `flexpipe.simulation` prediction (-flexpipe-simulate) of the old program.
 void rewriteSchedule(ScheduleOp schedule, const ScheduleProgram &read,
                      const sched::Program &program);
 
@@ -133,8 +134,12 @@ passCostInputs(mlir::MLIRContext *context, llvm::StringRef passName,
 
 /// Refuses pipelines and schedules in modules nested in `root`, with an
 /// error at each: the passes read those of `root` only, and one nested
-/// deeper would pass unread (a deadlocking schedule "verified").
-mlir::LogicalResult checkTopLevel(mlir::ModuleOp root);
+/// deeper would pass unread (a deadlocking schedule "verified"). A pass that
+/// works on schedules names itself (`schedulePass`): a module that holds
+/// specs and no schedule is then refused at its first spec (the pass would
+/// leave it as it is, "verified", "simulated" or "lowered").
+mlir::LogicalResult checkTopLevel(mlir::ModuleOp root,
+                                  llvm::StringRef schedulePass = {});
 
 /// An error about a pass's options or the files they name, not the IR: no
 /// location, and no dump of the module (an error at the module op prints
