@@ -347,6 +347,61 @@ std::string readStage(std::istringstream &words, ScheduleDesc &desc,
 /// first ones has an input and every one but the last ones an output, and
 /// the edges have no cycle. A description the compiler did not write gets
 /// the first of these that fails (each once trained without a word).
+/// Who sums the gradients of a piece of the model (a block, the embedding,
+/// the head) held more than once: a device sums those of its own stages by
+/// parameter name; between actors, a stage exchanges with its one copy
+/// (areCopies); vocabulary-parallel stages split over the same actors hold
+/// the same slices. Any other holding would train each holder apart without
+/// a word (an up direction cut 3 + 1 against 2 + 2, a third direction, an
+/// embedding whole in one direction and sliced in the other).
+std::string checkCopies(const ScheduleDesc &desc) {
+  const int layers = static_cast<int>(desc.model.layers);
+  std::vector<std::vector<int>> holders(layers + 2); // blocks, embedding, head
+  for (int s = 0; s < desc.stages; ++s) {
+    const ScheduleDesc::Stage &stage = desc.stage[s];
+    for (int b = stage.firstBlock; b < stage.firstBlock + stage.blocks; ++b)
+      holders[b].push_back(s);
+    if (stage.first)
+      holders[layers].push_back(s);
+    if (stage.last)
+      holders[layers + 1].push_back(s);
+  }
+  for (int piece = 0; piece < layers + 2; ++piece) {
+    const std::vector<int> &h = holders[piece];
+    if (h.size() < 2)
+      continue;
+    const ScheduleDesc::Stage &one = desc.stage[h[0]];
+    auto sameActors = [&](int s) { return desc.stage[s].actors == one.actors; };
+    auto onOneActor = [&](int s) {
+      return !desc.stage[s].shared() && desc.stage[s].actor == one.actor;
+    };
+    if ((one.shared() && std::all_of(h.begin(), h.end(), sameActors)) ||
+        std::all_of(h.begin(), h.end(), onOneActor) ||
+        (h.size() == 2 && areCopies(one, desc.stage[h[1]])))
+      continue;
+    std::string stages;
+    for (size_t i = 0; i < h.size(); ++i) {
+      const ScheduleDesc::Stage &stage = desc.stage[h[i]];
+      stages += (i == 0             ? ""
+                 : i + 1 < h.size() ? ", "
+                                    : " and ") +
+                std::to_string(h[i]) + " (actor" + (stage.shared() ? "s" : "");
+      for (int a : stage.actors)
+        stages += " " + std::to_string(a);
+      stages += ")";
+    }
+    const std::string what = piece < layers ? "block " + std::to_string(piece)
+                             : piece == layers ? std::string("the embedding")
+                                               : std::string("the LM head");
+    return what + " is held by stages " + stages +
+           ", whose gradients would never be summed: copies of a piece "
+           "must sit on one actor, or be one stage and its copy on another "
+           "actor (the same blocks, first and last), or, vocabulary-"
+           "parallel, be split over the same actors";
+  }
+  return {};
+}
+
 std::string checkChain(const ScheduleDesc &desc) {
   std::vector<int> holders(desc.model.layers, 0);
   int firsts = 0, lasts = 0;
@@ -366,6 +421,8 @@ std::string checkChain(const ScheduleDesc &desc) {
     return std::to_string(firsts) + " first and " + std::to_string(lasts) +
            " last stages for " + std::to_string(k) +
            " pipeline direction(s); one of each per direction";
+  if (std::string error = checkCopies(desc); !error.empty())
+    return error;
   std::vector<int> inputs(desc.stages, 0), outputs(desc.stages, 0);
   std::vector<std::vector<int>> succs(desc.stages);
   for (auto [from, to] : desc.edges) {

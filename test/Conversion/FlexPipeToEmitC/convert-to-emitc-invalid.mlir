@@ -80,3 +80,32 @@ flexpipe.schedule @swapped actors(2) stages(2) microbatches(1) edges [0 -> 1] st
     flexpipe.send_grad stage 1 mb 0 to 0
   }
 }
+
+// -----
+
+// Copies of a block must be summable: here the up direction is cut 3 + 1
+// and the down one 2 + 2, so no stage is another's copy and every rank
+// trained its blocks apart from the other's, without a word.
+// expected-error @below {{block 0 is held by stages 0 (actor 0) and 2 (actor 1), whose gradients would never be summed: copies of a piece must sit on one actor, or be one stage and its copy on another actor (the same blocks, first and last), or, vocabulary-parallel, be split over the same actors}}
+flexpipe.schedule @uneven_directions actors(2) stages(4) microbatches(2) edges [0 -> 1, 2 -> 3] stage_info [#flexpipe.stage_info<"gpt", 2, first>, #flexpipe.stage_info<"gpt", 2, last>, #flexpipe.stage_info<"gpt", 3, first>, #flexpipe.stage_info<"gpt", 1, last>] {
+  flexpipe.actor 0 {
+    flexpipe.fwd stage 0 mb 0
+    flexpipe.send_act stage 0 mb 0 to 1
+    flexpipe.recv_act stage 3 mb 1 from 1
+    flexpipe.fwd stage 3 mb 1
+    flexpipe.bwd stage 3 mb 1
+    flexpipe.send_grad stage 3 mb 1 to 1
+    flexpipe.recv_grad stage 0 mb 0 from 1
+    flexpipe.bwd stage 0 mb 0
+  }
+  flexpipe.actor 1 {
+    flexpipe.fwd stage 2 mb 1
+    flexpipe.send_act stage 2 mb 1 to 0
+    flexpipe.recv_act stage 1 mb 0 from 0
+    flexpipe.fwd stage 1 mb 0
+    flexpipe.bwd stage 1 mb 0
+    flexpipe.send_grad stage 1 mb 0 to 0
+    flexpipe.recv_grad stage 2 mb 1 from 0
+    flexpipe.bwd stage 2 mb 1
+  }
+}
