@@ -50,6 +50,15 @@ const ModuleModel *ModelConfig::module(const std::string &name) const {
   return nullptr;
 }
 
+double
+ModelConfig::tokensPerSample(const std::vector<std::string> &names) const {
+  double tokens = 0;
+  for (const std::string &name : names)
+    if (const ModuleModel *m = module(name))
+      tokens += static_cast<double>(m->seq);
+  return tokens;
+}
+
 StageFlops flexpipe::sched::stageFlops(const StageShape &shape,
                                        int64_t microBatch) {
   StageFlops f;

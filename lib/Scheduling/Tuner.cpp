@@ -882,8 +882,8 @@ flexpipe::sched::evaluate(const Candidate &c, const ModelConfig &model,
   e.stepTime = after.step;
   e.iterationTime = e.pipelineTime + e.gradSyncTime + e.stepTime;
   e.tokensPerSecond = e.iterationTime > 0
-                          ? static_cast<double>(options.globalBatch *
-                                                sized.modules.front().seq) /
+                          ? static_cast<double>(options.globalBatch) *
+                                sized.tokensPerSample(program.moduleNames) /
                                 e.iterationTime
                           : 0;
   e.fitsMemory = options.memoryLimit <= 0 || e.peakBytes <= options.memoryLimit;

@@ -610,7 +610,7 @@ static LogicalResult emitSimulated(ScheduleOp schedule,
         sched::clusterForJob(*inputs.cluster, program.numActors, options.dp));
     context.tokensPerIteration = static_cast<double>(program.numMicrobatches) *
                                  model.microBatchSize *
-                                 model.modules.front().seq;
+                                 model.tokensPerSample(program.moduleNames);
     // The gradient all-reduce, exchanges and optimizer step after the
     // pipeline, as flexpipe-tune prices them (the step as a run's own
     // profile measured it, where it did).

@@ -70,6 +70,10 @@ struct ModelConfig {
   std::vector<ModuleModel> modules;
 
   const ModuleModel *module(const std::string &name) const;
+  /// The tokens of one sample that `modules` (a schedule's, by name) take
+  /// in: the sum of their sequence lengths (a two-tower sample's image and
+  /// text tokens), for throughput. The file's other modules do not count.
+  double tokensPerSample(const std::vector<std::string> &modules) const;
 };
 
 struct Link {
