@@ -20,10 +20,10 @@ EventCore::EventCore(int32_t numActors)
 
 EventCore::EventCore(int32_t numActors, const SimCosts &costs)
     : cores(costs.groupCores), slowdown(costs.groupSlowdown),
-      rates(costs.groupCores.size()), running(costs.groupCores.size()),
-      slice(costs.groupSlice), handoff(costs.groupHandoff),
-      turns(costs.groupCores.size()), progressing(costs.groupCores.size()),
-      busyUntil(numActors, 0.0), dirty(numActors, true), settleAsk(numActors) {
+      running(costs.groupCores.size()), slice(costs.groupSlice),
+      handoff(costs.groupHandoff), turns(costs.groupCores.size()),
+      progressing(costs.groupCores.size()), busyUntil(numActors, 0.0),
+      dirty(numActors, true), settleAsk(numActors) {
   const int32_t numGroups = static_cast<int32_t>(cores.size());
   group.assign(numActors, -1);
   for (int32_t a = 0;
@@ -43,10 +43,12 @@ EventCore::EventCore(int32_t numActors, const SimCosts &costs)
   onNode.resize(number.size());
 }
 
-double EventCore::rate(int32_t g, size_t n) const {
+double EventCore::rate(int32_t g, int32_t shape, size_t n) const {
   const double slow =
-      g < static_cast<int32_t>(slowdown.size()) && n < slowdown[g].size()
-          ? slowdown[g][n]
+      g < static_cast<int32_t>(slowdown.size()) && shape >= 0 &&
+              shape < static_cast<int32_t>(slowdown[g].size()) &&
+              n < slowdown[g][shape].size()
+          ? slowdown[g][shape][n]
           : 1.0;
   // Taking turns, the one computation running has the whole share.
   const double share =
@@ -59,23 +61,24 @@ void EventCore::groupRates() {
   for (size_t g = 0; g < running.size(); ++g)
     onNode[node[g]] += running[g].size();
   for (size_t g = 0; g < running.size(); ++g)
-    rates[g] = running[g].empty()
-                   ? 0.0
-                   : rate(static_cast<int32_t>(g), onNode[node[g]]);
+    for (Job &job : running[g])
+      job.rate = rate(static_cast<int32_t>(g), job.shape, onNode[node[g]]);
 }
 
 double EventCore::maxRate() const {
   // One computation alone in its group, at the least slowdown of its node.
   double fastest = 1;
   for (size_t g = 0; g < cores.size(); ++g)
-    for (size_t n = 1; g < slowdown.size() && n < slowdown[g].size(); ++n)
-      if (slowdown[g][n] > 0)
-        fastest = std::max(fastest, std::min(1.0, cores[g]) / slowdown[g][n]);
+    for (size_t k = 0; g < slowdown.size() && k < slowdown[g].size(); ++k)
+      for (size_t n = 1; n < slowdown[g][k].size(); ++n)
+        if (slowdown[g][k][n] > 0)
+          fastest =
+              std::max(fastest, std::min(1.0, cores[g]) / slowdown[g][k][n]);
   return fastest;
 }
 
 void EventCore::computeShared(int32_t actor, int32_t id, double work, double at,
-                              bool continuing) {
+                              bool continuing, int32_t shape) {
   const int32_t g = groupOf(actor);
   // The holder of a core its group takes turns on, on its way from one
   // computation to the next: the time in between is its own work on the
@@ -85,9 +88,9 @@ void EventCore::computeShared(int32_t actor, int32_t id, double work, double at,
     at = time;
   }
   if (at <= time)
-    running[g].push_back({actor, id, work, work});
+    running[g].push_back({actor, id, work, work, shape});
   else
-    later.push({at, actor, id, work});
+    later.push({at, actor, id, work, shape});
 }
 
 void EventCore::wakeAt(double at, int32_t actor) {
@@ -165,7 +168,7 @@ double EventCore::nextEvent() {
       progressing[g] = 1;
     }
     for (size_t j = 0; j < progressing[g]; ++j)
-      at = std::min(at, time + running[g][j].left / rates[g]);
+      at = std::min(at, time + running[g][j].left / running[g][j].rate);
   }
   return at;
 }
@@ -181,7 +184,9 @@ bool EventCore::fastForward() {
     const size_t k = running[g].size();
     if (k == 0)
       continue;
-    if (!(rates[g] > 0) || (takesTurns(g) && progressing[g] == 0))
+    if (std::any_of(running[g].begin(), running[g].end(),
+                    [](const Job &job) { return !(job.rate > 0); }) ||
+        (takesTurns(g) && progressing[g] == 0))
       return false; // (a holder between computations: step it)
     if (takesTurns(g) && k > 1) {
       turning = true;
@@ -195,12 +200,13 @@ bool EventCore::fastForward() {
       // skipped would have ended one.)
       double least = kInf;
       for (const Job &job : running[g])
-        least = std::min(least, (job.left - 1e-9 * job.work) / rates[g]);
+        least = std::min(least, (job.left - 1e-9 * job.work) / job.rate);
       longest = std::min(longest, (std::floor(least / slice) - 1) *
                                       static_cast<double>(k) * slice);
     } else {
       for (size_t j = 0; j < progressing[g]; ++j)
-        external = std::min(external, time + running[g][j].left / rates[g]);
+        external =
+            std::min(external, time + running[g][j].left / running[g][j].rate);
     }
   }
   if (!turning)
@@ -219,11 +225,11 @@ bool EventCore::fastForward() {
       // Each took the core over once a round of its group's turns.
       for (Job &job : running[g])
         job.left += handoff * span / (slice * static_cast<double>(k)) -
-                    span / static_cast<double>(k) * rates[g];
+                    span / static_cast<double>(k) * job.rate;
       turns[g].start += span;
     } else {
       for (size_t j = 0; j < progressing[g]; ++j)
-        running[g][j].left -= span * rates[g];
+        running[g][j].left -= span * running[g][j].rate;
       if (takesTurns(g))
         turns[g].start += span;
     }

@@ -576,7 +576,7 @@ bool Separator::Retimer::start(int32_t a, int32_t id) {
     return fail("cannot end by the cutoff");
   left[a] -= item.duration;
   busy[a] = 1;
-  core.compute(a, id, item.duration, now);
+  core.compute(a, id, item.duration, now, false, s.costs.shapeOf(item.stage));
   if (item.kind == OpKind::Igrad) {
     if ((*stashed)[item.weight])
       stash[a].push_back(item.weight);

@@ -109,20 +109,23 @@ double flexpipe::sched::registeredCollectiveTime(
 
 /// Adds a core group on node `node`: `actors` (of replica 0) share `cores`
 /// cores and, while n of the `onNode` actors simulated on the node compute,
-/// are slowed by `module`'s contention at n x `replicas` ranks of the node
-/// computing. Nothing when they neither share nor slow.
+/// a computation of shape k is slowed by `shapes[k]`'s contention at n x
+/// `replicas` ranks of the node computing. Nothing when they neither share
+/// nor slow.
 static void addCoreGroup(const ClusterConfig &cluster,
-                         const ModuleModel *module,
+                         const std::vector<const ModuleModel *> &shapes,
                          const std::vector<int32_t> &actors, double cores,
                          int32_t node, size_t onNode, double replicas,
                          SimCosts &c) {
-  std::vector<double> slowdown(onNode + 1, 1.0);
+  std::vector<std::vector<double>> slowdown(
+      shapes.size(), std::vector<double>(onNode + 1, 1.0));
   bool contended = false;
-  for (size_t n = 1; n <= onNode; ++n) {
-    slowdown[n] =
-        computeSlowdown(cluster, module, static_cast<double>(n) * replicas);
-    contended |= slowdown[n] != 1.0;
-  }
+  for (size_t k = 0; k < shapes.size(); ++k)
+    for (size_t n = 1; n <= onNode; ++n) {
+      slowdown[k][n] = computeSlowdown(cluster, shapes[k],
+                                       static_cast<double>(n) * replicas);
+      contended |= slowdown[k][n] != 1.0;
+    }
   if (cores >= static_cast<double>(actors.size()) && !contended)
     return;
   for (int32_t a : actors)
@@ -143,7 +146,9 @@ static void addCoreGroup(const ClusterConfig &cluster,
 /// theirs, so while n of the node's simulated actors compute, about n x
 /// the node's ranks over those actors do (n with one replica: pp 4 with
 /// one micro-batch computes on one rank at a time, and none slows it).
-static void shareCores(const ClusterConfig &cluster, const ModuleModel *module,
+/// `shapes`: the module of each shape (SimCosts::stageShape).
+static void shareCores(const ClusterConfig &cluster,
+                       const std::vector<const ModuleModel *> &shapes,
                        const std::vector<int64_t> &devices, int32_t numActors,
                        SimCosts &c) {
   const int64_t cores = cluster.measured.coresPerNode;
@@ -168,7 +173,7 @@ static void shareCores(const ClusterConfig &cluster, const ModuleModel *module,
         static_cast<double>(ranks) / static_cast<double>(actors.size());
     const int32_t id = static_cast<int32_t>(node);
     if (cores <= 0 || ranks <= cores) {
-      addCoreGroup(cluster, module, actors, static_cast<double>(actors.size()),
+      addCoreGroup(cluster, shapes, actors, static_cast<double>(actors.size()),
                    id, actors.size(), replicas, c);
       continue;
     }
@@ -179,7 +184,7 @@ static void shareCores(const ClusterConfig &cluster, const ModuleModel *module,
       int64_t bound = 0; // the job's ranks on this node bound to `core`
       for (int64_t d = first; d < first + ranks; ++d)
         bound += coreOf(d, cores) == core ? 1 : 0;
-      addCoreGroup(cluster, module, members,
+      addCoreGroup(cluster, shapes, members,
                    static_cast<double>(members.size()) /
                        static_cast<double>(std::max<int64_t>(1, bound)),
                    id, actors.size(), replicas, c);
@@ -329,8 +334,20 @@ llvm::Error flexpipe::sched::modelCosts(const Program &program,
   // its start to its end, and a rank rarely loses its core in the middle of
   // one; ranks wait for a core between computations, which it does not
   // time.
-  shareCores(cluster, model.modules.empty() ? nullptr : &model.modules.front(),
-             devices, n, c);
+  // Each computation is slowed as its module's shape is (the file's first
+  // module's slowed every computation: a module listed before the
+  // schedule's, or the other tower, set the slowdown of all).
+  std::vector<const ModuleModel *> shapes;
+  for (const std::string &name : program.moduleNames)
+    shapes.push_back(model.module(name));
+  if (shapes.empty())
+    shapes.push_back(nullptr);
+  c.stageShape.assign(program.numStages, 0);
+  for (int32_t s = 0; s < program.numStages; ++s)
+    if (const int32_t m = program.stageMeta[s].module;
+        m >= 0 && m < static_cast<int32_t>(shapes.size()))
+      c.stageShape[s] = m;
+  shareCores(cluster, shapes, devices, n, c);
   return llvm::Error::success();
 }
 
@@ -567,7 +584,8 @@ Simulator::Times Simulator::time(const SimCosts &costs) const {
         return true;
       }
       computing[a] = 1;
-      core.compute(a, id, work, std::max(s, core.now()), !waited[a]);
+      core.compute(a, id, work, std::max(s, core.now()), !waited[a],
+                   costs.shapeOf(op.stage));
       waited[a] = 0;
       return true;
     }
@@ -748,8 +766,16 @@ AfterPipeline flexpipe::sched::afterPipeline(const StageLayout &layout,
                                              const Profile *profile) {
   const int32_t n = layout.numActors;
   const int32_t numStages = static_cast<int32_t>(layout.meta.size());
-  const ModuleModel *first =
-      model.modules.empty() ? nullptr : &model.modules.front();
+  // Each actor's optimizer step is slowed as its stages' module's shape is
+  // (an actor with stages of two modules: its first stage's), not as the
+  // model file's first module's.
+  std::vector<const ModuleModel *> stepShape(n, nullptr);
+  for (int32_t s = numStages - 1; s >= 0; --s)
+    if (const int32_t m = layout.meta[s].module;
+        m >= 0 && m < static_cast<int32_t>(layout.moduleNames.size()))
+      for (int32_t a : layout.actorsOf[s])
+        if (a >= 0 && a < n)
+          stepShape[a] = model.module(layout.moduleNames[m]);
   AfterPipeline after;
   // Copies of a stage: the first block of each stage is the most blocks on
   // a path to it (each direction of a bidirectional pipeline starts again
@@ -795,7 +821,7 @@ AfterPipeline flexpipe::sched::afterPipeline(const StageLayout &layout,
                                          /*collective=*/true));
   for (int32_t a = 0; a < n; ++a) {
     const double analytic =
-        optimizerStepTime(cluster, first, held.parameters[a]);
+        optimizerStepTime(cluster, stepShape[a], held.parameters[a]);
     after.step = std::max(
         after.step, profile ? profile->optimizerStepOr(a, analytic) : analytic);
     if (dp < 2)

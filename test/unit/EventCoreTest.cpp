@@ -142,7 +142,7 @@ TEST_CASE("computations in a core group share its cores",
   CHECK(ends[2].second == Approx(2.0));
   CHECK(ends[3] == std::pair<int32_t, double>{3, 6.0});
   // A slowdown below 1 (a speed-up) is the only way past a whole core.
-  costs.groupSlowdown = {{1.0, 0.5}};
+  costs.groupSlowdown = {{{1.0, 0.5}}};
   CHECK(EventCore(3, costs).maxRate() == 2.0);
 }
 
@@ -157,7 +157,7 @@ TEST_CASE("groups on one node slow each other by the node's computations",
   costs.coreGroup = {0, 0, 1};
   costs.groupCores = {1.0, 1.0};
   costs.groupNode = {0, 0};
-  costs.groupSlowdown = {{1, 1, 1.5, 2}, {1, 1, 1.5, 2}};
+  costs.groupSlowdown = {{{1, 1, 1.5, 2}}, {{1, 1, 1.5, 2}}};
   // Computation i of actor actors[i], one unit of work from starts[i]: the
   // times they end.
   auto ends = [&](const SimCosts &c, std::vector<int32_t> actors,
@@ -192,6 +192,34 @@ TEST_CASE("groups on one node slow each other by the node's computations",
   // have half their work left, at half a core 1.5x slower.
   costs.groupNode = {0, 0};
   CHECK(near(ends(costs, {0, 1, 2}, {0, 0, 0}), {3.5, 3.5, 2}));
+}
+
+TEST_CASE("each computation is slowed as its shape is",
+          "[simulator][eventcore]") {
+  // Two actors with two cores in one group: while both compute, shape 1
+  // (another module's blocks) is slowed 3x and shape 0 not at all. Each
+  // computation ended at its group's one slowdown, the shape of the model
+  // file's first module.
+  SimCosts costs;
+  costs.coreGroup = {0, 0};
+  costs.groupCores = {2.0};
+  costs.groupSlowdown = {{{1, 1, 1}, {1, 1, 3}}};
+  EventCore core(2, costs);
+  std::vector<double> at(2);
+  bool started = false;
+  core.run(
+      [&](int32_t a, bool) {
+        if (started || a != 0)
+          return false;
+        started = true;
+        core.compute(0, 0, 1.0, 0, false, /*shape=*/0);
+        core.compute(1, 1, 1.0, 0, false, /*shape=*/1);
+        return false;
+      },
+      [&](int32_t, int32_t id) { at[id] = core.now(); });
+  // Shape 1 does 1/3 while shape 0 finishes, then runs alone, unslowed.
+  CHECK(at[0] == Approx(1.0));
+  CHECK(at[1] == Approx(1.0 + 2.0 / 3.0));
 }
 
 /// Actors 0 and 1 on one core that they take turns on (time slice `slice`,

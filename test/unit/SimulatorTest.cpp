@@ -26,6 +26,7 @@ using namespace flexpipe::sched;
 using flexpipe::sched::test::kBreadth;
 using flexpipe::sched::test::kDepth;
 using flexpipe::sched::test::makeProgram;
+using Slowdowns = std::vector<std::vector<std::vector<double>>>;
 
 namespace {
 
@@ -184,7 +185,7 @@ TEST_CASE("ranks sharing cores take turns on them", "[simulator]") {
   // Two cores, but two computations at once slow each other twofold: the
   // same.
   costs.groupCores = {2};
-  costs.groupSlowdown = {{1, 1, 2}};
+  costs.groupSlowdown = {{{1, 1, 2}}};
   r = simulate(program, costs);
   CHECK(computeEnds(0) == std::vector<double>{1, 2.5, 11.5, 16.5});
   CHECK(computeEnds(1) == std::vector<double>{4, 7, 10.5, 14});
@@ -403,14 +404,14 @@ TEST_CASE("a measured cluster's oversubscribed ranks share cores",
                                     costs)) == "");
   CHECK(costs.coreGroup == std::vector<int32_t>{0, 0});
   CHECK(costs.groupCores == std::vector<double>{2.0});
-  CHECK(costs.groupSlowdown == std::vector<std::vector<double>>{{1, 1, 1.5}});
+  CHECK(costs.groupSlowdown == Slowdowns{{{1, 1, 1.5}}});
   // With dp 2 on 4 ranks, one of replica 0's actors computing stands for
   // two ranks computing.
   cluster.jobDevices = 4;
   REQUIRE(llvm::toString(modelCosts(program, model, cluster, nullptr, {0, 2},
                                     costs)) == "");
   CHECK(costs.groupCores == std::vector<double>{1.0});
-  CHECK(costs.groupSlowdown == std::vector<std::vector<double>>{{1, 1.5, 3}});
+  CHECK(costs.groupSlowdown == Slowdowns{{{1, 1.5, 3}}});
   // The runtime binds the ranks round robin (coreOf): pp 4 on 2 cores puts
   // actors 0 and 2 on one core and 1 and 3 on the other; one replica, so n
   // of the 4 actors computing are n ranks of the node computing (a lone
@@ -427,8 +428,8 @@ TEST_CASE("a measured cluster's oversubscribed ranks share cores",
   CHECK(costs.coreGroup == std::vector<int32_t>{0, 1, 0, 1});
   CHECK(costs.groupCores == std::vector<double>{1.0, 1.0});
   CHECK(costs.groupNode == std::vector<int32_t>{0, 0});
-  CHECK(costs.groupSlowdown == std::vector<std::vector<double>>{
-                                   {1, 1, 1.5, 2.25, 3}, {1, 1, 1.5, 2.25, 3}});
+  CHECK(costs.groupSlowdown ==
+        Slowdowns{{{1, 1, 1.5, 2.25, 3}}, {{1, 1, 1.5, 2.25, 3}}});
   // With one micro-batch the pipeline computes on one rank at a time, and
   // the contention changes nothing; with four, ranks compute at once and
   // slow each other.
@@ -464,7 +465,7 @@ TEST_CASE("a measured cluster's oversubscribed ranks share cores",
               modelCosts(one, model, cluster, nullptr, {0}, costs)) == "");
   CHECK(costs.coreGroup == std::vector<int32_t>{0});
   CHECK(costs.groupCores == std::vector<double>{0.5});
-  CHECK(costs.groupSlowdown == std::vector<std::vector<double>>{{1, 3}});
+  CHECK(costs.groupSlowdown == Slowdowns{{{1, 3}}});
   // A partly used node: 3 ranks on a node of 2 (2 cores each), dp 1; the
   // second node's one rank has a core to itself.
   cluster.measured.contention.clear();

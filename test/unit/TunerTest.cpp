@@ -405,7 +405,7 @@ TEST_CASE("gradient separation times shared cores as the simulator does",
     for (int32_t a = 0; a < actors; ++a)
       costs.coreGroup[a] = a / 2;
     costs.groupCores.assign(actors / 2, 1.5);
-    costs.groupSlowdown.assign(actors / 2, {1.0, 1.0, 1.1});
+    costs.groupSlowdown.assign(actors / 2, {{1.0, 1.0, 1.1}});
   });
 }
 

@@ -172,12 +172,14 @@ public:
   /// instructions' overhead in between, at most): holding its group's
   /// core, it keeps it, busy from now on, as a rank that has not blocked
   /// keeps its core.
+  /// `shape`: which of its group's slowdowns it suffers
+  /// (SimCosts::stageShape).
   void compute(int32_t actor, int32_t id, double work, double at,
-               bool continuing = false) {
+               bool continuing = false, int32_t shape = 0) {
     if (groupOf(actor) < 0 || work <= 0)
       exactEnds.push(at + std::max(0.0, work), id, actor);
     else
-      computeShared(actor, id, work, at, continuing);
+      computeShared(actor, id, work, at, continuing, shape);
   }
   /// `actor` works on its core, between computations, until `until` (its
   /// instructions' overhead): holding a core its group takes turns on, it
@@ -235,21 +237,24 @@ private:
   struct Job {
     int32_t actor, id;
     double left, work;
+    int32_t shape = 0;
+    double rate = 0; ///< its progress per second now (groupRates)
   };
   struct Timed {
     double time;
     int32_t actor, id;
     double work; ///< `later`: the computation's work
+    int32_t shape = 0;
     bool operator>(const Timed &o) const {
       return time > o.time || (time == o.time && id > o.id);
     }
   };
   using MinHeap =
       std::priority_queue<Timed, std::vector<Timed>, std::greater<Timed>>;
-  /// Group `g`'s computations progress at rate(g) each while `onNode`
-  /// computations run on its node.
-  double rate(int32_t g, size_t onNode) const;
-  /// rate() of every group now (into `rates`).
+  /// Group `g`'s computations of `shape` progress at rate(g) each while
+  /// `onNode` computations run on its node.
+  double rate(int32_t g, int32_t shape, size_t onNode) const;
+  /// rate() of every running computation now (Job::rate).
   void groupRates();
   /// Whether group `g`'s computations take turns on its core.
   bool takesTurns(size_t g) const { return slice > 0 && cores[g] <= 1; }
@@ -269,7 +274,7 @@ private:
   bool fastForward();
   /// compute() on a core group.
   void computeShared(int32_t actor, int32_t id, double work, double at,
-                     bool continuing);
+                     bool continuing, int32_t shape);
   /// Asks the actors flagged in `asked`, in id order, each until it does
   /// nothing more (clearing its flag first); true when one acted.
   template <typename Step>
@@ -291,10 +296,9 @@ private:
   std::vector<int32_t> group;
   std::vector<double> cores;
   std::vector<int32_t> node; ///< per group, its node (0 ..)
-  std::vector<std::vector<double>> slowdown;
-  /// advance()'s per node: computations running; per group: their rate.
+  std::vector<std::vector<std::vector<double>>> slowdown; ///< [g][shape][n]
+  /// advance()'s per node: computations running.
   std::vector<size_t> onNode;
-  std::vector<double> rates;
   std::vector<std::vector<Job>> running; ///< per group
   /// Groups taking turns (slice > 0): the actor holding the core and when
   /// its slice started (renewed every `slice` while nobody else waits).
@@ -327,14 +331,13 @@ template <typename Ended> bool EventCore::advance(Ended &&ended) {
     return false;
   for (size_t g = 0; g < running.size(); ++g)
     for (size_t j = 0; j < progressing[g]; ++j)
-      running[g][j].left -= (at - time) * rates[g];
+      running[g][j].left -= (at - time) * running[g][j].rate;
   time = at;
   for (size_t g = 0; g < running.size(); ++g) {
     if (running[g].empty())
       continue;
-    const double r = rates[g];
     auto done = [&](const Job &job) {
-      if (job.left > 1e-9 * job.work && time + job.left / r > time)
+      if (job.left > 1e-9 * job.work && time + job.left / job.rate > time)
         return false;
       dirty.insert(job.actor);
       ended(job.actor, job.id);
@@ -355,7 +358,7 @@ template <typename Ended> bool EventCore::advance(Ended &&ended) {
     const Timed start = later.top();
     later.pop();
     running[group[start.actor]].push_back(
-        {start.actor, start.id, start.work, start.work});
+        {start.actor, start.id, start.work, start.work, start.shape});
   }
   while (!wakes.empty() && wakes.topTime() <= time) {
     dirty.insert(wakes.topActor());

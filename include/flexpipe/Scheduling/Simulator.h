@@ -89,17 +89,25 @@ struct SimCosts {
   /// Ranks sharing a node (a measured cluster): per actor, its core group
   /// (-1: a core of its own and no contention), per group the cores its
   /// actors have and the node it is on (groupNode; empty: each group a node
-  /// of its own), and per group and number n of computations at once on its
-  /// node (index n, from 1) the slowdown each computation then suffers
-  /// (caches, memory bandwidth; missing: 1). While k of a group's and n of
-  /// its node's computations run, each of the group's progresses at
-  /// min(1, cores / k) / slowdown[n] (processor sharing); messages, waits
-  /// and collectives take no core. Empty: every actor computes alone on
-  /// its own core.
+  /// of its own), and per group, shape (stageShape) and number n of
+  /// computations at once on its node (index n, from 1) the slowdown a
+  /// computation of that shape then suffers (caches, memory bandwidth;
+  /// missing: 1). While k of a group's and n of its node's computations
+  /// run, each of the group's progresses at min(1, cores / k) /
+  /// slowdown[shape][n] (processor sharing); messages, waits and collectives
+  /// take no core. Empty: every actor computes alone on its own core.
   std::vector<int32_t> coreGroup;
   std::vector<double> groupCores;
   std::vector<int32_t> groupNode;
-  std::vector<std::vector<double>> groupSlowdown;
+  std::vector<std::vector<std::vector<double>>> groupSlowdown;
+  /// Per stage, the shape its computations are slowed as: its module (a
+  /// cluster measures each module's shape's contention apart); empty: 0.
+  std::vector<int32_t> stageShape;
+  int32_t shapeOf(int32_t stage) const {
+    return stage >= 0 && stage < static_cast<int32_t>(stageShape.size())
+               ? stageShape[stage]
+               : 0;
+  }
   /// The OS scheduler's time slice (seconds; 0: processor sharing): in a
   /// group of at most one core, one computation runs at a time, and the
   /// rank computing keeps the core until it waits or has run a slice while
