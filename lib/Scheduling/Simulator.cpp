@@ -150,6 +150,30 @@ static void addCoreGroup(const ClusterConfig &cluster,
 static void shareCores(const ClusterConfig &cluster,
                        const std::vector<const ModuleModel *> &shapes,
                        const std::vector<int64_t> &devices, int32_t numActors,
+                       SimCosts &c);
+
+/// shareCores with each stage slowed as its module's shape is (the file's
+/// first module's slowed every computation: a module listed before the
+/// schedule's, or the other tower, set the slowdown of all).
+static void shareCores(const Program &program, const ModelConfig &model,
+                       const ClusterConfig &cluster,
+                       const std::vector<int64_t> &devices, SimCosts &c) {
+  std::vector<const ModuleModel *> shapes;
+  for (const std::string &name : program.moduleNames)
+    shapes.push_back(model.module(name));
+  if (shapes.empty())
+    shapes.push_back(nullptr);
+  c.stageShape.assign(program.numStages, 0);
+  for (int32_t s = 0; s < program.numStages; ++s)
+    if (const int32_t m = program.stageMeta[s].module;
+        m >= 0 && m < static_cast<int32_t>(shapes.size()))
+      c.stageShape[s] = m;
+  shareCores(cluster, shapes, devices, program.numActors, c);
+}
+
+static void shareCores(const ClusterConfig &cluster,
+                       const std::vector<const ModuleModel *> &shapes,
+                       const std::vector<int64_t> &devices, int32_t numActors,
                        SimCosts &c) {
   const int64_t cores = cluster.measured.coresPerNode;
   if (cores <= 0 && cluster.measured.contention.empty())
@@ -334,20 +358,7 @@ llvm::Error flexpipe::sched::modelCosts(const Program &program,
   // its start to its end, and a rank rarely loses its core in the middle of
   // one; ranks wait for a core between computations, which it does not
   // time.
-  // Each computation is slowed as its module's shape is (the file's first
-  // module's slowed every computation: a module listed before the
-  // schedule's, or the other tower, set the slowdown of all).
-  std::vector<const ModuleModel *> shapes;
-  for (const std::string &name : program.moduleNames)
-    shapes.push_back(model.module(name));
-  if (shapes.empty())
-    shapes.push_back(nullptr);
-  c.stageShape.assign(program.numStages, 0);
-  for (int32_t s = 0; s < program.numStages; ++s)
-    if (const int32_t m = program.stageMeta[s].module;
-        m >= 0 && m < static_cast<int32_t>(shapes.size()))
-      c.stageShape[s] = m;
-  shareCores(cluster, shapes, devices, n, c);
+  shareCores(program, model, cluster, devices, c);
   return llvm::Error::success();
 }
 
