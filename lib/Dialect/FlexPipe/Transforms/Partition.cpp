@@ -41,6 +41,21 @@ struct PartitionPass : flexpipe::impl::PartitionPassBase<PartitionPass> {
       }
 
     getOperation().walk([&](ModalityOp module) {
+      // The spec says how to schedule, the model file how big the model is
+      // (docs/CostModel.md): flexpipe-compile writes the file's layer
+      // counts into the spec; a spec handed to the passes with other counts
+      // was scheduled for a model of another size, and only a later
+      // optimization or the simulator refused it.
+      if (const sched::ModuleModel *m =
+              fileModel.module(module.getSymName().str());
+          m && m->layers != static_cast<int64_t>(module.getLayers())) {
+        module.emitOpError()
+            << "has layers(" << module.getLayers() << "), but the model "
+            << "file's module '" << module.getSymName() << "' has " << m->layers
+            << "; write the file's count (flexpipe-compile "
+            << "--model does) or use the file the spec was written for";
+        return signalPassFailure();
+      }
       if (module.getPartition())
         return;
       llvm::Expected<sched::ModulePlacement> placed = module.computePlacement();
@@ -53,17 +68,19 @@ struct PartitionPass : flexpipe::impl::PartitionPassBase<PartitionPass> {
         module.setPartition(module.getLayersPerStage(stages));
         return;
       }
-      // Cost balance: the module's own sizes, else the model file's.
+      // Cost balance: the model file's sizes, which price the stages too
+      // (the spec's model<...> balanced them for another model), else the
+      // module's own.
       sched::ModuleModel sizes;
-      if (ModelConfigAttr config = module.getModelAttr()) {
+      if (const sched::ModuleModel *m =
+              fileModel.module(module.getSymName().str())) {
+        sizes = *m;
+      } else if (ModelConfigAttr config = module.getModelAttr()) {
         sizes.hidden = config.getHidden();
         sizes.heads = config.getHeads();
         sizes.seq = config.getSeq();
         sizes.vocab = config.getVocab();
         sizes.lmHead = true;
-      } else if (const sched::ModuleModel *m =
-                     fileModel.module(module.getSymName().str())) {
-        sizes = *m;
       } else {
         module.emitOpError()
             << "has no model<...> sizes for balance=cost; add them or pass a "

@@ -24,8 +24,11 @@ def PartitionPass : Pass<"flexpipe-partition", "mlir::ModuleOp"> {
     the LM head and loss on the last (so a large vocabulary leaves fewer
     layers there); a `vocab_parallel` module's embedding and head are stages
     of their own, split over every actor, so its layer stages are split
-    evenly. The sizes come from the module's `model<...>` or, by module
-    name, from the `model` file.
+    evenly. The sizes come, by module name, from the `model` file, which
+    also prices the stages, or, for a module it does not name, from the
+    module's `model<...>`. A module the file names must have the file's
+    layer count (flexpipe-compile `--model` writes it into the spec): a spec
+    written for a model of another size is refused at the module.
 
     ```mlir
     // Before:
@@ -40,8 +43,8 @@ def PartitionPass : Pass<"flexpipe-partition", "mlir::ModuleOp"> {
            "stages' FLOPs, embedding and LM head included)",
            [{::flexpipe::balanceValues()}]>,
     Option<"modelFile", "model", "std::string", "\"\"",
-           "Model YAML giving the sizes for `balance=cost` where a module "
-           "has no `model<...>`">,
+           "Model YAML giving the sizes for `balance=cost` (over a module's "
+           "`model<...>`); the modules it names must have its layer counts">,
   ];
   let dependentDialects = ["flexpipe::FlexPipeDialect"];
 }
