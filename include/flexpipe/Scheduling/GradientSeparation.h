@@ -86,7 +86,8 @@ struct SeparationResult {
   double fusedTime = 0, time = 0;
   double fusedPeak = 0, peak = 0, memoryBound = 0;
   /// Weight gradients stashed, and which strategy won: "stash-and-insert",
-  /// "stash-all" or "fused" (nothing helped).
+  /// "stash-all" or "fused" (nothing was faster, or as fast at a lower
+  /// peak); a tie in time goes to the lower peak.
   int64_t stashed = 0;
   int64_t rounds = 0;
   std::string strategy;

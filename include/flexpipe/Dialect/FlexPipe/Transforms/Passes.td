@@ -210,8 +210,11 @@ def GradientSeparationPass
     4. keep a change when the iteration gets shorter (or equally long with
        the actors' forwards and input gradients done sooner); repeat.
 
-    The result is compared with stashing every weight gradient, and the
-    better one is kept; it is never slower than the schedule without
+    The result is compared with stashing every weight gradient (under a bound
+    above the peak without separation, also under that peak) and with the
+    schedule without separation; the fastest is kept, and of equally fast ones
+    (within a millionth of the shortest instruction's duration) the one with
+    the lower peak memory. It is never slower than the schedule without
     separation and never exceeds the memory bound. Works for every placement
     (one-to-one, circular, V-shape, bidirectional and combinations) and both
     time models. A memory bound below what the schedule needs with every
