@@ -23,6 +23,7 @@
 #include "flexpipe/Scheduling/Lowering.h"
 #include "flexpipe/Support/Hash.h"
 
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/ThreadPool.h"
@@ -944,6 +945,9 @@ public:
   void runVariants();
   /// The evaluations ranked and rejected, with the counts.
   void collect(TuneResult &result);
+  /// The fused candidates' evaluations (with --separation on, where they
+  /// are not listed, the fused twins of the variants).
+  const std::vector<Evaluation> &fusedEvaluations() const { return fusedEval; }
 
 private:
   using Key = decltype(Candidate().tie());
@@ -953,8 +957,9 @@ private:
     double bound;
   };
   /// The variants worth separating (the heuristics of TuneOptions); the
-  /// others decided here (outside the heuristics' window, or as their
-  /// twin) get their evaluation.
+  /// others decided here (outside the heuristics' window, not tried as
+  /// their twin does not fit, or as their twin) get their evaluation, and
+  /// `outsideWindow` counts those not tried.
   std::vector<Pending> chooseVariants(const std::vector<size_t> &twins,
                                       const std::vector<double> &ownBound,
                                       size_t &outsideWindow);
@@ -1172,10 +1177,24 @@ Search::chooseVariants(const std::vector<size_t> &twins,
       // search (dropped here, it gave its place to a slower twin's variant,
       // and --exact 1 found a schedule --exhaustive does not try).
       bound = outside ? 0 : ownBound[v];
-    } else if (!t.ok() || !t.fitsMemory) {
+    } else if (!t.ok() || t.staticOnly) {
+      // What the variant's own evaluation says too: the same diagnosis, or
+      // the same parameters, gradients and optimizer state over the limit.
       variantEval[v] = t;
       variantEval[v].candidate = variants[v];
       ran[v] = 1;
+      continue;
+    } else if (!t.fitsMemory) {
+      // Not tried (docs/Tuning.md): until 2026-11-30 its row was the
+      // twin's, over_memory with a time and peak never simulated for it.
+      variantEval[v] = notTried(
+          v, llvm::formatv("separation is not tried: its fused twin needs "
+                           "{0}, over the memory limit {1}",
+                           formatBytes(t.peakBytes),
+                           formatBytes(options.memoryLimit))
+                 .str());
+      ran[v] = 1;
+      ++outsideWindow;
       continue;
     }
     if (outside) {
@@ -1404,23 +1423,33 @@ void Search::collect(TuneResult &result) {
 
 /// Why nothing was ranked: the smallest candidate over the memory limit (a
 /// scheduled one, whose peak is known, where there is one), or an example
-/// of one that could not be scheduled.
-llvm::Error nothingRanked(const TuneResult &result,
-                          const TuneOptions &options) {
+/// of one that could not be scheduled. `twins`: fused twins not listed in
+/// `result` (--separation on), whose variants were not tried when they do
+/// not fit: the smallest may be one of them.
+llvm::Error nothingRanked(const TuneResult &result, const TuneOptions &options,
+                          llvm::ArrayRef<Evaluation> twins) {
   const Evaluation *smallest = nullptr;
   const Evaluation *anyError = nullptr;
-  for (const Evaluation &e : result.rejected) {
+  bool twin = false; // smallest is one of `twins`
+  auto offer = [&](const Evaluation &e, bool isTwin) {
     if (!e.ok()) {
       // An example the profile does not decide, where there is one.
-      if (!anyError || (anyError->otherJob && !e.otherJob))
+      if (!isTwin && (!anyError || (anyError->otherJob && !e.otherJob)))
         anyError = &e;
-      continue;
+      return;
     }
-    if (!smallest ||
-        std::make_pair(e.staticOnly, e.peakBytes) <
-            std::make_pair(smallest->staticOnly, smallest->peakBytes))
+    if (!e.fitsMemory &&
+        (!smallest ||
+         std::make_pair(e.staticOnly, e.peakBytes) <
+             std::make_pair(smallest->staticOnly, smallest->peakBytes))) {
       smallest = &e;
-  }
+      twin = isTwin;
+    }
+  };
+  for (const Evaluation &e : result.rejected)
+    offer(e, false);
+  for (const Evaluation &e : twins)
+    offer(e, true);
   if (smallest)
     return fail(llvm::formatv(
         "no candidate fits in {0} per device: the smallest needs {6}{1} "
@@ -1428,7 +1457,9 @@ llvm::Error nothingRanked(const TuneResult &result,
         "a smaller global batch or model, or raise --memory-limit",
         formatBytes(options.memoryLimit), formatBytes(smallest->peakBytes),
         smallest->candidate.pp, smallest->candidate.dp, smallest->candidate.mbs,
-        describe(smallest->candidate), smallest->staticOnly ? "more than " : "",
+        describe(smallest->candidate) +
+            (twin ? ", without separation: its variant was not tried" : ""),
+        smallest->staticOnly ? "more than " : "",
         smallest->staticOnly
             ? "its parameters, gradients and optimizer state alone; "
             : ""));
@@ -1458,7 +1489,10 @@ llvm::Expected<TuneResult> flexpipe::sched::tune(const ModelConfig &model,
   search.runVariants();
   search.collect(result);
   if (result.ranked.empty())
-    return nothingRanked(result, options);
+    return nothingRanked(result, options,
+                         options.separation == TuneOptions::Choice::On
+                             ? llvm::ArrayRef(search.fusedEvaluations())
+                             : llvm::ArrayRef<Evaluation>());
   return result;
 }
 
