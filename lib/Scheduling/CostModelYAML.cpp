@@ -45,6 +45,9 @@ namespace {
 /// millions of instructions stay finite. Rates (FLOP/s, bytes/s) are at
 /// least 1, so that what they divide stays within it too.
 constexpr double kLargestNumber = 1e18;
+/// kLargestNumber for the keys that take an integer.
+constexpr int64_t kLargestInteger = 1000000000000000000;
+static_assert(static_cast<double>(kLargestInteger) == kLargestNumber);
 
 /// The top-level keys of each kind of file.
 constexpr const char *kModelKeys[] = {
@@ -130,8 +133,11 @@ public:
     return node;
   }
 
+  /// An integer in [min, max]; `max` is at most kLargestNumber, as every
+  /// number in the files (9223372036854775807 devices per node passed).
   int64_t integer(const YAML::Node &node, const char *key, int64_t min,
-                  int64_t max = std::numeric_limits<int64_t>::max()) const {
+                  int64_t max = kLargestInteger) const {
+    max = std::min(max, kLargestInteger);
     // yaml-cpp reads a leading 0 as octal (YAML 1.1): 010 was 8, 08 no
     // integer at all.
     const std::string written = scalar(node);
@@ -145,6 +151,14 @@ public:
     try {
       value = node.as<int64_t>();
     } catch (const YAML::Exception &) {
+      // Digits past int64_t's range are out of range, not no integer.
+      if (!digits.empty() && written.size() - digits.size() <= 1 &&
+          llvm::all_of(digits, llvm::isDigit))
+        fail(node.Mark(),
+             "key '" + std::string(key) + "' must be " +
+                 (written[0] == '-' ? "at least " + std::to_string(min)
+                                    : "at most " + std::to_string(max)) +
+                 ", got " + written);
       fail(node.Mark(), "key '" + std::string(key) +
                             "' must be an integer, got '" + written + "'");
     }
