@@ -39,6 +39,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 
 using namespace flexpipe::sched;
@@ -160,7 +161,11 @@ StageCost flexpipe::sched::stageCost(const StageShape &shape,
   if (!shape.module)
     return c;
   const ModuleModel &m = *shape.module;
-  const double rate = std::max(1.0, cluster.peakFlops * cluster.efficiency);
+  // FLOPs / (peak x efficiency), as is: the reader keeps peak_flops at
+  // least 1 and efficiency at least 1e-18 (a floor of 1 FLOP/s here gave
+  // every efficiency the same durations at peak_flops 1).
+  const double rate = cluster.peakFlops * cluster.efficiency;
+  assert(rate > 0 && "a cluster computes at a positive rate");
   if (cluster.measured.layers.empty()) {
     const StageFlops f = stageFlops(shape, model.microBatchSize);
     c.fwd = f.fwd / rate;

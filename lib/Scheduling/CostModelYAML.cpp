@@ -609,7 +609,11 @@ llvm::Error flexpipe::sched::loadCluster(const std::string &path,
     cluster.peakFlops =
         r.number(r.required(root, "peak_flops", what), "peak_flops", 1, false);
     YAML::Node efficiency = r.required(root, "efficiency", what);
-    cluster.efficiency = r.number(efficiency, "efficiency", 0, true);
+    // Durations are FLOPs / (peak_flops x efficiency), the product as is:
+    // an efficiency of at least 1 / kLargestNumber keeps them finite (1e-300
+    // priced a tiny GPT's iteration at inf s, 1e-320 failed verification).
+    cluster.efficiency =
+        r.number(efficiency, "efficiency", 1 / kLargestNumber, false);
     if (cluster.efficiency > 1)
       r.fail(efficiency.Mark(), "key 'efficiency' is a fraction of the peak "
                                 "and must be at most 1");
