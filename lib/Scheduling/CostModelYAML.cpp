@@ -680,6 +680,9 @@ llvm::Error flexpipe::sched::loadProfile(const std::string &path,
       s.place = r.place(node.Mark());
       profile.stages.push_back(s);
     }
+    // Present, even as an empty list, it prices the messages
+    // (Profile::pricesMessages).
+    profile.listsMessages = static_cast<bool>(root["messages"]);
     if (YAML::Node messages = root["messages"]) {
       if (!messages.IsSequence())
         r.fail(messages.Mark(), "key 'messages' must be a list");
@@ -741,6 +744,8 @@ std::string flexpipe::sched::formatProfile(const Profile &profile) {
       os << ", weight_grad_bytes: " << *s.weightGradBytes;
     os << "}\n";
   }
+  if (profile.listsMessages && profile.messages.empty())
+    os << "messages: []\n";
   if (!profile.messages.empty()) {
     os << "messages:\n";
     for (const Profile::Message &m : profile.messages)

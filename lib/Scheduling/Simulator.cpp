@@ -339,8 +339,7 @@ llvm::Error flexpipe::sched::modelCosts(const Program &program,
   for (int32_t a = 0; a < n; ++a)
     for (int32_t b = 0; b < n; ++b) {
       const size_t pair = static_cast<size_t>(a) * n + b;
-      if (profile &&
-          (!profile->messages.empty() || profile->defaultMessageTime)) {
+      if (profile && profile->pricesMessages()) {
         c.latency[pair] = profile->messageTime(a, b);
         continue;
       }

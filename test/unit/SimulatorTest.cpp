@@ -953,6 +953,24 @@ TEST_CASE("a run's own profile prices the optimizer step of the actors it "
   CHECK(read.optimizerStep == profile.optimizerStep);
 }
 
+TEST_CASE("a profile's empty messages list prices every message, and is "
+          "written back",
+          "[profile]") {
+  // `messages: []` is a list of no pairs: every message takes
+  // default_message_s, 0 without it, not the cluster's links.
+  const std::string text = "stages: []\nmessages: []\n";
+  Profile read;
+  REQUIRE(llvm::toString(loadProfile("p.yaml", read, &text)) == "");
+  CHECK(read.listsMessages);
+  CHECK(read.pricesMessages());
+  CHECK(read.messageTime(0, 1) == 0.0);
+  CHECK(formatProfile(read).find("messages: []\n") != std::string::npos);
+  const std::string none = "stages: []\n";
+  Profile links;
+  REQUIRE(llvm::toString(loadProfile("p.yaml", links, &none)) == "");
+  CHECK_FALSE(links.pricesMessages());
+}
+
 TEST_CASE("times print in s or ms, below a millisecond with 4 significant "
           "digits and no exponent",
           "[report]") {

@@ -380,13 +380,16 @@ struct Profile {
   std::vector<Stage> stages;
   /// Point-to-point message time between actors (seconds); pairs not listed
   /// take `defaultMessageTime` (0 when there is none). A profile with
-  /// neither leaves messages to the cluster's links.
+  /// neither leaves messages to the cluster's links (pricesMessages).
   struct Message {
     int64_t from = 0, to = 0;
     double seconds = 0;
     std::string place; ///< as Stage::place
   };
   std::vector<Message> messages;
+  /// Whether the file has the `messages` key, also as an empty list (which
+  /// prices every message at defaultMessageTime, as a list of other pairs).
+  bool listsMessages = false;
   std::optional<double> defaultMessageTime;
   /// Seconds of each actor's optimizer step (index: actor), as the run
   /// measured it; empty where the profile has none.
@@ -408,6 +411,12 @@ struct Profile {
     return measured ? measured->durations() : analytic;
   }
   double messageTime(int64_t from, int64_t to) const;
+  /// Whether the profile prices messages (messageTime) rather than leaving
+  /// them to the cluster's links: it has `messages`, even an empty list, or
+  /// `default_message_s`, even 0.
+  bool pricesMessages() const {
+    return listsMessages || !messages.empty() || defaultMessageTime.has_value();
+  }
   /// Actor `actor`'s measured optimizer step where the profile has one,
   /// else `analytic`.
   double optimizerStepOr(int64_t actor, double analytic) const {
