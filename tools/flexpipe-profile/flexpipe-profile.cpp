@@ -65,7 +65,6 @@
 #include <optional>
 #include <pthread.h>
 #include <random>
-#include <set>
 #include <sstream>
 #include <string>
 #include <sys/prctl.h>
@@ -121,6 +120,24 @@ rt::GptConfig configOf(const sched::ModuleModel &m, int64_t microBatch) {
   c.vocab = std::max<int64_t>(m.vocab, 1);
   c.microBatch = microBatch;
   return c;
+}
+
+/// The first of `models` whose blocks have model `i`'s shape (hidden,
+/// heads, seq; `i` itself where no earlier one has): the model whose
+/// contention points serve that shape. Each shape's points are measured
+/// and fitted once (measureContention, compileRoundJobs), the first
+/// model's without a shape; a later model of one shape (only its layers
+/// differ, or the same file twice) shares them: a second set, or a fitted
+/// point with no point at 1 rank, is refused by every reader.
+size_t shapeOwner(const std::vector<sched::ModelConfig> &models, size_t i) {
+  const sched::ModuleModel &m = models[i].modules.front();
+  for (size_t j = 0; j < i; ++j) {
+    const sched::ModuleModel &other = models[j].modules.front();
+    if (other.hidden == m.hidden && other.heads == m.heads &&
+        other.seq == m.seq)
+      return j;
+  }
+  return i;
 }
 
 const char *kindName(sched::MeasuredLayer::Kind kind) {
@@ -670,7 +687,9 @@ constexpr int kRounds = 6;
 ///  - 1F1B on one rank at every micro-batch size measured, the model's own
 ///    size last (foldRoundJobs);
 ///  - 1F1B over k = 2 .. cores ranks at its own size, right after the
-///    1-rank job it is compared with (fitRunContention).
+///    1-rank job it is compared with (fitRunContention); only for the
+///    first model of its blocks' shape (shapeOwner), whose points those
+///    jobs fit.
 llvm::Expected<std::vector<RoundJob>>
 compileRoundJobs(const sched::ClusterConfig &cluster,
                  const std::vector<sched::ModelConfig> &models, int64_t ranks,
@@ -683,8 +702,10 @@ compileRoundJobs(const sched::ClusterConfig &cluster,
       if (b != own)
         shapes.push_back({1, b});
     shapes.push_back({1, own});
-    const int64_t most = std::min({cluster.measured.coresPerNode, ranks,
-                                   models[i].modules.front().layers});
+    const int64_t most = shapeOwner(models, i) != i
+                             ? 1
+                             : std::min({cluster.measured.coresPerNode, ranks,
+                                         models[i].modules.front().layers});
     for (int64_t k = 2; k <= most; ++k)
       shapes.push_back({k, own});
     for (auto [r, b] : shapes) {
@@ -989,6 +1010,7 @@ void foldRoundJobs(sched::ClusterConfig &cluster,
       if (alone->stageTime(r) > 0)
         ratios.push_back(job.stageTime(r) / alone->stageTime(r));
     const double ratio = ratios.empty() ? 1.0 : median(ratios);
+    // (Only the first model of a shape ran k-rank jobs: compileRoundJobs.)
     const bool shaped = job.model > 0;
     fitRunContention(cluster, model, shaped, job.ranks, ratio,
                      calibrationJob(model, job.ranks));
@@ -1315,22 +1337,20 @@ void measureContention(sched::MachineProfile &measured,
                        int64_t ranks, double seconds,
                        const std::function<void(std::string)> &progress) {
   measured.contention.clear();
-  // The shapes with points of their own: a second model of one shape wrote
-  // a second set, which every reader refuses (points of a shape must have
-  // increasing ranks).
-  std::set<std::tuple<int64_t, int64_t, int64_t>> shaped;
   for (size_t i = 0; i < models.size(); ++i) {
     const sched::ModelConfig &model = models[i];
     const sched::ModuleModel &m = model.modules.front();
     const Shape shape{sched::MeasuredLayer::Block,
                       configOf(m, model.microBatchSize)};
     sched::MachineProfile::Contention point;
-    // The first model's points serve its shape too (they have none).
-    if (!shaped.insert({m.hidden, m.heads, m.seq}).second) {
+    // Each shape's points once (a second set was refused by every
+    // reader); the first model's serve its shape too (they have none).
+    if (const size_t owner = shapeOwner(models, i); owner != i) {
       progress(model.name + ": its blocks' shape (hidden " +
                std::to_string(m.hidden) + ", heads " + std::to_string(m.heads) +
                ", seq " + std::to_string(m.seq) +
-               ") has its contention points already");
+               ") has its contention points already, " + models[owner].name +
+               "'s");
       continue;
     }
     if (i > 0) {
