@@ -14,6 +14,7 @@
 #include "../LongLines.h"
 #include "../OutputFile.h"
 #include "../ProcessSetup.h"
+#include "../ShellQuote.h"
 #include "Options.h"
 #include "Ranks.h"
 
@@ -322,13 +323,32 @@ static SmallVector<HandedIn> handedInSchedules(ModuleOp module) {
   return handedIn;
 }
 
+/// -flexpipe-gradient-separation as this compile would run it.
+static std::string separationPass(const CompileOptions &options) {
+  std::string args = "requested-only=true";
+  if (options.timeModel != "step")
+    args += " time-model=" + options.timeModel;
+  for (auto [key, file] : {std::pair{"model", &options.model},
+                           std::pair{"cluster", &options.cluster}})
+    if (!file->empty())
+      args += std::string(" ") + key + "=" + *file;
+  if (options.dp != 1)
+    args += " dp=" + std::to_string(options.dp);
+  return args.find(' ') == std::string::npos
+             ? "--flexpipe-gradient-separation=" + args
+             : "--flexpipe-gradient-separation=" + shellQuote(args);
+}
+
 /// A schedule's flexpipe.optimize records what its spec asked for;
 /// flexpipe-compile applies a request when it schedules the spec, not to a
 /// schedule handed in. Warns, once the schedule is verified and has its
 /// communication, where it shows no sign of a request: no input-gradient
 /// op (split_backward), no separation figures (gradient_separation), a
-/// blocking receive (async_comm), and says how to apply it.
-static void warnUnappliedRequests(const HandedIn &handedIn) {
+/// blocking receive (async_comm), and says how to apply it: gradient
+/// separation with the costs this compile times programs with (the pass's
+/// own defaults are the step model's).
+static void warnUnappliedRequests(const HandedIn &handedIn,
+                                  const CompileOptions &options) {
   ScheduleOp schedule = handedIn.schedule;
   auto requested = schedule->getAttrOfType<DictionaryAttr>("flexpipe.optimize");
   if (!requested)
@@ -338,7 +358,8 @@ static void warnUnappliedRequests(const HandedIn &handedIn) {
     split |= isa<IgradOp>(op);
     blocking |= isa<RecvActOp, RecvGradOp>(op) && op->getNumResults() == 0;
   });
-  SmallVector<StringRef> missing, passes;
+  SmallVector<StringRef> missing;
+  SmallVector<std::string> passes;
   bool separationAfterComm = false;
   if (requested.contains("split_backward") && !split) {
     missing.push_back("split_backward");
@@ -350,7 +371,7 @@ static void warnUnappliedRequests(const HandedIn &handedIn) {
     if (handedIn.transfers)
       separationAfterComm = true;
     else
-      passes.push_back("--flexpipe-gradient-separation=requested-only=true");
+      passes.push_back(separationPass(options));
   }
   if (requested.contains("async_comm") && blocking) {
     missing.push_back("async_comm");
@@ -784,7 +805,7 @@ static int compile(const CompileOptions &options) {
       failed(scheduleSpecs(context, *module, options, inputs)))
     return 1;
   for (const HandedIn &schedule : handedIn)
-    warnUnappliedRequests(schedule);
+    warnUnappliedRequests(schedule, options);
 
   SmallVector<ScheduleOp> all(module->getOps<ScheduleOp>());
   // Every output but the schedule IR and the text views is of one schedule:

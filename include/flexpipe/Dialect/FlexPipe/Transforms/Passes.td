@@ -86,8 +86,9 @@ def SchedulePass : Pass<"flexpipe-schedule", "mlir::ModuleOp"> {
     model's order (the cost model keeps the faster) is made by simulating
     both, sharing included, on `dp` replicas' devices, as flexpipe-tune
     does: each after the bubble optimizations the pipeline's
-    `flexpipe.optimize` asks for (with their passes' default options), as
-    the spec-to-schedule pipeline will run it.
+    `flexpipe.optimize` asks for (with their passes' default options, but
+    gradient separation timed as this pass times programs), as the
+    spec-to-schedule pipeline will run it.
 
     Before:
 
@@ -151,7 +152,10 @@ def SchedulePass : Pass<"flexpipe-schedule", "mlir::ModuleOp"> {
            "Also apply the bubble optimizations the pipeline's "
            "`flexpipe.optimize` asks for (split-backward, "
            "gradient-separation, async-comm, with their passes' default "
-           "options) and insert communication, on the scheduled program "
+           "options, except that gradient separation times the program "
+           "with this pass's time model, model, cluster and dp, where "
+           "-flexpipe-gradient-separation's own default is the step "
+           "model) and insert communication, on the scheduled program "
            "before it is written: the program is built and written once "
            "(-flexpipe-spec-to-schedule sets it)">,
   ];
