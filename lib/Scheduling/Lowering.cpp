@@ -354,14 +354,19 @@ std::optional<BrokenDependency> brokenExtraDependency(const Problem &problem,
 
 } // namespace
 
+/// Whether brokenDependency has anything to check.
+static bool hasCheckedDependencies(const Problem &problem) {
+  return !problem.extraDependencies.empty() ||
+         llvm::any_of(problem.registered, [](const Registered &r) {
+           return r.runtime == InstRuntime::Exec &&
+                  (!r.after.empty() || !r.before.empty());
+         });
+}
+
 std::optional<BrokenDependency>
 flexpipe::sched::brokenDependency(const Problem &problem,
                                   const Program &program) {
-  const bool execs = llvm::any_of(problem.registered, [](const Registered &r) {
-    return r.runtime == InstRuntime::Exec &&
-           (!r.after.empty() || !r.before.empty());
-  });
-  if (problem.extraDependencies.empty() && !execs)
+  if (!hasCheckedDependencies(problem))
     return std::nullopt;
   RunView view(program);
   if (!view.ok())
@@ -734,7 +739,22 @@ llvm::Error flexpipe::sched::lowerProblem(const BuiltProblem &built,
                             options.wantCosts, out)) {
     return error;
   }
-  out.broken = brokenDependency(built.problem, out.program);
+  // Unfinished, the program gets its bubble optimizations later, from
+  // passes that cannot see the spec's dependencies (the schedule IR does
+  // not record them): they are checked here on the program those passes
+  // make with their default options, as the finished pipeline checks them
+  // (a weight gradient moved past its dependent passed the passes run one
+  // by one). A program that cannot be finished is left to those passes.
+  const Program *checked = &out.program;
+  LoweredProgram finished;
+  if (!options.finish &&
+      (options.bubbles.splitBackward || options.bubbles.separation) &&
+      hasCheckedDependencies(built.problem) &&
+      !llvm::errorToBool(lowerOrder(built, out.schedule, options,
+                                    /*finish=*/true, /*price=*/false,
+                                    finished)))
+    checked = &finished.program;
+  out.broken = brokenDependency(built.problem, *checked);
   if (!out.separation)
     out.loose = looseGlobalLimit(built.problem, out.program);
   return llvm::Error::success();

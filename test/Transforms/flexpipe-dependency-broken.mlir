@@ -1,4 +1,9 @@
 // RUN: flexpipe-opt %s -split-input-file -flexpipe-spec-to-schedule -verify-diagnostics
+// The passes one by one report the same: the schedule IR does not record
+// the dependencies, so -flexpipe-schedule checks them on the program the
+// later passes will make of it (@split passed them all, its weight
+// gradient run after the input gradient that depends on it).
+// RUN: flexpipe-opt %s -split-input-file -flexpipe-partition -flexpipe-place -flexpipe-schedule -flexpipe-split-backward=requested-only=true -flexpipe-gradient-separation=requested-only=true -flexpipe-insert-comm -flexpipe-async-comm=requested-only=true -flexpipe-verify-schedule -verify-diagnostics
 
 // An extra dependency between computations must hold when the schedule
 // runs, not only in the scheduler's steps: the source must happen before

@@ -81,6 +81,15 @@ def SchedulePass : Pass<"flexpipe-schedule", "mlir::ModuleOp"> {
     A configuration that can make no progress is reported with one line per
     waiting actor; the pass never loops.
 
+    The spec's extra dependencies must hold when the programs run, through
+    program order, messages and collectives; one that does not is an error
+    at its `flexpipe.dependency`. Without `finish` they are checked on the
+    program that the bubble optimizations `flexpipe.optimize` asks for will
+    make of this one with their passes' default options, since the schedule
+    IR does not record the dependencies for those passes (a weight gradient
+    moved past the input gradient that depends on it passed the passes run
+    one by one).
+
     With the cost model on a cluster whose ranks share a node's cores (a
     measured cluster), the choice between the greedy order and the step
     model's order (the cost model keeps the faster) is made by simulating
