@@ -644,6 +644,13 @@ LogicalResult collectActors(ScheduleOp schedule, Analysis &a) {
         a.actorsOf[inst.getStageId()].insert(
             static_cast<int64_t>(actor.getId()));
     }
+  // (The reader refused it as "stage 2 names actor -1".)
+  for (int64_t s = 0; s < static_cast<int64_t>(a.actorsOf.size()); ++s)
+    if (a.actorsOf[s].empty() && !isSync(s))
+      return schedule.emitOpError()
+             << "computes stage " << s << " on no actor (no program "
+             << "computes it), and the runtime holds each stage on an "
+             << "actor: give its direction micro-batches, or drop the stage";
   for (int64_t s : a.shared)
     if (a.actorsOf[s].size() < 2)
       return schedule.emitOpError()
@@ -739,7 +746,7 @@ describeGpt(ScheduleOp schedule, const Analysis &a,
     auto info = cast<StageInfoAttr>(a.info[s]);
     const std::set<int64_t> &actors = a.actorsOf[s];
     rt::ScheduleDesc::Stage &stage = desc.stage[s];
-    stage.actor = actors.empty() ? -1 : static_cast<int>(*actors.begin());
+    stage.actor = static_cast<int>(*actors.begin());
     stage.firstBlock = static_cast<int>(firstBlock[s]);
     stage.blocks = static_cast<int>(info.getLayers());
     stage.first = info.getFirst();

@@ -109,3 +109,23 @@ flexpipe.schedule @uneven_directions actors(2) stages(4) microbatches(2) edges [
     flexpipe.bwd stage 2 mb 1
   }
 }
+
+// -----
+
+// A direction given no micro-batches: no program computes stages 2 and 3
+// (the reader refused the description as "stage 2 names actor -1").
+// expected-error @below {{computes stage 2 on no actor (no program computes it), and the runtime holds each stage on an actor: give its direction micro-batches, or drop the stage}}
+flexpipe.schedule @idle_direction actors(2) stages(4) microbatches(1) edges [0 -> 1, 2 -> 3] stage_info [#flexpipe.stage_info<"gpt", 2, first>, #flexpipe.stage_info<"gpt", 2, last>, #flexpipe.stage_info<"gpt", 2, first>, #flexpipe.stage_info<"gpt", 2, last>] {
+  flexpipe.actor 0 {
+    flexpipe.fwd stage 0 mb 0
+    flexpipe.send_act stage 0 mb 0 to 1
+    flexpipe.recv_grad stage 0 mb 0 from 1
+    flexpipe.bwd stage 0 mb 0
+  }
+  flexpipe.actor 1 {
+    flexpipe.recv_act stage 1 mb 0 from 0
+    flexpipe.fwd stage 1 mb 0
+    flexpipe.bwd stage 1 mb 0
+    flexpipe.send_grad stage 1 mb 0 to 0
+  }
+}
