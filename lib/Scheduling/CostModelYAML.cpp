@@ -13,6 +13,7 @@
 #include "flexpipe/Scheduling/CostModelYAML.h"
 
 #include "flexpipe/Support/InputLimits.h"
+#include "flexpipe/Support/ReadInput.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -235,12 +236,13 @@ public:
       // A directory or a file that opens and then fails to read
       // (/proc/self/mem) is an error with the reason: a stream threw
       // std::ios_base::failure there, which nothing caught.
+      // (An endless device, /dev/zero, read until memory ran out.)
       llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
-          llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
-                                      /*RequiresNullTerminator=*/false);
+          flexpipe::readInputFile(path, flexpipe::kMaxConfigBytes);
       if (!buffer)
         throw Problem{0, 0,
-                      "cannot read the file: " + buffer.getError().message()};
+                      "cannot read the file: " +
+                          flexpipe::readInputError(buffer.getError())};
       contents = (*buffer)->getBuffer().str();
     }
     checkCharacters(contents);

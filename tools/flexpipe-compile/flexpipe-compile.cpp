@@ -29,6 +29,7 @@
 #include "flexpipe/Scheduling/Simulator.h"
 #include "flexpipe/Scheduling/TorchFormat.h"
 #include "flexpipe/Support/InputLimits.h"
+#include "flexpipe/Support/ReadInput.h"
 
 #include "mlir/Dialect/EmitC/IR/EmitC.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -276,13 +277,15 @@ readInput(MLIRContext &context, const CompileOptions &options,
           const sched::ModelConfig &model, llvm::SourceMgr &sourceMgr,
           SourceMgrDiagnosticHandler &handler,
           std::optional<LongLineDiagnostics> &longLines) {
-  std::string error;
-  std::unique_ptr<llvm::MemoryBuffer> input =
-      openInputFile(options.input, &error);
-  if (!input) {
-    llvm::errs() << "flexpipe-compile: " << error << "\n";
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> read =
+      readInputFile(options.input);
+  if (!read) {
+    llvm::errs() << "flexpipe-compile: cannot open input file '"
+                 << options.input << "': " << readInputError(read.getError())
+                 << "\n";
     return nullptr;
   }
+  std::unique_ptr<llvm::MemoryBuffer> input = std::move(*read);
   const bool fromTorch =
       options.from == "torch-csv" ||
       (options.from.empty() &&

@@ -19,6 +19,7 @@
 #include "flexpipe/Dialect/FlexPipe/Transforms/Passes.h"
 #include "flexpipe/Plugin.h"
 #include "flexpipe/Support/InputLimits.h"
+#include "flexpipe/Support/ReadInput.h"
 
 #include "mlir/Dialect/EmitC/IR/EmitC.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -126,13 +127,14 @@ int main(int argc, char **argv) {
   auto [input, output] = mlir::registerAndParseCLIOptions(
       argc, argv, "FlexPipe optimizer driver\n", registry);
   // Bounds MLIR's parser does not keep (InputLimits.h), before it parses.
-  std::string error;
-  std::unique_ptr<llvm::MemoryBuffer> buffer =
-      mlir::openInputFile(input, &error);
-  if (!buffer) {
-    llvm::errs() << error << "\n";
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> read =
+      flexpipe::readInputFile(input);
+  if (!read) {
+    llvm::errs() << "cannot open input file '" << input
+                 << "': " << flexpipe::readInputError(read.getError()) << "\n";
     return 1;
   }
+  std::unique_ptr<llvm::MemoryBuffer> buffer = std::move(*read);
   if (std::string problem = flexpipe::checkInputLimits(
           buffer->getBuffer(), input == "-" ? "<stdin>" : input);
       !problem.empty()) {
