@@ -985,6 +985,20 @@ std::optional<VerifyFailure> Replay::collectSends() {
       if (op.peer < 0 || op.peer >= p.numActors || op.stage < 0 ||
           op.stage >= p.numStages)
         return outOfRange(a, i);
+      // A message goes to an actor that runs a stage next to the sender's
+      // (a send to another was reported as a deadlock at other ops).
+      const bool grad = op.kind == OpKind::SendGrad;
+      const auto &next = grad ? topo.preds[op.stage] : topo.succs[op.stage];
+      if (llvm::none_of(next, [&](int32_t s) {
+            return std::binary_search(topo.actorsOf[s].begin(),
+                                      topo.actorsOf[s].end(), op.peer);
+          }))
+        return failureAt(
+            a, i,
+            describeOp(p, a, i) + " sends to actor " + std::to_string(op.peer) +
+                ", which runs no stage " + (grad ? "before" : "after") +
+                " stage " + std::to_string(op.stage) +
+                " that would take the message");
       auto [it, inserted] = channels.try_emplace(
           channelKey(a, op.peer, op.kind == OpKind::SendGrad, op.stage),
           static_cast<int32_t>(channelSends.size()));

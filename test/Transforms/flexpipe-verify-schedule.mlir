@@ -220,13 +220,15 @@ flexpipe.schedule @send_waits_posted actors(2) stages(2) microbatches(2) {
 
 // -----
 
-// Tests a wait on a send that nothing receives.
+// Tests a wait on a send that nothing receives: actor 2 runs no stage that
+// takes it, which the send names (it was reported at the wait, as a wait
+// that never completes).
 flexpipe.schedule @send_wait_unreceived actors(3) stages(2) microbatches(1) {
   flexpipe.actor 0 {
     flexpipe.fwd stage 0 mb 0
     flexpipe.send_act stage 0 mb 0 to 1
+    // expected-error @+1 {{send_act stage 0 mb 0 to 2 on actor 0 sends to actor 2, which runs no stage after stage 0 that would take the message}}
     %s = flexpipe.send_act stage 0 mb 0 to 2 : !flexpipe.token
-    // expected-error @+1 {{the wait for send_act stage 0 mb 0 to 2 on actor 0 never completes: actor 2 posts no receive for it}}
     flexpipe.wait %s
     flexpipe.recv_grad stage 0 mb 0 from 1
     flexpipe.bwd stage 0 mb 0
@@ -243,13 +245,13 @@ flexpipe.schedule @send_wait_unreceived actors(3) stages(2) microbatches(1) {
 
 // -----
 
-// Tests a send that nothing receives: the iteration's final wait for every
-// send would never end.
+// Tests a send that nothing receives (the iteration's final wait for every
+// send would never end): actor 2 runs no stage that takes it.
 flexpipe.schedule @unreceived actors(3) stages(2) microbatches(1) {
   flexpipe.actor 0 {
     flexpipe.fwd stage 0 mb 0
     flexpipe.send_act stage 0 mb 0 to 1
-    // expected-error @+1 {{send_act stage 0 mb 0 to 2 on actor 0 is never received: actor 2 posts no receive for it, and an iteration ends when every send has been delivered}}
+    // expected-error @+1 {{send_act stage 0 mb 0 to 2 on actor 0 sends to actor 2, which runs no stage after stage 0 that would take the message}}
     flexpipe.send_act stage 0 mb 0 to 2
     flexpipe.recv_grad stage 0 mb 0 from 1
     flexpipe.bwd stage 0 mb 0
