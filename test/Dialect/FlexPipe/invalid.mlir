@@ -702,6 +702,21 @@ flexpipe.schedule @s actors(2) stages(2) microbatches(1) {
 
 // -----
 
+// Tests a collective whose group is out of order (only the lowering
+// refused it).
+flexpipe.schedule @s actors(3) stages(3) microbatches(1) {
+  flexpipe.actor 0 {
+    // expected-error @+1 {{'flexpipe.all_gather' op lists its group out of order; list the actors in ascending order, the order the runtime gathers their parts in}}
+    flexpipe.all_gather stage 0 mb 0 group [2, 0]
+  }
+  flexpipe.actor 1 {
+  }
+  flexpipe.actor 2 {
+  }
+}
+
+// -----
+
 // Tests a collective whose group leaves out its own actor.
 flexpipe.schedule @s actors(3) stages(3) microbatches(1) {
   flexpipe.actor 0 {

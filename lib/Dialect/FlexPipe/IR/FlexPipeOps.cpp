@@ -1793,6 +1793,11 @@ static LogicalResult verifyCollective(Operation *op, ArrayRef<int64_t> group,
   auto [self, numActors] = actorContext(op);
   if (failed(verifyActorList(op, "the group", group, numActors, 2)))
     return failure();
+  // (The verifier took any order, and only the lowering refused one.)
+  if (!llvm::is_sorted(group))
+    return op->emitOpError() << "lists its group out of order; list the "
+                                "actors in ascending order, the order the "
+                                "runtime gathers their parts in";
   if (!llvm::is_contained(group, self))
     return op->emitOpError() << "runs on actor " << self
                              << ", which is not in its group; list it";

@@ -737,8 +737,9 @@ def FlexPipe_AllGatherOp
     point (`stage`, `mb`) and receives everyone's (for example the output
     states of two towers before a contrastive loss). All members name the same
     stage and micro-batch, which identify the instance; the op blocks until
-    every member has reached it. The group lists at least two distinct actors,
-    this one included.
+    every member has reached it. The group lists at least two distinct actors
+    in ascending order (the order the runtime gathers the members' parts
+    in), this one included.
 
     ```mlir
     flexpipe.all_gather stage 8 mb 0 group [3, 7]
