@@ -146,6 +146,29 @@ TEST_CASE("computations in a core group share its cores",
   CHECK(EventCore(3, costs).maxRate() == 2.0);
 }
 
+/// Computation i of actor actors[i] (of `numActors`), one unit of work of
+/// shape shapes[i] (0 where not given) from starts[i]: the times they end.
+static std::vector<double> endTimes(const SimCosts &c, int32_t numActors,
+                                    const std::vector<int32_t> &actors,
+                                    const std::vector<double> &starts,
+                                    const std::vector<int32_t> &shapes = {}) {
+  EventCore core(numActors, c);
+  std::vector<double> at(actors.size());
+  bool started = false;
+  core.run(
+      [&](int32_t a, bool) {
+        if (started || a != 0)
+          return false;
+        started = true;
+        for (size_t i = 0; i < actors.size(); ++i)
+          core.compute(actors[i], static_cast<int32_t>(i), 1.0, starts[i],
+                       false, i < shapes.size() ? shapes[i] : 0);
+        return false;
+      },
+      [&](int32_t, int32_t id) { at[id] = core.now(); });
+  return at;
+}
+
 TEST_CASE("groups on one node slow each other by the node's computations",
           "[simulator][eventcore]") {
   // Two one-core groups on one node (actors 0 and 1 on one core, 2 on the
@@ -158,24 +181,9 @@ TEST_CASE("groups on one node slow each other by the node's computations",
   costs.groupCores = {1.0, 1.0};
   costs.groupNode = {0, 0};
   costs.groupSlowdown = {{{1, 1, 1.5, 2}}, {{1, 1, 1.5, 2}}};
-  // Computation i of actor actors[i], one unit of work from starts[i]: the
-  // times they end.
-  auto ends = [&](const SimCosts &c, std::vector<int32_t> actors,
-                  std::vector<double> starts) {
-    EventCore core(3, c);
-    std::vector<double> at(actors.size());
-    bool started = false;
-    core.run(
-        [&](int32_t a, bool) {
-          if (started || a != 0)
-            return false;
-          started = true;
-          for (size_t i = 0; i < actors.size(); ++i)
-            core.compute(actors[i], static_cast<int32_t>(i), 1.0, starts[i]);
-          return false;
-        },
-        [&](int32_t, int32_t id) { at[id] = core.now(); });
-    return at;
+  auto ends = [](const SimCosts &c, std::vector<int32_t> actors,
+                 std::vector<double> starts) {
+    return endTimes(c, 3, actors, starts);
   };
   auto near = [](const std::vector<double> &at,
                  const std::vector<double> &expected) {
@@ -204,19 +212,7 @@ TEST_CASE("each computation is slowed as its shape is",
   costs.coreGroup = {0, 0};
   costs.groupCores = {2.0};
   costs.groupSlowdown = {{{1, 1, 1}, {1, 1, 3}}};
-  EventCore core(2, costs);
-  std::vector<double> at(2);
-  bool started = false;
-  core.run(
-      [&](int32_t a, bool) {
-        if (started || a != 0)
-          return false;
-        started = true;
-        core.compute(0, 0, 1.0, 0, false, /*shape=*/0);
-        core.compute(1, 1, 1.0, 0, false, /*shape=*/1);
-        return false;
-      },
-      [&](int32_t, int32_t id) { at[id] = core.now(); });
+  const std::vector<double> at = endTimes(costs, 2, {0, 1}, {0, 0}, {0, 1});
   // Shape 1 does 1/3 while shape 0 finishes, then runs alone, unslowed.
   CHECK(at[0] == Approx(1.0));
   CHECK(at[1] == Approx(1.0 + 2.0 / 3.0));
