@@ -683,6 +683,47 @@ llvm::Error lowerOrder(const BuiltProblem &built, const ScheduleResult &order,
   return finish ? finishLowered(options, out) : llvm::Error::success();
 }
 
+/// Unfinished, a program gets its bubble optimizations later, from passes
+/// that cannot see the spec's dependencies (the schedule IR does not record
+/// them; a weight gradient moved past its dependent passed the passes run
+/// one by one). Sets out.broken to the first dependency broken by what
+/// those passes make of out.schedule with these options' costs (as the
+/// finished pipeline makes it), else out.brokenByDefaults to the first
+/// broken with the passes' defaults (the step model, no files) where those
+/// differ. An order that cannot be finished is left to the passes.
+void checkLater(const BuiltProblem &built, const LoweringOptions &options,
+                LoweredProgram &out) {
+  if (!(options.bubbles.splitBackward || options.bubbles.separation) ||
+      !hasCheckedDependencies(built.problem))
+    return;
+  LoweringOptions defaults = options;
+  defaults.timeModel = TimeModel::Step;
+  defaults.model = nullptr;
+  defaults.cluster = nullptr;
+  defaults.profile = nullptr;
+  defaults.dp = 1;
+  // (Only separation looks at the costs.)
+  const bool same = !options.bubbles.separation ||
+                    (options.timeModel == TimeModel::Step && !options.model &&
+                     !options.cluster && !options.profile && options.dp == 1);
+  const LoweringOptions *variants[] = {&options, &defaults};
+  for (const LoweringOptions *costs : variants) {
+    if (costs == &defaults && same)
+      break;
+    LoweredProgram finished;
+    if (llvm::errorToBool(lowerOrder(built, out.schedule, *costs,
+                                     /*finish=*/true, /*price=*/false,
+                                     finished)))
+      continue;
+    if (std::optional<BrokenDependency> broken =
+            brokenDependency(built.problem, finished.program)) {
+      (costs == &options ? out.broken : out.brokenByDefaults) =
+          std::move(broken);
+      return;
+    }
+  }
+}
+
 } // namespace
 
 llvm::Error flexpipe::sched::lowerProblem(const BuiltProblem &built,
@@ -739,22 +780,9 @@ llvm::Error flexpipe::sched::lowerProblem(const BuiltProblem &built,
                             options.wantCosts, out)) {
     return error;
   }
-  // Unfinished, the program gets its bubble optimizations later, from
-  // passes that cannot see the spec's dependencies (the schedule IR does
-  // not record them): they are checked here on the program those passes
-  // make with their default options, as the finished pipeline checks them
-  // (a weight gradient moved past its dependent passed the passes run one
-  // by one). A program that cannot be finished is left to those passes.
-  const Program *checked = &out.program;
-  LoweredProgram finished;
-  if (!options.finish &&
-      (options.bubbles.splitBackward || options.bubbles.separation) &&
-      hasCheckedDependencies(built.problem) &&
-      !llvm::errorToBool(lowerOrder(built, out.schedule, options,
-                                    /*finish=*/true, /*price=*/false,
-                                    finished)))
-    checked = &finished.program;
-  out.broken = brokenDependency(built.problem, *checked);
+  out.broken = brokenDependency(built.problem, out.program);
+  if (!out.broken && !options.finish)
+    checkLater(built, options, out);
   if (!out.separation)
     out.loose = looseGlobalLimit(built.problem, out.program);
   return llvm::Error::success();

@@ -340,13 +340,6 @@ std::string readStage(std::istringstream &words, ScheduleDesc &desc,
   return {};
 }
 
-/// A single model's stages (no towers) form its pipelines: every block is
-/// held by as many stages (one per direction, k), k stages are first and k
-/// last, each edge hands the blocks on where they stop (an embedding's
-/// output to block 0, the last block's to the head), every stage but the
-/// first ones has an input and every one but the last ones an output, and
-/// the edges have no cycle. A description the compiler did not write gets
-/// the first of these that fails (each once trained without a word).
 /// Who sums the gradients of a piece of the model (a block, the embedding,
 /// the head) held more than once: a device sums those of its own stages by
 /// parameter name; between actors, a stage exchanges with its one copy
@@ -402,6 +395,13 @@ std::string checkCopies(const ScheduleDesc &desc) {
   return {};
 }
 
+/// A single model's stages (no towers) form its pipelines: every block is
+/// held by as many stages (one per direction, k), k stages are first and k
+/// last, each edge hands the blocks on where they stop (an embedding's
+/// output to block 0, the last block's to the head), every stage but the
+/// first ones has an input and every one but the last ones an output, and
+/// the edges have no cycle. A description the compiler did not write gets
+/// the first of these that fails (each once trained without a word).
 std::string checkChain(const ScheduleDesc &desc) {
   std::vector<int> holders(desc.model.layers, 0);
   int firsts = 0, lasts = 0;

@@ -117,8 +117,13 @@ struct LoweredProgram {
   /// the waiting actors, or a cut) nothing below is set.
   ScheduleResult schedule;
   /// Set where `program` does not keep an extra dependency of the problem
-  /// (brokenDependency).
+  /// (brokenDependency); unfinished (LoweringOptions::finish false), also
+  /// where the program the bubble optimizations will make of it with these
+  /// costs does not.
   std::optional<BrokenDependency> broken;
+  /// Unfinished, where only the program that gradient separation makes with
+  /// its pass's default costs (the step model, no files) does not keep one.
+  std::optional<BrokenDependency> brokenByDefaults;
   /// Set where `program` does not keep a global in-flight limit
   /// (looseGlobalLimit); not checked after gradient separation, which
   /// bounds memory instead of in-flight counts.

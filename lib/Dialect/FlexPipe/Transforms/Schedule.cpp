@@ -172,17 +172,32 @@ struct SchedulePass : flexpipe::impl::SchedulePassBase<SchedulePass> {
           diag.attachNote(pipeline.getLoc()) << wait;
         return signalPassFailure();
       }
-      if (lowered.broken) {
-        const int32_t index = lowered.broken->dependency;
+      // The spec's dependency op a broken dependency names, else the
+      // pipeline.
+      auto at = [&](const sched::BrokenDependency &broken) -> Operation * {
+        const int32_t index = broken.dependency;
         if (index >= 0 && index < static_cast<int32_t>(
                                       std::distance(deps.begin(), deps.end())))
-          (*std::next(deps.begin(), index)).emitOpError()
-              << lowered.broken->message;
-        else
-          pipeline.emitOpError()
-              << "has a dependency that " << lowered.broken->message;
+          return *std::next(deps.begin(), index);
+        return pipeline;
+      };
+      if (lowered.broken) {
+        Operation *op = at(*lowered.broken);
+        op->emitOpError() << (isa<PipelineOp>(op) ? "has a dependency that "
+                                                  : "")
+                          << lowered.broken->message;
         return signalPassFailure();
       }
+      if (lowered.brokenByDefaults)
+        at(*lowered.brokenByDefaults)->emitWarning()
+            << (isa<PipelineOp>(at(*lowered.brokenByDefaults))
+                    ? "has a dependency that "
+                    : "this dependency ")
+            << lowered.brokenByDefaults->message
+            << " (in the program -flexpipe-gradient-separation makes with "
+               "its default costs, the step model: give it this pass's "
+               "time-model, model, cluster and dp, as "
+               "-flexpipe-spec-to-schedule does)";
       if (lowered.loose) {
         auto limits = pipeline.getBody().getOps<InflightOp>();
         const int32_t index = lowered.loose->inflight;

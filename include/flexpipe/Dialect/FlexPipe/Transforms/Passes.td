@@ -85,10 +85,13 @@ def SchedulePass : Pass<"flexpipe-schedule", "mlir::ModuleOp"> {
     program order, messages and collectives; one that does not is an error
     at its `flexpipe.dependency`. Without `finish` they are checked on the
     program that the bubble optimizations `flexpipe.optimize` asks for will
-    make of this one with their passes' default options, since the schedule
-    IR does not record the dependencies for those passes (a weight gradient
-    moved past the input gradient that depends on it passed the passes run
-    one by one).
+    make of this one, since the schedule IR does not record the
+    dependencies for those passes (a weight gradient moved past the input
+    gradient that depends on it passed the passes run one by one): an error
+    where the program finished with this pass's costs breaks one (as
+    `finish` would make it), a warning where only the one
+    `-flexpipe-gradient-separation` makes with its default costs (the step
+    model) does.
 
     With the cost model on a cluster whose ranks share a node's cores (a
     measured cluster), the choice between the greedy order and the step
