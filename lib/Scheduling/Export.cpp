@@ -14,7 +14,12 @@
 
 using namespace flexpipe::sched;
 
-std::string flexpipe::sched::actionName(const ProgOp &op) {
+std::string flexpipe::sched::actionName(const ProgOp &op,
+                                        const Program *program) {
+  if (op.kind == OpKind::Exec && program && op.inst >= 0 &&
+      op.inst < static_cast<int32_t>(program->instructions.size()))
+    return std::to_string(op.stage) + "@" + program->instructions[op.inst] +
+           std::to_string(op.mb);
   const char *letter = opLetter(op.kind);
   return std::to_string(op.stage) + (letter ? letter : opKindName(op.kind)) +
          std::to_string(op.mb);
@@ -66,7 +71,7 @@ std::string flexpipe::sched::formatTextGrid(const Program &p,
       const int64_t step = static_cast<int64_t>(t.start[a][i]);
       if (step >= 0 && step < steps) {
         cells[a].push_back({step, i});
-        width = std::max(width, actionName(op).size());
+        width = std::max(width, actionName(op, &p).size());
       }
     }
     std::stable_sort(cells[a].begin(), cells[a].end(),
@@ -83,7 +88,7 @@ std::string flexpipe::sched::formatTextGrid(const Program &p,
       // The last computation that starts at this step holds the cell.
       std::string cell = ".";
       for (; next < cells[a].size() && cells[a][next].first == step; ++next)
-        cell = actionName(p.actors[a][cells[a][next].second]);
+        cell = actionName(p.actors[a][cells[a][next].second], &p);
       row += ' ' + cell + std::string(width - cell.size(), ' ');
     }
     row.erase(row.find_last_not_of(' ') + 1);

@@ -42,11 +42,21 @@ std::string counted(double value, const std::string &unit) {
              : unit;
 }
 
+/// A count of steps, units or memory: whole where it is within rounding of
+/// a whole number (a sum of thirds, 11.999..., read "12.00 units" beside
+/// "12 units"), else with two decimals.
+std::string count(double value) {
+  const double whole = std::round(value);
+  return std::fabs(value - whole) <= 1e-9 * std::max(1.0, std::fabs(value))
+             ? fixed(whole, 0)
+             : fixed(value, 2);
+}
+
 /// A time in the costs' unit, readable.
 std::string time(double value, const SimCosts &costs) {
   if (costs.unit != "s")
-    return fixed(value, std::floor(value) == value ? 0 : 2) + " " +
-           counted(value, costs.unit);
+    return count(value) + " " +
+           counted(std::round(value * 100) / 100, costs.unit);
   return formatSeconds(value);
 }
 
@@ -57,7 +67,10 @@ std::string tick(double value, double step, const SimCosts &costs) {
   const double shown = ms ? value * 1e3 : value;
   const double spacing = ms ? step * 1e3 : step;
   const int digits = spacing >= 1 ? 0 : static_cast<int>(std::ceil(-std::log10(spacing)));
-  return fixed(shown, digits) + " " + (ms ? "ms" : seconds ? "s" : costs.unit);
+  return fixed(shown, digits) + " " +
+         (ms        ? "ms"
+          : seconds ? "s"
+                    : counted(std::round(shown * 1e9) / 1e9, costs.unit));
 }
 
 /// Memory: bytes with a model or a profile of every stage's activations
@@ -67,8 +80,7 @@ std::string memory(double value, const SimCosts &costs) {
   // Counts: whole stage-micro-batches under the step model, fractions of
   // M_B under the cost model (4.5 was printed as "4", 3.5 as "4").
   if (!costs.memoryInBytes)
-    return fixed(value, std::floor(value) == value ? 0 : 2) + " " +
-           costs.memoryUnit;
+    return count(value) + " " + costs.memoryUnit;
   const char *units[] = {"B", "KiB", "MiB", "GiB"};
   int unit = 0;
   for (; unit < 3 && std::fabs(value) >= 1024; ++unit)
@@ -86,14 +98,15 @@ std::string pad(const std::string &text, size_t width) {
 /// What a trace calls op `i` of `ops`: a wait is named after the transfer
 /// or collective it completes (posted earlier on the same actor with its
 /// token), whose stage and micro-batch it carries (a wait has neither).
-ProgOp traced(const std::vector<ProgOp> &ops, size_t i, std::string &name) {
+ProgOp traced(const Program &p, const std::vector<ProgOp> &ops, size_t i,
+              std::string &name) {
   ProgOp op = ops[i];
-  name = actionName(op);
+  name = actionName(op, &p);
   if (op.kind != OpKind::Wait)
     return op;
   for (size_t j = i; j-- > 0;)
     if (ops[j].kind != OpKind::Wait && ops[j].token == op.token) {
-      name = "wait " + actionName(ops[j]);
+      name = "wait " + actionName(ops[j], &p);
       op.stage = ops[j].stage;
       op.mb = ops[j].mb;
       op.peer = ops[j].peer;
@@ -242,7 +255,7 @@ std::string flexpipe::sched::formatReport(const Program &p,
   for (auto [actor, index] : r.criticalPath) {
     const ProgOp &op = p.actors[actor][index];
     if (isWork(op.kind))
-      path.push_back(actionName(op));
+      path.push_back(actionName(op, &p));
   }
   os << "\ncritical path (" << path.size()
      << (path.size() == 1 ? " computation): " : " computations): ");
@@ -434,7 +447,7 @@ std::string flexpipe::sched::formatTrace(const Program &p, const SimResult &r,
   for (int32_t a = 0; a < p.numActors; ++a)
     for (size_t i = 0; i < p.actors[a].size(); ++i) {
       std::string name;
-      const ProgOp op = traced(p.actors[a], i, name);
+      const ProgOp op = traced(p, p.actors[a], i, name);
       os << ",\n{\"name\": \"" << name << "\", \"cat\": \""
          << opKindName(op.kind)
          << "\", \"ph\": \"X\", \"pid\": 0, \"tid\": " << a

@@ -190,3 +190,13 @@
 // RUN: printf 'stages: []\noptimizer_s: [1, 1, 1, 1, 1, 1]\n' > %t.steps6.yaml
 // RUN: not flexpipe-compile %schedules/1f1b.mlir --actors 2 --model %configs/models/tiny.yaml --cluster %configs/clusters/cpu.yaml --profile %t.steps6.yaml --emit=report 2>&1 | FileCheck %s --check-prefix=OTHER-STEPS
 // OTHER-STEPS: error: 'flexpipe.pipeline' op the profile '{{.*}}steps6.yaml' has 6 optimizer steps in optimizer_s (at {{.*}}steps6.yaml:2:14), but the schedule has 2 stages and 2 actors
+
+// A count within rounding of a whole number prints whole (a sum of thirds,
+// 11.999..., read "12.00 units" under actor 0's "12 units"), and an axis
+// label of 1 reads "1 step" (it read "1 steps").
+// RUN: flexpipe-compile %S/../Runtime/train-clip-spec.mlir --microbatches 3 --time-model=cost --emit=report | FileCheck %s --check-prefix=WHOLE
+// WHOLE:      {{^0 +12 units +3.33 units}}
+// WHOLE-NEXT: {{^1 +12 units +3.33 units}}
+// WHOLE-NEXT: {{^2 +6 units +9.33 units}}
+// RUN: flexpipe-compile %schedules/1f1b.mlir --actors 3 --microbatches 2 --emit=svg | FileCheck %s --check-prefix=TICK
+// TICK: >1 step<

@@ -2,8 +2,10 @@
 // grid showed those steps idle ('.') while the header counted them.
 // RUN: flexpipe-compile %s --emit=text | FileCheck %s
 // CHECK:      schedule @p: 3 actors, 3 stages, 5 micro-batches, 19 steps
-// CHECK-NEXT: (cells: stage, F forward / B backward / I input gradient / W weight gradient / exec a registered instruction, micro-batch; . idle)
-// CHECK:      actor 2 | .      .      2F0    2exec0 2B0    2F1    2exec1 2B1
+// A registered instruction's cell names it: two on one stage both read
+// 2exec0.
+// CHECK-NEXT: (cells: stage, F forward / B backward / I input gradient / W weight gradient / @name a registered instruction, micro-batch; . idle)
+// CHECK:      actor 2 | .      .      2F0    2@n0   2B0    2F1    2@n1   2B1
 // A schedule without one keeps the short legend.
 // RUN: flexpipe-compile %schedules/1f1b.mlir --emit=text | FileCheck %s --check-prefix=PLAIN
 // PLAIN: (cells: stage, F forward / B backward / I input gradient / W weight gradient, micro-batch; . idle)
@@ -18,7 +20,10 @@
 // RUN: flexpipe-compile %schedules/1f1b.mlir --emit=svg | FileCheck %s --check-prefix=SVGPLAIN
 // SVGPLAIN-NOT: registered
 // RUN: flexpipe-compile %s --emit=report | FileCheck %s --check-prefix=PATH
-// PATH: critical path (19 computations): 0F0 -> 1F0 -> 2F0 -> 2exec0 -> 2B0
+// PATH: critical path (19 computations): 0F0 -> 1F0 -> 2F0 -> 2@n0 -> 2B0
+// The trace names the instruction too.
+// RUN: flexpipe-compile %s --emit=trace | FileCheck %s --check-prefix=TRACE
+// TRACE: "name": "2@n0"
 // RUN: flexpipe-opt %s -flexpipe-spec-to-schedule -flexpipe-simulate | FileCheck %s --check-prefix=ATTR
 // ATTR: critical_path = 19
 

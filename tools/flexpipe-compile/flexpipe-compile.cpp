@@ -689,7 +689,7 @@ static LogicalResult emitReplayed(ScheduleOp schedule,
                             return op.kind == sched::OpKind::Exec;
                           });
                         })
-               ? " / exec a registered instruction"
+               ? " / @name a registered instruction"
                : "")
        << ", micro-batch; . idle)\n"
        << sched::formatTextGrid(program, timeline);

@@ -37,9 +37,11 @@ int64_t peakInflight(const Program &program);
 
 /// `<stage><F|B|I|W|SEND_F|RECV_F|SEND_B|RECV_B><micro-batch>`: a cell of
 /// the text grid, an action of PyTorch's CSV (sends name the sender's stage,
-/// receives the receiver's) and a name in timelines; other ops by their
-/// kind's name (`2exec0`).
-std::string actionName(const ProgOp &op);
+/// receives the receiver's) and a name in timelines; a registered
+/// instruction's exec by the instruction's name from `program` (`2@norm0`:
+/// two on one stage read alike as `2exec0`), other ops by their kind's name
+/// (`2all_gather0`).
+std::string actionName(const ProgOp &op, const Program *program = nullptr);
 
 /// Seconds as reports, timelines and flexpipe-tune print them: "1.250 s",
 /// "12.500 ms", four significant digits below a microsecond ("0.0004 ms").
