@@ -108,3 +108,27 @@ flexpipe.pipeline @attrs actors(2) microbatches(1) {
   flexpipe.instruction @log_norms kind(compute) on(@gpt[-1]) attrs {file = "norms.txt"}
   flexpipe.dependency fwd @gpt[-1] -> @log_norms @gpt[-1]
 }
+
+// -----
+
+// A registered stage holds no layers and no forwards: it is not one of the
+// stages an in-flight limit or the symbol `s` counts (a per-stage map over
+// this pipeline gave three limits for two stages and the spec was refused).
+// Limits [2, 1]: actor 0 runs two forwards before its first backward.
+
+// CHECK-LABEL: flexpipe.schedule @perstage_registered actors(2) stages(3)
+// CHECK: flexpipe.actor 0 {
+// CHECK-NEXT: flexpipe.fwd stage 0 mb 0
+// CHECK-NOT: flexpipe.fwd
+// CHECK: flexpipe.fwd stage 0 mb 1
+// CHECK-NOT: flexpipe.fwd
+// CHECK: flexpipe.bwd stage 0 mb 0
+// CHECK-NOT: flexpipe.bwd
+// CHECK: flexpipe.fwd stage 0 mb 2
+flexpipe.pipeline @perstage_registered actors(2) microbatches(4) {
+  flexpipe.module @a layers(2) placement(one_to_one)
+  flexpipe.inflight per_stage affine_map<(i)[pp, s, m] -> (s - i)>
+  flexpipe.stage @sync actors [0, 1]
+  flexpipe.instruction @ag kind(all_gather) on(@sync)
+  flexpipe.dependency fwd @a[-1] -> @ag @sync
+}

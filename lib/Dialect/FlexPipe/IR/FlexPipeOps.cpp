@@ -789,8 +789,6 @@ int64_t PipelineOp::getNumStages() {
         total += placed->numStages();
       else
         llvm::consumeError(placed.takeError());
-    } else if (isa<StageOp>(op)) {
-      ++total;
     }
   }
   return total;

@@ -143,7 +143,7 @@ def FlexPipe_CttpAttr : FlexPipe_Attr<"Cttp", "cttp"> {
     many forward / backward items are taken at a time; 1 when omitted).
 
     A unit is a count: an integer or an expression of the pipeline's size
-    over the symbols `pp` (actors), `s` (stages), `m` (micro-batches) and
+    over the symbols `pp` (actors), `s` (the modules' stages; registered `flexpipe.stage`s do not count), `m` (micro-batches) and
     `round` (micro-batches per round: m split into the most rounds whose last
     still holds pp; pp when pp divides m)
     with `+`, `-`, `*`, `floordiv`, `ceildiv`, `mod` and parentheses. It is
@@ -175,7 +175,7 @@ def FlexPipe_StpAttr : FlexPipe_Attr<"Stp", "stp"> {
     first schedulable item in the direction is taken.
 
     The interval is a count: an integer or an expression of the pipeline's
-    size over the symbols `pp` (actors), `s` (stages), `m` (micro-batches)
+    size over the symbols `pp` (actors), `s` (the modules' stages; registered `flexpipe.stage`s do not count), `m` (micro-batches)
     and `round` (micro-batches per round: m split into the most rounds whose
     last still holds pp; pp when pp divides m, m when m < 2 pp) with `+`, `-`, `*`, `floordiv`, `ceildiv`,
     `mod` and parentheses, so that one spec serves every size (interleaved

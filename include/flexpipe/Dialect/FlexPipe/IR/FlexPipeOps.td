@@ -62,8 +62,10 @@ def FlexPipe_PipelineOp : FlexPipe_Op<"pipeline", [
   let hasVerifier = 1;
   let hasRegionVerifier = 1;
   let extraClassDeclaration = [{
-    /// Total number of stages: every module's stages, then registered stages.
-    /// Modules whose placement is invalid count as zero.
+    /// The modules' stages, the `s` of the pipeline's priorities and
+    /// in-flight limits; registered stages (flexpipe.stage: no layers, no
+    /// forwards) are not counted. Modules whose placement is invalid count
+    /// as zero.
     int64_t getNumStages();
   }];
 }
@@ -397,7 +399,8 @@ def FlexPipe_InflightOp : FlexPipe_Op<"inflight", [HasParent<"PipelineOp">,
     A limit is an integer, a list (one entry per stage / actor of the scope),
     or an affine map evaluated for each index: `(i)[pp, s, m] -> (...)` where
     `i` is the stage index or the actor's position in the scope, `pp` the
-    number of actors, `s` the number of stages and `m` the number of
+    number of actors, `s` the number of stages (the modules' stages:
+    registered `flexpipe.stage`s take no place in a limit) and `m` the number of
     micro-batches of the scope (a `global` map has no dimension). A fourth
     symbol, `round`, is optional: the micro-batches per round as interleaved
     1F1B takes them (m split into the most rounds, at most m floordiv pp,
