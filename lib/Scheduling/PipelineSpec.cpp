@@ -708,11 +708,16 @@ llvm::Error ProblemBuilder::applyInflightLimits() {
       GlobalLimit limit;
       limit.limit = in.limits[0];
       limit.inflight = static_cast<int32_t>(&in - spec.inflight.data());
-      // Sources: the scope's stages without a predecessor other than a
-      // vocabulary-parallel embedding (which does not count in flight).
-      std::vector<bool> hasPred(built.numStages, false);
+      // Sources: the scope's stages without a predecessor in the scope
+      // other than a vocabulary-parallel embedding (which does not count in
+      // flight). A head's inputs from other modules do not make it a
+      // non-source: its module's limit had no source and bound nothing.
+      std::vector<bool> inScope(built.numStages, false), hasPred = inScope;
+      for (int32_t s : stages)
+        inScope[s] = true;
       for (auto [from, to] : built.stageEdges)
-        if (!(built.stageMeta[from].layers == 0 && built.stageMeta[from].first))
+        if (inScope[from] &&
+            !(built.stageMeta[from].layers == 0 && built.stageMeta[from].first))
           hasPred[to] = true;
       for (int32_t s : stages)
         if (!hasPred[s])
