@@ -1102,8 +1102,10 @@ int32_t Engine::step(int32_t actor) {
       // Algorithm 1 as written: the first type whose reorder queue holds an
       // item decides, and a fetch that finds nothing schedulable there
       // (in-flight limit, interval, check function) is a bubble.
-      if (p.stepRule == StepRule::Literal && hasReady(actor, kind))
+      if (p.stepRule == StepRule::Literal && hasReady(actor, kind)) {
+        unit.count = 0;
         return -1;
+      }
       continue;
     }
     const int64_t size = kind == CompKind::Fwd ? pol.fwdUnit
@@ -1113,13 +1115,19 @@ int32_t Engine::step(int32_t actor) {
       unit.kind = kind;
       unit.left = size - 1;
     } else if (kind != CompKind::Wgrad &&
-               (kind == CompKind::Fwd) == unit.preferFwd &&
-               ++unit.count >= size) {
-      unit.preferFwd = !unit.preferFwd;
+               (kind == CompKind::Fwd) == unit.preferFwd) {
+      if (++unit.count >= size) {
+        unit.preferFwd = !unit.preferFwd;
+        unit.count = 0;
+      }
+    } else {
+      // A pick of another type ends the preferred type's unit, which starts
+      // again; the preference stays (the count used to run on across it).
       unit.count = 0;
     }
     return item;
   }
+  unit.count = 0;
   return -1;
 }
 
@@ -1355,6 +1363,7 @@ bool Engine::actorStep(int32_t actor) {
     // progress (its items are not available). Skipping it kept the unit
     // across the bubble.
     units[actor].left = 0;
+    units[actor].count = 0;
     return false;
   }
   const int32_t item = p.customPriorities.empty() || !p.customPriorities[actor]
