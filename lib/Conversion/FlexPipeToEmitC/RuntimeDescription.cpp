@@ -510,14 +510,32 @@ LogicalResult checkSyncGathers(ScheduleOp schedule, const Towers &towers) {
           }
         return diag;
       }
-      if (isa<BwdOp, IgradOp>(op) && !gathered.lookup(mb))
-        return op.emitOpError()
-               << "runs before the all-gather of sync stage " << sync << " mb "
-               << mb << " has "
-               << (gathered.count(mb) ? "completed (wait for its token)"
-                                      : "run")
-               << " on actor " << id
-               << "; the gradient of the tower's embeddings comes from it";
+      if (isa<BwdOp, IgradOp>(op) && !gathered.lookup(mb)) {
+        InFlightDiagnostic diag =
+            op.emitOpError()
+            << "runs before the all-gather of sync stage " << sync << " mb "
+            << mb << " has "
+            << (gathered.count(mb) ? "completed (wait for its token)" : "run")
+            << " on actor " << id
+            << "; the gradient of the tower's embeddings comes from it";
+        // Where the spec's instruction released this backward through an
+        // earlier micro-batch's all-gather (next(N) above 1), say so there.
+        for (auto gather : actor.getBody().getOps<AllGatherOp>())
+          if (static_cast<int64_t>(gather.getStage()) == sync &&
+              static_cast<int64_t>(gather.getMb()) == mb) {
+            diag.attachNote(gather.getLoc())
+                << "the all-gather of micro-batch " << mb
+                << (gathered.count(mb) ? " is waited for" : " comes")
+                << " after that backward on actor " << id
+                << ": the backward needs it first (a dependency from the "
+                   "sync instruction to the tower's last backward, with "
+                   "next(1): one all-gather releasing the backwards of "
+                   "several micro-batches, next(N) above 1, is not "
+                   "supported yet)";
+            break;
+          }
+        return diag;
+      }
     }
   }
   return success();
