@@ -483,7 +483,9 @@ def FlexPipe_OptimizeOp : FlexPipe_Op<"optimize", [HasParent<"PipelineOp">]> {
       peak, may differ from the one picked without separation) and trying
       at most `max_rounds` stash-and-insert rounds (the pass's
       option, 2000 by default, when omitted)
-      (`-flexpipe-gradient-separation`, which implies `split_backward`);
+      (`-flexpipe-gradient-separation`, which implies `split_backward`;
+      programs with asynchronous collectives or registered `exec`
+      instructions are refused at this op: not supported yet);
     - `async_comm`: receives are posted early and waited on right before
       use (`-flexpipe-async-comm`).
     The clauses may come in any order. At most one per pipeline. The
