@@ -203,33 +203,49 @@ constexpr const char *kOtherWayRound =
     "gradients are placed after scheduling, which sees no extra "
     "dependency)";
 
-/// The first dependency between a computation and a runtime operation
-/// (flexpipe.exec) that the run does not keep. An exec orders nothing
+/// Whether an end of a registered instruction is one of the spec's
+/// dependencies (not a vocabulary-parallel head's loss statistics, which
+/// the verifier checks as data).
+bool isSpecDependency(const PartKind &end) { return end.source >= 0; }
+
+/// The first dependency between a computation and a registered instruction
+/// that the run does not keep. An exec (a runtime operation) orders nothing
 /// between actors: its instance on one actor and a computation on another
-/// are ordered only through messages and collectives.
-std::optional<BrokenDependency> brokenExecDependency(const Problem &problem,
-                                                     const Program &run,
-                                                     const ProgramGraph &graph,
-                                                     ComputationIndex &index,
-                                                     Ask holds) {
-  // Per (actor, instruction): its instances' first micro-batches and ops, in
-  // order; one pass over the programs (a pass per instruction was quadratic
-  // in the instructions a spec registers).
-  using Instances = std::vector<std::pair<int32_t, int32_t>>;
+/// are ordered only through messages and collectives. A collective's ends
+/// are on its members (buildProblem refuses others); each member's program
+/// must order its own ends against its own instance (its wait, when
+/// asynchronous), which passes that move computations after scheduling
+/// (the split backward's weight gradients) do not see.
+std::optional<BrokenDependency>
+brokenRegisteredDependency(const Problem &problem, const Program &run,
+                           const ProgramGraph &graph, ComputationIndex &index,
+                           Ask holds) {
+  // Per (actor, instruction): its instances' first micro-batches and ops,
+  // in order, with the op that completes each there (an asynchronous
+  // collective's wait); one pass over the programs (a pass per instruction
+  // was quadratic in the instructions a spec registers).
+  struct Instance {
+    int32_t mb, op, done;
+  };
+  using Instances = std::vector<Instance>;
   std::map<std::pair<int32_t, int32_t>, Instances> execs;
+  std::vector<int32_t> waitOf(graph.numOps(), -1);
+  for (int32_t id = 0; id < graph.numOps(); ++id)
+    if (graph.waitsPost[id] >= 0)
+      waitOf[graph.waitsPost[id]] = id;
   for (int32_t actor = 0; actor < static_cast<int32_t>(run.actors.size());
        ++actor)
     for (size_t i = 0; i < run.actors[actor].size(); ++i) {
       const ProgOp &op = run.actors[actor][i];
-      if (op.kind == OpKind::Exec)
-        execs[{actor, op.inst}].push_back(
-            {op.mb, graph.actorBegin[actor] + static_cast<int32_t>(i)});
+      if (op.inst < 0 || !(op.kind == OpKind::Exec || isCollective(op.kind)))
+        continue;
+      const int32_t id = graph.actorBegin[actor] + static_cast<int32_t>(i);
+      execs[{actor, op.inst}].push_back(
+          {op.mb, id, waitOf[id] >= 0 ? waitOf[id] : id});
     }
   for (int32_t r = 0; r < static_cast<int32_t>(problem.registered.size());
        ++r) {
     const Registered &inst = problem.registered[r];
-    if (inst.runtime != InstRuntime::Exec)
-      continue;
     // Per member: its instances.
     std::map<int32_t, const Instances *> instances;
     for (int32_t actor : inst.actors)
@@ -250,6 +266,8 @@ std::optional<BrokenDependency> brokenExecDependency(const Problem &problem,
            << " on actor " << member;
       if (part.actor == member)
         os << kOtherWayRound;
+      else if (inst.runtime != InstRuntime::Exec)
+        os << ": actor " << part.actor << " does not join the collective";
       else
         os << ": a runtime operation (kind(compute)) orders nothing "
               "between actors, and no message orders these two; attach the "
@@ -272,14 +290,15 @@ std::optional<BrokenDependency> brokenExecDependency(const Problem &problem,
       // Sources: every micro-batch an instance covers comes first.
       for (const PartKind &src : inst.after) {
         const StagePart &part = problem.parts[src.part];
-        if (elsewhere(part.actor, member))
+        if (!isSpecDependency(src) || elsewhere(part.actor, member))
           continue;
-        for (auto [first, id] : list)
-          for (int32_t mb = std::max<int64_t>(first, part.mbBegin);
-               mb < std::min<int64_t>(first + inst.prev, part.mbEnd); ++mb) {
+        for (const Instance &instance : list)
+          for (int32_t mb = std::max<int64_t>(instance.mb, part.mbBegin);
+               mb < std::min<int64_t>(instance.mb + inst.prev, part.mbEnd);
+               ++mb) {
             const int32_t from =
                 index.find(part.actor, src.kind, part.stage, mb, true);
-            if (from >= 0 && !holds(part.actor, from, id))
+            if (from >= 0 && !holds(part.actor, from, instance.op))
               return fail(src, mb, false, member);
           }
       }
@@ -287,7 +306,7 @@ std::optional<BrokenDependency> brokenExecDependency(const Problem &problem,
       // member, its own instance only.
       for (const PartKind &dst : inst.before) {
         const StagePart &part = problem.parts[dst.part];
-        if (elsewhere(part.actor, member))
+        if (!isSpecDependency(dst) || elsewhere(part.actor, member))
           continue;
         for (int32_t mb = std::max(lo, part.mbBegin);
              mb < std::min(hi, part.mbEnd); ++mb) {
@@ -296,7 +315,7 @@ std::optional<BrokenDependency> brokenExecDependency(const Problem &problem,
             break;
           const int32_t to =
               index.find(part.actor, dst.kind, part.stage, mb, false);
-          if (to >= 0 && !holds(member, list[k].second, to))
+          if (to >= 0 && !holds(member, list[k].done, to))
             return fail(dst, mb, true, member);
         }
       }
@@ -358,8 +377,8 @@ std::optional<BrokenDependency> brokenExtraDependency(const Problem &problem,
 static bool hasCheckedDependencies(const Problem &problem) {
   return !problem.extraDependencies.empty() ||
          llvm::any_of(problem.registered, [](const Registered &r) {
-           return r.runtime == InstRuntime::Exec &&
-                  (!r.after.empty() || !r.before.empty());
+           return llvm::any_of(r.after, isSpecDependency) ||
+                  llvm::any_of(r.before, isSpecDependency);
          });
 }
 
@@ -375,8 +394,8 @@ flexpipe::sched::brokenDependency(const Problem &problem,
     if (std::optional<BrokenDependency> broken = brokenExtraDependency(
             problem, *view.run, view.graph, *view.index, holds))
       return broken;
-    return brokenExecDependency(problem, *view.run, view.graph, *view.index,
-                                holds);
+    return brokenRegisteredDependency(problem, *view.run, view.graph,
+                                      *view.index, holds);
   });
 }
 

@@ -77,6 +77,13 @@
 // SCALED: two-layers.mlir:2:3: note: --actors 4 replaced actors(3) and scaled layers(2) to 3 (layers per actor kept)
 // PERACTOR: per-actor.mlir:5:3: error: 'flexpipe.inflight' op lists 4 limits, but the scope has 5 actors; give one per actor
 // PERACTOR: per-actor.mlir:5:3: note: --actors 5 replaced actors(4)
+// A dependency on a collective is checked where the stages are placed: at 5
+// actors the last stage moves to actor 4, which the registered stage's
+// literal actors [0, 3] do not list (it compiled, exit 0, and the
+// all-gather did not wait for actor 4's forward).
+// RUN: flexpipe-compile %t/collective.mlir --emit=text > /dev/null
+// RUN: not flexpipe-compile %t/collective.mlir --actors 5 --emit=text 2>&1 | FileCheck %s --check-prefix=COLLECTIVE
+// COLLECTIVE: collective.mlir:5:3: error: 'flexpipe.dependency' op connects collective @ag (kind(all_gather) of actors [0, 3]) with fwd of @a[4] on actor 4, which does not join it: a collective orders only its members' computations, so nothing would keep this dependency when the schedule runs; add actor 4 to the actors of flexpipe.stage @sync, or make the other end a computation on one of actors [0, 3]
 
 //--- inflight.mlir
 flexpipe.pipeline @p actors(4) microbatches(8) {
@@ -155,4 +162,13 @@ flexpipe.pipeline @p actors(4) microbatches(8) {
 flexpipe.pipeline @a actors(4) microbatches(8) {
   flexpipe.module @gpt layers(4) placement(one_to_one)
   flexpipe.share @gpt stage 3 actors [2, 3]
+}
+
+//--- collective.mlir
+flexpipe.pipeline @p actors(4) microbatches(4) {
+  flexpipe.module @a layers(4) placement(one_to_one)
+  flexpipe.stage @sync actors [0, 3]
+  flexpipe.instruction @ag kind(all_gather) on(@sync)
+  flexpipe.dependency fwd @a[-1] -> @ag @sync
+  flexpipe.dependency @ag @sync -> bwd @a[-1]
 }

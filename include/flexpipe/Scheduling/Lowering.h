@@ -78,8 +78,10 @@ struct BrokenDependency {
   std::string message;
 };
 
-/// The first extra dependency between computations of `problem` (built as
-/// `program`'s schedule was) that `program` does not keep: for some
+/// The first extra dependency of `problem` (built as `program`'s schedule
+/// was), between computations or between a computation and a registered
+/// instruction (an exec or a collective), that `program` does not keep: for
+/// some
 /// micro-batch its source does not happen before its destination through
 /// program order, messages and collectives (HappensBefore), as when the two
 /// run on actors that exchange nothing, or when the split backward's

@@ -28,9 +28,9 @@ public:
   /// What `index` counts, in declaration order: the spec's modules
   /// (PipelineSpec::modules), its registered instructions
   /// (PipelineSpec::instructions), the Problem's registered instructions
-  /// (Problem::registered, which the spec's follow), or its optimize
-  /// request (index 0).
-  enum class Site { Module, Instruction, Registered, Optimize };
+  /// (Problem::registered, which the spec's follow), its dependencies
+  /// (PipelineSpec::dependencies), or its optimize request (index 0).
+  enum class Site { Module, Instruction, Registered, Dependency, Optimize };
 
   StatementError(Site site, int32_t index, std::string what)
       : site(site), index(index), what(std::move(what)) {}

@@ -383,6 +383,8 @@ void flexpipe::emitSpecError(PipelineOp pipeline, llvm::Error error,
           op = nth(body.getOps<ModalityOp>(), e.index);
         else if (e.site == Site::Instruction)
           op = nth(body.getOps<InstructionOp>(), e.index);
+        else if (e.site == Site::Dependency)
+          op = nth(body.getOps<DependencyOp>(), e.index);
         else if (e.site == Site::Optimize)
           for (OptimizeOp optimize : body.getOps<OptimizeOp>())
             op = optimize; // the last one is the request

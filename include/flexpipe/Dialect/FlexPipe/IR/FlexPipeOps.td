@@ -288,17 +288,28 @@ def FlexPipe_DependencyOp : FlexPipe_Op<"dependency", [
     after scheduling: there `igrad` and `wgrad` of one stage are one item,
     and `igrad -> @x -> wgrad` is such a cycle.
 
-    Between two computations, or a computation and a `kind(compute)`
-    instruction (a runtime operation, which orders nothing between actors),
+    A collective (`kind(all_gather)`, `kind(gather)`) orders only its
+    members, the actors of its registered stage: each leaves an instance
+    once every member has joined it, and a member's program orders the
+    member's own computations against it. So the computation at the other
+    end of a dependency on a collective must run on a member:
+    `-flexpipe-schedule` (and `flexpipe-compile`) refuses, at this op, one
+    whose stage is placed on another actor (after an `--actors` override
+    too, which moves the stages but not a registered stage's literal
+    actors); add that actor to the registered stage's actors, or make the
+    other end a computation on a member.
+
+    Between two computations, or a computation and a registered instruction,
     the order must also hold when the schedule runs: `-flexpipe-schedule`
     refuses, at this op, a schedule in which A does not happen before B
     through program order, the messages the actors exchange and their
     collectives (two towers on actors that exchange nothing, a weight
-    gradient that the split backward placed on its own, or a runtime
-    operation on one actor and a computation on another that no message
-    orders). It checks the program it writes (finished, where asked);
-    passes run on the schedule afterwards do not see the spec's
-    dependencies.
+    gradient that the split backward placed on its own after a collective
+    or a runtime operation, or a runtime operation (`kind(compute)`, which
+    orders nothing between actors) on one actor and a computation on another
+    that no message orders). It checks the program it writes (finished,
+    where asked); passes run on the schedule afterwards do not see the
+    spec's dependencies.
 
     ```mlir
     flexpipe.dependency fwd @image[-1] -> @sync_gather @sync

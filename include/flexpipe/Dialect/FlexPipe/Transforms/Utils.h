@@ -38,8 +38,8 @@ mlir::FailureOr<sched::PipelineSpec> readPipelineSpec(PipelineOp pipeline);
 
 /// Emits `error`, a failure of the library on `pipeline`'s spec, as an
 /// error at the statement it is about (sched::StatementError: a module, a
-/// registered instruction, the optimize request) or else at the pipeline,
-/// prefixed by `prefix`.
+/// registered instruction, a dependency, the optimize request) or else at
+/// the pipeline, prefixed by `prefix`.
 void emitSpecError(PipelineOp pipeline, llvm::Error error,
                    llvm::StringRef prefix = "");
 
