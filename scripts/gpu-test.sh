@@ -40,9 +40,12 @@
 #   sanitize  the tiny GPT on one rank under compute-sanitizer's memcheck,
 #             initcheck, synccheck and racecheck; none may report an error
 #
-# With fewer GPUs than ranks, the ranks share the GPUs and each gets its own
-# NCCL_HOSTID (the CUDA backend sets it when LOCAL_WORLD_SIZE exceeds the
-# GPUs) so that NCCL accepts several ranks per GPU; it then talks over sockets, and iteration times mean little.
+# With fewer GPUs than ranks, the ranks share the GPUs: run-env.sh starts
+# them without MPI, so the CUDA backend counts (LOCAL_WORLD_SIZE above the
+# GPUs every rank sees) and gives each rank after the first on a GPU its own
+# NCCL_HOSTID (flexpipe-HOST-slotK) so that NCCL accepts several ranks per
+# GPU; NCCL then connects the slots over sockets, and iteration times mean
+# little.
 #
 # Usage: scripts/gpu-test.sh [--skip-build] [--iterations N] [--emulation]
 #
@@ -222,7 +225,7 @@ train() {
 check_compare() {
   local name=$1 dir=$2 math losstol weighttol start=$SECONDS
   read -r math losstol weighttol <<< "$(gpu_test_tolerances "$name")"
-  log "$name: training $iterations iterations on $ranks ranks ($GPUS GPU(s)$([ "$ranks" -gt "$GPUS" ] && echo ', NCCL_HOSTID per rank'))"
+  log "$name: training $iterations iterations on $ranks ranks ($GPUS GPU(s)$([ "$ranks" -gt "$GPUS" ] && echo ', an NCCL_HOSTID per further rank on a GPU'))"
   FLEXPIPE_CUDA_MATH=$math train "$dir" "$dir/run.log" --iterations "$iterations" \
     --losses "$dir/losses" --weights "$dir/weights"
   local code=$? took=$((SECONDS - start))

@@ -354,7 +354,83 @@ TEST_CASE("timeout: measured from the last progress", "[timeout]") {
   CHECK(!late.expired(12, 8));
 }
 
-TEST_CASE("launch environment: a host id per rank when ranks share GPUs",
+namespace {
+/// sharedGpu's host id for each rank of `all`.
+std::vector<std::string> hostIds(const std::vector<GpuUse> &all,
+                                 const char *current = nullptr) {
+  std::vector<std::string> ids;
+  for (size_t r = 0; r < all.size(); ++r)
+    ids.push_back(sharedGpu(all, static_cast<int>(r), current).hostId);
+  return ids;
+}
+/// The ranks of `all` with a message.
+std::vector<int> speakers(const std::vector<GpuUse> &all) {
+  std::vector<int> ranks;
+  for (size_t r = 0; r < all.size(); ++r)
+    if (!sharedGpu(all, static_cast<int>(r), nullptr).message.empty())
+      ranks.push_back(static_cast<int>(r));
+  return ranks;
+}
+} // namespace
+
+TEST_CASE("shared GPUs: a host id for each further rank on a GPU",
+          "[bootstrap]") {
+  using Ids = std::vector<std::string>;
+  const std::string a = "0000:1a:00.0", b = "0000:3b:00.0", c = "0000:5c:00.0",
+                    d = "0000:7d:00.0";
+  // Four ranks, each with a GPU of its own that it sees as device 0 (Slurm
+  // --gpus-per-task=1): no host id, no message, so NCCL keeps NVLink, P2P
+  // and shared memory among them.
+  const std::vector<GpuUse> own = {
+      {"node1", a}, {"node1", b}, {"node1", c}, {"node1", d}};
+  CHECK(hostIds(own) == Ids{"", "", "", ""});
+  CHECK(speakers(own).empty());
+
+  // Four ranks on one GPU: four slots, so four hosts to NCCL.
+  const std::vector<GpuUse> one = {
+      {"node1", a}, {"node1", a}, {"node1", a}, {"node1", a}};
+  CHECK(hostIds(one) == Ids{"", "flexpipe-node1-slot1", "flexpipe-node1-slot2",
+                            "flexpipe-node1-slot3"});
+  CHECK(speakers(one) == std::vector<int>{0});
+  const std::string message = sharedGpu(one, 0, nullptr).message;
+  CHECK(message.find("on node1, 4 ranks share GPU 0000:1a:00.0: ") == 0);
+  CHECK(message.find("NCCL_HOSTID=flexpipe-node1-slotK") != std::string::npos);
+
+  // Four ranks on two GPUs (device local rank mod 2): two slots; the ranks
+  // on different GPUs share a slot's host id.
+  const std::vector<GpuUse> two = {
+      {"node1", a}, {"node1", b}, {"node1", a}, {"node1", b}};
+  CHECK(hostIds(two) ==
+        Ids{"", "", "flexpipe-node1-slot1", "flexpipe-node1-slot1"});
+  CHECK(sharedGpu(two, 0, nullptr)
+            .message.find("on node1, 2 ranks share GPU 0000:1a:00.0 and 2 "
+                          "ranks share GPU 0000:3b:00.0: ") == 0);
+  // Only the ranks on the shared GPU move; the first that shares speaks.
+  const std::vector<GpuUse> partly = {
+      {"node1", b}, {"node1", a}, {"node1", c}, {"node1", a}};
+  CHECK(hostIds(partly) == Ids{"", "", "", "flexpipe-node1-slot1"});
+  CHECK(speakers(partly) == std::vector<int>{1});
+
+  // Two hosts: slots count per host, one bus id on two hosts is two GPUs.
+  const std::vector<GpuUse> hosts = {{"node1", a}, {"node1", a}, {"node2", a},
+                                     {"node2", b}, {"node2", a}, {"node1", b}};
+  CHECK(hostIds(hosts) ==
+        Ids{"", "flexpipe-node1-slot1", "", "", "flexpipe-node2-slot1", ""});
+  CHECK(speakers(hosts) == std::vector<int>{0, 2});
+  const std::vector<GpuUse> apart = {{"node1", a}, {"node2", a}};
+  CHECK(hostIds(apart) == Ids{"", ""});
+  CHECK(speakers(apart).empty());
+
+  // The user's NCCL_HOSTID stays, and nobody speaks.
+  CHECK(hostIds(one, "mine") == Ids{"", "", "", ""});
+  CHECK(sharedGpu(one, 0, "mine").message.empty());
+  // A rank outside the records: nothing to decide.
+  CHECK(sharedGpu(one, 4, nullptr).hostId.empty());
+  CHECK(sharedGpu(one, -1, nullptr).hostId.empty());
+  CHECK(sharedGpu({}, 0, nullptr).hostId.empty());
+}
+
+TEST_CASE("shared GPUs without MPI: the slot counted from the local rank",
           "[bootstrap]") {
   LaunchEnv env;
   REQUIRE(launch({{"RANK", "5"},
@@ -364,22 +440,47 @@ TEST_CASE("launch environment: a host id per rank when ranks share GPUs",
                   {"FLEXPIPE_NCCL_ID_FILE", "/shared/id"}},
                  env) == "");
   CHECK(env.localWorld == 4);
-  // Four ranks on this machine: one GPU each needs no host id.
-  CHECK(hostIdForSharedGpu(env, 4, "node1", nullptr) == "");
-  CHECK(hostIdForSharedGpu(env, 8, "node1", nullptr) == "");
-  // Fewer GPUs: a host of its own, unless the user chose one.
-  CHECK(hostIdForSharedGpu(env, 1, "node1", nullptr) == "flexpipe-node1-rank5");
-  CHECK(hostIdForSharedGpu(env, 3, "node1", nullptr) == "flexpipe-node1-rank5");
-  CHECK(hostIdForSharedGpu(env, 1, "node1", "mine") == "");
+  // Four ranks on this machine: a GPU each needs no host id.
+  CHECK(sharedGpuByCount(env, 4, "node1", nullptr).hostId == "");
+  CHECK(sharedGpuByCount(env, 8, "node1", nullptr).hostId == "");
+  // Local rank 1 of 4: slot 1 on one GPU; slot 0 on two or three (device
+  // 1, its first rank).
+  CHECK(sharedGpuByCount(env, 1, "node1", nullptr).hostId ==
+        "flexpipe-node1-slot1");
+  CHECK(sharedGpuByCount(env, 2, "node1", nullptr).hostId == "");
+  CHECK(sharedGpuByCount(env, 3, "node1", nullptr).hostId == "");
+  // Local rank 3: slot 3 on one GPU, slot 1 on two (device 1, with local
+  // rank 1, which keeps the machine's host id) and on three (device 0).
+  env.localRank = 3;
+  CHECK(sharedGpuByCount(env, 1, "node1", nullptr).hostId ==
+        "flexpipe-node1-slot3");
+  CHECK(sharedGpuByCount(env, 2, "node1", nullptr).hostId ==
+        "flexpipe-node1-slot1");
+  CHECK(sharedGpuByCount(env, 3, "node1", nullptr).hostId ==
+        "flexpipe-node1-slot1");
+  CHECK(sharedGpuByCount(env, 1, "node1", nullptr).message.empty());
+  // Local rank 0 speaks, and says what it counted.
+  env.localRank = 0;
+  const SharedGpu first = sharedGpuByCount(env, 2, "node1", nullptr);
+  CHECK(first.hostId == "");
+  CHECK(first.message.find("on node1, 2 ranks share GPU device 0 and 2 "
+                           "ranks share GPU device 1: ",
+                           0) == 0);
+  CHECK(first.message.find("counted from LOCAL_WORLD_SIZE=4 and the 2 "
+                           "GPU(s) this rank sees") != std::string::npos);
+  CHECK(sharedGpuByCount(env, 4, "node1", nullptr).message.empty());
+  // The user's NCCL_HOSTID stays.
+  env.localRank = 3;
+  CHECK(sharedGpuByCount(env, 1, "node1", "mine").hostId == "");
   // No GPU, or an unknown local rank count: nothing to decide.
-  CHECK(hostIdForSharedGpu(env, 0, "node1", nullptr) == "");
+  CHECK(sharedGpuByCount(env, 0, "node1", nullptr).hostId == "");
   LaunchEnv unknown;
   REQUIRE(launch({{"RANK", "1"},
                   {"WORLD_SIZE", "2"},
                   {"FLEXPIPE_NCCL_ID_FILE", "/shared/id"}},
                  unknown) == "");
   CHECK(unknown.localWorld == 0);
-  CHECK(hostIdForSharedGpu(unknown, 1, "node1", nullptr) == "");
+  CHECK(sharedGpuByCount(unknown, 1, "node1", nullptr).hostId == "");
   // LOCAL_WORLD_SIZE must hold LOCAL_RANK.
   CHECK(launch({{"RANK", "1"},
                 {"WORLD_SIZE", "2"},

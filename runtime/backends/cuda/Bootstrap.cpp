@@ -201,12 +201,76 @@ std::string flexpipe::rt::sharedQueueWarning(int streams, const char *setting) {
          std::to_string(streams);
 }
 
-std::string flexpipe::rt::hostIdForSharedGpu(const LaunchEnv &env, int devices,
-                                             const std::string &host,
-                                             const char *current) {
-  if (current || devices < 1 || env.localWorld <= devices)
+SharedGpu flexpipe::rt::sharedGpu(const std::vector<GpuUse> &all, int rank,
+                                  const char *current) {
+  if (current || rank < 0 || static_cast<size_t>(rank) >= all.size())
     return {};
-  return "flexpipe-" + host + "-rank" + std::to_string(env.rank);
+  const GpuUse &mine = all[rank];
+  // This host's GPUs, in the order of their first ranks, and their rank
+  // counts; this rank's slot: the ranks before it on its GPU.
+  std::vector<std::pair<std::string, int>> gpus;
+  auto gpuOf = [&](const GpuUse &use) {
+    return std::find_if(gpus.begin(), gpus.end(), [&](const auto &gpu) {
+      return gpu.first == use.busId;
+    });
+  };
+  int slot = 0;
+  for (size_t r = 0; r < all.size(); ++r) {
+    if (all[r].host != mine.host)
+      continue;
+    auto gpu = gpuOf(all[r]);
+    if (gpu == gpus.end())
+      gpu = gpus.insert(gpus.end(), {all[r].busId, 0});
+    ++gpu->second;
+    if (static_cast<int>(r) < rank && all[r].busId == mine.busId)
+      ++slot;
+  }
+  // The host's first rank on a shared GPU says so.
+  int firstSharing = -1;
+  for (size_t r = 0; r < all.size() && firstSharing < 0; ++r)
+    if (all[r].host == mine.host && gpuOf(all[r])->second > 1)
+      firstSharing = static_cast<int>(r);
+  SharedGpu result;
+  if (slot > 0)
+    result.hostId = "flexpipe-" + mine.host + "-slot" + std::to_string(slot);
+  if (rank != firstSharing)
+    return result;
+  std::vector<std::string> shared;
+  for (const auto &[busId, ranks] : gpus)
+    if (ranks > 1)
+      shared.push_back(std::to_string(ranks) + " ranks share GPU " + busId);
+  std::string list = shared.front();
+  for (size_t i = 1; i < shared.size(); ++i)
+    list += (i + 1 == shared.size() ? " and " : ", ") + shared[i];
+  result.message =
+      "on " + mine.host + ", " + list +
+      ": NCCL accepts ranks on one GPU only as different hosts, so the "
+      "second and later ranks on a GPU set NCCL_HOSTID=flexpipe-" +
+      mine.host +
+      "-slotK (K: the rank's place on its GPU), and NCCL connects those "
+      "slots through its network transport (sockets without InfiniBand), "
+      "not NVLink or shared memory";
+  return result;
+}
+
+SharedGpu flexpipe::rt::sharedGpuByCount(const LaunchEnv &env, int devices,
+                                         const std::string &host,
+                                         const char *current) {
+  if (devices < 1 || env.localWorld < 1)
+    return {};
+  std::vector<GpuUse> assumed;
+  for (int r = 0; r < env.localWorld; ++r)
+    assumed.push_back({host, "device " + std::to_string(r % devices)});
+  SharedGpu result = sharedGpu(assumed, env.localRank, current);
+  if (!result.message.empty())
+    result.message +=
+        " (counted from LOCAL_WORLD_SIZE=" + std::to_string(env.localWorld) +
+        " and the " + std::to_string(devices) +
+        " GPU(s) this rank sees, assuming that every rank of "
+        "the machine sees them; where each rank sees a GPU of "
+        "its own, launch with MPI, or set NCCL_HOSTID to the "
+        "machine's name on its ranks)";
+  return result;
 }
 
 std::string flexpipe::rt::formatIdFile(const std::string &runId, int world,

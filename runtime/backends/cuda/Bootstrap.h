@@ -14,6 +14,7 @@
 //   otherwise from RANK / WORLD_SIZE / LOCAL_RANK as torchrun sets them;
 // - the rendezvous file through which rank 0 hands the NCCL unique id to the
 //   others when there is no MPI (FLEXPIPE_NCCL_ID_FILE);
+// - which ranks of a machine share a GPU, and so the NCCL_HOSTID each sets;
 // - whether a rank on the same machine still runs (its pid and start time);
 // - a watchdog thread that stops the process when a check fails or the main
 //   thread is stuck in one call for longer than a limit.
@@ -100,15 +101,45 @@ std::string sharedQueueWarning(int streams, const char *setting);
 /// emulation makes as many.
 int hardwareQueues(const char *setting);
 
+/// The GPU a rank uses, as the ranks tell each other before NCCL's first
+/// call.
+struct GpuUse {
+  std::string host;  ///< the machine's name (gethostname)
+  std::string busId; ///< the GPU's PCI bus id (cudaDeviceGetPCIBusId)
+};
+
+/// What a rank does about other ranks on its GPU.
+struct SharedGpu {
+  std::string hostId;  ///< the NCCL_HOSTID to set; "" leaves it as it is
+  std::string message; ///< for stderr; "" but on one rank per machine
+};
+
 /// NCCL refuses two ranks of one communicator on one GPU ("Duplicate GPU
-/// detected") unless they look like different hosts. When this machine's
-/// ranks outnumber its `devices` GPUs, returns the NCCL_HOSTID that makes
-/// this rank a host of its own (`host` names the machine; NCCL then
-/// connects the ranks over sockets); "" when each rank has a GPU, the local
-/// rank count is unknown, or `current` (the NCCL_HOSTID already set, or
-/// nullptr) is the user's choice.
-std::string hostIdForSharedGpu(const LaunchEnv &env, int devices,
-                               const std::string &host, const char *current);
+/// detected") unless they look like different hosts. `all[r]` is rank r's
+/// GPU and `rank` this rank. The ranks of a host (`GpuUse::host`) on one GPU
+/// (`GpuUse::busId`) take slots 0, 1, ... in rank order; a rank in slot K > 0
+/// gets NCCL_HOSTID flexpipe-HOST-slotK, a slot-0 rank keeps the machine's
+/// own host id. So ranks on different GPUs of a machine stay one host to
+/// NCCL as far as they can (slot 0 of every GPU, slot 1 of every GPU with a
+/// second rank, ...), keeping NVLink, P2P and shared memory among them, and
+/// NCCL connects the slots over its network transport. The first rank of a
+/// host on a shared GPU gets the message saying which GPUs how many ranks
+/// share. Nothing when no GPU is shared, `rank` is not in `all`, or
+/// `current` (the NCCL_HOSTID already set, or nullptr) is the user's choice.
+/// Host names must tell machines apart: two machines of one name would count
+/// as one, and their ranks of a slot would look like one host to NCCL.
+SharedGpu sharedGpu(const std::vector<GpuUse> &all, int rank,
+                    const char *current);
+
+/// sharedGpu without an exchange (no MPI: run-env.sh, torchrun): the ranks
+/// of this machine (`env.localWorld`) are assumed to see the same `devices`
+/// GPUs, as run-env.sh starts them, so local rank r uses device r mod
+/// `devices` and this rank's slot is `env.localRank` / `devices`. Ranks that
+/// each see a GPU of their own (a CUDA_VISIBLE_DEVICES per rank) break the
+/// assumption; the message says to set NCCL_HOSTID or launch with MPI.
+/// Nothing when `devices` < 1 or the local rank count is unknown.
+SharedGpu sharedGpuByCount(const LaunchEnv &env, int devices,
+                           const std::string &host, const char *current);
 
 /// The rendezvous file: a header, the run id, the world size and the id in
 /// hex, so that a file left by another run is never taken for this one.

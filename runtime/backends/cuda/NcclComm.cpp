@@ -684,6 +684,40 @@ constexpr bool kWithMpi = true;
 constexpr bool kWithMpi = false;
 #endif
 
+/// Whether other ranks use this rank's GPU, `device` of the `devices` it
+/// sees, and so the NCCL_HOSTID to set: under MPI every rank tells the
+/// others its machine and its GPU's PCI bus id (sharedGpu), otherwise the
+/// machine's rank count against `devices` decides (sharedGpuByCount).
+SharedGpu planSharedGpu(const LaunchEnv &env, int device, int devices) {
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  const char *current = std::getenv("NCCL_HOSTID");
+#if FLEXPIPE_ENABLE_MPI
+  if (env.mpi) {
+    // Fixed-size records from every rank, whatever NCCL_HOSTID says: a
+    // collective needs them all.
+    struct Record {
+      char host[256];
+      char busId[64];
+    };
+    Record mine = {};
+    std::memcpy(mine.host, host, sizeof(host));
+    CUDACHECK(
+        cudaDeviceGetPCIBusId(mine.busId, sizeof(mine.busId) - 1, device));
+    std::vector<Record> records(env.world);
+    MPICHECK(MPI_Allgather(&mine, sizeof(Record), MPI_BYTE, records.data(),
+                           sizeof(Record), MPI_BYTE, MPI_COMM_WORLD));
+    std::vector<GpuUse> all;
+    for (const Record &r : records)
+      all.push_back({std::string(r.host, strnlen(r.host, sizeof(r.host))),
+                     std::string(r.busId, strnlen(r.busId, sizeof(r.busId)))});
+    return sharedGpu(all, env.rank, current);
+  }
+#endif
+  (void)device;
+  return sharedGpuByCount(env, devices, host, current);
+}
+
 } // namespace
 
 std::unique_ptr<Comm>
@@ -737,8 +771,8 @@ flexpipe::rt::cuda::startNccl(int *argc, char ***argv,
                : std::string("cudaGetDeviceCount found none")) +
           ". The CUDA backend needs an NVIDIA GPU and its driver; on "
           "machines without one, compile with --backend=cpu");
-  context = std::make_shared<CudaContext>(env.localRank % devices, env.timeout,
-                                          env.math);
+  const int device = env.localRank % devices;
+  context = std::make_shared<CudaContext>(device, env.timeout, env.math);
   if (env.math != MathMode::Fp32 && env.rank == 0)
     std::fprintf(stderr, "flexpipe: %s (FLEXPIPE_CUDA_MATH=%s)\n",
                  env.math == MathMode::Tf32
@@ -747,19 +781,11 @@ flexpipe::rt::cuda::startNccl(int *argc, char ***argv,
                        "fp32 master weights and Adam",
                  mathModeName(env.math));
   // Before NCCL reads the environment (its first call).
-  char host[256] = {};
-  gethostname(host, sizeof(host) - 1);
-  if (const std::string hostId =
-          hostIdForSharedGpu(env, devices, host, std::getenv("NCCL_HOSTID"));
-      !hostId.empty()) {
-    ::setenv("NCCL_HOSTID", hostId.c_str(), 1);
-    if (env.localRank == 0)
-      std::fprintf(stderr,
-                   "flexpipe: %d ranks share this machine's %d GPU(s): each "
-                   "gets its own NCCL_HOSTID, and NCCL connects them over "
-                   "sockets\n",
-                   env.localWorld, devices);
-  }
+  const SharedGpu shared = planSharedGpu(env, device, devices);
+  if (!shared.hostId.empty())
+    ::setenv("NCCL_HOSTID", shared.hostId.c_str(), 1);
+  if (!shared.message.empty())
+    std::fprintf(stderr, "flexpipe: %s\n", shared.message.c_str());
 
   ncclUniqueId id;
   std::memset(&id, 0, sizeof(id));

@@ -339,6 +339,13 @@ cudaError_t cudaGetDeviceCount(int *count) {
 cudaError_t cudaSetDevice(int device) {
   return device == 0 ? cudaSuccess : cudaErrorInvalidValue;
 }
+cudaError_t cudaDeviceGetPCIBusId(char *pciBusId, int len, int device) {
+  static const char busId[] = "0000:00:00.0";
+  if (device != 0 || !pciBusId || len < static_cast<int>(sizeof(busId)))
+    return cudaErrorInvalidValue;
+  std::memcpy(pciBusId, busId, sizeof(busId));
+  return cudaSuccess;
+}
 cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr, int) {
   *value = 1;
   return cudaSuccess;

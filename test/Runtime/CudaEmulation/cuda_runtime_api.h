@@ -59,6 +59,9 @@ const char *cudaGetErrorString(cudaError_t error);
 cudaError_t cudaGetLastError();
 cudaError_t cudaGetDeviceCount(int *count);
 cudaError_t cudaSetDevice(int device);
+/// The one emulated device's bus id, 0000:00:00.0, so that the ranks of an
+/// emulated run share a GPU as they share the machine.
+cudaError_t cudaDeviceGetPCIBusId(char *pciBusId, int len, int device);
 cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr attribute,
                                    int device);
 cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *pool, int device);
