@@ -19,7 +19,11 @@
 // host by Model.h's embeddingParameters, blockParameters and headParameters
 // (ModelData.cpp) and copied to the GPU, so a CUDA run starts from exactly the
 // weights of flexpipe-reference without linking the CPU layers and OpenBLAS.
-// Nothing here waits for the GPU except takeLossSum, synchronize and weights.
+// Nothing here waits for the GPU but through CudaContext::synchronize's
+// polled, timeout-aware wait (takeLossSum, synchronize, hostData, weights,
+// state, the copies to the GPU), which comes first where a copy from the GPU
+// into pageable memory follows: such a copy blocks in the driver, out of the
+// timeout's reach, until all earlier work on the stream is done.
 // Each stage computation and the optimizer step end with a progress marker
 // (CudaContext::markProgress) that host waits count as progress.
 //
@@ -906,6 +910,12 @@ public:
     return wrap(static_cast<CudaBuffer<float> &>(buffer).array.clone());
   }
   const float *hostData(Buffer &buffer, std::vector<float> &scratch) override {
+    // A copy into pageable memory (`scratch`) blocks in the driver until the
+    // stream's earlier work, NCCL waits included, is done, where no timeout
+    // reaches: wait for that work with the polled synchronisation first, as
+    // weights() and state() do.
+    context->synchronize("the work before copying an output for a runtime "
+                         "operation");
     scratch.resize(buffer.size());
     Floats converted;
     const void *from = buffer.data();
