@@ -193,6 +193,7 @@ flexpipe.schedule @unwaited actors(2) stages(3) microbatches(1) edges []
   }
   flexpipe.actor 1 {
     flexpipe.fwd stage 1 mb 0
+    // expected-note @+1 {{the all-gather of micro-batch 0 is waited for after that backward on actor 1}}
     %t = flexpipe.all_gather stage 2 mb 0 group [0, 1] : !flexpipe.token
     // expected-error @+1 {{'flexpipe.igrad' op runs before the all-gather of sync stage 2 mb 0 has completed (wait for its token) on actor 1; the gradient of the tower's embeddings comes from it}}
     flexpipe.igrad stage 1 mb 0
