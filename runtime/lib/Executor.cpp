@@ -859,24 +859,27 @@ void checkOutputs(flexpipe_rt &rt) {
     named.push_back({"--checkpoint", o.checkpoint});
   if (std::string error = OutputFile::checkDistinct(named); !error.empty())
     comm.abort(error + " (checked before training)", 1);
-  // Nor one of the checkpoint directory's files (a trace part or the losses
-  // written over the only generation, exit 0).
-  if (!o.checkpoint.empty()) {
-    const std::string dir = OutputFile::canonical(o.checkpoint);
+  // Nor one of a checkpoint directory's files: the one written to (a trace
+  // part or the losses written over the only generation, exit 0) or the one
+  // resumed from (the checkpoint being resumed replaced, or the trace's
+  // merge deleting it, exit 0; the next resume found none).
+  for (auto [dirOption, dirPath] : {std::pair{"--checkpoint", &o.checkpoint},
+                                    std::pair{"--resume", &o.resume}}) {
+    if (dirPath->empty())
+      continue;
+    const std::string dir = OutputFile::canonical(*dirPath);
     for (const auto &[option, path] : named) {
       const std::string file = OutputFile::canonical(path);
       const size_t slash = file.rfind('/');
-      if (option != "--checkpoint" && slash != std::string::npos &&
+      if (option != dirOption && slash != std::string::npos &&
           file.compare(0, slash, dir) == 0 && slash == dir.size() &&
           isCheckpointName(file.substr(slash + 1)))
-        comm.abort(
-            option + " names '" + path +
-                "', a file of the "
-                "--checkpoint directory '" +
-                o.checkpoint +
-                "' (its checkpoints are iter-K.rankR): it would overwrite "
-                "or lose one; name another path (checked before training)",
-            1);
+        comm.abort(option + " names '" + path + "', a file of the " +
+                       dirOption + " directory '" + *dirPath +
+                       "' (its checkpoints are iter-K.rankR): it would "
+                       "overwrite or lose one; name another path (checked "
+                       "before training)",
+                   1);
     }
   }
   if (rt.replica == 0 && !o.weights.empty())

@@ -155,6 +155,18 @@
 // CKPTKEPT: iter-2.rank0
 // CKPTKEPT-NEXT: iter-2.rank1
 // CKPTKEPT-NEXT: losses
+// The same for the --resume directory: the trace's parts replaced the
+// checkpoint being resumed and the merge deleted them (exit 0; the next
+// resume found no checkpoint), and the losses replaced rank 0's.
+// RUN: not timeout 60 %t/a-good/run-mpi.sh --iterations 4 --resume %t/ck --trace %t/ck/iter-2 2>&1 | FileCheck %s --check-prefix=RESUMEFILE
+// RESUMEFILE: flexpipe: rank {{[01]}}: --trace (rank 0's part) names '{{.*}}ck/iter-2.rank0', a file of the --resume directory '{{.*}}ck' (its checkpoints are iter-K.rankR): it would overwrite or lose one; name another path (checked before training)
+// RUN: not timeout 60 %t/a-good/run-mpi.sh --iterations 4 --resume %t/ck --losses %t/ck/iter-2.rank0 2>&1 | FileCheck %s --check-prefix=RESUMELOSSES
+// RESUMELOSSES: --losses names '{{.*}}ck/iter-2.rank0', a file of the --resume directory
+// RUN: not timeout 60 %t/a-good/run-mpi.sh --iterations 4 --resume %t/ck --profile %t/ck/iter-2.rank1 2>&1 | FileCheck %s --check-prefix=RESUMEPROFILE
+// RESUMEPROFILE: --profile names '{{.*}}ck/iter-2.rank1', a file of the --resume directory
+// RUN: ls %t/ck | FileCheck %s --check-prefix=CKPTKEPT
+// RUN: timeout 60 %t/a-good/run-mpi.sh --iterations 3 --resume %t/ck 2>&1 | FileCheck %s --check-prefix=RESUMED
+// RESUMED: resuming from '{{.*}}ck' after iteration 1
 // RUN: not timeout 60 flexpipe-reference %t/a-good/schedule.txt --iterations 1000000 --losses %t/same --weights %t/other/../same 2>&1 | FileCheck %s --check-prefix=REFSAME
 // REFSAME: flexpipe-reference: --weights and --losses both name '{{.*}}other/../same': one would overwrite the other (checked before training)
 // Every output is checked before the first is written: the initial weights
