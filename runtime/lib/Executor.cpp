@@ -1384,8 +1384,10 @@ int flexpipe::rt::runRank(int argc, char **argv, const char *description,
   checkOptionsAgree(rt);
   rt.actor = comm.rank() % d.actors;
   rt.replica = comm.rank() / d.actors;
-  if (rt.options.threads == 1) // a rank with threads keeps all the cores
-    comm.place(deviceOf(rt.actor, rt.replica, comm.size() / d.actors));
+  // A rank with threads keeps all the cores; FLEXPIPE_BIND is checked all
+  // the same (a bad value passed unnoticed with --threads 2).
+  comm.place(deviceOf(rt.actor, rt.replica, comm.size() / d.actors),
+             /*bind=*/rt.options.threads == 1);
   checkOutputs(rt);
   Checkpoint identity = identityOf(rt);
   Checkpoint resumed;

@@ -128,6 +128,11 @@
 // RUN: flexpipe-compile %schedules/1f1b.mlir --actors 2 --microbatches 4 --emit=exe -o %t/a-good
 // RUN: python3 %S/kill_rank.py %t/a-good 1 2>&1 | FileCheck %s --check-prefix=KILL
 // KILL: exit code {{[1-9][0-9]*}} after
+// FLEXPIPE_BIND is checked whatever --threads is (with --threads 2, where
+// no rank binds, 'bogus' passed unnoticed, exit 0).
+// RUN: not env FLEXPIPE_BIND=bogus timeout 60 %t/a-good/run-mpi.sh --iterations 1 2>&1 | FileCheck %s --check-prefix=BIND
+// RUN: not env FLEXPIPE_BIND=bogus timeout 60 %t/a-good/run-mpi.sh --iterations 1 --threads 2 2>&1 | FileCheck %s --check-prefix=BIND
+// BIND: flexpipe: rank {{[01]}}: FLEXPIPE_BIND is 'bogus'; expected 'cores' or 'none'
 // Result files are checked before training (a million iterations would
 // otherwise run first) and written whole: no temporary is left behind.
 // RUN: not timeout 60 %t/a-good/run-mpi.sh --iterations 1000000 --losses %t/missing-dir/losses 2>&1 | FileCheck %s --check-prefix=UNWRITABLE

@@ -84,13 +84,14 @@ public:
     spinSeconds = nodeRanks > cores ? 0 : kSpinSeconds;
   }
   int rank() const override { return me; }
-  void place(int64_t device) override {
-    // Checked on every machine, not only where it would bind.
-    const char *bind = std::getenv("FLEXPIPE_BIND");
-    const std::string how = bind ? bind : "cores";
+  void place(int64_t device, bool bind) override {
+    // Checked on every machine and with any --threads, not only where it
+    // would bind.
+    const char *value = std::getenv("FLEXPIPE_BIND");
+    const std::string how = value ? value : "cores";
     if (how != "cores" && how != "none")
       abort("FLEXPIPE_BIND is '" + how + "'; expected 'cores' or 'none'", 1);
-    if (nodeRanks <= cores || how == "none")
+    if (!bind || nodeRanks <= cores || how == "none")
       return;
     if (allowedCpus() < cores)
       return; // the launcher placed this rank

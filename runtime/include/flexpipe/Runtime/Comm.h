@@ -59,9 +59,11 @@ public:
   /// `device` is flexpipe::deviceOf(actor, replica, dp). When a node has
   /// more ranks than cores, the MPI backend binds the process to core
   /// flexpipe::coreOf(device, cores), the placement the cost model prices,
-  /// unless the launcher already bound it or FLEXPIPE_BIND=none; the
-  /// others run where their launcher put them.
-  virtual void place(int64_t device) {}
+  /// unless the launcher already bound it, FLEXPIPE_BIND=none or `bind` is
+  /// false (a rank with threads keeps all the cores); the others run where
+  /// their launcher put them. Called whatever `bind` is, so that
+  /// FLEXPIPE_BIND's value is checked on every run.
+  virtual void place(int64_t device, bool bind) {}
   /// One FIFO channel of messages (flexpipe/Runtime/Schedule.h).
   using Channel = MessageChannel;
   /// Collective over all ranks, once, after setReplicaGroup, with the same
