@@ -757,13 +757,16 @@ llvm::Error flexpipe::sched::lowerProblem(const BuiltProblem &built,
   // With a model and a cluster, the cost model's choice between its greedy
   // order and the step model's is judged by the simulation: the scheduler's
   // durations see neither messages (on a fast device a small model's
-  // latencies outweigh its computations) nor ranks that share cores. Each
-  // order is judged as it will run, finished, so that one whose weight
-  // gradients are then separated is judged separated. The judged orders
-  // are kept: the chosen one is not lowered twice.
+  // latencies outweigh its computations) nor ranks that share cores; nor a
+  // profile's durations, which the scheduler does not read. Each order is
+  // judged as it will run, finished, so that one whose weight gradients are
+  // then separated is judged separated (without files too: the order that
+  // ends first may not be the one that ends first separated). The judged
+  // orders are kept: the chosen one is not lowered twice.
   std::vector<LoweredProgram> judged;
   ScheduleJudge judge;
-  if (options.model && options.cluster)
+  if ((options.model && options.cluster) || options.profile ||
+      (options.finish && options.bubbles.separation))
     judge = [&](const ScheduleResult &order) -> std::optional<double> {
       LoweredProgram lowered;
       lowered.schedule = order;
