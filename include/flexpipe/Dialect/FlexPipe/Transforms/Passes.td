@@ -228,10 +228,20 @@ def GradientSeparationPass
 
     The result is compared with stashing every weight gradient (under a bound
     above the peak without separation, also under that peak) and with the
-    schedule without separation; the fastest is kept, and of equally fast ones
+    schedule without separation (the split one, every weight gradient right
+    after its input gradient); the fastest is kept, and of equally fast ones
     (within a millionth of the shortest instruction's duration) the one with
-    the lower peak memory. It is never slower than the schedule without
-    separation and never exceeds the memory bound. Works for every placement
+    the lower peak memory. It is never slower than that schedule and never
+    exceeds the memory bound; `time_before` is that schedule's time. The
+    split itself is not free where an instruction has a fixed cost or ranks
+    share cores (a measured cluster): there the unsplit backward may be
+    faster than any separated program (interleaved 1F1B on 7 ranks of the
+    measured CPU cluster: 1.072 s unsplit, 1.163 s separated), which
+    flexpipe-tune finds by trying separation off and on. The stash-and-insert
+    search is a heuristic: under other costs it may find another placement
+    of the same order's weight gradients (ZB-H1 on 6 actors, 16 layers,
+    7 micro-batches under the cost model's units: 28.50 units, where the
+    placement it finds under the step model's steps takes 27.75). Works for every placement
     (one-to-one, circular, V-shape, bidirectional and combinations) and both
     time models. A memory bound below what the schedule needs with every
     weight gradient right after its input gradient is an error.
