@@ -201,21 +201,73 @@ std::optional<BrokenDependency> answerByActor(const HappensBefore &order,
 constexpr const char *kOtherWayRound =
     ": the actor runs them the other way round (the split backward's weight "
     "gradients are placed after scheduling, which sees no extra "
-    "dependency)";
+    "dependency); start the dependency at igrad, or leave the backward "
+    "whole";
 
 /// Whether an end of a registered instruction is one of the spec's
 /// dependencies (not a vocabulary-parallel head's loss statistics, which
 /// the verifier checks as data).
 bool isSpecDependency(const PartKind &end) { return end.source >= 0; }
 
+/// Why an end of a dependency on registered instruction `inst` is not kept
+/// at `mb` (the check is against `member`'s instance; for an end outside a
+/// collective, against every member's).
+std::string registeredEndBroken(const Problem &problem, const Registered &inst,
+                                const PartKind &end, int32_t mb, bool fromExec,
+                                int32_t member) {
+  const bool collective = inst.runtime != InstRuntime::Exec;
+  const StagePart &part = problem.parts[end.part];
+  const bool outside = collective && part.actor != member;
+  std::ostringstream os, on;
+  if (outside) {
+    on << "no instance of @" << inst.name << " (on actors [";
+    for (size_t i = 0; i < inst.actors.size(); ++i)
+      on << (i ? ", " : "") << inst.actors[i];
+    on << "])";
+  }
+  const std::string computation = std::string(compKindName(end.kind)) +
+                                  " of stage " + std::to_string(part.stage) +
+                                  " (actor " + std::to_string(part.actor) + ")";
+  os << "is not kept when the schedule runs: at micro-batch " << mb << ", ";
+  if (outside)
+    os << (fromExec ? on.str() + " happens before " + computation
+                    : computation + " happens before " + on.str());
+  else if (fromExec)
+    os << "@" << inst.name << " on actor " << member
+       << " does not happen before " << computation;
+  else
+    os << computation << " does not happen before @" << inst.name
+       << " on actor " << member;
+  if (part.actor == member)
+    os << kOtherWayRound;
+  else if (outside)
+    os << ": actor " << part.actor
+       << " does not join the collective, and no message orders them; "
+          "add actor "
+       << part.actor
+       << " to the registered stage's actors, or make this end a "
+          "computation of a member, or one whose data reaches a member "
+          "first";
+  else
+    os << ": a runtime operation (kind(compute)) orders nothing "
+          "between actors, and no message orders these two; attach the "
+          "instruction to a stage of actor "
+       << part.actor
+       << ", connect the stages with data (`inputs`), or make it a "
+          "collective (kind(all_gather)), which every member joins";
+  return os.str();
+}
+
 /// The first dependency between a computation and a registered instruction
 /// that the run does not keep. An exec (a runtime operation) orders nothing
 /// between actors: its instance on one actor and a computation on another
-/// are ordered only through messages and collectives. A collective's ends
-/// are on its members (buildProblem refuses others); each member's program
-/// must order its own ends against its own instance (its wait, when
-/// asynchronous), which passes that move computations after scheduling
-/// (the split backward's weight gradients) do not see.
+/// are ordered only through messages and collectives. A collective's end
+/// on a member must be ordered against that member's own instance (its
+/// wait, when asynchronous) by the member's program, which passes that move
+/// computations after scheduling (the split backward's weight gradients) do
+/// not see; an end on an actor outside the collective, with some member's
+/// instance through messages (the data of an earlier stage reaching a
+/// member), or nothing keeps it.
 std::optional<BrokenDependency>
 brokenRegisteredDependency(const Problem &problem, const Program &run,
                            const ProgramGraph &graph, ComputationIndex &index,
@@ -251,73 +303,86 @@ brokenRegisteredDependency(const Problem &problem, const Program &run,
     for (int32_t actor : inst.actors)
       if (auto it = execs.find({actor, r}); it != execs.end())
         instances[actor] = &it->second;
+    const bool collective = inst.runtime != InstRuntime::Exec;
     auto fail = [&](const PartKind &end, int32_t mb, bool fromExec,
                     int32_t member) {
-      const StagePart &part = problem.parts[end.part];
-      std::ostringstream os;
-      os << "is not kept when the schedule runs: at micro-batch " << mb << ", ";
-      if (fromExec)
-        os << "@" << inst.name << " on actor " << member
-           << " does not happen before " << compKindName(end.kind)
-           << " of stage " << part.stage << " (actor " << part.actor << ")";
-      else
-        os << compKindName(end.kind) << " of stage " << part.stage << " (actor "
-           << part.actor << ") does not happen before @" << inst.name
-           << " on actor " << member;
-      if (part.actor == member)
-        os << kOtherWayRound;
-      else if (inst.runtime != InstRuntime::Exec)
-        os << ": actor " << part.actor << " does not join the collective";
-      else
-        os << ": a runtime operation (kind(compute)) orders nothing "
-              "between actors, and no message orders these two; attach the "
-              "instruction to a stage of actor "
-           << part.actor
-           << ", connect the stages with data (`inputs`), or make it a "
-              "collective (kind(all_gather)), which every member joins";
-      return BrokenDependency{end.source, os.str()};
+      return BrokenDependency{
+          end.source,
+          registeredEndBroken(problem, inst, end, mb, fromExec, member)};
     };
     // The micro-batches whose dependents wait for an instance, as the
     // scheduler has them.
     const auto [lo, hi] = registeredRange(problem, r);
     // Each member runs its own instances on what it computed: a source or
-    // dependent on another member's actor is that member's.
+    // dependent on another member's actor is that member's. An end on an
+    // actor outside a collective is kept where messages order it with some
+    // member's instance (no member leaves one before every member joined);
+    // an exec's, with every member's.
     auto elsewhere = [&](int32_t actor, int32_t member) {
       return actor != member && llvm::is_contained(inst.actors, actor);
     };
-    for (auto [member, instancesOn] : instances) {
-      const Instances &list = *instancesOn;
-      // Sources: every micro-batch an instance covers comes first.
-      for (const PartKind &src : inst.after) {
-        const StagePart &part = problem.parts[src.part];
-        if (!isSpecDependency(src) || elsewhere(part.actor, member))
-          continue;
-        for (const Instance &instance : list)
-          for (int32_t mb = std::max<int64_t>(instance.mb, part.mbBegin);
-               mb < std::min<int64_t>(instance.mb + inst.prev, part.mbEnd);
-               ++mb) {
-            const int32_t from =
-                index.find(part.actor, src.kind, part.stage, mb, true);
-            if (from >= 0 && !holds(part.actor, from, instance.op))
-              return fail(src, mb, false, member);
-          }
+    auto outside = [&](int32_t actor) {
+      return collective && !llvm::is_contained(inst.actors, actor);
+    };
+    // Whether `end` at `mb` is ordered with `member`'s `k`-th instance.
+    auto kept = [&](const PartKind &end, int32_t mb, bool fromInst,
+                    int32_t member, size_t k) {
+      const StagePart &part = problem.parts[end.part];
+      const Instances &list = *instances.at(member);
+      if (k >= list.size())
+        return true;
+      const int32_t op =
+          index.find(part.actor, end.kind, part.stage, mb, !fromInst);
+      return op < 0 || (fromInst ? holds(member, list[k].done, op)
+                                 : holds(part.actor, op, list[k].op));
+    };
+    auto check = [&](const PartKind &end, int32_t mb, bool fromInst,
+                     auto &&instanceOf) -> std::optional<BrokenDependency> {
+      const StagePart &part = problem.parts[end.part];
+      if (outside(part.actor)) {
+        for (auto [member, list] : instances)
+          if (kept(end, mb, fromInst, member, instanceOf(*list)))
+            return std::nullopt;
+        return instances.empty()
+                   ? std::nullopt
+                   : std::optional(
+                         fail(end, mb, fromInst, instances.begin()->first));
       }
-      // Dependents: micro-batch j after instance (j - lo) / next; on a
-      // member, its own instance only.
-      for (const PartKind &dst : inst.before) {
-        const StagePart &part = problem.parts[dst.part];
-        if (!isSpecDependency(dst) || elsewhere(part.actor, member))
-          continue;
-        for (int32_t mb = std::max(lo, part.mbBegin);
-             mb < std::min(hi, part.mbEnd); ++mb) {
-          const size_t k = static_cast<size_t>((mb - lo) / inst.next);
-          if (k >= list.size())
-            break;
-          const int32_t to =
-              index.find(part.actor, dst.kind, part.stage, mb, false);
-          if (to >= 0 && !holds(member, list[k].done, to))
-            return fail(dst, mb, true, member);
-        }
+      for (auto [member, list] : instances)
+        if (!elsewhere(part.actor, member) &&
+            !kept(end, mb, fromInst, member, instanceOf(*list)))
+          return fail(end, mb, fromInst, member);
+      return std::nullopt;
+    };
+    // Sources: every micro-batch an instance covers comes first.
+    for (const PartKind &src : inst.after) {
+      const StagePart &part = problem.parts[src.part];
+      if (!isSpecDependency(src))
+        continue;
+      for (int32_t mb = part.mbBegin; mb < part.mbEnd; ++mb) {
+        auto covering = [&](const Instances &list) {
+          return static_cast<size_t>(
+              llvm::find_if(list,
+                            [&](const Instance &i) {
+                              return i.mb <= mb && mb < i.mb + inst.prev;
+                            }) -
+              list.begin());
+        };
+        if (auto broken = check(src, mb, false, covering))
+          return broken;
+      }
+    }
+    // Dependents: micro-batch j after instance (j - lo) / next.
+    for (const PartKind &dst : inst.before) {
+      const StagePart &part = problem.parts[dst.part];
+      if (!isSpecDependency(dst))
+        continue;
+      for (int32_t mb = std::max(lo, part.mbBegin);
+           mb < std::min(hi, part.mbEnd); ++mb) {
+        const size_t k = static_cast<size_t>((mb - lo) / inst.next);
+        if (auto broken =
+                check(dst, mb, true, [&](const Instances &) { return k; }))
+          return broken;
       }
     }
   }

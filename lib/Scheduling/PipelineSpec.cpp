@@ -56,9 +56,6 @@ private:
   llvm::Error applyInflightLimits();
   llvm::Error registerInstructions();
   llvm::Error addDependencies();
-  llvm::Error checkCollectiveEnd(int32_t dependency, int32_t inst,
-                                 CompKind kind, int32_t module,
-                                 int64_t local) const;
   void priceCollectives();
 
   /// The model file's description of module `m` when costs come from a
@@ -800,6 +797,11 @@ llvm::Error ProblemBuilder::addDependencies() {
   const int32_t numInsts = static_cast<int32_t>(spec.instructions.size());
   for (size_t index = 0; index < spec.dependencies.size(); ++index) {
     const DependencySpec &dep = spec.dependencies[index];
+    auto fail = [&](const std::string &message) {
+      return llvm::make_error<StatementError>(StatementError::Site::Dependency,
+                                              static_cast<int32_t>(index),
+                                              message);
+    };
     if (dep.srcInst >= 0 && dep.dstInst >= 0)
       return fail("a dependency between two registered instructions (@" +
                   spec.instructions[dep.srcInst].name + " and @" +
@@ -814,12 +816,6 @@ llvm::Error ProblemBuilder::addDependencies() {
                  : globalStage(dep.dstModule, dep.dstStage);
       if (!stage)
         return fail("an extra dependency names a stage out of range");
-      if (llvm::Error error = checkCollectiveEnd(
-              static_cast<int32_t>(index), toInst ? dep.dstInst : dep.srcInst,
-              toInst ? dep.srcKind : dep.dstKind,
-              toInst ? dep.srcModule : dep.dstModule,
-              toInst ? dep.srcStage : dep.dstStage))
-        return error;
       Registered &r =
           problem.registered[instBase + (toInst ? dep.dstInst : dep.srcInst)];
       for (int32_t part : partsOfStage[*stage])
@@ -838,57 +834,6 @@ llvm::Error ProblemBuilder::addDependencies() {
             {dep.srcKind, a, dep.dstKind, b, static_cast<int32_t>(index)});
   }
   return llvm::Error::success();
-}
-
-/// A collective orders only its members: each leaves an instance after
-/// every member joined it, and a member's own computations are ordered
-/// against its instance by that member's program. A computation on an actor
-/// that does not join the collective is ordered against it by nothing (no
-/// message is sent for a dependency), so a dependency between the two is
-/// refused here, where the stages' actors are known (after an `--actors`
-/// override too). A kind(compute) instruction's ends are checked on the
-/// finished program instead (brokenDependency), as messages may order them.
-llvm::Error ProblemBuilder::checkCollectiveEnd(int32_t dependency, int32_t inst,
-                                               CompKind kind, int32_t module,
-                                               int64_t local) const {
-  const Registered &r = problem.registered[instBase + inst];
-  if (r.mode == InstMode::Local)
-    return llvm::Error::success();
-  std::vector<int32_t> outside;
-  for (int32_t actor : stageActors(*globalStage(module, local)))
-    if (!std::binary_search(r.actors.begin(), r.actors.end(), actor))
-      outside.push_back(actor);
-  if (outside.empty())
-    return llvm::Error::success();
-  auto list = [](const std::vector<int32_t> &actors) {
-    std::string out = "[";
-    for (int32_t actor : actors)
-      out += (out.size() > 1 ? ", " : "") + std::to_string(actor);
-    return out + "]";
-  };
-  const std::string where = outside.size() == 1
-                                ? "actor " + std::to_string(outside.front())
-                                : "actors " + list(outside);
-  const InstructionSpec &attached = spec.instructions[inst];
-  const std::string fix =
-      attached.registeredStage >= 0
-          ? "add " + where + " to the actors of flexpipe.stage @" +
-                spec.registeredStages[attached.registeredStage].name
-          : "attach @" + r.name + " to a flexpipe.stage whose actors include " +
-                where;
-  return llvm::make_error<StatementError>(
-      StatementError::Site::Dependency, dependency,
-      llvm::formatv(
-          "connects collective @{0} (kind({1}) of actors {2}) "
-          "with {3} of @{4}[{5}] on {6}, which {8} not join it: a "
-          "collective orders only its members' computations, so "
-          "nothing would keep this dependency when the schedule "
-          "runs; {7}, or make the other end a computation on one "
-          "of actors {2}",
-          r.name, r.runtime == InstRuntime::Gather ? "gather" : "all_gather",
-          list(r.actors), compKindName(kind), spec.modules[module].name, local,
-          where, fix, outside.size() == 1 ? "does" : "do")
-          .str());
 }
 
 /// A collective's duration in the cost model: a ring all-gather of the

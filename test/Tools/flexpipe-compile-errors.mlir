@@ -77,13 +77,14 @@
 // SCALED: two-layers.mlir:2:3: note: --actors 4 replaced actors(3) and scaled layers(2) to 3 (layers per actor kept)
 // PERACTOR: per-actor.mlir:5:3: error: 'flexpipe.inflight' op lists 4 limits, but the scope has 5 actors; give one per actor
 // PERACTOR: per-actor.mlir:5:3: note: --actors 5 replaced actors(4)
-// A dependency on a collective is checked where the stages are placed: at 5
-// actors the last stage moves to actor 4, which the registered stage's
-// literal actors [0, 3] do not list (it compiled, exit 0, and the
-// all-gather did not wait for actor 4's forward).
+// A dependency on a collective is checked on the program made at the size
+// asked for: at 5 actors the last stage moves to actor 4, which the
+// registered stage's literal actors [0, 3] do not list and no message
+// orders before the all-gather (it compiled, exit 0, and the all-gather did
+// not wait for actor 4's forward).
 // RUN: flexpipe-compile %t/collective.mlir --emit=text > /dev/null
 // RUN: not flexpipe-compile %t/collective.mlir --actors 5 --emit=text 2>&1 | FileCheck %s --check-prefix=COLLECTIVE
-// COLLECTIVE: collective.mlir:5:3: error: 'flexpipe.dependency' op connects collective @ag (kind(all_gather) of actors [0, 3]) with fwd of @a[4] on actor 4, which does not join it: a collective orders only its members' computations, so nothing would keep this dependency when the schedule runs; add actor 4 to the actors of flexpipe.stage @sync, or make the other end a computation on one of actors [0, 3]
+// COLLECTIVE: collective.mlir:5:3: error: 'flexpipe.dependency' op is not kept when the schedule runs: at micro-batch 0, fwd of stage 4 (actor 4) happens before no instance of @ag (on actors [0, 3]): actor 4 does not join the collective, and no message orders them; add actor 4 to the registered stage's actors
 
 //--- inflight.mlir
 flexpipe.pipeline @p actors(4) microbatches(8) {

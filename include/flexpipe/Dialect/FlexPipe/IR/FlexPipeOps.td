@@ -291,13 +291,14 @@ def FlexPipe_DependencyOp : FlexPipe_Op<"dependency", [
     A collective (`kind(all_gather)`, `kind(gather)`) orders only its
     members, the actors of its registered stage: each leaves an instance
     once every member has joined it, and a member's program orders the
-    member's own computations against it. So the computation at the other
-    end of a dependency on a collective must run on a member:
-    `-flexpipe-schedule` (and `flexpipe-compile`) refuses, at this op, one
-    whose stage is placed on another actor (after an `--actors` override
-    too, which moves the stages but not a registered stage's literal
-    actors); add that actor to the registered stage's actors, or make the
-    other end a computation on a member.
+    member's own computations against it. A computation on another actor
+    is ordered against it only through messages: a forward whose data
+    reaches a member before the member joins, a backward after gradients
+    that leave a member after it. Where none orders them (an `--actors`
+    override too may move a stage off a registered stage's literal actors),
+    the check below refuses the dependency at this op; add that actor to
+    the registered stage's actors, or make the other end a computation on
+    a member.
 
     Between two computations, or a computation and a registered instruction,
     the order must also hold when the schedule runs: `-flexpipe-schedule`
