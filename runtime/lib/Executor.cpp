@@ -1384,8 +1384,14 @@ int flexpipe::rt::runRank(int argc, char **argv, const char *description,
   checkOptionsAgree(rt);
   rt.actor = comm.rank() % d.actors;
   rt.replica = comm.rank() / d.actors;
-  // A rank with threads keeps all the cores; FLEXPIPE_BIND is checked all
-  // the same (a bad value passed unnoticed with --threads 2).
+  // FLEXPIPE_BIND is checked with any --threads and on every backend (a bad
+  // value passed unnoticed with --threads 2, and on the CUDA backend, whose
+  // launcher places its ranks); a rank with threads keeps all the cores.
+  if (const char *bind = std::getenv("FLEXPIPE_BIND");
+      bind && std::string(bind) != "cores" && std::string(bind) != "none")
+    comm.abort(std::string("FLEXPIPE_BIND is '") + bind +
+                   "'; expected 'cores' or 'none'",
+               1);
   comm.place(deviceOf(rt.actor, rt.replica, comm.size() / d.actors),
              /*bind=*/rt.options.threads == 1);
   checkOutputs(rt);

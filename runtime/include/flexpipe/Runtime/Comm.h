@@ -61,8 +61,8 @@ public:
   /// flexpipe::coreOf(device, cores), the placement the cost model prices,
   /// unless the launcher already bound it, FLEXPIPE_BIND=none or `bind` is
   /// false (a rank with threads keeps all the cores); the others run where
-  /// their launcher put them. Called whatever `bind` is, so that
-  /// FLEXPIPE_BIND's value is checked on every run.
+  /// their launcher put them. The executor checks FLEXPIPE_BIND's value
+  /// first, on every backend.
   virtual void place(int64_t device, bool bind) {}
   /// One FIFO channel of messages (flexpipe/Runtime/Schedule.h).
   using Channel = MessageChannel;
