@@ -884,17 +884,20 @@ void checkOutputs(flexpipe_rt &rt) {
   }
   if (rt.replica == 0 && !o.weights.empty())
     outputs.push_back(o.weights + ".actor" + std::to_string(rt.actor));
-  for (const std::string &path : outputs)
-    if (std::string error = OutputFile::check(path); !error.empty())
-      comm.abort(error + " (checked before training)", 1);
+  // The checkpoint directory first: an output may lie in it (one there
+  // was refused as unwritable until the directory existed).
+  std::string error;
   if (!o.checkpoint.empty()) {
-    std::string error = makeDirectories(o.checkpoint);
+    error = makeDirectories(o.checkpoint);
     if (error.empty())
       error = OutputFile::check(
           checkpointPath(o.checkpoint, o.iterations, comm.rank()));
     if (!error.empty())
       comm.abort("--checkpoint: " + error + " (checked before training)", 1);
   }
+  for (const std::string &path : outputs)
+    if (error = OutputFile::check(path); !error.empty())
+      comm.abort(error + " (checked before training)", 1);
 }
 
 /// What a checkpoint must match to resume this run.

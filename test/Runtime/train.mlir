@@ -155,7 +155,10 @@
 // CKPTFILE: flexpipe: rank {{[01]}}: --trace (rank 0's part) names '{{.*}}ck/./iter-2.rank0', a file of the --checkpoint directory '{{.*}}ck' (its checkpoints are iter-K.rankR): it would overwrite or lose one; name another path (checked before training)
 // RUN: not timeout 60 %t/a-good/run-mpi.sh --iterations 2 --checkpoint %t/ck --losses %t/ck/iter-2.rank1 2>&1 | FileCheck %s --check-prefix=CKPTLOSSES
 // CKPTLOSSES: --losses names '{{.*}}ck/iter-2.rank1', a file of the --checkpoint directory
-// RUN: mkdir -p %t/ck && timeout 60 %t/a-good/run-mpi.sh --iterations 2 --checkpoint %t/ck --losses %t/ck/losses > /dev/null
+// The checkpoint directory is made before the outputs in it are checked
+// (--losses in a directory --checkpoint was to create was refused as
+// unwritable).
+// RUN: rm -rf %t/ck && timeout 60 %t/a-good/run-mpi.sh --iterations 2 --checkpoint %t/ck --losses %t/ck/losses > /dev/null
 // RUN: ls %t/ck | FileCheck %s --check-prefix=CKPTKEPT
 // CKPTKEPT: iter-2.rank0
 // CKPTKEPT-NEXT: iter-2.rank1
