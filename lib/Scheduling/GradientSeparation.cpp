@@ -124,6 +124,11 @@ public:
   /// leading to `blocked`.
   std::vector<int32_t> chainWeights(const Timing &timing, int32_t blocked,
                                     const std::vector<uint8_t> &stashed) const;
+  /// The stashed weight gradient of the last input gradient before
+  /// `blocked` on its actor when it still waits in the stash as `blocked`
+  /// starts (it did not fit in the bubble before `blocked`); -1 otherwise.
+  int32_t waitingWeight(const Timing &timing, int32_t blocked,
+                        const std::vector<uint8_t> &stashed) const;
   Program emit(const Timing &timing) const;
 
   std::vector<Item> items;
@@ -802,6 +807,20 @@ Separator::chainWeights(const Timing &t, int32_t blocked,
   return found;
 }
 
+int32_t Separator::waitingWeight(const Timing &t, int32_t blocked,
+                                 const std::vector<uint8_t> &stashed) const {
+  const auto &order = t.order[items[blocked].actor];
+  auto at = std::find(order.begin(), order.end(), blocked);
+  while (at != order.begin()) {
+    const Item &item = items[*--at];
+    if (item.kind != OpKind::Igrad)
+      continue;
+    const int32_t w = item.weight;
+    return stashed[w] && t.start[w] > t.start[blocked] ? w : -1;
+  }
+  return -1;
+}
+
 Program Separator::emit(const Timing &t) const {
   Program out = program;
   for (int32_t a = 0; a < program.numActors; ++a) {
@@ -883,6 +902,43 @@ void runAttempts(const Separator &sep, std::vector<Attempt> &attempts,
 /// Programs with fewer items re-time too fast for a task to pay off.
 constexpr size_t kParallelItems = 2048;
 
+/// The attempts for the bubble before `blocked` in `best`: stash the
+/// weight gradients chained to it; with `fill`, also fuse the weight
+/// gradient that waits in the stash through the bubble (its input
+/// gradient's, the last before `blocked`), which fills the bubble and
+/// delays `blocked` by what does not fit. A change (weight gradients to
+/// stash; -1 - w for w to fuse) already made since the best last changed
+/// is a repeat (`added`).
+void bubbleAttempts(const Separator &sep, const SeparationOptions &options,
+                    const Timing &best, const std::vector<uint8_t> &stashed,
+                    int32_t blocked, bool fill,
+                    std::set<std::vector<int32_t>> &added,
+                    std::vector<Attempt> &batch) {
+  std::vector<int32_t> weights = sep.chainWeights(best, blocked, stashed);
+  std::sort(weights.begin(), weights.end());
+  weights.erase(std::unique(weights.begin(), weights.end()), weights.end());
+  std::vector<std::vector<int32_t>> changes;
+  if (!weights.empty())
+    changes.push_back(std::move(weights));
+  if (fill)
+    if (int32_t w = sep.waitingWeight(best, blocked, stashed); w >= 0)
+      changes.push_back({-1 - w});
+  for (std::vector<int32_t> &change : changes) {
+    Attempt &attempt = batch.emplace_back();
+    if (options.shortcuts && !added.insert(change).second) {
+      attempt.repeated = true;
+      continue;
+    }
+    attempt.stashed = stashed;
+    for (int32_t w : change)
+      if (w >= 0)
+        attempt.stashed[w] = 1;
+      else
+        attempt.stashed[-1 - w] = 0;
+    attempt.diverge = sep.divergence(best, stashed, attempt.stashed);
+  }
+}
+
 /// Stash and insert, from the earliest bubble on: the weight gradients
 /// chained to a bubble are stashed when that makes a better timing than
 /// `best`, which then replaces it, and the bubbles are found again. Returns
@@ -893,10 +949,12 @@ constexpr size_t kParallelItems = 2048;
 /// Each attempt differs from the best so far only late in the iteration
 /// (bubbles are tried earliest first, and the weights moved precede the
 /// bubble), so it resumes from the best's checkpoints (`keep`, unless null).
+/// With `fill`, a bubble's attempts also fuse the weight gradient that waits
+/// through it (bubbleAttempts).
 int64_t stashAndInsert(const Separator &sep, const SeparationOptions &options,
                        double bound, Timing &best,
                        std::vector<uint8_t> &stashed,
-                       Separator::Checkpoints *keep) {
+                       Separator::Checkpoints *keep, bool fill) {
   const size_t width =
       options.pool && sep.items.size() >= kParallelItems
           ? std::max<size_t>(1, options.pool->getMaxConcurrency())
@@ -928,26 +986,13 @@ int64_t stashAndInsert(const Separator &sep, const SeparationOptions &options,
       while (next < bubbles.size() && batch.size() < width &&
              rounds + static_cast<int64_t>(batch.size()) < options.maxRounds) {
         const int32_t blocked = bubbles[next++].second;
-        if (!tried.insert({sep.items[blocked].actor, blocked}).second)
-          continue;
-        std::vector<int32_t> weights = sep.chainWeights(best, blocked, stashed);
-        if (weights.empty())
-          continue;
-        Attempt &attempt = batch.emplace_back();
-        std::sort(weights.begin(), weights.end());
-        weights.erase(std::unique(weights.begin(), weights.end()),
-                      weights.end());
-        if (options.shortcuts && !added.insert(weights).second) {
-          attempt.repeated = true;
-          continue;
-        }
-        attempt.stashed = stashed;
-        for (int32_t w : weights)
-          attempt.stashed[w] = 1;
-        attempt.diverge = sep.divergence(best, stashed, attempt.stashed);
+        if (tried.insert({sep.items[blocked].actor, blocked}).second)
+          bubbleAttempts(sep, options, best, stashed, blocked, fill, added,
+                         batch);
       }
       if (batch.empty())
         break;
+      batch.resize(std::min<size_t>(batch.size(), options.maxRounds - rounds));
       const double cutoff = best.makespan + sep.tol * 1e3;
       runAttempts(sep, batch, bound, cutoff, keep, options.pool);
       for (Attempt &attempt : batch) {
@@ -1016,16 +1061,37 @@ flexpipe::sched::separateGradients(const Program &program,
   Separator::Checkpoints marks;
   Separator::Checkpoints *keep = options.resume ? &marks : nullptr;
   Timing best = sep.retime(stashed, bound, unbounded, nullptr, 0, keep);
-  result.rounds = stashAndInsert(sep, options, bound, best, stashed, keep);
+  result.rounds =
+      stashAndInsert(sep, options, bound, best, stashed, keep, false);
+  // Then bubbles are filled too: a stashed weight gradient that waits
+  // through a bubble it does not fit in may still shorten the iteration
+  // when fused (what delays the next item may be off the critical path).
+  // Its own phase, so that the first phase's result is a candidate.
+  // maxRounds counts every search's attempts: the later ones get what the
+  // earlier ones left.
+  SeparationOptions rest = options;
+  rest.maxRounds = options.maxRounds - result.rounds;
+  result.rounds += stashAndInsert(sep, rest, bound, best, stashed, keep, true);
+  rest.maxRounds = options.maxRounds - result.rounds;
   result.strategy = "stash-and-insert";
   result.stashed = std::count(stashed.begin(), stashed.end(), 1);
 
   // Stashing every weight gradient: W only in bubbles or when memory forces.
+  // Where bubbles are shorter than the weight gradients (uneven stages,
+  // messages), those pile up after the actors' last input gradients: the
+  // search from there fuses the ones that waited through a bubble.
   std::vector<uint8_t> all(sep.items.size(), 0);
   for (int32_t w : sep.weights)
     all[w] = 1;
-  Timing greedy = sep.retime(all, bound, best.makespan + sep.tol * 1e3, keep,
-                             sep.divergence(best, stashed, all));
+  std::vector<uint8_t> allSearched = all;
+  Separator::Checkpoints allMarks;
+  Separator::Checkpoints *keepAll = options.resume ? &allMarks : nullptr;
+  Timing greedy = sep.retime(all, bound, unbounded, nullptr, 0, keepAll);
+  const int64_t allRounds =
+      greedy.ok
+          ? stashAndInsert(sep, rest, bound, greedy, allSearched, keepAll, true)
+          : 0;
+  result.rounds += allRounds;
   // Under a bound above the fused program's peak, stashing every weight
   // gradient fills what the bound allows (a W waits for a bubble until
   // memory forces it), though under the fused peak it may be as fast:
@@ -1035,13 +1101,16 @@ flexpipe::sched::separateGradients(const Program &program,
   if (options.memoryBound > 0 && tight < bound * (1 - 1e-9)) {
     Timing lean = sep.retime(all, tight, best.makespan + sep.tol * 1e3);
     if (lean.ok &&
-        (!greedy.ok || preferred(lean, greedy, sep.reserved, sep.tol)))
+        (!greedy.ok || preferred(lean, greedy, sep.reserved, sep.tol))) {
       greedy = std::move(lean);
+      allSearched = all;
+    }
   }
   if (greedy.ok && preferred(greedy, best, sep.reserved, sep.tol)) {
     best = std::move(greedy);
-    result.strategy = "stash-all";
-    result.stashed = static_cast<int64_t>(sep.weights.size());
+    const bool searched = allSearched != all;
+    result.strategy = searched ? "stash-all-and-insert" : "stash-all";
+    result.stashed = std::count(allSearched.begin(), allSearched.end(), 1);
   }
   if (!preferred(best, fused, sep.reserved, sep.tol)) {
     best = fused;

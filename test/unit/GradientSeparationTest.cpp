@@ -281,8 +281,10 @@ TEST_CASE("attempts run on a thread pool give the result of one at a time",
     for (size_t s = 0; s < costs.duration.size(); ++s)
       for (double &d : costs.duration[s])
         d *= 1.0 + 0.37 * static_cast<double>(s % 3); // uneven stages
-    // Rounds end before the limit: every attempt made is counted.
+    // Rounds end before the limit (all searches together): every attempt
+    // made is counted.
     SeparationOptions one;
+    one.maxRounds = 10000;
     SeparationOptions parallel = one;
     parallel.pool = &pool;
     INFO("pp " << c.pp << " m " << c.m);

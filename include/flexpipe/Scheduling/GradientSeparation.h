@@ -21,9 +21,13 @@
 // the fused weight gradients that ran on that chain while its items were
 // ready, so that the chain's input gradients run earlier and release the
 // blocked item. A change is kept when it shortens the iteration (or leaves it
-// equal and finishes the actors' forwards and input gradients sooner). The
-// result is also compared with stashing every W, and the better of the two is
-// returned; it is never slower than the fused program.
+// equal and finishes the actors' forwards and input gradients sooner). Once
+// that finds nothing more, the search goes on with a second move per bubble:
+// fuse the stashed W that waits through it (the W of the last I before it,
+// which did not fit), filling the bubble and delaying the blocked item by
+// what does not fit. The same search (both moves) also runs from stashing
+// every W, and the better result is returned; it is never slower than the
+// fused program, stashing every W, or the first phase alone.
 //
 //===----------------------------------------------------------------------===//
 
@@ -58,7 +62,10 @@ struct SeparationOptions {
   /// activation memory stays within the largest such sum of the fused
   /// program.
   double memoryBound = 0;
-  /// Most stash-and-insert attempts (each one re-times the programs).
+  /// Most stash-and-insert attempts (each one re-times the programs), all
+  /// searches together: the one from every W fused, its continuation that
+  /// also fills bubbles, and the one from every W stashed get in turn what
+  /// the earlier ones left.
   int64_t maxRounds = 2000;
   /// Whether an attempt goes on from the best timing's state just before
   /// the first input gradient whose weight gradient it moves, instead of
@@ -85,9 +92,10 @@ struct SeparationResult {
   /// (before) and separated (after), in the costs' units.
   double fusedTime = 0, time = 0;
   double fusedPeak = 0, peak = 0, memoryBound = 0;
-  /// Weight gradients stashed, and which strategy won: "stash-and-insert",
-  /// "stash-all" or "fused" (nothing was faster, or as fast at a lower
-  /// peak); a tie in time goes to the lower peak.
+  /// Weight gradients stashed, and which strategy won: "stash-and-insert"
+  /// (the search from every W fused), "stash-all", "stash-all-and-insert"
+  /// (the search from there changed it) or "fused" (nothing was faster, or
+  /// as fast at a lower peak); a tie in time goes to the lower peak.
   int64_t stashed = 0;
   int64_t rounds = 0;
   std::string strategy;

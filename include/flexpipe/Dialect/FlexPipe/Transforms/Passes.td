@@ -224,10 +224,19 @@ def GradientSeparationPass
        exceed the memory bound (a stashed weight gradient keeps its
        weight-gradient state alive; docs/CostModel.md);
     4. keep a change when the iteration gets shorter (or equally long with
-       the actors' forwards and input gradients done sooner); repeat.
+       the actors' forwards and input gradients done sooner); repeat;
+    5. once that finds nothing more, go on with a second change per bubble:
+       fuse the stashed weight gradient that waits through it (that of the
+       last input gradient before it, which did not fit in it), so that it
+       fills the bubble and delays the blocked item by what does not fit
+       (where that item is off the critical path, a shorter iteration).
 
-    The result is compared with stashing every weight gradient (under a bound
-    above the peak without separation, also under that peak) and with the
+    The same search (steps 2 to 5, both changes) also starts from stashing
+    every weight gradient, where bubbles shorter than the weight gradients
+    (uneven stages, messages) leave them piled up after the last input
+    gradients. Its result is compared with that of stashing every weight
+    gradient (under a bound above the peak without separation, also under
+    that peak unsearched) and with the
     schedule without separation (the split one, every weight gradient right
     after its input gradient); the fastest is kept, and of equally fast ones
     (within a millionth of the shortest instruction's duration) the one with
@@ -238,11 +247,15 @@ def GradientSeparationPass
     faster than any separated program (interleaved 1F1B of a 29-layer GPT on 7
     ranks of a 16-device copy of the
     measured CPU cluster: 1.072 s unsplit, 1.163 s separated), which
-    flexpipe-tune finds by trying separation off and on. The stash-and-insert
-    search is a heuristic: under other costs it may find another placement
-    of the same order's weight gradients (ZB-H1 on 6 actors, 16 layers,
-    7 micro-batches under the cost model's units: 28.50 units, where the
-    placement it finds under the step model's steps takes 27.75). Works for every placement
+    flexpipe-tune finds by trying separation off and on. The search is a
+    heuristic: under other costs it may find another placement of the same
+    order's weight gradients, and not always a faster one. Step 5 and the
+    search from every weight gradient stashed closed most such gaps (ZB-H1
+    on 6 actors, 16 layers, 7 micro-batches under the cost model's units:
+    28.50 units, where the placement found under the step model's steps
+    takes 27.75; now 27.75), not all: bidirectional on 6 actors, 29
+    layers, 8 micro-batches takes 29.17 units, the step model's placement
+    28.55 (docs/Rationale.md). Works for every placement
     (one-to-one, circular, V-shape, bidirectional and combinations) and both
     time models. A memory bound below what the schedule needs with every
     weight gradient right after its input gradient is an error.
@@ -287,7 +300,8 @@ def GradientSeparationPass
            "static plus activation memory within the largest such sum). "
            "A spec's `flexpipe.optimize memory_bound(...)` takes precedence">,
     Option<"maxRounds", "max-rounds", "int64_t", "2000",
-           "Most stash-and-insert attempts per schedule">,
+           "Most stash-and-insert attempts per schedule, all searches "
+           "together (each gets what the earlier ones left)">,
   ];
   let dependentDialects = ["flexpipe::FlexPipeDialect"];
 }
