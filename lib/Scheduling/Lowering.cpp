@@ -354,23 +354,28 @@ brokenRegisteredDependency(const Problem &problem, const Program &run,
           return fail(end, mb, fromInst, member);
       return std::nullopt;
     };
-    // Sources: every micro-batch an instance covers comes first.
+    // Sources: every micro-batch an instance covers comes first. Per
+    // member, the instance covering each micro-batch (none: past the list).
+    std::map<const Instances *, std::vector<size_t>> cover;
+    for (auto [member, list] : instances) {
+      std::vector<size_t> &of = cover[list];
+      of.assign(problem.numMicrobatches, list->size());
+      for (size_t k = list->size(); k-- > 0;)
+        for (int64_t mb = (*list)[k].mb;
+             mb < std::min<int64_t>((*list)[k].mb + inst.prev,
+                                    problem.numMicrobatches);
+             ++mb)
+          of[mb] = k;
+    }
     for (const PartKind &src : inst.after) {
       const StagePart &part = problem.parts[src.part];
       if (!isSpecDependency(src))
         continue;
-      for (int32_t mb = part.mbBegin; mb < part.mbEnd; ++mb) {
-        auto covering = [&](const Instances &list) {
-          return static_cast<size_t>(
-              llvm::find_if(list,
-                            [&](const Instance &i) {
-                              return i.mb <= mb && mb < i.mb + inst.prev;
-                            }) -
-              list.begin());
-        };
-        if (auto broken = check(src, mb, false, covering))
+      for (int32_t mb = part.mbBegin; mb < part.mbEnd; ++mb)
+        if (auto broken = check(src, mb, false, [&](const Instances &list) {
+              return cover[&list][mb];
+            }))
           return broken;
-      }
     }
     // Dependents: micro-batch j after instance (j - lo) / next.
     for (const PartKind &dst : inst.before) {
