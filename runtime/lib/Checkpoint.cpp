@@ -327,6 +327,12 @@ std::string flexpipe::rt::readCheckpoint(const std::string &path,
                                          Checkpoint &c) {
   std::string bytes;
   {
+    // Not a FIFO or a device: opening one blocks (a rank waited there until
+    // the others' FLEXPIPE_TIMEOUT blamed it, naming no file).
+    struct stat info;
+    if (::stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode))
+      return "cannot read checkpoint '" + path +
+             "': it is not a regular file (a FIFO, socket or device)";
     FILE *f = std::fopen(path.c_str(), "rb");
     if (!f)
       return "cannot read checkpoint '" + path + "': " + std::strerror(errno);

@@ -109,6 +109,11 @@
 // RUN: python3 -c "import sys; p = sys.argv[1]; b = bytearray(open(p, 'rb').read()); b[len(b) // 2] ^= 1; open(p, 'wb').write(b)" %t/a/flipped/iter-3.rank0
 // RUN: not %t/a/run-mpi.sh --iterations 6 --resume %t/a/flipped 2>&1 | FileCheck %s --check-prefix=FLIPPED
 // FLIPPED: flexpipe: rank 0: --resume: checkpoint '{{.*}}flipped/iter-3.rank0' is corrupt: its checksum does not match its contents
+// A FIFO in a checkpoint's place is refused (rank 1 waited to open it
+// until the other rank's FLEXPIPE_TIMEOUT, which named no file).
+// RUN: cp -r %t/a/ckpt3 %t/a/fifo && rm %t/a/fifo/iter-3.rank1 && mkfifo %t/a/fifo/iter-3.rank1
+// RUN: not env FLEXPIPE_TIMEOUT=60 timeout 120 %t/a/run-mpi.sh --iterations 6 --resume %t/a/fifo 2>&1 | FileCheck %s --check-prefix=FIFO
+// FIFO: flexpipe: rank 1: --resume: cannot read checkpoint '{{.*}}fifo/iter-3.rank1': it is not a regular file (a FIFO, socket or device)
 // RUN: cp -r %t/a/ckpt3 %t/a/garbage && echo hello > %t/a/garbage/iter-3.rank0
 // RUN: not %t/a/run-mpi.sh --iterations 6 --resume %t/a/garbage 2>&1 | FileCheck %s --check-prefix=GARBAGE
 // GARBAGE: flexpipe: rank 0: --resume: '{{.*}}garbage/iter-3.rank0' is not a FlexPipe checkpoint
