@@ -139,6 +139,7 @@ public:
   int64_t integer(const YAML::Node &node, const char *key, int64_t min,
                   int64_t max = kLargestInteger) const {
     max = std::min(max, kLargestInteger);
+    notQuoted(node, key, "an integer");
     // yaml-cpp reads a leading 0 as octal (YAML 1.1): 010 was 8, 08 no
     // integer at all.
     const std::string written = scalar(node);
@@ -174,8 +175,18 @@ public:
     return value;
   }
 
+  /// A quoted scalar is a string in YAML, not a number ("0.5" passed).
+  void notQuoted(const YAML::Node &node, const char *key,
+                 const char *kind) const {
+    if (node.IsScalar() && node.Tag() == "!")
+      fail(node.Mark(), "key '" + std::string(key) + "' must be " + kind +
+                            ", got the string \"" + scalar(node) +
+                            "\"; write it without quotes");
+  }
+
   double number(const YAML::Node &node, const char *key, double min,
                 bool strict) const {
+    notQuoted(node, key, "a number");
     double value;
     try {
       value = node.as<double>();

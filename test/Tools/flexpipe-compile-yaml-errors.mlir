@@ -18,6 +18,8 @@
 // RUN: not flexpipe-compile %t/spec.mlir --model %t/good-model.yaml --cluster %t/efficiency.yaml 2>&1 | FileCheck %s --check-prefix=EFFICIENCY
 // RUN: not flexpipe-compile %t/spec.mlir --model %t/good-model.yaml --cluster %t/link.yaml 2>&1 | FileCheck %s --check-prefix=LINK
 // RUN: not flexpipe-compile %t/spec.mlir --profile %t/profile.yaml --emit=report 2>&1 | FileCheck %s --check-prefix=PROFILE
+// A quoted number is a string in YAML (it passed as the number).
+// RUN: not flexpipe-compile %t/spec.mlir --profile %t/quoted.yaml --emit=report 2>&1 | FileCheck %s --check-prefix=QUOTED
 // A file of one kind given for another: the error says which kind its keys
 // are.
 // RUN: not flexpipe-compile %t/spec.mlir --profile %t/good-cluster.yaml --emit=report 2>&1 | FileCheck %s --check-prefix=KIND-PROFILE
@@ -123,6 +125,7 @@
 // EFFICIENCY: efficiency.yaml:4:13: error: key 'efficiency' is a fraction of the peak and must be at most 1
 // LINK: link.yaml:8:3: error: missing key 'latency_s' in inter_node
 // PROFILE: profile.yaml:2:23: error: key 'fwd_s' must be a number, got 'fast'
+// QUOTED: quoted.yaml:2:23: error: key 'fwd_s' must be a number, got the string "0.5"; write it without quotes
 // KIND-PROFILE: good-cluster.yaml:1:1: error: unknown key 'devices' in the profile file; expected one of: stages, messages, default_message_s, optimizer_s, instruction_s, exec_s; its keys are those of a cluster file
 // NUL: nul.yaml:2:1: error: the file holds a control character (byte 0x00), which YAML text cannot hold: is it a binary file?
 // UTF16: iteration time
@@ -247,6 +250,9 @@ inter_node:
 //--- profile.yaml
 stages:
   - {stage: 0, fwd_s: fast, bwd_s: 2}
+//--- quoted.yaml
+stages:
+  - {stage: 0, fwd_s: "0.5", bwd_s: 2}
 //--- inf.yaml
 devices: 2
 devices_per_node: 2
