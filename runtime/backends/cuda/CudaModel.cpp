@@ -1094,15 +1094,19 @@ private:
     if (chunks.empty())
       return;
     adamChunks = DeviceArray<AdamChunk>(*context, chunks.size());
-    CUDACHECK(cudaMemcpyAsync(adamChunks.get(), chunks.data(),
-                              adamChunks.bytes(), cudaMemcpyHostToDevice,
-                              context->stream()));
-    // `chunks` goes when this returns: wait for the copy, and so for all the
-    // first iteration has queued (a hang there said only "copying the Adam
-    // step's table", where the pipeline's transfers had stopped).
+    // All the first iteration has queued first, with the polled wait: a
+    // copy from pageable memory may wait for the stream inside the call,
+    // where FLEXPIPE_TIMEOUT cannot see a stopped peer (as hostData's did).
+    // A hang there said only "copying the Adam step's table", where the
+    // pipeline's transfers had stopped.
     context->synchronize(
         "the first iteration's computations and transfers (queued before "
         "the Adam step's table is copied to the GPU)");
+    CUDACHECK(cudaMemcpyAsync(adamChunks.get(), chunks.data(),
+                              adamChunks.bytes(), cudaMemcpyHostToDevice,
+                              context->stream()));
+    // `chunks` goes when this returns: wait for the copy.
+    context->synchronize("copying the Adam step's table to the GPU");
   }
 };
 
