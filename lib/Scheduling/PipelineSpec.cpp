@@ -76,8 +76,6 @@ private:
   const std::vector<int64_t> &moduleActors(int32_t m) const {
     return spec.modules[m].placement.actors;
   }
-  /// Actors that run global stage `stage` (its parts'), ascending, distinct.
-  std::vector<int32_t> stageActors(int32_t stage) const;
 
   const PipelineSpec &spec;
   BuiltProblem built;
@@ -156,15 +154,6 @@ std::optional<int32_t> ProblemBuilder::globalStage(int32_t m,
       local >= built.modules[m].placement.numStages())
     return std::nullopt;
   return built.modules[m].firstStage + static_cast<int32_t>(local);
-}
-
-std::vector<int32_t> ProblemBuilder::stageActors(int32_t stage) const {
-  std::vector<int32_t> actors;
-  for (int32_t part : partsOfStage[stage])
-    actors.push_back(problem.parts[part].actor);
-  std::sort(actors.begin(), actors.end());
-  actors.erase(std::unique(actors.begin(), actors.end()), actors.end());
-  return actors;
 }
 
 /// Partition and placement of each module; global stage ids in declaration
@@ -778,7 +767,8 @@ llvm::Error ProblemBuilder::registerInstructions() {
         return fail("instruction @" + inst.name +
                     " is attached to a stage out of range");
       r.stage = *stage;
-      r.actors = stageActors(r.stage);
+      for (int32_t part : partsOfStage[r.stage])
+        r.actors.push_back(problem.parts[part].actor);
     }
     std::sort(r.actors.begin(), r.actors.end());
     r.actors.erase(std::unique(r.actors.begin(), r.actors.end()),

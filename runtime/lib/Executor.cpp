@@ -1390,13 +1390,10 @@ int flexpipe::rt::runRank(int argc, char **argv, const char *description,
   // FLEXPIPE_BIND is checked with any --threads and on every backend (a bad
   // value passed unnoticed with --threads 2, and on the CUDA backend, whose
   // launcher places its ranks); a rank with threads keeps all the cores.
-  if (const char *bind = std::getenv("FLEXPIPE_BIND");
-      bind && std::string(bind) != "cores" && std::string(bind) != "none")
-    comm.abort(std::string("FLEXPIPE_BIND is '") + bind +
-                   "'; expected 'cores' or 'none'",
-               1);
-  comm.place(deviceOf(rt.actor, rt.replica, comm.size() / d.actors),
-             /*bind=*/rt.options.threads == 1);
+  if (std::string error = bindSettingError(); !error.empty())
+    comm.abort(error, 1);
+  if (rt.options.threads == 1)
+    comm.place(deviceOf(rt.actor, rt.replica, comm.size() / d.actors));
   checkOutputs(rt);
   Checkpoint identity = identityOf(rt);
   Checkpoint resumed;

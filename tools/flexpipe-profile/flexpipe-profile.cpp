@@ -337,7 +337,7 @@ double allReduce(rt::Comm &comm, size_t count, int rounds) {
 /// takes 2 steps of latency and moves the bytes once (CostModel.h's
 /// allReduceTime), so 1 KiB and 16 MiB give both.
 int pingPongWorker(rt::Comm &comm) {
-  comm.place(comm.rank(), /*bind=*/true);
+  comm.place(comm.rank());
   const size_t large = 1 << 20, medium = 1 << 14; // floats
   const double small = pingPong(comm, 2, 200);
   const double mid = pingPong(comm, medium, 100);

@@ -84,10 +84,11 @@ public:
     spinSeconds = nodeRanks > cores ? 0 : kSpinSeconds;
   }
   int rank() const override { return me; }
-  void place(int64_t device, bool bind) override {
-    // FLEXPIPE_BIND's value was checked by the executor, on every backend.
+  void place(int64_t device) override {
+    if (std::string error = bindSettingError(); !error.empty())
+      abort(error, 1);
     const char *value = std::getenv("FLEXPIPE_BIND");
-    if (!bind || nodeRanks <= cores || (value && std::string(value) == "none"))
+    if (nodeRanks <= cores || (value && std::string(value) == "none"))
       return;
     if (allowedCpus() < cores)
       return; // the launcher placed this rank

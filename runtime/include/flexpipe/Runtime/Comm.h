@@ -20,6 +20,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -59,11 +60,10 @@ public:
   /// `device` is flexpipe::deviceOf(actor, replica, dp). When a node has
   /// more ranks than cores, the MPI backend binds the process to core
   /// flexpipe::coreOf(device, cores), the placement the cost model prices,
-  /// unless the launcher already bound it, FLEXPIPE_BIND=none or `bind` is
-  /// false (a rank with threads keeps all the cores); the others run where
-  /// their launcher put them. The executor checks FLEXPIPE_BIND's value
-  /// first, on every backend.
-  virtual void place(int64_t device, bool bind) {}
+  /// unless the launcher already bound it or FLEXPIPE_BIND=none; the
+  /// others run where their launcher put them. The executor calls it for
+  /// ranks without threads (a rank with threads keeps all the cores).
+  virtual void place(int64_t device) {}
   /// One FIFO channel of messages (flexpipe/Runtime/Schedule.h).
   using Channel = MessageChannel;
   /// Collective over all ranks, once, after setReplicaGroup, with the same
@@ -114,6 +114,17 @@ public:
   [[noreturn]] virtual void abort(const std::string &message, int code) = 0;
   virtual void finalize() = 0;
 };
+
+/// FLEXPIPE_BIND: unset, "cores" (bind where ranks outnumber cores) or
+/// "none"; the error for any other value, "" otherwise. Checked on every
+/// backend and with any --threads, not only where a rank would bind.
+inline std::string bindSettingError() {
+  const char *value = std::getenv("FLEXPIPE_BIND");
+  if (!value || std::string(value) == "cores" || std::string(value) == "none")
+    return {};
+  return std::string("FLEXPIPE_BIND is '") + value +
+         "'; expected 'cores' or 'none'";
+}
 
 /// The CPU backend: MPI point-to-point and collectives. Initialises MPI.
 std::unique_ptr<Comm> makeMpiComm(int *argc, char ***argv);
