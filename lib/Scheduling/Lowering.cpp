@@ -815,6 +815,15 @@ void checkLater(const BuiltProblem &built, const LoweringOptions &options,
 
 } // namespace
 
+Durations flexpipe::sched::profiledDurations(const StagePart &part,
+                                             const Profile &profile,
+                                             bool analytic) {
+  return profile.durationsOr(part.stage,
+                             analytic ? Durations{part.cost[0], part.cost[1],
+                                                  part.cost[2], part.cost[3]}
+                                      : Durations{1, 1, 1, 1});
+}
+
 llvm::Error flexpipe::sched::lowerProblem(const BuiltProblem &built,
                                           const LoweringOptions &options,
                                           LoweredProgram &out) {
@@ -827,13 +836,14 @@ llvm::Error flexpipe::sched::lowerProblem(const BuiltProblem &built,
   // With a model and a cluster, the cost model's choice between its greedy
   // order and the step model's is judged by the simulation: the scheduler's
   // durations see neither messages (on a fast device a small model's
-  // latencies outweigh its computations) nor ranks that share cores; nor a
-  // profile's durations, which the scheduler does not read. Each order is
-  // judged as it will run, finished, so that one whose weight gradients are
-  // then separated is judged separated (without files too: the order that
-  // ends first may not be the one that ends first separated). The judged
-  // orders are kept: the chosen one is not lowered twice.
+  // latencies outweigh its computations) nor ranks that share cores. Each
+  // order is judged as it will run, finished, so that one whose weight
+  // gradients are then separated is judged separated (without files too:
+  // the order that ends first may not be the one that ends first
+  // separated). The judged orders are kept: the chosen one is not lowered
+  // twice.
   std::vector<LoweredProgram> judged;
+  std::vector<double> judgedTimes;
   ScheduleJudge judge;
   if ((options.model && options.cluster) || options.profile ||
       (options.finish && options.bubbles.separation))
@@ -850,12 +860,39 @@ llvm::Error flexpipe::sched::lowerProblem(const BuiltProblem &built,
         return std::nullopt;
       const double time = simulator.run(*lowered.costs).iterationTime;
       judged.push_back(std::move(lowered));
+      judgedTimes.push_back(time);
       return time;
     };
 
   out = LoweredProgram();
-  out.schedule =
-      schedule(built.problem, options.timeModel, judge, options.cutoff);
+  // A profile's durations are the ones the greedy order should see. They
+  // make the better order far more often than not, not always (a sweep of
+  // 320 random uneven profiles: 122 faster, up to 18%; 11 slower, up to
+  // 14%), so the order of the problem's own durations is judged as well.
+  std::optional<Problem> measured;
+  if (options.profile && options.timeModel == TimeModel::Cost) {
+    measured = built.problem;
+    for (StagePart &part : measured->parts) {
+      const Durations d = profiledDurations(part, *options.profile,
+                                            options.model && options.cluster);
+      std::copy(d.begin(), d.end(), part.cost);
+    }
+  }
+  out.schedule = schedule(measured ? *measured : built.problem,
+                          options.timeModel, judge, options.cutoff);
+  auto timeOf = [&](const ScheduleResult &order) -> std::optional<double> {
+    for (size_t i = 0; i < judged.size(); ++i)
+      if (sameOrder(judged[i].schedule, order))
+        return judgedTimes[i];
+    return std::nullopt;
+  };
+  if (measured && out.schedule.ok) {
+    ScheduleResult own =
+        schedule(built.problem, options.timeModel, judge, options.cutoff);
+    const std::optional<double> was = timeOf(out.schedule), is = timeOf(own);
+    if (own.ok && was && is && *is < *was * (1 - 1e-9))
+      out.schedule = std::move(own);
+  }
   if (!out.schedule.ok)
     return llvm::Error::success();
   auto kept = judged.end();

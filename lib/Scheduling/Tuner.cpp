@@ -655,13 +655,12 @@ double flexpipe::sched::iterationLowerBound(const Candidate &c,
   // The durations the simulation uses: the part's (the analytic model's
   // share), or a profile's measured ones for its stage.
   std::vector<Durations> durations(numParts);
-  for (int32_t part = 0; part < numParts; ++part) {
-    std::copy(std::begin(p.parts[part].cost), std::end(p.parts[part].cost),
-              durations[part].begin());
-    if (options.profile)
-      durations[part] =
-          options.profile->durationsOr(p.parts[part].stage, durations[part]);
-  }
+  for (int32_t part = 0; part < numParts; ++part)
+    durations[part] =
+        options.profile
+            ? profiledDurations(p.parts[part], *options.profile, true)
+            : Durations{p.parts[part].cost[0], p.parts[part].cost[1],
+                        p.parts[part].cost[2], p.parts[part].cost[3]};
   auto duration = [&](int32_t part, CompKind kind) {
     return durations[part][static_cast<int>(kind)];
   };

@@ -54,10 +54,11 @@ int flexpipe::parseCompileOptions(int argc, char **argv,
                  "backward, input- and weight-gradient take 1, 2, 1, 1 units "
                  "per micro-batch on an actor with an average share of the "
                  "layers, a stage in proportion to its layers, or the cost "
-                 "model's durations with --model and "
-                 "--cluster; the step model's order is kept when it finishes "
-                 "earlier under those costs, or, with --model and --cluster, "
-                 "in the simulation with messages and shared cores); without "
+                 "model's durations with --model and --cluster, and a "
+                 "--profile's for the stages it lists; the step model's order "
+                 "is kept when it finishes earlier under those costs, or, "
+                 "with files, in the simulation with messages and shared "
+                 "cores); without "
                  "--model, --cluster and --profile, report, svg and trace "
                  "time the program the same way")
       ->check(CLI::IsMember({"step", "cost"}))

@@ -142,8 +142,17 @@ struct LoweredProgram {
 /// stages' metadata).
 Program programOf(const BuiltProblem &built, const ScheduleResult &schedule);
 
+/// A part's durations under a run's profile: the measured ones where it
+/// lists the part's stage, else the part's own (the cost model's, with a
+/// model and a cluster: `analytic`) or one unit each (a profile alone), as
+/// the simulation prices them (programCosts).
+Durations profiledDurations(const StagePart &part, const Profile &profile,
+                            bool analytic);
+
 /// Schedules `built.problem` (its step rule as set) and lowers the result as
-/// `options` says. A schedule that cannot be made is reported in
+/// `options` says. With a profile, the cost time model schedules with its
+/// durations (profiledDurations) and judges the order of the problem's own
+/// durations too. A schedule that cannot be made is reported in
 /// `out.schedule`, not as an error; the error is for costs that cannot be
 /// priced and a failed gradient separation.
 llvm::Error lowerProblem(const BuiltProblem &built,
