@@ -215,7 +215,8 @@ void ProblemBuilder::describeStages() {
   }
   for (size_t r = 0; r < spec.registeredStages.size(); ++r) {
     built.stageMeta[firstRegistered + r] = {
-        static_cast<int32_t>(built.moduleNames.size()), 0, false, false};
+        static_cast<int32_t>(built.moduleNames.size()), 0, false, false,
+        /*registered=*/true};
     built.moduleNames.push_back(spec.registeredStages[r].name);
   }
 }

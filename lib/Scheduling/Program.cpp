@@ -279,6 +279,18 @@ flexpipe::sched::stageActors(const Program &program) {
   return actorsOf;
 }
 
+void flexpipe::sched::markRegistered(std::vector<StageMeta> &meta) {
+  auto shaped = [](const StageMeta &m) {
+    return m.layers == 0 && !m.first && !m.last;
+  };
+  std::set<int32_t> computing;
+  for (const StageMeta &m : meta)
+    if (!shaped(m))
+      computing.insert(m.module);
+  for (StageMeta &m : meta)
+    m.registered = shaped(m) && !computing.count(m.module);
+}
+
 /// Whether `from` -> `to` is an edge inside one module (between modules a
 /// stage starts its own module's layers).
 static bool moduleEdge(const std::vector<StageMeta> &meta, int32_t from,

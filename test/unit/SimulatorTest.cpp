@@ -1075,6 +1075,22 @@ TEST_CASE("a collective with blocking and posting members ends once for all",
   CHECK(path == "1fwd 1all_gather 0all_gather 0bwd ");
 }
 
+TEST_CASE("a registered stage is a module of its own, not an empty stage",
+          "[simulator][model]") {
+  // Module 0's stage 1 holds no layers (partition [2, 0, 2]); module 1 is
+  // a registered stage (flexpipe.stage); module 2 is first and last.
+  std::vector<StageMeta> meta = {{0, 2, true, false},
+                                 {0, 0},
+                                 {0, 2, false, true},
+                                 {1, 0},
+                                 {2, 0, true, true}};
+  markRegistered(meta);
+  std::vector<bool> registered;
+  for (const StageMeta &m : meta)
+    registered.push_back(m.isRegistered());
+  CHECK(registered == std::vector<bool>{false, false, false, true, false});
+}
+
 TEST_CASE("a module's layers are counted along its chain of stages",
           "[simulator][model]") {
   // Module 0: stages 0 -> 1 -> 2 (2 + 3 + 1 layers) and a second direction

@@ -124,10 +124,17 @@ struct StageMeta {
   int32_t module = -1;
   int64_t layers = 1;
   bool first = false, last = false;
-  /// A registered stage (flexpipe.stage): no layers, neither first nor last;
-  /// `module` then names the stage itself.
-  bool isRegistered() const { return layers == 0 && !first && !last; }
+  /// A registered stage (flexpipe.stage): no layers, neither first nor last,
+  /// and `module` names the stage itself (markRegistered). A module's empty
+  /// middle stage (`partition [4, 0, 4]`) has the same shape but is not one:
+  /// it passes the module's activations on.
+  bool registered = false;
+  bool isRegistered() const { return registered; }
 };
+
+/// Sets StageMeta::registered from what stage_info records: a stage of no
+/// layers, neither first nor last, whose module has no other kind of stage.
+void markRegistered(std::vector<StageMeta> &meta);
 
 struct Program {
   int32_t numActors = 0, numStages = 0, numMicrobatches = 0;

@@ -429,6 +429,7 @@ ScheduleProgram flexpipe::readSchedule(ScheduleOp schedule) {
       meta.last = stage.getLast();
       p.stageMeta.push_back(meta);
     }
+    sched::markRegistered(p.stageMeta);
   }
 
   llvm::DenseMap<Value, int32_t> tokens;
