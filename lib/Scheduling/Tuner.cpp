@@ -13,8 +13,8 @@
 // priced as its two halves, plus the gradient all-reduce: moving weight
 // gradients into bubbles cannot beat it)
 // and skips every one whose bound is no better than the best time found so
-// far. Separation keeps each actor's peak memory at or below the fused
-// schedule's, so a variant fits whenever its twin does.
+// far. Each variant's memory is its own simulation's: the scheduler may
+// choose another order for it than for its twin.
 //
 //===----------------------------------------------------------------------===//
 
@@ -956,8 +956,8 @@ private:
     double bound;
   };
   /// The variants worth separating (the heuristics of TuneOptions); the
-  /// others decided here (outside the heuristics' window, not tried as
-  /// their twin does not fit, or as their twin) get their evaluation, and
+  /// others decided here (outside the heuristics' window, or as their
+  /// twin) get their evaluation, and
   /// `outsideWindow` counts those not tried.
   std::vector<Pending> chooseVariants(const std::vector<size_t> &twins,
                                       const std::vector<double> &ownBound,
@@ -1183,18 +1183,6 @@ Search::chooseVariants(const std::vector<size_t> &twins,
       variantEval[v].candidate = variants[v];
       ran[v] = 1;
       continue;
-    } else if (!t.fitsMemory) {
-      // Not tried (docs/Tuning.md): until 2026-11-30 its row was the
-      // twin's, over_memory with a time and peak never simulated for it.
-      variantEval[v] = notTried(
-          v, llvm::formatv("separation is not tried: its fused twin needs "
-                           "{0}, over the memory limit {1}",
-                           formatBytes(t.peakBytes),
-                           formatBytes(options.memoryLimit))
-                 .str());
-      ran[v] = 1;
-      ++outsideWindow;
-      continue;
     }
     if (outside) {
       variantEval[v] = notTried(
@@ -1212,16 +1200,24 @@ Search::chooseVariants(const std::vector<size_t> &twins,
   // The heuristic limits: the fastest fused twins only, then by bound. A
   // variant whose busiest actor alone takes as long as its twin (a twin
   // without bubbles: one actor) cannot be faster than the twin; the places
-  // go to those that can.
+  // go to those that can, and to those whose twin fits before those whose
+  // twin does not (its variant may fit: the scheduler may order it
+  // otherwise, but seldom does).
   if (options.separationTop > 0 && pending.size() > options.separationTop) {
     auto canGain = [&](const Pending &p) {
       return fusedCut[p.twin] || fusedEval[p.twin].skipped ||
              p.bound < twinTime(p.twin) * (1 - 1e-9);
     };
+    auto twinFits = [&](const Pending &p) {
+      return fusedCut[p.twin] || fusedEval[p.twin].skipped ||
+             fusedEval[p.twin].fitsMemory;
+    };
     std::stable_sort(pending.begin(), pending.end(),
                      [&](const Pending &a, const Pending &b) {
                        if (canGain(a) != canGain(b))
                          return canGain(a);
+                       if (twinFits(a) != twinFits(b))
+                         return twinFits(a);
                        return twinTime(a.twin) < twinTime(b.twin);
                      });
     // A twin that runs the schedule of a twin with a place (a same_schedule
@@ -1423,8 +1419,7 @@ void Search::collect(TuneResult &result) {
 /// Why nothing was ranked: the smallest candidate over the memory limit (a
 /// scheduled one, whose peak is known, where there is one), or an example
 /// of one that could not be scheduled. `twins`: fused twins not listed in
-/// `result` (--separation on), whose variants were not tried when they do
-/// not fit: the smallest may be one of them.
+/// `result` (--separation on): the smallest may be one of them.
 llvm::Error nothingRanked(const TuneResult &result, const TuneOptions &options,
                           llvm::ArrayRef<Evaluation> twins) {
   const Evaluation *smallest = nullptr;
@@ -1449,6 +1444,15 @@ llvm::Error nothingRanked(const TuneResult &result, const TuneOptions &options,
     offer(e, false);
   for (const Evaluation &e : twins)
     offer(e, true);
+  // A twin's variant was simulated (and needs more), or not tried (the
+  // heuristics' window and places).
+  const bool variantTried =
+      twin && llvm::any_of(result.rejected, [&](const Evaluation &e) {
+        Candidate fused = e.candidate;
+        fused.separation = false;
+        return e.candidate.separation && !e.skipped &&
+               fused == smallest->candidate;
+      });
   if (smallest)
     return fail(llvm::formatv(
         "no candidate fits in {0} per device: the smallest needs {6}{1} "
@@ -1457,7 +1461,10 @@ llvm::Error nothingRanked(const TuneResult &result, const TuneOptions &options,
         formatBytes(options.memoryLimit), formatBytes(smallest->peakBytes),
         smallest->candidate.pp, smallest->candidate.dp, smallest->candidate.mbs,
         describe(smallest->candidate) +
-            (twin ? ", without separation: its variant was not tried" : ""),
+            (!twin          ? ""
+             : variantTried ? ", without separation: its variant needs more"
+                            : ", without separation: its variant was not "
+                              "tried"),
         smallest->staticOnly ? "more than " : "",
         smallest->staticOnly
             ? "its parameters, gradients and optimizer state alone; "
