@@ -397,11 +397,11 @@ double flexpipe::sched::vocabStatsTime(const ClusterConfig &cluster,
   return allReduceTime(cluster, devices, vocabStatsBytes(module, microBatch));
 }
 
-std::vector<int64_t> flexpipe::sched::replicaDevices(int64_t actors,
-                                                     int64_t dp) {
+std::vector<int64_t> flexpipe::sched::replicaDevices(int64_t actors, int64_t dp,
+                                                     int64_t replica) {
   std::vector<int64_t> devices(std::max<int64_t>(0, actors));
   for (int64_t a = 0; a < actors; ++a)
-    devices[a] = deviceOf(a, 0, std::max<int64_t>(1, dp));
+    devices[a] = deviceOf(a, replica, std::max<int64_t>(1, dp));
   return devices;
 }
 

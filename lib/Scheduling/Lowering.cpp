@@ -851,14 +851,19 @@ llvm::Error flexpipe::sched::lowerProblem(const BuiltProblem &built,
       LoweredProgram lowered;
       lowered.schedule = order;
       Simulator simulator;
+      Simulator::ReplicaRun slowest;
       // An order that cannot be lowered or replayed is not a candidate.
+      // (With dp replicas, judged by the slowest, as it is reported.)
       if (llvm::errorToBool(lowerOrder(built, order, options,
                                        /*finish=*/false, /*price=*/true,
                                        lowered)) ||
           llvm::errorToBool(finishLowered(options, lowered)) ||
-          llvm::errorToBool(simulator.prepare(lowered.program)))
+          llvm::errorToBool(simulator.prepare(lowered.program)) ||
+          llvm::errorToBool(simulator.runSlowestReplica(
+              lowered.program, options.model, options.cluster, options.profile,
+              options.dp, options.timeModel, slowest)))
         return std::nullopt;
-      const double time = simulator.run(*lowered.costs).iterationTime;
+      const double time = slowest.result.iterationTime;
       judged.push_back(std::move(lowered));
       judgedTimes.push_back(time);
       return time;

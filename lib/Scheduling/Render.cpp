@@ -220,7 +220,11 @@ std::string flexpipe::sched::formatReport(const Program &p,
     os << ", " << (rate >= 100 ? fixed(rate, 0) : significant(rate, 4))
        << " tokens/s per pipeline";
   }
-  os << "\n\n";
+  os << "\n";
+  if (context.replica > 0)
+    os << "the pipeline of data-parallel replica " << context.replica << " of "
+       << context.replicas << ", the slowest (its devices' links and cores)\n";
+  os << "\n";
   const bool bytes = costs.memoryInBytes;
   os << pad("actor", 7) << pad("busy", 14) << pad("idle", 14)
      << pad("bubble", 9) << pad("peak act.", 13)

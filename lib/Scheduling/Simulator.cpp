@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <utility>
 
 using namespace flexpipe::sched;
@@ -107,7 +108,7 @@ double flexpipe::sched::registeredCollectiveTime(
   return allGatherTime(cluster, group, bytes);
 }
 
-/// Adds a core group on node `node`: `actors` (of replica 0) share `cores`
+/// Adds a core group on node `node`: `actors` (of one replica) share `cores`
 /// cores and, while n of the `onNode` actors simulated on the node compute,
 /// a computation of shape k is slowed by `shapes[k]`'s contention at n x
 /// `replicas` ranks of the node computing. Nothing when they neither share
@@ -787,21 +788,11 @@ AfterPipeline flexpipe::sched::afterPipeline(const StageLayout &layout,
         if (a >= 0 && a < n)
           stepShape[a] = model.module(layout.moduleNames[m]);
   AfterPipeline after;
-  // Copies of a stage: the first block of each stage is the most blocks on
-  // a path to it (each direction of a bidirectional pipeline starts again
-  // at block 0), as the runtime finds them.
-  std::vector<int64_t> firstBlock(numStages, 0);
-  for (int32_t round = 0; round < numStages; ++round) {
-    bool changed = false;
-    for (auto [from, to] : layout.edges)
-      if (from >= 0 && to >= 0 && from < numStages && to < numStages &&
-          firstBlock[from] + layout.meta[from].layers > firstBlock[to]) {
-        firstBlock[to] = firstBlock[from] + layout.meta[from].layers;
-        changed = true;
-      }
-    if (!changed)
-      break;
-  }
+  // Copies of a stage: the first block of each stage (each direction of a
+  // bidirectional pipeline starts again at block 0), as the runtime finds
+  // them.
+  const std::vector<int64_t> firstBlock =
+      stageFirstLayers(layout.meta, layout.edges);
   // Bytes each pair of actors exchanges (a < b).
   std::map<std::pair<int32_t, int32_t>, double> exchange;
   for (int32_t s = 0; s < numStages; ++s) {
@@ -823,12 +814,14 @@ AfterPipeline flexpipe::sched::afterPipeline(const StageLayout &layout,
           static_cast<double>(model.dtypeBytes);
     }
   }
+  // Every replica exchanges at once, over its own devices' links.
   double exchanged = 0, replicas = 0;
   for (const auto &[pair, bytes] : exchange)
-    exchanged =
-        std::max(exchanged, transferTime(cluster, deviceOf(pair.first, 0, dp),
-                                         deviceOf(pair.second, 0, dp), bytes,
-                                         /*collective=*/true));
+    for (int64_t r = 0; r < std::max<int64_t>(1, dp); ++r)
+      exchanged =
+          std::max(exchanged, transferTime(cluster, deviceOf(pair.first, r, dp),
+                                           deviceOf(pair.second, r, dp), bytes,
+                                           /*collective=*/true));
   for (int32_t a = 0; a < n; ++a) {
     const double analytic =
         optimizerStepTime(cluster, stepShape[a], held.parameters[a]);
@@ -884,7 +877,7 @@ llvm::Error flexpipe::sched::checkProfileFits(const Profile &profile,
 llvm::Error flexpipe::sched::programCosts(const Program &program,
                                           const CostInputs &inputs, int64_t dp,
                                           TimeModel withoutFiles,
-                                          SimCosts &costs) {
+                                          SimCosts &costs, int64_t replica) {
   if (const Profile *profile = inputs.profileOrNull())
     if (llvm::Error error =
             checkProfileFits(*profile, program.numStages, program.numActors))
@@ -899,7 +892,7 @@ llvm::Error flexpipe::sched::programCosts(const Program &program,
   }
   return programCosts(program, inputs.model ? &*inputs.model : nullptr,
                       cluster ? &*cluster : nullptr, inputs.profileOrNull(), dp,
-                      withoutFiles, costs);
+                      withoutFiles, costs, replica);
 }
 
 llvm::Error flexpipe::sched::programCosts(const Program &program,
@@ -907,13 +900,72 @@ llvm::Error flexpipe::sched::programCosts(const Program &program,
                                           const ClusterConfig *cluster,
                                           const Profile *profile, int64_t dp,
                                           TimeModel withoutFiles,
-                                          SimCosts &costs) {
+                                          SimCosts &costs, int64_t replica) {
   if (model && cluster)
     return modelCosts(program, *model, *cluster, profile,
-                      replicaDevices(program.numActors, dp), costs);
+                      replicaDevices(program.numActors, dp, replica), costs);
   if (profile)
     return profileCosts(program, *profile, costs);
   costs = withoutFiles == TimeModel::Cost ? layerCosts(program)
                                           : unitCosts(program);
+  return llvm::Error::success();
+}
+
+/// Whether two replicas' costs (modelCosts) price alike: what their devices
+/// decide (links, shared cores, collectives over them) is the same.
+static bool pricedAlike(const SimCosts &x, const SimCosts &y) {
+  return x.latency == y.latency && x.bandwidth == y.bandwidth &&
+         x.collectiveDuration == y.collectiveDuration &&
+         x.coreGroup == y.coreGroup && x.groupCores == y.groupCores &&
+         x.groupNode == y.groupNode && x.groupSlowdown == y.groupSlowdown;
+}
+
+llvm::Error Simulator::runSlowestReplica(const Program &program,
+                                         const CostInputs &inputs, int64_t dp,
+                                         TimeModel withoutFiles,
+                                         ReplicaRun &out,
+                                         bool rendezvous) const {
+  if (const Profile *profile = inputs.profileOrNull())
+    if (llvm::Error error =
+            checkProfileFits(*profile, program.numStages, program.numActors))
+      return error;
+  std::optional<ClusterConfig> cluster;
+  if (inputs.cluster) {
+    llvm::Expected<ClusterConfig> job =
+        clusterForJob(*inputs.cluster, program.numActors, dp);
+    if (!job)
+      return job.takeError();
+    cluster = std::move(*job);
+  }
+  return runSlowestReplica(program, inputs.model ? &*inputs.model : nullptr,
+                           cluster ? &*cluster : nullptr,
+                           inputs.profileOrNull(), dp, withoutFiles, out,
+                           rendezvous);
+}
+
+llvm::Error Simulator::runSlowestReplica(
+    const Program &program, const ModelConfig *model,
+    const ClusterConfig *cluster, const Profile *profile, int64_t dp,
+    TimeModel withoutFiles, ReplicaRun &out, bool rendezvous) const {
+  const int64_t replicas = model && cluster ? std::max<int64_t>(1, dp) : 1;
+  std::vector<SimCosts> priced;
+  for (int64_t r = 0; r < replicas; ++r) {
+    SimCosts costs;
+    if (llvm::Error error = programCosts(program, model, cluster, profile, dp,
+                                         withoutFiles, costs, r))
+      return error;
+    costs.rendezvous = rendezvous;
+    if (llvm::any_of(priced, [&](const SimCosts &other) {
+          return pricedAlike(other, costs);
+        }))
+      continue;
+    SimResult result = run(costs);
+    if (priced.empty() || result.iterationTime > out.result.iterationTime) {
+      out.replica = r;
+      out.costs = costs;
+      out.result = std::move(result);
+    }
+    priced.push_back(std::move(costs));
+  }
   return llvm::Error::success();
 }

@@ -816,8 +816,8 @@ flexpipe::sched::evaluate(const Candidate &c, const ModelConfig &model,
     }
     e.peakBytes = 0;
   }
-  // What the written spec asks flexpipe-compile to do after scheduling;
-  // messages on replica 0's devices, as flexpipe-compile --dp prices them.
+  // What the written spec asks flexpipe-compile to do after scheduling,
+  // priced as flexpipe-compile --dp prices it.
   LoweringOptions lowering;
   lowering.timeModel = TimeModel::Cost;
   lowering.model = &sized;
@@ -852,13 +852,19 @@ flexpipe::sched::evaluate(const Candidate &c, const ModelConfig &model,
     return e;
   }
   Program &program = lowered.program;
-  SimCosts &costs = *lowered.costs;
   Simulator simulator;
-  if (llvm::Error error = simulator.prepare(program)) {
+  Simulator::ReplicaRun slowest;
+  llvm::Error error = simulator.prepare(program);
+  if (!error)
+    error =
+        simulator.runSlowestReplica(program, &sized, &cluster, options.profile,
+                                    c.dp, TimeModel::Cost, slowest);
+  if (error) {
     e.error = llvm::toString(std::move(error));
     return e;
   }
-  SimResult sim = simulator.run(costs);
+  SimCosts &costs = slowest.costs;
+  SimResult &sim = slowest.result;
 
   e.pipelineTime = sim.iterationTime;
   e.bubbleRatio = sim.bubbleRatio();

@@ -108,11 +108,13 @@ int flexpipe::parseCompileOptions(int argc, char **argv,
   app.add_option("--dp", options.dp,
                  "Data-parallel replicas of the pipeline for --emit=cpp|exe "
                  "(world size = actors x dp); for report, svg and trace, the "
-                 "simulated devices: actor a of replica 0 is device a x dp "
-                 "(Megatron-LM's order, as flexpipe-tune assumes), and for "
-                 "report the gradient all-reduce over the replicas after the "
-                 "pipeline. With --cluster, that device layout also prices "
-                 "messages for --time-model=cost and gradient separation, so "
+                 "simulated devices: actor a of replica r is device a x dp + "
+                 "r (Megatron-LM's order, as flexpipe-tune assumes), each "
+                 "replica's pipeline is simulated on its devices and the "
+                 "slowest shown, and for report the gradient all-reduce over "
+                 "the replicas after the pipeline. With --cluster, that "
+                 "device layout also prices messages for --time-model=cost "
+                 "and gradient separation (replica 0's), so "
                  "every --emit (schedule, text, torch-csv too) gives the "
                  "program for this dp")
       ->check(integerAtLeast(1, kMaxActors))

@@ -598,21 +598,22 @@ scheduleSpecs(MLIRContext &context, ModuleOp module,
 
 /// --emit=report|svg|trace: one schedule simulated with the costs the options
 /// give (model and cluster, a profile, or else by --time-model: one unit per
-/// computation, or 1, 2, 1, 1 per layer as the scheduler timed them).
-static LogicalResult
-simulate(ScheduleOp schedule, const sched::Program &program,
-         const CompileOptions &options, const sched::CostInputs &inputs,
-         sched::SimCosts &costs, sched::SimResult &result) {
+/// computation, or 1, 2, 1, 1 per layer as the scheduler timed them); with
+/// --dp, the slowest replica's pipeline.
+static LogicalResult simulate(ScheduleOp schedule,
+                              const sched::Program &program,
+                              const CompileOptions &options,
+                              const sched::CostInputs &inputs,
+                              sched::Simulator::ReplicaRun &run) {
   sched::Simulator simulator;
   if (llvm::Error error = simulator.prepare(program))
     return schedule.emitError() << llvm::toString(std::move(error));
-  const sched::TimeModel withoutFiles = options.timeModel == "cost"
-                                            ? sched::TimeModel::Cost
-                                            : sched::TimeModel::Step;
-  if (llvm::Error error =
-          sched::programCosts(program, inputs, options.dp, withoutFiles, costs))
+  if (llvm::Error error = simulator.runSlowestReplica(
+          program, inputs, options.dp,
+          options.timeModel == "cost" ? sched::TimeModel::Cost
+                                      : sched::TimeModel::Step,
+          run))
     return schedule.emitError() << llvm::toString(std::move(error));
-  result = simulator.run(costs);
   return success();
 }
 
@@ -621,12 +622,15 @@ static LogicalResult emitSimulated(ScheduleOp schedule,
                                    const CompileOptions &options,
                                    const sched::CostInputs &inputs,
                                    raw_ostream &os) {
-  sched::SimCosts costs;
-  sched::SimResult result;
-  if (failed(simulate(schedule, program, options, inputs, costs, result)))
+  sched::Simulator::ReplicaRun run;
+  if (failed(simulate(schedule, program, options, inputs, run)))
     return failure();
+  const sched::SimCosts &costs = run.costs;
+  const sched::SimResult &result = run.result;
   sched::ReportContext context;
   context.name = schedule.getSymName().str();
+  context.replica = run.replica;
+  context.replicas = options.dp;
   if (inputs.hasModel() && !inputs.model->modules.empty()) {
     const sched::ModelConfig &model = *inputs.model;
     // simulate() checked that the cluster holds the job.
@@ -773,14 +777,13 @@ static LogicalResult predictMemory(ModuleOp module,
   warnAttentionMismatch(options, *inputs.model);
   warnDtypeMismatch(options, *inputs.model);
   for (ScheduleOp schedule : module.getOps<ScheduleOp>()) {
-    sched::SimCosts costs;
-    sched::SimResult result;
+    sched::Simulator::ReplicaRun run;
     if (failed(simulate(schedule, readSchedule(schedule).program, options,
-                        inputs, costs, result)))
+                        inputs, run)))
       return failure();
-    schedule->setAttr(
-        kPredictedPeakAttr,
-        DenseF64ArrayAttr::get(schedule.getContext(), result.peakActivation));
+    schedule->setAttr(kPredictedPeakAttr,
+                      DenseF64ArrayAttr::get(schedule.getContext(),
+                                             run.result.peakActivation));
   }
   return success();
 }

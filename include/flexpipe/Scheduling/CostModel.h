@@ -297,8 +297,9 @@ Durations stageDurations(const StageShape &shape, const ModelConfig &model,
 /// passes' `dp` option and the runtime all place ranks by them.
 using flexpipe::coreOf;
 using flexpipe::deviceOf;
-/// deviceOf for every actor of replica 0.
-std::vector<int64_t> replicaDevices(int64_t actors, int64_t dp);
+/// deviceOf for every actor of replica `replica`.
+std::vector<int64_t> replicaDevices(int64_t actors, int64_t dp,
+                                    int64_t replica = 0);
 
 /// `cluster` for a job of `actors` x `dp` ranks (jobDevices set); an error
 /// when the cluster has fewer devices than that.

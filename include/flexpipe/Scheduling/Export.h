@@ -69,6 +69,9 @@ struct ReportContext {
   /// to the pipeline's time for the iteration's and shown beside it where
   /// it is not 0; absent: the pipeline only.
   std::optional<AfterPipeline> after;
+  /// The data-parallel replica whose pipeline this is (the slowest), of
+  /// `replicas`; named where it is not replica 0.
+  int64_t replica = 0, replicas = 1;
 };
 
 /// A table per actor (busy, idle, bubble %, peak activation, static and

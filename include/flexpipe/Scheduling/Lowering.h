@@ -56,8 +56,9 @@ struct LoweringOptions {
   const ModelConfig *model = nullptr;
   const ClusterConfig *cluster = nullptr;
   const Profile *profile = nullptr;
-  /// Data-parallel replicas: messages are priced on replica 0's devices
-  /// (replicaDevices).
+  /// Data-parallel replicas: gradient separation prices messages on replica
+  /// 0's devices (replicaDevices); the cost model's judge runs every
+  /// replica and takes the slowest (runSlowestReplica), as reports do.
   int64_t dp = 1;
   /// Whether the program is finished (finishProgram with `bubbles`); false:
   /// toProgram's compute-only program (-flexpipe-schedule on its own). The

@@ -265,13 +265,15 @@ struct CostInputs;
 
 /// The costs of `program` run with `dp` data-parallel replicas: the model's
 /// with a model and cluster (the profile's durations over them where it has
-/// entries; replica 0's devices, replicaDevices), the profile's alone, or
+/// entries; replica `replica`'s devices, replicaDevices), the profile's
+/// alone, or
 /// without files one step per instruction (`TimeModel::Step`, unitCosts) or
 /// 1, 2, 1, 1 per layer (`TimeModel::Cost`, layerCosts). The one place that
 /// chooses. A profile that names stages or actors `program` does not have
 /// (measured on another job) is an error here (checkProfileFits).
 llvm::Error programCosts(const Program &program, const CostInputs &inputs,
-                         int64_t dp, TimeModel withoutFiles, SimCosts &costs);
+                         int64_t dp, TimeModel withoutFiles, SimCosts &costs,
+                         int64_t replica = 0);
 /// A profile names the stages and actors of the job it was measured on: an
 /// error when it names others than a schedule of `numStages` stages on
 /// `numActors` actors has (or more optimizer steps than actors).
@@ -281,7 +283,8 @@ llvm::Error checkProfileFits(const Profile &profile, int32_t numStages,
 /// jobDevices set by the caller.
 llvm::Error programCosts(const Program &program, const ModelConfig *model,
                          const ClusterConfig *cluster, const Profile *profile,
-                         int64_t dp, TimeModel withoutFiles, SimCosts &costs);
+                         int64_t dp, TimeModel withoutFiles, SimCosts &costs,
+                         int64_t replica = 0);
 
 struct SimResult {
   double iterationTime = 0;
@@ -315,6 +318,28 @@ public:
   /// -flexpipe-verify-schedule for a full diagnosis.
   llvm::Error prepare(const Program &program);
   SimResult run(const SimCosts &costs) const;
+
+  /// The pipeline of a job of `dp` replicas as its iteration waits for it:
+  /// each replica's (programCosts under its devices' links and cores;
+  /// replicas priced alike run once), the slowest kept, as the gradient
+  /// all-reduce after the pipeline needs every replica. Costs without a
+  /// model and cluster are every replica's: replica 0's run.
+  struct ReplicaRun {
+    int64_t replica = 0;
+    SimCosts costs;
+    SimResult result;
+  };
+  llvm::Error runSlowestReplica(const Program &program,
+                                const CostInputs &inputs, int64_t dp,
+                                TimeModel withoutFiles, ReplicaRun &out,
+                                bool rendezvous = false) const;
+  /// The same from the parts, as programCosts takes them.
+  llvm::Error runSlowestReplica(const Program &program,
+                                const ModelConfig *model,
+                                const ClusterConfig *cluster,
+                                const Profile *profile, int64_t dp,
+                                TimeModel withoutFiles, ReplicaRun &out,
+                                bool rendezvous = false) const;
 
 private:
   struct Op {

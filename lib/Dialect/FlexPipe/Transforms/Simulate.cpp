@@ -41,21 +41,25 @@ struct SimulatePass : flexpipe::impl::SimulatePassBase<SimulatePass> {
         inputs = *read;
       }
       ScheduleProgram read = readSchedule(schedule);
-      FailureOr<sched::SimCosts> costs = resolveCosts(
-          schedule, getArgument(), read.program, *inputs, dp, timeModel);
-      if (failed(costs))
+      if (failed(checkReplicas(&getContext(), getArgument(), dp)))
         return signalPassFailure();
       // (An invalid schedule got impossible figures: a backward before its
       // forward, no memory; a compute-only one, no dependencies.)
       if (failed(verifyRead(schedule, read, sched::ChannelRule::PerStage)))
         return signalPassFailure();
+      // With dp replicas, the slowest replica's pipeline.
       sched::Simulator simulator;
-      if (llvm::Error error = simulator.prepare(read.program)) {
+      sched::Simulator::ReplicaRun run;
+      llvm::Error error = simulator.prepare(read.program);
+      if (!error)
+        error = simulator.runSlowestReplica(read.program, *inputs, dp,
+                                            timeModel, run, rendezvous);
+      if (error) {
         schedule.emitError() << llvm::toString(std::move(error));
         return signalPassFailure();
       }
-      costs->rendezvous = rendezvous;
-      sched::SimResult r = simulator.run(*costs);
+      const sched::SimCosts *costs = &run.costs;
+      const sched::SimResult &r = run.result;
       SmallVector<int64_t> over;
       for (int32_t a = 0; a < read.program.numActors; ++a)
         if (r.overMemory[a])
@@ -74,6 +78,8 @@ struct SimulatePass : flexpipe::impl::SimulatePassBase<SimulatePass> {
       fields.append("total_bytes", b.getDenseF64ArrayAttr(r.totalBytes));
       fields.append("over_memory", b.getDenseI64ArrayAttr(over));
       fields.append("critical_path", b.getI64IntegerAttr(computations));
+      if (dp > 1)
+        fields.append("replica", b.getI64IntegerAttr(run.replica));
       schedule->setAttr("flexpipe.simulation",
                         fields.getDictionary(&getContext()));
     }

@@ -421,7 +421,9 @@ def SimulatePass : Pass<"flexpipe-simulate", "mlir::ModuleOp"> {
     `steps` for unit costs), and per actor `busy`, `bubble`,
     `peak_activation` and `total_bytes`, plus `over_memory` (the actors that
     do not fit a device) and `critical_path` (its number of computations).
-    A schedule must pass `-flexpipe-verify-schedule` first (reported as that
+    With `dp` replicas the figures are those of the replica whose pipeline
+    ends last (the all-reduce after it waits for every replica), named in
+    `replica`. A schedule must pass `-flexpipe-verify-schedule` first (reported as that
     pass does): with its communication (`-flexpipe-insert-comm`), since a
     compute-only one says nothing of the waits between actors.
 
@@ -460,9 +462,10 @@ def SimulatePass : Pass<"flexpipe-simulate", "mlir::ModuleOp"> {
     Option<"profileFile", "profile", "std::string", "\"\"",
            "Measured profile YAML (docs/CostModel.md)">,
     Option<"dp", "dp", "int64_t", "1",
-           "Data-parallel replicas the messages are priced for: replica 0's "
-           "actor a is device a x dp (sched::replicaDevices; as "
-           "flexpipe-compile --dp and flexpipe-tune lay them out)">,
+           "Data-parallel replicas: replica r's actor a is device a x dp + r "
+           "(sched::replicaDevices; as flexpipe-compile --dp and "
+           "flexpipe-tune lay them out); each replica's pipeline is priced "
+           "on its devices' links and cores, and the slowest is reported">,
   ];
   let dependentDialects = ["flexpipe::FlexPipeDialect"];
 }
