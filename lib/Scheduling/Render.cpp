@@ -452,7 +452,7 @@ std::string flexpipe::sched::formatTrace(const Program &p, const SimResult &r,
     for (size_t i = 0; i < p.actors[a].size(); ++i) {
       std::string name;
       const ProgOp op = traced(p, p.actors[a], i, name);
-      os << ",\n{\"name\": \"" << name << "\", \"cat\": \""
+      os << ",\n{\"name\": " << quoted(name) << ", \"cat\": \""
          << opKindName(op.kind)
          << "\", \"ph\": \"X\", \"pid\": 0, \"tid\": " << a
          << ", \"ts\": " << r.start[a][i] * scale
