@@ -204,8 +204,11 @@ def rank_main(rank, args, w, batches, port, out):
     half = args.layers // 2
     blocks = range(0, half) if rank == 0 else range(half, args.layers)
     module = build(args, w, rank == 0, rank == 1, blocks)
-    example = (torch.zeros(1, args.seq, dtype=torch.long) if rank == 0
-               else torch.zeros(1, args.seq, args.hidden))
+    # One micro-batch's input: PipelineStage checks every micro-batch's
+    # shape against it.
+    b = args.micro_batch_size
+    example = (torch.zeros(b, args.seq, dtype=torch.long) if rank == 0
+               else torch.zeros(b, args.seq, args.hidden))
     stage = PipelineStage(module, rank, 2, torch.device("cpu"), input_args=example)
     schedule = Schedule1F1B(stage, n_microbatches=args.microbatches, loss_fn=loss_fn)
     opt = adam(module.parameters())
