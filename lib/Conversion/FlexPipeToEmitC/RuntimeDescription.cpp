@@ -555,6 +555,12 @@ describeTowers(ScheduleOp schedule, const Analysis &a,
     return failure();
   rt::ScheduleDesc desc = descSizes(schedule, dp, std::move(execs));
   desc.model.microBatch = model->microBatchSize;
+  if (model->microBatchSize < 2)
+    schedule.emitWarning()
+        << "trains two towers on micro-batches of one sample "
+           "(micro_batch_size 1 in the model file): the contrastive loss of "
+           "one pair is 0 whatever the towers compute, so they get no "
+           "gradient and learn nothing; use 2 or more";
   desc.model.seed = static_cast<uint64_t>(seed);
   desc.model.embed =
       std::min(model->modules[0].hidden, model->modules[1].hidden);
