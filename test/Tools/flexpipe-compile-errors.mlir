@@ -22,6 +22,7 @@
 // RUN: flexpipe-compile %t/two-layers.mlir --model %S/../../configs/models/tiny.yaml --cluster %S/../../configs/clusters/cpu.yaml --emit=report | FileCheck %s --check-prefix=MODEL
 // RUN: not flexpipe-compile %schedules/interleaved-1f1b.mlir --actors 5 --model %S/../../configs/models/tiny.yaml --cluster %S/../../configs/clusters/cpu.yaml --emit=report 2>&1 | FileCheck %s --check-prefix=NOTE
 // RUN: not flexpipe-compile %t/two-layers.mlir --actors 4 --emit=text 2>&1 | FileCheck %s --check-prefix=SCALED
+// RUN: not flexpipe-compile %schedules/1f1b.mlir --actors 9 --model %S/../../configs/models/tiny.yaml --cluster %S/../../configs/clusters/cpu.yaml --emit=report 2>&1 | FileCheck %s --check-prefix=SAMELAYERS
 // RUN: not flexpipe-compile %t/two-layers.mlir --microbatches 1 --emit=text 2>&1 | FileCheck %s --check-prefix=WRITTEN
 // RUN: not flexpipe-compile %t/vocab.mlir --actors 1 --emit=text 2>&1 | FileCheck %s --check-prefix=VOCAB
 // Errors at ops inside the pipeline about what --actors replaced get its
@@ -71,6 +72,8 @@
 // MODEL: schedule @p: 3 actors, 3 stages, 3 micro-batches
 // NOTE: interleaved-1f1b.mlir:7:3: error: 'flexpipe.module' op cannot split 8 layers over 10 stages
 // NOTE: interleaved-1f1b.mlir:7:3: note: --actors 5 replaced actors(4); the model file '{{.*}}tiny.yaml' gives @gpt 8 layers, in place of the spec's layers(16)
+// A model file that gives the spec's own layer count replaces nothing.
+// SAMELAYERS: 1f1b.mlir:4:3: note: --actors 9 replaced actors(4){{$}}
 // VOCAB: vocab.mlir:2:3: error: 'flexpipe.module' op is vocab_parallel, which splits the token embedding and LM head over its actors and needs at least 2, but it has 1
 // VOCAB: vocab.mlir:2:3: note: --actors 1 replaced actors(4) and scaled layers(8) to 2 (layers per actor kept)
 // SCALED: two-layers.mlir:2:3: error: 'flexpipe.module' op cannot split 3 layers over 4 stages

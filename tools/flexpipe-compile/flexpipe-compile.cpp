@@ -519,10 +519,11 @@ static LogicalResult applyOverrides(ModuleOp module,
           return m.emitError() << "module @" << m.getSymName()
                                << " is not in the model file '" << options.model
                                << "'; name its modules after the spec's";
-        note(m, llvm::formatv("the model file '{0}' gives @{1} {2} layers, "
-                              "in place of the spec's layers({3})",
-                              options.model, m.getSymName(), sizes->layers,
-                              m.getLayers()));
+        if (sizes->layers != m.getLayers())
+          note(m, llvm::formatv("the model file '{0}' gives @{1} {2} layers, "
+                                "in place of the spec's layers({3})",
+                                options.model, m.getSymName(), sizes->layers,
+                                m.getLayers()));
         m.setLayersAttr(b.getI64IntegerAttr(sizes->layers));
       }
   }
