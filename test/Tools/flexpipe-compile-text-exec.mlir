@@ -9,6 +9,16 @@
 // A schedule without one keeps the short legend.
 // RUN: flexpipe-compile %schedules/1f1b.mlir --emit=text | FileCheck %s --check-prefix=PLAIN
 // PLAIN: (cells: stage, F forward / B backward / I input gradient / W weight gradient, micro-batch; . idle)
+// PLAIN-NOT: not drawn
+// Collectives take no step, so they have no cells; the grid says which it
+// leaves out (nothing said there was an all-gather at all).
+// RUN: printf 'flexpipe.pipeline @c actors(4) microbatches(4) {\n  flexpipe.module @a layers(4) placement(one_to_one)\n  flexpipe.stage @sync actors [0, 3]\n  flexpipe.instruction @ag kind(all_gather) on(@sync)\n  flexpipe.dependency fwd @a[-1] -> @ag @sync\n  flexpipe.dependency @ag @sync -> bwd @a[0]\n}\n' > %t.c.mlir
+// RUN: flexpipe-compile %t.c.mlir --emit=text | FileCheck %s --check-prefix=COLL
+// COLL: actor 3 |
+// COLL-NEXT: not drawn: all_gather of stage 4 on actors [0, 3], 4 instances (collectives take no step)
+// RUN: printf 'flexpipe.pipeline @v actors(3) microbatches(3) {\n  flexpipe.module @gpt layers(6) placement(vshape) chunks(2) vocab_parallel\n}\n' > %t.v.mlir
+// RUN: flexpipe-compile %t.v.mlir --emit=text | FileCheck %s --check-prefix=VOCAB
+// VOCAB: not drawn: all_gather of stage 7 on actors [0, 1, 2], 3 instances
 // So do the SVG timeline (a box per instruction, and a legend entry; they
 // were gaps, which the legend calls bubbles) and the critical path (it went
 // from 2F0 to 2B0, 14 computations for a 19-step iteration).

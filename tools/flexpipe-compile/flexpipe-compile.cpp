@@ -52,9 +52,11 @@
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <map>
 #include <numeric>
 #include <optional>
 #include <set>
+#include <tuple>
 
 using namespace mlir;
 using namespace flexpipe;
@@ -698,6 +700,22 @@ static LogicalResult emitReplayed(ScheduleOp schedule,
                : "")
        << ", micro-batch; . idle)\n"
        << sched::formatTextGrid(program, timeline);
+    // Collectives take no step in this model, so they have no cells: said
+    // below the grid, once per stage and group (--emit=schedule lists them).
+    std::map<std::tuple<int32_t, sched::OpKind, int32_t>, int64_t> collectives;
+    for (const auto &ops : program.actors)
+      for (const sched::ProgOp &op : ops)
+        if (sched::isCollective(op.kind))
+          ++collectives[{op.stage, op.kind, op.group}];
+    for (const auto &[key, count] : collectives) {
+      const auto &[stage, kind, group] = key;
+      const std::vector<int32_t> &members = program.groups[group];
+      os << "not drawn: " << sched::opKindName(kind) << " of stage " << stage
+         << " on actors [";
+      llvm::interleaveComma(members, os);
+      os << "], " << count / static_cast<int64_t>(members.size())
+         << " instances (collectives take no step)\n";
+    }
     return success();
   }
   // A registered instruction or collective is refused at its op (in a
