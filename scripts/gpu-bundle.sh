@@ -91,7 +91,8 @@ entry() {
   local actors dp
   actors=$(ls "$dir"/rank*.cpp | wc -l)
   dp=$(sed -n 's/^dp \([0-9]*\)$/\1/p' "$dir/schedule.txt")
-  sed -e "s/@ACTORS@/$actors/g" -e "s/@WORLD@/$((actors * ${dp:-1}))/g" \
+  sed -e "s/@ACTORS@/$actors/g" -e "s/@DP@/${dp:-1}/g" \
+    -e "s/@WORLD@/$((actors * ${dp:-1}))/g" \
     "$FLEXPIPE_ROOT/tools/flexpipe-compile/templates/run-env.sh.in" > "$dir/run-env.sh"
   chmod +x "$dir/run-env.sh"
   echo "flexpipe-compile ${spec#"$FLEXPIPE_ROOT/"} $*" > "$dir/compile-command"

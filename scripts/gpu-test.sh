@@ -360,7 +360,7 @@ run_bundled() {
   kind=$(cat "$dir/kind" 2>/dev/null || echo compare)
   [ -f "$dir/iterations" ] && iterations=$(cat "$dir/iterations")
   time_left 60 || { record "$name" 2 "no time left in the $BUDGET s budget"; return; }
-  ranks=$(sed -n 's/^actors=[0-9]* world=\([0-9]*\)$/\1/p' "$dir/run-env.sh")
+  ranks=$(sed -n 's/^actors=[0-9]* dp=[0-9]* world=\([0-9]*\)$/\1/p' "$dir/run-env.sh")
   actors=$(ls "$dir"/rank*.cpp | wc -l)
   for src in "$dir"/rank*.cpp; do
     src=${src##*/rank}

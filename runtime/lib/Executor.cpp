@@ -43,6 +43,10 @@
 #include <set>
 
 using namespace flexpipe::rt;
+using flexpipe::actorOfRank;
+using flexpipe::deviceOf;
+using flexpipe::rankOf;
+using flexpipe::replicaOfRank;
 using Clock = std::chrono::steady_clock;
 
 namespace {
@@ -60,12 +64,17 @@ struct Options {
 };
 
 /// What is wrong when actor `program`'s executable runs as rank `rank` of a
-/// schedule with `actors` actors.
-std::string startedAsWrongRank(int program, int rank, int actors) {
-  return "this executable is actor " + std::to_string(program) +
-         "'s program (rank" + std::to_string(program) + "), started as rank " +
-         std::to_string(rank) + ": start rankA as every rank r with r mod " +
-         std::to_string(actors) + " = A (run-mpi.sh and run-slurm.sh do)";
+/// schedule with `dp` replicas.
+std::string startedAsWrongRank(int program, int rank, int dp) {
+  auto text = [](int64_t n) { return std::to_string(n); };
+  // Rank r runs actor r / dp (flexpipe::actorOfRank).
+  const std::string ranks = dp == 1 ? "rank A"
+                                    : "ranks A x " + text(dp) + " to A x " +
+                                          text(dp) + " + " + text(dp - 1);
+  return "this executable is actor " + text(program) + "'s program (rank" +
+         text(program) + "), started as rank " + text(rank) + " (actor " +
+         text(actorOfRank(rank, dp)) + "'s): start rankA as " + ranks +
+         " (run-mpi.sh and run-slurm.sh do)";
 }
 
 /// `text` inside a JSON string: quotes, backslashes and control characters
@@ -362,7 +371,7 @@ struct flexpipe_rt {
                             " does not run on actor " + std::to_string(actor);
       if (s >= 0 && s < desc.stages && !desc.stage[s].shared())
         message += "; " + startedAsWrongRank(desc.stage[s].actor, comm->rank(),
-                                             desc.actors);
+                                             desc.dp);
       comm->abort(message, 1);
     }
     return *it->second;
@@ -385,7 +394,7 @@ struct flexpipe_rt {
   }
   /// The rank of actor `peer` in this rank's replica of the pipeline.
   int rankOf(int64_t peer) const {
-    return replica * desc.actors + static_cast<int>(peer);
+    return static_cast<int>(flexpipe::rankOf(peer, replica, desc.dp));
   }
   /// Stage `s`'s data for micro-batch `mb`: the GPT's, or its tower's.
   Batch batch(int64_t s, int64_t mb) const {
@@ -498,7 +507,7 @@ void writeTrace(flexpipe_rt &rt) {
                  "{\"schedule\": \"%s\"}, \"traceEvents\": [",
                  jsonString(rt.desc.name).c_str());
     // One process per replica (each was named replica 0's).
-    for (int replica = 0; replica * rt.desc.actors < comm.size(); ++replica)
+    for (int replica = 0; replica < rt.desc.dp; ++replica)
       std::fprintf(out,
                    "%s\n{\"name\": \"process_name\", \"ph\": \"M\", "
                    "\"pid\": %d, \"args\": {\"name\": \"replica %d\"}}",
@@ -507,7 +516,9 @@ void writeTrace(flexpipe_rt &rt) {
       std::fprintf(out,
                    ",\n{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": %d, "
                    "\"tid\": %d, \"args\": {\"name\": \"actor %d\"}}",
-                   r / rt.desc.actors, r % rt.desc.actors, r % rt.desc.actors);
+                   static_cast<int>(replicaOfRank(r, rt.desc.dp)),
+                   static_cast<int>(actorOfRank(r, rt.desc.dp)),
+                   static_cast<int>(actorOfRank(r, rt.desc.dp)));
       const std::string path = tracePart(rt, r);
       if (FILE *in = std::fopen(path.c_str(), "r")) {
         char buffer[1 << 16];
@@ -726,8 +737,8 @@ void checkLaunch(flexpipe_rt &rt) {
   // Every executable embeds the same schedule; its `program` line says which
   // actor's program it runs (programs that start with a receive would
   // otherwise wait on each other until FLEXPIPE_TIMEOUT).
-  if (d.program >= 0 && d.program != comm.rank() % d.actors)
-    comm.abort(startedAsWrongRank(d.program, comm.rank(), d.actors), 1);
+  if (d.program >= 0 && d.program != actorOfRank(comm.rank(), d.dp))
+    comm.abort(startedAsWrongRank(d.program, comm.rank(), d.dp), 1);
 }
 
 /// Collective, right after every rank parsed its options (`error`: what is
@@ -981,7 +992,7 @@ void openGatherGroups(flexpipe_rt &rt) {
     std::vector<std::vector<int>> groups(d.dp);
     for (int r = 0; r < d.dp; ++r)
       for (int a : members)
-        groups[r].push_back(r * d.actors + a);
+        groups[r].push_back(static_cast<int>(rankOf(a, r, d.dp)));
     const int group = rt.comm->openGroups(groups);
     if (group < 0)
       continue;
@@ -1230,11 +1241,12 @@ void printSummary(flexpipe_rt &rt, double totalSeconds) {
     for (size_t i = 0; i < mine.size(); ++i) {
       row(
           mine[i].first, [&](int r) { return all[i * ranks + r]; }, i > 0);
-      // Rank r runs actor r mod actors.
       if (i == 0 && !rt.desc.predictedPeak.empty())
         row(
             "predicted by the cost model",
-            [&](int r) { return rt.desc.predictedPeak[r % rt.desc.actors]; },
+            [&](int r) {
+              return rt.desc.predictedPeak[actorOfRank(r, rt.desc.dp)];
+            },
             false);
     }
   }
@@ -1385,15 +1397,15 @@ int flexpipe::rt::runRank(int argc, char **argv, const char *description,
   }
   checkLaunch(rt);
   checkOptionsAgree(rt);
-  rt.actor = comm.rank() % d.actors;
-  rt.replica = comm.rank() / d.actors;
+  rt.actor = static_cast<int>(actorOfRank(comm.rank(), d.dp));
+  rt.replica = static_cast<int>(replicaOfRank(comm.rank(), d.dp));
   // FLEXPIPE_BIND is checked with any --threads and on every backend (a bad
   // value passed unnoticed with --threads 2, and on the CUDA backend, whose
   // launcher places its ranks); a rank with threads keeps all the cores.
   if (std::string error = bindSettingError(); !error.empty())
     comm.abort(error, 1);
   if (rt.options.threads == 1)
-    comm.place(deviceOf(rt.actor, rt.replica, comm.size() / d.actors));
+    comm.place(deviceOf(rt.actor, rt.replica, d.dp));
   checkOutputs(rt);
   Checkpoint identity = identityOf(rt);
   Checkpoint resumed;

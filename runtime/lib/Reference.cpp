@@ -29,6 +29,7 @@
 #include "flexpipe/Runtime/Model.h"
 #include "flexpipe/Runtime/Schedule.h"
 #include "flexpipe/Runtime/UserOps.h"
+#include "flexpipe/Support/Layout.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -430,7 +431,8 @@ std::string ReferenceRun::runOperations(int64_t it, int replica, int64_t mb,
       break;
     OpContext::Place place;
     place.name = exec.name;
-    place.rank = replica * desc.actors + exec.actor;
+    place.rank =
+        static_cast<int>(flexpipe::rankOf(exec.actor, replica, desc.dp));
     place.ranks = desc.actors * desc.dp;
     place.actor = exec.actor;
     place.replica = replica;

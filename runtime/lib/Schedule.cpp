@@ -9,6 +9,7 @@
 #include "flexpipe/Runtime/Schedule.h"
 #include "flexpipe/Support/Hash.h"
 #include "flexpipe/Support/InputLimits.h"
+#include "flexpipe/Support/Layout.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -766,7 +767,9 @@ std::vector<std::pair<int, int>> flexpipe::rt::actorPairs(const ScheduleDesc &d,
 std::vector<MessageChannel> flexpipe::rt::channelsOf(const ScheduleDesc &d) {
   std::vector<MessageChannel> channels;
   for (int r = 0; r < d.dp; ++r) {
-    auto rank = [&](int actor) { return r * d.actors + actor; };
+    auto rank = [&](int actor) {
+      return static_cast<int>(flexpipe::rankOf(actor, r, d.dp));
+    };
     auto exchange = [&](int a, int b) {
       channels.push_back(
           {rank(std::min(a, b)), rank(std::max(a, b)), kExchangeTag, true});
@@ -791,10 +794,10 @@ std::vector<int> flexpipe::rt::channelsPerActor(const ScheduleDesc &d) {
   std::vector<int> count(d.actors, 0);
   for (const MessageChannel &c : channelsOf(d)) {
     // Channels never cross replicas: count replica 0's.
-    if (c.from < d.actors)
-      ++count[c.from];
-    if (c.to < d.actors)
-      ++count[c.to];
+    if (flexpipe::replicaOfRank(c.from, d.dp) == 0)
+      ++count[flexpipe::actorOfRank(c.from, d.dp)];
+    if (flexpipe::replicaOfRank(c.to, d.dp) == 0)
+      ++count[flexpipe::actorOfRank(c.to, d.dp)];
   }
   return count;
 }

@@ -65,15 +65,19 @@
 // RUN: python3 %S/../../scripts/compare-training.py %t/probe/losses %t/probe/ref-losses %t/probe/weights %t/probe/ref-weights | FileCheck %s --check-prefix=PROBE-TRAIN
 // RUN: python3 %S/compare-op-logs.py %t/probe/run %t/probe/ref probe --iteration 0 | FileCheck %s --check-prefix=PROBE
 // RUN: FileCheck %s --check-prefix=PROBE0 < %t/probe/run/probe.rank0
+// RUN: FileCheck %s --check-prefix=PROBE1 < %t/probe/run/probe.rank1
 // RUN: FileCheck %s --check-prefix=PROBE3 < %t/probe/run/probe.rank3
 // PROBE-TRAIN: training: 3 iterations, loss {{.*}}, worst loss difference {{.*}}, worst weight difference {{.*}}, {{[0-9]+}} parameters
 // PROBE:      probe.rank0: 4 lines, same as the reference
-// PROBE-NEXT: probe.rank1: 2 lines, same as the reference
-// PROBE-NEXT: probe.rank2: 4 lines, same as the reference
+// PROBE-NEXT: probe.rank1: 4 lines, same as the reference
+// PROBE-NEXT: probe.rank2: 2 lines, same as the reference
 // PROBE-NEXT: probe.rank3: 2 lines, same as the reference
 // PROBE-NEXT: probe: 4 files, 12 lines, all match
 // PROBE0:      it 0 probe stage 0 mb 0 count 1 rank 0/4 actor 0 replica 0 attrs count=-3/-3.000000 file='probe' flag=true off=false on=true scale=0.250000 text='a b"%c\d' missing=fallback outputs 0:1x32x64:{{[0-9.]+}}
 // PROBE0-NEXT: it 0 probe stage 0 mb 1 count 1 rank 0/4 actor 0 replica 0 {{.*}} outputs 1:1x32x64:{{[0-9.]+}}
+// Rank r runs actor r / 2 of replica r mod 2 (the device the cost model
+// prices it on): rank 1 is actor 0's second replica.
+// PROBE1:      it 0 probe stage 0 mb 0 count 1 rank 1/4 actor 0 replica 1 attrs
 // PROBE3:      it 0 probe.grouped stage 1 mb 0 count 2 rank 3/4 actor 1 replica 1 attrs file='probe' missing=fallback outputs 0:1x32x64:{{[0-9.]+}} 1:1x32x64:{{[0-9.]+}}
 // PROBE3-NEXT: it 0 probe.grouped stage 1 mb 2 count 2 rank 3/4 actor 1 replica 1 attrs file='probe' missing=fallback outputs 2:1x32x64:{{[0-9.]+}} 3:1x32x64:{{[0-9.]+}}
 // The hand-written schedule of exec-lowering.mlir, built by the build.sh

@@ -41,15 +41,16 @@ def until_training(stream):
 def direct(run_dir, actor, how, env):
     """Starts every rank on its own, kills rank ACTOR, waits for the rest."""
     with open(os.path.join(run_dir, "run-env.sh")) as f:
-        sizes = re.search(r"^actors=(\d+) world=(\d+)$", f.read(), re.M)
-    actors, world = int(sizes.group(1)), int(sizes.group(2))
+        sizes = re.search(r"^actors=(\d+) dp=(\d+) world=(\d+)$", f.read(),
+                          re.M)
+    dp, world = int(sizes.group(2)), int(sizes.group(3))
     env = dict(env, WORLD_SIZE=str(world), LOCAL_WORLD_SIZE=str(world),
                FLEXPIPE_NCCL_ID_FILE=os.path.join(run_dir, "kill-rank-id"),
                FLEXPIPE_RUN_ID="kill-rank-%d" % os.getpid())
     ranks = []
     for r in range(world):
         ranks.append(subprocess.Popen(
-            [os.path.join(run_dir, "rank%d" % (r % actors)), "--iterations",
+            [os.path.join(run_dir, "rank%d" % (r // dp)), "--iterations",
              "1000000"], env=dict(env, RANK=str(r), LOCAL_RANK=str(r)),
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
     victim = ranks[int(actor)]

@@ -86,7 +86,7 @@
 // HASH: the ranks were compiled from different schedules
 // One rank's executable started as every rank names what is wrong.
 // RUN: not env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 60 mpirun --oversubscribe -np 2 %t/a/rank0 2>&1 | FileCheck %s --check-prefix=WRONG
-// WRONG: flexpipe: rank 1: this executable is actor 0's program (rank0), started as rank 1: start rankA as every rank r with r mod 2 = A (run-mpi.sh and run-slurm.sh do)
+// WRONG: flexpipe: rank 1: this executable is actor 0's program (rank0), started as rank 1 (actor 1's): start rankA as rank A (run-mpi.sh and run-slurm.sh do)
 // So do programs that start with a receive (rank1 and rank2 swapped), which
 // would otherwise wait for each other until FLEXPIPE_TIMEOUT.
 // RUN: flexpipe-compile %schedules/1f1b.mlir --actors 3 --microbatches 5 --emit=exe -o %t/three

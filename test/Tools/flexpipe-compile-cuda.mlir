@@ -21,16 +21,17 @@
 // HELP: usage: RANK_PROGRAM [--iterations N] [--threads N] [--lr X] [--losses FILE] [--weights FILE] [--profile FILE] [--trace FILE]
 
 // The environment launcher starts actors x dp = 4 ranks, rank r running
-// actor r mod 2; mpirun and srun start the same.
+// actor r / 2 (rank r on device r, as the cost model prices it); mpirun and
+// srun start the same.
 // RUN: FileCheck %s --check-prefix=ENV < %t/1f1b.ranks/run-env.sh
 // ENV: #!/usr/bin/env bash
-// ENV: actors=2 world=4
+// ENV: actors=2 dp=2 world=4
 // ENV: export RANK=$r WORLD_SIZE=$world LOCAL_RANK=$i LOCAL_WORLD_SIZE=$per
-// ENV: exec "$dir/rank$((r % actors))" "$@"
+// ENV: exec "$dir/rank$((r / dp))" "$@"
 // RUN: FileCheck %s --check-prefix=MPI < %t/1f1b.ranks/run-mpi.sh
-// MPI: mpirun ${FLEXPIPE_MPIRUN_FLAGS---oversubscribe} -np 1 "$dir/rank0" "$@" : -np 1 "$dir/rank1" "$@" : -np 1 "$dir/rank0" "$@" : -np 1 "$dir/rank1" "$@"
+// MPI: mpirun ${FLEXPIPE_MPIRUN_FLAGS---oversubscribe} -np 1 "$dir/rank0" "$@" : -np 1 "$dir/rank0" "$@" : -np 1 "$dir/rank1" "$@" : -np 1 "$dir/rank1" "$@"
 // RUN: FileCheck %s --check-prefix=SLURM < %t/1f1b.ranks/run-slurm.sh
-// SLURM: exec "$dir/rank$((SLURM_PROCID % 2))" "$@"
+// SLURM: exec "$dir/rank$((SLURM_PROCID / 2))" "$@"
 // SLURM: exec srun --ntasks=4 ${FLEXPIPE_SRUN_FLAGS-} "$dir/run-slurm.sh" --flexpipe-slurm-task "$@"
 
 // The generated C++ is the same for both backends; only the link differs.
@@ -53,14 +54,16 @@
 // RUN: chmod +x %t/fake/rank0 %t/fake/rank1
 // RUN: %t/fake/run-env.sh --iterations 3 | sort | FileCheck %s --check-prefix=RANKS
 // RANKS:      actor 0: rank 0 of 4, local 0 of 4, args --iterations 3, id file set, run set, host id unset
-// RANKS-NEXT: actor 0: rank 2 of 4, local 2 of 4, args --iterations 3, id file set, run set, host id unset
-// RANKS-NEXT: actor 1: rank 1 of 4, local 1 of 4, args --iterations 3, id file set, run set, host id unset
+// RANKS-NEXT: actor 0: rank 1 of 4, local 1 of 4, args --iterations 3, id file set, run set, host id unset
+// RANKS-NEXT: actor 1: rank 2 of 4, local 2 of 4, args --iterations 3, id file set, run set, host id unset
 // RANKS-NEXT: actor 1: rank 3 of 4, local 3 of 4, args --iterations 3, id file set, run set, host id unset
 
-// Machine 1 of 2 starts ranks 2 and 3. The launcher sets no NCCL host id: the
-// ranks do, from LOCAL_WORLD_SIZE and the GPUs they see (bootstrap.test).
+// Machine 1 of 2 starts ranks 2 and 3, both replicas of actor 1: a replica
+// group (the gradient all-reduce) shares a machine, as the cost model
+// prices it. The launcher sets no NCCL host id: the ranks do, from
+// LOCAL_WORLD_SIZE and the GPUs they see (bootstrap.test).
 // RUN: env FLEXPIPE_NNODES=2 FLEXPIPE_NODE_RANK=1 FLEXPIPE_RUN_ID=job7 FLEXPIPE_NCCL_ID_FILE=%t/id %t/fake/run-env.sh | sort | FileCheck %s --check-prefix=NODE
-// NODE:      actor 0: rank 2 of 4, local 0 of 2, args , id file set, run set, host id unset
+// NODE:      actor 1: rank 2 of 4, local 0 of 2, args , id file set, run set, host id unset
 // NODE-NEXT: actor 1: rank 3 of 4, local 1 of 2, args , id file set, run set, host id unset
 // RUN: not env FLEXPIPE_NNODES=2 %t/fake/run-env.sh 2>&1 | FileCheck %s --check-prefix=SHARED
 // SHARED: run-env.sh: on several machines set FLEXPIPE_NCCL_ID_FILE (on a shared file system) and FLEXPIPE_RUN_ID (the same on every machine)
@@ -76,5 +79,5 @@
 // RUN: printf '#!/bin/sh\nsleep 0.5\nexit 3\n' > %t/fake/rank1
 // RUN: %t/fake/run-env.sh 2> %t/fail.err; echo "exit code $?" >> %t/fail.err
 // RUN: FileCheck %s --check-prefix=FAIL < %t/fail.err
-// FAIL: run-env.sh: rank {{[13]}} (pid {{[0-9]+}}) exited with code 3; stopping the other ranks
+// FAIL: run-env.sh: rank {{[23]}} (pid {{[0-9]+}}) exited with code 3; stopping the other ranks
 // FAIL: exit code 3

@@ -107,10 +107,11 @@ int flexpipe::parseCompileOptions(int argc, char **argv,
       ->capture_default_str();
   app.add_option("--dp", options.dp,
                  "Data-parallel replicas of the pipeline for --emit=cpp|exe "
-                 "(world size = actors x dp); for report, svg and trace, the "
-                 "simulated devices: actor a of replica r is device a x dp + "
-                 "r (Megatron-LM's order, as flexpipe-tune assumes), each "
-                 "replica's pipeline is simulated on its devices and the "
+                 "(world size = actors x dp; rank a x dp + r runs actor a of "
+                 "replica r); for report, svg and trace, the simulated "
+                 "devices: actor a of replica r is device a x dp + r, as it "
+                 "is rank (Megatron-LM's order, as flexpipe-tune assumes), "
+                 "each replica's pipeline is simulated on its devices and the "
                  "slowest shown, and for report the gradient all-reduce over "
                  "the replicas after the pipeline. With --cluster, that "
                  "device layout also prices messages for --time-model=cost "

@@ -13,6 +13,7 @@
 #include "flexpipe/Config.h"
 #include "flexpipe/Conversion/FlexPipeToEmitC/FlexPipeToEmitC.h"
 #include "flexpipe/Dialect/FlexPipe/IR/FlexPipe.h"
+#include "flexpipe/Support/Layout.h"
 
 #include "mlir/Dialect/EmitC/IR/EmitC.h"
 #include "mlir/Pass/PassManager.h"
@@ -227,12 +228,12 @@ struct RankOutput {
   int64_t numActors() const { return static_cast<int64_t>(actors.size()); }
   int64_t world() const { return numActors() * dp; }
   /// mpirun's MPMD list: " -np 1 " and `program(actor)` per rank, joined
-  /// by " :".
+  /// by " :", the ranks in order (rank r runs actor actorOfRank(r, dp)).
   std::string mpmd(function_ref<std::string(int64_t)> program) const {
     std::string list;
     for (int64_t r = 0; r < world(); ++r)
-      list +=
-          (r ? " :" : "") + std::string(" -np 1 ") + program(r % numActors());
+      list += (r ? " :" : "") + std::string(" -np 1 ") +
+              program(actors[actorOfRank(r, dp)]);
     return list;
   }
 };
@@ -564,13 +565,15 @@ static bool buildExecutables(const RankOutput &out, ArrayRef<BuildStep> build,
   return true;
 }
 
-/// The launchers; ranks are numbered replica * actors + actor. run-env.sh
+/// The launchers; rank r runs actor r / dp (flexpipe::actorOfRank: replica
+/// k's actor a is rank a * dp + k, on device a * dp + k). run-env.sh
 /// for CUDA, run-mpi.sh where the runtime has MPI (mpirun starts CUDA ranks
 /// too then), run-slurm.sh always. (prepareDirectory removes a launcher an
 /// earlier compile left that this one does not write.)
 static bool writeLaunchers(const RankOutput &out, bool cuda) {
   const std::vector<std::pair<std::string, std::string>> sizes = {
       {"@ACTORS@", std::to_string(out.numActors())},
+      {"@DP@", std::to_string(out.dp)},
       {"@WORLD@", std::to_string(out.world())}};
   if (cuda && !writeText(out.path("run-env.sh"),
                          substitute(kTemplate_run_env_sh, sizes),

@@ -57,7 +57,8 @@ public:
   /// this rank's replica group (the data-parallel copies of its actor).
   virtual void setReplicaGroup(int colour) = 0;
   /// Where this rank's process runs, once its place in the job is known:
-  /// `device` is flexpipe::deviceOf(actor, replica, dp). When a node has
+  /// `device` is flexpipe::deviceOf(actor, replica, dp), which is also the
+  /// rank (flexpipe::rankOf: rank r runs on device r). When a node has
   /// more ranks than cores, the MPI backend binds the process to core
   /// flexpipe::coreOf(device, cores), the placement the cost model prices,
   /// unless the launcher already bound it or FLEXPIPE_BIND=none; the

@@ -104,8 +104,8 @@ struct ScheduleDesc {
 
 /// One FIFO channel of messages: every (sender, receiver, tag) that isend
 /// and irecv use, and for exchanges and ping-pongs one entry per pair of
-/// ranks (from < to) used both ways (`both`). Ranks are r * actors + actor
-/// for replica r.
+/// ranks (from < to) used both ways (`both`). Replica r's actor a is rank
+/// a * dp + r (flexpipe::rankOf, flexpipe/Support/Layout.h).
 struct MessageChannel {
   int from, to, tag;
   bool both = false;

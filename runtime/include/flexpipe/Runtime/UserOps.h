@@ -97,7 +97,7 @@ public:
   }
 
   const std::string &getName() const { return place.name; }
-  /// This process among all ranks (replica * actors + actor).
+  /// This process among all ranks (actor * dp + replica).
   int getRank() const { return place.rank; }
   int getNumRanks() const { return place.ranks; }
   int getActor() const { return place.actor; }
