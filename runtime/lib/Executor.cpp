@@ -211,6 +211,9 @@ struct flexpipe_rt {
   /// The first iteration this process runs (after --resume, the
   /// checkpoint's); profiles leave it out.
   int64_t firstIteration = 0;
+  /// The iteration whose loss was not a number (inf or nan), where training
+  /// stopped; -1 while it is.
+  int64_t divergedAt = -1;
   float lossScale = 1;
   std::map<int, std::unique_ptr<DeviceStage>> stages;
   std::vector<std::vector<int>> preds, succs;
@@ -1192,6 +1195,12 @@ double train(flexpipe_rt &rt, const Checkpoint &identity,
     if (comm.rank() == 0)
       std::printf("iteration %lld: loss %.6f (%.3f ms)\n",
                   static_cast<long long>(it), loss, seconds * 1e3);
+    // Every rank holds the same all-reduced loss, so all stop here, before
+    // a checkpoint of weights that are no longer numbers.
+    if (!std::isfinite(loss)) {
+      rt.divergedAt = it;
+      break;
+    }
     const int64_t completed = it + 1;
     if (!o.checkpoint.empty() &&
         ((o.checkpointEvery > 0 && completed % o.checkpointEvery == 0) ||
@@ -1211,7 +1220,10 @@ double train(flexpipe_rt &rt, const Checkpoint &identity,
 /// measured of its device memory (Comm::measuredMemory). Collective.
 void printSummary(flexpipe_rt &rt, double totalSeconds) {
   Comm &comm = *rt.comm;
-  const int64_t ran = rt.options.iterations - rt.firstIteration;
+  // (A run that diverged stopped after divergedAt.)
+  const int64_t ran =
+      (rt.divergedAt >= 0 ? rt.divergedAt + 1 : rt.options.iterations) -
+      rt.firstIteration;
   // A resume at the last iteration ran none and measured nothing (its
   // peaks read 0.0 KiB); the start said so. Every rank resumed at the same.
   if (ran <= 0)
@@ -1452,6 +1464,14 @@ int flexpipe::rt::runRank(int argc, char **argv, const char *description,
     resumed.state = {};
   }
   const double totalSeconds = train(rt, identity, program, losses);
+  if (rt.divergedAt >= 0 && comm.rank() == 0)
+    std::fprintf(stderr,
+                 "flexpipe: iteration %lld: the loss is %s, so training "
+                 "stopped (no checkpoint of it is written): lower --lr, or "
+                 "look at the initial weights and at what registered "
+                 "operations do to the activations\n",
+                 static_cast<long long>(rt.divergedAt),
+                 std::isnan(losses.back()) ? "nan" : "infinite");
   printSummary(rt, totalSeconds);
   writeLossesAndWeights(rt, losses);
   writeProfile(rt, messageSeconds);
@@ -1466,7 +1486,7 @@ int flexpipe::rt::runRank(int argc, char **argv, const char *description,
                  "full disk?); lines of this run are lost\n",
                  comm.rank());
   comm.finalize();
-  return printed ? 0 : 1;
+  return printed && rt.divergedAt < 0 ? 0 : 1;
 }
 
 extern "C" {

@@ -32,6 +32,7 @@
 #include "flexpipe/Support/Layout.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -568,7 +569,8 @@ int flexpipe::rt::runReference(int argc, char **argv, bool withOperations) {
       return failed(error);
   FILE *batches = batchesFile ? batchesFile->get() : nullptr;
   FILE *losses = lossesFile ? lossesFile->get() : nullptr;
-  for (int64_t it = 0; it < o.iterations; ++it) {
+  std::string diverged; // as the ranks stop
+  for (int64_t it = 0; it < o.iterations && diverged.empty(); ++it) {
     std::string error;
     std::optional<double> loss = run.iteration(it, o.lr, batches, error);
     if (!loss)
@@ -577,6 +579,12 @@ int flexpipe::rt::runReference(int argc, char **argv, bool withOperations) {
                 *loss);
     if (losses)
       std::fprintf(losses, "%.9g\n", *loss);
+    if (!std::isfinite(*loss))
+      diverged = "iteration " + std::to_string(it) + ": the loss is " +
+                 (std::isnan(*loss) ? "nan" : "infinite") +
+                 ", so training stopped: lower --lr, or look at the initial "
+                 "weights and at what registered operations do to the "
+                 "activations";
   }
   for (auto *file : {&batchesFile, &lossesFile})
     if (*file && !(*file)->commit())
@@ -589,5 +597,5 @@ int flexpipe::rt::runReference(int argc, char **argv, bool withOperations) {
   if (std::fflush(stdout) != 0 || std::ferror(stdout))
     return failed("cannot write the standard output (a full disk?); lines "
                   "of this run are lost");
-  return 0;
+  return diverged.empty() ? 0 : failed(diverged);
 }
