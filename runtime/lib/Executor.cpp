@@ -1467,14 +1467,18 @@ int flexpipe::rt::runRank(int argc, char **argv, const char *description,
   if (rt.divergedAt >= 0 && comm.rank() == 0)
     std::fprintf(stderr,
                  "flexpipe: iteration %lld: the loss is %s, so training "
-                 "stopped (no checkpoint of it is written): lower --lr, or "
+                 "stopped (no checkpoint of it, and no --profile, is "
+                 "written): lower --lr, or "
                  "look at the initial weights and at what registered "
                  "operations do to the activations\n",
                  static_cast<long long>(rt.divergedAt),
                  std::isnan(losses.back()) ? "nan" : "infinite");
   printSummary(rt, totalSeconds);
   writeLossesAndWeights(rt, losses);
-  writeProfile(rt, messageSeconds);
+  // (A run that diverged measured computations on numbers that are not:
+  // every rank leaves the collective out alike.)
+  if (rt.divergedAt < 0)
+    writeProfile(rt, messageSeconds);
   if (rt.tracing)
     writeTrace(rt);
   // The iteration lines reached the standard output (into a full disk they

@@ -748,7 +748,12 @@ std::string flexpipe::rt::forProgram(const std::string &description,
 
 bool flexpipe::rt::areCopies(const ScheduleDesc::Stage &a,
                              const ScheduleDesc::Stage &b) {
-  return !a.shared() && !b.shared() && !a.sync && !b.sync &&
+  // (A module's empty middle stage holds nothing: two of them are no
+  // copies, and exchanged empty gradients.)
+  auto holds = [](const ScheduleDesc::Stage &s) {
+    return s.blocks > 0 || s.first || s.last || s.finalNorm;
+  };
+  return holds(a) && !a.shared() && !b.shared() && !a.sync && !b.sync &&
          a.tower == b.tower && a.actor != b.actor &&
          a.firstBlock == b.firstBlock && a.blocks == b.blocks &&
          a.first == b.first && a.last == b.last && a.finalNorm == b.finalNorm;

@@ -129,7 +129,8 @@ constexpr int kExchangeTag = 32767;
 /// Stages `a` and `b` are the two copies of one stage of a bidirectional
 /// pipeline on two actors. (The two directions' vocabulary-parallel stages
 /// put their copies on the same actors; the device sums those.) The towers
-/// of a two-tower model are different models.
+/// of a two-tower model are different models. A stage that holds nothing
+/// (no blocks, neither first nor last) has no copy.
 bool areCopies(const ScheduleDesc::Stage &a, const ScheduleDesc::Stage &b);
 
 /// Every pair of different actors (a, b) with a running stage `from` and b
