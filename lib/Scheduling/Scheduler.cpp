@@ -221,18 +221,9 @@ private:
 
 class Engine {
 public:
-  /// With `replay`, each actor runs the given order (items of an earlier
-  /// schedule of the same problem) instead of choosing: the same dependency
-  /// graph, clocks and in-flight accounting time it under this engine's
-  /// durations.
-  /// Without `diagnose`, a schedule that cannot finish fails with the
-  /// summary only (no per-actor waits), which saves a scan of the graph when
-  /// the caller has a diagnosis from elsewhere.
-  Engine(const Problem &problem, TimeModel model,
-         const std::vector<std::vector<ScheduledItem>> *replay = nullptr,
-         bool diagnose = true)
+  Engine(const Problem &problem, TimeModel model)
       : p(problem), model(model), numParts(problem.parts.size()),
-        numActors(problem.numActors), replay(replay), diagnose(diagnose) {}
+        numActors(problem.numActors) {}
   // The policy the event core runs (EventCore::run).
   bool actorStep(int32_t actor);
   void ended(int32_t id);
@@ -431,8 +422,15 @@ private:
   const Problem &p;
   TimeModel model;
   int32_t numParts, numActors;
-  const std::vector<std::vector<ScheduledItem>> *replay;
-  bool diagnose;
+  /// With a replay (replaying()), each actor runs the given order (items of
+  /// an earlier schedule of the same problem) instead of choosing: the same
+  /// dependency graph, clocks and in-flight accounting time it under this
+  /// engine's durations.
+  const std::vector<std::vector<ScheduledItem>> *replay = nullptr;
+  /// Without it (withModel(), replaying()), a schedule that cannot finish
+  /// fails with the summary only (no per-actor waits), which saves a scan of
+  /// the graph when the caller has a diagnosis from elsewhere.
+  bool diagnose = true;
   // A replay's cutoff, and per actor the computation it has not started
   // (only kept with a finite cutoff).
   double cutoff = std::numeric_limits<double>::infinity();
