@@ -1781,14 +1781,8 @@ void Engine::explainFirstWaiting(int32_t actor, std::ostream &os) {
         const int32_t from = unfinishedPredecessor(item);
         if (from < 0)
           return false;
-        const int32_t fromSlot = from / kNumCompKinds;
-        const int32_t fromPart = slotPart[fromSlot];
-        const int32_t fromMb =
-            fromSlot - partBase[fromPart] + p.parts[fromPart].mbBegin;
         os << describeItem(kind, part, mb) << " waits for "
-           << describeItem(static_cast<CompKind>(from % kNumCompKinds),
-                           fromPart, fromMb)
-           << ", which "
+           << describeItem(from) << ", which "
            << (started[from] ? "has not finished" : "is not scheduled");
         return true;
       });
