@@ -171,6 +171,16 @@ std::pair<int32_t, int32_t> flexpipe::sched::registeredRange(const Problem &p,
   return {lo, hi};
 }
 
+/// Maps a user-named kind onto the kinds that exist in problem `p`: bwd ends
+/// at wgrad (as a source) or starts at igrad (as a target) when split.
+static CompKind existingKind(const Problem &p, CompKind kind, bool asSource) {
+  if (p.splitBackward && kind == CompKind::Bwd)
+    return asSource ? CompKind::Wgrad : CompKind::Igrad;
+  if (!p.splitBackward && (kind == CompKind::Igrad || kind == CompKind::Wgrad))
+    return CompKind::Bwd;
+  return kind;
+}
+
 bool flexpipe::sched::waitsForInstance(const Problem &p, int32_t r,
                                        int32_t first, CompKind kind,
                                        int32_t part, int32_t mb) {
@@ -181,18 +191,10 @@ bool flexpipe::sched::waitsForInstance(const Problem &p, int32_t r,
   const int64_t instance = (first - lo) / ri.prev;
   if ((mb - lo) / ri.next != instance)
     return false;
-  for (const PartKind &dst : ri.before) {
-    if (dst.part != part)
-      continue;
-    CompKind k = dst.kind;
-    if (p.splitBackward && k == CompKind::Bwd)
-      k = CompKind::Igrad;
-    if (!p.splitBackward && (k == CompKind::Igrad || k == CompKind::Wgrad))
-      k = CompKind::Bwd;
-    if (k == kind)
-      return true;
-  }
-  return false;
+  return llvm::any_of(ri.before, [&](const PartKind &dst) {
+    return dst.part == part &&
+           existingKind(p, dst.kind, /*asSource=*/false) == kind;
+  });
 }
 
 namespace {
@@ -299,15 +301,9 @@ private:
   CompKind gradKind() const {
     return p.splitBackward ? CompKind::Igrad : CompKind::Bwd;
   }
-  /// Maps a user-named kind onto the kinds that exist in this problem: bwd
-  /// ends at wgrad (as a source) or starts at igrad (as a target) when split.
+  /// existingKind() in this problem.
   CompKind existing(CompKind kind, bool asSource) const {
-    if (p.splitBackward && kind == CompKind::Bwd)
-      return asSource ? CompKind::Wgrad : CompKind::Igrad;
-    if (!p.splitBackward &&
-        (kind == CompKind::Igrad || kind == CompKind::Wgrad))
-      return CompKind::Bwd;
-    return kind;
+    return existingKind(p, kind, asSource);
   }
 
   void build();
