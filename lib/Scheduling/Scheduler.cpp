@@ -181,6 +181,15 @@ static CompKind existingKind(const Problem &p, CompKind kind, bool asSource) {
   return kind;
 }
 
+/// The kinds of computation problem `p` schedules: forwards, the kind that
+/// carries gradients and, when the backward is split, weight gradients.
+static llvm::ArrayRef<CompKind> scheduledKinds(const Problem &p) {
+  static constexpr CompKind whole[] = {CompKind::Fwd, CompKind::Bwd};
+  static constexpr CompKind split[] = {CompKind::Fwd, CompKind::Igrad,
+                                       CompKind::Wgrad};
+  return p.splitBackward ? llvm::ArrayRef(split) : llvm::ArrayRef(whole);
+}
+
 bool flexpipe::sched::waitsForInstance(const Problem &p, int32_t r,
                                        int32_t first, CompKind kind,
                                        int32_t part, int32_t mb) {
@@ -1023,15 +1032,13 @@ int32_t Engine::vetoingCheck(int32_t actor, const ReadyItem &item) {
 /// A plugin priority's step: every item the actor may run now, in reorder
 /// queue order; the priority picks one (or none).
 int32_t Engine::customStep(int32_t actor) {
-  const CompKind kinds[3] = {CompKind::Fwd, gradKind(), CompKind::Wgrad};
-  const int numKinds = p.splitBackward ? 3 : 2;
   std::vector<ReadyItem> candidates;
-  for (int i = 0; i < numKinds; ++i)
+  for (CompKind kind : scheduledKinds(p))
     for (int32_t part : actorParts[actor])
-      if (!queue(part, kinds[i]).empty() && admissibleFront(kinds[i], part) &&
-          passesChecks(actor, kinds[i], part))
-        candidates.push_back({kinds[i], part, p.parts[part].stage,
-                              queue(part, kinds[i]).front()});
+      if (!queue(part, kind).empty() && admissibleFront(kind, part) &&
+          passesChecks(actor, kind, part))
+        candidates.push_back(
+            {kind, part, p.parts[part].stage, queue(part, kind).front()});
   if (candidates.empty())
     return -1;
   const int choice = p.customPriorities[actor](view(actor), candidates);
@@ -1490,17 +1497,16 @@ bool Engine::explainVetoed(int32_t actor, std::ostream &os) {
     return false;
   // Only when the checks veto every such item: with one they pass, the
   // actor idles for another reason (its priority, an interval).
-  const CompKind kinds[3] = {CompKind::Fwd, gradKind(), CompKind::Wgrad};
   // The first such item, and the check that refuses it.
   std::optional<std::tuple<CompKind, int32_t, int32_t>> vetoed;
-  for (int i = 0; i < (p.splitBackward ? 3 : 2); ++i)
+  for (CompKind kind : scheduledKinds(p))
     for (int32_t part : actorParts[actor])
-      if (!queue(part, kinds[i]).empty() && admissibleFront(kinds[i], part)) {
-        const int32_t check = vetoingCheck(actor, kinds[i], part);
+      if (!queue(part, kind).empty() && admissibleFront(kind, part)) {
+        const int32_t check = vetoingCheck(actor, kind, part);
         if (check < 0)
           return false;
         if (!vetoed)
-          vetoed = {kinds[i], part, check};
+          vetoed = {kind, part, check};
       }
   if (!vetoed)
     return false;
@@ -1546,7 +1552,7 @@ bool Engine::explainInflight(int32_t actor, std::ostream &os) {
 }
 
 bool Engine::explainInterval(int32_t actor, std::ostream &os, bool more) {
-  for (CompKind kind : {CompKind::Fwd, gradKind(), CompKind::Wgrad}) {
+  for (CompKind kind : scheduledKinds(p)) {
     const ActorPolicy &pol = p.policies[actor];
     const StagePriority &sp = kind == CompKind::Fwd ? pol.fwd : pol.bwd;
     const IntervalState &st =
@@ -1789,14 +1795,10 @@ void Engine::explainFirstWaiting(int32_t actor, std::ostream &os) {
 /// Whether every computation and registered instance takes the same time:
 /// then the cost time model is the step model scaled, decision for decision.
 static bool uniformDurations(const Problem &p) {
-  const CompKind kinds[3] = {CompKind::Fwd,
-                             p.splitBackward ? CompKind::Igrad : CompKind::Bwd,
-                             CompKind::Wgrad};
-  const int numKinds = p.splitBackward ? 3 : 2;
   const double d = p.parts.empty() ? 1.0 : p.parts.front().cost[0];
   for (const StagePart &part : p.parts)
-    for (int i = 0; i < numKinds; ++i)
-      if (part.cost[static_cast<int>(kinds[i])] != d)
+    for (CompKind kind : scheduledKinds(p))
+      if (part.cost[static_cast<int>(kind)] != d)
         return false;
   for (const Registered &r : p.registered)
     if (r.duration != d)
