@@ -140,7 +140,7 @@ llvm::Error flexpipe::sched::validate(const Problem &p) {
     // The instances cover the sources' micro-batches; every dependent's
     // micro-batch must map onto one of them.
     const auto [lo, hi] = registeredRange(p, i);
-    const int64_t instances = (hi - lo + r.prev - 1) / r.prev;
+    const int64_t instances = registeredInstances(p, i);
     for (const PartKind &dst : r.before) {
       const int32_t last = std::min(hi, p.parts[dst.part].mbEnd) - 1;
       if (last >= lo && (last - lo) / r.next >= instances)
@@ -188,6 +188,11 @@ static llvm::ArrayRef<CompKind> scheduledKinds(const Problem &p) {
   static constexpr CompKind split[] = {CompKind::Fwd, CompKind::Igrad,
                                        CompKind::Wgrad};
   return p.splitBackward ? llvm::ArrayRef(split) : llvm::ArrayRef(whole);
+}
+
+int64_t flexpipe::sched::registeredInstances(const Problem &p, int32_t r) {
+  const auto [lo, hi] = registeredRange(p, r);
+  return (hi - lo + p.registered[r].prev - 1) / p.registered[r].prev;
 }
 
 bool flexpipe::sched::waitsForInstance(const Problem &p, int32_t r,
@@ -524,8 +529,19 @@ private:
   // graph (sources point at it, plus a chain from instance i - 1).
   struct RegState {
     int32_t lo = 0, hi = 0, instances = 0, base = 0;
+    /// The micro-batches [first, second) of instance `i` (from 0) in blocks
+    /// of `size`: prev for its sources, next for its dependents. (In 64
+    /// bits: instances times next passes 2^31 at large counts.)
+    std::pair<int32_t, int32_t> range(int64_t i, int64_t size) const {
+      return {static_cast<int32_t>(std::min<int64_t>(hi, lo + i * size)),
+              static_cast<int32_t>(std::min<int64_t>(hi, lo + (i + 1) * size))};
+    }
   };
   std::vector<RegState> reg;
+  /// The first micro-batch of registered instance `instance` of `r`.
+  int32_t firstMbOf(int32_t r, int32_t instance) const {
+    return reg[r].range(instance - reg[r].base, p.registered[r].prev).first;
+  }
   int32_t numInstances = 0;
   std::vector<int32_t> instJoined;            // per instance: members in it
   std::vector<int32_t> instCompleted;         // per instance: completions
@@ -714,15 +730,11 @@ void Engine::addRegisteredEdges() {
     const Registered &ri = p.registered[r];
     RegState &st = reg[r];
     std::tie(st.lo, st.hi) = registeredRange(p, r);
-    st.instances =
-        static_cast<int32_t>((st.hi - st.lo + ri.prev - 1) / ri.prev);
+    st.instances = static_cast<int32_t>(registeredInstances(p, r));
     st.base = numInstances;
     numInstances += st.instances;
     for (int32_t i = 0; i < st.instances; ++i) {
-      const auto from = static_cast<int32_t>(
-          std::min<int64_t>(st.hi, st.lo + int64_t(i) * ri.prev));
-      const auto to = static_cast<int32_t>(
-          std::min<int64_t>(st.hi, st.lo + (int64_t(i) + 1) * ri.prev));
+      const auto [from, to] = st.range(i, ri.prev);
       for (const PartKind &src : ri.after) {
         const CompKind kind = existing(src.kind, /*asSource=*/true);
         for (int32_t mb = std::max(from, p.parts[src.part].mbBegin);
@@ -816,8 +828,7 @@ void Engine::runRegistered(int32_t actor, int32_t r, double now) {
                        ? regUnitLeft[k] - 1
                        : std::min<int64_t>(ri.unit, regLeft[k]) - 1;
   --regLeft[k];
-  const int32_t mb =
-      reg[r].lo + static_cast<int32_t>((instance - reg[r].base) * ri.prev);
+  const int32_t mb = firstMbOf(r, instance);
   const double duration = model == TimeModel::Step ? 1.0 : ri.duration;
   auto record = [&](int32_t member, double start, double end) {
     ScheduledItem &item = result.actors[member].emplace_back();
@@ -871,12 +882,7 @@ void Engine::completeRegistered(int32_t event) {
   for (int32_t actor : p.registered[r].actors)
     core.touch(actor); // members leave the instance
   const Registered &ri = p.registered[r];
-  const int32_t i = instance - reg[r].base;
-  // (In 64 bits: instances times next passes 2^31 at large counts.)
-  const auto from = static_cast<int32_t>(
-      std::min<int64_t>(reg[r].hi, reg[r].lo + int64_t(i) * ri.next));
-  const auto to = static_cast<int32_t>(
-      std::min<int64_t>(reg[r].hi, reg[r].lo + (int64_t(i) + 1) * ri.next));
+  const auto [from, to] = reg[r].range(instance - reg[r].base, ri.next);
   for (const PartKind &dst : ri.before) {
     const StagePart &part = p.parts[dst.part];
     if (member >= 0 && part.actor != member && memberIndex(r, part.actor) >= 0)
@@ -1466,8 +1472,7 @@ void Engine::explainRegistered(int32_t actor, std::ostream &os) const {
   if (blockedIn[actor] >= 0) {
     const int32_t r = regOf(blockedIn[actor]);
     os << "it waits in @" << p.registered[r].name << " (micro-batch "
-       << reg[r].lo + (blockedIn[actor] - reg[r].base) * p.registered[r].prev
-       << ") for members that do not arrive";
+       << firstMbOf(r, blockedIn[actor]) << ") for members that do not arrive";
     return;
   }
   for (int32_t r = 0; r < numRegs; ++r) {
@@ -1475,8 +1480,8 @@ void Engine::explainRegistered(int32_t actor, std::ostream &os) const {
     if (regLeft[k] == 0)
       continue;
     const int32_t next = reg[r].base + reg[r].instances - regLeft[k];
-    os << "@" << p.registered[r].name << " (micro-batch "
-       << reg[r].lo + (next - reg[r].base) * p.registered[r].prev << ") "
+    os << "@" << p.registered[r].name << " (micro-batch " << firstMbOf(r, next)
+       << ") "
        << (regHead[k] < regReady[k].size()
                ? "is ready but its scheduling unit waits for more instances"
                : "waits for sources that never complete");
@@ -1600,7 +1605,7 @@ bool Engine::explainRegisteredWait(int32_t part, int32_t mb, CompKind kind,
         continue;
       os << describeItem(kind, part, mb) << " waits for @"
          << p.registered[r].name << " (micro-batch "
-         << reg[r].lo + instance * p.registered[r].prev << ")";
+         << firstMbOf(r, reg[r].base + instance) << ")";
       return true;
     }
   return false;

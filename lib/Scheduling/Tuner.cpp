@@ -712,9 +712,8 @@ double flexpipe::sched::iterationLowerBound(const Candidate &c,
     std::vector<int64_t> devices;
     for (int32_t a : reg.actors)
       devices.push_back(all[a]);
-    const auto [lo, hi] = registeredRange(p, static_cast<int32_t>(r));
     const double instances =
-        static_cast<double>((hi - lo + reg.prev - 1) / reg.prev);
+        static_cast<double>(registeredInstances(p, static_cast<int32_t>(r)));
     const double each =
         vocabStatsTime(cluster, devices, prepared.sized.modules.front(),
                        prepared.sized.microBatchSize);

@@ -309,6 +309,9 @@ struct ScheduleResult {
 /// instruction `r` cover (its sources' range; every micro-batch without
 /// sources).
 std::pair<int32_t, int32_t> registeredRange(const Problem &problem, int32_t r);
+/// How many instances registered instruction `r` has: its range in blocks
+/// of `prev`.
+int64_t registeredInstances(const Problem &problem, int32_t r);
 
 /// Whether the computation (kind, part, mb) waits for the instance of
 /// registered instruction `r` that begins at micro-batch `first`.
