@@ -1294,27 +1294,26 @@ ScheduleResult Engine::execute() {
       items += remainingOnActor[a * kNumCompKinds + k];
     result.actors[a].reserve(items);
   }
-  bounded = replayCutoff < std::numeric_limits<double>::infinity() ||
-            cutoff < std::numeric_limits<double>::infinity();
-  if (replayCutoff < std::numeric_limits<double>::infinity()) {
+  const bool replayBounded =
+      replayCutoff < std::numeric_limits<double>::infinity();
+  const bool cutBounded = cutoff < std::numeric_limits<double>::infinity();
+  bounded = replayBounded || cutBounded;
+  if (replayBounded) {
     replayEnd.assign(numItems, 0);
     replayFree.assign(numActors, 0);
     replayLeft.assign(numActors, 0);
-    for (int32_t item = 0; item < numItems; ++item)
-      if (exists(item) && !started[item]) {
-        const StagePart &sp = p.parts[slotPart[item / kNumCompKinds]];
-        replayLeft[sp.actor] += sp.cost[item % kNumCompKinds];
-      }
   }
-  if (cutoff < std::numeric_limits<double>::infinity()) {
+  if (cutBounded)
     workLeft.assign(numActors, 0);
-    for (int32_t item = 0; item < numItems; ++item)
-      if (exists(item) && !started[item]) {
-        const StagePart &sp = p.parts[slotPart[item / kNumCompKinds]];
-        workLeft[sp.actor] +=
-            model == TimeModel::Step ? 1.0 : sp.cost[item % kNumCompKinds];
-      }
-  }
+  for (int32_t item = 0; bounded && item < numItems; ++item)
+    if (exists(item) && !started[item]) {
+      const StagePart &sp = p.parts[slotPart[item / kNumCompKinds]];
+      const double cost = sp.cost[item % kNumCompKinds];
+      if (replayBounded)
+        replayLeft[sp.actor] += cost;
+      if (cutBounded)
+        workLeft[sp.actor] += model == TimeModel::Step ? 1.0 : cost;
+    }
   if (scheduled < total)
     core.run([this](int32_t actor, bool) { return actorStep(actor); },
              [this](int32_t, int32_t id) { ended(id); });
