@@ -218,10 +218,9 @@ enum Tag : int32_t {
   Grad = 1,     // input gradient of stage available here
   FwdDone = 2,  // forward of stage ran here
   IgDone = 3,   // input gradient of stage ran here
-  BwdDone = 4,  // full backward ran here
-  Gathered = 5, // all_gather of stage completed here
+  Gathered = 4, // all_gather of stage completed here
 };
-constexpr int32_t kNumTags = 6;
+constexpr int32_t kNumTags = 5;
 
 /// What one actor has: a bit per (tag, place, micro-batch) of the places it
 /// meets (a stage, or a stage and the peer it came from), numbered as they
@@ -1143,12 +1142,9 @@ void Replay::produce(int32_t actor, const ProgOp &op) {
     slice(Act);
     break;
   case OpKind::Bwd:
-    h.insert(BwdDone, op.stage, op.mb);
-    h.insert(Grad, op.stage, op.mb);
-    slice(Grad);
-    break;
   case OpKind::Igrad:
-    h.insert(IgDone, op.stage, op.mb);
+    if (op.kind == OpKind::Igrad)
+      h.insert(IgDone, op.stage, op.mb);
     h.insert(Grad, op.stage, op.mb);
     slice(Grad);
     break;
