@@ -1177,32 +1177,28 @@ std::optional<VerifyFailure> Replay::checkInputs(int32_t actor, int32_t index) {
     os << what << " stage " << stage << " mb " << op.mb;
     return os.str();
   };
-  // Every slice of a shared stage's output, where the stage has slices.
-  auto missingSlice = [&](Tag tag, int32_t stage) -> std::optional<int32_t> {
+  // The output `tag` (and every slice of it, where a stage has slices) of
+  // each of `stages` is here.
+  auto available = [&](Tag tag, const std::vector<int32_t> &stages,
+                       const char *what) -> std::optional<VerifyFailure> {
     const auto &slices = tag == Act ? topo.fwdSlices : topo.bwdSlices;
-    auto it = slices.find({stage, op.mb});
-    if (it != slices.end())
-      for (int32_t x : it->second)
-        if (!h.count(tag, slicePlace(stage, x), op.mb))
-          return x;
+    for (int32_t stage : stages) {
+      if (!h.count(tag, stage, op.mb))
+        return missing(stageMb(what, stage) + " is computed or received here");
+      auto it = slices.find({stage, op.mb});
+      if (it != slices.end())
+        for (int32_t x : it->second)
+          if (!h.count(tag, slicePlace(stage, x), op.mb))
+            return missing(stageMb(what, stage) + " (the slice of actor " +
+                           std::to_string(x) +
+                           ") is computed or received here");
+    }
     return std::nullopt;
-  };
-  auto sliceMb = [&](const char *what, int32_t stage, int32_t x) {
-    std::ostringstream os;
-    os << what << " stage " << stage << " mb " << op.mb << " (the slice of actor "
-       << x << ")";
-    return os.str();
   };
   switch (op.kind) {
   case OpKind::Fwd:
-    for (int32_t pred : topo.preds[op.stage]) {
-      if (!h.count(Act, pred, op.mb))
-        return missing(stageMb("the activation of", pred) +
-                       " is computed or received here");
-      if (std::optional<int32_t> x = missingSlice(Act, pred))
-        return missing(sliceMb("the activation of", pred, *x) +
-                       " is computed or received here");
-    }
+    if (auto f = available(Act, topo.preds[op.stage], "the activation of"))
+      return f;
     break;
   case OpKind::Bwd:
   case OpKind::Igrad:
@@ -1213,14 +1209,8 @@ std::optional<VerifyFailure> Replay::checkInputs(int32_t actor, int32_t index) {
           stageMb("the all_gather of the loss statistics of", op.stage) +
           " (a vocabulary-parallel head's slices exchange them) completes "
           "here");
-    for (int32_t succ : topo.succs[op.stage]) {
-      if (!h.count(Grad, succ, op.mb))
-        return missing(stageMb("the gradient from", succ) +
-                       " is computed or received here");
-      if (std::optional<int32_t> x = missingSlice(Grad, succ))
-        return missing(sliceMb("the gradient from", succ, *x) +
-                       " is computed or received here");
-    }
+    if (auto f = available(Grad, topo.succs[op.stage], "the gradient from"))
+      return f;
     break;
   case OpKind::Wgrad:
     if (!h.count(IgDone, op.stage, op.mb))
