@@ -1695,12 +1695,17 @@ flexpipe::sched::mirroredTransferPairs(const Program &program,
   return pairs;
 }
 
-int64_t flexpipe::sched::postReceivesEarly(Program &program,
-                                           int64_t lookahead) {
-  int32_t nextToken = 0;
+int32_t flexpipe::sched::nextFreeToken(const Program &program) {
+  int32_t next = 0;
   for (const std::vector<ProgOp> &ops : program.actors)
     for (const ProgOp &op : ops)
-      nextToken = std::max(nextToken, op.token + 1);
+      next = std::max(next, op.token + 1);
+  return next;
+}
+
+int64_t flexpipe::sched::postReceivesEarly(Program &program,
+                                           int64_t lookahead) {
+  int32_t nextToken = nextFreeToken(program);
   int64_t changed = 0;
   for (std::vector<ProgOp> &ops : program.actors) {
     // Where each computation is, and how many precede each op.

@@ -68,14 +68,6 @@ void attachWaits(std::vector<ProgOp> &ops, int32_t &nextToken) {
   ops = std::move(out);
 }
 
-int32_t nextFreeToken(const Program &program) {
-  int32_t next = 0;
-  for (const auto &ops : program.actors)
-    for (const ProgOp &op : ops)
-      next = std::max(next, op.token + 1);
-  return next;
-}
-
 /// `<stage><TYPE><mb>`, or `<stage><TYPE>` for actions of a whole stage.
 std::string action(int32_t stage, const char *type, int32_t mb = -1) {
   std::string s = std::to_string(stage) + type;

@@ -191,6 +191,10 @@ llvm::Error checkStageChains(const Program &program);
 /// is that of the computation it serves (so its diagnostics point there).
 void insertCommunication(Program &program);
 
+/// The first token after every token the program uses (0 when it uses
+/// none): where new asynchronous transfers number theirs.
+int32_t nextFreeToken(const Program &program);
+
 /// Asynchronous receives: every blocking receive is posted `lookahead`
 /// computations earlier on its actor (before its first computation at the
 /// most; where it was when no computation precedes it) and completed by a
