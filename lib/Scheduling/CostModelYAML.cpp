@@ -184,8 +184,8 @@ public:
                             "\"; write it without quotes");
   }
 
-  double number(const YAML::Node &node, const char *key, double min,
-                bool strict) const {
+  /// A number of at least `min` (and at most kLargestNumber in size).
+  double number(const YAML::Node &node, const char *key, double min) const {
     notQuoted(node, key, "a number");
     double value;
     try {
@@ -202,10 +202,9 @@ public:
          << kLargestNumber << ", got '" << scalar(node) << "'";
       fail(node.Mark(), os.str());
     }
-    if (strict ? !(value > min) : !(value >= min)) {
+    if (!(value >= min)) {
       std::ostringstream os;
-      os << "key '" << key << "' must be " << (strict ? "greater than " : "at least ")
-         << min << ", got " << value;
+      os << "key '" << key << "' must be at least " << min << ", got " << value;
       fail(node.Mark(), os.str());
     }
     return value;
@@ -353,9 +352,8 @@ Link readLink(const Reader &r, const YAML::Node &node, const char *what) {
   r.expectMap(node, what, {"bandwidth_bytes_per_s", "latency_s"});
   Link link;
   link.bandwidth = r.number(r.required(node, "bandwidth_bytes_per_s", what),
-                            "bandwidth_bytes_per_s", 1, false);
-  link.latency = r.number(r.required(node, "latency_s", what), "latency_s", 0,
-                          false);
+                            "bandwidth_bytes_per_s", 1);
+  link.latency = r.number(r.required(node, "latency_s", what), "latency_s", 0);
   return link;
 }
 
@@ -380,7 +378,7 @@ MachineProfile readMeasured(const Reader &r, const YAML::Node &node) {
   if (node["cores_per_node"])
     m.coresPerNode = r.integer(node["cores_per_node"], "cores_per_node", 1);
   if (YAML::Node slice = node["time_slice_s"]) {
-    m.timeSlice = r.number(slice, "time_slice_s", 0, false);
+    m.timeSlice = r.number(slice, "time_slice_s", 0);
     if (m.timeSlice > 0 && m.timeSlice < MachineProfile::kMinTimeSlice) {
       std::ostringstream os;
       os << "key 'time_slice_s' must be 0 (cores shared without turns) or "
@@ -391,10 +389,10 @@ MachineProfile readMeasured(const Reader &r, const YAML::Node &node) {
     }
   }
   if (node["handoff_s"])
-    m.handoff = r.number(node["handoff_s"], "handoff_s", 0, false);
+    m.handoff = r.number(node["handoff_s"], "handoff_s", 0);
   if (node["optimizer_s_per_parameter"])
     m.optimizerPerParameter = r.number(node["optimizer_s_per_parameter"],
-                                       "optimizer_s_per_parameter", 0, false);
+                                       "optimizer_s_per_parameter", 0);
   if (YAML::Node allReduce = node["allreduce"])
     m.allReduce = readLink(r, allReduce, "allreduce");
   if (YAML::Node contention = node["contention"])
@@ -407,22 +405,20 @@ MachineProfile readMeasured(const Reader &r, const YAML::Node &node) {
       c.ranks = r.integer(r.required(item, "ranks", cwhat), "ranks", 1);
       // Computing beside others is never faster than alone (the profiler
       // writes at least 1; below it, a step could take no time).
-      c.slowdown =
-          r.number(r.required(item, "slowdown", cwhat), "slowdown", 1, false);
+      c.slowdown = r.number(r.required(item, "slowdown", cwhat), "slowdown", 1);
       if (item["latency_s"])
-        c.latency = r.number(item["latency_s"], "latency_s", 0, false);
+        c.latency = r.number(item["latency_s"], "latency_s", 0);
       if (item["overhead_s"])
-        c.overhead = r.number(item["overhead_s"], "overhead_s", 0, false);
+        c.overhead = r.number(item["overhead_s"], "overhead_s", 0);
       if (item["instruction_s"])
-        c.instruction =
-            r.number(item["instruction_s"], "instruction_s", 0, false);
+        c.instruction = r.number(item["instruction_s"], "instruction_s", 0);
       if (item["hidden"] || item["heads"] || item["seq"]) {
         c.hidden = r.integer(r.required(item, "hidden", cwhat), "hidden", 1);
         c.heads = r.integer(r.required(item, "heads", cwhat), "heads", 1);
         c.seq = r.integer(r.required(item, "seq", cwhat), "seq", 1);
         // What the machine does around computations is no shape's.
         for (const char *key : {"latency_s", "overhead_s", "instruction_s"})
-          if (YAML::Node v = item[key]; v && r.number(v, key, 0, false) != 0)
+          if (YAML::Node v = item[key]; v && r.number(v, key, 0) != 0)
             r.fail(v.Mark(), std::string("key '") + key +
                                  "' belongs to the points without a shape "
                                  "(hidden, heads, seq), which every model "
@@ -476,11 +472,9 @@ MachineProfile readMeasured(const Reader &r, const YAML::Node &node) {
         l.vocab = r.integer(r.required(item, "vocab", lwhat), "vocab", 1);
       l.microBatch =
           r.integer(r.required(item, "micro_batch", lwhat), "micro_batch", 1);
-      l.fwd = r.number(r.required(item, "fwd_s", lwhat), "fwd_s", 0, false);
-      l.igrad =
-          r.number(r.required(item, "igrad_s", lwhat), "igrad_s", 0, false);
-      l.wgrad =
-          r.number(r.required(item, "wgrad_s", lwhat), "wgrad_s", 0, false);
+      l.fwd = r.number(r.required(item, "fwd_s", lwhat), "fwd_s", 0);
+      l.igrad = r.number(r.required(item, "igrad_s", lwhat), "igrad_s", 0);
+      l.wgrad = r.number(r.required(item, "wgrad_s", lwhat), "wgrad_s", 0);
       for (const MeasuredLayer &other : m.layers)
         if (other.kind == l.kind && other.hidden == l.hidden &&
             other.seq == l.seq && other.heads == l.heads &&
@@ -620,18 +614,17 @@ llvm::Error flexpipe::sched::loadCluster(const std::string &path,
     cluster.devicesPerNode = r.integer(r.required(root, "devices_per_node", what),
                                        "devices_per_node", 1);
     cluster.peakFlops =
-        r.number(r.required(root, "peak_flops", what), "peak_flops", 1, false);
+        r.number(r.required(root, "peak_flops", what), "peak_flops", 1);
     YAML::Node efficiency = r.required(root, "efficiency", what);
     // Durations are FLOPs / (peak_flops x efficiency), the product as is:
     // an efficiency of at least 1 / kLargestNumber keeps them finite (1e-300
     // priced a tiny GPT's iteration at inf s, 1e-320 failed verification).
-    cluster.efficiency =
-        r.number(efficiency, "efficiency", 1 / kLargestNumber, false);
+    cluster.efficiency = r.number(efficiency, "efficiency", 1 / kLargestNumber);
     if (cluster.efficiency > 1)
       r.fail(efficiency.Mark(), "key 'efficiency' is a fraction of the peak "
                                 "and must be at most 1");
-    cluster.memoryBytes = r.number(r.required(root, "memory_bytes", what),
-                                   "memory_bytes", 1, false);
+    cluster.memoryBytes =
+        r.number(r.required(root, "memory_bytes", what), "memory_bytes", 1);
     cluster.intraNode =
         readLink(r, r.required(root, "intra_node", what), "intra_node");
     cluster.interNode =
@@ -662,13 +655,13 @@ llvm::Error flexpipe::sched::loadProfile(const std::string &path,
                    "activation_bytes", "weight_grad_bytes"});
       Profile::Stage s;
       s.stage = r.integer(r.required(node, "stage", swhat), "stage", 0);
-      s.fwd = r.number(r.required(node, "fwd_s", swhat), "fwd_s", 0, false);
-      s.bwd = r.number(r.required(node, "bwd_s", swhat), "bwd_s", 0, false);
+      s.fwd = r.number(r.required(node, "fwd_s", swhat), "fwd_s", 0);
+      s.bwd = r.number(r.required(node, "bwd_s", swhat), "bwd_s", 0);
       // Without a measured split, the backward divides evenly.
-      s.igrad = node["igrad_s"] ? r.number(node["igrad_s"], "igrad_s", 0, false)
-                                : s.bwd / 2;
+      s.igrad =
+          node["igrad_s"] ? r.number(node["igrad_s"], "igrad_s", 0) : s.bwd / 2;
       if (node["wgrad_s"])
-        s.wgrad = r.number(node["wgrad_s"], "wgrad_s", 0, false);
+        s.wgrad = r.number(node["wgrad_s"], "wgrad_s", 0);
       else if (s.igrad <= s.bwd)
         s.wgrad = s.bwd - s.igrad;
       else
@@ -678,14 +671,14 @@ llvm::Error flexpipe::sched::loadProfile(const std::string &path,
                "give wgrad_s, or an igrad_s within bwd_s");
       if (node["activation_bytes"])
         s.activationBytes =
-            r.number(node["activation_bytes"], "activation_bytes", 0, false);
+            r.number(node["activation_bytes"], "activation_bytes", 0);
       if (node["weight_grad_bytes"]) {
         if (!s.activationBytes)
           r.fail(node["weight_grad_bytes"].Mark(),
                  "weight_grad_bytes needs the stage's activation_bytes (what "
                  "its input gradient trades for the weight-gradient state)");
         s.weightGradBytes =
-            r.number(node["weight_grad_bytes"], "weight_grad_bytes", 0, false);
+            r.number(node["weight_grad_bytes"], "weight_grad_bytes", 0);
       }
       if (profile.stage(s.stage))
         r.fail(node.Mark(), "stage " + std::to_string(s.stage) +
@@ -705,8 +698,7 @@ llvm::Error flexpipe::sched::loadProfile(const std::string &path,
         Profile::Message m;
         m.from = r.integer(r.required(node, "from", mwhat), "from", 0);
         m.to = r.integer(r.required(node, "to", mwhat), "to", 0);
-        m.seconds =
-            r.number(r.required(node, "seconds", mwhat), "seconds", 0, false);
+        m.seconds = r.number(r.required(node, "seconds", mwhat), "seconds", 0);
         if (m.from == m.to)
           r.fail(node.Mark(), "a message from actor " + std::to_string(m.from) +
                                   " to itself (an actor sends none)");
@@ -721,7 +713,7 @@ llvm::Error flexpipe::sched::loadProfile(const std::string &path,
       }
     }
     if (YAML::Node d = root["default_message_s"])
-      profile.defaultMessageTime = r.number(d, "default_message_s", 0, false);
+      profile.defaultMessageTime = r.number(d, "default_message_s", 0);
     profile.optimizerStep.clear();
     if (YAML::Node steps = root["optimizer_s"]) {
       if (!steps.IsSequence())
@@ -729,15 +721,14 @@ llvm::Error flexpipe::sched::loadProfile(const std::string &path,
                "key 'optimizer_s' must be a list of seconds, one per actor");
       profile.optimizerPlace = r.place(steps.Mark());
       for (const YAML::Node &step : steps)
-        profile.optimizerStep.push_back(
-            r.number(step, "optimizer_s", 0, false));
+        profile.optimizerStep.push_back(r.number(step, "optimizer_s", 0));
     }
     profile.instructionOverhead.reset();
     if (YAML::Node o = root["instruction_s"])
-      profile.instructionOverhead = r.number(o, "instruction_s", 0, false);
+      profile.instructionOverhead = r.number(o, "instruction_s", 0);
     profile.execSeconds.reset();
     if (YAML::Node e = root["exec_s"])
-      profile.execSeconds = r.number(e, "exec_s", 0, false);
+      profile.execSeconds = r.number(e, "exec_s", 0);
   });
 }
 
