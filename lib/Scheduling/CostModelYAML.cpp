@@ -134,6 +134,18 @@ public:
     return node;
   }
 
+  /// integer() and number() of the value of `key` in `map`, which must have
+  /// it (required()).
+  int64_t requiredInteger(const YAML::Node &map, const char *key,
+                          const std::string &what, int64_t min,
+                          int64_t max = kLargestInteger) const {
+    return integer(required(map, key, what), key, min, max);
+  }
+  double requiredNumber(const YAML::Node &map, const char *key,
+                        const std::string &what, double min) const {
+    return number(required(map, key, what), key, min);
+  }
+
   /// An integer in [min, max]; `max` is at most kLargestNumber, as every
   /// number in the files (9223372036854775807 devices per node passed).
   int64_t integer(const YAML::Node &node, const char *key, int64_t min,
@@ -351,9 +363,8 @@ template <typename Fn> llvm::Error guarded(const std::string &path, Fn fn) {
 Link readLink(const Reader &r, const YAML::Node &node, const char *what) {
   r.expectMap(node, what, {"bandwidth_bytes_per_s", "latency_s"});
   Link link;
-  link.bandwidth = r.number(r.required(node, "bandwidth_bytes_per_s", what),
-                            "bandwidth_bytes_per_s", 1);
-  link.latency = r.number(r.required(node, "latency_s", what), "latency_s", 0);
+  link.bandwidth = r.requiredNumber(node, "bandwidth_bytes_per_s", what, 1);
+  link.latency = r.requiredNumber(node, "latency_s", what, 0);
   return link;
 }
 
@@ -402,10 +413,10 @@ MachineProfile readMeasured(const Reader &r, const YAML::Node &node) {
                   {"ranks", "slowdown", "latency_s", "overhead_s",
                    "instruction_s", "hidden", "heads", "seq"});
       MachineProfile::Contention c;
-      c.ranks = r.integer(r.required(item, "ranks", cwhat), "ranks", 1);
+      c.ranks = r.requiredInteger(item, "ranks", cwhat, 1);
       // Computing beside others is never faster than alone (the profiler
       // writes at least 1; below it, a step could take no time).
-      c.slowdown = r.number(r.required(item, "slowdown", cwhat), "slowdown", 1);
+      c.slowdown = r.requiredNumber(item, "slowdown", cwhat, 1);
       if (item["latency_s"])
         c.latency = r.number(item["latency_s"], "latency_s", 0);
       if (item["overhead_s"])
@@ -413,9 +424,9 @@ MachineProfile readMeasured(const Reader &r, const YAML::Node &node) {
       if (item["instruction_s"])
         c.instruction = r.number(item["instruction_s"], "instruction_s", 0);
       if (item["hidden"] || item["heads"] || item["seq"]) {
-        c.hidden = r.integer(r.required(item, "hidden", cwhat), "hidden", 1);
-        c.heads = r.integer(r.required(item, "heads", cwhat), "heads", 1);
-        c.seq = r.integer(r.required(item, "seq", cwhat), "seq", 1);
+        c.hidden = r.requiredInteger(item, "hidden", cwhat, 1);
+        c.heads = r.requiredInteger(item, "heads", cwhat, 1);
+        c.seq = r.requiredInteger(item, "seq", cwhat, 1);
         // What the machine does around computations is no shape's.
         for (const char *key : {"latency_s", "overhead_s", "instruction_s"})
           if (YAML::Node v = item[key]; v && r.number(v, key, 0) != 0)
@@ -459,22 +470,21 @@ MachineProfile readMeasured(const Reader &r, const YAML::Node &node) {
         r.fail(kind.Mark(), "key 'kind' must be block, embedding or head, "
                             "got '" +
                                 name + "'");
-      l.hidden = r.integer(r.required(item, "hidden", lwhat), "hidden", 1);
-      l.seq = r.integer(r.required(item, "seq", lwhat), "seq", 1);
+      l.hidden = r.requiredInteger(item, "hidden", lwhat, 1);
+      l.seq = r.requiredInteger(item, "seq", lwhat, 1);
       // A key of the other kinds would be ignored without a word.
       const char *other = l.kind == MeasuredLayer::Block ? "vocab" : "heads";
       if (item[other])
         r.fail(item[other].Mark(), "key '" + std::string(other) +
                                        "' is not for a layer of kind " + name);
       if (l.kind == MeasuredLayer::Block)
-        l.heads = r.integer(r.required(item, "heads", lwhat), "heads", 1);
+        l.heads = r.requiredInteger(item, "heads", lwhat, 1);
       else
-        l.vocab = r.integer(r.required(item, "vocab", lwhat), "vocab", 1);
-      l.microBatch =
-          r.integer(r.required(item, "micro_batch", lwhat), "micro_batch", 1);
-      l.fwd = r.number(r.required(item, "fwd_s", lwhat), "fwd_s", 0);
-      l.igrad = r.number(r.required(item, "igrad_s", lwhat), "igrad_s", 0);
-      l.wgrad = r.number(r.required(item, "wgrad_s", lwhat), "wgrad_s", 0);
+        l.vocab = r.requiredInteger(item, "vocab", lwhat, 1);
+      l.microBatch = r.requiredInteger(item, "micro_batch", lwhat, 1);
+      l.fwd = r.requiredNumber(item, "fwd_s", lwhat, 0);
+      l.igrad = r.requiredNumber(item, "igrad_s", lwhat, 0);
+      l.wgrad = r.requiredNumber(item, "wgrad_s", lwhat, 0);
       for (const MeasuredLayer &other : m.layers)
         if (other.kind == l.kind && other.hidden == l.hidden &&
             other.seq == l.seq && other.heads == l.heads &&
@@ -557,14 +567,11 @@ llvm::Error flexpipe::sched::loadModel(const std::string &path,
                    "lm_head"});
       ModuleModel m;
       m.name = r.name(r.required(node, "name", mwhat));
-      m.layers =
-          r.integer(r.required(node, "layers", mwhat), "layers", 1, kMaxCount);
+      m.layers = r.requiredInteger(node, "layers", mwhat, 1, kMaxCount);
       YAML::Node hidden = r.required(node, "hidden", mwhat);
       m.hidden = r.integer(hidden, "hidden", 1, kMaxDimension);
-      m.heads = r.integer(r.required(node, "heads", mwhat), "heads", 1,
-                          kMaxDimension);
-      m.seq = r.integer(r.required(node, "seq", mwhat), "seq", 1,
-                        kMaxDimension);
+      m.heads = r.requiredInteger(node, "heads", mwhat, 1, kMaxDimension);
+      m.seq = r.requiredInteger(node, "seq", mwhat, 1, kMaxDimension);
       if (node["vocab"])
         m.vocab = r.integer(node["vocab"], "vocab", 0, kMaxDimension);
       m.lmHead = m.vocab > 0;
@@ -609,12 +616,10 @@ llvm::Error flexpipe::sched::loadCluster(const std::string &path,
                                 cluster.deviceKind + "'");
     }
     // A job's actors and replicas are each at most kMaxActors.
-    cluster.devices =
-        r.integer(r.required(root, "devices", what), "devices", 1, kMaxActors);
-    cluster.devicesPerNode = r.integer(r.required(root, "devices_per_node", what),
-                                       "devices_per_node", 1);
-    cluster.peakFlops =
-        r.number(r.required(root, "peak_flops", what), "peak_flops", 1);
+    cluster.devices = r.requiredInteger(root, "devices", what, 1, kMaxActors);
+    cluster.devicesPerNode =
+        r.requiredInteger(root, "devices_per_node", what, 1);
+    cluster.peakFlops = r.requiredNumber(root, "peak_flops", what, 1);
     YAML::Node efficiency = r.required(root, "efficiency", what);
     // Durations are FLOPs / (peak_flops x efficiency), the product as is:
     // an efficiency of at least 1 / kLargestNumber keeps them finite (1e-300
@@ -623,8 +628,7 @@ llvm::Error flexpipe::sched::loadCluster(const std::string &path,
     if (cluster.efficiency > 1)
       r.fail(efficiency.Mark(), "key 'efficiency' is a fraction of the peak "
                                 "and must be at most 1");
-    cluster.memoryBytes =
-        r.number(r.required(root, "memory_bytes", what), "memory_bytes", 1);
+    cluster.memoryBytes = r.requiredNumber(root, "memory_bytes", what, 1);
     cluster.intraNode =
         readLink(r, r.required(root, "intra_node", what), "intra_node");
     cluster.interNode =
@@ -654,9 +658,9 @@ llvm::Error flexpipe::sched::loadProfile(const std::string &path,
                   {"stage", "fwd_s", "bwd_s", "igrad_s", "wgrad_s",
                    "activation_bytes", "weight_grad_bytes"});
       Profile::Stage s;
-      s.stage = r.integer(r.required(node, "stage", swhat), "stage", 0);
-      s.fwd = r.number(r.required(node, "fwd_s", swhat), "fwd_s", 0);
-      s.bwd = r.number(r.required(node, "bwd_s", swhat), "bwd_s", 0);
+      s.stage = r.requiredInteger(node, "stage", swhat, 0);
+      s.fwd = r.requiredNumber(node, "fwd_s", swhat, 0);
+      s.bwd = r.requiredNumber(node, "bwd_s", swhat, 0);
       // Without a measured split, the backward divides evenly.
       s.igrad =
           node["igrad_s"] ? r.number(node["igrad_s"], "igrad_s", 0) : s.bwd / 2;
@@ -696,9 +700,9 @@ llvm::Error flexpipe::sched::loadProfile(const std::string &path,
         const std::string mwhat = "a profiled message";
         r.expectMap(node, mwhat, {"from", "to", "seconds"});
         Profile::Message m;
-        m.from = r.integer(r.required(node, "from", mwhat), "from", 0);
-        m.to = r.integer(r.required(node, "to", mwhat), "to", 0);
-        m.seconds = r.number(r.required(node, "seconds", mwhat), "seconds", 0);
+        m.from = r.requiredInteger(node, "from", mwhat, 0);
+        m.to = r.requiredInteger(node, "to", mwhat, 0);
+        m.seconds = r.requiredNumber(node, "seconds", mwhat, 0);
         if (m.from == m.to)
           r.fail(node.Mark(), "a message from actor " + std::to_string(m.from) +
                                   " to itself (an actor sends none)");
