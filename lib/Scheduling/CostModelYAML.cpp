@@ -648,11 +648,9 @@ llvm::Error flexpipe::sched::loadProfile(const std::string &path,
     r.expectMap(root, what, kProfileKeys,
                 {{"model", kModelKeys}, {"cluster", kClusterKeys}});
     YAML::Node stages = r.required(root, "stages", what);
-    if (!stages.IsSequence())
-      r.fail(stages.Mark(), "key 'stages' must be a list");
     profile.path = path;
     profile.stages.clear();
-    for (const YAML::Node &node : stages) {
+    readList(r, stages, "stages", [&](const YAML::Node &node) {
       const std::string swhat = "a profiled stage";
       r.expectMap(node, swhat,
                   {"stage", "fwd_s", "bwd_s", "igrad_s", "wgrad_s",
@@ -689,14 +687,12 @@ llvm::Error flexpipe::sched::loadProfile(const std::string &path,
                                 " is profiled twice");
       s.place = r.place(node.Mark());
       profile.stages.push_back(s);
-    }
+    });
     // Present, even as an empty list, it prices the messages
     // (Profile::pricesMessages).
     profile.listsMessages = static_cast<bool>(root["messages"]);
-    if (YAML::Node messages = root["messages"]) {
-      if (!messages.IsSequence())
-        r.fail(messages.Mark(), "key 'messages' must be a list");
-      for (const YAML::Node &node : messages) {
+    if (YAML::Node messages = root["messages"])
+      readList(r, messages, "messages", [&](const YAML::Node &node) {
         const std::string mwhat = "a profiled message";
         r.expectMap(node, mwhat, {"from", "to", "seconds"});
         Profile::Message m;
@@ -714,8 +710,7 @@ llvm::Error flexpipe::sched::loadProfile(const std::string &path,
                                     " are profiled twice");
         m.place = r.place(node.Mark());
         profile.messages.push_back(m);
-      }
-    }
+      });
     if (YAML::Node d = root["default_message_s"])
       profile.defaultMessageTime = r.number(d, "default_message_s", 0);
     profile.optimizerStep.clear();
