@@ -928,6 +928,32 @@ void parallelFor(size_t n, int threads, const std::function<void(size_t)> &work,
     progress(done.load());
 }
 
+/// The indices of `candidates` by increasing lower bound (ties in their
+/// order), with the bounds (iterationLowerBound) in `bound`; without
+/// options.exact, which alone prunes by them, their order and bounds of 0.
+std::vector<size_t> byLowerBound(const std::vector<Candidate> &candidates,
+                                 const ModelConfig &model,
+                                 const ClusterConfig &cluster,
+                                 const TuneOptions &options,
+                                 std::vector<double> &bound) {
+  bound.assign(candidates.size(), 0);
+  std::vector<size_t> order(candidates.size());
+  for (size_t i = 0; i < candidates.size(); ++i)
+    order[i] = i;
+  if (options.exact > 0) {
+    parallelFor(
+        candidates.size(), options.threads,
+        [&](size_t i) {
+          bound[i] =
+              iterationLowerBound(candidates[i], model, cluster, options);
+        },
+        nullptr);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return bound[a] < bound[b]; });
+  }
+  return order;
+}
+
 /// The search of tune(): every fused candidate in lower-bound order, then
 /// the separation variants that can still win (docs/Tuning.md).
 class Search {
@@ -1093,22 +1119,8 @@ Evaluation Search::skip(const Candidate &c, double bound, double limit) const {
 }
 
 void Search::runFused() {
-  fusedBound.assign(fused.size(), 0);
-  std::vector<size_t> byBound(fused.size());
-  for (size_t i = 0; i < fused.size(); ++i)
-    byBound[i] = i;
-  if (options.exact > 0) {
-    parallelFor(
-        fused.size(), options.threads,
-        [&](size_t i) {
-          fusedBound[i] =
-              iterationLowerBound(fused[i], model, cluster, options);
-        },
-        nullptr);
-    std::stable_sort(byBound.begin(), byBound.end(), [&](size_t a, size_t b) {
-      return fusedBound[a] < fusedBound[b];
-    });
-  }
+  const std::vector<size_t> byBound =
+      byLowerBound(fused, model, cluster, options, fusedBound);
   fusedEval.assign(fused.size(), Evaluation());
   fusedCut.assign(fused.size(), 0);
   parallelFor(
@@ -1578,20 +1590,9 @@ flexpipe::sched::bestBaseline(const ModelConfig &model,
             unknown.push_back(c);
         }
     }
-  std::vector<double> bound(unknown.size(), 0);
-  std::vector<size_t> order(unknown.size());
-  for (size_t i = 0; i < unknown.size(); ++i)
-    order[i] = i;
-  if (options.exact > 0) {
-    parallelFor(
-        unknown.size(), options.threads,
-        [&](size_t i) {
-          bound[i] = iterationLowerBound(unknown[i], model, cluster, options);
-        },
-        nullptr);
-    std::stable_sort(order.begin(), order.end(),
-                     [&](size_t a, size_t b) { return bound[a] < bound[b]; });
-  }
+  std::vector<double> bound;
+  const std::vector<size_t> order =
+      byLowerBound(unknown, model, cluster, options, bound);
   // Every thread takes the next candidate in bound order while its bound is
   // below the best so far, and gives its scheduling up once it cannot end
   // before that best (evaluate's cutoff). Equal times go to the first in
