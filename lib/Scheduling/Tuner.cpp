@@ -1003,7 +1003,6 @@ private:
   /// The options.exact-th best time so far (infinite until there are that
   /// many).
   double threshold();
-  /// Records a simulated time for threshold().
   /// Offers a simulated time to the exact fastest; a schedule already
   /// offered (a twin running it) counts once.
   void recordTime(double time, uint64_t schedule);
@@ -1046,7 +1045,7 @@ private:
   /// What became of the fused candidates (counted where they are
   /// candidates, not with --separation on) and of the variants.
   std::atomic<size_t> fusedBounded{0}, fusedSimulated{0};
-  std::atomic<size_t> bounded{0}, pruned{0}, simulated{0};
+  std::atomic<size_t> pruned{0}, simulated{0};
 };
 
 void Search::split(const std::vector<Candidate> &space) {
@@ -1395,7 +1394,7 @@ void Search::collect(TuneResult &result) {
   const bool fusedRanked = options.separation != TuneOptions::Choice::On;
   result.simulated = simulated + (fusedRanked ? fusedSimulated.load() : 0);
   result.pruned = pruned;
-  result.bounded = bounded + (fusedRanked ? fusedBounded.load() : 0);
+  result.bounded = fusedRanked ? fusedBounded.load() : 0;
   auto keep = [&](const Evaluation &e) {
     if (e.ok() && e.fitsMemory)
       result.ranked.push_back(e);
