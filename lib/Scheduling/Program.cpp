@@ -193,10 +193,8 @@ struct Topology {
     }
     if (program.stageMeta.size() == static_cast<size_t>(program.numStages))
       for (int32_t s : program.sharedStages)
-        if (s >= 0 && s < program.numStages) {
-          const StageMeta &meta = program.stageMeta[s];
-          vocabHead[s] = meta.layers == 0 && meta.last && !meta.first;
-        }
+        if (s >= 0 && s < program.numStages)
+          vocabHead[s] = program.stageMeta[s].isVocabHead();
   }
   bool hasEdge(int32_t from, int32_t to) const {
     if (from < 0 || from >= static_cast<int32_t>(succs.size()))

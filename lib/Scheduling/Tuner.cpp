@@ -706,7 +706,7 @@ double flexpipe::sched::iterationLowerBound(const Candidate &c,
   for (size_t r = 0; r < p.registered.size(); ++r) {
     const Registered &reg = p.registered[r];
     const StageMeta &meta = prepared.built->stageMeta[reg.stage];
-    if (reg.mode != InstMode::Collective || meta.layers != 0 || !meta.last ||
+    if (reg.mode != InstMode::Collective || !meta.isVocabHead() ||
         reg.actors.size() < 2)
       continue;
     std::vector<int64_t> devices;

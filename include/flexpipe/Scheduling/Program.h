@@ -130,6 +130,9 @@ struct StageMeta {
   /// it passes the module's activations on.
   bool registered = false;
   bool isRegistered() const { return registered; }
+  /// Shaped as a vocabulary-parallel LM head, which it is when shared: no
+  /// layers, last and not first.
+  bool isVocabHead() const { return layers == 0 && last && !first; }
 };
 
 /// Sets StageMeta::registered from what stage_info records: a stage of no
