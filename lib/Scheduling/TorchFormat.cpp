@@ -484,6 +484,15 @@ bool parseAction(const std::string &text, Action &out) {
   return false;
 }
 
+/// The op an action's type stands for (opLetter), if any.
+std::optional<OpKind> kindOfLetter(const std::string &type) {
+  for (int k = 0; k <= static_cast<int>(OpKind::Wait); ++k)
+    if (const char *letter = opLetter(static_cast<OpKind>(k));
+        letter && type == letter)
+      return static_cast<OpKind>(k);
+  return std::nullopt;
+}
+
 /// One action of a PyTorch CSV and the cell it came from (1-based).
 struct Located {
   Action action;
@@ -747,12 +756,9 @@ llvm::Error rankOps(const std::vector<Located> &row, int32_t r,
                      ? " is computed nowhere (the file computes stages 0 to " +
                            std::to_string(program.numStages - 1) + ")"
                      : " runs on rank " + std::to_string(rankOf[act.stage])));
-    ProgOp op{OpKind::Fwd, act.stage, act.mb};
-    if (t == "F" || t == "B" || t == "I" || t == "W") {
-      op.kind = t == "F"   ? OpKind::Fwd
-                : t == "B" ? OpKind::Bwd
-                : t == "I" ? OpKind::Igrad
-                           : OpKind::Wgrad;
+    const std::optional<OpKind> kind = kindOfLetter(t);
+    ProgOp op{kind.value_or(OpKind::Fwd), act.stage, act.mb};
+    if (kind && isCompute(*kind)) {
       op.source = l.column;
       ops.push_back(op);
       continue;
@@ -792,16 +798,13 @@ llvm::Error rankOps(const std::vector<Located> &row, int32_t r,
       unwaited.erase(sent);
       continue;
     }
-    int32_t neighbour;
-    if (t == "SEND_F" || t == "RECV_B") {
-      op.kind = t == "SEND_F" ? OpKind::SendAct : OpKind::RecvGrad;
-      neighbour = act.stage + 1;
-    } else if (t == "SEND_B" || t == "RECV_F") {
-      op.kind = t == "SEND_B" ? OpKind::SendGrad : OpKind::RecvAct;
-      neighbour = act.stage - 1;
-    } else {
+    if (!kind)
       continue; // reductions, FSDP: no data order
-    }
+    // The stage exchanged with: the next one for activations sent and
+    // gradients received, the previous one otherwise.
+    const int32_t neighbour =
+        act.stage +
+        (op.kind == OpKind::SendAct || op.kind == OpKind::RecvGrad ? 1 : -1);
     if (isSend(op.kind))
       unwaited[{t, act.stage, act.mb}] = {ops.size(), &l};
     if (neighbour < 0 || neighbour >= program.numStages)
