@@ -793,12 +793,14 @@ AfterPipeline flexpipe::sched::afterPipeline(const StageLayout &layout,
   // them.
   const std::vector<int64_t> firstBlock =
       stageFirstLayers(layout.meta, layout.edges);
-  // Bytes each pair of actors exchanges (a < b).
+  // Bytes each pair of actors exchanges (a < b). (A module's empty middle
+  // stage holds nothing: two of them are no copies, as rt::areCopies says.)
   std::map<std::pair<int32_t, int32_t>, double> exchange;
   for (int32_t s = 0; s < numStages; ++s) {
     const StageMeta &x = layout.meta[s];
     const ModuleModel *module = moduleOf(layout, s, model);
-    if (!module || layout.actorsOf[s].size() != 1)
+    if (!module || layout.actorsOf[s].size() != 1 ||
+        (x.layers == 0 && !x.first && !x.last))
       continue;
     for (int32_t t = s + 1; t < numStages; ++t) {
       const StageMeta &y = layout.meta[t];
