@@ -876,25 +876,35 @@ llvm::Error flexpipe::sched::checkProfileFits(const Profile &profile,
   return llvm::Error::success();
 }
 
+/// The files of `inputs` for `program` run with `dp` replicas: the profile
+/// checked against it, and the cluster as the job sees it (clusterForJob;
+/// empty without one).
+static llvm::Expected<std::optional<ClusterConfig>>
+jobCluster(const Program &program, const CostInputs &inputs, int64_t dp) {
+  if (const Profile *profile = inputs.profileOrNull())
+    if (llvm::Error error =
+            checkProfileFits(*profile, program.numStages, program.numActors))
+      return std::move(error);
+  if (!inputs.cluster)
+    return std::nullopt;
+  llvm::Expected<ClusterConfig> job =
+      clusterForJob(*inputs.cluster, program.numActors, dp);
+  if (!job)
+    return job.takeError();
+  return std::optional<ClusterConfig>(std::move(*job));
+}
+
 llvm::Error flexpipe::sched::programCosts(const Program &program,
                                           const CostInputs &inputs, int64_t dp,
                                           TimeModel withoutFiles,
                                           SimCosts &costs, int64_t replica) {
-  if (const Profile *profile = inputs.profileOrNull())
-    if (llvm::Error error =
-            checkProfileFits(*profile, program.numStages, program.numActors))
-      return error;
-  std::optional<ClusterConfig> cluster;
-  if (inputs.cluster) {
-    llvm::Expected<ClusterConfig> job =
-        clusterForJob(*inputs.cluster, program.numActors, dp);
-    if (!job)
-      return job.takeError();
-    cluster = std::move(*job);
-  }
+  llvm::Expected<std::optional<ClusterConfig>> cluster =
+      jobCluster(program, inputs, dp);
+  if (!cluster)
+    return cluster.takeError();
   return programCosts(program, inputs.model ? &*inputs.model : nullptr,
-                      cluster ? &*cluster : nullptr, inputs.profileOrNull(), dp,
-                      withoutFiles, costs, replica);
+                      *cluster ? &**cluster : nullptr, inputs.profileOrNull(),
+                      dp, withoutFiles, costs, replica);
 }
 
 llvm::Error flexpipe::sched::programCosts(const Program &program,
@@ -927,20 +937,12 @@ llvm::Error Simulator::runSlowestReplica(const Program &program,
                                          TimeModel withoutFiles,
                                          ReplicaRun &out,
                                          bool rendezvous) const {
-  if (const Profile *profile = inputs.profileOrNull())
-    if (llvm::Error error =
-            checkProfileFits(*profile, program.numStages, program.numActors))
-      return error;
-  std::optional<ClusterConfig> cluster;
-  if (inputs.cluster) {
-    llvm::Expected<ClusterConfig> job =
-        clusterForJob(*inputs.cluster, program.numActors, dp);
-    if (!job)
-      return job.takeError();
-    cluster = std::move(*job);
-  }
+  llvm::Expected<std::optional<ClusterConfig>> cluster =
+      jobCluster(program, inputs, dp);
+  if (!cluster)
+    return cluster.takeError();
   return runSlowestReplica(program, inputs.model ? &*inputs.model : nullptr,
-                           cluster ? &*cluster : nullptr,
+                           *cluster ? &**cluster : nullptr,
                            inputs.profileOrNull(), dp, withoutFiles, out,
                            rendezvous);
 }
