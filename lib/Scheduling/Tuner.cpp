@@ -394,6 +394,16 @@ flexpipe::sched::enumerateCandidates(const ModelConfig &model,
         o.globalBatch);
     for (size_t i = 0; i < o.pp.size(); ++i)
       message += (i ? ", " : "") + std::to_string(o.pp[i]);
+    // Sizes that divide the devices but that no stage split of the layers
+    // serves were never tried: say which.
+    std::string beyond;
+    for (int64_t pp = m.layers + 1; pp <= o.gpus; ++pp)
+      if (o.gpus % pp == 0)
+        beyond += (beyond.empty() ? "" : ", ") + std::to_string(pp);
+    if (!beyond.empty())
+      message += llvm::formatv("; not {0}: more stages than the {1} layers",
+                               beyond, m.layers)
+                     .str();
     message += ")";
     if (o.pp.empty())
       message += llvm::formatv("; pp must divide the device count and be at "
