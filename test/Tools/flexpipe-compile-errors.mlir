@@ -7,6 +7,7 @@
 // RUN: not flexpipe-compile %t/priority.mlir 2>&1 | FileCheck %s --check-prefix=PRIORITY
 // RUN: not flexpipe-compile %t/cycle.mlir 2>&1 | FileCheck %s --check-prefix=CYCLE
 // RUN: not flexpipe-compile %t/stuck.mlir 2>&1 | FileCheck %s --check-prefix=STUCK
+// RUN: not flexpipe-compile %t/stuck.mlir --microbatches 8 2>&1 | FileCheck %s --check-prefix=STUCKM
 // RUN: not flexpipe-compile %t/empty.mlir 2>&1 | FileCheck %s --check-prefix=EMPTY
 // RUN: not flexpipe-compile %t/syntax.mlir 2>&1 | FileCheck %s --check-prefix=SYNTAX
 // A vocabulary-parallel stage needs a row of the vocabulary per actor in
@@ -64,6 +65,10 @@
 // CYCLE: cycle.mlir:3:3: note: part of the cycle
 // STUCK: stuck.mlir:1:1: error: 'flexpipe.pipeline' op cannot be scheduled: no actor can make progress at step 6
 // STUCK: note: actor 0 has 18 computations left: fwd stage 3 mb 0 (actor 0) is ready but the actor's in-flight limit 6 is reached
+// The scheduler's errors say where an option changed the size too (only
+// the verifier's did).
+// STUCKM: stuck.mlir:1:1: error: 'flexpipe.pipeline' op cannot be scheduled
+// STUCKM: stuck.mlir:1:1: note: --microbatches 8 replaced microbatches(6)
 // EMPTY: empty.mlir:1:1: error: '{{.*}}empty.mlir' holds no flexpipe.pipeline or flexpipe.schedule to compile
 // SYNTAX: syntax.mlir:2:3: error: custom op 'flexpipe.modul' is unknown
 // WRITTEN: two-layers.mlir:2:3: error: 'flexpipe.module' op cannot split 2 layers over 3 stages

@@ -438,26 +438,45 @@ static LogicalResult sizeSchedule(ScheduleOp schedule,
 /// unverified): a spec is judged at the sizes it is compiled at, so a spec
 /// written for other sizes may become valid or invalid (an explicit map, an
 /// in-flight rule that starves an actor). An error at an op whose size an
-/// option set gets a note that says where that size came from.
-static LogicalResult applyOverrides(ModuleOp module,
-                                    const CompileOptions &options,
-                                    const sched::ModelConfig &model) {
-  Builder b(module.getContext());
-  llvm::DenseMap<Operation *, std::string> changed;
-  // Notes for errors at the ops inside a pipeline too, when they are about
-  // what an option replaced (an in-flight limit per actor that --actors
-  // left one short, a module that needs more micro-batches than
-  // --microbatches gave).
+/// option set gets a note that says where that size came from, until
+/// `notes` goes (the scheduler's errors too: it is kept by locations, which
+/// outlive the specs the passes replace).
+struct OverrideNotes {
+  /// What the options changed at each location.
+  llvm::DenseMap<Location, std::string> changed;
+  /// Notes for errors inside a pipeline too, when they are about what an
+  /// option replaced (an in-flight limit per actor that --actors left one
+  /// short, a module that needs more micro-batches than --microbatches
+  /// gave).
   struct Within {
-    Operation *pipeline;
+    llvm::DenseSet<Location> inner; // the pipeline's ops but itself
     llvm::SmallVector<llvm::StringRef, 2> about; // words the error's text
                                                  // mentions (any of them)
     std::string note;
   };
   std::vector<Within> within;
+  std::optional<ScopedDiagnosticHandler> handler;
+};
+
+static LogicalResult applyOverrides(ModuleOp module,
+                                    const CompileOptions &options,
+                                    const sched::ModelConfig &model,
+                                    OverrideNotes &notes) {
+  Builder b(module.getContext());
+  auto &changed = notes.changed;
+  auto &within = notes.within;
   auto note = [&](Operation *op, const std::string &what) {
-    std::string &text = changed[op];
+    std::string &text = changed[op->getLoc()];
     text += (text.empty() ? "" : "; ") + what;
+  };
+  auto inside = [](Operation *pipeline) {
+    llvm::DenseSet<Location> inner;
+    pipeline->walk([&](Operation *op) {
+      if (op != pipeline)
+        inner.insert(op->getLoc());
+    });
+    inner.erase(pipeline->getLoc());
+    return inner;
   };
   if (failed(checkTopLevel(module)))
     return failure();
@@ -487,7 +506,7 @@ static LogicalResult applyOverrides(ModuleOp module,
           "--actors {0} replaced actors({1})", options.actors, written);
       note(pipeline, actors);
       // (The stages follow the actors: per actor, or per scaled layer.)
-      within.push_back({pipeline, {"actor", "stage"}, actors});
+      within.push_back({inside(pipeline), {"actor", "stage"}, actors});
       for (auto m : pipeline.getBody().getOps<ModalityOp>()) {
         // (A count beyond int32 is left for the verifier to refuse, not
         // scaled past 2^64 into a small one.)
@@ -510,7 +529,7 @@ static LogicalResult applyOverrides(ModuleOp module,
           llvm::formatv("--microbatches {0} replaced microbatches({1})",
                         options.microbatches, pipeline.getMicrobatches());
       note(pipeline, replaced);
-      within.push_back({pipeline, {"micro-batch"}, replaced});
+      within.push_back({inside(pipeline), {"micro-batch"}, replaced});
       pipeline.setMicrobatchesAttr(b.getI64IntegerAttr(options.microbatches));
     }
     // The model file's sizes replace the spec's layer counts.
@@ -529,28 +548,22 @@ static LogicalResult applyOverrides(ModuleOp module,
         m.setLayersAttr(b.getI64IntegerAttr(sizes->layers));
       }
   }
-  ScopedDiagnosticHandler notes(module.getContext(), [&](Diagnostic &diag) {
+  notes.handler.emplace(module.getContext(), [&notes](Diagnostic &diag) {
     if (diag.getSeverity() != DiagnosticSeverity::Error)
       return failure();
-    for (const auto &[op, note] : changed)
-      if (op->getLoc() == diag.getLocation())
-        diag.attachNote() << note;
+    const Location at = diag.getLocation();
+    const std::string own = notes.changed.lookup(at);
+    if (!own.empty())
+      diag.attachNote() << own;
     // (Unless the op's own note says it already.)
     const std::string text = diag.str();
-    for (const Within &w : within) {
-      if (llvm::none_of(w.about, [&](llvm::StringRef word) {
-            return llvm::StringRef(text).contains(word);
-          }))
-        continue;
-      auto at = [&](Operation *inner) {
-        return inner != w.pipeline && inner->getLoc() == diag.getLocation() &&
-                       !llvm::StringRef(changed.lookup(inner)).contains(w.note)
-                   ? WalkResult::interrupt()
-                   : WalkResult::advance();
-      };
-      if (w.pipeline->walk(at).wasInterrupted())
+    for (const OverrideNotes::Within &w : notes.within)
+      if (llvm::any_of(w.about,
+                       [&](llvm::StringRef word) {
+                         return llvm::StringRef(text).contains(word);
+                       }) &&
+          w.inner.contains(at) && !llvm::StringRef(own).contains(w.note))
         diag.attachNote() << w.note;
-    }
     return failure(); // on to the handler that prints it
   });
   if (specs + schedules == 0) {
@@ -826,7 +839,8 @@ static int compile(const CompileOptions &options) {
   if (!module)
     return 1;
   const SmallVector<HandedIn> handedIn = handedInSchedules(*module);
-  if (failed(applyOverrides(*module, options, modelOf(*inputs))) ||
+  OverrideNotes notes;
+  if (failed(applyOverrides(*module, options, modelOf(*inputs), notes)) ||
       failed(scheduleSpecs(context, *module, options, inputs)))
     return 1;
   for (const HandedIn &schedule : handedIn)
