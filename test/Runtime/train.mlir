@@ -143,11 +143,11 @@
 // losses were lost under the profile, exit 0; a checkpoint directory of
 // the losses' name was refused only after training).
 // RUN: not timeout 60 %t/a-good/run-mpi.sh --iterations 1000000 --losses %t/same --profile %t/same 2>&1 | FileCheck %s --check-prefix=SAME
-// SAME: flexpipe: rank 0: --profile and --losses both name '{{.*}}same': one would overwrite the other (checked before training)
+// SAME: flexpipe: rank {{[01]}}: --profile and --losses both name '{{.*}}same': one would overwrite the other (checked before training)
 // RUN: not timeout 60 %t/a-good/run-mpi.sh --iterations 1000000 --losses %t/w.actor1 --weights %t/./w 2>&1 | FileCheck %s --check-prefix=SAMEWEIGHTS
-// SAMEWEIGHTS: flexpipe: rank 0: --weights (actor 1's file) and --losses both name '{{.*}}w.actor1': one would overwrite the other
+// SAMEWEIGHTS: flexpipe: rank {{[01]}}: --weights (actor 1's file) and --losses both name '{{.*}}w.actor1': one would overwrite the other
 // RUN: not timeout 60 %t/a-good/run-mpi.sh --iterations 1000000 --losses %t/ckpt --checkpoint %t/ckpt/. 2>&1 | FileCheck %s --check-prefix=SAMECKPT
-// SAMECKPT: flexpipe: rank 0: --checkpoint and --losses both name
+// SAMECKPT: flexpipe: rank {{[01]}}: --checkpoint and --losses both name
 // Nor a file the checkpoint directory holds: the trace's part of rank 0
 // replaced the only generation, which the merge then deleted (exit 0), and
 // the losses replaced a rank's checkpoint.
