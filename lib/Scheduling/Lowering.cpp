@@ -885,11 +885,13 @@ llvm::Error flexpipe::sched::lowerProblem(const BuiltProblem &built,
   }
   out.schedule = schedule(measured ? *measured : built.problem,
                           options.timeModel, judge, options.cutoff);
+  // (An order schedule() kept without judging it, as where its greedy and
+  // step orders agree, is judged here.)
   auto timeOf = [&](const ScheduleResult &order) -> std::optional<double> {
     for (size_t i = 0; i < judged.size(); ++i)
       if (sameOrder(judged[i].schedule, order))
         return judgedTimes[i];
-    return std::nullopt;
+    return judge(order);
   };
   if (measured && out.schedule.ok) {
     ScheduleResult own =
