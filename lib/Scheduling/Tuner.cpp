@@ -263,6 +263,47 @@ static std::string whyNoVocabularySplit(const ModuleModel &m, int64_t pp) {
                        pp, why);
 }
 
+/// Why enumerateCandidates found nothing: the sizes tried, those never tried
+/// (more stages than layers), and per size the first reason met (`whyNot`;
+/// `batchReason`: one of them is the batch).
+static std::string emptySpaceMessage(const ModuleModel &m, const TuneOptions &o,
+                                     const ClusterConfig *cluster,
+                                     const std::vector<std::string> &whyNot,
+                                     bool batchReason) {
+  std::string message = llvm::formatv(
+      "the search space is empty for {0} {1} and a global batch of "
+      "{2} (pp tried: ",
+      o.gpus,
+      cluster ? cluster->devicesWord(o.gpus)
+              : (o.gpus == 1 ? "device" : "devices"),
+      o.globalBatch);
+  for (size_t i = 0; i < o.pp.size(); ++i)
+    message += (i ? ", " : "") + std::to_string(o.pp[i]);
+  // Sizes that divide the devices but that no stage split of the layers
+  // serves were never tried: say which.
+  std::string beyond;
+  for (int64_t pp = m.layers + 1; pp <= o.gpus; ++pp)
+    if (o.gpus % pp == 0)
+      beyond += (beyond.empty() ? "" : ", ") + std::to_string(pp);
+  if (!beyond.empty())
+    message += llvm::formatv("; not {0}: more stages than the {1} layers",
+                             beyond, m.layers)
+                   .str();
+  message += ")";
+  if (o.pp.empty())
+    return message + llvm::formatv("; pp must divide the device count and be "
+                                   "at most the {0} layers",
+                                   m.layers)
+                         .str();
+  if (whyNot.empty())
+    return message + "; no placement fits the layer count";
+  for (const std::string &why : whyNot)
+    message += "; " + why;
+  if (batchReason)
+    message += "; use a global batch divisible by dp x mbs";
+  return message;
+}
+
 llvm::Expected<std::vector<Candidate>>
 flexpipe::sched::enumerateCandidates(const ModelConfig &model,
                                      const TuneOptions &o,
@@ -384,41 +425,8 @@ flexpipe::sched::enumerateCandidates(const ModelConfig &model,
       batchReason |= reasonIsBatch;
     }
   }
-  if (out.empty()) {
-    std::string message = llvm::formatv(
-        "the search space is empty for {0} {1} and a global batch of "
-        "{2} (pp tried: ",
-        o.gpus,
-        cluster ? cluster->devicesWord(o.gpus)
-                : (o.gpus == 1 ? "device" : "devices"),
-        o.globalBatch);
-    for (size_t i = 0; i < o.pp.size(); ++i)
-      message += (i ? ", " : "") + std::to_string(o.pp[i]);
-    // Sizes that divide the devices but that no stage split of the layers
-    // serves were never tried: say which.
-    std::string beyond;
-    for (int64_t pp = m.layers + 1; pp <= o.gpus; ++pp)
-      if (o.gpus % pp == 0)
-        beyond += (beyond.empty() ? "" : ", ") + std::to_string(pp);
-    if (!beyond.empty())
-      message += llvm::formatv("; not {0}: more stages than the {1} layers",
-                               beyond, m.layers)
-                     .str();
-    message += ")";
-    if (o.pp.empty())
-      message += llvm::formatv("; pp must divide the device count and be at "
-                               "most the {0} layers",
-                               m.layers)
-                     .str();
-    else if (!whyNot.empty()) {
-      for (const std::string &why : whyNot)
-        message += "; " + why;
-      if (batchReason)
-        message += "; use a global batch divisible by dp x mbs";
-    } else
-      message += "; no placement fits the layer count";
-    return fail(message);
-  }
+  if (out.empty())
+    return fail(emptySpaceMessage(m, o, cluster, whyNot, batchReason));
   return out;
 }
 
