@@ -540,7 +540,7 @@ static LogicalResult applyOverrides(ModuleOp module,
           return m.emitError() << "module @" << m.getSymName()
                                << " is not in the model file '" << options.model
                                << "'; name its modules after the spec's";
-        if (sizes->layers != m.getLayers())
+        if (static_cast<uint64_t>(sizes->layers) != m.getLayers())
           note(m, llvm::formatv("the model file '{0}' gives @{1} {2} layers, "
                                 "in place of the spec's layers({3})",
                                 options.model, m.getSymName(), sizes->layers,
