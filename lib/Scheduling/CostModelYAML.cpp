@@ -59,8 +59,8 @@ constexpr const char *kClusterKeys[] = {
     "peak_flops", "efficiency",  "memory_bytes", "intra_node",
     "inter_node", "measured"};
 constexpr const char *kProfileKeys[] = {
-    "stages",      "messages",      "default_message_s",
-    "optimizer_s", "instruction_s", "exec_s"};
+    "micro_batch_size", "stages",        "messages", "default_message_s",
+    "optimizer_s",      "instruction_s", "exec_s"};
 
 /// Thrown inside this file only: where in the file (0: nowhere) and what.
 struct Problem {
@@ -185,6 +185,18 @@ public:
                             std::to_string(max) + ", got " +
                             std::to_string(value));
     return value;
+  }
+
+  /// true or false.
+  bool boolean(const YAML::Node &node, const char *key) const {
+    notQuoted(node, key, "true or false");
+    try {
+      return node.as<bool>();
+    } catch (const YAML::Exception &) {
+      fail(node.Mark(), "key '" + std::string(key) +
+                            "' must be true or false, got '" + scalar(node) +
+                            "'");
+    }
   }
 
   /// A quoted scalar is a string in YAML, not a number ("0.5" passed).
@@ -576,12 +588,7 @@ llvm::Error flexpipe::sched::loadModel(const std::string &path,
         m.vocab = r.integer(node["vocab"], "vocab", 0, kMaxDimension);
       m.lmHead = m.vocab > 0;
       if (YAML::Node head = node["lm_head"]) {
-        try {
-          m.lmHead = head.as<bool>();
-        } catch (const YAML::Exception &) {
-          r.fail(head.Mark(), "key 'lm_head' must be true or false, got '" +
-                                  Reader::scalar(head) + "'");
-        }
+        m.lmHead = r.boolean(head, "lm_head");
         if (m.lmHead && m.vocab == 0)
           r.fail(head.Mark(), "module '" + m.name +
                                   "' has an LM head but no vocab");
@@ -649,14 +656,26 @@ llvm::Error flexpipe::sched::loadProfile(const std::string &path,
                 {{"model", kModelKeys}, {"cluster", kClusterKeys}});
     YAML::Node stages = r.required(root, "stages", what);
     profile.path = path;
+    profile.microBatchSize.reset();
+    if (YAML::Node mbs = root["micro_batch_size"]) {
+      profile.microBatchSize = r.integer(mbs, "micro_batch_size", 1);
+      profile.microBatchPlace = r.place(mbs.Mark());
+    }
     profile.stages.clear();
     readList(r, stages, "stages", [&](const YAML::Node &node) {
       const std::string swhat = "a profiled stage";
       r.expectMap(node, swhat,
-                  {"stage", "fwd_s", "bwd_s", "igrad_s", "wgrad_s",
-                   "activation_bytes", "weight_grad_bytes"});
+                  {"stage", "layers", "first", "last", "fwd_s", "bwd_s",
+                   "igrad_s", "wgrad_s", "activation_bytes",
+                   "weight_grad_bytes"});
       Profile::Stage s;
       s.stage = r.requiredInteger(node, "stage", swhat, 0);
+      if (node["layers"])
+        s.layers = r.integer(node["layers"], "layers", 0, kMaxCount);
+      if (node["first"])
+        s.first = r.boolean(node["first"], "first");
+      if (node["last"])
+        s.last = r.boolean(node["last"], "last");
       s.fwd = r.requiredNumber(node, "fwd_s", swhat, 0);
       s.bwd = r.requiredNumber(node, "bwd_s", swhat, 0);
       // Without a measured split, the backward divides evenly.
@@ -736,11 +755,19 @@ std::string flexpipe::sched::formatProfile(const Profile &profile) {
   os.precision(9);
   os << "# FlexPipe profile: mean seconds per stage and instruction type for "
         "one micro-batch\n";
+  if (profile.microBatchSize)
+    os << "micro_batch_size: " << *profile.microBatchSize << "\n";
   os << (profile.stages.empty() ? "stages: []\n" : "stages:\n");
   for (const Profile::Stage &s : profile.stages) {
-    os << "  - {stage: " << s.stage << ", fwd_s: " << s.fwd
-       << ", bwd_s: " << s.bwd << ", igrad_s: " << s.igrad
-       << ", wgrad_s: " << s.wgrad;
+    os << "  - {stage: " << s.stage;
+    if (s.layers)
+      os << ", layers: " << *s.layers;
+    if (s.first)
+      os << ", first: " << (*s.first ? "true" : "false");
+    if (s.last)
+      os << ", last: " << (*s.last ? "true" : "false");
+    os << ", fwd_s: " << s.fwd << ", bwd_s: " << s.bwd
+       << ", igrad_s: " << s.igrad << ", wgrad_s: " << s.wgrad;
     if (s.activationBytes)
       os << ", activation_bytes: " << *s.activationBytes;
     if (s.weightGradBytes)

@@ -845,20 +845,29 @@ AfterPipeline flexpipe::sched::afterPipeline(const StageLayout &layout,
   return after;
 }
 
-llvm::Error flexpipe::sched::checkProfileFits(const Profile &profile,
-                                              int32_t numStages,
-                                              int32_t numActors) {
+/// What a stage holds, as messages say it: "2 layers, first".
+static std::string holdings(int64_t layers, bool first, bool last) {
+  return std::to_string(layers) + (layers == 1 ? " layer" : " layers") +
+         (first ? ", first" : "") + (last ? ", last" : "");
+}
+
+llvm::Error flexpipe::sched::checkProfileFits(
+    const Profile &profile, int32_t numStages, int32_t numActors,
+    llvm::ArrayRef<StageMeta> meta, std::optional<int64_t> microBatchSize) {
   auto counted = [](int32_t n, const char *noun) {
     return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
   };
-  // `place`: where the file says it.
-  auto other = [&](const std::string &what, const std::string &place) {
+  // `place`: where the file says it; `but`: what the schedule has instead.
+  auto other = [&](const std::string &what, const std::string &place,
+                   std::string but = "") {
+    if (but.empty())
+      but = "the schedule has " + counted(numStages, "stage") + " and " +
+            counted(numActors, "actor");
     return llvm::createStringError(
         "the profile" +
         (profile.path.empty() ? "" : " '" + profile.path + "'") + " " + what +
-        (place.empty() ? "" : " (at " + place + ")") +
-        ", but the schedule has " + counted(numStages, "stage") + " and " +
-        counted(numActors, "actor") + ": was it measured on another job?");
+        (place.empty() ? "" : " (at " + place + ")") + ", but " + but +
+        ": was it measured on another job?");
   };
   for (const Profile::Stage &stage : profile.stages)
     if (stage.stage < 0 || stage.stage >= numStages)
@@ -873,6 +882,30 @@ llvm::Error flexpipe::sched::checkProfileFits(const Profile &profile,
     return other("has " + std::to_string(profile.optimizerStep.size()) +
                      " optimizer steps in optimizer_s",
                  profile.optimizerPlace);
+  // The same stages hold the same layers (a V-shape run's 4 stages are not
+  // a bidirectional schedule's 4).
+  for (const Profile::Stage &stage : profile.stages) {
+    if (static_cast<size_t>(stage.stage) >= meta.size())
+      continue;
+    const StageMeta &is = meta[stage.stage];
+    const std::string id = std::to_string(stage.stage);
+    if (stage.layers.value_or(is.layers) != is.layers ||
+        stage.first.value_or(is.first) != is.first ||
+        stage.last.value_or(is.last) != is.last)
+      return other("lists stage " + id + " holding " +
+                       holdings(stage.layers.value_or(is.layers),
+                                stage.first.value_or(is.first),
+                                stage.last.value_or(is.last)),
+                   stage.place,
+                   "the schedule's stage " + id + " holds " +
+                       holdings(is.layers, is.first, is.last));
+  }
+  if (profile.microBatchSize && microBatchSize &&
+      *profile.microBatchSize != *microBatchSize)
+    return other("was measured at micro-batch size " +
+                     std::to_string(*profile.microBatchSize),
+                 profile.microBatchPlace,
+                 "the job's is " + std::to_string(*microBatchSize));
   return llvm::Error::success();
 }
 
@@ -882,8 +915,10 @@ llvm::Error flexpipe::sched::checkProfileFits(const Profile &profile,
 static llvm::Expected<std::optional<ClusterConfig>>
 jobCluster(const Program &program, const CostInputs &inputs, int64_t dp) {
   if (const Profile *profile = inputs.profileOrNull())
-    if (llvm::Error error =
-            checkProfileFits(*profile, program.numStages, program.numActors))
+    if (llvm::Error error = checkProfileFits(
+            *profile, program.numStages, program.numActors, program.stageMeta,
+            inputs.model ? std::optional<int64_t>(inputs.model->microBatchSize)
+                         : std::nullopt))
       return std::move(error);
   if (!inputs.cluster)
     return std::nullopt;

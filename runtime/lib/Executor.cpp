@@ -1326,9 +1326,11 @@ void writeProfile(flexpipe_rt &rt,
   if (comm.rank() != 0 || rt.options.profile.empty())
     return;
   writeFile(comm, rt.options.profile, [&](FILE *f) {
-    std::fprintf(f, "# FlexPipe profile measured by the runtime: mean seconds "
-                    "per stage and instruction type for one micro-batch\n"
-                    "stages:\n");
+    std::fprintf(f,
+                 "# FlexPipe profile measured by the runtime: mean seconds "
+                 "per stage and instruction type for one micro-batch\n"
+                 "micro_batch_size: %lld\nstages:\n",
+                 static_cast<long long>(d.model.microBatch));
     const size_t half = rt.busy.size();
     for (int s = 0; s < d.stages; ++s) {
       auto mean = [&](int kind) {
@@ -1342,10 +1344,13 @@ void writeProfile(flexpipe_rt &rt,
         igrad = bwd / 2;
         wgrad = bwd - igrad;
       }
+      // What the stage held: a profile prices only the job it measured.
+      const ScheduleDesc::Stage &held = d.stage[s];
       std::fprintf(f,
-                   "  - {stage: %d, fwd_s: %.9g, bwd_s: %.9g, igrad_s: %.9g, "
-                   "wgrad_s: %.9g}\n",
-                   s, fwd, bwd, igrad, wgrad);
+                   "  - {stage: %d, layers: %d, first: %s, last: %s, "
+                   "fwd_s: %.9g, bwd_s: %.9g, igrad_s: %.9g, wgrad_s: %.9g}\n",
+                   s, held.blocks, held.first ? "true" : "false",
+                   held.last ? "true" : "false", fwd, bwd, igrad, wgrad);
     }
     bool header = false;
     for (int a = 0; a < d.actors; ++a)

@@ -267,8 +267,15 @@
 // The profile ends with each actor's optimizer step and the runtime's
 // overhead per instruction (seconds; a run on a loaded machine may read
 // microseconds or more, never a negative time).
+// It starts with the micro-batch size and what each stage held, so that it
+// prices only the job it measured (here, as compiled, again).
 // RUN: FileCheck %s --check-prefix=PROFILEFILE < %t/out/p.yaml
-// PROFILEFILE: stages:
+// PROFILEFILE: micro_batch_size: 1
+// PROFILEFILE-NEXT: stages:
+// PROFILEFILE-NEXT: - {stage: 0, layers: [[LAYERS:[1-9][0-9]*]], first: true, last: false, fwd_s:
+// PROFILEFILE-NEXT: - {stage: 1, layers: [[LAYERS]], first: false, last: true, fwd_s:
+// RUN: flexpipe-compile %schedules/1f1b.mlir --actors 2 --microbatches 4 --profile %t/out/p.yaml --emit=report | FileCheck %s --check-prefix=PROFILEJOB
+// PROFILEJOB: schedule @one_f_one_b: 2 actors, 2 stages, 4 micro-batches
 // PROFILEFILE: default_message_s: 0
 // PROFILEFILE-NEXT: optimizer_s: [{{[0-9.e-]+}}, {{[0-9.e-]+}}]
 // PROFILEFILE-NEXT: instruction_s: {{[0-9][0-9.]*(e-[0-9]+)?$}}

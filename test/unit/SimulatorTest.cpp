@@ -971,6 +971,55 @@ TEST_CASE("a profile's empty messages list prices every message, and is "
   CHECK_FALSE(links.pricesMessages());
 }
 
+TEST_CASE("a profile fits only the job it measured: its stages' layers and "
+          "its micro-batch size, where it records them",
+          "[profile]") {
+  const std::string text =
+      "micro_batch_size: 2\nstages:\n"
+      "  - {stage: 0, layers: 2, first: true, last: false, fwd_s: 1, bwd_s: "
+      "2}\n"
+      "  - {stage: 1, layers: 2, fwd_s: 1, bwd_s: 2}\n";
+  Profile read;
+  REQUIRE(llvm::toString(loadProfile("p.yaml", read, &text)) == "");
+  REQUIRE(read.microBatchSize == 2);
+  REQUIRE(read.stages[1].layers == 2);
+  CHECK_FALSE(read.stages[1].first.has_value());
+  // Written back as read.
+  Profile again;
+  const std::string printed = formatProfile(read);
+  REQUIRE(llvm::toString(loadProfile("p.yaml", again, &printed)) == "");
+  CHECK(formatProfile(again) == printed);
+  CHECK(printed.find("layers: 2, first: true, last: false") !=
+        std::string::npos);
+
+  StageMeta first, last;
+  first.layers = last.layers = 2;
+  first.first = last.last = true;
+  const std::vector<StageMeta> same = {first, last};
+  auto fits = [&](llvm::ArrayRef<StageMeta> meta, std::optional<int64_t> mbs) {
+    return llvm::toString(checkProfileFits(read, 2, 2, meta, mbs));
+  };
+  CHECK(fits(same, 2) == "");
+  // Unknown on either side: not compared.
+  CHECK(fits({}, std::nullopt) == "");
+  // Stage 1's `last` is not recorded: any fits.
+  std::vector<StageMeta> unlisted = same;
+  unlisted[1].last = false;
+  CHECK(fits(unlisted, 2) == "");
+  std::vector<StageMeta> more = same;
+  more[0].layers = 4;
+  CHECK(fits(more, 2) == "the profile 'p.yaml' lists stage 0 holding 2 "
+                         "layers, first (at p.yaml:3:5), but the schedule's "
+                         "stage 0 holds 4 layers, first: was it measured on "
+                         "another job?");
+  std::vector<StageMeta> notFirst = same;
+  notFirst[0].first = false;
+  CHECK(fits(notFirst, 2).find("holds 2 layers:") != std::string::npos);
+  CHECK(fits(same, 1) == "the profile 'p.yaml' was measured at micro-batch "
+                         "size 2 (at p.yaml:1:19), but the job's is 1: was "
+                         "it measured on another job?");
+}
+
 TEST_CASE("times print in s or ms, below a millisecond with 4 significant "
           "digits and no exponent",
           "[report]") {

@@ -311,7 +311,8 @@ void addOptions(CLI::App &app, Options &o) {
   app.add_option("--profile", o.profile,
                  "A run's profile (rank executables' --profile) whose "
                  "durations replace the analytic ones; only candidates with "
-                 "the run's stages are priced (use the run's --pp and --mbs)")
+                 "the run's stages (holding the same layers) at its "
+                 "micro-batch size are priced (give the run's --pp)")
       ->check(CLI::ExistingFile);
   app.add_option("--memory-limit", o.memoryLimit,
                  "Device memory, e.g. 80GiB or 75e9 (default: the cluster's)")
@@ -791,9 +792,11 @@ int main(int argc, char **argv) {
                  << "\n";
     return 1;
   }
-  // A run's profile holds one micro-batch size's durations, unrecorded:
-  // other sizes would be priced with them (a search over all read 3x fast).
-  if (!o.profile.empty() && resolved->mbs.size() > 1)
+  // A run's profile holds one micro-batch size's durations; where it does
+  // not record the size (a hand-written one), other sizes would be priced
+  // with them (a search over all read 3x fast). The runtime records it,
+  // and candidates of other sizes are then not the profile's job.
+  if (!o.profile.empty() && !profile.microBatchSize && resolved->mbs.size() > 1)
     llvm::errs() << "flexpipe-tune: warning: --profile prices every "
                     "micro-batch size with the run's durations, but the "
                     "search has "

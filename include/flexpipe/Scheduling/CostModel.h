@@ -369,6 +369,12 @@ struct Profile {
     /// The weight-gradient state (only with activationBytes; without it the
     /// activations stay to the weight gradient).
     std::optional<double> weightGradBytes;
+    /// What the run's stage held, where the file says (the runtime writes
+    /// it): its transformer layers, and whether it was its module's first
+    /// (embedding) or last (head) stage. A profile fits only a schedule
+    /// whose stage holds the same (checkProfileFits).
+    std::optional<int64_t> layers;
+    std::optional<bool> first, last;
     /// Where the file lists it (FILE:LINE:COLUMN), for messages; or empty.
     std::string place;
     double weightGradOr(double activation) const {
@@ -379,6 +385,10 @@ struct Profile {
     Durations durations() const { return {fwd, bwd, igrad, wgrad}; }
   };
   std::vector<Stage> stages;
+  /// The run's micro-batch size, where the file says (the runtime writes
+  /// it): the durations are those of one micro-batch of this size.
+  std::optional<int64_t> microBatchSize;
+  std::string microBatchPlace; ///< where micro_batch_size is, as Stage::place
   /// Point-to-point message time between actors (seconds); pairs not listed
   /// take `defaultMessageTime` (0 when there is none). A profile with
   /// neither leaves messages to the cluster's links (pricesMessages).

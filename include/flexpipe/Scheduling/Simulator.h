@@ -276,9 +276,14 @@ llvm::Error programCosts(const Program &program, const CostInputs &inputs,
                          int64_t replica = 0);
 /// A profile names the stages and actors of the job it was measured on: an
 /// error when it names others than a schedule of `numStages` stages on
-/// `numActors` actors has (or more optimizer steps than actors).
+/// `numActors` actors has (or more optimizer steps than actors), when a
+/// stage it lists held other layers than `meta` says (where both say), or
+/// when it was measured at another micro-batch size than `microBatchSize`
+/// (where both say).
 llvm::Error checkProfileFits(const Profile &profile, int32_t numStages,
-                             int32_t numActors);
+                             int32_t numActors,
+                             llvm::ArrayRef<StageMeta> meta = {},
+                             std::optional<int64_t> microBatchSize = {});
 /// The same from the parts (null: not given), `cluster` as given: its
 /// jobDevices set by the caller.
 llvm::Error programCosts(const Program &program, const ModelConfig *model,
