@@ -862,6 +862,12 @@ contentionPoint(sched::ClusterConfig &cluster, const sched::ModuleModel &m,
   return *points.insert(at, point);
 }
 
+/// How much longer (relative) the fastest contention must make a
+/// calibration job's computations in the simulation for its run to fit the
+/// contention: the rounds' ratios scatter by a few percent, and a job that
+/// cannot tell 1x from 4x by more would fit its noise.
+constexpr double kLeastOverlap = 0.1;
+
 /// The contention at `k` ranks that module `m`'s layers suffer in a real
 /// run, where each rank has a core (k <= cores): in each round, 1F1B of
 /// `model` over k ranks ran right after it ran on one rank, and the
@@ -873,12 +879,16 @@ contentionPoint(sched::ClusterConfig &cluster, const sched::ModuleModel &m,
 /// (measureContention) keep their working set in the caches: the tiny
 /// GPT's blocks read 1.00x at 2 processes, where its 2-rank runs computed
 /// 6-12% longer than its 1-rank ones. Sets the point of `m`'s shape
-/// (`shaped`; else the points without one) at k, added where missing.
-void fitRunContention(sched::ClusterConfig &cluster,
+/// (`shaped`; else the points without one) at k, added where missing. A
+/// job whose ranks hardly compute at once (one micro-batch: one rank at a
+/// time) says nothing about the contention: there the loops' figure stays
+/// (any ratio over 1, noise, had fitted the cap of 4x); false then.
+bool fitRunContention(sched::ClusterConfig &cluster,
                       const sched::ModelConfig &model, bool shaped, int64_t k,
                       double measuredRatio, const sched::Candidate &together) {
   sched::MachineProfile::Contention &point =
       contentionPoint(cluster, model.modules.front(), shaped, k);
+  const double loops = point.slowdown;
   point.slowdown = 1;
   const double free = simulatedStageTime(together, model, cluster, k);
   auto simulatedRatio = [&](double slowdown) {
@@ -889,15 +899,21 @@ void fitRunContention(sched::ClusterConfig &cluster,
   // The simulated ratio grows with the slowdown: bisect in [1, 4] (1 when
   // the runs computed no longer on k ranks, 4 at most).
   double lo = 1, hi = 4;
-  if (measuredRatio <= 1 || free <= 0)
+  const double most = free > 0 ? simulatedRatio(hi) : 1;
+  if (most < 1 + kLeastOverlap) {
+    point.slowdown = loops;
+    return false;
+  }
+  if (measuredRatio <= 1)
     hi = 1;
-  else if (simulatedRatio(hi) <= measuredRatio)
+  else if (most <= measuredRatio)
     lo = hi;
   while (hi - lo > 1e-4) {
     const double mid = (lo + hi) / 2;
     (simulatedRatio(mid) < measuredRatio ? lo : hi) = mid;
   }
   point.slowdown = lo;
+  return true;
 }
 
 /// The runtime's overhead per instruction (beyond computations, waits and
@@ -1012,16 +1028,17 @@ void foldRoundJobs(sched::ClusterConfig &cluster,
     const double ratio = ratios.empty() ? 1.0 : median(ratios);
     // (Only the first model of a shape ran k-rank jobs: compileRoundJobs.)
     const bool shaped = job.model > 0;
-    fitRunContention(cluster, model, shaped, job.ranks, ratio,
-                     calibrationJob(model, job.ranks));
+    const bool fits = fitRunContention(cluster, model, shaped, job.ranks, ratio,
+                                       calibrationJob(model, job.ranks));
     if (!shaped)
       recordInstructionOverhead(cluster, model, job);
     const double fitted = sched::computeSlowdown(
         cluster, shaped ? &model.modules.front() : nullptr,
         static_cast<double>(job.ranks));
-    char part[64];
-    std::snprintf(part, sizeof part, " %lld: %.2fx (%.2fx)",
-                  static_cast<long long>(job.ranks), ratio, fitted);
+    char part[96];
+    std::snprintf(part, sizeof part, " %lld: %.2fx (%.2fx%s)",
+                  static_cast<long long>(job.ranks), ratio, fitted,
+                  fits ? "" : ", the loops': its ranks hardly compute at once");
     slowdowns[job.model] += part;
   }
   for (size_t i = 0; i < models.size(); ++i)
