@@ -558,6 +558,25 @@ std::vector<int64_t> microBatchSizes(const sched::ModelConfig &model) {
   return sizes;
 }
 
+/// The first of `models` before model `i` whose 1-rank calibration job at
+/// micro-batch size `b` scales all of `i`'s layers (the same blocks'
+/// shape, vocabulary and LM head, and `b` among its sizes): `i` runs none
+/// there, as each layer is scaled once (foldRoundJobs; the same file
+/// twice ran every job twice, and the last model's runs decided).
+std::optional<size_t>
+layersScaledBy(const std::vector<sched::ModelConfig> &models, size_t i,
+               int64_t b) {
+  const sched::ModuleModel &m = models[i].modules.front();
+  for (size_t j = 0; j < i; ++j) {
+    const sched::ModuleModel &o = models[j].modules.front();
+    if (o.hidden == m.hidden && o.heads == m.heads && o.seq == m.seq &&
+        o.vocab == m.vocab && o.lmHead == m.lmHead &&
+        llvm::is_contained(microBatchSizes(models[j]), b))
+      return j;
+  }
+  return std::nullopt;
+}
+
 /// What a calibration job measured: the iteration time and, per micro-batch
 /// through every stage, the forward, input-gradient and weight-gradient
 /// time the runtime timed (medians over the repeats).
@@ -699,9 +718,10 @@ compileRoundJobs(const sched::ClusterConfig &cluster,
     const int64_t own = models[i].microBatchSize;
     std::vector<std::pair<int64_t, int64_t>> shapes; // (ranks, micro-batch)
     for (int64_t b : microBatchSizes(models[i]))
-      if (b != own)
+      if (b != own && !layersScaledBy(models, i, b))
         shapes.push_back({1, b});
-    shapes.push_back({1, own});
+    if (!layersScaledBy(models, i, own))
+      shapes.push_back({1, own});
     const int64_t most = shapeOwner(models, i) != i
                              ? 1
                              : std::min({cluster.measured.coresPerNode, ranks,
@@ -1004,11 +1024,21 @@ void foldRoundJobs(sched::ClusterConfig &cluster,
       recordInstructionOverhead(cluster, models[0], job);
   }
   for (size_t i = 0; i < models.size(); ++i) {
-    std::string line = models[i].name + ", 1F1B on 1 rank, its layers' time "
-                                        "in a run over alone (F, I, W) at "
-                                        "micro-batch";
+    std::string line = models[i].name + ", 1F1B on 1 rank";
+    if (scales[i].empty())
+      line += ": none of its own";
+    else
+      line += ", its layers' time in a run over alone (F, I, W) at "
+              "micro-batch";
     for (const auto &[b, part] : scales[i])
       line += part;
+    std::string shared;
+    for (int64_t b : microBatchSizes(models[i]))
+      if (std::optional<size_t> j = layersScaledBy(models, i, b))
+        shared += (shared.empty() ? "" : ", ") + std::to_string(b) + " (" +
+                  models[*j].name + "'s)";
+    if (!shared.empty())
+      line += "; its layers were scaled at micro-batch " + shared;
     progress(line);
   }
 
