@@ -851,9 +851,11 @@ static std::string holdings(int64_t layers, bool first, bool last) {
          (first ? ", first" : "") + (last ? ", last" : "");
 }
 
-llvm::Error flexpipe::sched::checkProfileFits(
-    const Profile &profile, int32_t numStages, int32_t numActors,
-    llvm::ArrayRef<StageMeta> meta, std::optional<int64_t> microBatchSize) {
+llvm::Error flexpipe::sched::checkProfileFits(const Profile &profile,
+                                              int32_t numStages,
+                                              int32_t numActors,
+                                              llvm::ArrayRef<StageMeta> meta,
+                                              const ModelConfig *model) {
   auto counted = [](int32_t n, const char *noun) {
     return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
   };
@@ -883,29 +885,29 @@ llvm::Error flexpipe::sched::checkProfileFits(
                      " optimizer steps in optimizer_s",
                  profile.optimizerPlace);
   // The same stages hold the same layers (a V-shape run's 4 stages are not
-  // a bidirectional schedule's 4).
+  // a bidirectional schedule's 4). Without a model the schedule's layer
+  // counts are the spec's, not the run's.
   for (const Profile::Stage &stage : profile.stages) {
     if (static_cast<size_t>(stage.stage) >= meta.size())
       continue;
     const StageMeta &is = meta[stage.stage];
+    const int64_t layers = model ? stage.layers.value_or(is.layers) : is.layers;
+    const bool first = stage.first.value_or(is.first),
+               last = stage.last.value_or(is.last);
     const std::string id = std::to_string(stage.stage);
-    if (stage.layers.value_or(is.layers) != is.layers ||
-        stage.first.value_or(is.first) != is.first ||
-        stage.last.value_or(is.last) != is.last)
+    if (layers != is.layers || first != is.first || last != is.last)
       return other("lists stage " + id + " holding " +
-                       holdings(stage.layers.value_or(is.layers),
-                                stage.first.value_or(is.first),
-                                stage.last.value_or(is.last)),
+                       holdings(layers, first, last),
                    stage.place,
                    "the schedule's stage " + id + " holds " +
                        holdings(is.layers, is.first, is.last));
   }
-  if (profile.microBatchSize && microBatchSize &&
-      *profile.microBatchSize != *microBatchSize)
+  if (model && profile.microBatchSize &&
+      *profile.microBatchSize != model->microBatchSize)
     return other("was measured at micro-batch size " +
                      std::to_string(*profile.microBatchSize),
                  profile.microBatchPlace,
-                 "the job's is " + std::to_string(*microBatchSize));
+                 "the job's is " + std::to_string(model->microBatchSize));
   return llvm::Error::success();
 }
 
@@ -917,8 +919,7 @@ jobCluster(const Program &program, const CostInputs &inputs, int64_t dp) {
   if (const Profile *profile = inputs.profileOrNull())
     if (llvm::Error error = checkProfileFits(
             *profile, program.numStages, program.numActors, program.stageMeta,
-            inputs.model ? std::optional<int64_t>(inputs.model->microBatchSize)
-                         : std::nullopt))
+            inputs.model ? &*inputs.model : nullptr))
       return std::move(error);
   if (!inputs.cluster)
     return std::nullopt;

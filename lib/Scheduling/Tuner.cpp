@@ -633,7 +633,7 @@ void prepareCandidate(const Candidate &c, const ModelConfig &model,
     std::string why;
     if (llvm::Error error = checkProfileFits(*profile, built->numStages,
                                              static_cast<int32_t>(c.pp),
-                                             built->stageMeta, c.mbs))
+                                             built->stageMeta, &out.sized))
       why = llvm::toString(std::move(error));
     for (int32_t stage = 0; why.empty() && stage < built->numStages; ++stage)
       if (!profile->stage(stage))

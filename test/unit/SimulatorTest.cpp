@@ -996,12 +996,17 @@ TEST_CASE("a profile fits only the job it measured: its stages' layers and "
   first.layers = last.layers = 2;
   first.first = last.last = true;
   const std::vector<StageMeta> same = {first, last};
+  // `mbs`: the model's micro-batch size; none: no model.
   auto fits = [&](llvm::ArrayRef<StageMeta> meta, std::optional<int64_t> mbs) {
-    return llvm::toString(checkProfileFits(read, 2, 2, meta, mbs));
+    ModelConfig model;
+    model.microBatchSize = mbs.value_or(1);
+    return llvm::toString(
+        checkProfileFits(read, 2, 2, meta, mbs ? &model : nullptr));
   };
   CHECK(fits(same, 2) == "");
   // Unknown on either side: not compared.
-  CHECK(fits({}, std::nullopt) == "");
+  CHECK(fits({}, 2) == "");
+  CHECK(fits(same, std::nullopt) == "");
   // Stage 1's `last` is not recorded: any fits.
   std::vector<StageMeta> unlisted = same;
   unlisted[1].last = false;
@@ -1012,9 +1017,16 @@ TEST_CASE("a profile fits only the job it measured: its stages' layers and "
                          "layers, first (at p.yaml:3:5), but the schedule's "
                          "stage 0 holds 4 layers, first: was it measured on "
                          "another job?");
+  // Without a model the schedule's layer counts are the spec's, which the
+  // run's model may have replaced: not compared; first and last are.
+  CHECK(fits(more, std::nullopt) == "");
   std::vector<StageMeta> notFirst = same;
   notFirst[0].first = false;
   CHECK(fits(notFirst, 2).find("holds 2 layers:") != std::string::npos);
+  CHECK(fits(notFirst, std::nullopt) ==
+        "the profile 'p.yaml' lists stage 0 holding 2 layers, first (at "
+        "p.yaml:3:5), but the schedule's stage 0 holds 2 layers: was it "
+        "measured on another job?");
   CHECK(fits(same, 1) == "the profile 'p.yaml' was measured at micro-batch "
                          "size 2 (at p.yaml:1:19), but the job's is 1: was "
                          "it measured on another job?");

@@ -276,14 +276,16 @@ llvm::Error programCosts(const Program &program, const CostInputs &inputs,
                          int64_t replica = 0);
 /// A profile names the stages and actors of the job it was measured on: an
 /// error when it names others than a schedule of `numStages` stages on
-/// `numActors` actors has (or more optimizer steps than actors), when a
-/// stage it lists held other layers than `meta` says (where both say), or
-/// when it was measured at another micro-batch size than `microBatchSize`
-/// (where both say).
+/// `numActors` actors has (or more optimizer steps than actors), or where
+/// the profile records what it measured (the runtime does) and the job's
+/// is known: a stage that was its module's first or last where `meta`'s is
+/// not (or the other way round), and with a `model` (whose layer counts
+/// `meta` then holds; without one they are the spec's) a stage of other
+/// layers or another micro-batch size.
 llvm::Error checkProfileFits(const Profile &profile, int32_t numStages,
                              int32_t numActors,
                              llvm::ArrayRef<StageMeta> meta = {},
-                             std::optional<int64_t> microBatchSize = {});
+                             const ModelConfig *model = nullptr);
 /// The same from the parts (null: not given), `cluster` as given: its
 /// jobDevices set by the caller.
 llvm::Error programCosts(const Program &program, const ModelConfig *model,
