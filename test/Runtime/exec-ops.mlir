@@ -93,6 +93,14 @@
 // error: unrecognized command-line option '-probe.cpp'").
 // RUN: mkdir -p %t/dash && cp %S/Inputs/ProbeOps.cpp %t/dash/-probe.cpp
 // RUN: cd %t/dash && flexpipe-compile %S/exec-lowering.mlir --emit=cpp --ops ./-probe.cpp -o cpp && sh cpp/build.sh && test -x cpp/rank1
+// The runtime's directories and the compiler given relatively, as
+// --emit=exe reads them (from where flexpipe-compile runs): build.sh, which
+// runs in its own directory, named nothing ("fatal error:
+// flexpipe/Runtime/Runtime.h: No such file or directory").
+// RUN: rm -rf %t/rel && mkdir -p %t/rel/bin && ln -s %build_dir/lib %t/rel/lib && ln -s %flexpipe_include/../runtime/include %t/rel/inc
+// RUN: printf '#!/bin/sh\nexec mpicxx "$@"\n' > %t/rel/bin/cxx && chmod +x %t/rel/bin/cxx
+// RUN: cd %t/rel && env FLEXPIPE_RUNTIME_LIB=lib FLEXPIPE_RUNTIME_INCLUDE=inc FLEXPIPE_CXX=bin/cxx flexpipe-compile %S/exec-lowering.mlir --emit=cpp -o cpp
+// RUN: cd / && sh %t/rel/cpp/build.sh && test -x %t/rel/cpp/rank1
 // RUN: flexpipe-compile %S/exec-lowering.mlir --emit=exe --ops %S/Inputs/ProbeOps.cpp -o %t/hand/exe
 // RUN: cp %t/hand/exe/run-mpi.sh %t/hand/cpp/run-mpi.sh
 // RUN: cd %t/hand/run && %t/hand/cpp/run-mpi.sh --iterations 2 --losses %t/hand/losses --weights %t/hand/weights > %t/hand/run.log

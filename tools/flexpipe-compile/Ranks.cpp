@@ -57,6 +57,15 @@ static std::string environmentOr(const char *name, const char *fallback) {
   return value && *value ? value : fallback;
 }
 
+/// `path` from this process's directory, as --emit=exe reads it: build.sh
+/// runs in the output directory, where a relative FLEXPIPE_RUNTIME_LIB,
+/// FLEXPIPE_RUNTIME_INCLUDE or FLEXPIPE_CXX named nothing.
+static std::string absolute(const std::string &path) {
+  SmallString<256> absolutePath(path);
+  llvm::sys::fs::make_absolute(absolutePath);
+  return absolutePath.str().str();
+}
+
 /// How to build one rank: `before` SOURCE -o OUTPUT `after`.
 struct Toolchain {
   std::vector<std::string> before, after;
@@ -88,7 +97,7 @@ static std::optional<Toolchain> hostToolchain(bool emulation,
     return std::nullopt;
   }
   Toolchain toolchain{
-      {*compiler, "-std=c++17", "-O2", "-I" + include},
+      {absolute(*compiler), "-std=c++17", "-O2", "-I" + include},
       {backend, libs + "/libFlexPipeRuntime.a", "-lopenblas", "-pthread"}};
   if (emulation)
     toolchain.after.push_back("-lboost_context"); // the emulated warps
@@ -138,9 +147,9 @@ static std::optional<Toolchain> cudaToolchain(const std::string &include,
             "FLEXPIPE_RUNTIME_LIB)\n";
     return std::nullopt;
   }
-  Toolchain toolchain{
-      {*nvcc, "-ccbin", *host, "-std=c++17", "-O2", "-I" + include},
-      {library, libs + "/libFlexPipeRuntime.a"}};
+  Toolchain toolchain{{absolute(*nvcc), "-ccbin", absolute(*host), "-std=c++17",
+                       "-O2", "-I" + include},
+                      {library, libs + "/libFlexPipeRuntime.a"}};
   SmallVector<StringRef> directories;
   StringRef(FLEXPIPE_CUDA_LIBRARY_DIRS).split(directories, ':', -1, false);
   for (StringRef directory : directories) {
@@ -616,10 +625,10 @@ int flexpipe::writeRanks(MLIRContext &context, ModuleOp module,
   // The emulation runs the CUDA backend's ranks: its launchers.
   const bool cuda = options.backend != "cpu";
   const bool exe = options.emit == "exe";
-  const std::string include =
-      environmentOr("FLEXPIPE_RUNTIME_INCLUDE", FLEXPIPE_RUNTIME_INCLUDE_DIR);
+  const std::string include = absolute(
+      environmentOr("FLEXPIPE_RUNTIME_INCLUDE", FLEXPIPE_RUNTIME_INCLUDE_DIR));
   const std::string libs =
-      environmentOr("FLEXPIPE_RUNTIME_LIB", FLEXPIPE_RUNTIME_LIB_DIR);
+      absolute(environmentOr("FLEXPIPE_RUNTIME_LIB", FLEXPIPE_RUNTIME_LIB_DIR));
   raw_ostream &errs = exe ? llvm::errs() : llvm::nulls();
   std::optional<Toolchain> toolchain =
       options.backend == "cuda"
