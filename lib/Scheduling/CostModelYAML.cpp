@@ -59,8 +59,8 @@ constexpr const char *kClusterKeys[] = {
     "peak_flops", "efficiency",  "memory_bytes", "intra_node",
     "inter_node", "measured"};
 constexpr const char *kProfileKeys[] = {
-    "micro_batch_size", "stages",        "messages", "default_message_s",
-    "optimizer_s",      "instruction_s", "exec_s"};
+    "micro_batch_size",  "modules",     "stages",        "messages",
+    "default_message_s", "optimizer_s", "instruction_s", "exec_s"};
 
 /// Thrown inside this file only: where in the file (0: nowhere) and what.
 struct Problem {
@@ -661,12 +661,26 @@ llvm::Error flexpipe::sched::loadProfile(const std::string &path,
       profile.microBatchSize = r.integer(mbs, "micro_batch_size", 1);
       profile.microBatchPlace = r.place(mbs.Mark());
     }
+    profile.modules.clear();
+    if (YAML::Node modules = root["modules"]) {
+      profile.modulesPlace = r.place(modules.Mark());
+      readList(r, modules, "modules", [&](const YAML::Node &node) {
+        const std::string mwhat = "a profiled module";
+        r.expectMap(node, mwhat, {"hidden", "heads", "seq", "vocab"});
+        Profile::ModuleShape m;
+        m.hidden = r.requiredInteger(node, "hidden", mwhat, 1, kMaxDimension);
+        m.heads = r.requiredInteger(node, "heads", mwhat, 1, kMaxDimension);
+        m.seq = r.requiredInteger(node, "seq", mwhat, 1, kMaxDimension);
+        m.vocab = r.requiredInteger(node, "vocab", mwhat, 0, kMaxDimension);
+        profile.modules.push_back(m);
+      });
+    }
     profile.stages.clear();
     readList(r, stages, "stages", [&](const YAML::Node &node) {
       const std::string swhat = "a profiled stage";
       r.expectMap(node, swhat,
-                  {"stage", "layers", "first", "last", "fwd_s", "bwd_s",
-                   "igrad_s", "wgrad_s", "activation_bytes",
+                  {"stage", "layers", "first", "last", "actors", "fwd_s",
+                   "bwd_s", "igrad_s", "wgrad_s", "activation_bytes",
                    "weight_grad_bytes"});
       Profile::Stage s;
       s.stage = r.requiredInteger(node, "stage", swhat, 0);
@@ -676,6 +690,16 @@ llvm::Error flexpipe::sched::loadProfile(const std::string &path,
         s.first = r.boolean(node["first"], "first");
       if (node["last"])
         s.last = r.boolean(node["last"], "last");
+      if (YAML::Node actors = node["actors"]) {
+        readList(r, actors, "actors", [&](const YAML::Node &actor) {
+          s.actors.push_back(r.integer(actor, "actors", 0, kMaxCount));
+        });
+        if (!std::is_sorted(s.actors.begin(), s.actors.end()) ||
+            std::adjacent_find(s.actors.begin(), s.actors.end()) !=
+                s.actors.end())
+          r.fail(actors.Mark(), "key 'actors' must list each actor once, in "
+                                "ascending order");
+      }
       s.fwd = r.requiredNumber(node, "fwd_s", swhat, 0);
       s.bwd = r.requiredNumber(node, "bwd_s", swhat, 0);
       // Without a measured split, the backward divides evenly.
@@ -757,6 +781,12 @@ std::string flexpipe::sched::formatProfile(const Profile &profile) {
         "one micro-batch\n";
   if (profile.microBatchSize)
     os << "micro_batch_size: " << *profile.microBatchSize << "\n";
+  if (!profile.modules.empty()) {
+    os << "modules:\n";
+    for (const Profile::ModuleShape &m : profile.modules)
+      os << "  - {hidden: " << m.hidden << ", heads: " << m.heads
+         << ", seq: " << m.seq << ", vocab: " << m.vocab << "}\n";
+  }
   os << (profile.stages.empty() ? "stages: []\n" : "stages:\n");
   for (const Profile::Stage &s : profile.stages) {
     os << "  - {stage: " << s.stage;
@@ -766,6 +796,12 @@ std::string flexpipe::sched::formatProfile(const Profile &profile) {
       os << ", first: " << (*s.first ? "true" : "false");
     if (s.last)
       os << ", last: " << (*s.last ? "true" : "false");
+    if (!s.actors.empty()) {
+      os << ", actors: [";
+      for (size_t i = 0; i < s.actors.size(); ++i)
+        os << (i ? ", " : "") << s.actors[i];
+      os << "]";
+    }
     os << ", fwd_s: " << s.fwd << ", bwd_s: " << s.bwd
        << ", igrad_s: " << s.igrad << ", wgrad_s: " << s.wgrad;
     if (s.activationBytes)

@@ -830,9 +830,8 @@ llvm::Error flexpipe::sched::lowerProblem(const BuiltProblem &built,
   // A profile prices the job it was measured on, for every output (the
   // simulation refused another job's, but the program was built with it).
   if (options.profile)
-    if (llvm::Error error = checkProfileFits(*options.profile, built.numStages,
-                                             built.problem.numActors,
-                                             built.stageMeta, options.model))
+    if (llvm::Error error = checkProfileFits(
+            *options.profile, stageLayoutOf(built), options.model))
       return error;
   // With a model and a cluster, the cost model's choice between its greedy
   // order and the step model's is judged by the simulation: the scheduler's

@@ -223,6 +223,34 @@ static void shareCores(const ClusterConfig &cluster,
   }
 }
 
+/// The stages of `program` (with its stage_info) price the model file's
+/// modules: first and last stages where the edges start and end, and each
+/// module's stages hold its layers (a schedule split for another model
+/// would be priced as a model of another size).
+static llvm::Error checkStagesHoldModel(const Program &program,
+                                        const ModelConfig &model) {
+  if (llvm::Error error = checkStageChains(program))
+    return error;
+  const std::vector<int64_t> held = moduleLayers(program);
+  std::vector<bool> priced(program.moduleNames.size(), false);
+  for (const StageMeta &meta : program.stageMeta)
+    if (!meta.isRegistered() && meta.module >= 0 &&
+        meta.module < static_cast<int32_t>(priced.size()))
+      priced[meta.module] = true;
+  for (size_t m = 0; m < priced.size(); ++m) {
+    const ModuleModel *module = model.module(program.moduleNames[m]);
+    if (priced[m] && module && module->layers != held[m])
+      return llvm::createStringError(
+          "the schedule's stages of module '" + program.moduleNames[m] +
+          "' hold " + std::to_string(held[m]) +
+          " layers (stage_info, along its stages), but the model file's '" +
+          program.moduleNames[m] + "' has " + std::to_string(module->layers) +
+          "; give the stages the model's layers or use the model file the "
+          "schedule was made for");
+  }
+  return llvm::Error::success();
+}
+
 llvm::Error flexpipe::sched::modelCosts(const Program &program,
                                         const ModelConfig &model,
                                         const ClusterConfig &cluster,
@@ -287,29 +315,8 @@ llvm::Error flexpipe::sched::modelCosts(const Program &program,
       }
     }
   }
-  // The stages price the model file's modules: first and last stages where
-  // the edges start and end, and each module's stages hold its layers (a
-  // schedule split for another model would be priced as a model of another
-  // size).
-  if (llvm::Error error = checkStageChains(program))
+  if (llvm::Error error = checkStagesHoldModel(program, model))
     return error;
-  const std::vector<int64_t> held = moduleLayers(program);
-  std::vector<bool> priced(program.moduleNames.size(), false);
-  for (const StageMeta &meta : program.stageMeta)
-    if (!meta.isRegistered() && meta.module >= 0 &&
-        meta.module < static_cast<int32_t>(priced.size()))
-      priced[meta.module] = true;
-  for (size_t m = 0; m < priced.size(); ++m) {
-    const ModuleModel *module = model.module(program.moduleNames[m]);
-    if (priced[m] && module && module->layers != held[m])
-      return llvm::createStringError(
-          "the schedule's stages of module '" + program.moduleNames[m] +
-          "' hold " + std::to_string(held[m]) +
-          " layers (stage_info, along its stages), but the model file's '" +
-          program.moduleNames[m] + "' has " + std::to_string(module->layers) +
-          "; give the stages the model's layers or use the model file the "
-          "schedule was made for");
-  }
   // The loss statistics of a vocabulary-parallel head (a shared stage of no
   // layers that holds the head): a ring all-reduce over its actors.
   c.collectiveDuration.assign(program.numStages, 0);
@@ -720,6 +727,22 @@ SimResult Simulator::run(const SimCosts &costs) const {
   return r;
 }
 
+StageLayout flexpipe::sched::stageLayoutOf(const BuiltProblem &built) {
+  StageLayout layout;
+  layout.numActors = built.problem.numActors;
+  layout.meta = built.stageMeta;
+  layout.moduleNames = built.moduleNames;
+  layout.edges = built.stageEdges;
+  layout.actorsOf.assign(built.numStages, {});
+  for (const StagePart &part : built.problem.parts)
+    layout.actorsOf[part.stage].push_back(part.actor);
+  for (std::vector<int32_t> &actors : layout.actorsOf) {
+    std::sort(actors.begin(), actors.end());
+    actors.erase(std::unique(actors.begin(), actors.end()), actors.end());
+  }
+  return layout;
+}
+
 StageLayout flexpipe::sched::stageLayoutOf(const Program &program) {
   StageLayout layout;
   layout.numActors = program.numActors;
@@ -845,17 +868,40 @@ AfterPipeline flexpipe::sched::afterPipeline(const StageLayout &layout,
   return after;
 }
 
-/// What a stage holds, as messages say it: "2 layers, first".
-static std::string holdings(int64_t layers, bool first, bool last) {
-  return std::to_string(layers) + (layers == 1 ? " layer" : " layers") +
-         (first ? ", first" : "") + (last ? ", last" : "");
+/// A stage's part in its module, as messages say it: "first", "last",
+/// "first and last", "neither first nor last".
+static std::string roles(bool first, bool last) {
+  return first && last ? "first and last"
+         : first       ? "first"
+         : last        ? "last"
+                       : "neither first nor last";
+}
+
+/// A list of numbers as messages say it: "[0, 2]".
+static std::string listed(llvm::ArrayRef<int64_t> values) {
+  std::string text = "[";
+  for (size_t i = 0; i < values.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(values[i]);
+  return text + "]";
+}
+
+/// Module sizes as messages say them: "hidden 64, heads 4, seq 32, vocab
+/// 256; ...".
+static std::string shapes(llvm::ArrayRef<Profile::ModuleShape> modules) {
+  std::string text;
+  for (const Profile::ModuleShape &m : modules)
+    text += (text.empty() ? "" : "; ") +
+            ("hidden " + std::to_string(m.hidden)) + ", heads " +
+            std::to_string(m.heads) + ", seq " + std::to_string(m.seq) +
+            ", vocab " + std::to_string(m.vocab);
+  return text;
 }
 
 llvm::Error flexpipe::sched::checkProfileFits(const Profile &profile,
-                                              int32_t numStages,
-                                              int32_t numActors,
-                                              llvm::ArrayRef<StageMeta> meta,
+                                              const StageLayout &job,
                                               const ModelConfig *model) {
+  const int32_t numStages = static_cast<int32_t>(job.actorsOf.size());
+  const int32_t numActors = job.numActors;
   auto counted = [](int32_t n, const char *noun) {
     return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
   };
@@ -884,30 +930,56 @@ llvm::Error flexpipe::sched::checkProfileFits(const Profile &profile,
     return other("has " + std::to_string(profile.optimizerStep.size()) +
                      " optimizer steps in optimizer_s",
                  profile.optimizerPlace);
-  // The same stages hold the same layers (a V-shape run's 4 stages are not
-  // a bidirectional schedule's 4). Without a model the schedule's layer
-  // counts are the spec's, not the run's.
+  // The same stages on the same actors hold the same layers (a V-shape
+  // run's 4 stages are not a bidirectional schedule's 4, nor a circular
+  // one's, whose actors hold other stages: the optimizer steps and
+  // messages are the actors'). Without a model the schedule's layer counts
+  // are the spec's, not the run's.
   for (const Profile::Stage &stage : profile.stages) {
-    if (static_cast<size_t>(stage.stage) >= meta.size())
+    const std::string id = std::to_string(stage.stage);
+    const std::vector<int32_t> &ran = job.actorsOf[stage.stage];
+    // (A registered stage's collectives are no computations: no actors.)
+    if (!stage.actors.empty() && !ran.empty() &&
+        !llvm::equal(stage.actors, ran,
+                     [](int64_t x, int32_t y) { return x == y; }))
+      return other("lists stage " + id + " run by actors " +
+                       listed(stage.actors),
+                   stage.place,
+                   "the schedule runs it on actors " +
+                       listed(std::vector<int64_t>(ran.begin(), ran.end())));
+    if (static_cast<size_t>(stage.stage) >= job.meta.size())
       continue;
-    const StageMeta &is = meta[stage.stage];
-    const int64_t layers = model ? stage.layers.value_or(is.layers) : is.layers;
+    const StageMeta &is = job.meta[stage.stage];
     const bool first = stage.first.value_or(is.first),
                last = stage.last.value_or(is.last);
-    const std::string id = std::to_string(stage.stage);
-    if (layers != is.layers || first != is.first || last != is.last)
+    if (model && stage.layers && *stage.layers != is.layers)
       return other("lists stage " + id + " holding " +
-                       holdings(layers, first, last),
+                       std::to_string(*stage.layers) + " layers",
                    stage.place,
                    "the schedule's stage " + id + " holds " +
-                       holdings(is.layers, is.first, is.last));
+                       std::to_string(is.layers));
+    if (first != is.first || last != is.last)
+      return other(
+          "lists stage " + id + " as " + roles(first, last), stage.place,
+          "the schedule's stage " + id + " is " + roles(is.first, is.last));
   }
-  if (model && profile.microBatchSize &&
+  if (!model)
+    return llvm::Error::success();
+  if (profile.microBatchSize &&
       *profile.microBatchSize != model->microBatchSize)
     return other("was measured at micro-batch size " +
                      std::to_string(*profile.microBatchSize),
                  profile.microBatchPlace,
                  "the job's is " + std::to_string(model->microBatchSize));
+  if (!profile.modules.empty()) {
+    std::vector<Profile::ModuleShape> sizes;
+    for (const ModuleModel &m : model->modules)
+      sizes.push_back({m.hidden, m.heads, m.seq, m.vocab});
+    if (sizes != profile.modules)
+      return other("was measured on modules of " + shapes(profile.modules),
+                   profile.modulesPlace,
+                   "the model file's are " + shapes(sizes));
+  }
   return llvm::Error::success();
 }
 
@@ -916,11 +988,18 @@ llvm::Error flexpipe::sched::checkProfileFits(const Profile &profile,
 /// empty without one).
 static llvm::Expected<std::optional<ClusterConfig>>
 jobCluster(const Program &program, const CostInputs &inputs, int64_t dp) {
-  if (const Profile *profile = inputs.profileOrNull())
-    if (llvm::Error error = checkProfileFits(
-            *profile, program.numStages, program.numActors, program.stageMeta,
-            inputs.model ? &*inputs.model : nullptr))
+  if (const Profile *profile = inputs.profileOrNull()) {
+    // A schedule made for another model is that (the profile of the model's
+    // own run would not fit it either).
+    if (inputs.hasModel() &&
+        program.stageMeta.size() == static_cast<size_t>(program.numStages))
+      if (llvm::Error error = checkStagesHoldModel(program, *inputs.model))
+        return std::move(error);
+    if (llvm::Error error =
+            checkProfileFits(*profile, stageLayoutOf(program),
+                             inputs.model ? &*inputs.model : nullptr))
       return std::move(error);
+  }
   if (!inputs.cluster)
     return std::nullopt;
   llvm::Expected<ClusterConfig> job =

@@ -566,24 +566,6 @@ std::string flexpipe::sched::describe(const Candidate &c) {
 
 namespace {
 
-/// The stage layout of a problem before it is scheduled: a stage runs on
-/// the actors of its parts.
-StageLayout layoutOf(const BuiltProblem &built) {
-  StageLayout layout;
-  layout.numActors = built.problem.numActors;
-  layout.meta = built.stageMeta;
-  layout.moduleNames = built.moduleNames;
-  layout.edges = built.stageEdges;
-  layout.actorsOf.assign(built.numStages, {});
-  for (const StagePart &part : built.problem.parts)
-    layout.actorsOf[part.stage].push_back(part.actor);
-  for (std::vector<int32_t> &actors : layout.actorsOf) {
-    std::sort(actors.begin(), actors.end());
-    actors.erase(std::unique(actors.begin(), actors.end()), actors.end());
-  }
-  return layout;
-}
-
 /// A candidate resolved to a scheduler problem, with what each actor holds.
 struct Prepared {
   ModelConfig sized;
@@ -631,9 +613,8 @@ void prepareCandidate(const Candidate &c, const ModelConfig &model,
   // --profile prices it).
   if (const Profile *profile = options.profile) {
     std::string why;
-    if (llvm::Error error = checkProfileFits(*profile, built->numStages,
-                                             static_cast<int32_t>(c.pp),
-                                             built->stageMeta, &out.sized))
+    if (llvm::Error error =
+            checkProfileFits(*profile, stageLayoutOf(*built), &out.sized))
       why = llvm::toString(std::move(error));
     for (int32_t stage = 0; why.empty() && stage < built->numStages; ++stage)
       if (!profile->stage(stage))
@@ -652,7 +633,7 @@ void prepareCandidate(const Candidate &c, const ModelConfig &model,
     }
   }
   out.built = std::move(*built);
-  out.layout = layoutOf(*out.built);
+  out.layout = stageLayoutOf(*out.built);
   out.held = actorHoldings(out.layout, out.sized, cluster);
 }
 

@@ -1329,8 +1329,16 @@ void writeProfile(flexpipe_rt &rt,
     std::fprintf(f,
                  "# FlexPipe profile measured by the runtime: mean seconds "
                  "per stage and instruction type for one micro-batch\n"
-                 "micro_batch_size: %lld\nstages:\n",
+                 "micro_batch_size: %lld\nmodules:\n",
                  static_cast<long long>(d.model.microBatch));
+    // The GPT, or the towers in the model file's order.
+    for (const GptConfig &m :
+         d.towers.empty() ? std::vector<GptConfig>{d.model} : d.towers)
+      std::fprintf(
+          f, "  - {hidden: %lld, heads: %lld, seq: %lld, vocab: %lld}\n",
+          static_cast<long long>(m.hidden), static_cast<long long>(m.heads),
+          static_cast<long long>(m.seq), static_cast<long long>(m.vocab));
+    std::fprintf(f, "stages:\n");
     const size_t half = rt.busy.size();
     for (int s = 0; s < d.stages; ++s) {
       auto mean = [&](int kind) {
@@ -1346,11 +1354,17 @@ void writeProfile(flexpipe_rt &rt,
       }
       // What the stage held: a profile prices only the job it measured.
       const ScheduleDesc::Stage &held = d.stage[s];
+      std::string actors;
+      for (int a :
+           held.actors.empty() ? std::vector<int>{held.actor} : held.actors)
+        actors += (actors.empty() ? "" : ", ") + std::to_string(a);
       std::fprintf(f,
                    "  - {stage: %d, layers: %d, first: %s, last: %s, "
-                   "fwd_s: %.9g, bwd_s: %.9g, igrad_s: %.9g, wgrad_s: %.9g}\n",
+                   "actors: [%s], fwd_s: %.9g, bwd_s: %.9g, igrad_s: %.9g, "
+                   "wgrad_s: %.9g}\n",
                    s, held.blocks, held.first ? "true" : "false",
-                   held.last ? "true" : "false", fwd, bwd, igrad, wgrad);
+                   held.last ? "true" : "false", actors.c_str(), fwd, bwd,
+                   igrad, wgrad);
     }
     bool header = false;
     for (int a = 0; a < d.actors; ++a)

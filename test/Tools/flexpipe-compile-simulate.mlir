@@ -190,22 +190,35 @@
 // RUN: printf 'stages: []\noptimizer_s: [1, 1, 1, 1, 1, 1]\n' > %t.steps6.yaml
 // RUN: not flexpipe-compile %schedules/1f1b.mlir --actors 2 --model %configs/models/tiny.yaml --cluster %configs/clusters/cpu.yaml --profile %t.steps6.yaml --emit=report 2>&1 | FileCheck %s --check-prefix=OTHER-STEPS
 // OTHER-STEPS: error: 'flexpipe.pipeline' op the profile '{{.*}}steps6.yaml' has 6 optimizer steps in optimizer_s (at {{.*}}steps6.yaml:2:14), but the schedule has 2 stages and 2 actors
-// The runtime records what each stage held and the micro-batch size: a
-// V-shape run's 4 stages (2 layers each) do not price a bidirectional
-// schedule's 4 (4 layers each), nor the V-shape at micro-batch size 2
-// (both were priced with the run's durations).
-// RUN: printf 'micro_batch_size: 1\nstages:\n  - {stage: 0, layers: 2, first: true, last: false, fwd_s: 1, bwd_s: 2}\n  - {stage: 1, layers: 2, first: false, last: false, fwd_s: 1, bwd_s: 2}\n  - {stage: 2, layers: 2, first: false, last: false, fwd_s: 1, bwd_s: 2}\n  - {stage: 3, layers: 2, first: false, last: true, fwd_s: 1, bwd_s: 2}\n' > %t.vshape.yaml
+// The runtime records what each stage held, on which actors, the
+// micro-batch size and the model's sizes: a V-shape run's 4 stages (2
+// layers each) do not price a bidirectional schedule's 4 (4 layers each),
+// nor a circular one's (other actors), nor the V-shape at micro-batch size
+// 2 or of a wider model (all were priced with the run's durations).
+// RUN: printf 'micro_batch_size: 1\nmodules:\n  - {hidden: 64, heads: 4, seq: 32, vocab: 256}\nstages:\n  - {stage: 0, layers: 2, first: true, last: false, actors: [0], fwd_s: 1, bwd_s: 2}\n  - {stage: 1, layers: 2, first: false, last: false, actors: [1], fwd_s: 1, bwd_s: 2}\n  - {stage: 2, layers: 2, first: false, last: false, actors: [1], fwd_s: 1, bwd_s: 2}\n  - {stage: 3, layers: 2, first: false, last: true, actors: [0], fwd_s: 1, bwd_s: 2}\n' > %t.vshape.yaml
 // RUN: flexpipe-compile %schedules/vshape.mlir --actors 2 --model %configs/models/tiny.yaml --cluster %configs/clusters/cpu.yaml --profile %t.vshape.yaml --emit=report | FileCheck %s --check-prefix=SAME-JOB
 // SAME-JOB: schedule @vshape: 2 actors, 4 stages, 8 micro-batches
 // RUN: not flexpipe-compile %schedules/bidirectional.mlir --actors 2 --model %configs/models/tiny.yaml --cluster %configs/clusters/cpu.yaml --profile %t.vshape.yaml --emit=report 2>&1 | FileCheck %s --check-prefix=OTHER-HOLDS
-// OTHER-HOLDS: bidirectional.mlir:{{[0-9]+}}:1: error: 'flexpipe.pipeline' op the profile '{{.*}}vshape.yaml' lists stage 0 holding 2 layers, first (at {{.*}}vshape.yaml:3:5), but the schedule's stage 0 holds 4 layers, first: was it measured on another job?
+// OTHER-HOLDS: bidirectional.mlir:{{[0-9]+}}:1: error: 'flexpipe.pipeline' op the profile '{{.*}}vshape.yaml' lists stage 0 holding 2 layers (at {{.*}}vshape.yaml:5:5), but the schedule's stage 0 holds 4: was it measured on another job?
 // RUN: sed -e 's/micro_batch_size: 1/micro_batch_size: 2/' %configs/models/tiny.yaml > %t.tiny-mbs2.yaml
 // RUN: not flexpipe-compile %schedules/vshape.mlir --actors 2 --microbatches 4 --model %t.tiny-mbs2.yaml --cluster %configs/clusters/cpu.yaml --profile %t.vshape.yaml --emit=report 2>&1 | FileCheck %s --check-prefix=OTHER-MBS
 // OTHER-MBS: error: 'flexpipe.pipeline' op the profile '{{.*}}vshape.yaml' was measured at micro-batch size 1 (at {{.*}}vshape.yaml:1:19), but the job's is 2: was it measured on another job?
+// RUN: not flexpipe-compile %schedules/interleaved-1f1b.mlir --actors 2 --model %configs/models/tiny.yaml --cluster %configs/clusters/cpu.yaml --profile %t.vshape.yaml --emit=report 2>&1 | FileCheck %s --check-prefix=OTHER-ACTORS
+// OTHER-ACTORS: error: 'flexpipe.pipeline' op the profile '{{.*}}vshape.yaml' lists stage 2 run by actors [1] (at {{.*}}vshape.yaml:7:5), but the schedule runs it on actors [0]: was it measured on another job?
+// RUN: sed -e 's/hidden: 64/hidden: 128/' %configs/models/tiny.yaml > %t.tiny-wide.yaml
+// RUN: not flexpipe-compile %schedules/vshape.mlir --actors 2 --model %t.tiny-wide.yaml --cluster %configs/clusters/cpu.yaml --profile %t.vshape.yaml --emit=report 2>&1 | FileCheck %s --check-prefix=OTHER-MODEL
+// OTHER-MODEL: error: 'flexpipe.pipeline' op the profile '{{.*}}vshape.yaml' was measured on modules of hidden 64, heads 4, seq 32, vocab 256 (at {{.*}}vshape.yaml:3:3), but the model file's are hidden 128, heads 4, seq 32, vocab 256: was it measured on another job?
+// A schedule made for another model is reported as that, before the
+// profile of the model's own run (3 layers a stage) is blamed:
+// RUN: sed -e 's/layers: 8/layers: 6/' %configs/models/tiny.yaml > %t.tiny6.yaml
+// RUN: printf 'stages:\n  - {stage: 0, layers: 3, first: true, last: false, fwd_s: 1, bwd_s: 2}\n  - {stage: 1, layers: 3, first: false, last: true, fwd_s: 1, bwd_s: 2}\n' > %t.six.yaml
+// RUN: flexpipe-compile %schedules/1f1b.mlir --actors 2 --emit=schedule > %t.eight.mlir
+// RUN: not flexpipe-opt %t.eight.mlir -flexpipe-simulate="model=%t.tiny6.yaml cluster=%configs/clusters/cpu.yaml profile=%t.six.yaml" 2>&1 | FileCheck %s --check-prefix=MODEL-FIRST
+// MODEL-FIRST: error: the schedule's stages of module 'gpt' hold 4 layers (stage_info, along its stages), but the model file's 'gpt' has 6
 // The simulate pass reads stage_info from schedule-level IR:
 // RUN: flexpipe-compile %schedules/bidirectional.mlir --actors 2 --emit=schedule > %t.bidirectional.mlir
 // RUN: not flexpipe-opt %t.bidirectional.mlir -flexpipe-simulate="profile=%t.vshape.yaml" 2>&1 | FileCheck %s --check-prefix=OTHER-PASS
-// OTHER-PASS: error: the profile '{{.*}}vshape.yaml' lists stage 1 holding 2 layers (at {{.*}}vshape.yaml:4:5), but the schedule's stage 1 holds {{[0-9]+}} layers, last
+// OTHER-PASS: error: the profile '{{.*}}vshape.yaml' lists stage 1 as neither first nor last (at {{.*}}vshape.yaml:6:5), but the schedule's stage 1 is last
 
 // A count within rounding of a whole number prints whole (a sum of thirds,
 // 11.999..., read "12.00 units" under actor 0's "12 units"), and an axis

@@ -126,7 +126,7 @@
 // LINK: link.yaml:8:3: error: missing key 'latency_s' in inter_node
 // PROFILE: profile.yaml:2:23: error: key 'fwd_s' must be a number, got 'fast'
 // QUOTED: quoted.yaml:2:23: error: key 'fwd_s' must be a number, got the string "0.5"; write it without quotes
-// KIND-PROFILE: good-cluster.yaml:1:1: error: unknown key 'devices' in the profile file; expected one of: micro_batch_size, stages, messages, default_message_s, optimizer_s, instruction_s, exec_s; its keys are those of a cluster file
+// KIND-PROFILE: good-cluster.yaml:1:1: error: unknown key 'devices' in the profile file; expected one of: micro_batch_size, modules, stages, messages, default_message_s, optimizer_s, instruction_s, exec_s; its keys are those of a cluster file
 // NUL: nul.yaml:2:1: error: the file holds a control character (byte 0x00), which YAML text cannot hold: is it a binary file?
 // UTF16: iteration time
 // LISTKEY: list-key.yaml:2:3: error: a key in the model file must be a name, not a list, a mapping or empty

@@ -971,65 +971,99 @@ TEST_CASE("a profile's empty messages list prices every message, and is "
   CHECK_FALSE(links.pricesMessages());
 }
 
-TEST_CASE("a profile fits only the job it measured: its stages' layers and "
-          "its micro-batch size, where it records them",
+TEST_CASE("a profile fits only the job it measured: its stages' actors, "
+          "roles and layers, its micro-batch size and model, where it "
+          "records them",
           "[profile]") {
   const std::string text =
-      "micro_batch_size: 2\nstages:\n"
-      "  - {stage: 0, layers: 2, first: true, last: false, fwd_s: 1, bwd_s: "
-      "2}\n"
+      "micro_batch_size: 2\nmodules:\n"
+      "  - {hidden: 64, heads: 4, seq: 32, vocab: 256}\nstages:\n"
+      "  - {stage: 0, layers: 2, first: true, last: false, actors: [0], "
+      "fwd_s: 1, bwd_s: 2}\n"
       "  - {stage: 1, layers: 2, fwd_s: 1, bwd_s: 2}\n";
   Profile read;
   REQUIRE(llvm::toString(loadProfile("p.yaml", read, &text)) == "");
   REQUIRE(read.microBatchSize == 2);
   REQUIRE(read.stages[1].layers == 2);
   CHECK_FALSE(read.stages[1].first.has_value());
+  CHECK(read.stages[0].actors == std::vector<int64_t>{0});
+  CHECK(read.stages[1].actors.empty());
   // Written back as read.
   Profile again;
   const std::string printed = formatProfile(read);
   REQUIRE(llvm::toString(loadProfile("p.yaml", again, &printed)) == "");
   CHECK(formatProfile(again) == printed);
-  CHECK(printed.find("layers: 2, first: true, last: false") !=
+  CHECK(printed.find("layers: 2, first: true, last: false, actors: [0]") !=
+        std::string::npos);
+  CHECK(printed.find("- {hidden: 64, heads: 4, seq: 32, vocab: 256}") !=
         std::string::npos);
 
-  StageMeta first, last;
-  first.layers = last.layers = 2;
-  first.first = last.last = true;
-  const std::vector<StageMeta> same = {first, last};
+  StageLayout job;
+  job.numActors = 2;
+  job.actorsOf = {{0}, {1}};
+  job.meta.resize(2);
+  job.meta[0].layers = job.meta[1].layers = 2;
+  job.meta[0].first = job.meta[1].last = true;
+  ModuleModel gpt;
+  gpt.hidden = 64;
+  gpt.heads = 4;
+  gpt.seq = 32;
+  gpt.vocab = 256;
   // `mbs`: the model's micro-batch size; none: no model.
-  auto fits = [&](llvm::ArrayRef<StageMeta> meta, std::optional<int64_t> mbs) {
+  auto fits = [&](const StageLayout &layout, std::optional<int64_t> mbs,
+                  const ModuleModel &module) {
     ModelConfig model;
     model.microBatchSize = mbs.value_or(1);
+    model.modules = {module};
     return llvm::toString(
-        checkProfileFits(read, 2, 2, meta, mbs ? &model : nullptr));
+        checkProfileFits(read, layout, mbs ? &model : nullptr));
   };
-  CHECK(fits(same, 2) == "");
-  // Unknown on either side: not compared.
-  CHECK(fits({}, 2) == "");
-  CHECK(fits(same, std::nullopt) == "");
+  CHECK(fits(job, 2, gpt) == "");
+  CHECK(fits(job, std::nullopt, gpt) == "");
+  // No stage_info: roles and layers not compared.
+  StageLayout bare = job;
+  bare.meta.clear();
+  CHECK(fits(bare, 2, gpt) == "");
   // Stage 1's `last` is not recorded: any fits.
-  std::vector<StageMeta> unlisted = same;
-  unlisted[1].last = false;
-  CHECK(fits(unlisted, 2) == "");
-  std::vector<StageMeta> more = same;
-  more[0].layers = 4;
-  CHECK(fits(more, 2) == "the profile 'p.yaml' lists stage 0 holding 2 "
-                         "layers, first (at p.yaml:3:5), but the schedule's "
-                         "stage 0 holds 4 layers, first: was it measured on "
-                         "another job?");
+  StageLayout unlisted = job;
+  unlisted.meta[1].last = false;
+  CHECK(fits(unlisted, 2, gpt) == "");
+  StageLayout more = job;
+  more.meta[0].layers = 4;
+  CHECK(fits(more, 2, gpt) ==
+        "the profile 'p.yaml' lists stage 0 holding 2 layers (at "
+        "p.yaml:5:5), but the schedule's stage 0 holds 4: was it measured "
+        "on another job?");
   // Without a model the schedule's layer counts are the spec's, which the
   // run's model may have replaced: not compared; first and last are.
-  CHECK(fits(more, std::nullopt) == "");
-  std::vector<StageMeta> notFirst = same;
-  notFirst[0].first = false;
-  CHECK(fits(notFirst, 2).find("holds 2 layers:") != std::string::npos);
-  CHECK(fits(notFirst, std::nullopt) ==
-        "the profile 'p.yaml' lists stage 0 holding 2 layers, first (at "
-        "p.yaml:3:5), but the schedule's stage 0 holds 2 layers: was it "
+  CHECK(fits(more, std::nullopt, gpt) == "");
+  StageLayout notFirst = job;
+  notFirst.meta[0].first = false;
+  CHECK(fits(notFirst, std::nullopt, gpt) ==
+        "the profile 'p.yaml' lists stage 0 as first (at p.yaml:5:5), but "
+        "the schedule's stage 0 is neither first nor last: was it measured "
+        "on another job?");
+  // Another actor (a circular schedule's stages of a V-shape's layers).
+  StageLayout moved = job;
+  moved.actorsOf = {{1}, {0}};
+  CHECK(fits(moved, std::nullopt, gpt) ==
+        "the profile 'p.yaml' lists stage 0 run by actors [0] (at "
+        "p.yaml:5:5), but the schedule runs it on actors [1]: was it "
         "measured on another job?");
-  CHECK(fits(same, 1) == "the profile 'p.yaml' was measured at micro-batch "
-                         "size 2 (at p.yaml:1:19), but the job's is 1: was "
-                         "it measured on another job?");
+  // A stage no actor computes (a registered stage's collectives): not
+  // compared.
+  StageLayout collective = job;
+  collective.actorsOf[0].clear();
+  CHECK(fits(collective, 2, gpt) == "");
+  CHECK(fits(job, 1, gpt) == "the profile 'p.yaml' was measured at "
+                             "micro-batch size 2 (at p.yaml:1:19), but the "
+                             "job's is 1: was it measured on another job?");
+  ModuleModel wide = gpt;
+  wide.hidden = 256;
+  CHECK(fits(job, 2, wide) ==
+        "the profile 'p.yaml' was measured on modules of hidden 64, heads 4, "
+        "seq 32, vocab 256 (at p.yaml:3:3), but the model file's are hidden "
+        "256, heads 4, seq 32, vocab 256: was it measured on another job?");
 }
 
 TEST_CASE("times print in s or ms, below a millisecond with 4 significant "

@@ -375,6 +375,8 @@ struct Profile {
     /// whose stage holds the same (checkProfileFits).
     std::optional<int64_t> layers;
     std::optional<bool> first, last;
+    /// The actors that ran it, sorted; empty where the file does not say.
+    std::vector<int64_t> actors;
     /// Where the file lists it (FILE:LINE:COLUMN), for messages; or empty.
     std::string place;
     double weightGradOr(double activation) const {
@@ -389,6 +391,17 @@ struct Profile {
   /// it): the durations are those of one micro-batch of this size.
   std::optional<int64_t> microBatchSize;
   std::string microBatchPlace; ///< where micro_batch_size is, as Stage::place
+  /// The sizes of the run's modules, in the model file's order, where the
+  /// file says (the runtime writes them).
+  struct ModuleShape {
+    int64_t hidden = 0, heads = 0, seq = 0, vocab = 0;
+    bool operator==(const ModuleShape &o) const {
+      return hidden == o.hidden && heads == o.heads && seq == o.seq &&
+             vocab == o.vocab;
+    }
+  };
+  std::vector<ModuleShape> modules;
+  std::string modulesPlace; ///< where modules is, as Stage::place
   /// Point-to-point message time between actors (seconds); pairs not listed
   /// take `defaultMessageTime` (0 when there is none). A profile with
   /// neither leaves messages to the cluster's links (pricesMessages).

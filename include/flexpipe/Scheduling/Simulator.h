@@ -226,6 +226,9 @@ struct StageLayout {
 };
 /// The layout of a program: a stage runs on the actors that compute it.
 StageLayout stageLayoutOf(const Program &program);
+/// The layout of a problem before it is scheduled: a stage runs on the
+/// actors of its parts.
+StageLayout stageLayoutOf(const BuiltProblem &built);
 
 /// What each actor holds whatever the schedule: static bytes (weights,
 /// gradients, optimizer state), parameters and gradient bytes, a shared
@@ -275,16 +278,14 @@ llvm::Error programCosts(const Program &program, const CostInputs &inputs,
                          int64_t dp, TimeModel withoutFiles, SimCosts &costs,
                          int64_t replica = 0);
 /// A profile names the stages and actors of the job it was measured on: an
-/// error when it names others than a schedule of `numStages` stages on
-/// `numActors` actors has (or more optimizer steps than actors), or where
-/// the profile records what it measured (the runtime does) and the job's
-/// is known: a stage that was its module's first or last where `meta`'s is
-/// not (or the other way round), and with a `model` (whose layer counts
-/// `meta` then holds; without one they are the spec's) a stage of other
-/// layers or another micro-batch size.
-llvm::Error checkProfileFits(const Profile &profile, int32_t numStages,
-                             int32_t numActors,
-                             llvm::ArrayRef<StageMeta> meta = {},
+/// error when it names others than `job` has (or more optimizer steps than
+/// actors), or where the profile records what it measured (the runtime
+/// does) and the job's is known: a stage run by other actors, or that was
+/// its module's first or last where the job's is not (or the other way
+/// round), and with a `model` (whose layer counts `job.meta` then holds;
+/// without one they are the spec's) a stage of other layers, another
+/// micro-batch size or modules of other sizes.
+llvm::Error checkProfileFits(const Profile &profile, const StageLayout &job,
                              const ModelConfig *model = nullptr);
 /// The same from the parts (null: not given), `cluster` as given: its
 /// jobDevices set by the caller.
