@@ -28,6 +28,7 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
+#include "llvm/Support/Signals.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include "../CliChecks.h"
@@ -729,6 +730,11 @@ bool writeBestVsBaseline(const std::string &output, const ModelConfig &model,
 } // namespace
 
 int main(int argc, char **argv) {
+  // LLVM's signal handlers (and its alternate signal stack) are installed on
+  // the first ToolOutputFile; do it here, on the main thread, rather than in
+  // the results writer thread, whose exit would leave the stack to the
+  // thread library (and to ASan, which unmaps it and aborts).
+  llvm::sys::PrintStackTraceOnErrorSignal(argv[0]);
   Options o;
   flexpipe::keepFreedMemory();
   CLI::App app{
