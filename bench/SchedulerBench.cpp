@@ -19,6 +19,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "BenchArgs.h"
 #include "flexpipe/Scheduling/PipelineSpec.h"
 #include "flexpipe/Scheduling/Program.h"
 
@@ -119,8 +120,23 @@ static void throughput(const char *name, const PipelineSpec &spec,
   }
 }
 
+constexpr const char *kUsage =
+    "flexpipe-bench-scheduler [SECONDS_PER_ROW, default 1]";
+
 int main(int argc, char **argv) {
-  const double budget = argc > 1 ? std::atof(argv[1]) : 1.0;
+  if (argc == 2 && flexpipe::bench::printsUsage(argv[1], kUsage))
+    return 0;
+  if (argc > 2) {
+    std::fprintf(stderr, "usage: %s\n", kUsage);
+    return 1;
+  }
+  std::optional<double> budgetArg =
+      argc > 1 ? flexpipe::bench::parseSeconds("flexpipe-bench-scheduler",
+                                               argv[1], kUsage)
+               : 1.0;
+  if (!budgetArg)
+    return 1;
+  const double budget = *budgetArg;
   std::printf("FlexPipe scheduler benchmark (one thread, %.1f s per row)\n\n",
               budget);
   throughput("1F1B pp=8 m=32", oneF1B(8, 32), budget);

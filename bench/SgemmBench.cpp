@@ -17,6 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "BenchArgs.h"
 #include <cblas.h>
 
 #include <chrono>
@@ -50,17 +51,27 @@ double rate(int m, int n, int k, double seconds) {
 } // namespace
 
 int main(int argc, char **argv) {
+  if (argc == 2 && flexpipe::bench::printsUsage(
+                       argv[1], "flexpipe-bench-sgemm T H V [seconds]"))
+    return 0;
   if (argc < 4) {
     std::fprintf(stderr, "usage: flexpipe-bench-sgemm T H V [seconds]\n");
     return 1;
   }
   const int t = std::atoi(argv[1]), h = std::atoi(argv[2]),
             v = std::atoi(argv[3]);
-  const double seconds = argc > 4 ? std::atof(argv[4]) : 0.5;
-  if (t < 1 || h < 1 || v < 1 || seconds <= 0) {
+  if (t < 1 || h < 1 || v < 1) {
     std::fprintf(stderr, "flexpipe-bench-sgemm: T, H, V must be positive\n");
     return 1;
   }
+  const std::optional<double> parsed =
+      argc > 4 ? flexpipe::bench::parseSeconds(
+                     "flexpipe-bench-sgemm", argv[4],
+                     "flexpipe-bench-sgemm T H V [seconds]")
+               : 0.5;
+  if (!parsed)
+    return 1;
+  const double seconds = *parsed;
   openblas_set_num_threads(1);
   struct Shape {
     const char *name;

@@ -14,6 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "BenchArgs.h"
 #include "flexpipe/Scheduling/PipelineSpec.h"
 #include "flexpipe/Scheduling/Simulator.h"
 
@@ -103,8 +104,23 @@ static void row(const char *name, const PipelineSpec &s, double budget) {
   }
 }
 
+constexpr const char *kUsage =
+    "flexpipe-bench-simulator [SECONDS_PER_ROW, default 1]";
+
 int main(int argc, char **argv) {
-  const double budget = argc > 1 ? std::atof(argv[1]) : 1.0;
+  if (argc == 2 && flexpipe::bench::printsUsage(argv[1], kUsage))
+    return 0;
+  if (argc > 2) {
+    std::fprintf(stderr, "usage: %s\n", kUsage);
+    return 1;
+  }
+  std::optional<double> budgetArg =
+      argc > 1 ? flexpipe::bench::parseSeconds("flexpipe-bench-simulator",
+                                               argv[1], kUsage)
+               : 1.0;
+  if (!budgetArg)
+    return 1;
+  const double budget = *budgetArg;
   std::printf("FlexPipe simulator benchmark (one thread, %.1f s per row)\n\n",
               budget);
   row("1F1B pp=8 m=32", spec(8, 1, 32), budget);

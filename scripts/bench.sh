@@ -1,8 +1,14 @@
 #!/usr/bin/env bash
 # Builds if needed and runs the benchmarks. They print figures and never fail
-# on timing. Usage: scripts/bench.sh [seconds per row, default 1]
+# on timing; a benchmark that fails (a tool's error, no run to measure) makes
+# the script exit 1 after the others have run.
+# Usage: scripts/bench.sh [seconds per row, default 1]
 set -euo pipefail
+case "${1:-}" in
+  -h|--help) echo "usage: scripts/bench.sh [seconds per row, default 1]"; exit 0 ;;
+esac
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+failed=0
 build_all
 "$BUILD_DIR/bin/flexpipe-bench-scheduler" "${1:-1}"
 echo
@@ -32,13 +38,24 @@ if command -v mpirun >/dev/null && [ -f "$BUILD_DIR/lib/libflexpipe_rt_cpu.a" ];
   "$BUILD_DIR/bin/flexpipe-profile" --model "$FLEXPIPE_ROOT/configs/models/tiny.yaml" \
     --model "$FLEXPIPE_ROOT/configs/models/gpt-h256.yaml" --ranks 4 -q \
     -o "$BUILD_DIR/bench-machine.yaml"
+  status=0
   python3 "$FLEXPIPE_ROOT/bench/cost-validation.py" "$BUILD_DIR" \
     --cluster "$BUILD_DIR/bench-machine.yaml" --work "$BUILD_DIR/cost-validation" \
-    --markdown "$BUILD_DIR/cost-validation.md" | grep -v '^disagreeing pair' || true
+    --markdown "$BUILD_DIR/cost-validation.md" | grep -v '^disagreeing pair' ||
+    status=${PIPESTATUS[0]}
+  if [ "$status" != 0 ]; then
+    echo "cost validation: failed (exit $status)" >&2
+    failed=1
+  fi
   echo
   echo "Its noise floor: each group's best candidate run 10 more times (bench/noise-floor.py; about 2 minutes):"
-  python3 "$FLEXPIPE_ROOT/bench/noise-floor.py" "$BUILD_DIR" \
-    --work "$BUILD_DIR/cost-validation" --runs 10 2>/dev/null || true
+  # Its progress goes to standard error: shown only when it fails.
+  if ! python3 "$FLEXPIPE_ROOT/bench/noise-floor.py" "$BUILD_DIR" \
+    --work "$BUILD_DIR/cost-validation" --runs 10 2> "$BUILD_DIR/noise-floor.err"; then
+    cat "$BUILD_DIR/noise-floor.err" >&2
+    echo "noise floor: failed" >&2
+    failed=1
+  fi
 else
   echo "cost validation: skipped (no MPI runtime built)"
 fi
@@ -48,3 +65,4 @@ python3 "$FLEXPIPE_ROOT/bench/paper-study.py" "$BUILD_DIR"
 echo
 echo "The paper's CLIP study (regenerates the CLIP section of docs/PaperStudy.md):"
 python3 "$FLEXPIPE_ROOT/bench/clip-study.py" "$BUILD_DIR"
+exit "$failed"
