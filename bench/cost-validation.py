@@ -770,8 +770,8 @@ def parse_args():
     add("--sampled", type=int, default=5,
         help="more candidates sampled below the top (default: %(default)s)")
     add("--iterations", type=int, default=200,
-        help="iterations per run at most, the first not timed (default: "
-             "%(default)s)")
+        help="iterations per run at most (at least 3), the first not timed "
+             "(default: %(default)s)")
     add("--repeats", type=int, default=3,
         help="runs per candidate; measured = their median (default: "
              "%(default)s)")
@@ -796,6 +796,9 @@ def parse_args():
         help="where specs, executables and logs go (default: a new directory "
              "under the system's temporary directory, kept)")
     args = parser.parse_args()
+    if args.iterations < 3:
+        parser.error("--iterations must be at least 3 (a run times the "
+                     "iterations after its first, and its estimate needs two)")
     for name in ("top", "sampled", "repeats"):
         if getattr(args, name) < (1 if name != "sampled" else 0):
             parser.error(f"--{name} is too small")

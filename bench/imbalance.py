@@ -32,6 +32,9 @@ def size_bytes(text):
 
 
 def main():
+    if len(sys.argv) > 1 and sys.argv[1] in ("-h", "--help"):
+        print(__doc__.strip())
+        return
     build = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build")
     tool = os.path.join(build, "bin", "flexpipe-compile")
     print("| vocabulary | pp | slowest / fastest stage time | "

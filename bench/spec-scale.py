@@ -40,7 +40,11 @@ def timed(command):
 
 
 def main():
-    build = sys.argv[1] if len(sys.argv) > 1 else "build"
+    if len(sys.argv) > 1 and sys.argv[1] in ("-h", "--help"):
+        print(__doc__.strip())
+        return
+    build = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
+        os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "build")
     opt = os.path.join(build, "bin", "flexpipe-opt")
     compile_ = os.path.join(build, "bin", "flexpipe-compile")
     print(f"{'K':>6} {'ops':>6} {'flexpipe-opt':>13} {'us/op':>7} "

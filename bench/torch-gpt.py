@@ -248,6 +248,8 @@ def main():
     parser.add_argument("--iterations", type=int, default=6)
     parser.add_argument("--losses", help="FlexPipe's losses, one per iteration")
     args = parser.parse_args()
+    if args.iterations < 1:
+        parser.error("--iterations must be at least 1")
     if (args.weights is None) != (args.batches is None):
         parser.error("give both --weights and --batches, or neither (random)")
     if args.weights is None and args.losses:

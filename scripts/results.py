@@ -22,7 +22,9 @@ CLUSTER = os.path.join(ROOT, "configs", "clusters", "a800.yaml")
 NOTES = """
 - Under the GPT 5B 1M-vocabulary costs the LM head (about 2.6 GFLOP per
   token) dominates the last stage even with the cost-balanced partition, so
-  every schedule idles most of the time and separation gains 2-4 %.
+  every one-directional schedule idles about two thirds of the time (64-69 %;
+  bidirectional, with a head at each end, 43-46 %) and separation gains
+  2-5 %.
 - `vshape` and `zb-v` schedule with the cost-balanced partition at pp=8: the
   greedy cost-model order stalls at their in-flight limit (one micro-batch
   per stage), and the cost model keeps the step model's order timed under
@@ -60,6 +62,12 @@ def figures(opt, spec_text, model):
     os.unlink(path)
     if out.returncode != 0:
         sys.stderr.write(out.stderr[:400])
+        # A diagnostic at the spec (a schedule that cannot be made at this
+        # size) is a row of the table; anything else (a crash, a bad option,
+        # a stale tool) stops the page from being written.
+        if out.returncode < 0 or f"{path}:" not in out.stderr:
+            sys.exit(f"results.py: {' '.join(cmd)} failed (exit "
+                     f"{out.returncode}) without a diagnostic at the spec")
         return None
     sim = re.search(r"flexpipe\.simulation = \{(.*?)\}", out.stdout).group(1)
     time = float(re.search(r"iteration_time = ([0-9.e+-]+)", sim).group(1))
@@ -77,6 +85,9 @@ def figures(opt, spec_text, model):
 
 
 def main():
+    if len(sys.argv) > 1 and sys.argv[1] in ("-h", "--help"):
+        print(__doc__.strip())
+        return
     build = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build")
     opt = os.path.join(build, "bin", "flexpipe-opt")
     compile_tool = os.path.join(build, "bin", "flexpipe-compile")
