@@ -19,6 +19,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <optional>
+#include <string>
 
 namespace flexpipe::bench {
 
@@ -45,6 +46,23 @@ inline std::optional<double> parseSeconds(const char *name, const char *text,
     return std::nullopt;
   }
   return seconds;
+}
+
+/// The seconds per row of a benchmark whose one optional argument they are
+/// (default 1), or none when it should exit with `exitCode` instead: 0
+/// after --help, 1 after a wrong argument (both said).
+inline std::optional<double> secondsPerRow(int argc, char **argv,
+                                           const char *name, int &exitCode) {
+  std::string usage = std::string(name) + " [SECONDS_PER_ROW, default 1]";
+  exitCode = 0;
+  if (argc == 2 && printsUsage(argv[1], usage.c_str()))
+    return std::nullopt;
+  exitCode = 1;
+  if (argc > 2) {
+    std::fprintf(stderr, "usage: %s\n", usage.c_str());
+    return std::nullopt;
+  }
+  return argc > 1 ? parseSeconds(name, argv[1], usage.c_str()) : 1.0;
 }
 
 } // namespace flexpipe::bench

@@ -120,22 +120,12 @@ static void throughput(const char *name, const PipelineSpec &spec,
   }
 }
 
-constexpr const char *kUsage =
-    "flexpipe-bench-scheduler [SECONDS_PER_ROW, default 1]";
-
 int main(int argc, char **argv) {
-  if (argc == 2 && flexpipe::bench::printsUsage(argv[1], kUsage))
-    return 0;
-  if (argc > 2) {
-    std::fprintf(stderr, "usage: %s\n", kUsage);
-    return 1;
-  }
-  std::optional<double> budgetArg =
-      argc > 1 ? flexpipe::bench::parseSeconds("flexpipe-bench-scheduler",
-                                               argv[1], kUsage)
-               : 1.0;
+  int exitCode = 0;
+  const std::optional<double> budgetArg = flexpipe::bench::secondsPerRow(
+      argc, argv, "flexpipe-bench-scheduler", exitCode);
   if (!budgetArg)
-    return 1;
+    return exitCode;
   const double budget = *budgetArg;
   std::printf("FlexPipe scheduler benchmark (one thread, %.1f s per row)\n\n",
               budget);

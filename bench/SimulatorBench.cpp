@@ -104,22 +104,12 @@ static void row(const char *name, const PipelineSpec &s, double budget) {
   }
 }
 
-constexpr const char *kUsage =
-    "flexpipe-bench-simulator [SECONDS_PER_ROW, default 1]";
-
 int main(int argc, char **argv) {
-  if (argc == 2 && flexpipe::bench::printsUsage(argv[1], kUsage))
-    return 0;
-  if (argc > 2) {
-    std::fprintf(stderr, "usage: %s\n", kUsage);
-    return 1;
-  }
-  std::optional<double> budgetArg =
-      argc > 1 ? flexpipe::bench::parseSeconds("flexpipe-bench-simulator",
-                                               argv[1], kUsage)
-               : 1.0;
+  int exitCode = 0;
+  const std::optional<double> budgetArg = flexpipe::bench::secondsPerRow(
+      argc, argv, "flexpipe-bench-simulator", exitCode);
   if (!budgetArg)
-    return 1;
+    return exitCode;
   const double budget = *budgetArg;
   std::printf("FlexPipe simulator benchmark (one thread, %.1f s per row)\n\n",
               budget);
