@@ -482,8 +482,10 @@ bool tuneOptionsOf(const Options &o, const Profile *profile,
 /// An earlier run's files in `output` go, so that none of them (a rank-K
 /// beyond this run's top, results of a run that then fails) is taken for
 /// this run's. A link of such a name is the user's: neither removed nor
-/// written through, so the run stops before it removes anything. Reports
-/// and returns false then.
+/// written through, so the run stops before it removes anything; so does
+/// anything else of such a name that is no regular file (a directory was
+/// found after the search, a named pipe hung the run). Reports and returns
+/// false then, and when a file cannot be removed.
 bool removeEarlierResults(const std::string &output) {
   std::vector<std::string> stale;
   std::error_code ec;
@@ -508,11 +510,21 @@ bool removeEarlierResults(const std::string &output) {
                       "remove the link or give -o another directory\n";
       return false;
     }
-    if (it->type() == llvm::sys::fs::file_type::regular_file)
-      stale.push_back(it->path());
+    if (it->type() != llvm::sys::fs::file_type::regular_file) {
+      llvm::errs() << "flexpipe-tune: " << it->path()
+                   << " is not a regular file, and flexpipe-tune writes a "
+                      "file of that name: remove it or give -o another "
+                      "directory\n";
+      return false;
+    }
+    stale.push_back(it->path());
   }
   for (const std::string &path : stale)
-    llvm::sys::fs::remove(path);
+    if (std::error_code ec = llvm::sys::fs::remove(path)) {
+      llvm::errs() << "flexpipe-tune: cannot remove " << path
+                   << ", an earlier run's result: " << ec.message() << "\n";
+      return false;
+    }
   return true;
 }
 
@@ -863,5 +875,13 @@ int main(int argc, char **argv) {
                        : "rank-1.mlir .. rank-" + std::to_string(top) + ".mlir")
                << " (with .model.yaml), "
                << "best-vs-1f1b.svg\n";
+  llvm::outs().flush();
+  if (std::error_code ec = llvm::outs().error()) {
+    llvm::errs() << "flexpipe-tune: cannot write the ranking to standard "
+                    "output: "
+                 << ec.message() << "\n";
+    llvm::outs().clear_error();
+    return 1;
+  }
   return 0;
 }
