@@ -917,6 +917,23 @@ llvm::Error flexpipe::sched::checkProfileFits(const Profile &profile,
         (place.empty() ? "" : " (at " + place + ")") + ", but " + but +
         ": was it measured on another job?");
   };
+  // With a model, what the whole job is first: the micro-batch size and
+  // the model's sizes rule out every candidate of a search alike.
+  if (model && profile.microBatchSize &&
+      *profile.microBatchSize != model->microBatchSize)
+    return other("was measured at micro-batch size " +
+                     std::to_string(*profile.microBatchSize),
+                 profile.microBatchPlace,
+                 "the job's is " + std::to_string(model->microBatchSize));
+  if (model && !profile.modules.empty()) {
+    std::vector<Profile::ModuleShape> sizes;
+    for (const ModuleModel &m : model->modules)
+      sizes.push_back({m.hidden, m.heads, m.seq, m.vocab});
+    if (sizes != profile.modules)
+      return other("was measured on modules of " + shapes(profile.modules),
+                   profile.modulesPlace,
+                   "the model file's are " + shapes(sizes));
+  }
   for (const Profile::Stage &stage : profile.stages)
     if (stage.stage < 0 || stage.stage >= numStages)
       return other("lists stage " + std::to_string(stage.stage), stage.place);
@@ -962,23 +979,6 @@ llvm::Error flexpipe::sched::checkProfileFits(const Profile &profile,
       return other(
           "lists stage " + id + " as " + roles(first, last), stage.place,
           "the schedule's stage " + id + " is " + roles(is.first, is.last));
-  }
-  if (!model)
-    return llvm::Error::success();
-  if (profile.microBatchSize &&
-      *profile.microBatchSize != model->microBatchSize)
-    return other("was measured at micro-batch size " +
-                     std::to_string(*profile.microBatchSize),
-                 profile.microBatchPlace,
-                 "the job's is " + std::to_string(model->microBatchSize));
-  if (!profile.modules.empty()) {
-    std::vector<Profile::ModuleShape> sizes;
-    for (const ModuleModel &m : model->modules)
-      sizes.push_back({m.hidden, m.heads, m.seq, m.vocab});
-    if (sizes != profile.modules)
-      return other("was measured on modules of " + shapes(profile.modules),
-                   profile.modulesPlace,
-                   "the model file's are " + shapes(sizes));
   }
   return llvm::Error::success();
 }
