@@ -98,7 +98,8 @@ static void throughput(const char *name, const PipelineSpec &spec,
     for (int rep = 0; rep < kRepetitions; ++rep) {
       int64_t runs = 0;
       Clock::time_point start = Clock::now();
-      while (seconds(start) < budget / kRepetitions) {
+      // At least one batch, however short the budget.
+      while (runs == 0 || seconds(start) < budget / kRepetitions) {
         for (int i = 0; i < 16; ++i, ++runs) {
           if (resolve) {
             llvm::Expected<BuiltProblem> again = buildProblem(spec);

@@ -75,7 +75,8 @@ static void row(const char *name, const PipelineSpec &s, double budget) {
     int64_t runs = 0;
     double sink = 0;
     Clock::time_point start = Clock::now();
-    while (seconds(start) < budget)
+    // At least one batch, however short the budget.
+    while (runs == 0 || seconds(start) < budget)
       for (int i = 0; i < 8; ++i, ++runs) {
         if (mode == 0) {
           costs.duration[0][0] = 1 + 1e-9 * i; // new costs each time

@@ -484,9 +484,12 @@ bool tuneOptionsOf(const Options &o, const Profile *profile,
 /// this run's. A link of such a name is the user's: neither removed nor
 /// written through, so the run stops before it removes anything; so does
 /// anything else of such a name that is no regular file (a directory was
-/// found after the search, a named pipe hung the run). Reports and returns
-/// false then, and when a file cannot be removed.
-bool removeEarlierResults(const std::string &output) {
+/// found after the search, a named pipe hung the run), and so does one of
+/// this run's `inputs` (a --model rank-K.model.yaml of the earlier run was
+/// removed before it was read). Reports and returns false then, and when a
+/// file cannot be removed (the files before it are gone then).
+bool removeEarlierResults(const std::string &output,
+                          llvm::ArrayRef<std::string> inputs) {
   std::vector<std::string> stale;
   std::error_code ec;
   for (llvm::sys::fs::directory_iterator it(output, ec), end; it != end && !ec;
@@ -512,11 +515,19 @@ bool removeEarlierResults(const std::string &output) {
     }
     if (it->type() != llvm::sys::fs::file_type::regular_file) {
       llvm::errs() << "flexpipe-tune: " << it->path()
-                   << " is not a regular file, and flexpipe-tune writes a "
-                      "file of that name: remove it or give -o another "
-                      "directory\n";
+                   << " is not a regular file, and flexpipe-tune writes "
+                      "files of that name and removes an earlier run's: "
+                      "remove it or give -o another directory\n";
       return false;
     }
+    for (const std::string &input : inputs)
+      if (!input.empty() && llvm::sys::fs::equivalent(input, it->path())) {
+        llvm::errs() << "flexpipe-tune: " << input
+                     << " is an earlier run's result in -o " << output
+                     << ", which this run replaces: copy it elsewhere or "
+                        "give -o another directory\n";
+        return false;
+      }
     stale.push_back(it->path());
   }
   for (const std::string &path : stale)
@@ -773,7 +784,8 @@ int main(int argc, char **argv) {
   // Before anything can fail (a run stopped by its options, --pp 3 on 4
   // GPUs, left the earlier run's results, where one stopped by its search
   // space did not); the directory itself is made only for a search.
-  if (llvm::sys::fs::is_directory(o.output) && !removeEarlierResults(o.output))
+  if (llvm::sys::fs::is_directory(o.output) &&
+      !removeEarlierResults(o.output, {o.model, o.cluster, o.profile}))
     return 1;
   std::string pluginFlags; // for flexpipe-compile in the written specs
   ModelConfig model;
