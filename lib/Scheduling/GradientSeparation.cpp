@@ -761,7 +761,7 @@ Separator::chainWeights(const Timing &t, int32_t blocked,
   std::vector<uint8_t> &seen = chainSeen;
   seen.resize(items.size(), 0);
   std::vector<int32_t> visited;
-  auto clear = llvm::make_scope_exit([&] {
+  llvm::scope_exit clear([&] {
     for (int32_t i : visited)
       seen[i] = 0;
   });
