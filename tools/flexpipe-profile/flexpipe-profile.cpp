@@ -35,6 +35,7 @@
 #include "flexpipe/Support/Layout.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
 #include "llvm/Support/Signals.h"
 
 #include "../CliChecks.h"
@@ -2144,6 +2145,12 @@ static int profileMain(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
+  // A closed standard stream is /dev/null, not the next file opened (the
+  // cluster file, say).
+  if (std::error_code ec = llvm::sys::Process::FixupStandardFileDescriptors()) {
+    std::fprintf(stderr, "flexpipe-profile: %s\n", ec.message().c_str());
+    return 1;
+  }
   // A model too large for the machine ended in std::terminate (abort).
   try {
     return profileMain(argc, argv);

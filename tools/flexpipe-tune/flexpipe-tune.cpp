@@ -758,6 +758,12 @@ int main(int argc, char **argv) {
   // the results writer thread, whose exit would leave the stack to the
   // thread library (and to ASan, which unmaps it and aborts).
   llvm::sys::PrintStackTraceOnErrorSignal(argv[0]);
+  // A closed standard stream is /dev/null, not the next file opened (the
+  // ranking went into results.csv with standard output closed).
+  if (std::error_code ec = llvm::sys::Process::FixupStandardFileDescriptors()) {
+    std::fprintf(stderr, "flexpipe-tune: %s\n", ec.message().c_str());
+    return 1;
+  }
   Options o;
   flexpipe::keepFreedMemory();
   CLI::App app{
