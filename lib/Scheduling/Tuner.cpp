@@ -608,13 +608,13 @@ void prepareCandidate(const Candidate &c, const ModelConfig &model,
     out.error = llvm::toString(built.takeError());
     return;
   }
+  out.layout = stageLayoutOf(*built);
   // A run's profile prices the job it was measured on: a candidate with as
   // many stages, every one of them listed (priced as flexpipe-compile
   // --profile prices it).
   if (const Profile *profile = options.profile) {
     std::string why;
-    if (llvm::Error error =
-            checkProfileFits(*profile, stageLayoutOf(*built), &out.sized))
+    if (llvm::Error error = checkProfileFits(*profile, out.layout, &out.sized))
       why = llvm::toString(std::move(error));
     for (int32_t stage = 0; why.empty() && stage < built->numStages; ++stage)
       if (!profile->stage(stage))
@@ -633,7 +633,6 @@ void prepareCandidate(const Candidate &c, const ModelConfig &model,
     }
   }
   out.built = std::move(*built);
-  out.layout = stageLayoutOf(*out.built);
   out.held = actorHoldings(out.layout, out.sized, cluster);
 }
 
