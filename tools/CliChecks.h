@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <iostream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -130,13 +131,15 @@ inline CLI::Validator commaList(CLI::Validator item) {
 ///
 /// An option that takes a value followed by another of the tool's options
 /// is an error too: `-o --emit=text` took `--emit=text` as the output
-/// directory and compiled into it.
+/// directory and compiled into it. So is an option of one value given twice
+/// (CLI11 said "--threads: At Most 1 required but received 2").
 inline int parseCommandLine(CLI::App &app, int argc, char **argv) {
   auto optionNamed = [&](const std::string &arg) -> const CLI::Option * {
     if (arg.size() < 2 || arg[0] != '-')
       return nullptr;
     return app.get_option_no_throw(arg.substr(0, arg.find('=')));
   };
+  std::map<const CLI::Option *, std::string> seen;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--")
@@ -149,6 +152,19 @@ inline int parseCommandLine(CLI::App &app, int argc, char **argv) {
       return 1;
     }
     const CLI::Option *option = optionNamed(arg);
+    if (option && option->get_items_expected_max() == 1 &&
+        option->get_multi_option_policy() == CLI::MultiOptionPolicy::Throw) {
+      const std::string name = arg.substr(0, arg.find('='));
+      auto [earlier, first] = seen.try_emplace(option, name);
+      if (!first) {
+        std::cerr << app.get_name() << ": " << name << " is given twice"
+                  << (earlier->second == name
+                          ? ""
+                          : " (as " + earlier->second + " before)")
+                  << "; give it once\n";
+        return 1;
+      }
+    }
     const std::string next = i + 1 < argc ? argv[i + 1] : "";
     if (option && arg.find('=') == std::string::npos &&
         option->get_items_expected_min() > 0 && optionNamed(next) &&

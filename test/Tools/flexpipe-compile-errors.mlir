@@ -167,6 +167,18 @@ flexpipe.pipeline @p actors(4) microbatches(8) {
 // OPTIONTUNE: flexpipe-tune: --model needs a value, but '--cluster' after it is an option
 // RUN: rm -rf %t.dash && mkdir -p %t.dash && cd %t.dash && flexpipe-compile %schedules/1f1b.mlir --actors 2 --microbatches 2 -o -x > /dev/null && test -x ./-x/rank1
 
+// An option of one value given twice: CLI11 said "--threads: At Most 1
+// required but received 2". Repeatable options (--load-plugin, --pp) stay
+// repeatable.
+// RUN: not flexpipe-compile %schedules/1f1b.mlir -o %t.twice --output=%t.twice2 2>&1 | FileCheck %s --check-prefix=TWICE
+// RUN: not flexpipe-tune --model %configs/models/tiny.yaml --cluster %configs/clusters/cpu.yaml --threads 2 --threads=3 2>&1 | FileCheck %s --check-prefix=TWICETUNE
+// RUN: not flexpipe-profile --ranks 2 --ranks 2 2>&1 | FileCheck %s --check-prefix=TWICEPROFILE
+// RUN: flexpipe-tune --model %configs/models/tiny.yaml --cluster %configs/clusters/cpu.yaml --pp 2 --pp 4 --mbs 1 --top 1 --threads 1 -o %t.pp 2>&1 | FileCheck %s --check-prefix=TWICEPP
+// TWICE: flexpipe-compile: --output is given twice (as -o before); give it once
+// TWICETUNE: flexpipe-tune: --threads is given twice; give it once
+// TWICEPROFILE: flexpipe-profile: --ranks is given twice; give it once
+// TWICEPP: wrote {{.*}}results.csv
+
 //--- share.mlir
 flexpipe.pipeline @a actors(4) microbatches(8) {
   flexpipe.module @gpt layers(4) placement(one_to_one)
