@@ -452,72 +452,40 @@ void ProblemBuilder::connectStages() {
 /// on one actor); such a spec is refused at the module that takes the
 /// second input.
 llvm::Error ProblemBuilder::checkMessageSources() const {
-  std::vector<std::vector<int32_t>> preds(built.numStages),
-      succs(built.numStages);
-  for (auto [from, to] : built.stageEdges) {
-    preds[to].push_back(from);
-    succs[from].push_back(to);
-  }
-  auto actorsOf = [&](int32_t stage) {
-    std::vector<int32_t> actors;
+  std::vector<std::vector<int32_t>> actorsOf(built.numStages);
+  for (int32_t stage = 0; stage < built.numStages; ++stage)
     for (int32_t part : partsOfStage[stage])
-      actors.push_back(problem.parts[part].actor);
-    return actors;
-  };
+      actorsOf[stage].push_back(problem.parts[part].actor);
+  std::optional<MessageClash> clash =
+      findMessageClash(built.stageEdges, actorsOf);
+  if (!clash)
+    return llvm::Error::success();
+  auto [t, first, second, actor, peer, join] = *clash;
   auto moduleOf = [&](int32_t stage) { return built.stageMeta[stage].module; };
   auto name = [&](int32_t stage) {
     return "@" + built.moduleNames[moduleOf(stage)];
   };
-  // Two stages among `others` (preds or succs of `stage`) on one actor
-  // that is not the actor of some part of `stage`: the first such pair.
-  auto clash = [&](int32_t stage, const std::vector<int32_t> &others)
-      -> std::optional<std::tuple<int32_t, int32_t, int32_t, int32_t>> {
-    const std::vector<int32_t> mine = actorsOf(stage);
-    std::map<int32_t, int32_t> seen; // actor -> first stage on it
-    for (int32_t other : others)
-      for (int32_t actor : actorsOf(other)) {
-        const bool peer =
-            llvm::any_of(mine, [&](int32_t a) { return a != actor; });
-        if (!peer)
-          continue;
-        auto [it, fresh] = seen.try_emplace(actor, other);
-        if (!fresh && it->second != other)
-          return std::make_tuple(it->second, other, actor,
-                                 mine.front() == actor ? mine.back()
-                                                       : mine.front());
-      }
-    return std::nullopt;
-  };
-  for (int32_t t = 0; t < built.numStages; ++t)
-    for (bool join : {true, false}) {
-      auto found = clash(t, join ? preds[t] : succs[t]);
-      if (!found)
-        continue;
-      auto [first, second, actor, peer] = *found;
-      const std::string what =
-          join ? llvm::formatv(
-                     "module {0} takes the outputs of {1} and {2}, whose "
-                     "stages {3} and {4} both run on actor {5}, while its "
-                     "stage {6} runs on actor {7}",
-                     name(t), name(first), name(second), first, second, actor,
-                     t, peer)
-               : llvm::formatv(
-                     "module {0} takes the output of {1}, as {2} does, and "
-                     "their stages {3} and {4} both run on actor {5}, while "
-                     "{1}'s stage {6} runs on actor {7}",
-                     name(second), name(t), name(first), second, first, actor,
-                     t, peer);
-      return failAtModule(
-          moduleOf(join ? t : second),
-          what + ": a transfer names the stage it serves, so the two " +
-              (join ? "messages" : "gradients sent back") +
-              " between one pair of actors could not be told apart; place " +
-              (join ? name(first) + " and " + name(second) + " so that they end"
-                    : name(second) + " and " + name(first) +
-                          " so that they start") +
-              " on different actors");
-    }
-  return llvm::Error::success();
+  const std::string what =
+      join
+          ? llvm::formatv("module {0} takes the outputs of {1} and {2}, whose "
+                          "stages {3} and {4} both run on actor {5}, while its "
+                          "stage {6} runs on actor {7}",
+                          name(t), name(first), name(second), first, second,
+                          actor, t, peer)
+          : llvm::formatv("module {0} takes the output of {1}, as {2} does, "
+                          "and their stages {3} and {4} both run on actor "
+                          "{5}, while {1}'s stage {6} runs on actor {7}",
+                          name(second), name(t), name(first), second, first,
+                          actor, t, peer);
+  return failAtModule(
+      moduleOf(join ? t : second),
+      what + ": a transfer names the stage it serves, so the two " +
+          (join ? "messages" : "gradients sent back") +
+          " between one pair of actors could not be told apart; place " +
+          (join
+               ? name(first) + " and " + name(second) + " so that they end"
+               : name(second) + " and " + name(first) + " so that they start") +
+          " on different actors");
 }
 
 /// Priorities: the pipeline default, then module, then actor overrides.

@@ -386,6 +386,38 @@ llvm::Error flexpipe::sched::checkStageChains(const Program &program) {
   return llvm::Error::success();
 }
 
+std::optional<MessageClash> flexpipe::sched::findMessageClash(
+    const std::vector<std::pair<int32_t, int32_t>> &edges,
+    const std::vector<std::vector<int32_t>> &actorsOf) {
+  const int32_t numStages = static_cast<int32_t>(actorsOf.size());
+  std::vector<std::vector<int32_t>> preds(numStages), succs(numStages);
+  for (auto [from, to] : edges)
+    if (from >= 0 && from < numStages && to >= 0 && to < numStages) {
+      preds[to].push_back(from);
+      succs[from].push_back(to);
+    }
+  for (int32_t stage = 0; stage < numStages; ++stage)
+    for (bool join : {true, false}) {
+      const std::vector<int32_t> &mine = actorsOf[stage];
+      std::map<int32_t, int32_t> seen; // actor -> first neighbour on it
+      for (int32_t other : join ? preds[stage] : succs[stage])
+        for (int32_t actor : actorsOf[other]) {
+          if (llvm::all_of(mine, [&](int32_t a) { return a == actor; }))
+            continue; // no message: every part of `stage` is on `actor`
+          auto [it, fresh] = seen.try_emplace(actor, other);
+          if (!fresh && it->second != other)
+            return MessageClash{stage,
+                                it->second,
+                                other,
+                                actor,
+                                mine.front() == actor ? mine.back()
+                                                      : mine.front(),
+                                join};
+        }
+    }
+  return std::nullopt;
+}
+
 void flexpipe::sched::insertCommunication(Program &program) {
   Topology topo(program);
   std::vector<int32_t> peers;
@@ -796,6 +828,46 @@ checkExecActors(const Program &p, llvm::ArrayRef<Computed> computed) {
   return std::nullopt;
 }
 
+/// Two stages whose messages to a third would share one transfer's name
+/// (findMessageClash): located at the third's first computation on the
+/// actor that would receive both, with notes at the two senders.
+std::optional<VerifyFailure> checkMessageNames(const Program &p) {
+  std::optional<MessageClash> clash = findMessageClash(p.edges, stageActors(p));
+  if (!clash)
+    return std::nullopt;
+  const MessageClash &c = *clash;
+  auto at = [&](int32_t actor, int32_t stage, bool forward,
+                std::string note) -> std::vector<VerifyFailure::At> {
+    const std::vector<ProgOp> &ops = p.actors[actor];
+    for (int32_t i = 0; i < static_cast<int32_t>(ops.size()); ++i)
+      if (ops[i].stage == stage && (forward ? ops[i].kind == OpKind::Fwd
+                                            : makesInputGradient(ops[i].kind)))
+        return {{actor, i, std::move(note)}};
+    return {};
+  };
+  const std::string pair =
+      std::to_string(c.first) + " and " + std::to_string(c.second);
+  VerifyFailure failure;
+  const std::string stage = "stage " + std::to_string(c.stage);
+  failure.message =
+      (c.join ? stage + " takes the outputs of stages " + pair + ", which"
+              : "stages " + pair + " take the output of " + stage + " and") +
+      " both run on actor " + std::to_string(c.actor) + ", while " + stage +
+      " runs on actor " + std::to_string(c.peer) +
+      ": a transfer names the stage it serves, so the two " +
+      (c.join ? "messages" : "gradients sent back") +
+      " between one pair of actors could not be told apart; place stages " +
+      pair + " on different actors";
+  failure.at = at(c.peer, c.stage, c.join, "");
+  for (int32_t other : {c.first, c.second})
+    for (VerifyFailure::At &note :
+         at(c.actor, other, c.join,
+            "stage " + std::to_string(other) + " " +
+                (c.join ? "computes here" : "sends its gradient from here")))
+      failure.at.push_back(std::move(note));
+  return failure;
+}
+
 /// Operands in range, tokens waited once, every forward with its backward,
 /// every micro-batch computed: what verify() checks before replaying. Time
 /// and memory grow with the program's computations, not with its stages
@@ -810,7 +882,9 @@ std::optional<VerifyFailure> checkStatic(const Program &p) {
     return f;
   if (auto f = checkPairs(p, computed))
     return f;
-  return checkMicrobatches(p, computed);
+  if (auto f = checkMicrobatches(p, computed))
+    return f;
+  return checkMessageNames(p);
 }
 
 /// Builds a ProgramGraph: static matching, then a replay to the end.

@@ -590,3 +590,30 @@ flexpipe.schedule @mixed_collectives actors(2) stages(2) microbatches(1) {
     flexpipe.send_grad stage 1 mb 0 to 0
   }
 }
+
+// -----
+
+// A hand-written join whose two messages one receive cannot tell apart: the
+// layout is named (it said that stage 2 runs before the activation of stage
+// 1 is received, and two receives are refused as a repeat).
+flexpipe.schedule @join actors(2) stages(3) microbatches(1) edges [0 -> 2, 1 -> 2] {
+  flexpipe.actor 0 {
+    // expected-note @+1 {{stage 0 computes here}}
+    flexpipe.fwd stage 0 mb 0
+    flexpipe.send_act stage 0 mb 0 to 1
+    // expected-note @+1 {{stage 1 computes here}}
+    flexpipe.fwd stage 1 mb 0
+    flexpipe.send_act stage 1 mb 0 to 1
+    flexpipe.recv_grad stage 0 mb 0 from 1
+    flexpipe.bwd stage 0 mb 0
+    flexpipe.recv_grad stage 1 mb 0 from 1
+    flexpipe.bwd stage 1 mb 0
+  }
+  flexpipe.actor 1 {
+    flexpipe.recv_act stage 2 mb 0 from 0
+    // expected-error @+1 {{stage 2 takes the outputs of stages 0 and 1, which both run on actor 0, while stage 2 runs on actor 1}}
+    flexpipe.fwd stage 2 mb 0
+    flexpipe.bwd stage 2 mb 0
+    flexpipe.send_grad stage 2 mb 0 to 0
+  }
+}

@@ -1253,3 +1253,32 @@ TEST_CASE("first and last stages are where a module's chains start and end",
   program.stageMeta.clear();
   CHECK(!llvm::errorToBool(checkStageChains(program)));
 }
+
+TEST_CASE("two messages over one actor pair that no transfer tells apart",
+          "[verify]") {
+  using Edges = std::vector<std::pair<int32_t, int32_t>>;
+  // A join: stages 0 and 1 on actor 0 feed stage 2 on actor 1.
+  std::optional<MessageClash> join =
+      findMessageClash(Edges{{0, 2}, {1, 2}}, {{0}, {0}, {1}});
+  REQUIRE(join);
+  CHECK(join->join);
+  CHECK(std::tie(join->stage, join->first, join->second, join->actor,
+                 join->peer) == std::make_tuple(2, 0, 1, 0, 1));
+  // The same on one actor, or with the sources on two actors: no message
+  // or one per pair.
+  CHECK(!findMessageClash(Edges{{0, 2}, {1, 2}}, {{0}, {0}, {0}}));
+  CHECK(!findMessageClash(Edges{{0, 2}, {1, 2}}, {{0}, {2}, {1}}));
+  // A fan-out: stage 0 (actor 0) feeds stages 1 and 2 (actor 3).
+  std::optional<MessageClash> fan =
+      findMessageClash(Edges{{0, 1}, {0, 2}}, {{0}, {3}, {3}, {}});
+  REQUIRE(fan);
+  CHECK(!fan->join);
+  CHECK(std::tie(fan->stage, fan->first, fan->second, fan->actor, fan->peer) ==
+        std::make_tuple(0, 1, 2, 3, 0));
+  // A shared stage (slices on actors 0 and 1) fed by two stages on actor 0:
+  // actor 1's slice would receive both.
+  std::optional<MessageClash> shared =
+      findMessageClash(Edges{{0, 2}, {1, 2}}, {{0}, {0}, {0, 1}});
+  REQUIRE(shared);
+  CHECK(shared->peer == 1);
+}

@@ -187,6 +187,24 @@ std::vector<int64_t> moduleLayers(const Program &program);
 /// last stages (one of each per direction). Success without metadata.
 llvm::Error checkStageChains(const Program &program);
 
+/// Two stages whose messages to a third over one pair of actors could not
+/// be told apart: a transfer names the stage it serves and the peer, not the
+/// edge (insertCommunication), so a stage can take activations from one
+/// stage per other actor (`join`: `first` and `second` feed `stage`) and
+/// gradients from one (not `join`: `stage` feeds both).
+struct MessageClash {
+  int32_t stage, first, second;
+  /// Where `first` and `second` run, and an actor of `stage` other than it.
+  int32_t actor, peer;
+  bool join;
+};
+
+/// The first such pair, in stage order (joins before fan-outs per stage);
+/// `actorsOf` gives each stage's actors (several for a shared stage).
+std::optional<MessageClash>
+findMessageClash(const std::vector<std::pair<int32_t, int32_t>> &edges,
+                 const std::vector<std::vector<int32_t>> &actorsOf);
+
 /// Adds a send after every computation whose output another actor needs and
 /// a blocking receive right before the first computation that needs it.
 /// Same-actor edges get nothing. Existing transfers are kept; the program

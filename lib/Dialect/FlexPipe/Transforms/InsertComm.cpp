@@ -35,6 +35,12 @@ struct InsertCommPass : flexpipe::impl::InsertCommPassBase<InsertCommPass> {
               .wasInterrupted())
         continue;
       ScheduleProgram read = readSchedule(schedule);
+      // What no transfers can serve (two stages whose messages to a third
+      // would share a name) is reported at the computations, before any
+      // transfer is made.
+      if (failed(verifyRead(schedule, read, sched::ChannelRule::PerStage,
+                            /*replay=*/false)))
+        return signalPassFailure();
       // A copy: rewriteSchedule compares the result with what was read.
       sched::Program program = read.program;
       sched::insertCommunication(program);
