@@ -24,6 +24,7 @@
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/ScopeExit.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/ThreadPool.h"
 
 #include <algorithm>
@@ -202,6 +203,8 @@ private:
 
 llvm::Error Separator::build() {
   reserved.assign(program.numActors, 0);
+  if (std::optional<VerifyFailure> failure = checkSeparable(program))
+    return llvm::createStringError(failure->message);
   if (llvm::Error error = collectItems())
     return error;
   double shortest = 0;
@@ -249,14 +252,6 @@ llvm::Error Separator::collectItems() {
     for (int32_t i = 0; i < static_cast<int32_t>(ops.size()); ++i) {
       const ProgOp &op = ops[i];
       const bool gather = isCollective(op.kind) && op.token < 0;
-      if (!isCompute(op.kind) && !gather) {
-        return llvm::createStringError(
-            "actor %d has an op of kind '%s'; gradient separation works on "
-            "programs of computations and blocking collectives (run it "
-            "before communication is inserted; asynchronous collectives and "
-            "exec are not supported yet)",
-            a, opKindName(op.kind));
-      }
       if (op.stage < 0 || op.stage >= numStages || op.mb < 0 || op.mb >= numMbs)
         return llvm::createStringError(
             "an instruction names a stage or micro-batch out of range");
@@ -1020,6 +1015,26 @@ int64_t stashAndInsert(const Separator &sep, const SeparationOptions &options,
 }
 
 } // namespace
+
+std::optional<VerifyFailure>
+flexpipe::sched::checkSeparable(const Program &program) {
+  for (int32_t a = 0; a < program.numActors; ++a)
+    for (int32_t i = 0; i < static_cast<int32_t>(program.actors[a].size());
+         ++i) {
+      const ProgOp &op = program.actors[a][i];
+      if (isCompute(op.kind) || (isCollective(op.kind) && op.token < 0))
+        continue;
+      return VerifyFailure{
+          llvm::formatv("actor {0} has an op of kind '{1}'; gradient "
+                        "separation works on programs of computations and "
+                        "blocking collectives (run it before communication "
+                        "is inserted; asynchronous collectives and exec are "
+                        "not supported yet)",
+                        a, opKindName(op.kind)),
+          {{a, i, ""}}};
+    }
+  return std::nullopt;
+}
 
 llvm::Expected<SeparationResult>
 flexpipe::sched::separateGradients(const Program &program,

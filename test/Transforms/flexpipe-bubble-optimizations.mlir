@@ -83,7 +83,7 @@ flexpipe.schedule @s actors(2) stages(2) microbatches(2) {
 // SCHEDDP: error: -flexpipe-schedule needs dp from 1 to 65536, not -3
 // PIPEDP: error: -flexpipe-schedule needs dp from 1 to 65536, not 0
 // HUGEDP: error: -flexpipe-simulate needs dp from 1 to 65536, not 9223372036854775807
-// COMM: error: gradient separation failed: actor 0 has an op of kind 'send_act'; gradient separation works on programs of computations and blocking collectives (run it before communication is inserted; asynchronous collectives and exec are not supported yet)
+// COMM: flexpipe-bubble-optimizations.mlir:24:5: error: actor 0 has an op of kind 'send_act'; gradient separation works on programs of computations and blocking collectives (run it before communication is inserted; asynchronous collectives and exec are not supported yet)
 // LOOKAHEAD: error: -flexpipe-async-comm needs lookahead >= 1, not 0
 // ONELINE: {{^ *1$}}
 // ROUNDS: error: -flexpipe-gradient-separation needs max-rounds >= 0, not -1

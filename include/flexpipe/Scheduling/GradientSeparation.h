@@ -101,6 +101,11 @@ struct SeparationResult {
   std::string strategy;
 };
 
+/// The first op separateGradients cannot work on (a transfer, an
+/// asynchronous collective, an exec or a wait), located at it; none for a
+/// program of computations and blocking collectives.
+std::optional<VerifyFailure> checkSeparable(const Program &program);
+
 /// Re-orders the weight gradients of a compute-only, split program (no
 /// transfers, collectives or registered instructions; run before
 /// insertCommunication). Durations, activation sizes and message times come

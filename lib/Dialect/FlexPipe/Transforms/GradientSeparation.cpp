@@ -65,6 +65,11 @@ struct GradientSeparationPass
       if (failed(verifyRead(schedule, read, sched::ChannelRule::PerStage,
                             /*replay=*/false)))
         return signalPassFailure();
+      if (std::optional<sched::VerifyFailure> failure =
+              sched::checkSeparable(read.program)) {
+        (void)reportFailure(schedule, read, *failure);
+        return signalPassFailure();
+      }
       // ... and it runs: replayed as it would be lowered (the communication
       // inserted where it has none). A wgrad before its igrad was reordered
       // unseen, a collective a member never joins passed.
@@ -77,9 +82,16 @@ struct GradientSeparationPass
         sched::insertCommunication(replayed);
       if (std::optional<sched::VerifyFailure> failure =
               sched::verify(replayed, sched::ChannelRule::PerStage)) {
-        schedule.emitError() << "-flexpipe-gradient-separation needs a "
-                                "schedule that runs: "
-                             << failure->message;
+        // At the ops that were read: a transfer made for the replay at the
+        // computation it serves.
+        for (sched::VerifyFailure::At &at : failure->at)
+          if (at.actor >= 0 && at.actor < replayed.numActors && at.index >= 0 &&
+              at.index < static_cast<int32_t>(replayed.actors[at.actor].size()))
+            at.index = replayed.actors[at.actor][at.index].source;
+        failure->message = "-flexpipe-gradient-separation needs a schedule "
+                           "that runs: " +
+                           failure->message;
+        (void)reportFailure(schedule, read, *failure);
         return signalPassFailure();
       }
       sched::Program program = read.program;

@@ -497,8 +497,12 @@ LogicalResult flexpipe::verifyRead(ScheduleOp schedule,
   std::optional<sched::VerifyFailure> problem =
       replay ? sched::verify(read.program, rule)
              : sched::verifyComputations(read.program);
-  if (!problem)
-    return success();
+  return problem ? reportFailure(schedule, read, *problem) : success();
+}
+
+LogicalResult flexpipe::reportFailure(ScheduleOp schedule,
+                                      const ScheduleProgram &read,
+                                      const sched::VerifyFailure &problem) {
   auto locate = [&](const sched::VerifyFailure::At &at) -> Operation * {
     if (at.actor < 0 || at.actor >= static_cast<int32_t>(read.ops.size()) ||
         at.index < 0 ||
@@ -507,9 +511,9 @@ LogicalResult flexpipe::verifyRead(ScheduleOp schedule,
     return read.ops[at.actor][at.index];
   };
   Operation *primary =
-      problem->at.empty() ? schedule.getOperation() : locate(problem->at[0]);
-  InFlightDiagnostic diag = primary->emitError() << problem->message;
-  for (const sched::VerifyFailure::At &at : problem->at)
+      problem.at.empty() ? schedule.getOperation() : locate(problem.at[0]);
+  InFlightDiagnostic diag = primary->emitError() << problem.message;
+  for (const sched::VerifyFailure::At &at : problem.at)
     if (!at.note.empty())
       diag.attachNote(locate(at)->getLoc()) << at.note;
   return failure();

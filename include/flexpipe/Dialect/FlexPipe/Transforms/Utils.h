@@ -60,6 +60,13 @@ ScheduleProgram readSchedule(ScheduleOp schedule);
 mlir::LogicalResult verifyRead(ScheduleOp schedule, const ScheduleProgram &read,
                                sched::ChannelRule rule, bool replay = true);
 
+/// Reports `problem` (of `read.program`) as verifyRead does: an error at
+/// the op it names first (the schedule when none), a note at each other.
+/// Always failure().
+mlir::LogicalResult reportFailure(ScheduleOp schedule,
+                                  const ScheduleProgram &read,
+                                  const sched::VerifyFailure &problem);
+
 /// Creates one instruction op for `op` at the builder's insertion point.
 /// With `tokens`, ops the program gives a token produce a !flexpipe.token
 /// (recorded there) and waits use it; without, they are created blocking
