@@ -138,8 +138,10 @@ flexpipe::sched::checkTorchExpressible(const Program &p,
   for (auto [from, to] : edges)
     if (to != from + 1) {
       os << "stage " << from << " feeds stage " << to
-         << "; PyTorch's schedule format runs one chain of stages 0 -> 1 -> "
-            "... -> "
+         << "; PyTorch's schedule format runs one chain of stages 0 -> "
+         << (p.numStages > 3    ? "1 -> ... -> "
+             : p.numStages == 3 ? "1 -> "
+                                : "")
          << p.numStages - 1;
       return fail();
     }

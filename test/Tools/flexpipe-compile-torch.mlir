@@ -49,6 +49,11 @@
 // RUN: printf 'flexpipe.pipeline @two actors(4) microbatches(4) {\n  flexpipe.module @a layers(2) placement(one_to_one) actors [0, 1]\n  flexpipe.module @b layers(2) placement(one_to_one) actors [2, 3]\n  flexpipe.priority cttp<bwd_first> fstp<breadth_first> bstp<breadth_first>\n}\n' > %t.towers.mlir
 // RUN: not flexpipe-compile %t.towers.mlir --emit=torch-csv 2>&1 | FileCheck %s --check-prefix=TOWERS
 // TOWERS: error: --emit=torch-csv cannot write 'two': stage 1 does not feed stage 2 (several pipelines or towers); PyTorch's schedule format runs one chain of stages
+// A chain against the stage order is named with the chain the format runs:
+// of two stages "0 -> 1" (it said "0 -> 1 -> ... -> 1").
+// RUN: printf 'flexpipe.schedule @r actors(2) stages(2) microbatches(1) edges [1 -> 0] {\n  flexpipe.actor 0 {\n    flexpipe.fwd stage 1 mb 0\n    flexpipe.bwd stage 1 mb 0\n  }\n  flexpipe.actor 1 {\n    flexpipe.fwd stage 0 mb 0\n    flexpipe.bwd stage 0 mb 0\n  }\n}\n' > %t.reversed.mlir
+// RUN: not flexpipe-compile %t.reversed.mlir --emit=torch-csv 2>&1 | FileCheck %s --check-prefix=REVERSED
+// REVERSED: error: --emit=torch-csv cannot write 'r': stage 1 feeds stage 0; PyTorch's schedule format runs one chain of stages 0 -> 1{{$}}
 // A registered instruction or collective is refused at its op: in a spec,
 // the flexpipe.instruction (it was the pipeline's first line); in a
 // schedule, the first such op.
