@@ -33,13 +33,6 @@ int fatalRank = -1;
 /// flight.
 constexpr size_t kBlasWorkspaceBytes = 32u << 20;
 
-/// Progress markers in flight at once. The host runs at most an iteration
-/// ahead of the GPU (it waits for the loss), a few computations per
-/// micro-batch and stage; should it run further, re-recording the oldest
-/// marker before it completes drops it, and a wait sees no progress while
-/// the GPU works through the dropped stretch.
-constexpr size_t kMarkers = 64;
-
 /// A host wait polls its event every time and the progress (a query per
 /// marker and transfer) every this many polls.
 constexpr int kPollsPerProgressCheck = 64;
@@ -125,9 +118,6 @@ CudaContext::CudaContext(int device, double timeout, MathMode math)
   CUDACHECK(cudaMalloc(&workspace, kBlasWorkspaceBytes));
   CUBLASCHECK(cublasSetWorkspace(handle, workspace, kBlasWorkspaceBytes));
   syncEvent = makeEvent();
-  markers.resize(kMarkers);
-  for (Marker &m : markers)
-    m.event = makeEvent();
 }
 
 size_t CudaContext::blasWorkspaceBytes() const { return kBlasWorkspaceBytes; }
@@ -146,8 +136,10 @@ CudaContext::~CudaContext() {
   // calls only release what is left.
   if (syncEvent)
     cudaEventDestroy(syncEvent);
-  for (Marker &m : markers)
-    cudaEventDestroy(m.event);
+  for (cudaEvent_t marker : pendingMarkers)
+    cudaEventDestroy(marker);
+  for (cudaEvent_t marker : freeMarkers)
+    cudaEventDestroy(marker);
   if (handle)
     cublasDestroy(handle);
   if (ltHandle)
@@ -198,11 +190,24 @@ void CudaContext::synchronize(const std::string &what) {
 }
 
 void CudaContext::markProgress() {
-  Marker &m = markers[nextMarker++ % markers.size()];
-  if (m.pending && completed(m.event))
+  retireMarkers(); // their events can be recorded again
+  cudaEvent_t marker;
+  if (freeMarkers.empty()) {
+    marker = makeEvent();
+  } else {
+    marker = freeMarkers.back();
+    freeMarkers.pop_back();
+  }
+  CUDACHECK(cudaEventRecord(marker, computeStream));
+  pendingMarkers.push_back(marker);
+}
+
+void CudaContext::retireMarkers() {
+  while (!pendingMarkers.empty() && completed(pendingMarkers.front())) {
+    freeMarkers.push_back(pendingMarkers.front());
+    pendingMarkers.pop_front();
     ++markersDone;
-  CUDACHECK(cudaEventRecord(m.event, computeStream));
-  m.pending = true;
+  }
 }
 
 bool CudaContext::completed(cudaEvent_t event) {
@@ -214,11 +219,7 @@ bool CudaContext::completed(cudaEvent_t event) {
 }
 
 size_t CudaContext::progress() {
-  for (Marker &m : markers)
-    if (m.pending && completed(m.event)) {
-      m.pending = false;
-      ++markersDone;
-    }
+  retireMarkers();
   return markersDone + (externalProgress ? externalProgress() : 0);
 }
 

@@ -43,6 +43,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <optional>
@@ -184,14 +185,17 @@ private:
   cudaMemPool_t pool = nullptr;
   uint64_t largestReserved = 0; ///< the pool's reserved bytes, largest seen
   size_t inUseAtPeak = 0;       ///< cudaMemGetInfo's used bytes then
-  /// A ring of progress markers; `pending` ones were recorded and not yet
-  /// seen complete.
-  struct Marker {
-    cudaEvent_t event = nullptr;
-    bool pending = false;
-  };
-  std::vector<Marker> markers;
-  size_t nextMarker = 0, markersDone = 0;
+  /// Progress markers recorded and not yet seen complete, in stream order
+  /// (the compute stream completes them in that order), and completed ones
+  /// to record again. A marker is never re-recorded before it completes: a
+  /// ring of 64 dropped the oldest when the host ran further ahead (one
+  /// actor, 30 micro-batches), and waits then saw no progress while the GPU
+  /// worked through them. The events in use are bounded by the run-ahead.
+  std::deque<cudaEvent_t> pendingMarkers;
+  std::vector<cudaEvent_t> freeMarkers;
+  size_t markersDone = 0;
+  /// Counts the pending markers at the front that have completed.
+  void retireMarkers();
   std::function<size_t()> externalProgress;
 };
 
