@@ -65,7 +65,7 @@ def join_slices(table, slices, path):
 
 
 def weights(paths):
-    table, slices = {}, {}
+    table, slices, source = {}, {}, {}
     for path in paths:
         with open(path) as f:
             for number_of_line, line in enumerate(f, 1):
@@ -82,7 +82,13 @@ def weights(paths):
                              f"expected {count}")
                 part = SLICE.match(name)
                 if not part:
-                    table[name] = values
+                    # A stage held by two actors (the two directions of a
+                    # bidirectional pipeline): both copies must agree.
+                    if name in table and table[name] != values:
+                        sys.exit(f"{path}: {name} differs from its copy in "
+                                 f"{source[name]}: the actors that hold one "
+                                 "stage must keep the same weights")
+                    table[name], source[name] = values, path
                     continue
                 base = part.group(1)
                 r0, r1, c0, c1, rows, cols = map(int, part.groups()[1:])
@@ -150,7 +156,9 @@ def main():
     ref_weights = weights([args[3]])
     if set(run_weights) != set(ref_weights):
         missing = sorted(set(ref_weights) - set(run_weights))
-        failures.append(f"parameters differ; missing in the run: {missing[:5]}")
+        extra = sorted(set(run_weights) - set(ref_weights))
+        failures.append(f"parameters differ; missing in the run: "
+                        f"{missing[:5]}, not in the reference: {extra[:5]}")
     worst_weight, compared, apart = 0.0, 0, []
     adam_step = 2 * tol["--lr"] * len(ref_losses)
     for name in sorted(set(run_weights) & set(ref_weights)):
