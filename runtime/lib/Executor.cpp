@@ -102,6 +102,9 @@ struct Event {
   const char *kind;
   int stage, mb, peer;
   double start, end; // seconds since the run started
+  /// A WAIT on an asynchronous transfer: the transfer's kind (RECV_F, ...),
+  /// whose stage, micro-batch and peer the event carries.
+  const char *of = nullptr;
 };
 
 /// The gradient buffers as the (data, size) parts that Comm packs into one
@@ -351,7 +354,8 @@ struct flexpipe_rt {
   std::vector<Event> events;
   /// Records `fn` as one instruction in the trace.
   template <typename Fn>
-  void traced(const char *kind, int64_t s, int64_t mb, int64_t peer, Fn fn) {
+  void traced(const char *kind, int64_t s, int64_t mb, int64_t peer, Fn fn,
+              const char *of = nullptr) {
     if (!tracing)
       return fn();
     const double start =
@@ -362,7 +366,7 @@ struct flexpipe_rt {
     const double end =
         std::chrono::duration<double>(Clock::now() - epoch).count();
     events.push_back({kind, static_cast<int>(s), static_cast<int>(mb),
-                      static_cast<int>(peer), start, end});
+                      static_cast<int>(peer), start, end, of});
   }
 
   bool runs(int s) const { return desc.stage[s].part(actor) >= 0; }
@@ -493,11 +497,12 @@ void writeTrace(flexpipe_rt &rt) {
       std::fprintf(f,
                    ",\n{\"name\": \"%s%s%s\", \"cat\": \"%s\", \"ph\": \"X\", "
                    "\"pid\": %d, \"tid\": %d, \"ts\": %.3f, \"dur\": %.3f, "
-                   "\"args\": {\"stage\": %d, \"mb\": %d, \"peer\": %d}}",
+                   "\"args\": {\"stage\": %d, \"mb\": %d, \"peer\": %d%s%s%s}}",
                    e.stage >= 0 ? std::to_string(e.stage).c_str() : "", e.kind,
                    e.mb >= 0 ? std::to_string(e.mb).c_str() : "", e.kind,
                    rt.replica, rt.actor, e.start * 1e6, (e.end - e.start) * 1e6,
-                   e.stage, e.mb, e.peer);
+                   e.stage, e.mb, e.peer, e.of ? ", \"of\": \"" : "",
+                   e.of ? e.of : "", e.of ? "\"" : "");
     }
   });
   double done = 1;
@@ -1803,31 +1808,44 @@ void flexpipe_rt_group_end(flexpipe_rt *rt) {
     });
 }
 
-static int64_t remember(flexpipe_rt *rt, int64_t handle) {
-  rt->tokens[rt->nextToken] = [rt, handle] {
-    rt->excluded([&] { rt->comm->wait(handle); });
+/// Posts an asynchronous transfer (traced as `kind`, the post) and returns
+/// its token, whose wait is traced as a WAIT of `kind` with the transfer's
+/// stage, micro-batch and peer.
+static int64_t postAsync(flexpipe_rt *rt, const char *kind, int64_t s,
+                         int64_t mb, int64_t peer,
+                         const std::function<int64_t()> &post) {
+  rt->instruction();
+  int64_t handle = -1;
+  rt->traced(kind, s, mb, peer, [&] { handle = post(); });
+  rt->tokens[rt->nextToken] = [rt, handle, kind, s, mb, peer] {
+    rt->traced(
+        "WAIT", s, mb, peer,
+        [&] { rt->excluded([&] { rt->comm->wait(handle); }); }, kind);
   };
   return rt->nextToken++;
 }
 int64_t flexpipe_rt_send_act_async(flexpipe_rt *rt, int64_t s, int64_t mb,
                                    int64_t peer) {
-  rt->instruction();
-  return remember(rt, postSend(rt, rt->output, false, s, mb, peer));
+  return postAsync(rt, "SEND_F", s, mb, peer, [&] {
+    return postSend(rt, rt->output, false, s, mb, peer);
+  });
 }
 int64_t flexpipe_rt_send_grad_async(flexpipe_rt *rt, int64_t s, int64_t mb,
                                     int64_t peer) {
-  rt->instruction();
-  return remember(rt, postSend(rt, rt->inputGrad, true, s, mb, peer));
+  return postAsync(rt, "SEND_B", s, mb, peer, [&] {
+    return postSend(rt, rt->inputGrad, true, s, mb, peer);
+  });
 }
 int64_t flexpipe_rt_recv_act_async(flexpipe_rt *rt, int64_t s, int64_t mb,
                                    int64_t peer) {
-  rt->instruction();
-  return remember(rt, postRecv(rt, rt->input, false, s, mb, peer));
+  return postAsync(rt, "RECV_F", s, mb, peer,
+                   [&] { return postRecv(rt, rt->input, false, s, mb, peer); });
 }
 int64_t flexpipe_rt_recv_grad_async(flexpipe_rt *rt, int64_t s, int64_t mb,
                                     int64_t peer) {
-  rt->instruction();
-  return remember(rt, postRecv(rt, rt->outputGrad, true, s, mb, peer));
+  return postAsync(rt, "RECV_B", s, mb, peer, [&] {
+    return postRecv(rt, rt->outputGrad, true, s, mb, peer);
+  });
 }
 void flexpipe_rt_wait(flexpipe_rt *rt, int64_t token) {
   rt->instruction();
@@ -1839,9 +1857,10 @@ void flexpipe_rt_wait(flexpipe_rt *rt, int64_t token) {
                         " inside a transfer group; a group's transfers "
                         "start at its group_end",
                     1);
+  // Each token's completion traces its own WAIT (with what it waits for).
   std::function<void()> complete = std::move(it->second);
   rt->tokens.erase(it);
-  rt->traced("WAIT", -1, -1, -1, complete);
+  complete();
 }
 
 /// What a runtime operation sees of this rank: the outputs kept for it, in
@@ -1930,7 +1949,7 @@ int64_t flexpipe_rt_exec_async(flexpipe_rt *rt, const char *name, int64_t s,
                                int64_t mb, int64_t count, const char *attrs) {
   rt->instruction();
   rt->excluded([&] { runOperation(rt, name, s, mb, count, attrs); });
-  rt->tokens[rt->nextToken] = [] {};
+  rt->tokens[rt->nextToken] = [rt] { rt->traced("WAIT", -1, -1, -1, [] {}); };
   return rt->nextToken++;
 }
 
@@ -1940,7 +1959,9 @@ void flexpipe_rt_all_gather(flexpipe_rt *rt, int64_t s, int64_t mb) {
 }
 int64_t flexpipe_rt_all_gather_async(flexpipe_rt *rt, int64_t s, int64_t mb) {
   rt->instruction();
-  rt->tokens[rt->nextToken] = postAllGather(rt, s, mb);
+  rt->tokens[rt->nextToken] = [rt, s, mb, done = postAllGather(rt, s, mb)] {
+    rt->traced("WAIT", s, mb, -1, done, "ALL_GATHER");
+  };
   return rt->nextToken++;
 }
 

@@ -255,7 +255,18 @@
 // RUN: flexpipe-compile %schedules/1f1b.mlir --actors 3 --microbatches 5 --dp 2 --emit=exe -o %t/a-three
 // RUN: %t/a-three/run-mpi.sh --iterations 2 --trace %t/out/three.json > /dev/null
 // RUN: python3 %S/trace-order.py %t/out/three.json | FileCheck %s --check-prefix=ORDER
-// ORDER: 80 receives, 0 complete before their send begins
+// ORDER: 80 receives (0 asynchronous), 0 complete before their send begins
+// Asynchronous transfers are traced too: the post as RECV_F (and so on),
+// and the WAIT of its token with the transfer's kind ("of"), stage,
+// micro-batch and peer (they had no event, and every WAIT said stage -1, so
+// the check found 0 receives of ZB-V with async_comm).
+// RUN: sed 's/optimize gradient_separation/optimize gradient_separation async_comm/' %schedules/zb-v.mlir > %t/zbv-async.mlir
+// RUN: flexpipe-compile %t/zbv-async.mlir --actors 3 --microbatches 7 --emit=exe -o %t/a-async > /dev/null
+// RUN: %t/a-async/run-mpi.sh --iterations 2 --trace %t/out/async.json > /dev/null
+// RUN: python3 %S/trace-order.py %t/out/async.json | FileCheck %s --check-prefix=ASYNCORDER
+// ASYNCORDER: 112 receives (112 asynchronous), 0 complete before their send begins
+// RUN: FileCheck %s --check-prefix=ASYNCWAIT < %t/out/async.json
+// ASYNCWAIT: "cat": "WAIT", {{.*}}"of": "RECV_F"}
 // OUTPUTS-NOT: tmp
 // OUTPUTS: losses
 // OUTPUTS-NEXT: p.yaml
