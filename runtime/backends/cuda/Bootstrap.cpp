@@ -173,14 +173,19 @@ std::string flexpipe::rt::readLaunchEnv(const Getenv &getenv, bool withMpi,
   return {};
 }
 
+bool flexpipe::rt::isQueueCount(const char *setting) {
+  if (!setting || !*setting)
+    return false;
+  char *end = nullptr;
+  const long value = std::strtol(setting, &end, 10);
+  return *end == '\0' && value > 0;
+}
+
 int flexpipe::rt::hardwareQueues(const char *setting) {
-  if (setting && *setting) {
-    char *end = nullptr;
-    const long value = std::strtol(setting, &end, 10);
-    // CUDA keeps at most kDeviceConnections queues, whatever is asked.
-    if (*end == '\0' && value > 0)
-      return static_cast<int>(std::min<long>(value, kDeviceConnections));
-  }
+  // CUDA keeps at most kDeviceConnections queues, whatever is asked.
+  if (isQueueCount(setting))
+    return static_cast<int>(
+        std::min<long>(std::strtol(setting, nullptr, 10), kDeviceConnections));
   return 8; // CUDA's default
 }
 

@@ -100,6 +100,9 @@ std::string sharedQueueWarning(int streams, const char *setting);
 /// kDeviceConnections; anything else leaves CUDA's default, 8. The CUDA
 /// emulation makes as many.
 int hardwareQueues(const char *setting);
+/// Whether `setting` (CUDA_DEVICE_MAX_CONNECTIONS's value) is a positive
+/// integer, a number of queues CUDA takes.
+bool isQueueCount(const char *setting);
 
 /// The GPU a rank uses, as the ranks tell each other before NCCL's first
 /// call.

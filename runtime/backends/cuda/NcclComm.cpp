@@ -733,9 +733,19 @@ flexpipe::rt::cuda::startNccl(int *argc, char ***argv,
   // waits for a peer (CUDA's lazy-loading caveats). A user's choice stays.
   ::setenv("CUDA_MODULE_LOADING", "EAGER", 0);
   // A hardware queue per stream (compute, one per channel) where CUDA's
-  // default of 8 would make streams share them; a user's choice stays.
-  ::setenv("CUDA_DEVICE_MAX_CONNECTIONS",
-           std::to_string(kDeviceConnections).c_str(), 0);
+  // default of 8 would make streams share them; a user's number stays. A
+  // value that is none (empty, 0: `export CUDA_DEVICE_MAX_CONNECTIONS=$X`
+  // with X unset) left CUDA's 8, and 16 streams hung.
+  if (const char *queues = std::getenv("CUDA_DEVICE_MAX_CONNECTIONS");
+      !isQueueCount(queues)) {
+    if (queues)
+      std::fprintf(stderr,
+                   "flexpipe: CUDA_DEVICE_MAX_CONNECTIONS='%s' is no positive "
+                   "number of hardware queues; using %d\n",
+                   queues, kDeviceConnections);
+    ::setenv("CUDA_DEVICE_MAX_CONNECTIONS",
+             std::to_string(kDeviceConnections).c_str(), 1);
+  }
 
 #if FLEXPIPE_ENABLE_MPI
   if (env.mpi) {
