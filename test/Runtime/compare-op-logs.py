@@ -7,7 +7,8 @@ order). With --iteration I only the lines of iteration I count (a run with
 data parallelism sums gradients in another order, so later iterations
 differ in the last bits). With --rel-tol X numbers may differ by X relative
 (a GPU or the CUDA emulation sums in other orders; the other fields must
-match). With --positive the last field of every line must be a positive
+match; a real number inside a token, as in "0:1x32x64:7.993055", counts
+as a number). With --positive the last field of every line must be a positive
 number. Prints one line per rank file, then a summary; exits 1 on any
 difference.
 
@@ -41,9 +42,20 @@ def number(token):
         return None
 
 
+# A real number inside a token ("0:1x32x64:7.993055"): digits with a point
+# or an exponent. Integers stay names.
+REAL = re.compile(r"([-+]?(?:\d+\.\d*|\.\d+|\d+(?=[eE]))(?:[eE][-+]?\d+)?)")
+
+
+def fields(line):
+    """A line's fields: its tokens, split around the real numbers in them."""
+    return [piece for token in line.split() for piece in REAL.split(token)
+            if piece]
+
+
 def close(a, b, tol):
     """Whether lines a and b match: the same fields, numbers within tol."""
-    x, y = a.split(), b.split()
+    x, y = fields(a), fields(b)
     if len(x) != len(y):
         return False
     for s, t in zip(x, y):
@@ -58,7 +70,7 @@ def close(a, b, tol):
 
 def shape(line):
     """The line with its numbers left out: how lines pair up under --rel-tol."""
-    return tuple(t if number(t) is None else "#" for t in line.split())
+    return tuple(t if number(t) is None else "#" for t in fields(line))
 
 
 def differs(run, ref, tol):
