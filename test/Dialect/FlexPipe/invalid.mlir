@@ -1160,3 +1160,54 @@ flexpipe.schedule @s actors(1) stages(1) microbatches(1) stage_info [#flexpipe.s
     flexpipe.fwd stage 0 mb 0 {name = "warmup"}
   }
 }
+
+// -----
+
+// MLIR's integer parser takes `true` and `false` as -1 and 0: an index,
+// count, limit, edge or layer count written so was read as those (`@gpt[true]`
+// named the last stage, `pp + true + 2` was pp + 1). Each is refused at the
+// keyword.
+flexpipe.pipeline @p actors(2) microbatches(4) {
+  flexpipe.module @gpt layers(4) placement(one_to_one)
+  // expected-error @+1 {{expected an integer, not 'true'}}
+  flexpipe.instruction @norm kind(compute) on(@gpt[true])
+}
+
+// -----
+
+flexpipe.pipeline @p actors(2) microbatches(4) {
+  flexpipe.module @gpt layers(4) placement(one_to_one)
+  // expected-error @+1 {{expected an integer, not 'true'}}
+  flexpipe.priority cttp<bwd_first> fstp<breadth_first, pp + true + 2> bstp<breadth_first>
+}
+
+// -----
+
+// expected-error @+1 {{expected an integer, not 'true'}}
+flexpipe.pipeline @p actors(true) microbatches(4) {
+  flexpipe.module @gpt layers(4) placement(one_to_one)
+}
+
+// -----
+
+flexpipe.pipeline @p actors(2) microbatches(4) {
+  flexpipe.module @gpt layers(4) placement(one_to_one)
+  // expected-error @+1 {{expected an integer, not 'false'}}
+  flexpipe.inflight per_actor [1, false]
+}
+
+// -----
+
+// expected-error @+1 {{expected an integer, not 'false'}}
+flexpipe.schedule @s actors(1) stages(2) microbatches(1) edges [false -> 1] {
+  flexpipe.actor 0 {
+  }
+}
+
+// -----
+
+// expected-error @+1 {{expected an integer, not 'false'}}
+flexpipe.schedule @s actors(1) stages(1) microbatches(1) stage_info [#flexpipe.stage_info<"gpt", false, first, last>] {
+  flexpipe.actor 0 {
+  }
+}

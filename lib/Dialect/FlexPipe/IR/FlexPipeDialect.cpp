@@ -9,6 +9,8 @@
 #include "flexpipe/Dialect/FlexPipe/IR/FlexPipe.h"
 #include "flexpipe/Support/InputLimits.h"
 
+#include "Parsing.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/StringExtras.h"
@@ -16,6 +18,9 @@
 
 using namespace mlir;
 using namespace flexpipe;
+using flexpipe::detail::identifierAt;
+using flexpipe::detail::parseOptionalPlainInteger;
+using flexpipe::detail::parsePlainInteger;
 
 #include "flexpipe/Dialect/FlexPipe/IR/FlexPipeOpsDialect.cpp.inc"
 
@@ -161,7 +166,7 @@ private:
       return -*inner;
     }
     int64_t value;
-    OptionalParseResult integer = parser.parseOptionalInteger(value);
+    OptionalParseResult integer = parseOptionalPlainInteger(parser, value);
     if (integer.has_value()) {
       if (failed(*integer))
         return failure();
@@ -451,7 +456,7 @@ Attribute StageInfoAttr::parse(AsmParser &parser, Type) {
   std::string module;
   int64_t layers;
   if (parser.parseLess() || parser.parseString(&module) ||
-      parser.parseComma() || parser.parseInteger(layers))
+      parser.parseComma() || parsePlainInteger(parser, layers))
     return {};
   bool first = false, last = false;
   while (succeeded(parser.parseOptionalComma())) {

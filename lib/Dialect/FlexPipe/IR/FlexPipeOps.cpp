@@ -15,6 +15,8 @@
 #include "flexpipe/Plugin.h"
 #include "flexpipe/Support/InputLimits.h"
 
+#include "Parsing.h"
+
 #include "mlir/IR/AffineExpr.h"
 #include "mlir/IR/AffineMap.h"
 #include "mlir/IR/Builders.h"
@@ -31,6 +33,9 @@
 
 using namespace mlir;
 using namespace flexpipe;
+using flexpipe::detail::identifierAt;
+using flexpipe::detail::parseOptionalPlainInteger;
+using flexpipe::detail::parsePlainInteger;
 
 #include "flexpipe/Dialect/FlexPipe/IR/FlexPipeInterfaces.cpp.inc"
 
@@ -76,7 +81,7 @@ static ParseResult parseCount(OpAsmParser &parser, IntegerAttr &attr,
                               StringRef what) {
   llvm::SMLoc loc = parser.getCurrentLocation();
   int64_t value = 0;
-  OptionalParseResult parsed = parser.parseOptionalInteger(value);
+  OptionalParseResult parsed = parseOptionalPlainInteger(parser, value);
   if (!parsed.has_value())
     return parser.emitError(loc)
            << "expected the number of " << what << ", an integer";
@@ -89,17 +94,6 @@ static ParseResult parseCount(OpAsmParser &parser, IntegerAttr &attr,
 static void printCount(OpAsmPrinter &printer, Operation *, IntegerAttr attr,
                        StringRef) {
   printer << attr.getInt();
-}
-
-/// The bare identifier at `loc` in the source, if one starts there (read
-/// as MLIR's lexer reads it, a character at a time).
-static StringRef identifierAt(llvm::SMLoc loc) {
-  const char *begin = loc.getPointer(), *end = begin;
-  if (!(llvm::isAlpha(*end) || *end == '_'))
-    return {};
-  while (llvm::isAlnum(*end) || *end == '_' || *end == '$' || *end == '.')
-    ++end;
-  return StringRef(begin, end - begin);
 }
 
 /// A bound written as a number literal, integer or not (`memory_bound(4)`
@@ -402,7 +396,7 @@ static ParseResult parseStageRef(OpAsmParser &parser, FlatSymbolRefAttr &stage,
   stage = FlatSymbolRefAttr::get(name);
   if (succeeded(parser.parseOptionalLSquare())) {
     int64_t value;
-    if (parser.parseInteger(value) || parser.parseRSquare())
+    if (parsePlainInteger(parser, value) || parser.parseRSquare())
       return failure();
     index = parser.getBuilder().getI64IntegerAttr(value);
   }
@@ -502,7 +496,7 @@ static ParseResult checkAffineLiterals(OpAsmParser &parser, llvm::SMLoc begin) {
 static ParseResult parseInflightLimit(OpAsmParser &parser, Attribute &limit) {
   Builder &builder = parser.getBuilder();
   int64_t value;
-  OptionalParseResult integer = parser.parseOptionalInteger(value);
+  OptionalParseResult integer = parseOptionalPlainInteger(parser, value);
   if (integer.has_value()) {
     if (failed(*integer))
       return failure();
@@ -512,8 +506,9 @@ static ParseResult parseInflightLimit(OpAsmParser &parser, Attribute &limit) {
   if (succeeded(parser.parseOptionalLSquare())) {
     SmallVector<int64_t> values;
     if (failed(parser.parseOptionalRSquare())) {
-      if (parser.parseCommaSeparatedList(
-              [&] { return parser.parseInteger(values.emplace_back()); }) ||
+      if (parser.parseCommaSeparatedList([&] {
+            return parsePlainInteger(parser, values.emplace_back());
+          }) ||
           parser.parseRSquare())
         return failure();
     }
@@ -619,9 +614,9 @@ static ParseResult parseEdges(OpAsmParser &parser, DenseI64ArrayAttr &edges) {
     return failure();
   if (failed(parser.parseOptionalRSquare())) {
     if (parser.parseCommaSeparatedList([&] {
-          return failure(parser.parseInteger(flat.emplace_back()) ||
+          return failure(parsePlainInteger(parser, flat.emplace_back()) ||
                          parser.parseArrow() ||
-                         parser.parseInteger(flat.emplace_back()));
+                         parsePlainInteger(parser, flat.emplace_back()));
         }) ||
         parser.parseRSquare())
       return failure();
