@@ -1211,3 +1211,14 @@ flexpipe.schedule @s actors(1) stages(1) microbatches(1) stage_info [#flexpipe.s
   flexpipe.actor 0 {
   }
 }
+
+// -----
+
+// A '>' in a comment inside an in-flight map ended the scan of its
+// constants: the wrapping product after it vanished (the limit read pp - a).
+flexpipe.pipeline @p actors(2) microbatches(4) {
+  flexpipe.module @gpt layers(4) placement(one_to_one)
+  flexpipe.inflight per_actor affine_map<(a)[pp, s, m] -> (pp - a // a > b
+  // expected-error @+1 {{at '4611686018427387904' this in-flight affine map's constants and names multiply past 2^62}}
+   + (pp + pp + pp + pp) * 4611686018427387904)>
+}

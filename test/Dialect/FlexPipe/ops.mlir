@@ -42,8 +42,12 @@ flexpipe.pipeline @spec actors(8) microbatches(16) {
   flexpipe.priority @image actors [1] cttp<interleaved, pp, (m - 1) floordiv 2> fstp<breadth_first, 2 * pp - 1> bstp<depth_first, s ceildiv pp + m mod 3>
   // CHECK-NEXT: flexpipe.priority @text actors [5] cttp<fwd_first, 2, 1>
   flexpipe.priority @text actors [5] cttp<fwd_first, 2, 1>
-  // CHECK-NEXT: flexpipe.inflight per_actor affine_map<(d0)[s0, s1, s2] -> (-d0 + s0)>
-  flexpipe.inflight per_actor affine_map<(a)[pp, s, m] -> (pp - a)>
+  // A space before the '<' and a comment inside, with a '>' and a long
+  // number in it, read as MLIR reads them (the space was refused as an
+  // alias; the '>' ended the scan of the constants).
+  // CHECK-NEXT: flexpipe.inflight per_actor affine_map<(d0)[s0, s1, s2] -> (-d0 + s0 + s0)>
+  flexpipe.inflight per_actor affine_map <(a)[pp, s, m] -> (pp - a // a > 123456789012345678901234567890
+    + pp)>
   // CHECK-NEXT: flexpipe.inflight @image per_stage [8, 7, 6, 5, 4, 3, 2, 1]
   flexpipe.inflight @image per_stage [8, 7, 6, 5, 4, 3, 2, 1]
   // CHECK-NEXT: flexpipe.inflight @text global affine_map<()[s0, s1, s2] -> (s2 floordiv 2)>

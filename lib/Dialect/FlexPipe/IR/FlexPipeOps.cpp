@@ -445,14 +445,28 @@ static void printInstRef(OpAsmPrinter &printer, Operation *, StringAttr inst) {
 static ParseResult checkAffineLiterals(OpAsmParser &parser, llvm::SMLoc begin) {
   const char *text = begin.getPointer();
   const llvm::StringRef rest(text);
-  if (!rest.starts_with("affine_map<"))
+  // Comments and white space are skipped as MLIR's lexer skips them: a `>`
+  // in a comment ended the scan, and what followed went unchecked.
+  auto skipBlank = [&](size_t i) {
+    while (i < rest.size()) {
+      if (llvm::isSpace(rest[i]))
+        ++i;
+      else if (rest.substr(i).starts_with("//"))
+        i = std::min(rest.find('\n', i), rest.size());
+      else
+        break;
+    }
+    return i;
+  };
+  if (!rest.starts_with("affine_map") ||
+      !rest.substr(skipBlank(strlen("affine_map"))).starts_with("<"))
     return parser.emitError(begin)
            << "write an in-flight affine map inline, as affine_map<...>: "
               "MLIR folded an alias's constants, in wrapping arithmetic, "
               "before they could be checked";
   AffineLiteralBudget budget;
   int depth = 0;
-  for (size_t i = 0; i < rest.size();) {
+  for (size_t i = skipBlank(0); i < rest.size(); i = skipBlank(i)) {
     const char c = rest[i];
     if (c == '<' || c == '(' || c == '[') {
       depth += c == '<';
