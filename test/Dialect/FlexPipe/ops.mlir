@@ -3,6 +3,8 @@
 // With locations: the clause lists end at `loc(...)` (read as a
 // misspelled clause, it failed).
 // RUN: flexpipe-opt %s --mlir-print-debuginfo | flexpipe-opt | FileCheck %s
+// Printing is a fixed point: what it prints reads back to the same IR.
+// RUN: flexpipe-opt %s > %t.once && flexpipe-opt %t.once > %t.twice && diff %t.once %t.twice
 
 // Round trip of every op and attribute of both levels, in the custom and in
 // the generic form.
@@ -42,6 +44,11 @@ flexpipe.pipeline @spec actors(8) microbatches(16) {
   flexpipe.priority @image actors [1] cttp<interleaved, pp, (m - 1) floordiv 2> fstp<breadth_first, 2 * pp - 1> bstp<depth_first, s ceildiv pp + m mod 3>
   // CHECK-NEXT: flexpipe.priority @text actors [5] cttp<fwd_first, 2, 1>
   flexpipe.priority @text actors [5] cttp<fwd_first, 2, 1>
+  // A sum on the right of a sum keeps its parentheses: printed without, it
+  // read back as another tree (pp - s * 2 + m), and every round trip
+  // changed the IR (the fixed-point RUN line above).
+  // CHECK-NEXT: flexpipe.priority @text actors [4] fstp<breadth_first, pp + (s * (-2) + m)>
+  flexpipe.priority @text actors [4] fstp<breadth_first, pp + (s * (-2) + m)>
   // A space before the '<' and a comment inside, with a '>' and a long
   // number in it, read as MLIR reads them (the space was refused as an
   // alias; the '>' ended the scan of the constants).

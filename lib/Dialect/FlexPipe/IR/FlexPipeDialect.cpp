@@ -244,8 +244,11 @@ void printCount(llvm::raw_ostream &os, AffineExpr expr, bool parenthesize) {
           os << " * " << -factor.getValue();
         break;
       }
+    // A sum on the right keeps its parentheses: `a + b + c` reads back as
+    // (a + b) + c, which MLIR folds into another tree than a + (b + c), so
+    // the print would change at every round trip.
     os << " + ";
-    printCount(os, rhs, false);
+    printCount(os, rhs, rhs.getKind() == AffineExprKind::Add);
     break;
   }
   default: {
