@@ -31,6 +31,7 @@
 #include "flexpipe/Support/InputLimits.h"
 #include "flexpipe/Support/ReadInput.h"
 
+#include "mlir/Bytecode/BytecodeReader.h"
 #include "mlir/Dialect/EmitC/IR/EmitC.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -295,14 +296,20 @@ readInput(MLIRContext &context, const CompileOptions &options,
   if (fromTorch)
     return importTorchSchedule(context, input->getBuffer().str(), options,
                                model);
-  // Bounds MLIR's parser does not keep (InputLimits.h), before it parses.
-  if (std::string problem = checkInputLimits(
-          input->getBuffer(), options.input == "-" ? "<stdin>" : options.input);
+  // Bounds MLIR's parser does not keep (InputLimits.h), before it parses;
+  // the text's, not bytecode's (which keeps strings and arrays raw).
+  const bool bytecode = isBytecode(input->getMemBufferRef());
+  if (std::string problem =
+          bytecode ? ""
+                   : checkInputLimits(input->getBuffer(), options.input == "-"
+                                                              ? "<stdin>"
+                                                              : options.input);
       !problem.empty()) {
     llvm::errs() << problem << "\n";
     return nullptr;
   }
-  longLines.emplace(handler, &context, input->getBuffer());
+  if (!bytecode)
+    longLines.emplace(handler, &context, input->getBuffer());
   sourceMgr.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
   // Verified by applyOverrides, once --actors, --microbatches and the model
   // file have set the sizes the spec is compiled at.

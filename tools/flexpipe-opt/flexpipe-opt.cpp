@@ -21,6 +21,7 @@
 #include "flexpipe/Support/InputLimits.h"
 #include "flexpipe/Support/ReadInput.h"
 
+#include "mlir/Bytecode/BytecodeReader.h"
 #include "mlir/Dialect/EmitC/IR/EmitC.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -95,6 +96,7 @@ static bool parsesWithShortDiagnostics(const llvm::MemoryBuffer &buffer,
   if (!config.inputSplitMarker().empty() || config.shouldVerifyDiagnostics())
     return true;
   mlir::MLIRContext context(registry);
+  context.allowUnregisteredDialects(config.shouldAllowUnregisteredDialects());
   context.printOpOnDiagnostic(false);
   llvm::SourceMgr sourceMgr;
   sourceMgr.AddNewSourceBuffer(
@@ -135,13 +137,18 @@ int main(int argc, char **argv) {
     return 1;
   }
   std::unique_ptr<llvm::MemoryBuffer> buffer = std::move(*read);
-  if (std::string problem = flexpipe::checkInputLimits(
-          buffer->getBuffer(), input == "-" ? "<stdin>" : input);
+  // The limits and long lines are the text's: bytecode keeps strings and
+  // arrays raw (a valid file was refused for a run of digits in a string).
+  const bool bytecode = mlir::isBytecode(buffer->getMemBufferRef());
+  if (std::string problem =
+          bytecode ? ""
+                   : flexpipe::checkInputLimits(
+                         buffer->getBuffer(), input == "-" ? "<stdin>" : input);
       !problem.empty()) {
     llvm::errs() << problem << "\n";
     return 1;
   }
-  if (!flexpipe::longLineNumbers(buffer->getBuffer()).empty() &&
+  if (!bytecode && !flexpipe::longLineNumbers(buffer->getBuffer()).empty() &&
       !parsesWithShortDiagnostics(*buffer, input == "-" ? "<stdin>" : input,
                                   registry))
     return 1;
