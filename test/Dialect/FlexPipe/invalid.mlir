@@ -1222,3 +1222,15 @@ flexpipe.pipeline @p actors(2) microbatches(4) {
   // expected-error @+1 {{at '4611686018427387904' this in-flight affine map's constants and names multiply past 2^62}}
    + (pp + pp + pp + pp) * 4611686018427387904)>
 }
+
+// -----
+
+// The token type has no parameters; `<...>` after it was dropped silently.
+flexpipe.schedule @s actors(2) stages(2) microbatches(1) {
+  flexpipe.actor 0 {
+    flexpipe.fwd stage 0 mb 0
+    // expected-error @+1 {{!flexpipe.token takes no parameters}}
+    %t = flexpipe.send_act stage 0 mb 0 to 1 : !flexpipe.token<7, "junk">
+    flexpipe.wait %t
+  }
+}

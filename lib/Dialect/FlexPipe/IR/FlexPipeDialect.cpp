@@ -451,6 +451,21 @@ LogicalResult StpAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 }
 
 //===----------------------------------------------------------------------===//
+// TokenType: `!flexpipe.token`, no parameters
+//===----------------------------------------------------------------------===//
+
+Type TokenType::parse(AsmParser &parser) {
+  if (succeeded(parser.parseOptionalLess())) {
+    parser.emitError(parser.getCurrentLocation())
+        << "!flexpipe.token takes no parameters";
+    return {};
+  }
+  return TokenType::get(parser.getContext());
+}
+
+void TokenType::print(AsmPrinter &) const {}
+
+//===----------------------------------------------------------------------===//
 // StageInfoAttr: `<"module", layers[, first][, last]>`
 //===----------------------------------------------------------------------===//
 

@@ -229,7 +229,12 @@ def FlexPipe_TokenType : TypeDef<FlexPipe_Dialect, "Token"> {
     %t = flexpipe.recv_act stage 1 mb 0 from 0 : !flexpipe.token
     flexpipe.wait %t
     ```
+
+    It takes no parameters: `!flexpipe.token<...>` is an error.
   }];
+  // The generated parser stopped after the mnemonic, and what followed in
+  // `<...>` was dropped without a word.
+  let hasCustomAssemblyFormat = 1;
 }
 
 #endif // FLEXPIPE_ATTRS
