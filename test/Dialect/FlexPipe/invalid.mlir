@@ -1149,17 +1149,6 @@ flexpipe.schedule @s actors(1) stages(1) microbatches(2) stage_info [#flexpipe.s
   }
 }
 
-// -----
-
-// Tests a name that is another op's attribute (flexpipe.check's): reserved
-// on every op, since the dictionary's parser does not know which op it
-// reads.
-flexpipe.schedule @s actors(1) stages(1) microbatches(1) stage_info [#flexpipe.stage_info<"gpt", 1, first, last>] {
-  flexpipe.actor 0 {
-    // expected-error @+1 {{'name' is reserved in an attribute dictionary}}
-    flexpipe.fwd stage 0 mb 0 {name = "warmup"}
-  }
-}
 
 // -----
 

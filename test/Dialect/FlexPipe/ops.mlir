@@ -68,8 +68,12 @@ flexpipe.pipeline @spec actors(8) microbatches(16) {
 flexpipe.schedule @program actors(2) stages(3) microbatches(2) edges [0 -> 1, 0 -> 2] shared [2] {
   // CHECK-NEXT: flexpipe.actor 0 {
   flexpipe.actor 0 {
-    // CHECK-NEXT: flexpipe.fwd stage 0 mb 0
-    flexpipe.fwd stage 0 mb 0
+    // A name that is another op's attribute (flexpipe.check's `name`) is
+    // this op's discardable attribute: each op reserves its own names only
+    // (every FlexPipe op's were reserved, and the generic form's discardable
+    // `id` on a pipeline printed as text that did not read back).
+    // CHECK-NEXT: flexpipe.fwd stage 0 mb 0 {name = "warmup"}
+    flexpipe.fwd stage 0 mb 0 {name = "warmup"}
     // CHECK-NEXT: %[[S:.*]] = flexpipe.send_act stage 0 mb 0 to 1 : !flexpipe.token
     %s = flexpipe.send_act stage 0 mb 0 to 1 : !flexpipe.token
     // CHECK-NEXT: flexpipe.wait %[[S]]

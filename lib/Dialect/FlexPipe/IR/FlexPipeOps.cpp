@@ -572,11 +572,12 @@ static void printInflightLimit(OpAsmPrinter &printer, Operation *,
 /// An op's attribute dictionary (`{...}`, or `attributes {...}` before a
 /// region) holds attributes the op's syntax does not write. MLIR sets an
 /// inherent attribute named there over the value the syntax wrote
-/// (`actors(1) attributes {actors = 4}` had 4 actors): the names of FlexPipe
-/// ops' own attributes are reserved there, for every op (the directive
-/// does not know which op it parses).
+/// (`actors(1) attributes {actors = 4}` had 4 actors): the names of the
+/// op's own attributes (`own`, its getAttributeNames()) are reserved there.
+/// (Those of every FlexPipe op were: a discardable `id` on a pipeline, which
+/// the generic form takes, printed as text that did not read back.)
 static ParseResult parseAttrDict(OpAsmParser &parser, NamedAttrList &attrs,
-                                 bool withKeyword) {
+                                 bool withKeyword, ArrayRef<StringRef> own) {
   const llvm::SMLoc loc = parser.getCurrentLocation();
   NamedAttrList parsed;
   if (failed(withKeyword ? parser.parseOptionalAttrDictWithKeyword(parsed)
@@ -584,14 +585,8 @@ static ParseResult parseAttrDict(OpAsmParser &parser, NamedAttrList &attrs,
     return failure();
   if (parsed.empty())
     return success();
-  llvm::StringSet<> own;
-  for (RegisteredOperationName op :
-       parser.getContext()->getRegisteredOperations())
-    if (op.getDialectNamespace() == FlexPipeDialect::getDialectNamespace())
-      for (StringAttr name : op.getAttributeNames())
-        own.insert(name.getValue());
   for (const NamedAttribute &attr : parsed) {
-    if (own.contains(attr.getName().getValue()))
+    if (llvm::is_contained(own, attr.getName().getValue()))
       return parser.emitError(loc)
              << "'" << attr.getName().getValue()
              << "' is reserved in an attribute dictionary: it names an "
@@ -603,20 +598,22 @@ static ParseResult parseAttrDict(OpAsmParser &parser, NamedAttrList &attrs,
   }
   return success();
 }
-static ParseResult parseOwnAttrDict(OpAsmParser &parser, NamedAttrList &attrs) {
-  return parseAttrDict(parser, attrs, /*withKeyword=*/false);
+static ParseResult parseOwnAttrDict(OpAsmParser &parser, NamedAttrList &attrs,
+                                    ArrayRef<StringRef> own) {
+  return parseAttrDict(parser, attrs, /*withKeyword=*/false, own);
 }
 static ParseResult parseOwnAttrDictWithKeyword(OpAsmParser &parser,
-                                               NamedAttrList &attrs) {
-  return parseAttrDict(parser, attrs, /*withKeyword=*/true);
+                                               NamedAttrList &attrs,
+                                               ArrayRef<StringRef> own) {
+  return parseAttrDict(parser, attrs, /*withKeyword=*/true, own);
 }
 /// The discardable attributes only: the op's own are in its syntax.
 static void printOwnAttrDict(OpAsmPrinter &printer, Operation *op,
-                             DictionaryAttr) {
+                             DictionaryAttr, ArrayRef<StringRef>) {
   printer.printOptionalAttrDict(op->getDiscardableAttrDictionary().getValue());
 }
 static void printOwnAttrDictWithKeyword(OpAsmPrinter &printer, Operation *op,
-                                        DictionaryAttr) {
+                                        DictionaryAttr, ArrayRef<StringRef>) {
   printer.printOptionalAttrDictWithKeyword(
       op->getDiscardableAttrDictionary().getValue());
 }

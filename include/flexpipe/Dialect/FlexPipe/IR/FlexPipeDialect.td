@@ -59,10 +59,11 @@ def FlexPipe_Dialect : Dialect {
     Every op's custom form ends with an optional attribute dictionary
     (`{...}`; `attributes {...}` before a region) for attributes its syntax
     does not write, such as a schedule's `flexpipe.optimize`. The names of
-    FlexPipe ops' own attributes (`actors`, `mb`, `limit`, `name`, ...) are
-    reserved there, on every op: MLIR would set one over the value the
-    syntax wrote. (In the generic form, MLIR's parser drops such a name
-    from the dictionary, keeping the value in the op's properties.)
+    the op's own attributes (a pipeline's `actors`, an instruction's `mb`,
+    ...) are reserved there: MLIR would set one over the value the syntax
+    wrote. Another op's names are not (`{name = "warmup"}` on a `fwd` is a
+    discardable attribute). (In the generic form, MLIR's parser drops such a
+    name from the dictionary, keeping the value in the op's properties.)
   }];
   let useDefaultAttributePrinterParser = 1;
   let useDefaultTypePrinterParser = 1;

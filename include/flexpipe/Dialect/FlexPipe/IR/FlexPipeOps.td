@@ -57,7 +57,7 @@ def FlexPipe_PipelineOp : FlexPipe_Op<"pipeline", [
   let assemblyFormat = [{
     $sym_name `actors` `(` custom<Count>($actors, "\"actors\"") `)`
     `microbatches` `(` custom<Count>($microbatches, "\"micro-batches\"") `)`
-    `` custom<OwnAttrDictWithKeyword>(attr-dict) $body
+    `` custom<OwnAttrDictWithKeyword>(attr-dict, "getAttributeNames()") $body
   }];
   let hasVerifier = 1;
   let hasRegionVerifier = 1;
@@ -145,7 +145,7 @@ def FlexPipe_ModalityOp : FlexPipe_Op<"module", [
     `` custom<ModuleClauses>($bidirectional, $chunks, $stage_map,
                              $actor_group, $partition, $inputs, $model,
                              $vocab_parallel)
-    `` custom<OwnAttrDict>(attr-dict)
+    `` custom<OwnAttrDict>(attr-dict, "getAttributeNames()")
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
@@ -177,7 +177,7 @@ def FlexPipe_ShareOp : FlexPipe_Op<"share", [HasParent<"PipelineOp">,
   let arguments = (ins FlatSymbolRefAttr:$module, I64Attr:$stage,
                        DenseI64ArrayAttr:$actor_ids);
   let assemblyFormat = [{
-    $module `stage` $stage `actors` $actor_ids `` custom<OwnAttrDict>(attr-dict)
+    $module `stage` $stage `actors` $actor_ids `` custom<OwnAttrDict>(attr-dict, "getAttributeNames()")
   }];
 }
 
@@ -194,7 +194,7 @@ def FlexPipe_StageOp : FlexPipe_Op<"stage", [
     ```
   }];
   let arguments = (ins FlexPipe_SymbolName:$sym_name, DenseI64ArrayAttr:$actor_ids);
-  let assemblyFormat = "$sym_name `actors` $actor_ids `` custom<OwnAttrDict>(attr-dict)";
+  let assemblyFormat = [{$sym_name `actors` $actor_ids `` custom<OwnAttrDict>(attr-dict, "getAttributeNames()")}];
   let hasVerifier = 1;
 }
 
@@ -260,7 +260,7 @@ def FlexPipe_InstructionOp : FlexPipe_Op<"instruction", [
     `on` `(` custom<StageRef>($stage, $stage_index) `)`
     `` custom<InstructionClauses>($prev, $next, $unit, $async,
                                   $runtime_attrs)
-    `` custom<OwnAttrDict>(attr-dict)
+    `` custom<OwnAttrDict>(attr-dict, "getAttributeNames()")
   }];
   let hasVerifier = 1;
 }
@@ -326,7 +326,7 @@ def FlexPipe_DependencyOp : FlexPipe_Op<"dependency", [
   let assemblyFormat = [{
     custom<InstRef>($src_inst) custom<StageRef>($src_stage, $src_index) `->`
     custom<InstRef>($dst_inst) custom<StageRef>($dst_stage, $dst_index)
-    `` custom<OwnAttrDict>(attr-dict)
+    `` custom<OwnAttrDict>(attr-dict, "getAttributeNames()")
   }];
 }
 
@@ -345,7 +345,7 @@ def FlexPipe_CheckOp : FlexPipe_Op<"check", [HasParent<"PipelineOp">]> {
     ```
   }];
   let arguments = (ins StrAttr:$name);
-  let assemblyFormat = "$name `` custom<OwnAttrDict>(attr-dict)";
+  let assemblyFormat = [{$name `` custom<OwnAttrDict>(attr-dict, "getAttributeNames()")}];
 }
 
 def FlexPipe_PriorityOp : FlexPipe_Op<"priority", [HasParent<"PipelineOp">,
@@ -390,7 +390,7 @@ def FlexPipe_PriorityOp : FlexPipe_Op<"priority", [HasParent<"PipelineOp">,
   );
   let assemblyFormat = [{
     ($module^)? (`actors` $actor_ids^)?
-    `` custom<PriorityClauses>($cttp, $fstp, $bstp, $custom) `` custom<OwnAttrDict>(attr-dict)
+    `` custom<PriorityClauses>($cttp, $fstp, $bstp, $custom) `` custom<OwnAttrDict>(attr-dict, "getAttributeNames()")
   }];
   let hasVerifier = 1;
 }
@@ -462,7 +462,7 @@ def FlexPipe_InflightOp : FlexPipe_Op<"inflight", [HasParent<"PipelineOp">,
   );
   let assemblyFormat = [{
     ($module^)? custom<EnumKeyword>($scope) custom<InflightLimit>($limit)
-    `` custom<OwnAttrDict>(attr-dict)
+    `` custom<OwnAttrDict>(attr-dict, "getAttributeNames()")
   }];
   let extraClassDeclaration = [{
     /// The limit for each index of the scope (one entry for `global`), given
@@ -529,7 +529,7 @@ def FlexPipe_OptimizeOp : FlexPipe_Op<"optimize", [HasParent<"PipelineOp">]> {
   // `memory_bound(N)`, `max_rounds(N)`.
   let assemblyFormat = [{
     `` custom<Optimizations>($split_backward, $gradient_separation, $async_comm,
-                          $memory_bound, $max_rounds) `` custom<OwnAttrDict>(attr-dict)
+                          $memory_bound, $max_rounds) `` custom<OwnAttrDict>(attr-dict, "getAttributeNames()")
   }];
   let hasVerifier = 1;
 }
@@ -586,7 +586,7 @@ def FlexPipe_ScheduleOp : FlexPipe_Op<"schedule", [
     `microbatches` `(` $microbatches `)`
     (`edges` custom<Edges>($edges)^)? (`shared` $shared^)?
     (`stage_info` $stage_info^)?
-    `` custom<OwnAttrDictWithKeyword>(attr-dict) $body
+    `` custom<OwnAttrDictWithKeyword>(attr-dict, "getAttributeNames()") $body
   }];
   let hasVerifier = 1;
   let hasRegionVerifier = 1;
@@ -612,7 +612,7 @@ def FlexPipe_ActorOp : FlexPipe_Op<"actor", [
   }];
   let arguments = (ins I64Attr:$id);
   let regions = (region SizedRegion<1>:$body);
-  let assemblyFormat = "$id `` custom<OwnAttrDictWithKeyword>(attr-dict) $body";
+  let assemblyFormat = [{$id `` custom<OwnAttrDictWithKeyword>(attr-dict, "getAttributeNames()") $body}];
 }
 
 // `kind`: the op's sched::OpKind (Program.h), the one table from ops to
@@ -630,7 +630,7 @@ class FlexPipe_ComputeOp<string mnemonic, string kind, string what>
         DeclareOpInterfaceMethods<FlexPipe_InstructionOpInterface>]> {
   let summary = what # " of one micro-batch on one stage";
   let arguments = (ins I64Attr:$stage, I64Attr:$mb);
-  let assemblyFormat = "`stage` $stage `mb` $mb `` custom<OwnAttrDict>(attr-dict)";
+  let assemblyFormat = [{`stage` $stage `mb` $mb `` custom<OwnAttrDict>(attr-dict, "getAttributeNames()")}];
 }
 
 def FlexPipe_FwdOp : FlexPipe_ComputeOp<"fwd", "Fwd", "forward pass"> {
@@ -681,7 +681,7 @@ class FlexPipe_P2POp<string mnemonic, string kind, string dir>
   let arguments = (ins I64Attr:$stage, I64Attr:$mb, I64Attr:$peer);
   let results = (outs Optional<FlexPipe_TokenType>:$token);
   let assemblyFormat = "`stage` $stage `mb` $mb `" # dir #
-                       "` $peer `` custom<OwnAttrDict>(attr-dict) (`:` type($token)^)?";
+                       "` $peer `` custom<OwnAttrDict>(attr-dict, \"getAttributeNames()\") (`:` type($token)^)?";
   let hasVerifier = 1;
 }
 
@@ -742,7 +742,7 @@ class FlexPipe_CollectiveOp<string mnemonic, string kind, dag extraArgs,
                             DenseI64ArrayAttr:$group), extraArgs);
   let results = (outs Optional<FlexPipe_TokenType>:$token);
   let assemblyFormat = "`stage` $stage `mb` $mb `group` $group " #
-                       extraFormat # " `` custom<OwnAttrDict>(attr-dict) (`:` type($token)^)?";
+                       extraFormat # " `` custom<OwnAttrDict>(attr-dict, \"getAttributeNames()\") (`:` type($token)^)?";
   let hasVerifier = 1;
 }
 
@@ -799,7 +799,7 @@ def FlexPipe_ExecOp : FlexPipe_InstOp<"exec", "Exec", [DeclareOpInterfaceMethods
                        I64Attr:$mb, OptionalAttr<DictionaryAttr>:$attrs);
   let results = (outs Optional<FlexPipe_TokenType>:$token);
   let assemblyFormat = [{
-    $instruction `stage` $stage `mb` $mb (`attrs` $attrs^)? `` custom<OwnAttrDict>(attr-dict)
+    $instruction `stage` $stage `mb` $mb (`attrs` $attrs^)? `` custom<OwnAttrDict>(attr-dict, "getAttributeNames()")
     (`:` type($token)^)?
   }];
   let hasVerifier = 1;
@@ -821,7 +821,7 @@ def FlexPipe_WaitOp : FlexPipe_InstOp<"wait", "Wait"> {
     ```
   }];
   let arguments = (ins FlexPipe_TokenType:$token);
-  let assemblyFormat = "$token `` custom<OwnAttrDict>(attr-dict)";
+  let assemblyFormat = [{$token `` custom<OwnAttrDict>(attr-dict, "getAttributeNames()")}];
 }
 
 #endif // FLEXPIPE_OPS
