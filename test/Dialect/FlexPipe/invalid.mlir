@@ -1223,3 +1223,14 @@ flexpipe.schedule @s actors(2) stages(2) microbatches(1) {
     flexpipe.wait %t
   }
 }
+
+// -----
+
+// An in-flight map from the generic form (or bytecode) is held to the
+// custom parser's bound on its constants: it verified, and printed as text
+// that was refused when read back.
+"flexpipe.pipeline"() <{actors = 2 : i64, microbatches = 2 : i64, sym_name = "p"}> ({
+  "flexpipe.module"() <{layers = 2 : i64, placement = #flexpipe<placement_kind one_to_one>, sym_name = "gpt"}> : () -> ()
+  // expected-error @+1 {{has an in-flight affine map whose constants and names multiply past 2^62: its custom form could not be read back}}
+  "flexpipe.inflight"() <{limit = affine_map<(d0)[s0, s1, s2] -> (d0 floordiv 4611686018427387905 + 1)>, scope = #flexpipe<inflight_scope per_actor>}> : () -> ()
+}) : () -> ()

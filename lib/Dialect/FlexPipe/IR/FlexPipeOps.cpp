@@ -1444,7 +1444,42 @@ FailureOr<SmallVector<int64_t>> InflightOp::evaluate(int64_t numActors,
   return limits;
 }
 
+/// Whether `map` as MLIR prints it passes checkAffineLiterals: its names
+/// (the dimension and symbol lists and every use) and constants multiply
+/// to at most 2^62. (A product by -1 prints as a negation, no constant.)
+static bool printsWithinLiteralBudget(AffineMap map) {
+  AffineLiteralBudget budget;
+  bool within = true;
+  for (unsigned i = 0; i < map.getNumDims() + map.getNumSymbols(); ++i)
+    within = within && budget.take(std::nullopt);
+  std::function<void(AffineExpr)> count = [&](AffineExpr expr) {
+    if (auto constant = dyn_cast<AffineConstantExpr>(expr)) {
+      within = within && budget.take(llvm::AbsoluteValue(constant.getValue()));
+    } else if (auto binary = dyn_cast<AffineBinaryOpExpr>(expr)) {
+      count(binary.getLHS());
+      auto factor = dyn_cast<AffineConstantExpr>(binary.getRHS());
+      if (!(binary.getKind() == AffineExprKind::Mul && factor &&
+            factor.getValue() == -1))
+        count(binary.getRHS());
+    } else {
+      within = within && budget.take(std::nullopt);
+    }
+  };
+  for (AffineExpr result : map.getResults())
+    count(result);
+  return within;
+}
+
 LogicalResult InflightOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  // The custom form's parser refuses such a map (its constants fold in
+  // wrapping arithmetic); one read from the generic form or bytecode would
+  // print as text that does not read back.
+  if (auto map = dyn_cast<AffineMapAttr>(getLimit());
+      map && !printsWithinLiteralBudget(map.getValue()))
+    return emitOpError()
+           << "has an in-flight affine map whose constants and names multiply "
+              "past 2^62: its custom form could not be read back (MLIR folds "
+              "such constants in wrapping arithmetic); use smaller constants";
   auto pipeline = (*this)->getParentOfType<PipelineOp>();
   int64_t numActors = asSigned(pipeline.getActors());
   int64_t numStages = 0;
