@@ -1121,8 +1121,30 @@ flexpipe.schedule @s actors(1) stages(1) microbatches(1) attributes {flexpipe.op
 
 // -----
 
-// expected-error @+1 {{'flexpipe.schedule' op has flexpipe.optimize with 'memory_bound = 4 : i64'; it holds split_backward, gradient_separation and async_comm (unit), memory_bound (a float) and max_rounds (an integer)}}
+// expected-error @+1 {{'flexpipe.schedule' op has flexpipe.optimize with 'memory_bound = 4 : i64'; it holds split_backward, gradient_separation and async_comm (unit), memory_bound (an f64) and max_rounds (an i64)}}
 flexpipe.schedule @s actors(1) stages(1) microbatches(1) attributes {flexpipe.optimize = {gradient_separation, memory_bound = 4 : i64}} {
+  flexpipe.actor 0 {
+    flexpipe.fwd stage 0 mb 0
+    flexpipe.bwd stage 0 mb 0
+  }
+}
+
+// -----
+
+// max_rounds is the i64 the passes read: an i128 was truncated (2^64 + 5
+// ran 5 rounds), and a ui8 is not signless for getInt().
+// expected-error @+1 {{has flexpipe.optimize with 'max_rounds = 18446744073709551621 : i128'}}
+flexpipe.schedule @s actors(1) stages(1) microbatches(1) attributes {flexpipe.optimize = {gradient_separation, max_rounds = 18446744073709551621 : i128}} {
+  flexpipe.actor 0 {
+    flexpipe.fwd stage 0 mb 0
+    flexpipe.bwd stage 0 mb 0
+  }
+}
+
+// -----
+
+// expected-error @+1 {{has flexpipe.optimize with 'memory_bound = 2.000000e+00 : f16'}}
+flexpipe.schedule @s actors(1) stages(1) microbatches(1) attributes {flexpipe.optimize = {gradient_separation, memory_bound = 2.0 : f16}} {
   flexpipe.actor 0 {
     flexpipe.fwd stage 0 mb 0
     flexpipe.bwd stage 0 mb 0

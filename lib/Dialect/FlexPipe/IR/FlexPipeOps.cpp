@@ -1929,22 +1929,27 @@ FlexPipeDialect::verifyOperationAttribute(Operation *op,
   for (NamedAttribute entry : requested) {
     const StringRef key = entry.getName().getValue();
     const auto *flag = llvm::find(names, key);
-    const bool ok =
-        flag != std::end(names) ? isa<UnitAttr>(entry.getValue())
-        : key == "memory_bound"
-            ? static_cast<bool>(bound = dyn_cast<FloatAttr>(entry.getValue()))
-            : key == "max_rounds" && isa<IntegerAttr>(entry.getValue());
+    // The widths the passes read (an i128 was truncated, a ui8 is not
+    // signless for getInt()).
+    auto integer = dyn_cast<IntegerAttr>(entry.getValue());
+    const bool ok = flag != std::end(names) ? isa<UnitAttr>(entry.getValue())
+                    : key == "memory_bound"
+                        ? static_cast<bool>(
+                              bound = dyn_cast<FloatAttr>(entry.getValue())) &&
+                              bound.getType().isF64()
+                        : key == "max_rounds" && integer &&
+                              integer.getType().isSignlessInteger(64);
     if (!ok)
       return op->emitOpError()
              << "has flexpipe.optimize with '" << key << " = "
              << entry.getValue()
              << "'; it holds split_backward, gradient_separation and "
-                "async_comm (unit), memory_bound (a float) and max_rounds "
-                "(an integer)";
+                "async_comm (unit), memory_bound (an f64) and max_rounds "
+                "(an i64)";
     if (flag != std::end(names))
       flags[flag - std::begin(names)] = true;
     else if (key == "max_rounds")
-      rounds = cast<IntegerAttr>(entry.getValue()).getInt();
+      rounds = integer.getInt();
   }
   return verifyOptimizations(op, flags[0], flags[1], flags[2], bound, rounds);
 }
