@@ -752,6 +752,24 @@ bool writeBestVsBaseline(const std::string &output, const ModelConfig &model,
 
 } // namespace
 
+/// What --help says first.
+const char *const kAbout =
+    "flexpipe-tune: search pipeline configurations for a model on a "
+    "cluster and rank them by simulated iteration time.\n"
+    "The space (the paper's section 6): pp x dp = GPUs with pp any divisor "
+    "(the paper's powers of two for 2, 4, 8, ... GPUs), micro-batch sizes "
+    "that divide the global batch, placements "
+    "one_to_one, circular (v = 2, 4), vshape, bidirectional and "
+    "vshape_bidirectional, each with and without the vocabulary-parallel "
+    "embedding and LM head, computation-type priorities bwd_first and "
+    "interleaved (fwd_first with --allow-fwd-first), stage priorities "
+    "breadth_first and depth_first (with interval pp for circular), "
+    "gradient separation on and off. Every candidate is scheduled with "
+    "the cost model's durations and simulated; the data-parallel gradient "
+    "all-reduce is added; candidates over the memory limit are dropped. "
+    "Scheduler plugins (--load-plugin) add check functions (--check) and "
+    "priorities (--priority) to the search (docs/Plugins.md).";
+
 int main(int argc, char **argv) {
   // LLVM's signal handlers (and its alternate signal stack) are installed on
   // the first ToolOutputFile; do it here, on the main thread, rather than in
@@ -766,23 +784,7 @@ int main(int argc, char **argv) {
   }
   Options o;
   flexpipe::keepFreedMemory();
-  CLI::App app{
-      "flexpipe-tune: search pipeline configurations for a model on a "
-      "cluster and rank them by simulated iteration time.\n"
-      "The space (the paper's section 6): pp x dp = GPUs with pp any divisor "
-      "(the paper's powers of two for 2, 4, 8, ... GPUs), micro-batch sizes "
-      "that divide the global batch, placements "
-      "one_to_one, circular (v = 2, 4), vshape, bidirectional and "
-      "vshape_bidirectional, each with and without the vocabulary-parallel "
-      "embedding and LM head, computation-type priorities bwd_first and "
-      "interleaved (fwd_first with --allow-fwd-first), stage priorities "
-      "breadth_first and depth_first (with interval pp for circular), "
-      "gradient separation on and off. Every candidate is scheduled with "
-      "the cost model's durations and simulated; the data-parallel gradient "
-      "all-reduce is added; candidates over the memory limit are dropped. "
-      "Scheduler plugins (--load-plugin) add check functions (--check) and "
-      "priorities (--priority) to the search (docs/Plugins.md).",
-      "flexpipe-tune"};
+  CLI::App app{kAbout, "flexpipe-tune"};
   addOptions(app, o);
   if (int exit = flexpipe::parseCommandLine(app, argc, argv); exit >= 0)
     return exit;
