@@ -1949,7 +1949,10 @@ int64_t flexpipe_rt_exec_async(flexpipe_rt *rt, const char *name, int64_t s,
                                int64_t mb, int64_t count, const char *attrs) {
   rt->instruction();
   rt->excluded([&] { runOperation(rt, name, s, mb, count, attrs); });
-  rt->tokens[rt->nextToken] = [rt] { rt->traced("WAIT", -1, -1, -1, [] {}); };
+  rt->tokens[rt->nextToken] = [rt, s, mb] {
+    rt->traced(
+        "WAIT", s, mb, -1, [] {}, "EXEC");
+  };
   return rt->nextToken++;
 }
 

@@ -71,15 +71,11 @@ struct GradientSeparationPass
         return signalPassFailure();
       }
       // ... and it runs: replayed as it would be lowered (the communication
-      // inserted where it has none). A wgrad before its igrad was reordered
-      // unseen, a collective a member never joins passed.
+      // inserted; checkSeparable refused a program that has some). A wgrad
+      // before its igrad was reordered unseen, a collective a member never
+      // joins passed.
       sched::Program replayed = read.program;
-      if (llvm::none_of(replayed.actors, [](const auto &ops) {
-            return llvm::any_of(ops, [](const sched::ProgOp &op) {
-              return sched::isTransfer(op.kind);
-            });
-          }))
-        sched::insertCommunication(replayed);
+      sched::insertCommunication(replayed);
       if (std::optional<sched::VerifyFailure> failure =
               sched::verify(replayed, sched::ChannelRule::PerStage)) {
         // At the ops that were read: a transfer made for the replay at the
