@@ -159,7 +159,6 @@ public:
   }
   /// The watchdog times host calls that may block (Bootstrap.h).
   void setWatchdog(Watchdog *w) { watchdog = w; }
-  Watchdog *getWatchdog() const { return watchdog; }
 
   /// After each allocation from the pool: when the pool has grown beyond
   /// its largest size so far, samples the GPU's memory in use.

@@ -690,6 +690,26 @@ static ModalityOp lookupModule(SymbolTableCollection &symbols, Operation *from,
   return symbols.lookupNearestSymbolFrom<ModalityOp>(from, symbol);
 }
 
+/// The module `symbol` names from `from` and its placement; an error at
+/// `from` when it names none or the placement is invalid (the module
+/// reports why).
+static FailureOr<std::pair<ModalityOp, sched::ModulePlacement>>
+lookupPlacedModule(SymbolTableCollection &symbols, Operation *from,
+                   FlatSymbolRefAttr symbol) {
+  ModalityOp module = lookupModule(symbols, from, symbol);
+  if (!module)
+    return from->emitOpError()
+           << "refers to " << symbol
+           << ", which is not a flexpipe.module of this pipeline";
+  llvm::Expected<sched::ModulePlacement> placed = module.computePlacement();
+  if (!placed) {
+    llvm::consumeError(placed.takeError());
+    return from->emitOpError()
+           << "refers to module " << symbol << ", whose placement is invalid";
+  }
+  return std::make_pair(module, std::move(*placed));
+}
+
 static int64_t asSigned(uint64_t value) { return static_cast<int64_t>(value); }
 
 /// Chunks per actor a placement may ask for (kMaxActors and kMaxCount:
@@ -1158,16 +1178,11 @@ LogicalResult ModalityOp::verifySymbolUses(SymbolTableCollection &symbols) {
 //===----------------------------------------------------------------------===//
 
 LogicalResult ShareOp::verifySymbolUses(SymbolTableCollection &symbols) {
-  ModalityOp module = lookupModule(symbols, *this, getModuleAttr());
-  if (!module)
-    return emitOpError() << "refers to " << getModuleAttr()
-                         << ", which is not a flexpipe.module of this pipeline";
-  llvm::Expected<sched::ModulePlacement> placed = module.computePlacement();
-  if (!placed) {
-    llvm::consumeError(placed.takeError());
-    return emitOpError() << "refers to module " << getModuleAttr()
-                         << ", whose placement is invalid";
-  }
+  auto found = lookupPlacedModule(symbols, *this, getModuleAttr());
+  if (failed(found))
+    return failure();
+  auto &[module, placement] = *found;
+  const sched::ModulePlacement *placed = &placement;
   std::optional<int64_t> stage = normalizeStageIndex(
       asSigned(getStage()), placed->stagesPerDirection, placed->numStages());
   if (!stage)
@@ -1484,19 +1499,11 @@ LogicalResult InflightOp::verifySymbolUses(SymbolTableCollection &symbols) {
   int64_t numActors = asSigned(pipeline.getActors());
   int64_t numStages = 0;
   if (getModuleAttr()) {
-    ModalityOp module = lookupModule(symbols, *this, getModuleAttr());
-    if (!module)
-      return emitOpError() << "refers to " << getModuleAttr()
-                           << ", which is not a flexpipe.module of this "
-                              "pipeline";
-    llvm::Expected<sched::ModulePlacement> placed = module.computePlacement();
-    if (!placed) {
-      llvm::consumeError(placed.takeError());
-      return emitOpError() << "refers to module " << getModuleAttr()
-                           << ", whose placement is invalid";
-    }
-    numActors = static_cast<int64_t>(module.getActorIds().size());
-    numStages = placed->numStages();
+    auto placed = lookupPlacedModule(symbols, *this, getModuleAttr());
+    if (failed(placed))
+      return failure();
+    numActors = static_cast<int64_t>(placed->first.getActorIds().size());
+    numStages = placed->second.numStages();
   } else {
     numStages = pipeline.getNumStages();
   }
