@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string_view>
 
@@ -209,12 +210,40 @@ std::string checkStructure(const ScheduleDesc &desc,
              (tower < 0 ? std::string("the model")
                         : "tower " + std::to_string(tower)) +
              " is held by no stage";
-  for (auto [from, to] : desc.edges)
+  // Edges join two stages, each pair once, without a cycle (for two-tower
+  // descriptions too: only the single model's chain check had Kahn's
+  // algorithm, and a repeated edge, which the compiler refuses, passed).
+  std::vector<int> inputs(desc.stages, 0);
+  std::vector<std::vector<int>> succs(desc.stages);
+  std::set<std::pair<int, int>> seen;
+  for (auto [from, to] : desc.edges) {
+    const std::string edge =
+        "edge " + std::to_string(from) + " " + std::to_string(to);
     if (from < 0 || from >= desc.stages || to < 0 || to >= desc.stages ||
         from == to)
-      return "edge " + std::to_string(from) + " " + std::to_string(to) +
-             " does not join two of the " + std::to_string(desc.stages) +
+      return edge + " does not join two of the " + std::to_string(desc.stages) +
              " stages";
+    if (!seen.insert({from, to}).second)
+      return edge + " is given twice";
+    ++inputs[to];
+    succs[from].push_back(to);
+  }
+  // Kahn's algorithm: stages left over lie on a cycle.
+  std::vector<int> ready;
+  for (int s = 0; s < desc.stages; ++s)
+    if (inputs[s] == 0)
+      ready.push_back(s);
+  int ordered = 0;
+  while (!ready.empty()) {
+    const int s = ready.back();
+    ready.pop_back();
+    ++ordered;
+    for (int t : succs[s])
+      if (--inputs[t] == 0)
+        ready.push_back(t);
+  }
+  if (ordered != desc.stages)
+    return "the edges form a cycle";
   return {};
 }
 
@@ -400,9 +429,10 @@ std::string checkCopies(const ScheduleDesc &desc) {
 /// held by as many stages (one per direction, k), k stages are first and k
 /// last, each edge hands the blocks on where they stop (an embedding's
 /// output to block 0, the last block's to the head), every stage but the
-/// first ones has an input and every one but the last ones an output, and
-/// the edges have no cycle. A description the compiler did not write gets
-/// the first of these that fails (each once trained without a word).
+/// first ones has an input and every one but the last ones an output
+/// (checkStructure refused cycles). A description the compiler did not
+/// write gets the first of these that fails (each once trained without a
+/// word).
 std::string checkChain(const ScheduleDesc &desc) {
   std::vector<int> holders(desc.model.layers, 0);
   int firsts = 0, lasts = 0;
@@ -425,7 +455,6 @@ std::string checkChain(const ScheduleDesc &desc) {
   if (std::string error = checkCopies(desc); !error.empty())
     return error;
   std::vector<int> inputs(desc.stages, 0), outputs(desc.stages, 0);
-  std::vector<std::vector<int>> succs(desc.stages);
   for (auto [from, to] : desc.edges) {
     const ScheduleDesc::Stage &u = desc.stage[from], &v = desc.stage[to];
     if (v.firstBlock != u.firstBlock + u.blocks)
@@ -436,7 +465,6 @@ std::string checkChain(const ScheduleDesc &desc) {
              std::to_string(v.firstBlock);
     ++outputs[from];
     ++inputs[to];
-    succs[from].push_back(to);
   }
   for (int s = 0; s < desc.stages; ++s) {
     const ScheduleDesc::Stage &stage = desc.stage[s];
@@ -447,22 +475,6 @@ std::string checkChain(const ScheduleDesc &desc) {
       return "stage " + std::to_string(s) +
              " is not a last stage but no edge leaves it";
   }
-  // Kahn's algorithm: stages left over lie on a cycle.
-  std::vector<int> ready;
-  for (int s = 0; s < desc.stages; ++s)
-    if (inputs[s] == 0)
-      ready.push_back(s);
-  int ordered = 0;
-  while (!ready.empty()) {
-    const int s = ready.back();
-    ready.pop_back();
-    ++ordered;
-    for (int t : succs[s])
-      if (--inputs[t] == 0)
-        ready.push_back(t);
-  }
-  if (ordered != desc.stages)
-    return "the edges form a cycle";
   return {};
 }
 

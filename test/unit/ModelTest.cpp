@@ -642,6 +642,10 @@ TEST_CASE("the schedule description of a GPT and of two towers",
                              "edge 0 2\nedge 2 3\nedge 3 2\nedge 2 1\n");
   cycle.replace(cycle.find("stages 2"), 8, "stages 4");
   CHECK(problem(cycle) == "schedule description: the edges form a cycle");
+  // A repeated edge (a stage would wait for the same input twice), which
+  // the compiler refuses, passed the reader.
+  CHECK(problem(replaced("edge 0 1\n", "edge 0 1\nedge 0 1\n")) ==
+        "schedule description: edge 0 1 is given twice");
   CHECK(problem(replaced("stages 2", "stages 0")) ==
         "schedule description line 3: stages must be between 1 and 1048576");
   CHECK(problem(gpt + "stage 1 actor 1 blocks 4 4 first_last 0 1\n") ==
