@@ -938,17 +938,10 @@ Checkpoint identityOf(const flexpipe_rt &rt) {
 void checkStages(flexpipe_rt &rt) {
   Comm &comm = *rt.comm;
   const ScheduleDesc &d = rt.desc;
-  const bool vocabParallel =
-      std::any_of(d.stage.begin(), d.stage.end(), [](const auto &stage) {
-        return stage.vocabEmbedding() || stage.vocabHead();
-      });
-  if (vocabParallel && !rt.device->vocabParallel())
-    comm.abort("this backend does not run vocabulary-parallel stages (a "
-               "shared token embedding or LM head); use the CPU backend",
-               1);
-  if (d.twoTower() && !rt.device->twoTower())
-    comm.abort("this backend does not run the two-tower model (towers "
-               "joined by a contrastive loss); use the CPU backend",
+  if (std::string what = unsupportedStages(d, rt.device->vocabParallel(),
+                                           rt.device->twoTower());
+      !what.empty())
+    comm.abort("this backend does not run " + what + "; use the CPU backend",
                1);
   // Every rank computes alike: messages between stages hold the devices'
   // activations (bf16 under FLEXPIPE_CUDA_MATH=bf16), and replicas that
@@ -962,9 +955,9 @@ void checkStages(flexpipe_rt &rt) {
                    "); start every rank with the same FLEXPIPE_CUDA_MATH",
                1);
   // All-gathers are matched by micro-batch (the tag) within their group.
-  if ((vocabParallel || d.twoTower()) && d.microbatches > kExchangeTag)
-    comm.abort(std::string(vocabParallel ? "vocabulary parallelism"
-                                         : "a two-tower model") +
+  if ((d.vocabParallel() || d.twoTower()) && d.microbatches > kExchangeTag)
+    comm.abort(std::string(d.vocabParallel() ? "vocabulary parallelism"
+                                             : "a two-tower model") +
                    " allows at most " + std::to_string(kExchangeTag) +
                    " micro-batches",
                1);

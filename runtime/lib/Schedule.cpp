@@ -819,6 +819,15 @@ std::vector<int> flexpipe::rt::channelsPerActor(const ScheduleDesc &d) {
   return count;
 }
 
+std::string flexpipe::rt::unsupportedStages(const ScheduleDesc &desc,
+                                            bool vocabParallel, bool twoTower) {
+  if (!vocabParallel && desc.vocabParallel())
+    return "vocabulary-parallel stages (a shared token embedding or LM head)";
+  if (!twoTower && desc.twoTower())
+    return "the two-tower model (towers joined by a contrastive loss)";
+  return {};
+}
+
 std::string flexpipe::rt::tooManyChannels(int channels) {
   if (channels < kDeviceConnections)
     return {};

@@ -14,7 +14,7 @@
 // The CUDA backend does not run it: flexpipe-compile says so (the ranks
 // were built and each stopped at start-up).
 // RUN: not flexpipe-compile %s --model %S/../../configs/models/clip-tiny.yaml --cluster %S/../../configs/clusters/cpu.yaml --backend=cuda-emulation --emit=cpp -o %t/cuda 2>&1 | FileCheck %s --check-prefix=CUDA-TOWERS
-// CUDA-TOWERS: error: 'flexpipe.schedule' op is a two-tower model (towers joined by a contrastive loss), which the cuda backend does not run; compile it with --backend=cpu
+// CUDA-TOWERS: error: 'flexpipe.schedule' op has the two-tower model (towers joined by a contrastive loss), which the cuda backend does not run; compile it with --backend=cpu
 // RUN: %train clip %s --model %S/../../configs/models/clip-tiny.yaml --cluster %S/../../configs/clusters/cpu.yaml | FileCheck %s
 // RUN: FileCheck %s --check-prefix=DESC < %t/clip/schedule.txt
 // RUN: FileCheck %s --check-prefix=CALLS < %t/clip/rank1.cpp

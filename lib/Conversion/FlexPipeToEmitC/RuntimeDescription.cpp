@@ -212,17 +212,12 @@ LogicalResult checkRanksRead(ScheduleOp schedule,
   // What the CUDA device does not run (CudaDevice's vocabParallel() and
   // twoTower(), which the ranks check at start-up): said here, before the
   // ranks are built.
-  if (llvm::any_of(desc.stage, [](const rt::ScheduleDesc::Stage &stage) {
-        return stage.vocabEmbedding() || stage.vocabHead();
-      }))
+  if (std::string what = rt::unsupportedStages(desc, /*vocabParallel=*/false,
+                                               /*twoTower=*/false);
+      !what.empty())
     return schedule.emitOpError()
-           << "has vocabulary-parallel stages (a shared token embedding or "
-              "LM head), which the cuda backend does not run; compile it "
-              "with --backend=cpu";
-  if (desc.twoTower())
-    return schedule.emitOpError()
-           << "is a two-tower model (towers joined by a contrastive loss), "
-              "which the cuda backend does not run; compile it with "
+           << "has " << what
+           << ", which the cuda backend does not run; compile it with "
               "--backend=cpu";
   const std::vector<int> channels = rt::channelsPerActor(desc);
   for (auto actor : schedule.getBody().getOps<ActorOp>()) {

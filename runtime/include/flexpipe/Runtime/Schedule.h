@@ -86,6 +86,13 @@ struct ScheduleDesc {
   std::vector<double> predictedPeak;
 
   bool twoTower() const { return !towers.empty(); }
+  /// Whether a stage is a vocabulary-parallel embedding or head.
+  bool vocabParallel() const {
+    for (const Stage &s : stage)
+      if (s.vocabEmbedding() || s.vocabHead())
+        return true;
+    return false;
+  }
   /// The sizes of the model that stage `s` belongs to: its tower's, or the
   /// GPT's.
   const GptConfig &config(int s) const {
@@ -159,6 +166,14 @@ std::vector<int> channelsPerActor(const ScheduleDesc &desc);
 /// lowering checks every actor before it writes a rank (flexpipe-compile
 /// --backend=cuda), the backend again when it opens the channels.
 std::string tooManyChannels(int channels);
+
+/// What of `desc` a device that runs no vocabulary-parallel stages (unless
+/// `vocabParallel`) or no two-tower model (unless `twoTower`) cannot run,
+/// as "vocabulary-parallel stages (...)" or "the two-tower model (...)";
+/// "" when it runs all of it. The compiler asks for the CUDA backend, the
+/// ranks for their device.
+std::string unsupportedStages(const ScheduleDesc &desc, bool vocabParallel,
+                              bool twoTower);
 
 /// Parses the text; returns an empty string or what is wrong (with the line).
 std::string parseSchedule(const std::string &text, ScheduleDesc &desc);
