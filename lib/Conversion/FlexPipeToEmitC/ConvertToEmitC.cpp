@@ -220,21 +220,16 @@ struct ConvertToEmitCPass
       return signalPassFailure();
     }
     // The model's sizes: read once by the pass's creator, or here.
-    sched::ModelConfig model;
-    const bool sized = shared || !modelFile.empty();
-    if (shared)
-      model = *shared;
-    else if (!modelFile.empty())
-      if (llvm::Error error = sched::loadModel(modelFile, model)) {
-        reportInputError(&getContext(), getArgument(), std::move(error));
-        return signalPassFailure();
-      }
+    FailureOr<std::optional<sched::ModelConfig>> model =
+        passModel(&getContext(), getArgument(), shared.get(), modelFile);
+    if (failed(model))
+      return signalPassFailure();
     for (ScheduleOp schedule :
          llvm::make_early_inc_range(root.getOps<ScheduleOp>())) {
       ExecInstances instances;
       FailureOr<std::string> description =
-          describeForRuntime(schedule, sized ? &model : nullptr, dataParallel,
-                             seed, backend, instances);
+          describeForRuntime(schedule, *model ? &**model : nullptr,
+                             dataParallel, seed, backend, instances);
       if (failed(description))
         return signalPassFailure();
       // The rank programs would hang on a schedule the replay rejects, or

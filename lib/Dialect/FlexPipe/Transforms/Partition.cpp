@@ -31,14 +31,12 @@ struct PartitionPass : flexpipe::impl::PartitionPassBase<PartitionPass> {
     if (failed(checkTopLevel(getOperation())))
       return signalPassFailure();
     // The model file's sizes: read once by the pipeline's creator, or here.
-    sched::ModelConfig fileModel;
-    if (shared && shared->model)
-      fileModel = *shared->model;
-    else if (!modelFile.empty())
-      if (llvm::Error error = sched::loadModel(modelFile, fileModel)) {
-        reportInputError(&getContext(), getArgument(), std::move(error));
-        return signalPassFailure();
-      }
+    FailureOr<std::optional<sched::ModelConfig>> read = passModel(
+        &getContext(), getArgument(),
+        shared && shared->model ? &*shared->model : nullptr, modelFile);
+    if (failed(read))
+      return signalPassFailure();
+    const sched::ModelConfig fileModel = read->value_or(sched::ModelConfig{});
 
     getOperation().walk([&](ModalityOp module) {
       // The spec says how to schedule, the model file how big the model is

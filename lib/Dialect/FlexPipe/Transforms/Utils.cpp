@@ -750,6 +750,21 @@ flexpipe::requestedOptimizations(DictionaryAttr requested,
   return opts;
 }
 
+FailureOr<std::optional<sched::ModelConfig>>
+flexpipe::passModel(MLIRContext *context, StringRef passName,
+                    const sched::ModelConfig *shared, StringRef modelFile) {
+  if (shared)
+    return std::optional<sched::ModelConfig>(*shared);
+  if (modelFile.empty())
+    return std::optional<sched::ModelConfig>();
+  sched::ModelConfig model;
+  if (llvm::Error error = sched::loadModel(modelFile.str(), model)) {
+    reportInputError(context, passName, std::move(error));
+    return failure();
+  }
+  return std::optional<sched::ModelConfig>(std::move(model));
+}
+
 FailureOr<std::shared_ptr<const sched::CostInputs>>
 flexpipe::passCostInputs(MLIRContext *context, StringRef passName,
                          std::shared_ptr<const sched::CostInputs> shared,

@@ -129,6 +129,12 @@ sched::BubbleOptimizations
 requestedOptimizations(mlir::DictionaryAttr requested,
                        llvm::ThreadPoolInterface *pool);
 
+/// The model file a pass sizes with, the same way: `shared` when its creator
+/// read it, else the file the option names (none: std::nullopt).
+mlir::FailureOr<std::optional<sched::ModelConfig>>
+passModel(mlir::MLIRContext *context, llvm::StringRef passName,
+          const sched::ModelConfig *shared, llvm::StringRef modelFile);
+
 /// The cost files a pass prices with: `shared` when its creator read them
 /// once for the whole pipeline (flexpipe-compile), else the files the pass
 /// options name, read now. Fails on bad files with an error where the file
