@@ -1256,3 +1256,21 @@ flexpipe.schedule @s actors(2) stages(2) microbatches(1) {
   // expected-error @+1 {{has an in-flight affine map whose constants and names multiply past 2^62: its custom form could not be read back}}
   "flexpipe.inflight"() <{limit = affine_map<(d0)[s0, s1, s2] -> (d0 floordiv 4611686018427387905 + 1)>, scope = #flexpipe<inflight_scope per_actor>}> : () -> ()
 }) : () -> ()
+
+// -----
+
+// A repeated stage_info flag was taken once without a word.
+// expected-error @+1 {{'first' is given twice}}
+flexpipe.schedule @s actors(1) stages(1) microbatches(1) stage_info [#flexpipe.stage_info<"gpt", 1, first, first, last>] {
+  flexpipe.actor 0 {
+  }
+}
+
+// -----
+
+// An empty rule name was refused only when the spec was scheduled.
+flexpipe.pipeline @p actors(2) microbatches(4) {
+  flexpipe.module @gpt layers(4) placement(one_to_one)
+  // expected-error @+1 {{names an empty in-flight rule; rule("NAME") names a plugin's rule}}
+  flexpipe.inflight per_actor rule("")
+}

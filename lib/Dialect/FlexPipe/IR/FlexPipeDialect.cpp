@@ -478,15 +478,21 @@ Attribute StageInfoAttr::parse(AsmParser &parser, Type) {
     return {};
   bool first = false, last = false;
   while (succeeded(parser.parseOptionalComma())) {
-    if (succeeded(parser.parseOptionalKeyword("first")))
-      first = true;
-    else if (succeeded(parser.parseOptionalKeyword("last")))
-      last = true;
-    else {
-      parser.emitError(parser.getCurrentLocation(),
-                       "expected 'first' or 'last'");
+    llvm::SMLoc at = parser.getCurrentLocation();
+    bool *flag = succeeded(parser.parseOptionalKeyword("first"))  ? &first
+                 : succeeded(parser.parseOptionalKeyword("last")) ? &last
+                                                                  : nullptr;
+    if (!flag) {
+      parser.emitError(at, "expected 'first' or 'last'");
       return {};
     }
+    // (A repeated flag was taken once without a word.)
+    if (*flag) {
+      parser.emitError(at) << "'" << (flag == &first ? "first" : "last")
+                           << "' is given twice";
+      return {};
+    }
+    *flag = true;
   }
   if (parser.parseGreater())
     return {};

@@ -1508,9 +1508,13 @@ LogicalResult InflightOp::verifySymbolUses(SymbolTableCollection &symbols) {
     numStages = pipeline.getNumStages();
   }
   // A plugin rule is evaluated when the spec is scheduled (the plugin may
-  // not be loaded where the IR is only parsed).
-  if (isa<StringAttr>(getLimit()))
-    return success();
+  // not be loaded where the IR is only parsed); an empty name was refused
+  // only then.
+  if (auto rule = dyn_cast<StringAttr>(getLimit()))
+    return rule.getValue().empty()
+               ? emitOpError() << "names an empty in-flight rule; "
+                                  "rule(\"NAME\") names a plugin's rule"
+               : success();
   return evaluate(numActors, numStages, asSigned(pipeline.getMicrobatches()));
 }
 
