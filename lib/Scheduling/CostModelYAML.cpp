@@ -390,6 +390,25 @@ void readList(const Reader &r, const YAML::Node &node, const char *key,
     entry(item);
 }
 
+/// A module's `hidden`, `heads`, `seq` and `vocab` (0: no embedding; 0 when
+/// absent unless `vocabRequired`) into `shape`, held to checkModelShape.
+/// `what` names the module in messages.
+template <typename Shape>
+void readShape(const Reader &r, const YAML::Node &node, const std::string &what,
+               bool vocabRequired, Shape &shape) {
+  const YAML::Node hidden = r.required(node, "hidden", what);
+  shape.hidden = r.integer(hidden, "hidden", 1, kMaxDimension);
+  shape.heads = r.requiredInteger(node, "heads", what, 1, kMaxDimension);
+  shape.seq = r.requiredInteger(node, "seq", what, 1, kMaxDimension);
+  shape.vocab = 0;
+  if (vocabRequired || node["vocab"])
+    shape.vocab = r.requiredInteger(node, "vocab", what, 0, kMaxDimension);
+  if (std::string error = flexpipe::checkModelShape(
+          shape.hidden, shape.heads, shape.seq, shape.vocab, /*minVocab=*/0);
+      !error.empty())
+    r.fail(hidden.Mark(), what + ": " + error);
+}
+
 /// The `measured` section of a cluster file (flexpipe-profile writes it).
 MachineProfile readMeasured(const Reader &r, const YAML::Node &node) {
   const std::string what = "the measured section";
@@ -580,12 +599,7 @@ llvm::Error flexpipe::sched::loadModel(const std::string &path,
       ModuleModel m;
       m.name = r.name(r.required(node, "name", mwhat));
       m.layers = r.requiredInteger(node, "layers", mwhat, 1, kMaxCount);
-      YAML::Node hidden = r.required(node, "hidden", mwhat);
-      m.hidden = r.integer(hidden, "hidden", 1, kMaxDimension);
-      m.heads = r.requiredInteger(node, "heads", mwhat, 1, kMaxDimension);
-      m.seq = r.requiredInteger(node, "seq", mwhat, 1, kMaxDimension);
-      if (node["vocab"])
-        m.vocab = r.integer(node["vocab"], "vocab", 0, kMaxDimension);
+      readShape(r, node, "module '" + m.name + "'", /*vocabRequired=*/false, m);
       m.lmHead = m.vocab > 0;
       if (YAML::Node head = node["lm_head"]) {
         m.lmHead = r.boolean(head, "lm_head");
@@ -593,11 +607,6 @@ llvm::Error flexpipe::sched::loadModel(const std::string &path,
           r.fail(head.Mark(), "module '" + m.name +
                                   "' has an LM head but no vocab");
       }
-      if (m.hidden % m.heads != 0)
-        r.fail(hidden.Mark(), "module '" + m.name + "': hidden " +
-                                  std::to_string(m.hidden) +
-                                  " is not a multiple of heads " +
-                                  std::to_string(m.heads));
       if (model.module(m.name))
         r.fail(node.Mark(), "module '" + m.name + "' is defined twice");
       model.modules.push_back(m);
@@ -668,10 +677,7 @@ llvm::Error flexpipe::sched::loadProfile(const std::string &path,
         const std::string mwhat = "a profiled module";
         r.expectMap(node, mwhat, {"hidden", "heads", "seq", "vocab"});
         Profile::ModuleShape m;
-        m.hidden = r.requiredInteger(node, "hidden", mwhat, 1, kMaxDimension);
-        m.heads = r.requiredInteger(node, "heads", mwhat, 1, kMaxDimension);
-        m.seq = r.requiredInteger(node, "seq", mwhat, 1, kMaxDimension);
-        m.vocab = r.requiredInteger(node, "vocab", mwhat, 0, kMaxDimension);
+        readShape(r, node, mwhat, /*vocabRequired=*/true, m);
         profile.modules.push_back(m);
       });
     }
@@ -692,7 +698,7 @@ llvm::Error flexpipe::sched::loadProfile(const std::string &path,
         s.last = r.boolean(node["last"], "last");
       if (YAML::Node actors = node["actors"]) {
         readList(r, actors, "actors", [&](const YAML::Node &actor) {
-          s.actors.push_back(r.integer(actor, "actors", 0, kMaxCount));
+          s.actors.push_back(r.integer(actor, "actors", 0, kMaxActors - 1));
         });
         if (!std::is_sorted(s.actors.begin(), s.actors.end()) ||
             std::adjacent_find(s.actors.begin(), s.actors.end()) !=

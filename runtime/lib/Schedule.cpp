@@ -114,23 +114,22 @@ std::string readExec(std::istringstream &words, ScheduleDesc &desc) {
 /// (docs/Rationale.md, "Sizes"), and tensors of at most 2^31 floats.
 using flexpipe::kMaxActors;
 using flexpipe::kMaxCount;
-using flexpipe::kMaxDimension;
 constexpr int64_t kMaxTensor = int64_t(1) << 31;
 
 /// Sizes of a model (or tower) `what` that the layers can be built with.
 std::string checkSizes(const GptConfig &c, const std::string &what) {
-  for (auto [name, value] : {std::pair<const char *, int64_t>{"vocab", c.vocab},
-                             {"seq", c.seq},
-                             {"hidden", c.hidden},
-                             {"heads", c.heads},
-                             {"layers", c.layers},
-                             {"microbatch", c.microBatch}})
-    if (value < 1 || value > kMaxDimension)
-      return what + " " + name + "=" + std::to_string(value) +
-             " must be between 1 and " + std::to_string(kMaxDimension);
-  if (c.hidden % c.heads)
-    return what + " hidden=" + std::to_string(c.hidden) +
-           " is not a multiple of heads=" + std::to_string(c.heads);
+  if (std::string error =
+          flexpipe::checkModelShape(c.hidden, c.heads, c.seq, c.vocab);
+      !error.empty())
+    return what + " " + error;
+  // Layers and sequences in a micro-batch are counts (a global batch of
+  // single sequences is at most kMaxCount).
+  for (auto [name, value] :
+       {std::pair<const char *, int64_t>{"layers", c.layers},
+        {"microbatch", c.microBatch}})
+    if (value < 1 || value > kMaxCount)
+      return what + " " + name + " must be between 1 and " +
+             std::to_string(kMaxCount) + ", got " + std::to_string(value);
   // The largest tensors: the embedding or head table, the MLP's hidden
   // activations and the attention probabilities.
   const double largest = std::max(
@@ -255,11 +254,6 @@ std::string checkTowers(ScheduleDesc &desc) {
   if (desc.model.embed < 1)
     return "a two-tower model needs 'embed=N' (N >= 1) on its model line";
   for (GptConfig &tower : desc.towers) {
-    const std::string name = tower.prefix.substr(0, tower.prefix.size() - 1);
-    if (tower.vocab < 1 || tower.seq < 1 || tower.hidden < 1 ||
-        tower.heads < 1 || tower.layers < 1 || tower.hidden % tower.heads)
-      return "tower " + name +
-             " needs positive sizes and hidden a multiple of heads";
     tower.microBatch = desc.model.microBatch;
     tower.seed = desc.model.seed;
     tower.embed = desc.model.embed;

@@ -208,6 +208,15 @@
 // RUN: sed -e 's/hidden: 64/hidden: 128/' %configs/models/tiny.yaml > %t.tiny-wide.yaml
 // RUN: not flexpipe-compile %schedules/vshape.mlir --actors 2 --model %t.tiny-wide.yaml --cluster %configs/clusters/cpu.yaml --profile %t.vshape.yaml --emit=report 2>&1 | FileCheck %s --check-prefix=OTHER-MODEL
 // OTHER-MODEL: error: 'flexpipe.pipeline' op the profile '{{.*}}vshape.yaml' was measured on modules of hidden 64, heads 4, seq 32, vocab 256 (at {{.*}}vshape.yaml:3:3), but the model file's are hidden 128, heads 4, seq 32, vocab 256: was it measured on another job?
+// A profile's module sizes and actor ids are held to what a model file and
+// a job can have (a module of hidden 65 and 4 heads, and actor 1048576,
+// were read):
+// RUN: sed -e 's/hidden: 64/hidden: 65/' %t.vshape.yaml > %t.heads.yaml
+// RUN: not flexpipe-compile %schedules/vshape.mlir --actors 2 --model %configs/models/tiny.yaml --cluster %configs/clusters/cpu.yaml --profile %t.heads.yaml --emit=report 2>&1 | FileCheck %s --check-prefix=PROFILE-HEADS
+// PROFILE-HEADS: heads.yaml:3:14: error: a profiled module: hidden 65 is not a multiple of heads 4
+// RUN: sed -e 's/actors: \[1\]/actors: [1048576]/' %t.vshape.yaml > %t.actor.yaml
+// RUN: not flexpipe-compile %schedules/vshape.mlir --actors 2 --model %configs/models/tiny.yaml --cluster %configs/clusters/cpu.yaml --profile %t.actor.yaml --emit=report 2>&1 | FileCheck %s --check-prefix=PROFILE-ACTOR
+// PROFILE-ACTOR: actor.yaml:6:63: error: key 'actors' must be at most 65535, got 1048576
 // A schedule made for another model is reported as that, before the
 // profile of the model's own run (3 layers a stage) is blamed:
 // RUN: sed -e 's/layers: 8/layers: 6/' %configs/models/tiny.yaml > %t.tiny6.yaml

@@ -595,15 +595,19 @@ TEST_CASE("the schedule description of a GPT and of two towers",
   // A corrupted description is refused before a layer is built (these used
   // to divide by zero, throw length_error or bad_alloc, or train).
   CHECK(problem(replaced("vocab=256", "vocab=0")) ==
-        "schedule description: model vocab=0 must be between 1 and 16777216");
+        "schedule description: model vocab must be between 1 and 16777216, "
+        "got 0");
   CHECK(problem(replaced("hidden=64", "hidden=-64")) ==
-        "schedule description: model hidden=-64 must be between 1 and "
-        "16777216");
+        "schedule description: model hidden must be between 1 and 16777216, "
+        "got -64");
+  CHECK(problem(replaced("layers=8", "layers=2000000")) ==
+        "schedule description: model layers must be between 1 and 1048576, "
+        "got 2000000");
   CHECK(problem(replaced("hidden=64", "hidden=16777212")) ==
         "schedule description: model needs a tensor of 4294966272 floats; one "
         "process holds at most 2^31");
   CHECK(problem(replaced("heads=4", "heads=5")) ==
-        "schedule description: model hidden=64 is not a multiple of heads=5");
+        "schedule description: model hidden 64 is not a multiple of heads 5");
   CHECK(problem(replaced("actors 2", "actors 400000000")) ==
         "schedule description: actors 400000000 must be between 1 and 65536");
   CHECK(problem(replaced("edge 0 1", "edge 0 7")) ==

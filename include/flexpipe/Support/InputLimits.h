@@ -37,6 +37,33 @@ constexpr int64_t kMaxCount = 1 << 20;
 /// what keeps the cost model's figures meaningful.
 constexpr int64_t kMaxDimension = 1 << 24;
 
+/// The shape rule of a transformer model, module or tower, which the
+/// dialect's model attribute, the model and profile files' readers and the
+/// runtime's description reader all hold to: hidden, heads and seq between 1
+/// and kMaxDimension, vocab between `minVocab` (0 where a module may have no
+/// embedding) and kMaxDimension, and hidden a multiple of heads. Returns ""
+/// or what is wrong ("hidden 100 is not a multiple of heads 3").
+inline std::string checkModelShape(int64_t hidden, int64_t heads, int64_t seq,
+                                   int64_t vocab, int64_t minVocab = 1) {
+  const struct {
+    const char *name;
+    int64_t value, low;
+  } sizes[] = {{"hidden", hidden, 1},
+               {"heads", heads, 1},
+               {"seq", seq, 1},
+               {"vocab", vocab, minVocab}};
+  for (const auto &size : sizes)
+    if (size.value < size.low || size.value > kMaxDimension)
+      return std::string(size.name) + " must be between " +
+             std::to_string(size.low) + " and " +
+             std::to_string(kMaxDimension) + ", got " +
+             std::to_string(size.value);
+  if (hidden % heads != 0)
+    return "hidden " + std::to_string(hidden) + " is not a multiple of heads " +
+           std::to_string(heads);
+  return {};
+}
+
 /// The deepest nesting of (), [] and {} an input may have.
 constexpr int kMaxNesting = 256;
 /// The longest run of digits (one literal) an input may hold.

@@ -211,7 +211,7 @@ flexpipe.pipeline @p actors(4) microbatches(8) {
 
 // Tests a model whose hidden size is not a multiple of its heads.
 flexpipe.pipeline @p actors(4) microbatches(8) {
-  // expected-error @+1 {{model hidden size 100 must be a multiple of the number of heads 3}}
+  // expected-error @+1 {{model hidden 100 is not a multiple of heads 3}}
   flexpipe.module @gpt layers(8) placement(one_to_one) model<hidden = 100, heads = 3, seq = 16, vocab = 64>
 }
 

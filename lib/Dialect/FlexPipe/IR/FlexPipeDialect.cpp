@@ -67,18 +67,9 @@ LogicalResult
 ModelConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                         int64_t hidden, int64_t heads, int64_t seq,
                         int64_t vocab) {
-  for (auto [name, value] :
-       {std::pair<const char *, int64_t>{"hidden", hidden},
-        {"heads", heads},
-        {"seq", seq},
-        {"vocab", vocab}})
-    if (value < 1 || value > kMaxDimension)
-      return emitError() << "model " << name << " must be between 1 and "
-                         << kMaxDimension << ", got " << value;
-  if (hidden % heads != 0)
-    return emitError() << "model hidden size " << hidden
-                       << " must be a multiple of the number of heads "
-                       << heads;
+  if (std::string error = checkModelShape(hidden, heads, seq, vocab);
+      !error.empty())
+    return emitError() << "model " << error;
   return success();
 }
 
