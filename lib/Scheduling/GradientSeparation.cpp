@@ -21,6 +21,7 @@
 
 #include "flexpipe/Scheduling/GradientSeparation.h"
 #include "flexpipe/Scheduling/EventCore.h"
+#include "flexpipe/Support/StageGraph.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/ScopeExit.h"
@@ -321,12 +322,7 @@ void Separator::groupCollectives() {
 
 llvm::Error Separator::dependencies(std::vector<std::vector<int32_t>> &deps) {
   const int32_t numStages = program.numStages, numMbs = program.numMicrobatches;
-  std::vector<std::vector<int32_t>> preds(numStages), succs(numStages);
-  for (auto [from, to] : program.edges)
-    if (from >= 0 && from < numStages && to >= 0 && to < numStages) {
-      succs[from].push_back(to);
-      preds[to].push_back(from);
-    }
+  const flexpipe::StageGraph<int32_t> graph(numStages, program.edges);
   // The gradients a stage receives from a successor, on every actor running
   // it: Igrad, or Bwd when the successor was not split.
   auto gradientsOf = [&](int32_t stage, int32_t mb) {
@@ -346,7 +342,7 @@ llvm::Error Separator::dependencies(std::vector<std::vector<int32_t>> &deps) {
     };
     switch (item.kind) {
     case OpKind::Fwd:
-      for (int32_t p : preds[item.stage])
+      for (int32_t p : graph.preds[item.stage])
         for (int32_t f : allOf(OpKind::Fwd, p, item.mb))
           deps[id].push_back(f);
       break;
@@ -369,7 +365,7 @@ llvm::Error Separator::dependencies(std::vector<std::vector<int32_t>> &deps) {
     case OpKind::Igrad:
     case OpKind::Bwd:
       need(findOn(OpKind::Fwd, item.stage, item.mb, item.actor), "forward");
-      for (int32_t s : succs[item.stage])
+      for (int32_t s : graph.succs[item.stage])
         for (int32_t g : gradientsOf(s, item.mb))
           deps[id].push_back(g);
       if (item.kind == OpKind::Igrad && !missing) {

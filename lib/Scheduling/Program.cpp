@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "flexpipe/Scheduling/Program.h"
+#include "flexpipe/Support/StageGraph.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/DenseMap.h"
@@ -152,8 +153,7 @@ std::vector<uint8_t> sharedMask(const Program &program) {
 }
 
 /// The stage DAG and where each stage's computations run.
-struct Topology {
-  std::vector<std::vector<int32_t>> preds, succs;
+struct Topology : flexpipe::StageGraph<int32_t> {
   std::vector<std::vector<int32_t>> actorsOf; // sorted, unique
   /// Per stage: a vocabulary-parallel head, whose slices need the
   /// all_gather of each micro-batch's loss statistics before its backward
@@ -169,7 +169,7 @@ struct Topology {
   std::vector<uint8_t> shared;
 
   explicit Topology(const Program &program)
-      : preds(program.numStages), succs(program.numStages),
+      : StageGraph(program.numStages, program.edges),
         actorsOf(stageActors(program)), vocabHead(program.numStages, 0),
         shared(sharedMask(program)) {
     for (int32_t a = 0; a < program.numActors; ++a)
@@ -184,23 +184,10 @@ struct Topology {
         if (actors.empty() || actors.back() != a)
           actors.push_back(a);
       }
-    for (auto [from, to] : program.edges) {
-      if (from < 0 || to < 0 || from >= program.numStages ||
-          to >= program.numStages)
-        continue;
-      succs[from].push_back(to);
-      preds[to].push_back(from);
-    }
     if (program.stageMeta.size() == static_cast<size_t>(program.numStages))
       for (int32_t s : program.sharedStages)
         if (s >= 0 && s < program.numStages)
           vocabHead[s] = program.stageMeta[s].isVocabHead();
-  }
-  bool hasEdge(int32_t from, int32_t to) const {
-    if (from < 0 || from >= static_cast<int32_t>(succs.size()))
-      return false;
-    return std::find(succs[from].begin(), succs[from].end(), to) !=
-           succs[from].end();
   }
 };
 
@@ -301,28 +288,14 @@ std::vector<int64_t> flexpipe::sched::stageFirstLayers(
     const std::vector<StageMeta> &meta,
     const std::vector<std::pair<int32_t, int32_t>> &edges) {
   const int32_t numStages = static_cast<int32_t>(meta.size());
-  std::vector<std::vector<int32_t>> succs(numStages);
-  std::vector<int32_t> waiting(numStages, 0);
-  for (auto [from, to] : edges)
-    if (moduleEdge(meta, from, to)) {
-      succs[from].push_back(to);
-      ++waiting[to];
-    }
-  // Kahn's order: a stage is placed once every predecessor is.
+  const flexpipe::StageGraph<int32_t> graph(
+      numStages, edges,
+      [&](int32_t from, int32_t to) { return moduleEdge(meta, from, to); });
+  // A stage is placed once every predecessor is.
   std::vector<int64_t> first(numStages, 0);
-  std::vector<int32_t> ready;
-  for (int32_t s = 0; s < numStages; ++s)
-    if (waiting[s] == 0)
-      ready.push_back(s);
-  while (!ready.empty()) {
-    const int32_t s = ready.back();
-    ready.pop_back();
-    for (int32_t next : succs[s]) {
+  for (int32_t s : graph.topologicalOrder())
+    for (int32_t next : graph.succs[s])
       first[next] = std::max(first[next], first[s] + meta[s].layers);
-      if (--waiting[next] == 0)
-        ready.push_back(next);
-    }
-  }
   return first;
 }
 
@@ -390,17 +363,12 @@ std::optional<MessageClash> flexpipe::sched::findMessageClash(
     const std::vector<std::pair<int32_t, int32_t>> &edges,
     const std::vector<std::vector<int32_t>> &actorsOf) {
   const int32_t numStages = static_cast<int32_t>(actorsOf.size());
-  std::vector<std::vector<int32_t>> preds(numStages), succs(numStages);
-  for (auto [from, to] : edges)
-    if (from >= 0 && from < numStages && to >= 0 && to < numStages) {
-      preds[to].push_back(from);
-      succs[from].push_back(to);
-    }
+  const flexpipe::StageGraph<int32_t> graph(numStages, edges);
   for (int32_t stage = 0; stage < numStages; ++stage)
     for (bool join : {true, false}) {
       const std::vector<int32_t> &mine = actorsOf[stage];
       std::map<int32_t, int32_t> seen; // actor -> first neighbour on it
-      for (int32_t other : join ? preds[stage] : succs[stage])
+      for (int32_t other : join ? graph.preds[stage] : graph.succs[stage])
         for (int32_t actor : actorsOf[other]) {
           if (llvm::all_of(mine, [&](int32_t a) { return a == actor; }))
             continue; // no message: every part of `stage` is on `actor`

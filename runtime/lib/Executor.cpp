@@ -27,6 +27,7 @@
 #include "flexpipe/Runtime/UserOps.h"
 #include "flexpipe/Support/Hash.h"
 #include "flexpipe/Support/Layout.h"
+#include "flexpipe/Support/StageGraph.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -1037,12 +1038,9 @@ void startTraceClock(flexpipe_rt &rt) {
 void makeStages(flexpipe_rt &rt) {
   const ScheduleDesc &d = rt.desc;
   Device &device = *rt.device;
-  rt.preds.assign(d.stages, {});
-  rt.succs.assign(d.stages, {});
-  for (auto [from, to] : d.edges) {
-    rt.succs[from].push_back(to);
-    rt.preds[to].push_back(from);
-  }
+  flexpipe::StageGraph<int> graph(d.stages, d.edges);
+  rt.preds = std::move(graph.preds);
+  rt.succs = std::move(graph.succs);
   for (int s = 0; s < d.stages; ++s) {
     const ScheduleDesc::Stage &stage = d.stage[s];
     if (stage.sync || !rt.runs(s))

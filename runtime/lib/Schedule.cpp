@@ -10,6 +10,7 @@
 #include "flexpipe/Support/Hash.h"
 #include "flexpipe/Support/InputLimits.h"
 #include "flexpipe/Support/Layout.h"
+#include "flexpipe/Support/StageGraph.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -212,36 +213,14 @@ std::string checkStructure(const ScheduleDesc &desc,
   // Edges join two stages, each pair once, without a cycle (for two-tower
   // descriptions too: only the single model's chain check had Kahn's
   // algorithm, and a repeated edge, which the compiler refuses, passed).
-  std::vector<int> inputs(desc.stages, 0);
-  std::vector<std::vector<int>> succs(desc.stages);
-  std::set<std::pair<int, int>> seen;
-  for (auto [from, to] : desc.edges) {
-    const std::string edge =
-        "edge " + std::to_string(from) + " " + std::to_string(to);
-    if (from < 0 || from >= desc.stages || to < 0 || to >= desc.stages ||
-        from == to)
-      return edge + " does not join two of the " + std::to_string(desc.stages) +
-             " stages";
-    if (!seen.insert({from, to}).second)
-      return edge + " is given twice";
-    ++inputs[to];
-    succs[from].push_back(to);
-  }
-  // Kahn's algorithm: stages left over lie on a cycle.
-  std::vector<int> ready;
-  for (int s = 0; s < desc.stages; ++s)
-    if (inputs[s] == 0)
-      ready.push_back(s);
-  int ordered = 0;
-  while (!ready.empty()) {
-    const int s = ready.back();
-    ready.pop_back();
-    ++ordered;
-    for (int t : succs[s])
-      if (--inputs[t] == 0)
-        ready.push_back(t);
-  }
-  if (ordered != desc.stages)
+  if (std::optional<flexpipe::EdgeProblem> bad =
+          flexpipe::findEdgeProblem(desc.stages, desc.edges))
+    return "edge " + std::to_string(bad->from) + " " + std::to_string(bad->to) +
+           (bad->kind == flexpipe::EdgeProblem::Repeated
+                ? " is given twice"
+                : " does not join two of the " + std::to_string(desc.stages) +
+                      " stages");
+  if (flexpipe::StageGraph<int>(desc.stages, desc.edges).hasCycle())
     return "the edges form a cycle";
   return {};
 }

@@ -13,6 +13,7 @@
 #include "flexpipe/Scheduling/Program.h"
 #include "flexpipe/Support/Hash.h"
 #include "flexpipe/Support/InputLimits.h"
+#include "flexpipe/Support/StageGraph.h"
 
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
@@ -359,8 +360,8 @@ LogicalResult chainTowers(ScheduleOp schedule, const Analysis &a,
   for (int64_t s = 0; s < numStages; ++s)
     if (s != sync)
       towerOf[s] = stageInfo(a, s).getModule().getValue() == names[0] ? 0 : 1;
-  std::vector<SmallVector<int64_t>> succs(numStages), preds(numStages);
-  for (auto [from, to] : schedule.getEdgeList()) {
+  const SmallVector<std::pair<int64_t, int64_t>> edges = schedule.getEdgeList();
+  for (auto [from, to] : edges) {
     if (from == sync || to == sync)
       return schedule.emitOpError()
              << "has an edge " << from << " -> " << to << " at sync stage "
@@ -371,9 +372,10 @@ LogicalResult chainTowers(ScheduleOp schedule, const Analysis &a,
              << names[towerOf[from]] << "' to stage " << to << " of tower '"
              << names[towerOf[to]]
              << "'; the towers meet only at the sync stage's all-gather";
-    succs[from].push_back(to);
-    preds[to].push_back(from);
   }
+  const StageGraph<int64_t> graph(numStages, edges);
+  const auto &succs = graph.succs;
+  const auto &preds = graph.preds;
   towers.firstBlock.assign(numStages, 0);
   for (int64_t t = 0; t < 2; ++t) {
     SmallVector<int64_t> firsts, lasts, members;

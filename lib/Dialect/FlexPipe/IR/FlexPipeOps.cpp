@@ -14,6 +14,7 @@
 #include "flexpipe/Dialect/FlexPipe/IR/FlexPipe.h"
 #include "flexpipe/Plugin.h"
 #include "flexpipe/Support/InputLimits.h"
+#include "flexpipe/Support/StageGraph.h"
 
 #include "Parsing.h"
 
@@ -1553,37 +1554,22 @@ LogicalResult ScheduleOp::verify() {
     if (flat->size() % 2 != 0)
       return emitOpError() << "has an odd number of edge endpoints; edges are "
                               "(from, to) pairs";
-    SmallVector<SmallVector<int64_t>> succ(numStages);
-    SmallVector<int64_t> indegree(numStages, 0);
-    llvm::DenseSet<std::pair<int64_t, int64_t>> seen;
-    for (auto [from, to] : getEdgeList()) {
-      if (from < 0 || from >= numStages || to < 0 || to >= numStages)
-        return emitOpError() << "has an edge " << from << " -> " << to
+    SmallVector<std::pair<int64_t, int64_t>> edges = getEdgeList();
+    if (std::optional<EdgeProblem> bad = findEdgeProblem(numStages, edges)) {
+      switch (bad->kind) {
+      case EdgeProblem::OutOfRange:
+        return emitOpError() << "has an edge " << bad->from << " -> " << bad->to
                              << " outside the stages 0 to " << numStages - 1;
-      if (from == to)
+      case EdgeProblem::SelfEdge:
         return emitOpError()
-               << "has an edge from stage " << from << " to itself";
-      // (A stage would wait for the same input twice: the run stopped.)
-      if (!seen.insert({from, to}).second)
-        return emitOpError() << "has the edge " << from << " -> " << to
-                             << " twice; give each edge once";
-      succ[from].push_back(to);
-      ++indegree[to];
+               << "has an edge from stage " << bad->from << " to itself";
+      case EdgeProblem::Repeated:
+        // (A stage would wait for the same input twice: the run stopped.)
+        return emitOpError() << "has the edge " << bad->from << " -> "
+                             << bad->to << " twice; give each edge once";
+      }
     }
-    // Kahn's algorithm: every stage must be reached.
-    SmallVector<int64_t> ready;
-    for (int64_t stage = 0; stage < numStages; ++stage)
-      if (indegree[stage] == 0)
-        ready.push_back(stage);
-    int64_t visited = 0;
-    while (!ready.empty()) {
-      int64_t stage = ready.pop_back_val();
-      ++visited;
-      for (int64_t next : succ[stage])
-        if (--indegree[next] == 0)
-          ready.push_back(next);
-    }
-    if (visited != numStages)
+    if (StageGraph<int64_t>(numStages, edges).hasCycle())
       return emitOpError() << "has a cycle in its stage edges; the stage graph "
                               "must be a DAG";
   }
