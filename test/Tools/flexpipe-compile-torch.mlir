@@ -195,7 +195,9 @@
 // UTF8: utf8.csv:1:1: error: 'café' is not a PyTorch action
 // UTF8-NEXT: café
 // RUN: not flexpipe-compile %S/Inputs/torch-compute-only.csv --actors 4 --emit=text 2>&1 | FileCheck %s --check-prefix=SIZES
-// SIZES: error: --actors and --microbatches change specs; '{{.*}}' holds only schedules, whose sizes are fixed
+// SIZES: error: --actors changes specs; '{{.*}}' holds only schedules, whose sizes, stages and order are fixed
+// RUN: not flexpipe-compile %S/Inputs/torch-compute-only.csv --balance cost --emit=text 2>&1 | FileCheck %s --check-prefix=BALANCE
+// BALANCE: error: --balance changes specs
 // RUN: not flexpipe-compile %S/Inputs/torch-compute-only.csv --model %configs/models/clip-tiny.yaml --cluster %configs/clusters/cpu.yaml --emit=report 2>&1 | FileCheck %s --check-prefix=MODULES
 // MODULES: torch-compute-only.csv: error: a schedule without stage_info is read as one chain of stages, but the model file '{{.*}}clip-tiny.yaml' has 2 modules; give it one, or the schedule a stage_info
 // RUN: not flexpipe-compile %s --from=torch-csv 2>&1 | FileCheck %s --check-prefix=FROM

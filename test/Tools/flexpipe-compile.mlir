@@ -89,11 +89,20 @@
 // RUN: not flexpipe-compile %s --actors 9 --model %configs/models/tiny.yaml --cluster %configs/clusters/cpu.yaml 2>&1 | FileCheck %s --check-prefix=TOOMANY
 // TOOMANY: error: 'flexpipe.module' op cannot split 8 layers over 9 stages with at least one layer each; add layers, use fewer stages, or give `partition [...]`
 // RUN: not flexpipe-compile %t.mlir --actors 2 --emit=text 2>&1 | FileCheck %s --check-prefix=FIXED
-// FIXED: error: --actors and --microbatches change specs; '{{.*}}' holds only schedules, whose sizes are fixed
+// FIXED: error: --actors changes specs; '{{.*}}' holds only schedules, whose sizes, stages and order are fixed
+// So do --balance and --step-rule, which were taken and changed nothing:
+// RUN: not flexpipe-compile %t.mlir --microbatches 3 --balance=cost --step-rule literal --emit=text 2>&1 | FileCheck %s --check-prefix=FIXED-ALL
+// FIXED-ALL: error: --microbatches, --balance, --step-rule change specs; '{{.*}}' holds only schedules
+// RUN: not flexpipe-compile %t.mlir --step-rule next-type --emit=text 2>&1 | FileCheck %s --check-prefix=FIXED-RULE
+// FIXED-RULE: error: --step-rule changes specs
+// --backend chooses what rank programs link; with another --emit it was
+// taken and did nothing:
+// RUN: not flexpipe-compile %s --backend cuda --emit=report 2>&1 | FileCheck %s --check-prefix=BACKEND
+// BACKEND: flexpipe-compile: --backend chooses the runtime the rank programs link; it needs --emit=cpp or --emit=exe, not --emit=report
 // At the schedule where the file has no `module {` (it said line 0):
 // RUN: sed '1d;$d' %t.mlir > %t-bare.mlir
 // RUN: not flexpipe-compile %t-bare.mlir --actors 2 --emit=text 2>&1 | FileCheck %s --check-prefix=FIXED-BARE
-// FIXED-BARE: -bare.mlir:1:3: error: --actors and --microbatches change specs
+// FIXED-BARE: -bare.mlir:1:3: error: --actors changes specs
 // RUN: not flexpipe-compile %s --time-model fast 2>&1 | FileCheck %s --check-prefix=MODEL
 // MODEL: --time-model: fast not in {step,cost}
 

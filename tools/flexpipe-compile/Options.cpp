@@ -157,5 +157,9 @@ int flexpipe::parseCompileOptions(int argc, char **argv,
                  "Output file (- for standard output); for cpp and exe a "
                  "directory, SPEC_STEM.ranks when not given")
       ->capture_default_str();
-  return parseCommandLine(app, argc, argv);
+  const int exit = parseCommandLine(app, argc, argv);
+  for (const CLI::Option *option : app.get_options())
+    if (option->count() > 0)
+      options.given.insert(option->get_name());
+  return exit;
 }

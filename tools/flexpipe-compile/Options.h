@@ -15,6 +15,7 @@
 #define FLEXPIPE_TOOLS_FLEXPIPE_COMPILE_OPTIONS_H
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,10 @@ struct CompileOptions {
   std::string model, cluster, profile; ///< YAML files; empty: none
   std::vector<std::string> plugins;    ///< --load-plugin, in order
   std::vector<std::string> ops;        ///< --ops, in order
+  /// The long names of the options the command line gives ("--balance"),
+  /// for the checks that refuse one that would change nothing.
+  std::set<std::string> given;
+  bool isGiven(const std::string &name) const { return given.count(name); }
 };
 
 /// Parses the command line. Returns -1 to go on, otherwise the exit code

@@ -241,13 +241,18 @@ static bool isSimulated(StringRef emit) {
 /// Reports and returns null on an error.
 static std::shared_ptr<const sched::CostInputs>
 loadCostFiles(const CompileOptions &options) {
-  if (!options.ops.empty() && options.emit != "cpp" && options.emit != "exe") {
-    llvm::errs()
-        << "flexpipe-compile: --ops builds runtime operations into "
-           "rank programs; it needs --emit=cpp or --emit=exe, not --emit="
-        << options.emit << "\n";
-    return nullptr;
-  }
+  // (--backend with another --emit was taken and did nothing.)
+  for (auto [name, what] :
+       {std::pair<const char *, const char *>{
+            "--ops", "builds runtime operations into rank programs"},
+        {"--backend", "chooses the runtime the rank programs link"}})
+    if (options.isGiven(name) && options.emit != "cpp" &&
+        options.emit != "exe") {
+      llvm::errs() << "flexpipe-compile: " << name << " " << what
+                   << "; it needs --emit=cpp or --emit=exe, not --emit="
+                   << options.emit << "\n";
+      return nullptr;
+    }
   if (!options.cluster.empty() && options.model.empty()) {
     llvm::errs() << "flexpipe-compile: --cluster needs --model (the cluster "
                     "prices a model)\n";
@@ -587,11 +592,21 @@ static LogicalResult applyOverrides(ModuleOp module,
   }
   // (At the first schedule: a file without `module {` has an implicit one,
   // located at line 0.)
-  if (schedules > 0 && specs == 0 &&
-      (options.actors > 0 || options.microbatches > 0))
-    return emitError((*module.getOps<ScheduleOp>().begin()).getLoc())
-           << "--actors and --microbatches change specs; '" << options.input
-           << "' holds only schedules, whose sizes are fixed";
+  if (schedules > 0 && specs == 0) {
+    // (--balance and --step-rule were taken and did nothing.)
+    SmallVector<StringRef> specOnly;
+    for (StringRef name :
+         {"--actors", "--microbatches", "--balance", "--step-rule"})
+      if (options.isGiven(name.str()))
+        specOnly.push_back(name);
+    if (!specOnly.empty())
+      return emitError((*module.getOps<ScheduleOp>().begin()).getLoc())
+             << llvm::join(specOnly, ", ") << " change"
+             << (specOnly.size() == 1 ? "s" : "") << " specs; '"
+             << options.input
+             << "' holds only schedules, whose sizes, stages and order are "
+                "fixed";
+  }
   return verify(module);
 }
 
