@@ -189,6 +189,21 @@ std::string flexpipe::sched::formatSeconds(double value) {
   return fixed(ms, digits) + " ms";
 }
 
+std::string flexpipe::sched::formatSymbol(const std::string &name) {
+  auto bareStart = [](char c) { return llvm::isAlpha(c) || c == '_'; };
+  auto bareRest = [](char c) {
+    return llvm::isAlnum(c) || c == '_' || c == '$' || c == '.';
+  };
+  if (!name.empty() && bareStart(name[0]) && llvm::all_of(name, bareRest))
+    return "@" + name;
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "@\"";
+  llvm::printEscapedString(name, os);
+  os << '"';
+  return text;
+}
+
 std::string flexpipe::sched::formatShape(const Program &p) {
   auto count = [](int64_t n, const char *one, const char *many) {
     return std::to_string(n) + " " + (n == 1 ? one : many);
@@ -203,7 +218,8 @@ std::string flexpipe::sched::formatReport(const Program &p,
                                           const SimCosts &costs,
                                           const ReportContext &context) {
   std::ostringstream os;
-  os << "schedule @" << context.name << ": " << formatShape(p) << "\n";
+  os << "schedule " << formatSymbol(context.name) << ": " << formatShape(p)
+     << "\n";
   double iteration = r.iterationTime;
   if (context.after && context.after->gradSync + context.after->step > 0) {
     iteration += context.after->gradSync + context.after->step;
@@ -328,7 +344,7 @@ std::string flexpipe::sched::formatSvg(const Program &p, const SimResult &r,
      << height << "\" font-family=\"Helvetica, Arial, sans-serif\">\n";
   os << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   const std::string title =
-      "@" + context.name + ": " + formatShape(p) + "; iteration " +
+      formatSymbol(context.name) + ": " + formatShape(p) + "; iteration " +
       iterationTime(r.iterationTime, costs, context) +
       (context.after && context.after->gradSync + context.after->step > 0
            ? ", pipeline bubble "

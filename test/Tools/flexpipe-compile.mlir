@@ -95,6 +95,11 @@
 // FIXED-ALL: error: --microbatches, --balance, --step-rule change specs; '{{.*}}' holds only schedules
 // RUN: not flexpipe-compile %t.mlir --step-rule next-type --emit=text 2>&1 | FileCheck %s --check-prefix=FIXED-RULE
 // FIXED-RULE: error: --step-rule changes specs
+// A name that MLIR quotes is written as MLIR writes it, one line each (a
+// newline in it split the report's and the grid's first line in two):
+// RUN: flexpipe-compile %S/Inputs/quoted-name.mlir --emit=report | FileCheck %s --check-prefix=QUOTED
+// RUN: flexpipe-compile %S/Inputs/quoted-name.mlir --emit=text | FileCheck %s --check-prefix=QUOTED
+// QUOTED: {{^}}schedule @"two\0Alines\09\22q\22\FF": 3 actors, 3 stages, 3 micro-batches
 // --backend chooses what rank programs link; with another --emit it was
 // taken and did nothing:
 // RUN: not flexpipe-compile %s --backend cuda --emit=report 2>&1 | FileCheck %s --check-prefix=BACKEND

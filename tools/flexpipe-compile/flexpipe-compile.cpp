@@ -719,8 +719,8 @@ static LogicalResult emitReplayed(ScheduleOp schedule,
            << (options.emit == "torch-csv" ? ", schedule or torch-csv-comms"
                                            : " or schedule");
   if (options.emit == "text") {
-    os << "schedule @" << schedule.getSymName() << ": "
-       << sched::formatShape(program) << ", "
+    os << "schedule " << sched::formatSymbol(schedule.getSymName().str())
+       << ": " << sched::formatShape(program) << ", "
        << static_cast<int64_t>(timeline.makespan)
        << " steps when every computation takes one step\n"
        << "(cells: stage, F forward / B backward / I input gradient / W "

@@ -47,6 +47,11 @@ std::string actionName(const ProgOp &op, const Program *program = nullptr);
 /// "12.500 ms", four significant digits below a microsecond ("0.0004 ms").
 std::string formatSeconds(double seconds);
 
+/// `@name` as MLIR writes a symbol reference: bare when `name` is an
+/// identifier, else quoted with `"`, `\` and bytes outside printable ASCII
+/// escaped (`@"two\0Alines"`), so that a header stays one line.
+std::string formatSymbol(const std::string &name);
+
 /// "4 actors, 8 stages, 1 micro-batch": the program's shape, as reports,
 /// timelines and the text grid state it.
 std::string formatShape(const Program &program);
