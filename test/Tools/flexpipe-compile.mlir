@@ -100,6 +100,11 @@
 // RUN: flexpipe-compile %S/Inputs/quoted-name.mlir --emit=report | FileCheck %s --check-prefix=QUOTED
 // RUN: flexpipe-compile %S/Inputs/quoted-name.mlir --emit=text | FileCheck %s --check-prefix=QUOTED
 // QUOTED: {{^}}schedule @"two\0Alines\09\22q\22\FF": 3 actors, 3 stages, 3 micro-batches
+// Rank sources go to a directory: from standard input, or with an explicit
+// `-o -` (taken as no -o: it wrote FILE.ranks), one must be named.
+// RUN: not flexpipe-compile - --emit=cpp < %s 2>&1 | FileCheck %s --check-prefix=RANKSDIR
+// RUN: not flexpipe-compile %s --emit=cpp -o - 2>&1 | FileCheck %s --check-prefix=RANKSDIR
+// RANKSDIR: flexpipe-compile: --emit=cpp writes a directory; give it with -o DIR
 // --backend chooses what rank programs link; with another --emit it was
 // taken and did nothing:
 // RUN: not flexpipe-compile %s --backend cuda --emit=report 2>&1 | FileCheck %s --check-prefix=BACKEND

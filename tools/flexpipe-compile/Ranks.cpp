@@ -249,12 +249,13 @@ struct RankOutput {
 } // namespace
 
 /// The directory -o names, or FILE.ranks beside the input; none (after an
-/// error) when the input is standard input and -o is not given.
+/// error) when the input is standard input and -o is not given, or -o names
+/// standard output.
 static std::optional<std::string>
 outputDirectory(const CompileOptions &options) {
   if (options.output != "-")
     return options.output;
-  if (options.input == "-") {
+  if (options.input == "-" || options.isGiven("--output")) {
     llvm::errs() << "flexpipe-compile: --emit=" << options.emit
                  << " writes a directory; give it with -o DIR\n";
     return std::nullopt;
