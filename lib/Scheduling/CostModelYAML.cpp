@@ -455,9 +455,11 @@ MachineProfile readMeasured(const Reader &r, const YAML::Node &node) {
       if (item["instruction_s"])
         c.instruction = r.number(item["instruction_s"], "instruction_s", 0);
       if (item["hidden"] || item["heads"] || item["seq"]) {
-        c.hidden = r.requiredInteger(item, "hidden", cwhat, 1);
-        c.heads = r.requiredInteger(item, "heads", cwhat, 1);
-        c.seq = r.requiredInteger(item, "seq", cwhat, 1);
+        Profile::ModuleShape shape; // (no vocab: the keys refuse one)
+        readShape(r, item, cwhat, /*vocabRequired=*/false, shape);
+        c.hidden = shape.hidden;
+        c.heads = shape.heads;
+        c.seq = shape.seq;
         // What the machine does around computations is no shape's.
         for (const char *key : {"latency_s", "overhead_s", "instruction_s"})
           if (YAML::Node v = item[key]; v && r.number(v, key, 0) != 0)
@@ -598,8 +600,9 @@ llvm::Error flexpipe::sched::loadModel(const std::string &path,
                    "lm_head"});
       ModuleModel m;
       m.name = r.name(r.required(node, "name", mwhat));
-      m.layers = r.requiredInteger(node, "layers", mwhat, 1, kMaxCount);
-      readShape(r, node, "module '" + m.name + "'", /*vocabRequired=*/false, m);
+      const std::string named = "module '" + m.name + "'";
+      m.layers = r.requiredInteger(node, "layers", named, 1, kMaxCount);
+      readShape(r, node, named, /*vocabRequired=*/false, m);
       m.lmHead = m.vocab > 0;
       if (YAML::Node head = node["lm_head"]) {
         m.lmHead = r.boolean(head, "lm_head");

@@ -123,14 +123,9 @@ std::string checkSizes(const GptConfig &c, const std::string &what) {
           flexpipe::checkModelShape(c.hidden, c.heads, c.seq, c.vocab);
       !error.empty())
     return what + " " + error;
-  // Layers and sequences in a micro-batch are counts (a global batch of
-  // single sequences is at most kMaxCount).
-  for (auto [name, value] :
-       {std::pair<const char *, int64_t>{"layers", c.layers},
-        {"microbatch", c.microBatch}})
-    if (value < 1 || value > kMaxCount)
-      return what + " " + name + " must be between 1 and " +
-             std::to_string(kMaxCount) + ", got " + std::to_string(value);
+  if (c.layers < 1 || c.layers > kMaxCount)
+    return what + " layers must be between 1 and " + std::to_string(kMaxCount) +
+           ", got " + std::to_string(c.layers);
   // The largest tensors: the embedding or head table, the MLP's hidden
   // activations and the attention probabilities.
   const double largest = std::max(
@@ -458,6 +453,13 @@ std::string checkDescription(ScheduleDesc &desc,
                              const std::vector<char> &declared) {
   if (declared.empty())
     return "no 'stages' line";
+  // Sequences in a micro-batch are a count (a global batch of single
+  // sequences is at most kMaxCount); a two-tower model's towers take the
+  // model line's.
+  if (desc.model.microBatch < 1 || desc.model.microBatch > kMaxCount)
+    return "model microbatch must be between 1 and " +
+           std::to_string(kMaxCount) + ", got " +
+           std::to_string(desc.model.microBatch);
   if (!desc.towers.empty()) {
     if (std::string error = checkTowers(desc); !error.empty())
       return error;

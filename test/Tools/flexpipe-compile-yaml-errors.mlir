@@ -89,6 +89,11 @@
 // RUN: sed 's/time_slice_s: 1e-300/contention: [{ranks: 1, slowdown: 1e-18}]/' %t/short-slice.yaml > %t/fast-contention.yaml
 // RUN: not flexpipe-compile %t/spec.mlir --model %t/good-model.yaml --cluster %t/fast-contention.yaml --emit=report 2>&1 | FileCheck %s --check-prefix=SLOWDOWN
 // SLOWDOWN: fast-contention.yaml:10:37: error: key 'slowdown' must be at least 1, got 1e-18
+// A contention point's shape is held to a model's (hidden 65 over 4 heads,
+// and hidden 1e18, were read):
+// RUN: sed 's/time_slice_s: 1e-300/contention: [{ranks: 1, slowdown: 2, hidden: 65, heads: 4, seq: 32}]/' %t/short-slice.yaml > %t/shaped-contention.yaml
+// RUN: not flexpipe-compile %t/spec.mlir --model %t/good-model.yaml --cluster %t/shaped-contention.yaml --emit=report 2>&1 | FileCheck %s --check-prefix=SHAPED
+// SHAPED: shaped-contention.yaml:10:48: error: a contention point: hidden 65 is not a multiple of heads 4
 // RUN: sed 's/1e-300/0/' %t/short-slice.yaml > %t/no-slice.yaml
 // RUN: flexpipe-compile %t/spec.mlir --model %t/good-model.yaml --cluster %t/no-slice.yaml --emit=report > /dev/null
 // TWODOCS: two-documents.yaml:8:1: error: a second YAML document; the file must hold one

@@ -603,6 +603,9 @@ TEST_CASE("the schedule description of a GPT and of two towers",
   CHECK(problem(replaced("layers=8", "layers=2000000")) ==
         "schedule description: model layers must be between 1 and 1048576, "
         "got 2000000");
+  CHECK(problem(replaced("microbatch=1", "microbatch=0")) ==
+        "schedule description: model microbatch must be between 1 and "
+        "1048576, got 0");
   CHECK(problem(replaced("hidden=64", "hidden=16777212")) ==
         "schedule description: model needs a tensor of 4294966272 floats; one "
         "process holds at most 2^31");
