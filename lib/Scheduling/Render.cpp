@@ -344,7 +344,8 @@ std::string flexpipe::sched::formatSvg(const Program &p, const SimResult &r,
      << height << "\" font-family=\"Helvetica, Arial, sans-serif\">\n";
   os << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   const std::string title =
-      formatSymbol(context.name) + ": " + formatShape(p) + "; iteration " +
+      (context.title.empty() ? formatSymbol(context.name) : context.title) +
+      ": " + formatShape(p) + "; iteration " +
       iterationTime(r.iterationTime, costs, context) +
       (context.after && context.after->gradSync + context.after->step > 0
            ? ", pipeline bubble "
@@ -449,7 +450,8 @@ std::string flexpipe::sched::formatTrace(const Program &p, const SimResult &r,
   // next one (at 12 digits, ts and dur rounded apart overlapped).
   os.precision(17);
   // Names are quoted and escaped as JSON strings (a schedule's symbol may
-  // hold any character).
+  // hold any character), and so written whole: the viewer shows the name,
+  // not MLIR's escapes of it.
   auto quoted = [](const std::string &text) {
     std::string out;
     llvm::raw_string_ostream(out) << llvm::json::Value(text);

@@ -20,6 +20,7 @@
 
 #include "flexpipe/Scheduling/Tuner.h"
 
+#include "flexpipe/Scheduling/Export.h"
 #include "flexpipe/Scheduling/Lowering.h"
 #include "flexpipe/Support/Hash.h"
 
@@ -486,28 +487,6 @@ std::string flexpipe::sched::stpKeyword(const StagePriority &p) {
   return text;
 }
 
-/// `@name` as MLIR prints a symbol: bare when it is an identifier, else
-/// quoted with escapes.
-static std::string symbolRef(const std::string &name) {
-  auto identifier = [](unsigned char c) {
-    return std::isalnum(c) || c == '_' || c == '$' || c == '.';
-  };
-  if (!name.empty() &&
-      (std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_') &&
-      llvm::all_of(name, identifier))
-    return "@" + name;
-  std::string out = "@\"";
-  for (unsigned char c : name) {
-    if (c == '"' || c == '\\')
-      out += {'\\', static_cast<char>(c)};
-    else if (c < 0x20 || c >= 0x7f)
-      out += llvm::formatv("\\{0:X-2}", static_cast<unsigned>(c)).str();
-    else
-      out += static_cast<char>(c);
-  }
-  return out + "\"";
-}
-
 std::string flexpipe::sched::specText(const Candidate &c,
                                       const ModelConfig &model,
                                       const std::string &name,
@@ -517,7 +496,7 @@ std::string flexpipe::sched::specText(const Candidate &c,
   std::ostringstream os;
   os << "flexpipe.pipeline @" << name << " actors(" << c.pp << ") microbatches("
      << c.microbatches << ") {\n";
-  os << "  flexpipe.module " << symbolRef(m.name) << " layers(" << m.layers
+  os << "  flexpipe.module " << formatSymbol(m.name) << " layers(" << m.layers
      << ") placement(";
   const PlacementRule &rule = placementRule(c.placement);
   os << rule.keyword << ")";

@@ -21,7 +21,7 @@
 // The file reads back as the same programs: exporting it again is the same.
 // RUN: flexpipe-compile %t.zbv.csv --emit=torch-csv-comms | diff - %t.zbv.csv
 // RUN: flexpipe-compile %t.zbv.csv --emit=text | FileCheck %s --check-prefix=IMPORTED
-// IMPORTED: schedule @{{.*}}zbv: 4 actors, 8 stages, 8 micro-batches, 51 steps when every computation takes one step
+// IMPORTED: schedule @"{{.*}}zbv": 4 actors, 8 stages, 8 micro-batches, 51 steps when every computation takes one step
 // RUN: flexpipe-compile %t.zbv.csv --emit=schedule | FileCheck %s --check-prefix=IR
 // IR: flexpipe.schedule @"{{.*}}zbv" actors(4) stages(8) microbatches(8) {
 // IR: %{{.*}} = flexpipe.recv_act stage 1 mb 6 from 0 : !flexpipe.token
@@ -109,7 +109,7 @@
 
 // Import: compute_only gets the communication PyTorch's runtime adds.
 // RUN: flexpipe-compile %S/Inputs/torch-compute-only.csv --emit=text | FileCheck %s --check-prefix=ONLY
-// ONLY:      schedule @torch-compute-only: 2 actors, 2 stages, 2 micro-batches, 6 steps
+// ONLY:      schedule @"torch-compute-only": 2 actors, 2 stages, 2 micro-batches, 6 steps
 // ONLY:      actor 0 | 0F0 0F1 .   0B0 .   0B1
 // ONLY-NEXT: actor 1 | .   1F0 1B0 1F1 1B1 .
 // Rank 1 computes micro-batch 1 first: it posts both receives in rank 0's

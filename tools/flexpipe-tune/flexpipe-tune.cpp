@@ -724,7 +724,7 @@ bool writeBestVsBaseline(const std::string &output, const ModelConfig &model,
       other->join();
   }
   ReportContext context;
-  context.name = "best: " + describe(best.candidate);
+  context.title = "best: " + describe(best.candidate);
   // Each title adds what follows its pipeline, as the table does.
   context.after = AfterPipeline{best.gradSyncTime, best.stepTime};
   context.tokensPerIteration =
@@ -736,7 +736,7 @@ bool writeBestVsBaseline(const std::string &output, const ModelConfig &model,
     ReportContext baseContext = context;
     baseContext.after =
         AfterPipeline{baseline->gradSyncTime, baseline->stepTime};
-    baseContext.name = llvm::formatv(
+    baseContext.title = llvm::formatv(
         "Megatron 1F1B, pp {0} x dp {1}, mbs {2}", baseline->candidate.pp,
         baseline->candidate.dp, baseline->candidate.mbs);
     svg = stackSvgs(formatSvg(bestDetail.program, bestDetail.sim,

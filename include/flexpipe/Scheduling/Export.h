@@ -65,7 +65,10 @@ struct SimCosts;
 
 /// What a report or picture is about.
 struct ReportContext {
-  std::string name;         ///< schedule name
+  std::string name; ///< schedule name, written as `@name`
+  /// Pictures: a title written in place of `@name` (flexpipe-tune's
+  /// "best: ..."); empty: the name.
+  std::string title;
   double tokensPerIteration = 0; ///< 0: no throughput line
   /// SVG: the time the plot's width stands for (0: this iteration's), so
   /// that several timelines can share one scale.
