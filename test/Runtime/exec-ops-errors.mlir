@@ -38,7 +38,7 @@
 
 // --ops builds rank programs only, from C++ sources with distinct names.
 // RUN: not flexpipe-compile %s --ops %examples/ops/ActivationNorms.cpp --emit=text 2>&1 | FileCheck %s --check-prefix=EMIT
-// EMIT: flexpipe-compile: --ops builds runtime operations into rank programs; it needs --emit=cpp or --emit=exe, not --emit=text
+// EMIT: flexpipe-compile: --ops shapes the rank programs; it needs --emit=cpp or --emit=exe, not --emit=text
 // RUN: not flexpipe-compile %s --actors 2 --ops %s -o %t/ext 2>&1 | FileCheck %s --check-prefix=EXT
 // EXT: flexpipe-compile: --ops {{.*}}exec-ops-errors.mlir: expected a C++ source (.cpp, .cc, .cxx or .C)
 // RUN: not flexpipe-compile %s --actors 2 --ops %examples/ops/ActivationNorms.cpp --ops %examples/ops/ActivationNorms.cpp -o %t/same 2>&1 | FileCheck %s --check-prefix=SAME

@@ -102,13 +102,16 @@
 // QUOTED: {{^}}schedule @"two\0Alines\09\22q\22\FF": 3 actors, 3 stages, 3 micro-batches
 // Rank sources go to a directory: from standard input, or with an explicit
 // `-o -` (taken as no -o: it wrote FILE.ranks), one must be named.
-// RUN: not flexpipe-compile - --emit=cpp < %s 2>&1 | FileCheck %s --check-prefix=RANKSDIR
-// RUN: not flexpipe-compile %s --emit=cpp -o - 2>&1 | FileCheck %s --check-prefix=RANKSDIR
-// RANKSDIR: flexpipe-compile: --emit=cpp writes a directory; give it with -o DIR
+// RUN: not flexpipe-compile - --emit=cpp < %s 2>&1 | FileCheck %s --check-prefix=RANKSDIR-STDIN
+// RANKSDIR-STDIN: flexpipe-compile: --emit=cpp writes a directory; give it with -o DIR
+// RUN: not flexpipe-compile %s --emit=exe -o - 2>&1 | FileCheck %s --check-prefix=RANKSDIR
+// RANKSDIR: flexpipe-compile: --emit=exe writes a directory, and '-o -' names standard output; give it with -o DIR
 // --backend chooses what rank programs link; with another --emit it was
 // taken and did nothing:
 // RUN: not flexpipe-compile %s --backend cuda --emit=report 2>&1 | FileCheck %s --check-prefix=BACKEND
-// BACKEND: flexpipe-compile: --backend chooses the runtime the rank programs link; it needs --emit=cpp or --emit=exe, not --emit=report
+// BACKEND: flexpipe-compile: --backend shapes the rank programs; it needs --emit=cpp or --emit=exe, not --emit=report
+// RUN: not flexpipe-compile %s --ops %S/../../examples/ops/ActivationNorms.cpp --backend cpu --emit=svg 2>&1 | FileCheck %s --check-prefix=BACKEND-OPS
+// BACKEND-OPS: flexpipe-compile: --ops, --backend shape the rank programs; they need --emit=cpp or --emit=exe, not --emit=svg
 // At the schedule where the file has no `module {` (it said line 0):
 // RUN: sed '1d;$d' %t.mlir > %t-bare.mlir
 // RUN: not flexpipe-compile %t-bare.mlir --actors 2 --emit=text 2>&1 | FileCheck %s --check-prefix=FIXED-BARE

@@ -155,7 +155,7 @@ int flexpipe::parseCompileOptions(int argc, char **argv,
       ->type_name("FILE.cpp");
   app.add_option("-o,--output", options.output,
                  "Output file (- for standard output); for cpp and exe a "
-                 "directory, SPEC_STEM.ranks when not given")
+                 "directory (not -), SPEC_STEM.ranks when not given")
       ->capture_default_str();
   const int exit = parseCommandLine(app, argc, argv);
   for (const CLI::Option *option : app.get_options())

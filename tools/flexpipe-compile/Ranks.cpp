@@ -257,7 +257,11 @@ outputDirectory(const CompileOptions &options) {
     return options.output;
   if (options.input == "-" || options.isGiven("--output")) {
     llvm::errs() << "flexpipe-compile: --emit=" << options.emit
-                 << " writes a directory; give it with -o DIR\n";
+                 << " writes a directory"
+                 << (options.isGiven("--output")
+                         ? ", and '-o -' names standard output"
+                         : "")
+                 << "; give it with -o DIR\n";
     return std::nullopt;
   }
   return llvm::sys::path::stem(options.input).str() + ".ranks";

@@ -242,17 +242,21 @@ static bool isSimulated(StringRef emit) {
 static std::shared_ptr<const sched::CostInputs>
 loadCostFiles(const CompileOptions &options) {
   // (--backend with another --emit was taken and did nothing.)
-  for (auto [name, what] :
-       {std::pair<const char *, const char *>{
-            "--ops", "builds runtime operations into rank programs"},
-        {"--backend", "chooses the runtime the rank programs link"}})
-    if (options.isGiven(name) && options.emit != "cpp" &&
-        options.emit != "exe") {
-      llvm::errs() << "flexpipe-compile: " << name << " " << what
-                   << "; it needs --emit=cpp or --emit=exe, not --emit="
-                   << options.emit << "\n";
+  if (options.emit != "cpp" && options.emit != "exe") {
+    SmallVector<StringRef> ranksOnly;
+    for (StringRef name : {"--ops", "--backend"})
+      if (options.isGiven(name.str()))
+        ranksOnly.push_back(name);
+    if (!ranksOnly.empty()) {
+      llvm::errs() << "flexpipe-compile: " << llvm::join(ranksOnly, ", ")
+                   << " shape" << (ranksOnly.size() == 1 ? "s" : "")
+                   << " the rank programs; "
+                   << (ranksOnly.size() == 1 ? "it needs" : "they need")
+                   << " --emit=cpp or --emit=exe, not --emit=" << options.emit
+                   << "\n";
       return nullptr;
     }
+  }
   if (!options.cluster.empty() && options.model.empty()) {
     llvm::errs() << "flexpipe-compile: --cluster needs --model (the cluster "
                     "prices a model)\n";
