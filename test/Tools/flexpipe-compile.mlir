@@ -95,6 +95,17 @@
 // FIXED-ALL: error: --microbatches, --balance, --step-rule change specs; '{{.*}}' holds only schedules
 // RUN: not flexpipe-compile %t.mlir --step-rule next-type --emit=text 2>&1 | FileCheck %s --check-prefix=FIXED-RULE
 // FIXED-RULE: error: --step-rule changes specs
+// An actor's own priority counts from the last actor with a negative id,
+// and so follows --actors; one named by number warns (at 6 actors, the
+// override of the last of 5 ran on a middle actor, plain GPipe):
+// RUN: sed -e 's/^flexpipe.pipeline @one_f_one_b actors(4)/flexpipe.pipeline @early actors(5)/' -e 's/cttp<bwd_first>/cttp<fwd_first>/' -e '/inflight/d' -e 's/^}$/  flexpipe.priority actors [4] cttp<bwd_first>\n}/' %schedules/1f1b.mlir > %t.early.mlir
+// RUN: flexpipe-compile %t.early.mlir --actors 6 --microbatches 3 --emit=text 2>&1 | FileCheck %s --check-prefix=BYNUMBER
+// BYNUMBER: early.mlir:{{[0-9]+}}:3: warning: names actors by number, and --actors 6 replaced actors(5): they are the same numbers, not the same places in the pipeline; count from the last actor (-1, -2, ...) to follow the size
+// BYNUMBER: actor 4 | {{[ .]*}}4F0 4F1 4F2 {{[ .]*}}4B0
+// RUN: sed 's/actors \[4\]/actors [-1]/' %t.early.mlir > %t.early-last.mlir
+// RUN: flexpipe-compile %t.early-last.mlir --actors 6 --microbatches 3 --emit=text 2>&1 | FileCheck %s --check-prefix=FROMEND
+// FROMEND-NOT: warning
+// FROMEND: actor 5 | {{[ .]*}}5F0 5B0 5F1 5B1 5F2 5B2
 // A name that MLIR quotes is written as MLIR writes it, one line each (a
 // newline in it split the report's and the grid's first line in two):
 // RUN: flexpipe-compile %S/Inputs/quoted-name.mlir --emit=report | FileCheck %s --check-prefix=QUOTED

@@ -64,6 +64,19 @@ flexpipe.pipeline @override actors(2) microbatches(3) {
   flexpipe.priority actors [1] cttp<fwd_first>
 }
 
+// The same override counted from the last actor.
+// CHECK-LABEL: flexpipe.schedule @override_last
+// CHECK:         flexpipe.actor 1 {
+// CHECK-NEXT:      flexpipe.fwd stage 1 mb 0
+// CHECK-NEXT:      flexpipe.fwd stage 1 mb 1
+// CHECK-NEXT:      flexpipe.fwd stage 1 mb 2
+// CHECK-NEXT:      flexpipe.bwd stage 1 mb 0
+flexpipe.pipeline @override_last actors(2) microbatches(3) {
+  flexpipe.module @gpt layers(2) placement(one_to_one)
+  flexpipe.priority cttp<bwd_first>
+  flexpipe.priority actors [-1] cttp<fwd_first>
+}
+
 // The same without the override: backward first.
 // CHECK-LABEL: flexpipe.schedule @no_override
 // CHECK:         flexpipe.actor 1 {

@@ -328,6 +328,47 @@ flexpipe.pipeline @p actors(4) microbatches(8) {
 
 // -----
 
+// Tests a per-actor priority for an actor before the first, counting from
+// the last.
+flexpipe.pipeline @p actors(4) microbatches(8) {
+  flexpipe.module @gpt layers(8) placement(one_to_one)
+  // expected-error @+1 {{'flexpipe.priority' op a per-actor priority names actor -5, but the mesh has actors 0 to 3 (-1 to -4 counting from the last)}}
+  flexpipe.priority actors [-5] cttp<fwd_first>
+}
+
+// -----
+
+// Tests a per-actor priority that names one actor twice, once from the end.
+flexpipe.pipeline @p actors(4) microbatches(8) {
+  flexpipe.module @gpt layers(8) placement(one_to_one)
+  // expected-error @+1 {{'flexpipe.priority' op a per-actor priority lists actor 3 (as -1) twice}}
+  flexpipe.priority actors [3, -1] cttp<fwd_first>
+}
+
+// -----
+
+// Tests two per-actor priorities for one actor, one counting from the end.
+flexpipe.pipeline @p actors(4) microbatches(8) {
+  flexpipe.module @gpt layers(8) placement(one_to_one)
+  // expected-note @+1 {{first set here}}
+  flexpipe.priority actors [3] cttp<bwd_first>
+  // expected-error @+1 {{'flexpipe.priority' op sets cttp again for actor 3}}
+  flexpipe.priority actors [-1] cttp<fwd_first>
+}
+
+// -----
+
+// Tests a per-actor priority for an actor outside the module, counting from
+// the last.
+flexpipe.pipeline @p actors(4) microbatches(8) {
+  flexpipe.module @a layers(8) placement(one_to_one) actors [0, 1]
+  flexpipe.module @b layers(8) placement(one_to_one) actors [2, 3]
+  // expected-error @+1 {{'flexpipe.priority' op overrides actor 3, which is not one of module @a's actors}}
+  flexpipe.priority @a actors [-1] cttp<fwd_first>
+}
+
+// -----
+
 // Tests a per-actor priority for an actor outside the module.
 flexpipe.pipeline @p actors(4) microbatches(8) {
   flexpipe.module @a layers(8) placement(one_to_one) actors [0, 1]

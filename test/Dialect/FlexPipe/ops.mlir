@@ -49,6 +49,9 @@ flexpipe.pipeline @spec actors(8) microbatches(16) {
   // changed the IR (the fixed-point RUN line above).
   // CHECK-NEXT: flexpipe.priority @text actors [4] fstp<breadth_first, pp + (s * (-2) + m)>
   flexpipe.priority @text actors [4] fstp<breadth_first, pp + (s * (-2) + m)>
+  // An actor counted from the last (-3: actor 5 of 8) prints as written.
+  // CHECK-NEXT: flexpipe.priority @text actors [-3] bstp<depth_first>
+  flexpipe.priority @text actors [-3] bstp<depth_first>
   // A space before the '<' and a comment inside, with a '>' and a long
   // number in it, read as MLIR reads them (the space was refused as an
   // alias; the '>' ended the scan of the constants).

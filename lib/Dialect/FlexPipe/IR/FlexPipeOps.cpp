@@ -651,21 +651,33 @@ static void printEdges(OpAsmPrinter &printer, Operation *,
 //===----------------------------------------------------------------------===//
 
 /// Checks a list of actor ids: at least `minSize` entries, each in
-/// [0, numActors), none twice.
+/// [0, numActors) (or, `fromEnd`, in [-numActors, -1] counting back from
+/// the last actor), none twice.
 static LogicalResult verifyActorList(Operation *op, StringRef what,
                                      ArrayRef<int64_t> ids, int64_t numActors,
-                                     size_t minSize) {
+                                     size_t minSize, bool fromEnd = false) {
   if (ids.size() < minSize)
     return op->emitOpError() << what << " must list at least " << minSize
                              << " actors, but lists " << ids.size();
   llvm::SmallDenseSet<int64_t> seen;
   for (int64_t id : ids) {
-    if (id < 0 || id >= numActors)
-      return op->emitOpError()
-             << what << " names actor " << id
-             << ", but the mesh has actors 0 to " << numActors - 1;
-    if (!seen.insert(id).second)
-      return op->emitOpError() << what << " lists actor " << id << " twice";
+    const int64_t actor = fromEnd && id < 0 ? id + numActors : id;
+    if (actor < 0 || actor >= numActors) {
+      InFlightDiagnostic diag = op->emitOpError()
+                                << what << " names actor " << id
+                                << ", but the mesh has actors 0 to "
+                                << numActors - 1;
+      if (fromEnd)
+        diag << " (-1 to " << -numActors << " counting from the last)";
+      return diag;
+    }
+    if (!seen.insert(actor).second) {
+      InFlightDiagnostic diag = op->emitOpError()
+                                << what << " lists actor " << actor;
+      if (actor != id)
+        diag << " (as " << id << ")";
+      return diag << " twice";
+    }
   }
   return success();
 }
@@ -905,8 +917,8 @@ static LogicalResult verifyPriorities(PipelineOp pipeline) {
     StringAttr module =
         priority.getModuleAttr() ? priority.getModuleAttr().getAttr() : nullptr;
     SmallVector<int64_t> actors{-1};
-    if (auto ids = priority.getActorIds())
-      actors.assign(ids->begin(), ids->end());
+    if (priority.getActorIds())
+      actors = priority.getResolvedActorIds();
     const char *fields[] = {"cttp", "fstp", "bstp", "a custom priority"};
     bool present[] = {static_cast<bool>(priority.getCttpAttr()),
                       static_cast<bool>(priority.getFstpAttr()),
@@ -1331,9 +1343,21 @@ LogicalResult PriorityOp::verify() {
   if (std::optional<ArrayRef<int64_t>> ids = getActorIds()) {
     auto pipeline = (*this)->getParentOfType<PipelineOp>();
     return verifyActorList(*this, "a per-actor priority", *ids,
-                           asSigned(pipeline.getActors()), 1);
+                           asSigned(pipeline.getActors()), 1,
+                           /*fromEnd=*/true);
   }
   return success();
+}
+
+SmallVector<int64_t> PriorityOp::getResolvedActorIds() {
+  SmallVector<int64_t> ids;
+  if (std::optional<ArrayRef<int64_t>> written = getActorIds()) {
+    const int64_t numActors =
+        asSigned((*this)->getParentOfType<PipelineOp>().getActors());
+    for (int64_t id : *written)
+      ids.push_back(id < 0 ? id + numActors : id);
+  }
+  return ids;
 }
 
 LogicalResult PriorityOp::verifySymbolUses(SymbolTableCollection &symbols) {
@@ -1344,14 +1368,12 @@ LogicalResult PriorityOp::verifySymbolUses(SymbolTableCollection &symbols) {
     return emitOpError() << "refers to " << getModuleAttr()
                          << ", which is not a flexpipe.module of this "
                             "pipeline";
-  if (std::optional<ArrayRef<int64_t>> ids = getActorIds()) {
-    SmallVector<int64_t> group = module.getActorIds();
-    for (int64_t actor : *ids)
-      if (!llvm::is_contained(group, actor))
-        return emitOpError()
-               << "overrides actor " << actor << ", which is not one of module "
-               << getModuleAttr() << "'s actors";
-  }
+  SmallVector<int64_t> group = module.getActorIds();
+  for (int64_t actor : getResolvedActorIds())
+    if (!llvm::is_contained(group, actor))
+      return emitOpError() << "overrides actor " << actor
+                           << ", which is not one of module " << getModuleAttr()
+                           << "'s actors";
   return success();
 }
 

@@ -247,8 +247,8 @@ LogicalResult SpecReader::readShare(ShareOp share) {
 LogicalResult SpecReader::readPriority(PriorityOp priority) {
   sched::PrioritySpec p;
   p.module = indexOf(priority.getModuleAttr());
-  if (std::optional<ArrayRef<int64_t>> actors = priority.getActorIds())
-    p.actors.assign(actors->begin(), actors->end());
+  const SmallVector<int64_t> actors = priority.getResolvedActorIds();
+  p.actors.assign(actors.begin(), actors.end());
   FailureOr<CountScope> scope = scopeOf(priority, p.module);
   if (failed(scope))
     return failure();

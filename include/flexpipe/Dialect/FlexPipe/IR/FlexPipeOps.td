@@ -357,9 +357,12 @@ def FlexPipe_PriorityOp : FlexPipe_Op<"priority", [HasParent<"PipelineOp">,
     queues. Without a module it applies to the whole pipeline; with `@module`
     to that module's actors (the paper's `set_priority`); with `actors [...]`
     it overrides the listed actors only (`set_cttp_for_actor`,
-    `set_stp_for_actor`). At least one of the three must be given (in any
-    order, each once), and no two priority ops may set the same field for
-    the same scope.
+    `set_stp_for_actor`). A negative id counts from the last actor (-1 is
+    actor pp - 1), so that a spec resized with `--actors` keeps the override
+    at the same place: `actors [-1]` is the last actor at every size, where
+    `actors [4]` is the last of 5 but a middle one of 6. At least one of the
+    three must be given (in any order, each once), and no two priority ops
+    may set the same field for the same scope.
 
     `custom("name")` instead gives the scope's actors a priority a plugin
     registered (`register_new_priority`, loaded with `--load-plugin`): a step
@@ -377,6 +380,7 @@ def FlexPipe_PriorityOp : FlexPipe_Op<"priority", [HasParent<"PipelineOp">,
     flexpipe.priority @image cttp<interleaved> fstp<breadth_first, 4>
         bstp<depth_first, 4>
     flexpipe.priority actors [3] cttp<fwd_first>
+    flexpipe.priority actors [-1] cttp<bwd_first>
     flexpipe.priority @text custom("one_f_one_b")
     ```
   }];
@@ -391,6 +395,11 @@ def FlexPipe_PriorityOp : FlexPipe_Op<"priority", [HasParent<"PipelineOp">,
   let assemblyFormat = [{
     ($module^)? (`actors` $actor_ids^)?
     `` custom<PriorityClauses>($cttp, $fstp, $bstp, $custom) `` custom<OwnAttrDict>(attr-dict, "getAttributeNames()")
+  }];
+  let extraClassDeclaration = [{
+    /// The actors `actors [...]` lists, negative ids counted from the last
+    /// actor of the pipeline; empty without the list.
+    ::llvm::SmallVector<int64_t> getResolvedActorIds();
   }];
   let hasVerifier = 1;
 }
