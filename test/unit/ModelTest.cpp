@@ -24,6 +24,7 @@
 #include <cmath>
 #include <functional>
 #include <random>
+#include <tuple>
 
 using namespace flexpipe::rt;
 
@@ -594,34 +595,33 @@ TEST_CASE("the schedule description of a GPT and of two towers",
 
   // A corrupted description is refused before a layer is built (these used
   // to divide by zero, throw length_error or bad_alloc, or train).
-  CHECK(problem(replaced("vocab=256", "vocab=0")) ==
-        "schedule description: model vocab must be between 1 and 16777216, "
-        "got 0");
-  CHECK(problem(replaced("hidden=64", "hidden=-64")) ==
-        "schedule description: model hidden must be between 1 and 16777216, "
-        "got -64");
-  CHECK(problem(replaced("layers=8", "layers=2000000")) ==
-        "schedule description: model layers must be between 1 and 1048576, "
-        "got 2000000");
-  CHECK(problem(replaced("microbatch=1", "microbatch=0")) ==
-        "schedule description: model microbatch must be between 1 and "
-        "1048576, got 0");
-  CHECK(problem(replaced("hidden=64", "hidden=16777212")) ==
-        "schedule description: model needs a tensor of 4294966272 floats; one "
-        "process holds at most 2^31");
-  CHECK(problem(replaced("heads=4", "heads=5")) ==
-        "schedule description: model hidden 64 is not a multiple of heads 5");
-  CHECK(problem(replaced("actors 2", "actors 400000000")) ==
-        "schedule description: actors 400000000 must be between 1 and 65536");
-  CHECK(problem(replaced("edge 0 1", "edge 0 7")) ==
-        "schedule description: edge 0 7 does not join two of the 2 stages");
-  CHECK(problem(replaced("stage 1 actor 1 blocks 4 4 first_last 0 1\n", "")) ==
-        "schedule description: stage 1 has no 'stage' line");
-  CHECK(problem(replaced("stage 1 actor 1", "stage 1 actor 2")) ==
-        "schedule description: stage 1 names actor 2, but there are 2");
-  CHECK(problem(replaced("blocks 4 4", "blocks 6 4")) ==
-        "schedule description: stage 1 holds blocks 6 to 9, but the model has "
-        "8 layers");
+  const std::tuple<std::string, std::string, std::string> corrupted[] = {
+      {"vocab=256", "vocab=0",
+       "model vocab must be between 1 and 16777216, got 0"},
+      {"hidden=64", "hidden=-64",
+       "model hidden must be between 1 and 16777216, got -64"},
+      {"layers=8", "layers=2000000",
+       "model layers must be between 1 and 1048576, got 2000000"},
+      {"microbatch=1", "microbatch=0",
+       "model microbatch must be between 1 and 1048576, got 0"},
+      {"hidden=64", "hidden=16777212",
+       "model needs a tensor of 4294966272 floats; one process holds at most "
+       "2^31"},
+      {"heads=4", "heads=5", "model hidden 64 is not a multiple of heads 5"},
+      {"actors 2", "actors 400000000",
+       "actors 400000000 must be between 1 and 65536"},
+      {"edge 0 1", "edge 0 7", "edge 0 7 does not join two of the 2 stages"},
+      {"stage 1 actor 1 blocks 4 4 first_last 0 1\n", "",
+       "stage 1 has no 'stage' line"},
+      {"stage 1 actor 1", "stage 1 actor 2",
+       "stage 1 names actor 2, but there are 2"},
+      {"blocks 4 4", "blocks 6 4",
+       "stage 1 holds blocks 6 to 9, but the model has 8 layers"},
+  };
+  for (const auto &[from, to, error] : corrupted) {
+    INFO(from << " -> " << to);
+    CHECK(problem(replaced(from, to)) == "schedule description: " + error);
+  }
   // Stages that leave blocks out would train a smaller model than named.
   CHECK(problem(replaced("blocks 4 4", "blocks 4 3")) ==
         "schedule description: block 7 of the model is held by no stage");

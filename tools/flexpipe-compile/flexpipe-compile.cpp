@@ -449,6 +449,20 @@ static LogicalResult sizeSchedule(ScheduleOp schedule,
   return success();
 }
 
+/// An actor's own priority stays with its number, which is another place in
+/// a resized pipeline (the last actor's 1F1B in a GPipe spec ran on a
+/// middle one: plain GPipe, without a word). `resized` says how.
+static void warnActorNumbers(PipelineOp pipeline, StringRef resized) {
+  for (auto priority : pipeline.getBody().getOps<PriorityOp>())
+    if (std::optional<ArrayRef<int64_t>> ids = priority.getActorIds();
+        ids && llvm::any_of(*ids, [](int64_t id) { return id > 0; }))
+      priority.emitWarning()
+          << "names actors by number, and " << resized
+          << ": they are the same numbers, not the same places in the "
+             "pipeline; count from the last actor (-1, -2, ...) to follow "
+             "the size";
+}
+
 /// --actors, --microbatches and the model file's layer counts, applied to
 /// every spec; schedules keep their sizes. Then verifies the module (parsed
 /// unverified): a spec is judged at the sizes it is compiled at, so a spec
@@ -523,18 +537,8 @@ static LogicalResult applyOverrides(ModuleOp module,
       note(pipeline, actors);
       // (The stages follow the actors: per actor, or per scaled layer.)
       within.push_back({inside(pipeline), {"actor", "stage"}, actors});
-      // An actor's own priority stays with its number, which is another
-      // place in a resized pipeline (the last actor's 1F1B in a GPipe spec
-      // ran on a middle one: plain GPipe, without a word).
-      for (auto priority : pipeline.getBody().getOps<PriorityOp>())
-        if (std::optional<ArrayRef<int64_t>> ids = priority.getActorIds();
-            ids && written != options.actors &&
-            llvm::any_of(*ids, [](int64_t id) { return id > 0; }))
-          priority.emitWarning()
-              << "names actors by number, and " << actors
-              << ": they are the same numbers, not the same places in the "
-                 "pipeline; count from the last actor (-1, -2, ...) to "
-                 "follow the size";
+      if (written != options.actors)
+        warnActorNumbers(pipeline, actors);
       for (auto m : pipeline.getBody().getOps<ModalityOp>()) {
         // (A count beyond int32 is left for the verifier to refuse, not
         // scaled past 2^64 into a small one.)

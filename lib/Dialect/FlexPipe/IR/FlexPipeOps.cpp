@@ -682,6 +682,16 @@ static LogicalResult verifyActorList(Operation *op, StringRef what,
   return success();
 }
 
+/// The first of `actors` that `module` does not run on, or none.
+static std::optional<int64_t> actorOutside(ModalityOp module,
+                                           ArrayRef<int64_t> actors) {
+  SmallVector<int64_t> group = module.getActorIds();
+  for (int64_t actor : actors)
+    if (!llvm::is_contained(group, actor))
+      return actor;
+  return std::nullopt;
+}
+
 /// Module-local stage index `index` (negative counts back from the end of the
 /// first direction) as an index in [0, total), or std::nullopt if out of
 /// range.
@@ -1206,12 +1216,10 @@ LogicalResult ShareOp::verifySymbolUses(SymbolTableCollection &symbols) {
   if (failed(verifyActorList(*this, "a shared stage", getActorIds(),
                              asSigned(pipeline.getActors()), 2)))
     return failure();
-  SmallVector<int64_t> group = module.getActorIds();
-  for (int64_t actor : getActorIds())
-    if (!llvm::is_contained(group, actor))
-      return emitOpError() << "shares the stage with actor " << actor
-                           << ", which is not one of module " << getModuleAttr()
-                           << "'s actors";
+  if (std::optional<int64_t> actor = actorOutside(module, getActorIds()))
+    return emitOpError() << "shares the stage with actor " << *actor
+                         << ", which is not one of module " << getModuleAttr()
+                         << "'s actors";
   int64_t home = placed->actorOf[*stage];
   if (!llvm::is_contained(getActorIds(), home))
     return emitOpError() << "must include actor " << home
@@ -1368,12 +1376,11 @@ LogicalResult PriorityOp::verifySymbolUses(SymbolTableCollection &symbols) {
     return emitOpError() << "refers to " << getModuleAttr()
                          << ", which is not a flexpipe.module of this "
                             "pipeline";
-  SmallVector<int64_t> group = module.getActorIds();
-  for (int64_t actor : getResolvedActorIds())
-    if (!llvm::is_contained(group, actor))
-      return emitOpError() << "overrides actor " << actor
-                           << ", which is not one of module " << getModuleAttr()
-                           << "'s actors";
+  if (std::optional<int64_t> actor =
+          actorOutside(module, getResolvedActorIds()))
+    return emitOpError() << "overrides actor " << *actor
+                         << ", which is not one of module " << getModuleAttr()
+                         << "'s actors";
   return success();
 }
 
