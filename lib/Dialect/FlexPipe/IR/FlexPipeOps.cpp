@@ -713,24 +713,34 @@ static ModalityOp lookupModule(SymbolTableCollection &symbols, Operation *from,
   return symbols.lookupNearestSymbolFrom<ModalityOp>(from, symbol);
 }
 
+/// The module `symbol` names from `from`; an error at `from` when it names
+/// none.
+static FailureOr<ModalityOp> lookupModuleOrFail(SymbolTableCollection &symbols,
+                                                Operation *from,
+                                                FlatSymbolRefAttr symbol) {
+  if (ModalityOp module = lookupModule(symbols, from, symbol))
+    return module;
+  return from->emitOpError()
+         << "refers to " << symbol
+         << ", which is not a flexpipe.module of this pipeline";
+}
+
 /// The module `symbol` names from `from` and its placement; an error at
 /// `from` when it names none or the placement is invalid (the module
 /// reports why).
 static FailureOr<std::pair<ModalityOp, sched::ModulePlacement>>
 lookupPlacedModule(SymbolTableCollection &symbols, Operation *from,
                    FlatSymbolRefAttr symbol) {
-  ModalityOp module = lookupModule(symbols, from, symbol);
-  if (!module)
-    return from->emitOpError()
-           << "refers to " << symbol
-           << ", which is not a flexpipe.module of this pipeline";
-  llvm::Expected<sched::ModulePlacement> placed = module.computePlacement();
+  FailureOr<ModalityOp> module = lookupModuleOrFail(symbols, from, symbol);
+  if (failed(module))
+    return failure();
+  llvm::Expected<sched::ModulePlacement> placed = module->computePlacement();
   if (!placed) {
     llvm::consumeError(placed.takeError());
     return from->emitOpError()
            << "refers to module " << symbol << ", whose placement is invalid";
   }
-  return std::make_pair(module, std::move(*placed));
+  return std::make_pair(*module, std::move(*placed));
 }
 
 static int64_t asSigned(uint64_t value) { return static_cast<int64_t>(value); }
@@ -1371,13 +1381,12 @@ SmallVector<int64_t> PriorityOp::getResolvedActorIds() {
 LogicalResult PriorityOp::verifySymbolUses(SymbolTableCollection &symbols) {
   if (!getModuleAttr())
     return success();
-  ModalityOp module = lookupModule(symbols, *this, getModuleAttr());
-  if (!module)
-    return emitOpError() << "refers to " << getModuleAttr()
-                         << ", which is not a flexpipe.module of this "
-                            "pipeline";
+  FailureOr<ModalityOp> module =
+      lookupModuleOrFail(symbols, *this, getModuleAttr());
+  if (failed(module))
+    return failure();
   if (std::optional<int64_t> actor =
-          actorOutside(module, getResolvedActorIds()))
+          actorOutside(*module, getResolvedActorIds()))
     return emitOpError() << "overrides actor " << *actor
                          << ", which is not one of module " << getModuleAttr()
                          << "'s actors";
