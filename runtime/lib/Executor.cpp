@@ -1801,10 +1801,13 @@ void flexpipe_rt_group_end(flexpipe_rt *rt) {
 
 /// Posts an asynchronous transfer (traced as `kind`, the post) and returns
 /// its token, whose wait is traced as a WAIT of `kind` with the transfer's
-/// stage, micro-batch and peer.
+/// stage, micro-batch and peer. (`post` is called here, once: a template,
+/// not a std::function made for every transfer; C++ linkage, which a
+/// template needs, inside this extern "C" block.)
+extern "C++" {
+template <typename Post>
 static int64_t postAsync(flexpipe_rt *rt, const char *kind, int64_t s,
-                         int64_t mb, int64_t peer,
-                         const std::function<int64_t()> &post) {
+                         int64_t mb, int64_t peer, Post post) {
   rt->instruction();
   int64_t handle = -1;
   rt->traced(kind, s, mb, peer, [&] { handle = post(); });
@@ -1815,6 +1818,8 @@ static int64_t postAsync(flexpipe_rt *rt, const char *kind, int64_t s,
   };
   return rt->nextToken++;
 }
+} // extern "C++"
+
 int64_t flexpipe_rt_send_act_async(flexpipe_rt *rt, int64_t s, int64_t mb,
                                    int64_t peer) {
   return postAsync(rt, "SEND_F", s, mb, peer, [&] {
