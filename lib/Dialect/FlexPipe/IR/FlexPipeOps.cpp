@@ -734,16 +734,22 @@ lookupPlacedModule(SymbolTableCollection &symbols, Operation *from,
   FailureOr<ModalityOp> module = lookupModuleOrFail(symbols, from, symbol);
   if (failed(module))
     return failure();
-  llvm::Expected<sched::ModulePlacement> placed = module->computePlacement();
-  if (!placed) {
-    llvm::consumeError(placed.takeError());
+  std::optional<sched::ModulePlacement> placed =
+      llvm::expectedToOptional(module->computePlacement());
+  if (!placed)
     return from->emitOpError()
            << "refers to module " << symbol << ", whose placement is invalid";
-  }
   return std::make_pair(*module, std::move(*placed));
 }
 
 static int64_t asSigned(uint64_t value) { return static_cast<int64_t>(value); }
+
+/// `diag` with `note` attached at `first`, the earlier op it conflicts with.
+static InFlightDiagnostic withNote(InFlightDiagnostic &&diag, Operation *first,
+                                   const Twine &note) {
+  diag.attachNote(first->getLoc()) << note;
+  return std::move(diag);
+}
 
 /// Chunks per actor a placement may ask for (kMaxActors and kMaxCount:
 /// InputLimits.h).
@@ -785,12 +791,11 @@ static FailureOr<StageKey> resolveStageRef(SymbolTableCollection &symbols,
       return op->emitOpError()
              << role << " stage " << symbol
              << " is a module; name one of its stages as " << symbol << "[i]";
-    llvm::Expected<sched::ModulePlacement> placed = module.computePlacement();
-    if (!placed) {
-      llvm::consumeError(placed.takeError());
+    std::optional<sched::ModulePlacement> placed =
+        llvm::expectedToOptional(module.computePlacement());
+    if (!placed)
       return op->emitOpError() << role << " stage refers to module " << symbol
                                << ", whose placement is invalid";
-    }
     std::optional<int64_t> normalized = normalizeStageIndex(
         *index, placed->stagesPerDirection, placed->numStages());
     if (!normalized)
@@ -841,15 +846,9 @@ LogicalResult PipelineOp::verify() {
 
 int64_t PipelineOp::getNumStages() {
   int64_t total = 0;
-  for (Operation &op : getBody().front()) {
-    if (auto module = dyn_cast<ModalityOp>(op)) {
-      llvm::Expected<sched::ModulePlacement> placed = module.computePlacement();
-      if (placed)
-        total += placed->numStages();
-      else
-        llvm::consumeError(placed.takeError());
-    }
-  }
+  for (auto module : getBody().getOps<ModalityOp>())
+    if (auto placed = llvm::expectedToOptional(module.computePlacement()))
+      total += placed->numStages();
   return total;
 }
 
@@ -962,8 +961,7 @@ static LogicalResult verifyPriorities(PipelineOp pipeline) {
           diag << "the whole pipeline";
         diag << "; set each priority once per scope (use `actors [...]` to "
                 "override single actors)";
-        diag.attachNote(it->second.getLoc()) << "first set here";
-        return diag;
+        return withNote(std::move(diag), it->second, "first set here");
       }
     }
   }
@@ -995,11 +993,10 @@ LogicalResult PipelineOp::verifyRegions() {
   llvm::BitVector used(numActors);
   for (Operation &op : getBody().front()) {
     if (auto module = dyn_cast<ModalityOp>(op)) {
-      llvm::Expected<sched::ModulePlacement> placed = module.computePlacement();
-      if (!placed) {
-        llvm::consumeError(placed.takeError());
+      std::optional<sched::ModulePlacement> placed =
+          llvm::expectedToOptional(module.computePlacement());
+      if (!placed)
         return failure(); // The module reported it.
-      }
       for (int64_t actor : placed->actorOf)
         if (actor >= 0 && actor < numActors)
           used.set(actor);
@@ -1034,12 +1031,11 @@ LogicalResult PipelineOp::verifyRegions() {
         {share.getModuleAttr().getAttr(), *stage}, share);
     if (inserted)
       continue;
-    InFlightDiagnostic diag = share.emitOpError()
-                              << "shares stage " << *stage << " of module "
-                              << share.getModuleAttr()
-                              << " again; give each stage one flexpipe.share";
-    diag.attachNote(it->second.getLoc()) << "first shared here";
-    return diag;
+    return withNote(share.emitOpError()
+                        << "shares stage " << *stage << " of module "
+                        << share.getModuleAttr()
+                        << " again; give each stage one flexpipe.share",
+                    it->second, "first shared here");
   }
 
   if (failed(verifyPriorities(*this)))
@@ -1054,12 +1050,11 @@ LogicalResult PipelineOp::verifyRegions() {
         {module, static_cast<unsigned>(inflight.getScope())}, inflight);
     if (inserted)
       continue;
-    InFlightDiagnostic diag =
-        inflight.emitOpError()
-        << "repeats a " << stringifyInflightScope(inflight.getScope())
-        << " limit for the same scope; keep one of the two";
-    diag.attachNote(it->second.getLoc()) << "first limit here";
-    return diag;
+    return withNote(inflight.emitOpError()
+                        << "repeats a "
+                        << stringifyInflightScope(inflight.getScope())
+                        << " limit for the same scope; keep one of the two",
+                    it->second, "first limit here");
   }
 
   return verifyAcyclicDependencies(*this, symbols);
@@ -1708,13 +1703,10 @@ LogicalResult ScheduleOp::verifyRegions() {
       return actor.emitOpError()
              << "has id " << id << ", but the schedule has actors 0 to "
              << numActors - 1;
-    if (byId[id]) {
-      InFlightDiagnostic diag = actor.emitOpError()
-                                << "repeats actor " << id
-                                << "; each actor has one program";
-      diag.attachNote(byId[id].getLoc()) << "first program of actor " << id;
-      return diag;
-    }
+    if (byId[id])
+      return withNote(actor.emitOpError() << "repeats actor " << id
+                                          << "; each actor has one program",
+                      byId[id], "first program of actor " + Twine(id));
     byId[id] = actor;
   }
   for (int64_t id = 0; id < numActors; ++id)
@@ -1762,17 +1754,14 @@ LogicalResult ScheduleOp::verifyRegions() {
       if (!onceGlobally(inst))
         continue;
       auto [home, isNew] = computeHome.try_emplace(stage, actorId, &op);
-      if (!isNew && home->second.first != actorId) {
-        InFlightDiagnostic diag =
+      if (!isNew && home->second.first != actorId)
+        return withNote(
             op.emitOpError()
-            << "runs stage " << stage << " on actor " << actorId
-            << ", but actor " << home->second.first
-            << " already runs it; a stage lives on one actor unless the "
-               "schedule lists it in `shared [...]`";
-        diag.attachNote(home->second.second->getLoc())
-            << "stage " << stage << " runs here";
-        return diag;
-      }
+                << "runs stage " << stage << " on actor " << actorId
+                << ", but actor " << home->second.first
+                << " already runs it; a stage lives on one actor unless the "
+                   "schedule lists it in `shared [...]`",
+            home->second.second, "stage " + Twine(stage) + " runs here");
       std::pair<int64_t, int64_t> item{stage, mb};
       if (isa<BwdOp>(op))
         fullBackward[item] = &op;
@@ -1784,31 +1773,27 @@ LogicalResult ScheduleOp::verifyRegions() {
     if (auto repeat = repeats.take()) {
       auto [first, second] = *repeat;
       auto inst = cast<InstructionOpInterface>(second);
-      InFlightDiagnostic diag =
-          second->emitOpError()
-          << "repeats stage " << inst.getStageId() << " micro-batch "
-          << inst.getMicrobatchId()
-          << (onceGlobally(inst) ? "; each instruction runs once "
-                                   "per stage and micro-batch"
-                                 : " on the same actor and peer");
-      diag.attachNote(first->getLoc()) << "first occurrence";
-      return diag;
+      return withNote(second->emitOpError()
+                          << "repeats stage " << inst.getStageId()
+                          << " micro-batch " << inst.getMicrobatchId()
+                          << (onceGlobally(inst)
+                                  ? "; each instruction runs once "
+                                    "per stage and micro-batch"
+                                  : " on the same actor and peer"),
+                      first, "first occurrence");
     }
   }
 
   for (auto &[item, split] : splitBackward) {
     auto [igrad, wgrad] = split;
     Operation *some = igrad ? igrad : wgrad;
-    if (Operation *bwd = fullBackward.lookup(item)) {
-      InFlightDiagnostic diag =
-          some->emitOpError()
-          << "splits the backward of stage " << item.first << " micro-batch "
-          << item.second
-          << ", which also runs as a full flexpipe.bwd; use either bwd or "
-             "igrad + wgrad";
-      diag.attachNote(bwd->getLoc()) << "full backward here";
-      return diag;
-    }
+    if (Operation *bwd = fullBackward.lookup(item))
+      return withNote(some->emitOpError()
+                          << "splits the backward of stage " << item.first
+                          << " micro-batch " << item.second
+                          << ", which also runs as a full flexpipe.bwd; use "
+                             "either bwd or igrad + wgrad",
+                      bwd, "full backward here");
     if (!igrad || !wgrad)
       return some->emitOpError()
              << "has no matching "
@@ -1823,11 +1808,6 @@ LogicalResult ScheduleOp::verifyRegions() {
 // Instructions
 //===----------------------------------------------------------------------===//
 
-int64_t SendActOp::getPeerActor() { return asSigned(getPeer()); }
-int64_t RecvActOp::getPeerActor() { return asSigned(getPeer()); }
-int64_t SendGradOp::getPeerActor() { return asSigned(getPeer()); }
-int64_t RecvGradOp::getPeerActor() { return asSigned(getPeer()); }
-
 /// The enclosing actor's id and the schedule's actor count.
 static std::pair<int64_t, int64_t> actorContext(Operation *op) {
   auto actor = op->getParentOfType<ActorOp>();
@@ -1836,6 +1816,7 @@ static std::pair<int64_t, int64_t> actorContext(Operation *op) {
           schedule ? asSigned(schedule.getActors()) : 0};
 }
 
+/// The point-to-point ops' verifier (their ODS class defines verify()).
 static LogicalResult verifyP2P(Operation *op, int64_t peer, Value token) {
   auto [self, numActors] = actorContext(op);
   if (peer < 0 || peer >= numActors)
@@ -1847,19 +1828,6 @@ static LogicalResult verifyP2P(Operation *op, int64_t peer, Value token) {
            << "names its own actor " << self
            << " as the peer; same-actor edges need no communication";
   return verifyToken(op, token);
-}
-
-LogicalResult SendActOp::verify() {
-  return verifyP2P(*this, getPeerActor(), getToken());
-}
-LogicalResult RecvActOp::verify() {
-  return verifyP2P(*this, getPeerActor(), getToken());
-}
-LogicalResult SendGradOp::verify() {
-  return verifyP2P(*this, getPeerActor(), getToken());
-}
-LogicalResult RecvGradOp::verify() {
-  return verifyP2P(*this, getPeerActor(), getToken());
 }
 
 static LogicalResult verifyCollective(Operation *op, ArrayRef<int64_t> group,

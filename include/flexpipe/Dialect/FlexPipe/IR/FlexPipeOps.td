@@ -692,6 +692,16 @@ class FlexPipe_P2POp<string mnemonic, string kind, string dir>
   let assemblyFormat = "`stage` $stage `mb` $mb `" # dir #
                        "` $peer `` custom<OwnAttrDict>(attr-dict, \"getAttributeNames()\") (`:` type($token)^)?";
   let hasVerifier = 1;
+  // One definition for the four point-to-point ops (verifyP2P is in
+  // FlexPipeOps.cpp, before the generated classes).
+  let extraClassDefinition = [{
+    int64_t $cppClass::getPeerActor() {
+      return static_cast<int64_t>(getPeer());
+    }
+    ::llvm::LogicalResult $cppClass::verify() {
+      return verifyP2P(*this, getPeerActor(), getToken());
+    }
+  }];
 }
 
 def FlexPipe_SendActOp : FlexPipe_P2POp<"send_act", "SendAct", "to"> {
