@@ -338,8 +338,7 @@ double flexpipe::sched::instructionOverhead(const ClusterConfig &cluster) {
 double flexpipe::sched::transferTime(const ClusterConfig &cluster, int64_t from,
                                      int64_t to, double bytes,
                                      bool collective) {
-  const int64_t perNode = std::max<int64_t>(1, cluster.devicesPerNode);
-  const bool sameNode = from / perNode == to / perNode;
+  const bool sameNode = cluster.nodeOf(from) == cluster.nodeOf(to);
   const Link &link = !sameNode ? cluster.interNode
                      : collective && cluster.measured.allReduce.bandwidth > 0
                          ? cluster.measured.allReduce

@@ -23,57 +23,33 @@
 
 using namespace flexpipe::sched;
 
+namespace {
+/// Per OpKind, in its order: the op's name and PyTorch's CSV letter.
+struct OpKindNames {
+  const char *name, *letter;
+};
+constexpr OpKindNames kOpKindNames[] = {{"fwd", "F"},
+                                        {"bwd", "B"},
+                                        {"igrad", "I"},
+                                        {"wgrad", "W"},
+                                        {"send_act", "SEND_F"},
+                                        {"recv_act", "RECV_F"},
+                                        {"send_grad", "SEND_B"},
+                                        {"recv_grad", "RECV_B"},
+                                        {"all_gather", nullptr},
+                                        {"gather", nullptr},
+                                        {"exec", nullptr},
+                                        {"wait", nullptr}};
+static_assert(std::size(kOpKindNames) == static_cast<size_t>(OpKind::Wait) + 1,
+              "one entry per OpKind");
+} // namespace
+
 const char *flexpipe::sched::opKindName(OpKind kind) {
-  switch (kind) {
-  case OpKind::Fwd:
-    return "fwd";
-  case OpKind::Bwd:
-    return "bwd";
-  case OpKind::Igrad:
-    return "igrad";
-  case OpKind::Wgrad:
-    return "wgrad";
-  case OpKind::SendAct:
-    return "send_act";
-  case OpKind::RecvAct:
-    return "recv_act";
-  case OpKind::SendGrad:
-    return "send_grad";
-  case OpKind::RecvGrad:
-    return "recv_grad";
-  case OpKind::AllGather:
-    return "all_gather";
-  case OpKind::Gather:
-    return "gather";
-  case OpKind::Exec:
-    return "exec";
-  case OpKind::Wait:
-    return "wait";
-  }
-  return "?";
+  return kOpKindNames[static_cast<size_t>(kind)].name;
 }
 
 const char *flexpipe::sched::opLetter(OpKind kind) {
-  switch (kind) {
-  case OpKind::Fwd:
-    return "F";
-  case OpKind::Bwd:
-    return "B";
-  case OpKind::Igrad:
-    return "I";
-  case OpKind::Wgrad:
-    return "W";
-  case OpKind::SendAct:
-    return "SEND_F";
-  case OpKind::RecvAct:
-    return "RECV_F";
-  case OpKind::SendGrad:
-    return "SEND_B";
-  case OpKind::RecvGrad:
-    return "RECV_B";
-  default:
-    return nullptr;
-  }
+  return kOpKindNames[static_cast<size_t>(kind)].letter;
 }
 
 Program flexpipe::sched::toProgram(

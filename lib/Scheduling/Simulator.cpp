@@ -82,6 +82,12 @@ static std::vector<int32_t> actorsPerStage(const Program &program) {
   return count;
 }
 
+/// The device of actor `a`: `devices[a]`, or `a` itself past the list's end
+/// (a list left empty puts actor a on device a).
+static int64_t actorDevice(const std::vector<int64_t> &devices, int32_t a) {
+  return a < static_cast<int32_t>(devices.size()) ? devices[a] : a;
+}
+
 double flexpipe::sched::registeredCollectiveTime(
     const Program &program, int32_t stage,
     const std::vector<double> &messageBytes, const ClusterConfig &cluster,
@@ -102,7 +108,7 @@ double flexpipe::sched::registeredCollectiveTime(
     }
     if (!member)
       continue;
-    group.push_back(a < static_cast<int32_t>(devices.size()) ? devices[a] : a);
+    group.push_back(actorDevice(devices, a));
     bytes = std::max(bytes, contribution);
   }
   return allGatherTime(cluster, group, bytes);
@@ -181,12 +187,9 @@ static void shareCores(const ClusterConfig &cluster,
     return;
   const int64_t perNode = std::max<int64_t>(1, cluster.devicesPerNode);
   const int64_t jobRanks = cluster.jobRanks();
-  auto deviceOfActor = [&](int32_t a) -> int64_t {
-    return a < static_cast<int32_t>(devices.size()) ? devices[a] : a;
-  };
   std::map<int64_t, std::vector<int32_t>> byNode;
   for (int32_t a = 0; a < numActors; ++a)
-    byNode[deviceOfActor(a) / perNode].push_back(a);
+    byNode[cluster.nodeOf(actorDevice(devices, a))].push_back(a);
   c.coreGroup.assign(numActors, -1);
   for (const auto &[node, actors] : byNode) {
     // The job's ranks on this node (the last node may be partly used).
@@ -204,7 +207,7 @@ static void shareCores(const ClusterConfig &cluster,
     }
     std::map<int64_t, std::vector<int32_t>> byCore;
     for (int32_t a : actors)
-      byCore[coreOf(deviceOfActor(a), cores)].push_back(a);
+      byCore[coreOf(actorDevice(devices, a), cores)].push_back(a);
     for (const auto &[core, members] : byCore) {
       int64_t bound = 0; // the job's ranks on this node bound to `core`
       for (int64_t d = first; d < first + ranks; ++d)
@@ -333,8 +336,7 @@ llvm::Error flexpipe::sched::modelCosts(const Program &program,
     for (int32_t a = 0; a < program.numActors; ++a)
       for (const ProgOp &op : program.actors[a])
         if (op.kind == OpKind::Fwd && op.stage == s) {
-          group.push_back(a < static_cast<int32_t>(devices.size()) ? devices[a]
-                                                                   : a);
+          group.push_back(actorDevice(devices, a));
           break;
         }
     const ModuleModel *module = model.module(program.moduleNames[meta.module]);
@@ -351,13 +353,10 @@ llvm::Error flexpipe::sched::modelCosts(const Program &program,
         c.latency[pair] = profile->messageTime(a, b);
         continue;
       }
-      const int64_t da =
-          a < static_cast<int32_t>(devices.size()) ? devices[a] : a;
-      const int64_t db =
-          b < static_cast<int32_t>(devices.size()) ? devices[b] : b;
-      const int64_t perNode = std::max<int64_t>(1, cluster.devicesPerNode);
-      const Link &link =
-          da / perNode == db / perNode ? cluster.intraNode : cluster.interNode;
+      const Link &link = cluster.nodeOf(actorDevice(devices, a)) ==
+                                 cluster.nodeOf(actorDevice(devices, b))
+                             ? cluster.intraNode
+                             : cluster.interNode;
       c.latency[pair] = messageLatency(cluster, link);
       c.bandwidth[pair] = link.bandwidth;
     }

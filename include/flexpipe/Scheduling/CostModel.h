@@ -190,7 +190,11 @@ struct ClusterConfig {
   int64_t jobDevices = 0;
   /// The ranks the job runs on: jobDevices, or all `devices` when unset.
   int64_t jobRanks() const { return jobDevices > 0 ? jobDevices : devices; }
-  /// "GPUs" or "CPU ranks", for messages.
+  /// The node of device `d` (devices are numbered node by node); two
+  /// devices on one node talk over intraNode, others over interNode.
+  int64_t nodeOf(int64_t d) const {
+    return d / std::max<int64_t>(1, devicesPerNode);
+  }
   /// What `count` devices are called: "GPUs", "CPU ranks" (singular for
   /// one).
   const char *devicesWord(int64_t count = 2) const {
