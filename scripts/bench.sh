@@ -9,33 +9,41 @@ case "${1:-}" in
 esac
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 failed=0
+# Runs one benchmark: NAME COMMAND...; a failure is reported and remembered,
+# and the benchmarks after it still run.
+bench() {
+  local name=$1
+  shift
+  "$@" || { echo "$name: failed (exit $?)" >&2; failed=1; }
+}
 build_all
-"$BUILD_DIR/bin/flexpipe-bench-scheduler" "${1:-1}"
+bench bench-scheduler "$BUILD_DIR/bin/flexpipe-bench-scheduler" "${1:-1}"
 echo
-"$BUILD_DIR/bin/flexpipe-bench-simulator" "${1:-1}"
+bench bench-simulator "$BUILD_DIR/bin/flexpipe-bench-simulator" "${1:-1}"
 echo
 echo "Reading specs with K registered stages, instructions and dependencies (bench/spec-scale.py):"
-python3 "$FLEXPIPE_ROOT/bench/spec-scale.py" "$BUILD_DIR"
+bench spec-scale python3 "$FLEXPIPE_ROOT/bench/spec-scale.py" "$BUILD_DIR"
 echo
 echo "Stage imbalance of GPT 5B under 1F1B (the paper's Figure 3):"
-python3 "$FLEXPIPE_ROOT/bench/imbalance.py" "$BUILD_DIR"
+bench imbalance python3 "$FLEXPIPE_ROOT/bench/imbalance.py" "$BUILD_DIR"
 echo
 if command -v mpirun >/dev/null && [ -f "$BUILD_DIR/lib/libflexpipe_rt_cpu.a" ]; then
-  "$FLEXPIPE_ROOT/bench/runtime-overhead.sh" "$BUILD_DIR" 30
+  bench runtime-overhead "$FLEXPIPE_ROOT/bench/runtime-overhead.sh" "$BUILD_DIR" 30
 else
   echo "runtime overhead: skipped (no MPI runtime built)"
 fi
 echo
 echo "CPU runtime compute against the sgemm rate and PyTorch (bench/cpu-compute.sh):"
 if command -v mpirun >/dev/null && [ -f "$BUILD_DIR/lib/libflexpipe_rt_cpu.a" ]; then
-  "$FLEXPIPE_ROOT/bench/cpu-compute.sh" "$BUILD_DIR"
+  bench cpu-compute "$FLEXPIPE_ROOT/bench/cpu-compute.sh" "$BUILD_DIR"
 else
   echo "cpu compute: skipped (no MPI runtime built)"
 fi
 echo
 echo "The cost model against measured runs (bench/cost-validation.py; about 10 minutes):"
 if command -v mpirun >/dev/null && [ -f "$BUILD_DIR/lib/libflexpipe_rt_cpu.a" ]; then
-  "$BUILD_DIR/bin/flexpipe-profile" --model "$FLEXPIPE_ROOT/configs/models/tiny.yaml" \
+  bench profile "$BUILD_DIR/bin/flexpipe-profile" \
+    --model "$FLEXPIPE_ROOT/configs/models/tiny.yaml" \
     --model "$FLEXPIPE_ROOT/configs/models/gpt-h256.yaml" --ranks 4 -q \
     -o "$BUILD_DIR/bench-machine.yaml"
   status=0
@@ -61,8 +69,8 @@ else
 fi
 echo
 echo "The paper's GPT large-vocabulary study and search cost (regenerates docs/PaperStudy.md):"
-python3 "$FLEXPIPE_ROOT/bench/paper-study.py" "$BUILD_DIR"
+bench paper-study python3 "$FLEXPIPE_ROOT/bench/paper-study.py" "$BUILD_DIR"
 echo
 echo "The paper's CLIP study (regenerates the CLIP section of docs/PaperStudy.md):"
-python3 "$FLEXPIPE_ROOT/bench/clip-study.py" "$BUILD_DIR"
+bench clip-study python3 "$FLEXPIPE_ROOT/bench/clip-study.py" "$BUILD_DIR"
 exit "$failed"

@@ -1,6 +1,9 @@
 # Shared by the FlexPipe scripts: package list, dependency install, build.
 # Sourced, not run. Honours BUILD_DIR (default: <repo>/build) and JOBS.
 
+# An exported CDPATH would make `cd` print where it went, doubling every
+# path taken from $(cd ... && pwd) in these scripts.
+unset CDPATH
 FLEXPIPE_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_DIR="${BUILD_DIR:-$FLEXPIPE_ROOT/build}"
 # About 1 GB per compile job; two jobs fit every machine we target.
@@ -21,6 +24,24 @@ else
   log() { printf '==> %s\n' "$*"; }
 fi
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+# fresh_dir DIR MARK [OLD...]: empties DIR (makes it when missing) for a
+# script's output, and leaves the file MARK in it. A DIR that is not empty
+# must hold MARK (or a file OLD that earlier versions left), the sign of this
+# script's earlier output: nothing else is deleted.
+fresh_dir() {
+  local dir=$1 mark=$2 sign
+  if [ -e "$dir" ] || [ -L "$dir" ]; then
+    [ -d "$dir" ] || die "$dir exists and is not a directory"
+    if [ -n "$(ls -A "$dir")" ]; then
+      for sign in "${@:2}"; do [ -e "$dir/$sign" ] && break; sign=; done
+      [ -n "$sign" ] ||
+        die "$dir is not empty and holds no $mark, so it is not this script's output; name a new or empty directory"
+    fi
+    rm -rf "$dir"
+  fi
+  mkdir -p "$dir" && touch "$dir/$mark"
+}
 
 # Installs whichever of FLEXPIPE_PACKAGES are missing, without prompting.
 ensure_packages() {

@@ -29,7 +29,8 @@
 # GPU_BUILD_DIR (default build-gpu, configured once with CUDA ON, MPI OFF).
 #
 # Usage: scripts/gpu-bundle.sh [-o DIR] [--iterations N]
-#   -o DIR          the bundle (default $GPU_BUILD_DIR/bundle; replaced)
+#   -o DIR          the bundle (default $GPU_BUILD_DIR/bundle; replaced when
+#                   it is an earlier bundle; other non-empty ones are refused)
 #   --iterations N  iterations of every run (default 10)
 # Environment: BUILD_DIR, GPU_BUILD_DIR, JOBS, CUDA_ARCHS (default 90).
 set -euo pipefail
@@ -74,7 +75,7 @@ ninja -C "$GPU_BUILD_DIR" -j "$JOBS" flexpipe_rt_cuda FlexPipeRuntime \
   { tail -n 30 "$GPU_BUILD_DIR/bundle-build.log"; die "the runtime's build failed"; }
 REFERENCE="$GPU_BUILD_DIR/bin/flexpipe-reference"
 
-rm -rf "$out" && mkdir -p "$out/lib"
+fresh_dir "$out" .flexpipe-gpu-bundle MANIFEST && mkdir -p "$out/lib"
 cp "$GPU_BUILD_DIR/lib/libflexpipe_rt_cuda.a" "$GPU_BUILD_DIR/lib/libFlexPipeRuntime.a" "$out/lib/"
 
 # entry NAME KIND ITERATIONS REFERENCE SPEC [flexpipe-compile options...]:

@@ -423,7 +423,7 @@ bundle_mode() {
   fi
   GPUS=$gpus
   WORK=$(realpath -m "${GPU_TEST_DIR:-$BUNDLE/../gpu-test}")
-  rm -rf "$WORK" && mkdir -p "$WORK/link"
+  fresh_dir "$WORK" .flexpipe-gpu-test && mkdir -p "$WORK/link"
   # -lnccl, -lcublas and -lcublasLt through links named as the linker wants
   # them (the wheels have only the versioned names); the rank programs find
   # the real ones through their rpath.
@@ -504,7 +504,7 @@ REFERENCE="$BUILD_DIR/bin/flexpipe-reference"
 
 WORK="${GPU_TEST_DIR:-$BUILD_DIR/gpu-test}"
 export FLEXPIPE_TIMEOUT=${FLEXPIPE_TIMEOUT:-120}
-rm -rf "$WORK" && mkdir -p "$WORK"
+fresh_dir "$WORK" .flexpipe-gpu-test
 
 failures=0
 summary=()
