@@ -93,6 +93,13 @@
 // error: unrecognized command-line option '-probe.cpp'").
 // RUN: mkdir -p %t/dash && cp %S/Inputs/ProbeOps.cpp %t/dash/-probe.cpp
 // RUN: cd %t/dash && flexpipe-compile %S/exec-lowering.mlir --emit=cpp --ops ./-probe.cpp -o cpp && sh cpp/build.sh && test -x cpp/rank1
+// --emit=exe given it as -probe.cpp passed it to the compiler as an
+// option too; a stand-in compiler records its arguments (and builds
+// nothing, so the compile fails after).
+// RUN: printf '#!/bin/sh\necho "$@" >> %t/dash/cxx.log\n' > %t/dash/cxx && chmod +x %t/dash/cxx
+// RUN: cd %t/dash && not env FLEXPIPE_CXX=%t/dash/cxx flexpipe-compile %S/exec-lowering.mlir --emit=exe --ops=-probe.cpp -o exe 2> /dev/null
+// RUN: FileCheck %s --check-prefix=DASH-EXE < %t/dash/cxx.log
+// DASH-EXE: -c ./-probe.cpp -o exe/-probe.o
 // The runtime's directories and the compiler given relatively, as
 // --emit=exe reads them (from where flexpipe-compile runs): build.sh, which
 // runs in its own directory, named nothing ("fatal error:

@@ -45,6 +45,21 @@
 // REDO-NEXT: run-mpi.sh
 // REDO-NEXT: run-slurm.sh
 // REDO-NEXT: schedule.txt
+// A rerun without a toolchain writes no build.sh, and the earlier one goes
+// (it built the four ranks that are gone).
+// RUN: env FLEXPIPE_CXX=no-such-cxx flexpipe-compile %s --actors 2 --emit=cpp -o %t.ranks 2>&1 | FileCheck %s --check-prefix=NOTOOL
+// NOTOOL: note: no build.sh written
+// RUN: not test -e %t.ranks/build.sh
+// The generated scripts follow the umask, as the sources do (they were
+// 0755 under umask 077).
+// RUN: rm -rf %t.private && (umask 077 && flexpipe-compile %s --emit=cpp -o %t.private) && ls -l %t.private | FileCheck %s --check-prefix=UMASK
+// UMASK-NOT: r-x
+// UMASK: -rwx------ {{.*}} run-mpi.sh
+// -o naming a symbolic link to nothing (it said "cannot open output file
+// '.../rank0.cpp'").
+// RUN: rm -f %t.dangling && ln -s %t.nowhere %t.dangling
+// RUN: not flexpipe-compile %s --emit=cpp -o %t.dangling 2>&1 | FileCheck %s --check-prefix=DANGLING
+// DANGLING: flexpipe-compile: -o '{{.*}}dangling' is a symbolic link to a directory that does not exist
 // RUN: rm -rf %t.other && mkdir %t.other && touch %t.other/notes.txt
 // RUN: not flexpipe-compile %s --emit=cpp -o %t.other 2>&1 | FileCheck %s --check-prefix=OTHER
 // OTHER: flexpipe-compile: -o '{{.*}}other' holds files but no earlier output of flexpipe-compile (schedule.txt); give a new or empty directory

@@ -248,7 +248,8 @@ struct RankOutput {
 };
 } // namespace
 
-/// The directory -o names, or FILE.ranks beside the input; none (after an
+/// The directory -o names, or STEM.ranks (the input's name without its
+/// extension) in the working directory; none (after an
 /// error) when the input is standard input and -o is not given, or -o names
 /// standard output.
 static std::optional<std::string>
@@ -307,6 +308,12 @@ lowerToRanks(MLIRContext &context, ModuleOp module,
 /// rank files must not mix, so rank files beyond `numRanks` are removed.
 static bool prepareDirectory(const RankOutput &out, size_t numRanks) {
   const std::string &directory = out.directory;
+  if (!llvm::sys::fs::exists(directory) &&
+      llvm::sys::fs::is_symlink_file(directory)) {
+    llvm::errs() << "flexpipe-compile: -o '" << directory
+                 << "' is a symbolic link to a directory that does not exist\n";
+    return false;
+  }
   if (llvm::sys::fs::exists(directory)) {
     std::error_code ec;
     if (!llvm::sys::fs::is_directory(directory)) {
@@ -326,11 +333,13 @@ static bool prepareDirectory(const RankOutput &out, size_t numRanks) {
                       "(schedule.txt); give a new or empty directory\n";
       return false;
     }
-    // Launchers and executables of an earlier compile (slurm.conf: before
-    // run-slurm.sh): this one writes its own, and an --emit=cpp left the
-    // old executables to be launched beside the new sources.
-    for (const char *stale : {"run-env.sh", "run-mpi.sh", "run-slurm.sh",
-                              "slurm.conf", "reference", "reference.cpp"})
+    // Launchers, executables and build.sh of an earlier compile
+    // (slurm.conf: before run-slurm.sh): this one writes its own, an
+    // --emit=cpp left the old executables to be launched beside the new
+    // sources, and an old build.sh builds ranks that are gone.
+    for (const char *stale :
+         {"run-env.sh", "run-mpi.sh", "run-slurm.sh", "slurm.conf", "reference",
+          "reference.cpp", "build.sh"})
       llvm::sys::fs::remove(out.path(stale));
     for (llvm::sys::fs::directory_iterator it(directory, ec), end;
          it != end && !ec; it.increment(ec)) {
@@ -360,7 +369,8 @@ static bool writeFile(const std::string &file,
          flexpipe::writeOutputFile("flexpipe-compile", file, text);
 }
 
-/// Writes `text` to `file`, executable when asked.
+/// Writes `text` to `file`, executable when asked (for everyone the umask
+/// lets, as a compiler's output is).
 static bool writeText(const std::string &file, StringRef text,
                       bool executable = false) {
   if (!writeFile(file, [&](raw_ostream &os) {
@@ -369,9 +379,9 @@ static bool writeText(const std::string &file, StringRef text,
       }))
     return false;
   if (executable)
-    llvm::sys::fs::setPermissions(file, llvm::sys::fs::all_read |
-                                            llvm::sys::fs::all_exe |
-                                            llvm::sys::fs::owner_write);
+    llvm::sys::fs::setPermissions(
+        file, static_cast<llvm::sys::fs::perms>(llvm::sys::fs::all_all &
+                                                ~llvm::sys::fs::getUmask()));
   return true;
 }
 
@@ -446,6 +456,12 @@ static bool copyOpsFiles(const RankOutput &out) {
          writeText(out.path("reference.cpp"), kTemplate_reference_cpp);
 }
 
+/// `path` as a command's argument: "./" before a relative path that starts
+/// with '-', which a compiler would read as an option.
+static std::string notAnOption(std::string path) {
+  return !path.empty() && path[0] == '-' ? "./" + path : path;
+}
+
 /// The build against the backend's runtime: each --ops file compiled once,
 /// `reference` with them, every rank with them. `at` names a file of the
 /// output directory in the commands; --emit=exe (`exe`) compiles the --ops
@@ -468,7 +484,8 @@ buildSteps(const RankOutput &out, const Toolchain &toolchain,
                                          "; the compiler's messages are above"};
     step.command.insert(step.command.end(),
                         {"-I" + std::string(directory), "-c",
-                         exe ? source : at(name), "-o", at(object)});
+                         exe ? notAnOption(source) : at(name), "-o",
+                         at(object)});
     list.push_back(std::move(step));
     objects.push_back(at(object));
   }
@@ -653,11 +670,9 @@ int flexpipe::writeRanks(MLIRContext &context, ModuleOp module,
     return writeBuildScript(out,
                             buildSteps(out, *toolchain, libs, /*exe=*/false,
                                        [](const Twine &name) {
-                                         // An --ops copy named like an option
-                                         // (-x.cpp).
-                                         std::string file = name.str();
-                                         return file[0] == '-' ? "./" + file
-                                                               : file;
+                                         // An --ops copy named like an
+                                         // option (-x.cpp).
+                                         return notAnOption(name.str());
                                        }),
                             cuda)
                ? 0
@@ -667,11 +682,9 @@ int flexpipe::writeRanks(MLIRContext &context, ModuleOp module,
       !buildExecutables(out,
                         buildSteps(out, *toolchain, libs, /*exe=*/true,
                                    [&](const Twine &name) {
-                                     // A directory named like an option (-o
-                                     // -x): the compiler would read
-                                     // "-x/rank0.cpp" as one.
-                                     std::string path = out.path(name);
-                                     return path[0] == '-' ? "./" + path : path;
+                                     // A directory named like an option
+                                     // (-o -x).
+                                     return notAnOption(out.path(name));
                                    }),
                         operations) ||
       !writeLaunchers(out, cuda))
@@ -679,7 +692,8 @@ int flexpipe::writeRanks(MLIRContext &context, ModuleOp module,
   if (options.output == "-")
     llvm::outs() << "flexpipe-compile: wrote " << out.numActors()
                  << " rank executables and launchers to " << out.directory
-                 << "/ (run " << out.directory << "/" << mainLauncher(cuda)
+                 << "/ (run "
+                 << shellQuote(out.directory + "/" + mainLauncher(cuda))
                  << ")\n";
   return 0;
 }
