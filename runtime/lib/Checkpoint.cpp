@@ -13,7 +13,7 @@
 //   u64 run
 //   u64 schedule hash, str schedule name, str model
 //   i32 actors, dp, ranks, rank
-//   i64 iterations, f32 lr
+//   i64 iterations, f32 lr, str precision (from version 3)
 //   u64 n, f64 losses[n]
 //   i64 Adam's step
 //   u64 parameters, each: str name, u64 n, f32 value[n], m[n], v[n]
@@ -45,8 +45,9 @@ using namespace flexpipe::rt;
 namespace {
 
 constexpr char kMagic[8] = {'F', 'L', 'X', 'P', 'C', 'K', 'P', 'T'};
-/// 2: the run id, and the checksum from FNV-1a's own offset basis.
-constexpr uint32_t kVersion = 2;
+/// 2: the run id, and the checksum from FNV-1a's own offset basis; 3: the
+/// precision. Version 2 is read too.
+constexpr uint32_t kVersion = 3;
 
 class Writer {
 public:
@@ -251,6 +252,7 @@ std::string flexpipe::rt::writeCheckpoint(const std::string &path,
   w.put(c.rank);
   w.put(c.iterations);
   w.put(c.lr);
+  w.putString(c.precision);
   w.put(static_cast<uint64_t>(c.losses.size()));
   for (double loss : c.losses)
     w.put(loss);
@@ -286,9 +288,10 @@ std::string flexpipe::rt::writeCheckpoint(const std::string &path,
 }
 
 namespace {
-/// The fields after the magic and the version, from `r`; false where the
-/// bytes run out (r.missing says in which).
-bool readFields(Reader &r, Checkpoint &c) {
+/// The fields after the magic and the version, from `r`, of a file of
+/// format `version`; false where the bytes run out (r.missing says in
+/// which).
+bool readFields(Reader &r, Checkpoint &c, uint32_t version) {
   char header[sizeof kMagic + sizeof(uint32_t)];
   uint64_t losses = 0, parameters = 0;
   if (!(r.raw(header, sizeof header, "header") && r.get(c.run, "header") &&
@@ -297,7 +300,9 @@ bool readFields(Reader &r, Checkpoint &c) {
         r.getString(c.model, "header") && r.get(c.actors, "header") &&
         r.get(c.dp, "header") && r.get(c.ranks, "header") &&
         r.get(c.rank, "header") && r.get(c.iterations, "header") &&
-        r.get(c.lr, "header") && r.get(losses, "losses")))
+        r.get(c.lr, "header") &&
+        (version < 3 || r.getString(c.precision, "header")) &&
+        r.get(losses, "losses")))
     return false;
   if (losses > r.left() / sizeof(double)) {
     r.missing = "losses";
@@ -331,8 +336,10 @@ std::string flexpipe::rt::readCheckpoint(const std::string &path,
     // the others' FLEXPIPE_TIMEOUT blamed it, naming no file).
     struct stat info;
     if (::stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode))
-      return "cannot read checkpoint '" + path +
-             "': it is not a regular file (a FIFO, socket or device)";
+      return "cannot read checkpoint '" + path + "': it is " +
+             (S_ISDIR(info.st_mode)
+                  ? "a directory"
+                  : "not a regular file (a FIFO, socket or device)");
     FILE *f = std::fopen(path.c_str(), "rb");
     if (!f)
       return "cannot read checkpoint '" + path + "': " + std::strerror(errno);
@@ -367,23 +374,23 @@ std::string flexpipe::rt::readCheckpoint(const std::string &path,
   const bool earlier =
       version == 1 && flexpipe::fnv1a(std::string_view(bytes).substr(0, end),
                                       flexpipe::kFnv1aLegacyOffset) == stored;
-  if (version != kVersion)
+  if (version != kVersion && version != 2)
     return file + (checksumOk || earlier ? " has" : " is corrupt or has") +
            " format version " + std::to_string(version) +
-           "; this runtime reads version " + std::to_string(kVersion) +
+           "; this runtime reads versions 2 and " + std::to_string(kVersion) +
            (earlier ? " (an earlier FlexPipe's: train again, or resume with "
                       "the FlexPipe that wrote it)"
                     : "");
 
   Reader r(bytes, end);
-  const bool whole = readFields(r, c);
+  const bool whole = readFields(r, c, version);
   // A file cut at or inside its checksum read its parameters' end as the
   // checksum ("ending inside its parameters"): its fields are whole
   // without the 8 bytes, with fewer than 8 left.
   if (!whole && !checksumOk) {
     Checkpoint shorter;
     Reader all(bytes, size);
-    if (readFields(all, shorter) && all.left() < sizeof(uint64_t))
+    if (readFields(all, shorter, version) && all.left() < sizeof(uint64_t))
       return file + " is truncated (" + std::to_string(size) +
              " bytes, ending " + (all.left() == 0 ? "before" : "inside") +
              " its checksum)";

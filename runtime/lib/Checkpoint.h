@@ -48,6 +48,9 @@ struct Checkpoint {
   int64_t iterations = 0;
   /// --lr of the run that wrote it.
   float lr = 0;
+  /// How its device computed (Device::precision's name: fp32, tf32, bf16);
+  /// empty in a version-2 file, which did not record it.
+  std::string precision;
   /// The loss of every completed iteration.
   std::vector<double> losses;
   DeviceState state;

@@ -662,6 +662,13 @@ void announceResume(const flexpipe_rt &rt, const Checkpoint &found) {
     std::printf("note: the checkpoint was trained with --lr %g; this run "
                 "continues with --lr %g\n",
                 found.lr, rt.options.lr);
+  // (Every rank computes alike: checkStages.)
+  if (const std::string precision = rt.device->precision().second;
+      !found.precision.empty() && found.precision != precision)
+    std::printf("note: the checkpoint was trained in %s; this run continues "
+                "in %s (FLEXPIPE_CUDA_MATH), so it does not compute bitwise "
+                "what one run in either would\n",
+                found.precision.c_str(), precision.c_str());
 }
 
 /// This launch's id, the same on every rank (the smallest of the ranks'
@@ -686,6 +693,7 @@ void saveCheckpoint(flexpipe_rt &rt, const Checkpoint &identity,
   Checkpoint checkpoint = identity;
   checkpoint.iterations = completed;
   checkpoint.lr = rt.options.lr;
+  checkpoint.precision = rt.device->precision().second;
   checkpoint.losses = losses;
   checkpoint.state = rt.device->state();
   if (std::string error = writeCheckpoint(
@@ -1204,9 +1212,23 @@ double train(flexpipe_rt &rt, const Checkpoint &identity,
       saveCheckpoint(rt, identity, losses, completed);
   }
   // Resumed with nothing left to train: --checkpoint still gets the state
-  // "at the end of the run" (it left the directory empty).
-  if (!o.checkpoint.empty() && rt.firstIteration >= o.iterations)
-    saveCheckpoint(rt, identity, losses, o.iterations);
+  // "at the end of the run" (it left the directory empty), unless it is the
+  // directory resumed from, whose generation K is that state already (a
+  // rewrite under this launch's run id, stopped midway, left generation K
+  // of two runs and no older one to go back to).
+  if (!o.checkpoint.empty() && rt.firstIteration >= o.iterations) {
+    std::error_code error;
+    uint64_t same = !o.resume.empty() &&
+                    std::filesystem::equivalent(o.checkpoint, o.resume, error);
+    uint64_t all = 0, any = 0; // every rank decides alike (a collective)
+    rt.comm->minMax(same, all, any);
+    if (!all)
+      saveCheckpoint(rt, identity, losses, o.iterations);
+    else if (rt.comm->rank() == 0)
+      std::printf("checkpoint after iteration %lld in '%s' kept as it is\n",
+                  static_cast<long long>(o.iterations - 1),
+                  o.checkpoint.c_str());
+  }
   return totalSeconds;
 }
 

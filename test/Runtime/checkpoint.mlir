@@ -127,12 +127,12 @@
 // NOSUM: flexpipe: rank 1: --resume: checkpoint '{{.*}}nosum/iter-3.rank1' is truncated ({{[0-9]+}} bytes, ending before its checksum)
 // RUN: cp -r %t/a/ckpt3 %t/a/version && python3 -c "import sys; p = sys.argv[1]; b = bytearray(open(p, 'rb').read()); b[8] = 0xAA; open(p, 'wb').write(b)" %t/a/version/iter-3.rank0
 // RUN: not %t/a/run-mpi.sh --iterations 6 --resume %t/a/version 2>&1 | FileCheck %s --check-prefix=VERSION
-// VERSION: flexpipe: rank 0: --resume: checkpoint '{{.*}}version/iter-3.rank0' is corrupt or has format version 170; this runtime reads version 2
+// VERSION: flexpipe: rank 0: --resume: checkpoint '{{.*}}version/iter-3.rank0' is corrupt or has format version 170; this runtime reads versions 2 and 3
 // A file of the earlier format (version 1, summed from the mistyped basis)
 // is said to be one, not corrupt.
 // RUN: cp -r %t/a/ckpt3 %t/a/v1 && python3 -c "import sys, struct; p = sys.argv[1]; b = bytearray(open(p, 'rb').read()[:-8]); b[8:12] = struct.pack('<I', 1); h = 1469598103934665603; exec('for c in b: h = ((h ^ c) * 0x100000001b3) % 2**64'); open(p, 'wb').write(bytes(b) + struct.pack('<Q', h))" %t/a/v1/iter-3.rank0
 // RUN: not %t/a/run-mpi.sh --iterations 6 --resume %t/a/v1 2>&1 | FileCheck %s --check-prefix=V1
-// V1: checkpoint '{{.*}}v1/iter-3.rank0' has format version 1; this runtime reads version 2 (an earlier FlexPipe's: train again, or resume with the FlexPipe that wrote it)
+// V1: checkpoint '{{.*}}v1/iter-3.rank0' has format version 1; this runtime reads versions 2 and 3 (an earlier FlexPipe's: train again, or resume with the FlexPipe that wrote it)
 // Names are written without leading zeros: iter-03 is not a checkpoint
 // (it was listed, then looked for as iter-3).
 // RUN: mkdir -p %t/a/zeros && cp %t/a/ckpt3/iter-3.rank0 %t/a/zeros/iter-03.rank0 && cp %t/a/ckpt3/iter-3.rank1 %t/a/zeros/iter-03.rank1
@@ -170,6 +170,27 @@
 // The same state, written by another launch (its own run id, bytes 12 to
 // 19, and so its own checksum).
 // RUN: python3 -c "import sys; a, b = (open(p, 'rb').read() for p in sys.argv[1:]); assert a[12:20] != b[12:20] and a[20:-8] == b[20:-8]" %t/a/ckpt4b/iter-4.rank0 %t/a/ckpt4-again/iter-4.rank0
+// Into the directory resumed from, the generation is kept as it is (it was
+// rewritten under the new run's id: a kill midway left it of two runs, and
+// no older one to resume).
+// RUN: cp -r %t/a/ckpt4b %t/a/ckpt4-same
+// RUN: %t/a/run-mpi.sh --iterations 4 --resume %t/a/ckpt4-same --checkpoint %t/a/ckpt4-same/ | FileCheck %s --check-prefix=SAME
+// SAME: nothing to train
+// SAME: checkpoint after iteration 3 in '{{.*}}ckpt4-same/' kept as it is
+// RUN: cmp %t/a/ckpt4b/iter-4.rank0 %t/a/ckpt4-same/iter-4.rank0
+// RUN: cmp %t/a/ckpt4b/iter-4.rank1 %t/a/ckpt4-same/iter-4.rank1
+
+// A file of format version 2 (no precision) resumes as before.
+// RUN: cp -r %t/a/ckpt3 %t/a/v2 && python3 %S/checkpoint-as-v2.py %t/a/v2/iter-3.rank0 && python3 %S/checkpoint-as-v2.py %t/a/v2/iter-3.rank1
+// RUN: %t/a/run-mpi.sh --iterations 6 --resume %t/a/v2 --losses %t/a/v2.losses | FileCheck %s --check-prefix=V2
+// V2: resuming from '{{.*}}v2' after iteration 2
+// V2-NOT: note:
+// RUN: cmp %t/a/straight.losses %t/a/v2.losses
+// A directory under a checkpoint's name says so (it read "not a regular
+// file (a FIFO, socket or device)").
+// RUN: mkdir -p %t/a/dirs/iter-3.rank0 %t/a/dirs/iter-3.rank1
+// RUN: not %t/a/run-mpi.sh --iterations 6 --resume %t/a/dirs 2>&1 | FileCheck %s --check-prefix=DIRS
+// DIRS: --resume: cannot read checkpoint '{{.*}}dirs/iter-3.rank{{[01]}}': it is a directory
 
 // An empty directory, a missing one.
 // RUN: mkdir -p %t/empty
