@@ -97,9 +97,7 @@ Program flexpipe::sched::toProgram(
         auto [r, first, token] = *it;
         if (waitsForInstance(problem, r, first, item.kind, item.part,
                              item.mb)) {
-          ProgOp wait{OpKind::Wait};
-          wait.token = token;
-          out.push_back(wait);
+          out.push_back(waitOp(token));
           it = open.erase(it);
         } else {
           ++it;
@@ -1768,10 +1766,8 @@ int64_t flexpipe::sched::postReceivesEarly(Program &program,
         out.push_back(ops[i]);
         continue;
       }
-      ProgOp wait{OpKind::Wait}; // as readSchedule reads a flexpipe.wait
-      wait.token = waitFor[i];
-      wait.source = ops[i].source;
-      out.push_back(wait);
+      // (As readSchedule reads a flexpipe.wait.)
+      out.push_back(waitOp(waitFor[i], ops[i].source));
     }
     ops = std::move(out);
   }

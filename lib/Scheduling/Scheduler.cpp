@@ -26,6 +26,7 @@
 #include "flexpipe/Scheduling/StatementError.h"
 #include "flexpipe/Support/InputLimits.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/Compiler.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -35,6 +36,7 @@
 #include <functional>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 using namespace flexpipe::sched;
 
@@ -357,6 +359,12 @@ private:
   /// `part` would fetch next: all must accept it.
   bool passesChecks(int32_t actor, CompKind kind, int32_t part) {
     return p.checks.empty() || vetoingCheck(actor, kind, part) < 0;
+  }
+  /// Whether `actor` may start the next item of `kind` of `part` now: one is
+  /// ready, the in-flight limits admit it and the checks accept it.
+  bool takeable(int32_t actor, CompKind kind, int32_t part) {
+    return !queue(part, kind).empty() && admissibleFront(kind, part) &&
+           passesChecks(actor, kind, part);
   }
   /// The first check that refuses that item, or -1.
   int32_t vetoingCheck(int32_t actor, CompKind kind, int32_t part) {
@@ -942,16 +950,19 @@ int32_t Engine::fetch(int32_t actor, CompKind kind) {
     --readyOf(actor, kind);
     return itemId(kind, part, mb);
   };
+  // The first position in the direction that `pred` admits and whose stage
+  // has a takeable item, or -1.
+  auto firstAt = [&](auto pred) -> int32_t {
+    for (int32_t i = 0; i < n; ++i)
+      if (pred(i) && takeable(actor, kind, partAt(i)))
+        return i;
+    return -1;
+  };
 
   if (sp.interval == 0) {
     // Without an interval: the first schedulable item in the direction.
-    for (int32_t i = 0; i < n; ++i) {
-      int32_t part = partAt(i);
-      if (!queue(part, kind).empty() && admissibleFront(kind, part) &&
-          passesChecks(actor, kind, part))
-        return take(part);
-    }
-    return -1;
+    const int32_t i = firstAt([](int32_t) { return true; });
+    return i < 0 ? -1 : take(partAt(i));
   }
 
   // With an interval (Algorithm 1's fetch_inst1): take items of the current
@@ -965,28 +976,21 @@ int32_t Engine::fetch(int32_t actor, CompKind kind) {
   // is taken first. Inside it, the head would wait for the traversal to come
   // round while the forward the traversal holds at waits for the backward
   // the head starts (interleaved 1F1B at every m > 1).
-  for (int32_t i = 0; i < n; ++i) {
-    const int32_t part = partAt(i);
-    if (!p.parts[part].countsInflight && !queue(part, kind).empty() &&
-        admissibleFront(kind, part) && passesChecks(actor, kind, part))
-      return take(part);
-  }
   auto inTraversal = [&](int32_t i) {
     return p.parts[partAt(i)].countsInflight;
   };
+  if (const int32_t i = firstAt([&](int32_t i) { return !inTraversal(i); });
+      i >= 0)
+    return take(partAt(i));
   IntervalState &st = intervals[actor * kNumCompKinds + static_cast<int>(kind)];
   if (!st.started) {
-    for (int32_t i = 0; i < n; ++i) {
-      const int32_t part = partAt(i);
-      if (inTraversal(i) && !queue(part, kind).empty() &&
-          admissibleFront(kind, part) && passesChecks(actor, kind, part)) {
-        st.started = true;
-        st.pos = i;
-        st.stepped = 1;
-        return take(part);
-      }
-    }
-    return -1;
+    const int32_t i = firstAt(inTraversal);
+    if (i < 0)
+      return -1;
+    st.started = true;
+    st.pos = i;
+    st.stepped = 1;
+    return take(partAt(i));
   }
   if (st.stepped >= sp.interval || remainingIn(partAt(st.pos), kind) == 0) {
     for (int32_t step = 1; step <= n; ++step) {
@@ -998,12 +1002,10 @@ int32_t Engine::fetch(int32_t actor, CompKind kind) {
     }
     st.stepped = 0;
   }
-  const int32_t part = partAt(st.pos);
-  if (queue(part, kind).empty() || !admissibleFront(kind, part) ||
-      !passesChecks(actor, kind, part))
+  if (!takeable(actor, kind, partAt(st.pos)))
     return -1;
   ++st.stepped;
-  return take(part);
+  return take(partAt(st.pos));
 }
 
 StepView Engine::view(int32_t actor) const {
@@ -1041,8 +1043,7 @@ int32_t Engine::customStep(int32_t actor) {
   std::vector<ReadyItem> candidates;
   for (CompKind kind : scheduledKinds(p))
     for (int32_t part : actorParts[actor])
-      if (!queue(part, kind).empty() && admissibleFront(kind, part) &&
-          passesChecks(actor, kind, part))
+      if (takeable(actor, kind, part))
         candidates.push_back(
             {kind, part, p.parts[part].stage, queue(part, kind).front()});
   if (candidates.empty())
@@ -1821,18 +1822,14 @@ static double flowTime(const ScheduleResult &result) {
 
 bool flexpipe::sched::sameOrder(const ScheduleResult &a,
                                 const ScheduleResult &b) {
-  if (a.actors.size() != b.actors.size())
-    return false;
-  for (size_t actor = 0; actor < a.actors.size(); ++actor) {
-    const std::vector<ScheduledItem> &x = a.actors[actor], &y = b.actors[actor];
-    if (x.size() != y.size())
-      return false;
-    for (size_t i = 0; i < x.size(); ++i)
-      if (x[i].kind != y[i].kind || x[i].part != y[i].part ||
-          x[i].mb != y[i].mb || x[i].inst != y[i].inst)
-        return false;
-  }
-  return true;
+  // (What runs, not when: the items' times may differ.)
+  auto same = [](const ScheduledItem &x, const ScheduledItem &y) {
+    return std::tie(x.kind, x.part, x.mb, x.inst) ==
+           std::tie(y.kind, y.part, y.mb, y.inst);
+  };
+  return llvm::equal(a.actors, b.actors, [&](const auto &x, const auto &y) {
+    return llvm::equal(x, y, same);
+  });
 }
 
 ScheduleResult flexpipe::sched::schedule(const Problem &problem,

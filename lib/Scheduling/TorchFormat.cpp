@@ -58,11 +58,8 @@ void attachWaits(std::vector<ProgOp> &ops, int32_t &nextToken) {
   out.reserve(ops.size() + waitsBefore.size());
   for (size_t i = 0; i < ops.size(); ++i) {
     auto [from, to] = waitsBefore.equal_range(i);
-    for (auto it = from; it != to; ++it) {
-      ProgOp wait{OpKind::Wait};
-      wait.token = it->second;
-      out.push_back(wait);
-    }
+    for (auto it = from; it != to; ++it)
+      out.push_back(waitOp(it->second));
     out.push_back(ops[i]);
   }
   ops = std::move(out);
@@ -793,10 +790,8 @@ llvm::Error rankOps(const std::vector<Located> &row, int32_t r,
         return at(" waits for " + action(act.stage, t.c_str() + 5, act.mb) +
                   ", which this rank has not sent (or has waited for "
                   "already)");
-      ProgOp wait{OpKind::Wait};
-      wait.token = ops[sent->second.first].token = nextToken++;
-      wait.source = l.column;
-      ops.push_back(wait);
+      ops[sent->second.first].token = nextToken;
+      ops.push_back(waitOp(nextToken++, l.column));
       unwaited.erase(sent);
       continue;
     }

@@ -117,6 +117,14 @@ struct ProgOp {
   int32_t inst = -1;
 };
 
+/// A Wait that completes `token` (`source`: as ProgOp::source).
+inline ProgOp waitOp(int32_t token, int32_t source = -1) {
+  ProgOp wait{OpKind::Wait};
+  wait.token = token;
+  wait.source = source;
+  return wait;
+}
+
 /// What a stage holds, for the cost model: `layers` transformer layers of
 /// module `module`, the module's first layers (embedding) and/or last
 /// (LM head and loss).
