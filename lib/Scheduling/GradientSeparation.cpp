@@ -392,23 +392,20 @@ llvm::Error Separator::dependencies(std::vector<std::vector<int32_t>> &deps) {
 }
 
 void Separator::flatten(const std::vector<std::vector<int32_t>> &deps) {
-  depStart.assign(items.size() + 1, 0);
-  for (size_t i = 0; i < items.size(); ++i)
-    depStart[i + 1] = depStart[i] + static_cast<int32_t>(deps[i].size());
-  depList.clear();
-  for (const auto &d : deps)
-    depList.insert(depList.end(), d.begin(), d.end());
-  userStart.assign(items.size() + 1, 0);
-  for (const auto &d : deps)
-    for (int32_t from : d)
-      ++userStart[from + 1];
-  for (size_t i = 0; i < items.size(); ++i)
-    userStart[i + 1] += userStart[i];
-  userList.resize(userStart[items.size()]);
-  std::vector<int32_t> fill(userStart.begin(), userStart.end() - 1);
-  for (size_t id = 0; id < items.size(); ++id)
-    for (int32_t from : deps[id])
-      userList[fill[from]++] = static_cast<int32_t>(id);
+  // Each item's dependencies, and their transpose: each item's users.
+  const int32_t n = static_cast<int32_t>(items.size());
+  auto forEachDep = [&](auto &&visit) {
+    for (int32_t id = 0; id < n; ++id)
+      for (int32_t from : deps[id])
+        visit(id, from);
+  };
+  flexpipe::buildCompressedRows(n, forEachDep, depStart, depList);
+  flexpipe::buildCompressedRows(
+      n,
+      [&](auto &&user) {
+        forEachDep([&](int32_t id, int32_t from) { user(from, id); });
+      },
+      userStart, userList);
 }
 
 /// One re-timing: the policy Separator::retime runs on the event core (its

@@ -1569,18 +1569,16 @@ flexpipe::sched::HappensBefore::HappensBefore(const Program &program,
              m = graph.groupNext[m])
           edge(m);
     }
-  successorBegin.assign(n + 1, 0);
+  flexpipe::buildCompressedRows(
+      n,
+      [&](auto &&edge) {
+        for (auto [from, to] : edges)
+          edge(from, to);
+      },
+      successorBegin, successors);
   std::vector<int32_t> pending(n, 0);
-  for (auto [from, to] : edges) {
-    ++successorBegin[from + 1];
+  for (int32_t to : successors)
     ++pending[to];
-  }
-  for (int32_t v = 0; v < n; ++v)
-    successorBegin[v + 1] += successorBegin[v];
-  successors.resize(edges.size());
-  std::vector<int32_t> fill(successorBegin.begin(), successorBegin.end() - 1);
-  for (auto [from, to] : edges)
-    successors[fill[from]++] = to;
   // Kahn's order over the nodes (the replay that built the graph ran the
   // programs to their end, so they form no cycle).
   for (int32_t op = 0; op < n; ++op)

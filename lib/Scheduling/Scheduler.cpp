@@ -25,6 +25,7 @@
 #include "flexpipe/Scheduling/Program.h"
 #include "flexpipe/Scheduling/StatementError.h"
 #include "flexpipe/Support/InputLimits.h"
+#include "flexpipe/Support/StageGraph.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/Compiler.h"
@@ -608,26 +609,20 @@ void Engine::build() {
     kindExists |= 1u << static_cast<int>(CompKind::Wgrad);
   addRegisteredEdges();
 
-  // CSR successor lists and predecessor counts, over the items and the
-  // registered instances' readiness nodes: count, then fill.
+  // Successor lists and predecessor counts, over the items and the
+  // registered instances' readiness nodes.
   const int32_t numNodes = numItems + numInstances;
-  succStart.assign(numNodes + 1, 0);
+  flexpipe::buildCompressedRows(
+      numNodes,
+      [&](auto &&edge) {
+        forEachItemEdge(edge);
+        for (auto [from, to] : regEdges)
+          edge(from, to);
+      },
+      succStart, succList);
   pending.assign(numNodes, 0);
-  auto count = [&](int32_t from, int32_t to) {
-    ++succStart[from + 1];
+  for (int32_t to : succList)
     ++pending[to];
-  };
-  forEachItemEdge(count);
-  for (auto [from, to] : regEdges)
-    count(from, to);
-  for (int32_t i = 0; i < numNodes; ++i)
-    succStart[i + 1] += succStart[i];
-  succList.resize(succStart[numNodes]);
-  std::vector<int32_t> fill(succStart.begin(), succStart.end() - 1);
-  auto place = [&](int32_t from, int32_t to) { succList[fill[from]++] = to; };
-  forEachItemEdge(place);
-  for (auto [from, to] : regEdges)
-    place(from, to);
 
   finished.assign(numItems, 0);
   started.assign(numItems, 0);

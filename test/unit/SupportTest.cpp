@@ -76,6 +76,27 @@ TEST_CASE("a repeated edge counts twice in the order", "[support]") {
         flexpipe::EdgeProblem::OutOfRange);
 }
 
+TEST_CASE("compressed rows keep each row's entries in emitted order",
+          "[support]") {
+  const std::vector<std::pair<int32_t, int32_t>> entries = {
+      {2, 7}, {0, 5}, {2, 3}, {0, 9}};
+  std::vector<int32_t> begin, list;
+  flexpipe::buildCompressedRows(
+      4,
+      [&](auto &&emit) {
+        for (auto [row, value] : entries)
+          emit(row, value);
+      },
+      begin, list);
+  // Row 1 and row 3 are empty; the last row's end is the list's size.
+  CHECK(begin == std::vector<int32_t>{0, 2, 2, 4, 4});
+  CHECK(list == std::vector<int32_t>{5, 9, 7, 3});
+  // No rows: one begin, no entries.
+  flexpipe::buildCompressedRows(0, [](auto &&) {}, begin, list);
+  CHECK(begin == std::vector<int32_t>{0});
+  CHECK(list.empty());
+}
+
 TEST_CASE("a model shape is in range with hidden a multiple of heads",
           "[support]") {
   using flexpipe::checkModelShape;

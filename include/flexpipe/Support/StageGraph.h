@@ -60,6 +60,24 @@ std::optional<EdgeProblem> findEdgeProblem(int64_t numStages,
   return std::nullopt;
 }
 
+/// Compressed rows of `rows` rows: row r's entries are
+/// list[begin[r]] .. list[begin[r + 1] - 1], in the order `forEach` gives
+/// them. `forEach(emit)` calls emit(row, value) for every entry; it is run
+/// twice (to count, then to place), and must emit the same entries both
+/// times.
+template <typename ForEach>
+void buildCompressedRows(int32_t rows, ForEach forEach,
+                         std::vector<int32_t> &begin,
+                         std::vector<int32_t> &list) {
+  begin.assign(static_cast<size_t>(rows) + 1, 0);
+  forEach([&](int32_t row, int32_t) { ++begin[row + 1]; });
+  for (int32_t r = 0; r < rows; ++r)
+    begin[r + 1] += begin[r];
+  list.resize(begin[rows]);
+  std::vector<int32_t> fill(begin.begin(), begin.end() - 1);
+  forEach([&](int32_t row, int32_t value) { list[fill[row]++] = value; });
+}
+
 /// Predecessors and successors of `Id`-numbered stages, in edge order.
 template <typename Id> struct StageGraph {
   std::vector<std::vector<Id>> preds, succs;
