@@ -418,9 +418,7 @@ std::optional<BrokenDependency> brokenExtraDependency(const Problem &problem,
          << src.actor << ") does not happen before "
          << compKindName(dep.dstKind) << " of stage " << dst.stage << " (actor "
          << dst.actor << ")";
-      const OpKind fromKind =
-          run.actors[src.actor][from - graph.actorBegin[src.actor]].kind;
-      if (fromKind == OpKind::Wgrad)
+      if (graph.op(run, from).kind == OpKind::Wgrad)
         os << ": the backward was split after scheduling and the weight "
               "gradient placed on its own, where no message or later "
               "computation orders it (flexpipe.optimize split_backward or "
@@ -666,7 +664,7 @@ private:
     for (int32_t mb = 0; mb < m && shown.size() < 8; ++mb)
       if (mb != f.mb && (inFlight[mb] || maybe(mb)))
         shown.push_back(mb);
-    const ProgOp &op = view.run->actors[a][f.op - view.graph.actorBegin[a]];
+    const ProgOp &op = view.graph.op(*view.run, f.op);
     std::ostringstream os;
     os << "limits micro-batches in flight to " << limit.limit
        << ", which the programs do not keep when they run: micro-batch " << f.mb

@@ -891,9 +891,7 @@ private:
   int32_t opId(int32_t actor, int32_t index) const {
     return g.actorBegin[actor] + index;
   }
-  const ProgOp &opAt(int32_t id) const {
-    return p.actors[actorOf[id]][id - g.actorBegin[actorOf[id]]];
-  }
+  const ProgOp &opAt(int32_t id) const { return g.op(p, id); }
   /// The actor a blocked actor waits for.
   int32_t waitsFor(int32_t actor) const;
   int32_t blockedCollective(int32_t actor) const;
@@ -904,8 +902,8 @@ private:
   ChannelRule rule;
   ProgramGraph &g;
   bool checkData;
+  const std::vector<int32_t> &actorOf = g.actorOf; ///< (indexOps fills it)
 
-  std::vector<int32_t> actorOf;
   llvm::DenseMap<uint64_t, int32_t> channels;
   std::vector<std::vector<int32_t>> channelSends; // send op ids, in order
   std::vector<int32_t> consumed; ///< per channel: sends taken by receives
@@ -979,10 +977,10 @@ void Replay::indexOps() {
     g.actorBegin[a + 1] =
         g.actorBegin[a] + static_cast<int32_t>(p.actors[a].size());
   const int32_t numOps = g.numOps();
-  actorOf.resize(numOps);
+  g.actorOf.resize(numOps);
   for (int32_t a = 0; a < n; ++a)
-    std::fill(actorOf.begin() + g.actorBegin[a],
-              actorOf.begin() + g.actorBegin[a + 1], a);
+    std::fill(g.actorOf.begin() + g.actorBegin[a],
+              g.actorOf.begin() + g.actorBegin[a + 1], a);
   g.dependsOn.assign(numOps, -1);
   g.postedBy.assign(numOps, -1);
   g.groupFirst.assign(numOps, -1);
@@ -1658,16 +1656,14 @@ std::vector<TransferPair>
 flexpipe::sched::mirroredTransferPairs(const Program &program,
                                        const ProgramGraph &graph) {
   const int32_t numOps = graph.numOps();
-  std::vector<int32_t> actorOf(numOps), takes(numOps, -1);
-  for (int32_t a = 0; a < program.numActors; ++a)
-    for (int32_t id = graph.actorBegin[a]; id < graph.actorBegin[a + 1]; ++id)
-      actorOf[id] = a;
+  const std::vector<int32_t> &actorOf = graph.actorOf;
+  std::vector<int32_t> takes(numOps, -1);
   // Per receive (or asynchronous post): the send whose message it takes.
   for (int32_t id = 0; id < numOps; ++id)
     if (graph.takenBy[id] >= 0)
       takes[graph.takenBy[id]] = id;
   auto opAt = [&](int32_t id) -> const ProgOp & {
-    return program.actors[actorOf[id]][id - graph.actorBegin[actorOf[id]]];
+    return graph.op(program, id);
   };
   // Ops id and id + 1 of one actor: a send and a receive with one peer, a
   // blocking receive not first. Returns the send, or -1.

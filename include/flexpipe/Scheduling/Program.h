@@ -266,7 +266,10 @@ enum class ChannelRule : uint8_t {
 /// Op ids: the ops of actor a are [actorBegin[a], actorBegin[a + 1]), in
 /// program order.
 struct ProgramGraph {
+  /// Ops are numbered actor by actor: actor a's op i is actorBegin[a] + i.
   std::vector<int32_t> actorBegin;
+  /// Per op: its actor.
+  std::vector<int32_t> actorOf;
   /// Per op: the send a blocking receive, or the wait of an asynchronous
   /// one, takes its message from; -1 for other ops.
   std::vector<int32_t> dependsOn;
@@ -285,6 +288,10 @@ struct ProgramGraph {
   std::vector<int32_t> takenBy;
 
   int32_t numOps() const { return actorBegin.empty() ? 0 : actorBegin.back(); }
+  /// Op `id` of `program` (the program the graph was built from).
+  const ProgOp &op(const Program &program, int32_t id) const {
+    return program.actors[actorOf[id]][id - actorBegin[actorOf[id]]];
+  }
 };
 
 /// Matches receives to sends (one FIFO channel per `rule`) and collectives
