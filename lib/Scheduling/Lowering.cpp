@@ -817,9 +817,7 @@ Durations flexpipe::sched::profiledDurations(const StagePart &part,
                                              const Profile &profile,
                                              bool analytic) {
   return profile.durationsOr(part.stage,
-                             analytic ? Durations{part.cost[0], part.cost[1],
-                                                  part.cost[2], part.cost[3]}
-                                      : Durations{1, 1, 1, 1});
+                             analytic ? part.cost : Durations{1, 1, 1, 1});
 }
 
 llvm::Error flexpipe::sched::lowerProblem(const BuiltProblem &built,
@@ -878,7 +876,7 @@ llvm::Error flexpipe::sched::lowerProblem(const BuiltProblem &built,
     for (StagePart &part : measured->parts) {
       const Durations d = profiledDurations(part, *options.profile,
                                             options.model && options.cluster);
-      std::copy(d.begin(), d.end(), part.cost);
+      part.cost = d;
     }
   }
   out.schedule = schedule(measured ? *measured : built.problem,

@@ -315,7 +315,7 @@ llvm::Error ProblemBuilder::buildModuleParts(int32_t m) {
       const Durations d =
           stageDurations(shape, *spec.model, *spec.cluster,
                          std::max<size_t>(1, sharedActors[local].size()));
-      std::copy(d.begin(), d.end(), part.cost);
+      part.cost = d;
     }
     std::vector<int64_t> actors = sharedActors[local];
     if (actors.empty())
@@ -373,7 +373,7 @@ llvm::Error ProblemBuilder::buildVocabParts(int32_t m) {
         const StageShape shape{model, 0, !head, head};
         const Durations durations =
             stageDurations(shape, *spec.model, *spec.cluster, share);
-        std::copy(durations.begin(), durations.end(), part.cost);
+        part.cost = durations;
         if (head)
           sync.duration = vocabStatsTime(*spec.cluster, group, *model,
                                          spec.model->microBatchSize);

@@ -361,6 +361,11 @@ private:
   bool passesChecks(int32_t actor, CompKind kind, int32_t part) {
     return p.checks.empty() || vetoingCheck(actor, kind, part) < 0;
   }
+  /// The index of (actor, registered instruction `r`) in the per-actor
+  /// tables (regReady, regLeft).
+  size_t regSlot(int32_t actor, int32_t r) const {
+    return static_cast<size_t>(actor) * p.registered.size() + r;
+  }
   /// Whether `actor` may start the next item of `kind` of `part` now: one is
   /// ready, the in-flight limits admit it and the checks accept it.
   bool takeable(int32_t actor, CompKind kind, int32_t part) {
@@ -783,19 +788,17 @@ void Engine::initRegistered() {
   regUnitLeft.assign(regReady.size(), 0);
   for (int32_t r = 0; r < numRegs; ++r)
     for (int32_t actor : p.registered[r].actors)
-      regLeft[static_cast<size_t>(actor) * numRegs + r] = reg[r].instances;
+      regLeft[regSlot(actor, r)] = reg[r].instances;
 }
 
 /// Instance `node - numItems` has every source done: queue it on its members
 /// and let the next instance follow.
 void Engine::instanceReady(int32_t node) {
-  const int32_t numRegs = static_cast<int32_t>(p.registered.size());
   const int32_t r = regOf(node - numItems);
   const int32_t end = numItems + reg[r].base + reg[r].instances;
   for (;;) {
     for (int32_t actor : p.registered[r].actors) {
-      regReady[static_cast<size_t>(actor) * numRegs + r].push_back(node -
-                                                                   numItems);
+      regReady[regSlot(actor, r)].push_back(node - numItems);
       regWithReady[actor].insert(r);
       core.touch(actor);
     }
@@ -808,9 +811,8 @@ void Engine::instanceReady(int32_t node) {
 /// registration order) with an instance ready and, at the start of a
 /// scheduling unit, `unit` of them (or all that are left).
 int32_t Engine::pickRegistered(int32_t actor) const {
-  const size_t numRegs = p.registered.size();
   for (int32_t r : regWithReady[actor]) {
-    const size_t k = static_cast<size_t>(actor) * numRegs + r;
+    const size_t k = regSlot(actor, r);
     const size_t ready = regReady[k].size() - regHead[k];
     if (regUnitLeft[k] > 0 ||
         static_cast<int64_t>(ready) >=
@@ -822,8 +824,7 @@ int32_t Engine::pickRegistered(int32_t actor) const {
 
 void Engine::runRegistered(int32_t actor, int32_t r, double now) {
   const Registered &ri = p.registered[r];
-  const int32_t numRegs = static_cast<int32_t>(p.registered.size());
-  const size_t k = static_cast<size_t>(actor) * numRegs + r;
+  const size_t k = regSlot(actor, r);
   const int32_t instance = regReady[k][regHead[k]++];
   if (regHead[k] == regReady[k].size())
     regWithReady[actor].erase(r);
@@ -1426,7 +1427,7 @@ void Engine::diagnoseStuck(ScheduleResult &res, double now) {
       left += remainingOnActor[actor * kNumCompKinds + k];
     int64_t regs = 0;
     for (int32_t r = 0; r < numRegs; ++r)
-      regs += regLeft[static_cast<size_t>(actor) * numRegs + r];
+      regs += regLeft[regSlot(actor, r)];
     if (left == 0 && regs == 0)
       continue;
     std::ostringstream os;
@@ -1471,7 +1472,7 @@ void Engine::explainRegistered(int32_t actor, std::ostream &os) const {
     return;
   }
   for (int32_t r = 0; r < numRegs; ++r) {
-    const size_t k = static_cast<size_t>(actor) * numRegs + r;
+    const size_t k = regSlot(actor, r);
     if (regLeft[k] == 0)
       continue;
     const int32_t next = reg[r].base + reg[r].instances - regLeft[k];

@@ -637,8 +637,7 @@ double flexpipe::sched::iterationLowerBound(const Candidate &c,
     durations[part] =
         options.profile
             ? profiledDurations(p.parts[part], *options.profile, true)
-            : Durations{p.parts[part].cost[0], p.parts[part].cost[1],
-                        p.parts[part].cost[2], p.parts[part].cost[3]};
+            : p.parts[part].cost;
   auto duration = [&](int32_t part, CompKind kind) {
     return durations[part][static_cast<int>(kind)];
   };

@@ -20,6 +20,7 @@
 #ifndef FLEXPIPE_SCHEDULING_SCHEDULER_H
 #define FLEXPIPE_SCHEDULING_SCHEDULER_H
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -81,8 +82,8 @@ struct StagePart {
   /// Micro-batches [mbBegin, mbEnd) flow through this part (bidirectional
   /// pipelines split the micro-batches between their two directions).
   int32_t mbBegin = 0, mbEnd = 0;
-  /// Durations per CompKind for the cost time model.
-  double cost[kNumCompKinds] = {1, 2, 1, 1};
+  /// Durations per CompKind for the cost time model (a Durations).
+  std::array<double, kNumCompKinds> cost = {1, 2, 1, 1};
   /// In-flight limit of this stage (forwards not yet released).
   int64_t inflightLimit = kNoLimit;
   /// Whether this part's forwards count against the actor's and the global
