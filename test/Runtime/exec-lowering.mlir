@@ -39,8 +39,9 @@
 // BUILD-NEXT: # script, which passes its arguments (--iterations N, --lr X, ...) on to every
 // BUILD-NEXT: # rank.
 // BUILD-NEXT: set -e
-// BUILD-NEXT: # (Not through CDPATH, and a directory named -x is no option.)
-// BUILD-NEXT: CDPATH= cd -P -- "$(dirname -- "$0")"
+// BUILD-NEXT: # (Not through CDPATH, and a directory named -x is no option; started through
+// BUILD-NEXT: # a symbolic link, the directory is the link's target's.)
+// BUILD-NEXT: CDPATH= cd -P -- "$(dirname -- "$(readlink -f -- "$0")")"
 // BUILD-NEXT: {{.*}} -std=c++17 -O2 -I{{.*}}runtime/include{{.*}} -I{{.*}}test/Runtime/Inputs -c ProbeOps.cpp -o ProbeOps.o
 // BUILD-NEXT: {{.*}} -std=c++17 -O2 -I{{.*}}runtime/include{{.*}} reference.cpp ProbeOps.o -o reference {{.*}}libFlexPipeRuntime.a -lopenblas
 // BUILD-NEXT: {{.*}} -std=c++17 -O2 -I{{.*}}runtime/include{{.*}} rank0.cpp ProbeOps.o -o rank0 {{.*}}libflexpipe_rt_cpu.a {{.*}}libFlexPipeRuntime.a -lopenblas

@@ -22,6 +22,7 @@ def fnv1a(data):
 def main():
     path = sys.argv[1]
     data = bytearray(open(path, "rb").read())
+    (version,) = struct.unpack_from("<I", data, 8)
     at = 8 + 4 + 8 + 8  # magic, version, run, schedule hash
 
     def string(at):
@@ -30,6 +31,8 @@ def main():
 
     at = string(string(at))  # schedule name, model
     at += 4 * 4 + 8 + 4  # actors, dp, ranks, rank; iterations; lr
+    if version >= 3:
+        at = string(at)  # precision
     (losses,) = struct.unpack_from("<Q", data, at)
     at += 8 + 8 * losses + 8  # losses, Adam's step
     (parameters,) = struct.unpack_from("<Q", data, at)
