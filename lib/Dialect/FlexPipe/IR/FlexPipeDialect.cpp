@@ -78,6 +78,11 @@ ModelConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 //===----------------------------------------------------------------------===//
 
 namespace {
+/// The symbols a count may use, by position: pp (actors), s (stages), m
+/// (micro-batches), round (micro-batches per round).
+constexpr const char *kCountSymbolNames[] = {"pp", "s", "m", "round"};
+static_assert(std::size(kCountSymbolNames) == kCountSymbols);
+
 /// Recursive descent over the count grammar:
 ///   sum    := term (('+' | '-') term)*
 ///   term   := factor (('*' | 'floordiv' | 'ceildiv' | 'mod') factor)*
@@ -110,34 +115,21 @@ private:
     if (failed(lhs))
       return failure();
     for (;;) {
-      enum { Mul, FloorDiv, CeilDiv, Mod } op;
+      AffineExpr (*apply)(AffineExpr, AffineExpr);
       if (succeeded(parser.parseOptionalStar()))
-        op = Mul;
+        apply = [](AffineExpr a, AffineExpr b) { return a * b; };
       else if (succeeded(parser.parseOptionalKeyword("floordiv")))
-        op = FloorDiv;
+        apply = [](AffineExpr a, AffineExpr b) { return a.floorDiv(b); };
       else if (succeeded(parser.parseOptionalKeyword("ceildiv")))
-        op = CeilDiv;
+        apply = [](AffineExpr a, AffineExpr b) { return a.ceilDiv(b); };
       else if (succeeded(parser.parseOptionalKeyword("mod")))
-        op = Mod;
+        apply = [](AffineExpr a, AffineExpr b) { return a % b; };
       else
         return lhs;
       FailureOr<AffineExpr> rhs = factor();
       if (failed(rhs))
         return failure();
-      switch (op) {
-      case Mul:
-        lhs = *lhs * *rhs;
-        break;
-      case FloorDiv:
-        lhs = lhs->floorDiv(*rhs);
-        break;
-      case CeilDiv:
-        lhs = lhs->ceilDiv(*rhs);
-        break;
-      case Mod:
-        lhs = *lhs % *rhs;
-        break;
-      }
+      lhs = apply(*lhs, *rhs);
     }
   }
 
@@ -175,14 +167,9 @@ private:
       if (!budget.take(std::nullopt))
         return parser.emitError(loc)
                << AffineLiteralBudget::exceeded(name, "count");
-      if (name == "pp")
-        return getAffineSymbolExpr(0, ctx);
-      if (name == "s")
-        return getAffineSymbolExpr(1, ctx);
-      if (name == "m")
-        return getAffineSymbolExpr(2, ctx);
-      if (name == "round")
-        return getAffineSymbolExpr(3, ctx);
+      for (auto [position, symbol] : llvm::enumerate(kCountSymbolNames))
+        if (name == symbol)
+          return getAffineSymbolExpr(position, ctx);
       return parser.emitError(loc)
              << "unknown symbol '" << name
              << "' in a count; a count may use pp (actors), s (stages), m "
@@ -200,7 +187,6 @@ private:
 /// Prints `expr` over the count symbols; `parenthesize` wraps sums and
 /// products that appear as operands of a tighter operator.
 void printCount(llvm::raw_ostream &os, AffineExpr expr, bool parenthesize) {
-  static const char *const symbols[] = {"pp", "s", "m", "round"};
   if (auto constant = dyn_cast<AffineConstantExpr>(expr)) {
     if (parenthesize && constant.getValue() < 0)
       os << '(' << constant.getValue() << ')';
@@ -209,7 +195,9 @@ void printCount(llvm::raw_ostream &os, AffineExpr expr, bool parenthesize) {
     return;
   }
   if (auto symbol = dyn_cast<AffineSymbolExpr>(expr)) {
-    os << (symbol.getPosition() < 4 ? symbols[symbol.getPosition()] : "?");
+    os << (symbol.getPosition() < kCountSymbols
+               ? kCountSymbolNames[symbol.getPosition()]
+               : "?");
     return;
   }
   auto binary = cast<AffineBinaryOpExpr>(expr);

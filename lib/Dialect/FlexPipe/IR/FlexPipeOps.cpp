@@ -622,17 +622,12 @@ static void printOwnAttrDictWithKeyword(OpAsmPrinter &printer, Operation *op,
 /// `[a -> b, c -> d, ...]`, stored flat as [a, b, c, d].
 static ParseResult parseEdges(OpAsmParser &parser, DenseI64ArrayAttr &edges) {
   SmallVector<int64_t> flat;
-  if (parser.parseLSquare())
+  if (parser.parseCommaSeparatedList(OpAsmParser::Delimiter::Square, [&] {
+        return failure(parsePlainInteger(parser, flat.emplace_back()) ||
+                       parser.parseArrow() ||
+                       parsePlainInteger(parser, flat.emplace_back()));
+      }))
     return failure();
-  if (failed(parser.parseOptionalRSquare())) {
-    if (parser.parseCommaSeparatedList([&] {
-          return failure(parsePlainInteger(parser, flat.emplace_back()) ||
-                         parser.parseArrow() ||
-                         parsePlainInteger(parser, flat.emplace_back()));
-        }) ||
-        parser.parseRSquare())
-      return failure();
-  }
   edges = parser.getBuilder().getDenseI64ArrayAttr(flat);
   return success();
 }
@@ -764,6 +759,25 @@ static LogicalResult verifyAtMost(Operation *op, const char *what,
                            << "; FlexPipe handles at most " << max;
 }
 
+/// A count an op holds: what one and many are called, its value and the
+/// most FlexPipe handles.
+struct CountLimit {
+  const char *one, *many;
+  int64_t value, max;
+};
+
+/// Every count is at least one, then each is at most its max.
+static LogicalResult verifyCounts(Operation *op, ArrayRef<CountLimit> counts) {
+  for (const CountLimit &c : counts)
+    if (c.value < 1)
+      return op->emitOpError()
+             << "needs at least one " << c.one << ", got " << c.value;
+  for (const CountLimit &c : counts)
+    if (failed(verifyAtMost(op, c.many, c.value, c.max)))
+      return failure();
+  return success();
+}
+
 /// A resolved stage reference: the symbol and the normalized module-local
 /// index (-1 for a registered stage).
 using StageKey = std::pair<StringAttr, int64_t>;
@@ -832,16 +846,10 @@ static LogicalResult verifyToken(Operation *op, Value token) {
 //===----------------------------------------------------------------------===//
 
 LogicalResult PipelineOp::verify() {
-  if (asSigned(getActors()) < 1)
-    return emitOpError() << "needs at least one actor, got "
-                         << asSigned(getActors());
-  if (asSigned(getMicrobatches()) < 1)
-    return emitOpError() << "needs at least one micro-batch, got "
-                         << asSigned(getMicrobatches());
-  return failure(failed(verifyAtMost(*this, "actors", asSigned(getActors()),
-                                     kMaxActors)) ||
-                 failed(verifyAtMost(*this, "micro-batches",
-                                     asSigned(getMicrobatches()), kMaxCount)));
+  return verifyCounts(*this,
+                      {{"actor", "actors", asSigned(getActors()), kMaxActors},
+                       {"micro-batch", "micro-batches",
+                        asSigned(getMicrobatches()), kMaxCount}});
 }
 
 int64_t PipelineOp::getNumStages() {
@@ -1104,9 +1112,7 @@ SmallVector<int64_t> ModalityOp::getLayersPerStage(int64_t stagesPerDirection) {
 LogicalResult ModalityOp::verify() {
   auto pipeline = (*this)->getParentOfType<PipelineOp>();
   const int64_t layers = asSigned(getLayers());
-  if (layers < 1)
-    return emitOpError() << "needs at least one layer, got " << layers;
-  if (failed(verifyAtMost(*this, "layers", layers, kMaxCount)) ||
+  if (failed(verifyCounts(*this, {{"layer", "layers", layers, kMaxCount}})) ||
       (getChunks() && failed(verifyAtMost(*this, "chunks",
                                           asSigned(*getChunks()), kMaxChunks))))
     return failure();
@@ -1570,18 +1576,11 @@ SmallVector<std::pair<int64_t, int64_t>> ScheduleOp::getEdgeList() {
 
 LogicalResult ScheduleOp::verify() {
   const int64_t numStages = asSigned(getStages());
-  for (auto [name, value] :
-       {std::pair<const char *, int64_t>{"actor", asSigned(getActors())},
-        {"stage", numStages},
-        {"micro-batch", asSigned(getMicrobatches())}})
-    if (value < 1)
-      return emitOpError() << "needs at least one " << name << ", got "
-                           << value;
-  if (failed(
-          verifyAtMost(*this, "actors", asSigned(getActors()), kMaxActors)) ||
-      failed(verifyAtMost(*this, "stages", numStages, kMaxCount)) ||
-      failed(verifyAtMost(*this, "micro-batches", asSigned(getMicrobatches()),
-                          kMaxCount)))
+  if (failed(verifyCounts(
+          *this, {{"actor", "actors", asSigned(getActors()), kMaxActors},
+                  {"stage", "stages", numStages, kMaxCount},
+                  {"micro-batch", "micro-batches", asSigned(getMicrobatches()),
+                   kMaxCount}})))
     return failure();
   if (std::optional<ArrayRef<int64_t>> flat = getEdges()) {
     if (flat->size() % 2 != 0)
