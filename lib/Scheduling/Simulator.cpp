@@ -421,7 +421,6 @@ double SimResult::bubbleRatio() const {
 
 llvm::Error Simulator::prepare(const Program &program) {
   numActors = program.numActors;
-  numStages = program.numStages;
   if (std::optional<VerifyFailure> failure =
           buildGraph(program, ChannelRule::PerStage, graph))
     return llvm::createStringError(failure->message +
@@ -431,8 +430,8 @@ llvm::Error Simulator::prepare(const Program &program) {
   ops.reserve(graph.numOps());
   for (int32_t a = 0; a < numActors; ++a)
     for (const ProgOp &p : program.actors[a])
-      ops.push_back({p.kind, a, p.stage, p.mb, p.peer,
-                     p.token >= 0 && isCollective(p.kind)});
+      ops.push_back(
+          {p.kind, a, p.stage, p.peer, p.token >= 0 && isCollective(p.kind)});
   return llvm::Error::success();
 }
 
@@ -1011,14 +1010,14 @@ jobCluster(const Program &program, const CostInputs &inputs, int64_t dp) {
 llvm::Error flexpipe::sched::programCosts(const Program &program,
                                           const CostInputs &inputs, int64_t dp,
                                           TimeModel withoutFiles,
-                                          SimCosts &costs, int64_t replica) {
+                                          SimCosts &costs) {
   llvm::Expected<std::optional<ClusterConfig>> cluster =
       jobCluster(program, inputs, dp);
   if (!cluster)
     return cluster.takeError();
   return programCosts(program, inputs.model ? &*inputs.model : nullptr,
                       *cluster ? &**cluster : nullptr, inputs.profileOrNull(),
-                      dp, withoutFiles, costs, replica);
+                      dp, withoutFiles, costs, /*replica=*/0);
 }
 
 llvm::Error flexpipe::sched::programCosts(const Program &program,

@@ -47,11 +47,10 @@ void linearForward(const Tensor &x, const Parameter &w, const Parameter &b,
   gemm(false, false, t, out, in, x.data(), w.value.data(), 1.0f, y.data());
 }
 
-/// dx[t x in] (+)= dy[t x out] W^T.
+/// dx[t x in] = dy[t x out] W^T.
 void linearInputGrad(const Tensor &dy, const Parameter &w, int64_t t,
-                     int64_t in, int64_t out, Tensor &dx, bool accumulate) {
-  if (!accumulate)
-    dx.assign(t * in, 0.0f);
+                     int64_t in, int64_t out, Tensor &dx) {
+  dx.assign(t * in, 0.0f);
   gemm(false, true, t, in, out, dy.data(), w.value.data(), 1.0f, dx.data());
 }
 
@@ -201,19 +200,19 @@ public:
     // MLP branch; the residual carries dy to x2.
     s.dm = dy;
     Tensor df;
-    linearInputGrad(s.dm, w2, t, 4 * h, h, df, false);
+    linearInputGrad(s.dm, w2, t, 4 * h, h, df);
     s.dpre.resize(df.size());
     kernels::geluInputGrad(s.pre.data(), df.data(), s.dpre.data(),
                            static_cast<int64_t>(df.size()));
-    linearInputGrad(s.dpre, w1, t, h, 4 * h, s.dh2, false);
+    linearInputGrad(s.dpre, w1, t, h, 4 * h, s.dh2);
     Tensor dx2 = dy;
     layerNormInputGrad(s.x2, s.dh2, ln2g, s.mean2, s.rstd2, t, h, dx2);
     // Attention branch; the residual carries dx2 to x.
     s.dout = dx2;
     Tensor da;
-    linearInputGrad(s.dout, wo, t, h, h, da, false);
+    linearInputGrad(s.dout, wo, t, h, h, da);
     attentionInputGrad(s, da);
-    linearInputGrad(s.dqkv, wqkv, t, h, 3 * h, s.dh1, false);
+    linearInputGrad(s.dqkv, wqkv, t, h, 3 * h, s.dh1);
     dx = dx2;
     layerNormInputGrad(s.x, s.dh1, ln1g, s.mean1, s.rstd1, t, h, dx);
     // What only the input gradient reads goes now (as on the CUDA backend):
@@ -334,7 +333,7 @@ private:
 class Head final : public Layer {
 public:
   explicit Head(const GptConfig &c)
-      : config(c), norm(c), head(c, vocabSlice(c.vocab, 0, 1)) {}
+      : norm(c), head(c, vocabSlice(c.vocab, 0, 1)) {}
   /// `out` is the input: the stage's output that runtime operations see.
   float forward(int64_t mb, const Batch &batch, const Tensor &in,
                 Tensor &out) override {
@@ -363,7 +362,6 @@ public:
   }
 
 private:
-  GptConfig config;
   FinalNorm norm;
   VocabHead head;
 };

@@ -72,8 +72,7 @@ bool hasOutput(const ScheduleDesc::Stage &stage) {
 /// boundaries in `cuts`.
 class Segmented {
 public:
-  Segmented(const GptConfig &config, const std::set<int64_t> &cuts)
-      : config(config) {
+  Segmented(const GptConfig &config, const std::set<int64_t> &cuts) {
     const int64_t layers = config.layers;
     int64_t from = -1; // -1: the start, before the embedding
     auto segment = [&](int64_t to, bool end) {
@@ -136,7 +135,6 @@ public:
   }
 
 private:
-  GptConfig config;
   std::vector<Stage> segments;
   std::vector<int64_t> boundaries; // after each segment
 };

@@ -268,15 +268,13 @@ struct CostInputs;
 
 /// The costs of `program` run with `dp` data-parallel replicas: the model's
 /// with a model and cluster (the profile's durations over them where it has
-/// entries; replica `replica`'s devices, replicaDevices), the profile's
-/// alone, or
+/// entries; replica 0's devices, replicaDevices), the profile's alone, or
 /// without files one step per instruction (`TimeModel::Step`, unitCosts) or
 /// 1, 2, 1, 1 per layer (`TimeModel::Cost`, layerCosts). The one place that
 /// chooses. A profile that names stages or actors `program` does not have
 /// (measured on another job) is an error here (checkProfileFits).
 llvm::Error programCosts(const Program &program, const CostInputs &inputs,
-                         int64_t dp, TimeModel withoutFiles, SimCosts &costs,
-                         int64_t replica = 0);
+                         int64_t dp, TimeModel withoutFiles, SimCosts &costs);
 /// A profile names the stages and actors of the job it was measured on: an
 /// error when it names others than `job` has (or more optimizer steps than
 /// actors), or where the profile records what it measured (the runtime
@@ -352,7 +350,7 @@ public:
 private:
   struct Op {
     OpKind kind;
-    int32_t actor, stage, mb, peer;
+    int32_t actor, stage, peer;
     /// A collective posted asynchronously (it takes no time; its wait ends
     /// when the instance completes).
     bool asyncPost = false;
@@ -383,7 +381,7 @@ private:
   double collectiveTime(const SimCosts &costs, const Op &op) const;
   double waitEnd(const SimCosts &costs, int32_t id, double s,
                  const std::vector<double> &start, int32_t &why) const;
-  int32_t numActors = 0, numStages = 0;
+  int32_t numActors = 0;
   std::vector<Op> ops;
   /// Receives matched to sends, collective instances and a run order: the
   /// verifier's replay (Program.h), which this simulator only times.

@@ -87,7 +87,7 @@ void flexpipe::rt::cuda::checkLaunch(const char *kernel, const char *file,
 }
 
 CudaContext::CudaContext(int device, double timeout, MathMode math)
-    : deviceIndex(device), timeoutSeconds(timeout), mathMode(math) {
+    : timeoutSeconds(timeout), mathMode(math) {
   CUDACHECK(cudaSetDevice(device));
   // Stream-ordered allocation (cudaMallocAsync) lets arrays be freed while
   // transfers are in flight without a device-wide synchronisation.

@@ -51,10 +51,6 @@
 #include <utility>
 #include <vector>
 
-namespace flexpipe::rt {
-class Watchdog;
-} // namespace flexpipe::rt
-
 namespace flexpipe::rt::cuda {
 
 /// Stops the rank: prints "flexpipe: rank R: MESSAGE" and runs the fatal
@@ -111,7 +107,6 @@ public:
   CudaContext(const CudaContext &) = delete;
   CudaContext &operator=(const CudaContext &) = delete;
 
-  int device() const { return deviceIndex; }
   cudaStream_t stream() const { return computeStream; }
   cublasHandle_t blas() const { return handle; }
   /// The cuBLASLt handle (products with epilogues) and the workspace it
@@ -157,8 +152,6 @@ public:
   void setDescribePending(std::function<std::string()> describe) {
     describePending = std::move(describe);
   }
-  /// The watchdog times host calls that may block (Bootstrap.h).
-  void setWatchdog(Watchdog *w) { watchdog = w; }
 
   /// After each allocation from the pool: when the pool has grown beyond
   /// its largest size so far, samples the GPU's memory in use.
@@ -169,7 +162,6 @@ public:
   std::vector<std::pair<std::string, double>> measuredMemory();
 
 private:
-  int deviceIndex;
   double timeoutSeconds;
   MathMode mathMode;
   cudaStream_t computeStream = nullptr;
@@ -180,7 +172,6 @@ private:
   void *workspace = nullptr;
   cudaEvent_t syncEvent = nullptr;
   std::function<std::string()> describePending;
-  Watchdog *watchdog = nullptr;
   cudaMemPool_t pool = nullptr;
   uint64_t largestReserved = 0; ///< the pool's reserved bytes, largest seen
   size_t inUseAtPeak = 0;       ///< cudaMemGetInfo's used bytes then

@@ -110,7 +110,6 @@ public:
     watchdog = std::make_unique<Watchdog>(
         [this] { return check(); },
         [this](const std::string &failure) { stopFromWatchdog(failure); });
-    this->context->setWatchdog(watchdog.get());
     this->context->setDescribePending([this] { return describePending(); });
     this->context->setProgress([this] { return completedTransfers(); });
     {
@@ -130,7 +129,6 @@ public:
     setFatalHandler({});
     context->setDescribePending({});
     context->setProgress({});
-    context->setWatchdog(nullptr);
   }
 
   int rank() const override { return me; }
@@ -253,7 +251,7 @@ private:
   /// A posted transfer.
   struct Transfer {
     cudaEvent_t done;
-    int peer, tag;
+    int peer;
     bool send;
     bool counted = false; ///< seen complete by completedTransfers
   };
@@ -458,7 +456,7 @@ int64_t NcclComm::post(bool send, void *data, size_t bytes, int peer, int tag) {
                          link.stream));
     NCCLCHECK(ncclGroupEnd());
   }
-  const Transfer transfer{takeEvent(), peer, tag, send};
+  const Transfer transfer{takeEvent(), peer, send};
   handles.push_back(transfer);
   if (grouping) {
     // NCCL enqueues the group's operations at its ncclGroupEnd: their
@@ -665,7 +663,6 @@ void NcclComm::finalize() {
   scratch.reset();
   context->setDescribePending({});
   context->setProgress({});
-  context->setWatchdog(nullptr);
   watchdog.reset();
   setFatalHandler({});
 #if FLEXPIPE_ENABLE_MPI

@@ -364,8 +364,7 @@ FailureOr<sched::PipelineSpec> flexpipe::readPipelineSpec(PipelineOp pipeline) {
   return SpecReader(pipeline).read();
 }
 
-void flexpipe::emitSpecError(PipelineOp pipeline, llvm::Error error,
-                             StringRef prefix) {
+void flexpipe::emitSpecError(PipelineOp pipeline, llvm::Error error) {
   Operation *at = pipeline;
   Region &body = pipeline.getBody();
   auto nth = [](auto ops, int32_t index) -> Operation * {
@@ -388,11 +387,9 @@ void flexpipe::emitSpecError(PipelineOp pipeline, llvm::Error error,
         else if (e.site == Site::Optimize)
           for (OptimizeOp optimize : body.getOps<OptimizeOp>())
             op = optimize; // the last one is the request
-        (op ? op : at)->emitOpError() << prefix << e.what;
+        (op ? op : at)->emitOpError() << e.what;
       },
-      [&](const llvm::ErrorInfoBase &e) {
-        at->emitOpError() << prefix << e.message();
-      });
+      [&](const llvm::ErrorInfoBase &e) { at->emitOpError() << e.message(); });
 }
 
 ScheduleProgram flexpipe::readSchedule(ScheduleOp schedule) {

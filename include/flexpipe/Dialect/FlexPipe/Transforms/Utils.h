@@ -39,9 +39,8 @@ mlir::FailureOr<sched::PipelineSpec> readPipelineSpec(PipelineOp pipeline);
 /// Emits `error`, a failure of the library on `pipeline`'s spec, as an
 /// error at the statement it is about (sched::StatementError: a module, a
 /// registered instruction, a dependency, the optimize request) or else at
-/// the pipeline, prefixed by `prefix`.
-void emitSpecError(PipelineOp pipeline, llvm::Error error,
-                   llvm::StringRef prefix = "");
+/// the pipeline.
+void emitSpecError(PipelineOp pipeline, llvm::Error error);
 
 /// A schedule as flat programs, with the op each entry was read from.
 struct ScheduleProgram {
