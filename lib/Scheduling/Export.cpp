@@ -38,23 +38,6 @@ Timeline flexpipe::sched::unitTimeline(const Program &program) {
   return t;
 }
 
-int64_t flexpipe::sched::peakInflight(const Program &program) {
-  int64_t peak = 0;
-  for (const auto &ops : program.actors) {
-    bool split = std::any_of(ops.begin(), ops.end(), [](const ProgOp &op) {
-      return op.kind == OpKind::Wgrad;
-    });
-    int64_t held = 0;
-    for (const ProgOp &op : ops) {
-      if (op.kind == OpKind::Fwd)
-        peak = std::max(peak, ++held);
-      else if (op.kind == (split ? OpKind::Wgrad : OpKind::Bwd))
-        --held;
-    }
-  }
-  return peak;
-}
-
 std::string flexpipe::sched::formatTextGrid(const Program &p,
                                             const Timeline &t) {
   const int64_t steps = static_cast<int64_t>(std::ceil(t.makespan));

@@ -1620,14 +1620,6 @@ void flexpipe::sched::HappensBefore::lastOf(int32_t actor,
       last[op] = last[node[op]];
 }
 
-std::vector<int32_t> flexpipe::sched::lastOpBefore(const Program &program,
-                                                   const ProgramGraph &graph,
-                                                   int32_t actor) {
-  std::vector<int32_t> last;
-  HappensBefore(program, graph).lastOf(actor, last);
-  return last;
-}
-
 std::optional<VerifyFailure> flexpipe::sched::buildGraph(const Program &program,
                                                          ChannelRule rule,
                                                          ProgramGraph &graph,

@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "../unit/FormatProfile.h"
 #include "FuzzTarget.h"
 
 #include "flexpipe/Scheduling/CostModelYAML.h"

@@ -178,6 +178,14 @@ int32_t id(const ProgramGraph &graph, int32_t actor, int32_t index) {
 
 } // namespace
 
+/// HappensBefore(program, graph).lastOf(actor): one actor's table.
+static std::vector<int32_t>
+lastOpBefore(const Program &program, const ProgramGraph &graph, int32_t actor) {
+  std::vector<int32_t> last;
+  HappensBefore(program, graph).lastOf(actor, last);
+  return last;
+}
+
 TEST_CASE("lastOpBefore follows messages and collectives, not timing",
           "[lowering]") {
   // Stages 0 -> 1 on actors 0 and 1; stage 2 alone on actor 2.

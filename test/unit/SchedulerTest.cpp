@@ -817,6 +817,25 @@ struct Figures {
 
 /// Makespan with free communication and per-rank costs F = 1, B = 2 (a rank
 /// holding v stages spends 1/v of that on each), and peak in-flight.
+/// The largest number of forwards not yet released by their backward (bwd,
+/// or wgrad after a split) that any actor holds at once: peak activation
+/// memory in stage-micro-batch units.
+int64_t peakInflight(const Program &program) {
+  int64_t peak = 0;
+  for (const auto &ops : program.actors) {
+    const bool split = llvm::any_of(
+        ops, [](const ProgOp &op) { return op.kind == OpKind::Wgrad; });
+    int64_t held = 0;
+    for (const ProgOp &op : ops) {
+      if (op.kind == OpKind::Fwd)
+        peak = std::max(peak, ++held);
+      else if (op.kind == (split ? OpKind::Wgrad : OpKind::Bwd))
+        --held;
+    }
+  }
+  return peak;
+}
+
 Figures figures(Program program) {
   const double v =
       static_cast<double>(program.numStages) / program.numActors;

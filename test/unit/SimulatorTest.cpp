@@ -12,6 +12,7 @@
 #include "flexpipe/Scheduling/CostModelYAML.h"
 #include "flexpipe/Scheduling/PipelineSpec.h"
 
+#include "FormatProfile.h"
 #include "TestSpecs.h"
 
 #include <catch2/catch.hpp>

@@ -81,8 +81,6 @@ llvm::Error loadCostInputs(const std::string &modelPath,
                            const std::string &clusterPath,
                            const std::string &profilePath, CostInputs &inputs);
 
-/// Writes a profile in the format loadProfile reads.
-std::string formatProfile(const Profile &profile);
 /// A model file of `model`'s first module at micro-batch size `mbs` and
 /// global batch `globalBatch`, which loadModel reads back (flexpipe-tune's
 /// candidates, flexpipe-profile's calibration jobs).

@@ -30,11 +30,6 @@ struct Timeline {
 /// program that does not terminate.
 Timeline unitTimeline(const Program &program);
 
-/// The largest number of forwards not yet released by their backward (bwd,
-/// or wgrad after a split) that any actor holds at once: peak activation
-/// memory in stage-micro-batch units.
-int64_t peakInflight(const Program &program);
-
 /// `<stage><F|B|I|W|SEND_F|RECV_F|SEND_B|RECV_B><micro-batch>`: a cell of
 /// the text grid, an action of PyTorch's CSV (sends name the sender's stage,
 /// receives the receiver's) and a name in timelines; a registered

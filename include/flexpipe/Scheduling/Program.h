@@ -333,10 +333,6 @@ private:
   std::vector<int32_t> successorBegin, successors;
 };
 
-/// HappensBefore(program, graph).lastOf(actor): one actor's table.
-std::vector<int32_t> lastOpBefore(const Program &program,
-                                  const ProgramGraph &graph, int32_t actor);
-
 /// Two transfers that an actor posts one right after the other, ops `first`
 /// and `first + 1` of `actor`: a send to a peer and a receive from the same
 /// peer (a blocking receive only second: it waits where it stands).
