@@ -58,7 +58,8 @@
 # only a GPU shows (speed, NCCL's own transports, memory races within a
 # kernel). test/Runtime/cuda-executor-emulation.test runs it.
 # Environment: BUILD_DIR (default build), JOBS, FLEXPIPE_TIMEOUT (default 120
-# s per rank wait), GPU_TEST_DIR (default $BUILD_DIR/gpu-test).
+# s per rank wait), GPU_TEST_DIR (default $BUILD_DIR/gpu-test; replaced
+# when it is an earlier run's, refused when it holds other files).
 #
 # Without the compiler (a GPU machine with nvcc and NCCL but no LLVM/MLIR, no
 # apt, no MPI): scripts/gpu-bundle.sh packs rank sources, runtime libraries
