@@ -11,6 +11,7 @@
 # PyTorch: $FLEXPIPE_TORCH_VENV (default ~/.cache/flexpipe/torch-venv, as
 # scripts/test-torch.sh makes it); skipped when absent.
 set -euo pipefail
+unset CDPATH # (else `cd` prints where it went, doubling ROOT)
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${1:-$ROOT/build}"
 ITERATIONS="${2:-6}"

@@ -4,6 +4,7 @@
 # Trains the tiny GPT with 1F1B on 2 CPU ranks. Prints figures; never fails
 # on timing. Usage: bench/runtime-overhead.sh [BUILD_DIR] [ITERATIONS]
 set -euo pipefail
+unset CDPATH # (else `cd` prints where it went, doubling ROOT)
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${1:-$ROOT/build}"
 ITERATIONS="${2:-30}"
