@@ -11,9 +11,16 @@
 # PyTorch: $FLEXPIPE_TORCH_VENV (default ~/.cache/flexpipe/torch-venv, as
 # scripts/test-torch.sh makes it); skipped when absent.
 set -euo pipefail
+case "${1:-}" in
+  -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+esac
 unset CDPATH # (else `cd` prints where it went, doubling ROOT)
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${1:-$ROOT/build}"
+[ -x "$BUILD/bin/flexpipe-compile" ] || {
+  echo "$0: $BUILD has no bin/flexpipe-compile: give a built build directory" >&2
+  exit 1
+}
 ITERATIONS="${2:-6}"
 RUNS="${3:-3}"
 PYTHON="${FLEXPIPE_TORCH_VENV:-$HOME/.cache/flexpipe/torch-venv}/bin/python"
@@ -25,7 +32,7 @@ have_torch=0
 median() { tr ' ' '\n' | sed '/^$/d' | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 field() { sed -n "s/^  *$1: *\([0-9]*\).*/\1/p" "$2" | head -n 1; }
 
-rm -rf "$WORK"
+rm -rf -- "$WORK"
 mkdir -p "$WORK"
 printf '%-9s %5s %12s %10s %14s %9s %12s %8s\n' model ranks "FlexPipe ms" "tokens/s" "GFLOP/s/rank" "of sgemm" "PyTorch ms" "FP/PT"
 for name in tiny gpt-h256; do
