@@ -388,14 +388,10 @@ flexpipe::sched::enumerateCandidates(const ModelConfig &model,
               note(whyNoVocabularySplit(m, pp));
               continue;
             }
-            Candidate c;
-            c.pp = pp;
-            c.dp = dp;
-            c.mbs = mbs;
-            c.microbatches = micro;
+            // 1F1B at these sizes, then this placement and its chunks.
+            Candidate c = oneFOneB(pp, dp, mbs, micro, vp);
             c.placement = placement;
             c.chunks = v;
-            c.vocabParallel = vp;
             const std::vector<StagePriority> orders =
                 stageOrders(placement, pp, vp);
             for (Cttp cttp : cttps)
