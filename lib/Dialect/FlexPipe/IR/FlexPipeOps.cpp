@@ -645,6 +645,12 @@ static void printEdges(OpAsmPrinter &printer, Operation *,
 // Shared verification helpers
 //===----------------------------------------------------------------------===//
 
+/// Actor `id` of `numActors`, a negative one counted from the last (-1 is
+/// the last actor): how per-actor priorities name actors.
+static int64_t resolveActorId(int64_t id, int64_t numActors) {
+  return id < 0 ? id + numActors : id;
+}
+
 /// Checks a list of actor ids: at least `minSize` entries, each in
 /// [0, numActors) (or, `fromEnd`, in [-numActors, -1] counting back from
 /// the last actor), none twice.
@@ -656,7 +662,7 @@ static LogicalResult verifyActorList(Operation *op, StringRef what,
                              << " actors, but lists " << ids.size();
   llvm::SmallDenseSet<int64_t> seen;
   for (int64_t id : ids) {
-    const int64_t actor = fromEnd && id < 0 ? id + numActors : id;
+    const int64_t actor = fromEnd ? resolveActorId(id, numActors) : id;
     if (actor < 0 || actor >= numActors) {
       InFlightDiagnostic diag = op->emitOpError()
                                 << what << " names actor " << id
@@ -1374,7 +1380,7 @@ SmallVector<int64_t> PriorityOp::getResolvedActorIds() {
     const int64_t numActors =
         asSigned((*this)->getParentOfType<PipelineOp>().getActors());
     for (int64_t id : *written)
-      ids.push_back(id < 0 ? id + numActors : id);
+      ids.push_back(resolveActorId(id, numActors));
   }
   return ids;
 }
