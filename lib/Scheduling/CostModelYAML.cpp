@@ -25,10 +25,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <fstream>
 #include <initializer_list>
-#include <iterator>
-#include <limits>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -150,7 +147,6 @@ public:
   /// number in the files (9223372036854775807 devices per node passed).
   int64_t integer(const YAML::Node &node, const char *key, int64_t min,
                   int64_t max = kLargestInteger) const {
-    max = std::min(max, kLargestInteger);
     notQuoted(node, key, "an integer");
     // yaml-cpp reads a leading 0 as octal (YAML 1.1): 010 was 8, 08 no
     // integer at all.
@@ -161,6 +157,12 @@ public:
                             written +
                             "' with a leading 0, which YAML 1.1 reads as "
                             "octal; write the decimal number without it");
+    auto outOfRange = [&](bool below, const std::string &got) {
+      fail(node.Mark(), "key '" + std::string(key) + "' must be " +
+                            (below ? "at least " + std::to_string(min)
+                                   : "at most " + std::to_string(max)) +
+                            ", got " + got);
+    };
     int64_t value;
     try {
       value = node.as<int64_t>();
@@ -168,22 +170,12 @@ public:
       // Digits past int64_t's range are out of range, not no integer.
       if (!digits.empty() && written.size() - digits.size() <= 1 &&
           llvm::all_of(digits, llvm::isDigit))
-        fail(node.Mark(),
-             "key '" + std::string(key) + "' must be " +
-                 (written[0] == '-' ? "at least " + std::to_string(min)
-                                    : "at most " + std::to_string(max)) +
-                 ", got " + written);
+        outOfRange(written[0] == '-', written);
       fail(node.Mark(), "key '" + std::string(key) +
                             "' must be an integer, got '" + written + "'");
     }
-    if (value < min)
-      fail(node.Mark(), "key '" + std::string(key) + "' must be at least " +
-                            std::to_string(min) + ", got " +
-                            std::to_string(value));
-    if (value > max)
-      fail(node.Mark(), "key '" + std::string(key) + "' must be at most " +
-                            std::to_string(max) + ", got " +
-                            std::to_string(value));
+    if (value < min || value > max)
+      outOfRange(value < min, std::to_string(value));
     return value;
   }
 
@@ -232,6 +224,14 @@ public:
       fail(node.Mark(), os.str());
     }
     return value;
+  }
+
+  /// number() of the value of `key` in `map` into `out`, where it is there.
+  template <typename T>
+  void optionalNumber(const YAML::Node &map, const char *key, double min,
+                      T &out) const {
+    if (YAML::Node node = map[key])
+      out = number(node, key, min);
   }
 
   std::string string(const YAML::Node &node, const char *key) const {
@@ -430,11 +430,9 @@ MachineProfile readMeasured(const Reader &r, const YAML::Node &node) {
       r.fail(slice.Mark(), os.str());
     }
   }
-  if (node["handoff_s"])
-    m.handoff = r.number(node["handoff_s"], "handoff_s", 0);
-  if (node["optimizer_s_per_parameter"])
-    m.optimizerPerParameter = r.number(node["optimizer_s_per_parameter"],
-                                       "optimizer_s_per_parameter", 0);
+  r.optionalNumber(node, "handoff_s", 0, m.handoff);
+  r.optionalNumber(node, "optimizer_s_per_parameter", 0,
+                   m.optimizerPerParameter);
   if (YAML::Node allReduce = node["allreduce"])
     m.allReduce = readLink(r, allReduce, "allreduce");
   if (YAML::Node contention = node["contention"])
@@ -448,12 +446,9 @@ MachineProfile readMeasured(const Reader &r, const YAML::Node &node) {
       // Computing beside others is never faster than alone (the profiler
       // writes at least 1; below it, a step could take no time).
       c.slowdown = r.requiredNumber(item, "slowdown", cwhat, 1);
-      if (item["latency_s"])
-        c.latency = r.number(item["latency_s"], "latency_s", 0);
-      if (item["overhead_s"])
-        c.overhead = r.number(item["overhead_s"], "overhead_s", 0);
-      if (item["instruction_s"])
-        c.instruction = r.number(item["instruction_s"], "instruction_s", 0);
+      r.optionalNumber(item, "latency_s", 0, c.latency);
+      r.optionalNumber(item, "overhead_s", 0, c.overhead);
+      r.optionalNumber(item, "instruction_s", 0, c.instruction);
       if (item["hidden"] || item["heads"] || item["seq"]) {
         Profile::ModuleShape shape; // (no vocab: the keys refuse one)
         readShape(r, item, cwhat, /*vocabRequired=*/false, shape);
@@ -723,9 +718,7 @@ llvm::Error flexpipe::sched::loadProfile(const std::string &path,
                "igrad_s exceeds bwd_s, and the weight gradient (bwd_s - "
                "igrad_s when wgrad_s is not given) would take negative time; "
                "give wgrad_s, or an igrad_s within bwd_s");
-      if (node["activation_bytes"])
-        s.activationBytes =
-            r.number(node["activation_bytes"], "activation_bytes", 0);
+      r.optionalNumber(node, "activation_bytes", 0, s.activationBytes);
       if (node["weight_grad_bytes"]) {
         if (!s.activationBytes)
           r.fail(node["weight_grad_bytes"].Mark(),
@@ -763,8 +756,7 @@ llvm::Error flexpipe::sched::loadProfile(const std::string &path,
         m.place = r.place(node.Mark());
         profile.messages.push_back(m);
       });
-    if (YAML::Node d = root["default_message_s"])
-      profile.defaultMessageTime = r.number(d, "default_message_s", 0);
+    r.optionalNumber(root, "default_message_s", 0, profile.defaultMessageTime);
     profile.optimizerStep.clear();
     if (YAML::Node steps = root["optimizer_s"]) {
       if (!steps.IsSequence())
@@ -775,11 +767,9 @@ llvm::Error flexpipe::sched::loadProfile(const std::string &path,
         profile.optimizerStep.push_back(r.number(step, "optimizer_s", 0));
     }
     profile.instructionOverhead.reset();
-    if (YAML::Node o = root["instruction_s"])
-      profile.instructionOverhead = r.number(o, "instruction_s", 0);
+    r.optionalNumber(root, "instruction_s", 0, profile.instructionOverhead);
     profile.execSeconds.reset();
-    if (YAML::Node e = root["exec_s"])
-      profile.execSeconds = r.number(e, "exec_s", 0);
+    r.optionalNumber(root, "exec_s", 0, profile.execSeconds);
   });
 }
 

@@ -44,17 +44,14 @@ int64_t flexpipe::sched::splitBackward(Program &program) {
     std::vector<ProgOp> out;
     out.reserve(ops.size());
     for (const ProgOp &op : ops) {
-      if (op.kind != OpKind::Bwd) {
-        out.push_back(op);
+      out.push_back(op);
+      if (op.kind != OpKind::Bwd)
         continue;
-      }
-      ProgOp input = op, weight = op;
-      input.kind = OpKind::Igrad;
+      out.back().kind = OpKind::Igrad;
+      ProgOp &weight = out.emplace_back(op);
       weight.kind = OpKind::Wgrad;
       weight.source = -1;
       weight.token = -1;
-      out.push_back(input);
-      out.push_back(weight);
       ++split;
     }
     ops = std::move(out);
@@ -259,10 +256,7 @@ llvm::Error Separator::collectItems() {
       Item item{op.kind, a, op.stage, op.mb, i};
       if (gather) {
         item.duration =
-            (op.stage < static_cast<int32_t>(costs.collectiveDuration.size())
-                 ? costs.collectiveDuration[op.stage]
-                 : costs.collectiveTime) +
-            costs.instructionOverhead;
+            costs.collectiveOf(op.stage) + costs.instructionOverhead;
         sequence[a].push_back(static_cast<int32_t>(items.size()));
         items.push_back(item);
         sameNext.push_back(-1);
@@ -343,8 +337,7 @@ llvm::Error Separator::dependencies(std::vector<std::vector<int32_t>> &deps) {
     switch (item.kind) {
     case OpKind::Fwd:
       for (int32_t p : graph.preds[item.stage])
-        for (int32_t f : allOf(OpKind::Fwd, p, item.mb))
-          deps[id].push_back(f);
+        llvm::append_range(deps[id], allOf(OpKind::Fwd, p, item.mb));
       break;
     case OpKind::AllGather:
     case OpKind::Gather:
@@ -353,8 +346,7 @@ llvm::Error Separator::dependencies(std::vector<std::vector<int32_t>> &deps) {
       // instances). A member that reaches it then waits there until the
       // last member has reached it, as the runtime and the simulator do
       // (retime).
-      for (int32_t f : allOf(OpKind::Fwd, item.stage, item.mb))
-        deps[id].push_back(f);
+      llvm::append_range(deps[id], allOf(OpKind::Fwd, item.stage, item.mb));
       if (deps[id].empty())
         for (int32_t other :
              gathersOf[static_cast<int64_t>(item.stage) * numMbs + item.mb])
@@ -366,8 +358,7 @@ llvm::Error Separator::dependencies(std::vector<std::vector<int32_t>> &deps) {
     case OpKind::Bwd:
       need(findOn(OpKind::Fwd, item.stage, item.mb, item.actor), "forward");
       for (int32_t s : graph.succs[item.stage])
-        for (int32_t g : gradientsOf(s, item.mb))
-          deps[id].push_back(g);
+        llvm::append_range(deps[id], gradientsOf(s, item.mb));
       if (item.kind == OpKind::Igrad && !missing) {
         item.weight = findOn(OpKind::Wgrad, item.stage, item.mb, item.actor);
         if (item.weight < 0)

@@ -12,6 +12,7 @@
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/IntEqClasses.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
 
@@ -106,11 +107,8 @@ Program flexpipe::sched::toProgram(
       out.push_back(
           ProgOp{toOpKind(item.kind), problem.parts[item.part].stage, item.mb});
     }
-    for (auto [r, first, token] : open) {
-      ProgOp wait{OpKind::Wait};
-      wait.token = token;
-      out.push_back(wait);
-    }
+    for (auto [r, first, token] : open)
+      out.push_back(waitOp(token));
   }
   return program;
 }
@@ -150,8 +148,7 @@ struct Topology : flexpipe::StageGraph<int32_t> {
       for (const ProgOp &op : program.actors[a]) {
         const bool fwd = op.kind == OpKind::Fwd;
         if (op.stage < 0 || op.stage >= program.numStages ||
-            !shared[op.stage] ||
-            !(fwd || op.kind == OpKind::Bwd || op.kind == OpKind::Igrad))
+            !shared[op.stage] || !(fwd || makesInputGradient(op.kind)))
           continue;
         std::vector<int32_t> &actors =
             (fwd ? fwdSlices : bwdSlices)[{op.stage, op.mb}];
@@ -378,30 +375,28 @@ void flexpipe::sched::insertCommunication(Program &program) {
     };
     for (const ProgOp &op : program.actors[a]) {
       const bool fwd = op.kind == OpKind::Fwd;
-      const bool grad = makesInputGradient(op.kind);
-      if ((fwd || grad) && op.stage >= 0 && op.stage < program.numStages) {
-        // Receives right before the first computation that needs them.
-        const auto &sources = fwd ? topo.preds[op.stage] : topo.succs[op.stage];
-        for (int32_t src : sources)
-          for (int32_t peer : topo.actorsOf[src])
-            if (peer != a && firstTime(fwd ? Act : Grad, src, op.mb, peer))
-              out.push_back({fwd ? OpKind::RecvAct : OpKind::RecvGrad, op.stage,
-                             op.mb, peer, -1, -1, op.source});
+      if (!(fwd || makesInputGradient(op.kind)) || op.stage < 0 ||
+          op.stage >= program.numStages) {
+        out.push_back(op);
+        continue;
       }
+      // Receives right before the first computation that needs them.
+      const auto &sources = fwd ? topo.preds[op.stage] : topo.succs[op.stage];
+      for (int32_t src : sources)
+        for (int32_t peer : topo.actorsOf[src])
+          if (peer != a && firstTime(fwd ? Act : Grad, src, op.mb, peer))
+            out.push_back({fwd ? OpKind::RecvAct : OpKind::RecvGrad, op.stage,
+                           op.mb, peer, -1, -1, op.source});
       out.push_back(op);
-      if ((fwd || grad) && op.stage >= 0 && op.stage < program.numStages) {
-        // One send per consuming actor, right after the producer.
-        const auto &targets = fwd ? topo.succs[op.stage] : topo.preds[op.stage];
-        peers.clear();
-        for (int32_t dst : targets)
-          for (int32_t peer : topo.actorsOf[dst])
-            if (peer != a &&
-                std::find(peers.begin(), peers.end(), peer) == peers.end())
-              peers.push_back(peer);
-        for (int32_t peer : peers)
-          out.push_back({fwd ? OpKind::SendAct : OpKind::SendGrad, op.stage,
-                         op.mb, peer, -1, -1, op.source});
-      }
+      // One send per consuming actor, right after the producer.
+      peers.clear();
+      for (int32_t dst : fwd ? topo.succs[op.stage] : topo.preds[op.stage])
+        for (int32_t peer : topo.actorsOf[dst])
+          if (peer != a && !llvm::is_contained(peers, peer))
+            peers.push_back(peer);
+      for (int32_t peer : peers)
+        out.push_back({fwd ? OpKind::SendAct : OpKind::SendGrad, op.stage,
+                       op.mb, peer, -1, -1, op.source});
     }
     program.actors[a] = std::move(out);
   }
@@ -431,9 +426,7 @@ VerifyFailure failureAt(int32_t actor, int32_t index, std::string message) {
 std::optional<VerifyFailure> checkShape(const Program &p) {
   if (p.numActors >= 1 && static_cast<int32_t>(p.actors.size()) == p.numActors)
     return std::nullopt;
-  VerifyFailure f;
-  f.message = "the program needs one instruction list per actor";
-  return f;
+  return VerifyFailure{"the program needs one instruction list per actor", {}};
 }
 
 /// A computation of checkStatic: where its (stage, micro-batch) is, and
@@ -523,8 +516,7 @@ std::optional<VerifyFailure> checkPairs(const Program &p,
                              " twice on actor " + std::to_string(c.actor) +
                              "; each computation runs once per stage and "
                              "micro-batch");
-      if (on.empty() || on.back() != c.actor)
-        on.push_back(c.actor);
+      on.push_back(c.actor);
       if (c.forward && !fwd)
         fwd = &c;
       if (!c.forward && !back)
@@ -591,17 +583,12 @@ checkMicrobatches(const Program &p, std::vector<Computed> &computed) {
     return std::nullopt;
   }
   // The stage DAG's weakly connected parts and how many stages each has.
-  std::vector<int32_t> part(p.numStages);
-  for (int32_t s = 0; s < p.numStages; ++s)
-    part[s] = s;
-  auto root = [&](int32_t s) {
-    while (part[s] != s)
-      s = part[s] = part[part[s]];
-    return s;
-  };
+  llvm::IntEqClasses parts(p.numStages);
   for (auto [from, to] : p.edges)
     if (from >= 0 && from < p.numStages && to >= 0 && to < p.numStages)
-      part[root(from)] = root(to);
+      parts.join(from, to);
+  parts.compress();
+  auto root = [&](int32_t s) { return static_cast<int32_t>(parts[s]); };
   // A part's stages: those any forward computes, and every other one but a
   // registered stage's (which holds nothing to compute; a stage of 0
   // layers may be computed all the same).
@@ -618,13 +605,11 @@ checkMicrobatches(const Program &p, std::vector<Computed> &computed) {
         required.insert(p.stageMeta[s].module);
     }
   // One forward per (stage, micro-batch), by micro-batch.
-  computed.erase(std::remove_if(computed.begin(), computed.end(),
-                                [](const Computed &c) { return !c.forward; }),
-                 computed.end());
-  computed.erase(std::unique(computed.begin(), computed.end(),
-                             [](const Computed &x, const Computed &y) {
-                               return x.stage == y.stage && x.mb == y.mb;
-                             }),
+  llvm::erase_if(computed, [](const Computed &c) { return !c.forward; });
+  computed.erase(llvm::unique(computed,
+                              [](const Computed &x, const Computed &y) {
+                                return x.stage == y.stage && x.mb == y.mb;
+                              }),
                  computed.end());
   std::stable_sort(
       computed.begin(), computed.end(),
@@ -944,8 +929,7 @@ std::optional<VerifyFailure> Replay::match() {
     for (int32_t i = 0; i < static_cast<int32_t>(p.actors[a].size()); ++i) {
       const ProgOp &op = p.actors[a][i];
       const int32_t id = opId(a, i);
-      if (op.token >= 0 &&
-          (isSend(op.kind) || isReceive(op.kind) || isCollective(op.kind))) {
+      if (op.token >= 0 && (isTransfer(op.kind) || isCollective(op.kind))) {
         if (op.token >= static_cast<int32_t>(postOfToken.size())) {
           postOfToken.resize(op.token + 1, -1);
           sendOfToken.resize(op.token + 1, -1);
@@ -973,14 +957,13 @@ std::optional<VerifyFailure> Replay::match() {
 void Replay::indexOps() {
   const int32_t n = p.numActors;
   g.actorBegin.assign(n + 1, 0);
-  for (int32_t a = 0; a < n; ++a)
-    g.actorBegin[a + 1] =
-        g.actorBegin[a] + static_cast<int32_t>(p.actors[a].size());
+  g.actorOf.clear();
+  for (int32_t a = 0; a < n; ++a) {
+    const int32_t size = static_cast<int32_t>(p.actors[a].size());
+    g.actorBegin[a + 1] = g.actorBegin[a] + size;
+    g.actorOf.insert(g.actorOf.end(), size, a);
+  }
   const int32_t numOps = g.numOps();
-  g.actorOf.resize(numOps);
-  for (int32_t a = 0; a < n; ++a)
-    std::fill(g.actorOf.begin() + g.actorBegin[a],
-              g.actorOf.begin() + g.actorBegin[a + 1], a);
   g.dependsOn.assign(numOps, -1);
   g.postedBy.assign(numOps, -1);
   g.groupFirst.assign(numOps, -1);
@@ -1147,21 +1130,15 @@ void Replay::produce(int32_t actor, const ProgOp &op) {
     if (topo.shared[op.stage])
       h.insert(tag, slicePlace(op.stage, actor), op.mb);
   };
-  switch (op.kind) {
-  case OpKind::Fwd:
+  if (op.kind == OpKind::Fwd) {
     h.insert(FwdDone, op.stage, op.mb);
     h.insert(Act, op.stage, op.mb);
     slice(Act);
-    break;
-  case OpKind::Bwd:
-  case OpKind::Igrad:
+  } else if (makesInputGradient(op.kind)) {
     if (op.kind == OpKind::Igrad)
       h.insert(IgDone, op.stage, op.mb);
     h.insert(Grad, op.stage, op.mb);
     slice(Grad);
-    break;
-  default:
-    break;
   }
 }
 
@@ -1309,24 +1286,15 @@ std::optional<VerifyFailure> Replay::replay() {
       const int32_t id = pc[a];
       const int32_t i = id - g.actorBegin[a];
       const ProgOp &op = p.actors[a][i];
+      // (Only computations, sends and all_gathers have inputs to check, and
+      // only computations produce.)
+      if (checkData) {
+        if (auto f = checkInputs(a, i))
+          return f;
+        produce(a, op);
+      }
       bool advance = true;
       switch (op.kind) {
-      case OpKind::Fwd:
-      case OpKind::Bwd:
-      case OpKind::Igrad:
-      case OpKind::Wgrad:
-        if (checkData) {
-          if (auto f = checkInputs(a, i))
-            return f;
-          produce(a, op);
-        }
-        break;
-      case OpKind::SendAct:
-      case OpKind::SendGrad:
-        if (checkData)
-          if (auto f = checkInputs(a, i))
-            return f;
-        break;
       case OpKind::RecvAct:
       case OpKind::RecvGrad:
       case OpKind::Wait: {
@@ -1356,15 +1324,12 @@ std::optional<VerifyFailure> Replay::replay() {
       }
       case OpKind::AllGather:
       case OpKind::Gather:
-        if (checkData)
-          if (auto f = checkInputs(a, i))
-            return f;
         arrive(id);
         advance = op.token >= 0 || complete(instanceOf[id]);
         if (advance && op.token < 0 && checkData)
           gathered(a, op);
         break;
-      case OpKind::Exec:
+      default:
         break;
       }
       if (!advance)
@@ -1396,15 +1361,15 @@ std::optional<VerifyFailure> Replay::replay() {
 VerifyFailure Replay::mismatch(int32_t recv, int32_t send) const {
   const int32_t a = actorOf[recv], i = recv - g.actorBegin[a];
   const int32_t sender = actorOf[send], sendIndex = send - g.actorBegin[sender];
-  VerifyFailure f;
-  f.message = describeOp(p, a, i) + " would receive the message of " +
-              describeOp(p, sender, sendIndex) +
-              (rule == ChannelRule::PerPair
-                   ? ": without tags, the receives an actor posts for a peer "
-                     "must come in the order of that peer's sends"
-                   : ": sends and receives between two actors must match one "
-                     "to one and in the same order");
-  f.at.push_back({a, i, ""});
+  VerifyFailure f = failureAt(
+      a, i,
+      describeOp(p, a, i) + " would receive the message of " +
+          describeOp(p, sender, sendIndex) +
+          (rule == ChannelRule::PerPair
+               ? ": without tags, the receives an actor posts for a peer "
+                 "must come in the order of that peer's sends"
+               : ": sends and receives between two actors must match one "
+                 "to one and in the same order"));
   f.at.push_back({sender, sendIndex, "the send it would match"});
   return f;
 }
@@ -1518,18 +1483,16 @@ std::optional<VerifyFailure> Replay::deadlock() {
   const int32_t send = g.waitsSend[g.actorBegin[last] + blockedAt[last]];
   if (send >= 0 && g.takenBy[send] < 0) {
     const int32_t sender = actorOf[send];
-    f.message = "the wait for " +
-                describeOp(p, sender, send - g.actorBegin[sender]) +
-                " never completes: actor " + std::to_string(opAt(send).peer) +
-                " posts no receive for it";
-    f.at.push_back({last, blockedAt[last], ""});
-    return f;
+    return failureAt(
+        last, blockedAt[last],
+        "the wait for " + describeOp(p, sender, send - g.actorBegin[sender]) +
+            " never completes: actor " + std::to_string(opAt(send).peer) +
+            " posts no receive for it");
   }
-  f.message = describeOp(p, last, blockedAt[last]) + " waits for actor " +
-              std::to_string(waitsFor(last)) +
-              ", which finishes its program without providing it";
-  f.at.push_back({last, blockedAt[last], ""});
-  return f;
+  return failureAt(last, blockedAt[last],
+                   describeOp(p, last, blockedAt[last]) + " waits for actor " +
+                       std::to_string(waitsFor(last)) +
+                       ", which finishes its program without providing it");
 }
 
 } // namespace
@@ -1748,12 +1711,9 @@ int64_t flexpipe::sched::postReceivesEarly(Program &program,
     out.reserve(ops.size() + static_cast<size_t>(posted));
     for (size_t i = 0; i < ops.size(); ++i) {
       out.insert(out.end(), postsBefore[i].begin(), postsBefore[i].end());
-      if (waitFor[i] < 0) {
-        out.push_back(ops[i]);
-        continue;
-      }
-      // (As readSchedule reads a flexpipe.wait.)
-      out.push_back(waitOp(waitFor[i], ops[i].source));
+      // (A wait as readSchedule reads a flexpipe.wait.)
+      out.push_back(waitFor[i] < 0 ? ops[i]
+                                   : waitOp(waitFor[i], ops[i].source));
     }
     ops = std::move(out);
   }

@@ -260,12 +260,10 @@ public:
   /// Runs a prepared engine to the end; the result moves out (the engine is
   /// spent).
   ScheduleResult execute();
-  /// This prepared engine (moved: its last run) timing `order` instead of
-  /// choosing, with `cutoff` as in cutAt().
+  /// This prepared engine (moved: its last run) timing `order` under its
+  /// own time model instead of choosing, with `cutoff` as in cutAt().
   Engine replaying(const std::vector<std::vector<ScheduledItem>> &order,
-                   TimeModel timeModel,
-                   double cutoff = std::numeric_limits<double>::infinity()) && {
-    model = timeModel;
+                   double cutoff) && {
     replay = &order;
     diagnose = false;
     return std::move(cutAt(cutoff));
@@ -347,12 +345,6 @@ private:
   LLVM_ATTRIBUTE_ALWAYS_INLINE int32_t fetch(int32_t actor, CompKind kind);
   int32_t step(int32_t actor);
   bool replayStep(int32_t actor, double now);
-  bool hasReady(int32_t actor, CompKind kind) {
-    for (int32_t part : actorParts[actor])
-      if (!queue(part, kind).empty())
-        return true;
-    return false;
-  }
   LLVM_ATTRIBUTE_ALWAYS_INLINE void start(int32_t item, double now);
   void complete(int32_t item, double now);
   void enqueue(int32_t item);
@@ -498,6 +490,11 @@ private:
   std::vector<int32_t> queueStore, queueBase, queueSize; // see queue()
   std::vector<int32_t> remainingInPart;
   std::vector<int64_t> remainingOnActor; // per actor * kind
+  /// The computations `actor` has not started.
+  int64_t leftOn(int32_t actor) const {
+    const int64_t *r = &remainingOnActor[actor * kNumCompKinds];
+    return r[0] + r[1] + r[2] + r[3];
+  }
   std::vector<int32_t> readyByKind; // per actor * kind: items in its queues
   int32_t &readyOf(int32_t actor, CompKind kind) {
     return readyByKind[actor * kNumCompKinds + static_cast<int>(kind)];
@@ -571,11 +568,9 @@ private:
   /// Completion events of registered instances: (instance, member actor or
   /// -1 for all members). Events in the queue are -1 - index.
   std::vector<std::pair<int32_t, int32_t>> regEvents;
-  int32_t memberIndex(int32_t r, int32_t actor) const {
-    const std::vector<int32_t> &m = p.registered[r].actors;
-    auto it = std::lower_bound(m.begin(), m.end(), actor);
-    return it != m.end() && *it == actor ? static_cast<int32_t>(it - m.begin())
-                                         : -1;
+  bool isMember(int32_t r, int32_t actor) const {
+    return std::binary_search(p.registered[r].actors.begin(),
+                              p.registered[r].actors.end(), actor);
   }
   int32_t regOf(int32_t instance) const {
     return static_cast<int32_t>(
@@ -595,16 +590,14 @@ private:
 
 void Engine::build() {
   partBase.assign(numParts + 1, 0);
-  for (int32_t i = 0; i < numParts; ++i)
-    partBase[i + 1] = partBase[i] + p.parts[i].mbEnd - p.parts[i].mbBegin;
-  numSlots = partBase[numParts];
   slotOrigin.resize(numParts);
-  for (int32_t i = 0; i < numParts; ++i)
+  for (int32_t i = 0; i < numParts; ++i) {
+    const int32_t mbs = p.parts[i].mbEnd - p.parts[i].mbBegin;
+    partBase[i + 1] = partBase[i] + mbs;
     slotOrigin[i] = partBase[i] - p.parts[i].mbBegin;
-  slotPart.resize(numSlots);
-  for (int32_t i = 0; i < numParts; ++i)
-    std::fill(slotPart.begin() + partBase[i],
-              slotPart.begin() + partBase[i + 1], i);
+    slotPart.insert(slotPart.end(), mbs, i);
+  }
+  numSlots = partBase[numParts];
   numItems = numSlots * kNumCompKinds;
   // Every micro-batch of a part has a forward and the kind that carries its
   // gradient, and a weight gradient when the backward is split.
@@ -634,22 +627,20 @@ void Engine::build() {
   queueStore.assign(numItems, 0);
   queueSize.assign(numParts * kNumCompKinds, 0);
   queueBase.resize(numParts * kNumCompKinds);
-  for (int32_t part = 0; part < numParts; ++part)
-    for (int32_t k = 0; k < kNumCompKinds; ++k)
-      queueBase[part * kNumCompKinds + k] =
-          partBase[part] * kNumCompKinds +
-          k * (partBase[part + 1] - partBase[part]);
   remainingInPart.assign(numParts * kNumCompKinds, 0);
   remainingOnActor.assign(numActors * kNumCompKinds, 0);
   readyByKind.assign(numActors * kNumCompKinds, 0);
   for (int32_t part = 0; part < numParts; ++part)
-    for (int32_t k = 0; k < kNumCompKinds; ++k)
+    for (int32_t k = 0; k < kNumCompKinds; ++k) {
+      const int32_t mbs = partBase[part + 1] - partBase[part];
+      queueBase[part * kNumCompKinds + k] =
+          partBase[part] * kNumCompKinds + k * mbs;
       if (hasKind(k)) {
-        const int32_t mbs = p.parts[part].mbEnd - p.parts[part].mbBegin;
         remainingInPart[part * kNumCompKinds + k] = mbs;
         remainingOnActor[p.parts[part].actor * kNumCompKinds + k] += mbs;
         total += mbs;
       }
+    }
 
   actorParts.assign(numActors, {});
   for (int32_t part = 0; part < numParts; ++part)
@@ -768,11 +759,10 @@ void Engine::initRegistered() {
     // member on their own actor, once per member otherwise.
     for (const PartKind &dst : ri.before) {
       const CompKind kind = existing(dst.kind, /*asSource=*/false);
-      const bool own = ri.mode == InstMode::Local &&
-                       memberIndex(r, p.parts[dst.part].actor) >= 0;
-      const int32_t waits = ri.mode == InstMode::Local && !own
-                                ? static_cast<int32_t>(ri.actors.size())
-                                : 1;
+      const int32_t waits =
+          ri.mode == InstMode::Local && !isMember(r, p.parts[dst.part].actor)
+              ? static_cast<int32_t>(ri.actors.size())
+              : 1;
       for (int32_t mb = std::max(st.lo, p.parts[dst.part].mbBegin);
            mb < std::min(st.hi, p.parts[dst.part].mbEnd); ++mb)
         pending[itemId(kind, dst.part, mb)] += waits;
@@ -844,21 +834,22 @@ void Engine::runRegistered(int32_t actor, int32_t r, double now) {
     item.inst = r;
     ++scheduled;
   };
+  // Its completion (on `member`, or -1: on all members) ends `duration` on.
+  auto post = [&](int32_t member) {
+    regEvents.push_back({instance, member});
+    core.compute(actor, -1 - static_cast<int32_t>(regEvents.size() - 1),
+                 duration, now);
+  };
   switch (ri.mode) {
   case InstMode::Local:
     record(actor, now, now + duration);
     freeAt[actor] = now + duration;
-    regEvents.push_back({instance, actor});
-    core.compute(actor, -1 - static_cast<int32_t>(regEvents.size() - 1),
-                 duration, now);
+    post(actor);
     return;
   case InstMode::Async:
     record(actor, now, now);
-    if (++instJoined[instance] == static_cast<int32_t>(ri.actors.size())) {
-      regEvents.push_back({instance, -1});
-      core.compute(actor, -1 - static_cast<int32_t>(regEvents.size() - 1),
-                   duration, now);
-    }
+    if (++instJoined[instance] == static_cast<int32_t>(ri.actors.size()))
+      post(-1);
     return;
   case InstMode::Collective:
     blockedIn[actor] = instance;
@@ -870,9 +861,7 @@ void Engine::runRegistered(int32_t actor, int32_t r, double now) {
       freeAt[member] = now + duration;
       blockedIn[member] = -1;
     }
-    regEvents.push_back({instance, -1});
-    core.compute(actor, -1 - static_cast<int32_t>(regEvents.size() - 1),
-                 duration, now);
+    post(-1);
     return;
   }
 }
@@ -889,7 +878,7 @@ void Engine::completeRegistered(int32_t event) {
   const auto [from, to] = reg[r].range(instance - reg[r].base, ri.next);
   for (const PartKind &dst : ri.before) {
     const StagePart &part = p.parts[dst.part];
-    if (member >= 0 && part.actor != member && memberIndex(r, part.actor) >= 0)
+    if (member >= 0 && part.actor != member && isMember(r, part.actor))
       continue; // waits for its own actor's instance
     const CompKind kind = existing(dst.kind, /*asSource=*/false);
     for (int32_t mb = std::max(from, part.mbBegin);
@@ -1071,9 +1060,6 @@ int32_t Engine::step(int32_t actor) {
   const ActorPolicy &pol = p.policies[actor];
   UnitState &unit = units[actor];
   const CompKind grad = gradKind();
-  auto remaining = [&](CompKind kind) {
-    return remainingOnActor[actor * kNumCompKinds + static_cast<int>(kind)] > 0;
-  };
 
   // A scheduling unit in progress keeps its type while items are available.
   if (unit.left > 0) {
@@ -1084,17 +1070,14 @@ int32_t Engine::step(int32_t actor) {
     unit.left = 0;
   }
 
-  CompKind order[3];
   const bool fwdFirst = pol.cttp == Cttp::FwdFirst ||
                         (pol.cttp == Cttp::Interleaved && unit.preferFwd);
-  order[0] = fwdFirst ? CompKind::Fwd : grad;
-  order[1] = fwdFirst ? grad : CompKind::Fwd;
-  order[2] = CompKind::Wgrad; // weight gradients fill what is left
-  const int numKinds = p.splitBackward ? 3 : 2;
-
-  for (int i = 0; i < numKinds; ++i) {
+  // Weight gradients fill what is left.
+  const CompKind order[] = {fwdFirst ? CompKind::Fwd : grad,
+                            fwdFirst ? grad : CompKind::Fwd, CompKind::Wgrad};
+  for (int i = 0; i < (p.splitBackward ? 3 : 2); ++i) {
     const CompKind kind = order[i];
-    if (!remaining(kind))
+    if (remainingOnActor[actor * kNumCompKinds + static_cast<int>(kind)] <= 0)
       continue;
     // Nothing of this kind ready: a fetch without an interval would find
     // nothing and change nothing (one with an interval may move on).
@@ -1106,7 +1089,7 @@ int32_t Engine::step(int32_t actor) {
       // Algorithm 1 as written: the first type whose reorder queue holds an
       // item decides, and a fetch that finds nothing schedulable there
       // (in-flight limit, interval, check function) is a bubble.
-      if (p.stepRule == StepRule::Literal && hasReady(actor, kind)) {
+      if (p.stepRule == StepRule::Literal && readyOf(actor, kind) > 0) {
         unit.count = 0;
         return -1;
       }
@@ -1146,8 +1129,7 @@ bool Engine::replayStep(int32_t actor, double now) {
     return false;
   const ScheduledItem &next = order[pos];
   if (next.isRegistered()) {
-    const size_t k =
-        static_cast<size_t>(actor) * p.registered.size() + next.inst;
+    const size_t k = regSlot(actor, next.inst);
     if (regHead[k] >= regReady[k].size())
       return false;
     ++pos;
@@ -1285,12 +1267,8 @@ bool Engine::prepare() {
 ScheduleResult Engine::execute() {
   // Here rather than in build(): a copy of a prepared engine does not keep
   // reserved capacity.
-  for (int32_t a = 0; a < numActors; ++a) {
-    int64_t items = 0;
-    for (int k = 0; k < kNumCompKinds; ++k)
-      items += remainingOnActor[a * kNumCompKinds + k];
-    result.actors[a].reserve(items);
-  }
+  for (int32_t a = 0; a < numActors; ++a)
+    result.actors[a].reserve(leftOn(a));
   const bool replayBounded =
       replayCutoff < std::numeric_limits<double>::infinity();
   const bool cutBounded = cutoff < std::numeric_limits<double>::infinity();
@@ -1314,24 +1292,20 @@ ScheduleResult Engine::execute() {
   if (scheduled < total)
     core.run([this](int32_t actor, bool) { return actorStep(actor); },
              [this](int32_t, int32_t id) { ended(id); });
-  if (!hookError.empty()) {
-    result.error = hookError;
-    result.hookFailed = true;
-    result.actors.clear();
-    return std::move(result);
-  }
   // The last computation may be the one that passes the cutoff.
-  if (cut || scheduled < total) {
-    if (cut) {
+  if (!hookError.empty() || cut || scheduled < total) {
+    if (!hookError.empty()) {
+      result.error = hookError;
+      result.hookFailed = true;
+    } else if (cut) {
       result.cut = true;
       result.error = "cannot end by the cutoff";
-      result.actors.clear();
     } else if (diagnose) {
       diagnoseStuck(result, core.now());
     } else {
       result.error = "no actor can make progress";
-      result.actors.clear();
     }
+    result.actors.clear();
     return std::move(result);
   }
   for (const auto &items : result.actors)
@@ -1412,19 +1386,16 @@ void Engine::diagnoseStuck(ScheduleResult &res, double now) {
                "next-type rule would try the next type)";
   res.error = summary.str();
   // The explanations ask plugin checks, which view the actors' programs as
-  // scheduled so far (vetoingCheck): the result drops them only at the end.
+  // scheduled so far (vetoingCheck): execute() drops them afterwards.
   std::ostringstream cycle;
   if ((res.cycleDependency = explainDependencyCycle(cycle)) >= 0 ||
       (res.cycleDependency = explainRegisteredCycle(cycle)) >= 0) {
     res.error = cycle.str();
-    res.actors.clear();
     return;
   }
   const int32_t numRegs = static_cast<int32_t>(p.registered.size());
   for (int32_t actor = 0; actor < numActors; ++actor) {
-    int64_t left = 0;
-    for (int k = 0; k < kNumCompKinds; ++k)
-      left += remainingOnActor[actor * kNumCompKinds + k];
+    const int64_t left = leftOn(actor);
     int64_t regs = 0;
     for (int32_t r = 0; r < numRegs; ++r)
       regs += regLeft[regSlot(actor, r)];
@@ -1446,7 +1417,6 @@ void Engine::diagnoseStuck(ScheduleResult &res, double now) {
       explainHeldInstance(actor, os);
     res.waits.push_back(os.str());
   }
-  res.actors.clear();
 }
 
 std::string Engine::describeItem(int32_t item) const {
@@ -1485,8 +1455,6 @@ void Engine::explainRegistered(int32_t actor, std::ostream &os) const {
   }
 }
 
-/// Why a ready item stays: a check's veto (explainVetoed,
-/// explainFirstWaiting).
 std::string Engine::checkRefuses(int32_t check) const {
   if (check < 0 || static_cast<size_t>(check) >= p.checkNames.size())
     return "a plugin check function refuses it";
@@ -1610,45 +1578,27 @@ bool Engine::explainRegisteredWait(int32_t part, int32_t mb, CompKind kind,
 int32_t Engine::explainDependencyCycle(std::ostream &os) const {
   if (p.extraDependencies.empty())
     return -1;
-  // The unfinished items' edges; peel off those with no unfinished
-  // predecessor, repeatedly: what is left lies on a cycle or after one.
-  std::vector<std::vector<int32_t>> preds(numItems);
-  std::vector<int32_t> waitingFor(numItems, 0);
+  // The unfinished items' edges: what no topological order reaches lies on
+  // a cycle or after one.
+  std::vector<std::pair<int32_t, int32_t>> edges;
   forEachItemEdge([&](int32_t from, int32_t to) {
-    if (!finished[from] && !finished[to]) {
-      preds[to].push_back(from);
-      ++waitingFor[to];
-    }
+    if (!finished[from] && !finished[to])
+      edges.push_back({from, to});
   });
-  std::vector<std::vector<int32_t>> succs(numItems);
-  for (int32_t to = 0; to < numItems; ++to)
-    for (int32_t from : preds[to])
-      succs[from].push_back(to);
-  std::vector<int32_t> free;
-  for (int32_t item = 0; item < numItems; ++item)
-    if (exists(item) && !finished[item] && waitingFor[item] == 0)
-      free.push_back(item);
-  while (!free.empty()) {
-    const int32_t item = free.back();
-    free.pop_back();
-    waitingFor[item] = -1;
-    for (int32_t next : succs[item])
-      if (--waitingFor[next] == 0)
-        free.push_back(next);
-  }
+  const flexpipe::StageGraph<int32_t> graph(numItems, edges);
+  std::vector<uint8_t> left(numItems, 1);
+  for (int32_t item : graph.topologicalOrder())
+    left[item] = 0;
   // From an item left, predecessors left lead back into a cycle.
-  int32_t at = -1;
-  for (int32_t item = 0; item < numItems && at < 0; ++item)
-    if (exists(item) && !finished[item] && waitingFor[item] > 0)
-      at = item;
-  if (at < 0)
+  int32_t at = static_cast<int32_t>(llvm::find(left, 1) - left.begin());
+  if (at == numItems)
     return -1;
   std::vector<int32_t> seenAt(numItems, -1), path;
   while (seenAt[at] < 0) {
     seenAt[at] = static_cast<int32_t>(path.size());
     path.push_back(at);
-    at = *llvm::find_if(preds[at],
-                        [&](int32_t from) { return waitingFor[from] > 0; });
+    at = *llvm::find_if(graph.preds[at],
+                        [&](int32_t from) { return left[from] != 0; });
   }
   // path[seenAt[at]..] walks the cycle backwards; forwards, with the
   // dependency that closes it.
@@ -1875,9 +1825,7 @@ ScheduleResult flexpipe::sched::schedule(const Problem &problem,
   if (greedy.ok && sameOrder(greedy, stepOrder))
     return greedy; // the same order takes the same time
   ScheduleResult replayed =
-      std::move(prepared)
-          .replaying(stepOrder.actors, TimeModel::Cost, replayCutoff)
-          .execute();
+      std::move(prepared).replaying(stepOrder.actors, replayCutoff).execute();
   if (!replayed.ok) // cut: the problem can be scheduled, just not in time
     return replayed.cut && !greedy.ok ? replayed : greedy;
   // A fuller model (ranks sharing cores, messages) may order the two

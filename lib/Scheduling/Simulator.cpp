@@ -45,20 +45,17 @@ SimCosts flexpipe::sched::layerCosts(const Program &program) {
   SimCosts c = unitCosts(program);
   c.unit = "units";
   c.memoryUnit = "M_B";
-  std::vector<double> layers(program.numStages, 1),
-      forwards(program.numStages, 0);
+  std::vector<double> layers(program.numStages, 1);
   for (int32_t s = 0; s < program.numStages; ++s)
     if (s < static_cast<int32_t>(program.stageMeta.size()))
       layers[s] = static_cast<double>(
           std::max<int64_t>(1, program.stageMeta[s].layers));
+  double work = 0; // layers times the forwards through them
   for (const auto &ops : program.actors)
     for (const ProgOp &op : ops)
       if (op.kind == OpKind::Fwd && op.stage >= 0 &&
           op.stage < program.numStages)
-        forwards[op.stage] += 1;
-  double work = 0;
-  for (int32_t s = 0; s < program.numStages; ++s)
-    work += layers[s] * forwards[s];
+        work += layers[op.stage];
   const double perActor =
       work > 0 && program.numActors > 0 && program.numMicrobatches > 0
           ? work / (static_cast<double>(program.numActors) *
@@ -74,11 +71,9 @@ SimCosts flexpipe::sched::layerCosts(const Program &program) {
 
 /// How many actors run each stage (a shared stage splits its work).
 static std::vector<int32_t> actorsPerStage(const Program &program) {
-  const StageLayout layout = stageLayoutOf(program);
-  std::vector<int32_t> count(program.numStages, 1);
-  for (int32_t s = 0; s < program.numStages; ++s)
-    count[s] =
-        std::max<int32_t>(1, static_cast<int32_t>(layout.actorsOf[s].size()));
+  std::vector<int32_t> count;
+  for (const std::vector<int32_t> &actors : stageActors(program))
+    count.push_back(std::max<int32_t>(1, static_cast<int32_t>(actors.size())));
   return count;
 }
 
@@ -88,10 +83,14 @@ static int64_t actorDevice(const std::vector<int64_t> &devices, int32_t a) {
   return a < static_cast<int32_t>(devices.size()) ? devices[a] : a;
 }
 
-double flexpipe::sched::registeredCollectiveTime(
-    const Program &program, int32_t stage,
-    const std::vector<double> &messageBytes, const ClusterConfig &cluster,
-    const std::vector<int64_t> &devices) {
+/// The duration of an all-gather or gather on registered stage `stage`
+/// (the sync of several modules' output states): every member contributes
+/// the output of the last module stage it computes (`messageBytes` per
+/// stage), and a ring all-gather moves the largest contribution.
+static double registeredCollectiveTime(const Program &program, int32_t stage,
+                                       const std::vector<double> &messageBytes,
+                                       const ClusterConfig &cluster,
+                                       const std::vector<int64_t> &devices) {
   std::vector<int64_t> group;
   double bytes = 0;
   for (int32_t a = 0; a < program.numActors; ++a) {
@@ -153,15 +152,9 @@ static void addCoreGroup(const ClusterConfig &cluster,
 /// theirs, so while n of the node's simulated actors compute, about n x
 /// the node's ranks over those actors do (n with one replica: pp 4 with
 /// one micro-batch computes on one rank at a time, and none slows it).
-/// `shapes`: the module of each shape (SimCosts::stageShape).
-static void shareCores(const ClusterConfig &cluster,
-                       const std::vector<const ModuleModel *> &shapes,
-                       const std::vector<int64_t> &devices, int32_t numActors,
-                       SimCosts &c);
-
-/// shareCores with each stage slowed as its module's shape is (the file's
-/// first module's slowed every computation: a module listed before the
-/// schedule's, or the other tower, set the slowdown of all).
+/// Each stage is slowed as its module's shape is (the file's first
+/// module's slowed every computation: a module listed before the schedule's,
+/// or the other tower, set the slowdown of all).
 static void shareCores(const Program &program, const ModelConfig &model,
                        const ClusterConfig &cluster,
                        const std::vector<int64_t> &devices, SimCosts &c) {
@@ -175,13 +168,7 @@ static void shareCores(const Program &program, const ModelConfig &model,
     if (const int32_t m = program.stageMeta[s].module;
         m >= 0 && m < static_cast<int32_t>(shapes.size()))
       c.stageShape[s] = m;
-  shareCores(cluster, shapes, devices, program.numActors, c);
-}
-
-static void shareCores(const ClusterConfig &cluster,
-                       const std::vector<const ModuleModel *> &shapes,
-                       const std::vector<int64_t> &devices, int32_t numActors,
-                       SimCosts &c) {
+  const int32_t numActors = program.numActors;
   const int64_t cores = cluster.measured.coresPerNode;
   if (cores <= 0 && cluster.measured.contention.empty())
     return;
@@ -384,8 +371,7 @@ llvm::Error flexpipe::sched::profileCosts(const Program &program,
   c.memoryInBytes = true;
   for (int32_t s = 0; s < program.numStages; ++s) {
     const Profile::Stage *measured = profile.stage(s);
-    if (measured)
-      c.duration[s] = measured->durations();
+    c.duration[s] = profile.durationsOr(s, c.duration[s]);
     c.memoryInBytes =
         c.memoryInBytes &&
         (registered(s) || (measured && measured->activationBytes));
@@ -394,9 +380,8 @@ llvm::Error flexpipe::sched::profileCosts(const Program &program,
     c.weightGradBytes.assign(program.numStages, 0);
     for (int32_t s = 0; s < program.numStages; ++s) {
       const Profile::Stage *measured = profile.stage(s);
-      c.activationBytes[s] = measured && measured->activationBytes
-                                 ? *measured->activationBytes
-                                 : 0;
+      c.activationBytes[s] =
+          measured ? measured->activationBytes.value_or(0) : 0;
       if (measured)
         c.weightGradBytes[s] = measured->weightGradOr(c.activationBytes[s]);
     }
@@ -442,12 +427,6 @@ double Simulator::durationOf(const SimCosts &costs, int32_t id) const {
   return op.kind == OpKind::Exec ? costs.execTime : 0.0;
 }
 
-double Simulator::collectiveTime(const SimCosts &costs, const Op &op) const {
-  return op.stage < static_cast<int32_t>(costs.collectiveDuration.size())
-             ? costs.collectiveDuration[op.stage]
-             : costs.collectiveTime;
-}
-
 double Simulator::waitEnd(const SimCosts &costs, int32_t id, double s,
                           const std::vector<double> &start,
                           int32_t &why) const {
@@ -461,7 +440,7 @@ double Simulator::waitEnd(const SimCosts &costs, int32_t id, double s,
         latest = start[m];
         cause = m;
       }
-    end = latest + collectiveTime(costs, ops[post]);
+    end = latest + costs.collectiveOf(ops[post].stage);
   } else if (const int32_t sent = graph.waitsSend[id]; sent >= 0) {
     // A send is complete when its message is in the receiver's buffer: it
     // moves once both sides are posted, whether or not the runtime buffers
@@ -549,7 +528,6 @@ Simulator::Times Simulator::time(const SimCosts &costs) const {
   // (one that posts asks again when it has); the blocking ones then leave
   // together.
   auto joinBlocking = [&](int32_t a, int32_t id) {
-    const Op &op = ops[id];
     double latest = 0;
     int32_t last = -1;
     for (int32_t m = graph.groupFirst[id]; m >= 0; m = graph.groupNext[m]) {
@@ -561,7 +539,7 @@ Simulator::Times Simulator::time(const SimCosts &costs) const {
       }
     }
     const double end =
-        latest + collectiveTime(costs, op) + costs.instructionOverhead;
+        latest + costs.collectiveOf(ops[id].stage) + costs.instructionOverhead;
     // The last arrival decided the end (a post itself: its actor went on).
     const int32_t byLast = ops[last].asyncPost ? last : lastOp[ops[last].actor];
     for (int32_t m = graph.groupFirst[id]; m >= 0; m = graph.groupNext[m]) {
@@ -618,10 +596,6 @@ Simulator::Times Simulator::time(const SimCosts &costs) const {
       [[fallthrough]];
     case OpKind::SendAct:
     case OpKind::SendGrad:
-      e = s + costs.instructionOverhead;
-      t.busy[a] += costs.instructionOverhead;
-      if (!waited[a]) // (after a wait it has let its core go)
-        core.hold(a, e);
       break;
     case OpKind::Wait:
     case OpKind::RecvAct:
@@ -633,12 +607,12 @@ Simulator::Times Simulator::time(const SimCosts &costs) const {
       // that overhead its first poll finds: no wait, the core kept.
       e = waitEnd(costs, id, s, t.start, why);
       waited[a] |= e > s + costs.instructionOverhead;
-      e += costs.instructionOverhead;
-      t.busy[a] += costs.instructionOverhead;
-      if (!waited[a])
-        core.hold(a, e);
       break;
     }
+    e += costs.instructionOverhead;
+    t.busy[a] += costs.instructionOverhead;
+    if (!waited[a]) // (after a wait it has let its core go)
+      core.hold(a, e);
     t.start[id] = s;
     finishOp(id, e, why);
     return true;
@@ -670,42 +644,28 @@ SimResult Simulator::run(const SimCosts &costs) const {
   SimResult r;
   const int32_t n = numActors;
   r.busy = t.busy;
-  r.idle.assign(n, 0);
-  r.bubble.assign(n, 0);
-  r.peakActivation.assign(n, 0);
-  r.totalBytes.assign(n, 0);
-  r.overMemory.assign(n, false);
-  r.start.resize(n);
-  r.end.resize(n);
+  r.staticBytes = actorStaticBytes(actorsOfStage, n, costs);
+  for (double end : t.end)
+    r.iterationTime = std::max(r.iterationTime, end);
   for (int32_t a = 0; a < n; ++a) {
     const int32_t begin = graph.actorBegin[a], stop = graph.actorBegin[a + 1];
-    r.start[a].assign(t.start.begin() + begin, t.start.begin() + stop);
-    r.end[a].assign(t.end.begin() + begin, t.end.begin() + stop);
-    for (int32_t id = begin; id < stop; ++id)
-      r.iterationTime = std::max(r.iterationTime, t.end[id]);
-  }
-  for (int32_t a = 0; a < n; ++a) {
-    r.idle[a] = r.iterationTime - r.busy[a];
-    r.bubble[a] = r.iterationTime > 0 ? r.idle[a] / r.iterationTime : 0;
-  }
-
-  // Activation memory: what each computation takes and frees, in the
-  // actor's order (SimCosts::memoryEffect).
-  for (int32_t a = 0; a < n; ++a) {
-    double held = 0;
-    for (int32_t id = graph.actorBegin[a]; id < graph.actorBegin[a + 1]; ++id) {
+    r.start.emplace_back(t.start.begin() + begin, t.start.begin() + stop);
+    r.end.emplace_back(t.end.begin() + begin, t.end.begin() + stop);
+    r.idle.push_back(r.iterationTime - r.busy[a]);
+    r.bubble.push_back(r.iterationTime > 0 ? r.idle[a] / r.iterationTime : 0);
+    // Activation memory: what each computation takes and frees, in the
+    // actor's order (SimCosts::memoryEffect).
+    double held = 0, peak = 0;
+    for (int32_t id = begin; id < stop; ++id) {
       const SimCosts::MemoryEffect effect =
           costs.memoryEffect(ops[id].kind, ops[id].stage);
-      r.peakActivation[a] = std::max(r.peakActivation[a], held + effect.peak);
+      peak = std::max(peak, held + effect.peak);
       held += effect.after;
     }
-  }
-
-  r.staticBytes = actorStaticBytes(actorsOfStage, n, costs);
-  for (int32_t a = 0; a < n; ++a) {
-    r.totalBytes[a] = r.staticBytes[a] + r.peakActivation[a];
-    r.overMemory[a] =
-        costs.memoryLimit > 0 && r.totalBytes[a] > costs.memoryLimit;
+    r.peakActivation.push_back(peak);
+    r.totalBytes.push_back(r.staticBytes[a] + peak);
+    r.overMemory.push_back(costs.memoryLimit > 0 &&
+                           r.totalBytes[a] > costs.memoryLimit);
   }
 
   // Critical path: from the op that ends last, follow what decided each

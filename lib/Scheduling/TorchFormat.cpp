@@ -18,6 +18,7 @@
 #include <set>
 #include <sstream>
 #include <tuple>
+#include <utility>
 
 using namespace flexpipe::sched;
 
@@ -186,11 +187,8 @@ llvm::Error flexpipe::sched::orderTransfersPerPair(Program &program) {
       return std::nullopt;
     for (std::optional<ProgOp> &recv : it->second)
       if (recv && edges.count(act ? std::make_pair(send.stage, recv->stage)
-                                  : std::make_pair(recv->stage, send.stage))) {
-        std::optional<ProgOp> taken = recv;
-        recv.reset();
-        return taken;
-      }
+                                  : std::make_pair(recv->stage, send.stage)))
+        return std::exchange(recv, std::nullopt);
     return std::nullopt;
   };
   // Each actor's ops without its receives and their waits; per kept op, how
@@ -369,12 +367,9 @@ std::string flexpipe::sched::formatTorchCsv(const Program &p,
       if (!isCompute(op.kind))
         continue;
       // One empty cell per idle step before this computation.
-      for (; clock + 0.5 < t.start[a][i]; clock += 1) {
-        os << (first ? "" : ",");
-        first = false;
-      }
-      os << (first ? "" : ",") << actionName(op);
-      first = false;
+      for (; clock + 0.5 < t.start[a][i]; clock += 1)
+        os << (std::exchange(first, false) ? "" : ",");
+      os << (std::exchange(first, false) ? "" : ",") << actionName(op);
       clock = t.end[a][i];
     }
     os << '\n';
@@ -558,11 +553,9 @@ llvm::Error splitCells(const std::string &line, int32_t lineNo,
     }
     while (i < line.size() && (line[i] == ' ' || line[i] == '\t'))
       ++i;
-    const size_t last = cell.text.find_last_not_of(" \t");
-    cell.text.erase(last == std::string::npos ? 0 : last + 1);
-    const size_t first = cell.text.find_first_not_of(" \t");
-    cell.column += static_cast<int32_t>(first == std::string::npos ? 0 : first);
-    cell.text.erase(0, first == std::string::npos ? cell.text.size() : first);
+    const llvm::StringRef kept = llvm::StringRef(cell.text).rtrim(" \t");
+    cell.column += static_cast<int32_t>(kept.size() - kept.ltrim(" \t").size());
+    cell.text = kept.ltrim(" \t").str();
     cells.push_back(std::move(cell));
     if (i >= line.size())
       return llvm::Error::success();

@@ -31,7 +31,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cctype>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -777,16 +776,13 @@ flexpipe::sched::evaluate(const Candidate &c, const ModelConfig &model,
   // candidate is rejected without scheduling it (peakBytes is then a lower
   // bound, the static part).
   const ActorHoldings &held = prepared.held;
-  if (options.memoryLimit > 0) {
-    const std::vector<double> &staticBytes = held.staticBytes;
-    for (double bytes : staticBytes)
-      e.peakBytes = std::max(e.peakBytes, bytes);
-    if (e.peakBytes > options.memoryLimit) {
-      e.fitsMemory = false;
-      e.staticOnly = true;
-      return e;
-    }
-    e.peakBytes = 0;
+  if (options.memoryLimit > 0 &&
+      llvm::any_of(held.staticBytes,
+                   [&](double bytes) { return bytes > options.memoryLimit; })) {
+    e.peakBytes = *llvm::max_element(held.staticBytes);
+    e.fitsMemory = false;
+    e.staticOnly = true;
+    return e;
   }
   // What the written spec asks flexpipe-compile to do after scheduling,
   // priced as flexpipe-compile --dp prices it.
@@ -927,6 +923,15 @@ std::vector<size_t> byLowerBound(const std::vector<Candidate> &candidates,
   return order;
 }
 
+/// An evaluation that says why `c` was skipped (`why` follows "skipped: ").
+Evaluation skipped(const Candidate &c, const std::string &why) {
+  Evaluation e;
+  e.candidate = c;
+  e.skipped = true;
+  e.error = "skipped: " + why;
+  return e;
+}
+
 /// The search of tune(): every fused candidate in lower-bound order, then
 /// the separation variants that can still win (docs/Tuning.md).
 class Search {
@@ -953,7 +958,6 @@ public:
   const std::vector<Evaluation> &fusedEvaluations() const { return fusedEval; }
 
 private:
-  using Key = decltype(Candidate().tie());
   /// A variant to separate, its fused twin and its lower bound.
   struct Pending {
     size_t variant, twin;
@@ -963,8 +967,7 @@ private:
   /// others decided here (outside the heuristics' window, or as their
   /// twin) get their evaluation, and
   /// `outsideWindow` counts those not tried.
-  std::vector<Pending> chooseVariants(const std::vector<size_t> &twins,
-                                      const std::vector<double> &ownBound,
+  std::vector<Pending> chooseVariants(const std::vector<double> &ownBound,
                                       size_t &outsideWindow);
   /// Progress from `offset` of all candidates on.
   std::function<void(size_t)> report(size_t offset) const {
@@ -979,10 +982,11 @@ private:
   /// Offers a simulated time to the exact fastest; a schedule already
   /// offered (a twin running it) counts once.
   void recordTime(double time, uint64_t schedule);
-  /// An evaluation that says why `c` was skipped.
-  Evaluation skip(const Candidate &c, double bound, double limit) const;
-  /// A separation variant not tried, and why (`why` follows "skipped: ").
-  Evaluation notTried(size_t variant, const std::string &why) const;
+  /// Decides `variant`: not tried, and why (`why` follows "skipped: ").
+  void notTried(size_t variant, const std::string &why) {
+    variantEval[variant] = skipped(variants[variant], why);
+    ran[variant] = 1;
+  }
   /// A twin's time, or where it was skipped its lower bound.
   double twinTime(size_t twin) const {
     return fusedEval[twin].skipped ? fusedBound[twin]
@@ -999,7 +1003,7 @@ private:
   const ClusterConfig &cluster;
   const TuneOptions &options;
   std::vector<Candidate> fused, variants;
-  std::map<Key, size_t> twinOf; ///< fused twin of each candidate
+  std::vector<size_t> twins; ///< per variant, its fused twin
   std::vector<double> fusedBound;
   /// Per fused candidate: its scheduling was given up at its cutoff, so
   /// that fusedBound is all that is known of its time.
@@ -1022,13 +1026,17 @@ private:
 };
 
 void Search::split(const std::vector<Candidate> &space) {
+  std::map<decltype(Candidate().tie()), size_t> twinOf;
   for (const Candidate &c : space) {
     Candidate base = c;
     base.separation = false;
-    if (twinOf.emplace(base.tie(), fused.size()).second)
+    auto [twin, isNew] = twinOf.emplace(base.tie(), fused.size());
+    if (isNew)
       fused.push_back(base);
-    if (c.separation)
+    if (c.separation) {
       variants.push_back(c);
+      twins.push_back(twin->second);
+    }
   }
 }
 
@@ -1071,25 +1079,6 @@ void Search::offerDetail(const Evaluation &e, EvaluationDetail &detail) {
   fastest.emplace(e, std::move(detail));
 }
 
-Evaluation Search::notTried(size_t variant, const std::string &why) const {
-  Evaluation e;
-  e.candidate = variants[variant];
-  e.skipped = true;
-  e.error = "skipped: " + why;
-  return e;
-}
-
-Evaluation Search::skip(const Candidate &c, double bound, double limit) const {
-  Evaluation e;
-  e.candidate = c;
-  e.skipped = true;
-  e.error = llvm::formatv("skipped: its lower bound {0:e3} s exceeds the "
-                          "{1} best time {2:e3} s",
-                          bound, ordinal(options.exact), limit)
-                .str();
-  return e;
-}
-
 void Search::runFused() {
   const std::vector<size_t> byBound =
       byLowerBound(fused, model, cluster, options, fusedBound);
@@ -1106,7 +1095,11 @@ void Search::runFused() {
         // evaluation says why at once.
         if (fusedBound[i] > limit * (1 + 1e-9) &&
             std::isfinite(fusedBound[i])) {
-          fusedEval[i] = skip(fused[i], fusedBound[i], limit);
+          fusedEval[i] = skipped(
+              fused[i],
+              llvm::formatv("its lower bound {0:e3} s exceeds the "
+                            "{1} best time {2:e3} s",
+                            fusedBound[i], ordinal(options.exact), limit));
           ++fusedBounded;
           return;
         }
@@ -1140,10 +1133,8 @@ void Search::runFused() {
 }
 
 std::vector<Search::Pending>
-Search::chooseVariants(const std::vector<size_t> &twins,
-                       const std::vector<double> &ownBound,
+Search::chooseVariants(const std::vector<double> &ownBound,
                        size_t &outsideWindow) {
-  const double bestFused = best;
   std::vector<Pending> pending;
   outsideWindow = 0;
   for (size_t v = 0; v < variants.size(); ++v) {
@@ -1174,13 +1165,11 @@ Search::chooseVariants(const std::vector<size_t> &twins,
       continue;
     }
     if (outside) {
-      variantEval[v] = notTried(
-          v, llvm::formatv("separation is not tried: its fused twin takes at "
-                           "least {0:e3} s, over {1}x the best fused time "
-                           "{2:e3} s",
-                           twinTime(twin), options.separationWindow, bestFused)
-                 .str());
-      ran[v] = 1;
+      notTried(v,
+               llvm::formatv("separation is not tried: its fused twin "
+                             "takes at least {0:e3} s, over {1}x the best "
+                             "fused time {2:e3} s",
+                             twinTime(twin), options.separationWindow, best));
       ++outsideWindow;
       continue;
     }
@@ -1193,13 +1182,13 @@ Search::chooseVariants(const std::vector<size_t> &twins,
   // twin does not (its variant may fit: the scheduler may order it
   // otherwise, but seldom does).
   if (options.separationTop > 0 && pending.size() > options.separationTop) {
+    // (A twin given up at its cutoff is skipped too: fusedCut.)
     auto canGain = [&](const Pending &p) {
-      return fusedCut[p.twin] || fusedEval[p.twin].skipped ||
+      return fusedEval[p.twin].skipped ||
              p.bound < twinTime(p.twin) * (1 - 1e-9);
     };
     auto twinFits = [&](const Pending &p) {
-      return fusedCut[p.twin] || fusedEval[p.twin].skipped ||
-             fusedEval[p.twin].fitsMemory;
+      return fusedEval[p.twin].skipped || fusedEval[p.twin].fitsMemory;
     };
     std::stable_sort(pending.begin(), pending.end(),
                      [&](const Pending &a, const Pending &b) {
@@ -1217,13 +1206,11 @@ Search::chooseVariants(const std::vector<size_t> &twins,
     size_t kept = 0;
     for (const Pending &p : pending) {
       const Evaluation &t = fusedEval[p.twin];
-      const bool known = !fusedCut[p.twin] && !t.skipped && t.ok();
+      const bool known = !t.skipped && t.ok();
       if (kept < options.separationTop && known &&
           !placed.insert(t.schedule).second) {
-        variantEval[p.variant] = notTried(
-            p.variant, "its fused twin runs the schedule of a faster twin, "
-                       "whose variant is tried");
-        ran[p.variant] = 1;
+        notTried(p.variant, "its fused twin runs the schedule of a faster "
+                            "twin, whose variant is tried");
         ++outsideWindow;
         continue;
       }
@@ -1232,27 +1219,19 @@ Search::chooseVariants(const std::vector<size_t> &twins,
     pending.resize(kept);
     if (pending.size() <= options.separationTop)
       return pending;
-    for (size_t i = options.separationTop; i < pending.size(); ++i)
-      if (!canGain(pending[i])) {
-        variantEval[pending[i].variant] = notTried(
-            pending[i].variant,
-            llvm::formatv("separation cannot beat its fused twin: the "
-                          "busiest actor alone ({0:e3} s with the gradient "
-                          "sync) takes as long",
-                          pending[i].bound)
-                .str());
-        ran[pending[i].variant] = 1;
-      }
     for (size_t i = options.separationTop; i < pending.size(); ++i) {
-      if (ran[pending[i].variant])
-        continue;
-      variantEval[pending[i].variant] = notTried(
-          pending[i].variant,
-          llvm::formatv("separation is tried on the variants of the {0} "
-                        "fastest fused candidates only",
-                        options.separationTop)
-              .str());
-      ran[pending[i].variant] = 1;
+      const Pending &p = pending[i];
+      if (!canGain(p))
+        notTried(p.variant,
+                 llvm::formatv("separation cannot beat its fused twin: the "
+                               "busiest actor alone ({0:e3} s with the "
+                               "gradient sync) takes as long",
+                               p.bound));
+      else if (!ran[p.variant]) // (decided in an earlier round: kept)
+        notTried(p.variant,
+                 llvm::formatv("separation is tried on the variants of the "
+                               "{0} fastest fused candidates only",
+                               options.separationTop));
     }
     outsideWindow += pending.size() - options.separationTop;
     pending.resize(options.separationTop);
@@ -1263,12 +1242,6 @@ Search::chooseVariants(const std::vector<size_t> &twins,
 void Search::runVariants() {
   variantEval.assign(variants.size(), Evaluation());
   ran.assign(variants.size(), 0);
-  std::vector<size_t> twins(variants.size());
-  for (size_t v = 0; v < variants.size(); ++v) {
-    Candidate base = variants[v];
-    base.separation = false;
-    twins[v] = twinOf.at(base.tie());
-  }
   // Separation may make a variant faster than its twin: where the twin was
   // skipped by its bound (and is inside the window), the variant's own
   // bound decides.
@@ -1295,11 +1268,10 @@ void Search::runVariants() {
   std::vector<Pending> pending;
   size_t outsideWindow = 0;
   for (;;) {
-    pending = chooseVariants(twins, ownBound, outsideWindow);
+    pending = chooseVariants(ownBound, outsideWindow);
     std::vector<size_t> unknown;
     for (const Pending &p : pending)
-      if ((fusedCut[p.twin] || fusedEval[p.twin].skipped) &&
-          llvm::find(unknown, p.twin) == unknown.end())
+      if (fusedEval[p.twin].skipped && !llvm::is_contained(unknown, p.twin))
         unknown.push_back(p.twin);
     if (unknown.empty())
       break;
@@ -1337,14 +1309,11 @@ void Search::runVariants() {
       [&](size_t i) {
         const Pending &p = pending[i];
         if (const double limit = threshold(); p.bound > limit * (1 + 1e-9)) {
-          variantEval[p.variant] = notTried(
-              p.variant,
-              llvm::formatv("its busiest actor alone ({0:e3} s with the "
-                            "gradient sync) exceeds the {1} best time "
-                            "{2:e3} s",
-                            p.bound, ordinal(options.exact), limit)
-                  .str());
-          ran[p.variant] = 1;
+          notTried(p.variant,
+                   llvm::formatv("its busiest actor alone ({0:e3} s with the "
+                                 "gradient sync) exceeds the {1} best time "
+                                 "{2:e3} s",
+                                 p.bound, ordinal(options.exact), limit));
           ++pruned;
           return;
         }
@@ -1517,12 +1486,9 @@ flexpipe::sched::bestBaseline(const ModelConfig &model,
   const ModuleModel &m = model.modules.front();
   if (vocabParallel && !m.hasHead())
     return std::nullopt;
-  // One stage per actor: without vocabulary parallelism every stage order
-  // is the same; with it the head and embedding slices make the order of
-  // an actor's two or three stages matter.
-  std::vector<StagePriority> orders = {{StageOrder::BreadthFirst, 0}};
-  if (vocabParallel)
-    orders.push_back({StageOrder::DepthFirst, 0});
+  // One stage per actor: the orders one_to_one has to choose between.
+  const std::vector<StagePriority> orders =
+      stageOrders(TunePlacement::OneToOne, 0, vocabParallel);
   // Known evaluations first, then the others in the order of their lower
   // bounds, simulated only while they can still beat the best.
   std::optional<Evaluation> best;

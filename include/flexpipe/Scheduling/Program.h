@@ -338,9 +338,6 @@ private:
 /// peer (a blocking receive only second: it waits where it stands).
 struct TransferPair {
   int32_t actor, first;
-  bool operator==(const TransferPair &o) const {
-    return actor == o.actor && first == o.first;
-  }
 };
 
 /// The pairs whose counterparts the peer posts as a pair too: the receive

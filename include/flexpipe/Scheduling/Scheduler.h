@@ -320,8 +320,9 @@ bool waitsForInstance(const Problem &problem, int32_t r, int32_t first,
                       CompKind kind, int32_t part, int32_t mb);
 
 /// Checks that a problem is well formed (indices in range, one policy and
-/// limit per actor, positive units and intervals, acyclic dependencies).
-/// Fails with the first problem found.
+/// limit per actor, positive units and intervals, dependencies between
+/// parts that exist). Fails with the first problem found. (A cycle of
+/// dependencies is diagnosed where the schedule stops: ScheduleResult.)
 llvm::Error validate(const Problem &problem);
 
 /// Whether two schedules of one problem run the same items in the same

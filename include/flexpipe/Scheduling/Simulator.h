@@ -133,6 +133,13 @@ struct SimCosts {
     return (rendezvous ? std::max(sent, posted) : sent) +
            messageTime(numActors, from, to, stage);
   }
+  /// Duration of a collective on `stage` (collectiveDuration's, else
+  /// collectiveTime).
+  double collectiveOf(int32_t stage) const {
+    return stage < static_cast<int32_t>(collectiveDuration.size())
+               ? collectiveDuration[stage]
+               : collectiveTime;
+  }
   /// Duration of a computation (Fwd, Bwd, Igrad or Wgrad) on `stage`; 1
   /// for a stage the table does not cover.
   double durationOf(int32_t stage, OpKind kind) const {
@@ -204,15 +211,6 @@ SimCosts layerCosts(const Program &program);
 llvm::Error modelCosts(const Program &program, const ModelConfig &model,
                        const ClusterConfig &cluster, const Profile *profile,
                        const std::vector<int64_t> &devices, SimCosts &costs);
-
-/// The duration of an all-gather or gather on registered stage `stage`
-/// (the sync of several modules' output states): every member contributes
-/// the output of the last module stage it computes (`messageBytes` per
-/// stage), and a ring all-gather moves the largest contribution.
-double registeredCollectiveTime(const Program &program, int32_t stage,
-                                const std::vector<double> &messageBytes,
-                                const ClusterConfig &cluster,
-                                const std::vector<int64_t> &devices);
 
 /// Where a pipeline's stages run and what they hold: what the cost of the
 /// work after the pipeline needs, from a program (stageLayoutOf) or, before
@@ -378,7 +376,6 @@ private:
   /// What wait or receive `id` waits for that is not timed yet (`done`):
   /// an op id, or -1.
   int32_t untimedDependency(int32_t id, const std::vector<uint8_t> &done) const;
-  double collectiveTime(const SimCosts &costs, const Op &op) const;
   double waitEnd(const SimCosts &costs, int32_t id, double s,
                  const std::vector<double> &start, int32_t &why) const;
   int32_t numActors = 0;

@@ -577,8 +577,9 @@ static void printInflightLimit(OpAsmPrinter &printer, Operation *,
 /// op's own attributes (`own`, its getAttributeNames()) are reserved there.
 /// (Those of every FlexPipe op were: a discardable `id` on a pipeline, which
 /// the generic form takes, printed as text that did not read back.)
-static ParseResult parseAttrDict(OpAsmParser &parser, NamedAttrList &attrs,
-                                 bool withKeyword, ArrayRef<StringRef> own) {
+static ParseResult parseOwnAttrDict(OpAsmParser &parser, NamedAttrList &attrs,
+                                    ArrayRef<StringRef> own,
+                                    bool withKeyword = false) {
   const llvm::SMLoc loc = parser.getCurrentLocation();
   NamedAttrList parsed;
   if (failed(withKeyword ? parser.parseOptionalAttrDictWithKeyword(parsed)
@@ -599,24 +600,16 @@ static ParseResult parseAttrDict(OpAsmParser &parser, NamedAttrList &attrs,
   }
   return success();
 }
-static ParseResult parseOwnAttrDict(OpAsmParser &parser, NamedAttrList &attrs,
-                                    ArrayRef<StringRef> own) {
-  return parseAttrDict(parser, attrs, /*withKeyword=*/false, own);
-}
-static ParseResult parseOwnAttrDictWithKeyword(OpAsmParser &parser,
-                                               NamedAttrList &attrs,
-                                               ArrayRef<StringRef> own) {
-  return parseAttrDict(parser, attrs, /*withKeyword=*/true, own);
-}
 /// The discardable attributes only: the op's own are in its syntax.
 static void printOwnAttrDict(OpAsmPrinter &printer, Operation *op,
-                             DictionaryAttr, ArrayRef<StringRef>) {
-  printer.printOptionalAttrDict(op->getDiscardableAttrDictionary().getValue());
-}
-static void printOwnAttrDictWithKeyword(OpAsmPrinter &printer, Operation *op,
-                                        DictionaryAttr, ArrayRef<StringRef>) {
-  printer.printOptionalAttrDictWithKeyword(
-      op->getDiscardableAttrDictionary().getValue());
+                             DictionaryAttr, ArrayRef<StringRef>,
+                             bool withKeyword = false) {
+  ArrayRef<NamedAttribute> attrs =
+      op->getDiscardableAttrDictionary().getValue();
+  if (withKeyword)
+    printer.printOptionalAttrDictWithKeyword(attrs);
+  else
+    printer.printOptionalAttrDict(attrs);
 }
 
 /// `[a -> b, c -> d, ...]`, stored flat as [a, b, c, d].
@@ -705,21 +698,14 @@ normalizeStageIndex(int64_t index, int64_t perDirection, int64_t total) {
   return index;
 }
 
-/// The module `symbol` names, seen from `from`. Lookups go through
-/// `symbols`, which indexes the pipeline's symbol table once: a spec has one
-/// op per registered stage, instruction and dependency, and a linear search
-/// per reference made verifying it quadratic.
-static ModalityOp lookupModule(SymbolTableCollection &symbols, Operation *from,
-                               FlatSymbolRefAttr symbol) {
-  return symbols.lookupNearestSymbolFrom<ModalityOp>(from, symbol);
-}
-
 /// The module `symbol` names from `from`; an error at `from` when it names
-/// none.
+/// none. Lookups go through `symbols`, which indexes the pipeline's symbol
+/// table once: a spec has one op per registered stage, instruction and
+/// dependency, and a linear search per reference made verifying it quadratic.
 static FailureOr<ModalityOp> lookupModuleOrFail(SymbolTableCollection &symbols,
                                                 Operation *from,
                                                 FlatSymbolRefAttr symbol) {
-  if (ModalityOp module = lookupModule(symbols, from, symbol))
+  if (auto module = symbols.lookupNearestSymbolFrom<ModalityOp>(from, symbol))
     return module;
   return from->emitOpError()
          << "refers to " << symbol
@@ -895,44 +881,40 @@ static LogicalResult verifyAcyclicDependencies(PipelineOp pipeline,
     successors[*from].push_back({*to, dep});
   }
 
-  // Iterative depth-first search; `path` holds the edges into the nodes on
-  // the current branch.
+  // Iterative depth-first search; `stack` holds the current branch: each
+  // node, its next successor and the edge into it.
   enum Color : uint8_t { White, Gray, Black };
   SmallVector<Color> color(successors.size(), White);
   for (unsigned root = 0; root < successors.size(); ++root) {
     if (color[root] != White)
       continue;
-    SmallVector<std::pair<unsigned, unsigned>> stack{{root, 0}};
-    SmallVector<DependencyOp> path;
+    SmallVector<std::tuple<unsigned, unsigned, DependencyOp>> stack{
+        {root, 0, DependencyOp()}};
     color[root] = Gray;
     while (!stack.empty()) {
-      auto &[node, next] = stack.back();
+      auto &[node, next, into] = stack.back();
       if (next == successors[node].size()) {
         color[node] = Black;
         stack.pop_back();
-        if (!path.empty())
-          path.pop_back();
         continue;
       }
       auto [succ, dep] = successors[node][next++];
       if (color[succ] == Gray) {
-        // The cycle is the part of the path from `succ` on, plus `dep`.
-        size_t start = 0;
-        for (size_t i = 0; i < stack.size(); ++i)
-          if (stack[i].first == succ)
-            start = i;
+        // The cycle is the part of the branch after `succ`, plus `dep`.
+        auto start = stack.begin();
+        while (std::get<0>(*start) != succ)
+          ++start;
         InFlightDiagnostic diag =
             dep.emitOpError()
             << "closes a cycle of extra dependencies, so none of its "
                "instructions can ever be scheduled; remove one of them";
-        for (size_t i = start; i < path.size(); ++i)
-          diag.attachNote(path[i].getLoc()) << "part of the cycle";
+        for (auto it = std::next(start); it != stack.end(); ++it)
+          diag.attachNote(std::get<2>(*it).getLoc()) << "part of the cycle";
         return diag;
       }
       if (color[succ] == White) {
         color[succ] = Gray;
-        path.push_back(dep);
-        stack.push_back({succ, 0});
+        stack.push_back({succ, 0, dep});
       }
     }
   }
@@ -1030,7 +1012,8 @@ LogicalResult PipelineOp::verifyRegions() {
   // A stage is shared once (the schedule has one actor list per stage).
   llvm::DenseMap<std::pair<StringAttr, int64_t>, ShareOp> sharedSeen;
   for (auto share : getBody().getOps<ShareOp>()) {
-    ModalityOp module = lookupModule(symbols, share, share.getModuleAttr());
+    auto module = symbols.lookupNearestSymbolFrom<ModalityOp>(
+        share, share.getModuleAttr());
     std::optional<sched::ModulePlacement> placed =
         module ? llvm::expectedToOptional(module.computePlacement())
                : std::nullopt;
@@ -1080,7 +1063,7 @@ LogicalResult PipelineOp::verifyRegions() {
 
 SmallVector<int64_t> ModalityOp::getActorIds() {
   if (std::optional<ArrayRef<int64_t>> group = getActorGroup())
-    return SmallVector<int64_t>(group->begin(), group->end());
+    return llvm::to_vector(*group);
   auto pipeline = (*this)->getParentOfType<PipelineOp>();
   int64_t numActors = pipeline ? std::max<int64_t>(0, pipeline.getActors()) : 0;
   return llvm::to_vector(llvm::seq<int64_t>(0, numActors));
@@ -1109,10 +1092,9 @@ llvm::Expected<sched::ModulePlacement> ModalityOp::computePlacement() {
 
 SmallVector<int64_t> ModalityOp::getLayersPerStage(int64_t stagesPerDirection) {
   if (std::optional<ArrayRef<int64_t>> partition = getPartition())
-    return SmallVector<int64_t>(partition->begin(), partition->end());
-  std::vector<int64_t> even =
-      sched::evenPartition(asSigned(getLayers()), stagesPerDirection);
-  return SmallVector<int64_t>(even.begin(), even.end());
+    return llvm::to_vector(*partition);
+  return llvm::to_vector(
+      sched::evenPartition(asSigned(getLayers()), stagesPerDirection));
 }
 
 LogicalResult ModalityOp::verify() {
@@ -1192,7 +1174,7 @@ LogicalResult ModalityOp::verifySymbolUses(SymbolTableCollection &symbols) {
       if (llvm::is_contained(inputs.getValue().take_front(i), attr))
         return emitOpError() << "takes input from " << symbol
                              << " twice; list each module once";
-      ModalityOp input = lookupModule(symbols, *this, symbol);
+      auto input = symbols.lookupNearestSymbolFrom<ModalityOp>(*this, symbol);
       if (!input)
         return emitOpError() << "takes input from " << symbol
                              << ", which is not a flexpipe.module of this "
@@ -1413,6 +1395,11 @@ FailureOr<SmallVector<int64_t>> InflightOp::evaluate(int64_t numActors,
   const int64_t count = isGlobal                           ? 1
                         : scope == InflightScope::PerStage ? numStages
                                                            : numActors;
+  // What limit `index` is for (a global limit has no actor or stage).
+  auto entry = [&](int64_t index) {
+    return isGlobal ? std::string("the scope")
+                    : std::string(unit) + " " + std::to_string(index);
+  };
   SmallVector<int64_t> limits;
   Attribute limit = getLimit();
   if (auto value = dyn_cast<IntegerAttr>(limit)) {
@@ -1474,15 +1461,9 @@ FailureOr<SmallVector<int64_t>> InflightOp::evaluate(int64_t numActors,
       AffineExpr value =
           map.getResult(0).replaceDimsAndSymbols(dimValues, symbols);
       auto constant = dyn_cast<AffineConstantExpr>(value);
-      if (!constant) {
-        InFlightDiagnostic diag = emitOpError() << "cannot evaluate "
-                                                << AffineMapAttr::get(map);
-        if (isGlobal) // (a global limit has no actor or stage)
-          diag << " for the scope";
-        else
-          diag << " for " << unit << " " << index;
-        return diag;
-      }
+      if (!constant)
+        return emitOpError() << "cannot evaluate " << AffineMapAttr::get(map)
+                             << " for " << entry(index);
       limits.push_back(constant.getValue());
     }
   }
@@ -1493,12 +1474,8 @@ FailureOr<SmallVector<int64_t>> InflightOp::evaluate(int64_t numActors,
     // A plugin's rule is named: its answer, not the spec's text, is wrong.
     if (auto rule = dyn_cast<StringAttr>(limit))
       diag << "the in-flight rule '" << rule.getValue() << "' ";
-    diag << "gives ";
-    if (isGlobal)
-      diag << "the scope";
-    else
-      diag << unit << " " << index;
-    return diag << " an in-flight limit of " << value
+    return diag << "gives " << entry(index) << " an in-flight limit of "
+                << value
                 << "; every limit must be at least 1 (1 runs one micro-batch "
                    "at a time)";
   }

@@ -50,20 +50,6 @@ static FailureOr<int64_t> evaluateCountAt(Operation *op, AffineMap count,
               << ", m = " << scope.m << "; it must be at least 1 there";
 }
 
-static FailureOr<sched::StagePriority>
-toStagePriority(Operation *op, StpAttr attr, StringRef what,
-                const CountScope &scope) {
-  sched::StagePriority result;
-  result.order = toSched<sched::StageOrder>(attr.getOrder());
-  if (AffineMap interval = attr.getInterval()) {
-    FailureOr<int64_t> value = evaluateCountAt(op, interval, what, scope);
-    if (failed(value))
-      return failure();
-    result.interval = *value;
-  }
-  return result;
-}
-
 static std::optional<sched::CompKind> builtinKind(StringRef name) {
   return llvm::StringSwitch<std::optional<sched::CompKind>>(name)
       .Case("fwd", sched::CompKind::Fwd)
@@ -270,11 +256,15 @@ LogicalResult SpecReader::readPriority(PriorityOp priority) {
         std::tuple{priority.getBstpAttr(), &p.bwd, "a backward interval"}}) {
     if (!attr)
       continue;
-    FailureOr<sched::StagePriority> stp =
-        toStagePriority(priority, attr, what, *scope);
-    if (failed(stp))
-      return failure();
-    *target = *stp;
+    sched::StagePriority stp{toSched<sched::StageOrder>(attr.getOrder())};
+    if (AffineMap interval = attr.getInterval()) {
+      FailureOr<int64_t> value =
+          evaluateCountAt(priority, interval, what, *scope);
+      if (failed(value))
+        return failure();
+      stp.interval = *value;
+    }
+    *target = stp;
   }
   if (std::optional<StringRef> custom = priority.getCustom()) {
     const sched::PriorityFunction *function = plugins.priority(custom->str());
@@ -417,15 +407,10 @@ ScheduleProgram flexpipe::readSchedule(ScheduleOp schedule) {
   };
   llvm::StringMap<int32_t> moduleIndex, instIndex;
   if (ArrayAttr info = schedule.getStageInfoAttr()) {
-    for (Attribute attr : info) {
-      auto stage = cast<StageInfoAttr>(attr);
-      sched::StageMeta meta;
-      meta.module = indexOf(p.moduleNames, moduleIndex, stage.getModule());
-      meta.layers = stage.getLayers();
-      meta.first = stage.getFirst();
-      meta.last = stage.getLast();
-      p.stageMeta.push_back(meta);
-    }
+    for (StageInfoAttr stage : info.getAsRange<StageInfoAttr>())
+      p.stageMeta.push_back(
+          {indexOf(p.moduleNames, moduleIndex, stage.getModule()),
+           stage.getLayers(), stage.getFirst(), stage.getLast()});
     sched::markRegistered(p.stageMeta);
   }
 
@@ -516,66 +501,61 @@ LogicalResult flexpipe::reportFailure(ScheduleOp schedule,
   return failure();
 }
 
-static Operation *createInstructionOp(OpBuilder &b, Location loc,
-                                      const sched::ProgOp &op,
-                                      const sched::Program &program,
-                                      llvm::DenseMap<int32_t, Value> *tokens) {
+/// Creates one instruction op for `op` at the builder's insertion point: ops
+/// the program gives a token produce a !flexpipe.token (recorded in
+/// `tokens`), and waits use it. Null for a wait of no known token.
+static Operation *createInstruction(OpBuilder &b, Location loc,
+                                    const sched::ProgOp &op,
+                                    const sched::Program &program,
+                                    llvm::DenseMap<int32_t, Value> &tokens) {
   const uint64_t stage = op.stage, mb = op.mb, peer = op.peer;
-  // Asynchronous transfers, collectives and registered instructions return
-  // a token when the program gives them one and the caller tracks tokens.
-  Type token =
-      tokens && op.token >= 0 ? TokenType::get(b.getContext()) : Type();
-  switch (op.kind) {
-  case sched::OpKind::Fwd:
-    return FwdOp::create(b, loc, stage, mb);
-  case sched::OpKind::Bwd:
-    return BwdOp::create(b, loc, stage, mb);
-  case sched::OpKind::Igrad:
-    return IgradOp::create(b, loc, stage, mb);
-  case sched::OpKind::Wgrad:
-    return WgradOp::create(b, loc, stage, mb);
-  case sched::OpKind::SendAct:
-    return SendActOp::create(b, loc, token, stage, mb, peer);
-  case sched::OpKind::RecvAct:
-    return RecvActOp::create(b, loc, token, stage, mb, peer);
-  case sched::OpKind::SendGrad:
-    return SendGradOp::create(b, loc, token, stage, mb, peer);
-  case sched::OpKind::RecvGrad:
-    return RecvGradOp::create(b, loc, token, stage, mb, peer);
-  case sched::OpKind::AllGather: {
-    const auto &group = program.groups[op.group];
-    return AllGatherOp::create(
-        b, loc, token, stage, mb,
-        SmallVector<int64_t>(group.begin(), group.end()));
-  }
-  case sched::OpKind::Gather: {
-    const auto &group = program.groups[op.group];
-    return GatherOp::create(b, loc, token, stage, mb,
-                            SmallVector<int64_t>(group.begin(), group.end()),
-                            peer);
-  }
-  case sched::OpKind::Exec:
-    if (op.inst < 0 ||
-        op.inst >= static_cast<int32_t>(program.instructions.size()))
-      return nullptr;
-    return ExecOp::create(b, loc, token, program.instructions[op.inst], stage,
-                          mb, /*attrs=*/nullptr);
-  case sched::OpKind::Wait:
-    if (!tokens || !tokens->count(op.token))
-      return nullptr;
-    return WaitOp::create(b, loc, tokens->lookup(op.token));
-  }
-  return nullptr;
-}
-
-Operation *flexpipe::createInstruction(OpBuilder &b, Location loc,
-                                       const sched::ProgOp &op,
-                                       const sched::Program &program,
-                                       llvm::DenseMap<int32_t, Value> *tokens) {
-  Operation *created = createInstructionOp(b, loc, op, program, tokens);
-  if (created && tokens && op.token >= 0 && op.kind != sched::OpKind::Wait &&
+  Type token = op.token >= 0 ? TokenType::get(b.getContext()) : Type();
+  Operation *created = [&]() -> Operation * {
+    switch (op.kind) {
+    case sched::OpKind::Fwd:
+      return FwdOp::create(b, loc, stage, mb);
+    case sched::OpKind::Bwd:
+      return BwdOp::create(b, loc, stage, mb);
+    case sched::OpKind::Igrad:
+      return IgradOp::create(b, loc, stage, mb);
+    case sched::OpKind::Wgrad:
+      return WgradOp::create(b, loc, stage, mb);
+    case sched::OpKind::SendAct:
+      return SendActOp::create(b, loc, token, stage, mb, peer);
+    case sched::OpKind::RecvAct:
+      return RecvActOp::create(b, loc, token, stage, mb, peer);
+    case sched::OpKind::SendGrad:
+      return SendGradOp::create(b, loc, token, stage, mb, peer);
+    case sched::OpKind::RecvGrad:
+      return RecvGradOp::create(b, loc, token, stage, mb, peer);
+    case sched::OpKind::AllGather: {
+      const auto &group = program.groups[op.group];
+      return AllGatherOp::create(
+          b, loc, token, stage, mb,
+          SmallVector<int64_t>(group.begin(), group.end()));
+    }
+    case sched::OpKind::Gather: {
+      const auto &group = program.groups[op.group];
+      return GatherOp::create(b, loc, token, stage, mb,
+                              SmallVector<int64_t>(group.begin(), group.end()),
+                              peer);
+    }
+    case sched::OpKind::Exec:
+      if (op.inst < 0 ||
+          op.inst >= static_cast<int32_t>(program.instructions.size()))
+        return nullptr;
+      return ExecOp::create(b, loc, token, program.instructions[op.inst], stage,
+                            mb, /*attrs=*/nullptr);
+    case sched::OpKind::Wait:
+      if (!tokens.count(op.token))
+        return nullptr;
+      return WaitOp::create(b, loc, tokens.lookup(op.token));
+    }
+    return nullptr;
+  }();
+  if (created && op.token >= 0 && op.kind != sched::OpKind::Wait &&
       created->getNumResults() == 1)
-    (*tokens)[op.token] = created->getResult(0);
+    tokens[op.token] = created->getResult(0);
   return created;
 }
 
@@ -594,19 +574,14 @@ ScheduleOp flexpipe::createSchedule(
     OpBuilder &b, Location loc, StringAttr name, const sched::Program &program,
     llvm::function_ref<Location(const sched::ProgOp &)> locate) {
   // The edges attribute only when the DAG is not the default chain.
+  std::vector<std::pair<int32_t, int32_t>> chain;
+  for (int32_t s = 0; s + 1 < program.numStages; ++s)
+    chain.push_back({s, s + 1});
   DenseI64ArrayAttr edges;
-  bool chain = static_cast<int32_t>(program.edges.size()) ==
-               std::max(0, program.numStages - 1);
-  for (size_t i = 0; chain && i < program.edges.size(); ++i)
-    chain = program.edges[i] ==
-            std::pair<int32_t, int32_t>(static_cast<int32_t>(i),
-                                        static_cast<int32_t>(i + 1));
-  if (!chain) {
+  if (program.edges != chain) {
     SmallVector<int64_t> flat;
-    for (auto [from, to] : program.edges) {
-      flat.push_back(from);
-      flat.push_back(to);
-    }
+    for (auto [from, to] : program.edges)
+      flat.append({from, to});
     edges = b.getDenseI64ArrayAttr(flat);
   }
   DenseI64ArrayAttr shared;
@@ -631,7 +606,7 @@ ScheduleOp flexpipe::createSchedule(
       const Location at = !locate                 ? loc
                           : token != tokens.end() ? token->second.getLoc()
                                                   : locate(op);
-      createInstruction(b, at, op, program, &tokens);
+      createInstruction(b, at, op, program, tokens);
     }
   }
   b.setInsertionPointAfter(schedule);
@@ -669,12 +644,11 @@ void flexpipe::rewriteSchedule(ScheduleOp schedule, const ScheduleProgram &read,
           from ? &read.program.actors[id][op.source] : nullptr;
       if (was && was->kind == op.kind && (was->token >= 0) == (op.token >= 0) &&
           !kept.contains(from)) {
-        Operation *existing = from;
-        existing->moveBefore(&body, body.end());
-        kept.insert(existing);
+        from->moveBefore(&body, body.end());
+        kept.insert(from);
         if (op.token >= 0 && op.kind != sched::OpKind::Wait &&
-            existing->getNumResults() == 1)
-          tokens[op.token] = existing->getResult(0);
+            from->getNumResults() == 1)
+          tokens[op.token] = from->getResult(0);
         continue;
       }
       // A new op takes the location of the op it was derived from.
@@ -684,7 +658,7 @@ void flexpipe::rewriteSchedule(ScheduleOp schedule, const ScheduleProgram &read,
       const Location at = from                  ? from->getLoc()
                           : cell != cells.end() ? cell->second
                                                 : actor.getLoc();
-      kept.insert(createInstruction(b, at, op, program, &tokens));
+      kept.insert(createInstruction(b, at, op, program, tokens));
     }
     for (Operation *old : read.ops[id])
       if (!kept.contains(old))
@@ -745,6 +719,22 @@ flexpipe::requestedOptimizations(DictionaryAttr requested,
   if (requested.contains("async_comm"))
     opts.asyncLookahead = AsyncCommPassOptions().lookahead;
   return opts;
+}
+
+/// Reports what is wrong with the files a pass's options name, or with the
+/// options together: a fault in a file (sched::FileError) where the file has
+/// it (FILE:LINE:COLUMN, the line shown), anything else as optionError does.
+static void reportInputError(MLIRContext *context, StringRef passName,
+                             llvm::Error error) {
+  llvm::handleAllErrors(
+      std::move(error),
+      [&](const sched::FileError &e) {
+        emitError(FileLineColLoc::get(context, e.path, e.line, e.column))
+            << "-" << passName << ": " << e.what;
+      },
+      [&](const llvm::ErrorInfoBase &e) {
+        optionError(context) << "-" << passName << ": " << e.message();
+      });
 }
 
 FailureOr<std::optional<sched::ModelConfig>>
@@ -810,19 +800,6 @@ LogicalResult flexpipe::checkReplicas(MLIRContext *context, StringRef passName,
 
 InFlightDiagnostic flexpipe::optionError(MLIRContext *context) {
   return emitError(UnknownLoc::get(context));
-}
-
-void flexpipe::reportInputError(MLIRContext *context, StringRef passName,
-                                llvm::Error error) {
-  llvm::handleAllErrors(
-      std::move(error),
-      [&](const sched::FileError &e) {
-        emitError(FileLineColLoc::get(context, e.path, e.line, e.column))
-            << "-" << passName << ": " << e.what;
-      },
-      [&](const llvm::ErrorInfoBase &e) {
-        optionError(context) << "-" << passName << ": " << e.message();
-      });
 }
 
 FailureOr<sched::SimCosts>

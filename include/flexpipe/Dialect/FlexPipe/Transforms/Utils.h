@@ -66,15 +66,6 @@ mlir::LogicalResult reportFailure(ScheduleOp schedule,
                                   const ScheduleProgram &read,
                                   const sched::VerifyFailure &problem);
 
-/// Creates one instruction op for `op` at the builder's insertion point.
-/// With `tokens`, ops the program gives a token produce a !flexpipe.token
-/// (recorded there) and waits use it; without, they are created blocking
-/// and waits are skipped (nullptr).
-mlir::Operation *
-createInstruction(mlir::OpBuilder &builder, mlir::Location loc,
-                  const sched::ProgOp &op, const sched::Program &program,
-                  llvm::DenseMap<int32_t, mlir::Value> *tokens = nullptr);
-
 /// The `stage_info` of `program`'s stages (what each holds, for the cost
 /// model and the runtime); null when the program does not say.
 mlir::ArrayAttr stageInfoAttr(mlir::Builder &builder,
@@ -157,12 +148,6 @@ mlir::LogicalResult checkTopLevel(mlir::ModuleOp root,
 /// location, and no dump of the module (an error at the module op prints
 /// all of it). The caller writes the message, starting with "-pass-name".
 mlir::InFlightDiagnostic optionError(mlir::MLIRContext *context);
-
-/// Reports what is wrong with the files a pass's options name, or with the
-/// options together: a fault in a file (sched::FileError) where the file has
-/// it (FILE:LINE:COLUMN, the line shown), anything else as optionError does.
-void reportInputError(mlir::MLIRContext *context, llvm::StringRef passName,
-                      llvm::Error error);
 
 /// Whether a pass's `dp` option is a replica count the tools handle (1 to
 /// kMaxActors, InputLimits.h); emits an unlocated error naming the pass
