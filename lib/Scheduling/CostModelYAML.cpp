@@ -431,6 +431,15 @@ MachineProfile readMeasured(const Reader &r, const YAML::Node &node) {
     }
   }
   r.optionalNumber(node, "handoff_s", 0, m.handoff);
+  // Taking a core over costs less than the slice it gets, or a computation
+  // sharing a core never finishes (the simulation checks the rate too).
+  if (m.timeSlice > 0 && m.handoff >= m.timeSlice) {
+    std::ostringstream os;
+    os << "key 'handoff_s' must be below time_slice_s (" << m.timeSlice
+       << " s), got " << m.handoff
+       << ": a computation would lose each slice it gets to the hand-over";
+    r.fail(node["handoff_s"].Mark(), os.str());
+  }
   r.optionalNumber(node, "optimizer_s_per_parameter", 0,
                    m.optimizerPerParameter);
   if (YAML::Node allReduce = node["allreduce"])

@@ -14,6 +14,7 @@
 #include <map>
 #include <numeric>
 #include <optional>
+#include <sstream>
 #include <utility>
 
 using namespace flexpipe::sched;
@@ -141,6 +142,39 @@ static void addCoreGroup(const ClusterConfig &cluster,
   c.groupSlowdown.push_back(std::move(slowdown));
 }
 
+/// Where the actors of a core group take turns on it (EventCore), each turn
+/// must gain on the work: a slice at the slowest rate a computation of the
+/// group gets must outlast the hand-over it costs, or none finishes.
+static llvm::Error checkTurns(const SimCosts &c) {
+  if (!(c.groupSlice > 0) || !(c.groupHandoff > 0))
+    return llvm::Error::success();
+  std::vector<int32_t> members(c.groupCores.size(), 0);
+  for (int32_t g : c.coreGroup)
+    if (g >= 0)
+      ++members[g];
+  for (size_t g = 0; g < c.groupCores.size(); ++g) {
+    if (members[g] < 2 || c.groupCores[g] > 1)
+      continue; // no turns (EventCore::takesTurns), or nobody to take over
+    double slowest = 1;
+    for (const std::vector<double> &byRanks : c.groupSlowdown[g])
+      for (double slowdown : byRanks)
+        slowest = std::max(slowest, slowdown);
+    const double rate = c.groupCores[g] / slowest;
+    if (c.groupSlice * rate > c.groupHandoff)
+      continue;
+    std::ostringstream os;
+    os << "the cluster's measured handoff_s (" << c.groupHandoff
+       << " s) is not below what a computation gets done in a time slice "
+          "where ranks take turns on a core (time_slice_s "
+       << c.groupSlice << " s at " << rate
+       << " of a core: " << c.groupSlice * rate
+       << " s): such a computation would never finish; measure the cluster "
+          "again (flexpipe-profile) or give a smaller handoff_s";
+    return llvm::createStringError(os.str());
+  }
+  return llvm::Error::success();
+}
+
 /// The ranks of a node share its cores and slow each other down (a
 /// measured cluster) by how many of them compute at once. With no more
 /// ranks than cores, each has a core and the actors simulated on the node
@@ -155,9 +189,10 @@ static void addCoreGroup(const ClusterConfig &cluster,
 /// Each stage is slowed as its module's shape is (the file's first
 /// module's slowed every computation: a module listed before the schedule's,
 /// or the other tower, set the slowdown of all).
-static void shareCores(const Program &program, const ModelConfig &model,
-                       const ClusterConfig &cluster,
-                       const std::vector<int64_t> &devices, SimCosts &c) {
+static llvm::Error shareCores(const Program &program, const ModelConfig &model,
+                              const ClusterConfig &cluster,
+                              const std::vector<int64_t> &devices,
+                              SimCosts &c) {
   std::vector<const ModuleModel *> shapes;
   for (const std::string &name : program.moduleNames)
     shapes.push_back(model.module(name));
@@ -171,7 +206,7 @@ static void shareCores(const Program &program, const ModelConfig &model,
   const int32_t numActors = program.numActors;
   const int64_t cores = cluster.measured.coresPerNode;
   if (cores <= 0 && cluster.measured.contention.empty())
-    return;
+    return llvm::Error::success();
   const int64_t perNode = std::max<int64_t>(1, cluster.devicesPerNode);
   const int64_t jobRanks = cluster.jobRanks();
   std::map<int64_t, std::vector<int32_t>> byNode;
@@ -207,10 +242,11 @@ static void shareCores(const Program &program, const ModelConfig &model,
   }
   if (c.groupCores.empty()) {
     c.coreGroup.clear();
-  } else {
-    c.groupSlice = cluster.measured.timeSlice;
-    c.groupHandoff = cluster.measured.handoff;
+    return llvm::Error::success();
   }
+  c.groupSlice = cluster.measured.timeSlice;
+  c.groupHandoff = cluster.measured.handoff;
+  return checkTurns(c);
 }
 
 /// The stages of `program` (with its stage_info) price the model file's
@@ -351,8 +387,7 @@ llvm::Error flexpipe::sched::modelCosts(const Program &program,
   // its start to its end, and a rank rarely loses its core in the middle of
   // one; ranks wait for a core between computations, which it does not
   // time.
-  shareCores(program, model, cluster, devices, c);
-  return llvm::Error::success();
+  return shareCores(program, model, cluster, devices, c);
 }
 
 llvm::Error flexpipe::sched::profileCosts(const Program &program,

@@ -96,6 +96,29 @@
 // SHAPED: shaped-contention.yaml:10:48: error: a contention point: hidden 65 is not a multiple of heads 4
 // RUN: sed 's/1e-300/0/' %t/short-slice.yaml > %t/no-slice.yaml
 // RUN: flexpipe-compile %t/spec.mlir --model %t/good-model.yaml --cluster %t/no-slice.yaml --emit=report > /dev/null
+// A hand-over as long as the slice: each turn lost what it gained, the
+// simulation ended with computations unfinished and reported the rest
+// (20x faster for a higher cost, exit 0). Refused where the file says it,
+// and, where the contention slowdown leaves less than the hand-over done
+// in a slice (1 ms at 1/1.2 of the core: 0.83 ms), by the simulation.
+// RUN: sed 's/1e-300/1e-3/' %t/short-slice.yaml > %t/long-handoff.yaml
+// RUN: echo '  handoff_s: 1e-3' >> %t/long-handoff.yaml
+// RUN: not flexpipe-compile %t/spec.mlir --model %t/good-model.yaml --cluster %t/long-handoff.yaml --emit=report 2>&1 | FileCheck %s --check-prefix=HANDOFF
+// HANDOFF: long-handoff.yaml:11:14: error: key 'handoff_s' must be below time_slice_s (0.001 s), got 0.001: a computation would lose each slice it gets to the hand-over
+// RUN: sed 's/1e-300/1e-3/' %t/short-slice.yaml > %t/slow-handoff.yaml
+// RUN: echo '  handoff_s: 0.9e-3' >> %t/slow-handoff.yaml
+// RUN: echo '  contention: [{ranks: 1, slowdown: 1}, {ranks: 2, slowdown: 1.2}]' >> %t/slow-handoff.yaml
+// RUN: not flexpipe-compile %t/spec.mlir --model %t/good-model.yaml --cluster %t/slow-handoff.yaml --emit=report 2>&1 | FileCheck %s --check-prefix=SLOWHANDOFF
+// SLOWHANDOFF: error: {{.*}}the cluster's measured handoff_s (0.0009 s) is not below what a computation gets done in a time slice where ranks take turns on a core (time_slice_s 0.001 s at 0.833333 of a core: 0.000833333 s): such a computation would never finish; measure the cluster again (flexpipe-profile) or give a smaller handoff_s
+// RUN: sed 's/0.9e-3/0.8e-3/' %t/slow-handoff.yaml > %t/fast-handoff.yaml
+// RUN: flexpipe-compile %t/spec.mlir --model %t/good-model.yaml --cluster %t/fast-handoff.yaml --emit=report | FileCheck %s --check-prefix=FASTHANDOFF
+// FASTHANDOFF: iteration time
+// Times so long that a slice no longer moves a double (1e13 s against
+// 0.1 ms slices) hung the simulation stepping slices that ended where they
+// began; there the ranks share the core.
+// RUN: sed -e 's/1e-300/1e-4/' -e 's/^peak_flops: .*/peak_flops: 1/' -e 's/^efficiency: .*/efficiency: 1e-5/' %t/short-slice.yaml > %t/far-slices.yaml
+// RUN: flexpipe-compile %t/spec.mlir --model %t/good-model.yaml --cluster %t/far-slices.yaml --emit=report | FileCheck %s --check-prefix=FAR
+// FAR: iteration time
 // TWODOCS: two-documents.yaml:8:1: error: a second YAML document; the file must hold one
 // A trailing "---" (an empty second document) is fine.
 // RUN: cp %t/good-cluster.yaml %t/trailing.yaml && echo --- >> %t/trailing.yaml

@@ -297,6 +297,13 @@ TEST_CASE("computations of a one-core group with a time slice take turns",
   CHECK(ends[0].first == 0);
   CHECK(ends[0].second == Approx(2e12 - 1999).margin(1e-2));
   CHECK(ends[1].second == Approx(4e12 + 0.5 - 999.5).margin(1e-2));
+  // Past 2^53 slices a slice no longer moves time (1e17 + 1 == 1e17): the
+  // two share the core instead of taking turns, which hung stepping slices
+  // that ended where they began.
+  ends = runWith({{0, 1e17}, {1, 1e17}}, {});
+  REQUIRE(ends.size() == 2);
+  CHECK(ends[0].second == Approx(2e17));
+  CHECK(ends[1].second == Approx(2e17));
   // Actor 0 chains 0.25 + 0.25 + 0.25 within its slice, then a fourth
   // computation of 0.5 runs past it: at 1 the core passes to actor 1.
   ends = runWith({{0, 0.25}, {1, 0.5}}, {0.25, 0.25, 0.5});

@@ -256,8 +256,13 @@ private:
   double rate(int32_t g, int32_t shape, size_t onNode) const;
   /// rate() of every running computation now (Job::rate).
   void groupRates();
-  /// Whether group `g`'s computations take turns on its core.
-  bool takesTurns(size_t g) const { return slice > 0 && cores[g] <= 1; }
+  /// Whether group `g`'s computations take turns on its core. Once time is
+  /// so far on that a slice no longer moves it (a double's resolution;
+  /// 1e13 s against 1e-4 s slices), they share the core instead, the limit
+  /// of turns as slices shrink: turns would no longer advance time.
+  bool takesTurns(size_t g) const {
+    return slice > 0 && cores[g] <= 1 && time + slice > time;
+  }
   /// Puts group `g`'s computation that holds the core first: the holder's,
   /// while its slice lasts, else the next in line, whose slice starts now.
   /// Returns when the holder's slice ends (infinity while no other waits).
@@ -325,8 +330,10 @@ template <typename Ended> bool EventCore::advance(Ended &&ended) {
   double at = nextEvent();
   // Computations many slices long: whole rounds of turns at once (one
   // event per slice took hours for a computation of 1e6 s).
-  if (slice > 0 && fastForward())
+  if (slice > 0 && fastForward()) {
+    groupRates(); // (time moved on: turns may have become sharing)
     at = nextEvent();
+  }
   if (at == std::numeric_limits<double>::infinity())
     return false;
   for (size_t g = 0; g < running.size(); ++g)
