@@ -65,8 +65,14 @@ inline CLI::Validator positiveNumber(double max = HUGE_VAL) {
         const double value = std::strtod(text.c_str(), &end);
         if (text.empty() || *end != '\0')
           return "'" + text.substr(0, 40) + "' is not a number";
-        if (errno != 0 || !std::isfinite(value))
+        // (ERANGE below 1 is an underflow: a denormal is a number, 0 too
+        // small to write.)
+        if ((errno != 0 && std::fabs(value) >= 1) || !std::isfinite(value))
           return "'" + text.substr(0, 40) + "' is not a finite number";
+        if (errno != 0 && value == 0)
+          return "'" + text.substr(0, 40) +
+                 "' is too close to 0 for a double (the least above 0 is "
+                 "4.9e-324)";
         if (!(value > 0))
           return "must be a positive number, got " + text;
         if (value > max) {

@@ -22,10 +22,11 @@ using namespace flexpipe::sched;
 
 namespace {
 
+/// `value` with `digits` decimals, however long (1e62 s has 63 digits).
 std::string fixed(double value, int digits) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof(buffer), "%.*f", digits, value);
-  return buffer;
+  std::string text(std::snprintf(nullptr, 0, "%.*f", digits, value), '\0');
+  std::snprintf(text.data(), text.size() + 1, "%.*f", digits, value);
+  return text;
 }
 
 /// `value` with `digits` significant digits ("0.0005105", "6.003e-07").

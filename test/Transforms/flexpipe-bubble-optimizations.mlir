@@ -87,5 +87,7 @@ flexpipe.schedule @s actors(2) stages(2) microbatches(2) {
 // LOOKAHEAD: error: -flexpipe-async-comm needs lookahead >= 1, not 0
 // ONELINE: {{^ *1$}}
 // ROUNDS: error: -flexpipe-gradient-separation needs max-rounds >= 0, not -1
-// NEGBOUND: error: -flexpipe-gradient-separation needs memory-bound >= 0 (0: the schedule's own peak), not -2
+// NEGBOUND: error: -flexpipe-gradient-separation needs a finite memory-bound >= 0 (0: the schedule's own peak), not -2
+// RUN: not flexpipe-opt %s -flexpipe-gradient-separation=memory-bound=1e400 2>&1 | FileCheck %s --check-prefix=INFBOUND
+// INFBOUND: error: -flexpipe-gradient-separation needs a finite memory-bound >= 0 (0: the schedule's own peak), not inf
 // UNCHANGED: flexpipe.bwd stage 0 mb 0

@@ -1085,6 +1085,9 @@ TEST_CASE("times print in s or ms, below a millisecond with 4 significant "
   CHECK(formatSeconds(-1e-20) == "0.000 ms");
   CHECK(formatSeconds(1e-300) == "0.000 ms");
   CHECK(formatSeconds(std::nan("")) == "nan ms");
+  // However long: 1.2e62 s lost its last digits and decimals (64 bytes).
+  CHECK(formatSeconds(1.2e62).size() == 63 + 4 + 2);
+  CHECK(llvm::StringRef(formatSeconds(1.2e62)).ends_with(".000 s"));
 }
 
 TEST_CASE("a collective with blocking and posting members ends once for all",

@@ -1046,7 +1046,7 @@ flexpipe.schedule @huge_stage actors(1) stages(1) microbatches(1) stage_info [#f
 // limit has none).
 flexpipe.pipeline @global_div0 actors(2) microbatches(2) {
   flexpipe.module @gpt layers(2) placement(one_to_one)
-  // expected-error @+1 {{cannot evaluate affine_map<()[s0, s1, s2] -> (s2 floordiv 0)> for the scope}}
+  // expected-error @+1 {{cannot evaluate affine_map<()[s0, s1, s2] -> (s2 floordiv 0)> for the scope (a division by zero, or past 64 bits)}}
   flexpipe.inflight global affine_map<()[pp, s, m] -> (m floordiv 0)>
 }
 

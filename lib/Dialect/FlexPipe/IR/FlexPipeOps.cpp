@@ -1462,8 +1462,9 @@ FailureOr<SmallVector<int64_t>> InflightOp::evaluate(int64_t numActors,
           map.getResult(0).replaceDimsAndSymbols(dimValues, symbols);
       auto constant = dyn_cast<AffineConstantExpr>(value);
       if (!constant)
-        return emitOpError() << "cannot evaluate " << AffineMapAttr::get(map)
-                             << " for " << entry(index);
+        return emitOpError()
+               << "cannot evaluate " << AffineMapAttr::get(map) << " for "
+               << entry(index) << " (a division by zero, or past 64 bits)";
       limits.push_back(constant.getValue());
     }
   }

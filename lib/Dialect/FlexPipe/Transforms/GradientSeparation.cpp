@@ -22,6 +22,7 @@ namespace flexpipe {
 #include "flexpipe/Dialect/FlexPipe/Transforms/Passes.h.inc"
 } // namespace flexpipe
 
+#include <cmath>
 #include <sstream>
 
 using namespace mlir;
@@ -41,12 +42,12 @@ struct GradientSeparationPass
           << static_cast<int64_t>(maxRounds);
       return signalPassFailure();
     }
-    if (!(memoryBound >= 0)) {
+    if (!(memoryBound >= 0) || !std::isfinite(memoryBound)) {
       std::ostringstream given;
       given << memoryBound.getValue();
-      optionError(&getContext())
-          << "-" << getArgument() << " needs memory-bound >= 0 (0: the "
-          << "schedule's own peak), not " << given.str();
+      optionError(&getContext()) << "-" << getArgument()
+                                 << " needs a finite memory-bound >= 0 (0: the "
+                                 << "schedule's own peak), not " << given.str();
       return signalPassFailure();
     }
     std::shared_ptr<const sched::CostInputs> inputs;
