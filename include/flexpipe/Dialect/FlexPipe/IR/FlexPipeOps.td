@@ -57,7 +57,7 @@ def FlexPipe_PipelineOp : FlexPipe_Op<"pipeline", [
   let assemblyFormat = [{
     $sym_name `actors` `(` custom<Count>($actors, "\"actors\"") `)`
     `microbatches` `(` custom<Count>($microbatches, "\"micro-batches\"") `)`
-    `` custom<OwnAttrDict>(attr-dict, "getAttributeNames()", "true") $body
+    `` custom<OwnAttrDict>(attr-dict, "getAttributeNames()", "/*withKeyword=*/true") $body
   }];
   let hasVerifier = 1;
   let hasRegionVerifier = 1;
@@ -595,7 +595,7 @@ def FlexPipe_ScheduleOp : FlexPipe_Op<"schedule", [
     `microbatches` `(` $microbatches `)`
     (`edges` custom<Edges>($edges)^)? (`shared` $shared^)?
     (`stage_info` $stage_info^)?
-    `` custom<OwnAttrDict>(attr-dict, "getAttributeNames()", "true") $body
+    `` custom<OwnAttrDict>(attr-dict, "getAttributeNames()", "/*withKeyword=*/true") $body
   }];
   let hasVerifier = 1;
   let hasRegionVerifier = 1;
@@ -621,7 +621,7 @@ def FlexPipe_ActorOp : FlexPipe_Op<"actor", [
   }];
   let arguments = (ins I64Attr:$id);
   let regions = (region SizedRegion<1>:$body);
-  let assemblyFormat = [{$id `` custom<OwnAttrDict>(attr-dict, "getAttributeNames()", "true") $body}];
+  let assemblyFormat = [{$id `` custom<OwnAttrDict>(attr-dict, "getAttributeNames()", "/*withKeyword=*/true") $body}];
 }
 
 // `kind`: the op's sched::OpKind (Program.h), the one table from ops to
