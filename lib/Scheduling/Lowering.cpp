@@ -68,23 +68,16 @@ public:
   /// half is it.
   int32_t find(int32_t actor, CompKind kind, int32_t stage, int32_t mb,
                bool asSource) {
-    switch (kind) {
-    case CompKind::Fwd:
-      return op(actor, OpKind::Fwd, stage, mb);
-    case CompKind::Bwd:
-      if (int32_t id = op(actor, OpKind::Bwd, stage, mb); id >= 0)
-        return id;
-      return op(actor, asSource ? OpKind::Wgrad : OpKind::Igrad, stage, mb);
-    case CompKind::Igrad:
-    case CompKind::Wgrad: {
-      const OpKind half =
-          kind == CompKind::Igrad ? OpKind::Igrad : OpKind::Wgrad;
-      if (int32_t id = op(actor, half, stage, mb); id >= 0)
-        return id;
-      return op(actor, OpKind::Bwd, stage, mb);
-    }
-    }
-    return -1;
+    if (int32_t id = op(actor, toOpKind(kind), stage, mb);
+        id >= 0 || kind == CompKind::Fwd)
+      return id;
+    // Else the backward in its other form: a half's whole, or the whole's
+    // half at this end.
+    return op(actor,
+              kind != CompKind::Bwd ? OpKind::Bwd
+              : asSource            ? OpKind::Wgrad
+                                    : OpKind::Igrad,
+              stage, mb);
   }
 
 private:
@@ -107,10 +100,6 @@ private:
   std::map<std::tuple<int32_t, OpKind, int32_t>, std::vector<int32_t>> byMb;
 };
 
-} // namespace
-
-namespace {
-
 /// A program as it runs, for the checks of what it keeps: `program`, or
 /// where it has no transfers yet, a copy with those insertCommunication
 /// adds; its graph, its computations and what happens before what. Not
@@ -118,13 +107,11 @@ namespace {
 /// where it is made (the index and the order refer to it).
 class RunView {
 public:
-  explicit RunView(const Program &program) {
-    bool communicates = false;
-    for (const std::vector<ProgOp> &ops : program.actors)
-      for (const ProgOp &op : ops)
-        communicates |= isTransfer(op.kind);
-    run = &program;
-    if (!communicates) {
+  explicit RunView(const Program &program) : run(&program) {
+    auto isTransferOp = [](const ProgOp &op) { return isTransfer(op.kind); };
+    if (llvm::none_of(program.actors, [&](const std::vector<ProgOp> &ops) {
+          return llvm::any_of(ops, isTransferOp);
+        })) {
       withComm = program;
       insertCommunication(withComm);
       run = &withComm;
@@ -562,13 +549,11 @@ private:
     auto atHome = [&](Place x) { return x.first == home; };
     if (llvm::all_of(forwardsOf[mb], atHome) &&
         llvm::all_of(releasesOf[mb], atHome)) {
-      int32_t first = INT32_MAX, last = -1;
-      for (auto [actor, op] : forwardsOf[mb])
-        first = std::min(first, op);
-      for (auto [actor, op] : releasesOf[mb])
-        last = std::max(last, op);
-      steps[home].push_back({first, mb});
-      steps[home].push_back({last, -1 - mb});
+      steps[home].push_back(
+          {llvm::min_element(forwardsOf[mb], llvm::less_second())->second, mb});
+      steps[home].push_back(
+          {llvm::max_element(releasesOf[mb], llvm::less_second())->second,
+           -1 - mb});
       return;
     }
     for (auto [actor, op] : forwardsOf[mb])
@@ -710,9 +695,7 @@ flexpipe::sched::looseGlobalLimit(const Problem &problem,
   RunView view(program);
   if (!view.ok())
     return std::nullopt; // the verifier reports what is wrong with it
-  size_t numOps = 0;
-  for (const std::vector<ProgOp> &ops : view.run->actors)
-    numOps += ops.size();
+  const size_t numOps = view.graph.numOps();
   for (const GlobalLimit &g : problem.globalLimits) {
     // (No more than m - 1 others can be in flight.)
     if (!spread(g) || g.limit >= view.run->numMicrobatches)
@@ -745,14 +728,13 @@ namespace {
 /// (finishProgram), keeping separation's figures.
 llvm::Error finishLowered(const LoweringOptions &options,
                           LoweredProgram &lowered) {
-  const BubbleOptimizations &bubbles = options.bubbles;
-  SeparationResult figures;
+  std::optional<SeparationResult> figures;
   if (llvm::Error error = finishProgram(
-          lowered.program, lowered.costs ? *lowered.costs : SimCosts(), bubbles,
-          bubbles.separation ? &figures : nullptr))
+          lowered.program, lowered.costs ? *lowered.costs : SimCosts(),
+          options.bubbles,
+          options.bubbles.separation ? &figures.emplace() : nullptr))
     return error;
-  if (bubbles.separation)
-    lowered.separation = std::move(figures);
+  lowered.separation = std::move(figures);
   return llvm::Error::success();
 }
 
@@ -783,12 +765,8 @@ void checkLater(const BuiltProblem &built, const LoweringOptions &options,
   if (!(options.bubbles.splitBackward || options.bubbles.separation) ||
       !hasCheckedDependencies(built.problem))
     return;
-  LoweringOptions defaults = options;
-  defaults.timeModel = TimeModel::Step;
-  defaults.model = nullptr;
-  defaults.cluster = nullptr;
-  defaults.profile = nullptr;
-  defaults.dp = 1;
+  LoweringOptions defaults; // the step model, no files, one replica
+  defaults.bubbles = options.bubbles;
   // (Only separation looks at the costs.)
   const bool same = !options.bubbles.separation ||
                     (options.timeModel == TimeModel::Step && !options.model &&
@@ -873,11 +851,9 @@ llvm::Error flexpipe::sched::lowerProblem(const BuiltProblem &built,
   std::optional<Problem> measured;
   if (options.profile && options.timeModel == TimeModel::Cost) {
     measured = built.problem;
-    for (StagePart &part : measured->parts) {
-      const Durations d = profiledDurations(part, *options.profile,
-                                            options.model && options.cluster);
-      part.cost = d;
-    }
+    for (StagePart &part : measured->parts)
+      part.cost = profiledDurations(part, *options.profile,
+                                    options.model && options.cluster);
   }
   out.schedule = schedule(measured ? *measured : built.problem,
                           options.timeModel, judge, options.cutoff);

@@ -13,7 +13,6 @@
 #include <algorithm>
 #include <array>
 #include <functional>
-#include <map>
 #include <numeric>
 #include <optional>
 #include <tuple>
@@ -72,9 +71,14 @@ private:
   }
   /// Global id of stage `local` of module `m`; none when out of range.
   std::optional<int32_t> globalStage(int32_t m, int64_t local) const;
-  /// Actors that run module `m`'s stages, as its placement lists them.
-  const std::vector<int64_t> &moduleActors(int32_t m) const {
-    return spec.modules[m].placement.actors;
+  /// Actors that run module `m`'s stages, as its placement lists them;
+  /// every actor for the whole pipeline (m < 0).
+  std::vector<int64_t> scopeActors(int32_t m) const {
+    if (m >= 0)
+      return spec.modules[m].placement.actors;
+    std::vector<int64_t> all(spec.actors);
+    std::iota(all.begin(), all.end(), 0);
+    return all;
   }
 
   const PipelineSpec &spec;
@@ -273,10 +277,9 @@ llvm::Error ProblemBuilder::buildModuleParts(int32_t m) {
   const bool bidirectional = layout.placement.directions == 2;
   const bool connected =
       !module.inputs.empty() ||
-      std::any_of(spec.modules.begin(), spec.modules.end(),
-                  [&](const ModuleSpec &other) {
-                    return llvm::is_contained(other.inputs, m);
-                  });
+      llvm::any_of(spec.modules, [&](const ModuleSpec &other) {
+        return llvm::is_contained(other.inputs, m);
+      });
   if ((bidirectional || module.vocabParallel) && connected)
     return fail("module @" + module.name + " is " +
                 (bidirectional ? "bidirectional" : "vocabulary-parallel") +
@@ -309,13 +312,11 @@ llvm::Error ProblemBuilder::buildModuleParts(int32_t m) {
     for (int k = 0; k < kNumCompKinds; ++k)
       part.cost[k] = spec.costPerLayer[k] * layers;
     if (*model) {
-      const StageShape shape{*model, layout.layersPerStage[index],
-                             !vp && index == 0,
-                             !vp && index == perDirection - 1};
-      const Durations d =
+      const StageMeta &meta = built.stageMeta[part.stage];
+      const StageShape shape{*model, meta.layers, meta.first, meta.last};
+      part.cost =
           stageDurations(shape, *spec.model, *spec.cluster,
                          std::max<size_t>(1, sharedActors[local].size()));
-      part.cost = d;
     }
     std::vector<int64_t> actors = sharedActors[local];
     if (actors.empty())
@@ -342,8 +343,8 @@ llvm::Error ProblemBuilder::buildVocabParts(int32_t m) {
   const ModuleLayout &layout = built.modules[m];
   const int64_t perDirection = layout.placement.stagesPerDirection;
   std::vector<int64_t> group(layout.placement.actorOf);
-  std::sort(group.begin(), group.end());
-  group.erase(std::unique(group.begin(), group.end()), group.end());
+  llvm::sort(group);
+  group.erase(llvm::unique(group), group.end());
   const double share = static_cast<double>(group.size());
   llvm::Expected<const ModuleModel *> found = costModelOf(m);
   if (!found)
@@ -371,9 +372,7 @@ llvm::Error ProblemBuilder::buildVocabParts(int32_t m) {
         part.cost[k] = spec.costPerLayer[k] / share;
       if (model) {
         const StageShape shape{model, 0, !head, head};
-        const Durations durations =
-            stageDurations(shape, *spec.model, *spec.cluster, share);
-        part.cost = durations;
+        part.cost = stageDurations(shape, *spec.model, *spec.cluster, share);
         if (head)
           sync.duration = vocabStatsTime(*spec.cluster, group, *model,
                                          spec.model->microBatchSize);
@@ -547,16 +546,7 @@ llvm::Error ProblemBuilder::applyPriorities() {
     for (const PrioritySpec &p : spec.priorities) {
       if (level != (!p.actors.empty() ? 2 : p.module >= 0 ? 1 : 0))
         continue;
-      std::vector<int64_t> actors = p.actors;
-      if (actors.empty()) {
-        if (p.module >= 0) {
-          actors = moduleActors(p.module);
-        } else {
-          actors.resize(spec.actors);
-          std::iota(actors.begin(), actors.end(), 0);
-        }
-      }
-      for (int64_t actor : actors)
+      for (int64_t actor : p.actors.empty() ? scopeActors(p.module) : p.actors)
         if (actor >= 0 && actor < spec.actors) {
           for (int field = 0; field < 3; ++field) {
             std::string value = valueOf(p, field);
@@ -623,23 +613,15 @@ llvm::Error ProblemBuilder::applyPriorities() {
 llvm::Error ProblemBuilder::applyInflightLimits() {
   problem.actorLimits.assign(spec.actors, kNoLimit);
   for (const InflightSpec &in : spec.inflight) {
-    std::vector<int32_t> stages; // the scope's stages, global ids
-    std::vector<int64_t> actors; // the scope's actors
-    // A module's own stages, not its vocabulary-parallel slices: in-flight
-    // rules count them.
-    auto addStages = [&](const ModuleLayout &layout) {
-      for (int64_t i = 0; i < layout.placement.numStages(); ++i)
-        stages.push_back(layout.firstStage + static_cast<int32_t>(i));
-    };
-    if (in.module >= 0) {
-      addStages(built.modules[in.module]);
-      actors = moduleActors(in.module);
-    } else {
-      for (const ModuleLayout &layout : built.modules)
-        addStages(layout);
-      actors.resize(spec.actors);
-      std::iota(actors.begin(), actors.end(), 0);
-    }
+    const std::vector<int64_t> actors = scopeActors(in.module);
+    // The scope's stages, global ids: a module's own stages, not its
+    // vocabulary-parallel slices (in-flight rules count them).
+    std::vector<int32_t> stages;
+    for (int32_t m = 0; m < numModules; ++m)
+      if (in.module < 0 || in.module == m)
+        for (int64_t i = 0; i < built.modules[m].placement.numStages(); ++i)
+          stages.push_back(built.modules[m].firstStage +
+                           static_cast<int32_t>(i));
     switch (in.scope) {
     case InflightScope::PerActor:
       if (in.limits.size() != actors.size())
@@ -739,9 +721,8 @@ llvm::Error ProblemBuilder::registerInstructions() {
       for (int32_t part : partsOfStage[r.stage])
         r.actors.push_back(problem.parts[part].actor);
     }
-    std::sort(r.actors.begin(), r.actors.end());
-    r.actors.erase(std::unique(r.actors.begin(), r.actors.end()),
-                   r.actors.end());
+    llvm::sort(r.actors);
+    r.actors.erase(llvm::unique(r.actors), r.actors.end());
     if (r.actors.empty())
       return fail("instruction @" + inst.name + " runs on no actor");
     r.root = r.actors.front();

@@ -24,7 +24,6 @@
 #include "flexpipe/Dialect/FlexPipe/IR/FlexPipe.h"
 #include "flexpipe/Dialect/FlexPipe/Transforms/Utils.h"
 #include "flexpipe/Runtime/Schedule.h"
-#include "flexpipe/Scheduling/CostModelYAML.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
@@ -102,13 +101,17 @@ LogicalResult lowerActor(OpBuilder &b, ScheduleOp schedule, ActorOp actor,
   Value rt = entry->getArgument(0);
   llvm::DenseMap<Value, Value> tokens;
   Type i64 = b.getI64Type();
-  auto call = [&](StringRef callee, ArrayRef<int64_t> ints, Type result = {}) {
-    SmallVector<Attribute> args{b.getIndexAttr(0)};
-    for (int64_t v : ints)
-      args.push_back(b.getI64IntegerAttr(v));
-    return emitc::CallOpaqueOp::create(
-        b, loc, result ? TypeRange{result} : TypeRange{}, callee,
-        ValueRange{rt}, b.getArrayAttr(args));
+  auto num = [&](int64_t v) -> Attribute { return b.getI64IntegerAttr(v); };
+  // callee(rt, args...); where `token` is given, its handle is the result.
+  auto call = [&](StringRef callee, ArrayRef<Attribute> args,
+                  Value token = {}) {
+    SmallVector<Attribute> all{b.getIndexAttr(0)};
+    llvm::append_range(all, args);
+    auto c = emitc::CallOpaqueOp::create(
+        b, loc, token ? TypeRange{i64} : TypeRange{}, callee, ValueRange{rt},
+        b.getArrayAttr(all));
+    if (token)
+      tokens[token] = c.getResult(0);
   };
   Operation *groupLast = nullptr; // the second op of an open group
   for (Operation &op : actor.getBody().front()) {
@@ -121,47 +124,34 @@ LogicalResult lowerActor(OpBuilder &b, ScheduleOp schedule, ActorOp actor,
     const int64_t mb = inst ? inst.getMicrobatchId() : 0;
     // Each op calls the runtime function of its name; one that returns a
     // token calls the _async one, whose handle its wait takes.
-    auto lower = [&](Operation *o, ArrayRef<int64_t> ints, Value token) {
-      const std::string callee = runtimeCall(o, token != nullptr);
-      if (!token) {
-        call(callee, ints);
-        return success();
-      }
-      tokens[token] = call(callee, ints, i64).getResult(0);
+    auto lower = [&](Operation *o, ArrayRef<Attribute> args, Value token) {
+      call(runtimeCall(o, token != nullptr), args, token);
       return success();
     };
     LogicalResult result =
         llvm::TypeSwitch<Operation *, LogicalResult>(&op)
             .Case<FwdOp, BwdOp, IgradOp, WgradOp>([&](Operation *o) {
-              return lower(o, {s, mb}, nullptr);
+              return lower(o, {num(s), num(mb)}, nullptr);
             })
             .Case<SendActOp, RecvActOp, SendGradOp, RecvGradOp>([&](auto o) {
-              return lower(o, {s, mb, o.getPeerActor()}, o.getToken());
+              return lower(o, {num(s), num(mb), num(o.getPeerActor())},
+                           o.getToken());
             })
             // describe() checked that an all-gather belongs to a
             // vocabulary-parallel head or a sync stage; the runtime knows
             // the group from the description.
             .Case([&](AllGatherOp o) {
-              return lower(o, {s, mb}, o.getToken());
+              return lower(o, {num(s), num(mb)}, o.getToken());
             })
             .Case([&](ExecOp o) {
               // flexpipe_rt_exec(rt, "name", stage, mb, count, "attrs").
               const ExecInstance &instance = instances.at(o);
-              SmallVector<Attribute> args{
-                  b.getIndexAttr(0),
-                  emitc::OpaqueAttr::get(ctx, quote(o.getInstruction())),
-                  b.getI64IntegerAttr(s),
-                  b.getI64IntegerAttr(mb),
-                  b.getI64IntegerAttr(instance.count),
-                  emitc::OpaqueAttr::get(ctx, quote(instance.attrs))};
-              Value token = o.getToken();
-              auto exec = emitc::CallOpaqueOp::create(
-                  b, loc, token ? TypeRange{i64} : TypeRange{},
-                  runtimeCall(o, token != nullptr), ValueRange{rt},
-                  b.getArrayAttr(args));
-              if (token)
-                tokens[token] = exec.getResult(0);
-              return success();
+              return lower(
+                  o,
+                  {emitc::OpaqueAttr::get(ctx, quote(o.getInstruction())),
+                   num(s), num(mb), num(instance.count),
+                   emitc::OpaqueAttr::get(ctx, quote(instance.attrs))},
+                  o.getToken());
             })
             .Case([&](WaitOp o) {
               emitc::CallOpaqueOp::create(
@@ -209,9 +199,8 @@ struct ConvertToEmitCPass
 
   void runOnOperation() override {
     ModuleOp root = getOperation();
-    if (failed(checkTopLevel(root, getArgument())))
-      return signalPassFailure();
-    if (failed(checkReplicas(&getContext(), getArgument(), dataParallel)))
+    if (failed(checkTopLevel(root, getArgument())) ||
+        failed(checkReplicas(&getContext(), getArgument(), dataParallel)))
       return signalPassFailure();
     if (seed < 0) {
       optionError(&getContext())

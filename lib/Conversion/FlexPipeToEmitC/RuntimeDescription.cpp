@@ -8,7 +8,6 @@
 
 #include "RuntimeDescription.h"
 
-#include "flexpipe/Conversion/FlexPipeToEmitC/FlexPipeToEmitC.h"
 #include "flexpipe/Runtime/Schedule.h"
 #include "flexpipe/Scheduling/Program.h"
 #include "flexpipe/Support/Hash.h"
@@ -174,11 +173,9 @@ std::vector<rt::ScheduleDesc::Exec> execsOf(ScheduleOp schedule,
     }
   // Actors in id order (the description's rule), whatever order the
   // schedule lists their regions in.
-  std::stable_sort(
-      execs.begin(), execs.end(),
-      [](const rt::ScheduleDesc::Exec &x, const rt::ScheduleDesc::Exec &y) {
-        return x.actor < y.actor;
-      });
+  llvm::stable_sort(
+      execs, [](const rt::ScheduleDesc::Exec &x,
+                const rt::ScheduleDesc::Exec &y) { return x.actor < y.actor; });
   return execs;
 }
 
@@ -446,9 +443,12 @@ LogicalResult checkSyncGathers(ScheduleOp schedule, const Towers &towers) {
     llvm::DenseMap<int64_t, bool> gathered; // mb -> completed
     llvm::DenseMap<Value, int64_t> pending; // token -> mb
     llvm::DenseSet<int64_t> anywhere;       // mbs this actor gathers at all
+    SmallVector<AllGatherOp> syncGathers;   // in program order
     for (auto gather : actor.getBody().getOps<AllGatherOp>())
-      if (static_cast<int64_t>(gather.getStage()) == sync)
+      if (static_cast<int64_t>(gather.getStage()) == sync) {
+        syncGathers.push_back(gather);
         anywhere.insert(static_cast<int64_t>(gather.getMb()));
+      }
     for (Operation &op : actor.getBody().front()) {
       if (auto wait = dyn_cast<WaitOp>(op)) {
         if (auto it = pending.find(wait.getToken()); it != pending.end())
@@ -497,14 +497,10 @@ LogicalResult checkSyncGathers(ScheduleOp schedule, const Towers &towers) {
                "one micro-batch per all-gather, and an instruction that "
                "groups several (prev(N) or next(N) above 1) is not "
                "supported yet; give the sync instruction prev(1) next(1)";
-        for (auto gather : actor.getBody().getOps<AllGatherOp>())
-          if (static_cast<int64_t>(gather.getStage()) == sync) {
-            diag.attachNote(gather.getLoc())
-                << "the sync stage's all-gathers (actor " << id
-                << " runs one for micro-batch " << gather.getMb()
-                << ", none for " << mb << ")";
-            break;
-          }
+        diag.attachNote(syncGathers.front().getLoc())
+            << "the sync stage's all-gathers (actor " << id
+            << " runs one for micro-batch " << syncGathers.front().getMb()
+            << ", none for " << mb << ")";
         return diag;
       }
       if (isa<BwdOp, IgradOp>(op) && !gathered.lookup(mb)) {
@@ -517,20 +513,19 @@ LogicalResult checkSyncGathers(ScheduleOp schedule, const Towers &towers) {
             << "; the gradient of the tower's embeddings comes from it";
         // Where the spec's instruction released this backward through an
         // earlier micro-batch's all-gather (next(N) above 1), say so there.
-        for (auto gather : actor.getBody().getOps<AllGatherOp>())
-          if (static_cast<int64_t>(gather.getStage()) == sync &&
-              static_cast<int64_t>(gather.getMb()) == mb) {
-            diag.attachNote(gather.getLoc())
-                << "the all-gather of micro-batch " << mb
-                << (gathered.count(mb) ? " is waited for" : " comes")
-                << " after that backward on actor " << id
-                << ": the backward needs it first (a dependency from the "
-                   "sync instruction to the tower's last backward, with "
-                   "next(1): one all-gather releasing the backwards of "
-                   "several micro-batches, next(N) above 1, is not "
-                   "supported yet)";
-            break;
-          }
+        auto gather = llvm::find_if(syncGathers, [&](AllGatherOp g) {
+          return static_cast<int64_t>(g.getMb()) == mb;
+        });
+        if (gather != syncGathers.end())
+          diag.attachNote(gather->getLoc())
+              << "the all-gather of micro-batch " << mb
+              << (gathered.count(mb) ? " is waited for" : " comes")
+              << " after that backward on actor " << id
+              << ": the backward needs it first (a dependency from the "
+                 "sync instruction to the tower's last backward, with "
+                 "next(1): one all-gather releasing the backwards of "
+                 "several micro-batches, next(N) above 1, is not "
+                 "supported yet)";
         return diag;
       }
     }
@@ -591,11 +586,10 @@ describeTowers(ScheduleOp schedule, const Analysis &a,
 /// registered sync stages.
 LogicalResult classifyStages(ScheduleOp schedule, Analysis &a) {
   const int64_t numStages = static_cast<int64_t>(schedule.getStages());
-  ArrayAttr info = a.info;
   if (std::optional<ArrayRef<int64_t>> list = schedule.getShared())
     a.shared.insert(list->begin(), list->end());
   for (int64_t s : a.shared) {
-    auto stage = cast<StageInfoAttr>(info[s]);
+    auto stage = stageInfo(a, s);
     if (stage.getLayers() != 0 || stage.getFirst() == stage.getLast())
       return schedule.emitOpError()
              << "shares stage " << s << " (" << stage.getLayers() << " layers"
@@ -606,14 +600,12 @@ LogicalResult classifyStages(ScheduleOp schedule, Analysis &a) {
                 "as a shared stage";
   }
   for (auto [from, to] : schedule.getEdgeList()) {
-    if (!a.shared.contains(from) && !a.shared.contains(to))
-      continue;
     if (a.shared.contains(from) && a.shared.contains(to))
       return schedule.emitOpError()
              << "connects shared stages " << from << " and " << to
              << "; a vocabulary-parallel embedding and head need a "
                 "transformer stage between them";
-    if (a.isVocabHead(to) && cast<StageInfoAttr>(info[from]).getLast())
+    if (a.isVocabHead(to) && stageInfo(a, from).getLast())
       return schedule.emitOpError()
              << "feeds vocabulary-parallel head " << to << " from stage "
              << from << ", which is marked last and so holds a head itself";
@@ -622,7 +614,7 @@ LogicalResult classifyStages(ScheduleOp schedule, Analysis &a) {
   // and a module of their own (a 0-layer middle stage of a module that
   // computes is an ordinary, empty stage).
   auto maybeSync = [&](int64_t s) {
-    auto stage = cast<StageInfoAttr>(info[s]);
+    auto stage = stageInfo(a, s);
     return !a.shared.contains(s) && stage.getLayers() == 0 &&
            !stage.getFirst() && !stage.getLast();
   };
@@ -713,11 +705,10 @@ describeGpt(ScheduleOp schedule, const Analysis &a,
             const sched::ModelConfig *model, int64_t dp, int64_t seed,
             std::vector<rt::ScheduleDesc::Exec> execs) {
   const int64_t numStages = static_cast<int64_t>(schedule.getStages());
-  ArrayAttr info = a.info;
   StringAttr module = a.modules.front();
   std::vector<sched::StageMeta> meta(numStages);
   for (int64_t s = 0; s < numStages; ++s) {
-    auto stage = cast<StageInfoAttr>(info[s]);
+    auto stage = stageInfo(a, s);
     meta[s] = {stage.getModule() == module ? 0 : -1, stage.getLayers(),
                stage.getFirst(), stage.getLast()};
   }
@@ -764,7 +755,7 @@ describeGpt(ScheduleOp schedule, const Analysis &a,
   desc.model.microBatch = microBatch;
   desc.model.seed = static_cast<uint64_t>(seed);
   for (int64_t s = 0; s < numStages; ++s) {
-    auto info = cast<StageInfoAttr>(a.info[s]);
+    auto info = stageInfo(a, s);
     const std::set<int64_t> &actors = a.actorsOf[s];
     rt::ScheduleDesc::Stage &stage = desc.stage[s];
     stage.actor = static_cast<int>(*actors.begin());
