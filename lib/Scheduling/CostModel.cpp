@@ -231,7 +231,8 @@ StageCost flexpipe::sched::stageCost(const StageShape &shape,
   return c;
 }
 
-int64_t flexpipe::sched::jobRanksPerNode(const ClusterConfig &cluster) {
+/// The job's ranks on one node: min(job devices, devices per node).
+static int64_t jobRanksPerNode(const ClusterConfig &cluster) {
   return std::max<int64_t>(
       1, std::min(cluster.jobRanks(), cluster.devicesPerNode));
 }
@@ -383,17 +384,13 @@ double flexpipe::sched::allGatherTime(const ClusterConfig &cluster,
   return static_cast<double>(n - 1) * slowestRingStep(cluster, devices, bytes);
 }
 
-double flexpipe::sched::vocabStatsBytes(const ModuleModel &module,
-                                        int64_t microBatch) {
-  return 3.0 * 4.0 * static_cast<double>(module.seq) *
-         static_cast<double>(microBatch);
-}
-
 double flexpipe::sched::vocabStatsTime(const ClusterConfig &cluster,
                                        const std::vector<int64_t> &devices,
                                        const ModuleModel &module,
                                        int64_t microBatch) {
-  return allReduceTime(cluster, devices, vocabStatsBytes(module, microBatch));
+  return allReduceTime(cluster, devices,
+                       3.0 * 4.0 * static_cast<double>(module.seq) *
+                           static_cast<double>(microBatch));
 }
 
 std::vector<int64_t> flexpipe::sched::replicaDevices(int64_t actors, int64_t dp,

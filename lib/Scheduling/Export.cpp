@@ -57,8 +57,7 @@ std::string flexpipe::sched::formatTextGrid(const Program &p,
         width = std::max(width, actionName(op, &p).size());
       }
     }
-    std::stable_sort(cells[a].begin(), cells[a].end(),
-                     [](auto x, auto y) { return x.first < y.first; });
+    llvm::stable_sort(cells[a], llvm::less_first());
   }
   std::string out;
   const std::string label = "actor " + std::to_string(p.numActors - 1);

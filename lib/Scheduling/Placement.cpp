@@ -18,8 +18,9 @@ static llvm::Error fail(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
-llvm::Expected<int64_t>
-flexpipe::sched::stagesPerDirection(const PlacementSpec &spec) {
+/// Number of stages per direction the spec implies, or an error saying which
+/// parameter is inconsistent.
+static llvm::Expected<int64_t> stagesPerDirection(const PlacementSpec &spec) {
   const int64_t numActors = static_cast<int64_t>(spec.actors.size());
   if (numActors < 1)
     return fail("a placement needs at least one actor");
@@ -117,10 +118,9 @@ flexpipe::sched::place(const PlacementSpec &spec) {
 
 std::vector<int64_t> flexpipe::sched::evenPartition(int64_t layers,
                                                     int64_t stages) {
-  std::vector<int64_t> counts;
   if (stages < 1)
-    return counts;
-  counts.assign(stages, layers / stages);
+    return {};
+  std::vector<int64_t> counts(stages, layers / stages);
   for (int64_t i = 0; i < layers % stages; ++i)
     ++counts[i];
   return counts;

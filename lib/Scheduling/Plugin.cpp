@@ -45,11 +45,8 @@ bool isValidName(llvm::StringRef name) {
 }
 
 template <typename Table> std::vector<std::string> keysOf(const Table &table) {
-  std::vector<std::string> keys;
-  keys.reserve(table.size());
-  for (const auto &entry : table)
-    keys.push_back(entry.first);
-  return keys; // std::map: already sorted
+  auto keys = llvm::make_first_range(table); // std::map: already sorted
+  return std::vector<std::string>(keys.begin(), keys.end());
 }
 
 /// The dynamic loader's last message without the leading "PATH: " it often

@@ -246,7 +246,10 @@ std::string flexpipe::sched::formatReport(const Program &p,
   os << pad("actor", 7) << pad("busy", 14) << pad("idle", 14)
      << pad("bubble", 9) << pad("peak act.", 13)
      << (bytes ? pad("static", 12) + pad("total", 12) : std::string()) << "\n";
+  double peak = 0, total = 0;
   for (int32_t a = 0; a < p.numActors; ++a) {
+    peak = std::max(peak, r.peakActivation[a]);
+    total = std::max(total, r.totalBytes[a]);
     os << pad(std::to_string(a), 7) << pad(time(r.busy[a], costs), 14)
        << pad(time(r.idle[a], costs), 14)
        << pad(fixed(100 * r.bubble[a], 1) + "%", 9)
@@ -256,11 +259,6 @@ std::string flexpipe::sched::formatReport(const Program &p,
          << pad(memory(r.totalBytes[a], costs), 12)
          << (r.overMemory[a] ? "OVER DEVICE MEMORY" : "");
     os << "\n";
-  }
-  double peak = 0, total = 0;
-  for (int32_t a = 0; a < p.numActors; ++a) {
-    peak = std::max(peak, r.peakActivation[a]);
-    total = std::max(total, r.totalBytes[a]);
   }
   os << pad("max", 7) << pad("", 14) << pad("", 14) << pad("", 9)
      << pad(memory(peak, costs), 13)
@@ -323,11 +321,8 @@ std::string flexpipe::sched::formatSvg(const Program &p, const SimResult &r,
     return llvm::any_of(
         ops, [](const ProgOp &op) { return op.kind == OpKind::Exec; });
   });
-  auto colourOf = [&](OpKind kind) -> const Colour & {
-    return colours[isCompute(kind) ? static_cast<int>(kind) : 4];
-  };
   auto fill = [&](OpKind kind, int32_t stage) {
-    const Colour &c = colourOf(kind);
+    const Colour &c = colours[isCompute(kind) ? static_cast<int>(kind) : 4];
     const double t = p.numStages > 1
                          ? 0.45 * static_cast<double>(stage) / (p.numStages - 1)
                          : 0;

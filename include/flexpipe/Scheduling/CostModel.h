@@ -246,9 +246,6 @@ std::vector<int64_t> costBalancedPartition(const ModuleModel &module,
                                            int64_t stages,
                                            bool vocabParallel = false);
 
-/// The job's ranks on one node: min(job devices, devices per node).
-int64_t jobRanksPerNode(const ClusterConfig &cluster);
-
 /// How many of the job's ranks share the busiest core of a node when all
 /// compute at once: 1 with no more ranks per node than measured cores (or
 /// the cores unknown), else the ranks over the cores rounded up, as the
@@ -262,8 +259,8 @@ double coreOversubscription(const ClusterConfig &cluster);
 /// shared cores (which the simulator models): caches, memory bandwidth, and
 /// cores that are hardware threads of one. The measured contention points of
 /// its shape (else those without a shape), interpolated linearly (the last
-/// point's beyond it); `computing` 0: the job's ranks on a node
-/// (jobRanksPerNode). 1 without a measurement.
+/// point's beyond it); `computing` 0: the job's ranks on a node (min(job
+/// devices, devices per node)). 1 without a measurement.
 double computeSlowdown(const ClusterConfig &cluster,
                        const ModuleModel *module = nullptr,
                        double computing = 0);
@@ -349,14 +346,11 @@ double allReduceTime(const ClusterConfig &cluster,
 double allGatherTime(const ClusterConfig &cluster,
                      const std::vector<int64_t> &devices, double bytes);
 
-/// Bytes each member of a vocabulary-parallel head contributes per
-/// micro-batch to the exchange its softmax cross-entropy needs: the local
-/// maximum, sum of exponentials and target logit of every token, in fp32.
-double vocabStatsBytes(const ModuleModel &module, int64_t microBatch);
-
-/// Seconds for that exchange over the head's `devices`: a ring all-reduce
-/// of vocabStatsBytes. The scheduler, the simulator and the tuner's bound
-/// all price it here.
+/// Seconds for the exchange a vocabulary-parallel head's softmax
+/// cross-entropy needs per micro-batch over the head's `devices`: a ring
+/// all-reduce of each member's local maximum, sum of exponentials and target
+/// logit of every token, in fp32. The scheduler, the simulator and the
+/// tuner's bound all price it here.
 double vocabStatsTime(const ClusterConfig &cluster,
                       const std::vector<int64_t> &devices,
                       const ModuleModel &module, int64_t microBatch);

@@ -55,9 +55,6 @@ std::string formatShape(const Program &program);
 /// step, cells `<stage><F|B|I|W><micro-batch>`, `.` for an idle step.
 std::string formatTextGrid(const Program &program, const Timeline &timeline);
 
-struct SimResult;
-struct SimCosts;
-
 /// What a report or picture is about.
 struct ReportContext {
   std::string name; ///< schedule name, written as `@name`

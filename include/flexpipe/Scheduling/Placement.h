@@ -61,10 +61,6 @@ struct ModulePlacement {
   int64_t numStages() const { return stagesPerDirection * directions; }
 };
 
-/// Number of stages per direction the spec implies, or an error saying which
-/// parameter is inconsistent.
-llvm::Expected<int64_t> stagesPerDirection(const PlacementSpec &spec);
-
 /// Computes where each stage sits. Errors name the offending parameter and say
 /// what would be valid.
 llvm::Expected<ModulePlacement> place(const PlacementSpec &spec);

@@ -18,7 +18,6 @@
 
 using namespace mlir;
 using namespace flexpipe;
-using flexpipe::detail::identifierAt;
 using flexpipe::detail::parseOptionalPlainInteger;
 using flexpipe::detail::parsePlainInteger;
 
@@ -33,25 +32,17 @@ using flexpipe::detail::parsePlainInteger;
 #include "flexpipe/Dialect/FlexPipe/IR/FlexPipeOpsTypes.cpp.inc"
 
 void FlexPipeDialect::initialize() {
-  registerAttributes();
-  registerTypes();
-  addOperations<
-#define GET_OP_LIST
-#include "flexpipe/Dialect/FlexPipe/IR/FlexPipeOps.cpp.inc"
-      >();
-}
-
-void FlexPipeDialect::registerAttributes() {
   addAttributes<
 #define GET_ATTRDEF_LIST
 #include "flexpipe/Dialect/FlexPipe/IR/FlexPipeAttrs.cpp.inc"
       >();
-}
-
-void FlexPipeDialect::registerTypes() {
   addTypes<
 #define GET_TYPEDEF_LIST
 #include "flexpipe/Dialect/FlexPipe/IR/FlexPipeOpsTypes.cpp.inc"
+      >();
+  addOperations<
+#define GET_OP_LIST
+#include "flexpipe/Dialect/FlexPipe/IR/FlexPipeOps.cpp.inc"
       >();
 }
 
@@ -97,10 +88,8 @@ public:
     if (failed(lhs))
       return failure();
     for (;;) {
-      bool minus = false;
-      if (succeeded(parser.parseOptionalMinus()))
-        minus = true;
-      else if (failed(parser.parseOptionalPlus()))
+      const bool minus = succeeded(parser.parseOptionalMinus());
+      if (!minus && failed(parser.parseOptionalPlus()))
         return lhs;
       FailureOr<AffineExpr> rhs = term();
       if (failed(rhs))
@@ -246,11 +235,12 @@ void printCount(llvm::raw_ostream &os, AffineExpr expr, bool parenthesize) {
 }
 } // namespace
 
-FailureOr<AffineMap> flexpipe::parseCountExpr(AsmParser &parser) {
+ParseResult flexpipe::parseCountExpr(AsmParser &parser, AffineMap &count) {
   FailureOr<AffineExpr> expr = CountParser(parser).sum();
   if (failed(expr))
     return failure();
-  return AffineMap::get(0, kCountSymbols, *expr);
+  count = AffineMap::get(0, kCountSymbols, *expr);
+  return success();
 }
 
 bool AffineLiteralBudget::take(std::optional<uint64_t> magnitude) {
@@ -290,10 +280,6 @@ SmallVector<AffineExpr> flexpipe::countSymbolValues(MLIRContext *context,
   return {getAffineConstantExpr(pp, context), getAffineConstantExpr(s, context),
           getAffineConstantExpr(m, context),
           getAffineConstantExpr(microbatchesPerRound(pp, m), context)};
-}
-
-AffineMap flexpipe::constantCount(MLIRContext *context, int64_t value) {
-  return AffineMap::get(0, kCountSymbols, getAffineConstantExpr(value, context));
 }
 
 int64_t flexpipe::microbatchesPerRound(int64_t pp, int64_t m) {
@@ -341,17 +327,10 @@ Attribute CttpAttr::parse(AsmParser &parser, Type) {
     return {};
   }
   AffineMap fwdUnit, bwdUnit;
-  if (succeeded(parser.parseOptionalComma())) {
-    FailureOr<AffineMap> fwd = parseCountExpr(parser);
-    if (failed(fwd) || parser.parseComma())
-      return {};
-    FailureOr<AffineMap> bwd = parseCountExpr(parser);
-    if (failed(bwd))
-      return {};
-    fwdUnit = *fwd;
-    bwdUnit = *bwd;
-  }
-  if (parser.parseGreater())
+  if ((succeeded(parser.parseOptionalComma()) &&
+       (parseCountExpr(parser, fwdUnit) || parser.parseComma() ||
+        parseCountExpr(parser, bwdUnit))) ||
+      parser.parseGreater())
     return {};
   // Units of 1 are the default and print as nothing.
   auto isOne = [](AffineMap unit) {
@@ -366,15 +345,15 @@ Attribute CttpAttr::parse(AsmParser &parser, Type) {
 
 void CttpAttr::print(AsmPrinter &printer) const {
   printer << '<' << stringifyCttpKind(getKind());
-  if (getFwdUnit() || getBwdUnit()) {
-    MLIRContext *ctx = getContext();
-    printer << ", ";
-    printCountExpr(printer.getStream(),
-                   getFwdUnit() ? getFwdUnit() : constantCount(ctx, 1));
-    printer << ", ";
-    printCountExpr(printer.getStream(),
-                   getBwdUnit() ? getBwdUnit() : constantCount(ctx, 1));
-  }
+  // A unit left out of the pair is the default, 1.
+  if (getFwdUnit() || getBwdUnit())
+    for (AffineMap unit : {getFwdUnit(), getBwdUnit()}) {
+      printer << ", ";
+      if (unit)
+        printCountExpr(printer.getStream(), unit);
+      else
+        printer << 1;
+    }
   printer << '>';
 }
 
@@ -402,13 +381,9 @@ Attribute StpAttr::parse(AsmParser &parser, Type) {
     return {};
   }
   AffineMap interval;
-  if (succeeded(parser.parseOptionalComma())) {
-    FailureOr<AffineMap> count = parseCountExpr(parser);
-    if (failed(count))
-      return {};
-    interval = *count;
-  }
-  if (parser.parseGreater())
+  if ((succeeded(parser.parseOptionalComma()) &&
+       parseCountExpr(parser, interval)) ||
+      parser.parseGreater())
     return {};
   return getChecked([&] { return parser.emitError(loc); },
                     parser.getContext(), *order, interval);

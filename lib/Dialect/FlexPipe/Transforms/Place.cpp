@@ -32,12 +32,10 @@ struct PlacePass : flexpipe::impl::PlacePassBase<PlacePass> {
         module.emitOpError() << llvm::toString(placed.takeError());
         return signalPassFailure();
       }
-      // The first direction's map; a bidirectional module's mirror follows.
-      SmallVector<int64_t> map(placed->actorOf.begin(),
-                               placed->actorOf.begin() +
-                                   placed->stagesPerDirection);
       module.setPlacement(PlacementKind::Explicit);
-      module.setStageMap(map);
+      // The first direction's map; a bidirectional module's mirror follows.
+      module.setStageMap(ArrayRef<int64_t>(placed->actorOf)
+                             .take_front(placed->stagesPerDirection));
       module.removeChunksAttr();
     });
   }

@@ -129,7 +129,6 @@ struct SchedulePass : flexpipe::impl::SchedulePassBase<SchedulePass> {
       // written in the op's attr-dict made the schedule fail verification.)
       DictionaryAttr requested;
       for (auto optimize : pipeline.getBody().getOps<OptimizeOp>()) {
-        Builder b(optimize.getContext());
         NamedAttrList request;
         for (auto [name, attr] :
              {std::pair<StringRef, Attribute>{"split_backward",
@@ -140,7 +139,7 @@ struct SchedulePass : flexpipe::impl::SchedulePassBase<SchedulePass> {
               {"max_rounds", optimize.getMaxRoundsAttr()}})
           if (attr)
             request.append(name, attr);
-        requested = request.getDictionary(b.getContext());
+        requested = request.getDictionary(optimize.getContext());
       }
       sched::LoweringOptions lowering;
       lowering.timeModel = timeModel;
@@ -157,10 +156,9 @@ struct SchedulePass : flexpipe::impl::SchedulePassBase<SchedulePass> {
         emitSpecError(pipeline, std::move(error));
         return signalPassFailure();
       }
-      auto deps = pipeline.getBody().getOps<DependencyOp>();
+      SmallVector<DependencyOp> deps(pipeline.getBody().getOps<DependencyOp>());
       if (!lowered.schedule.ok && lowered.schedule.cycleDependency >= 0) {
-        (*std::next(deps.begin(), lowered.schedule.cycleDependency))
-                .emitOpError()
+        deps[lowered.schedule.cycleDependency].emitOpError()
             << lowered.schedule.error;
         return signalPassFailure();
       }
@@ -176,9 +174,8 @@ struct SchedulePass : flexpipe::impl::SchedulePassBase<SchedulePass> {
       // pipeline.
       auto at = [&](const sched::BrokenDependency &broken) -> Operation * {
         const int32_t index = broken.dependency;
-        if (index >= 0 && index < static_cast<int32_t>(
-                                      std::distance(deps.begin(), deps.end())))
-          return *std::next(deps.begin(), index);
+        if (index >= 0 && index < static_cast<int32_t>(deps.size()))
+          return deps[index];
         return pipeline;
       };
       if (lowered.broken) {
@@ -199,12 +196,10 @@ struct SchedulePass : flexpipe::impl::SchedulePassBase<SchedulePass> {
                "time-model, model, cluster and dp, as "
                "-flexpipe-spec-to-schedule does)";
       if (lowered.loose) {
-        auto limits = pipeline.getBody().getOps<InflightOp>();
+        SmallVector<InflightOp> limits(pipeline.getBody().getOps<InflightOp>());
         const int32_t index = lowered.loose->inflight;
-        if (index >= 0 && index < static_cast<int32_t>(std::distance(
-                                      limits.begin(), limits.end())))
-          (*std::next(limits.begin(), index)).emitWarning()
-              << lowered.loose->message;
+        if (index >= 0 && index < static_cast<int32_t>(limits.size()))
+          limits[index].emitWarning() << lowered.loose->message;
         else
           pipeline.emitWarning()
               << "has a global in-flight limit that " << lowered.loose->message;

@@ -29,20 +29,18 @@ struct SimulatePass : flexpipe::impl::SimulatePassBase<SimulatePass> {
     if (failed(checkTopLevel(getOperation(), getArgument())))
       return signalPassFailure();
     ModuleOp root = getOperation();
+    // Files read and dp checked where there is a schedule to simulate.
+    if (root.getOps<ScheduleOp>().empty())
+      return;
+    FailureOr<std::shared_ptr<const sched::CostInputs>> inputs =
+        passCostInputs(&getContext(), getArgument(), nullptr, modelFile,
+                       clusterFile, profileFile);
+    if (failed(inputs) ||
+        failed(checkReplicas(&getContext(), getArgument(), dp)))
+      return signalPassFailure();
     Builder b(&getContext());
-    std::shared_ptr<const sched::CostInputs> inputs;
     for (ScheduleOp schedule : root.getOps<ScheduleOp>()) {
-      if (!inputs) {
-        FailureOr<std::shared_ptr<const sched::CostInputs>> read =
-            passCostInputs(&getContext(), getArgument(), nullptr, modelFile,
-                           clusterFile, profileFile);
-        if (failed(read))
-          return signalPassFailure();
-        inputs = *read;
-      }
       ScheduleProgram read = readSchedule(schedule);
-      if (failed(checkReplicas(&getContext(), getArgument(), dp)))
-        return signalPassFailure();
       // (An invalid schedule got impossible figures: a backward before its
       // forward, no memory; a compute-only one, no dependencies.)
       if (failed(verifyRead(schedule, read, sched::ChannelRule::PerStage)))
@@ -52,13 +50,12 @@ struct SimulatePass : flexpipe::impl::SimulatePassBase<SimulatePass> {
       sched::Simulator::ReplicaRun run;
       llvm::Error error = simulator.prepare(read.program);
       if (!error)
-        error = simulator.runSlowestReplica(read.program, *inputs, dp,
+        error = simulator.runSlowestReplica(read.program, **inputs, dp,
                                             timeModel, run, rendezvous);
       if (error) {
         schedule.emitError() << llvm::toString(std::move(error));
         return signalPassFailure();
       }
-      const sched::SimCosts *costs = &run.costs;
       const sched::SimResult &r = run.result;
       SmallVector<int64_t> over;
       for (int32_t a = 0; a < read.program.numActors; ++a)
@@ -70,7 +67,7 @@ struct SimulatePass : flexpipe::impl::SimulatePassBase<SimulatePass> {
       NamedAttrList fields;
       fields.append("iteration_time", b.getF64FloatAttr(r.iterationTime));
       fields.append("bubble_ratio", b.getF64FloatAttr(r.bubbleRatio()));
-      fields.append("unit", b.getStringAttr(costs->unit));
+      fields.append("unit", b.getStringAttr(run.costs.unit));
       fields.append("busy", b.getDenseF64ArrayAttr(r.busy));
       fields.append("bubble", b.getDenseF64ArrayAttr(r.bubble));
       fields.append("peak_activation",

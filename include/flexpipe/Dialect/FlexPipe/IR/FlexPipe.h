@@ -95,7 +95,8 @@ constexpr unsigned kCountSymbols = 4;
 /// up. pp when pp divides m, m when m < 2 pp; PyTorch's and Megatron-LM's
 /// m / (m floordiv pp) wherever theirs splits m evenly.
 int64_t microbatchesPerRound(int64_t pp, int64_t m);
-mlir::FailureOr<mlir::AffineMap> parseCountExpr(mlir::AsmParser &parser);
+mlir::ParseResult parseCountExpr(mlir::AsmParser &parser,
+                                 mlir::AffineMap &count);
 
 /// MLIR folds an affine expression's constants as it builds it, in wrapping
 /// arithmetic (`(pp * c1) * c2` becomes `pp * (c1 * c2)`). An expression
@@ -127,8 +128,6 @@ std::optional<int64_t> evaluateCount(mlir::AffineMap count, int64_t pp,
 llvm::SmallVector<mlir::AffineExpr> countSymbolValues(mlir::MLIRContext *context,
                                                       int64_t pp, int64_t s,
                                                       int64_t m);
-/// A count that is the constant `value`.
-mlir::AffineMap constantCount(mlir::MLIRContext *context, int64_t value);
 
 /// The built-in instruction type names that dependency endpoints may use and
 /// that registered instructions may not take.

@@ -70,10 +70,6 @@ def FlexPipe_Dialect : Dialect {
   // `flexpipe.optimize` on a schedule (what its spec asked for) is checked
   // as the spec's op is.
   let hasOperationAttrVerify = 1;
-  let extraClassDeclaration = [{
-    void registerAttributes();
-    void registerTypes();
-  }];
 }
 
 class FlexPipe_Op<string mnemonic, list<Trait> traits = []>
