@@ -135,6 +135,9 @@
 // RUN: not env FLEXPIPE_BIND=bogus timeout 60 %t/a-good/run-mpi.sh --iterations 1 2>&1 | FileCheck %s --check-prefix=BIND
 // RUN: not env FLEXPIPE_BIND=bogus timeout 60 %t/a-good/run-mpi.sh --iterations 1 --threads 2 2>&1 | FileCheck %s --check-prefix=BIND
 // BIND: flexpipe: rank {{[01]}}: FLEXPIPE_BIND is 'bogus'; expected 'cores' or 'none'
+// An empty FLEXPIPE_BIND is the default, as an empty FLEXPIPE_TIMEOUT is
+// (it stopped the run).
+// RUN: env FLEXPIPE_BIND= timeout 60 %t/a-good/run-mpi.sh --iterations 1 > /dev/null
 // Result files are checked before training (a million iterations would
 // otherwise run first) and written whole: no temporary is left behind.
 // RUN: not timeout 60 %t/a-good/run-mpi.sh --iterations 1000000 --losses %t/missing-dir/losses 2>&1 | FileCheck %s --check-prefix=UNWRITABLE

@@ -116,12 +116,14 @@ public:
   virtual void finalize() = 0;
 };
 
-/// FLEXPIPE_BIND: unset, "cores" (bind where ranks outnumber cores) or
-/// "none"; the error for any other value, "" otherwise. Checked on every
-/// backend and with any --threads, not only where a rank would bind.
+/// FLEXPIPE_BIND: unset or empty (as FLEXPIPE_TIMEOUT: the default),
+/// "cores" (bind where ranks outnumber cores) or "none"; the error for any
+/// other value, "" otherwise. Checked on every backend and with any
+/// --threads, not only where a rank would bind.
 inline std::string bindSettingError() {
   const char *value = std::getenv("FLEXPIPE_BIND");
-  if (!value || std::string(value) == "cores" || std::string(value) == "none")
+  if (!value || !*value || std::string(value) == "cores" ||
+      std::string(value) == "none")
     return {};
   return std::string("FLEXPIPE_BIND is '") + value +
          "'; expected 'cores' or 'none'";
