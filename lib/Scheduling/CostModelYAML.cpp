@@ -431,15 +431,6 @@ MachineProfile readMeasured(const Reader &r, const YAML::Node &node) {
     }
   }
   r.optionalNumber(node, "handoff_s", 0, m.handoff);
-  // Taking a core over costs less than the slice it gets, or a computation
-  // sharing a core never finishes (the simulation checks the rate too).
-  if (m.timeSlice > 0 && m.handoff >= m.timeSlice) {
-    std::ostringstream os;
-    os << "key 'handoff_s' must be below time_slice_s (" << m.timeSlice
-       << " s), got " << m.handoff
-       << ": a computation would lose each slice it gets to the hand-over";
-    r.fail(node["handoff_s"].Mark(), os.str());
-  }
   r.optionalNumber(node, "optimizer_s_per_parameter", 0,
                    m.optimizerPerParameter);
   if (YAML::Node allReduce = node["allreduce"])
@@ -488,6 +479,21 @@ MachineProfile readMeasured(const Reader &r, const YAML::Node &node) {
                "contention points of one shape must have increasing ranks");
       m.contention.push_back(c);
     });
+  // Taking a core over costs less than what a slice gets done at the
+  // largest slowdown, or a computation taking turns on a core never
+  // finishes (the simulation checks the rate of each layout too).
+  if (const double limit = m.handoffLimit(); m.handoff >= limit) {
+    std::ostringstream os;
+    os << "key 'handoff_s' must be below time_slice_s ";
+    if (limit < m.timeSlice)
+      os << "over the largest contention slowdown (" << m.timeSlice << " s / "
+         << m.timeSlice / limit << " = " << limit << " s)";
+    else
+      os << "(" << m.timeSlice << " s)";
+    os << ", got " << m.handoff
+       << ": a computation would lose each slice it gets to the hand-over";
+    r.fail(node["handoff_s"].Mark(), os.str());
+  }
   if (YAML::Node layers = node["layers"])
     readList(r, layers, "layers", [&](const YAML::Node &item) {
       const std::string lwhat = "a measured layer";

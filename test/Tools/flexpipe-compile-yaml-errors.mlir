@@ -99,8 +99,10 @@
 // A hand-over as long as the slice: each turn lost what it gained, the
 // simulation ended with computations unfinished and reported the rest
 // (20x faster for a higher cost, exit 0). Refused where the file says it,
-// and, where the contention slowdown leaves less than the hand-over done
-// in a slice (1 ms at 1/1.2 of the core: 0.83 ms), by the simulation.
+// also where the largest contention slowdown leaves less than the
+// hand-over done in a slice (1 ms / 1.2 = 0.83 ms), and by the simulation
+// where the layout gives a computation less of the core (2 simulated
+// actors of 4 ranks on 1 core: half of it, 0.5 ms a slice).
 // RUN: sed 's/1e-300/1e-3/' %t/short-slice.yaml > %t/long-handoff.yaml
 // RUN: echo '  handoff_s: 1e-3' >> %t/long-handoff.yaml
 // RUN: not flexpipe-compile %t/spec.mlir --model %t/good-model.yaml --cluster %t/long-handoff.yaml --emit=report 2>&1 | FileCheck %s --check-prefix=HANDOFF
@@ -109,7 +111,11 @@
 // RUN: echo '  handoff_s: 0.9e-3' >> %t/slow-handoff.yaml
 // RUN: echo '  contention: [{ranks: 1, slowdown: 1}, {ranks: 2, slowdown: 1.2}]' >> %t/slow-handoff.yaml
 // RUN: not flexpipe-compile %t/spec.mlir --model %t/good-model.yaml --cluster %t/slow-handoff.yaml --emit=report 2>&1 | FileCheck %s --check-prefix=SLOWHANDOFF
-// SLOWHANDOFF: error: {{.*}}the cluster's measured handoff_s (0.0009 s) is not below what a computation gets done in a time slice where ranks take turns on a core (time_slice_s 0.001 s at 0.833333 of a core: 0.000833333 s): such a computation would never finish; measure the cluster again (flexpipe-profile) or give a smaller handoff_s
+// SLOWHANDOFF: slow-handoff.yaml:11:14: error: key 'handoff_s' must be below time_slice_s over the largest contention slowdown (0.001 s / 1.2 = 0.000833333 s), got 0.0009: a computation would lose each slice it gets to the hand-over
+// RUN: sed -e 's/1e-300/1e-3/' -e 's/^devices: 2/devices: 4/' -e 's/^devices_per_node: 2/devices_per_node: 4/' %t/short-slice.yaml > %t/half-core.yaml
+// RUN: echo '  handoff_s: 0.6e-3' >> %t/half-core.yaml
+// RUN: not flexpipe-compile %t/spec.mlir --dp 2 --model %t/good-model.yaml --cluster %t/half-core.yaml --emit=report 2>&1 | FileCheck %s --check-prefix=HALFCORE
+// HALFCORE: error: {{.*}}the cluster's measured handoff_s (0.0006 s) is not below what a computation gets done in a time slice where ranks take turns on a core (time_slice_s 0.001 s at 0.5 of a core: 0.0005 s): such a computation would never finish; measure the cluster again (flexpipe-profile) or give a smaller handoff_s
 // RUN: sed 's/0.9e-3/0.8e-3/' %t/slow-handoff.yaml > %t/fast-handoff.yaml
 // RUN: flexpipe-compile %t/spec.mlir --model %t/good-model.yaml --cluster %t/fast-handoff.yaml --emit=report | FileCheck %s --check-prefix=FASTHANDOFF
 // FASTHANDOFF: iteration time

@@ -1286,3 +1286,22 @@ TEST_CASE("two messages over one actor pair that no transfer tells apart",
   REQUIRE(shared);
   CHECK(shared->peer == 1);
 }
+
+TEST_CASE("a hand-over must stay below what a slice gets done at the "
+          "largest slowdown",
+          "[simulator][eventcore]") {
+  MachineProfile m;
+  // No slices: no turns, no limit.
+  CHECK(m.handoffLimit() == std::numeric_limits<double>::infinity());
+  m.timeSlice = 1e-3;
+  CHECK(m.handoffLimit() == 1e-3);
+  // The slowest point decides, shaped or not (1 ms at 1/1.25 of the rate).
+  m.contention.push_back({1, 1.0});
+  m.contention.push_back({4, 1.25});
+  MachineProfile::Contention shaped;
+  shaped.ranks = 4;
+  shaped.slowdown = 1.1;
+  shaped.hidden = 64;
+  m.contention.push_back(shaped);
+  CHECK(m.handoffLimit() == Approx(0.8e-3));
+}

@@ -2124,6 +2124,18 @@ static int profileMain(int argc, char **argv) {
   if (ranks > cores)
     measured.handoff =
         measureHandoffOf(models.front(), ranks, o.seconds, progress);
+  // A hand-over measured at or above what a slice gets done at the largest
+  // slowdown (noise, or a model whose caches a slice cannot refill) would
+  // leave computations taking turns no progress, and cluster files refuse
+  // it: written just below, with a note (also with --quiet).
+  if (const double limit = measured.handoffLimit(); measured.handoff >= limit) {
+    std::fprintf(stderr,
+                 "flexpipe-profile: note: the hand-over measured %.1f us, at "
+                 "least what a time slice gets done at the largest slowdown "
+                 "(%.1f us); written as 0.99 of that\n",
+                 measured.handoff * 1e6, limit * 1e6);
+    measured.handoff = 0.99 * limit;
+  }
   calibrationRound();
 
   if (failure.empty() && !rounds.empty())

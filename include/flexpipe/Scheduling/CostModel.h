@@ -22,8 +22,10 @@
 #include "flexpipe/Support/Layout.h"
 #include "llvm/Support/Error.h"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -158,6 +160,16 @@ struct MachineProfile {
   bool empty() const {
     return layers.empty() && optimizerPerParameter == 0 && contention.empty() &&
            allReduce.bandwidth == 0 && timeSlice == 0;
+  }
+  /// What a slice gets done at the largest contention slowdown: a handoff
+  /// of at least this leaves a computation taking turns on a core no
+  /// progress (cluster files must stay below it; infinity without slices).
+  double handoffLimit() const {
+    double slowest = 1;
+    for (const Contention &c : contention)
+      slowest = std::max(slowest, c.slowdown);
+    return timeSlice > 0 ? timeSlice / slowest
+                         : std::numeric_limits<double>::infinity();
   }
   /// `kind`'s durations for `microBatch` sequences of `module`: measured
   /// points of the same shape interpolated linearly in the micro-batch size
