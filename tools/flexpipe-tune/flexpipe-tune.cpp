@@ -101,6 +101,15 @@ std::optional<double> parseBytes(std::string text) {
 }
 
 std::string seconds(double s) { return formatSeconds(s); }
+/// Tokens per second: whole tokens, or 3 significant digits below 100
+/// (a rate of 1e-58 read 0).
+std::string tokenRate(double rate) {
+  if (rate >= 100)
+    return llvm::formatv("{0:F0}", rate).str();
+  std::string text;
+  llvm::raw_string_ostream(text) << llvm::format("%.3g", rate);
+  return text;
+}
 
 /// A stage priority in a CSV cell: "depth_first:8".
 std::string stpName(const StagePriority &p) {
@@ -608,8 +617,7 @@ void printRanking(const ModelConfig &model, const ClusterConfig &cluster,
     llvm::outs() << llvm::formatv(
         "{0,-5} {1,-11} {2,-11} {3,-7} {4,-10} {5,-4} {6,-4} {7,-4} {8,-4} "
         "{9}\n",
-        label, seconds(e.iterationTime),
-        llvm::formatv("{0:F0}", e.tokensPerSecond).str(),
+        label, seconds(e.iterationTime), tokenRate(e.tokensPerSecond),
         llvm::formatv("{0:F1}%", 100 * e.bubbleRatio).str(),
         formatBytes(e.peakBytes), c.pp, c.dp, c.mbs, c.microbatches,
         describe(c));
@@ -675,8 +683,7 @@ bool writeRankSpecs(const Options &o, const ModelConfig &model,
          << " (pipeline " << seconds(e.pipelineTime)
          << ", collectives after it " << seconds(e.gradSyncTime)
          << ", optimizer step " << seconds(e.stepTime) << "), "
-         << llvm::formatv("{0:F0}", e.tokensPerSecond).str()
-         << " tokens/s, bubble "
+         << tokenRate(e.tokensPerSecond) << " tokens/s, bubble "
          << llvm::formatv("{0:F1}", 100 * e.bubbleRatio).str() << "%, peak "
          << formatBytes(e.peakBytes) << " per device\n"
          << "// flexpipe-compile rank-" << i + 1 << ".mlir --time-model=cost"
