@@ -117,6 +117,84 @@ ProgOp traced(const Program &p, const std::vector<ProgOp> &ops, size_t i,
   return op;
 }
 
+/// An actor's timeline boxes: runs [first, last] of its work. Work at
+/// least a pixel wide is a box of its own; narrower work that follows with
+/// no visible gap (under half a pixel) shares a box up to a pixel wide. A
+/// timeline of 10^5 micro-batches is then the size of its plot, not of its
+/// program (1F1B with 262144 micro-batches drew 380 MB of sub-pixel boxes).
+std::vector<std::pair<size_t, size_t>>
+pixelRuns(const std::vector<ProgOp> &ops, const std::vector<double> &start,
+          const std::vector<double> &end,
+          llvm::function_ref<double(double)> x) {
+  std::vector<std::pair<size_t, size_t>> runs;
+  bool open = false; // the last run is narrow and may take more
+  double runX0 = 0, runX1 = 0;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (!isWork(ops[i].kind))
+      continue;
+    const double x0 = x(start[i]), x1 = x(end[i]);
+    const bool narrow = x1 - x0 < 1;
+    if (open && narrow && x0 - runX1 < 0.5 && x1 - runX0 <= 1) {
+      runs.back().second = i;
+      runX1 = std::max(runX1, x1);
+      continue;
+    }
+    runs.emplace_back(i, i);
+    open = narrow;
+    runX0 = x0;
+    runX1 = x1;
+  }
+  return runs;
+}
+
+/// The tooltip of a box that holds actor `a`'s work `first` to `last`
+/// ("37 instructions (19 fwd, 18 bwd), stages 0 to 1, micro-batches
+/// 100 to 118, 1.200 s to 1.210 s") and the time its work takes by kind and
+/// stage, which colours it.
+std::pair<std::string, std::vector<std::pair<ProgOp, double>>>
+sharedBox(const Program &p, const SimResult &r, int32_t a, size_t first,
+          size_t last, const SimCosts &costs) {
+  const std::vector<ProgOp> &ops = p.actors[a];
+  std::vector<std::pair<ProgOp, double>> shares; // by kind and stage
+  size_t perKind[static_cast<size_t>(OpKind::Wait) + 1] = {};
+  size_t count = 0;
+  int32_t stages[2] = {ops[first].stage, ops[first].stage};
+  int64_t mbs[2] = {ops[first].mb, ops[first].mb};
+  for (size_t i = first; i <= last; ++i) {
+    const ProgOp &op = ops[i];
+    if (!isWork(op.kind))
+      continue;
+    ++count;
+    ++perKind[static_cast<size_t>(op.kind)];
+    stages[0] = std::min(stages[0], op.stage);
+    stages[1] = std::max(stages[1], op.stage);
+    mbs[0] = std::min<int64_t>(mbs[0], op.mb);
+    mbs[1] = std::max<int64_t>(mbs[1], op.mb);
+    auto it = llvm::find_if(shares, [&](const auto &share) {
+      return share.first.kind == op.kind && share.first.stage == op.stage;
+    });
+    if (it == shares.end())
+      it = shares.emplace(it, op, 0.0);
+    it->second += r.end[a][i] - r.start[a][i];
+  }
+  std::string kinds;
+  for (size_t k = 0; k < std::size(perKind); ++k)
+    if (perKind[k])
+      kinds += (kinds.empty() ? "" : ", ") + std::to_string(perKind[k]) + " " +
+               opKindName(static_cast<OpKind>(k));
+  auto range = [](const char *one, const char *many, int64_t lo, int64_t hi) {
+    return lo == hi ? std::string(one) + " " + std::to_string(lo)
+                    : std::string(many) + " " + std::to_string(lo) + " to " +
+                          std::to_string(hi);
+  };
+  return {std::to_string(count) + " instructions (" + kinds + "), " +
+              range("stage", "stages", stages[0], stages[1]) + ", " +
+              range("micro-batch", "micro-batches", mbs[0], mbs[1]) + ", " +
+              time(r.start[a][first], costs) + " to " +
+              time(r.end[a][last], costs),
+          shares};
+}
+
 /// Text for XML: markup characters escaped, and every character XML 1.0
 /// cannot hold written as U+FFFD: control characters (a quoted symbol name
 /// may have them; line breaks too, as the text is drawn on one line),
@@ -321,17 +399,35 @@ std::string flexpipe::sched::formatSvg(const Program &p, const SimResult &r,
     return llvm::any_of(
         ops, [](const ProgOp &op) { return op.kind == OpKind::Exec; });
   });
-  auto fill = [&](OpKind kind, int32_t stage) {
-    const Colour &c = colours[isCompute(kind) ? static_cast<int>(kind) : 4];
-    const double t = p.numStages > 1
-                         ? 0.45 * static_cast<double>(stage) / (p.numStages - 1)
-                         : 0;
+  // A box's colour: the mean of its work's shades, weighted by time (or
+  // equally, where none takes any).
+  auto fill = [&](llvm::ArrayRef<std::pair<ProgOp, double>> shares) {
+    const bool timed = llvm::any_of(
+        shares, [](const auto &share) { return share.second > 0; });
+    double rgb[3] = {0, 0, 0}, total = 0;
+    for (const auto &[op, time] : shares) {
+      const double weight = timed ? time : 1;
+      const Colour &c =
+          colours[isCompute(op.kind) ? static_cast<int>(op.kind) : 4];
+      const double t = p.numStages > 1 ? 0.45 * static_cast<double>(op.stage) /
+                                             (p.numStages - 1)
+                                       : 0;
+      for (int k = 0; k < 3; ++k)
+        rgb[k] += weight * (c.rgb[k] + (255 - c.rgb[k]) * t);
+      total += weight;
+    }
     char buffer[16];
     std::snprintf(buffer, sizeof(buffer), "#%02x%02x%02x",
-                  static_cast<int>(c.rgb[0] + (255 - c.rgb[0]) * t),
-                  static_cast<int>(c.rgb[1] + (255 - c.rgb[1]) * t),
-                  static_cast<int>(c.rgb[2] + (255 - c.rgb[2]) * t));
+                  static_cast<int>(rgb[0] / total),
+                  static_cast<int>(rgb[1] / total),
+                  static_cast<int>(rgb[2] / total));
     return std::string(buffer);
+  };
+  auto solid = [&](OpKind kind, int32_t stage) {
+    ProgOp op;
+    op.kind = kind;
+    op.stage = stage;
+    return fill({{op, 1.0}});
   };
 
   std::ostringstream os;
@@ -363,7 +459,7 @@ std::string flexpipe::sched::formatSvg(const Program &p, const SimResult &r,
   for (int k = 0; k < (anyExec ? 5 : 4); ++k) {
     const OpKind kind = k < 4 ? static_cast<OpKind>(k) : OpKind::Exec;
     os << "<rect x=\"" << lx << "\" y=\"34\" width=\"14\" height=\"14\" fill=\""
-       << fill(kind, 0) << "\"/>";
+       << solid(kind, 0) << "\"/>";
     os << "<text x=\"" << lx + 18 << "\" y=\"46\" font-size=\"12\">"
        << colours[k].name << "</text>\n";
     lx += 140;
@@ -379,15 +475,29 @@ std::string flexpipe::sched::formatSvg(const Program &p, const SimResult &r,
        << "\" text-anchor=\"end\">actor " << a << "</text>\n";
     os << "<rect x=\"" << left << "\" y=\"" << y << "\" width=\"" << plotWidth
        << "\" height=\"" << rowHeight << "\" fill=\"#f2f2f2\"/>\n";
-    for (size_t i = 0; i < p.actors[a].size(); ++i) {
-      const ProgOp &op = p.actors[a][i];
-      if (!isWork(op.kind))
+    const auto runs = pixelRuns(p.actors[a], r.start[a], r.end[a], x);
+    for (size_t k = 0; k < runs.size(); ++k) {
+      const auto [i, last] = runs[k];
+      const double x0 = x(r.start[a][i]);
+      double x1 = x(r.end[a][last]);
+      if (i != last) {
+        // Work under a pixel: one box, without the white edge that would
+        // cover it, reaching half a pixel under the next one where the gap
+        // is invisible, so that a busy stretch shows no seams.
+        if (k + 1 < runs.size() && x(r.start[a][runs[k + 1].first]) - x1 < 0.5)
+          x1 = x(r.start[a][runs[k + 1].first]) + 0.5;
+        const auto [title, shares] = sharedBox(p, r, a, i, last, costs);
+        os << "<rect x=\"" << fixed(x0, 2) << "\" y=\"" << y << "\" width=\""
+           << fixed(x1 - x0, 2) << "\" height=\"" << rowHeight << "\" fill=\""
+           << fill(shares) << "\"><title>" << escape(title)
+           << "</title></rect>\n";
         continue;
-      const double x0 = x(r.start[a][i]), x1 = x(r.end[a][i]);
+      }
       const double w = std::max(0.5, x1 - x0);
+      const ProgOp &op = p.actors[a][i];
       os << "<rect x=\"" << fixed(x0, 2) << "\" y=\"" << y << "\" width=\""
          << fixed(w, 2) << "\" height=\"" << rowHeight << "\" fill=\""
-         << fill(op.kind, op.stage)
+         << solid(op.kind, op.stage)
          << "\" stroke=\"white\" stroke-width=\"0.5\"><title>"
          << escape((op.kind == OpKind::Exec && op.inst >= 0 &&
                             static_cast<size_t>(op.inst) < p.instructions.size()

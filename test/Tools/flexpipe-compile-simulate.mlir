@@ -60,6 +60,15 @@
 // RUN: flexpipe-compile %schedules/interleaved-1f1b.mlir --emit=svg -o %t.svg
 // RUN: python3 -c "import sys, xml.dom.minidom as m; d = m.parse(sys.argv[1]); print(len([r for r in d.getElementsByTagName('rect') if r.getElementsByTagName('title')]))" %t.svg | FileCheck %s --check-prefix=SVG
 // SVG: 128
+// A long schedule draws work under a pixel wide together: at most about
+// two boxes per pixel of an actor's row, whatever the number of
+// micro-batches (1F1B with 262144 of them drew 380 MB), each saying what it
+// holds.
+// RUN: flexpipe-compile %schedules/1f1b.mlir --microbatches 50000 --emit=svg -o %t.long.svg
+// RUN: python3 -c "import sys, xml.dom.minidom as m; d = m.parse(sys.argv[1]); n = len([r for r in d.getElementsByTagName('rect') if r.getElementsByTagName('title')]); print('bounded' if n <= 2 * 1100 * 4 else n)" %t.long.svg | FileCheck %s --check-prefix=LONG
+// LONG: bounded
+// RUN: FileCheck %s --check-prefix=LONGBOX < %t.long.svg
+// LONGBOX: <title>{{[0-9]+}} instructions ({{[0-9]+}} fwd, {{[0-9]+}} bwd), stage 0, micro-batches 0 to {{[0-9]+}}, 0 steps to {{[0-9]+}} steps</title>
 
 // The trace is valid JSON with one complete event per instruction (64
 // computations, 96 transfers) and a named track per actor.
