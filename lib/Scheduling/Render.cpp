@@ -195,6 +195,44 @@ sharedBox(const Program &p, const SimResult &r, int32_t a, size_t first,
           shares};
 }
 
+/// Base colours per type; stages shade them from dark (first) to light.
+/// Registered instructions (exec) last, in the legend only where the program
+/// has one.
+struct Colour {
+  const char *name;
+  int rgb[3];
+};
+constexpr Colour kColours[] = {{"forward", {0x4e, 0x79, 0xa7}},
+                               {"backward", {0x59, 0xa1, 0x4f}},
+                               {"input gradient", {0xf2, 0x8e, 0x2b}},
+                               {"weight gradient", {0xb0, 0x7a, 0xa1}},
+                               {"registered", {0x79, 0x70, 0x6e}}};
+
+/// A box's colour: the mean of its work's shades (by kind and stage of
+/// `numStages`), weighted by time (or equally, where none takes any).
+std::string shade(llvm::ArrayRef<std::pair<ProgOp, double>> shares,
+                  int32_t numStages) {
+  const bool timed =
+      llvm::any_of(shares, [](const auto &share) { return share.second > 0; });
+  double rgb[3] = {0, 0, 0}, total = 0;
+  for (const auto &[op, time] : shares) {
+    const double weight = timed ? time : 1;
+    const Colour &c =
+        kColours[isCompute(op.kind) ? static_cast<int>(op.kind) : 4];
+    const double t =
+        numStages > 1 ? 0.45 * static_cast<double>(op.stage) / (numStages - 1)
+                      : 0;
+    for (int k = 0; k < 3; ++k)
+      rgb[k] += weight * (c.rgb[k] + (255 - c.rgb[k]) * t);
+    total += weight;
+  }
+  char buffer[16];
+  std::snprintf(
+      buffer, sizeof(buffer), "#%02x%02x%02x", static_cast<int>(rgb[0] / total),
+      static_cast<int>(rgb[1] / total), static_cast<int>(rgb[2] / total));
+  return buffer;
+}
+
 /// Text for XML: markup characters escaped, and every character XML 1.0
 /// cannot hold written as U+FFFD: control characters (a quoted symbol name
 /// may have them; line breaks too, as the text is drawn on one line),
@@ -383,45 +421,12 @@ std::string flexpipe::sched::formatSvg(const Program &p, const SimResult &r,
                                             : 1;
   auto x = [&](double t) { return left + plotWidth * t / span; };
 
-  // Base colours per type; stages shade them from dark (first) to light.
-  struct Colour {
-    const char *name;
-    int rgb[3];
-  };
-  // Registered instructions (exec) last, in the legend only where the
-  // program has one.
-  const Colour colours[] = {{"forward", {0x4e, 0x79, 0xa7}},
-                            {"backward", {0x59, 0xa1, 0x4f}},
-                            {"input gradient", {0xf2, 0x8e, 0x2b}},
-                            {"weight gradient", {0xb0, 0x7a, 0xa1}},
-                            {"registered", {0x79, 0x70, 0x6e}}};
   const bool anyExec = llvm::any_of(p.actors, [](const auto &ops) {
     return llvm::any_of(
         ops, [](const ProgOp &op) { return op.kind == OpKind::Exec; });
   });
-  // A box's colour: the mean of its work's shades, weighted by time (or
-  // equally, where none takes any).
   auto fill = [&](llvm::ArrayRef<std::pair<ProgOp, double>> shares) {
-    const bool timed = llvm::any_of(
-        shares, [](const auto &share) { return share.second > 0; });
-    double rgb[3] = {0, 0, 0}, total = 0;
-    for (const auto &[op, time] : shares) {
-      const double weight = timed ? time : 1;
-      const Colour &c =
-          colours[isCompute(op.kind) ? static_cast<int>(op.kind) : 4];
-      const double t = p.numStages > 1 ? 0.45 * static_cast<double>(op.stage) /
-                                             (p.numStages - 1)
-                                       : 0;
-      for (int k = 0; k < 3; ++k)
-        rgb[k] += weight * (c.rgb[k] + (255 - c.rgb[k]) * t);
-      total += weight;
-    }
-    char buffer[16];
-    std::snprintf(buffer, sizeof(buffer), "#%02x%02x%02x",
-                  static_cast<int>(rgb[0] / total),
-                  static_cast<int>(rgb[1] / total),
-                  static_cast<int>(rgb[2] / total));
-    return std::string(buffer);
+    return shade(shares, p.numStages);
   };
   auto solid = [&](OpKind kind, int32_t stage) {
     ProgOp op;
@@ -461,7 +466,7 @@ std::string flexpipe::sched::formatSvg(const Program &p, const SimResult &r,
     os << "<rect x=\"" << lx << "\" y=\"34\" width=\"14\" height=\"14\" fill=\""
        << solid(kind, 0) << "\"/>";
     os << "<text x=\"" << lx + 18 << "\" y=\"46\" font-size=\"12\">"
-       << colours[k].name << "</text>\n";
+       << kColours[k].name << "</text>\n";
     lx += 140;
   }
   os << "<text x=\"" << lx << "\" y=\"46\" font-size=\"12\" fill=\"#555\">"
