@@ -24,6 +24,9 @@ echo
 echo "Reading specs with K registered stages, instructions and dependencies (bench/spec-scale.py):"
 bench spec-scale python3 "$FLEXPIPE_ROOT/bench/spec-scale.py" "$BUILD_DIR"
 echo
+echo "Rank sources and their host compile as m grows (bench/rank-source-scale.py):"
+bench rank-source-scale python3 "$FLEXPIPE_ROOT/bench/rank-source-scale.py" "$BUILD_DIR"
+echo
 echo "Stage imbalance of GPT 5B under 1F1B (the paper's Figure 3):"
 bench imbalance python3 "$FLEXPIPE_ROOT/bench/imbalance.py" "$BUILD_DIR"
 echo

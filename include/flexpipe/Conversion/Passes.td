@@ -56,6 +56,49 @@ def ConvertToEmitCPass : Pass<"flexpipe-convert-to-emitc", "mlir::ModuleOp"> {
     }
     ```
 
+    Calls that repeat are rolled into loops: where at least three trips of
+    up to 256 calls repeat with the same callees, each integer argument
+    advancing by its own constant step (1F1B's steady state: micro-batch
+    `j`, `j + 3`, ...), they become an `emitc.for` over the trips whose body
+    computes each argument as `first + trip * step`. The rank programs then
+    stay a few dozen lines at any number of micro-batches: written out, a
+    program of 20,000 micro-batches took the host C++ compiler 8 minutes
+    (2.3 GB) per rank. A token stays within its trip: a receive posted in
+    one trip and waited in the next (`-flexpipe-async-comm` with a
+    `lookahead` longer than the steady state's period) keeps those calls
+    straight, as does a schedule that does not repeat.
+
+    Actor 0 of 1F1B on 3 actors with 9 micro-batches prints as
+
+    ```c++
+    void flexpipe_program(flexpipe_rt* v1) {
+      flexpipe_rt_fwd(v1, 0, 0);
+      flexpipe_rt_send_act(v1, 0, 0, 1);
+      flexpipe_rt_fwd(v1, 0, 1);
+      flexpipe_rt_send_act(v1, 0, 1, 1);
+      int64_t v2 = 1;
+      int64_t v3 = 7;
+      int64_t v4 = 0;
+      for (int64_t i5 = v4; i5 < v3; i5 += v2) {
+        int64_t v6 = 2;
+        int64_t v7 = i5 + v6;
+        flexpipe_rt_fwd(v1, 0, v7);
+        flexpipe_rt_group_start(v1);
+        flexpipe_rt_send_act(v1, 0, v7, 1);
+        flexpipe_rt_recv_grad(v1, 0, i5, 1);
+        flexpipe_rt_group_end(v1);
+        flexpipe_rt_bwd(v1, 0, i5);
+      }
+      flexpipe_rt_recv_grad(v1, 0, 7, 1);
+      flexpipe_rt_bwd(v1, 0, 7);
+      flexpipe_rt_recv_grad(v1, 0, 8, 1);
+      flexpipe_rt_bwd(v1, 0, 8);
+      return;
+    }
+    ```
+
+    (test/Conversion/FlexPipeToEmitC/loops.mlir).
+
     A send and a receive with one peer that an actor posts one right after
     the other, whose counterparts the peer posts one right after the other
     too (1F1B's steady state), are bracketed by

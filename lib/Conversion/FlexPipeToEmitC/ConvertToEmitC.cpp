@@ -13,7 +13,9 @@
 // each op becomes one call, and only tokens thread state between ops. A
 // send and a receive with one peer that the peer mirrors
 // (sched::mirroredTransferPairs) are bracketed by flexpipe_rt_group_start /
-// _end, which the NCCL backend turns into one NCCL group.
+// _end, which the NCCL backend turns into one NCCL group. Calls that repeat
+// with arguments on a line are rolled into emitc.for loops
+// (sched::rollLoops).
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,11 +26,13 @@
 #include "flexpipe/Dialect/FlexPipe/IR/FlexPipe.h"
 #include "flexpipe/Dialect/FlexPipe/Transforms/Utils.h"
 #include "flexpipe/Runtime/Schedule.h"
+#include "flexpipe/Scheduling/Rolling.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 namespace flexpipe {
@@ -78,45 +82,29 @@ llvm::DenseSet<Operation *> groupedPairs(ScheduleOp schedule) {
   return firsts;
 }
 
-LogicalResult lowerActor(OpBuilder &b, ScheduleOp schedule, ActorOp actor,
-                         StringRef description, const ExecInstances &instances,
-                         const llvm::DenseSet<Operation *> &groupFirsts) {
-  MLIRContext *ctx = b.getContext();
-  Location loc = actor.getLoc();
-  const int64_t id = static_cast<int64_t>(actor.getId());
-  auto module = ModuleOp::create(
-      b, loc, (schedule.getSymName() + "_rank" + std::to_string(id)).str());
-  module->setAttr("flexpipe.actor", b.getI64IntegerAttr(id));
-  module->setAttr("flexpipe.description", b.getStringAttr(description));
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToEnd(module.getBody());
-  emitc::IncludeOp::create(b, loc, "flexpipe/Runtime/Runtime.h", false);
+/// A runtime call of an actor's program before it is written: the callee,
+/// its arguments after the runtime handle (integers and C text), whether it
+/// returns a token, and the call whose token it takes (a wait).
+struct PendingCall {
+  std::string callee;
+  SmallVector<Attribute> args;
+  bool returnsToken = false;
+  int64_t tokenFrom = -1;
+};
 
-  Type rtType =
-      emitc::PointerType::get(emitc::OpaqueType::get(ctx, "flexpipe_rt"));
-  auto program = emitc::FuncOp::create(b, loc, "flexpipe_program",
-                                       b.getFunctionType({rtType}, {}));
-  Block *entry = program.addEntryBlock();
-  b.setInsertionPointToEnd(entry);
-  Value rt = entry->getArgument(0);
-  llvm::DenseMap<Value, Value> tokens;
-  Type i64 = b.getI64Type();
+/// The calls of `actor`'s program, in order, with flexpipe_rt_group_start
+/// and _end around the transfer pairs posted together.
+FailureOr<std::vector<PendingCall>>
+actorCalls(Builder &b, ActorOp actor, const ExecInstances &instances,
+           const llvm::DenseSet<Operation *> &groupFirsts) {
+  MLIRContext *ctx = b.getContext();
+  std::vector<PendingCall> calls;
+  llvm::DenseMap<Value, int64_t> tokens; // the call that made each
   auto num = [&](int64_t v) -> Attribute { return b.getI64IntegerAttr(v); };
-  // callee(rt, args...); where `token` is given, its handle is the result.
-  auto call = [&](StringRef callee, ArrayRef<Attribute> args,
-                  Value token = {}) {
-    SmallVector<Attribute> all{b.getIndexAttr(0)};
-    llvm::append_range(all, args);
-    auto c = emitc::CallOpaqueOp::create(
-        b, loc, token ? TypeRange{i64} : TypeRange{}, callee, ValueRange{rt},
-        b.getArrayAttr(all));
-    if (token)
-      tokens[token] = c.getResult(0);
-  };
   Operation *groupLast = nullptr; // the second op of an open group
   for (Operation &op : actor.getBody().front()) {
     if (groupFirsts.contains(&op)) {
-      call("flexpipe_rt_group_start", {});
+      calls.push_back({"flexpipe_rt_group_start", {}});
       groupLast = op.getNextNode();
     }
     auto inst = dyn_cast<InstructionOpInterface>(op);
@@ -125,7 +113,10 @@ LogicalResult lowerActor(OpBuilder &b, ScheduleOp schedule, ActorOp actor,
     // Each op calls the runtime function of its name; one that returns a
     // token calls the _async one, whose handle its wait takes.
     auto lower = [&](Operation *o, ArrayRef<Attribute> args, Value token) {
-      call(runtimeCall(o, token != nullptr), args, token);
+      if (token)
+        tokens[token] = static_cast<int64_t>(calls.size());
+      calls.push_back({runtimeCall(o, token != nullptr),
+                       SmallVector<Attribute>(args), token != nullptr});
       return success();
     };
     LogicalResult result =
@@ -153,10 +144,13 @@ LogicalResult lowerActor(OpBuilder &b, ScheduleOp schedule, ActorOp actor,
                    emitc::OpaqueAttr::get(ctx, quote(instance.attrs))},
                   o.getToken());
             })
-            .Case([&](WaitOp o) {
-              emitc::CallOpaqueOp::create(
-                  b, loc, TypeRange{}, runtimeCall(o, false),
-                  ValueRange{rt, tokens.lookup(o.getToken())});
+            .Case([&](WaitOp o) -> LogicalResult {
+              auto made = tokens.find(o.getToken());
+              if (made == tokens.end())
+                return o.emitOpError()
+                       << "waits on a token that no earlier instruction of "
+                          "its actor returns";
+              calls.push_back({runtimeCall(o, false), {}, false, made->second});
               return success();
             })
             .Default([&](Operation *other) {
@@ -166,8 +160,142 @@ LogicalResult lowerActor(OpBuilder &b, ScheduleOp schedule, ActorOp actor,
     if (failed(result))
       return failure();
     if (&op == groupLast)
-      call("flexpipe_rt_group_end", {});
+      calls.push_back({"flexpipe_rt_group_end", {}});
   }
+  return calls;
+}
+
+/// `calls` as loop rolling sees them: one shape per callee with its text
+/// arguments and token, the integer arguments as values.
+std::vector<sched::RollCall> rollCalls(ArrayRef<PendingCall> calls) {
+  llvm::StringMap<uint32_t> shapes;
+  std::vector<sched::RollCall> out(calls.size());
+  for (size_t i = 0; i < calls.size(); ++i) {
+    std::string key = calls[i].callee + (calls[i].returnsToken ? "->" : "");
+    for (Attribute arg : calls[i].args) {
+      if (auto value = dyn_cast<IntegerAttr>(arg))
+        out[i].values.push_back(value.getInt());
+      else
+        key += "," + cast<emitc::OpaqueAttr>(arg).getValue().str();
+      key += ";";
+    }
+    out[i].shape = shapes.try_emplace(key, shapes.size()).first->second;
+    out[i].tokenFrom = calls[i].tokenFrom;
+  }
+  return out;
+}
+
+/// Writes `calls` into the current block: straight, and each of `loops` as
+/// an emitc.for over its trips whose body computes each integer argument
+/// that changes as first + trip * step.
+void writeCalls(OpBuilder &b, Location loc, Value rt,
+                ArrayRef<PendingCall> calls, ArrayRef<sched::RollCall> rolled,
+                ArrayRef<sched::RolledLoop> loops) {
+  Type i64 = b.getI64Type();
+  auto constant = [&](int64_t v) -> Value {
+    return emitc::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(v));
+  };
+  // Call `i` with its integer arguments from `values` where given (else its
+  // own) and tokens from `made`, which it adds to.
+  auto write = [&](size_t i, ArrayRef<Value> values,
+                   llvm::DenseMap<int64_t, Value> &made) {
+    const PendingCall &call = calls[i];
+    SmallVector<Value> operands{rt};
+    if (call.tokenFrom >= 0)
+      operands.push_back(made.lookup(call.tokenFrom));
+    SmallVector<Attribute> args;
+    for (size_t k = 0; k < operands.size(); ++k)
+      args.push_back(b.getIndexAttr(static_cast<int64_t>(k)));
+    size_t v = 0;
+    for (Attribute arg : call.args) {
+      if (isa<IntegerAttr>(arg) && !values.empty() && values[v]) {
+        args.push_back(b.getIndexAttr(static_cast<int64_t>(operands.size())));
+        operands.push_back(values[v]);
+      } else {
+        args.push_back(arg);
+      }
+      v += isa<IntegerAttr>(arg);
+    }
+    // A wait takes its token and nothing else: no args list.
+    auto c = emitc::CallOpaqueOp::create(
+        b, loc, call.returnsToken ? TypeRange{i64} : TypeRange{}, call.callee,
+        operands, call.tokenFrom >= 0 ? ArrayAttr() : b.getArrayAttr(args));
+    if (call.returnsToken)
+      made[static_cast<int64_t>(i)] = c.getResult(0);
+  };
+  llvm::DenseMap<int64_t, Value> made;
+  size_t at = 0;
+  for (size_t l = 0; l <= loops.size(); ++l) {
+    const size_t end = l < loops.size() ? loops[l].begin : calls.size();
+    for (; at < end; ++at)
+      write(at, {}, made);
+    if (l == loops.size())
+      break;
+    const sched::RolledLoop &loop = loops[l];
+    auto forOp = emitc::ForOp::create(
+        b, loc, constant(0), constant(static_cast<int64_t>(loop.trips)),
+        constant(1));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(forOp.getBody());
+    const Value trip = forOp.getInductionVar();
+    llvm::DenseMap<int64_t, Value> body;
+    // first + trip * step, each computed once in the body.
+    llvm::DenseMap<std::pair<int64_t, int64_t>, Value> lines;
+    auto line = [&](int64_t first, int64_t step) {
+      Value scaled = lines.lookup({0, step});
+      if (!scaled)
+        scaled = lines[{0, step}] =
+            step == 1 ? trip
+                      : emitc::MulOp::create(b, loc, i64, trip, constant(step));
+      if (first == 0)
+        return scaled;
+      Value value = lines.lookup({first, step});
+      if (!value)
+        value = lines[{first, step}] =
+            emitc::AddOp::create(b, loc, i64, scaled, constant(first));
+      return value;
+    };
+    for (size_t q = 0; q < loop.period; ++q) {
+      const size_t i = loop.begin + q;
+      const sched::RollCall &first = rolled[i], &next = rolled[i + loop.period];
+      SmallVector<Value> values;
+      for (size_t v = 0; v < first.values.size(); ++v) {
+        const int64_t step = next.values[v] - first.values[v];
+        values.push_back(step ? line(first.values[v], step) : Value());
+      }
+      write(i, values, body);
+    }
+    at = loop.begin + loop.trips * loop.period;
+  }
+}
+
+LogicalResult lowerActor(OpBuilder &b, ScheduleOp schedule, ActorOp actor,
+                         StringRef description, const ExecInstances &instances,
+                         const llvm::DenseSet<Operation *> &groupFirsts) {
+  MLIRContext *ctx = b.getContext();
+  Location loc = actor.getLoc();
+  const int64_t id = static_cast<int64_t>(actor.getId());
+  FailureOr<std::vector<PendingCall>> calls =
+      actorCalls(b, actor, instances, groupFirsts);
+  if (failed(calls))
+    return failure();
+  auto module = ModuleOp::create(
+      b, loc, (schedule.getSymName() + "_rank" + std::to_string(id)).str());
+  module->setAttr("flexpipe.actor", b.getI64IntegerAttr(id));
+  module->setAttr("flexpipe.description", b.getStringAttr(description));
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToEnd(module.getBody());
+  emitc::IncludeOp::create(b, loc, "flexpipe/Runtime/Runtime.h", false);
+
+  Type rtType =
+      emitc::PointerType::get(emitc::OpaqueType::get(ctx, "flexpipe_rt"));
+  auto program = emitc::FuncOp::create(b, loc, "flexpipe_program",
+                                       b.getFunctionType({rtType}, {}));
+  Block *entry = program.addEntryBlock();
+  b.setInsertionPointToEnd(entry);
+  const std::vector<sched::RollCall> rolled = rollCalls(*calls);
+  writeCalls(b, loc, entry->getArgument(0), *calls, rolled,
+             sched::rollLoops(rolled));
   emitc::ReturnOp::create(b, loc, Value());
 
   // int main(int argc, char **argv) { return flexpipe_rt_main(...); }
