@@ -66,6 +66,27 @@ static std::string absolute(const std::string &path) {
   return absolutePath.str().str();
 }
 
+/// Where --emit=exe finds the runtime's headers (`dir` "include") or
+/// libraries ("lib"): the environment's `variable`; else, for a
+/// flexpipe-compile installed in PREFIX/bin, PREFIX/`dir` where it holds
+/// `marker`; else the build tree's `built`.
+static std::string runtimePath(const char *variable, StringRef dir,
+                               StringRef marker, const char *built) {
+  if (const char *value = std::getenv(variable); value && *value)
+    return absolute(value);
+  static int self;
+  const std::string executable =
+      llvm::sys::fs::getMainExecutable("flexpipe-compile", &self);
+  SmallString<256> installed(
+      llvm::sys::path::parent_path(llvm::sys::path::parent_path(executable)));
+  llvm::sys::path::append(installed, dir);
+  SmallString<256> probe(installed);
+  llvm::sys::path::append(probe, marker);
+  if (!executable.empty() && llvm::sys::fs::exists(probe))
+    return installed.str().str();
+  return absolute(built);
+}
+
 /// How to build one rank: `before` SOURCE -o OUTPUT `after`.
 struct Toolchain {
   std::vector<std::string> before, after;
@@ -647,10 +668,12 @@ int flexpipe::writeRanks(MLIRContext &context, ModuleOp module,
   // The emulation runs the CUDA backend's ranks: its launchers.
   const bool cuda = options.backend != "cpu";
   const bool exe = options.emit == "exe";
-  const std::string include = absolute(
-      environmentOr("FLEXPIPE_RUNTIME_INCLUDE", FLEXPIPE_RUNTIME_INCLUDE_DIR));
+  const std::string include =
+      runtimePath("FLEXPIPE_RUNTIME_INCLUDE", "include",
+                  "flexpipe/Runtime/Runtime.h", FLEXPIPE_RUNTIME_INCLUDE_DIR);
   const std::string libs =
-      absolute(environmentOr("FLEXPIPE_RUNTIME_LIB", FLEXPIPE_RUNTIME_LIB_DIR));
+      runtimePath("FLEXPIPE_RUNTIME_LIB", "lib", "libFlexPipeRuntime.a",
+                  FLEXPIPE_RUNTIME_LIB_DIR);
   raw_ostream &errs = exe ? llvm::errs() : llvm::nulls();
   std::optional<Toolchain> toolchain =
       options.backend == "cuda"
