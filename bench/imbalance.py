@@ -14,7 +14,7 @@ import re
 import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from benchlib import ROOT, build_dir
 
 
 def seconds(text):
@@ -32,10 +32,9 @@ def size_bytes(text):
 
 
 def main():
-    if len(sys.argv) > 1 and sys.argv[1] in ("-h", "--help"):
-        print(__doc__.strip())
+    build = build_dir(__doc__)
+    if build is None:
         return
-    build = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build")
     tool = os.path.join(build, "bin", "flexpipe-compile")
     print("| vocabulary | pp | slowest / fastest stage time | "
           "largest / smallest actor memory |")

@@ -17,24 +17,16 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from benchlib import ROOT, build_dir, timed
 SCHEDULES = ["1f1b", "interleaved-1f1b", "zb-v"]
 SIZES = [1000, 4000, 16000, 64000]
 
 
-def timed(command):
-    start = time.perf_counter()
-    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
-    return time.perf_counter() - start
-
-
 def main():
-    if len(sys.argv) > 1 and sys.argv[1] in ("-h", "--help"):
-        print(__doc__.strip())
+    build = build_dir(__doc__)
+    if build is None:
         return
-    build = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build")
     compile_ = os.path.join(build, "bin", "flexpipe-compile")
     include = os.path.join(ROOT, "runtime", "include")
     print(f"{'schedule':<17} {'m':>6} {'--emit=cpp':>10} {'lines':>7} "

@@ -13,10 +13,9 @@ Usage: bench/spec-scale.py [BUILD_DIR]
 
 import os
 import resource
-import subprocess
-import sys
 import tempfile
-import time
+
+from benchlib import build_dir, timed
 
 SIZES = [1000, 2000, 4000, 8000, 16000]
 
@@ -33,18 +32,10 @@ def spec(count):
     return "\n".join(lines) + "\n"
 
 
-def timed(command):
-    start = time.perf_counter()
-    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
-    return time.perf_counter() - start
-
-
 def main():
-    if len(sys.argv) > 1 and sys.argv[1] in ("-h", "--help"):
-        print(__doc__.strip())
+    build = build_dir(__doc__)
+    if build is None:
         return
-    build = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
-        os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "build")
     opt = os.path.join(build, "bin", "flexpipe-opt")
     compile_ = os.path.join(build, "bin", "flexpipe-compile")
     print(f"{'K':>6} {'ops':>6} {'flexpipe-opt':>13} {'us/op':>7} "
