@@ -14,6 +14,8 @@
 #ifndef FLEXPIPE_TOOLS_CLICHECKS_H
 #define FLEXPIPE_TOOLS_CLICHECKS_H
 
+#include "Version.h"
+
 #include <CLI/CLI.hpp>
 
 #include <cerrno>
@@ -140,6 +142,8 @@ inline CLI::Validator commaList(CLI::Validator item) {
 /// directory and compiled into it. So is an option of one value given twice
 /// (CLI11 said "--threads: At Most 1 required but received 2").
 inline int parseCommandLine(CLI::App &app, int argc, char **argv) {
+  app.set_version_flag("--version", versionText(app.get_name().c_str()),
+                       "Print the tool's FlexPipe release and revision");
   auto optionNamed = [&](const std::string &arg) -> const CLI::Option * {
     if (arg.size() < 2 || arg[0] != '-')
       return nullptr;

@@ -14,6 +14,7 @@
 
 #include "../LongLines.h"
 #include "../OutputFile.h"
+#include "../Version.h"
 #include "flexpipe/Conversion/FlexPipeToEmitC/FlexPipeToEmitC.h"
 #include "flexpipe/Dialect/FlexPipe/IR/FlexPipe.h"
 #include "flexpipe/Dialect/FlexPipe/Transforms/Passes.h"
@@ -123,6 +124,9 @@ int main(int argc, char **argv) {
 
   flexpipe::registerFlexPipePassesAndPipelines();
   flexpipe::registerFlexPipeConversionPasses();
+  llvm::cl::AddExtraVersionPrinter([](llvm::raw_ostream &os) {
+    os << flexpipe::versionText("flexpipe-opt") << "\n";
+  });
   mlir::DialectRegistry registry;
   registry.insert<flexpipe::FlexPipeDialect, mlir::func::FuncDialect,
                   mlir::emitc::EmitCDialect>();
