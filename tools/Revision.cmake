@@ -10,7 +10,7 @@ execute_process(
 if(failed OR revision STREQUAL "")
   set(revision "unknown")
 endif()
-set(text "// Generated at build time by cmake/Revision.cmake.\n#define FLEXPIPE_REVISION \"${revision}\"\n")
+set(text "// Generated at build time by tools/Revision.cmake.\n#define FLEXPIPE_REVISION \"${revision}\"\n")
 if(EXISTS "${OUT}")
   file(READ "${OUT}" old)
 endif()
