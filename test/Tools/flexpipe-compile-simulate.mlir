@@ -69,6 +69,15 @@
 // LONG: bounded
 // RUN: FileCheck %s --check-prefix=LONGBOX < %t.long.svg
 // LONGBOX: <title>{{[0-9]+}} instructions ({{[0-9]+}} fwd, {{[0-9]+}} bwd), stage 0, micro-batches 0 to {{[0-9]+}}, 0 steps to {{[0-9]+}} steps</title>
+// Every box under a pixel has no white edge (at 1000 micro-batches each
+// instruction is 0.55 px, and half a pixel of edge drew a busy 1F1B white),
+// and every box is at least half a pixel wide, work of no time too (a
+// profile of zeros drew each actor's work as one box 0 px wide).
+// RUN: flexpipe-compile %schedules/1f1b.mlir --microbatches 1000 --emit=svg -o %t.thin.svg
+// RUN: printf 'stages:\n  - {stage: 0, fwd_s: 0, bwd_s: 0}\n  - {stage: 1, fwd_s: 0, bwd_s: 0}\n  - {stage: 2, fwd_s: 0, bwd_s: 0}\n  - {stage: 3, fwd_s: 0, bwd_s: 0}\ndefault_message_s: 0\n' > %t.zero.yaml
+// RUN: flexpipe-compile %schedules/1f1b.mlir --profile %t.zero.yaml --emit=svg -o %t.zero.svg
+// RUN: python3 -c "import sys, xml.dom.minidom as m; r = [x for f in sys.argv[1:] for x in m.parse(f).getElementsByTagName('rect') if x.getElementsByTagName('title')]; w = [float(x.getAttribute('width')) for x in r]; print(sum(x.hasAttribute('stroke') and v < 1 for x, v in zip(r, w)), 'edged under a pixel,', sum(v < 0.5 for v in w), 'under half a pixel')" %t.thin.svg %t.zero.svg | FileCheck %s --check-prefix=THIN
+// THIN: 0 edged under a pixel, 0 under half a pixel
 
 // The trace is valid JSON with one complete event per instruction (64
 // computations, 96 transfers) and a named track per actor.
