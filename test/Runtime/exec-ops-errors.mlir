@@ -42,7 +42,13 @@
 // RUN: not flexpipe-compile %s --actors 2 --ops %s -o %t/ext 2>&1 | FileCheck %s --check-prefix=EXT
 // EXT: flexpipe-compile: --ops {{.*}}exec-ops-errors.mlir: expected a C++ source (.cpp, .cc, .cxx or .C)
 // RUN: not flexpipe-compile %s --actors 2 --ops %examples/ops/ActivationNorms.cpp --ops %examples/ops/ActivationNorms.cpp -o %t/same 2>&1 | FileCheck %s --check-prefix=SAME
-// SAME: flexpipe-compile: --ops {{.*}}ActivationNorms.cpp: another file of the output directory is named 'ActivationNorms' (a rank, reference or another --ops file); rename it
+// SAME: flexpipe-compile: --ops {{.*}}ActivationNorms.cpp: the output directory has another file named 'ActivationNorms' (rank<N>, reference or another --ops file); rename it
+// A source named like a rank the compile does not have is refused too (a
+// compile removes the rank<N>.cpp beyond its own ranks), and stays as it was.
+// RUN: rm -rf %t/keep && mkdir -p %t/keep && cp %examples/ops/ActivationNorms.cpp %t/keep/rank5.cpp
+// RUN: not flexpipe-compile %s --actors 2 --ops %t/keep/rank5.cpp -o %t/keep 2>&1 | FileCheck %s --check-prefix=RANK
+// RANK: flexpipe-compile: --ops {{.*}}keep/rank5.cpp: the output directory has another file named 'rank5' (rank<N>, reference or another --ops file); rename it
+// RUN: cmp %examples/ops/ActivationNorms.cpp %t/keep/rank5.cpp
 // The clash is found before anything is written (the rank sources were
 // already there).
 // RUN: not test -e %t/same

@@ -72,7 +72,7 @@ static std::string absolute(const std::string &path) {
 /// `marker`; else the build tree's `built`.
 static std::string runtimePath(const char *variable, StringRef dir,
                                StringRef marker, const char *built) {
-  if (const char *value = std::getenv(variable); value && *value)
+  if (const std::string value = environmentOr(variable, ""); !value.empty())
     return absolute(value);
   static int self;
   const std::string executable =
@@ -433,13 +433,12 @@ static bool writeSources(const RankOutput &out, ArrayRef<ModuleOp> ranks) {
       cast<StringAttr>(ranks.front()->getAttr("flexpipe.description")).str());
 }
 
-/// The --ops sources' names: C++ sources, none named like a rank, the
-/// reference or another --ops file. Checked before anything is written (a
-/// clash found after the rank sources left the directory half replaced).
+/// The --ops sources' names: C++ sources, none named like a rank (at any
+/// N: the directory's rank<N>.cpp beyond this compile's ranks are removed),
+/// the reference or another --ops file. Checked before anything is written
+/// (a clash found after the rank sources left the directory half replaced).
 static bool checkOpsFiles(RankOutput &out, const CompileOptions &options) {
   std::set<std::string> stems = {"reference"};
-  for (int64_t actor : out.actors)
-    stems.insert("rank" + std::to_string(actor));
   for (const std::string &source : options.ops) {
     const std::string name = llvm::sys::path::filename(source).str();
     const StringRef extension = llvm::sys::path::extension(name);
@@ -449,11 +448,14 @@ static bool checkOpsFiles(RankOutput &out, const CompileOptions &options) {
                    << ": expected a C++ source (.cpp, .cc, .cxx or .C)\n";
       return false;
     }
-    if (!stems.insert(llvm::sys::path::stem(name).str()).second) {
+    StringRef digits = llvm::sys::path::stem(name);
+    if ((digits.consume_front("rank") && !digits.empty() &&
+         llvm::all_of(digits, llvm::isDigit)) ||
+        !stems.insert(llvm::sys::path::stem(name).str()).second) {
       llvm::errs() << "flexpipe-compile: --ops " << source
-                   << ": another file of the output directory is named '"
+                   << ": the output directory has another file named '"
                    << llvm::sys::path::stem(name)
-                   << "' (a rank, reference or another --ops file); rename "
+                   << "' (rank<N>, reference or another --ops file); rename "
                       "it\n";
       return false;
     }
