@@ -425,14 +425,11 @@ std::string flexpipe::sched::formatSvg(const Program &p, const SimResult &r,
     return llvm::any_of(
         ops, [](const ProgOp &op) { return op.kind == OpKind::Exec; });
   });
-  auto fill = [&](llvm::ArrayRef<std::pair<ProgOp, double>> shares) {
-    return shade(shares, p.numStages);
-  };
   auto solid = [&](OpKind kind, int32_t stage) {
     ProgOp op;
     op.kind = kind;
     op.stage = stage;
-    return fill({{op, 1.0}});
+    return shade({{op, 1.0}}, p.numStages);
   };
 
   std::ostringstream os;
@@ -501,7 +498,7 @@ std::string flexpipe::sched::formatSvg(const Program &p, const SimResult &r,
         const auto [title, shares] = sharedBox(p, r, a, i, last, costs);
         os << "<rect x=\"" << fixed(x0, 2) << "\" y=\"" << y << "\" width=\""
            << fixed(x1 - x0, 2) << "\" height=\"" << rowHeight << "\" fill=\""
-           << fill(shares) << "\"><title>" << escape(title)
+           << shade(shares, p.numStages) << "\"><title>" << escape(title)
            << "</title></rect>\n";
         continue;
       }
