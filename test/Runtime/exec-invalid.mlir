@@ -63,3 +63,27 @@ module {
     }
   }
 }
+
+// -----
+
+// Tests that a gather of a module-less stage beside one module gets the
+// same refusal: there are no towers to join.
+module {
+  flexpipe.schedule @one_module_sync actors(2) stages(3) microbatches(1) stage_info [#flexpipe.stage_info<"gpt", 1, first>, #flexpipe.stage_info<"gpt", 1, last>, #flexpipe.stage_info<"sync", 0>] {
+    flexpipe.actor 0 {
+      flexpipe.fwd stage 0 mb 0
+      flexpipe.send_act stage 0 mb 0 to 1
+      // expected-error @+1 {{'flexpipe.gather' op cannot be lowered yet: the runtime runs computations, point-to-point transfers and the all-gathers of vocabulary-parallel heads and of two-tower sync stages}}
+      flexpipe.gather stage 2 mb 0 group [0, 1] root 0
+      flexpipe.recv_grad stage 0 mb 0 from 1
+      flexpipe.bwd stage 0 mb 0
+    }
+    flexpipe.actor 1 {
+      flexpipe.recv_act stage 1 mb 0 from 0
+      flexpipe.fwd stage 1 mb 0
+      flexpipe.gather stage 2 mb 0 group [0, 1] root 0
+      flexpipe.bwd stage 1 mb 0
+      flexpipe.send_grad stage 1 mb 0 to 0
+    }
+  }
+}

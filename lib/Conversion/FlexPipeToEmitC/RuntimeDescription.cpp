@@ -637,7 +637,10 @@ LogicalResult collectActors(ScheduleOp schedule, Analysis &a) {
   for (auto actor : schedule.getBody().getOps<ActorOp>())
     for (Operation &op : actor.getBody().front()) {
       auto inst = dyn_cast<InstructionOpInterface>(op);
-      if (isa<GatherOp>(op) && isSync(inst.getStageId()))
+      // (A sync stage beside one module is no two-tower join: the generic
+      // refusal below.)
+      if (isa<GatherOp>(op) && isSync(inst.getStageId()) &&
+          a.modules.size() > 1)
         return op.emitOpError()
                << "gathers sync stage " << inst.getStageId()
                << " to one actor, but the contrastive loss needs both towers' "
