@@ -1172,8 +1172,22 @@ std::optional<VerifyFailure> Replay::checkInputs(int32_t actor, int32_t index) {
                        const char *what) -> std::optional<VerifyFailure> {
     const auto &slices = tag == Act ? topo.fwdSlices : topo.bwdSlices;
     for (int32_t stage : stages) {
+      // From another actor in a program without any transfer: one before
+      // communication was inserted.
+      auto computes = [&](const ProgOp &o) {
+        return isCompute(o.kind) && o.stage == stage;
+      };
+      auto transfers = [](const std::vector<ProgOp> &ops) {
+        return llvm::any_of(ops,
+                            [](const ProgOp &o) { return isTransfer(o.kind); });
+      };
       if (!h.count(tag, stage, op.mb))
-        return missing(stageMb(what, stage) + " is computed or received here");
+        return missing(stageMb(what, stage) + " is computed or received here" +
+                       (llvm::any_of(p.actors[actor], computes) ||
+                                llvm::any_of(p.actors, transfers)
+                            ? ""
+                            : " (the program has no sends or receives: insert "
+                              "communication first, -flexpipe-insert-comm)"));
       auto it = slices.find({stage, op.mb});
       if (it != slices.end())
         for (int32_t x : it->second)

@@ -31,3 +31,12 @@ flexpipe.pipeline @one_f_one_b actors(3) microbatches(5) {
 // BEFORE: iteration_time = 1.400000e+01
 // STALE-NOT: flexpipe.simulation
 // AGAIN: iteration_time = 2.100000e+01
+
+// A schedule without communication (before -flexpipe-insert-comm) misses
+// every input from another actor: the passes that replay it say to insert
+// communication first.
+// RUN: flexpipe-opt %s -flexpipe-partition -flexpipe-place -flexpipe-schedule > %t.compute.mlir
+// RUN: not flexpipe-opt %t.compute.mlir -flexpipe-verify-schedule 2>&1 | FileCheck %s --check-prefix=NOCOMM
+// RUN: not flexpipe-opt %t.compute.mlir -flexpipe-simulate 2>&1 | FileCheck %s --check-prefix=NOCOMM
+// RUN: not flexpipe-opt %t.compute.mlir -flexpipe-convert-to-emitc 2>&1 | FileCheck %s --check-prefix=NOCOMM
+// NOCOMM: error: {{.*}} runs before {{.*}} is computed or received here (the program has no sends or receives: insert communication first, -flexpipe-insert-comm)

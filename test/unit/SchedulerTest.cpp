@@ -659,7 +659,8 @@ TEST_CASE("the verifier finds deadlocks and mismatched channels",
         "send_act stage 0 mb 0 to 1 on actor 0: sends and receives between "
         "two actors must match one to one and in the same order");
 
-  // A computation before its input arrives.
+  // A computation before its input arrives; in a program without any
+  // transfer, the message says to insert them.
   program.numMicrobatches = 1;
   program.actors = {{{OpKind::Fwd, 0, 0}, {OpKind::Bwd, 0, 0}},
                     {{OpKind::Fwd, 1, 0}, {OpKind::Bwd, 1, 0}}};
@@ -667,8 +668,9 @@ TEST_CASE("the verifier finds deadlocks and mismatched channels",
   REQUIRE(failure);
   CHECK(failure->message ==
         "bwd stage 0 mb 0 on actor 0 runs before the gradient from stage 1 mb "
-        "0 is computed or received here; every dependency must be satisfied "
-        "in program order");
+        "0 is computed or received here (the program has no sends or "
+        "receives: insert communication first, -flexpipe-insert-comm); every "
+        "dependency must be satisfied in program order");
   program.actors[0] = {{OpKind::Fwd, 0, 0}};
   failure = verify(program);
   REQUIRE(failure);
