@@ -9,7 +9,7 @@
 // Two phases. Phase one schedules and simulates every candidate without
 // gradient separation, on all threads. Phase two takes the separation
 // variants, whose cost is dominated by the separation pass, in the order of
-// their fused twin's lower bound (the busiest actor's compute, each backward
+// their fused twin's lower bound (the busiest actor's work, each backward
 // priced as its two halves, plus the gradient all-reduce: moving weight
 // gradients into bubbles cannot beat it)
 // and skips every one whose bound is no better than the best time found so
@@ -839,16 +839,27 @@ flexpipe::sched::evaluate(const Candidate &c, const ModelConfig &model,
   for (double bytes : sim.totalBytes)
     e.peakBytes = std::max(e.peakBytes, bytes);
   for (size_t a = 0; a < sim.busy.size(); ++a) {
-    e.busiest = std::max(e.busiest, sim.busy[a]);
-    // Its compute with each backward as its two halves.
-    double split = sim.busy[a];
-    for (const ProgOp &op : program.actors[a])
-      if (op.kind == OpKind::Bwd) {
-        const auto &d = costs.duration[static_cast<size_t>(op.stage)];
-        split += d[static_cast<int>(CompKind::Igrad)] +
-                 d[static_cast<int>(CompKind::Wgrad)] -
-                 d[static_cast<int>(CompKind::Bwd)];
-      }
+    // The actor's work as the simulator counts it busy on a core of its
+    // own: each op's overhead and each computation's duration. Not
+    // sim.busy alone, which with shared cores also holds the waits for a
+    // core and the contention slowdown that another order of the work (a
+    // separation variant) need not have: no lower bound.
+    double work = 0, split = 0;
+    for (const ProgOp &op : program.actors[a]) {
+      const double own =
+          costs.instructionOverhead +
+          (isCompute(op.kind)        ? costs.durationOf(op.stage, op.kind)
+           : op.kind == OpKind::Exec ? costs.execTime
+                                     : 0.0);
+      work += own;
+      // With each backward as its two halves.
+      split += op.kind != OpKind::Bwd
+                   ? own
+                   : 2 * costs.instructionOverhead +
+                         costs.durationOf(op.stage, OpKind::Igrad) +
+                         costs.durationOf(op.stage, OpKind::Wgrad);
+    }
+    e.busiest = std::max(e.busiest, std::min(work, sim.busy[a]));
     e.busiestSplit = std::max(e.busiestSplit, split);
   }
 
@@ -1140,8 +1151,8 @@ Search::chooseVariants(const std::vector<double> &ownBound,
   for (size_t v = 0; v < variants.size(); ++v) {
     const size_t twin = twins[v];
     const Evaluation &t = fusedEval[twin];
-    // (Never above the busiest actor's: with shared cores its time is
-    // stretched, and halves longer than the whole need not make it longer.)
+    // (Never above the busiest actor's: halves longer than the whole need
+    // not make it longer.)
     double bound =
         std::min(t.busiest, t.busiestSplit) + t.gradSyncTime + t.stepTime;
     const bool outside = beyondWindow(twin);

@@ -106,8 +106,8 @@ struct Evaluation {
   double tokensPerSecond = 0;
   /// Idle share of all actors' time in the pipeline.
   double bubbleRatio = 0;
-  /// Largest per-actor compute time with each backward priced as its two
-  /// halves (a profile may time igrad_s + wgrad_s below bwd_s; `busiest`
+  /// Largest per-actor work (as `busiest`) with each backward priced as its
+  /// two halves (a profile may time igrad_s + wgrad_s below bwd_s; `busiest`
   /// with the analytic model, whose halves sum to the whole): no
   /// separation variant of this work is faster.
   double busiestSplit = 0;
@@ -117,7 +117,9 @@ struct Evaluation {
   /// Rejected without scheduling: its parameters, gradients and optimizer
   /// state alone exceed the memory limit.
   bool staticOnly = false;
-  /// Largest per-actor compute time: no schedule of this work is faster.
+  /// Largest per-actor work (its computations' durations and every
+  /// instruction's overhead, on a core of its own; never above its
+  /// simulated busy time): no schedule of this work is faster.
   double busiest = 0;
   bool fitsMemory = true;
   /// Not simulated: its lower bound (iterationLowerBound) shows it cannot
