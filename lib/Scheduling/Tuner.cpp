@@ -45,7 +45,8 @@ using namespace flexpipe::sched;
 std::string flexpipe::sched::formatBytes(double bytes) {
   const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   int unit = 0;
-  while (bytes >= 1024 && unit < 4) {
+  // (Rounded first: 1048575 B is 1.0 MiB, not 1024.0 KiB.)
+  while (std::round(bytes * 10) >= 10240 && unit < 4) {
     bytes /= 1024;
     ++unit;
   }
@@ -1422,13 +1423,22 @@ llvm::Error nothingRanked(const TuneResult &result, const TuneOptions &options,
         return e.candidate.separation && !e.skipped &&
                fused == smallest->candidate;
       });
+  // Whole bytes where one decimal reads both sizes alike (3644543 B and
+  // the 3644544 B needed both read 3.5 MiB); the need rounded up, as a
+  // --memory-limit fits it.
+  std::string limit = smallest ? formatBytes(options.memoryLimit) : "",
+              need = smallest ? formatBytes(smallest->peakBytes) : "";
+  if (smallest && limit == need) {
+    limit += llvm::formatv(" ({0:F0} B)", options.memoryLimit).str();
+    need += llvm::formatv(" ({0:F0} B)", std::ceil(smallest->peakBytes)).str();
+  }
   if (smallest)
     return fail(llvm::formatv(
         "no candidate fits in {0} per device: the smallest needs {6}{1} "
         "({7}pp {2} x dp {3}, micro-batch size {4}, {5}); use more devices, "
         "a smaller global batch or model, or raise --memory-limit",
-        formatBytes(options.memoryLimit), formatBytes(smallest->peakBytes),
-        smallest->candidate.pp, smallest->candidate.dp, smallest->candidate.mbs,
+        limit, need, smallest->candidate.pp, smallest->candidate.dp,
+        smallest->candidate.mbs,
         describe(smallest->candidate) +
             (!twin          ? ""
              : variantTried ? ", without separation: its variant needs more"

@@ -26,6 +26,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
 #include "llvm/Support/Signals.h"
@@ -119,17 +120,12 @@ std::string stpName(const StagePriority &p) {
   return text;
 }
 
-std::string jsonEscape(const std::string &s) {
+/// `text` as a JSON string, quoted and escaped by llvm::json (an error may
+/// quote a path with any byte; bytes that are not UTF-8 become U+FFFD).
+std::string jsonString(const std::string &text) {
   std::string out;
-  for (char c : s) {
-    if (c == '"' || c == '\\')
-      out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
+  llvm::raw_string_ostream(out) << llvm::json::Value(
+      llvm::json::isUTF8(text) ? text : llvm::json::fixUTF8(text));
   return out;
 }
 
@@ -228,7 +224,7 @@ bool writeResults(const std::string &dir, const TuneResult &result) {
          << ", \"cttp\": \"" << cttpCell(c) << "\", \"fstp\": \""
          << stpCell(c, c.fwd) << "\", \"bstp\": \"" << stpCell(c, c.bwd)
          << "\", \"separation\": " << (c.separation ? "true" : "false")
-         << ", \"error\": \"" << jsonEscape(e.error) << "\"}";
+         << ", \"error\": " << jsonString(e.error) << "}";
     first = false;
   };
   int rank = 0;
@@ -338,17 +334,20 @@ void addOptions(CLI::App &app, Options &o) {
                  "How many of the best to write as specs and print")
       ->check(flexpipe::integerAtLeast(1))
       ->capture_default_str();
-  app.add_option("--exact", o.exact,
-                 "Simulate every candidate that can still be among the N "
-                 "fastest (in lower-bound order; the others are skipped, see "
-                 "docs/Tuning.md); at least --top")
-      ->check(flexpipe::integerAtLeast(1))
-      ->capture_default_str()
-      ->type_name("N");
+  CLI::Option *exact =
+      app.add_option(
+             "--exact", o.exact,
+             "Simulate every candidate that can still be among the N "
+             "fastest (in lower-bound order; the others are skipped, see "
+             "docs/Tuning.md); at least --top")
+          ->check(flexpipe::integerAtLeast(1))
+          ->capture_default_str()
+          ->type_name("N");
   app.add_flag("--exhaustive", o.exhaustive,
                "Simulate every fused candidate and every separation variant "
                "the two heuristics choose (no lower-bound skipping; "
-               "docs/Tuning.md)");
+               "docs/Tuning.md)")
+      ->excludes(exact);
   app.add_option("--threads", o.threads,
                  "Worker threads (default: all hardware threads)")
       ->check(flexpipe::integerAtLeast(0, 4096));
