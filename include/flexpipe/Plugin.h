@@ -61,7 +61,22 @@ namespace flexpipe::plugin {
 
 /// Bumped whenever this header or the hook types of Scheduler.h change
 /// incompatibly.
-constexpr int kPluginApiVersion = 1;
+constexpr int kPluginApiVersion = 2;
+
+/// The C++ ABI the hooks are exchanged in (std::string, std::function):
+/// compared by the loader, which cannot call a plugin built with another
+/// standard library or string ABI safely. Only plain integers cross here.
+constexpr unsigned long long pluginAbiTag() {
+  return (static_cast<unsigned long long>(sizeof(std::string)) << 48) |
+         (static_cast<unsigned long long>(sizeof(std::function<int(int)>))
+          << 32) |
+#if defined(_LIBCPP_VERSION)
+         (1ull << 16) |
+#elif defined(_GLIBCXX_USE_CXX11_ABI)
+         (static_cast<unsigned long long>(2 + _GLIBCXX_USE_CXX11_ABI) << 16) |
+#endif
+         static_cast<unsigned long long>(sizeof(void *));
+}
 
 /// What an in-flight rule is asked: the limit for one index of its scope.
 struct InflightQuery {
@@ -157,6 +172,10 @@ private:
   extern "C" __attribute__((visibility("default"))) int                        \
   flexpipePluginApiVersion() {                                                 \
     return ::flexpipe::plugin::kPluginApiVersion;                              \
+  }                                                                            \
+  extern "C" __attribute__((visibility("default"))) unsigned long long         \
+  flexpipePluginAbiTag() {                                                     \
+    return ::flexpipe::plugin::pluginAbiTag();                                 \
   }                                                                            \
   extern "C" __attribute__((visibility("default"))) void                       \
   flexpipePluginRegister(::flexpipe::plugin::Registry &registry)

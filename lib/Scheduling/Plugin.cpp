@@ -195,16 +195,6 @@ std::string Registry::load(const std::string &path) {
   if (path.empty())
     return "(an empty path): give the plugin's file";
 
-  // The same file under another name is the same plugin.
-  llvm::SmallString<256> canonical;
-  if (llvm::sys::fs::real_path(path, canonical))
-    canonical = path;
-  for (const auto &[file, given] : loaded)
-    if (file == canonical.str())
-      return failed(given == path
-                        ? "this plugin is already loaded"
-                        : "this plugin is already loaded (as " + given + ")");
-
   // dlopen searches the library path for a name without a slash; a file of
   // that name in the working directory is meant.
   std::string file = path;
@@ -214,6 +204,22 @@ std::string Registry::load(const std::string &path) {
   void *handle = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle)
     return failed("cannot load it: " + loaderMessage(file));
+  // The same file under another name (a link, another relative path, a
+  // bare name found on the library path) is the same plugin: the file the
+  // loader opened is compared.
+  llvm::SmallString<256> canonical;
+  struct link_map *map = nullptr;
+  if (dlinfo(handle, RTLD_DI_LINKMAP, &map) != 0 || !map || !map->l_name ||
+      !*map->l_name || llvm::sys::fs::real_path(map->l_name, canonical))
+    if (llvm::sys::fs::real_path(path, canonical))
+      canonical = path;
+  for (const auto &[known, given] : loaded)
+    if (known == canonical.str()) {
+      dlclose(handle);
+      return failed(given == path
+                        ? "this plugin is already loaded"
+                        : "this plugin is already loaded (as " + given + ")");
+    }
 
   using VersionFn = int (*)();
   using RegisterFn = void (*)(Registry &);
@@ -244,6 +250,18 @@ std::string Registry::load(const std::string &path) {
                   std::to_string(found) + ", but this FlexPipe loads version " +
                   std::to_string(kPluginApiVersion) +
                   "; rebuild it against this FlexPipe's flexpipe/Plugin.h");
+  }
+  // The version says which header it saw, not which C++ library: a plugin
+  // built with another std::string ABI crashed the tool in its first add.
+  using AbiFn = unsigned long long (*)();
+  auto abi = reinterpret_cast<AbiFn>(dlsym(handle, "flexpipePluginAbiTag"));
+  if (!abi || !isFunction(reinterpret_cast<void *>(abi)) ||
+      abi() != pluginAbiTag()) {
+    dlclose(handle);
+    return failed("it was built with another C++ standard library or ABI "
+                  "(std::string, std::function) than this FlexPipe; rebuild "
+                  "it with the compiler and standard library the tools were "
+                  "built with");
   }
 
   // A registration function may itself load a plugin: keep the outer

@@ -1016,7 +1016,8 @@ int32_t Engine::vetoingCheck(int32_t actor, const ReadyItem &item) {
   for (size_t c = 0; c < p.checks.size(); ++c)
     if (!p.checks[c](v, item)) {
       if (std::string failure = takeHookFailure(); !failure.empty())
-        hookError = std::move(failure);
+        hookError =
+            describeItem(item.kind, item.part, item.mb) + ": " + failure;
       return static_cast<int32_t>(c);
     }
   return -1;

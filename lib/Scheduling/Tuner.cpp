@@ -818,6 +818,14 @@ flexpipe::sched::evaluate(const Candidate &c, const ModelConfig &model,
   }
   if (!schedule.ok) {
     e.error = "cannot be scheduled: " + schedule.error;
+    // The summary names no hook; the waits do ("... the plugin check
+    // function 'x' refuses it"): keep the first that blames a plugin.
+    auto blamed = llvm::find_if(schedule.waits, [](const std::string &w) {
+      return llvm::StringRef(w).contains("plugin");
+    });
+    if (blamed != schedule.waits.end())
+      e.error += " (" + *blamed + ")";
+    e.hookFailed = schedule.hookFailed;
     return e;
   }
   Program &program = lowered.program;

@@ -428,6 +428,13 @@ bool loadPlugins(const Options &o, std::string &flags) {
     llvm::SmallString<256> absolute;
     if (llvm::sys::fs::real_path(path, absolute))
       absolute = path;
+    // The written specs carry the path in a // comment line.
+    if (absolute.str().find_first_of("\n\r") != llvm::StringRef::npos) {
+      llvm::errs() << "error: --load-plugin " << path
+                   << ": the path has a line break; the written specs' "
+                      "flexpipe-compile line cannot hold it\n";
+      return false;
+    }
     flags += " --load-plugin " + flexpipe::shellQuote(absolute.str().str());
   }
   return true;
@@ -887,6 +894,16 @@ int main(int argc, char **argv) {
     writer->join();
   else
     write();
+  // A hook that fails (throws, or answers out of range) stops the tool, as
+  // in flexpipe-compile: counted as unschedulable, the tuner exited 0 and
+  // said nothing. (results.csv, written, has every candidate's error.)
+  for (const Evaluation &e : result.rejected)
+    if (e.hookFailed) {
+      llvm::errs() << "flexpipe-tune: a plugin hook failed on "
+                   << describe(e.candidate) << ": " << e.error
+                   << "; no ranking is given\n";
+      return 1;
+    }
   const size_t top = std::min<size_t>(o.top, result.ranked.size());
   printRanking(model, cluster, *resolved, result, baseline, whyNone, top,
                elapsed);

@@ -135,6 +135,9 @@ struct Evaluation {
   /// Not priced: the run's profile (TuneOptions::profile) was measured on
   /// another job, whose stages are not this candidate's; `error` says how.
   bool otherJob = false;
+  /// Not scheduled because a plugin hook failed (threw, or answered out of
+  /// range): a broken plugin, not a property of the candidate.
+  bool hookFailed = false;
 
   bool ok() const { return error.empty(); }
 };
