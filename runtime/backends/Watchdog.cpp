@@ -60,12 +60,23 @@ Watchdog::Scope::~Scope() {
 
 void Watchdog::loop() {
   double failingSince = -1;
+  double lastTick = now();
   std::unique_lock<std::mutex> lock(mutex);
   while (!stopping) {
     wake.wait_for(lock, std::chrono::duration<double>(interval));
     if (stopping)
       break;
     lock.unlock();
+    // A tick far later than the interval: the process was stopped (its
+    // job suspended); that time is no peer's lack of progress.
+    const double tick = now(), gap = tick - lastTick - interval;
+    lastTick = tick;
+    if (gap > 1.0) {
+      std::lock_guard<std::mutex> scopeLock(scopeMutex);
+      since += gap;
+      if (failingSince >= 0)
+        failingSince += gap;
+    }
     std::string failure;
     if (!quieted && check) {
       std::string problem = check();

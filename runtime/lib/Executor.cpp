@@ -1511,13 +1511,17 @@ int flexpipe::rt::runRank(int argc, char **argv, const char *description,
                  static_cast<long long>(rt.divergedAt),
                  std::isnan(losses.back()) ? "nan" : "infinite");
   printSummary(rt, totalSeconds);
-  writeLossesAndWeights(rt, losses);
   // (A run that diverged measured computations on numbers that are not:
   // every rank leaves the collective out alike.)
   if (rt.divergedAt < 0)
     writeProfile(rt, messageSeconds);
   if (rt.tracing)
     writeTrace(rt);
+  // After the last collective: a rank writing large weights held the ranks
+  // that finished first in writeProfile's all-reduce, which FLEXPIPE_TIMEOUT
+  // bounds (they aborted the run and its weights were lost); they now wait
+  // in MPI_Finalize, which has no limit.
+  writeLossesAndWeights(rt, losses);
   // The iteration lines reached the standard output (into a full disk they
   // were lost, and the run exited 0).
   const bool printed = std::fflush(stdout) == 0 && !std::ferror(stdout);

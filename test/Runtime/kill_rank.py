@@ -3,10 +3,13 @@
 the others stop within seconds with a non-zero exit and a message naming the
 dead rank.
 
-Usage: kill_rank.py RUN_DIR ACTOR [KILL|STOP] [--direct]
+Usage: kill_rank.py RUN_DIR ACTOR [KILL|STOP|SUSPEND] [--direct]
 
 STOP sends SIGSTOP instead of SIGKILL: the rank stays alive but silent, which
 only the liveness rule (FLEXPIPE_TIMEOUT, set to 3 s here) detects.
+SUSPEND stops every rank of the run for 6 s and continues them (a job
+suspended, as Ctrl-Z or Slurm's suspend do): the run must go on, the time it
+was stopped being no peer's lack of progress.
 
 By default the ranks start under run-mpi.sh. With --direct each rank starts
 on its own, with the variables run-env.sh sets (CUDA backend), and no
@@ -81,6 +84,31 @@ def direct(run_dir, actor, how, env):
     return failed
 
 
+def suspend(job, run_dir):
+    """Stops every rank of the job for twice FLEXPIPE_TIMEOUT, continues
+    them, and checks that the job still trains 3 s later."""
+    pattern = "^" + re.escape(os.path.realpath(run_dir)) + "/rank[0-9]+ "
+    ranks = [int(p) for p in subprocess.run(
+        ["pgrep", "-f", pattern], capture_output=True, text=True).stdout.split()]
+    for pid in ranks:
+        os.kill(pid, signal.SIGSTOP)
+    time.sleep(6)
+    for pid in ranks:
+        os.kill(pid, signal.SIGCONT)
+    time.sleep(3)
+    alive = job.poll() is None
+    try:
+        os.killpg(job.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    output, _ = job.communicate()
+    if not alive:
+        print(output[-2000:])
+    print(f"{len(ranks)} ranks suspended for 6 s: "
+          f"{'still training' if alive else 'the job ended'}")
+    return 0 if alive else 1
+
+
 def main():
     run_dir, actor = sys.argv[1], sys.argv[2]
     how = sys.argv[3] if len(sys.argv) > 3 and sys.argv[3] != "--direct" \
@@ -108,6 +136,8 @@ def main():
         print("FAIL: rank process never appeared")
         return 1
     seen = until_training(job.stdout)
+    if how == "SUSPEND":
+        return suspend(job, run_dir)
     os.kill(victim, signal.SIGSTOP if how == "STOP" else signal.SIGKILL)
     killed = time.time()
     try:

@@ -308,3 +308,17 @@
 // RUN: python3 %S/kill_rank.py %t/dp2 0 STOP 2>&1 | FileCheck %s --check-prefix=STOPDP
 // STOPDP: flexpipe: rank {{[01]}}: no progress for {{[3-9]}} s {{while in the data-parallel gradient all-reduce|\(FLEXPIPE_TIMEOUT\) waiting for an all-reduce of the ranks}}
 // STOPDP: exit code {{[1-9][0-9]*}} after
+// The ranks that finish first wait for a slow writer in MPI_Finalize, not
+// in a collective FLEXPIPE_TIMEOUT bounds: replica 1 of a GPT whose weights
+// file is 95 MB (rank 0 writes it) aborted the run at 1 s, and the weights
+// were lost.
+// RUN: flexpipe-compile %schedules/1f1b.mlir --actors 1 --dp 2 --microbatches 2 --model %configs/models/gpt-h256.yaml --cluster %configs/clusters/cpu.yaml --emit=exe -o %t/h256dp
+// RUN: env FLEXPIPE_TIMEOUT=1 %t/h256dp/run-mpi.sh --iterations 2 --weights %t/h256dp/w --losses %t/h256dp/l > %t/h256dp/run.log
+// RUN: test -s %t/h256dp/w.actor0
+// A job stopped as a whole (Ctrl-Z, Slurm's suspend) for longer than
+// FLEXPIPE_TIMEOUT trains on when continued: the time it was stopped is no
+// peer's lack of progress (the ranks aborted on resuming), in the
+// backend's message waits and in the watchdog's blocking all-reduce.
+// RUN: python3 %S/kill_rank.py %t/a-good 0 SUSPEND 2>&1 | FileCheck %s --check-prefix=SUSPEND
+// RUN: python3 %S/kill_rank.py %t/dp2 0 SUSPEND 2>&1 | FileCheck %s --check-prefix=SUSPEND
+// SUSPEND: 2 ranks suspended for 6 s: still training
