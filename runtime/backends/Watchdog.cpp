@@ -9,6 +9,7 @@
 #include "Watchdog.h"
 #include "Timeout.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 
@@ -69,13 +70,15 @@ void Watchdog::loop() {
     lock.unlock();
     // A tick far later than the interval: the process was stopped (its
     // job suspended); that time is no peer's lack of progress.
+    // The shift leaves 0.1 s of the gap counted (ticks that always come a
+    // second late still reach the limit) and never moves a start past now
+    // (a scope entered after the resume, before this tick, began then).
     const double tick = now(), gap = tick - lastTick - interval;
-    lastTick = tick;
     if (gap > 1.0) {
       std::lock_guard<std::mutex> scopeLock(scopeMutex);
-      since += gap;
+      since = std::min(since + gap - 0.1, tick);
       if (failingSince >= 0)
-        failingSince += gap;
+        failingSince = std::min(failingSince + gap - 0.1, tick);
     }
     std::string failure;
     if (!quieted && check) {
@@ -88,6 +91,8 @@ void Watchdog::loop() {
         failure = problem;
       }
     }
+    // (After check(), whose own time is no stop.)
+    lastTick = now();
     const char *blockedIn;
     double blockedFor, blockLimit;
     {

@@ -1519,8 +1519,9 @@ int flexpipe::rt::runRank(int argc, char **argv, const char *description,
     writeTrace(rt);
   // After the last collective: a rank writing large weights held the ranks
   // that finished first in writeProfile's all-reduce, which FLEXPIPE_TIMEOUT
-  // bounds (they aborted the run and its weights were lost); they now wait
-  // in MPI_Finalize, which has no limit.
+  // bounds (they aborted the run and its weights were lost); on the CPU
+  // backend they now wait in MPI_Finalize, which has no limit (the CUDA
+  // backend's finalize still all-reduces under it).
   writeLossesAndWeights(rt, losses);
   // The iteration lines reached the standard output (into a full disk they
   // were lost, and the run exited 0).

@@ -316,9 +316,10 @@ private:
       // Polls come every 50 us at most: a gap of a second is time this
       // process did not run (the job stopped with SIGSTOP/SIGTSTP, Slurm's
       // suspend), not time a peer failed to answer in. Counted, a job
-      // suspended for longer than FLEXPIPE_TIMEOUT died when resumed.
-      if (step < 1.0)
-        waited += step;
+      // suspended for longer than FLEXPIPE_TIMEOUT died when resumed. Such
+      // a gap counts 0.1 s, not nothing: a node where every poll comes a
+      // second late still times out, 10x later.
+      waited += step < 1.0 ? step : 0.1;
       if (waited > timeout)
         abort(noProgressFor(waited) + " (FLEXPIPE_TIMEOUT) waiting for " +
                   describe(),
